@@ -1,0 +1,121 @@
+// ModelSpec: what ddpscope knows about a model, independent of any framework.
+//
+// - params: every trainable parameter in `model.parameters()` order (PyTorch's
+//   registration order: a module's own parameters first, then its children's,
+//   recursively). Indices into this vector are "parameter indices" everywhere
+//   (bucket plans, ready orders, reducer events) — the same index space as DDP.
+// - layers: the modules in *forward execution order*, each naming the parameters
+//   it owns (indices into params, in the module's own order) and the order in
+//   which autograd makes their gradients ready. Empty for a parameter-only file.
+// - buffers: non-trainable state (BatchNorm running stats), for broadcast_buffers.
+//
+// The JSON format is documented in models/FORMAT.md.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace ddpscope::models {
+
+enum class DType { kFloat32, kFloat16, kBFloat16, kFloat64, kInt64, kInt32, kInt8, kUInt8, kBool };
+
+// "float32", "float16", "bfloat16", "float64", "int64", "int32", "int8", "uint8", "bool".
+StatusOr<DType> parseDType(std::string_view name);
+std::string_view dtypeName(DType dtype);
+int64_t dtypeBytes(DType dtype);
+
+// Symbolic sizes a model's costs depend on. Zero means "not applicable".
+struct ModelInputs {
+  int64_t batch = 0;      // samples per rank per step
+  int64_t seqLen = 0;     // tokens per sample (transformers)
+  int64_t imageSize = 0;  // square image side in pixels (vision models)
+};
+
+// A polynomial in the input variables: sum of coef * batch^a * seq^b * image^c.
+// JSON: {"batch*seq": 1536.0, "batch*seq*seq": 24.0, "1": 7.0}. Monomials are
+// products of the names batch, seq, image joined by '*'; "1" is the constant.
+struct CostPoly {
+  struct Term {
+    double coef = 0;
+    int batchPow = 0;
+    int seqPow = 0;
+    int imagePow = 0;
+  };
+  std::vector<Term> terms;
+  double evaluate(const ModelInputs& inputs) const;
+  bool empty() const { return terms.empty(); }
+};
+
+struct ParamSpec {
+  std::string name;            // e.g. "layer1.0.conv1.weight"
+  std::vector<int64_t> shape;  // PyTorch shape, e.g. [64, 64, 3, 3]
+  DType dtype = DType::kFloat32;
+  bool sparseGrad = false;     // owner is Embedding/EmbeddingBag with sparse=True
+  int64_t numel() const;
+  int64_t bytes() const;  // numel * element size, no padding
+};
+
+struct BufferSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+  DType dtype = DType::kFloat32;
+  int64_t numel() const;
+  int64_t bytes() const;
+};
+
+// When a layer runs. Absent = every iteration on every rank.
+// Used in iteration i (1-based) when (i - 1) % period == phase, and only on the
+// listed ranks when ranks is non-empty.
+struct UsePattern {
+  int64_t period = 1;
+  int64_t phase = 0;
+  std::vector<int> ranks;
+  bool usedIn(int64_t iteration, int rank) const;
+};
+
+struct LayerSpec {
+  std::string name;                // module path, e.g. "layer1.0.conv1"
+  std::string type;                // "Linear", "Conv2d", "BatchNorm2d", "LayerNorm", ...
+  std::vector<int> params;         // indices into ModelSpec::params, module order
+  std::vector<int> gradReadyOrder; // same set as params, in autograd's ready order
+  CostPoly forwardFlops;           // forward FLOPs (multiply-add = 2)
+  CostPoly forwardBytes;           // bytes read + written by the forward kernels
+  std::optional<CostPoly> backwardFlops;  // absent: 2x forward for layers with params, 1x otherwise
+  std::map<std::string, double> attrs;    // type-specific: in_features, kernel_size, eps, ...
+  std::vector<std::string> inputs;        // producer layer names; empty = previous layer
+  std::optional<UsePattern> use;          // conditional use (find_unused_parameters)
+};
+
+struct ModelSpec {
+  std::string name;
+  std::string origin;  // file path or "zoo:<name>", used in error messages
+  std::string description;
+  ModelInputs defaultInputs;
+  std::vector<ParamSpec> params;   // model.parameters() order
+  std::vector<LayerSpec> layers;   // forward execution order; may be empty
+  std::vector<BufferSpec> buffers;
+
+  bool hasLayers() const { return !layers.empty(); }
+  int64_t numParams() const;    // total elements
+  int64_t numTensors() const { return static_cast<int64_t>(params.size()); }
+  int64_t totalBytes() const;
+  // The order in which autograd makes gradients ready in a plain backward:
+  // layers in reverse execution order, each contributing its gradReadyOrder
+  // (a parameter shared by several layers is ready at its earliest-executed
+  // owner). Parameters owned by no layer come last, in reverse registration
+  // order. Without layers: reverse registration order.
+  std::vector<int> gradReadyOrder() const;
+};
+
+// Parses a model JSON document. `origin` names the source in error messages.
+StatusOr<ModelSpec> parseModelJson(std::string_view text, const std::string& origin);
+// Reads and parses a model file.
+StatusOr<ModelSpec> loadModelFile(const std::string& path);
+
+}  // namespace ddpscope::models

@@ -1,0 +1,36 @@
+#include "base/nanos.h"
+
+#include <gtest/gtest.h>
+
+namespace ddpscope {
+namespace {
+
+TEST(NanosTest, ConvertsUnits) {
+  EXPECT_EQ(Nanos::fromMicros(3).count(), 3000);
+  EXPECT_EQ(Nanos::fromMillis(2).count(), 2'000'000);
+  EXPECT_EQ(Nanos::fromSeconds(1).count(), 1'000'000'000);
+  EXPECT_DOUBLE_EQ(Nanos(1500).toMicros(), 1.5);
+  EXPECT_DOUBLE_EQ(Nanos(2'500'000).toMillis(), 2.5);
+}
+
+TEST(NanosTest, RoundsFractionalMicrosToNearestNanosecond) {
+  EXPECT_EQ(Nanos::fromMicrosDouble(1.0004).count(), 1000);
+  EXPECT_EQ(Nanos::fromMicrosDouble(1.0006).count(), 1001);
+  EXPECT_EQ(Nanos::fromMicrosDouble(-0.0015).count(), -2);
+  EXPECT_EQ(Nanos::fromSecondsDouble(0.25).count(), 250'000'000);
+}
+
+TEST(NanosTest, ArithmeticAndOrder) {
+  Nanos a(10), b(25);
+  EXPECT_EQ((a + b).count(), 35);
+  EXPECT_EQ((b - a).count(), 15);
+  EXPECT_EQ((a * 3).count(), 30);
+  EXPECT_LT(a, b);
+  EXPECT_EQ(maxNanos(a, b), b);
+  EXPECT_EQ(minNanos(a, b), a);
+  a += b;
+  EXPECT_EQ(a.count(), 35);
+}
+
+}  // namespace
+}  // namespace ddpscope
