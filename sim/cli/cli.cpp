@@ -1,0 +1,74 @@
+#include "sim/cli/cli.h"
+
+#include <exception>
+#include <functional>
+#include <ostream>
+
+#include "sim/cli/commands.h"
+
+namespace ddpscope::cli {
+namespace {
+
+struct Command {
+  const char* name;
+  const char* summary;
+  std::function<Status(const std::vector<std::string>&, CommandIo)> run;
+};
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> kCommands = {
+      {"quickstart", "the main job on an embedded default: the zoo and a bucket plan",
+       runQuickstartCommand},
+      {"models", "list the embedded model zoo with parameter and tensor counts", runModelsCommand},
+      {"buckets", "PyTorch DDP's exact bucket plan for a model (iteration 1 or steady state)",
+       runBucketsCommand},
+      {"overlap", "compute/communication overlap of a Chrome trace (HTA definition)",
+       runOverlapCommand},
+  };
+  return kCommands;
+}
+
+void printTopLevelHelp(std::ostream& out) {
+  out << "usage: ddpscope <command> [options]\n\n"
+         "ddpscope answers three questions for PyTorch DistributedDataParallel users: which\n"
+         "bucket_cap_mb to use, whether the gradient allreduce hides behind backward compute,\n"
+         "and what the step time becomes on another cluster or world size.\n\ncommands:\n";
+  for (const auto& c : commands()) {
+    std::string name = c.name;
+    out << "  " << name << std::string(12 - name.size(), ' ') << c.summary << "\n";
+  }
+  out << "\nRun 'ddpscope <command> --help' for a command's options.\n";
+}
+
+}  // namespace
+
+int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    printTopLevelHelp(out);
+    return 0;
+  }
+  if (args[0] == "--version") {
+    out << "ddpscope 0.1.0\n";
+    return 0;
+  }
+  for (const auto& c : commands()) {
+    if (args[0] != c.name) continue;
+    std::vector<std::string> rest(args.begin() + 1, args.end());
+    Status status;
+    try {
+      status = c.run(rest, CommandIo{out, err});
+    } catch (const std::exception& e) {
+      // Exceptions stop at this boundary (STYLE rule 7); reaching here is a bug.
+      status = internalError(std::string("unexpected exception: ") + e.what());
+    }
+    if (!status.isOk()) {
+      err << "ddpscope " << c.name << ": error: " << status.message() << "\n";
+      return status.exitCode();
+    }
+    return 0;
+  }
+  err << "ddpscope: error: unknown command '" << args[0] << "' (see 'ddpscope --help')\n";
+  return 2;
+}
+
+}  // namespace ddpscope::cli

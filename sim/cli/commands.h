@@ -1,0 +1,23 @@
+// One function per `ddpscope` subcommand (private to the CLI library).
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace ddpscope::cli {
+
+struct CommandIo {
+  std::ostream& out;
+  std::ostream& err;
+};
+
+// Each returns OK after writing its output, or the error to report (exit code from the Status).
+Status runModelsCommand(const std::vector<std::string>& args, CommandIo io);
+Status runBucketsCommand(const std::vector<std::string>& args, CommandIo io);
+Status runOverlapCommand(const std::vector<std::string>& args, CommandIo io);
+Status runQuickstartCommand(const std::vector<std::string>& args, CommandIo io);
+
+}  // namespace ddpscope::cli

@@ -1,0 +1,42 @@
+// In-process driver for the ddpscope CLI in tests.
+#pragma once
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "sim/cli/cli.h"
+
+namespace ddpscope::cli::testing {
+
+struct CliResult {
+  int exitCode;
+  std::string out;
+  std::string err;
+};
+
+inline CliResult runCliForTest(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  int code = runCli(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+// A scratch directory unique to the running test binary.
+inline std::filesystem::path scratchDir() {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("ddpscope_cli_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+inline std::string writeScratchFile(const std::string& name, const std::string& text) {
+  auto path = scratchDir() / name;
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+}  // namespace ddpscope::cli::testing

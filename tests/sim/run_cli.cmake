@@ -1,0 +1,17 @@
+# Runs EXE with ARGS (a ;-list), checks the exit code and that stdout+stderr match EXPECT_REGEX.
+execute_process(COMMAND ${EXE} ${ARGS} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL EXPECT_EXIT)
+  message(FATAL_ERROR "exit code ${rc}, expected ${EXPECT_EXIT}\nstdout:\n${out}\nstderr:\n${err}")
+endif()
+string(FIND "${out}${err}" "${EXPECT_REGEX}" pos)
+if(pos EQUAL -1)
+  message(FATAL_ERROR "output does not contain '${EXPECT_REGEX}'\nstdout:\n${out}\nstderr:\n${err}")
+endif()
+if(EXPECT_EXIT EQUAL 2)
+  # Bad input: exactly one error line on stderr, nothing on stdout.
+  string(REGEX MATCHALL "\n" newlines "${err}")
+  list(LENGTH newlines n)
+  if(NOT n EQUAL 1 OR NOT out STREQUAL "")
+    message(FATAL_ERROR "expected a one-line error, got stdout:\n${out}\nstderr:\n${err}")
+  endif()
+endif()
