@@ -1,0 +1,139 @@
+#include "ddp/ddp_config.h"
+
+#include <cmath>
+#include <sstream>
+
+namespace ddpscope::ddp {
+namespace {
+
+// Shortest natural spelling of a double for messages: -1, 2.5, 0.1, inf, nan.
+std::string formatNumber(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
+const char* boolName(bool value) { return value ? "true" : "false"; }
+
+}  // namespace
+
+StatusOr<SemanticsProfile> parseSemanticsProfile(std::string_view name) {
+  if (name == "current" || name == "2.4") return SemanticsProfile::kCurrent;
+  if (name == "1.13") return SemanticsProfile::kV1_13;
+  if (name == "1.5" || name == "legacy") return SemanticsProfile::kV1_5;
+  return invalidArgument("semantics profile: expected one of \"1.5\", \"1.13\", \"current\", got \"" +
+                         std::string(name) + "\"");
+}
+
+std::string_view semanticsProfileName(SemanticsProfile profile) {
+  switch (profile) {
+    case SemanticsProfile::kV1_5:
+      return "1.5";
+    case SemanticsProfile::kV1_13:
+      return "1.13";
+    case SemanticsProfile::kCurrent:
+      return "current";
+  }
+  return "?";
+}
+
+StatusOr<CommHookKind> parseCommHookKind(std::string_view name) {
+  if (name == "none") return CommHookKind::kNone;
+  if (name == "allreduce") return CommHookKind::kAllreduce;
+  if (name == "fp16") return CommHookKind::kFp16;
+  if (name == "bf16") return CommHookKind::kBf16;
+  if (name == "powersgd") return CommHookKind::kPowerSgd;
+  return invalidArgument(
+      "comm_hook: expected one of \"none\", \"allreduce\", \"fp16\", \"bf16\", \"powersgd\", got \"" +
+      std::string(name) + "\"");
+}
+
+std::string_view commHookKindName(CommHookKind kind) {
+  switch (kind) {
+    case CommHookKind::kNone:
+      return "none";
+    case CommHookKind::kAllreduce:
+      return "allreduce";
+    case CommHookKind::kFp16:
+      return "fp16";
+    case CommHookKind::kBf16:
+      return "bf16";
+    case CommHookKind::kPowerSgd:
+      return "powersgd";
+  }
+  return "?";
+}
+
+int64_t DdpConfig::bucketCapBytes() const {
+  // Python: int(bucket_cap_mb * 1024 * 1024); the product is a float, int() truncates.
+  return static_cast<int64_t>(bucketCapMb * 1024.0 * 1024.0);
+}
+
+Status DdpConfig::validate() const {
+  if (!std::isfinite(bucketCapMb) || bucketCapMb <= 0) {
+    return invalidArgument("bucket_cap_mb: expected a positive number of MiB, got " +
+                           formatNumber(bucketCapMb));
+  }
+  // 2^63 bytes = 2^43 MiB; anything at or above cannot be represented as int64 bytes.
+  if (bucketCapMb * 1024.0 * 1024.0 >= 9223372036854775807.0) {
+    return invalidArgument("bucket_cap_mb: " + formatNumber(bucketCapMb) +
+                           " MiB does not fit in a 64-bit byte count");
+  }
+  if (firstBucketBytes <= 0) {
+    return invalidArgument("first_bucket_bytes: expected a positive number of bytes, got " +
+                           std::to_string(firstBucketBytes));
+  }
+  if (noSyncPeriod < 1) {
+    return invalidArgument(
+        "no_sync_period: expected an integer >= 1 (1 = synchronize every step), got " +
+        std::to_string(noSyncPeriod));
+  }
+  if (worldSize < 1) {
+    return invalidArgument("world_size: expected an integer >= 1, got " + std::to_string(worldSize));
+  }
+  if (commHook.kind == CommHookKind::kPowerSgd) {
+    if (commHook.powerSgdRank < 1) {
+      return invalidArgument("powersgd matrix_approximation_rank: expected an integer >= 1, got " +
+                             std::to_string(commHook.powerSgdRank));
+    }
+    if (!std::isfinite(commHook.powerSgdMinCompressionRate) ||
+        commHook.powerSgdMinCompressionRate <= 0) {
+      return invalidArgument("powersgd min_compression_rate: expected a positive number, got " +
+                             formatNumber(commHook.powerSgdMinCompressionRate));
+    }
+    if (commHook.powerSgdStartIter < 1) {
+      return invalidArgument("powersgd start_powerSGD_iter: expected an integer >= 1, got " +
+                             std::to_string(commHook.powerSgdStartIter));
+    }
+    // E18: buckets are rebuilt after iteration 1, so error feedback / warm start state built in
+    // iteration 1 would be keyed by the wrong buckets.
+    if (commHook.powerSgdStartIter <= 1 &&
+        (commHook.powerSgdErrorFeedback || commHook.powerSgdWarmStart)) {
+      return invalidArgument(
+          "powersgd start_powerSGD_iter: expected > 1 when use_error_feedback or warm_start is "
+          "enabled (buckets are rebuilt after iteration 1), got " +
+          std::to_string(commHook.powerSgdStartIter));
+    }
+  }
+  return Status::ok();
+}
+
+std::string DdpConfig::toString() const {
+  std::ostringstream out;
+  out << "bucket_cap_mb=" << formatNumber(bucketCapMb)
+      << (bucketCapSetByUser ? "" : " (default)") << " first_bucket_bytes=" << firstBucketBytes
+      << " find_unused_parameters=" << boolName(findUnusedParameters)
+      << " static_graph=" << boolName(staticGraph)
+      << " gradient_as_bucket_view=" << boolName(gradientAsBucketView)
+      << " no_sync_period=" << noSyncPeriod << " comm_hook=" << commHookKindName(commHook.kind)
+      << " world_size=" << worldSize << " broadcast_buffers=" << boolName(broadcastBuffers)
+      << " semantics=" << semanticsProfileName(profile);
+  if (commHook.kind == CommHookKind::kPowerSgd) {
+    out << " powersgd_rank=" << commHook.powerSgdRank
+        << " start_powersgd_iter=" << commHook.powerSgdStartIter;
+  }
+  if (setLastBucketCap) out << " DDP_SET_LAST_BUCKET_CAP=1";
+  return out.str();
+}
+
+}  // namespace ddpscope::ddp

@@ -1,0 +1,100 @@
+// DdpConfig: the DistributedDataParallel knobs that change what DDP does on the wire.
+//
+// Mirrors the constructor arguments of torch.nn.parallel.DistributedDataParallel that matter
+// for gradient synchronization (bucket_cap_mb, the first-bucket size, find_unused_parameters,
+// static_graph, gradient_as_bucket_view), plus the training-loop choices that interact with
+// them (a no_sync() period, a communication hook, the world size) and the PyTorch version
+// whose semantics to follow (SemanticsProfile; see docs in ddp-semantics.md §1.3).
+//
+// Units: bucketCapMb is MiB (PyTorch multiplies by 1024*1024 despite the "MB" name);
+// firstBucketBytes is bytes. A plain value type: copy freely; validate() before use.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+
+namespace ddpscope::ddp {
+
+// Which PyTorch release's DDP behaviour to reproduce where versions differ (§1.3 matrix).
+enum class SemanticsProfile {
+  kV1_5,     // "1.5": the PVLDB 2020 paper: [1 MiB, cap] everywhere, first bucket not tunable
+  kV1_13,    // "1.13": ~1.12/1.13 to 2.3, checked against PyTorch 1.13.1
+  kCurrent,  // "current": ≈2.4+ upstream (bucket_cap_mb=None logic); the default
+};
+
+// "1.5", "1.13", "current" (also accepts "legacy" for 1.5 and "2.4" for current).
+StatusOr<SemanticsProfile> parseSemanticsProfile(std::string_view name);
+std::string_view semanticsProfileName(SemanticsProfile profile);
+
+enum class CommHookKind {
+  kNone,       // default: pre-divided copy into the bucket, SUM allreduce
+  kAllreduce,  // built-in ALLREDUCE / allreduce_hook: divides inside the hook
+  kFp16,       // fp16_compress_hook: cast to fp16, divide, allreduce 2 bytes/element
+  kBf16,       // bf16_compress_hook: as fp16 with bfloat16
+  kPowerSgd,   // powerSGD_hook: 3 sequential allreduces per bucket once compression starts
+};
+
+// "none", "allreduce", "fp16", "bf16", "powersgd".
+StatusOr<CommHookKind> parseCommHookKind(std::string_view name);
+std::string_view commHookKindName(CommHookKind kind);
+
+struct CommHook {
+  CommHookKind kind = CommHookKind::kNone;
+  // PowerSGD only.
+  int powerSgdRank = 1;                 // matrix_approximation_rank
+  int64_t powerSgdStartIter = 1000;     // start_powerSGD_iter: vanilla allreduce before it
+  double powerSgdMinCompressionRate = 2.0;
+  bool powerSgdErrorFeedback = true;    // use_error_feedback
+  bool powerSgdWarmStart = true;        // warm_start
+
+  // Any hook at all: the Reducer then copies gradients unscaled (the hook divides).
+  bool present() const { return kind != CommHookKind::kNone; }
+};
+
+struct DdpConfig {
+  static constexpr double kDefaultBucketCapMb = 25.0;
+  static constexpr int64_t kDefaultFirstBucketBytes = 1048576;  // dist._DEFAULT_FIRST_BUCKET_BYTES
+  static constexpr int64_t kMaxBucketBytes = std::numeric_limits<int64_t>::max();  // sys.maxsize
+  static constexpr int64_t kBroadcastBucketBytes = 250LL * 1024 * 1024;  // coalesced broadcasts
+
+  // bucket_cap_mb in MiB. bucketCapSetByUser distinguishes "left at default" (None in current
+  // PyTorch) from an explicit value, which changes the limits in the current profile.
+  double bucketCapMb = kDefaultBucketCapMb;
+  bool bucketCapSetByUser = false;
+  int64_t firstBucketBytes = kDefaultFirstBucketBytes;
+  bool findUnusedParameters = false;
+  bool staticGraph = false;
+  bool gradientAsBucketView = false;
+  // Gradient accumulation with no_sync(): K = 1 syncs every step; K > 1 runs K-1 no_sync
+  // steps then one synced step (1-based iteration i is synced iff i % K == 0).
+  int64_t noSyncPeriod = 1;
+  CommHook commHook;
+  int worldSize = 1;
+  bool broadcastBuffers = true;
+  // DDP_SET_LAST_BUCKET_CAP=1: rebuild in reversed ready order and reverse the result.
+  bool setLastBucketCap = false;
+  SemanticsProfile profile = SemanticsProfile::kCurrent;
+
+  // Sets bucketCapMb and marks it as chosen by the user.
+  void setBucketCapMb(double mib) {
+    bucketCapMb = mib;
+    bucketCapSetByUser = true;
+  }
+  // int(bucket_cap_mb * 1024 * 1024): truncation toward zero like Python's int().
+  int64_t bucketCapBytes() const;
+  // find_unused_parameters without static_graph: graph traversal + used-map allreduce each step.
+  bool dynamicFindUnused() const { return findUnusedParameters && !staticGraph; }
+  // Whether the backward of 1-based `iteration` synchronizes (not inside no_sync()).
+  bool syncEnabled(int64_t iteration) const { return iteration % noSyncPeriod == 0; }
+  // Errors name the field in PyTorch's spelling, e.g.
+  // "bucket_cap_mb: expected a positive number of MiB, got -1".
+  Status validate() const;
+  // One line, e.g. "bucket_cap_mb=25 (default) first_bucket_bytes=1048576 find_unused=false ...".
+  std::string toString() const;
+};
+
+}  // namespace ddpscope::ddp
