@@ -30,6 +30,9 @@ StatusOr<DType> parseDType(std::string_view name);
 std::string_view dtypeName(DType dtype);
 int64_t dtypeBytes(DType dtype);
 
+// Reserved producer name in LayerSpec::inputs: the model's input batch (token ids, images).
+inline constexpr std::string_view kModelInputName = "@input";
+
 // Symbolic sizes a model's costs depend on. Zero means "not applicable".
 struct ModelInputs {
   int64_t batch = 0;      // samples per rank per step
@@ -90,7 +93,18 @@ struct LayerSpec {
   std::map<std::string, double> attrs;    // type-specific: in_features, kernel_size, eps, ...
   std::vector<std::string> inputs;        // producer layer names; empty = previous layer
   std::optional<UsePattern> use;          // conditional use (find_unused_parameters)
+
+  // Backward FLOPs at `inputs`: backwardFlops if given, else 2x forward for a layer
+  // with parameters (input grad + weight grad) and 1x forward without.
+  double backwardFlopsAt(const ModelInputs& inputs) const;
 };
+
+// The gradient-ready order autograd (PyTorch 1.13) produces for one module's own
+// parameters `params` (in module order) when a layer gives no explicit order:
+// Linear, Conv1D (Hugging Face), MultiheadAttention and NonDynamicallyQuantizableLinear
+// compute addmm(bias, x, W^T), so the bias gradient is ready before the weight's
+// (reverse module order); every other type (Conv*, norms, Embedding, ...) uses module order.
+std::vector<int> defaultGradReadyOrder(std::string_view layerType, const std::vector<int>& params);
 
 struct ModelSpec {
   std::string name;
@@ -111,6 +125,12 @@ struct ModelSpec {
   // owner). Parameters owned by no layer come last, in reverse registration
   // order. Without layers: reverse registration order.
   std::vector<int> gradReadyOrder() const;
+
+  // Index of the parameter or layer with this name, or -1.
+  int findParam(std::string_view paramName) const;
+  int findLayer(std::string_view layerName) const;
+  // Sum of all layers' forward FLOPs at `inputs` (0 without layers).
+  double forwardFlops(const ModelInputs& inputs) const;
 };
 
 // Parses a model JSON document. `origin` names the source in error messages.

@@ -1,0 +1,168 @@
+#include "models/model_spec.h"
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+namespace ddpscope::models {
+
+namespace {
+
+struct DTypeInfo {
+  DType dtype;
+  std::string_view name;
+  int64_t bytes;
+};
+
+// Order = the order listed in error messages.
+constexpr std::array<DTypeInfo, 9> kDTypes = {{
+    {DType::kFloat32, "float32", 4},
+    {DType::kFloat16, "float16", 2},
+    {DType::kBFloat16, "bfloat16", 2},
+    {DType::kFloat64, "float64", 8},
+    {DType::kInt64, "int64", 8},
+    {DType::kInt32, "int32", 4},
+    {DType::kInt8, "int8", 1},
+    {DType::kUInt8, "uint8", 1},
+    {DType::kBool, "bool", 1},
+}};
+
+const DTypeInfo& dtypeInfo(DType dtype) {
+  for (const DTypeInfo& info : kDTypes) {
+    if (info.dtype == dtype) return info;
+  }
+  DDPSCOPE_CHECK_MSG(false, "unknown DType value");
+  return kDTypes[0];
+}
+
+int64_t shapeNumel(const std::vector<int64_t>& shape) {
+  int64_t numel = 1;
+  for (int64_t dim : shape) numel *= dim;
+  return numel;
+}
+
+}  // namespace
+
+StatusOr<DType> parseDType(std::string_view name) {
+  // torch's own spelling ("torch.float32", as str(tensor.dtype) prints it) is accepted too.
+  std::string_view bare = name;
+  if (bare.starts_with("torch.")) bare.remove_prefix(6);
+  for (const DTypeInfo& info : kDTypes) {
+    if (info.name == bare) return info.dtype;
+  }
+  std::string expected;
+  for (const DTypeInfo& info : kDTypes) {
+    if (!expected.empty()) expected += ", ";
+    expected += info.name;
+  }
+  return invalidArgument("expected one of " + expected + "; got \"" + std::string(name) + "\"");
+}
+
+std::string_view dtypeName(DType dtype) { return dtypeInfo(dtype).name; }
+
+int64_t dtypeBytes(DType dtype) { return dtypeInfo(dtype).bytes; }
+
+double CostPoly::evaluate(const ModelInputs& inputs) const {
+  double total = 0;
+  for (const Term& term : terms) {
+    double value = term.coef;
+    for (int i = 0; i < term.batchPow; ++i) value *= static_cast<double>(inputs.batch);
+    for (int i = 0; i < term.seqPow; ++i) value *= static_cast<double>(inputs.seqLen);
+    for (int i = 0; i < term.imagePow; ++i) value *= static_cast<double>(inputs.imageSize);
+    total += value;
+  }
+  return total;
+}
+
+int64_t ParamSpec::numel() const { return shapeNumel(shape); }
+int64_t ParamSpec::bytes() const { return numel() * dtypeBytes(dtype); }
+int64_t BufferSpec::numel() const { return shapeNumel(shape); }
+int64_t BufferSpec::bytes() const { return numel() * dtypeBytes(dtype); }
+
+bool UsePattern::usedIn(int64_t iteration, int rank) const {
+  if (period > 1) {
+    // Iterations are 1-based; the modulo is kept non-negative for iteration < 1.
+    int64_t slot = ((iteration - 1) % period + period) % period;
+    if (slot != phase) return false;
+  }
+  return ranks.empty() || std::find(ranks.begin(), ranks.end(), rank) != ranks.end();
+}
+
+double LayerSpec::backwardFlopsAt(const ModelInputs& inputs) const {
+  if (backwardFlops) return backwardFlops->evaluate(inputs);
+  double forward = forwardFlops.evaluate(inputs);
+  return params.empty() ? forward : 2 * forward;
+}
+
+std::vector<int> defaultGradReadyOrder(std::string_view layerType,
+                                       const std::vector<int>& params) {
+  static constexpr std::array<std::string_view, 4> kBiasFirstTypes = {
+      "Linear", "Conv1D", "MultiheadAttention", "NonDynamicallyQuantizableLinear"};
+  std::vector<int> order = params;
+  if (std::find(kBiasFirstTypes.begin(), kBiasFirstTypes.end(), layerType) !=
+      kBiasFirstTypes.end()) {
+    std::reverse(order.begin(), order.end());
+  }
+  return order;
+}
+
+int64_t ModelSpec::numParams() const {
+  int64_t total = 0;
+  for (const ParamSpec& param : params) total += param.numel();
+  return total;
+}
+
+int64_t ModelSpec::totalBytes() const {
+  int64_t total = 0;
+  for (const ParamSpec& param : params) total += param.bytes();
+  return total;
+}
+
+std::vector<int> ModelSpec::gradReadyOrder() const {
+  const int numParamTensors = static_cast<int>(params.size());
+  // A shared parameter's gradient is complete only after its earliest-executed owner's
+  // backward (the last one autograd reaches), so it is listed there.
+  std::vector<int> earliestOwner(numParamTensors, -1);
+  for (int layer = 0; layer < static_cast<int>(layers.size()); ++layer) {
+    for (int param : layers[layer].params) {
+      if (param >= 0 && param < numParamTensors && earliestOwner[param] < 0) {
+        earliestOwner[param] = layer;
+      }
+    }
+  }
+  std::vector<int> order;
+  order.reserve(params.size());
+  for (int layer = static_cast<int>(layers.size()) - 1; layer >= 0; --layer) {
+    for (int param : layers[layer].gradReadyOrder) {
+      if (param >= 0 && param < numParamTensors && earliestOwner[param] == layer) {
+        order.push_back(param);
+      }
+    }
+  }
+  for (int param = numParamTensors - 1; param >= 0; --param) {
+    if (earliestOwner[param] < 0) order.push_back(param);
+  }
+  return order;
+}
+
+int ModelSpec::findParam(std::string_view paramName) const {
+  for (int i = 0; i < static_cast<int>(params.size()); ++i) {
+    if (params[i].name == paramName) return i;
+  }
+  return -1;
+}
+
+int ModelSpec::findLayer(std::string_view layerName) const {
+  for (int i = 0; i < static_cast<int>(layers.size()); ++i) {
+    if (layers[i].name == layerName) return i;
+  }
+  return -1;
+}
+
+double ModelSpec::forwardFlops(const ModelInputs& inputs) const {
+  double total = 0;
+  for (const LayerSpec& layer : layers) total += layer.forwardFlops.evaluate(inputs);
+  return total;
+}
+
+}  // namespace ddpscope::models
