@@ -7,13 +7,12 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/strings.h"
 #include "models/model_spec.h"
@@ -33,13 +32,18 @@ std::string describe(const Json* value) {
   std::string text = value->dump(-1, ' ', false, Json::error_handler_t::replace);
   if (text.size() > kMaxShownValueChars) text = text.substr(0, kMaxShownValueChars) + "...";
   switch (value->type()) {
-    case Json::value_t::object: return "an object " + text;
-    case Json::value_t::array: return "an array " + text;
-    default: return text;
+    case Json::value_t::object:
+      return "an object " + text;
+    case Json::value_t::array:
+      return "an array " + text;
+    default:
+      return text;
   }
 }
 
-std::string jsonQuoted(std::string_view text) { return Json(std::string(text)).dump(); }
+std::string jsonQuoted(std::string_view text) {
+  return Json(std::string(text)).dump();
+}
 
 std::string joinNames(const std::vector<std::string>& names) {
   std::string out;
@@ -131,9 +135,9 @@ class ModelParser {
     };
     for (const auto& [key, target] : fields) {
       if (const Json* value = find(*inputs, key)) {
-        ASSIGN_OR_RETURN(*target, integer(*value, keyPath("inputs", key), 0,
-                                          std::numeric_limits<int64_t>::max(),
-                                          "a non-negative integer"));
+        ASSIGN_OR_RETURN(
+            *target, integer(*value, keyPath("inputs", key), 0, std::numeric_limits<int64_t>::max(),
+                             "a non-negative integer"));
       }
     }
     return Status::ok();
@@ -146,9 +150,10 @@ class ModelParser {
     const std::string shapePath = keyPath(path, "shape");
     const char* expectedDim = minDim > 0 ? "a positive integer" : "a non-negative integer";
     if (value == nullptr || !value->is_array()) {
-      return error(shapePath, std::string("an array of ") +
-                                  (minDim > 0 ? "positive" : "non-negative") + " integers",
-                   value);
+      return error(
+          shapePath,
+          std::string("an array of ") + (minDim > 0 ? "positive" : "non-negative") + " integers",
+          value);
     }
     int64_t numel = 1;
     for (size_t i = 0; i < value->size(); ++i) {
@@ -198,7 +203,8 @@ class ModelParser {
       RETURN_IF_ERROR(parseShape(entry, path, 1, param.shape));
       ASSIGN_OR_RETURN(param.dtype, parseDTypeField(entry, path));
       if (const Json* sparse = find(entry, "sparse_grad")) {
-        if (!sparse->is_boolean()) return error(keyPath(path, "sparse_grad"), "true or false", sparse);
+        if (!sparse->is_boolean())
+          return error(keyPath(path, "sparse_grad"), "true or false", sparse);
         param.sparseGrad = sparse->get<bool>();
       }
       spec.params.push_back(std::move(param));
@@ -219,10 +225,10 @@ class ModelParser {
       ASSIGN_OR_RETURN(buffer.name, requiredString(entry, path, "name"));
       auto [it, inserted] = seen.emplace(buffer.name, i);
       if (!inserted) {
-        return error(keyPath(path, "name"),
-                     "a unique buffer name (already used by buffers[" +
-                         std::to_string(it->second) + "])",
-                     find(entry, "name"));
+        return error(
+            keyPath(path, "name"),
+            "a unique buffer name (already used by buffers[" + std::to_string(it->second) + "])",
+            find(entry, "name"));
       }
       RETURN_IF_ERROR(parseShape(entry, path, 0, buffer.shape));
       ASSIGN_OR_RETURN(buffer.dtype, parseDTypeField(entry, path));
@@ -257,8 +263,7 @@ class ModelParser {
       }
       if (!valid) {
         Json keyJson = key;
-        return error(termPath,
-                     "a monomial: \"1\" or a product of batch, seq, image joined by '*'",
+        return error(termPath, "a monomial: \"1\" or a product of batch, seq, image joined by '*'",
                      &keyJson);
       }
       if (!coef.is_number() || !std::isfinite(coef.get<double>())) {
@@ -298,23 +303,21 @@ class ModelParser {
     }
     std::vector<std::string> owned;
     for (int param : layer.params) owned.push_back(spec.params[param].name);
-    const std::string ownedText = "layer " + jsonQuoted(layer.name) + " owns [" +
-                                  joinNames(owned) + "]";
+    const std::string ownedText =
+        "layer " + jsonQuoted(layer.name) + " owns [" + joinNames(owned) + "]";
     for (size_t i = 0; i < value.size(); ++i) {
       const Json& name = value[i];
       const std::string itemPath = indexPath(path, i);
       if (!name.is_string()) return error(itemPath, "a parameter name (string)", &name);
       auto it = m_paramIndex.find(name.get<std::string>());
       if (it == m_paramIndex.end() ||
-          std::find(layer.params.begin(), layer.params.end(), it->second) ==
-              layer.params.end()) {
+          std::find(layer.params.begin(), layer.params.end(), it->second) == layer.params.end()) {
         return error(itemPath, "one of the layer's own params (" + ownedText + ")", &name);
       }
       if (std::find(layer.gradReadyOrder.begin(), layer.gradReadyOrder.end(), it->second) !=
           layer.gradReadyOrder.end()) {
         return error(itemPath,
-                     "a permutation of the layer's params, each exactly once (" + ownedText +
-                         ")",
+                     "a permutation of the layer's params, each exactly once (" + ownedText + ")",
                      &name);
       }
       layer.gradReadyOrder.push_back(it->second);
@@ -336,14 +339,13 @@ class ModelParser {
     UsePattern use;
     constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
     if (const Json* period = find(value, "period")) {
-      ASSIGN_OR_RETURN(use.period, integer(*period, keyPath(path, "period"), 1, kMaxInt,
-                                           "an integer >= 1"));
+      ASSIGN_OR_RETURN(use.period,
+                       integer(*period, keyPath(path, "period"), 1, kMaxInt, "an integer >= 1"));
     }
     if (const Json* phase = find(value, "phase")) {
-      ASSIGN_OR_RETURN(use.phase,
-                       integer(*phase, keyPath(path, "phase"), 0, use.period - 1,
-                               "an integer in [0, " + std::to_string(use.period) +
-                                   ") (0 <= phase < period)"));
+      ASSIGN_OR_RETURN(use.phase, integer(*phase, keyPath(path, "phase"), 0, use.period - 1,
+                                          "an integer in [0, " + std::to_string(use.period) +
+                                              ") (0 <= phase < period)"));
     }
     if (const Json* ranks = find(value, "ranks")) {
       const std::string ranksPath = keyPath(path, "ranks");
@@ -374,10 +376,10 @@ class ModelParser {
                      find(entry, "name"));
       }
       if (auto it = layerIndex.find(layer.name); it != layerIndex.end()) {
-        return error(keyPath(path, "name"),
-                     "a unique layer name (already used by layers[" +
-                         std::to_string(it->second) + "])",
-                     find(entry, "name"));
+        return error(
+            keyPath(path, "name"),
+            "a unique layer name (already used by layers[" + std::to_string(it->second) + "])",
+            find(entry, "name"));
       }
       ASSIGN_OR_RETURN(layer.type, requiredString(entry, path, "type"));
       if (const Json* params = find(entry, "params")) {
@@ -395,7 +397,8 @@ class ModelParser {
         ASSIGN_OR_RETURN(layer.forwardBytes, parsePoly(*bytes, keyPath(path, "bytes")));
       }
       if (const Json* backward = find(entry, "backward_flops")) {
-        ASSIGN_OR_RETURN(layer.backwardFlops, parsePoly(*backward, keyPath(path, "backward_flops")));
+        ASSIGN_OR_RETURN(layer.backwardFlops,
+                         parsePoly(*backward, keyPath(path, "backward_flops")));
       }
       if (const Json* attrs = find(entry, "attrs")) {
         const std::string attrsPath = keyPath(path, "attrs");
@@ -415,11 +418,11 @@ class ModelParser {
         if (!inputs->is_array()) return error(inputsPath, "an array of layer names", inputs);
         for (size_t j = 0; j < inputs->size(); ++j) {
           const Json& producer = (*inputs)[j];
-          if (!producer.is_string() ||
-              (producer.get_ref<const std::string&>() != kModelInputName &&
-               !layerIndex.contains(producer.get<std::string>()))) {
+          if (!producer.is_string() || (producer.get_ref<const std::string&>() != kModelInputName &&
+                                        !layerIndex.contains(producer.get<std::string>()))) {
             return error(indexPath(inputsPath, j),
-                         jsonQuoted(kModelInputName) + " or the name of an earlier layer", &producer);
+                         jsonQuoted(kModelInputName) + " or the name of an earlier layer",
+                         &producer);
           }
           layer.inputs.push_back(producer.get<std::string>());
         }

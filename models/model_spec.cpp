@@ -58,9 +58,13 @@ StatusOr<DType> parseDType(std::string_view name) {
   return invalidArgument("expected one of " + expected + "; got \"" + std::string(name) + "\"");
 }
 
-std::string_view dtypeName(DType dtype) { return dtypeInfo(dtype).name; }
+std::string_view dtypeName(DType dtype) {
+  return dtypeInfo(dtype).name;
+}
 
-int64_t dtypeBytes(DType dtype) { return dtypeInfo(dtype).bytes; }
+int64_t dtypeBytes(DType dtype) {
+  return dtypeInfo(dtype).bytes;
+}
 
 double CostPoly::evaluate(const ModelInputs& inputs) const {
   double total = 0;
@@ -74,10 +78,18 @@ double CostPoly::evaluate(const ModelInputs& inputs) const {
   return total;
 }
 
-int64_t ParamSpec::numel() const { return shapeNumel(shape); }
-int64_t ParamSpec::bytes() const { return numel() * dtypeBytes(dtype); }
-int64_t BufferSpec::numel() const { return shapeNumel(shape); }
-int64_t BufferSpec::bytes() const { return numel() * dtypeBytes(dtype); }
+int64_t ParamSpec::numel() const {
+  return shapeNumel(shape);
+}
+int64_t ParamSpec::bytes() const {
+  return numel() * dtypeBytes(dtype);
+}
+int64_t BufferSpec::numel() const {
+  return shapeNumel(shape);
+}
+int64_t BufferSpec::bytes() const {
+  return numel() * dtypeBytes(dtype);
+}
 
 bool UsePattern::usedIn(int64_t iteration, int rank) const {
   if (period > 1) {
@@ -94,8 +106,7 @@ double LayerSpec::backwardFlopsAt(const ModelInputs& inputs) const {
   return params.empty() ? forward : 2 * forward;
 }
 
-std::vector<int> defaultGradReadyOrder(std::string_view layerType,
-                                       const std::vector<int>& params) {
+std::vector<int> defaultGradReadyOrder(std::string_view layerType, const std::vector<int>& params) {
   static constexpr std::array<std::string_view, 4> kBiasFirstTypes = {
       "Linear", "Conv1D", "MultiheadAttention", "NonDynamicallyQuantizableLinear"};
   std::vector<int> order = params;

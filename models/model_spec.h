@@ -59,7 +59,7 @@ struct ParamSpec {
   std::string name;            // e.g. "layer1.0.conv1.weight"
   std::vector<int64_t> shape;  // PyTorch shape, e.g. [64, 64, 3, 3]
   DType dtype = DType::kFloat32;
-  bool sparseGrad = false;     // owner is Embedding/EmbeddingBag with sparse=True
+  bool sparseGrad = false;  // owner is Embedding/EmbeddingBag with sparse=True
   int64_t numel() const;
   int64_t bytes() const;  // numel * element size, no padding
 };
@@ -83,15 +83,15 @@ struct UsePattern {
 };
 
 struct LayerSpec {
-  std::string name;                // module path, e.g. "layer1.0.conv1"
-  std::string type;                // "Linear", "Conv2d", "BatchNorm2d", "LayerNorm", ...
-  std::vector<int> params;         // indices into ModelSpec::params, module order
-  std::vector<int> gradReadyOrder; // same set as params, in autograd's ready order
-  CostPoly forwardFlops;           // forward FLOPs (multiply-add = 2)
-  CostPoly forwardBytes;           // bytes read + written by the forward kernels
+  std::string name;                       // module path, e.g. "layer1.0.conv1"
+  std::string type;                       // "Linear", "Conv2d", "BatchNorm2d", "LayerNorm", ...
+  std::vector<int> params;                // indices into ModelSpec::params, module order
+  std::vector<int> gradReadyOrder;        // same set as params, in autograd's ready order
+  CostPoly forwardFlops;                  // forward FLOPs (multiply-add = 2)
+  CostPoly forwardBytes;                  // bytes read + written by the forward kernels
   std::optional<CostPoly> backwardFlops;  // absent: 2x forward for layers with params, 1x otherwise
   std::map<std::string, double> attrs;    // type-specific: in_features, kernel_size, eps, ...
-  std::vector<std::string> inputs;        // producer layer names; empty = previous layer
+  std::vector<std::string> inputs;        // producer layers (or kModelInputName); empty = previous
   std::optional<UsePattern> use;          // conditional use (find_unused_parameters)
 
   // Backward FLOPs at `inputs`: backwardFlops if given, else 2x forward for a layer
@@ -111,12 +111,12 @@ struct ModelSpec {
   std::string origin;  // file path or "zoo:<name>", used in error messages
   std::string description;
   ModelInputs defaultInputs;
-  std::vector<ParamSpec> params;   // model.parameters() order
-  std::vector<LayerSpec> layers;   // forward execution order; may be empty
+  std::vector<ParamSpec> params;  // model.parameters() order
+  std::vector<LayerSpec> layers;  // forward execution order; may be empty
   std::vector<BufferSpec> buffers;
 
   bool hasLayers() const { return !layers.empty(); }
-  int64_t numParams() const;    // total elements
+  int64_t numParams() const;  // total elements
   int64_t numTensors() const { return static_cast<int64_t>(params.size()); }
   int64_t totalBytes() const;
   // The order in which autograd makes gradients ready in a plain backward:

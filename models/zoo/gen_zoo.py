@@ -248,7 +248,7 @@ class Cnn(Model):
         return self.layer(name, "AdaptiveAvgPool2d", flops=fl, bytes_=by,
                           attrs={"output_size": out_hw})
 
-    def linear(self, name, fin, fout, bias=True):
+    def linear(self, name, fin, fout, bias=True, first=False):
         assert self.elements() == fin, (name, self.shape, fin)
         params = [self.param(name + ".weight", [fout, fin])]
         if bias:
@@ -256,12 +256,13 @@ class Cnn(Model):
         self.shape = (fout, 1, 1)
         fl = 2 * fin * fout + (fout if bias else 0)
         # addmm(bias, x, weight.t()): bias's gradient is ready before weight's (TBackward).
-        return self.layer(name, "Linear", params, ready=list(reversed(params)),
-                          flops=self.per_sample(fl),
+        fl = self.per_sample(fl)
+        return self.layer(name, "Linear", params, ready=list(reversed(params)), flops=fl,
                           bytes_=padd(self.per_sample((fin + fout) * FP32_BYTES),
                                       self.param_bytes(params)),
                           attrs={"in_features": fin, "out_features": fout,
-                                 "bias": 1 if bias else 0})
+                                 "bias": 1 if bias else 0},
+                          backward_flops=fl if first else None)
 
     def dropout(self, name, p):
         n = self.elements()
@@ -612,7 +613,7 @@ def mlp(name, description, batch, widths):
     m.spatial = False
     m.shape = (widths[0], 1, 1)
     for i in range(len(widths) - 1):
-        m.linear(str(2 * i), widths[i], widths[i + 1])
+        m.linear(str(2 * i), widths[i], widths[i + 1], first=(i == 0))
         if i + 2 < len(widths):
             m.act(str(2 * i + 1))
     return m

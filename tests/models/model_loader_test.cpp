@@ -36,15 +36,14 @@ void expectError(const std::string& text, StatusCode code,
 }
 
 TEST(ModelLoaderTest, ParsesFullLayerEntry) {
-  StatusOr<ModelSpec> spec = parseModelJson(
-      modelWithLayers(R"([
+  StatusOr<ModelSpec> spec = parseModelJson(modelWithLayers(R"([
         {"name": "fc1", "type": "Linear", "params": ["fc1.weight", "fc1.bias"],
          "flops": {"batch": 28, "1": 1}, "bytes": {"batch*seq*seq": 2.5},
          "backward_flops": {"batch": 30}, "attrs": {"in_features": 3, "bias": true}},
         {"name": "fc2", "type": "Linear", "params": ["fc2.weight", "fc2.bias"],
          "grad_ready_order": ["fc2.weight", "fc2.bias"], "inputs": ["@input", "fc1"],
          "use": {"period": 2, "phase": 1, "ranks": [0, 3]}}])"),
-      "inline");
+                                            "inline");
   ASSERT_TRUE(spec.isOk()) << spec.status().message();
   EXPECT_EQ(spec->name, "m");
   EXPECT_EQ(spec->origin, "inline");
@@ -101,8 +100,9 @@ TEST(ModelLoaderTest, RejectsUnknownDtypeNamingFieldAndFile) {
   ASSERT_FALSE(spec.isOk());
   EXPECT_EQ(spec.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(spec.status().message(),
-            path + ": parameters[2].dtype: expected one of float32, float16, bfloat16, float64, "
-                   "int64, int32, int8, uint8, bool; got \"float33\"");
+            path +
+                ": parameters[2].dtype: expected one of float32, float16, bfloat16, float64, "
+                "int64, int32, int8, uint8, bool; got \"float33\"");
 }
 
 TEST(ModelLoaderTest, RejectsInvalidJsonWithByteOffset) {
@@ -131,10 +131,10 @@ TEST(ModelLoaderTest, RejectsMissingOrEmptyParameters) {
 }
 
 TEST(ModelLoaderTest, RejectsDuplicateParameterNames) {
-  expectError(modelWithLayers("[]", R"(, {"name": "fc1.bias", "shape": [4]})"),
-              StatusCode::kInvalidArgument,
-              {"parameters[4].name", "expected a unique parameter name", "parameters[1]",
-               "\"fc1.bias\""});
+  expectError(
+      modelWithLayers("[]", R"(, {"name": "fc1.bias", "shape": [4]})"),
+      StatusCode::kInvalidArgument,
+      {"parameters[4].name", "expected a unique parameter name", "parameters[1]", "\"fc1.bias\""});
 }
 
 TEST(ModelLoaderTest, RejectsBadShapeDims) {
@@ -187,8 +187,7 @@ TEST(ModelLoaderTest, RejectsBadPolynomialMonomial) {
   expectError(modelWithLayers(R"([{"name": "fc1", "type": "Linear",
                                    "flops": {"batch*tokens": 2}}])"),
               StatusCode::kInvalidArgument,
-              {"layers[0].flops[\"batch*tokens\"]", "expected a monomial",
-               "batch, seq, image"});
+              {"layers[0].flops[\"batch*tokens\"]", "expected a monomial", "batch, seq, image"});
   expectError(modelWithLayers(R"([{"name": "fc1", "type": "Linear",
                                    "bytes": {"batch": "many"}}])"),
               StatusCode::kInvalidArgument,
@@ -203,9 +202,9 @@ TEST(ModelLoaderTest, RejectsBadUsePattern) {
       modelWithLayers(R"([{"name": "fc1", "type": "Linear", "use": {"period": 3, "phase": 3}}])"),
       StatusCode::kInvalidArgument,
       {"layers[0].use.phase", "expected an integer in [0, 3)", "got 3"});
-  expectError(
-      modelWithLayers(R"([{"name": "fc1", "type": "Linear", "use": {"ranks": [0, -1]}}])"),
-      StatusCode::kInvalidArgument, {"layers[0].use.ranks[1]", "non-negative integer rank"});
+  expectError(modelWithLayers(R"([{"name": "fc1", "type": "Linear", "use": {"ranks": [0, -1]}}])"),
+              StatusCode::kInvalidArgument,
+              {"layers[0].use.ranks[1]", "non-negative integer rank"});
 }
 
 TEST(ModelLoaderTest, RejectsOtherLayerMistakes) {
@@ -229,8 +228,9 @@ TEST(ModelLoaderTest, RejectsOtherLayerMistakes) {
 }
 
 TEST(ModelLoaderTest, RejectsBadInputsAndBuffers) {
-  expectError(R"({"name": "m", "inputs": {"batch": -1}, "parameters": [{"name": "w", "shape": [1]}]})",
-              StatusCode::kInvalidArgument, {"inputs.batch", "expected a non-negative integer"});
+  expectError(
+      R"({"name": "m", "inputs": {"batch": -1}, "parameters": [{"name": "w", "shape": [1]}]})",
+      StatusCode::kInvalidArgument, {"inputs.batch", "expected a non-negative integer"});
   expectError(R"({"name": "m", "parameters": [{"name": "w", "shape": [1]}],
                   "buffers": [{"name": "b", "shape": [2], "dtype": "long"}]})",
               StatusCode::kInvalidArgument, {"buffers[0].dtype", "expected one of float32"});

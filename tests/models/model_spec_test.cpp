@@ -79,10 +79,10 @@ ModelSpec threeLayerSpec() {
   for (const char* name : {"a.weight", "a.bias", "b.weight", "shared", "orphan"}) {
     spec.params.push_back(ParamSpec{.name = name, .shape = {2}});
   }
-  spec.layers.push_back(LayerSpec{.name = "a", .type = "Linear", .params = {0, 1, 3},
-                                  .gradReadyOrder = {1, 0, 3}});
-  spec.layers.push_back(LayerSpec{.name = "b", .type = "Linear", .params = {2, 3},
-                                  .gradReadyOrder = {3, 2}});
+  spec.layers.push_back(
+      LayerSpec{.name = "a", .type = "Linear", .params = {0, 1, 3}, .gradReadyOrder = {1, 0, 3}});
+  spec.layers.push_back(
+      LayerSpec{.name = "b", .type = "Linear", .params = {2, 3}, .gradReadyOrder = {3, 2}});
   return spec;
 }
 

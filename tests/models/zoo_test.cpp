@@ -7,12 +7,11 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace ddpscope::models {
 namespace {
@@ -24,11 +23,10 @@ struct ExpectedCounts {
 };
 
 constexpr ExpectedCounts kExpected[] = {
-    {"bert-base", 109482240, 199},   {"gpt2-small", 124439808, 148},
-    {"gpt2-xl", 1557611200, 580},    {"mlp-tiny", 601, 4},
-    {"mlp-wide", 8396800, 16},       {"mobilenet_v2", 3504872, 158},
-    {"resnet18", 11689512, 62},      {"resnet50", 25557032, 161},
-    {"vgg16", 138357544, 32},        {"vit-b16", 86567656, 152},
+    {"bert-base", 109482240, 199}, {"gpt2-small", 124439808, 148}, {"gpt2-xl", 1557611200, 580},
+    {"mlp-tiny", 601, 4},          {"mlp-wide", 8396800, 16},      {"mobilenet_v2", 3504872, 158},
+    {"resnet18", 11689512, 62},    {"resnet50", 25557032, 161},    {"vgg16", 138357544, 32},
+    {"vit-b16", 86567656, 152},
 };
 
 ModelSpec load(const std::string& name) {
@@ -112,9 +110,9 @@ TEST(ModelZooTest, SpotChecksNamesShapesAndOrder) {
   EXPECT_EQ(vit.params.back().name, "heads.head.bias");
   // Execution runs conv_proj before the class token, so class_token's grad is ready later.
   std::vector<int> vitOrder = vit.gradReadyOrder();
-  EXPECT_EQ(vitOrder.back(), 2);                     // conv_proj.bias (weight then bias)
-  EXPECT_EQ(vitOrder[vitOrder.size() - 3], 0);       // class_token
-  EXPECT_EQ(vitOrder[vitOrder.size() - 4], 3);       // encoder.pos_embedding
+  EXPECT_EQ(vitOrder.back(), 2);                // conv_proj.bias (weight then bias)
+  EXPECT_EQ(vitOrder[vitOrder.size() - 3], 0);  // class_token
+  EXPECT_EQ(vitOrder[vitOrder.size() - 4], 3);  // encoder.pos_embedding
 
   ModelSpec bert = load("bert-base");
   EXPECT_EQ(bert.params[0].name, "embeddings.word_embeddings.weight");
@@ -184,8 +182,9 @@ TEST(ModelZooTest, ForwardFlopsMatchPublishedCounts) {
   EXPECT_LT(relativeError(load("vit-b16").forwardFlops(oneImage), 2 * 17.56e9), 0.05);
   // Costs scale linearly with batch.
   ModelSpec resnet18 = load("resnet18");
-  EXPECT_NEAR(resnet18.forwardFlops({.batch = 32, .imageSize = 224}) /
-                  resnet18.forwardFlops(oneImage), 32.0, 1e-9);
+  EXPECT_NEAR(
+      resnet18.forwardFlops({.batch = 32, .imageSize = 224}) / resnet18.forwardFlops(oneImage),
+      32.0, 1e-9);
 
   // Transformers: ~2 FLOPs per parameter per token, plus attention.
   for (const char* name : {"gpt2-small", "bert-base", "gpt2-xl"}) {
