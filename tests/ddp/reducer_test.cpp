@@ -1,0 +1,454 @@
+#include "ddp/reducer.h"
+
+#include <gtest/gtest.h>
+
+#include "ddp_test_util.h"
+
+namespace ddpscope::ddp {
+namespace {
+
+using testing::RecordingActions;
+using testing::reverseOrder;
+using testing::workedExampleModel;
+using Events = std::vector<std::string>;
+using Lists = std::vector<std::vector<int>>;
+
+Reducer makeReducer(const DdpConfig& config, RecordingActions* actions, int rank = 0) {
+  StatusOr<Reducer> reducer = Reducer::create(workedExampleModel(), config, rank, actions);
+  EXPECT_TRUE(reducer.isOk()) << reducer.status().message();
+  return std::move(reducer).value();
+}
+
+// One training iteration as DDP drives the Reducer: forward (prepareForward, and
+// prepareForBackward when synced), the hooks in `hookOrder`, end of backward.
+Status runIteration(Reducer& reducer, int64_t iteration, bool sync, const std::vector<int>& hookOrder,
+                    const std::vector<int>& unused = {}) {
+  RETURN_IF_ERROR(reducer.prepareForward(iteration, sync));
+  if (sync) RETURN_IF_ERROR(reducer.prepareForBackward(unused));
+  for (int p : hookOrder) RETURN_IF_ERROR(reducer.markParamReady(p));
+  return reducer.finalizeBackward();
+}
+
+std::vector<int> without(std::vector<int> order, int param) {
+  order.erase(std::find(order.begin(), order.end(), param));
+  return order;
+}
+
+// ---- (a) find_unused=false: single bucket, rebuild at iteration 2, in-order launches ---------
+
+TEST(ReducerTest, FirstIterationLaunchesTheSingleBucketAfterTheLastHook) {
+  RecordingActions actions;
+  DdpConfig config;
+  config.worldSize = 4;
+  Reducer reducer = makeReducer(config, &actions);
+  ASSERT_EQ(reducer.plan().numBuckets(), 1);
+
+  ASSERT_TRUE(reducer.prepareForward(1, true).isOk());
+  ASSERT_TRUE(reducer.prepareForBackward().isOk());
+  const std::vector<int> order = reverseOrder(11);
+  for (size_t k = 0; k + 1 < order.size(); ++k) {
+    ASSERT_TRUE(reducer.markParamReady(order[k]).isOk());
+    EXPECT_TRUE(actions.launchedBuckets.empty());
+  }
+  ASSERT_TRUE(reducer.markParamReady(order.back()).isOk());
+  EXPECT_EQ(actions.launchedBuckets, (std::vector<int>{0}));
+  EXPECT_EQ(actions.launchedBytes, (std::vector<int64_t>{76332960}));
+  EXPECT_TRUE(reducer.finalizeQueued());
+  ASSERT_EQ(actions.copies.size(), 11u);
+  EXPECT_DOUBLE_EQ(actions.copies[0].scale, 0.25);
+  EXPECT_EQ(actions.copies[0].kind, CopyKind::kCopy);
+  ASSERT_TRUE(reducer.finalizeBackward().isOk());
+  EXPECT_EQ(actions.collectives(), (Events{"launch 0", "queue", "finalize"}));
+  ASSERT_EQ(actions.finalizes.size(), 1u);
+  EXPECT_TRUE(actions.finalizes[0].copyBack);
+  EXPECT_FALSE(actions.finalizes[0].usedMapReduced);
+  EXPECT_FALSE(reducer.requireFinalize());
+  EXPECT_FALSE(reducer.expectHooks());
+  EXPECT_EQ(reducer.rebuildRecord(), order);
+}
+
+TEST(ReducerTest, RebuildsAtSecondForwardWithRecordedReadyOrder) {
+  RecordingActions actions;
+  Reducer reducer = makeReducer(DdpConfig(), &actions);
+  ASSERT_TRUE(runIteration(reducer, 1, true, reverseOrder(11)).isOk());
+  EXPECT_FALSE(reducer.hasRebuilt());
+  actions.clear();
+
+  ASSERT_TRUE(reducer.prepareForward(2, true).isOk());
+  EXPECT_TRUE(reducer.hasRebuilt());
+  EXPECT_EQ(actions.events, (Events{"rebuild 12 3"}));
+  ASSERT_EQ(actions.rebuiltPlans.size(), 1u);
+  // The §1.5 case D plan.
+  EXPECT_EQ(reducer.plan().indexLists(), (Lists{{10, 9}, {8, 7}, {6, 5, 4, 3, 2, 1, 0}}));
+  EXPECT_EQ(reducer.plan().bucketBytes(), (std::vector<int64_t>{32772000, 33587200, 9973760}));
+  EXPECT_TRUE(reducer.rebuildRecord().empty());
+}
+
+TEST(ReducerTest, LaunchesStrictlyInIndexOrderWhenLaterBucketsAreReadyFirst) {
+  RecordingActions actions;
+  Reducer reducer = makeReducer(DdpConfig(), &actions);
+  ASSERT_TRUE(runIteration(reducer, 1, true, reverseOrder(11)).isOk());
+  ASSERT_TRUE(reducer.prepareForward(2, true).isOk());
+  ASSERT_TRUE(reducer.prepareForBackward().isOk());
+  actions.clear();
+  // Bucket 2 (params 6..0) completes first, then bucket 1 (8, 7), then bucket 0 (10, 9).
+  for (int p : {6, 5, 4, 3, 2, 1, 0, 8, 7}) {
+    ASSERT_TRUE(reducer.markParamReady(p).isOk());
+    EXPECT_TRUE(actions.launchedBuckets.empty()) << "after param " << p;
+  }
+  EXPECT_EQ(reducer.pending(2), 0);
+  EXPECT_EQ(reducer.pending(1), 0);
+  EXPECT_EQ(reducer.nextBucket(), 0);
+  ASSERT_TRUE(reducer.markParamReady(10).isOk());
+  EXPECT_TRUE(actions.launchedBuckets.empty());
+  ASSERT_TRUE(reducer.markParamReady(9).isOk());
+  EXPECT_EQ(actions.launchedBuckets, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(actions.collectives(), (Events{"launch 0", "launch 1", "launch 2", "queue"}));
+  ASSERT_TRUE(reducer.finalizeBackward().isOk());
+}
+
+TEST(ReducerTest, CollectiveSequenceFindUnusedFalseMatchesObservedTable) {
+  RecordingActions actions;
+  Reducer reducer = makeReducer(DdpConfig(), &actions);
+  std::vector<int> bucketsAtForward;
+  for (int64_t iteration = 1; iteration <= 4; ++iteration) {
+    ASSERT_TRUE(runIteration(reducer, iteration, true, reverseOrder(11)).isOk());
+    bucketsAtForward.push_back(reducer.plan().numBuckets());
+  }
+  EXPECT_EQ(bucketsAtForward, (std::vector<int>{1, 3, 3, 3}));
+  EXPECT_EQ(actions.collectives(),
+            (Events{"launch 0", "queue", "finalize",                                   // iter 1
+                    "rebuild 12 3", "launch 0", "launch 1", "launch 2", "queue", "finalize",  // 2
+                    "launch 0", "launch 1", "launch 2", "queue", "finalize",                  // 3
+                    "launch 0", "launch 1", "launch 2", "queue", "finalize"}));               // 4
+}
+
+// ---- (b) find_unused=true ------------------------------------------------------------------
+
+TEST(ReducerTest, FindUnusedZeroFillsAtFirstHookAndAllreducesUsedMapLast) {
+  RecordingActions actions;
+  DdpConfig config;
+  config.findUnusedParameters = true;
+  config.worldSize = 2;
+  Reducer reducer = makeReducer(config, &actions);
+  // Case A construction plan.
+  ASSERT_EQ(reducer.plan().indexLists(), (Lists{{10}, {8, 9}, {2, 3, 4, 5, 6, 7}, {0, 1}}));
+
+  ASSERT_TRUE(reducer.prepareForward(1, true).isOk());
+  const std::vector<int> unused = {5};
+  ASSERT_TRUE(reducer.prepareForBackward(unused).isOk());
+  ASSERT_TRUE(reducer.markParamReady(10).isOk());
+  // The unused parameter is zero-filled before the first hook's own copy.
+  EXPECT_EQ(actions.events, (Events{"copy 5 zero", "copy 10", "launch 0"}));
+  for (int p : without(reverseOrder(11), 5)) {
+    if (p == 10) continue;
+    ASSERT_TRUE(reducer.markParamReady(p).isOk());
+  }
+  ASSERT_TRUE(reducer.finalizeBackward().isOk());
+  EXPECT_EQ(actions.collectives(), (Events{"launch 0", "launch 1", "launch 2", "launch 3",
+                                           "usedmap 44", "queue", "finalize"}));
+  ASSERT_EQ(actions.finalizes.size(), 1u);
+  EXPECT_EQ(actions.finalizes[0].locallyUnused, (std::vector<int>{5}));
+  EXPECT_TRUE(actions.finalizes[0].blockingUsedMapWait);
+  EXPECT_TRUE(actions.finalizes[0].usedMapReduced);
+
+  // Never rebuilt; the used map is cleared per iteration.
+  for (int64_t iteration = 2; iteration <= 4; ++iteration) {
+    ASSERT_TRUE(runIteration(reducer, iteration, true, reverseOrder(11)).isOk());
+  }
+  EXPECT_FALSE(reducer.hasRebuilt());
+  EXPECT_EQ(reducer.plan().numBuckets(), 4);
+  EXPECT_TRUE(actions.finalizes.back().locallyUnused.empty());
+  EXPECT_FALSE(actions.finalizes.back().blockingUsedMapWait);
+  ASSERT_EQ(actions.warnings.size(), 1u);  // W2 fires once
+  EXPECT_NE(actions.warnings[0].find("found no unused parameters"), std::string::npos);
+}
+
+TEST(ReducerTest, FindUnusedHookForParamMarkedUnusedRaisesE2WithReasonThree) {
+  RecordingActions actions;
+  DdpConfig config;
+  config.findUnusedParameters = true;
+  Reducer reducer = makeReducer(config, &actions);
+  ASSERT_TRUE(reducer.prepareForward(1, true).isOk());
+  const std::vector<int> unused = {5};
+  ASSERT_TRUE(reducer.prepareForBackward(unused).isOk());
+  ASSERT_TRUE(reducer.markParamReady(10).isOk());
+  Status status = reducer.markParamReady(5);
+  ASSERT_FALSE(status.isOk());
+  EXPECT_NE(status.message().find("Parameter at index 5 has been marked as ready twice"),
+            std::string::npos);
+  EXPECT_NE(status.message().find("3) find_unused_parameters=True"), std::string::npos);
+}
+
+// ---- (c) static_graph ----------------------------------------------------------------------
+
+TEST(ReducerTest, StaticGraphDelaysIterationOneAndRebuildsAtThree) {
+  RecordingActions actions;
+  DdpConfig config;
+  config.staticGraph = true;
+  config.findUnusedParameters = true;
+  Reducer reducer = makeReducer(config, &actions);
+
+  ASSERT_TRUE(reducer.prepareForward(1, true).isOk());
+  ASSERT_TRUE(reducer.prepareForBackward().isOk());
+  for (int p : reverseOrder(11)) ASSERT_TRUE(reducer.markParamReady(p).isOk());
+  EXPECT_TRUE(actions.events.empty());  // iteration 1 only counts hooks
+  EXPECT_EQ(reducer.hookCounts(), std::vector<int>(11, 1));
+  ASSERT_TRUE(reducer.finalizeBackward().isOk());
+  // Delayed reduction: used map first, then every copy, then all buckets, then finalize.
+  ASSERT_EQ(actions.events.size(), 1u + 11u + 1u + 1u);
+  EXPECT_EQ(actions.events.front(), "usedmap 44");
+  EXPECT_EQ(actions.events[1], "copy 0");
+  EXPECT_EQ(actions.collectives(), (Events{"usedmap 44", "launch 0", "finalize"}));
+
+  std::vector<int> bucketsAtForward = {1};
+  for (int64_t iteration = 2; iteration <= 4; ++iteration) {
+    ASSERT_TRUE(runIteration(reducer, iteration, true, reverseOrder(11)).isOk());
+    bucketsAtForward.push_back(reducer.plan().numBuckets());
+  }
+  EXPECT_EQ(bucketsAtForward, (std::vector<int>{1, 1, 3, 3}));
+  EXPECT_EQ(actions.collectives(),
+            (Events{"usedmap 44", "launch 0", "finalize",                                // iter 1
+                    "launch 0", "queue", "finalize",                                     // iter 2
+                    "rebuild 12 3", "launch 0", "launch 1", "launch 2", "queue", "finalize",  // 3
+                    "launch 0", "launch 1", "launch 2", "queue", "finalize"}));               // 4
+  EXPECT_EQ(reducer.plan().indexLists(), (Lists{{10, 9}, {8, 7}, {6, 5, 4, 3, 2, 1, 0}}));
+}
+
+TEST(ReducerTest, StaticGraphExtraHookRaisesE3) {
+  RecordingActions actions;
+  DdpConfig config;
+  config.staticGraph = true;
+  Reducer reducer = makeReducer(config, &actions);
+  ASSERT_TRUE(runIteration(reducer, 1, true, reverseOrder(11)).isOk());
+  ASSERT_TRUE(reducer.prepareForward(2, true).isOk());
+  ASSERT_TRUE(reducer.prepareForBackward().isOk());
+  ASSERT_TRUE(reducer.markParamReady(10).isOk());
+  Status status = reducer.markParamReady(10);
+  ASSERT_FALSE(status.isOk());
+  EXPECT_EQ(status.message().rfind("Your training graph has changed in this iteration", 0), 0u);
+  EXPECT_NE(status.message().find("static_graph set to True"), std::string::npos);
+}
+
+TEST(ReducerTest, StaticGraphParamUnusedInIterationOneThenUsedRaisesE3) {
+  RecordingActions actions;
+  DdpConfig config;
+  config.staticGraph = true;
+  Reducer reducer = makeReducer(config, &actions);
+  ASSERT_TRUE(runIteration(reducer, 1, true, without(reverseOrder(11), 5)).isOk());
+  EXPECT_EQ(reducer.unusedParameters(), (std::vector<int>{5}));
+  ASSERT_TRUE(actions.finalizes.back().blockingUsedMapWait);
+  // Iteration 2 without param 5 works: it is zero-filled at the first hook and recorded last.
+  ASSERT_TRUE(runIteration(reducer, 2, true, without(reverseOrder(11), 5)).isOk());
+  EXPECT_EQ(reducer.rebuildRecord().back(), 5);
+  ASSERT_TRUE(reducer.prepareForward(3, true).isOk());
+  EXPECT_TRUE(reducer.hasRebuilt());
+  ASSERT_TRUE(reducer.prepareForBackward().isOk());
+  ASSERT_TRUE(reducer.markParamReady(10).isOk());
+  Status status = reducer.markParamReady(5);
+  ASSERT_FALSE(status.isOk());
+  EXPECT_NE(status.message().find("Your training graph has changed"), std::string::npos);
+}
+
+TEST(ReducerTest, StaticGraphCountsRepeatedHooksAndMarksOnTheLast) {
+  RecordingActions actions;
+  DdpConfig config;
+  config.staticGraph = true;
+  Reducer reducer = makeReducer(config, &actions);
+  // Param 3 fires twice per backward (e.g. a reentrant checkpoint).
+  std::vector<int> order = reverseOrder(11);
+  order.insert(order.begin(), 3);
+  ASSERT_TRUE(runIteration(reducer, 1, true, order).isOk());
+  EXPECT_EQ(reducer.hookCounts()[3], 2);
+  ASSERT_TRUE(reducer.prepareForward(2, true).isOk());
+  ASSERT_TRUE(reducer.prepareForBackward().isOk());
+  actions.clear();
+  ASSERT_TRUE(reducer.markParamReady(3).isOk());
+  EXPECT_TRUE(actions.copies.empty());  // countdown 2 -> 1
+  for (int p : reverseOrder(11)) ASSERT_TRUE(reducer.markParamReady(p).isOk());
+  EXPECT_EQ(actions.copies.size(), 11u);
+  EXPECT_EQ(actions.launchedBuckets, (std::vector<int>{0}));
+}
+
+// ---- (d) no_sync ---------------------------------------------------------------------------
+
+TEST(ReducerTest, NoSyncPeriodThreeSyncsEveryThirdStepAndRebuildsAfterFirstSync) {
+  RecordingActions actions;
+  DdpConfig config;
+  config.noSyncPeriod = 3;
+  Reducer reducer = makeReducer(config, &actions);
+  std::vector<int> bucketsAtForward;
+  std::vector<size_t> eventsPerIteration;
+  for (int64_t iteration = 1; iteration <= 6; ++iteration) {
+    const size_t before = actions.events.size();
+    ASSERT_TRUE(
+        runIteration(reducer, iteration, config.syncEnabled(iteration), reverseOrder(11)).isOk());
+    bucketsAtForward.push_back(reducer.plan().numBuckets());
+    eventsPerIteration.push_back(actions.events.size() - before);
+  }
+  EXPECT_EQ(bucketsAtForward, (std::vector<int>{1, 1, 1, 3, 3, 3}));
+  EXPECT_EQ(eventsPerIteration[0], 0u);  // no copies, no collectives
+  EXPECT_EQ(eventsPerIteration[1], 0u);
+  EXPECT_EQ(eventsPerIteration[2], 11u + 3u);  // 11 copies, launch, queue, finalize
+  EXPECT_EQ(eventsPerIteration[3], 1u);        // the rebuild, inside a no_sync forward
+  EXPECT_EQ(eventsPerIteration[4], 0u);
+  EXPECT_EQ(eventsPerIteration[5], 11u + 5u);
+  EXPECT_EQ(rebuildIteration(config), 4);
+  EXPECT_EQ(reducer.ignoredHooks(), 4 * 11);
+  EXPECT_EQ(reducer.syncedIterations(), 2);
+}
+
+TEST(ReducerTest, PrepareForBackwardAfterNoSyncForwardIsRejected) {
+  Reducer reducer = makeReducer(DdpConfig(), nullptr);
+  ASSERT_TRUE(reducer.prepareForward(1, false).isOk());
+  Status status = reducer.prepareForBackward();
+  EXPECT_EQ(status.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(reducer.prepareForward(1, true).code(), StatusCode::kFailedPrecondition);
+}
+
+// ---- (e) E1 ----------------------------------------------------------------------------------
+
+TEST(ReducerTest, MissingGradientRaisesE1AtNextForward) {
+  RecordingActions actions;
+  DdpConfig config;
+  config.worldSize = 2;
+  Reducer reducer = makeReducer(config, &actions, /*rank=*/1);
+  ASSERT_TRUE(runIteration(reducer, 1, true, without(reverseOrder(11), 5)).isOk());
+  EXPECT_TRUE(actions.launchedBuckets.empty());  // the single bucket never completed
+  EXPECT_TRUE(actions.finalizes.empty());        // finalize was never queued
+  EXPECT_TRUE(reducer.requireFinalize());
+  Status status = reducer.prepareForward(2, true);
+  ASSERT_FALSE(status.isOk());
+  EXPECT_EQ(status.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(status.message().rfind("Expected to have finished reduction in the prior iteration", 0),
+            0u);
+  EXPECT_NE(status.message().find("find_unused_parameters=True"), std::string::npos);
+  EXPECT_NE(status.message().find("Parameter indices which did not receive grad for rank 1: [5]"),
+            std::string::npos);
+  EXPECT_FALSE(reducer.hasRebuilt());  // E1 is checked before the rebuild
+}
+
+TEST(ReducerTest, E1AfterRebuildListsEveryMissingParameter) {
+  RecordingActions actions;
+  Reducer reducer = makeReducer(DdpConfig(), &actions);
+  ASSERT_TRUE(runIteration(reducer, 1, true, reverseOrder(11)).isOk());
+  std::vector<int> order = without(without(reverseOrder(11), 2), 0);
+  ASSERT_TRUE(runIteration(reducer, 2, true, order).isOk());
+  EXPECT_EQ(actions.launchedBuckets, (std::vector<int>{0, 0, 1}));  // bucket 2 never launches
+  Status status = reducer.prepareForward(3, true);
+  ASSERT_FALSE(status.isOk());
+  EXPECT_NE(status.message().find("for rank 0: [0, 2]"), std::string::npos);
+}
+
+TEST(ReducerTest, E1VariantsForFindUnusedAndStaticGraph) {
+  DdpConfig config;
+  config.findUnusedParameters = true;
+  Reducer reducer = makeReducer(config, nullptr);
+  ASSERT_TRUE(runIteration(reducer, 1, true, without(reverseOrder(11), 0)).isOk());
+  Status status = reducer.prepareForward(2, true);
+  ASSERT_FALSE(status.isOk());
+  EXPECT_NE(status.message().find("not all forward outputs"), std::string::npos);
+
+  config = DdpConfig();
+  config.staticGraph = true;
+  reducer = makeReducer(config, nullptr);
+  ASSERT_TRUE(runIteration(reducer, 1, true, reverseOrder(11)).isOk());
+  // Iteration 2: parameter 0's hook never fires although it was used in iteration 1.
+  ASSERT_TRUE(runIteration(reducer, 2, true, without(reverseOrder(11), 0)).isOk());
+  status = reducer.prepareForward(3, true);
+  ASSERT_FALSE(status.isOk());
+  EXPECT_NE(status.message().find("static_graph=True"), std::string::npos);
+  EXPECT_NE(status.message().find("rank 0: [0]"), std::string::npos);
+}
+
+// ---- (f) E2 ----------------------------------------------------------------------------------
+
+TEST(ReducerTest, DoubleMarkRaisesE2) {
+  Reducer reducer = makeReducer(DdpConfig(), nullptr);
+  ASSERT_TRUE(reducer.prepareForward(1, true).isOk());
+  ASSERT_TRUE(reducer.prepareForBackward().isOk());
+  ASSERT_TRUE(reducer.markParamReady(10).isOk());
+  Status status = reducer.markParamReady(10);
+  ASSERT_FALSE(status.isOk());
+  EXPECT_EQ(status.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(status.message().rfind("Expected to mark a variable ready only once.", 0), 0u);
+  EXPECT_NE(status.message().find("Parameter at index 10 has been marked as ready twice"),
+            std::string::npos);
+  EXPECT_EQ(status.message().find("3) find_unused"), std::string::npos);
+}
+
+TEST(ReducerTest, HookAfterFinalizeIsIgnoredSilently) {
+  // §4 silent failure mode 1: every bucket completed and finalize ran on a nested graph task;
+  // a second firing of the same hook is then ignored.
+  RecordingActions actions;
+  Reducer reducer = makeReducer(DdpConfig(), &actions);
+  ASSERT_TRUE(runIteration(reducer, 1, true, reverseOrder(11)).isOk());
+  ASSERT_TRUE(reducer.markParamReady(10).isOk());
+  EXPECT_EQ(reducer.ignoredHooks(), 1);
+}
+
+TEST(ReducerTest, OutOfRangeHookIsAnError) {
+  Reducer reducer = makeReducer(DdpConfig(), nullptr);
+  ASSERT_TRUE(reducer.prepareForward(1, true).isOk());
+  ASSERT_TRUE(reducer.prepareForBackward().isOk());
+  EXPECT_EQ(reducer.markParamReady(11).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(reducer.markParamReady(-1).code(), StatusCode::kInvalidArgument);
+  const std::vector<int> badUnused = {42};
+  DdpConfig config;
+  config.findUnusedParameters = true;
+  Reducer finder = makeReducer(config, nullptr);
+  ASSERT_TRUE(finder.prepareForward(1, true).isOk());
+  EXPECT_EQ(finder.prepareForBackward(badUnused).code(), StatusCode::kInvalidArgument);
+}
+
+// ---- (g) comm hooks, gradient_as_bucket_view, construction errors ------------------------
+
+TEST(ReducerTest, CommHookCopiesUnscaledAndHalvesBytes) {
+  RecordingActions actions;
+  DdpConfig config;
+  config.worldSize = 8;
+  config.commHook.kind = CommHookKind::kFp16;
+  Reducer reducer = makeReducer(config, &actions);
+  ASSERT_TRUE(runIteration(reducer, 1, true, reverseOrder(11)).isOk());
+  for (const BucketCopy& copy : actions.copies) EXPECT_DOUBLE_EQ(copy.scale, 1.0);
+  ASSERT_TRUE(runIteration(reducer, 2, true, reverseOrder(11)).isOk());
+  std::vector<int64_t> wireBytes;
+  for (const Bucket& bucket : reducer.plan().buckets) {
+    for (int64_t bytes :
+         collectiveBytesForBucket(bucket, reducer.params(), config.commHook, 2)) {
+      wireBytes.push_back(bytes);
+    }
+  }
+  EXPECT_EQ(wireBytes, (std::vector<int64_t>{32772000 / 2, 33587200 / 2, 9973760 / 2}));
+}
+
+TEST(ReducerTest, GradientAsBucketViewCopiesOnceThenScalesInPlace) {
+  RecordingActions actions;
+  DdpConfig config;
+  config.gradientAsBucketView = true;
+  config.worldSize = 2;
+  Reducer reducer = makeReducer(config, &actions);
+  ASSERT_TRUE(runIteration(reducer, 1, true, reverseOrder(11)).isOk());
+  for (const BucketCopy& copy : actions.copies) EXPECT_EQ(copy.kind, CopyKind::kCopy);
+  EXPECT_FALSE(actions.finalizes.back().copyBack);
+  actions.clear();
+  ASSERT_TRUE(runIteration(reducer, 2, true, reverseOrder(11)).isOk());  // after the rebuild
+  ASSERT_EQ(actions.copies.size(), 11u);
+  for (const BucketCopy& copy : actions.copies) {
+    EXPECT_EQ(copy.kind, CopyKind::kScaleInPlace);
+    EXPECT_DOUBLE_EQ(copy.scale, 0.5);
+  }
+}
+
+TEST(ReducerTest, CreateValidatesConfigRankAndParams) {
+  DdpConfig config;
+  config.bucketCapMb = -1;
+  EXPECT_FALSE(Reducer::create(workedExampleModel(), config, 0, nullptr).isOk());
+  EXPECT_FALSE(Reducer::create(workedExampleModel(), DdpConfig(), 1, nullptr).isOk());
+  StatusOr<Reducer> empty = Reducer::create(std::vector<models::ParamSpec>{}, DdpConfig(), 0, nullptr);
+  ASSERT_FALSE(empty.isOk());
+  EXPECT_NE(empty.status().message().find("no trainable parameters"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ddpscope::ddp
