@@ -389,4 +389,30 @@ std::vector<int64_t> collectiveBytesForBucket(const Bucket& bucket,
   return {uncompressed * elementBytes, pElems * elementBytes, qElems * elementBytes};
 }
 
+std::vector<int64_t> coalescedBroadcastBytes(std::span<const models::ParamSpec> tensors,
+                                             int64_t groupBytes) {
+  std::vector<int64_t> out;
+  if (tensors.empty()) return out;
+  // Sparse-gradient flags do not apply to broadcasts: every tensor is dense here.
+  std::vector<models::ParamSpec> dense(tensors.begin(), tensors.end());
+  for (models::ParamSpec& tensor : dense) tensor.sparseGrad = false;
+  const int64_t limits[] = {groupBytes};
+  StatusOr<BucketPlan> groups = computeBucketAssignment(dense, limits);
+  DDPSCOPE_CHECK_MSG(groups.isOk(), groups.status().message().c_str());
+  return groups->bucketBytes();
+}
+
+std::vector<models::ParamSpec> buffersAsTensors(std::span<const models::BufferSpec> buffers) {
+  std::vector<models::ParamSpec> tensors;
+  tensors.reserve(buffers.size());
+  for (const models::BufferSpec& buffer : buffers) {
+    models::ParamSpec tensor;
+    tensor.name = buffer.name;
+    tensor.shape = buffer.shape;
+    tensor.dtype = buffer.dtype;
+    tensors.push_back(std::move(tensor));
+  }
+  return tensors;
+}
+
 }  // namespace ddpscope::ddp

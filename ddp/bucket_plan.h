@@ -154,4 +154,13 @@ std::vector<int64_t> collectiveBytesForBucket(const Bucket& bucket,
                                               std::span<const models::ParamSpec> params,
                                               const CommHook& hook, int64_t syncedIteration);
 
+// §3.11 coalesced broadcast (module-state sync at construction, buffer sync before forward):
+// byte sizes of the broadcasts in issue order. Tensors are grouped by the same routine with the
+// single limit `groupBytes` (250 MiB), per dtype, overshooting like buckets, sorted by smallest
+// index. Empty input gives no broadcasts. At most 2 are in flight at once in PyTorch.
+std::vector<int64_t> coalescedBroadcastBytes(std::span<const models::ParamSpec> tensors,
+                                             int64_t groupBytes = DdpConfig::kBroadcastBucketBytes);
+// Buffers viewed as dense tensors for coalescedBroadcastBytes.
+std::vector<models::ParamSpec> buffersAsTensors(std::span<const models::BufferSpec> buffers);
+
 }  // namespace ddpscope::ddp

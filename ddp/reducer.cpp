@@ -24,7 +24,8 @@ std::string joinIndices(const std::vector<int>& indices) {
 }  // namespace
 
 StatusOr<Reducer> Reducer::create(std::vector<models::ParamSpec> params, DdpConfig config, int rank,
-                                  ReducerActions* actions) {
+                                  ReducerActions* actions,
+                                  std::span<const models::BufferSpec> buffers) {
   RETURN_IF_ERROR(config.validate());
   if (rank < 0 || rank >= config.worldSize) {
     return invalidArgument("rank: expected a rank in [0, " + std::to_string(config.worldSize) +
@@ -37,6 +38,7 @@ StatusOr<Reducer> Reducer::create(std::vector<models::ParamSpec> params, DdpConf
   reducer.m_rank = rank;
   reducer.m_actions = actions ? actions : &nullActions();
   reducer.m_plan = std::move(plan);
+  reducer.m_bufferBroadcastBytes = coalescedBroadcastBytes(buffersAsTensors(buffers));
   const size_t numParams = reducer.m_params.size();
   reducer.m_markedReady.assign(numParams, 0);
   reducer.m_gradIsView.assign(numParams, 0);
@@ -49,7 +51,7 @@ StatusOr<Reducer> Reducer::create(std::vector<models::ParamSpec> params, DdpConf
 
 StatusOr<Reducer> Reducer::create(const models::ModelSpec& model, DdpConfig config, int rank,
                                   ReducerActions* actions) {
-  return create(model.params, std::move(config), rank, actions);
+  return create(model.params, std::move(config), rank, actions, model.buffers);
 }
 
 void Reducer::setActions(ReducerActions* actions) {
@@ -71,15 +73,26 @@ void Reducer::resetBucketCounting() {
   if (m_config.staticGraph) m_countdown = m_hookCount;
 }
 
-Status Reducer::prepareForward(int64_t iteration, bool syncEnabled) {
+Status Reducer::prepareForward(int64_t iteration, bool syncEnabled, bool gradEnabled) {
   if (iteration <= m_iteration) {
     return failedPrecondition("prepareForward: iteration " + std::to_string(iteration) +
                               " does not follow iteration " + std::to_string(m_iteration));
   }
   m_iteration = iteration;
-  m_forwardSynced = syncEnabled;
-  if (syncEnabled) ++m_numSyncedIterations;
+  // Only a grad-enabled synced forward prepares a backward.
+  m_forwardSynced = syncEnabled && gradEnabled;
+  if (m_forwardSynced) ++m_numSyncedIterations;
 
+  if (gradEnabled) RETURN_IF_ERROR(maybeRebuild());
+
+  if (m_requireForwardParamSync && m_config.broadcastBuffers && !m_bufferBroadcastBytes.empty()) {
+    m_actions->broadcastBuffers(m_bufferBroadcastBytes);
+  }
+  m_requireForwardParamSync = m_forwardSynced;
+  return Status::ok();
+}
+
+Status Reducer::maybeRebuild() {
   // _rebuild_buckets(): ensure_prior_reduction_finished comes first so that a missing gradient
   // is reported as E1 rather than as the rebuild's size assertion.
   if (m_requireFinalize) return unfinishedReductionError();

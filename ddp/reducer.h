@@ -3,9 +3,9 @@
 // communicators) and the simulator (which gives the actions durations).
 //
 // Events in (one call each, in the order a DDP training loop produces them):
-//   prepareForward(iteration, syncEnabled)  start of every grad-enabled DDP forward: checks the
-//                                           prior reduction finished (E1) and rebuilds buckets
-//                                           once if due (§2);
+//   prepareForward(iteration, syncEnabled)  start of every DDP forward: with grad enabled checks
+//                                           the prior reduction finished (E1) and rebuilds
+//                                           buckets once if due (§2); then buffer broadcast;
 //   prepareForBackward(unusedParams)        end of a *synced* forward (not under no_sync);
 //   markParamReady(i)                       the post-AccumulateGrad hook of parameter i;
 //   finalizeBackward()                      end of the backward graph task that the Reducer
@@ -84,6 +84,9 @@ class ReducerActions {
   // then reallocation of the flat buffers for newPlan.
   virtual void rebuildBuckets(const BucketPlan& /*newPlan*/, const RebuildSync& /*sync*/) {}
   virtual void finalize(const FinalizeInfo& /*info*/) {}
+  // Coalesced rank-0 broadcast of the module's buffers before the module forward (§3.10,
+  // §3.11): one entry per broadcast, in issue order.
+  virtual void broadcastBuffers(std::span<const int64_t> /*groupBytes*/) {}
   // Warn-once messages (W2).
   virtual void warning(std::string_view /*message*/) {}
 };
@@ -91,19 +94,24 @@ class ReducerActions {
 class Reducer {
  public:
   // Validates the config, builds the construction plan (E6 for an empty parameter list).
-  // `actions` may be null (no-op) and must outlive the Reducer.
+  // `actions` may be null (no-op) and must outlive the Reducer. `buffers` (the ModelSpec
+  // overload passes the model's) drive the per-forward buffer broadcast.
   static StatusOr<Reducer> create(std::vector<models::ParamSpec> params, DdpConfig config,
-                                  int rank, ReducerActions* actions);
+                                  int rank, ReducerActions* actions,
+                                  std::span<const models::BufferSpec> buffers = {});
   static StatusOr<Reducer> create(const models::ModelSpec& model, DdpConfig config, int rank,
                                   ReducerActions* actions);
 
   void setActions(ReducerActions* actions);
 
-  // Start of a grad-enabled forward of 1-based `iteration` (strictly increasing across calls);
-  // syncEnabled = false inside no_sync(). Raises E1 if the previous synced backward left a
-  // bucket unfinished, then rebuilds the buckets if eligible, not yet rebuilt and a full ready
-  // order was recorded (E17 if the record does not cover every parameter).
-  Status prepareForward(int64_t iteration, bool syncEnabled);
+  // Start of a DDP forward of 1-based `iteration` (strictly increasing across calls);
+  // syncEnabled = false inside no_sync(); gradEnabled = false for a torch.no_grad() forward.
+  // With grad enabled: raises E1 if the previous synced backward left a bucket unfinished, then
+  // rebuilds the buckets if eligible, not yet rebuilt and a full ready order was recorded (E17
+  // if the record does not cover every parameter). Then the buffer broadcast, if
+  // broadcast_buffers, the model has buffers and the previous forward was synced and
+  // grad-enabled (the first forward always broadcasts).
+  Status prepareForward(int64_t iteration, bool syncEnabled, bool gradEnabled = true);
   // End of a synced forward. unusedParams (the graph traversal's result) only matters with
   // dynamic find_unused; it is ignored otherwise. FailedPrecondition after a no_sync forward.
   Status prepareForBackward(std::span<const int> unusedParams = {});
@@ -140,6 +148,7 @@ class Reducer {
 
  private:
   Reducer() = default;
+  Status maybeRebuild();
   bool shouldRebuild() const { return rebuildEligible(m_config) && !m_hasRebuilt; }
   Status markVariableReady(int paramIndex, bool gradDefined);
   void markBucketReady(int bucketIndex);
@@ -170,6 +179,7 @@ class Reducer {
   bool m_hasRebuilt = false;
   bool m_usedMapLaunched = false;
   bool m_warnedNoUnused = false;
+  bool m_requireForwardParamSync = true;  // the next forward broadcasts buffers
   int m_nextBucket = 0;
   int64_t m_ignoredHooks = 0;
 
@@ -182,6 +192,7 @@ class Reducer {
   std::vector<int> m_unused;            // unused parameters (dynamic: per iteration; static: fixed)
   std::vector<int> m_readyLog;
   std::vector<int> m_rebuildRecord;
+  std::vector<int64_t> m_bufferBroadcastBytes;  // coalesced groups, empty without buffers
 };
 
 }  // namespace ddpscope::ddp

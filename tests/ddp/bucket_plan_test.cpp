@@ -390,6 +390,17 @@ TEST(BucketPlanTest, ReversedAndRebuildSyncSizes) {
   EXPECT_NE(plan->toString().find("[10] 4000 B"), std::string::npos);
 }
 
+TEST(BucketPlanTest, CoalescedBroadcastGroupsPerDtypeUnder250MiB) {
+  const std::vector<models::ParamSpec> tensors = {
+      makeParam("a", {100 * 1024 * 1024}),  // 400 MiB fp32: overshoots, closes alone
+      makeParam("i", {3}, DType::kInt64),
+      makeParam("b", {10}),
+      makeParam("emb", {4, 4}, DType::kFloat32, /*sparseGrad=*/true),  // dense for broadcasts
+  };
+  EXPECT_EQ(coalescedBroadcastBytes(tensors), (Sizes{400 * kMiB, 24, 40 + 64}));
+  EXPECT_TRUE(coalescedBroadcastBytes({}).empty());
+}
+
 // ---- comm hook bytes ---------------------------------------------------------------------
 
 TEST(BucketPlanTest, CommHookCollectiveBytes) {

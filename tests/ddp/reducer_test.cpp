@@ -401,6 +401,53 @@ TEST(ReducerTest, OutOfRangeHookIsAnError) {
   EXPECT_EQ(finder.prepareForBackward(badUnused).code(), StatusCode::kInvalidArgument);
 }
 
+// ---- buffer broadcast gating (§3.10) ------------------------------------------------------
+
+TEST(ReducerTest, BufferBroadcastFollowsRequireForwardParamSync) {
+  struct BroadcastLog : RecordingActions {
+    void broadcastBuffers(std::span<const int64_t> groupBytes) override {
+      groups.assign(groupBytes.begin(), groupBytes.end());
+      events.push_back("bcast");
+    }
+    std::vector<int64_t> groups;
+  };
+  models::ModelSpec model = workedExampleModel();
+  models::BufferSpec mean;
+  mean.name = "bn.running_mean";
+  mean.shape = {16};
+  models::BufferSpec var = mean;
+  var.name = "bn.running_var";
+  models::BufferSpec batches;
+  batches.name = "bn.num_batches_tracked";
+  batches.dtype = models::DType::kInt64;
+  model.buffers = {mean, var, batches};
+  BroadcastLog actions;
+  StatusOr<Reducer> created = Reducer::create(model, DdpConfig(), 0, &actions);
+  ASSERT_TRUE(created.isOk());
+  Reducer reducer = std::move(created).value();
+  // sync, nosync, nosync, sync, sync, eval (no grad), sync, sync -> broadcasts at 1, 2, 5, 6, 8.
+  const bool sync[] = {true, false, false, true, true, true, true, true};
+  const bool grad[] = {true, true, true, true, true, false, true, true};
+  std::vector<int> broadcastAt;
+  for (int iteration = 1; iteration <= 8; ++iteration) {
+    const size_t before = actions.events.size();
+    const int k = iteration - 1;
+    ASSERT_TRUE(reducer.prepareForward(iteration, sync[k], grad[k]).isOk());
+    if (actions.events.size() > before && actions.events.back() == "bcast") {
+      broadcastAt.push_back(iteration);
+    }
+    if (!grad[k]) continue;
+    if (sync[k]) {
+      ASSERT_TRUE(reducer.prepareForBackward().isOk());
+    }
+    for (int p : reverseOrder(11)) ASSERT_TRUE(reducer.markParamReady(p).isOk());
+    ASSERT_TRUE(reducer.finalizeBackward().isOk());
+  }
+  EXPECT_EQ(broadcastAt, (std::vector<int>{1, 2, 5, 6, 8}));
+  // One coalesced broadcast per dtype: 32 fp32 elements and 1 int64 element.
+  EXPECT_EQ(actions.groups, (std::vector<int64_t>{128, 8}));
+}
+
 // ---- (g) comm hooks, gradient_as_bucket_view, construction errors ------------------------
 
 TEST(ReducerTest, CommHookCopiesUnscaledAndHalvesBytes) {
