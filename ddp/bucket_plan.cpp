@@ -10,7 +10,9 @@ namespace {
 constexpr int kNumDTypes = static_cast<int>(models::DType::kBool) + 1;
 constexpr int64_t kLegacyFirstBucketBytes = DdpConfig::kDefaultFirstBucketBytes;
 
-std::string rangeText(int numParams) { return "[0, " + std::to_string(numParams) + ")"; }
+std::string rangeText(int numParams) {
+  return "[0, " + std::to_string(numParams) + ")";
+}
 
 // One bucket under construction: index list and byte count for one dtype.
 struct Accumulator {
@@ -127,8 +129,8 @@ StatusOr<BucketPlan> makeBucketPlan(std::span<const models::ParamSpec> params,
                                     const std::vector<int64_t>& sizeLimits) {
   if (params.empty()) return noParamsError();
   if (indexLists.size() != sizeLimits.size()) {
-    return invalidArgument("bucket plan: " + std::to_string(indexLists.size()) +
-                           " buckets but " + std::to_string(sizeLimits.size()) + " size limits");
+    return invalidArgument("bucket plan: " + std::to_string(indexLists.size()) + " buckets but " +
+                           std::to_string(sizeLimits.size()) + " size limits");
   }
   const int numParams = static_cast<int>(params.size());
   std::vector<int> owner(params.size(), -1);
@@ -139,7 +141,8 @@ StatusOr<BucketPlan> makeBucketPlan(std::span<const models::ParamSpec> params,
     const std::vector<int>& list = indexLists[b];
     if (list.empty()) return invalidArgument(where + "empty bucket specified");
     if (sizeLimits[b] < 0) {
-      return invalidArgument(where + "size limit must be >= 0, got " + std::to_string(sizeLimits[b]));
+      return invalidArgument(where + "size limit must be >= 0, got " +
+                             std::to_string(sizeLimits[b]));
     }
     for (int p : list) {
       if (p < 0 || p >= numParams) {
@@ -147,8 +150,7 @@ StatusOr<BucketPlan> makeBucketPlan(std::span<const models::ParamSpec> params,
                                rangeText(numParams));
       }
       if (owner[static_cast<size_t>(p)] >= 0) {
-        return invalidArgument(where + "parameter " + std::to_string(p) +
-                               " is already in bucket " +
+        return invalidArgument(where + "parameter " + std::to_string(p) + " is already in bucket " +
                                std::to_string(owner[static_cast<size_t>(p)]));
       }
       owner[static_cast<size_t>(p)] = static_cast<int>(b);
@@ -161,8 +163,10 @@ StatusOr<BucketPlan> makeBucketPlan(std::span<const models::ParamSpec> params,
       }
       const models::DType first = params[static_cast<size_t>(list.front())].dtype;
       if (param.dtype != first) {
-        return invalidArgument(where + "all parameters in a bucket must have the same dtype: "
-                               "parameter " + std::to_string(p) + " '" + param.name + "' is " +
+        return invalidArgument(where +
+                               "all parameters in a bucket must have the same dtype: "
+                               "parameter " +
+                               std::to_string(p) + " '" + param.name + "' is " +
                                std::string(models::dtypeName(param.dtype)) + ", the bucket is " +
                                std::string(models::dtypeName(first)));
       }
@@ -378,7 +382,8 @@ std::vector<int64_t> collectiveBytesForBucket(const Bucket& bucket,
     const int64_t n = param.shape[0];
     const int64_t m = numel / n;
     const int64_t r = std::min<int64_t>({n, m, static_cast<int64_t>(hook.powerSgdRank)});
-    const double compressedElems = static_cast<double>((n + m) * r) * hook.powerSgdMinCompressionRate;
+    const double compressedElems =
+        static_cast<double>((n + m) * r) * hook.powerSgdMinCompressionRate;
     if (compressedElems < static_cast<double>(n * m)) {
       pElems += n * r;
       qElems += m * r;

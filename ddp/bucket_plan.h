@@ -45,7 +45,7 @@ struct Bucket {
   int64_t bytes = 0;             // numel * element size (what a plain allreduce moves)
   int64_t sizeLimit = 0;         // the limit in force when the bucket was built (0: sparse)
   models::DType dtype = models::DType::kFloat32;
-  bool sparse = false;           // a single parameter whose gradient is sparse
+  bool sparse = false;  // a single parameter whose gradient is sparse
 };
 
 struct ParamLocation {
@@ -138,9 +138,9 @@ int64_t rebuildIteration(const DdpConfig& config);
 
 // The plan used by the backward of 1-based `iteration`: construction plan before
 // rebuildIteration(config), steadyStatePlan after.
-StatusOr<BucketPlan> planForIteration(const models::ModelSpec& model, const DdpConfig& config,
-                                      int64_t iteration,
-                                      std::optional<std::span<const int>> readyOrder = std::nullopt);
+StatusOr<BucketPlan> planForIteration(
+    const models::ModelSpec& model, const DdpConfig& config, int64_t iteration,
+    std::optional<std::span<const int>> readyOrder = std::nullopt);
 
 // Bytes of each collective a comm hook issues for one bucket, in issue order (§3.13):
 // none/allreduce: {bytes}; fp16/bf16: {numel * 2}; PowerSGD: {bytes} before compression starts

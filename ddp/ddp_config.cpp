@@ -13,7 +13,9 @@ std::string formatNumber(double value) {
   return out.str();
 }
 
-const char* boolName(bool value) { return value ? "true" : "false"; }
+const char* boolName(bool value) {
+  return value ? "true" : "false";
+}
 
 }  // namespace
 
@@ -21,8 +23,9 @@ StatusOr<SemanticsProfile> parseSemanticsProfile(std::string_view name) {
   if (name == "current" || name == "2.4") return SemanticsProfile::kCurrent;
   if (name == "1.13") return SemanticsProfile::kV1_13;
   if (name == "1.5" || name == "legacy") return SemanticsProfile::kV1_5;
-  return invalidArgument("semantics profile: expected one of \"1.5\", \"1.13\", \"current\", got \"" +
-                         std::string(name) + "\"");
+  return invalidArgument(
+      "semantics profile: expected one of \"1.5\", \"1.13\", \"current\", got \"" +
+      std::string(name) + "\"");
 }
 
 std::string_view semanticsProfileName(SemanticsProfile profile) {
@@ -44,7 +47,8 @@ StatusOr<CommHookKind> parseCommHookKind(std::string_view name) {
   if (name == "bf16") return CommHookKind::kBf16;
   if (name == "powersgd") return CommHookKind::kPowerSgd;
   return invalidArgument(
-      "comm_hook: expected one of \"none\", \"allreduce\", \"fp16\", \"bf16\", \"powersgd\", got \"" +
+      "comm_hook: expected one of \"none\", \"allreduce\", \"fp16\", \"bf16\", \"powersgd\", got "
+      "\"" +
       std::string(name) + "\"");
 }
 
@@ -89,7 +93,8 @@ Status DdpConfig::validate() const {
         std::to_string(noSyncPeriod));
   }
   if (worldSize < 1) {
-    return invalidArgument("world_size: expected an integer >= 1, got " + std::to_string(worldSize));
+    return invalidArgument("world_size: expected an integer >= 1, got " +
+                           std::to_string(worldSize));
   }
   if (commHook.kind == CommHookKind::kPowerSgd) {
     if (commHook.powerSgdRank < 1) {
@@ -120,8 +125,8 @@ Status DdpConfig::validate() const {
 
 std::string DdpConfig::toString() const {
   std::ostringstream out;
-  out << "bucket_cap_mb=" << formatNumber(bucketCapMb)
-      << (bucketCapSetByUser ? "" : " (default)") << " first_bucket_bytes=" << firstBucketBytes
+  out << "bucket_cap_mb=" << formatNumber(bucketCapMb) << (bucketCapSetByUser ? "" : " (default)")
+      << " first_bucket_bytes=" << firstBucketBytes
       << " find_unused_parameters=" << boolName(findUnusedParameters)
       << " static_graph=" << boolName(staticGraph)
       << " gradient_as_bucket_view=" << boolName(gradientAsBucketView)

@@ -45,11 +45,11 @@ std::string_view commHookKindName(CommHookKind kind);
 struct CommHook {
   CommHookKind kind = CommHookKind::kNone;
   // PowerSGD only.
-  int powerSgdRank = 1;                 // matrix_approximation_rank
-  int64_t powerSgdStartIter = 1000;     // start_powerSGD_iter: vanilla allreduce before it
+  int powerSgdRank = 1;              // matrix_approximation_rank
+  int64_t powerSgdStartIter = 1000;  // start_powerSGD_iter: vanilla allreduce before it
   double powerSgdMinCompressionRate = 2.0;
-  bool powerSgdErrorFeedback = true;    // use_error_feedback
-  bool powerSgdWarmStart = true;        // warm_start
+  bool powerSgdErrorFeedback = true;  // use_error_feedback
+  bool powerSgdWarmStart = true;      // warm_start
 
   // Any hook at all: the Reducer then copies gradients unscaled (the hook divides).
   bool present() const { return kind != CommHookKind::kNone; }

@@ -99,10 +99,11 @@ Status Reducer::maybeRebuild() {
   if (!shouldRebuild() || m_rebuildRecord.empty()) return Status::ok();
 
   if (static_cast<int>(m_rebuildRecord.size()) != numParams()) {
-    return internalError("rebuild: the recorded gradient-ready order does not cover every "
-                         "parameter (original model param size: " +
-                         std::to_string(numParams()) + ", rebuilt params size: " +
-                         std::to_string(m_rebuildRecord.size()) + ")");
+    return internalError(
+        "rebuild: the recorded gradient-ready order does not cover every "
+        "parameter (original model param size: " +
+        std::to_string(numParams()) +
+        ", rebuilt params size: " + std::to_string(m_rebuildRecord.size()) + ")");
   }
   StatusOr<BucketPlan> rebuilt = rebuiltPlan(m_params, m_config, m_rebuildRecord);
   if (!rebuilt.isOk()) return internalError("rebuild: " + rebuilt.status().message());

@@ -48,8 +48,8 @@ enum class CopyKind {
 struct BucketCopy {
   int paramIndex = 0;
   int bucketIndex = 0;
-  int slot = 0;          // position in the bucket (offset = plan.buckets[b].offsets[slot])
-  double scale = 1.0;    // 1 / world size without a comm hook, 1 with one
+  int slot = 0;        // position in the bucket (offset = plan.buckets[b].offsets[slot])
+  double scale = 1.0;  // 1 / world size without a comm hook, 1 with one
   CopyKind kind = CopyKind::kCopy;
   bool zeroFill() const { return kind == CopyKind::kZeroFill; }
 };
@@ -60,9 +60,9 @@ struct BucketCopy {
 struct FinalizeInfo {
   int64_t syncedIteration = 0;
   int numBuckets = 0;
-  bool copyBack = true;                // !gradient_as_bucket_view
-  bool usedMapReduced = false;         // a used-map allreduce was issued this iteration
-  std::vector<int> locallyUnused;      // parameters this rank did not use this iteration
+  bool copyBack = true;            // !gradient_as_bucket_view
+  bool usedMapReduced = false;     // a used-map allreduce was issued this iteration
+  std::vector<int> locallyUnused;  // parameters this rank did not use this iteration
   // A locally unused parameter exists while the used map was allreduced: finalize waits for the
   // map and does a blocking device-to-host copy (the lazy wait of §3.7).
   bool blockingUsedMapWait = false;
@@ -96,8 +96,8 @@ class Reducer {
   // Validates the config, builds the construction plan (E6 for an empty parameter list).
   // `actions` may be null (no-op) and must outlive the Reducer. `buffers` (the ModelSpec
   // overload passes the model's) drive the per-forward buffer broadcast.
-  static StatusOr<Reducer> create(std::vector<models::ParamSpec> params, DdpConfig config,
-                                  int rank, ReducerActions* actions,
+  static StatusOr<Reducer> create(std::vector<models::ParamSpec> params, DdpConfig config, int rank,
+                                  ReducerActions* actions,
                                   std::span<const models::BufferSpec> buffers = {});
   static StatusOr<Reducer> create(const models::ModelSpec& model, DdpConfig config, int rank,
                                   ReducerActions* actions);
@@ -127,7 +127,7 @@ class Reducer {
   const std::vector<models::ParamSpec>& params() const { return m_params; }
   int rank() const { return m_rank; }
   int numParams() const { return static_cast<int>(m_params.size()); }
-  int64_t iteration() const { return m_iteration; }              // last prepareForward's
+  int64_t iteration() const { return m_iteration; }  // last prepareForward's
   int64_t syncedIterations() const { return m_numSyncedIterations; }
   int64_t numBackwardCalls() const { return m_numBwdCalls; }
   bool hasRebuilt() const { return m_hasRebuilt; }
@@ -183,13 +183,13 @@ class Reducer {
   int m_nextBucket = 0;
   int64_t m_ignoredHooks = 0;
 
-  std::vector<int> m_pending;           // per bucket
-  std::vector<char> m_markedReady;      // per parameter, this iteration
-  std::vector<char> m_gradIsView;       // gradient_as_bucket_view: .grad aliases its slice
-  std::vector<int> m_localUsed;         // the int32 local-used map
-  std::vector<int> m_hookCount;         // static graph: hooks per parameter in iteration 1
-  std::vector<int> m_countdown;         // static graph: remaining hooks this iteration
-  std::vector<int> m_unused;            // unused parameters (dynamic: per iteration; static: fixed)
+  std::vector<int> m_pending;       // per bucket
+  std::vector<char> m_markedReady;  // per parameter, this iteration
+  std::vector<char> m_gradIsView;   // gradient_as_bucket_view: .grad aliases its slice
+  std::vector<int> m_localUsed;     // the int32 local-used map
+  std::vector<int> m_hookCount;     // static graph: hooks per parameter in iteration 1
+  std::vector<int> m_countdown;     // static graph: remaining hooks this iteration
+  std::vector<int> m_unused;        // unused parameters (dynamic: per iteration; static: fixed)
   std::vector<int> m_readyLog;
   std::vector<int> m_rebuildRecord;
   std::vector<int64_t> m_bufferBroadcastBytes;  // coalesced groups, empty without buffers

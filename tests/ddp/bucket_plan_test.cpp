@@ -47,7 +47,8 @@ TEST(BucketPlanTest, WorkedExampleCaseAFirstAndCapLimits) {
     DdpConfig config;
     config.profile = profile;
     config.findUnusedParameters = true;
-    StatusOr<BucketPlan> plan = constructionPlan(std::span<const models::ParamSpec>(params), config);
+    StatusOr<BucketPlan> plan =
+        constructionPlan(std::span<const models::ParamSpec>(params), config);
     ASSERT_TRUE(plan.isOk()) << plan.status().message();
     EXPECT_EQ(plan->indexLists(), (Lists{{10}, {8, 9}, {2, 3, 4, 5, 6, 7}, {0, 1}}));
     EXPECT_EQ(plan->bucketBytes(), (Sizes{4000, 32800768, 41955328, 1572864}));
@@ -114,8 +115,8 @@ TEST(BucketPlanTest, RebuildWithUserCapUsesCapTwiceInCurrentProfile) {
   DdpConfig config;
   config.setBucketCapMb(25);
   EXPECT_EQ(rebuildLimits(config), (Sizes{25 * kMiB, 25 * kMiB}));
-  StatusOr<BucketPlan> plan = rebuiltPlan(std::span<const models::ParamSpec>(params), config,
-                                          testing::reverseOrder(11));
+  StatusOr<BucketPlan> plan =
+      rebuiltPlan(std::span<const models::ParamSpec>(params), config, testing::reverseOrder(11));
   ASSERT_TRUE(plan.isOk());
   // 10 + 9 = 32,772,000 >= 25 MiB closes; 8 + 7 closes; leftover 6..0.
   EXPECT_EQ(plan->indexLists(), (Lists{{10, 9}, {8, 7}, {6, 5, 4, 3, 2, 1, 0}}));
@@ -128,8 +129,8 @@ TEST(BucketPlanTest, SetLastBucketCapPutsSmallBucketLast) {
   const auto params = workedExampleParams();
   DdpConfig config;
   config.setLastBucketCap = true;
-  StatusOr<BucketPlan> plan = rebuiltPlan(std::span<const models::ParamSpec>(params), config,
-                                          testing::reverseOrder(11));
+  StatusOr<BucketPlan> plan =
+      rebuiltPlan(std::span<const models::ParamSpec>(params), config, testing::reverseOrder(11));
   ASSERT_TRUE(plan.isOk());
   // Ready order reversed = registration order: [0,1] closes at 1 MiB, [2..7], [8,9], [10];
   // the result reversed again.
@@ -212,8 +213,8 @@ TEST(BucketPlanTest, SparseGradientParamsAreSingletonsWithLimitZero) {
   const std::vector<models::ParamSpec> params = {
       makeParam("w0", {128, 1024}),  // 512 KiB
       makeParam("emb", {1000, 64}, DType::kFloat32, /*sparseGrad=*/true),
-      makeParam("w2", {64, 1024}),  // 256 KiB
-      makeParam("w3", {64, 1024}),  // 256 KiB: 1 MiB total, closes [0, 2, 3]
+      makeParam("w2", {64, 1024}),    // 256 KiB
+      makeParam("w3", {64, 1024}),    // 256 KiB: 1 MiB total, closes [0, 2, 3]
       makeParam("w4", {2048, 1024}),  // 8 MiB each
       makeParam("w5", {2048, 1024}),
       makeParam("w6", {2048, 1024}),
@@ -356,8 +357,8 @@ TEST(BucketPlanTest, PlanForIterationSwitchesAtTheRebuild) {
   config.staticGraph = true;
   counts.clear();
   for (int64_t iteration = 1; iteration <= 4; ++iteration) {
-    counts.push_back(planForIteration(model, config, iteration, std::span<const int>(order))
-                         ->numBuckets());
+    counts.push_back(
+        planForIteration(model, config, iteration, std::span<const int>(order))->numBuckets());
   }
   EXPECT_EQ(counts, (std::vector<int>{1, 1, 3, 3}));
   EXPECT_FALSE(planForIteration(model, config, 0).isOk());
@@ -393,8 +394,7 @@ TEST(BucketPlanTest, ReversedAndRebuildSyncSizes) {
 TEST(BucketPlanTest, CoalescedBroadcastGroupsPerDtypeUnder250MiB) {
   const std::vector<models::ParamSpec> tensors = {
       makeParam("a", {100 * 1024 * 1024}),  // 400 MiB fp32: overshoots, closes alone
-      makeParam("i", {3}, DType::kInt64),
-      makeParam("b", {10}),
+      makeParam("i", {3}, DType::kInt64), makeParam("b", {10}),
       makeParam("emb", {4, 4}, DType::kFloat32, /*sparseGrad=*/true),  // dense for broadcasts
   };
   EXPECT_EQ(coalescedBroadcastBytes(tensors), (Sizes{400 * kMiB, 24, 40 + 64}));

@@ -18,7 +18,9 @@ using nlohmann::json;
 const char* const kVariants[] = {"find_unused_true", "find_unused_false_initial",
                                  "find_unused_false_rebuilt", "reverse_order_approx"};
 
-std::string dataPath() { return std::string(DDPSCOPE_TEST_DATA_DIR) + "/pytorch-1.13-buckets.json"; }
+std::string dataPath() {
+  return std::string(DDPSCOPE_TEST_DATA_DIR) + "/pytorch-1.13-buckets.json";
+}
 
 const json& referenceData() {
   static const json data = [] {

@@ -21,8 +21,8 @@ Reducer makeReducer(const DdpConfig& config, RecordingActions* actions, int rank
 
 // One training iteration as DDP drives the Reducer: forward (prepareForward, and
 // prepareForBackward when synced), the hooks in `hookOrder`, end of backward.
-Status runIteration(Reducer& reducer, int64_t iteration, bool sync, const std::vector<int>& hookOrder,
-                    const std::vector<int>& unused = {}) {
+Status runIteration(Reducer& reducer, int64_t iteration, bool sync,
+                    const std::vector<int>& hookOrder, const std::vector<int>& unused = {}) {
   RETURN_IF_ERROR(reducer.prepareForward(iteration, sync));
   if (sync) RETURN_IF_ERROR(reducer.prepareForBackward(unused));
   for (int p : hookOrder) RETURN_IF_ERROR(reducer.markParamReady(p));
@@ -117,7 +117,7 @@ TEST(ReducerTest, CollectiveSequenceFindUnusedFalseMatchesObservedTable) {
   }
   EXPECT_EQ(bucketsAtForward, (std::vector<int>{1, 3, 3, 3}));
   EXPECT_EQ(actions.collectives(),
-            (Events{"launch 0", "queue", "finalize",                                   // iter 1
+            (Events{"launch 0", "queue", "finalize",  // iter 1
                     "rebuild 12 3", "launch 0", "launch 1", "launch 2", "queue", "finalize",  // 2
                     "launch 0", "launch 1", "launch 2", "queue", "finalize",                  // 3
                     "launch 0", "launch 1", "launch 2", "queue", "finalize"}));               // 4
@@ -208,8 +208,8 @@ TEST(ReducerTest, StaticGraphDelaysIterationOneAndRebuildsAtThree) {
   }
   EXPECT_EQ(bucketsAtForward, (std::vector<int>{1, 1, 3, 3}));
   EXPECT_EQ(actions.collectives(),
-            (Events{"usedmap 44", "launch 0", "finalize",                                // iter 1
-                    "launch 0", "queue", "finalize",                                     // iter 2
+            (Events{"usedmap 44", "launch 0", "finalize",  // iter 1
+                    "launch 0", "queue", "finalize",       // iter 2
                     "rebuild 12 3", "launch 0", "launch 1", "launch 2", "queue", "finalize",  // 3
                     "launch 0", "launch 1", "launch 2", "queue", "finalize"}));               // 4
   EXPECT_EQ(reducer.plan().indexLists(), (Lists{{10, 9}, {8, 7}, {6, 5, 4, 3, 2, 1, 0}}));
@@ -461,8 +461,7 @@ TEST(ReducerTest, CommHookCopiesUnscaledAndHalvesBytes) {
   ASSERT_TRUE(runIteration(reducer, 2, true, reverseOrder(11)).isOk());
   std::vector<int64_t> wireBytes;
   for (const Bucket& bucket : reducer.plan().buckets) {
-    for (int64_t bytes :
-         collectiveBytesForBucket(bucket, reducer.params(), config.commHook, 2)) {
+    for (int64_t bytes : collectiveBytesForBucket(bucket, reducer.params(), config.commHook, 2)) {
       wireBytes.push_back(bytes);
     }
   }
@@ -492,7 +491,8 @@ TEST(ReducerTest, CreateValidatesConfigRankAndParams) {
   config.bucketCapMb = -1;
   EXPECT_FALSE(Reducer::create(workedExampleModel(), config, 0, nullptr).isOk());
   EXPECT_FALSE(Reducer::create(workedExampleModel(), DdpConfig(), 1, nullptr).isOk());
-  StatusOr<Reducer> empty = Reducer::create(std::vector<models::ParamSpec>{}, DdpConfig(), 0, nullptr);
+  StatusOr<Reducer> empty =
+      Reducer::create(std::vector<models::ParamSpec>{}, DdpConfig(), 0, nullptr);
   ASSERT_FALSE(empty.isOk());
   EXPECT_NE(empty.status().message().find("no trainable parameters"), std::string::npos);
 }
