@@ -75,7 +75,7 @@ Status runBucketsCommand(const std::vector<std::string>& argv, CommandIo io) {
   config.findUnusedParameters = args.has("find-unused");
   config.staticGraph = args.has("static-graph");
   if (auto profile = args.value("semantics")) {
-    ASSIGN_OR_RETURN(config.semantics, ddp::parseSemanticsProfile(*profile));
+    ASSIGN_OR_RETURN(config.profile, ddp::parseSemanticsProfile(*profile));
   }
   RETURN_IF_ERROR(config.validate());
 
@@ -125,7 +125,7 @@ Status runBucketsCommand(const std::vector<std::string>& argv, CommandIo io) {
     out["bucket_cap_bytes"] = config.bucketCapBytes();
     out["first_bucket_bytes"] = config.firstBucketBytes;
     out["iteration"] = iteration;
-    out["semantics"] = std::string(ddp::semanticsProfileName(config.semantics));
+    out["semantics"] = std::string(ddp::semanticsProfileName(config.profile));
     out["size_limits"] = limits;
     nlohmann::json buckets = nlohmann::json::array();
     for (const auto& b : plan.buckets) {
@@ -141,7 +141,7 @@ Status runBucketsCommand(const std::vector<std::string>& argv, CommandIo io) {
   o << "model " << model.name << ": " << model.numTensors() << " tensors, "
     << formatThousands(model.numParams()) << " parameters, " << formatBytes(model.totalBytes())
     << "\n";
-  o << "plan: " << how << ", semantics " << ddp::semanticsProfileName(config.semantics)
+  o << "plan: " << how << ", semantics " << ddp::semanticsProfileName(config.profile)
     << ", bucket_cap " << formatBytes(config.bucketCapBytes()) << ", limits [";
   for (size_t i = 0; i < limits.size(); ++i) o << (i ? ", " : "") << formatLimit(limits[i]);
   o << "]\n";

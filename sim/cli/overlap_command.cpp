@@ -19,14 +19,15 @@ nlohmann::json statsJson(const traces::OverlapStats& s) {
           {"comm_ns", s.comm.count()},
           {"overlapped_ns", s.overlapped.count()},
           {"exposed_comm_ns", s.exposedComm.count()},
-          {"overlap_percent", round2(s.overlapPercent)}};
+          {"overlap_percent", round2(s.overlapPercent)},
+          {"has_communication", s.hasCommunication}};
 }
 
 void printStatsRow(std::ostream& o, const std::string& label, const traces::OverlapStats& s) {
   o << std::left << std::setw(12) << label << std::right << std::fixed << std::setprecision(3)
     << std::setw(13) << s.compute.toMillis() << std::setw(13) << s.comm.toMillis() << std::setw(14)
     << s.overlapped.toMillis() << std::setw(14) << s.exposedComm.toMillis() << std::setprecision(2)
-    << std::setw(11) << round2(s.overlapPercent) << "\n";
+    << std::setw(11) << traces::formatPercent(s) << "\n";
 }
 
 }  // namespace
@@ -60,8 +61,10 @@ Status runOverlapCommand(const std::vector<std::string>& argv, CommandIo io) {
       nlohmann::json its = nlohmann::json::array();
       for (const auto& it : r.iterations) {
         nlohmann::json itRow = statsJson(it.stats);
-        itRow["iteration"] = it.iteration;
-        itRow["step_ns"] = it.duration.count();
+        itRow["iteration"] = it.index;
+        itRow["start_ns"] = it.start.count();
+        itRow["step_ns"] = it.stepTime.count();
+        if (it.ddpLoggerOverlap) itRow["ddp_logger_overlap_ns"] = it.ddpLoggerOverlap->count();
         its.push_back(std::move(itRow));
       }
       row["iterations"] = std::move(its);
@@ -81,7 +84,7 @@ Status runOverlapCommand(const std::vector<std::string>& argv, CommandIo io) {
     printStatsRow(o, std::to_string(r.rank), r.total);
     if (args.has("iterations")) {
       for (const auto& it : r.iterations) {
-        printStatsRow(o, "  iter " + std::to_string(it.iteration), it.stats);
+        printStatsRow(o, "  iter " + std::to_string(it.index), it.stats);
       }
     }
   }

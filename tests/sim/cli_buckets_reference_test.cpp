@@ -12,6 +12,7 @@ namespace ddpscope::cli {
 namespace {
 
 using nlohmann::json;
+using testing::CliResult;
 using testing::runCliForTest;
 using testing::writeScratchFile;
 

@@ -9,6 +9,7 @@ namespace ddpscope::cli {
 namespace {
 
 using nlohmann::json;
+using testing::CliResult;
 using testing::runCliForTest;
 using testing::writeScratchFile;
 using ::testing::HasSubstr;
@@ -180,8 +181,8 @@ TEST(CliOverlapTest, ReportsHtaOverlapPerRank) {
     {"ph": "X", "pid": 0, "tid": 0, "name": "backward", "cat": "backward", "ts": 0, "dur": 100},
     {"ph": "X", "pid": 0, "tid": 1, "name": "allreduce", "cat": "allreduce", "ts": 50, "dur": 100,
      "args": {"bucket": 0, "bytes": 1024}},
-    {"ph": "M", "pid": 0, "tid": 0, "name": "thread_name", "args": {"name": "compute"}},
-    {"ph": "M", "pid": 0, "tid": 1, "name": "thread_name", "args": {"name": "comm"}}
+    {"ph": "M", "pid": 0, "tid": 0, "name": "thread_name", "args": {"name": "compute", "lane_kind": "compute"}},
+    {"ph": "M", "pid": 0, "tid": 1, "name": "thread_name", "args": {"name": "comm", "lane_kind": "comm"}}
   ]})";
   std::string path = writeScratchFile("overlap.json", trace);
   CliResult r = runCliForTest({"overlap", path, "--json"});
