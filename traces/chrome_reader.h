@@ -14,7 +14,9 @@
 // to the nearest ns from the decimal text (no double round-trip unless an exponent is
 // used); pid/tid are integers or strings; a missing pid/tid is 0. Missing or mistyped fields
 // are errors only when they make the event unusable; the message names the file, the event
-// and the field: `trace.json: traceEvents[17].dur: expected a number, got "abc"`.
+// and the field: `trace.json: traceEvents[17].dur: expected a number, got "abc"`. Invalid
+// JSON: `trace.json: invalid JSON at byte N: parse error at line L, column C: ...`, N being
+// the number of bytes the parser had read when it stopped.
 //
 // Ranks: a trace with distributedInfo (PyTorch profiler / Kineto, one file per rank) or a
 // schemaVersion key, or read with options.rank, is one rank (distributedInfo.rank,

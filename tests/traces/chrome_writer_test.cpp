@@ -110,7 +110,9 @@ TEST(ChromeWriterTest, WritesViewerFriendlyStructure) {
       }
       auto key = std::make_pair(event["pid"].get<int>(), event["tid"].get<int>());
       double ts = event["ts"];
-      if (lastTs.count(key) > 0) EXPECT_LE(lastTs[key], ts);
+      if (lastTs.count(key) > 0) {
+        EXPECT_LE(lastTs[key], ts);
+      }
       lastTs[key] = ts;
     } else if (ph == "s") {
       ++flowStarts;
