@@ -1,11 +1,11 @@
-# Runs EXE with ARGS (a ;-list), checks the exit code and that stdout+stderr match EXPECT_REGEX.
+# Runs EXE with ARGS (a ;-list), checks the exit code and that stdout+stderr match EXPECT_TEXT.
 execute_process(COMMAND ${EXE} ${ARGS} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL EXPECT_EXIT)
   message(FATAL_ERROR "exit code ${rc}, expected ${EXPECT_EXIT}\nstdout:\n${out}\nstderr:\n${err}")
 endif()
-string(FIND "${out}${err}" "${EXPECT_REGEX}" pos)
+string(FIND "${out}${err}" "${EXPECT_TEXT}" pos)
 if(pos EQUAL -1)
-  message(FATAL_ERROR "output does not contain '${EXPECT_REGEX}'\nstdout:\n${out}\nstderr:\n${err}")
+  message(FATAL_ERROR "output does not contain '${EXPECT_TEXT}'\nstdout:\n${out}\nstderr:\n${err}")
 endif()
 if(EXPECT_EXIT EQUAL 2)
   # Bad input: exactly one error line on stderr, nothing on stdout.

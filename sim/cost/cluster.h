@@ -1,0 +1,96 @@
+// ClusterSpec: a described cluster — GPU type, GPUs per node, intra-node link, NICs — and the
+// world layout (nodes × GPUs per node) a simulation runs on.
+//
+// JSON format: sim/cost/clusters/FORMAT.md. Embedded clusters: sim/cost/clusters/*.json (dgx-v100,
+// dgx-a100, dgx-h100, hgx-h200, pcie-a100-100gbe, cpu-mpi, ...).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace ddpscope::sim {
+
+enum class GpuArch { kCpu, kVolta, kAmpere, kHopper, kBlackwell };
+std::string_view gpuArchName(GpuArch arch);
+
+// Roofline inputs for one device (a GPU, or one CPU rank for the CPU profile).
+struct DeviceSpec {
+  std::string name;                          // "A100-SXM4-80GB"
+  GpuArch arch = GpuArch::kAmpere;
+  int smCount = 0;                           // streaming multiprocessors (0 for CPU)
+  std::map<std::string, double> peakTflops;  // per dtype: "fp32", "tf32", "fp16", "bf16", "fp8"
+  double memoryGBps = 0;                     // HBM (or DRAM) bandwidth, GB/s (1e9 B/s)
+  double computeEfficiency = 0.8;            // achieved fraction of peak on large GEMMs
+  double memoryEfficiency = 0.85;            // achieved fraction of memory bandwidth
+  double launchOverheadUs = 4.0;             // per kernel (per layer op)
+};
+
+enum class IntraNodeLink { kNvSwitch, kNvLink, kPcie, kSharedMemory };
+std::string_view intraNodeLinkName(IntraNodeLink link);
+
+struct IntraNodeSpec {
+  IntraNodeLink type = IntraNodeLink::kNvSwitch;
+  int nvlinkLinks = 0;            // links per GPU
+  double nvlinkGBpsPerLink = 0;   // NCCL's per-link value, one direction (20 for A100)
+  int pcieGen = 4;                // GPU's PCIe generation (x16)
+  bool nvls = false;              // NVLink SHARP available (Hopper+ with NVSwitch)
+  double bandwidthGBps = 0;       // for kSharedMemory / α–β profiles: per-rank bandwidth
+  double latencyUs = 0;           // for α–β profiles: per-hop latency
+};
+
+struct InterNodeSpec {
+  int nicsPerNode = 0;
+  double nicGbps = 0;             // port speed in Gb/s (200 = HDR, 400 = NDR)
+  std::string fabric = "ib";      // "ib", "roce", "ethernet", "tcp"
+  double latencyUs = 0;           // extra per-hop latency (NCCL's latencyInter; IB reports 0)
+};
+
+// How collectives are costed: NCCL's tuner model, or a plain α–β model (CPU/MPI profiles).
+enum class CommModelKind { kNccl, kAlphaBeta };
+
+struct AlphaBetaSpec {
+  double intraAlphaUs = 0;   // per step latency inside a node
+  double intraBetaGBps = 0;  // per-rank bandwidth inside a node
+  double interAlphaUs = 0;   // per step latency across nodes
+  double interBetaGBps = 0;  // per-rank bandwidth across nodes
+};
+
+struct ClusterSpec {
+  std::string name;
+  std::string origin;        // file path or "cluster:<name>" for errors
+  std::string description;
+  DeviceSpec device;
+  int gpusPerNode = 8;
+  IntraNodeSpec intraNode;
+  InterNodeSpec interNode;
+  std::string cpuVendor = "intel";  // "intel" | "amd" | "arm" (NCCL net overhead, llMaxBw row)
+  std::string ncclVersion = "2.30.7";
+  CommModelKind commModel = CommModelKind::kNccl;
+  AlphaBetaSpec alphaBeta;          // used when commModel == kAlphaBeta
+  double contentionSlowdown = 0.15;  // compute slows by this fraction while a collective runs
+};
+
+// A cluster plus how many of its nodes/ranks a simulation uses.
+struct WorldLayout {
+  int nodes = 1;
+  int gpusPerNode = 8;  // ranks per node
+  int worldSize() const { return nodes * gpusPerNode; }
+};
+
+// From --nodes N or --world-size W (exactly one may be given; neither = one node). A world size
+// that is not a multiple of gpusPerNode is an error unless it is smaller than one node.
+StatusOr<WorldLayout> makeWorldLayout(const ClusterSpec& cluster, std::optional<int> nodes,
+                                      std::optional<int> worldSize);
+
+StatusOr<ClusterSpec> parseClusterJson(std::string_view text, const std::string& origin);
+StatusOr<ClusterSpec> loadClusterFile(const std::string& path);
+std::vector<std::string> builtinClusterNames();
+StatusOr<ClusterSpec> loadBuiltinCluster(std::string_view name);
+
+}  // namespace ddpscope::sim

@@ -1,0 +1,47 @@
+// CommModel: how long one collective of a given size takes on a WorldLayout of a cluster.
+//
+// NcclCommModel reproduces NCCL's tuner (src/graph/tuning.cc, spec nccl-cost-model.md §1):
+// per (algorithm, protocol) a latency and an algorithm bandwidth, time = lat + bytes/algBw,
+// the size-dependent corrections, and the argmin choice NCCL makes. AlphaBetaCommModel is a
+// ring α–β model for CPU/MPI profiles. Both are pure functions of (collective, bytes).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/nanos.h"
+#include "base/status.h"
+#include "sim/cost/cluster.h"
+
+namespace ddpscope::sim {
+
+enum class Collective { kAllreduce, kBroadcast, kAllgather, kReduceScatter };
+std::string_view collectiveName(Collective c);
+
+struct CollectiveEstimate {
+  Nanos time;
+  std::string algorithm;  // "ring", "tree", "nvls", "nvls_tree", "alpha_beta", "local"
+  std::string protocol;   // "LL", "LL128", "Simple", "" for α–β
+  int ctas = 0;           // CTAs (SMs) NCCL launches for this call (contention model input)
+  double algbwGBps = 0;   // bytes / time
+  double busbwGBps = 0;   // algbw × nccl-tests factor (2(n−1)/n for allreduce)
+};
+
+class CommModel {
+ public:
+  virtual ~CommModel() = default;
+  // `bytes` is the per-rank buffer size (nccl-tests' S). World size 1 costs zero time.
+  virtual CollectiveEstimate estimate(Collective collective, int64_t bytes) const = 0;
+  virtual int worldSize() const = 0;
+};
+
+// Per nccl-tests: allreduce 2(n−1)/n; allgather/reduce-scatter (n−1)/n; broadcast 1.
+double busBandwidthFactor(Collective collective, int worldSize);
+
+// The model the cluster names (NCCL tuner or α–β) for this layout.
+StatusOr<std::unique_ptr<CommModel>> makeCommModel(const ClusterSpec& cluster,
+                                                   const WorldLayout& layout);
+
+}  // namespace ddpscope::sim
