@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <string_view>
 
 #include "base/nanos.h"
 
@@ -31,5 +33,14 @@ class EventQueue {
   virtual bool empty() const = 0;   // no live events
   virtual size_t pendingCount() const = 0;  // live events
 };
+
+// The implementations behind the interface. Both produce the same order for the same calls.
+//   kHeap:      HeapEventQueue (sim/des/heap_event_queue.h), the one the simulator uses.
+//   kReference: ReferenceEventQueue (sim/des/reference_event_queue.h), an ordered-map queue kept
+//               as the obviously-correct oracle for tests and as a benchmark baseline.
+enum class EventQueueKind { kHeap, kReference };
+std::string_view eventQueueKindName(EventQueueKind kind);
+
+std::unique_ptr<EventQueue> makeEventQueue(EventQueueKind kind = EventQueueKind::kHeap);
 
 }  // namespace ddpscope::sim
