@@ -1,0 +1,149 @@
+#include "sim/compute/roofline_compute_model.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <utility>
+
+namespace ddpscope::sim {
+namespace {
+
+constexpr std::array<std::string_view, 4> kDtypes = {"fp32", "tf32", "bf16", "fp16"};
+
+std::string listPeaks(const DeviceSpec& device) {
+  std::string names;
+  for (const auto& [name, tflops] : device.peakTflops) {
+    if (!names.empty()) names += ", ";
+    names += name;
+  }
+  return names.empty() ? "none" : names;
+}
+
+std::string deviceLabel(const DeviceSpec& device) {
+  return "device '" + (device.name.empty() ? std::string("?") : device.name) + "'";
+}
+
+StatusOr<double> peakFor(const DeviceSpec& device, const std::string& dtype) {
+  const auto it = device.peakTflops.find(dtype);
+  if (it == device.peakTflops.end() || !(it->second > 0) || !std::isfinite(it->second)) {
+    return invalidArgument(deviceLabel(device) + " has no " + dtype +
+                           " peak (peakTflops lists: " + listPeaks(device) + ")");
+  }
+  return it->second;
+}
+
+}  // namespace
+
+bool usesTensorCores(std::string_view layerType) {
+  static constexpr std::array<std::string_view, 14> kGemmTypes = {"Linear",
+                                                                  "Conv1D",
+                                                                  "Conv1d",
+                                                                  "Conv2d",
+                                                                  "Conv3d",
+                                                                  "ConvTranspose1d",
+                                                                  "ConvTranspose2d",
+                                                                  "ConvTranspose3d",
+                                                                  "AttentionCore",
+                                                                  "MultiheadAttention",
+                                                                  "NonDynamicallyQuantizableLinear",
+                                                                  "Bilinear",
+                                                                  "LazyLinear",
+                                                                  "Matmul"};
+  return std::find(kGemmTypes.begin(), kGemmTypes.end(), layerType) != kGemmTypes.end();
+}
+
+StatusOr<std::unique_ptr<RooflineComputeModel>> RooflineComputeModel::create(
+    const DeviceSpec& device, const std::string& dtype) {
+  if (std::find(kDtypes.begin(), kDtypes.end(), dtype) == kDtypes.end()) {
+    return invalidArgument("unknown compute dtype '" + dtype +
+                           "' (expected fp32, tf32, bf16 or fp16)");
+  }
+  ASSIGN_OR_RETURN(const double peakTflops, peakFor(device, dtype));
+  ASSIGN_OR_RETURN(const double fp32PeakTflops, peakFor(device, "fp32"));
+  if (!(device.memoryGBps > 0) || !std::isfinite(device.memoryGBps)) {
+    return invalidArgument(deviceLabel(device) + ": memoryGBps must be positive");
+  }
+  const auto isFraction = [](double x) { return x > 0 && x <= 1; };
+  if (!isFraction(device.computeEfficiency) || !isFraction(device.memoryEfficiency)) {
+    return invalidArgument(deviceLabel(device) +
+                           ": computeEfficiency and memoryEfficiency must be in (0, 1]");
+  }
+  if (!(device.launchOverheadUs >= 0) || !std::isfinite(device.launchOverheadUs)) {
+    return invalidArgument(deviceLabel(device) + ": launchOverheadUs must be >= 0");
+  }
+  std::unique_ptr<RooflineComputeModel> model(new RooflineComputeModel());
+  model->m_dtype = dtype;
+  model->m_tensorFlopsPerS = device.computeEfficiency * peakTflops * 1e12;
+  model->m_nonTensorFlopsPerS =
+      device.computeEfficiency * std::min(peakTflops, fp32PeakTflops) * 1e12;
+  model->m_memoryBytesPerS = device.memoryEfficiency * device.memoryGBps * 1e9;
+  model->m_zooBytesScale = (dtype == "bf16" || dtype == "fp16") ? 0.5 : 1.0;
+  model->m_launchOverhead = Nanos::fromMicrosDouble(device.launchOverheadUs);
+  return model;
+}
+
+Nanos RooflineComputeModel::kernelTime(double flops, double bytes, bool tensorCore) const {
+  flops = std::max(flops, 0.0);
+  bytes = std::max(bytes, 0.0);
+  if (flops == 0 && bytes == 0) return Nanos::zero();
+  const double flopsPerS = tensorCore ? m_tensorFlopsPerS : m_nonTensorFlopsPerS;
+  double computeS = flops / flopsPerS;
+  if (tensorCore) {
+    const double kneeFlops = flopsPerS * kSmallGemmKneeUs * 1e-6;
+    if (flops < kneeFlops) computeS = std::sqrt(flops * kneeFlops) / flopsPerS;
+  }
+  const double memoryS = bytes / m_memoryBytesPerS;
+  return Nanos::fromSecondsDouble(std::max(computeS, memoryS)) + m_launchOverhead;
+}
+
+LayerTimes RooflineComputeModel::layerTime(const models::LayerSpec& layer,
+                                           const models::ModelInputs& inputs) const {
+  const bool tensorCore = usesTensorCores(layer.type);
+  const double forwardFlops = std::max(layer.forwardFlops.evaluate(inputs), 0.0);
+  const double forwardBytes = std::max(layer.forwardBytes.evaluate(inputs), 0.0) * m_zooBytesScale;
+  const double backwardFlops = std::max(layer.backwardFlopsAt(inputs), 0.0);
+  const double backwardBytes = 2 * forwardBytes;
+
+  LayerTimes times;
+  times.forward = kernelTime(forwardFlops, forwardBytes, tensorCore);
+  const bool splitDgradWgrad =
+      tensorCore && !layer.params.empty() && backwardFlops > 1.5 * forwardFlops;
+  if (splitDgradWgrad) {
+    times.backward = kernelTime(backwardFlops / 2, backwardBytes / 2, tensorCore) * 2;
+  } else {
+    times.backward = kernelTime(backwardFlops, backwardBytes, tensorCore);
+  }
+  return times;
+}
+
+std::vector<LayerTimes> RooflineComputeModel::layerTimes(const models::ModelSpec& model,
+                                                         const models::ModelInputs& inputs) const {
+  std::vector<LayerTimes> times;
+  times.reserve(model.layers.size());
+  for (const models::LayerSpec& layer : model.layers) times.push_back(layerTime(layer, inputs));
+  return times;
+}
+
+Nanos RooflineComputeModel::copyTime(int64_t bytes) const {
+  if (bytes <= 0) return Nanos::zero();
+  return kernelTime(0, static_cast<double>(bytes), /*tensorCore=*/false);
+}
+
+Nanos RooflineComputeModel::optimizerTime(int64_t paramBytes) const {
+  if (paramBytes <= 0) return Nanos::zero();
+  return kernelTime(0, kOptimizerBytesPerParamByte * static_cast<double>(paramBytes),
+                    /*tensorCore=*/false);
+}
+
+Nanos RooflineComputeModel::graphTraversalTime(int64_t numGraphNodes) const {
+  return Nanos(std::max<int64_t>(numGraphNodes, 0) * kGraphTraversalNsPerNode);
+}
+
+StatusOr<std::unique_ptr<ComputeModel>> makeRooflineComputeModel(const DeviceSpec& device,
+                                                                 const std::string& dtype) {
+  ASSIGN_OR_RETURN(std::unique_ptr<RooflineComputeModel> model,
+                   RooflineComputeModel::create(device, dtype));
+  return std::unique_ptr<ComputeModel>(std::move(model));
+}
+
+}  // namespace ddpscope::sim

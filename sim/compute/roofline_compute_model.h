@@ -1,0 +1,87 @@
+// RooflineComputeModel: per-kernel time from a device's peak FLOP rate and memory bandwidth
+// (nccl-cost-model.md §4).
+//
+// Algorithm, for one kernel with F FLOPs and B bytes (read + written):
+//   rate_c = eff_c × peak × 1e12 FLOP/s, where peak is the run dtype's tensor-core peak for
+//            GEMM-like layers (usesTensorCores) and min(peak[dtype], peak["fp32"]) for the rest
+//            (norms, elementwise, softmax, pooling, embedding gathers cannot use tensor cores);
+//   rate_m = eff_m × memoryGBps × 1e9 B/s;
+//   t      = max(tc(F), B / rate_m) + launchOverheadUs, and exactly 0 when F = B = 0 (no kernel).
+//   Compute time tc(F) = F / rate_c, except for small GEMMs: below the knee
+//   K = rate_c × kSmallGemmKneeUs (the work a saturated GPU does in 20 µs) the achieved
+//   efficiency falls as sqrt(F / K), i.e. tc(F) = sqrt(F · K) / rate_c. This stands in for tile
+//   and wave quantization (a small GEMM cannot fill every SM). It is continuous at the knee,
+//   strictly increasing in F and decreasing in rate_c, so more work is never faster and a faster
+//   GPU is never slower. At the knee a GEMM takes 20 µs; at K/100, 2 µs (10 % efficiency).
+//   Non-GEMM kernels have no falloff: they are bandwidth-bound anyway.
+// Bytes: the model zoo counts bytes at fp32; bf16/fp16 runs halve them (fp32/tf32 keep them).
+// Layers: forward = one kernel (forwardFlops, forwardBytes). Backward takes
+//   layer.backwardFlopsAt() FLOPs and 2× the forward bytes; a GEMM layer with parameters whose
+//   backward is more than 1.5× its forward (input grad + weight grad) runs it as two kernels
+//   (dgrad, wgrad) that split FLOPs and bytes evenly, so a Linear's backward is exactly 2× its
+//   forward; anything else is one kernel.
+// copyTime(B)       = B / rate_m + launch (0 for B ≤ 0).
+// optimizerTime(P)  = kOptimizerBytesPerParamByte × P / rate_m + launch: SGD with momentum reads
+//                     param, grad and momentum and writes param and momentum (5 tensors' worth),
+//                     in one fused multi-tensor (foreach) launch — an assumption.
+// graphTraversalTime(N) = N × kGraphTraversalNsPerNode: find_unused_parameters' DFS over the
+//                     autograd graph is CPU work, ~1 µs per node in PyTorch (order of
+//                     magnitude, an assumption; not measured here).
+// Complexity: layerTimes O(layers × polynomial terms). Invariants: all rates positive.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/compute/compute_model.h"
+
+namespace ddpscope::sim {
+
+// Layer types that run as GEMMs (cuBLAS/cuDNN matmul or convolution) and so use tensor cores.
+bool usesTensorCores(std::string_view layerType);
+
+class RooflineComputeModel final : public ComputeModel {
+ public:
+  static constexpr double kSmallGemmKneeUs = 20.0;
+  static constexpr double kOptimizerBytesPerParamByte = 5.0;
+  static constexpr int64_t kGraphTraversalNsPerNode = 1000;
+
+  // dtype: "fp32", "tf32", "bf16", "fp16". Errors (InvalidArgument): an unknown dtype, a device
+  // without a positive peak for it or for fp32, non-positive bandwidth, efficiencies outside
+  // (0, 1], a negative launch overhead.
+  static StatusOr<std::unique_ptr<RooflineComputeModel>> create(const DeviceSpec& device,
+                                                                const std::string& dtype);
+
+  std::vector<LayerTimes> layerTimes(const models::ModelSpec& model,
+                                     const models::ModelInputs& inputs) const override;
+  Nanos copyTime(int64_t bytes) const override;
+  Nanos optimizerTime(int64_t paramBytes) const override;
+  Nanos graphTraversalTime(int64_t numGraphNodes) const override;
+
+  // One layer's forward and backward at `inputs` (as in layerTimes()).
+  LayerTimes layerTime(const models::LayerSpec& layer, const models::ModelInputs& inputs) const;
+  // One kernel: `flops` FLOPs and `bytes` bytes as the kernel really moves them (already scaled
+  // to the dtype), launch overhead included; zero when both are zero.
+  Nanos kernelTime(double flops, double bytes, bool tensorCore) const;
+
+  const std::string& dtype() const { return m_dtype; }
+  double tensorFlopsPerS() const { return m_tensorFlopsPerS; }        // eff_c × peak[dtype]
+  double nonTensorFlopsPerS() const { return m_nonTensorFlopsPerS; }  // eff_c × min(.., fp32)
+  double memoryBytesPerS() const { return m_memoryBytesPerS; }        // eff_m × bandwidth
+  double zooBytesScale() const { return m_zooBytesScale; }            // 0.5 for bf16/fp16
+
+ private:
+  RooflineComputeModel() = default;
+
+  std::string m_dtype;
+  double m_tensorFlopsPerS = 0;
+  double m_nonTensorFlopsPerS = 0;
+  double m_memoryBytesPerS = 0;
+  double m_zooBytesScale = 1;
+  Nanos m_launchOverhead;
+};
+
+}  // namespace ddpscope::sim

@@ -1,0 +1,283 @@
+#include "sim/compute/roofline_compute_model.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "models/zoo.h"
+
+namespace ddpscope::sim {
+namespace {
+
+// Round numbers so that every expected time is an exact count of nanoseconds:
+//   tensor rate at bf16 = 0.5 × 100 TFLOP/s = 50e12 FLOP/s; non-tensor = 0.5 × 10 = 5e12;
+//   memory = 0.5 × 1000 GB/s = 0.5e12 B/s; launch 2 µs; small-GEMM knee at bf16 = 1e9 FLOPs.
+DeviceSpec testDevice() {
+  DeviceSpec device;
+  device.name = "TestGPU";
+  device.peakTflops = {{"fp32", 10}, {"tf32", 50}, {"bf16", 100}, {"fp16", 100}};
+  device.memoryGBps = 1000;
+  device.computeEfficiency = 0.5;
+  device.memoryEfficiency = 0.5;
+  device.launchOverheadUs = 2;
+  return device;
+}
+
+models::CostPoly constant(double value) {
+  models::CostPoly poly;
+  if (value != 0) poly.terms.push_back({value, 0, 0, 0});
+  return poly;
+}
+
+models::LayerSpec makeLayer(const std::string& type, double flops, double bytes,
+                            std::vector<int> params = {}) {
+  models::LayerSpec layer;
+  layer.name = "l";
+  layer.type = type;
+  layer.forwardFlops = constant(flops);
+  layer.forwardBytes = constant(bytes);
+  layer.params = std::move(params);
+  layer.gradReadyOrder = layer.params;
+  return layer;
+}
+
+std::unique_ptr<RooflineComputeModel> makeModel(const std::string& dtype,
+                                                const DeviceSpec& device = testDevice()) {
+  auto model = RooflineComputeModel::create(device, dtype);
+  EXPECT_TRUE(model.isOk()) << model.status().toString();
+  return std::move(model).value();
+}
+
+constexpr Nanos kLaunch = Nanos::fromMicros(2);
+const models::ModelInputs kNoInputs{};
+
+TEST(RooflineComputeModelTest, ComputeBoundGemm) {
+  const auto model = makeModel("bf16");
+  // 1e12 FLOPs / 50e12 = 20 ms; 4e9 zoo bytes → 2e9 at bf16 / 0.5e12 = 4 ms.
+  const auto times = model->layerTime(makeLayer("Linear", 1e12, 4e9, {0, 1}), kNoInputs);
+  EXPECT_EQ(times.forward, Nanos::fromMillis(20) + kLaunch);
+}
+
+TEST(RooflineComputeModelTest, MemoryBoundNorm) {
+  const auto model = makeModel("bf16");
+  // Compute 1e9 / 5e12 = 0.2 ms; memory 2e9 × 0.5 / 0.5e12 = 2 ms.
+  const auto times = model->layerTime(makeLayer("LayerNorm", 1e9, 2e9, {0, 1}), kNoInputs);
+  EXPECT_EQ(times.forward, Nanos::fromMillis(2) + kLaunch);
+}
+
+TEST(RooflineComputeModelTest, NonGemmLayersAreCappedAtFp32Peak) {
+  const auto model = makeModel("bf16");
+  // A FLOP-heavy elementwise op runs at the fp32 (non-tensor) rate: 1e11 / 5e12 = 20 ms ...
+  EXPECT_EQ(model->layerTime(makeLayer("GELU", 1e11, 0), kNoInputs).forward,
+            Nanos::fromMillis(20) + kLaunch);
+  // ... while the same FLOPs as a GEMM use tensor cores: 1e11 / 50e12 = 2 ms.
+  EXPECT_EQ(model->layerTime(makeLayer("Linear", 1e11, 0), kNoInputs).forward,
+            Nanos::fromMillis(2) + kLaunch);
+  EXPECT_TRUE(usesTensorCores("Conv2d"));
+  EXPECT_TRUE(usesTensorCores("AttentionCore"));
+  EXPECT_FALSE(usesTensorCores("BatchNorm2d"));
+  EXPECT_FALSE(usesTensorCores("Embedding"));
+}
+
+TEST(RooflineComputeModelTest, DtypeSelectsPeakAndByteScale) {
+  const auto gemm = makeLayer("Linear", 1e12, 0);
+  EXPECT_EQ(makeModel("fp32")->layerTime(gemm, kNoInputs).forward,
+            Nanos::fromMillis(200) + kLaunch);  // 1e12 / (0.5 × 10e12)
+  EXPECT_EQ(makeModel("tf32")->layerTime(gemm, kNoInputs).forward,
+            Nanos::fromMillis(40) + kLaunch);  // 1e12 / (0.5 × 50e12)
+  EXPECT_EQ(makeModel("bf16")->layerTime(gemm, kNoInputs).forward, Nanos::fromMillis(20) + kLaunch);
+  EXPECT_EQ(makeModel("fp16")->layerTime(gemm, kNoInputs).forward, Nanos::fromMillis(20) + kLaunch);
+
+  // The zoo's bytes are fp32 bytes: halved at bf16/fp16, kept at fp32/tf32.
+  const auto copyLike = makeLayer("Add", 0, 4e9);
+  EXPECT_EQ(makeModel("fp32")->layerTime(copyLike, kNoInputs).forward,
+            Nanos::fromMillis(8) + kLaunch);
+  EXPECT_EQ(makeModel("tf32")->layerTime(copyLike, kNoInputs).forward,
+            Nanos::fromMillis(8) + kLaunch);
+  EXPECT_EQ(makeModel("bf16")->layerTime(copyLike, kNoInputs).forward,
+            Nanos::fromMillis(4) + kLaunch);
+  EXPECT_EQ(makeModel("bf16")->zooBytesScale(), 0.5);
+  EXPECT_EQ(makeModel("tf32")->nonTensorFlopsPerS(), 5e12);  // tf32 elementwise: fp32 rate
+}
+
+TEST(RooflineComputeModelTest, LaunchOverheadOnTinyKernels) {
+  const auto model = makeModel("fp32");
+  // 1000 B / 0.5e12 B/s = 2 ns, plus 2 µs of launch.
+  EXPECT_EQ(model->layerTime(makeLayer("ReLU", 0, 1000), kNoInputs).forward, Nanos(2002));
+  DeviceSpec noLaunch = testDevice();
+  noLaunch.launchOverheadUs = 0;
+  EXPECT_EQ(makeModel("fp32", noLaunch)->layerTime(makeLayer("ReLU", 0, 1000), kNoInputs).forward,
+            Nanos(2));
+}
+
+TEST(RooflineComputeModelTest, ZeroCostLayersLaunchNoKernel) {
+  const auto model = makeModel("bf16");
+  const auto times = model->layerTime(makeLayer("Flatten", 0, 0), kNoInputs);
+  EXPECT_EQ(times.forward, Nanos::zero());
+  EXPECT_EQ(times.backward, Nanos::zero());
+}
+
+TEST(RooflineComputeModelTest, SmallGemmEfficiencyFallsOffBelowKnee) {
+  const auto model = makeModel("bf16");
+  // Knee = 50e12 × 20 µs = 1e9 FLOPs: a GEMM there takes 20 µs.
+  EXPECT_EQ(model->kernelTime(1e9, 0, true), Nanos::fromMicros(20) + kLaunch);
+  // At knee / 100: sqrt(1e7 × 1e9) / 50e12 = 2 µs (10 % of the large-GEMM efficiency).
+  EXPECT_EQ(model->kernelTime(1e7, 0, true), Nanos::fromMicros(2) + kLaunch);
+  // Non-GEMM kernels have no falloff: 1e7 / 5e12 = 2 µs.
+  EXPECT_EQ(model->kernelTime(1e7, 0, false), Nanos::fromMicros(2) + kLaunch);
+  // Monotone in FLOPs across the knee.
+  Nanos previous = Nanos::zero();
+  for (double flops = 1e3; flops < 1e13; flops *= 1.7) {
+    const Nanos t = model->kernelTime(flops, 0, true);
+    EXPECT_GE(t, previous) << flops;
+    previous = t;
+  }
+}
+
+TEST(RooflineComputeModelTest, BackwardIsTwiceForwardForLinear) {
+  const auto model = makeModel("bf16");
+  for (double flops : {1e6, 1e8, 1e10, 1e12}) {
+    const auto times = model->layerTime(makeLayer("Linear", flops, flops / 100, {0, 1}), kNoInputs);
+    EXPECT_EQ(times.backward, times.forward * 2) << flops;
+  }
+  // Without parameters (ReLU): 1× FLOPs, 2× bytes → memory-bound backward is 2× minus a launch.
+  const auto relu = model->layerTime(makeLayer("ReLU", 1e6, 4e9), kNoInputs);
+  EXPECT_EQ(relu.forward, Nanos::fromMillis(4) + kLaunch);
+  EXPECT_EQ(relu.backward, Nanos::fromMillis(8) + kLaunch);
+  // An explicit backward_flops (torchvision's first conv needs no input grad) is one kernel.
+  auto conv1 = makeLayer("Conv2d", 1e12, 0, {0});
+  conv1.backwardFlops = constant(1e12);
+  EXPECT_EQ(model->layerTime(conv1, kNoInputs).backward, Nanos::fromMillis(20) + kLaunch);
+}
+
+TEST(RooflineComputeModelTest, MoreTflopsOrBandwidthIsNeverSlower) {
+  const std::vector<models::LayerSpec> layers = {
+      makeLayer("Linear", 1e5, 1e4, {0}),  makeLayer("Linear", 3e8, 1e7, {0}),
+      makeLayer("Conv2d", 5e11, 1e9, {0}), makeLayer("LayerNorm", 1e8, 4e8, {0}),
+      makeLayer("ReLU", 2e9, 1e3),         makeLayer("AttentionCore", 1e10, 1e9)};
+  for (const char* dtype : {"fp32", "tf32", "bf16"}) {
+    for (const auto& layer : layers) {
+      LayerTimes previous{Nanos::max(), Nanos::max()};
+      for (double scale = 0.25; scale <= 64; scale *= 2) {
+        DeviceSpec device = testDevice();
+        for (auto& [name, tflops] : device.peakTflops) tflops *= scale;
+        device.memoryGBps *= std::sqrt(scale);
+        const auto times = makeModel(dtype, device)->layerTime(layer, kNoInputs);
+        EXPECT_LE(times.forward, previous.forward) << dtype << " " << layer.type << " " << scale;
+        EXPECT_LE(times.backward, previous.backward) << dtype << " " << layer.type;
+        previous = times;
+      }
+    }
+  }
+}
+
+TEST(RooflineComputeModelTest, CopyOptimizerAndGraphTraversal) {
+  const auto model = makeModel("bf16");
+  EXPECT_EQ(model->copyTime(1'000'000'000), Nanos::fromMillis(2) + kLaunch);  // 1e9 / 0.5e12
+  EXPECT_EQ(model->copyTime(0), Nanos::zero());
+  // SGD with momentum: 5 × 1e8 bytes / 0.5e12 = 1 ms.
+  EXPECT_EQ(model->optimizerTime(100'000'000), Nanos::fromMillis(1) + kLaunch);
+  EXPECT_EQ(model->optimizerTime(0), Nanos::zero());
+  EXPECT_EQ(model->graphTraversalTime(161), Nanos::fromMicros(161));
+  EXPECT_EQ(model->graphTraversalTime(0), Nanos::zero());
+}
+
+TEST(RooflineComputeModelTest, LayerTimesFollowModelLayerOrder) {
+  models::ModelSpec spec;
+  spec.layers = {makeLayer("Linear", 1e12, 0, {0}), makeLayer("ReLU", 0, 1000),
+                 makeLayer("Flatten", 0, 0)};
+  auto model = makeRooflineComputeModel(testDevice(), "bf16");
+  ASSERT_TRUE(model.isOk()) << model.status().toString();
+  const auto times = (*model)->layerTimes(spec, kNoInputs);
+  ASSERT_EQ(times.size(), 3u);
+  EXPECT_EQ(times[0].forward, Nanos::fromMillis(20) + kLaunch);
+  EXPECT_EQ(times[1].forward, Nanos(1) + kLaunch);  // 500 B at bf16 / 0.5e12 = 1 ns
+  EXPECT_EQ(times[2].forward, Nanos::zero());
+}
+
+TEST(RooflineComputeModelTest, RejectsBadDtypeAndDevice) {
+  auto bad = makeRooflineComputeModel(testDevice(), "fp8");
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("'fp8'"), std::string::npos) << bad.status().message();
+
+  DeviceSpec v100 = testDevice();
+  v100.name = "V100-SXM2";
+  v100.peakTflops = {{"fp32", 15.7}, {"fp16", 125}};
+  auto noBf16 = makeRooflineComputeModel(v100, "bf16");
+  ASSERT_FALSE(noBf16.isOk());
+  EXPECT_EQ(noBf16.status().message(),
+            "device 'V100-SXM2' has no bf16 peak (peakTflops lists: fp16, fp32)");
+  EXPECT_TRUE(makeRooflineComputeModel(v100, "fp16").isOk());
+
+  DeviceSpec noFp32 = testDevice();
+  noFp32.peakTflops.erase("fp32");
+  auto missingFp32 = makeRooflineComputeModel(noFp32, "bf16");
+  ASSERT_FALSE(missingFp32.isOk());
+  EXPECT_NE(missingFp32.status().message().find("no fp32 peak"), std::string::npos);
+
+  DeviceSpec noBandwidth = testDevice();
+  noBandwidth.memoryGBps = 0;
+  EXPECT_FALSE(makeRooflineComputeModel(noBandwidth, "bf16").isOk());
+  DeviceSpec badEfficiency = testDevice();
+  badEfficiency.computeEfficiency = 1.5;
+  EXPECT_FALSE(makeRooflineComputeModel(badEfficiency, "bf16").isOk());
+  DeviceSpec negativeLaunch = testDevice();
+  negativeLaunch.launchOverheadUs = -1;
+  EXPECT_FALSE(makeRooflineComputeModel(negativeLaunch, "bf16").isOk());
+}
+
+// A100 SXM4 80 GB from nccl-cost-model.md §4: 312 bf16 / 156 tf32 / 19.5 fp32 TFLOP/s,
+// 2039 GB/s; MAMF efficiency ~0.87 on large GEMMs, ~0.85–0.9 of bandwidth on copies.
+DeviceSpec a100() {
+  DeviceSpec device;
+  device.name = "A100-SXM4-80GB";
+  device.arch = GpuArch::kAmpere;
+  device.smCount = 108;
+  device.peakTflops = {{"fp32", 19.5}, {"tf32", 156}, {"bf16", 312}, {"fp16", 312}};
+  device.memoryGBps = 2039;
+  device.computeEfficiency = 0.87;
+  device.memoryEfficiency = 0.85;
+  device.launchOverheadUs = 4;
+  return device;
+}
+
+// Published ResNet-50 training with AMP reaches ~2.5–3k images/s per A100, i.e. ~10–13 ms per
+// 32-image step (forward + backward + optimizer). The roofline ignores cuDNN algorithm choice,
+// layout transposes and allocator work, so it should land below that but in the same range:
+// we accept 5–40 ms for forward + backward.
+TEST(RooflineComputeModelTest, ZooResnet50OnA100IsPlausible) {
+  auto resnet = models::loadZooModel("resnet50");
+  ASSERT_TRUE(resnet.isOk()) << resnet.status().toString();
+  auto model = RooflineComputeModel::create(a100(), "bf16");
+  ASSERT_TRUE(model.isOk()) << model.status().toString();
+  models::ModelInputs inputs;
+  inputs.batch = 32;
+  inputs.imageSize = 224;
+  const auto times = (*model)->layerTimes(*resnet, inputs);
+  ASSERT_EQ(times.size(), resnet->layers.size());
+  Nanos forward, backward;
+  for (const LayerTimes& t : times) {
+    forward += t.forward;
+    backward += t.backward;
+  }
+  const double totalMs = (forward + backward).toMillis();
+  RecordProperty("forward_ms", std::to_string(forward.toMillis()));
+  RecordProperty("backward_ms", std::to_string(backward.toMillis()));
+  std::printf("resnet50 bf16 b32 on A100: forward %.2f ms, backward %.2f ms\n", forward.toMillis(),
+              backward.toMillis());
+  EXPECT_GT(totalMs, 5.0);
+  EXPECT_LT(totalMs, 40.0);
+  EXPECT_GT(backward, forward);  // backward does ~2× the GEMM work
+  EXPECT_LT(backward, forward * 3);
+  // The optimizer step over 25.6M fp32 parameters is ~0.35 ms at 0.85 × 2039 GB/s.
+  const Nanos optimizer = (*model)->optimizerTime(resnet->totalBytes());
+  EXPECT_GT(optimizer, Nanos::fromMicros(200));
+  EXPECT_LT(optimizer, Nanos::fromMicros(600));
+}
+
+}  // namespace
+}  // namespace ddpscope::sim
