@@ -30,7 +30,7 @@ class EventQueue {
   // Runs events until the queue is empty. Returns the number run.
   virtual int64_t runAll() = 0;
   virtual Nanos now() const = 0;
-  virtual bool empty() const = 0;   // no live events
+  virtual bool empty() const = 0;           // no live events
   virtual size_t pendingCount() const = 0;  // live events
 };
 

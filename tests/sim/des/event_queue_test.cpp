@@ -114,7 +114,7 @@ TYPED_TEST(EventQueueTest, CancelRunOrUnknownOrTwiceIsNoOp) {
   const EventId second = q.schedule(Nanos(2), this->record(2));
   q.schedule(Nanos(3), this->record(3));
   ASSERT_TRUE(q.runNext());
-  q.cancel(first);         // already run
+  q.cancel(first);          // already run
   q.cancel(second + 1000);  // never issued
   q.cancel(0);
   q.cancel(second);
@@ -255,8 +255,8 @@ std::vector<std::pair<int64_t, int64_t>> runRandomWorkload(EventQueue& q, uint64
   };
   for (int i = 0; i < 200; ++i) {
     const int64_t label = nextLabel++;
-    issued.push_back(q.schedule(Nanos(static_cast<int64_t>(rng() % 20) * 10),
-                                [&fire, label] { fire(label); }));
+    issued.push_back(
+        q.schedule(Nanos(static_cast<int64_t>(rng() % 20) * 10), [&fire, label] { fire(label); }));
   }
   q.runAll();
   return trace;
