@@ -29,6 +29,7 @@ struct DeviceSpec {
   double computeEfficiency = 0.8;            // achieved fraction of peak on large GEMMs
   double memoryEfficiency = 0.85;            // achieved fraction of memory bandwidth
   double launchOverheadUs = 4.0;             // per kernel (per layer op)
+  double memoryGB = 0;                       // device memory capacity, GB (0 = not stated)
 };
 
 enum class IntraNodeLink { kNvSwitch, kNvLink, kPcie, kSharedMemory };
@@ -49,6 +50,29 @@ struct InterNodeSpec {
   double nicGbps = 0;             // port speed in Gb/s (200 = HDR, 400 = NDR)
   std::string fabric = "ib";      // "ib", "roce", "ethernet", "tcp"
   double latencyUs = 0;           // extra per-hop latency (NCCL's latencyInter; IB reports 0)
+};
+
+// Optional NCCL inputs that replace what the model derives from the topology (spec
+// nccl-cost-model.md §1.4, §1.8), e.g. values read from an NCCL_GRAPH_DUMP_FILE. Each graph
+// field left unset is derived.
+struct NcclGraphOverride {
+  std::optional<int> channels;     // graph channels (not the runtime count, which is 2×)
+  std::optional<double> bwIntra;   // per-channel speed inside a node, GB/s
+  std::optional<double> bwInter;   // per-channel speed across nodes, GB/s
+  std::optional<std::string> pattern;  // tree only: "balanced" | "split" | "tree" (×0.85)
+};
+
+struct NcclSettings {
+  NcclGraphOverride ring;
+  NcclGraphOverride tree;
+  NcclGraphOverride nvls;              // NVLS and NVLS Tree graph
+  std::vector<std::string> algorithms;  // like NCCL_ALGO: subset of ring, tree, nvls, nvls_tree
+  std::vector<std::string> protocols;   // like NCCL_PROTO: subset of LL, LL128, Simple
+  bool collnet = false;                 // IB SHARP present: enables NVLS across nodes
+  std::optional<double> netOverheadUs;  // like NCCL_NET_OVERHEAD (µs here, not ns)
+  // Per-call time NCCL's tuner leaves out (host launch and kernel start). Added to every
+  // estimate, so it never changes the choice. 0 reproduces the tuner exactly.
+  double launchOverheadUs = 0;
 };
 
 // How collectives are costed: NCCL's tuner model, or a plain α–β model (CPU/MPI profiles).
@@ -73,6 +97,7 @@ struct ClusterSpec {
   std::string ncclVersion = "2.30.7";
   CommModelKind commModel = CommModelKind::kNccl;
   AlphaBetaSpec alphaBeta;          // used when commModel == kAlphaBeta
+  NcclSettings nccl;                // used when commModel == kNccl
   double contentionSlowdown = 0.15;  // compute slows by this fraction while a collective runs
 };
 
@@ -91,6 +116,8 @@ StatusOr<WorldLayout> makeWorldLayout(const ClusterSpec& cluster, std::optional<
 StatusOr<ClusterSpec> parseClusterJson(std::string_view text, const std::string& origin);
 StatusOr<ClusterSpec> loadClusterFile(const std::string& path);
 std::vector<std::string> builtinClusterNames();
+// The JSON text of an embedded cluster ("" if there is none by that name).
+std::string_view builtinClusterJson(std::string_view name);
 StatusOr<ClusterSpec> loadBuiltinCluster(std::string_view name);
 
 }  // namespace ddpscope::sim

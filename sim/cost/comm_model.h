@@ -23,10 +23,25 @@ std::string_view collectiveName(Collective c);
 struct CollectiveEstimate {
   Nanos time;
   std::string algorithm;  // "ring", "tree", "nvls", "nvls_tree", "alpha_beta", "local"
+                          // ("local": world size 1; "none": 0 bytes — both take no time)
   std::string protocol;   // "LL", "LL128", "Simple", "" for α–β
   int ctas = 0;           // CTAs (SMs) NCCL launches for this call (contention model input)
   double algbwGBps = 0;   // bytes / time
   double busbwGBps = 0;   // algbw × nccl-tests factor (2(n−1)/n for allreduce)
+};
+
+// One (algorithm, protocol) pair as NCCL's tuner sees it for one call (spec §1.1, §1.10).
+struct CollectiveCandidate {
+  std::string algorithm;        // "ring", "tree", "nvls", "nvls_tree"
+  std::string protocol;         // "LL", "LL128", "Simple"
+  bool enabled = false;         // false: NCCL would not consider it (rules of §1.8, filters)
+  double baseLatencyUs = 0;     // tuner latency before the size-dependent plateau factor
+  double baseAlgBwGBps = 0;     // tuner algorithm bandwidth before the Tree correction
+  double latencyUs = 0;         // at this size (ring plateau applied)
+  double algBwGBps = 0;         // at this size (Tree correction applied)
+  double tunerTimeUs = 0;       // latency + bytes / algBw: NCCL's predicted time
+  double timeUs = 0;            // what estimate() uses: non-decreasing in bytes, + launch overhead
+  int ctas = 0;                 // CTAs this call would launch (§1.8)
 };
 
 class CommModel {
@@ -35,6 +50,12 @@ class CommModel {
   // `bytes` is the per-rank buffer size (nccl-tests' S). World size 1 costs zero time.
   virtual CollectiveEstimate estimate(Collective collective, int64_t bytes) const = 0;
   virtual int worldSize() const = 0;
+  // Every (algorithm, protocol) pair the model weighs for this call (NCCL model); empty for
+  // models without a choice (α–β).
+  virtual std::vector<CollectiveCandidate> candidates(Collective /*collective*/,
+                                                      int64_t /*bytes*/) const {
+    return {};
+  }
 };
 
 // Per nccl-tests: allreduce 2(n−1)/n; allgather/reduce-scatter (n−1)/n; broadcast 1.

@@ -1,0 +1,115 @@
+#include "sim/cost/cluster.h"
+
+#include <string>
+
+#include "base/strings.h"
+#include "sim/cost/cluster_data.h"
+
+namespace ddpscope::sim {
+
+namespace {
+
+const EmbeddedFile* findClusterFile(std::string_view name) {
+  for (const EmbeddedFile& file : embeddedClusterFiles()) {
+    if (file.name == name) return &file;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::string_view gpuArchName(GpuArch arch) {
+  switch (arch) {
+    case GpuArch::kCpu: return "cpu";
+    case GpuArch::kVolta: return "volta";
+    case GpuArch::kAmpere: return "ampere";
+    case GpuArch::kHopper: return "hopper";
+    case GpuArch::kBlackwell: return "blackwell";
+  }
+  return "?";
+}
+
+std::string_view intraNodeLinkName(IntraNodeLink link) {
+  switch (link) {
+    case IntraNodeLink::kNvSwitch: return "nvswitch";
+    case IntraNodeLink::kNvLink: return "nvlink";
+    case IntraNodeLink::kPcie: return "pcie";
+    case IntraNodeLink::kSharedMemory: return "shared_memory";
+  }
+  return "?";
+}
+
+StatusOr<WorldLayout> makeWorldLayout(const ClusterSpec& cluster, std::optional<int> nodes,
+                                      std::optional<int> worldSize) {
+  const int perNode = cluster.gpusPerNode;
+  const std::string unit = cluster.device.arch == GpuArch::kCpu ? "ranks" : "GPUs";
+  if (perNode < 1) {
+    return invalidArgument("cluster " + cluster.name + " has gpus_per_node " +
+                           std::to_string(perNode) + "; expected at least 1");
+  }
+  if (nodes && worldSize) {
+    return invalidArgument("give either --nodes or --world-size, not both (got --nodes " +
+                           std::to_string(*nodes) + " and --world-size " +
+                           std::to_string(*worldSize) + ")");
+  }
+  WorldLayout layout{1, perNode};
+  if (nodes) {
+    if (*nodes < 1) {
+      return invalidArgument("--nodes must be at least 1, got " + std::to_string(*nodes));
+    }
+    layout.nodes = *nodes;
+  } else if (worldSize) {
+    if (*worldSize < 1) {
+      return invalidArgument("--world-size must be at least 1, got " +
+                             std::to_string(*worldSize));
+    }
+    if (*worldSize < perNode) {
+      layout.gpusPerNode = *worldSize;  // part of one node
+    } else if (*worldSize % perNode != 0) {
+      return invalidArgument("--world-size " + std::to_string(*worldSize) +
+                             " is not a multiple of " + std::to_string(perNode) + " " + unit +
+                             " per node on " + cluster.name);
+    } else {
+      layout.nodes = *worldSize / perNode;
+    }
+  }
+  if (layout.nodes > 1 && cluster.interNode.nicsPerNode < 1 &&
+      cluster.commModel == CommModelKind::kNccl) {
+    return invalidArgument("cluster " + cluster.name + " has no inter-node network " +
+                           "(inter_node.nics_per_node is 0); it has one node of " +
+                           std::to_string(perNode) + " " + unit);
+  }
+  return layout;
+}
+
+std::vector<std::string> builtinClusterNames() {
+  std::vector<std::string> names;
+  for (const EmbeddedFile& file : embeddedClusterFiles()) names.emplace_back(file.name);
+  return names;
+}
+
+std::string_view builtinClusterJson(std::string_view name) {
+  const EmbeddedFile* file = findClusterFile(name);
+  return file == nullptr ? std::string_view() : file->text;
+}
+
+StatusOr<ClusterSpec> loadBuiltinCluster(std::string_view name) {
+  const EmbeddedFile* file = findClusterFile(name);
+  if (file == nullptr) {
+    std::string available;
+    for (const std::string& known : builtinClusterNames()) {
+      if (!available.empty()) available += ", ";
+      available += known;
+    }
+    return notFound("no built-in cluster named \"" + std::string(name) +
+                    "\"; available: " + available);
+  }
+  return parseClusterJson(file->text, "cluster:" + std::string(name));
+}
+
+StatusOr<ClusterSpec> loadClusterFile(const std::string& path) {
+  ASSIGN_OR_RETURN(std::string text, readFileToString(path));
+  return parseClusterJson(text, path);
+}
+
+}  // namespace ddpscope::sim

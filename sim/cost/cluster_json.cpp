@@ -1,0 +1,470 @@
+// Cluster JSON loader: parseClusterJson (format: sim/cost/clusters/FORMAT.md).
+//
+// Every error names the origin (file path or "cluster:NAME"), the JSON path of the offending
+// value (e.g. `inter_node.nic_Gbps`) and what was expected, and carries kInvalidArgument.
+// Unknown fields are errors (they are usually typos). nlohmann::json exceptions never leave
+// this file.
+#include <cmath>
+#include <cstdint>
+#include <initializer_list>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "sim/cost/cluster.h"
+#include "sim/cost/nccl_constants.h"
+
+namespace ddpscope::sim {
+
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr size_t kMaxShownValueChars = 60;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+std::string describe(const Json* value) {
+  if (value == nullptr) return "nothing (the field is missing)";
+  std::string text = value->dump(-1, ' ', false, Json::error_handler_t::replace);
+  if (text.size() > kMaxShownValueChars) text = text.substr(0, kMaxShownValueChars) + "...";
+  switch (value->type()) {
+    case Json::value_t::object: return "an object " + text;
+    case Json::value_t::array: return "an array " + text;
+    default: return text;
+  }
+}
+
+std::string keyPath(const std::string& path, std::string_view key) {
+  return path.empty() ? std::string(key) : path + "." + std::string(key);
+}
+
+std::string joinWords(std::initializer_list<std::string_view> words) {
+  std::string out;
+  for (std::string_view w : words) {
+    if (!out.empty()) out += ", ";
+    out += w;
+  }
+  return out;
+}
+
+class ClusterParser {
+ public:
+  explicit ClusterParser(std::string origin) : m_origin(std::move(origin)) {}
+
+  StatusOr<ClusterSpec> parse(std::string_view text) {
+    Json root;
+    try {
+      root = Json::parse(text.begin(), text.end());
+    } catch (const Json::parse_error& e) {
+      return invalidArgument(m_origin + ": (document): expected valid JSON; parse error at byte " +
+                             std::to_string(e.byte) + ": " + e.what());
+    }
+    if (!root.is_object()) return error("(root)", "a JSON object", &root);
+    RETURN_IF_ERROR(checkKeys(root, "",
+                              {"name", "description", "device", "gpus_per_node", "intra_node",
+                               "inter_node", "cpu_vendor", "nccl_version", "comm_model",
+                               "alpha_beta", "nccl", "contention_slowdown"}));
+    ClusterSpec spec;
+    spec.origin = m_origin;
+    ASSIGN_OR_RETURN(spec.name, requiredString(root, "", "name"));
+    if (const Json* d = find(root, "description")) {
+      if (!d->is_string()) return error("description", "a string", d);
+      spec.description = d->get<std::string>();
+    }
+    ASSIGN_OR_RETURN(int64_t perNode,
+                     integer(root, "", "gpus_per_node", 1, 1 << 20, std::nullopt,
+                             "a positive integer (GPUs, or CPU ranks, per node)"));
+    spec.gpusPerNode = static_cast<int>(perNode);
+    ASSIGN_OR_RETURN(spec.cpuVendor, oneOf(root, "", "cpu_vendor", {"intel", "amd", "arm"},
+                                           std::string("intel")));
+    ASSIGN_OR_RETURN(std::string commModel,
+                     oneOf(root, "", "comm_model", {"nccl", "alpha_beta"}, std::string("nccl")));
+    spec.commModel = commModel == "nccl" ? CommModelKind::kNccl : CommModelKind::kAlphaBeta;
+    ASSIGN_OR_RETURN(spec.contentionSlowdown,
+                     number(root, "", "contention_slowdown", 0, 10, 0.15, "a number in [0, 10]"));
+    RETURN_IF_ERROR(parseDevice(root, spec));
+    RETURN_IF_ERROR(parseIntraNode(root, spec));
+    RETURN_IF_ERROR(parseInterNode(root, spec));
+    RETURN_IF_ERROR(parseNcclVersion(root, spec));
+    RETURN_IF_ERROR(parseAlphaBeta(root, spec));
+    RETURN_IF_ERROR(parseNccl(root, spec));
+    return spec;
+  }
+
+ private:
+  Status error(const std::string& path, const std::string& expected, const Json* got) const {
+    return invalidArgument(m_origin + ": " + path + ": expected " + expected + "; got " +
+                           describe(got));
+  }
+
+  static const Json* find(const Json& object, std::string_view key) {
+    auto it = object.find(key);
+    return it == object.end() ? nullptr : &*it;
+  }
+
+  Status checkKeys(const Json& object, const std::string& path,
+                   std::initializer_list<std::string_view> allowed) const {
+    for (auto it = object.begin(); it != object.end(); ++it) {
+      bool known = false;
+      for (std::string_view a : allowed) known = known || it.key() == a;
+      if (!known) {
+        return invalidArgument(m_origin + ": " + keyPath(path, it.key()) +
+                               ": unknown field; expected one of " + joinWords(allowed));
+      }
+    }
+    return Status::ok();
+  }
+
+  StatusOr<const Json*> object(const Json& parent, const std::string& path, std::string_view key,
+                               bool required) const {
+    const Json* value = find(parent, key);
+    if (value == nullptr && !required) return value;
+    if (value == nullptr || !value->is_object()) {
+      return error(keyPath(path, key), "an object", value);
+    }
+    return value;
+  }
+
+  StatusOr<std::string> requiredString(const Json& object, const std::string& path,
+                                       std::string_view key) const {
+    const Json* value = find(object, key);
+    if (value == nullptr || !value->is_string() || value->get_ref<const std::string&>().empty()) {
+      return error(keyPath(path, key), "a non-empty string", value);
+    }
+    return value->get<std::string>();
+  }
+
+  // A string from a fixed set; `fallback` when missing (nullopt = required).
+  StatusOr<std::string> oneOf(const Json& object, const std::string& path, std::string_view key,
+                              std::initializer_list<std::string_view> choices,
+                              std::optional<std::string> fallback) const {
+    const Json* value = find(object, key);
+    if (value == nullptr && fallback) return *fallback;
+    std::string expected = "one of " + joinWords(choices);
+    if (value == nullptr || !value->is_string()) return error(keyPath(path, key), expected, value);
+    const auto& text = value->get_ref<const std::string&>();
+    for (std::string_view c : choices) {
+      if (text == c) return text;
+    }
+    return error(keyPath(path, key), expected, value);
+  }
+
+  // A finite number in [minValue, maxValue]; `fallback` when missing (nullopt = required).
+  StatusOr<double> number(const Json& object, const std::string& path, std::string_view key,
+                          double minValue, double maxValue, std::optional<double> fallback,
+                          const std::string& expected) const {
+    const Json* value = find(object, key);
+    if (value == nullptr && fallback) return *fallback;
+    if (value == nullptr || !value->is_number()) return error(keyPath(path, key), expected, value);
+    double v = value->get<double>();
+    if (!std::isfinite(v) || v < minValue || v > maxValue) {
+      return error(keyPath(path, key), expected, value);
+    }
+    return v;
+  }
+
+  StatusOr<double> positive(const Json& object, const std::string& path, std::string_view key,
+                            std::optional<double> fallback, const std::string& unit) const {
+    ASSIGN_OR_RETURN(double v, number(object, path, key, 0, kInf, fallback,
+                                      "a positive number (" + unit + ")"));
+    if (v <= 0 && (find(object, key) != nullptr)) {
+      return error(keyPath(path, key), "a positive number (" + unit + ")", find(object, key));
+    }
+    return v;
+  }
+
+  StatusOr<int64_t> integer(const Json& object, const std::string& path, std::string_view key,
+                            int64_t minValue, int64_t maxValue, std::optional<int64_t> fallback,
+                            const std::string& expected) const {
+    const Json* value = find(object, key);
+    if (value == nullptr && fallback) return *fallback;
+    if (value == nullptr || !value->is_number_integer()) {
+      return error(keyPath(path, key), expected, value);
+    }
+    if (value->is_number_unsigned() &&
+        value->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return error(keyPath(path, key), expected, value);
+    }
+    int64_t v = value->get<int64_t>();
+    if (v < minValue || v > maxValue) return error(keyPath(path, key), expected, value);
+    return v;
+  }
+
+  StatusOr<bool> boolean(const Json& object, const std::string& path, std::string_view key,
+                         bool fallback) const {
+    const Json* value = find(object, key);
+    if (value == nullptr) return fallback;
+    if (!value->is_boolean()) return error(keyPath(path, key), "true or false", value);
+    return value->get<bool>();
+  }
+
+  Status parseDevice(const Json& root, ClusterSpec& spec) const {
+    ASSIGN_OR_RETURN(const Json* device, object(root, "", "device", true));
+    const std::string path = "device";
+    RETURN_IF_ERROR(checkKeys(*device, path,
+                              {"name", "arch", "sm_count", "peak_tflops", "memory_GBps",
+                               "memory_GB", "compute_efficiency", "memory_efficiency",
+                               "launch_overhead_us"}));
+    DeviceSpec& d = spec.device;
+    ASSIGN_OR_RETURN(d.name, requiredString(*device, path, "name"));
+    ASSIGN_OR_RETURN(std::string arch,
+                     oneOf(*device, path, "arch", {"cpu", "volta", "ampere", "hopper", "blackwell"},
+                           std::nullopt));
+    d.arch = arch == "cpu"      ? GpuArch::kCpu
+             : arch == "volta"  ? GpuArch::kVolta
+             : arch == "ampere" ? GpuArch::kAmpere
+             : arch == "hopper" ? GpuArch::kHopper
+                                : GpuArch::kBlackwell;
+    if (d.arch == GpuArch::kCpu && spec.commModel == CommModelKind::kNccl) {
+      return error(keyPath(path, "arch"), "a GPU arch (volta, ampere, hopper, blackwell) when " +
+                   std::string("comm_model is \"nccl\" (CPU ranks need \"alpha_beta\")"),
+                   find(*device, "arch"));
+    }
+    const int64_t minSms = d.arch == GpuArch::kCpu ? 0 : 1;
+    ASSIGN_OR_RETURN(int64_t sms, integer(*device, path, "sm_count", minSms, 100000,
+                                          d.arch == GpuArch::kCpu ? std::optional<int64_t>(0)
+                                                                  : std::nullopt,
+                                          minSms > 0 ? "a positive integer (SMs of the GPU)"
+                                                     : "a non-negative integer"));
+    d.smCount = static_cast<int>(sms);
+    ASSIGN_OR_RETURN(const Json* peaks, object(*device, path, "peak_tflops", true));
+    const std::string peaksPath = keyPath(path, "peak_tflops");
+    RETURN_IF_ERROR(checkKeys(*peaks, peaksPath, {"fp64", "fp32", "tf32", "fp16", "bf16", "fp8"}));
+    for (auto it = peaks->begin(); it != peaks->end(); ++it) {
+      ASSIGN_OR_RETURN(d.peakTflops[it.key()],
+                       positive(*peaks, peaksPath, it.key(), std::nullopt, "TFLOP/s"));
+    }
+    if (d.peakTflops.count("fp32") == 0) {
+      return error(keyPath(peaksPath, "fp32"), "a positive number (TFLOP/s; fp32 is required)",
+                   nullptr);
+    }
+    ASSIGN_OR_RETURN(d.memoryGBps, positive(*device, path, "memory_GBps", std::nullopt, "GB/s"));
+    ASSIGN_OR_RETURN(d.memoryGB, number(*device, path, "memory_GB", 0, kInf, 0.0,
+                                        "a non-negative number (GB)"));
+    ASSIGN_OR_RETURN(d.computeEfficiency,
+                     number(*device, path, "compute_efficiency", 1e-6, 1, 0.8,
+                            "a fraction in (0, 1]"));
+    ASSIGN_OR_RETURN(d.memoryEfficiency,
+                     number(*device, path, "memory_efficiency", 1e-6, 1, 0.85,
+                            "a fraction in (0, 1]"));
+    ASSIGN_OR_RETURN(d.launchOverheadUs,
+                     number(*device, path, "launch_overhead_us", 0, kInf, 4.0,
+                            "a non-negative number (µs)"));
+    return Status::ok();
+  }
+
+  Status parseIntraNode(const Json& root, ClusterSpec& spec) const {
+    ASSIGN_OR_RETURN(const Json* intra, object(root, "", "intra_node", true));
+    const std::string path = "intra_node";
+    RETURN_IF_ERROR(checkKeys(*intra, path,
+                              {"type", "nvlink_links", "nvlink_link_GBps", "pcie_gen", "nvls",
+                               "bandwidth_GBps", "latency_us"}));
+    IntraNodeSpec& s = spec.intraNode;
+    ASSIGN_OR_RETURN(std::string type,
+                     oneOf(*intra, path, "type", {"nvswitch", "nvlink", "pcie", "shared_memory"},
+                           std::nullopt));
+    s.type = type == "nvswitch" ? IntraNodeLink::kNvSwitch
+             : type == "nvlink" ? IntraNodeLink::kNvLink
+             : type == "pcie"   ? IntraNodeLink::kPcie
+                                : IntraNodeLink::kSharedMemory;
+    const bool nvlink = s.type == IntraNodeLink::kNvSwitch || s.type == IntraNodeLink::kNvLink;
+    ASSIGN_OR_RETURN(int64_t links,
+                     integer(*intra, path, "nvlink_links", nvlink ? 1 : 0, 64,
+                             nvlink ? std::nullopt : std::optional<int64_t>(0),
+                             nvlink ? "a positive integer (NVLinks per GPU)"
+                                    : "a non-negative integer (NVLinks per GPU)"));
+    s.nvlinkLinks = static_cast<int>(links);
+    if (nvlink) {
+      ASSIGN_OR_RETURN(s.nvlinkGBpsPerLink, positive(*intra, path, "nvlink_link_GBps",
+                                                     std::nullopt, "GB/s per link, one way"));
+    } else {
+      ASSIGN_OR_RETURN(s.nvlinkGBpsPerLink, number(*intra, path, "nvlink_link_GBps", 0, kInf, 0.0,
+                                                   "a non-negative number (GB/s per link)"));
+    }
+    ASSIGN_OR_RETURN(int64_t gen, integer(*intra, path, "pcie_gen", 3, 6, 4,
+                                          "a PCIe generation from 3 to 6"));
+    s.pcieGen = static_cast<int>(gen);
+    ASSIGN_OR_RETURN(s.nvls, boolean(*intra, path, "nvls", false));
+    if (s.nvls && (s.type != IntraNodeLink::kNvSwitch ||
+                   (spec.device.arch != GpuArch::kHopper &&
+                    spec.device.arch != GpuArch::kBlackwell))) {
+      return error(keyPath(path, "nvls"),
+                   "false unless type is \"nvswitch\" on a hopper or blackwell device "
+                   "(NVLink SHARP lives in the NVSwitch)",
+                   find(*intra, "nvls"));
+    }
+    const bool shm = s.type == IntraNodeLink::kSharedMemory;
+    ASSIGN_OR_RETURN(s.bandwidthGBps,
+                     shm ? positive(*intra, path, "bandwidth_GBps", std::nullopt, "GB/s per rank")
+                         : number(*intra, path, "bandwidth_GBps", 0, kInf, 0.0,
+                                  "a non-negative number (GB/s per rank)"));
+    ASSIGN_OR_RETURN(s.latencyUs, number(*intra, path, "latency_us", 0, kInf, 0.0,
+                                         "a non-negative number (µs)"));
+    return Status::ok();
+  }
+
+  Status parseInterNode(const Json& root, ClusterSpec& spec) const {
+    ASSIGN_OR_RETURN(const Json* inter, object(root, "", "inter_node", false));
+    if (inter == nullptr) return Status::ok();  // one node only
+    const std::string path = "inter_node";
+    RETURN_IF_ERROR(checkKeys(*inter, path, {"nics_per_node", "nic_Gbps", "fabric", "latency_us"}));
+    InterNodeSpec& s = spec.interNode;
+    ASSIGN_OR_RETURN(int64_t nics, integer(*inter, path, "nics_per_node", 0, 64, std::nullopt,
+                                           "a non-negative integer (NIC ports per node)"));
+    s.nicsPerNode = static_cast<int>(nics);
+    if (nics > 0) {
+      ASSIGN_OR_RETURN(s.nicGbps, positive(*inter, path, "nic_Gbps", std::nullopt,
+                                           "port speed in Gb/s, e.g. 200 for HDR"));
+    } else {
+      ASSIGN_OR_RETURN(s.nicGbps, number(*inter, path, "nic_Gbps", 0, kInf, 0.0,
+                                         "a non-negative number (Gb/s)"));
+    }
+    ASSIGN_OR_RETURN(s.fabric, oneOf(*inter, path, "fabric", {"ib", "roce", "ethernet", "tcp"},
+                                     std::string("ib")));
+    ASSIGN_OR_RETURN(s.latencyUs, number(*inter, path, "latency_us", 0, kInf, 0.0,
+                                         "a non-negative number (µs)"));
+    return Status::ok();
+  }
+
+  Status parseNcclVersion(const Json& root, ClusterSpec& spec) const {
+    const Json* value = find(root, "nccl_version");
+    if (value == nullptr) return Status::ok();
+    const std::string expected =
+        "an NCCL version the model has constants for (" + nccl::supportedNcclVersions() + ")";
+    if (!value->is_string()) return error("nccl_version", expected, value);
+    spec.ncclVersion = value->get<std::string>();
+    if (!nccl::findNcclConstants(spec.ncclVersion).isOk()) {
+      return error("nccl_version", expected, value);
+    }
+    return Status::ok();
+  }
+
+  Status parseAlphaBeta(const Json& root, ClusterSpec& spec) const {
+    const bool needed = spec.commModel == CommModelKind::kAlphaBeta;
+    const Json* value = find(root, "alpha_beta");
+    if (value == nullptr && !needed) return Status::ok();
+    if (value == nullptr || !value->is_object()) {
+      return error("alpha_beta",
+                   needed ? "an object (required when comm_model is \"alpha_beta\")" : "an object",
+                   value);
+    }
+    const std::string path = "alpha_beta";
+    RETURN_IF_ERROR(checkKeys(*value, path, {"intra_alpha_us", "intra_beta_GBps",
+                                             "inter_alpha_us", "inter_beta_GBps"}));
+    AlphaBetaSpec& ab = spec.alphaBeta;
+    ASSIGN_OR_RETURN(ab.intraAlphaUs, number(*value, path, "intra_alpha_us", 0, kInf,
+                                             std::nullopt, "a non-negative number (µs)"));
+    ASSIGN_OR_RETURN(ab.intraBetaGBps,
+                     positive(*value, path, "intra_beta_GBps", std::nullopt, "GB/s per rank"));
+    ASSIGN_OR_RETURN(ab.interAlphaUs, number(*value, path, "inter_alpha_us", 0, kInf, 0.0,
+                                             "a non-negative number (µs)"));
+    const bool multi = spec.interNode.nicsPerNode > 0;
+    ASSIGN_OR_RETURN(ab.interBetaGBps,
+                     multi ? positive(*value, path, "inter_beta_GBps", std::nullopt,
+                                      "GB/s per rank; required with an inter_node network")
+                           : number(*value, path, "inter_beta_GBps", 0, kInf, 0.0,
+                                    "a non-negative number (GB/s per rank)"));
+    return Status::ok();
+  }
+
+  Status parseGraph(const Json& nccl, const std::string& path, std::string_view key,
+                    bool allowPattern, NcclGraphOverride& out) const {
+    ASSIGN_OR_RETURN(const Json* graph, object(nccl, path, key, false));
+    if (graph == nullptr) return Status::ok();
+    const std::string gpath = keyPath(path, key);
+    if (allowPattern) {
+      RETURN_IF_ERROR(checkKeys(*graph, gpath,
+                                {"channels", "bw_intra_GBps", "bw_inter_GBps", "pattern"}));
+    } else {
+      RETURN_IF_ERROR(checkKeys(*graph, gpath, {"channels", "bw_intra_GBps", "bw_inter_GBps"}));
+    }
+    if (find(*graph, "channels") != nullptr) {
+      ASSIGN_OR_RETURN(int64_t ch, integer(*graph, gpath, "channels", 1, 64, std::nullopt,
+                                           "an integer from 1 to 64 (graph channels)"));
+      out.channels = static_cast<int>(ch);
+    }
+    if (find(*graph, "bw_intra_GBps") != nullptr) {
+      ASSIGN_OR_RETURN(double bw, positive(*graph, gpath, "bw_intra_GBps", std::nullopt,
+                                           "GB/s per channel"));
+      out.bwIntra = bw;
+    }
+    if (find(*graph, "bw_inter_GBps") != nullptr) {
+      ASSIGN_OR_RETURN(double bw, positive(*graph, gpath, "bw_inter_GBps", std::nullopt,
+                                           "GB/s per channel"));
+      out.bwInter = bw;
+    }
+    if (allowPattern && find(*graph, "pattern") != nullptr) {
+      ASSIGN_OR_RETURN(std::string pattern,
+                       oneOf(*graph, gpath, "pattern", {"balanced", "split", "tree"},
+                             std::nullopt));
+      out.pattern = pattern;
+    }
+    return Status::ok();
+  }
+
+  Status parseNameList(const Json& nccl, const std::string& path, std::string_view key,
+                       std::initializer_list<std::string_view> choices,
+                       std::vector<std::string>& out) const {
+    const Json* value = find(nccl, key);
+    if (value == nullptr) return Status::ok();
+    const std::string lpath = keyPath(path, key);
+    const std::string expected = "a non-empty array of names from " + joinWords(choices);
+    if (!value->is_array() || value->empty()) return error(lpath, expected, value);
+    for (size_t i = 0; i < value->size(); ++i) {
+      const Json& item = (*value)[i];
+      bool ok = item.is_string();
+      if (ok) {
+        ok = false;
+        for (std::string_view c : choices) ok = ok || item.get_ref<const std::string&>() == c;
+      }
+      if (!ok) {
+        return error(lpath + "[" + std::to_string(i) + "]", "one of " + joinWords(choices), &item);
+      }
+      out.push_back(item.get<std::string>());
+    }
+    return Status::ok();
+  }
+
+  Status parseNccl(const Json& root, ClusterSpec& spec) const {
+    ASSIGN_OR_RETURN(const Json* nccl, object(root, "", "nccl", false));
+    if (nccl == nullptr) return Status::ok();
+    const std::string path = "nccl";
+    RETURN_IF_ERROR(checkKeys(*nccl, path,
+                              {"ring", "tree", "nvls", "algorithms", "protocols", "collnet",
+                               "net_overhead_us", "launch_overhead_us"}));
+    NcclSettings& s = spec.nccl;
+    RETURN_IF_ERROR(parseGraph(*nccl, path, "ring", false, s.ring));
+    RETURN_IF_ERROR(parseGraph(*nccl, path, "tree", true, s.tree));
+    RETURN_IF_ERROR(parseGraph(*nccl, path, "nvls", false, s.nvls));
+    RETURN_IF_ERROR(parseNameList(*nccl, path, "algorithms", {"ring", "tree", "nvls", "nvls_tree"},
+                                  s.algorithms));
+    RETURN_IF_ERROR(parseNameList(*nccl, path, "protocols", {"LL", "LL128", "Simple"},
+                                  s.protocols));
+    ASSIGN_OR_RETURN(s.collnet, boolean(*nccl, path, "collnet", false));
+    if (find(*nccl, "net_overhead_us") != nullptr) {
+      ASSIGN_OR_RETURN(double v, number(*nccl, path, "net_overhead_us", 0, kInf, std::nullopt,
+                                        "a non-negative number (µs per ring step)"));
+      s.netOverheadUs = v;
+    }
+    ASSIGN_OR_RETURN(s.launchOverheadUs, number(*nccl, path, "launch_overhead_us", 0, kInf, 0.0,
+                                                "a non-negative number (µs per call)"));
+    return Status::ok();
+  }
+
+  std::string m_origin;
+};
+
+}  // namespace
+
+StatusOr<ClusterSpec> parseClusterJson(std::string_view text, const std::string& origin) {
+  try {
+    return ClusterParser(origin).parse(text);
+  } catch (const std::exception& e) {  // a nlohmann type error we did not foresee
+    return invalidArgument(origin + ": (document): unexpected JSON content: " + e.what());
+  }
+}
+
+}  // namespace ddpscope::sim

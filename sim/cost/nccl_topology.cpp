@@ -1,0 +1,169 @@
+#include "sim/cost/nccl_topology.h"
+
+#include <algorithm>
+#include <cmath>
+#include <span>
+#include <string>
+
+namespace ddpscope::sim::nccl {
+
+namespace {
+
+constexpr double kEps = 1e-9;
+constexpr double kIntelPcieOverhead = 6.0 / 5.0;  // §1.4: GPU-to-GPU PCIe traffic on Intel
+constexpr double kDupMinSpeed = 25.0;             // §1.4 ncclTopoDupChannels
+constexpr double kDupHopperMinSpeed = 50.0;
+constexpr int kDupHopperMaxChannels = 4;
+
+bool isHopperOrLater(GpuArch arch) {
+  return arch == GpuArch::kHopper || arch == GpuArch::kBlackwell;
+}
+
+// GB/s one GPU can give to channels passing through it inside the node.
+double intraCapacityGBps(const ClusterSpec& cluster) {
+  const IntraNodeSpec& intra = cluster.intraNode;
+  switch (intra.type) {
+    case IntraNodeLink::kNvSwitch:
+    case IntraNodeLink::kNvLink:
+      return intra.nvlinkLinks * intra.nvlinkGBpsPerLink;
+    case IntraNodeLink::kPcie: {
+      double bw = pcieX16GBps(intra.pcieGen);
+      return cluster.cpuVendor == "intel" ? bw / kIntelPcieOverhead : bw;
+    }
+    case IntraNodeLink::kSharedMemory:
+      return intra.bandwidthGBps;
+  }
+  return 0;
+}
+
+// GB/s of one NIC path: the NIC port (Mb/s ÷ 8000) behind the GPU's PCIe x16 link.
+double nicPathGBps(const ClusterSpec& cluster) {
+  return std::min(cluster.interNode.nicGbps / 8.0, pcieX16GBps(cluster.intraNode.pcieGen));
+}
+
+int fits(double capacity, double speed) {
+  return static_cast<int>(std::floor(capacity / speed + kEps));
+}
+
+struct Search {
+  int channels = 0;
+  double speed = 0;
+};
+
+// Largest channels × speed over the list; ties keep the higher speed (listed first).
+template <typename ChannelsAt>
+Search searchBest(std::span<const double> speeds, int maxChannels, ChannelsAt channelsAt) {
+  Search best;
+  for (double speed : speeds) {
+    int channels = std::min(maxChannels, channelsAt(speed));
+    if (channels < 1) continue;
+    if (channels * speed > best.channels * best.speed + kEps) best = {channels, speed};
+  }
+  return best;
+}
+
+Search dupChannels(Search s, GpuArch arch, int maxChannels) {
+  if (s.speed < kDupMinSpeed) return s;
+  if (isHopperOrLater(arch) && s.speed < kDupHopperMinSpeed && s.channels > kDupHopperMaxChannels) {
+    return s;
+  }
+  int doubled = std::min(2 * s.channels, maxChannels);
+  if (doubled == s.channels) return s;
+  return {doubled, s.speed / 2};
+}
+
+Status applyOverride(const NcclGraphOverride& o, const std::string& what, NcclGraph& graph) {
+  if (o.channels) graph.channels = *o.channels;
+  if (o.bwIntra) graph.bwIntraGBps = *o.bwIntra;
+  if (o.bwInter) graph.bwInterGBps = *o.bwInter;
+  if (o.pattern) graph.plainTreePattern = (*o.pattern == "tree");
+  if (graph.channels < 1 || graph.bwIntraGBps <= 0 || graph.bwInterGBps <= 0) {
+    return invalidArgument("NCCL " + what + " graph: " + std::to_string(graph.channels) +
+                           " channels × " + std::to_string(graph.bwIntraGBps) + "/" +
+                           std::to_string(graph.bwInterGBps) +
+                           " GB/s; expected at least one channel of positive speed");
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+StatusOr<NcclTopology> deriveNcclTopology(const ClusterSpec& cluster, const WorldLayout& layout,
+                                          const NcclConstants& constants) {
+  const GpuArch arch = cluster.device.arch;
+  const bool multiNode = layout.nodes > 1;
+  const int ppn = layout.gpusPerNode;
+  // The search hands out at most MAXCHANNELS/2 graph channels; connect.cc doubles them (§1.4).
+  const int searchMax = constants.maxChannels / 2;
+  const double intraCap = intraCapacityGBps(cluster);
+  const double nicPath = nicPathGBps(cluster);
+  const int nics = cluster.interNode.nicsPerNode;
+
+  NcclTopology topo;
+  topo.intraNvlink = cluster.intraNode.type == IntraNodeLink::kNvSwitch ||
+                     cluster.intraNode.type == IntraNodeLink::kNvLink;
+  // §1.8: LL128 needs an intra-node path no worse than NVLink (our PCIe-only boxes fail that),
+  // compute capability ≥ 7.0, and a NIC path ≤ PXB (true for every layout we describe).
+  topo.ll128 = topo.intraNvlink && arch != GpuArch::kCpu;
+
+  Search ring;
+  if (!multiNode) {
+    ring = searchBest(intraSpeedList(arch), searchMax,
+                      [&](double s) { return fits(intraCap, s); });
+  } else {
+    ring = searchBest(interSpeedList(arch), searchMax, [&](double s) {
+      return std::min(nics * fits(nicPath, s), fits(intraCap, s));
+    });
+  }
+  if (ring.channels > 0) {
+    ring = dupChannels(ring, arch, searchMax);
+  } else if (!cluster.nccl.ring.channels || !cluster.nccl.ring.bwIntra ||
+             !cluster.nccl.ring.bwInter) {
+    return invalidArgument(cluster.origin + ": the NCCL topology search found no ring channel (" +
+                           "intra-node " + std::to_string(intraCap) + " GB/s, NIC path " +
+                           std::to_string(nicPath) + " GB/s); give nccl.ring explicitly");
+  }
+
+  topo.ring = {ring.channels, ring.speed, ring.speed, false};
+  RETURN_IF_ERROR(applyOverride(cluster.nccl.ring, "ring", topo.ring));
+  topo.tree = topo.ring;
+  topo.tree.plainTreePattern = false;
+  RETURN_IF_ERROR(applyOverride(cluster.nccl.tree, "tree", topo.tree));
+  topo.runtimeChannels = std::min(2 * topo.ring.channels, constants.maxChannels);
+
+  // NVLS graph (§1.8: NVSwitch and SM90+; §1.4 step C: at least two channels).
+  topo.nvlsGraph = isHopperOrLater(arch) && cluster.intraNode.type == IntraNodeLink::kNvSwitch &&
+                   cluster.intraNode.nvls && ppn >= 2;
+  if (topo.nvlsGraph) {
+    NcclGraph nvls;
+    nvls.channels = ppn;
+    if (!multiNode) {
+      nvls.bwInterGBps = intraSpeedList(arch).front();
+    } else {
+      for (double s : interSpeedList(arch)) {
+        if (nics * fits(nicPath, s) >= ppn) {
+          nvls.bwInterGBps = s;
+          break;
+        }
+      }
+    }
+    for (double s : intraSpeedList(arch)) {
+      if (s <= nvls.bwInterGBps + kEps && ppn * s <= intraCap + kEps) {
+        nvls.bwIntraGBps = s;
+        break;
+      }
+    }
+    if (nvls.bwIntraGBps <= 0 || nvls.bwInterGBps <= 0) {
+      topo.nvlsGraph = false;
+    } else {
+      topo.nvls = nvls;
+      RETURN_IF_ERROR(applyOverride(cluster.nccl.nvls, "nvls", topo.nvls));
+      if (topo.nvls.channels < 2) topo.nvlsGraph = false;
+    }
+  }
+  // §1.8: NVLS CTAs — 16 on Hopper, 24 on one Blackwell node, 32 across Blackwell nodes.
+  topo.nvlsCtas = arch == GpuArch::kBlackwell ? (multiNode ? 32 : 24) : 16;
+  return topo;
+}
+
+}  // namespace ddpscope::sim::nccl
