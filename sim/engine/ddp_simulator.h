@@ -2,15 +2,55 @@
 // cluster, driving the same ddp::Reducer state machine the runtime uses (launch order,
 // rebuilds and find_unused behaviour are PyTorch's by construction); it only adds time.
 //
-// Per iteration (ddp-semantics.md §3.15, §7): [buffer broadcast] → forward (+ graph traversal
-// with find_unused) → backward emitting per-parameter ready events in the model's
-// gradient-ready order → Reducer → copy/scale kernels (skipped with gradient_as_bucket_view)
-// → bucket collectives, strictly in order, on one serialized comm stream:
+// Per iteration (ddp-semantics.md §3.15, §7): [rebuild: 2 blocking broadcasts] → [buffer
+// broadcast] → forward (SyncBatchNorm: a blocking allreduce after each BatchNorm layer) → graph
+// traversal on the host (dynamic find_unused, synced steps) → backward, layers reversed, each
+// layer's parameters marked ready in its gradReadyOrder at the layer's backward end → Reducer →
+// copy/scale kernels on the compute stream (gradient_as_bucket_view: only the scale) → bucket
+// collectives, strictly in order, on one serialized comm stream:
 // comm_start(b) = max(launch(b), comm_end(b−1)) → used-map allreduce last (find_unused) →
-// finalize (wait, copy back) → optimizer. Iteration 1 uses the construction plan; the rebuild
-// (2 small broadcasts) happens at iteration 2 (3 with static_graph); no_sync K skips the
-// collectives of K−1 of every K steps; comm hooks change bytes; compute slows by the
-// contention factor while a collective is in flight.
+// finalize: per bucket in order the compute stream waits for the bucket's collective and copies
+// it back (one kernel per parameter, skipped with gradient_as_bucket_view), then waits for every
+// collective of the step (the used map) → optimizer (synced steps only: no_sync micro-steps only
+// accumulate). Iteration 1 uses the construction plan; the rebuild happens at iteration 2 (3 with
+// static_graph); no_sync K skips the collectives of K−1 of every K steps; comm hooks change bytes
+// (ddp::collectiveBytesForBucket; fp16/bf16 add a cast kernel per bucket; PowerSGD issues 3
+// sequential collectives per bucket, its matmuls are not modelled).
+//
+// Algorithm. The Reducer's decisions do not depend on time, only on the order of hooks, which is
+// fixed by the layer order. So each iteration is first turned into a *script* (compute-stream
+// ops, host ops, collective issues and waits, in stream order) by driving the Reducer, and the
+// script is then *timed*: every op starts when the compute stream is free; a collective k starts
+// at max over ranks of their issue times and the end of collective k−1 (one NCCL stream per
+// process group), lasts CommModel::estimate(bytes); blocking collectives (broadcasts, SyncBN)
+// hold the compute stream until they end.
+//
+// Contention (nccl-cost-model.md §5): while a collective is in flight on a rank, that rank's
+// compute-stream kernels (forward, backward, copies, optimizer) progress at 1/(1 + c) of their
+// speed. A kernel with w ns of work that starts at t is integrated piecewise over the rank's
+// busy intervals: outside them it does 1 ns of work per ns, inside them 1/(1 + c) — a kernel
+// straddling a boundary is slowed only for the overlapped part. Collectives themselves are not
+// slowed. Host work (graph traversal) is not slowed.
+//
+// All-ranks mode (options.allRanks): every rank replays its own script (ranks whose layers'
+// UsePattern.ranks agree share one Reducer and one script) with its compute times scaled by
+// 1 + U(−j, +j) per (rank, iteration) (j = jitterPercent / 100; U drawn from a seeded
+// std::mt19937_64 as (x >> 11) · 2⁻⁵³, portable across standard libraries) times (1 + s) for a
+// straggler. Ranks advance in lockstep by collective index: every rank runs to its issue of
+// collective k (contention from collectives < k is known by then), then collective k starts at
+// the latest arrival. An early rank's NCCL kernel starts at its own issue and spins until the
+// last rank arrives: its comm span (and the contention it causes) runs from
+// max(local issue, end of collective k−1) to the collective's end, as HTA would count it.
+// Symmetric fast path (default): only rank 0 is simulated (the same code with one rank).
+//
+// Complexity: O(L + P + C) per iteration and simulated rank (L layers, P parameters, C
+// collectives) plus O(P + B) Reducer work per iteration and usage class, with flat per-rank
+// arrays; recording a trace adds one span per op.
+//
+// Invariants: spans on each lane are disjoint (validateNesting passes); iterations of a rank are
+// back to back; every collective of an iteration ends before the iteration does; the summary's
+// overlap numbers equal traces::computeOverlap on rank 0 of the written timeline for the same
+// iteration windows; same inputs → byte-identical trace.
 #pragma once
 
 #include <cstdint>
@@ -23,9 +63,9 @@
 #include "base/status.h"
 #include "ddp/ddp_config.h"
 #include "models/model_spec.h"
+#include "sim/compute/compute_model.h"
 #include "sim/cost/cluster.h"
 #include "sim/cost/comm_model.h"
-#include "sim/compute/compute_model.h"
 #include "traces/timeline.h"
 
 namespace ddpscope::sim {
@@ -36,44 +76,64 @@ struct SimOptions {
   models::ModelInputs inputs;      // zero fields = the model's defaults
   ddp::DdpConfig ddp;              // worldSize is overwritten from the layout
   std::string dtype = "bf16";      // compute dtype for the roofline: fp32, tf32, bf16, fp16
-  int iterations = 4;              // simulated iterations (≥ 1); steady state = the last one
+  // Simulated iterations. 0 = automatic: defaultIterations(ddp). An explicit value must be
+  // ≥ minIterations(ddp) (InvalidArgument otherwise).
+  int iterations = 0;
   bool syncBatchNorm = false;      // SyncBatchNorm: a blocking small allreduce per BN layer
-  std::optional<double> contentionSlowdown;  // nullopt = the cluster's value
+  std::optional<double> contentionSlowdown;  // nullopt = the cluster's value (simulate())
   Strategy strategy = Strategy::kDdp;
   // All-ranks mode: every rank simulated; each rank's compute is scaled by a seeded factor
-  // 1 + U(−jitter, +jitter); stragglers (rank, slowdown fraction) are slower every iteration; a
-  // collective starts when its last rank arrives. Otherwise one rank is simulated (symmetric).
+  // 1 + U(−jitter, +jitter); stragglers (rank, slowdown fraction, e.g. 0.2 = 20 % slower) are
+  // slower every iteration; a collective starts when its last rank arrives. Otherwise one rank is
+  // simulated (symmetric) and jitter/stragglers must be left empty (InvalidArgument).
   bool allRanks = false;
-  double jitterPercent = 0;
+  double jitterPercent = 0;        // percent: 5 = ±5 %
   uint64_t seed = 1;
   std::vector<std::pair<int, double>> stragglers;
   bool recordTrace = true;         // false: metrics only (sweeps)
+  // nn.DataParallel only: host time to launch one layer's kernels on one replica (Python threads
+  // under the GIL serialize these launches across replicas).
+  Nanos dataParallelLaunchOverhead = Nanos::fromMicros(5);
 };
 
+// One iteration as rank 0 saw it (its window [start, start + stepTime) on the timeline).
 struct IterationSummary {
   int64_t index = 0;        // 1-based
   Nanos start;
-  Nanos stepTime;
-  Nanos forward;            // forward compute span
-  Nanos backward;           // backward compute span (first backward op start → last end)
-  Nanos comm;               // |∪ communication| in the iteration (rank 0)
-  Nanos exposedComm;        // comm not overlapped by compute
-  double overlapPercent = 0;
+  Nanos stepTime;           // rank 0: iteration end − start
+  Nanos maxRankStepTime;    // slowest simulated rank's step time (== stepTime in the fast path)
+  Nanos forward;            // first forward kernel start → last forward kernel end
+  Nanos backward;           // first backward kernel start → last backward kernel end
+  Nanos optimizer;          // optimizer kernel (0 in a no_sync step)
+  Nanos comm;               // |∪ communication| in the window
+  Nanos exposedComm;        // comm not overlapped by computation
+  Nanos overlapped;         // |∪ computation ∩ ∪ communication|
+  Nanos idle;               // window − |∪ all device spans (computation, copies, comm)|
+  double overlapPercent = 0;  // 100 · overlapped / comm (0 without comm), HTA definition
   bool synced = true;       // false for no_sync steps
-  int collectives = 0;      // collectives issued in the iteration (bucket + used-map + bcast)
-  std::vector<std::string> collectiveSequence;  // e.g. "allreduce:14889448", "broadcast:13"
+  bool rebuilt = false;     // the rebuild broadcasts ran at this iteration's forward
+  int collectives = 0;      // collectives issued (bucket parts + used map + bcasts + SyncBN)
+  // In issue order, "<kind>:<bytes>" with kind one of allreduce, used_map_allreduce, broadcast,
+  // syncbn_allreduce (DataParallel: scatter, broadcast, reduce). E.g. "allreduce:59557792".
+  std::vector<std::string> collectiveSequence;
 };
 
 struct SimSummary {
-  Nanos stepTime;           // steady state: mean over synced+unsynced steps of the last K
-  Nanos firstIteration;     // iteration 1
+  // Steady state = the last max(K, 1) iterations (K = no_sync period: one accumulation cycle).
+  Nanos stepTime;           // mean of maxRankStepTime over the steady iterations
+  Nanos firstIteration;     // iteration 1 (maxRankStepTime)
+  // Means over the steady iterations of rank 0's IterationSummary fields.
   Nanos forward, backward, optimizer;
   Nanos comm, exposedComm, overlapped, idle;
-  double overlapPercent = 0;  // HTA definition on the steady-state iterations
-  int numBuckets = 0;         // steady-state plan
+  double overlapPercent = 0;  // 100 · Σ overlapped / Σ comm over the steady iterations (rank 0)
+  int numBuckets = 0;         // steady-state plan (0 for DataParallel)
   std::vector<int64_t> bucketBytes;
   std::vector<IterationSummary> iterations;
+  int64_t firstSteadyIteration = 0;  // 1-based index of the first steady iteration
+  int steadyIterations = 0;
   int worldSize = 1;
+  int simulatedRanks = 1;     // 1 in the fast path, worldSize in all-ranks mode
+  std::vector<std::string> warnings;  // the Reducer's warn-once messages (W2)
 };
 
 struct SimResult {
@@ -81,12 +141,34 @@ struct SimResult {
   traces::Timeline timeline;  // empty when !options.recordTrace
 };
 
-// Simulates with explicit models (tests pass idealised ones).
+// Fewest iterations that reach steady state: rebuildIteration + K (K = no_sync period; the
+// rebuild iteration is 0 when buckets are never rebuilt).
+int minIterations(const ddp::DdpConfig& config);
+// The automatic iteration count: max(4, rebuildIteration + 2K).
+int defaultIterations(const ddp::DdpConfig& config);
+
+// Simulates DDP with explicit models (tests pass idealised ones). `contentionSlowdown` is c ≥ 0
+// (0.15 = compute 15 % slower while a collective is in flight). comm.worldSize() should equal
+// layout.worldSize().
 StatusOr<SimResult> simulateDdp(const models::ModelSpec& model, const WorldLayout& layout,
                                 const SimOptions& options, const ComputeModel& compute,
                                 const CommModel& comm, double contentionSlowdown);
 
-// Builds the roofline and comm models from the cluster and runs the strategy asked for.
+// Simulates single-process nn.DataParallel over the layout's one node (InvalidArgument when
+// layout.nodes > 1). Per iteration: scatter the inputs (costed as a broadcast of one replica's
+// input bytes), replicate the parameters and buffers from device 0 (a blocking broadcast of all
+// of them), forward on every replica with kernel launches serialized by the GIL
+// (options.dataParallelLaunchOverhead per layer per replica), backward in parallel (autograd's
+// device threads hold no GIL), then the reduction of every gradient to device 0 (costed as a
+// broadcast of all gradient bytes: NCCL runs reduce and broadcast as the same pipelined chain)
+// with no overlap, then the optimizer on device 0. Each replica gets options.inputs.batch
+// samples (the same per-GPU work as DDP). The timeline shows device 0 (pid 0).
+StatusOr<SimResult> simulateDataParallel(const models::ModelSpec& model, const WorldLayout& layout,
+                                         const SimOptions& options, const ComputeModel& compute,
+                                         const CommModel& comm);
+
+// Builds the roofline and comm models from the cluster and runs the strategy asked for; the
+// timeline's metadata gains "cluster".
 StatusOr<SimResult> simulate(const models::ModelSpec& model, const ClusterSpec& cluster,
                              const WorldLayout& layout, const SimOptions& options);
 

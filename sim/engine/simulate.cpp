@@ -1,0 +1,28 @@
+// simulate(): the entry point the CLI and the GUI use — real cost models from a ClusterSpec.
+// Kept in its own translation unit so that tests of simulateDdp with idealised models do not
+// pull in the cost-model libraries.
+#include <memory>
+
+#include "sim/engine/ddp_simulator.h"
+
+namespace ddpscope::sim {
+
+StatusOr<SimResult> simulate(const models::ModelSpec& model, const ClusterSpec& cluster,
+                             const WorldLayout& layout, const SimOptions& options) {
+  ASSIGN_OR_RETURN(std::unique_ptr<ComputeModel> compute,
+                   makeRooflineComputeModel(cluster.device, options.dtype));
+  ASSIGN_OR_RETURN(std::unique_ptr<CommModel> comm, makeCommModel(cluster, layout));
+  StatusOr<SimResult> result = Status(StatusCode::kInternal, "unreachable");
+  if (options.strategy == Strategy::kDataParallel) {
+    result = simulateDataParallel(model, layout, options, *compute, *comm);
+  } else {
+    const double contention = options.contentionSlowdown.value_or(cluster.contentionSlowdown);
+    result = simulateDdp(model, layout, options, *compute, *comm, contention);
+  }
+  if (result.isOk() && options.recordTrace) {
+    result->timeline.mutableMetadata().set("cluster", cluster.name);
+  }
+  return result;
+}
+
+}  // namespace ddpscope::sim

@@ -1,0 +1,736 @@
+#include "sim/engine/ddp_simulator.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "ddp/bucket_plan.h"
+#include "models/zoo.h"
+#include "sim/engine/sim_internal.h"
+#include "tests/sim/engine/sim_test_models.h"
+#include "traces/chrome_writer.h"
+#include "traces/overlap.h"
+
+namespace ddpscope::sim {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
+using testing::AlphaBetaCommModel;
+using testing::FixedComputeModel;
+using traces::Category;
+
+constexpr double kNoContention = 0.0;
+
+WorldLayout layoutOf(int nodes, int gpus) {
+  WorldLayout layout;
+  layout.nodes = nodes;
+  layout.gpusPerNode = gpus;
+  return layout;
+}
+
+SimResult run(const models::ModelSpec& model, const SimOptions& options,
+              const ComputeModel& compute, const CommModel& comm, double contention,
+              WorldLayout layout = layoutOf(1, 8)) {
+  StatusOr<SimResult> result = simulateDdp(model, layout, options, compute, comm, contention);
+  EXPECT_TRUE(result.isOk()) << result.status().toString();
+  if (!result.isOk()) return {};
+  return std::move(result).value();
+}
+
+std::vector<const traces::Span*> spansOf(const traces::Timeline& timeline, int rank,
+                                         Category category) {
+  std::vector<const traces::Span*> out;
+  const traces::RankTrack& track = timeline.rank(*timeline.findRank(rank));
+  for (const traces::Lane& lane : track.lanes) {
+    for (const traces::Span& span : lane.spans) {
+      if (span.category == category) out.push_back(&span);
+    }
+  }
+  return out;
+}
+
+std::vector<const traces::Span*> spansInIteration(const traces::Timeline& timeline, int rank,
+                                                  Category category, int64_t iteration) {
+  std::vector<const traces::Span*> out;
+  for (const traces::Span* span : spansOf(timeline, rank, category)) {
+    if (span->args.getInt(traces::kArgIteration) == iteration) out.push_back(span);
+  }
+  return out;
+}
+
+int64_t sumCopyTimes(const models::ModelSpec& model, const ComputeModel& compute) {
+  int64_t total = 0;
+  for (const models::ParamSpec& param : model.params) total += compute.copyTime(param.bytes()).count();
+  return total;
+}
+
+// ---- time ---------------------------------------------------------------------------------
+
+TEST(DdpSimulatorTest, InfiniteBandwidthStepEqualsCompute) {
+  const models::ModelSpec model = testing::specMlp();
+  FixedComputeModel compute;
+  compute.copyFixedNs = 7;
+  compute.copyBytesPerNs = 1000;
+  AlphaBetaCommModel comm(8, 0, 0);  // zero latency, infinite bandwidth
+  SimOptions options;
+  options.recordTrace = false;
+  const SimResult result = run(model, options, compute, comm, /*contention=*/0.5);
+  const int64_t layers = static_cast<int64_t>(model.layers.size());
+  // forward + backward + copy into the bucket and back per parameter + optimizer.
+  const int64_t expected = layers * (compute.forwardNs + compute.backwardNs) +
+                           2 * sumCopyTimes(model, compute) + compute.optimizerNs;
+  ASSERT_EQ(result.summary.iterations.size(), 4u);
+  for (const IterationSummary& it : result.summary.iterations) {
+    EXPECT_EQ(it.stepTime.count(), expected) << "iteration " << it.index;
+    EXPECT_EQ(it.exposedComm.count(), 0);
+  }
+  EXPECT_EQ(result.summary.stepTime.count(), expected);
+  EXPECT_EQ(result.summary.firstIteration.count(), expected);
+}
+
+TEST(DdpSimulatorTest, GradientAsBucketViewSkipsCopiesAfterFirstIteration) {
+  const models::ModelSpec model = testing::specMlp();
+  FixedComputeModel compute;
+  compute.copyFixedNs = 100;
+  AlphaBetaCommModel comm(8, 0, 0);
+  SimOptions options;
+  options.recordTrace = false;
+  options.ddp.gradientAsBucketView = true;
+  const SimResult result = run(model, options, compute, comm, kNoContention);
+  const int64_t compute1 = 6 * (1000 + 2000) + 500;
+  const int64_t params = static_cast<int64_t>(model.params.size());
+  // Iteration 1: a real copy per parameter (then .grad points at the view), no copy back;
+  // later: only the in-place 1/world scale per parameter.
+  EXPECT_EQ(result.summary.iterations[0].stepTime.count(), compute1 + params * 100);
+  EXPECT_EQ(result.summary.stepTime.count(), compute1 + params * 100);
+  // With a comm hook the scale is 1: nothing at all runs.
+  options.ddp.commHook.kind = ddp::CommHookKind::kAllreduce;
+  const SimResult hooked = run(model, options, compute, comm, kNoContention);
+  EXPECT_EQ(hooked.summary.stepTime.count(), compute1);
+}
+
+TEST(DdpSimulatorTest, SingleBucketHasNoOverlap) {
+  const models::ModelSpec model = testing::uniformMlp(8, 1024);
+  FixedComputeModel compute;
+  AlphaBetaCommModel comm(8, 20000, 10.0);
+  SimOptions options;
+  options.ddp.setBucketCapMb(100000);  // user cap ⇒ [cap, cap] after the rebuild: one bucket
+  const SimResult result = run(model, options, compute, comm, 0.2);
+  EXPECT_EQ(result.summary.numBuckets, 1);
+  EXPECT_EQ(result.summary.overlapPercent, 0.0);
+  EXPECT_EQ(result.summary.overlapped.count(), 0);
+  EXPECT_GT(result.summary.comm.count(), 0);
+  EXPECT_EQ(result.summary.exposedComm, result.summary.comm);
+  const int64_t last = result.summary.iterations.back().index;
+  const auto backward = spansInIteration(result.timeline, 0, Category::kBackward, last);
+  const auto allreduce = spansInIteration(result.timeline, 0, Category::kAllreduce, last);
+  ASSERT_EQ(allreduce.size(), 1u);
+  Nanos backwardEnd;
+  for (const traces::Span* span : backward) backwardEnd = maxNanos(backwardEnd, span->end());
+  EXPECT_GE(allreduce[0]->start, backwardEnd);
+}
+
+TEST(DdpSimulatorTest, ContentionSlowsOnlyTheOverlappedPart) {
+  // Two layers, one bucket each after the rebuild. In the steady iteration the allreduce of the
+  // last layer's bucket (launched at its backward end) overlaps the first layer's backward.
+  models::ModelSpec model = testing::uniformMlp(2, 1024);  // 4 MiB + 4 KiB per layer
+  FixedComputeModel compute;
+  compute.backwardNs = 10000;
+  compute.optimizerNs = 0;
+  SimOptions options;
+  options.ddp.setBucketCapMb(1);  // [1 MiB, 1 MiB]: each layer's weight closes a bucket
+  const double contention = 1.0;  // half speed while a collective runs
+  for (int64_t allreduceNs : {4000, 30000}) {
+    AlphaBetaCommModel comm(8, allreduceNs, 0);
+    const SimResult result = run(model, options, compute, comm, contention);
+    ASSERT_EQ(result.summary.numBuckets, 2);
+    const int64_t last = result.summary.iterations.back().index;
+    const auto backward = spansInIteration(result.timeline, 0, Category::kBackward, last);
+    ASSERT_EQ(backward.size(), 2u);
+    const traces::Span& fc0 = *backward[1];  // reversed order: fc1 first, then fc0
+    EXPECT_EQ(fc0.name, "fc0");
+    // 4 µs of comm: 4 µs at half speed do 2 µs of work, 8 µs remain: 12 µs. 30 µs: 20 µs.
+    const int64_t expected = allreduceNs < 20000 ? allreduceNs + (10000 - allreduceNs / 2) : 20000;
+    EXPECT_EQ(fc0.duration.count(), expected) << "allreduce " << allreduceNs;
+  }
+}
+
+TEST(DdpSimulatorTest, MoreBandwidthNeverSlower) {
+  const models::ModelSpec model = testing::uniformMlp(24, 1024);
+  FixedComputeModel compute;
+  compute.copyFixedNs = 300;
+  SimOptions options;
+  options.recordTrace = false;
+  for (double contention : {0.0, 0.15, 0.5}) {
+    for (double cap : {1.0, 5.0, 25.0}) {
+      options.ddp.setBucketCapMb(cap);
+      Nanos previous = Nanos::max();
+      for (double bandwidth : {0.5, 1.0, 2.0, 5.0, 10.0, 25.0, 50.0, 100.0, 400.0, 0.0}) {
+        AlphaBetaCommModel comm(16, 5000, bandwidth);
+        const SimResult result = run(model, options, compute, comm, contention, layoutOf(2, 8));
+        EXPECT_LE(result.summary.stepTime, previous)
+            << "bandwidth " << bandwidth << " cap " << cap << " contention " << contention;
+        EXPECT_GE(result.summary.exposedComm.count(), 0);
+        EXPECT_GE(result.summary.idle.count(), 0);
+        previous = result.summary.stepTime;
+      }
+    }
+  }
+}
+
+TEST(DdpSimulatorTest, ExposedCommNeverNegativeAcrossConfigs) {
+  const models::ModelSpec model = testing::specMlp();
+  FixedComputeModel compute;
+  compute.copyFixedNs = 50;
+  AlphaBetaCommModel comm(8, 3000, 5.0);
+  for (bool findUnused : {false, true}) {
+    for (bool staticGraph : {false, true}) {
+      for (int64_t k : {1, 3}) {
+        SimOptions options;
+        options.recordTrace = false;
+        options.ddp.findUnusedParameters = findUnused;
+        options.ddp.staticGraph = staticGraph;
+        options.ddp.noSyncPeriod = k;
+        const SimResult result = run(model, options, compute, comm, 0.15);
+        for (const IterationSummary& it : result.summary.iterations) {
+          EXPECT_GE(it.exposedComm.count(), 0);
+          EXPECT_LE(it.overlapped, it.comm);
+          EXPECT_GE(it.idle.count(), 0);
+          EXPECT_GE(it.overlapPercent, 0.0);
+          EXPECT_LE(it.overlapPercent, 100.0);
+        }
+      }
+    }
+  }
+}
+
+// ---- trace --------------------------------------------------------------------------------
+
+void expectSummaryMatchesTrace(const SimResult& result) {
+  ASSERT_TRUE(result.timeline.validateNesting().isOk())
+      << result.timeline.validateNesting().toString();
+  const std::vector<traces::RankOverlap> overlap = traces::computeOverlap(result.timeline);
+  ASSERT_FALSE(overlap.empty());
+  const traces::RankOverlap& rank0 = overlap.front();
+  ASSERT_EQ(rank0.iterations.size(), result.summary.iterations.size());
+  int64_t comm = 0;
+  int64_t overlapped = 0;
+  for (size_t i = 0; i < rank0.iterations.size(); ++i) {
+    const traces::IterationOverlap& traced = rank0.iterations[i];
+    const IterationSummary& simulated = result.summary.iterations[i];
+    EXPECT_EQ(traced.index, simulated.index);
+    EXPECT_EQ(traced.start, simulated.start);
+    EXPECT_EQ(traced.stepTime, simulated.stepTime);
+    EXPECT_EQ(traced.stats.comm, simulated.comm);
+    EXPECT_EQ(traced.stats.overlapped, simulated.overlapped);
+    EXPECT_EQ(traced.stats.overlapPercent, simulated.overlapPercent);
+    if (simulated.index >= result.summary.firstSteadyIteration) {
+      comm += traced.stats.comm.count();
+      overlapped += traced.stats.overlapped.count();
+    }
+  }
+  const double percent = comm > 0 ? 100.0 * static_cast<double>(overlapped) /
+                                        static_cast<double>(comm)
+                                  : 0.0;
+  EXPECT_EQ(result.summary.overlapPercent, percent);
+}
+
+TEST(DdpSimulatorTest, OverlapPercentEqualsComputeOverlapOnTrace) {
+  const models::ModelSpec model = testing::uniformMlp(16, 1024);
+  FixedComputeModel compute;
+  compute.copyFixedNs = 200;
+  AlphaBetaCommModel comm(16, 8000, 8.0);
+  SimOptions options;
+  options.ddp.setBucketCapMb(5);
+  const SimResult result = run(model, options, compute, comm, 0.15, layoutOf(2, 8));
+  EXPECT_GT(result.summary.overlapPercent, 0.0);
+  EXPECT_LT(result.summary.overlapPercent, 100.0);
+  expectSummaryMatchesTrace(result);
+
+  options.ddp.noSyncPeriod = 2;
+  options.ddp.findUnusedParameters = true;
+  expectSummaryMatchesTrace(run(model, options, compute, comm, 0.15, layoutOf(2, 8)));
+}
+
+TEST(DdpSimulatorTest, TraceHasLanesFlowsAndMetadata) {
+  const models::ModelSpec model = testing::specMlp();
+  FixedComputeModel compute;
+  AlphaBetaCommModel comm(8, 1000, 10.0);
+  SimOptions options;
+  const SimResult result = run(model, options, compute, comm, 0.15);
+  const traces::Timeline& timeline = result.timeline;
+  ASSERT_EQ(timeline.rankCount(), 1);
+  const traces::RankTrack& track = timeline.rank(0);
+  ASSERT_GE(track.lanes.size(), 4u);
+  EXPECT_EQ(track.lanes[0].name, "compute");
+  EXPECT_EQ(track.lanes[0].kind, traces::LaneKind::kCompute);
+  EXPECT_EQ(track.lanes[1].name, "comm");
+  EXPECT_EQ(track.lanes[1].kind, traces::LaneKind::kComm);
+  EXPECT_EQ(track.lanes[2].name, "host");
+  EXPECT_EQ(timeline.iterations(0).size(), 4u);
+  for (const char* key : {"model", "world_size", "bucket_cap_mb", "find_unused", "static_graph",
+                          "no_sync", "comm_hook"}) {
+    EXPECT_TRUE(timeline.metadata().contains(key)) << key;
+  }
+  // One flow per bucket allreduce, from the last ready parameter's backward end to the start.
+  const auto allreduces = spansOf(timeline, 0, Category::kAllreduce);
+  ASSERT_EQ(timeline.flows().size(), allreduces.size());
+  for (size_t i = 0; i < allreduces.size(); ++i) {
+    const traces::Flow& flow = timeline.flows()[i];
+    EXPECT_EQ(flow.to.time, allreduces[i]->start);
+    EXPECT_LE(flow.from.time, flow.to.time);
+    EXPECT_EQ(flow.from.lane, 0);
+    EXPECT_EQ(flow.to.lane, 1);
+    const auto bucket = allreduces[i]->args.getInt(traces::kArgBucket);
+    ASSERT_TRUE(bucket.has_value());
+    EXPECT_TRUE(allreduces[i]->args.getInt(traces::kArgBytes).has_value());
+    EXPECT_TRUE(allreduces[i]->args.getString("algorithm").has_value());
+    EXPECT_TRUE(allreduces[i]->args.getDouble("busbw_gbps").has_value());
+    // The flow starts at the end of a backward span.
+    bool atBackwardEnd = false;
+    for (const traces::Span* span : spansOf(timeline, 0, Category::kBackward)) {
+      atBackwardEnd |= span->end() == flow.from.time;
+    }
+    EXPECT_TRUE(atBackwardEnd) << "flow " << i;
+  }
+  EXPECT_TRUE(timeline.validateNesting().isOk());
+}
+
+TEST(DdpSimulatorTest, IdenticalInputsGiveByteIdenticalTrace) {
+  const models::ModelSpec model = testing::uniformMlp(12, 512);
+  FixedComputeModel compute;
+  compute.copyFixedNs = 100;
+  AlphaBetaCommModel comm(16, 5000, 3.0);
+  SimOptions options;
+  options.ddp.setBucketCapMb(2);
+  options.allRanks = true;
+  options.jitterPercent = 5;
+  options.seed = 42;
+  const SimResult a = run(model, options, compute, comm, 0.15, layoutOf(2, 8));
+  const SimResult b = run(model, options, compute, comm, 0.15, layoutOf(2, 8));
+  const std::string textA = traces::chromeTraceToString(a.timeline);
+  EXPECT_EQ(textA, traces::chromeTraceToString(b.timeline));
+  EXPECT_GT(textA.size(), 1000u);
+  EXPECT_TRUE(a.timeline.validateNesting().isOk()) << a.timeline.validateNesting().toString();
+  options.seed = 43;
+  const SimResult c = run(model, options, compute, comm, 0.15, layoutOf(2, 8));
+  EXPECT_NE(textA, traces::chromeTraceToString(c.timeline));
+}
+
+// ---- DDP semantics ------------------------------------------------------------------------
+
+std::vector<std::vector<std::string>> sequences(const SimResult& result) {
+  std::vector<std::vector<std::string>> out;
+  for (const IterationSummary& it : result.summary.iterations) out.push_back(it.collectiveSequence);
+  return out;
+}
+
+std::string ar(int64_t elements) { return "allreduce:" + std::to_string(4 * elements); }
+std::string bcast(int64_t int32s) { return "broadcast:" + std::to_string(4 * int32s); }
+std::string usedMap(int64_t params) { return "used_map_allreduce:" + std::to_string(4 * params); }
+
+TEST(DdpSimulatorTest, SpecMlpHasSpecSizes) {
+  const models::ModelSpec model = testing::specMlp();
+  EXPECT_EQ(model.numTensors(), 12);
+  EXPECT_EQ(model.numParams(), 14889448);
+}
+
+TEST(DdpSimulatorTest, CollectiveSequenceFindUnusedFalseMatchesSpec) {
+  // ddp-semantics.md §3.15 row 1.
+  FixedComputeModel compute;
+  AlphaBetaCommModel comm(2, 1000, 10.0);
+  SimOptions options;
+  options.iterations = 4;
+  const SimResult result = run(testing::specMlp(), options, compute, comm, 0.15, layoutOf(1, 2));
+  const std::vector<std::string> steady = {ar(8193000), ar(6564864), ar(131584)};
+  std::vector<std::string> second = {bcast(13), bcast(3)};
+  second.insert(second.end(), steady.begin(), steady.end());
+  EXPECT_THAT(sequences(result), ElementsAre(ElementsAre(ar(14889448)), ElementsAreArray(second),
+                                             ElementsAreArray(steady), ElementsAreArray(steady)));
+  EXPECT_FALSE(result.summary.iterations[0].rebuilt);
+  EXPECT_TRUE(result.summary.iterations[1].rebuilt);
+  EXPECT_EQ(result.summary.numBuckets, 3);
+  EXPECT_THAT(result.summary.bucketBytes, ElementsAre(32772000, 26259456, 526336));
+}
+
+TEST(DdpSimulatorTest, CollectiveSequenceFindUnusedTrueMatchesSpec) {
+  // §3.15 row 2: the construction buckets forever, the used map last, never rebuilt.
+  FixedComputeModel compute;
+  AlphaBetaCommModel comm(2, 1000, 10.0);
+  SimOptions options;
+  options.ddp.findUnusedParameters = true;
+  const SimResult result = run(testing::specMlp(), options, compute, comm, 0.15, layoutOf(1, 2));
+  const std::vector<std::string> each = {ar(1000), ar(14494720), ar(393728), usedMap(12)};
+  for (const auto& sequence : sequences(result)) EXPECT_THAT(sequence, ElementsAreArray(each));
+  for (const IterationSummary& it : result.summary.iterations) EXPECT_FALSE(it.rebuilt);
+}
+
+TEST(DdpSimulatorTest, CollectiveSequenceStaticGraphMatchesSpec) {
+  // §3.15 row 3.
+  FixedComputeModel compute;
+  AlphaBetaCommModel comm(2, 1000, 10.0);
+  SimOptions options;
+  options.ddp.staticGraph = true;
+  const SimResult result = run(testing::specMlp(), options, compute, comm, 0.15, layoutOf(1, 2));
+  ASSERT_EQ(result.summary.iterations.size(), 5u);  // default: max(4, 3 + 2)
+  const std::vector<std::string> steady = {ar(8193000), ar(6564864), ar(131584)};
+  std::vector<std::string> third = {bcast(13), bcast(3)};
+  third.insert(third.end(), steady.begin(), steady.end());
+  EXPECT_THAT(sequences(result),
+              ElementsAre(ElementsAre(usedMap(12), ar(14889448)), ElementsAre(ar(14889448)),
+                          ElementsAreArray(third), ElementsAreArray(steady),
+                          ElementsAreArray(steady)));
+  EXPECT_EQ(result.summary.firstSteadyIteration, 5);
+}
+
+TEST(DdpSimulatorTest, StaticGraphFirstIterationHasNoOverlap) {
+  FixedComputeModel compute;
+  AlphaBetaCommModel comm(8, 1000, 1.0);
+  SimOptions options;
+  options.ddp.staticGraph = true;
+  const SimResult result = run(testing::specMlp(), options, compute, comm, 0.15);
+  EXPECT_EQ(result.summary.iterations[0].overlapped.count(), 0);
+  EXPECT_GT(result.summary.iterations[0].comm.count(), 0);
+}
+
+TEST(DdpSimulatorTest, FindUnusedAddsTraversalAndUsedMapAndNeverRebuilds) {
+  const models::ModelSpec model = testing::specMlp();
+  FixedComputeModel compute;
+  compute.copyFixedNs = 10;
+  AlphaBetaCommModel infinite(8, 0, 0);
+  SimOptions options;
+  options.recordTrace = false;
+  const SimResult off = run(model, options, compute, infinite, 0.15);
+  options.ddp.findUnusedParameters = true;
+  const SimResult on = run(model, options, compute, infinite, 0.15);
+  const int64_t nodes = static_cast<int64_t>(model.layers.size() + model.params.size());
+  EXPECT_EQ(on.summary.stepTime - off.summary.stepTime,
+            Nanos(nodes * compute.traversalNsPerNode));
+  for (const IterationSummary& it : on.summary.iterations) {
+    ASSERT_FALSE(it.collectiveSequence.empty());
+    EXPECT_EQ(it.collectiveSequence.back(), usedMap(12));
+    EXPECT_EQ(std::count_if(it.collectiveSequence.begin(), it.collectiveSequence.end(),
+                            [](const std::string& s) { return s.rfind("used_map", 0) == 0; }),
+              1);
+    EXPECT_FALSE(it.rebuilt);
+    for (const std::string& entry : it.collectiveSequence) {
+      EXPECT_EQ(entry.rfind("broadcast", 0), std::string::npos) << entry;
+    }
+  }
+  // With a real network the used map is the last span on the comm lane of every iteration.
+  AlphaBetaCommModel comm(8, 2000, 5.0);
+  options.recordTrace = true;
+  const SimResult traced = run(model, options, compute, comm, 0.15);
+  const auto maps = spansOf(traced.timeline, 0, Category::kUsedMapAllreduce);
+  ASSERT_EQ(maps.size(), 4u);
+  for (const traces::Span* span : spansOf(traced.timeline, 0, Category::kAllreduce)) {
+    const auto it = span->args.getInt(traces::kArgIteration);
+    EXPECT_LE(span->end(), maps[static_cast<size_t>(*it - 1)]->start);
+  }
+  const auto hosts = traced.timeline.rank(0).lanes[2].spans;
+  EXPECT_EQ(hosts.size(), 4u);  // one traversal per synced iteration
+}
+
+TEST(DdpSimulatorTest, NoSyncSkipsCollectivesForKMinusOneSteps) {
+  FixedComputeModel compute;
+  compute.copyFixedNs = 10;
+  AlphaBetaCommModel comm(8, 1000, 10.0);
+  SimOptions options;
+  options.ddp.noSyncPeriod = 4;
+  const SimResult result = run(testing::specMlp(), options, compute, comm, 0.15);
+  // rebuild at iteration 5 (the forward after the first synced backward); default 5 + 8 = 13.
+  ASSERT_EQ(result.summary.iterations.size(), 13u);
+  for (const IterationSummary& it : result.summary.iterations) {
+    const bool synced = it.index % 4 == 0;
+    EXPECT_EQ(it.synced, synced) << it.index;
+    if (synced) {
+      EXPECT_FALSE(it.collectiveSequence.empty());
+      EXPECT_GT(it.optimizer.count(), 0);
+    } else if (it.index != 5) {
+      EXPECT_TRUE(it.collectiveSequence.empty()) << it.index;
+      EXPECT_EQ(it.optimizer.count(), 0);  // gradient accumulation: no step
+    }
+    EXPECT_EQ(it.rebuilt, it.index == 5);
+  }
+  EXPECT_EQ(result.summary.steadyIterations, 4);
+  EXPECT_EQ(result.summary.firstSteadyIteration, 10);
+  // The steady step is the mean over one accumulation cycle.
+  int64_t total = 0;
+  for (int i = 9; i < 13; ++i) total += result.summary.iterations[static_cast<size_t>(i)].maxRankStepTime.count();
+  EXPECT_EQ(result.summary.stepTime.count(), total / 4);
+  // No copies in the no_sync steps.
+  for (const traces::Span* span : spansOf(result.timeline, 0, Category::kCopy)) {
+    EXPECT_EQ(*span->args.getInt(traces::kArgIteration) % 4, 0);
+  }
+}
+
+TEST(DdpSimulatorTest, Fp16HookHalvesBucketBytes) {
+  FixedComputeModel compute;
+  AlphaBetaCommModel comm(8, 1000, 10.0);
+  SimOptions options;
+  options.recordTrace = false;
+  const SimResult plain = run(testing::specMlp(), options, compute, comm, 0.15);
+  options.ddp.commHook.kind = ddp::CommHookKind::kFp16;
+  const SimResult fp16 = run(testing::specMlp(), options, compute, comm, 0.15);
+  const auto& a = plain.summary.iterations.back().collectiveSequence;
+  const auto& b = fp16.summary.iterations.back().collectiveSequence;
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    const int64_t bytesA = std::stoll(a[i].substr(a[i].find(':') + 1));
+    const int64_t bytesB = std::stoll(b[i].substr(b[i].find(':') + 1));
+    EXPECT_EQ(bytesA, 2 * bytesB);
+  }
+  EXPECT_LT(fp16.summary.comm, plain.summary.comm);
+}
+
+TEST(DdpSimulatorTest, PowerSgdIssuesThreeCollectivesPerBucket) {
+  FixedComputeModel compute;
+  AlphaBetaCommModel comm(8, 1000, 10.0);
+  SimOptions options;
+  options.recordTrace = false;
+  options.ddp.commHook.kind = ddp::CommHookKind::kPowerSgd;
+  options.ddp.commHook.powerSgdStartIter = 2;
+  options.iterations = 6;
+  const SimResult result = run(testing::specMlp(), options, compute, comm, 0.15);
+  EXPECT_EQ(result.summary.iterations.back().collectives, 3 * result.summary.numBuckets);
+  EXPECT_EQ(result.summary.iterations[0].collectives, 1);
+}
+
+TEST(DdpSimulatorTest, SyncBatchNormAddsBlockingAllreduces) {
+  StatusOr<models::ModelSpec> model = models::loadZooModel("resnet18");
+  ASSERT_TRUE(model.isOk()) << model.status().toString();
+  int batchNorms = 0;
+  for (const models::LayerSpec& layer : model->layers) batchNorms += layer.type == "BatchNorm2d";
+  ASSERT_GT(batchNorms, 0);
+  FixedComputeModel compute;
+  AlphaBetaCommModel comm(8, 1000, 10.0);
+  SimOptions options;
+  options.syncBatchNorm = true;
+  options.ddp.broadcastBuffers = false;
+  const SimResult result = run(*model, options, compute, comm, 0.15);
+  const auto& sequence = result.summary.iterations.back().collectiveSequence;
+  EXPECT_EQ(std::count_if(sequence.begin(), sequence.end(),
+                          [](const std::string& s) { return s.rfind("syncbn", 0) == 0; }),
+            2 * batchNorms);
+  EXPECT_TRUE(result.timeline.validateNesting().isOk());
+  options.syncBatchNorm = false;
+  options.recordTrace = false;
+  const SimResult plain = run(*model, options, compute, comm, 0.15);
+  EXPECT_GT(result.summary.stepTime, plain.summary.stepTime);
+}
+
+TEST(DdpSimulatorTest, BufferBroadcastEveryForwardAfterASyncedOne) {
+  StatusOr<models::ModelSpec> model = models::loadZooModel("resnet18");
+  ASSERT_TRUE(model.isOk());
+  FixedComputeModel compute;
+  AlphaBetaCommModel comm(8, 1000, 10.0);
+  SimOptions options;
+  options.recordTrace = false;
+  options.ddp.noSyncPeriod = 2;
+  const SimResult result = run(*model, options, compute, comm, 0.15);
+  // §3.10: a no_sync forward makes the next forward skip its broadcast; iteration 1 always.
+  for (const IterationSummary& it : result.summary.iterations) {
+    const bool broadcasts = !it.collectiveSequence.empty() &&
+                            it.collectiveSequence.front().rfind("broadcast", 0) == 0;
+    const bool expected = it.index == 1 || (it.index - 1) % 2 == 0;
+    EXPECT_EQ(broadcasts, expected) << it.index;
+  }
+}
+
+TEST(DdpSimulatorTest, ConditionalLayerNeedsFindUnused) {
+  models::ModelSpec model = testing::uniformMlp(4, 256);
+  model.layers[2].use = models::UsePattern{2, 0, {}};  // used in odd iterations only
+  FixedComputeModel compute;
+  compute.copyFixedNs = 10;
+  AlphaBetaCommModel comm(8, 1000, 10.0);
+  SimOptions options;
+  options.recordTrace = false;
+  // Without find_unused the Reducer raises E1 at the next forward.
+  StatusOr<SimResult> bad = simulateDdp(model, layoutOf(1, 8), options, compute, comm, 0.15);
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_THAT(bad.status().message(), ::testing::HasSubstr("Expected to have finished reduction"));
+  options.ddp.findUnusedParameters = true;
+  options.recordTrace = true;
+  const SimResult result = run(model, options, compute, comm, 0.15);
+  // Even iterations skip fc2: its forward/backward do not run and its slots are zero-filled.
+  EXPECT_EQ(spansInIteration(result.timeline, 0, Category::kForward, 2).size(), 3u);
+  EXPECT_EQ(spansInIteration(result.timeline, 0, Category::kForward, 1).size(), 4u);
+  int zeroFills = 0;
+  for (const traces::Span* span : spansInIteration(result.timeline, 0, Category::kCopy, 2)) {
+    zeroFills += span->name == "zero_bucket_slice";
+  }
+  EXPECT_EQ(zeroFills, 2);
+  EXPECT_EQ(result.summary.iterations[1].collectiveSequence,
+            result.summary.iterations[0].collectiveSequence);
+}
+
+// ---- iterations ---------------------------------------------------------------------------
+
+TEST(DdpSimulatorTest, IterationCountDefaultsAndValidation) {
+  ddp::DdpConfig config;
+  EXPECT_EQ(defaultIterations(config), 4);
+  EXPECT_EQ(minIterations(config), 3);
+  config.staticGraph = true;
+  EXPECT_EQ(defaultIterations(config), 5);
+  config.noSyncPeriod = 4;
+  EXPECT_EQ(defaultIterations(config), 9 + 8);
+  config = {};
+  config.findUnusedParameters = true;
+  EXPECT_EQ(minIterations(config), 1);
+
+  FixedComputeModel compute;
+  AlphaBetaCommModel comm(8, 0, 0);
+  SimOptions options;
+  options.iterations = 2;
+  StatusOr<SimResult> result =
+      simulateDdp(testing::specMlp(), layoutOf(1, 8), options, compute, comm, 0.15);
+  ASSERT_FALSE(result.isOk());
+  EXPECT_EQ(result.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(result.status().message(), ::testing::HasSubstr("at least 3"));
+  options.iterations = 3;
+  EXPECT_TRUE(simulateDdp(testing::specMlp(), layoutOf(1, 8), options, compute, comm, 0.15).isOk());
+}
+
+TEST(DdpSimulatorTest, RejectsBadOptions) {
+  FixedComputeModel compute;
+  AlphaBetaCommModel comm(8, 0, 0);
+  SimOptions options;
+  options.jitterPercent = 3;  // needs all-ranks mode
+  EXPECT_FALSE(simulateDdp(testing::specMlp(), layoutOf(1, 8), options, compute, comm, 0.1).isOk());
+  options = {};
+  options.allRanks = true;
+  options.stragglers = {{8, 0.5}};
+  EXPECT_FALSE(simulateDdp(testing::specMlp(), layoutOf(1, 8), options, compute, comm, 0.1).isOk());
+  options = {};
+  EXPECT_FALSE(simulateDdp(testing::specMlp(), layoutOf(1, 8), options, compute, comm, -1).isOk());
+  models::ModelSpec noLayers = testing::specMlp();
+  noLayers.layers.clear();
+  EXPECT_FALSE(simulateDdp(noLayers, layoutOf(1, 8), options, compute, comm, 0.1).isOk());
+}
+
+// ---- all ranks ----------------------------------------------------------------------------
+
+TEST(DdpSimulatorTest, AllRanksWithoutJitterEqualsFastPath) {
+  const models::ModelSpec model = testing::uniformMlp(16, 1024);
+  FixedComputeModel compute;
+  compute.copyFixedNs = 150;
+  AlphaBetaCommModel comm(16, 7000, 6.0);
+  SimOptions options;
+  options.ddp.setBucketCapMb(3);
+  const SimResult fast = run(model, options, compute, comm, 0.2, layoutOf(2, 8));
+  options.allRanks = true;
+  const SimResult all = run(model, options, compute, comm, 0.2, layoutOf(2, 8));
+  EXPECT_EQ(all.summary.simulatedRanks, 16);
+  EXPECT_EQ(all.timeline.rankCount(), 16);
+  EXPECT_EQ(all.summary.stepTime, fast.summary.stepTime);
+  EXPECT_EQ(all.summary.firstIteration, fast.summary.firstIteration);
+  EXPECT_EQ(all.summary.overlapPercent, fast.summary.overlapPercent);
+  for (size_t i = 0; i < fast.summary.iterations.size(); ++i) {
+    EXPECT_EQ(all.summary.iterations[i].stepTime, fast.summary.iterations[i].stepTime);
+    EXPECT_EQ(all.summary.iterations[i].maxRankStepTime, fast.summary.iterations[i].stepTime);
+  }
+  // Every rank's lanes equal rank 0's.
+  for (int r = 1; r < 16; ++r) {
+    for (size_t lane = 0; lane < 3; ++lane) {
+      EXPECT_EQ(all.timeline.rank(r).lanes[lane].spans, all.timeline.rank(0).lanes[lane].spans);
+    }
+  }
+}
+
+TEST(DdpSimulatorTest, StragglerDelaysEveryRanksCollectives) {
+  const models::ModelSpec model = testing::uniformMlp(16, 1024);
+  FixedComputeModel compute;
+  AlphaBetaCommModel comm(16, 7000, 6.0);
+  SimOptions options;
+  options.allRanks = true;
+  options.ddp.setBucketCapMb(3);
+  const SimResult even = run(model, options, compute, comm, 0.15, layoutOf(2, 8));
+  options.stragglers = {{5, 0.5}};
+  const SimResult slow = run(model, options, compute, comm, 0.15, layoutOf(2, 8));
+  EXPECT_GT(slow.summary.stepTime, even.summary.stepTime);
+  // Rank 0 is not slower itself, yet its collectives start later and its comm spans (waiting
+  // for rank 5) grow.
+  const int64_t last = slow.summary.iterations.back().index;
+  const auto evenAr = spansInIteration(even.timeline, 0, Category::kAllreduce, last);
+  const auto slowAr = spansInIteration(slow.timeline, 0, Category::kAllreduce, last);
+  ASSERT_EQ(evenAr.size(), slowAr.size());
+  const Nanos evenStart = even.summary.iterations.back().start;
+  const Nanos slowStart = slow.summary.iterations.back().start;
+  EXPECT_GT(slowAr.back()->end() - slowStart, evenAr.back()->end() - evenStart);
+  EXPECT_GT(slow.summary.iterations.back().comm, even.summary.iterations.back().comm);
+  // Collectives end at the same time on every rank.
+  const auto rank5 = spansInIteration(slow.timeline, 5, Category::kAllreduce, last);
+  ASSERT_EQ(rank5.size(), slowAr.size());
+  for (size_t i = 0; i < rank5.size(); ++i) {
+    EXPECT_EQ(rank5[i]->end(), slowAr[i]->end());
+    EXPECT_LE(rank5[i]->duration, slowAr[i]->duration);  // the straggler waits least
+  }
+  EXPECT_TRUE(slow.timeline.validateNesting().isOk());
+}
+
+TEST(DdpSimulatorTest, JitterIsSeededAndBounded) {
+  const models::ModelSpec model = testing::uniformMlp(8, 512);
+  FixedComputeModel compute;
+  AlphaBetaCommModel comm(8, 0, 0);
+  SimOptions options;
+  options.allRanks = true;
+  options.jitterPercent = 10;
+  options.recordTrace = true;
+  const SimResult result = run(model, options, compute, comm, 0.0);
+  // Infinite bandwidth: each rank's step is its own compute, scaled within ±10 %.
+  const int64_t nominal = 8 * 3000 + 500;
+  for (int r = 0; r < 8; ++r) {
+    for (const traces::Iteration& it : result.timeline.iterations(r)) {
+      EXPECT_GE(it.duration.count(), nominal * 9 / 10 - 8);
+      EXPECT_LE(it.duration.count(), nominal * 11 / 10 + 8);
+    }
+  }
+  EXPECT_NE(result.timeline.iterations(0)[3].duration, result.timeline.iterations(1)[3].duration);
+}
+
+TEST(DdpSimulatorTest, PerRankUsageClassesShareCollectives) {
+  models::ModelSpec model = testing::uniformMlp(4, 256);
+  model.layers[1].use = models::UsePattern{1, 0, {0, 1, 2, 3}};  // ranks 4..7 skip fc1
+  FixedComputeModel compute;
+  AlphaBetaCommModel comm(8, 1000, 10.0);
+  SimOptions options;
+  options.allRanks = true;
+  options.ddp.findUnusedParameters = true;
+  const SimResult result = run(model, options, compute, comm, 0.15);
+  EXPECT_EQ(spansInIteration(result.timeline, 0, Category::kForward, 1).size(), 4u);
+  EXPECT_EQ(spansInIteration(result.timeline, 6, Category::kForward, 1).size(), 3u);
+  EXPECT_TRUE(result.timeline.validateNesting().isOk());
+}
+
+// ---- DataParallel -------------------------------------------------------------------------
+
+TEST(DdpSimulatorTest, DataParallelSlowerThanDdpOnOneNode) {
+  StatusOr<models::ModelSpec> model = models::loadZooModel("resnet50");
+  ASSERT_TRUE(model.isOk());
+  FixedComputeModel compute;
+  compute.forwardNs = 20000;
+  compute.backwardNs = 40000;
+  compute.copyFixedNs = 2000;
+  compute.optimizerNs = 3000000;
+  AlphaBetaCommModel comm(8, 10000, 200.0);  // NVLink-class
+  SimOptions options;
+  options.recordTrace = true;
+  const SimResult ddp = run(*model, options, compute, comm, 0.15);
+  options.strategy = Strategy::kDataParallel;
+  StatusOr<SimResult> dp = simulateDataParallel(*model, layoutOf(1, 8), options, compute, comm);
+  ASSERT_TRUE(dp.isOk()) << dp.status().toString();
+  EXPECT_GT(dp->summary.stepTime, ddp.summary.stepTime);
+  EXPECT_THAT(dp->summary.iterations.back().collectiveSequence,
+              ElementsAre(::testing::StartsWith("scatter:"), ::testing::StartsWith("broadcast:"),
+                          ::testing::StartsWith("reduce:")));
+  EXPECT_TRUE(dp->timeline.validateNesting().isOk());
+  EXPECT_EQ(dp->summary.overlapped.count(), 0);
+  EXPECT_FALSE(simulateDataParallel(*model, layoutOf(2, 8), options, compute, comm).isOk());
+}
+
+}  // namespace
+}  // namespace ddpscope::sim
