@@ -111,8 +111,13 @@ StatusOr<NcclTopology> deriveNcclTopology(const ClusterSpec& cluster, const Worl
     ring = searchBest(intraSpeedList(arch), searchMax,
                       [&](double s) { return fits(intraCap, s); });
   } else {
+    // A rail-aligned channel enters the node on one GPU's NIC and leaves on another's; each GPU
+    // forwards over its intra-node link in all channels but the one it exits, so a channel
+    // costs (ppn−1)/ppn · s of every GPU's intra-node capacity.
+    const double intraShare = ppn > 1 ? static_cast<double>(ppn - 1) / ppn : 0.0;
     ring = searchBest(interSpeedList(arch), searchMax, [&](double s) {
-      return std::min(nics * fits(nicPath, s), fits(intraCap, s));
+      int byNics = nics * fits(nicPath, s);
+      return intraShare > 0 ? std::min(byNics, fits(intraCap, s * intraShare)) : byNics;
     });
   }
   if (ring.channels > 0) {
