@@ -1,0 +1,135 @@
+// DDP simulator throughput with the real cost models (sim_cost's NCCL 2.30.7 tuner model,
+// sim_compute's roofline) on zoo models and the built-in dgx-a100 cluster.
+//
+// BM_Gpt2XlConfig          one gpt2-xl configuration (8 nodes × 8 GPUs, bucket_cap_mb 25, fast
+//                          path, no trace) through simulate(): builds both cost models, runs the
+//                          default 4 iterations. items = configurations.
+// BM_Sweep192              the CLI's default sweep, single-threaded: 8 caps {1,2,5,10,25,50,100,
+//                          200} × 12 node counts {1,2,4,…,2048} × find_unused {off,on} = 192
+//                          configurations of gpt2-xl; one benchmark iteration = the whole sweep.
+//                          Counter per_config_us. (The CLI adds threads; the goal there is
+//                          ≤ 0.2 s on 2 cores.)
+// BM_AllRanks4096          all-ranks mode, 512 nodes × 8 = 4096 ranks, ±5 % jitter, gpt2-small,
+//                          no trace: every rank replays every iteration. Goal ≤ 1 s.
+// Every benchmark checks its result (positive steady step time, expected bucket and rank
+// counts) in the same run and fails the run otherwise.
+#include <benchmark/benchmark.h>
+
+#include <string>
+#include <vector>
+
+#include "models/zoo.h"
+#include "sim/cost/cluster.h"
+#include "sim/engine/ddp_simulator.h"
+
+namespace {
+
+using namespace ddpscope;
+using namespace ddpscope::sim;
+
+const models::ModelSpec& zooModel(const char* name) {
+  static std::vector<std::pair<std::string, models::ModelSpec>> cache;
+  for (const auto& [key, model] : cache) {
+    if (key == name) return model;
+  }
+  StatusOr<models::ModelSpec> model = models::loadZooModel(name);
+  if (!model.isOk()) {
+    std::fprintf(stderr, "%s\n", model.status().toString().c_str());
+    std::abort();
+  }
+  cache.emplace_back(name, std::move(model).value());
+  return cache.back().second;
+}
+
+const ClusterSpec& dgxA100() {
+  static const ClusterSpec cluster = [] {
+    StatusOr<ClusterSpec> spec = loadBuiltinCluster("dgx-a100");
+    if (!spec.isOk()) {
+      std::fprintf(stderr, "%s\n", spec.status().toString().c_str());
+      std::abort();
+    }
+    return std::move(spec).value();
+  }();
+  return cluster;
+}
+
+WorldLayout nodes(int n) {
+  WorldLayout layout;
+  layout.nodes = n;
+  layout.gpusPerNode = dgxA100().gpusPerNode;
+  return layout;
+}
+
+bool runOne(benchmark::State& state, const models::ModelSpec& model, const WorldLayout& layout,
+            const SimOptions& options, int expectRanks) {
+  StatusOr<SimResult> result = simulate(model, dgxA100(), layout, options);
+  if (!result.isOk()) {
+    state.SkipWithError(result.status().toString().c_str());
+    return false;
+  }
+  if (result->summary.stepTime.count() <= 0 || result->summary.numBuckets < 1 ||
+      result->summary.simulatedRanks != expectRanks) {
+    state.SkipWithError("unexpected simulation result");
+    return false;
+  }
+  benchmark::DoNotOptimize(result->summary.stepTime);
+  return true;
+}
+
+void BM_Gpt2XlConfig(benchmark::State& state) {
+  const models::ModelSpec& model = zooModel("gpt2-xl");
+  SimOptions options;
+  options.recordTrace = false;
+  options.ddp.setBucketCapMb(25);
+  for (auto _ : state) {
+    if (!runOne(state, model, nodes(8), options, 1)) return;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_Gpt2XlConfig)->Unit(benchmark::kMicrosecond);
+
+void BM_Sweep192(benchmark::State& state) {
+  const models::ModelSpec& model = zooModel("gpt2-xl");
+  const double caps[] = {1, 2, 5, 10, 25, 50, 100, 200};
+  int configs = 0;
+  for (auto _ : state) {
+    configs = 0;
+    for (double cap : caps) {
+      for (int n = 1; n <= 2048; n *= 2) {
+        for (bool findUnused : {false, true}) {
+          SimOptions options;
+          options.recordTrace = false;
+          options.ddp.setBucketCapMb(cap);
+          options.ddp.findUnusedParameters = findUnused;
+          if (!runOne(state, model, nodes(n), options, 1)) return;
+          ++configs;
+        }
+      }
+    }
+  }
+  if (configs != 192) state.SkipWithError("sweep did not cover 192 configurations");
+  state.SetItemsProcessed(state.iterations() * configs);
+  state.counters["per_config_us"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * configs * 1e-6,
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_Sweep192)->Unit(benchmark::kMillisecond);
+
+void BM_AllRanks4096(benchmark::State& state) {
+  const models::ModelSpec& model = zooModel("gpt2-small");
+  SimOptions options;
+  options.recordTrace = false;
+  options.allRanks = true;
+  options.jitterPercent = 5;
+  options.seed = 7;
+  for (auto _ : state) {
+    if (!runOne(state, model, nodes(512), options, 4096)) return;
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["ranks"] = 4096;
+}
+BENCHMARK(BM_AllRanks4096)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

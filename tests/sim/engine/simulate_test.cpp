@@ -1,0 +1,110 @@
+// simulate() with the real cost models (NCCL tuner, roofline) on zoo models and built-in clusters.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "models/zoo.h"
+#include "sim/cost/cluster.h"
+#include "sim/engine/ddp_simulator.h"
+#include "traces/overlap.h"
+
+namespace ddpscope::sim {
+namespace {
+
+struct Fixture {
+  models::ModelSpec model;
+  ClusterSpec cluster;
+};
+
+Fixture load(const char* modelName, const char* clusterName) {
+  Fixture f;
+  StatusOr<models::ModelSpec> model = models::loadZooModel(modelName);
+  EXPECT_TRUE(model.isOk()) << model.status().toString();
+  if (model.isOk()) f.model = *model;
+  StatusOr<ClusterSpec> cluster = loadBuiltinCluster(clusterName);
+  EXPECT_TRUE(cluster.isOk()) << cluster.status().toString();
+  if (cluster.isOk()) f.cluster = *cluster;
+  return f;
+}
+
+WorldLayout nodes(const ClusterSpec& cluster, int n) {
+  WorldLayout layout;
+  layout.nodes = n;
+  layout.gpusPerNode = cluster.gpusPerNode;
+  return layout;
+}
+
+TEST(SimulateTest, DataParallelSlowerThanDdpForResnet50OnOneDgx) {
+  const Fixture f = load("resnet50", "dgx-a100");
+  SimOptions options;
+  options.recordTrace = false;
+  StatusOr<SimResult> ddp = simulate(f.model, f.cluster, nodes(f.cluster, 1), options);
+  ASSERT_TRUE(ddp.isOk()) << ddp.status().toString();
+  options.strategy = Strategy::kDataParallel;
+  StatusOr<SimResult> dp = simulate(f.model, f.cluster, nodes(f.cluster, 1), options);
+  ASSERT_TRUE(dp.isOk()) << dp.status().toString();
+  EXPECT_GT(dp->summary.stepTime, ddp->summary.stepTime);
+  StatusOr<SimResult> twoNodes = simulate(f.model, f.cluster, nodes(f.cluster, 2), options);
+  EXPECT_FALSE(twoNodes.isOk());
+}
+
+TEST(SimulateTest, Gpt2OnDgxH100OverlapMatchesTraceAndCluster) {
+  const Fixture f = load("gpt2-small", "dgx-h100");
+  SimOptions options;
+  StatusOr<SimResult> result = simulate(f.model, f.cluster, nodes(f.cluster, 4), options);
+  ASSERT_TRUE(result.isOk()) << result.status().toString();
+  const SimSummary& s = result->summary;
+  EXPECT_GT(s.stepTime.count(), 0);
+  EXPECT_GT(s.comm.count(), 0);
+  EXPECT_GE(s.exposedComm.count(), 0);
+  EXPECT_GT(s.numBuckets, 1);
+  EXPECT_EQ(result->timeline.metadata().getString("cluster"), "dgx-h100");
+  ASSERT_TRUE(result->timeline.validateNesting().isOk());
+  const traces::RankOverlap rank0 = traces::computeOverlap(result->timeline).front();
+  int64_t comm = 0;
+  int64_t overlapped = 0;
+  for (const traces::IterationOverlap& it : rank0.iterations) {
+    if (it.index < s.firstSteadyIteration) continue;
+    comm += it.stats.comm.count();
+    overlapped += it.stats.overlapped.count();
+  }
+  EXPECT_EQ(s.overlapPercent, 100.0 * static_cast<double>(overlapped) / static_cast<double>(comm));
+}
+
+TEST(SimulateTest, MoreNodesNeverFasterAndSweepRuns) {
+  const Fixture f = load("gpt2-small", "dgx-a100");
+  SimOptions options;
+  options.recordTrace = false;
+  for (bool findUnused : {false, true}) {
+    options.ddp.findUnusedParameters = findUnused;
+    for (double cap : {1.0, 25.0, 200.0}) {
+      options.ddp.setBucketCapMb(cap);
+      Nanos previous;
+      for (int n : {1, 2, 8, 64}) {
+        StatusOr<SimResult> result = simulate(f.model, f.cluster, nodes(f.cluster, n), options);
+        ASSERT_TRUE(result.isOk()) << result.status().toString();
+        EXPECT_GE(result->summary.stepTime, previous) << "nodes " << n << " cap " << cap;
+        EXPECT_GE(result->summary.exposedComm.count(), 0);
+        previous = result->summary.stepTime;
+      }
+    }
+  }
+}
+
+TEST(SimulateTest, ContentionOverrideChangesStepOnlyWithOverlap) {
+  const Fixture f = load("gpt2-small", "dgx-a100");
+  SimOptions options;
+  options.recordTrace = false;
+  options.contentionSlowdown = 0.0;
+  StatusOr<SimResult> none = simulate(f.model, f.cluster, nodes(f.cluster, 4), options);
+  options.contentionSlowdown = 0.5;
+  StatusOr<SimResult> heavy = simulate(f.model, f.cluster, nodes(f.cluster, 4), options);
+  ASSERT_TRUE(none.isOk() && heavy.isOk());
+  if (none->summary.overlapped.count() > 0) {
+    EXPECT_GT(heavy->summary.stepTime, none->summary.stepTime);
+  }
+}
+
+}  // namespace
+}  // namespace ddpscope::sim
