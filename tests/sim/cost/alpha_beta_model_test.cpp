@@ -1,1 +1,88 @@
+// AlphaBetaCommModel: the ring α–β formulas on the cpu-mpi profile.
+#include "sim/cost/alpha_beta_model.h"
+
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include "tests/sim/cost/cost_test_util.h"
+
+namespace ddpscope::sim {
+namespace {
+
+using namespace testing;  // NOLINT(google-build-using-namespace)
+
+TEST(AlphaBetaModelTest, CpuMpiIsAnAlphaBetaCluster) {
+  auto model = commModel(builtin("cpu-mpi"), 1, 4);
+  ASSERT_NE(dynamic_cast<AlphaBetaCommModel*>(model.get()), nullptr);
+  EXPECT_TRUE(model->candidates(Collective::kAllreduce, 1024).empty());
+}
+
+TEST(AlphaBetaModelTest, OneNodeRingAllreduce) {
+  // n = 4, α = 2 µs, β = 5 GB/s: 2·3·2 + 2·3/4 · 1e6 / 5e3 = 12 + 300 µs.
+  auto model = commModel(builtin("cpu-mpi"), 1, 4);
+  CollectiveEstimate e = model->estimate(Collective::kAllreduce, 1'000'000);
+  EXPECT_EQ(e.time, Nanos::fromMicros(312));
+  EXPECT_EQ(e.algorithm, "alpha_beta");
+  EXPECT_EQ(e.protocol, "");
+  EXPECT_DOUBLE_EQ(e.busbwGBps, e.algbwGBps * 1.5);
+}
+
+TEST(AlphaBetaModelTest, SpanningNodesUsesTheBottleneckLink) {
+  // 2 nodes × 4: α = max(2, 50) = 50 µs, β = min(5, 1.1) = 1.1 GB/s, n = 8.
+  auto built = AlphaBetaCommModel::create(builtin("cpu-mpi"), WorldLayout{2, 4});
+  ASSERT_TRUE(built.isOk());
+  EXPECT_DOUBLE_EQ((*built)->alphaUs(), 50);
+  EXPECT_DOUBLE_EQ((*built)->betaGBps(), 1.1);
+  CollectiveEstimate e = (*built)->estimate(Collective::kAllreduce, 11'000'000);
+  EXPECT_NEAR(e.time.toMicros(), 14 * 50 + 14.0 / 8 * 11'000'000 / 1.1e3, 1e-3);
+}
+
+TEST(AlphaBetaModelTest, BusbwTendsToBeta) {
+  auto model = commModel(builtin("cpu-mpi"), 1, 4);
+  EXPECT_TRUE(withinRelative(model->estimate(Collective::kAllreduce, 8 * kGiB).busbwGBps, 5,
+                             0.001));
+  EXPECT_TRUE(withinRelative(model->estimate(Collective::kAllgather, 8 * kGiB).busbwGBps, 5,
+                             0.001));
+  EXPECT_TRUE(withinRelative(model->estimate(Collective::kBroadcast, 8 * kGiB).busbwGBps, 5,
+                             0.001));
+}
+
+TEST(AlphaBetaModelTest, BroadcastAndAllgatherFormulas) {
+  auto model = commModel(builtin("cpu-mpi"), 1, 4);
+  // Broadcast: (n−1)·α + S/β; AllGather: (n−1)·α + (n−1)/n · S/β.
+  EXPECT_EQ(model->estimate(Collective::kBroadcast, 1'000'000).time, Nanos::fromMicros(6 + 200));
+  EXPECT_EQ(model->estimate(Collective::kAllgather, 1'000'000).time, Nanos::fromMicros(6 + 150));
+  EXPECT_EQ(model->estimate(Collective::kReduceScatter, 1'000'000).time,
+            Nanos::fromMicros(6 + 150));
+}
+
+TEST(AlphaBetaModelTest, WorldSizeOneAndZeroBytesAreFree) {
+  auto single = commModel(builtin("cpu-mpi"), 1, 1);
+  EXPECT_EQ(single->estimate(Collective::kAllreduce, kGiB).time, Nanos::zero());
+  EXPECT_EQ(single->estimate(Collective::kAllreduce, kGiB).algorithm, "local");
+  auto four = commModel(builtin("cpu-mpi"), 1, 4);
+  EXPECT_EQ(four->estimate(Collective::kAllreduce, 0).time, Nanos::zero());
+}
+
+TEST(AlphaBetaModelTest, MonotoneInBytesAndRanks) {
+  auto small = commModel(builtin("cpu-mpi"), 1, 2);
+  auto big = commModel(builtin("cpu-mpi"), 4, 4);
+  Nanos previous = Nanos::zero();
+  for (int64_t bytes = 1; bytes < 4 * kGiB; bytes *= 3) {
+    Nanos t = big->estimate(Collective::kAllreduce, bytes).time;
+    EXPECT_GE(t, previous);
+    EXPECT_GE(t, small->estimate(Collective::kAllreduce, bytes).time);
+    previous = t;
+  }
+}
+
+TEST(AlphaBetaModelTest, RejectsMissingInterNodeParameters) {
+  ClusterSpec cluster = builtin("cpu-mpi");
+  cluster.alphaBeta.interBetaGBps = 0;
+  auto model = makeCommModel(cluster, WorldLayout{2, 4});
+  ASSERT_FALSE(model.isOk());
+  EXPECT_THAT(model.status().message(), ::testing::HasSubstr("inter_beta_GBps"));
+}
+
+}  // namespace
+}  // namespace ddpscope::sim

@@ -1,1 +1,266 @@
+// Cluster JSON loader (sim/cost/clusters/FORMAT.md), the embedded clusters and makeWorldLayout.
+#include "sim/cost/cluster.h"
+
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "sim/cost/comm_model.h"
+#include "tests/sim/cost/cost_test_util.h"
+
+namespace ddpscope::sim {
+namespace {
+
+using namespace testing;  // NOLINT(google-build-using-namespace)
+using ::testing::HasSubstr;
+using Json = nlohmann::json;
+
+TEST(ClusterJsonTest, EveryBuiltinClusterLoadsAndBuildsAModel) {
+  std::vector<std::string> names = builtinClusterNames();
+  for (const char* required : {"cpu-mpi", "dgx-a100", "dgx-h100", "dgx-v100", "hgx-h200",
+                               "pcie-a100-100gbe"}) {
+    EXPECT_THAT(names, ::testing::Contains(required));
+  }
+  for (const std::string& name : names) {
+    SCOPED_TRACE(name);
+    auto cluster = loadBuiltinCluster(name);
+    ASSERT_TRUE(cluster.isOk()) << cluster.status().toString();
+    EXPECT_EQ(cluster->name, name);  // file stem = name
+    EXPECT_EQ(cluster->origin, "cluster:" + name);
+    EXPECT_FALSE(cluster->description.empty());
+    EXPECT_GT(cluster->device.peakTflops.at("fp32"), 0);
+    EXPECT_GT(cluster->device.memoryGBps, 0);
+    for (int nodes : {1, 2, 8}) {
+      auto layout = makeWorldLayout(*cluster, nodes, std::nullopt);
+      ASSERT_TRUE(layout.isOk()) << layout.status().toString();
+      auto model = makeCommModel(*cluster, *layout);
+      ASSERT_TRUE(model.isOk()) << model.status().toString();
+      EXPECT_EQ((*model)->worldSize(), nodes * cluster->gpusPerNode);
+    }
+  }
+}
+
+TEST(ClusterJsonTest, BuiltinDevicesCarrySpecRooflineNumbers) {
+  // Spec §4: peaks, HBM bandwidth, MAMF efficiencies; memory efficiency 0.9.
+  ClusterSpec a100 = builtin("dgx-a100");
+  EXPECT_EQ(a100.device.arch, GpuArch::kAmpere);
+  EXPECT_DOUBLE_EQ(a100.device.peakTflops.at("bf16"), 312);
+  EXPECT_DOUBLE_EQ(a100.device.memoryGBps, 2039);
+  EXPECT_DOUBLE_EQ(a100.device.computeEfficiency, 0.87);
+  EXPECT_DOUBLE_EQ(a100.device.memoryEfficiency, 0.9);
+  EXPECT_EQ(a100.device.smCount, 108);
+  EXPECT_EQ(a100.cpuVendor, "amd");  // DGX A100: dual AMD EPYC 7742
+  ClusterSpec h100 = builtin("dgx-h100");
+  EXPECT_DOUBLE_EQ(h100.device.peakTflops.at("bf16"), 989);
+  EXPECT_DOUBLE_EQ(h100.device.computeEfficiency, 0.80);
+  EXPECT_TRUE(h100.intraNode.nvls);
+  EXPECT_DOUBLE_EQ(h100.intraNode.nvlinkGBpsPerLink, 20.6);
+  EXPECT_EQ(h100.intraNode.nvlinkLinks, 18);
+  ClusterSpec h200 = builtin("hgx-h200");
+  EXPECT_DOUBLE_EQ(h200.device.memoryGBps, 4800);
+  EXPECT_DOUBLE_EQ(h200.device.memoryGB, 141);
+  ClusterSpec cpu = builtin("cpu-mpi");
+  EXPECT_EQ(cpu.device.arch, GpuArch::kCpu);
+  EXPECT_EQ(cpu.commModel, CommModelKind::kAlphaBeta);
+  EXPECT_EQ(cpu.intraNode.type, IntraNodeLink::kSharedMemory);
+}
+
+TEST(ClusterJsonTest, UnknownBuiltinIsNotFoundAndListsTheNames) {
+  auto cluster = loadBuiltinCluster("dgx-a1000");
+  ASSERT_FALSE(cluster.isOk());
+  EXPECT_EQ(cluster.status().code(), StatusCode::kNotFound);
+  EXPECT_THAT(cluster.status().message(), HasSubstr("dgx-a1000"));
+  EXPECT_THAT(cluster.status().message(), HasSubstr("dgx-a100, "));
+}
+
+TEST(ClusterJsonTest, MissingFileIsNotFoundAndNamesThePath) {
+  auto cluster = loadClusterFile("/no/such/cluster.json");
+  ASSERT_FALSE(cluster.isOk());
+  EXPECT_EQ(cluster.status().code(), StatusCode::kNotFound);
+  EXPECT_THAT(cluster.status().message(), HasSubstr("/no/such/cluster.json"));
+}
+
+TEST(ClusterJsonTest, LoadsAFileAndKeepsItsPathAsOrigin) {
+  Json doc = Json::parse(builtinClusterJson("dgx-a100"));
+  doc["name"] = "my-a100";
+  doc["nccl"] = {{"ring", {{"channels", 16}, {"bw_intra_GBps", 15}, {"bw_inter_GBps", 12}}},
+                 {"tree", {{"pattern", "tree"}}},
+                 {"algorithms", {"ring", "tree"}},
+                 {"protocols", {"Simple", "LL128"}},
+                 {"net_overhead_us", 0.5},
+                 {"launch_overhead_us", 0}};
+  const std::string path = ::testing::TempDir() + "/sim_cost_my_a100.json";
+  std::ofstream(path) << doc.dump(2);
+  auto cluster = loadClusterFile(path);
+  ASSERT_TRUE(cluster.isOk()) << cluster.status().toString();
+  EXPECT_EQ(cluster->name, "my-a100");
+  EXPECT_EQ(cluster->origin, path);
+  EXPECT_EQ(cluster->nccl.ring.channels, 16);
+  EXPECT_EQ(cluster->nccl.ring.bwIntra, 15);
+  EXPECT_EQ(cluster->nccl.tree.pattern, "tree");
+  EXPECT_EQ(cluster->nccl.algorithms, (std::vector<std::string>{"ring", "tree"}));
+  EXPECT_EQ(cluster->nccl.netOverheadUs, 0.5);
+  std::remove(path.c_str());
+}
+
+// A bad input: how to break dgx-a100's JSON, and what the message must contain besides the
+// origin: the JSON path and the expectation.
+struct BadCase {
+  const char* label;
+  std::function<void(Json&)> mutate;
+  const char* path;
+  const char* expectation;
+};
+
+class ClusterJsonBadInputTest : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(ClusterJsonBadInputTest, MessageNamesFilePathAndExpectation) {
+  const BadCase& bad = GetParam();
+  Json doc = Json::parse(builtinClusterJson("dgx-a100"));
+  bad.mutate(doc);
+  auto cluster = parseClusterJson(doc.dump(), "clusters/bad.json");
+  ASSERT_FALSE(cluster.isOk()) << bad.label;
+  EXPECT_EQ(cluster.status().code(), StatusCode::kInvalidArgument);
+  const std::string& message = cluster.status().message();
+  EXPECT_THAT(message, HasSubstr("clusters/bad.json: "));
+  EXPECT_THAT(message, HasSubstr(std::string(bad.path) + ": "));
+  EXPECT_THAT(message, HasSubstr(bad.expectation));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, ClusterJsonBadInputTest,
+    ::testing::Values(
+        BadCase{"root not an object", [](Json& j) { j = Json::array({1, 2}); }, "(root)",
+                "expected a JSON object"},
+        BadCase{"missing name", [](Json& j) { j.erase("name"); }, "name",
+                "expected a non-empty string; got nothing"},
+        BadCase{"gpus_per_node as string", [](Json& j) { j["gpus_per_node"] = "8"; },
+                "gpus_per_node", "expected a positive integer"},
+        BadCase{"gpus_per_node zero", [](Json& j) { j["gpus_per_node"] = 0; }, "gpus_per_node",
+                "got 0"},
+        BadCase{"unknown arch", [](Json& j) { j["device"]["arch"] = "pascal"; }, "device.arch",
+                "expected one of cpu, volta, ampere, hopper, blackwell; got \"pascal\""},
+        BadCase{"missing device", [](Json& j) { j.erase("device"); }, "device",
+                "expected an object; got nothing"},
+        BadCase{"negative NIC bandwidth", [](Json& j) { j["inter_node"]["nic_Gbps"] = -200; },
+                "inter_node.nic_Gbps", "expected a positive number"},
+        BadCase{"zero NVLink bandwidth",
+                [](Json& j) { j["intra_node"]["nvlink_link_GBps"] = 0; },
+                "intra_node.nvlink_link_GBps", "expected a positive number"},
+        BadCase{"peak as string", [](Json& j) { j["device"]["peak_tflops"]["bf16"] = "fast"; },
+                "device.peak_tflops.bf16", "expected a positive number (TFLOP/s)"},
+        BadCase{"efficiency above one",
+                [](Json& j) { j["device"]["compute_efficiency"] = 1.5; },
+                "device.compute_efficiency", "expected a fraction in (0, 1]"},
+        BadCase{"unknown NCCL version", [](Json& j) { j["nccl_version"] = "2.99"; },
+                "nccl_version", "(2.30.7, 2.18); got \"2.99\""},
+        BadCase{"unknown field", [](Json& j) { j["inter_node"]["nic_gbps"] = 200; },
+                "inter_node.nic_gbps", "unknown field; expected one of nics_per_node, nic_Gbps"},
+        BadCase{"nvls on Ampere", [](Json& j) { j["intra_node"]["nvls"] = true; },
+                "intra_node.nvls", "hopper or blackwell"},
+        BadCase{"intra type typo", [](Json& j) { j["intra_node"]["type"] = "nvswich"; },
+                "intra_node.type", "expected one of nvswitch, nvlink, pcie, shared_memory"},
+        BadCase{"cpu arch with NCCL", [](Json& j) { j["device"]["arch"] = "cpu"; },
+                "device.arch", "comm_model is \"nccl\""},
+        BadCase{"alpha_beta without parameters", [](Json& j) { j["comm_model"] = "alpha_beta"; },
+                "alpha_beta", "required when comm_model is \"alpha_beta\""},
+        BadCase{"zero graph channels", [](Json& j) { j["nccl"]["ring"] = {{"channels", 0}}; },
+                "nccl.ring.channels", "an integer from 1 to 64"},
+        BadCase{"unknown algorithm", [](Json& j) { j["nccl"]["algorithms"] = {"ring", "pat"}; },
+                "nccl.algorithms[1]", "one of ring, tree, nvls, nvls_tree; got \"pat\""},
+        BadCase{"bad tree pattern", [](Json& j) { j["nccl"]["tree"] = {{"pattern", "x"}}; },
+                "nccl.tree.pattern", "one of balanced, split, tree"},
+        BadCase{"pcie gen 2", [](Json& j) { j["intra_node"]["pcie_gen"] = 2; },
+                "intra_node.pcie_gen", "a PCIe generation from 3 to 6"}),
+    [](const ::testing::TestParamInfo<BadCase>& info) {
+      std::string name = info.param.label;
+      for (char& c : name) {
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+      }
+      return name;
+    });
+
+TEST(ClusterJsonTest, MalformedJsonNamesTheFileAndTheByte) {
+  auto cluster = parseClusterJson("{\"name\": \"x\",", "clusters/broken.json");
+  ASSERT_FALSE(cluster.isOk());
+  EXPECT_EQ(cluster.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(cluster.status().message(),
+              HasSubstr("clusters/broken.json: (document): expected valid JSON; parse error at "
+                        "byte"));
+}
+
+// ---- makeWorldLayout -------------------------------------------------------------------------
+
+TEST(ClusterLayoutTest, NeitherNodesNorWorldSizeIsOneNode) {
+  auto layout = makeWorldLayout(builtin("dgx-a100"), std::nullopt, std::nullopt);
+  ASSERT_TRUE(layout.isOk());
+  EXPECT_EQ(layout->nodes, 1);
+  EXPECT_EQ(layout->gpusPerNode, 8);
+}
+
+TEST(ClusterLayoutTest, NodesAndWorldSize) {
+  ClusterSpec a100 = builtin("dgx-a100");
+  auto four = makeWorldLayout(a100, 4, std::nullopt);
+  ASSERT_TRUE(four.isOk());
+  EXPECT_EQ(four->worldSize(), 32);
+  auto sixteen = makeWorldLayout(a100, std::nullopt, 16);
+  ASSERT_TRUE(sixteen.isOk());
+  EXPECT_EQ(sixteen->nodes, 2);
+  EXPECT_EQ(sixteen->gpusPerNode, 8);
+  auto partial = makeWorldLayout(a100, std::nullopt, 2);  // part of one node
+  ASSERT_TRUE(partial.isOk());
+  EXPECT_EQ(partial->nodes, 1);
+  EXPECT_EQ(partial->gpusPerNode, 2);
+}
+
+TEST(ClusterLayoutTest, WorldSizeNotAMultipleOfANode) {
+  auto layout = makeWorldLayout(builtin("dgx-a100"), std::nullopt, 12);
+  ASSERT_FALSE(layout.isOk());
+  EXPECT_EQ(layout.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(layout.status().message(),
+            "--world-size 12 is not a multiple of 8 GPUs per node on dgx-a100");
+  auto cpu = makeWorldLayout(builtin("cpu-mpi"), std::nullopt, 6);
+  ASSERT_FALSE(cpu.isOk());
+  EXPECT_EQ(cpu.status().message(),
+            "--world-size 6 is not a multiple of 4 ranks per node on cpu-mpi");
+}
+
+TEST(ClusterLayoutTest, RejectsBadCounts) {
+  ClusterSpec a100 = builtin("dgx-a100");
+  auto zeroNodes = makeWorldLayout(a100, 0, std::nullopt);
+  ASSERT_FALSE(zeroNodes.isOk());
+  EXPECT_EQ(zeroNodes.status().message(), "--nodes must be at least 1, got 0");
+  auto zeroWorld = makeWorldLayout(a100, std::nullopt, 0);
+  ASSERT_FALSE(zeroWorld.isOk());
+  EXPECT_THAT(zeroWorld.status().message(), HasSubstr("--world-size must be at least 1"));
+  auto both = makeWorldLayout(a100, 2, 16);
+  ASSERT_FALSE(both.isOk());
+  EXPECT_THAT(both.status().message(), HasSubstr("either --nodes or --world-size, not both"));
+}
+
+TEST(ClusterLayoutTest, MultiNodeNeedsANetwork) {
+  ClusterSpec island = builtin("dgx-a100");
+  island.interNode.nicsPerNode = 0;
+  auto layout = makeWorldLayout(island, 2, std::nullopt);
+  ASSERT_FALSE(layout.isOk());
+  EXPECT_THAT(layout.status().message(), HasSubstr("no inter-node network"));
+}
+
+TEST(ClusterLayoutTest, ModelRejectsALayoutLargerThanANode) {
+  auto model = makeCommModel(builtin("dgx-a100"), WorldLayout{1, 16});
+  ASSERT_FALSE(model.isOk());
+  EXPECT_THAT(model.status().message(), HasSubstr("does not fit nodes of 8 GPUs"));
+}
+
+TEST(ClusterJsonTest, EnumNames) {
+  EXPECT_EQ(gpuArchName(GpuArch::kHopper), "hopper");
+  EXPECT_EQ(intraNodeLinkName(IntraNodeLink::kSharedMemory), "shared_memory");
+}
+
+}  // namespace
+}  // namespace ddpscope::sim
