@@ -66,8 +66,8 @@ struct NcclSettings {
   NcclGraphOverride ring;
   NcclGraphOverride tree;
   NcclGraphOverride nvls;              // NVLS and NVLS Tree graph
-  std::vector<std::string> algorithms;  // like NCCL_ALGO: subset of ring, tree, nvls, nvls_tree
-  std::vector<std::string> protocols;   // like NCCL_PROTO: subset of LL, LL128, Simple
+  std::vector<std::string> algorithms;  // like NCCL_ALGO for AllReduce: ring, tree, nvls, nvls_tree
+  std::vector<std::string> protocols;   // like NCCL_PROTO (every collective): LL, LL128, Simple
   bool collnet = false;                 // IB SHARP present: enables NVLS across nodes
   std::optional<double> netOverheadUs;  // like NCCL_NET_OVERHEAD (µs here, not ns)
   // Per-call time NCCL's tuner leaves out (host launch and kernel start). Added to every

@@ -265,7 +265,9 @@ NcclCommModel::Entry NcclCommModel::ringOnlyEntry(Collective collective, int alg
   Entry e;
   // NcclSettings::algorithms is an AllReduce filter (these collectives only have Ring here);
   // protocols apply to every collective.
-  if (algo != kRing || !allowedByFilters(kRing, proto)) return e;
+  if (algo != kRing) return e;
+  const auto& protocols = m_cluster.nccl.protocols;
+  if (!protocols.empty() && !contains(protocols, protoName(proto))) return e;
   if (proto == kLL128 && !m_topology.ll128) return e;
   const NcclConstants& c = *m_constants;
   const int nRanks = m_layout.worldSize();
