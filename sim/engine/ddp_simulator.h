@@ -25,6 +25,13 @@
 // process group), lasts CommModel::estimate(bytes); blocking collectives (broadcasts, SyncBN)
 // hold the compute stream until they end.
 //
+// Costs: layer kernels from ComputeModel::layerTimes; every copy-into-bucket, zero-fill (unused
+// parameter), in-place scale and copy-back kernel costs copyTime(parameter bytes); the fp16/bf16
+// hook's cast copyTime(bucket bytes); the traversal graphTraversalTime(executed layers + P)
+// (one autograd node per layer plus one AccumulateGrad per parameter); the optimizer one
+// optimizerTime(all parameter bytes) kernel. Construction-time syncs (parameter broadcast,
+// shape verification) happen before iteration 1 and are not simulated.
+//
 // Contention (nccl-cost-model.md §5): while a collective is in flight on a rank, that rank's
 // compute-stream kernels (forward, backward, copies, optimizer) progress at 1/(1 + c) of their
 // speed. A kernel with w ns of work that starts at t is integrated piecewise over the rank's
