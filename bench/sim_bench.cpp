@@ -109,9 +109,9 @@ void BM_Sweep192(benchmark::State& state) {
   }
   if (configs != 192) state.SkipWithError("sweep did not cover 192 configurations");
   state.SetItemsProcessed(state.iterations() * configs);
-  state.counters["per_config_us"] = benchmark::Counter(
-      static_cast<double>(state.iterations()) * configs * 1e-6,
-      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["per_config_us"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * configs * 1e-6,
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_Sweep192)->Unit(benchmark::kMillisecond);
 

@@ -132,7 +132,8 @@ StatusOr<SimResult> simulateDataParallel(const models::ModelSpec& model, const W
         int64_t& free = deviceFree[static_cast<size_t>(g)];
         const int64_t begin = std::max(hostNs, free);
         free = begin + times[l].forward.count();
-        if (g == 0) kernel(model.layers[l].name, Category::kForward, begin, times[l].forward.count());
+        if (g == 0)
+          kernel(model.layers[l].name, Category::kForward, begin, times[l].forward.count());
       }
     }
     if (timeline) {

@@ -87,9 +87,9 @@ void RankZeroRecorder::finishIteration(Nanos start, Nanos end, IterationSummary&
   const traces::IntervalSet comm = traces::IntervalSet::unionOf(m_comm);
   const traces::IntervalSet device = traces::IntervalSet::unionOf(m_device);
   const traces::IntervalSet both = traces::IntervalSet::intersectionOf(compute, comm);
-  const traces::OverlapStats stats = traces::makeOverlapStats(
-      compute.lengthWithin(start, end), comm.lengthWithin(start, end),
-      both.lengthWithin(start, end));
+  const traces::OverlapStats stats =
+      traces::makeOverlapStats(compute.lengthWithin(start, end), comm.lengthWithin(start, end),
+                               both.lengthWithin(start, end));
   out.comm = stats.comm;
   out.overlapped = stats.overlapped;
   out.exposedComm = stats.exposedComm;
@@ -124,10 +124,9 @@ Status finishSummary(SimSummary& summary, int steadyCount) {
   summary.exposedComm = exposed / steadyCount;
   summary.overlapped = overlapped / steadyCount;
   summary.idle = idle / steadyCount;
-  summary.overlapPercent =
-      comm.count() > 0 ? 100.0 * static_cast<double>(overlapped.count()) /
-                             static_cast<double>(comm.count())
-                       : 0.0;
+  summary.overlapPercent = comm.count() > 0 ? 100.0 * static_cast<double>(overlapped.count()) /
+                                                  static_cast<double>(comm.count())
+                                            : 0.0;
   return Status::ok();
 }
 
@@ -161,11 +160,16 @@ enum class CopyRole : uint8_t { kIntoBucket, kZeroFill, kScale, kCast, kCopyBack
 
 const char* copyRoleName(CopyRole role) {
   switch (role) {
-    case CopyRole::kIntoBucket: return "copy_into_bucket";
-    case CopyRole::kZeroFill: return "zero_bucket_slice";
-    case CopyRole::kScale: return "scale_bucket_slice";
-    case CopyRole::kCast: return "comm_hook_cast";
-    case CopyRole::kCopyBack: return "copy_back";
+    case CopyRole::kIntoBucket:
+      return "copy_into_bucket";
+    case CopyRole::kZeroFill:
+      return "zero_bucket_slice";
+    case CopyRole::kScale:
+      return "scale_bucket_slice";
+    case CopyRole::kCast:
+      return "comm_hook_cast";
+    case CopyRole::kCopyBack:
+      return "copy_back";
   }
   return "copy";
 }
@@ -178,8 +182,13 @@ struct Op {
   int64_t workNs = 0;   // nominal duration at scale 1 without contention
 };
 
-enum class CollectiveKind : uint8_t { kBucket, kUsedMap, kRebuildBroadcast, kBufferBroadcast,
-                                      kSyncBn };
+enum class CollectiveKind : uint8_t {
+  kBucket,
+  kUsedMap,
+  kRebuildBroadcast,
+  kBufferBroadcast,
+  kSyncBn
+};
 
 struct CollectiveDesc {
   CollectiveKind kind = CollectiveKind::kBucket;
@@ -194,19 +203,26 @@ struct CollectiveDesc {
 
   Category category() const {
     switch (kind) {
-      case CollectiveKind::kUsedMap: return Category::kUsedMapAllreduce;
+      case CollectiveKind::kUsedMap:
+        return Category::kUsedMapAllreduce;
       case CollectiveKind::kRebuildBroadcast:
-      case CollectiveKind::kBufferBroadcast: return Category::kBroadcast;
-      default: return Category::kAllreduce;
+      case CollectiveKind::kBufferBroadcast:
+        return Category::kBroadcast;
+      default:
+        return Category::kAllreduce;
     }
   }
   std::string_view sequenceKind() const {
     switch (kind) {
-      case CollectiveKind::kUsedMap: return "used_map_allreduce";
+      case CollectiveKind::kUsedMap:
+        return "used_map_allreduce";
       case CollectiveKind::kRebuildBroadcast:
-      case CollectiveKind::kBufferBroadcast: return "broadcast";
-      case CollectiveKind::kSyncBn: return "syncbn_allreduce";
-      default: return "allreduce";
+      case CollectiveKind::kBufferBroadcast:
+        return "broadcast";
+      case CollectiveKind::kSyncBn:
+        return "syncbn_allreduce";
+      default:
+        return "allreduce";
     }
   }
   bool sameWire(const CollectiveDesc& o) const {
@@ -249,7 +265,10 @@ class ScriptBuilder final : public ddp::ReducerActions {
   ScriptBuilder(const models::ModelSpec& model, const ModelFacts& facts,
                 const ComputeModel& compute, EstimateCache& estimates,
                 std::vector<std::string>& warnings)
-      : m_model(model), m_facts(facts), m_compute(compute), m_estimates(estimates),
+      : m_model(model),
+        m_facts(facts),
+        m_compute(compute),
+        m_estimates(estimates),
         m_warnings(warnings) {}
 
   void setReducer(const ddp::Reducer* reducer) { m_reducer = reducer; }
@@ -379,8 +398,8 @@ class ScriptBuilder final : public ddp::ReducerActions {
       if (!info.copyBack) continue;
       for (int p : bucket.params) {
         if (m_unusedMark[static_cast<size_t>(p)]) continue;  // .grad left untouched
-        addOp(OpKind::kCopy, p, m_compute.copyTime(m_facts.paramBytes[static_cast<size_t>(p)])
-                                    .count(),
+        addOp(OpKind::kCopy, p,
+              m_compute.copyTime(m_facts.paramBytes[static_cast<size_t>(p)]).count(),
               CopyRole::kCopyBack, bucket.index);
       }
     }
@@ -421,8 +440,8 @@ struct UsageClass {
 };
 
 Status buildScript(const models::ModelSpec& model, const ModelFacts& facts,
-                   const ComputeModel& compute, const ddp::DdpConfig& config,
-                   bool syncBatchNorm, int64_t iteration, UsageClass& cls) {
+                   const ComputeModel& compute, const ddp::DdpConfig& config, bool syncBatchNorm,
+                   int64_t iteration, UsageClass& cls) {
   Script& script = cls.script;
   script.clear();
   ddp::Reducer& reducer = *cls.reducer;
@@ -464,8 +483,7 @@ Status buildScript(const models::ModelSpec& model, const ModelFacts& facts,
     }
     if (config.dynamicFindUnused()) {
       // The autograd-graph DFS: one node per executed layer plus one AccumulateGrad per parameter.
-      builder.addOp(OpKind::kHost, 0,
-                    compute.graphTraversalTime(usedLayers + numParams).count());
+      builder.addOp(OpKind::kHost, 0, compute.graphTraversalTime(usedLayers + numParams).count());
     }
     RETURN_IF_ERROR(reducer.prepareForBackward(cls.unused));
   }
@@ -483,12 +501,13 @@ Status buildScript(const models::ModelSpec& model, const ModelFacts& facts,
     const models::LayerSpec& layer = model.layers[static_cast<size_t>(l)];
     builder.addOp(OpKind::kBackward, l, facts.layerTimes[static_cast<size_t>(l)].backward.count());
     if (syncBatchNorm && facts.syncBnBytes[static_cast<size_t>(l)] > 0) builder.issueSyncBn(l);
-    RETURN_IF_ERROR(markLayer(l, layer.gradReadyOrder.empty() ? layer.params
-                                                               : layer.gradReadyOrder));
+    RETURN_IF_ERROR(
+        markLayer(l, layer.gradReadyOrder.empty() ? layer.params : layer.gradReadyOrder));
   }
   RETURN_IF_ERROR(markLayer(numLayers, facts.orphanParams));
   RETURN_IF_ERROR(reducer.finalizeBackward());
-  if (synced) builder.addOp(OpKind::kOptimizer, 0, compute.optimizerTime(facts.totalParamBytes).count());
+  if (synced)
+    builder.addOp(OpKind::kOptimizer, 0, compute.optimizerTime(facts.totalParamBytes).count());
   return Status::ok();
 }
 
@@ -503,8 +522,7 @@ class Replayer {
  public:
   Replayer(const models::ModelSpec& model, int numRanks, double contention,
            traces::Timeline* timeline)
-      : m_model(model), m_numRanks(numRanks),
-        m_slowdown(1.0 + contention), m_timeline(timeline) {
+      : m_model(model), m_numRanks(numRanks), m_slowdown(1.0 + contention), m_timeline(timeline) {
     m_cursor.assign(static_cast<size_t>(numRanks), 0);
     m_pos.assign(static_cast<size_t>(numRanks), 0);
     m_busyIdx.assign(static_cast<size_t>(numRanks), 0);
@@ -575,7 +593,8 @@ class Replayer {
       if (numCollectives > 0) cursor = std::max(cursor, m_collEnd.back());
       const int64_t startNs = m_iterStart[static_cast<size_t>(r)];
       maxStepNs = std::max(maxStepNs, cursor - startNs);
-      if (m_timeline) m_timeline->addIteration(r, iteration, Nanos(startNs), Nanos(cursor - startNs));
+      if (m_timeline)
+        m_timeline->addIteration(r, iteration, Nanos(startNs), Nanos(cursor - startNs));
     }
     out.index = iteration;
     out.collectives = numCollectives;
@@ -651,8 +670,8 @@ class Replayer {
         case OpKind::kHost: {
           const int64_t durNs = scaled(r, op.workNs);
           if (m_timeline) {
-            m_timeline->addSpan({r, 2}, "find_unused_parameters graph traversal",
-                                Category::kOther, Nanos(cursor), Nanos(durNs),
+            m_timeline->addSpan({r, 2}, "find_unused_parameters graph traversal", Category::kOther,
+                                Nanos(cursor), Nanos(durNs),
                                 {{std::string(traces::kArgIteration), m_iteration}});
           }
           cursor += durNs;
@@ -679,10 +698,14 @@ class Replayer {
 
   static Category kernelCategory(OpKind kind) {
     switch (kind) {
-      case OpKind::kForward: return Category::kForward;
-      case OpKind::kBackward: return Category::kBackward;
-      case OpKind::kOptimizer: return Category::kOptimizer;
-      default: return Category::kCopy;
+      case OpKind::kForward:
+        return Category::kForward;
+      case OpKind::kBackward:
+        return Category::kBackward;
+      case OpKind::kOptimizer:
+        return Category::kOptimizer;
+      default:
+        return Category::kCopy;
     }
   }
 
@@ -704,7 +727,8 @@ class Replayer {
       default:
         name = copyRoleName(op.role);
         if (op.index >= 0) args.append("param", static_cast<int64_t>(op.index));
-        if (op.bucket >= 0) args.append(std::string(traces::kArgBucket), static_cast<int64_t>(op.bucket));
+        if (op.bucket >= 0)
+          args.append(std::string(traces::kArgBucket), static_cast<int64_t>(op.bucket));
         break;
     }
     m_timeline->addSpan({r, 0}, std::move(name), category, Nanos(startNs), Nanos(endNs - startNs),
@@ -720,9 +744,15 @@ class Replayer {
         if (desc.parts > 1) name += " (PowerSGD " + std::string(1, "UPQ"[desc.part]) + ")";
         args.append(std::string(traces::kArgBucket), static_cast<int64_t>(desc.bucket));
         break;
-      case CollectiveKind::kUsedMap: name = "allreduce used map"; break;
-      case CollectiveKind::kRebuildBroadcast: name = "broadcast rebuilt bucket indices"; break;
-      case CollectiveKind::kBufferBroadcast: name = "broadcast buffers"; break;
+      case CollectiveKind::kUsedMap:
+        name = "allreduce used map";
+        break;
+      case CollectiveKind::kRebuildBroadcast:
+        name = "broadcast rebuilt bucket indices";
+        break;
+      case CollectiveKind::kBufferBroadcast:
+        name = "broadcast buffers";
+        break;
       case CollectiveKind::kSyncBn:
         name = "SyncBatchNorm allreduce " + m_model.layers[static_cast<size_t>(desc.layer)].name;
         break;
@@ -755,17 +785,17 @@ class Replayer {
   int64_t m_commFreeNs = 0;
   uint64_t m_flowId = 0;
   // Per rank.
-  std::vector<int64_t> m_cursor;     // compute stream free at
-  std::vector<int> m_pos;            // next op of the current script
-  std::vector<int> m_busyIdx;        // first collective whose end may be after the cursor
-  std::vector<int64_t> m_hook;       // end of the last backward kernel (hook time)
+  std::vector<int64_t> m_cursor;  // compute stream free at
+  std::vector<int> m_pos;         // next op of the current script
+  std::vector<int> m_busyIdx;     // first collective whose end may be after the cursor
+  std::vector<int64_t> m_hook;    // end of the last backward kernel (hook time)
   std::vector<int64_t> m_iterStart;
-  std::vector<double> m_scale;       // compute-time factor this iteration
+  std::vector<double> m_scale;        // compute-time factor this iteration
   std::vector<int64_t> m_bucketHook;  // trace only: [rank × P] hook time of a bucket's last copy
   // Per collective of the iteration.
   std::vector<int64_t> m_collEnd;
-  std::vector<int64_t> m_prevEnd;    // comm stream free before collective k
-  std::vector<int64_t> m_launch;     // [rank × collective] issue times
+  std::vector<int64_t> m_prevEnd;  // comm stream free before collective k
+  std::vector<int64_t> m_launch;   // [rank × collective] issue times
 };
 
 Status validateOptions(const models::ModelSpec& model, const WorldLayout& layout,
@@ -928,9 +958,11 @@ StatusOr<SimResult> simulateDdp(const models::ModelSpec& model, const WorldLayou
   summary.simulatedRanks = numRanks;
   EstimateCache estimates(comm);
   for (UsageClass& cls : classes) {
-    cls.builder = std::make_unique<ScriptBuilder>(model, facts, compute, estimates, summary.warnings);
-    ASSIGN_OR_RETURN(ddp::Reducer reducer,
-                     ddp::Reducer::create(model, config, cls.representativeRank, cls.builder.get()));
+    cls.builder =
+        std::make_unique<ScriptBuilder>(model, facts, compute, estimates, summary.warnings);
+    ASSIGN_OR_RETURN(
+        ddp::Reducer reducer,
+        ddp::Reducer::create(model, config, cls.representativeRank, cls.builder.get()));
     cls.reducer.emplace(std::move(reducer));
     cls.reducer->setActions(cls.builder.get());
     cls.builder->setReducer(&*cls.reducer);
@@ -960,9 +992,10 @@ StatusOr<SimResult> simulateDdp(const models::ModelSpec& model, const WorldLayou
     for (const UsageClass& cls : classes) {
       const auto& a = reference.collectives;
       const auto& b = cls.script.collectives;
-      if (a.size() != b.size() ||
-          !std::equal(a.begin(), a.end(), b.begin(),
-                      [](const CollectiveDesc& x, const CollectiveDesc& y) { return x.sameWire(y); })) {
+      if (a.size() != b.size() || !std::equal(a.begin(), a.end(), b.begin(),
+                                              [](const CollectiveDesc& x, const CollectiveDesc& y) {
+                                                return x.sameWire(y);
+                                              })) {
         return failedPrecondition(
             "iteration " + std::to_string(i) + ": rank " + std::to_string(cls.representativeRank) +
             " issues a different collective sequence than rank 0 (a real run would hang or "
@@ -979,8 +1012,8 @@ StatusOr<SimResult> simulateDdp(const models::ModelSpec& model, const WorldLayou
     }
     IterationSummary iteration;
     if (classes.size() == 1) {
-      replayer.runIteration(i, [&](int) -> const Script& { return reference; }, reference,
-                            recorder, iteration);
+      replayer.runIteration(
+          i, [&](int) -> const Script& { return reference; }, reference, recorder, iteration);
     } else {
       replayer.runIteration(
           i,

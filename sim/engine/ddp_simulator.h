@@ -80,13 +80,13 @@ namespace ddpscope::sim {
 enum class Strategy { kDdp, kDataParallel };
 
 struct SimOptions {
-  models::ModelInputs inputs;      // zero fields = the model's defaults
-  ddp::DdpConfig ddp;              // worldSize is overwritten from the layout
-  std::string dtype = "bf16";      // compute dtype for the roofline: fp32, tf32, bf16, fp16
+  models::ModelInputs inputs;  // zero fields = the model's defaults
+  ddp::DdpConfig ddp;          // worldSize is overwritten from the layout
+  std::string dtype = "bf16";  // compute dtype for the roofline: fp32, tf32, bf16, fp16
   // Simulated iterations. 0 = automatic: defaultIterations(ddp). An explicit value must be
   // ≥ minIterations(ddp) (InvalidArgument otherwise).
   int iterations = 0;
-  bool syncBatchNorm = false;      // SyncBatchNorm: a blocking small allreduce per BN layer
+  bool syncBatchNorm = false;  // SyncBatchNorm: a blocking small allreduce per BN layer
   std::optional<double> contentionSlowdown;  // nullopt = the cluster's value (simulate())
   Strategy strategy = Strategy::kDdp;
   // All-ranks mode: every rank simulated; each rank's compute is scaled by a seeded factor
@@ -94,10 +94,10 @@ struct SimOptions {
   // slower every iteration; a collective starts when its last rank arrives. Otherwise one rank is
   // simulated (symmetric) and jitter/stragglers must be left empty (InvalidArgument).
   bool allRanks = false;
-  double jitterPercent = 0;        // percent: 5 = ±5 %
+  double jitterPercent = 0;  // percent: 5 = ±5 %
   uint64_t seed = 1;
   std::vector<std::pair<int, double>> stragglers;
-  bool recordTrace = true;         // false: metrics only (sweeps)
+  bool recordTrace = true;  // false: metrics only (sweeps)
   // nn.DataParallel only: host time to launch one layer's kernels on one replica (Python threads
   // under the GIL serialize these launches across replicas).
   Nanos dataParallelLaunchOverhead = Nanos::fromMicros(5);
@@ -105,21 +105,21 @@ struct SimOptions {
 
 // One iteration as rank 0 saw it (its window [start, start + stepTime) on the timeline).
 struct IterationSummary {
-  int64_t index = 0;        // 1-based
+  int64_t index = 0;  // 1-based
   Nanos start;
-  Nanos stepTime;           // rank 0: iteration end − start
-  Nanos maxRankStepTime;    // slowest simulated rank's step time (== stepTime in the fast path)
-  Nanos forward;            // first forward kernel start → last forward kernel end
-  Nanos backward;           // first backward kernel start → last backward kernel end
-  Nanos optimizer;          // optimizer kernel (0 in a no_sync step)
-  Nanos comm;               // |∪ communication| in the window
-  Nanos exposedComm;        // comm not overlapped by computation
-  Nanos overlapped;         // |∪ computation ∩ ∪ communication|
-  Nanos idle;               // window − |∪ all device spans (computation, copies, comm)|
+  Nanos stepTime;             // rank 0: iteration end − start
+  Nanos maxRankStepTime;      // slowest simulated rank's step time (== stepTime in the fast path)
+  Nanos forward;              // first forward kernel start → last forward kernel end
+  Nanos backward;             // first backward kernel start → last backward kernel end
+  Nanos optimizer;            // optimizer kernel (0 in a no_sync step)
+  Nanos comm;                 // |∪ communication| in the window
+  Nanos exposedComm;          // comm not overlapped by computation
+  Nanos overlapped;           // |∪ computation ∩ ∪ communication|
+  Nanos idle;                 // window − |∪ all device spans (computation, copies, comm)|
   double overlapPercent = 0;  // 100 · overlapped / comm (0 without comm), HTA definition
-  bool synced = true;       // false for no_sync steps
-  bool rebuilt = false;     // the rebuild broadcasts ran at this iteration's forward
-  int collectives = 0;      // collectives issued (bucket parts + used map + bcasts + SyncBN)
+  bool synced = true;         // false for no_sync steps
+  bool rebuilt = false;       // the rebuild broadcasts ran at this iteration's forward
+  int collectives = 0;        // collectives issued (bucket parts + used map + bcasts + SyncBN)
   // In issue order, "<kind>:<bytes>" with kind one of allreduce, used_map_allreduce, broadcast,
   // syncbn_allreduce (DataParallel: scatter, broadcast, reduce). E.g. "allreduce:59557792".
   std::vector<std::string> collectiveSequence;
@@ -127,8 +127,8 @@ struct IterationSummary {
 
 struct SimSummary {
   // Steady state = the last max(K, 1) iterations (K = no_sync period: one accumulation cycle).
-  Nanos stepTime;           // mean of maxRankStepTime over the steady iterations
-  Nanos firstIteration;     // iteration 1 (maxRankStepTime)
+  Nanos stepTime;        // mean of maxRankStepTime over the steady iterations
+  Nanos firstIteration;  // iteration 1 (maxRankStepTime)
   // Means over the steady iterations of rank 0's IterationSummary fields.
   Nanos forward, backward, optimizer;
   Nanos comm, exposedComm, overlapped, idle;
@@ -139,7 +139,7 @@ struct SimSummary {
   int64_t firstSteadyIteration = 0;  // 1-based index of the first steady iteration
   int steadyIterations = 0;
   int worldSize = 1;
-  int simulatedRanks = 1;     // 1 in the fast path, worldSize in all-ranks mode
+  int simulatedRanks = 1;             // 1 in the fast path, worldSize in all-ranks mode
   std::vector<std::string> warnings;  // the Reducer's warn-once messages (W2)
 };
 

@@ -17,9 +17,9 @@
 namespace ddpscope::sim {
 namespace {
 
+using testing::AlphaBetaCommModel;
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
-using testing::AlphaBetaCommModel;
 using testing::FixedComputeModel;
 using traces::Category;
 
@@ -64,7 +64,8 @@ std::vector<const traces::Span*> spansInIteration(const traces::Timeline& timeli
 
 int64_t sumCopyTimes(const models::ModelSpec& model, const ComputeModel& compute) {
   int64_t total = 0;
-  for (const models::ParamSpec& param : model.params) total += compute.copyTime(param.bytes()).count();
+  for (const models::ParamSpec& param : model.params)
+    total += compute.copyTime(param.bytes()).count();
   return total;
 }
 
@@ -233,9 +234,8 @@ void expectSummaryMatchesTrace(const SimResult& result) {
       overlapped += traced.stats.overlapped.count();
     }
   }
-  const double percent = comm > 0 ? 100.0 * static_cast<double>(overlapped) /
-                                        static_cast<double>(comm)
-                                  : 0.0;
+  const double percent =
+      comm > 0 ? 100.0 * static_cast<double>(overlapped) / static_cast<double>(comm) : 0.0;
   EXPECT_EQ(result.summary.overlapPercent, percent);
 }
 
@@ -329,9 +329,15 @@ std::vector<std::vector<std::string>> sequences(const SimResult& result) {
   return out;
 }
 
-std::string ar(int64_t elements) { return "allreduce:" + std::to_string(4 * elements); }
-std::string bcast(int64_t int32s) { return "broadcast:" + std::to_string(4 * int32s); }
-std::string usedMap(int64_t params) { return "used_map_allreduce:" + std::to_string(4 * params); }
+std::string ar(int64_t elements) {
+  return "allreduce:" + std::to_string(4 * elements);
+}
+std::string bcast(int64_t int32s) {
+  return "broadcast:" + std::to_string(4 * int32s);
+}
+std::string usedMap(int64_t params) {
+  return "used_map_allreduce:" + std::to_string(4 * params);
+}
 
 TEST(DdpSimulatorTest, SpecMlpHasSpecSizes) {
   const models::ModelSpec model = testing::specMlp();
@@ -380,10 +386,9 @@ TEST(DdpSimulatorTest, CollectiveSequenceStaticGraphMatchesSpec) {
   const std::vector<std::string> steady = {ar(8193000), ar(6564864), ar(131584)};
   std::vector<std::string> third = {bcast(13), bcast(3)};
   third.insert(third.end(), steady.begin(), steady.end());
-  EXPECT_THAT(sequences(result),
-              ElementsAre(ElementsAre(usedMap(12), ar(14889448)), ElementsAre(ar(14889448)),
-                          ElementsAreArray(third), ElementsAreArray(steady),
-                          ElementsAreArray(steady)));
+  EXPECT_THAT(sequences(result), ElementsAre(ElementsAre(usedMap(12), ar(14889448)),
+                                             ElementsAre(ar(14889448)), ElementsAreArray(third),
+                                             ElementsAreArray(steady), ElementsAreArray(steady)));
   EXPECT_EQ(result.summary.firstSteadyIteration, 5);
 }
 
@@ -408,8 +413,7 @@ TEST(DdpSimulatorTest, FindUnusedAddsTraversalAndUsedMapAndNeverRebuilds) {
   options.ddp.findUnusedParameters = true;
   const SimResult on = run(model, options, compute, infinite, 0.15);
   const int64_t nodes = static_cast<int64_t>(model.layers.size() + model.params.size());
-  EXPECT_EQ(on.summary.stepTime - off.summary.stepTime,
-            Nanos(nodes * compute.traversalNsPerNode));
+  EXPECT_EQ(on.summary.stepTime - off.summary.stepTime, Nanos(nodes * compute.traversalNsPerNode));
   for (const IterationSummary& it : on.summary.iterations) {
     ASSERT_FALSE(it.collectiveSequence.empty());
     EXPECT_EQ(it.collectiveSequence.back(), usedMap(12));
@@ -460,7 +464,8 @@ TEST(DdpSimulatorTest, NoSyncSkipsCollectivesForKMinusOneSteps) {
   EXPECT_EQ(result.summary.firstSteadyIteration, 10);
   // The steady step is the mean over one accumulation cycle.
   int64_t total = 0;
-  for (int i = 9; i < 13; ++i) total += result.summary.iterations[static_cast<size_t>(i)].maxRankStepTime.count();
+  for (int i = 9; i < 13; ++i)
+    total += result.summary.iterations[static_cast<size_t>(i)].maxRankStepTime.count();
   EXPECT_EQ(result.summary.stepTime.count(), total / 4);
   // No copies in the no_sync steps.
   for (const traces::Span* span : spansOf(result.timeline, 0, Category::kCopy)) {
@@ -534,8 +539,8 @@ TEST(DdpSimulatorTest, BufferBroadcastEveryForwardAfterASyncedOne) {
   const SimResult result = run(*model, options, compute, comm, 0.15);
   // §3.10: a no_sync forward makes the next forward skip its broadcast; iteration 1 always.
   for (const IterationSummary& it : result.summary.iterations) {
-    const bool broadcasts = !it.collectiveSequence.empty() &&
-                            it.collectiveSequence.front().rfind("broadcast", 0) == 0;
+    const bool broadcasts =
+        !it.collectiveSequence.empty() && it.collectiveSequence.front().rfind("broadcast", 0) == 0;
     const bool expected = it.index == 1 || (it.index - 1) % 2 == 0;
     EXPECT_EQ(broadcasts, expected) << it.index;
   }

@@ -66,8 +66,8 @@ class AlphaBetaCommModel : public CommModel {
   double m_bytesPerNs;
 };
 
-inline models::LayerSpec linearLayer(models::ModelSpec& model, const std::string& name,
-                                     int64_t in, int64_t out) {
+inline models::LayerSpec linearLayer(models::ModelSpec& model, const std::string& name, int64_t in,
+                                     int64_t out) {
   models::ParamSpec weight;
   weight.name = name + ".weight";
   weight.shape = {out, in};
