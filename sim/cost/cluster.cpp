@@ -20,21 +20,30 @@ const EmbeddedFile* findClusterFile(std::string_view name) {
 
 std::string_view gpuArchName(GpuArch arch) {
   switch (arch) {
-    case GpuArch::kCpu: return "cpu";
-    case GpuArch::kVolta: return "volta";
-    case GpuArch::kAmpere: return "ampere";
-    case GpuArch::kHopper: return "hopper";
-    case GpuArch::kBlackwell: return "blackwell";
+    case GpuArch::kCpu:
+      return "cpu";
+    case GpuArch::kVolta:
+      return "volta";
+    case GpuArch::kAmpere:
+      return "ampere";
+    case GpuArch::kHopper:
+      return "hopper";
+    case GpuArch::kBlackwell:
+      return "blackwell";
   }
   return "?";
 }
 
 std::string_view intraNodeLinkName(IntraNodeLink link) {
   switch (link) {
-    case IntraNodeLink::kNvSwitch: return "nvswitch";
-    case IntraNodeLink::kNvLink: return "nvlink";
-    case IntraNodeLink::kPcie: return "pcie";
-    case IntraNodeLink::kSharedMemory: return "shared_memory";
+    case IntraNodeLink::kNvSwitch:
+      return "nvswitch";
+    case IntraNodeLink::kNvLink:
+      return "nvlink";
+    case IntraNodeLink::kPcie:
+      return "pcie";
+    case IntraNodeLink::kSharedMemory:
+      return "shared_memory";
   }
   return "?";
 }
@@ -60,8 +69,7 @@ StatusOr<WorldLayout> makeWorldLayout(const ClusterSpec& cluster, std::optional<
     layout.nodes = *nodes;
   } else if (worldSize) {
     if (*worldSize < 1) {
-      return invalidArgument("--world-size must be at least 1, got " +
-                             std::to_string(*worldSize));
+      return invalidArgument("--world-size must be at least 1, got " + std::to_string(*worldSize));
     }
     if (*worldSize < perNode) {
       layout.gpusPerNode = *worldSize;  // part of one node

@@ -21,7 +21,7 @@ std::string_view gpuArchName(GpuArch arch);
 
 // Roofline inputs for one device (a GPU, or one CPU rank for the CPU profile).
 struct DeviceSpec {
-  std::string name;                          // "A100-SXM4-80GB"
+  std::string name;  // "A100-SXM4-80GB"
   GpuArch arch = GpuArch::kAmpere;
   int smCount = 0;                           // streaming multiprocessors (0 for CPU)
   std::map<std::string, double> peakTflops;  // per dtype: "fp32", "tf32", "fp16", "bf16", "fp8"
@@ -37,35 +37,35 @@ std::string_view intraNodeLinkName(IntraNodeLink link);
 
 struct IntraNodeSpec {
   IntraNodeLink type = IntraNodeLink::kNvSwitch;
-  int nvlinkLinks = 0;            // links per GPU
-  double nvlinkGBpsPerLink = 0;   // NCCL's per-link value, one direction (20 for A100)
-  int pcieGen = 4;                // GPU's PCIe generation (x16)
-  bool nvls = false;              // NVLink SHARP available (Hopper+ with NVSwitch)
-  double bandwidthGBps = 0;       // for kSharedMemory / α–β profiles: per-rank bandwidth
-  double latencyUs = 0;           // for α–β profiles: per-hop latency
+  int nvlinkLinks = 0;           // links per GPU
+  double nvlinkGBpsPerLink = 0;  // NCCL's per-link value, one direction (20 for A100)
+  int pcieGen = 4;               // GPU's PCIe generation (x16)
+  bool nvls = false;             // NVLink SHARP available (Hopper+ with NVSwitch)
+  double bandwidthGBps = 0;      // for kSharedMemory / α–β profiles: per-rank bandwidth
+  double latencyUs = 0;          // for α–β profiles: per-hop latency
 };
 
 struct InterNodeSpec {
   int nicsPerNode = 0;
-  double nicGbps = 0;             // port speed in Gb/s (200 = HDR, 400 = NDR)
-  std::string fabric = "ib";      // "ib", "roce", "ethernet", "tcp"
-  double latencyUs = 0;           // extra per-hop latency (NCCL's latencyInter; IB reports 0)
+  double nicGbps = 0;         // port speed in Gb/s (200 = HDR, 400 = NDR)
+  std::string fabric = "ib";  // "ib", "roce", "ethernet", "tcp"
+  double latencyUs = 0;       // extra per-hop latency (NCCL's latencyInter; IB reports 0)
 };
 
 // Optional NCCL inputs that replace what the model derives from the topology (spec
 // nccl-cost-model.md §1.4, §1.8), e.g. values read from an NCCL_GRAPH_DUMP_FILE. Each graph
 // field left unset is derived.
 struct NcclGraphOverride {
-  std::optional<int> channels;     // graph channels (not the runtime count, which is 2×)
-  std::optional<double> bwIntra;   // per-channel speed inside a node, GB/s
-  std::optional<double> bwInter;   // per-channel speed across nodes, GB/s
+  std::optional<int> channels;         // graph channels (not the runtime count, which is 2×)
+  std::optional<double> bwIntra;       // per-channel speed inside a node, GB/s
+  std::optional<double> bwInter;       // per-channel speed across nodes, GB/s
   std::optional<std::string> pattern;  // tree only: "balanced" | "split" | "tree" (×0.85)
 };
 
 struct NcclSettings {
   NcclGraphOverride ring;
   NcclGraphOverride tree;
-  NcclGraphOverride nvls;              // NVLS and NVLS Tree graph
+  NcclGraphOverride nvls;               // NVLS and NVLS Tree graph
   std::vector<std::string> algorithms;  // like NCCL_ALGO for AllReduce: ring, tree, nvls, nvls_tree
   std::vector<std::string> protocols;   // like NCCL_PROTO (every collective): LL, LL128, Simple
   bool collnet = false;                 // IB SHARP present: enables NVLS across nodes
@@ -87,7 +87,7 @@ struct AlphaBetaSpec {
 
 struct ClusterSpec {
   std::string name;
-  std::string origin;        // file path or "cluster:<name>" for errors
+  std::string origin;  // file path or "cluster:<name>" for errors
   std::string description;
   DeviceSpec device;
   int gpusPerNode = 8;
@@ -96,8 +96,8 @@ struct ClusterSpec {
   std::string cpuVendor = "intel";  // "intel" | "amd" | "arm" (NCCL net overhead, llMaxBw row)
   std::string ncclVersion = "2.30.7";
   CommModelKind commModel = CommModelKind::kNccl;
-  AlphaBetaSpec alphaBeta;          // used when commModel == kAlphaBeta
-  NcclSettings nccl;                // used when commModel == kNccl
+  AlphaBetaSpec alphaBeta;           // used when commModel == kAlphaBeta
+  NcclSettings nccl;                 // used when commModel == kNccl
   double contentionSlowdown = 0.15;  // compute slows by this fraction while a collective runs
 };
 

@@ -31,9 +31,12 @@ std::string describe(const Json* value) {
   std::string text = value->dump(-1, ' ', false, Json::error_handler_t::replace);
   if (text.size() > kMaxShownValueChars) text = text.substr(0, kMaxShownValueChars) + "...";
   switch (value->type()) {
-    case Json::value_t::object: return "an object " + text;
-    case Json::value_t::array: return "an array " + text;
-    default: return text;
+    case Json::value_t::object:
+      return "an object " + text;
+    case Json::value_t::array:
+      return "an array " + text;
+    default:
+      return text;
   }
 }
 
@@ -63,10 +66,10 @@ class ClusterParser {
                              std::to_string(e.byte) + ": " + e.what());
     }
     if (!root.is_object()) return error("(root)", "a JSON object", &root);
-    RETURN_IF_ERROR(checkKeys(root, "",
-                              {"name", "description", "device", "gpus_per_node", "intra_node",
-                               "inter_node", "cpu_vendor", "nccl_version", "comm_model",
-                               "alpha_beta", "nccl", "contention_slowdown"}));
+    RETURN_IF_ERROR(checkKeys(
+        root, "",
+        {"name", "description", "device", "gpus_per_node", "intra_node", "inter_node", "cpu_vendor",
+         "nccl_version", "comm_model", "alpha_beta", "nccl", "contention_slowdown"}));
     ClusterSpec spec;
     spec.origin = m_origin;
     ASSIGN_OR_RETURN(spec.name, requiredString(root, "", "name"));
@@ -74,12 +77,11 @@ class ClusterParser {
       if (!d->is_string()) return error("description", "a string", d);
       spec.description = d->get<std::string>();
     }
-    ASSIGN_OR_RETURN(int64_t perNode,
-                     integer(root, "", "gpus_per_node", 1, 1 << 20, std::nullopt,
-                             "a positive integer (GPUs, or CPU ranks, per node)"));
+    ASSIGN_OR_RETURN(int64_t perNode, integer(root, "", "gpus_per_node", 1, 1 << 20, std::nullopt,
+                                              "a positive integer (GPUs, or CPU ranks, per node)"));
     spec.gpusPerNode = static_cast<int>(perNode);
-    ASSIGN_OR_RETURN(spec.cpuVendor, oneOf(root, "", "cpu_vendor", {"intel", "amd", "arm"},
-                                           std::string("intel")));
+    ASSIGN_OR_RETURN(spec.cpuVendor,
+                     oneOf(root, "", "cpu_vendor", {"intel", "amd", "arm"}, std::string("intel")));
     ASSIGN_OR_RETURN(std::string commModel,
                      oneOf(root, "", "comm_model", {"nccl", "alpha_beta"}, std::string("nccl")));
     spec.commModel = commModel == "nccl" ? CommModelKind::kNccl : CommModelKind::kAlphaBeta;
@@ -168,8 +170,8 @@ class ClusterParser {
 
   StatusOr<double> positive(const Json& object, const std::string& path, std::string_view key,
                             std::optional<double> fallback, const std::string& unit) const {
-    ASSIGN_OR_RETURN(double v, number(object, path, key, 0, kInf, fallback,
-                                      "a positive number (" + unit + ")"));
+    ASSIGN_OR_RETURN(
+        double v, number(object, path, key, 0, kInf, fallback, "a positive number (" + unit + ")"));
     if (v <= 0 && (find(object, key) != nullptr)) {
       return error(keyPath(path, key), "a positive number (" + unit + ")", find(object, key));
     }
@@ -204,10 +206,10 @@ class ClusterParser {
   Status parseDevice(const Json& root, ClusterSpec& spec) const {
     ASSIGN_OR_RETURN(const Json* device, object(root, "", "device", true));
     const std::string path = "device";
-    RETURN_IF_ERROR(checkKeys(*device, path,
-                              {"name", "arch", "sm_count", "peak_tflops", "memory_GBps",
-                               "memory_GB", "compute_efficiency", "memory_efficiency",
-                               "launch_overhead_us"}));
+    RETURN_IF_ERROR(
+        checkKeys(*device, path,
+                  {"name", "arch", "sm_count", "peak_tflops", "memory_GBps", "memory_GB",
+                   "compute_efficiency", "memory_efficiency", "launch_overhead_us"}));
     DeviceSpec& d = spec.device;
     ASSIGN_OR_RETURN(d.name, requiredString(*device, path, "name"));
     ASSIGN_OR_RETURN(std::string arch,
@@ -219,16 +221,17 @@ class ClusterParser {
              : arch == "hopper" ? GpuArch::kHopper
                                 : GpuArch::kBlackwell;
     if (d.arch == GpuArch::kCpu && spec.commModel == CommModelKind::kNccl) {
-      return error(keyPath(path, "arch"), "a GPU arch (volta, ampere, hopper, blackwell) when " +
-                   std::string("comm_model is \"nccl\" (CPU ranks need \"alpha_beta\")"),
+      return error(keyPath(path, "arch"),
+                   "a GPU arch (volta, ampere, hopper, blackwell) when " +
+                       std::string("comm_model is \"nccl\" (CPU ranks need \"alpha_beta\")"),
                    find(*device, "arch"));
     }
     const int64_t minSms = d.arch == GpuArch::kCpu ? 0 : 1;
-    ASSIGN_OR_RETURN(int64_t sms, integer(*device, path, "sm_count", minSms, 100000,
-                                          d.arch == GpuArch::kCpu ? std::optional<int64_t>(0)
-                                                                  : std::nullopt,
-                                          minSms > 0 ? "a positive integer (SMs of the GPU)"
-                                                     : "a non-negative integer"));
+    ASSIGN_OR_RETURN(
+        int64_t sms,
+        integer(*device, path, "sm_count", minSms, 100000,
+                d.arch == GpuArch::kCpu ? std::optional<int64_t>(0) : std::nullopt,
+                minSms > 0 ? "a positive integer (SMs of the GPU)" : "a non-negative integer"));
     d.smCount = static_cast<int>(sms);
     ASSIGN_OR_RETURN(const Json* peaks, object(*device, path, "peak_tflops", true));
     const std::string peaksPath = keyPath(path, "peak_tflops");
@@ -242,17 +245,14 @@ class ClusterParser {
                    nullptr);
     }
     ASSIGN_OR_RETURN(d.memoryGBps, positive(*device, path, "memory_GBps", std::nullopt, "GB/s"));
-    ASSIGN_OR_RETURN(d.memoryGB, number(*device, path, "memory_GB", 0, kInf, 0.0,
-                                        "a non-negative number (GB)"));
-    ASSIGN_OR_RETURN(d.computeEfficiency,
-                     number(*device, path, "compute_efficiency", 1e-6, 1, 0.8,
-                            "a fraction in (0, 1]"));
-    ASSIGN_OR_RETURN(d.memoryEfficiency,
-                     number(*device, path, "memory_efficiency", 1e-6, 1, 0.85,
-                            "a fraction in (0, 1]"));
-    ASSIGN_OR_RETURN(d.launchOverheadUs,
-                     number(*device, path, "launch_overhead_us", 0, kInf, 4.0,
-                            "a non-negative number (µs)"));
+    ASSIGN_OR_RETURN(
+        d.memoryGB, number(*device, path, "memory_GB", 0, kInf, 0.0, "a non-negative number (GB)"));
+    ASSIGN_OR_RETURN(d.computeEfficiency, number(*device, path, "compute_efficiency", 1e-6, 1, 0.8,
+                                                 "a fraction in (0, 1]"));
+    ASSIGN_OR_RETURN(d.memoryEfficiency, number(*device, path, "memory_efficiency", 1e-6, 1, 0.85,
+                                                "a fraction in (0, 1]"));
+    ASSIGN_OR_RETURN(d.launchOverheadUs, number(*device, path, "launch_overhead_us", 0, kInf, 4.0,
+                                                "a non-negative number (µs)"));
     return Status::ok();
   }
 
@@ -263,34 +263,33 @@ class ClusterParser {
                               {"type", "nvlink_links", "nvlink_link_GBps", "pcie_gen", "nvls",
                                "bandwidth_GBps", "latency_us"}));
     IntraNodeSpec& s = spec.intraNode;
-    ASSIGN_OR_RETURN(std::string type,
-                     oneOf(*intra, path, "type", {"nvswitch", "nvlink", "pcie", "shared_memory"},
-                           std::nullopt));
+    ASSIGN_OR_RETURN(
+        std::string type,
+        oneOf(*intra, path, "type", {"nvswitch", "nvlink", "pcie", "shared_memory"}, std::nullopt));
     s.type = type == "nvswitch" ? IntraNodeLink::kNvSwitch
              : type == "nvlink" ? IntraNodeLink::kNvLink
              : type == "pcie"   ? IntraNodeLink::kPcie
                                 : IntraNodeLink::kSharedMemory;
     const bool nvlink = s.type == IntraNodeLink::kNvSwitch || s.type == IntraNodeLink::kNvLink;
-    ASSIGN_OR_RETURN(int64_t links,
-                     integer(*intra, path, "nvlink_links", nvlink ? 1 : 0, 64,
-                             nvlink ? std::nullopt : std::optional<int64_t>(0),
-                             nvlink ? "a positive integer (NVLinks per GPU)"
-                                    : "a non-negative integer (NVLinks per GPU)"));
+    ASSIGN_OR_RETURN(int64_t links, integer(*intra, path, "nvlink_links", nvlink ? 1 : 0, 64,
+                                            nvlink ? std::nullopt : std::optional<int64_t>(0),
+                                            nvlink ? "a positive integer (NVLinks per GPU)"
+                                                   : "a non-negative integer (NVLinks per GPU)"));
     s.nvlinkLinks = static_cast<int>(links);
     if (nvlink) {
-      ASSIGN_OR_RETURN(s.nvlinkGBpsPerLink, positive(*intra, path, "nvlink_link_GBps",
-                                                     std::nullopt, "GB/s per link, one way"));
+      ASSIGN_OR_RETURN(s.nvlinkGBpsPerLink, positive(*intra, path, "nvlink_link_GBps", std::nullopt,
+                                                     "GB/s per link, one way"));
     } else {
       ASSIGN_OR_RETURN(s.nvlinkGBpsPerLink, number(*intra, path, "nvlink_link_GBps", 0, kInf, 0.0,
                                                    "a non-negative number (GB/s per link)"));
     }
-    ASSIGN_OR_RETURN(int64_t gen, integer(*intra, path, "pcie_gen", 3, 6, 4,
-                                          "a PCIe generation from 3 to 6"));
+    ASSIGN_OR_RETURN(int64_t gen,
+                     integer(*intra, path, "pcie_gen", 3, 6, 4, "a PCIe generation from 3 to 6"));
     s.pcieGen = static_cast<int>(gen);
     ASSIGN_OR_RETURN(s.nvls, boolean(*intra, path, "nvls", false));
-    if (s.nvls && (s.type != IntraNodeLink::kNvSwitch ||
-                   (spec.device.arch != GpuArch::kHopper &&
-                    spec.device.arch != GpuArch::kBlackwell))) {
+    if (s.nvls &&
+        (s.type != IntraNodeLink::kNvSwitch ||
+         (spec.device.arch != GpuArch::kHopper && spec.device.arch != GpuArch::kBlackwell))) {
       return error(keyPath(path, "nvls"),
                    "false unless type is \"nvswitch\" on a hopper or blackwell device "
                    "(NVLink SHARP lives in the NVSwitch)",
@@ -352,11 +351,11 @@ class ClusterParser {
                    value);
     }
     const std::string path = "alpha_beta";
-    RETURN_IF_ERROR(checkKeys(*value, path, {"intra_alpha_us", "intra_beta_GBps",
-                                             "inter_alpha_us", "inter_beta_GBps"}));
+    RETURN_IF_ERROR(checkKeys(
+        *value, path, {"intra_alpha_us", "intra_beta_GBps", "inter_alpha_us", "inter_beta_GBps"}));
     AlphaBetaSpec& ab = spec.alphaBeta;
-    ASSIGN_OR_RETURN(ab.intraAlphaUs, number(*value, path, "intra_alpha_us", 0, kInf,
-                                             std::nullopt, "a non-negative number (µs)"));
+    ASSIGN_OR_RETURN(ab.intraAlphaUs, number(*value, path, "intra_alpha_us", 0, kInf, std::nullopt,
+                                             "a non-negative number (µs)"));
     ASSIGN_OR_RETURN(ab.intraBetaGBps,
                      positive(*value, path, "intra_beta_GBps", std::nullopt, "GB/s per rank"));
     ASSIGN_OR_RETURN(ab.interAlphaUs, number(*value, path, "inter_alpha_us", 0, kInf, 0.0,
@@ -376,8 +375,8 @@ class ClusterParser {
     if (graph == nullptr) return Status::ok();
     const std::string gpath = keyPath(path, key);
     if (allowPattern) {
-      RETURN_IF_ERROR(checkKeys(*graph, gpath,
-                                {"channels", "bw_intra_GBps", "bw_inter_GBps", "pattern"}));
+      RETURN_IF_ERROR(
+          checkKeys(*graph, gpath, {"channels", "bw_intra_GBps", "bw_inter_GBps", "pattern"}));
     } else {
       RETURN_IF_ERROR(checkKeys(*graph, gpath, {"channels", "bw_intra_GBps", "bw_inter_GBps"}));
     }
@@ -387,19 +386,18 @@ class ClusterParser {
       out.channels = static_cast<int>(ch);
     }
     if (find(*graph, "bw_intra_GBps") != nullptr) {
-      ASSIGN_OR_RETURN(double bw, positive(*graph, gpath, "bw_intra_GBps", std::nullopt,
-                                           "GB/s per channel"));
+      ASSIGN_OR_RETURN(double bw,
+                       positive(*graph, gpath, "bw_intra_GBps", std::nullopt, "GB/s per channel"));
       out.bwIntra = bw;
     }
     if (find(*graph, "bw_inter_GBps") != nullptr) {
-      ASSIGN_OR_RETURN(double bw, positive(*graph, gpath, "bw_inter_GBps", std::nullopt,
-                                           "GB/s per channel"));
+      ASSIGN_OR_RETURN(double bw,
+                       positive(*graph, gpath, "bw_inter_GBps", std::nullopt, "GB/s per channel"));
       out.bwInter = bw;
     }
     if (allowPattern && find(*graph, "pattern") != nullptr) {
-      ASSIGN_OR_RETURN(std::string pattern,
-                       oneOf(*graph, gpath, "pattern", {"balanced", "split", "tree"},
-                             std::nullopt));
+      ASSIGN_OR_RETURN(std::string pattern, oneOf(*graph, gpath, "pattern",
+                                                  {"balanced", "split", "tree"}, std::nullopt));
       out.pattern = pattern;
     }
     return Status::ok();
@@ -441,8 +439,8 @@ class ClusterParser {
     RETURN_IF_ERROR(parseGraph(*nccl, path, "nvls", false, s.nvls));
     RETURN_IF_ERROR(parseNameList(*nccl, path, "algorithms", {"ring", "tree", "nvls", "nvls_tree"},
                                   s.algorithms));
-    RETURN_IF_ERROR(parseNameList(*nccl, path, "protocols", {"LL", "LL128", "Simple"},
-                                  s.protocols));
+    RETURN_IF_ERROR(
+        parseNameList(*nccl, path, "protocols", {"LL", "LL128", "Simple"}, s.protocols));
     ASSIGN_OR_RETURN(s.collnet, boolean(*nccl, path, "collnet", false));
     if (find(*nccl, "net_overhead_us") != nullptr) {
       ASSIGN_OR_RETURN(double v, number(*nccl, path, "net_overhead_us", 0, kInf, std::nullopt,

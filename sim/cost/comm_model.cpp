@@ -7,10 +7,14 @@ namespace ddpscope::sim {
 
 std::string_view collectiveName(Collective c) {
   switch (c) {
-    case Collective::kAllreduce: return "allreduce";
-    case Collective::kBroadcast: return "broadcast";
-    case Collective::kAllgather: return "allgather";
-    case Collective::kReduceScatter: return "reduce_scatter";
+    case Collective::kAllreduce:
+      return "allreduce";
+    case Collective::kBroadcast:
+      return "broadcast";
+    case Collective::kAllgather:
+      return "allgather";
+    case Collective::kReduceScatter:
+      return "reduce_scatter";
   }
   return "?";
 }
@@ -20,10 +24,13 @@ double busBandwidthFactor(Collective collective, int worldSize) {
   if (worldSize < 1) return 0;
   const double n = worldSize;
   switch (collective) {
-    case Collective::kAllreduce: return 2.0 * (n - 1) / n;
+    case Collective::kAllreduce:
+      return 2.0 * (n - 1) / n;
     case Collective::kAllgather:
-    case Collective::kReduceScatter: return (n - 1) / n;
-    case Collective::kBroadcast: return 1.0;
+    case Collective::kReduceScatter:
+      return (n - 1) / n;
+    case Collective::kBroadcast:
+      return 1.0;
   }
   return 1.0;
 }

@@ -30,8 +30,10 @@ NcclConstants makeV2_30_7() {
   // §1.5, rows Volta / Ampere / Hopper / Blackwell, columns N1 / N2 / N4.
   c.perChMaxRingLl128Bw = {{{20, 20, 20}, {20, 20, 20}, {36.7, 36.7, 36.7}, {40, 40, 40}}};
   c.perChMaxTreeLl128Bw = {{{20, 20, 20}, {20, 20, 20}, {36.7, 36.7, 29.0}, {55.6, 31.67, 20.0}}};
-  c.perChMaxTreeBw = {{{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70.0, 42.8, 24.0}}};
-  c.perChMaxNvlsTreeBw = {{{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {0, 57.7, 45.5}, {0, 96.0, 80.0}}};
+  c.perChMaxTreeBw = {
+      {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70.0, 42.8, 24.0}}};
+  c.perChMaxNvlsTreeBw = {
+      {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {0, 57.7, 45.5}, {0, 96.0, 80.0}}};
   c.nvlsEfficiency = {0, 0, 0.85, 0.74};
   // §1.5 llMaxBws: row 0 Volta (1 node) / Intel (multi-node), row 1 Ampere / AMD, 2 Hopper,
   // 3 Blackwell.
@@ -82,43 +84,52 @@ bool startsWithVersion(std::string_view text, std::string_view prefix, char sepa
 
 // §1.7, columns i = 0…23.
 constexpr std::array<std::array<double, 24>, kNumProtos> kTreeCorrection = {{
-    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0,
-     1.0, 1.0, 1.0},
-    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0,
-     1.0, 1.0},
-    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9,
-     .9},
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7,  .7,  .7,  .6,  .5,
+     .4,  .4,  .5,  .6,  .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7,  .6,  .6,
+     .6,  .6,  .6,  .6,  .8,  .9, .9, .9, .9, 1.0, 1.0, 1.0},
+    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5,
+     .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9},
 }};
 
 // §1.4 step A speed lists (GB/s).
 constexpr double kIntraPreHopper[] = {40, 30, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3};
-constexpr double kInterPreHopper[] = {48, 30, 28, 24, 20, 18, 15, 12, 10, 9,
+constexpr double kInterPreHopper[] = {48, 30, 28, 24, 20, 18,  15,  12,   10,  9,
                                       7,  6,  5,  4,  3,  2.4, 1.2, 0.24, 0.12};
 constexpr double kIntraHopper[] = {60, 50, 40, 30, 24, 20, 15, 12, 11, 6, 3};
-constexpr double kInterHopper[] = {48, 45, 42, 40, 30, 24, 22, 20, 17.5, 15, 12, 6, 3, 2.4,
-                                   1.2, 0.24, 0.12};
+constexpr double kInterHopper[] = {48, 45, 42, 40, 30,  24,  22,   20,  17.5,
+                                   15, 12, 6,  3,  2.4, 1.2, 0.24, 0.12};
 constexpr double kIntraBlackwell[] = {90, 80, 70, 60, 50, 45, 40, 30, 24, 20, 19, 18};
-constexpr double kInterBlackwell[] = {96, 86, 80, 48, 45.1, 42, 40, 30, 24, 22,
-                                      20, 17.5, 15, 12, 6, 3, 2.4, 1.2, 0.24, 0.12};
+constexpr double kInterBlackwell[] = {96, 86,   80, 48, 45.1, 42, 40,  30,  24,   22,
+                                      20, 17.5, 15, 12, 6,    3,  2.4, 1.2, 0.24, 0.12};
 
 }  // namespace
 
 std::string_view algoName(int algo) {
   switch (algo) {
-    case kTree: return "tree";
-    case kRing: return "ring";
-    case kNvls: return "nvls";
-    case kNvlsTree: return "nvls_tree";
-    default: return "?";
+    case kTree:
+      return "tree";
+    case kRing:
+      return "ring";
+    case kNvls:
+      return "nvls";
+    case kNvlsTree:
+      return "nvls_tree";
+    default:
+      return "?";
   }
 }
 
 std::string_view protoName(int proto) {
   switch (proto) {
-    case kLL: return "LL";
-    case kLL128: return "LL128";
-    case kSimple: return "Simple";
-    default: return "?";
+    case kLL:
+      return "LL";
+    case kLL128:
+      return "LL128";
+    case kSimple:
+      return "Simple";
+    default:
+      return "?";
   }
 }
 
@@ -148,30 +159,43 @@ double treeCorrectionFactor(int proto, int index) {
 
 std::span<const double> intraSpeedList(GpuArch arch) {
   switch (arch) {
-    case GpuArch::kHopper: return kIntraHopper;
-    case GpuArch::kBlackwell: return kIntraBlackwell;
-    default: return kIntraPreHopper;
+    case GpuArch::kHopper:
+      return kIntraHopper;
+    case GpuArch::kBlackwell:
+      return kIntraBlackwell;
+    default:
+      return kIntraPreHopper;
   }
 }
 
 std::span<const double> interSpeedList(GpuArch arch) {
   switch (arch) {
-    case GpuArch::kHopper: return kInterHopper;
-    case GpuArch::kBlackwell: return kInterBlackwell;
-    default: return kInterPreHopper;
+    case GpuArch::kHopper:
+      return kInterHopper;
+    case GpuArch::kBlackwell:
+      return kInterBlackwell;
+    default:
+      return kInterPreHopper;
   }
 }
 
 double pcieX16GBps(int gen) {
   // §1.4: width × per-lane rate; each generation doubles from Gen3's 12 GB/s.
   switch (gen) {
-    case 1: return 3;
-    case 2: return 6;
-    case 3: return 12;
-    case 4: return 24;
-    case 5: return 48;
-    case 6: return 96;
-    default: return gen > 6 ? 96 : 3;
+    case 1:
+      return 3;
+    case 2:
+      return 6;
+    case 3:
+      return 12;
+    case 4:
+      return 24;
+    case 5:
+      return 48;
+    case 6:
+      return 96;
+    default:
+      return gen > 6 ? 96 : 3;
   }
 }
 

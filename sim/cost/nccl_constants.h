@@ -25,7 +25,7 @@ enum LinkClass : int { kNvlinkClass = 0, kPciClass = 1, kNetClass = 2, kNumLinkC
 // Rows of the per-arch tables (§1.5).
 enum ArchIndex : int { kVoltaRow = 0, kAmpereRow = 1, kHopperRow = 2, kBlackwellRow = 3 };
 
-std::string_view algoName(int algo);   // "tree", "ring", "nvls", "nvls_tree"
+std::string_view algoName(int algo);    // "tree", "ring", "nvls", "nvls_tree"
 std::string_view protoName(int proto);  // "LL", "LL128", "Simple"
 
 using ProtoRow = std::array<double, kNumProtos>;
@@ -34,13 +34,13 @@ using NodeRow = std::array<double, 3>;  // columns: one node, two nodes, three o
 struct NcclConstants {
   std::string_view version;  // canonical name: "2.30.7" or "2.18"
 
-  std::array<ProtoRow, kNumAlgos> baseLatencyUs;                       // §1.2 / §1.9
+  std::array<ProtoRow, kNumAlgos> baseLatencyUs;                             // §1.2 / §1.9
   std::array<std::array<ProtoRow, kNumAlgos>, kNumLinkClasses> hwLatencyUs;  // §1.3 / §1.9
 
   // §1.4 step C / §1.9.
-  double ringLlFactor = 0.5;           // LL carries half the data (1/4 before 2.21)
-  double ringLl128Factor = 0.92;       // 120/128 payload, rounded down by NCCL
-  double ringLl128FactorPpn1 = 0.92;   // ≤ 2.22: 0.7 when ppn < 2
+  double ringLlFactor = 0.5;             // LL carries half the data (1/4 before 2.21)
+  double ringLl128Factor = 0.92;         // 120/128 payload, rounded down by NCCL
+  double ringLl128FactorPpn1 = 0.92;     // ≤ 2.22: 0.7 when ppn < 2
   bool interStepsCountAllNodes = false;  // 2.12–2.22: nInterSteps = 2·nNodes (else 2(nNodes−1))
 
   // §1.5 per-arch per-channel caps (GB/s), rows by ArchIndex, columns N1/N2/N4.
@@ -55,7 +55,7 @@ struct NcclConstants {
   // NVLS bandwidth: 2.28+ uses the pipelined formula with nvlsEfficiency; earlier versions
   // convert busBw to algBw with a fixed ratio (§1.9).
   bool nvlsPipelined = true;
-  double legacyNvlsAlgRatio = 5.0 / 6.0;  // algBw / busBw for NVLS (2.18–2.27)
+  double legacyNvlsAlgRatio = 5.0 / 6.0;   // algBw / busBw for NVLS (2.18–2.27)
   double legacyNvlsTreeEfficiency = 0.70;  // NVLSTree: 0.70 · R / (2(R−1)) (2.18)
 
   bool supportsBlackwell = true;

@@ -22,7 +22,7 @@ constexpr double kPlainTreePatternFactor = 0.85;
 constexpr double kNvlsAllreducePipelining = 2.0;
 constexpr double kNvlsTreeTwoNodeInterCredit = 2.0;
 // §1.1 correction 3: Ring/Simple multi-node latency "plateau" factor and its threshold.
-constexpr double kRingPlateauFactor = 1.4;       // compute capability ≥ 8.0
+constexpr double kRingPlateauFactor = 1.4;  // compute capability ≥ 8.0
 constexpr double kRingPlateauFactorVolta = 1.9;
 constexpr int64_t kRingPlateauBytesPerChannelRank = 64;
 // §1.6: net overhead per ring step on multi-node rings (µs), ×3 for Simple.
@@ -42,24 +42,36 @@ constexpr int64_t kTreeCorrectionUnitBytes = 64;
 
 int archRow(GpuArch arch) {
   switch (arch) {
-    case GpuArch::kVolta: return kVoltaRow;
-    case GpuArch::kHopper: return kHopperRow;
-    case GpuArch::kBlackwell: return kBlackwellRow;
-    default: return kAmpereRow;
+    case GpuArch::kVolta:
+      return kVoltaRow;
+    case GpuArch::kHopper:
+      return kHopperRow;
+    case GpuArch::kBlackwell:
+      return kBlackwellRow;
+    default:
+      return kAmpereRow;
   }
 }
 
-int nodeColumn(int nodes) { return nodes == 1 ? 0 : nodes == 2 ? 1 : 2; }
+int nodeColumn(int nodes) {
+  return nodes == 1 ? 0 : nodes == 2 ? 1 : 2;
+}
 
-int floorLog2(int64_t v) { return v <= 1 ? 0 : 63 - std::countl_zero(static_cast<uint64_t>(v)); }
+int floorLog2(int64_t v) {
+  return v <= 1 ? 0 : 63 - std::countl_zero(static_cast<uint64_t>(v));
+}
 
-int treeCorrectionIndex(int64_t bytes) { return floorLog2(bytes / kTreeCorrectionUnitBytes); }
+int treeCorrectionIndex(int64_t bytes) {
+  return floorLog2(bytes / kTreeCorrectionUnitBytes);
+}
 
 bool contains(const std::vector<std::string>& list, std::string_view name) {
   return std::find(list.begin(), list.end(), name) != list.end();
 }
 
-bool isX86(const std::string& vendor) { return vendor == "intel" || vendor == "amd"; }
+bool isX86(const std::string& vendor) {
+  return vendor == "intel" || vendor == "amd";
+}
 
 }  // namespace
 
@@ -127,7 +139,9 @@ StatusOr<std::unique_ptr<NcclCommModel>> NcclCommModel::create(const ClusterSpec
 
 NcclCommModel::NcclCommModel(const ClusterSpec& cluster, const WorldLayout& layout,
                              const NcclConstants& constants, NcclTopology topology)
-    : m_cluster(cluster), m_layout(layout), m_constants(&constants),
+    : m_cluster(cluster),
+      m_layout(layout),
+      m_constants(&constants),
       m_topology(std::move(topology)) {}
 
 void NcclCommModel::buildTables() {
@@ -181,8 +195,8 @@ NcclCommModel::Entry NcclCommModel::allreduceEntry(int algo, int proto) const {
                                            : m_topology.nvls;
   const int nCh = graph.channels;
   // llMaxBws row: GPU generation on one node, CPU vendor across nodes (0 Intel, 1 AMD).
-  const double llMaxBw = multiNode ? c.llMaxBw[m_cluster.cpuVendor == "amd" ? 1 : 0][col]
-                                   : c.llMaxBw[row][col];
+  const double llMaxBw =
+      multiNode ? c.llMaxBw[m_cluster.cpuVendor == "amd" ? 1 : 0][col] : c.llMaxBw[row][col];
 
   // ---- bandwidth (§1.4 steps B–D)
   double busBw = nCh * (nNodes <= 2 ? graph.bwIntraGBps : graph.bwInterGBps);
@@ -203,8 +217,8 @@ NcclCommModel::Entry NcclCommModel::allreduceEntry(int algo, int proto) const {
     if (graph.plainTreePattern) busBw *= kPlainTreePatternFactor;
     ratio = 0.5;
   } else if (c.nvlsPipelined) {
-    double intraBw = graph.bwIntraGBps * c.nvlsEfficiency[row] * (nCh - 1) / nCh *
-                     kNvlsAllreducePipelining;
+    double intraBw =
+        graph.bwIntraGBps * c.nvlsEfficiency[row] * (nCh - 1) / nCh * kNvlsAllreducePipelining;
     double interBw = graph.bwInterGBps;
     if (algo == kNvlsTree && nNodes <= 2) interBw *= kNvlsTreeTwoNodeInterCredit;
     double perCh = std::min(intraBw, interBw);
@@ -224,8 +238,8 @@ NcclCommModel::Entry NcclCommModel::allreduceEntry(int algo, int proto) const {
   const int intraClass = m_topology.intraNvlink ? kNvlinkClass : kPciClass;
   const double intraLat = c.hwLatencyUs[intraClass][algo][proto];
   const double latencyInter = m_cluster.interNode.latencyUs;
-  const double interLat = c.hwLatencyUs[kNetClass][ppn == 1 ? kTree : algo][proto] +
-                          latencyInter + (proto == kSimple ? latencyInter : 0);
+  const double interLat = c.hwLatencyUs[kNetClass][ppn == 1 ? kTree : algo][proto] + latencyInter +
+                          (proto == kSimple ? latencyInter : 0);
   const double base = c.baseLatencyUs[algo][proto];
   const int log2Nodes = floorLog2(nNodes);
   switch (algo) {
@@ -240,8 +254,8 @@ NcclCommModel::Entry NcclCommModel::allreduceEntry(int algo, int proto) const {
             m_cluster.cpuVendor == "amd" ? kNetOverheadAmdUs : kNetOverheadIntelUs);
         if (proto == kSimple) overhead *= kNetOverheadSimpleFactor;
       }
-      e.latencyUs = base + (nSteps - nInterSteps) * std::max(intraLat, overhead) +
-                    nInterSteps * interLat;
+      e.latencyUs =
+          base + (nSteps - nInterSteps) * std::max(intraLat, overhead) + nInterSteps * interLat;
       break;
     }
     case kTree:
@@ -277,8 +291,8 @@ NcclCommModel::Entry NcclCommModel::ringOnlyEntry(Collective collective, int alg
   const int row = archRow(m_cluster.device.arch);
   const bool multiNode = nNodes > 1;
   const NcclGraph& graph = m_topology.ring;
-  const double llMaxBw = multiNode ? c.llMaxBw[m_cluster.cpuVendor == "amd" ? 1 : 0][col]
-                                   : c.llMaxBw[row][col];
+  const double llMaxBw =
+      multiNode ? c.llMaxBw[m_cluster.cpuVendor == "amd" ? 1 : 0][col] : c.llMaxBw[row][col];
 
   double busBw = graph.channels * (nNodes <= 2 ? graph.bwIntraGBps : graph.bwInterGBps);
   if (proto == kLL) busBw = std::min(llMaxBw, busBw * c.ringLlFactor);
@@ -291,8 +305,8 @@ NcclCommModel::Entry NcclCommModel::ringOnlyEntry(Collective collective, int alg
   const int intraClass = m_topology.intraNvlink ? kNvlinkClass : kPciClass;
   const double intraLat = c.hwLatencyUs[intraClass][kRing][proto];
   const double latencyInter = m_cluster.interNode.latencyUs;
-  const double interLat = c.hwLatencyUs[kNetClass][ppn == 1 ? kTree : kRing][proto] +
-                          latencyInter + (proto == kSimple ? latencyInter : 0);
+  const double interLat = c.hwLatencyUs[kNetClass][ppn == 1 ? kTree : kRing][proto] + latencyInter +
+                          (proto == kSimple ? latencyInter : 0);
   const int hops = nRanks - 1;
   const int interHops = std::min(nNodes - 1, hops);
   double overhead = 0;
@@ -321,8 +335,8 @@ double NcclCommModel::tunerTimeUs(Collective collective, int algo, int proto, do
     }
     if (algo == kRing && proto == kSimple && m_layout.nodes > 1 &&
         b >= kRingPlateauBytesPerChannelRank * m_topology.runtimeChannels * m_layout.worldSize()) {
-      lat *= m_cluster.device.arch == GpuArch::kVolta ? kRingPlateauFactorVolta
-                                                      : kRingPlateauFactor;
+      lat *=
+          m_cluster.device.arch == GpuArch::kVolta ? kRingPlateauFactorVolta : kRingPlateauFactor;
     }
   }
   if (latencyUs) *latencyUs = lat;
@@ -349,7 +363,7 @@ int NcclCommModel::ctasFor(int algo, int proto, double bytes) const {
       m_topology.ring.channels * m_topology.ring.bwIntraGBps <= kSlowRingGBps) {
     nt = kMaxThreadsSlowRing;
   }
-  int64_t threshold = proto == kLL ? kThresholdLl * (algo == kRing ? m_layout.worldSize() : 1)
+  int64_t threshold = proto == kLL      ? kThresholdLl * (algo == kRing ? m_layout.worldSize() : 1)
                       : proto == kLL128 ? kThresholdLl128
                                         : kThresholdSimple;
   while (bytes < static_cast<double>(nc) * nt * threshold) {

@@ -37,8 +37,7 @@ class NcclCommModel final : public CommModel {
 
   CollectiveEstimate estimate(Collective collective, int64_t bytes) const override;
   int worldSize() const override { return m_layout.worldSize(); }
-  std::vector<CollectiveCandidate> candidates(Collective collective,
-                                              int64_t bytes) const override;
+  std::vector<CollectiveCandidate> candidates(Collective collective, int64_t bytes) const override;
 
   const nccl::NcclTopology& topology() const { return m_topology; }
   const nccl::NcclConstants& constants() const { return *m_constants; }
@@ -70,7 +69,7 @@ class NcclCommModel final : public CommModel {
   WorldLayout m_layout;
   const nccl::NcclConstants* m_constants;
   nccl::NcclTopology m_topology;
-  std::array<Table, 4> m_tables;  // by Collective
+  std::array<Table, 4> m_tables;    // by Collective
   std::vector<double> m_stepSizes;  // byte counts where a size correction starts
 };
 

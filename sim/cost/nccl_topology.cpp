@@ -108,8 +108,7 @@ StatusOr<NcclTopology> deriveNcclTopology(const ClusterSpec& cluster, const Worl
 
   Search ring;
   if (!multiNode) {
-    ring = searchBest(intraSpeedList(arch), searchMax,
-                      [&](double s) { return fits(intraCap, s); });
+    ring = searchBest(intraSpeedList(arch), searchMax, [&](double s) { return fits(intraCap, s); });
   } else {
     // A rail-aligned channel enters the node on one GPU's NIC and leaves on another's; each GPU
     // forwards over its intra-node link in all channels but the one it exits, so a channel

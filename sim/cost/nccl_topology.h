@@ -27,9 +27,9 @@
 namespace ddpscope::sim::nccl {
 
 struct NcclGraph {
-  int channels = 0;          // graph channels
-  double bwIntraGBps = 0;    // per channel
-  double bwInterGBps = 0;    // per channel
+  int channels = 0;               // graph channels
+  double bwIntraGBps = 0;         // per channel
+  double bwInterGBps = 0;         // per channel
   bool plainTreePattern = false;  // Tree graph searched with the plain TREE pattern (× 0.85)
 };
 
@@ -37,11 +37,11 @@ struct NcclTopology {
   NcclGraph ring;
   NcclGraph tree;
   NcclGraph nvls;
-  bool nvlsGraph = false;    // an NVLS graph exists (Hopper+, NVSwitch, nvls, ≥ 2 local GPUs)
-  bool ll128 = false;        // LL128 enabled by default (§1.8)
-  bool intraNvlink = true;   // latency class inside a node: NVLINK or PCI (§1.3)
-  int runtimeChannels = 0;   // comm->nChannels: CTAs of a large Ring/Tree call
-  int nvlsCtas = 0;          // CTAs of an NVLS / NVLSTree call (§1.8)
+  bool nvlsGraph = false;   // an NVLS graph exists (Hopper+, NVSwitch, nvls, ≥ 2 local GPUs)
+  bool ll128 = false;       // LL128 enabled by default (§1.8)
+  bool intraNvlink = true;  // latency class inside a node: NVLINK or PCI (§1.3)
+  int runtimeChannels = 0;  // comm->nChannels: CTAs of a large Ring/Tree call
+  int nvlsCtas = 0;         // CTAs of an NVLS / NVLSTree call (§1.8)
 };
 
 StatusOr<NcclTopology> deriveNcclTopology(const ClusterSpec& cluster, const WorldLayout& layout,

@@ -39,12 +39,12 @@ TEST(AlphaBetaModelTest, SpanningNodesUsesTheBottleneckLink) {
 
 TEST(AlphaBetaModelTest, BusbwTendsToBeta) {
   auto model = commModel(builtin("cpu-mpi"), 1, 4);
-  EXPECT_TRUE(withinRelative(model->estimate(Collective::kAllreduce, 8 * kGiB).busbwGBps, 5,
-                             0.001));
-  EXPECT_TRUE(withinRelative(model->estimate(Collective::kAllgather, 8 * kGiB).busbwGBps, 5,
-                             0.001));
-  EXPECT_TRUE(withinRelative(model->estimate(Collective::kBroadcast, 8 * kGiB).busbwGBps, 5,
-                             0.001));
+  EXPECT_TRUE(
+      withinRelative(model->estimate(Collective::kAllreduce, 8 * kGiB).busbwGBps, 5, 0.001));
+  EXPECT_TRUE(
+      withinRelative(model->estimate(Collective::kAllgather, 8 * kGiB).busbwGBps, 5, 0.001));
+  EXPECT_TRUE(
+      withinRelative(model->estimate(Collective::kBroadcast, 8 * kGiB).busbwGBps, 5, 0.001));
 }
 
 TEST(AlphaBetaModelTest, BroadcastAndAllgatherFormulas) {

@@ -22,8 +22,8 @@ using Json = nlohmann::json;
 
 TEST(ClusterJsonTest, EveryBuiltinClusterLoadsAndBuildsAModel) {
   std::vector<std::string> names = builtinClusterNames();
-  for (const char* required : {"cpu-mpi", "dgx-a100", "dgx-h100", "dgx-v100", "hgx-h200",
-                               "pcie-a100-100gbe"}) {
+  for (const char* required :
+       {"cpu-mpi", "dgx-a100", "dgx-h100", "dgx-v100", "hgx-h200", "pcie-a100-100gbe"}) {
     EXPECT_THAT(names, ::testing::Contains(required));
   }
   for (const std::string& name : names) {
@@ -135,8 +135,11 @@ TEST_P(ClusterJsonBadInputTest, MessageNamesFilePathAndExpectation) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, ClusterJsonBadInputTest,
     ::testing::Values(
-        BadCase{"root not an object", [](Json& j) { j = Json::array({1, 2}); }, "(root)",
-                "expected a JSON object"},
+        BadCase{"root not an object",
+                [](Json& j) {
+                  j = Json::array({1, 2});
+                },
+                "(root)", "expected a JSON object"},
         BadCase{"missing name", [](Json& j) { j.erase("name"); }, "name",
                 "expected a non-empty string; got nothing"},
         BadCase{"gpus_per_node as string", [](Json& j) { j["gpus_per_node"] = "8"; },
@@ -149,31 +152,38 @@ INSTANTIATE_TEST_SUITE_P(
                 "expected an object; got nothing"},
         BadCase{"negative NIC bandwidth", [](Json& j) { j["inter_node"]["nic_Gbps"] = -200; },
                 "inter_node.nic_Gbps", "expected a positive number"},
-        BadCase{"zero NVLink bandwidth",
-                [](Json& j) { j["intra_node"]["nvlink_link_GBps"] = 0; },
+        BadCase{"zero NVLink bandwidth", [](Json& j) { j["intra_node"]["nvlink_link_GBps"] = 0; },
                 "intra_node.nvlink_link_GBps", "expected a positive number"},
         BadCase{"peak as string", [](Json& j) { j["device"]["peak_tflops"]["bf16"] = "fast"; },
                 "device.peak_tflops.bf16", "expected a positive number (TFLOP/s)"},
-        BadCase{"efficiency above one",
-                [](Json& j) { j["device"]["compute_efficiency"] = 1.5; },
+        BadCase{"efficiency above one", [](Json& j) { j["device"]["compute_efficiency"] = 1.5; },
                 "device.compute_efficiency", "expected a fraction in (0, 1]"},
-        BadCase{"unknown NCCL version", [](Json& j) { j["nccl_version"] = "2.99"; },
-                "nccl_version", "(2.30.7, 2.18); got \"2.99\""},
+        BadCase{"unknown NCCL version", [](Json& j) { j["nccl_version"] = "2.99"; }, "nccl_version",
+                "(2.30.7, 2.18); got \"2.99\""},
         BadCase{"unknown field", [](Json& j) { j["inter_node"]["nic_gbps"] = 200; },
                 "inter_node.nic_gbps", "unknown field; expected one of nics_per_node, nic_Gbps"},
         BadCase{"nvls on Ampere", [](Json& j) { j["intra_node"]["nvls"] = true; },
                 "intra_node.nvls", "hopper or blackwell"},
         BadCase{"intra type typo", [](Json& j) { j["intra_node"]["type"] = "nvswich"; },
                 "intra_node.type", "expected one of nvswitch, nvlink, pcie, shared_memory"},
-        BadCase{"cpu arch with NCCL", [](Json& j) { j["device"]["arch"] = "cpu"; },
-                "device.arch", "comm_model is \"nccl\""},
+        BadCase{"cpu arch with NCCL", [](Json& j) { j["device"]["arch"] = "cpu"; }, "device.arch",
+                "comm_model is \"nccl\""},
         BadCase{"alpha_beta without parameters", [](Json& j) { j["comm_model"] = "alpha_beta"; },
                 "alpha_beta", "required when comm_model is \"alpha_beta\""},
-        BadCase{"zero graph channels", [](Json& j) { j["nccl"]["ring"] = {{"channels", 0}}; },
+        BadCase{"zero graph channels",
+                [](Json& j) {
+                  j["nccl"]["ring"] = {{"channels", 0}};
+                },
                 "nccl.ring.channels", "an integer from 1 to 64"},
-        BadCase{"unknown algorithm", [](Json& j) { j["nccl"]["algorithms"] = {"ring", "pat"}; },
+        BadCase{"unknown algorithm",
+                [](Json& j) {
+                  j["nccl"]["algorithms"] = {"ring", "pat"};
+                },
                 "nccl.algorithms[1]", "one of ring, tree, nvls, nvls_tree; got \"pat\""},
-        BadCase{"bad tree pattern", [](Json& j) { j["nccl"]["tree"] = {{"pattern", "x"}}; },
+        BadCase{"bad tree pattern",
+                [](Json& j) {
+                  j["nccl"]["tree"] = {{"pattern", "x"}};
+                },
                 "nccl.tree.pattern", "one of balanced, split, tree"},
         BadCase{"pcie gen 2", [](Json& j) { j["intra_node"]["pcie_gen"] = 2; },
                 "intra_node.pcie_gen", "a PCIe generation from 3 to 6"}),

@@ -34,7 +34,7 @@ inline ClusterSpec tunerExact(ClusterSpec cluster) {
 }
 
 inline std::unique_ptr<NcclCommModel> ncclModel(const ClusterSpec& cluster, int nodes,
-                                                 int gpusPerNode = 8) {
+                                                int gpusPerNode = 8) {
   auto model = NcclCommModel::create(cluster, WorldLayout{nodes, gpusPerNode});
   EXPECT_TRUE(model.isOk()) << model.status().toString();
   return model.isOk() ? std::move(model).value() : nullptr;
@@ -63,8 +63,7 @@ inline ::testing::AssertionResult nearSpec(double actual, double expected, int d
                                            double relative = 0.02) {
   double tol = std::max(relative * std::abs(expected), 0.5 * std::pow(10.0, -decimals));
   if (std::abs(actual - expected) <= tol) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure()
-         << actual << " is not within " << tol << " of " << expected;
+  return ::testing::AssertionFailure() << actual << " is not within " << tol << " of " << expected;
 }
 
 inline ::testing::AssertionResult withinFactor(double actual, double expected, double factor) {
@@ -75,14 +74,13 @@ inline ::testing::AssertionResult withinFactor(double actual, double expected, d
          << actual << " is not within " << factor << "x of " << expected;
 }
 
-inline ::testing::AssertionResult withinRelative(double actual, double expected,
-                                                 double relative) {
+inline ::testing::AssertionResult withinRelative(double actual, double expected, double relative) {
   if (std::abs(actual - expected) <= relative * std::abs(expected)) {
     return ::testing::AssertionSuccess();
   }
-  return ::testing::AssertionFailure() << actual << " is not within " << relative * 100
-                                       << " % of " << expected << " (off by "
-                                       << (actual / expected - 1) * 100 << " %)";
+  return ::testing::AssertionFailure()
+         << actual << " is not within " << relative * 100 << " % of " << expected << " (off by "
+         << (actual / expected - 1) * 100 << " %)";
 }
 
 }  // namespace ddpscope::sim::testing

@@ -285,8 +285,8 @@ TEST(NcclModelTest, ChoosesTheCandidateWithTheSmallestTime) {
 TEST(NcclModelTest, CtasFollowRuntimeChannelsAndShrinkForSmallMessages) {
   EXPECT_EQ(ncclModel(builtin("dgx-a100"), 1)->estimate(Collective::kAllreduce, kGiB).ctas, 24);
   EXPECT_EQ(ncclModel(builtin("dgx-a100"), 4)->estimate(Collective::kAllreduce, kGiB).ctas, 16);
-  CollectiveEstimate nvls = ncclModel(builtin("dgx-h100"), 1)->estimate(Collective::kAllreduce,
-                                                                         kGiB);
+  CollectiveEstimate nvls =
+      ncclModel(builtin("dgx-h100"), 1)->estimate(Collective::kAllreduce, kGiB);
   EXPECT_EQ(nvls.algorithm, "nvls");
   EXPECT_EQ(nvls.ctas, 16);
   CollectiveEstimate tiny = ncclModel(builtin("dgx-a100"), 1)->estimate(Collective::kAllreduce, 8);
@@ -365,8 +365,7 @@ TEST(NcclModelTest, AmdCpusPayTwoMicrosecondsOfNetOverheadPerRingStep) {
   // And llMaxBw row 1 (AMD) across nodes: N4 19.0 instead of 20.4.
   EXPECT_NEAR(candidate(*ncclModel(amd, 4), "ring", "LL").baseAlgBwGBps, 19.0 * 32 / 62, 1e-9);
   amd.nccl.netOverheadUs = 0.5;  // NCCL_NET_OVERHEAD
-  EXPECT_NEAR(candidate(*ncclModel(amd, 4), "ring", "LL").baseLatencyUs, intelLat - 56 * 0.4,
-              1e-9);
+  EXPECT_NEAR(candidate(*ncclModel(amd, 4), "ring", "LL").baseLatencyUs, intelLat - 56 * 0.4, 1e-9);
 }
 
 TEST(NcclModelTest, LaunchOverheadAddsToEveryTimeAndNeverChangesTheChoice) {
@@ -387,8 +386,8 @@ TEST(NcclModelTest, LaunchOverheadAddsToEveryTimeAndNeverChangesTheChoice) {
 
 TEST(NcclModelTest, OtherCollectivesUseRingWithTheirBusFactors) {
   auto model = ncclModel(builtin("dgx-a100"), 1);
-  for (Collective c : {Collective::kBroadcast, Collective::kAllgather,
-                       Collective::kReduceScatter}) {
+  for (Collective c :
+       {Collective::kBroadcast, Collective::kAllgather, Collective::kReduceScatter}) {
     SCOPED_TRACE(std::string(collectiveName(c)));
     CollectiveEstimate e = model->estimate(c, 8 * kGiB);
     EXPECT_EQ(e.algorithm, "ring");
@@ -456,18 +455,18 @@ TEST(NcclModelTest, TimeIsMonotoneInBytes) {
   const std::vector<int64_t> sizes = sweepSizes();
   for (const std::string& name : builtinClusterNames()) {
     ClusterSpec cluster = builtin(name);
-    for (auto [nodes, ppn] : {std::pair{1, 2}, std::pair{1, 8}, std::pair{2, 8},
-                              std::pair{4, 8}, std::pair{16, 8}, std::pair{64, 8}}) {
+    for (auto [nodes, ppn] : {std::pair{1, 2}, std::pair{1, 8}, std::pair{2, 8}, std::pair{4, 8},
+                              std::pair{16, 8}, std::pair{64, 8}}) {
       ppn = std::min(ppn, cluster.gpusPerNode);
       auto model = commModel(cluster, nodes, ppn);
       ASSERT_NE(model, nullptr);
-      for (Collective c : {Collective::kAllreduce, Collective::kBroadcast,
-                           Collective::kAllgather, Collective::kReduceScatter}) {
+      for (Collective c : {Collective::kAllreduce, Collective::kBroadcast, Collective::kAllgather,
+                           Collective::kReduceScatter}) {
         Nanos previous = Nanos::zero();
         for (int64_t bytes : sizes) {
           Nanos t = model->estimate(c, bytes).time;
-          ASSERT_GE(t, previous) << name << " " << nodes << "x" << ppn << " "
-                                 << collectiveName(c) << " at " << bytes << " bytes";
+          ASSERT_GE(t, previous) << name << " " << nodes << "x" << ppn << " " << collectiveName(c)
+                                 << " at " << bytes << " bytes";
           previous = t;
         }
       }
