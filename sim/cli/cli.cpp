@@ -22,6 +22,13 @@ const std::vector<Command>& commands() {
       {"models", "list the embedded model zoo with parameter and tensor counts", runModelsCommand},
       {"buckets", "PyTorch DDP's exact bucket plan for a model (iteration 1 or steady state)",
        runBucketsCommand},
+      {"simulate", "simulate DDP iterations of a model on a cluster: step time, exposed comm",
+       runSimulateCommand},
+      {"sweep", "simulate many bucket caps / world sizes / find_unused settings; best cap",
+       runSweepCommand},
+      {"allreduce", "predicted allreduce time, algbw and busbw per size on a cluster (NCCL model)",
+       runAllreduceCommand},
+      {"clusters", "list the built-in cluster descriptions", runClustersCommand},
       {"overlap", "compute/communication overlap of a Chrome trace (HTA definition)",
        runOverlapCommand},
   };

@@ -21,3 +21,10 @@ Status runOverlapCommand(const std::vector<std::string>& args, CommandIo io);
 Status runQuickstartCommand(const std::vector<std::string>& args, CommandIo io);
 
 }  // namespace ddpscope::cli
+
+namespace ddpscope::cli {
+Status runAllreduceCommand(const std::vector<std::string>& args, CommandIo io);
+Status runClustersCommand(const std::vector<std::string>& args, CommandIo io);
+Status runSimulateCommand(const std::vector<std::string>& args, CommandIo io);
+Status runSweepCommand(const std::vector<std::string>& args, CommandIo io);
+}  // namespace ddpscope::cli

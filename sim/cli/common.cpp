@@ -5,6 +5,7 @@
 
 #include "base/strings.h"
 #include "models/zoo.h"
+#include "sim/cost/cluster.h"
 
 namespace ddpscope::cli {
 
@@ -80,6 +81,74 @@ StatusOr<std::vector<int>> readIndexListFile(const std::string& path) {
     return out;
   }
   return parseIndexList(text, path);
+}
+
+}  // namespace ddpscope::cli
+
+namespace ddpscope::cli {
+
+void addClusterFlags(ArgParser& parser) {
+  parser.option("cluster", "NAME", "a built-in cluster (see 'ddpscope clusters')")
+      .option("cluster-file", "PATH", "a cluster JSON file (sim/cost/clusters/FORMAT.md)");
+}
+
+StatusOr<sim::ClusterSpec> loadClusterFromFlags(const ParsedArgs& args) {
+  auto name = args.value("cluster");
+  auto file = args.value("cluster-file");
+  if (name && file) return invalidArgument("give either --cluster or --cluster-file, not both");
+  if (name) return sim::loadBuiltinCluster(*name);
+  if (file) return sim::loadClusterFile(*file);
+  return invalidArgument("expected --cluster NAME or --cluster-file PATH");
+}
+
+StatusOr<int64_t> parseByteSize(const std::string& text, const std::string& what) {
+  std::string t(trimString(text));
+  size_t pos = 0;
+  while (pos < t.size() && (std::isdigit(static_cast<unsigned char>(t[pos])) || t[pos] == '.')) ++pos;
+  std::string number = t.substr(0, pos);
+  std::string unit = t.substr(pos);
+  for (auto& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  double scale = 0;
+  if (unit.empty() || unit == "B") scale = 1;
+  else if (unit == "K" || unit == "KB" || unit == "KIB") scale = 1024.0;
+  else if (unit == "M" || unit == "MB" || unit == "MIB") scale = 1024.0 * 1024.0;
+  else if (unit == "G" || unit == "GB" || unit == "GIB") scale = 1024.0 * 1024.0 * 1024.0;
+  auto value = parseDouble(number);
+  if (scale == 0 || !value || *value <= 0) {
+    return invalidArgument(what + ": expected a positive size like 1048576, 64K, 25MiB or 1G, got '" +
+                           text + "'");
+  }
+  double bytes = *value * scale;
+  if (bytes < 1 || bytes > 1e15) {
+    return invalidArgument(what + ": size out of range [1 B, 1 PB]: '" + text + "'");
+  }
+  return static_cast<int64_t>(bytes);
+}
+
+StatusOr<std::vector<double>> parsePositiveList(const std::string& text, const std::string& what) {
+  std::vector<double> out;
+  for (const std::string& part : splitString(text, ',')) {
+    auto v = parseDouble(part);
+    if (!v || *v <= 0) {
+      return invalidArgument(what + ": expected positive numbers separated by commas, got '" + part +
+                             "' in '" + text + "'");
+    }
+    out.push_back(*v);
+  }
+  return out;
+}
+
+StatusOr<std::vector<int>> parsePositiveIntList(const std::string& text, const std::string& what) {
+  std::vector<int> out;
+  for (const std::string& part : splitString(text, ',')) {
+    auto v = parseInt64(part);
+    if (!v || *v <= 0 || *v > (1 << 24)) {
+      return invalidArgument(what + ": expected positive integers separated by commas, got '" +
+                             part + "' in '" + text + "'");
+    }
+    out.push_back(static_cast<int>(*v));
+  }
+  return out;
 }
 
 }  // namespace ddpscope::cli

@@ -23,3 +23,22 @@ StatusOr<std::vector<int>> parseIndexList(const std::string& text, const std::st
 StatusOr<std::vector<int>> readIndexListFile(const std::string& path);
 
 }  // namespace ddpscope::cli
+
+namespace ddpscope::sim {
+struct ClusterSpec;
+}
+
+namespace ddpscope::cli {
+
+// Adds --cluster NAME and --cluster-file PATH.
+void addClusterFlags(ArgParser& parser);
+StatusOr<sim::ClusterSpec> loadClusterFromFlags(const ParsedArgs& args);
+
+// Parses a byte size: "1048576", "64K", "1MiB", "25M", "1.5GiB" (K/M/G are binary, as in
+// nccl-tests; a trailing "B"/"iB" is optional). `what` names the flag in errors.
+StatusOr<int64_t> parseByteSize(const std::string& text, const std::string& what);
+// Comma-separated list of positive numbers / integers for sweep flags.
+StatusOr<std::vector<double>> parsePositiveList(const std::string& text, const std::string& what);
+StatusOr<std::vector<int>> parsePositiveIntList(const std::string& text, const std::string& what);
+
+}  // namespace ddpscope::cli

@@ -1,29 +1,43 @@
+#include <filesystem>
 #include <ostream>
+#include <system_error>
 
 #include "sim/cli/arg_parser.h"
 #include "sim/cli/commands.h"
 
 namespace ddpscope::cli {
 
-// The main job on an embedded default. For now: the zoo, then the steady-state bucket plan of
-// one model at PyTorch's defaults (the simulator's sweep replaces this when it lands).
+// The main job on an embedded default: a bucket_cap_mb sweep of gpt2-small on DGX A100 nodes,
+// with the best configuration's timeline written for Perfetto / the GUI.
 Status runQuickstartCommand(const std::vector<std::string>& argv, CommandIo io) {
-  ArgParser parser("ddpscope quickstart", "[--model NAME]",
-                   "Prints the embedded model zoo, then the bucket plan PyTorch DDP uses for one\n"
-                   "model at its defaults (bucket_cap_mb=25, first bucket 1 MiB, steady state).");
-  parser.option("model", "NAME", "zoo model to plan (default gpt2-small)");
+  ArgParser parser(
+      "ddpscope quickstart", "[--model NAME] [--cluster NAME] [--out DIR]",
+      "Sweeps bucket_cap_mb (1..200 MiB) over 1, 2, 4 and 8 nodes for one zoo model on one\n"
+      "built-in cluster (default gpt2-small on dgx-a100), prints step time, exposed\n"
+      "communication and overlap per configuration and the best cap per world size, and writes\n"
+      "the best configuration's Chrome trace per world size into DIR.");
+  parser.option("model", "NAME", "zoo model (default gpt2-small)")
+      .option("cluster", "NAME", "built-in cluster (default dgx-a100)")
+      .option("out", "DIR", "directory for the traces (default ddpscope-out)");
   ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv));
   if (args.helpRequested()) {
     io.out << parser.helpText();
     return Status::ok();
   }
   std::string model = args.value("model").value_or("gpt2-small");
-  io.out << "== ddpscope model zoo ==\n";
-  RETURN_IF_ERROR(runModelsCommand({}, io));
-  io.out << "\n== DDP bucket plan: " << model << ", bucket_cap_mb=25 (default), steady state ==\n";
-  RETURN_IF_ERROR(runBucketsCommand({"--model", model}, io));
-  io.out << "\nNext: 'ddpscope buckets --help' to vary bucket_cap_mb, find_unused_parameters,\n"
-            "static_graph and the PyTorch semantics profile.\n";
+  std::string cluster = args.value("cluster").value_or("dgx-a100");
+  std::string outDir = args.value("out").value_or("ddpscope-out");
+  std::error_code ec;
+  std::filesystem::create_directories(outDir, ec);
+  if (ec) return invalidArgument("--out: cannot create directory '" + outDir + "': " + ec.message());
+  std::string trace = (std::filesystem::path(outDir) / (model + "-" + cluster + "-best.json")).string();
+  RETURN_IF_ERROR(runSweepCommand({"--model", model, "--cluster", cluster, "--nodes", "1,2,4,8",
+                                   "--trace", trace},
+                                  io));
+  io.out << "\nNext: open a trace in https://ui.perfetto.dev, or 'ddpscope overlap " << outDir
+         << "/<trace>.json';\n'ddpscope sweep --help' and 'ddpscope simulate --help' for every "
+            "setting; 'ddpscope buckets --model "
+         << model << "' for the exact bucket plan.\n";
   return Status::ok();
 }
 

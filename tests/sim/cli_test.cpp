@@ -10,18 +10,10 @@ namespace {
 
 using nlohmann::json;
 using testing::CliResult;
+using testing::expectBadInput;
 using testing::runCliForTest;
 using testing::writeScratchFile;
 using ::testing::HasSubstr;
-
-// Bad input: exit code 2, nothing on stdout, one error line on stderr containing `needle`.
-void expectBadInput(const std::vector<std::string>& args, const std::string& needle) {
-  CliResult r = runCliForTest(args);
-  EXPECT_EQ(r.exitCode, 2) << r.err;
-  EXPECT_EQ(r.out, "");
-  EXPECT_THAT(r.err, HasSubstr(needle));
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-}
 
 const char* kTwoParams =
     R"({"name": "two", "parameters": [{"name": "a.weight", "shape": [4, 3], "dtype": "float32"},)"

@@ -9,6 +9,11 @@
 #include <string>
 #include <vector>
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
 #include "sim/cli/cli.h"
 
 namespace ddpscope::cli::testing {
@@ -37,6 +42,15 @@ inline std::string writeScratchFile(const std::string& name, const std::string& 
   auto path = scratchDir() / name;
   std::ofstream(path) << text;
   return path.string();
+}
+
+// Bad input: exit code 2, nothing on stdout, one error line on stderr containing `needle`.
+inline void expectBadInput(const std::vector<std::string>& args, const std::string& needle) {
+  CliResult r = runCliForTest(args);
+  EXPECT_EQ(r.exitCode, 2) << r.err << r.out;
+  EXPECT_EQ(r.out, "");
+  EXPECT_THAT(r.err, ::testing::HasSubstr(needle));
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
 }  // namespace ddpscope::cli::testing
