@@ -155,6 +155,12 @@ StatusOr<SimulationRequest> parseSimulationRequest(const ParsedArgs& args, bool 
     return invalidArgument("--jitter and --stragglers need --all-ranks");
   }
   RETURN_IF_ERROR(d.validate());
+  if (o.iterations > 0 && o.iterations < sim::minIterations(d)) {
+    return invalidArgument("--iterations: expected at least " +
+                           std::to_string(sim::minIterations(d)) +
+                           " to reach the steady state (past the bucket rebuild and one no_sync "
+                           "period), got " + std::to_string(o.iterations));
+  }
   ASSIGN_OR_RETURN(req.model, loadModelFromFlags(args));
   ASSIGN_OR_RETURN(req.cluster, loadClusterFromFlags(args));
   return req;

@@ -115,6 +115,8 @@ TEST(CliSimulateTest, BadInputs) {
   expectBadInput({"simulate", "--model", "gpt2-small", "--cluster", "dgx-a100", "--jitter", "5"},
                  "--all-ranks");
   expectBadInput({"simulate", "--model", "gpt2-small"}, "--cluster");
+  expectBadInput({"simulate", "--model", "mlp-tiny", "--cluster", "dgx-a100", "--iterations", "1"},
+                 "--iterations: expected at least 3");
 }
 
 TEST(CliSweepTest, JsonRowsAndBestPerWorldSize) {
