@@ -27,6 +27,9 @@ class Tensor {
   float operator[](int64_t i) const { return m_values[static_cast<size_t>(i)]; }
 
   void reshape(std::vector<int64_t> shape);  // same numel (CHECKed)
+  // Any numel: keeps the allocation when it is large enough (no shrink), so a tensor reused
+  // across iterations allocates once. Values are unspecified afterwards (existing ones kept).
+  void resize(std::vector<int64_t> shape);
   void fill(float value);
   std::string shapeString() const;  // "[8, 1024]"
 

@@ -1,0 +1,403 @@
+#include "runtime/cpu/cpu_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "runtime/cpu/layer.h"
+#include "runtime/cpu/loss.h"
+#include "runtime/cpu/random.h"
+#include "runtime/cpu/synthetic_data.h"
+
+namespace ddpscope::runtime::cpu {
+
+namespace {
+
+constexpr int kModelInput = -1;       // producer id of "@input"
+constexpr int kLossHeadOwner = -1;    // fireAt value: ready right after the loss head
+constexpr int kNotFired = std::numeric_limits<int>::max();
+constexpr uint64_t kInitStream = 0x1A17;
+
+int64_t attrOr(const models::LayerSpec& layer, const char* key, int64_t fallback) {
+  auto it = layer.attrs.find(key);
+  return it == layer.attrs.end() ? fallback : static_cast<int64_t>(it->second);
+}
+
+bool endsWith(std::string_view text, std::string_view suffix) {
+  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
+}
+
+// PyTorch-like initialisation, by the type of the parameter's first owner:
+// Linear: U(±1/√in) for weight and bias (kaiming_uniform(a=√5) and the default bias init);
+// Conv2d: N(0, √(2/fan_out)) (torchvision ResNet's kaiming_normal, mode fan_out, relu), bias 0;
+// Conv1D / Embedding (Hugging Face GPT-2): N(0, 0.02), c_proj weights N(0, 0.02/√(2·n_layer)),
+// bias 0; norms: weight 1, bias 0; anything else N(0, 0.02).
+void initParam(Param& p, int index, const models::LayerSpec* owner, int64_t attentionLayers,
+               uint64_t seed) {
+  Rng rng(mixKeys(seed, static_cast<uint64_t>(index), kInitStream));
+  const bool isBias = endsWith(p.name, "bias");
+  auto normal = [&](double std) {
+    for (float& v : p.value.values()) v = static_cast<float>(rng.normal() * std);
+  };
+  auto uniform = [&](double bound) {
+    for (float& v : p.value.values()) v = static_cast<float>(rng.uniform(-bound, bound));
+  };
+  const std::string type = owner != nullptr ? owner->type : std::string();
+  if (type == "Linear") {
+    uniform(1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(1, attrOr(*owner, "in_features", 1)))));
+  } else if (type == "Conv2d") {
+    if (isBias) {
+      p.value.fill(0.0f);
+    } else {
+      const int64_t k = attrOr(*owner, "kernel_size", 1);
+      normal(std::sqrt(2.0 / static_cast<double>(attrOr(*owner, "out_channels", 1) * k * k)));
+    }
+  } else if (type == "LayerNorm" || type == "BatchNorm2d" || type == "SyncBatchNorm") {
+    p.value.fill(isBias ? 0.0f : 1.0f);
+  } else if (isBias) {
+    p.value.fill(0.0f);
+  } else if (type == "Conv1D" && endsWith(p.name, "c_proj.weight") && attentionLayers > 0) {
+    normal(0.02 / std::sqrt(2.0 * static_cast<double>(attentionLayers)));
+  } else {
+    normal(0.02);
+  }
+}
+
+void initBuffer(Buffer& b) {
+  if (endsWith(b.name, "running_var")) {
+    b.value.fill(1.0f);
+  } else if (endsWith(b.name, "attn.bias") && b.value.rank() == 4) {
+    // GPT-2's causal mask: lower-triangular ones (bool stored as float).
+    const int64_t n = b.value.dim(2), m = b.value.dim(3);
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < m; ++j) b.value[i * m + j] = j <= i ? 1.0f : 0.0f;
+    }
+  } else if (endsWith(b.name, "masked_bias")) {
+    b.value.fill(-1e4f);
+  } else {
+    b.value.fill(0.0f);
+  }
+}
+
+class CpuModel final : public TrainableModel {
+ public:
+  CpuModel(models::ModelSpec spec, TaskInfo task)
+      : m_spec(std::move(spec)), m_data(task) {}
+
+  Status init(const BuildOptions& options);
+
+  const models::ModelSpec& spec() const override { return m_spec; }
+  std::span<Param> params() override { return m_params; }
+  std::span<Buffer> buffers() override { return m_buffers; }
+  Batch makeBatch(std::span<const int64_t> sampleIndices, uint64_t dataSeed) const override {
+    return m_data.makeBatch(sampleIndices, dataSeed);
+  }
+  int64_t datasetSize() const override { return SyntheticData::kDatasetSize; }
+  StatusOr<ForwardResult> forward(const Batch& batch, int64_t iteration, int rank) override;
+  Status backward(const std::function<Status(int paramIndex)>& onGradReady) override;
+  void zeroGrad() override;
+  void sgdStep(double learningRate, double momentum) override;
+  void setObserver(LayerObserver* observer) override { m_observer = observer; }
+  void setSyncAllreduce(SyncAllreduceFn fn) override { m_syncAllreduce = std::move(fn); }
+
+ private:
+  struct Node {
+    std::unique_ptr<Layer> layer;
+    std::vector<int> producers;         // layer indices or kModelInput
+    Tensor output;
+    Tensor grad;                        // dLoss/dOutput
+    bool present = false;               // produced an output this forward
+    bool reached = false;               // on a path to the loss
+    bool gradWritten = false;           // grad holds a value this backward
+    std::vector<int> presentProducers;  // this forward's producers that were present
+    std::vector<const Tensor*> inputPtrs;
+    std::vector<GradTarget> gradTargets;
+  };
+  enum class Phase { kIdle, kForwardDone };
+
+  models::ModelSpec m_spec;
+  SyntheticData m_data;
+  std::vector<Param> m_params;
+  std::vector<Buffer> m_buffers;
+  std::vector<Node> m_nodes;
+  std::unique_ptr<LossHead> m_loss;
+  Tensor m_input, m_targets;
+  std::vector<int> m_fireAt;  // per parameter: layer after whose backward it is ready
+  std::vector<Tensor> m_momentum;
+  std::vector<bool> m_momentumDefined;
+  Workspace m_workspace;
+  SyncAllreduceFn m_syncAllreduce;
+  LayerObserver* m_observer = nullptr;
+  Phase m_phase = Phase::kIdle;
+};
+
+Status CpuModel::init(const BuildOptions& options) {
+  const models::ModelSpec& spec = m_spec;
+  m_params.resize(spec.params.size());
+  for (size_t i = 0; i < spec.params.size(); ++i) {
+    const models::ParamSpec& ps = spec.params[i];
+    if (ps.dtype != models::DType::kFloat32) {
+      return invalidArgument("parameter " + ps.name + " is " +
+                             std::string(models::dtypeName(ps.dtype)) +
+                             "; the CPU runtime trains float32 only");
+    }
+    m_params[i].name = ps.name;
+    m_params[i].value = Tensor(ps.shape);
+    m_params[i].grad = Tensor(ps.shape);
+  }
+  m_buffers.resize(spec.buffers.size());
+  std::unordered_map<std::string, Buffer*> bufferByName;
+  for (size_t i = 0; i < spec.buffers.size(); ++i) {
+    m_buffers[i].name = spec.buffers[i].name;
+    m_buffers[i].value = Tensor(spec.buffers[i].shape);
+    initBuffer(m_buffers[i]);
+    bufferByName[m_buffers[i].name] = &m_buffers[i];
+  }
+  // Parameter init, by first owner.
+  std::vector<const models::LayerSpec*> firstOwner(spec.params.size(), nullptr);
+  int64_t attentionLayers = 0;
+  for (const models::LayerSpec& layer : spec.layers) {
+    if (layer.type == "AttentionCore") ++attentionLayers;
+    for (int p : layer.params) {
+      if (p < 0 || p >= static_cast<int>(spec.params.size())) {
+        return invalidArgument("layer " + layer.name + ": parameter index " + std::to_string(p) +
+                               " out of range");
+      }
+      if (firstOwner[static_cast<size_t>(p)] == nullptr) firstOwner[static_cast<size_t>(p)] = &layer;
+    }
+  }
+  for (size_t i = 0; i < m_params.size(); ++i) {
+    initParam(m_params[i], static_cast<int>(i), firstOwner[i], attentionLayers, options.seed);
+  }
+  // Layers and edges.
+  std::unordered_map<std::string, int> layerIndex;
+  m_nodes.resize(spec.layers.size());
+  for (size_t i = 0; i < spec.layers.size(); ++i) {
+    const models::LayerSpec& ls = spec.layers[i];
+    Node& node = m_nodes[i];
+    if (ls.inputs.empty()) {
+      node.producers.push_back(i == 0 ? kModelInput : static_cast<int>(i) - 1);
+    } else {
+      for (const std::string& name : ls.inputs) {
+        if (name == models::kModelInputName) {
+          node.producers.push_back(kModelInput);
+          continue;
+        }
+        auto it = layerIndex.find(name);
+        if (it == layerIndex.end()) {
+          return invalidArgument("layer " + ls.name + ": input '" + name +
+                                 "' is not an earlier layer");
+        }
+        node.producers.push_back(it->second);
+      }
+    }
+    LayerBinding binding;
+    for (int p : ls.params) binding.params.push_back(&m_params[static_cast<size_t>(p)]);
+    for (const std::string& name : layerBufferNames(ls)) {
+      auto it = bufferByName.find(name);
+      binding.buffers.push_back(it == bufferByName.end() ? nullptr : it->second);
+    }
+    binding.syncBatchNorm = options.syncBatchNorm;
+    ASSIGN_OR_RETURN(node.layer, makeLayer(ls, binding));
+    layerIndex[ls.name] = static_cast<int>(i);
+  }
+  const TaskInfo& task = m_data.task();
+  switch (task.kind) {
+    case TaskKind::kRegression:
+      m_loss = std::make_unique<LossHead>(LossKind::kMse, nullptr);
+      break;
+    case TaskKind::kClassification:
+      m_loss = std::make_unique<LossHead>(LossKind::kCrossEntropy, nullptr);
+      break;
+    case TaskKind::kLanguageModel:
+      m_loss = std::make_unique<LossHead>(LossKind::kTiedLmCrossEntropy,
+                                          &m_params[static_cast<size_t>(task.headParam)]);
+      for (const models::LayerSpec& ls : spec.layers) {
+        if (ls.type == "Embedding" && (attrOr(ls, "num_embeddings", 0) < task.seqLen) &&
+            ls.name != spec.layers.front().name) {
+          return invalidArgument("sequence length " + std::to_string(task.seqLen) +
+                                 " exceeds " + ls.name + "'s " +
+                                 std::to_string(attrOr(ls, "num_embeddings", 0)) + " positions");
+        }
+      }
+      break;
+  }
+  m_fireAt.assign(m_params.size(), kNotFired);
+  m_momentum.resize(m_params.size());
+  m_momentumDefined.assign(m_params.size(), false);
+  return Status::ok();
+}
+
+StatusOr<ForwardResult> CpuModel::forward(const Batch& batch, int64_t iteration, int rank) {
+  m_phase = Phase::kIdle;
+  m_input.resize(batch.inputs.shape());
+  std::copy(batch.inputs.values().begin(), batch.inputs.values().end(), m_input.values().begin());
+  m_targets.resize(batch.targets.shape());
+  std::copy(batch.targets.values().begin(), batch.targets.values().end(),
+            m_targets.values().begin());
+  LayerContext ctx{&m_workspace, &m_syncAllreduce};
+  ForwardResult result;
+  for (size_t i = 0; i < m_nodes.size(); ++i) {
+    Node& node = m_nodes[i];
+    const models::LayerSpec& ls = m_spec.layers[i];
+    node.present = node.reached = node.gradWritten = false;
+    node.presentProducers.clear();
+    node.inputPtrs.clear();
+    if (ls.use && !ls.use->usedIn(iteration, rank)) continue;
+    bool missing = false;
+    for (int p : node.producers) {
+      if (p == kModelInput) {
+        node.presentProducers.push_back(p);
+        node.inputPtrs.push_back(&m_input);
+      } else if (m_nodes[static_cast<size_t>(p)].present) {
+        node.presentProducers.push_back(p);
+        node.inputPtrs.push_back(&m_nodes[static_cast<size_t>(p)].output);
+      } else {
+        missing = true;
+      }
+    }
+    if (node.inputPtrs.empty() || (missing && !node.layer->acceptsMissingInputs())) continue;
+    const int layerIndex = static_cast<int>(i);
+    if (m_observer != nullptr) m_observer->onForwardBegin(layerIndex);
+    Status status = node.layer->forward(node.inputPtrs, node.output, ctx);
+    if (m_observer != nullptr) m_observer->onForwardEnd(layerIndex);
+    if (!status.isOk()) return status.withContext("model " + m_spec.name + ": layer " + ls.name);
+    node.present = true;
+    result.executedLayers.push_back(layerIndex);
+  }
+  if (m_nodes.empty() || !m_nodes.back().present) {
+    return failedPrecondition("model " + m_spec.name + ": the output layer " +
+                              (m_spec.layers.empty() ? std::string("?") : m_spec.layers.back().name) +
+                              " did not run in iteration " + std::to_string(iteration));
+  }
+  // Reachability from the loss over produced edges.
+  m_nodes.back().reached = true;
+  for (size_t i = m_nodes.size(); i-- > 0;) {
+    if (!m_nodes[i].reached) continue;
+    for (int p : m_nodes[i].presentProducers) {
+      if (p != kModelInput) m_nodes[static_cast<size_t>(p)].reached = true;
+    }
+  }
+  std::fill(m_fireAt.begin(), m_fireAt.end(), kNotFired);
+  for (size_t i = 0; i < m_nodes.size(); ++i) {
+    if (!m_nodes[i].reached) continue;
+    for (int p : m_spec.layers[i].params) {
+      int& at = m_fireAt[static_cast<size_t>(p)];
+      if (at == kNotFired) at = static_cast<int>(i);  // earliest-executed reached owner
+    }
+  }
+  if (Param* head = m_loss->tiedWeight()) {
+    const size_t p = static_cast<size_t>(head - m_params.data());
+    if (m_fireAt[p] == kNotFired) m_fireAt[p] = kLossHeadOwner;
+  }
+  for (size_t p = 0; p < m_fireAt.size(); ++p) {
+    if (m_fireAt[p] == kNotFired) result.unusedParams.push_back(static_cast<int>(p));
+  }
+  StatusOr<double> loss = m_loss->forward(m_nodes.back().output, m_targets);
+  if (!loss.isOk()) return loss.status().withContext("model " + m_spec.name);
+  result.loss = *loss;
+  m_phase = Phase::kForwardDone;
+  return result;
+}
+
+Status CpuModel::backward(const std::function<Status(int paramIndex)>& onGradReady) {
+  if (m_phase != Phase::kForwardDone) {
+    return failedPrecondition("model " + m_spec.name + ": backward() without a forward()");
+  }
+  m_phase = Phase::kIdle;
+  LayerContext ctx{&m_workspace, &m_syncAllreduce};
+  Node& last = m_nodes.back();
+  RETURN_IF_ERROR(m_loss->backward(last.output, m_targets, last.grad, 1.0f));
+  last.gradWritten = true;
+  if (Param* head = m_loss->tiedWeight()) {
+    const int p = static_cast<int>(head - m_params.data());
+    if (m_fireAt[static_cast<size_t>(p)] == kLossHeadOwner && onGradReady) {
+      RETURN_IF_ERROR(onGradReady(p));
+    }
+  }
+  for (size_t i = m_nodes.size(); i-- > 0;) {
+    Node& node = m_nodes[i];
+    if (!node.reached) continue;
+    DDPSCOPE_CHECK(node.gradWritten);
+    node.gradTargets.clear();
+    for (int p : node.presentProducers) {
+      GradTarget target;
+      if (p != kModelInput) {
+        Node& producer = m_nodes[static_cast<size_t>(p)];
+        target.grad = &producer.grad;
+        target.accumulate = producer.gradWritten;
+        if (!producer.gradWritten) producer.grad.resize(producer.output.shape());
+        producer.gradWritten = true;
+      }
+      node.gradTargets.push_back(target);
+    }
+    const int layerIndex = static_cast<int>(i);
+    if (m_observer != nullptr) m_observer->onBackwardBegin(layerIndex);
+    Status status = node.layer->backward(node.inputPtrs, node.output, node.grad, node.gradTargets, ctx);
+    if (m_observer != nullptr) m_observer->onBackwardEnd(layerIndex);
+    if (!status.isOk()) {
+      return status.withContext("model " + m_spec.name + ": layer " + m_spec.layers[i].name);
+    }
+    if (!onGradReady) continue;
+    for (int p : m_spec.layers[i].gradReadyOrder) {
+      if (m_fireAt[static_cast<size_t>(p)] == layerIndex) RETURN_IF_ERROR(onGradReady(p));
+    }
+  }
+  return Status::ok();
+}
+
+void CpuModel::zeroGrad() {
+  for (Param& p : m_params) {
+    p.gradDefined = false;
+    p.grad.fill(0.0f);
+  }
+}
+
+void CpuModel::sgdStep(double learningRate, double momentum) {
+  const float lr = static_cast<float>(learningRate), m = static_cast<float>(momentum);
+  for (size_t i = 0; i < m_params.size(); ++i) {
+    Param& p = m_params[i];
+    if (!p.gradDefined) continue;
+    float* w = p.value.data();
+    const float* g = p.grad.data();
+    const int64_t n = p.value.numel();
+    if (momentum == 0.0) {
+      for (int64_t j = 0; j < n; ++j) w[j] -= lr * g[j];
+      continue;
+    }
+    Tensor& buf = m_momentum[i];
+    if (!m_momentumDefined[i]) {
+      buf = p.grad;  // first step: buf = g
+      m_momentumDefined[i] = true;
+    } else {
+      float* b = buf.data();
+      for (int64_t j = 0; j < n; ++j) b[j] = m * b[j] + g[j];
+    }
+    const float* b = buf.data();
+    for (int64_t j = 0; j < n; ++j) w[j] -= lr * b[j];
+  }
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<TrainableModel>> buildCpuModel(const models::ModelSpec& spec,
+                                                        const BuildOptions& options) {
+  for (const models::LayerSpec& layer : spec.layers) {
+    if (!isSupportedLayerType(layer.type)) {
+      return unimplemented("model " + spec.name + ": layer " + layer.name +
+                           ": unsupported layer type '" + layer.type + "' (supported: " +
+                           supportedLayerTypes() + ")");
+    }
+  }
+  ASSIGN_OR_RETURN(TaskInfo task, deriveTask(spec, options.inputs));
+  auto model = std::make_unique<CpuModel>(spec, task);
+  Status status = model->init(options);
+  if (!status.isOk()) return status.withContext("model " + spec.name);
+  return std::unique_ptr<TrainableModel>(std::move(model));
+}
+
+}  // namespace ddpscope::runtime::cpu
