@@ -1,0 +1,31 @@
+#include "runtime/comm.h"
+
+namespace ddpscope::runtime {
+
+int64_t dataKindBytes(DataKind kind) {
+  switch (kind) {
+    case DataKind::kFloat32:
+    case DataKind::kInt32:
+      return 4;
+    case DataKind::kBytes:
+      return 1;
+  }
+  return 1;
+}
+
+Status Communicator::allreduce(std::span<float> data, CommTag tag) {
+  return allreduceAsync(data, std::move(tag))->wait();
+}
+Status Communicator::allreduce(std::span<int32_t> data, CommTag tag) {
+  return allreduceAsync(data, std::move(tag))->wait();
+}
+Status Communicator::broadcast(std::span<std::byte> data, int root, CommTag tag) {
+  return broadcastAsync(data, root, std::move(tag))->wait();
+}
+Status Communicator::allgather(std::span<const std::byte> send, std::span<std::byte> recv,
+                               CommTag tag) {
+  return allgatherAsync(send, recv, std::move(tag))->wait();
+}
+Status Communicator::barrier(CommTag tag) { return barrierAsync(std::move(tag))->wait(); }
+
+}  // namespace ddpscope::runtime

@@ -1,0 +1,236 @@
+// ddpscope-run: the runtime worker, one MPI rank per process (see run_worker.h for the flags).
+// main() owns MPI, the fault paths and the outputs; training is runtime::trainDistributed.
+//
+// Exit paths: success → 0; bad flags → 2 (printed once, by rank 0); an error every rank
+// reaches at the same point (E1, E4/E5, bad batch) → every rank prints it and exits 1 after
+// MPI_Finalize; a communication failure or collective timeout (a dead or hung peer) → the rank
+// prints it, flushes its partial trace and aborts the job (MPI_Abort); SIGTERM from mpirun (it
+// kills the survivors when a rank dies) → the partial trace is flushed by the signal thread.
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <optional>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "runtime/fault_guard.h"
+#include "runtime/mpi/mpi_communicator.h"
+#include "runtime/param_dump.h"
+#include "runtime/profiler.h"
+#include "runtime/tools/run_worker.h"
+#include "traces/chrome_writer.h"
+
+namespace ddpscope::runtime::tools {
+namespace {
+
+// One BLAS thread per rank: N ranks on a few cores must not oversubscribe them.
+void limitBlasThreads() {
+  using SetThreads = void (*)(int);
+  if (auto* fn = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
+    fn(1);
+  }
+}
+
+traces::Args runMetadata(const WorkerFlags& flags, int world, const std::string& backend) {
+  const ddp::DdpConfig& d = flags.training.ddp;
+  return traces::Args{{"model", flags.training.model.name},
+                      {"world_size", int64_t{world}},
+                      {"backend", backend},
+                      {"global_batch", flags.training.globalBatch},
+                      {"iterations", flags.training.iterations},
+                      {"warmup", flags.warmup},
+                      {"bucket_cap_mb", d.bucketCapMb},
+                      {"find_unused_parameters", int64_t{d.findUnusedParameters}},
+                      {"static_graph", int64_t{d.staticGraph}},
+                      {"no_sync_steps", d.noSyncPeriod},
+                      {"sync_batchnorm", int64_t{flags.training.build.syncBatchNorm}}};
+}
+
+Status writeTimeline(const traces::Timeline& timeline, const std::string& path) {
+  return traces::writeChromeTrace(timeline, path);
+}
+
+// The partial trace of this rank (fault paths): rank 0 writes --trace, others --trace.rank<r>.
+void flushPartialTrace(const Profiler& profiler, const WorkerFlags& flags, int rank, int world) {
+  if (flags.tracePath.empty()) return;
+  const std::string path = rank == 0 ? flags.tracePath
+                                     : flags.tracePath + ".rank" + std::to_string(rank);
+  traces::Args metadata = runMetadata(flags, world, "mpi");
+  metadata.append("partial", int64_t{1});
+  const traces::Timeline timeline = mergeRankTracks({profiler.snapshot()}, std::move(metadata));
+  const Status status = writeTimeline(timeline, path);
+  std::fprintf(stderr, "ddpscope-run: rank %d: %s partial trace (%zu spans) %s\n", rank,
+               status.isOk() ? "wrote its" : "could not write its", timeline.spanCount(),
+               status.isOk() ? path.c_str() : status.message().c_str());
+  std::fflush(stderr);
+}
+
+Status writeOutputs(const WorkerFlags& flags, const traces::Timeline& timeline,
+                    const TrainingResult& result, int world, const std::string& backend) {
+  if (!flags.tracePath.empty()) RETURN_IF_ERROR(writeTimeline(timeline, flags.tracePath));
+  if (flags.json || !flags.summaryPath.empty()) {
+    const RunSummary summary = summarize(timeline, flags.warmup);
+    traces::Args extra = runMetadata(flags, world, backend);
+    const std::string json = summaryToJson(summary, extra);
+    if (!flags.summaryPath.empty()) {
+      std::ofstream out(flags.summaryPath);
+      out << json << "\n";
+      if (!out) return invalidArgument(flags.summaryPath + ": cannot write the summary");
+    }
+    if (flags.json) std::cout << json << "\n";
+  }
+  if (flags.dumpPlan) {
+    nlohmann::json plans;
+    plans["iteration_1"] = nlohmann::json::parse(
+        planJson(flags.training.model, flags.training.ddp, result.initialPlan, "1"));
+    plans["steady"] = nlohmann::json::parse(
+        planJson(flags.training.model, flags.training.ddp, result.steadyPlan, "steady"));
+    plans["rebuilt_at_iteration"] = result.rebuiltAtIteration;
+    std::cout << plans.dump(2) << "\n";
+  }
+  if (!flags.dumpParamsPath.empty()) {
+    ParamDump dump;
+    for (const auto& p : flags.training.model.params) dump.names.push_back(p.name);
+    dump.values = result.params;
+    RETURN_IF_ERROR(writeParamDump(flags.dumpParamsPath, dump));
+  }
+  std::cout.flush();
+  return Status::ok();
+}
+
+int runReference(const WorkerFlags& flags) {
+  Profiler profiler(0, layerNames(flags.training.model), [] {
+    return Nanos(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                     std::chrono::steady_clock::now().time_since_epoch())
+                     .count());
+  });
+  StatusOr<TrainingResult> result =
+      trainReference(flags.training, 1, flags.training.profile ? &profiler : nullptr);
+  if (!result.isOk()) {
+    std::fprintf(stderr, "ddpscope-run: error: %s\n", result.status().message().c_str());
+    return result.status().exitCode();
+  }
+  const traces::Timeline timeline =
+      mergeRankTracks({profiler.snapshot()}, runMetadata(flags, 1, "none (reference)"));
+  const Status status = writeOutputs(flags, timeline, *result, 1, "none (reference)");
+  if (!status.isOk()) {
+    std::fprintf(stderr, "ddpscope-run: error: %s\n", status.message().c_str());
+    return status.exitCode();
+  }
+  return 0;
+}
+
+int runWorker(int argc, char** argv) {
+  limitBlasThreads();
+  StatusOr<std::unique_ptr<MpiSession>> session = MpiSession::init(&argc, &argv);
+  if (!session.isOk()) {
+    std::fprintf(stderr, "ddpscope-run: error: %s\n", session.status().message().c_str());
+    return 1;
+  }
+  // After MPI_Init: OpenMPI installs its own handlers for some signals; ours must win for
+  // SIGTERM, which is how mpirun stops the survivors when a rank dies.
+  installTerminationSignalGuard();
+  const int rank = (*session)->rank();
+  const int world = (*session)->worldSize();
+
+  StatusOr<WorkerFlags> parsed = parseWorkerFlags(std::vector<std::string>(argv + 1, argv + argc));
+  if (!parsed.isOk()) {
+    if (rank == 0) {
+      std::fprintf(stderr, "ddpscope-run: error: %s\n", parsed.status().message().c_str());
+    }
+    return parsed.status().exitCode();
+  }
+  const WorkerFlags& flags = *parsed;
+  if (flags.help) {
+    if (rank == 0) std::cout << flags.helpText;
+    return 0;
+  }
+  if (flags.reference) {
+    if (world != 1) {
+      if (rank == 0) {
+        std::fprintf(stderr,
+                     "ddpscope-run: error: --world-size-reference runs one process; launch it "
+                     "without mpirun or with -np 1 (got %d ranks)\n", world);
+      }
+      return 2;
+    }
+    return runReference(flags);
+  }
+
+  StatusOr<std::unique_ptr<Communicator>> comm = makeMpiCommunicator(**session);
+  if (!comm.isOk()) {
+    std::fprintf(stderr, "ddpscope-run: rank %d: error: %s\n", rank,
+                 comm.status().message().c_str());
+    return 1;
+  }
+  (*comm)->setTimeout(flags.commTimeout);
+  Profiler profiler(rank, layerNames(flags.training.model),
+                    [c = comm->get()] { return c->now(); });
+  setTerminationHandler([&profiler, &flags, rank, world](int sig) {
+    std::fprintf(stderr,
+                 "ddpscope-run: rank %d: terminated by signal %d (mpirun ends the job when a "
+                 "rank dies or aborts); flushing the trace recorded so far\n", rank, sig);
+    flushPartialTrace(profiler, flags, rank, world);
+  });
+
+  Status status = Status::ok();
+  (*comm)->setObserver(nullptr);
+  StatusOr<Nanos> offset = measureClockOffset(**comm);
+  if (!offset.isOk()) {
+    status = offset.status();
+  } else {
+    profiler.setClockOffset(*offset);
+  }
+  std::optional<TrainingResult> result;
+  if (status.isOk()) {
+    StatusOr<TrainingResult> trained =
+        trainDistributed(**comm, flags.training, flags.training.profile ? &profiler : nullptr);
+    status = trained.status();
+    if (status.isOk()) result = std::move(trained).value();
+  }
+  if (status.isOk()) {
+    StatusOr<traces::Timeline> timeline =
+        gatherTimeline(**comm, profiler, runMetadata(flags, world, "mpi"));
+    status = timeline.status();
+    if (status.isOk() && rank == 0) {
+      status = writeOutputs(flags, *timeline, *result, world, "mpi");
+      if (!status.isOk()) {
+        std::fprintf(stderr, "ddpscope-run: error: %s\n", status.message().c_str());
+        return status.exitCode();
+      }
+    }
+  }
+  struct Detach {
+    Communicator* comm;
+    ~Detach() {
+      setTerminationHandler(nullptr);
+      comm->setObserver(nullptr);
+    }
+  } detach{comm->get()};
+  if (status.isOk()) return 0;
+
+  std::fprintf(stderr, "ddpscope-run: rank %d: error: %s\n", rank, status.message().c_str());
+  std::fflush(stderr);
+  flushPartialTrace(profiler, flags, rank, world);
+  if (status.code() == StatusCode::kUnavailable || status.code() == StatusCode::kInternal) {
+    // A peer is dead or the ranks disagree on the collective sequence: peers may be blocked in
+    // a collective forever, so take the whole job down.
+    (*comm)->abort(1);
+  }
+  // Every rank reached this error at the same point (E1, E4/E5): leave cleanly, but never hang
+  // in MPI_Finalize if that assumption is wrong.
+  std::thread([c = comm->get()] {
+    std::this_thread::sleep_for(std::chrono::seconds(20));
+    std::fprintf(stderr, "ddpscope-run: shutdown did not complete in 20 s; aborting\n");
+    c->abort(1);
+  }).detach();
+  return status.exitCode() == 2 ? 2 : 1;
+}
+
+}  // namespace
+}  // namespace ddpscope::runtime::tools
+
+int main(int argc, char** argv) { return ddpscope::runtime::tools::runWorker(argc, argv); }

@@ -1,0 +1,140 @@
+#include "runtime/training.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "runtime/engine.h"
+#include "runtime/profiler.h"
+#include "runtime/sampler.h"
+
+namespace ddpscope::runtime {
+
+std::vector<std::string> layerNames(const models::ModelSpec& model) {
+  std::vector<std::string> names;
+  for (const auto& layer : model.layers) names.push_back(layer.name);
+  return names;
+}
+
+namespace {
+
+void capture(TrainableModel& model, TrainingResult& result) {
+  result.params.clear();
+  result.grads.clear();
+  for (const Param& p : model.params()) {
+    result.params.push_back(p.value.values());
+    result.grads.push_back(p.gradDefined ? p.grad.values() : std::vector<float>{});
+  }
+}
+
+Status checkBatch(int64_t globalBatch, int world) {
+  if (globalBatch <= 0 || globalBatch % world != 0) {
+    return invalidArgument("--batch: the global batch " + std::to_string(globalBatch) +
+                           " is not divisible by the world size " + std::to_string(world) +
+                           " (each rank trains on B / world samples)");
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+StatusOr<TrainingResult> trainDistributed(Communicator& comm, const TrainingOptions& options,
+                                          Profiler* profiler,
+                                          const IterationCallback& onIteration) {
+  const int world = comm.worldSize();
+  const int rank = comm.rank();
+  RETURN_IF_ERROR(checkBatch(options.globalBatch, world));
+  ASSIGN_OR_RETURN(std::unique_ptr<TrainableModel> model,
+                   buildTrainableModel(options.model, options.build));
+  if (profiler) {
+    model->setObserver(profiler);
+    comm.setObserver(profiler);
+  }
+  EngineOptions engineOptions;
+  engineOptions.ddp = options.ddp;
+  engineOptions.learningRate = options.learningRate;
+  engineOptions.momentum = options.momentum;
+  engineOptions.syncBatchNorm = options.build.syncBatchNorm;
+  engineOptions.afterBackward = onIteration;
+  ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine,
+                   Engine::create(*model, comm, engineOptions, profiler));
+  ASSIGN_OR_RETURN(BatchSchedule schedule,
+                   BatchSchedule::create(model->datasetSize(), world, rank, options.dataSeed,
+                                         options.globalBatch / world));
+  TrainingResult result;
+  result.initialPlan = engine->initialPlan();
+  for (int64_t i = 1; i <= options.iterations; ++i) {
+    if (rank == options.faultKillRank && i == options.faultKillIteration) {
+      std::fprintf(stderr, "ddpscope-run: rank %d: fault injection: exiting with code 9 at "
+                           "iteration %lld\n", rank, static_cast<long long>(i));
+      std::fflush(stderr);
+      _exit(9);
+    }
+    const std::vector<int64_t> indices = schedule.batch(i - 1);
+    const Batch batch = model->makeBatch(indices, options.dataSeed);
+    ASSIGN_OR_RETURN(StepResult step, engine->step(batch));
+    result.losses.push_back(step.loss);
+  }
+  result.steadyPlan = engine->currentPlan();
+  result.rebuiltAtIteration = engine->rebuiltAtIteration();
+  result.warnings = engine->warnings();
+  capture(*model, result);
+  comm.setObserver(nullptr);
+  return result;
+}
+
+StatusOr<TrainingResult> trainReference(const TrainingOptions& options, int shards,
+                                        Profiler* profiler,
+                                        const IterationCallback& onIteration) {
+  RETURN_IF_ERROR(checkBatch(options.globalBatch, shards));
+  ASSIGN_OR_RETURN(std::unique_ptr<TrainableModel> model,
+                   buildTrainableModel(options.model, options.build));
+  if (profiler) model->setObserver(profiler);
+  std::vector<BatchSchedule> schedules;
+  for (int r = 0; r < shards; ++r) {
+    ASSIGN_OR_RETURN(BatchSchedule s,
+                     BatchSchedule::create(model->datasetSize(), shards, r, options.dataSeed,
+                                           options.globalBatch / shards));
+    schedules.push_back(std::move(s));
+  }
+  const int64_t period = std::max<int64_t>(1, options.ddp.noSyncPeriod);
+  TrainingResult result;
+  auto clock = [profiler] { return profiler ? profiler->now() : Nanos(0); };
+  for (int64_t i = 1; i <= options.iterations; ++i) {
+    const Nanos start = clock();
+    std::vector<int64_t> indices;
+    for (const auto& s : schedules) {
+      const std::vector<int64_t> part = s.batch(i - 1);
+      indices.insert(indices.end(), part.begin(), part.end());
+    }
+    const Batch batch = model->makeBatch(indices, options.dataSeed);
+    const Nanos forwardStart = clock();
+    ASSIGN_OR_RETURN(ForwardResult forward, model->forward(batch, i, /*rank=*/0));
+    const Nanos backwardStart = clock();
+    if (profiler) {
+      profiler->addSpan(ProfLane::kDdp, "forward", traces::Category::kForward, forwardStart,
+                        backwardStart);
+    }
+    RETURN_IF_ERROR(model->backward([](int) { return Status::ok(); }));
+    if (profiler) {
+      profiler->addSpan(ProfLane::kDdp, "backward", traces::Category::kBackward, backwardStart,
+                        clock());
+    }
+    result.losses.push_back(forward.loss);
+    if (onIteration) onIteration(i, *model);
+    if (i % period == 0) {
+      const Nanos optimizerStart = clock();
+      model->sgdStep(options.learningRate, options.momentum);
+      model->zeroGrad();
+      if (profiler) {
+        profiler->addSpan(ProfLane::kCompute, "optimizer (SGD)", traces::Category::kOptimizer,
+                          optimizerStart, clock());
+      }
+    }
+    if (profiler) profiler->addIteration(i, start, clock());
+  }
+  capture(*model, result);
+  return result;
+}
+
+}  // namespace ddpscope::runtime

@@ -1,0 +1,76 @@
+// The training loops the worker, the tests and the benchmarks share:
+//   trainDistributed  DDP on this rank's shard (DistributedSampler, per-rank batch B / world)
+//                     through an Engine, profiled, for `iterations` iterations;
+//   trainReference    the single-process reference: one process, the global batch B, no DDP
+//                     (plain forward / backward / SGD, gradient accumulation over the same
+//                     no_sync period), on the same samples: its step-s batch is the
+//                     concatenation of every rank's step-s batch.
+// Equivalence (DDP ≡ reference up to float summation order) is what the tests check.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "ddp/bucket_plan.h"
+#include "ddp/ddp_config.h"
+#include "models/model_spec.h"
+#include "runtime/comm.h"
+#include "runtime/trainable_model.h"
+#include "traces/timeline.h"
+
+namespace ddpscope::runtime {
+
+class Profiler;
+
+struct TrainingOptions {
+  models::ModelSpec model;
+  BuildOptions build;        // seed (parameter init), syncBatchNorm, seq / image size
+  ddp::DdpConfig ddp;        // worldSize comes from the communicator
+  int64_t globalBatch = 8;   // B: samples per step over all ranks
+  int64_t iterations = 10;   // forward/backward iterations (SGD steps = iterations / no_sync K)
+  double learningRate = 0.01;
+  double momentum = 0.0;
+  uint64_t dataSeed = 1;     // synthetic data and sampler shuffle (seed + epoch)
+  bool profile = true;
+  // Test-only fault injection: rank faultKillRank calls _exit(9) at the start of iteration
+  // faultKillIteration.
+  int faultKillRank = -1;
+  int64_t faultKillIteration = 0;
+};
+
+struct TrainingResult {
+  std::vector<std::vector<float>> params;  // final parameter values, model.parameters() order
+  std::vector<std::vector<float>> grads;   // last gradients (empty vector: grad undefined)
+  std::vector<double> losses;              // per iteration
+  ddp::BucketPlan initialPlan;             // iteration 1's buckets (DDP only)
+  ddp::BucketPlan steadyPlan;              // buckets after any rebuild (DDP only)
+  int64_t rebuiltAtIteration = 0;
+  std::vector<std::string> warnings;
+};
+
+// Called after each iteration's backward (after synchronization on synced DDP iterations),
+// before the optimizer step: tests compare gradients here.
+using IterationCallback = std::function<void(int64_t iteration, TrainableModel& model)>;
+
+// Collective: every rank of `comm` calls it. `profiler` may be null. An error stops training at
+// the iteration where it happened (E1/E4/E5 texts arrive here unchanged).
+StatusOr<TrainingResult> trainDistributed(Communicator& comm, const TrainingOptions& options,
+                                          Profiler* profiler = nullptr,
+                                          const IterationCallback& onIteration = {});
+
+// Single process on the global batch. `shards` = the world size whose per-rank batches are
+// concatenated (the sample set is the same for any shards when the dataset size is a multiple
+// of it).
+StatusOr<TrainingResult> trainReference(const TrainingOptions& options, int shards = 1,
+                                        Profiler* profiler = nullptr,
+                                        const IterationCallback& onIteration = {});
+
+// Names of the model's layers (for the profiler's spans).
+std::vector<std::string> layerNames(const models::ModelSpec& model);
+
+}  // namespace ddpscope::runtime
