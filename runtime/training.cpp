@@ -1,5 +1,6 @@
 #include "runtime/training.h"
 
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -9,6 +10,13 @@
 #include "runtime/sampler.h"
 
 namespace ddpscope::runtime {
+
+bool limitBlasThreadsToOne() {
+  using SetThreads = void (*)(int);
+  auto* fn = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  if (fn) fn(1);
+  return fn != nullptr;
+}
 
 std::vector<std::string> layerNames(const models::ModelSpec& model) {
   std::vector<std::string> names;

@@ -70,6 +70,10 @@ StatusOr<TrainingResult> trainReference(const TrainingOptions& options, int shar
                                         Profiler* profiler = nullptr,
                                         const IterationCallback& onIteration = {});
 
+// One BLAS thread per process (openblas_set_num_threads(1) when OpenBLAS is loaded): N ranks
+// on a few cores must not oversubscribe them. Returns false when no OpenBLAS was found.
+bool limitBlasThreadsToOne();
+
 // Names of the model's layers (for the profiler's spans).
 std::vector<std::string> layerNames(const models::ModelSpec& model);
 

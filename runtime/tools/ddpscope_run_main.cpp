@@ -6,8 +6,6 @@
 // MPI_Finalize; a communication failure or collective timeout (a dead or hung peer) → the rank
 // prints it, flushes its partial trace and aborts the job (MPI_Abort); SIGTERM from mpirun (it
 // kills the survivors when a rank dies) → the partial trace is flushed by the signal thread.
-#include <dlfcn.h>
-
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -25,14 +23,6 @@
 
 namespace ddpscope::runtime::tools {
 namespace {
-
-// One BLAS thread per rank: N ranks on a few cores must not oversubscribe them.
-void limitBlasThreads() {
-  using SetThreads = void (*)(int);
-  if (auto* fn = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
-    fn(1);
-  }
-}
 
 traces::Args runMetadata(const WorkerFlags& flags, int world, const std::string& backend) {
   const ddp::DdpConfig& d = flags.training.ddp;
@@ -124,7 +114,7 @@ int runReference(const WorkerFlags& flags) {
 }
 
 int runWorker(int argc, char** argv) {
-  limitBlasThreads();
+  limitBlasThreadsToOne();
   StatusOr<std::unique_ptr<MpiSession>> session = MpiSession::init(&argc, &argv);
   if (!session.isOk()) {
     std::fprintf(stderr, "ddpscope-run: error: %s\n", session.status().message().c_str());

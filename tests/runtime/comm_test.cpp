@@ -1,0 +1,148 @@
+// The threaded FIFO communicator front end over the in-process loopback backend.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+
+#include "runtime/comm.h"
+#include "runtime/loopback_comm.h"
+#include "runtime_test_util.h"
+
+namespace ddpscope::runtime {
+namespace {
+
+using testing::runRanks;
+using traces::Category;
+
+TEST(LoopbackCommTest, AllreduceSumsFloatAndInt32OnEveryRank) {
+  runRanks(3, [](int rank, Communicator& comm) {
+    std::vector<float> f = {1.0f * rank, 2.0f, -1.0f};
+    std::vector<int32_t> i = {rank, 1};
+    auto w1 = comm.allreduceAsync(std::span<float>(f), CommTag{"f"});
+    auto w2 = comm.allreduceAsync(std::span<int32_t>(i), CommTag{"i"});
+    ASSERT_TRUE(w1->wait().isOk());
+    ASSERT_TRUE(w2->wait().isOk());
+    EXPECT_EQ(f, (std::vector<float>{3.0f, 6.0f, -3.0f}));
+    EXPECT_EQ(i, (std::vector<int32_t>{3, 3}));
+  });
+}
+
+TEST(LoopbackCommTest, BroadcastAllgatherGathervAndBarrier) {
+  runRanks(3, [](int rank, Communicator& comm) {
+    std::vector<int32_t> b = {rank * 10, rank * 10 + 1};
+    ASSERT_TRUE(comm.broadcast(std::as_writable_bytes(std::span<int32_t>(b)), 1, CommTag{}).isOk());
+    EXPECT_EQ(b, (std::vector<int32_t>{10, 11}));
+
+    const int64_t mine = 100 + rank;
+    std::vector<int64_t> all(3);
+    ASSERT_TRUE(comm.allgather(std::as_bytes(std::span<const int64_t>(&mine, 1)),
+                               std::as_writable_bytes(std::span<int64_t>(all)), CommTag{})
+                    .isOk());
+    EXPECT_EQ(all, (std::vector<int64_t>{100, 101, 102}));
+
+    std::vector<std::byte> blob(static_cast<size_t>(rank + 1), std::byte{static_cast<uint8_t>(rank)});
+    std::vector<std::vector<std::byte>> blobs;
+    ASSERT_TRUE(comm.gatherv(blob, 0, &blobs, CommTag{}).isOk());
+    if (rank == 0) {
+      ASSERT_EQ(blobs.size(), 3u);
+      EXPECT_EQ(blobs[2].size(), 3u);
+      EXPECT_EQ(blobs[2][0], std::byte{2});
+    }
+    EXPECT_TRUE(comm.barrier(CommTag{}).isOk());
+  });
+}
+
+TEST(LoopbackCommTest, AllgatherRejectsAWrongReceiveSize) {
+  runRanks(1, [](int, Communicator& comm) {
+    int64_t one = 1;
+    std::vector<int64_t> out(2);
+    Status status = comm.allgather(std::as_bytes(std::span<const int64_t>(&one, 1)),
+                                   std::as_writable_bytes(std::span<int64_t>(out)), CommTag{});
+    EXPECT_FALSE(status.isOk());
+  });
+}
+
+// Records what the comm thread reports.
+class RecordingObserver : public CommObserver {
+ public:
+  void onCollective(const CommTag& tag, int64_t bytes, Nanos start, Nanos end) override {
+    std::lock_guard lock(mutex);
+    names.push_back(tag.name);
+    sizes.push_back(bytes);
+    EXPECT_LE(start, end);
+    if (!ends.empty()) {
+      EXPECT_LE(ends.back(), start);  // one at a time, FIFO
+    }
+    ends.push_back(end);
+  }
+  std::mutex mutex;
+  std::vector<std::string> names;
+  std::vector<int64_t> sizes;
+  std::vector<Nanos> ends;
+};
+
+TEST(LoopbackCommTest, CollectivesRunOneAtATimeInIssueOrderAndAreTimed) {
+  RecordingObserver observer;
+  runRanks(2, [&](int rank, Communicator& comm) {
+    if (rank == 0) comm.setObserver(&observer);
+    std::vector<std::vector<float>> buffers(5, std::vector<float>(1000, 1.0f));
+    std::vector<CommWorkPtr> works;
+    for (int b = 0; b < 5; ++b) {
+      works.push_back(comm.allreduceAsync(std::span<float>(buffers[static_cast<size_t>(b)]),
+                                          CommTag{"ar" + std::to_string(b), Category::kAllreduce, b}));
+    }
+    // An unrecorded one is not reported.
+    ASSERT_TRUE(comm.barrier(CommTag{"hidden", Category::kCommOther, -1, 0, false}).isOk());
+    for (auto& w : works) {
+      ASSERT_TRUE(w->wait().isOk());
+      EXPECT_TRUE(w->test());
+      EXPECT_LE(w->startTime(), w->endTime());
+    }
+    for (int b = 1; b < 5; ++b) {
+      EXPECT_LE(works[static_cast<size_t>(b - 1)]->endTime(),
+                works[static_cast<size_t>(b)]->startTime());
+    }
+    EXPECT_EQ(buffers[4][999], 2.0f);
+    comm.setObserver(nullptr);
+  });
+  EXPECT_EQ(observer.names, (std::vector<std::string>{"ar0", "ar1", "ar2", "ar3", "ar4"}));
+  EXPECT_EQ(observer.sizes[0], 4000);
+}
+
+TEST(LoopbackCommTest, WaitTimesOutWithAMessageNamingTheCollective) {
+  auto group = makeLoopbackGroup(2);
+  group[0]->setTimeout(Nanos::fromMillis(100));
+  std::vector<float> a(4, 1.0f);
+  std::vector<float> b(4, 1.0f);
+  auto work = group[0]->allreduceAsync(std::span<float>(a),
+                                       CommTag{"allreduce", Category::kAllreduce, 3, 5});
+  const auto start = std::chrono::steady_clock::now();
+  Status status = work->wait();  // rank 1 has not joined
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  ASSERT_FALSE(status.isOk());
+  EXPECT_EQ(status.code(), StatusCode::kUnavailable);
+  EXPECT_NE(status.message().find("allreduce of bucket 3 in iteration 5"), std::string::npos)
+      << status.message();
+  EXPECT_NE(status.message().find("timed out"), std::string::npos);
+  // Let the peer arrive so the comm threads can be joined.
+  ASSERT_TRUE(group[1]->allreduce(std::span<float>(b), CommTag{}).isOk());
+  group[0]->setTimeout(Nanos::fromSeconds(60));
+  EXPECT_TRUE(work->wait().isOk());
+  EXPECT_EQ(a[0], 2.0f);
+}
+
+TEST(LoopbackCommTest, AFailedCollectiveFailsTheFollowingOnes) {
+  runRanks(2, [](int rank, Communicator& comm) {
+    std::vector<float> a(static_cast<size_t>(rank + 1), 1.0f);  // sizes differ: error
+    Status first = comm.allreduce(std::span<float>(a), CommTag{"mismatch"});
+    EXPECT_FALSE(first.isOk());
+    std::vector<float> b(2, 1.0f);
+    Status second = comm.allreduce(std::span<float>(b), CommTag{"next"});
+    ASSERT_FALSE(second.isOk());
+    EXPECT_NE(second.message().find("earlier failure"), std::string::npos);
+  });
+}
+
+}  // namespace
+}  // namespace ddpscope::runtime
