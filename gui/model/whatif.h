@@ -1,0 +1,120 @@
+// What-if simulation for the GUI: settings → the same simulation `ddpscope simulate` runs.
+//
+// WhatIfSettings mirrors the simulate flags the panel offers; cliArgs() spells them as the CLI
+// arguments (so tests can run `ddpscope simulate --json` in-process on the same settings) and
+// runWhatIf() builds SimOptions exactly as sim/cli/sim_flags.cpp does for those flags:
+// an explicit bucket cap (setBucketCapMb), find_unused, static_graph, no_sync K, comm hook,
+// automatic iteration count, the layout from --world-size.
+//
+// WhatIfRunner re-simulates in the background: request() restarts a short debounce timer;
+// when it fires, the latest settings run on a worker thread (QtConcurrent). Requests that
+// arrive while a simulation runs are coalesced: only the newest runs next, so the UI always
+// converges on the last settings. Each result carries the wall time from the request that
+// produced it to the end of the simulation and document build (the panel adds the repaint).
+// Models and clusters are parsed once and cached (thread-safe).
+//
+// runSweep(): step time and exposed communication over bucket caps × world sizes
+// (recordTrace off, as `ddpscope sweep`), with the best (lowest step time) point per world size
+// and overall.
+#pragma once
+
+#include <QElapsedTimer>
+#include <QObject>
+#include <QTimer>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "gui/model/trace_document.h"
+#include "sim/engine/ddp_simulator.h"
+
+namespace ddpscope::gui {
+
+// Typical bucket_cap_mb values offered by the slider (and swept by default).
+inline constexpr double kTypicalBucketCapsMb[] = {1, 2, 5, 10, 25, 50, 100, 200};
+
+struct WhatIfSettings {
+  std::string model = "gpt2-small";
+  std::string cluster = "dgx-a100";
+  int worldSize = 8;
+  double bucketCapMb = 25;
+  bool findUnused = false;
+  bool staticGraph = false;
+  int noSyncSteps = 1;
+  std::string commHook = "none";  // none | allreduce | fp16 | bf16 | powersgd
+
+  // {"simulate", "--model", model, "--cluster", cluster, "--world-size", W, "--bucket-cap-mb",
+  //  X, ...} — the CLI spelling of these settings (without --json / --trace).
+  std::vector<std::string> cliArgs() const;
+  // "gpt2-small · dgx-a100 · 64 ranks · cap 25 MiB"
+  std::string describe() const;
+  bool operator==(const WhatIfSettings&) const = default;
+};
+
+struct WhatIfResult {
+  WhatIfSettings settings;
+  sim::WorldLayout layout;
+  sim::SimSummary summary;
+  TraceDocumentPtr document;      // null when the trace was not recorded
+  int64_t requestToResultNs = 0;  // request → result (debounce, queueing, simulate, indexing)
+  int64_t simulateNs = 0;         // sim::simulate alone
+  uint64_t generation = 0;
+};
+using WhatIfResultPtr = std::shared_ptr<const WhatIfResult>;
+
+// Synchronous: simulate these settings (recording the trace when asked).
+StatusOr<WhatIfResult> runWhatIf(const WhatIfSettings& settings, bool recordTrace = true);
+
+class WhatIfRunner : public QObject {
+  Q_OBJECT
+ public:
+  explicit WhatIfRunner(QObject* parent = nullptr);
+  ~WhatIfRunner() override;
+
+  void setDebounceMs(int ms) { m_debounce.setInterval(ms); }
+  // Schedules a re-simulation of `settings` (debounced, coalesced).
+  void request(const WhatIfSettings& settings);
+  bool busy() const { return m_running || m_debounce.isActive() || m_pending.has_value(); }
+  const WhatIfResultPtr& latest() const { return m_latest; }
+
+ signals:
+  void started();
+  void resultReady(ddpscope::gui::WhatIfResultPtr result);
+  void failed(const QString& message);
+
+ private:
+  void launch();
+
+  QTimer m_debounce;
+  std::optional<WhatIfSettings> m_pending;
+  QElapsedTimer m_pendingSince;  // when the pending request was made
+  bool m_running = false;
+  uint64_t m_generation = 0;
+  WhatIfResultPtr m_latest;
+};
+
+struct SweepPoint {
+  int worldSize = 0;
+  double bucketCapMb = 0;
+  Nanos stepTime;
+  Nanos exposedComm;
+  double overlapPercent = 0;
+};
+
+struct SweepResult {
+  std::vector<SweepPoint> points;  // world size major, caps in the given order
+  std::vector<int> worldSizes;
+  std::vector<double> capsMb;
+  std::vector<size_t> bestPerWorldSize;  // index into points, one per world size
+  size_t best = 0;                       // lowest step time overall
+};
+
+StatusOr<SweepResult> runSweep(const WhatIfSettings& base, const std::vector<double>& capsMb,
+                               const std::vector<int>& worldSizes);
+
+}  // namespace ddpscope::gui
+
+Q_DECLARE_METATYPE(ddpscope::gui::WhatIfResultPtr)
+Q_DECLARE_METATYPE(ddpscope::gui::WhatIfSettings)

@@ -1,0 +1,119 @@
+// MainWindow of ddpscope-gui: tabs Timeline, Overlap, Compare, What-if, Sweep; docks for lanes,
+// search results and the selected span's details.
+//
+// Opening: File ▸ Open (run A), File ▸ Open run B for comparison, recent files (QSettings),
+// drag and drop (one file → A; two → A and B), command-line paths. Files load on a worker
+// (TraceLoader) with progress in the status bar. Errors are reported through reportError():
+// the errorReported signal always fires, then the error handler runs — by default a non-modal
+// QMessageBox; tests install their own handler. A failed load leaves the current documents
+// untouched and the window usable.
+#pragma once
+
+#include <QMainWindow>
+#include <QStringList>
+#include <functional>
+
+#include "gui/model/metrics_models.h"
+#include "gui/model/timeline_model.h"
+#include "gui/model/trace_loader.h"
+#include "gui/model/whatif.h"
+#include "gui/model/zoom_stack.h"
+
+class QTabWidget;
+class QTreeView;
+class QTableView;
+class QPlainTextEdit;
+class QLineEdit;
+class QProgressBar;
+class QLabel;
+class QMenu;
+
+namespace ddpscope::gui {
+
+class TimelineView;
+class TimeAxis;
+class OverlapPanel;
+class ComparePanel;
+class WhatIfPanel;
+class SweepPanel;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  enum Tab { kTimelineTab, kOverlapTab, kCompareTab, kWhatIfTab, kSweepTab };
+  using ErrorHandler = std::function<void(const QString& title, const QString& message)>;
+
+  explicit MainWindow(QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  // slot 0 = run A (the main document), 1 = run B (comparison).
+  void openFile(const QString& path, int slot = 0);
+  // Synchronous load (command-line screenshots); errors go through reportError.
+  bool openFileBlocking(const QString& path, int slot = 0);
+  void setDocument(int slot, TraceDocumentPtr document, const QString& label);
+  TraceDocumentPtr document(int slot = 0) const { return slot == 0 ? m_docA : m_docB; }
+
+  void setErrorHandler(ErrorHandler handler) { m_errorHandler = std::move(handler); }
+  void reportError(const QString& title, const QString& message);
+
+  // Renders the current tab (PNG, or SVG when the path ends in .svg). False on failure.
+  bool exportView(const QString& path);
+  // Grabs the whole window into a PNG.
+  bool saveScreenshot(const QString& path);
+  void showTab(Tab tab);
+
+  TimelineView* timelineView() const { return m_view; }
+  ZoomStack* zoom() const { return m_zoom; }
+  TimelineModel* timelineModel() const { return m_timelineModel; }
+  SearchModel* searchModel() const { return m_searchModel; }
+  OverlapPanel* overlapPanel() const { return m_overlap; }
+  ComparePanel* comparePanel() const { return m_compare; }
+  WhatIfPanel* whatIfPanel() const { return m_whatIf; }
+  SweepPanel* sweepPanel() const { return m_sweep; }
+  TraceLoader* loader() const { return m_loader; }
+  QStringList recentFiles() const;
+
+ signals:
+  void errorReported(const QString& message);
+  void documentLoaded(int slot);
+
+ protected:
+  void dragEnterEvent(QDragEnterEvent* event) override;
+  void dropEvent(QDropEvent* event) override;
+
+ private:
+  void buildMenus();
+  void addRecentFile(const QString& path);
+  void rebuildRecentMenu();
+  void showDetails(const TraceDocumentPtr& document, SpanRef ref);
+  void updateCompare();
+  void showWhatIfResult(const WhatIfResultPtr& result);
+  QWidget* currentExportWidget() const;
+
+  TraceLoader* m_loader;
+  ZoomStack* m_zoom;
+  TimelineModel* m_timelineModel;
+  SearchModel* m_searchModel;
+  QTabWidget* m_tabs;
+  TimeAxis* m_axis;
+  TimelineView* m_view;
+  OverlapPanel* m_overlap;
+  ComparePanel* m_compare;
+  WhatIfPanel* m_whatIf;
+  SweepPanel* m_sweep;
+  QTreeView* m_laneTree;
+  QTableView* m_searchTable;
+  QLineEdit* m_search;
+  QPlainTextEdit* m_details;
+  QProgressBar* m_progress;
+  QLabel* m_statusLabel;
+  QMenu* m_recentMenu = nullptr;
+  TraceDocumentPtr m_docA;
+  TraceDocumentPtr m_docB;
+  QString m_labelA;
+  QString m_labelB;
+  bool m_compareFromWhatIf = false;
+  ErrorHandler m_errorHandler;
+};
+
+}  // namespace ddpscope::gui

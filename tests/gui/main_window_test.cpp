@@ -1,0 +1,166 @@
+// The main window: malformed files give an error (through the testable error hook) and leave
+// the window usable; drag and drop, recent files, export and the --screenshot mode.
+#include "gui/widgets/main_window.h"
+
+#include <QDropEvent>
+#include <QFile>
+#include <QMimeData>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTextStream>
+#include <QUrl>
+
+#include "gui/widgets/app_main.h"
+#include "gui/widgets/timeline_view.h"
+
+using namespace ddpscope;
+using namespace ddpscope::gui;
+
+namespace {
+
+QString tracePath(const QString& name) {
+  return QString(DDPSCOPE_TEST_DATA_DIR) + "/traces/" + name;
+}
+
+struct ExpectedError {
+  QString file;
+  QString message;
+};
+
+std::vector<ExpectedError> expectedErrors() {
+  std::vector<ExpectedError> out;
+  QFile file(tracePath("malformed/expected_errors.txt"));
+  if (!file.open(QIODevice::ReadOnly)) qFatal("cannot read expected_errors.txt");
+  QTextStream in(&file);
+  in.setEncoding(QStringConverter::Utf8);
+  while (!in.atEnd()) {
+    QString line = in.readLine();
+    if (line.isEmpty() || line.startsWith('#')) continue;
+    QStringList parts = line.split('\t');
+    if (parts.size() == 2) out.push_back({parts[0], parts[1]});
+  }
+  return out;
+}
+
+}  // namespace
+
+class MainWindowTest : public QObject {
+  Q_OBJECT
+ private slots:
+  void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
+  void eachMalformedFileShowsAnErrorAndLeavesTheWindowUsable();
+  void missingFileShowsAnError();
+  void dropOpensRunsAAndB();
+  void exportsPngAndSvg();
+  void screenshotModeWritesAnImage();
+  void screenshotModeFailsOnAMalformedFile();
+};
+
+void MainWindowTest::eachMalformedFileShowsAnErrorAndLeavesTheWindowUsable() {
+  auto cases = expectedErrors();
+  QVERIFY(cases.size() >= 20);
+  MainWindow window;
+  QStringList dialogs;
+  window.setErrorHandler([&](const QString&, const QString& message) { dialogs << message; });
+  window.show();
+  QSignalSpy errors(&window, &MainWindow::errorReported);
+  QSignalSpy loaded(&window, &MainWindow::documentLoaded);
+  for (const ExpectedError& c : cases) {
+    errors.clear();
+    dialogs.clear();
+    window.openFile(tracePath("malformed/" + c.file));
+    QVERIFY2(errors.wait(10000), qPrintable(c.file));
+    QString message = errors.first().at(0).toString();
+    QVERIFY2(message.contains(c.message), qPrintable(c.file + ": " + message));
+    QVERIFY2(message.contains(c.file), qPrintable(message));  // names the file
+    QCOMPARE(dialogs.size(), 1);
+    // Still usable: a good file loads afterwards.
+    loaded.clear();
+    window.openFile(tracePath("golden_small.json"));
+    QVERIFY(loaded.wait(10000));
+    QVERIFY(window.document());
+    QCOMPARE(window.document()->rowCount(), 6);
+  }
+  QVERIFY(window.recentFiles().first().endsWith("golden_small.json"));
+  QVERIFY(!window.grab().isNull());
+}
+
+void MainWindowTest::missingFileShowsAnError() {
+  MainWindow window;
+  window.setErrorHandler([](const QString&, const QString&) {});
+  QSignalSpy errors(&window, &MainWindow::errorReported);
+  QVERIFY(!window.openFileBlocking(tracePath("no_such_file.json")));
+  QCOMPARE(errors.count(), 1);
+  QVERIFY(errors.first().at(0).toString().contains("cannot open"));
+  QVERIFY(!window.document());
+}
+
+// Exposes the drop handler (sending a synthetic QDropEvent through QApplication needs a
+// drag in progress).
+class DropTarget : public MainWindow {
+ public:
+  using MainWindow::dragEnterEvent;
+  using MainWindow::dropEvent;
+};
+
+void MainWindowTest::dropOpensRunsAAndB() {
+  DropTarget window;
+  window.setErrorHandler([](const QString&, const QString&) {});
+  window.show();
+  QSignalSpy loaded(&window, &MainWindow::documentLoaded);
+  auto* mime = new QMimeData();
+  mime->setUrls({QUrl::fromLocalFile(tracePath("golden_small.json")),
+                 QUrl::fromLocalFile(tracePath("kineto_ddp_small.json"))});
+  QDragEnterEvent enter(QPoint(100, 100), Qt::CopyAction, mime, Qt::LeftButton, Qt::NoModifier);
+  window.dragEnterEvent(&enter);
+  QVERIFY(enter.isAccepted());
+  QDropEvent drop(QPointF(100, 100), Qt::CopyAction, mime, Qt::LeftButton, Qt::NoModifier);
+  window.dropEvent(&drop);
+  QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 2, 10000);
+  QVERIFY(window.document(0));
+  QVERIFY(window.document(1));
+  QCOMPARE(window.document(1)->timeline().rank(0).rank, 1);  // kineto: distributedInfo.rank
+  delete mime;
+}
+
+void MainWindowTest::exportsPngAndSvg() {
+  QTemporaryDir dir;
+  MainWindow window;
+  window.resize(1000, 700);
+  window.show();
+  QVERIFY(window.openFileBlocking(tracePath("golden_small.json")));
+  QVERIFY(window.timelineView()->fitToIteration());
+  QVERIFY(window.exportView(dir.filePath("view.png")));
+  QVERIFY(window.exportView(dir.filePath("view.svg")));
+  QFile svg(dir.filePath("view.svg"));
+  QVERIFY(svg.open(QIODevice::ReadOnly));
+  QByteArray text = svg.readAll();
+  QVERIFY(text.contains("<svg"));
+  QVERIFY(text.contains("rank 0"));  // text stays text: a vector export
+  QImage png(dir.filePath("view.png"));
+  QVERIFY(!png.isNull());
+  QVERIFY(window.timelineView()->lastPaintedSpans() > 0);
+}
+
+void MainWindowTest::screenshotModeWritesAnImage() {
+  QTemporaryDir dir;
+  QString out = dir.filePath("shot.png");
+  int rc = runGuiApp({"ddpscope-gui", "--screenshot", out, "--size", "1200x700",
+                      tracePath("golden_small.json"), tracePath("golden_small.json"), "--compare"});
+  QCOMPARE(rc, 0);
+  QImage image(out);
+  QCOMPARE(image.size(), QSize(1200, 700));
+}
+
+void MainWindowTest::screenshotModeFailsOnAMalformedFile() {
+  QTemporaryDir dir;
+  int rc = runGuiApp({"ddpscope-gui", "--screenshot", dir.filePath("bad.png"),
+                      tracePath("malformed/not_json.json")});
+  QCOMPARE(rc, 1);
+  QCOMPARE(runGuiApp({"ddpscope-gui", "--bogus"}), 2);
+}
+
+QTEST_MAIN(MainWindowTest)
+#include "main_window_test.moc"

@@ -1,0 +1,154 @@
+// The what-if panel produces the metrics `ddpscope simulate --json` prints for the same
+// settings (the CLI runs in-process), and the sweep finds and opens configurations.
+#include "gui/model/whatif.h"
+
+#include <QSignalSpy>
+#include <QTest>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "gui/widgets/sweep_panel.h"
+#include "gui/widgets/whatif_panel.h"
+#include "sim/cli/cli.h"
+
+using namespace ddpscope;
+using namespace ddpscope::gui;
+
+namespace {
+
+nlohmann::json runCliJson(const WhatIfSettings& settings) {
+  std::vector<std::string> args = settings.cliArgs();
+  args.push_back("--json");
+  std::ostringstream out, err;
+  int rc = cli::runCli(args, out, err);
+  if (rc != 0) qFatal("ddpscope %s failed: %s", args[0].c_str(), err.str().c_str());
+  return nlohmann::json::parse(out.str());
+}
+
+}  // namespace
+
+class WhatIfTest : public QObject {
+  Q_OBJECT
+ private slots:
+  void panelMetricsEqualCliSimulate_data();
+  void panelMetricsEqualCliSimulate();
+  void rapidChangesConvergeOnTheLastSettings();
+  void pinningComparesAgainstThePinnedResult();
+  void sweepMarksTheBestCapAndOpensAPoint();
+};
+
+void WhatIfTest::panelMetricsEqualCliSimulate_data() {
+  QTest::addColumn<WhatIfSettings>("settings");
+  WhatIfSettings base;  // gpt2-small on dgx-a100
+  base.worldSize = 64;
+  QTest::newRow("gpt2-small 64 ranks cap 25") << base;
+  WhatIfSettings s = base;
+  s.bucketCapMb = 5;
+  s.findUnused = true;
+  QTest::newRow("cap 5 find_unused") << s;
+  s = base;
+  s.bucketCapMb = 100;
+  s.staticGraph = true;
+  s.noSyncSteps = 2;
+  s.commHook = "fp16";
+  QTest::newRow("cap 100 static_graph no_sync 2 fp16") << s;
+  s = base;
+  s.model = "resnet50";
+  s.cluster = "dgx-h100";
+  s.worldSize = 16;
+  s.bucketCapMb = 1;
+  QTest::newRow("resnet50 dgx-h100 16 ranks cap 1") << s;
+}
+
+void WhatIfTest::panelMetricsEqualCliSimulate() {
+  QFETCH(WhatIfSettings, settings);
+  WhatIfPanel panel;
+  panel.resize(1200, 700);
+  panel.show();
+  QSignalSpy shown(&panel, &WhatIfPanel::resultShown);
+  QVERIFY(shown.wait(20000));  // the default settings' first result
+  shown.clear();
+  panel.setSettings(settings);
+  QCOMPARE(panel.settings(), settings);
+  QTRY_VERIFY_WITH_TIMEOUT(!shown.isEmpty() && panel.current()->settings == settings, 20000);
+  nlohmann::json cli = runCliJson(settings);
+  const auto& shownMetrics = panel.displayedMetrics();
+  QCOMPARE(shownMetrics["step_time_ms"], Nanos(cli["step_time_ns"].get<int64_t>()).toMillis());
+  QCOMPARE(shownMetrics["forward_ms"], Nanos(cli["forward_ns"].get<int64_t>()).toMillis());
+  QCOMPARE(shownMetrics["backward_ms"], Nanos(cli["backward_ns"].get<int64_t>()).toMillis());
+  QCOMPARE(shownMetrics["comm_ms"], Nanos(cli["comm_ns"].get<int64_t>()).toMillis());
+  QCOMPARE(shownMetrics["exposed_comm_ms"],
+           Nanos(cli["exposed_comm_ns"].get<int64_t>()).toMillis());
+  QCOMPARE(shownMetrics["overlap_percent"], cli["overlap_percent"].get<double>());
+  QCOMPARE(shownMetrics["num_buckets"], cli["num_buckets"].get<double>());
+  QCOMPARE(panel.current()->layout.worldSize(), cli["world_size"].get<int>());
+  QCOMPARE(panel.current()->summary.bucketBytes, cli["bucket_bytes"].get<std::vector<int64_t>>());
+  QVERIFY(panel.current()->document);
+  qInfo("change → repaint: %.1f ms (simulate %.1f ms)", panel.lastLatencyMs(),
+        static_cast<double>(panel.current()->simulateNs) / 1e6);
+}
+
+void WhatIfTest::rapidChangesConvergeOnTheLastSettings() {
+  WhatIfPanel panel;
+  panel.show();
+  QSignalSpy shown(&panel, &WhatIfPanel::resultShown);
+  QVERIFY(shown.wait(20000));
+  WhatIfSettings s = panel.settings();
+  for (double cap : kTypicalBucketCapsMb) {
+    s.bucketCapMb = cap;
+    panel.setSettings(s);
+  }
+  QTRY_VERIFY_WITH_TIMEOUT(panel.current()->settings.bucketCapMb == 200 && !panel.runner()->busy(),
+                           20000);
+  QCOMPARE(panel.current()->settings, s);
+}
+
+void WhatIfTest::pinningComparesAgainstThePinnedResult() {
+  WhatIfPanel panel;
+  QSignalSpy shown(&panel, &WhatIfPanel::resultShown);
+  QSignalSpy compared(&panel, &WhatIfPanel::comparisonChanged);
+  QVERIFY(shown.wait(20000));
+  WhatIfResultPtr first = panel.current();
+  panel.pinCurrent();
+  QCOMPARE(compared.count(), 1);
+  WhatIfSettings s = panel.settings();
+  s.bucketCapMb = 5;
+  panel.setSettings(s);
+  QTRY_VERIFY_WITH_TIMEOUT(panel.current()->settings == s, 20000);
+  auto a = compared.last().at(0).value<WhatIfResultPtr>();
+  auto b = compared.last().at(1).value<WhatIfResultPtr>();
+  QCOMPARE(b, first);  // the pinned result is run B
+  QCOMPARE(a->settings, s);
+}
+
+void WhatIfTest::sweepMarksTheBestCapAndOpensAPoint() {
+  SweepPanel panel;
+  panel.resize(1000, 600);
+  WhatIfSettings base;
+  panel.setBaseSettings(base);
+  panel.setWorldSizes("8,32");
+  QSignalSpy finished(&panel, &SweepPanel::sweepFinished);
+  panel.runSweep();
+  QVERIFY(finished.wait(60000));
+  QVERIFY(panel.result().has_value());
+  const SweepResult& r = *panel.result();
+  QCOMPARE(r.points.size(), size_t(16));
+  QCOMPARE(r.bestPerWorldSize.size(), size_t(2));
+  for (const SweepPoint& p : r.points) QVERIFY(r.points[r.best].stepTime <= p.stepTime);
+  // Each point equals `ddpscope simulate` at that setting (spot check the best one).
+  const SweepPoint& best = r.points[r.best];
+  WhatIfSettings s = base;
+  s.worldSize = best.worldSize;
+  s.bucketCapMb = best.bucketCapMb;
+  QCOMPARE(best.stepTime, Nanos(runCliJson(s)["step_time_ns"].get<int64_t>()));
+  // Clicking near a point picks that configuration.
+  QSignalSpy chosen(&panel, &SweepPanel::configurationChosen);
+  auto picked = panel.settingsForPoint(32, 22.0);
+  QVERIFY(picked.has_value());
+  QCOMPARE(picked->worldSize, 32);
+  QCOMPARE(picked->bucketCapMb, 25.0);
+  QVERIFY(!panel.grab().isNull());
+}
+
+QTEST_MAIN(WhatIfTest)
+#include "whatif_test.moc"
