@@ -30,7 +30,8 @@ double stepFlops(const ModelSpec& spec, const ModelInputs& inputs) {
   return flops;
 }
 
-void runStep(benchmark::State& state, const ModelSpec& spec, int64_t batchSize, ModelInputs inputs) {
+void runStep(benchmark::State& state, const ModelSpec& spec, int64_t batchSize,
+             ModelInputs inputs) {
   openblas_set_num_threads(1);
   BuildOptions options;
   options.seed = 1;
@@ -65,8 +66,8 @@ void runStep(benchmark::State& state, const ModelSpec& spec, int64_t batchSize, 
     if (!step()) return;
   }
   inputs.batch = batchSize;
-  state.counters["samples/s"] =
-      benchmark::Counter(static_cast<double>(batchSize), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["samples/s"] = benchmark::Counter(static_cast<double>(batchSize),
+                                                   benchmark::Counter::kIsIterationInvariantRate);
   state.counters["GFLOP/s"] = benchmark::Counter(stepFlops(spec, inputs) * 1e-9,
                                                  benchmark::Counter::kIsIterationInvariantRate);
 }
@@ -82,7 +83,8 @@ void BM_Resnet18Step(benchmark::State& state) {
 BENCHMARK(BM_Resnet18Step)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_Gpt2Step(benchmark::State& state) {
-  auto spec = ddpscope::models::parseModelShorthand("gpt2:layers=4,embd=256,heads=4,vocab=8192,seq=128");
+  auto spec =
+      ddpscope::models::parseModelShorthand("gpt2:layers=4,embd=256,heads=4,vocab=8192,seq=128");
   runStep(state, *spec, 8, ModelInputs{.seqLen = 128});
 }
 BENCHMARK(BM_Gpt2Step)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -13,7 +13,9 @@ namespace {
 
 constexpr double kFp32Bytes = 4;
 
-CostPoly::Term term(double coef, int b, int s, int i) { return CostPoly::Term{coef, b, s, i}; }
+CostPoly::Term term(double coef, int b, int s, int i) {
+  return CostPoly::Term{coef, b, s, i};
+}
 
 // Builds a spec the way gen_zoo.py's Model class does.
 class SpecBuilder {
@@ -34,7 +36,8 @@ class SpecBuilder {
   }
   double paramBytes(const std::vector<int>& params) const {
     double total = 0;
-    for (int p : params) total += static_cast<double>(m_spec.params[static_cast<size_t>(p)].numel());
+    for (int p : params)
+      total += static_cast<double>(m_spec.params[static_cast<size_t>(p)].numel());
     return total * kFp32Bytes;
   }
 
@@ -78,7 +81,9 @@ class Gpt2Builder {
  public:
   explicit Gpt2Builder(SpecBuilder& b) : m_b(b) {}
   // per-token cost → batch*seq monomial
-  static CostPoly tok(double perToken, double constant = 0) { return poly(perToken, 1, 1, 0, constant); }
+  static CostPoly tok(double perToken, double constant = 0) {
+    return poly(perToken, 1, 1, 0, constant);
+  }
 
   std::string linear(const std::string& name, int64_t fin, int64_t fout) {
     int w = m_b.param(name + ".weight", {fin, fout});  // HF Conv1D: [in, out]
@@ -110,9 +115,10 @@ class Gpt2Builder {
   }
   std::string embedding(const std::string& name, int64_t num, int64_t dim) {
     int w = m_b.param(name + ".weight", {num, dim});
-    m_b.layer(name, "Embedding", {w}, {w}, CostPoly{}, tok(2 * static_cast<double>(dim) * kFp32Bytes),
-              {{"num_embeddings", static_cast<double>(num)}, {"embedding_dim", static_cast<double>(dim)}},
-              {std::string(kModelInputName)});
+    m_b.layer(
+        name, "Embedding", {w}, {w}, CostPoly{}, tok(2 * static_cast<double>(dim) * kFp32Bytes),
+        {{"num_embeddings", static_cast<double>(num)}, {"embedding_dim", static_cast<double>(dim)}},
+        {std::string(kModelInputName)});
     return name;
   }
   std::string attention(const std::string& name, int64_t width, int64_t heads, double p) {
@@ -122,7 +128,9 @@ class Gpt2Builder {
     bytes.terms.push_back(term(nh * 4 * kFp32Bytes, 1, 2, 0));
     bytes.terms.push_back(term(4 * h * kFp32Bytes, 1, 1, 0));
     m_b.layer(name, "AttentionCore", {}, {}, flops, bytes,
-              {{"num_heads", nh}, {"head_dim", static_cast<double>(width / heads)}, {"causal", 1},
+              {{"num_heads", nh},
+               {"head_dim", static_cast<double>(width / heads)},
+               {"causal", 1},
                {"dropout", p}});
     return name;
   }
@@ -169,8 +177,8 @@ Status parseArgs(std::string_view text, ShorthandArgs* out) {
     std::string_view kv = trimString(item);
     size_t eq = kv.find('=');
     if (eq == std::string_view::npos || eq == 0) {
-      return invalidArgument("model shorthand '" + std::string(text) + "': expected key=value; got '" +
-                             std::string(kv) + "'");
+      return invalidArgument("model shorthand '" + std::string(text) +
+                             "': expected key=value; got '" + std::string(kv) + "'");
     }
     std::string key(trimString(kv.substr(0, eq)));
     if (out->values.count(key) != 0) {
@@ -380,8 +388,8 @@ StatusOr<ModelSpec> parseModelShorthand(std::string_view text) {
     }
     return makeBranchyMlpSpec(c);
   }
-  return invalidArgument("model shorthand '" + std::string(text) + "': unknown kind '" +
-                         args.kind + "' (known: " + std::string(kKinds) + ")");
+  return invalidArgument("model shorthand '" + std::string(text) + "': unknown kind '" + args.kind +
+                         "' (known: " + std::string(kKinds) + ")");
 }
 
 }  // namespace ddpscope::models

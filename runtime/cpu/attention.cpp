@@ -63,8 +63,8 @@ class AttentionCoreLayer final : public Layer {
           for (int64_t j = valid; j < seq; ++j) row[j] = 0.0f;
         }
         float* o = output.data() + b * seq * width + h * m_headDim;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, d, t, 1.0f, p, t, v, ldQkv,
-                    0.0f, o, ldOut);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, d, t, 1.0f, p, t, v, ldQkv, 0.0f,
+                    o, ldOut);
       }
     }
     return Status::ok();

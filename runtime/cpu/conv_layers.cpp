@@ -46,7 +46,12 @@ class Conv2dLayer final : public Layer {
  public:
   Conv2dLayer(int64_t cin, int64_t cout, int64_t k, int64_t stride, int64_t pad, Param* weight,
               Param* bias)
-      : m_cin(cin), m_cout(cout), m_k(k), m_stride(stride), m_pad(pad), m_weight(weight),
+      : m_cin(cin),
+        m_cout(cout),
+        m_k(k),
+        m_stride(stride),
+        m_pad(pad),
+        m_weight(weight),
         m_bias(bias) {}
 
   Status forward(std::span<const Tensor* const> inputs, Tensor& output,
@@ -111,8 +116,7 @@ class Conv2dLayer final : public Layer {
     float* dCol = ctx.workspace->buffer(2, kDim * n);
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(kDim),
                 static_cast<int>(n), static_cast<int>(m_cout), 1.0f, m_weight->value.data(),
-                static_cast<int>(kDim), dOut, static_cast<int>(n), 0.0f, dCol,
-                static_cast<int>(n));
+                static_cast<int>(kDim), dOut, static_cast<int>(n), 0.0f, dCol, static_cast<int>(n));
     Tensor& dx = *gradInputs[0].grad;
     if (!gradInputs[0].accumulate) dx.fill(0.0f);
     col2im(dCol, dx.data());
@@ -128,7 +132,8 @@ class Conv2dLayer final : public Layer {
     m_wo = (m_w + 2 * m_pad - m_k) / m_stride + 1;
   }
 
-  // col[(c·k + ki)·k + kj][b·Ho·Wo + oh·Wo + ow] = x[b][c][oh·s − p + ki][ow·s − p + kj] (0 outside)
+  // col[(c·k + ki)·k + kj][b·Ho·Wo + oh·Wo + ow] = x[b][c][oh·s − p + ki][ow·s − p + kj] (0
+  // outside)
   void im2col(const float* x, float* col) const {
     const int64_t hw = m_ho * m_wo, n = m_batch * hw;
     for (int64_t c = 0; c < m_cin; ++c) {
@@ -205,8 +210,15 @@ class BatchNorm2dLayer final : public Layer {
  public:
   BatchNorm2dLayer(int64_t channels, double eps, double momentum, bool sync, Param* weight,
                    Param* bias, Buffer* runningMean, Buffer* runningVar, Buffer* tracked)
-      : m_channels(channels), m_eps(eps), m_momentum(momentum), m_sync(sync), m_weight(weight),
-        m_bias(bias), m_runningMean(runningMean), m_runningVar(runningVar), m_tracked(tracked) {}
+      : m_channels(channels),
+        m_eps(eps),
+        m_momentum(momentum),
+        m_sync(sync),
+        m_weight(weight),
+        m_bias(bias),
+        m_runningMean(runningMean),
+        m_runningVar(runningVar),
+        m_tracked(tracked) {}
 
   Status forward(std::span<const Tensor* const> inputs, Tensor& output,
                  LayerContext& ctx) override {
@@ -216,7 +228,8 @@ class BatchNorm2dLayer final : public Layer {
     output.resize(x.shape());
     const size_t c2 = static_cast<size_t>(m_channels);
     m_stats.assign(2 * c2 + 1, 0.0f);
-    std::vector<double> sums(2 * c2, 0.0);
+    std::vector<double>& sums = m_sums;
+    sums.assign(2 * c2, 0.0);
     for (int64_t b = 0; b < batch; ++b) {
       for (int64_t c = 0; c < m_channels; ++c) {
         const float* in = x.data() + (b * m_channels + c) * hw;
@@ -233,11 +246,13 @@ class BatchNorm2dLayer final : public Layer {
     if (m_sync && ctx.syncAllreduce != nullptr && *ctx.syncAllreduce) {
       for (size_t i = 0; i < 2 * c2; ++i) m_stats[i] = static_cast<float>(sums[i]);
       m_stats[2 * c2] = static_cast<float>(count);
-      RETURN_IF_ERROR((*ctx.syncAllreduce)(std::span<float>(m_stats)).withContext("SyncBatchNorm forward allreduce"));
+      RETURN_IF_ERROR((*ctx.syncAllreduce)(std::span<float>(m_stats))
+                          .withContext("SyncBatchNorm forward allreduce"));
       for (size_t i = 0; i < 2 * c2; ++i) sums[i] = m_stats[i];
       count = m_stats[2 * c2];
     }
-    if (count <= 1) return invalidArgument("BatchNorm needs more than 1 value per channel in training");
+    if (count <= 1)
+      return invalidArgument("BatchNorm needs more than 1 value per channel in training");
     m_count = count;
     m_mean.resize(c2);
     m_invStd.resize(c2);
@@ -250,7 +265,8 @@ class BatchNorm2dLayer final : public Layer {
       m_invStd[c] = static_cast<float>(1.0 / std::sqrt(var + m_eps));
       if (rm != nullptr) rm[c] = static_cast<float>((1 - m_momentum) * rm[c] + m_momentum * mean);
       if (rv != nullptr) {
-        rv[c] = static_cast<float>((1 - m_momentum) * rv[c] + m_momentum * var * count / (count - 1));
+        rv[c] =
+            static_cast<float>((1 - m_momentum) * rv[c] + m_momentum * var * count / (count - 1));
       }
     }
     if (m_tracked != nullptr && m_tracked->value.numel() > 0) m_tracked->value[0] += 1.0f;
@@ -272,7 +288,8 @@ class BatchNorm2dLayer final : public Layer {
     const Tensor& x = *inputs[0];
     const int64_t batch = x.dim(0), hw = x.dim(2) * x.dim(3);
     const size_t c2 = static_cast<size_t>(m_channels);
-    std::vector<double> sums(2 * c2, 0.0);  // Σdy, Σdy·x̂ per channel
+    std::vector<double>& sums = m_sums;  // Σdy, Σdy·x̂ per channel
+    sums.assign(2 * c2, 0.0);
     for (int64_t b = 0; b < batch; ++b) {
       for (int64_t c = 0; c < m_channels; ++c) {
         const size_t ci = static_cast<size_t>(c);
@@ -291,7 +308,8 @@ class BatchNorm2dLayer final : public Layer {
     if (m_weight != nullptr) {
       float beta = paramGradBeta(*m_weight);
       for (size_t c = 0; c < c2; ++c) {
-        m_weight->grad.values()[c] = beta * m_weight->grad.values()[c] + static_cast<float>(sums[c2 + c]);
+        m_weight->grad.values()[c] =
+            beta * m_weight->grad.values()[c] + static_cast<float>(sums[c2 + c]);
       }
     }
     if (m_bias != nullptr) {
@@ -303,7 +321,8 @@ class BatchNorm2dLayer final : public Layer {
     if (m_sync && ctx.syncAllreduce != nullptr && *ctx.syncAllreduce) {
       m_stats.resize(2 * c2);
       for (size_t i = 0; i < 2 * c2; ++i) m_stats[i] = static_cast<float>(sums[i]);
-      RETURN_IF_ERROR((*ctx.syncAllreduce)(std::span<float>(m_stats.data(), 2 * c2)).withContext("SyncBatchNorm backward allreduce"));
+      RETURN_IF_ERROR((*ctx.syncAllreduce)(std::span<float>(m_stats.data(), 2 * c2))
+                          .withContext("SyncBatchNorm backward allreduce"));
       for (size_t i = 0; i < 2 * c2; ++i) sums[i] = m_stats[i];
     }
     if (gradInputs[0].grad == nullptr) return Status::ok();
@@ -338,8 +357,9 @@ class BatchNorm2dLayer final : public Layer {
   Buffer* m_runningMean;
   Buffer* m_runningVar;
   Buffer* m_tracked;
-  double m_count = 0;                // values per channel (all ranks when synced)
+  double m_count = 0;  // values per channel (all ranks when synced)
   std::vector<float> m_mean, m_invStd, m_stats;
+  std::vector<double> m_sums;  // per-channel sums (scratch, reused)
 };
 
 // ------------------------------------------------------------------------------------------
@@ -352,8 +372,10 @@ class MaxPool2dLayer final : public Layer {
     const Tensor& x = *inputs[0];
     RETURN_IF_ERROR(expectNchw(x, 0));
     const int64_t planes = x.dim(0) * x.dim(1), h = x.dim(2), w = x.dim(3);
-    const int64_t ho = (h + 2 * m_pad - m_k) / m_stride + 1, wo = (w + 2 * m_pad - m_k) / m_stride + 1;
-    if (ho <= 0 || wo <= 0) return invalidArgument("input " + x.shapeString() + " is smaller than the window");
+    const int64_t ho = (h + 2 * m_pad - m_k) / m_stride + 1,
+                  wo = (w + 2 * m_pad - m_k) / m_stride + 1;
+    if (ho <= 0 || wo <= 0)
+      return invalidArgument("input " + x.shapeString() + " is smaller than the window");
     output.resize({x.dim(0), x.dim(1), ho, wo});
     m_argmax.resize(static_cast<size_t>(planes * ho * wo));
     for (int64_t p = 0; p < planes; ++p) {

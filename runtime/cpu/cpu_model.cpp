@@ -17,8 +17,8 @@ namespace ddpscope::runtime::cpu {
 
 namespace {
 
-constexpr int kModelInput = -1;       // producer id of "@input"
-constexpr int kLossHeadOwner = -1;    // fireAt value: ready right after the loss head
+constexpr int kModelInput = -1;     // producer id of "@input"
+constexpr int kLossHeadOwner = -1;  // fireAt value: ready right after the loss head
 constexpr int kNotFired = std::numeric_limits<int>::max();
 constexpr uint64_t kInitStream = 0x1A17;
 
@@ -48,7 +48,8 @@ void initParam(Param& p, int index, const models::LayerSpec* owner, int64_t atte
   };
   const std::string type = owner != nullptr ? owner->type : std::string();
   if (type == "Linear") {
-    uniform(1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(1, attrOr(*owner, "in_features", 1)))));
+    uniform(1.0 /
+            std::sqrt(static_cast<double>(std::max<int64_t>(1, attrOr(*owner, "in_features", 1)))));
   } else if (type == "Conv2d") {
     if (isBias) {
       p.value.fill(0.0f);
@@ -85,8 +86,7 @@ void initBuffer(Buffer& b) {
 
 class CpuModel final : public TrainableModel {
  public:
-  CpuModel(models::ModelSpec spec, TaskInfo task)
-      : m_spec(std::move(spec)), m_data(task) {}
+  CpuModel(models::ModelSpec spec, TaskInfo task) : m_spec(std::move(spec)), m_data(task) {}
 
   Status init(const BuildOptions& options);
 
@@ -107,7 +107,7 @@ class CpuModel final : public TrainableModel {
  private:
   struct Node {
     std::unique_ptr<Layer> layer;
-    std::vector<int> producers;         // layer indices or kModelInput
+    std::vector<int> producers;  // layer indices or kModelInput
     Tensor output;
     Tensor grad;                        // dLoss/dOutput
     bool present = false;               // produced an output this forward
@@ -167,7 +167,8 @@ Status CpuModel::init(const BuildOptions& options) {
         return invalidArgument("layer " + layer.name + ": parameter index " + std::to_string(p) +
                                " out of range");
       }
-      if (firstOwner[static_cast<size_t>(p)] == nullptr) firstOwner[static_cast<size_t>(p)] = &layer;
+      if (firstOwner[static_cast<size_t>(p)] == nullptr)
+        firstOwner[static_cast<size_t>(p)] = &layer;
     }
   }
   for (size_t i = 0; i < m_params.size(); ++i) {
@@ -219,9 +220,9 @@ Status CpuModel::init(const BuildOptions& options) {
       for (const models::LayerSpec& ls : spec.layers) {
         if (ls.type == "Embedding" && (attrOr(ls, "num_embeddings", 0) < task.seqLen) &&
             ls.name != spec.layers.front().name) {
-          return invalidArgument("sequence length " + std::to_string(task.seqLen) +
-                                 " exceeds " + ls.name + "'s " +
-                                 std::to_string(attrOr(ls, "num_embeddings", 0)) + " positions");
+          return invalidArgument("sequence length " + std::to_string(task.seqLen) + " exceeds " +
+                                 ls.name + "'s " + std::to_string(attrOr(ls, "num_embeddings", 0)) +
+                                 " positions");
         }
       }
       break;
@@ -270,9 +271,10 @@ StatusOr<ForwardResult> CpuModel::forward(const Batch& batch, int64_t iteration,
     result.executedLayers.push_back(layerIndex);
   }
   if (m_nodes.empty() || !m_nodes.back().present) {
-    return failedPrecondition("model " + m_spec.name + ": the output layer " +
-                              (m_spec.layers.empty() ? std::string("?") : m_spec.layers.back().name) +
-                              " did not run in iteration " + std::to_string(iteration));
+    return failedPrecondition(
+        "model " + m_spec.name + ": the output layer " +
+        (m_spec.layers.empty() ? std::string("?") : m_spec.layers.back().name) +
+        " did not run in iteration " + std::to_string(iteration));
   }
   // Reachability from the loss over produced edges.
   m_nodes.back().reached = true;
@@ -337,7 +339,8 @@ Status CpuModel::backward(const std::function<Status(int paramIndex)>& onGradRea
     }
     const int layerIndex = static_cast<int>(i);
     if (m_observer != nullptr) m_observer->onBackwardBegin(layerIndex);
-    Status status = node.layer->backward(node.inputPtrs, node.output, node.grad, node.gradTargets, ctx);
+    Status status =
+        node.layer->backward(node.inputPtrs, node.output, node.grad, node.gradTargets, ctx);
     if (m_observer != nullptr) m_observer->onBackwardEnd(layerIndex);
     if (!status.isOk()) {
       return status.withContext("model " + m_spec.name + ": layer " + m_spec.layers[i].name);
@@ -389,8 +392,8 @@ StatusOr<std::unique_ptr<TrainableModel>> buildCpuModel(const models::ModelSpec&
   for (const models::LayerSpec& layer : spec.layers) {
     if (!isSupportedLayerType(layer.type)) {
       return unimplemented("model " + spec.name + ": layer " + layer.name +
-                           ": unsupported layer type '" + layer.type + "' (supported: " +
-                           supportedLayerTypes() + ")");
+                           ": unsupported layer type '" + layer.type +
+                           "' (supported: " + supportedLayerTypes() + ")");
     }
   }
   ASSIGN_OR_RETURN(TaskInfo task, deriveTask(spec, options.inputs));

@@ -25,8 +25,8 @@ StatusOr<int64_t> rowsOf(const Tensor& x, int64_t width, std::vector<int64_t>* o
     *outShape = {x.dim(0), outWidth};
     return x.dim(0);
   }
-  return invalidArgument("input " + x.shapeString() + " does not end in " +
-                         std::to_string(width) + " features");
+  return invalidArgument("input " + x.shapeString() + " does not end in " + std::to_string(width) +
+                         " features");
 }
 
 // ------------------------------------------------------------------------------------------
@@ -70,8 +70,8 @@ class LinearLayer final : public Layer {
       float* dx = gradInputs[0].grad->data();
       float beta = gradInputs[0].accumulate ? 1.0f : 0.0f;
       // dx[rows, in] = dy[rows, out] · W[out, in]   (Conv1D: · W[in, out]ᵀ)
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, m_weightInOut ? CblasTrans : CblasNoTrans, m, k,
-                  n, 1.0f, dy, n, m_weight->value.data(), m_weightInOut ? n : k, beta, dx, k);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, m_weightInOut ? CblasTrans : CblasNoTrans, m, k, n,
+                  1.0f, dy, n, m_weight->value.data(), m_weightInOut ? n : k, beta, dx, k);
     }
     if (m_bias != nullptr) {
       float beta = paramGradBeta(*m_bias);
@@ -85,12 +85,12 @@ class LinearLayer final : public Layer {
     float beta = paramGradBeta(*m_weight);
     if (m_weightInOut) {
       // dW[in, out] += xᵀ · dy
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, k, n, m, 1.0f, x.data(), k, dy, n,
-                  beta, m_weight->grad.data(), n);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, k, n, m, 1.0f, x.data(), k, dy, n, beta,
+                  m_weight->grad.data(), n);
     } else {
       // dW[out, in] += dyᵀ · x
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, k, m, 1.0f, dy, n, x.data(), k,
-                  beta, m_weight->grad.data(), k);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, k, m, 1.0f, dy, n, x.data(), k, beta,
+                  m_weight->grad.data(), k);
     }
     return Status::ok();
   }
@@ -138,7 +138,8 @@ class ActivationLayer final : public Layer {
         }
         break;
       case ActivationKind::kGeluErf:
-        for (int64_t i = 0; i < n; ++i) out[i] = 0.5f * in[i] * (1.0f + std::erf(in[i] * kInvSqrt2));
+        for (int64_t i = 0; i < n; ++i)
+          out[i] = 0.5f * in[i] * (1.0f + std::erf(in[i] * kInvSqrt2));
         break;
     }
     return Status::ok();
@@ -177,7 +178,8 @@ class ActivationLayer final : public Layer {
       case ActivationKind::kGeluErf:
         for (int64_t i = 0; i < n; ++i) {
           float v = x[i];
-          float d = 0.5f * (1.0f + std::erf(v * kInvSqrt2)) + v * kInvSqrt2Pi * std::exp(-0.5f * v * v);
+          float d =
+              0.5f * (1.0f + std::erf(v * kInvSqrt2)) + v * kInvSqrt2Pi * std::exp(-0.5f * v * v);
           store(i, dy[i] * d);
         }
         break;
@@ -219,7 +221,8 @@ class LayerNormLayer final : public Layer {
         double d = in[j] - mean;
         sq += d * d;
       }
-      const float rstd = static_cast<float>(1.0 / std::sqrt(sq / static_cast<double>(m_width) + m_eps));
+      const float rstd =
+          static_cast<float>(1.0 / std::sqrt(sq / static_cast<double>(m_width) + m_eps));
       const float meanF = static_cast<float>(mean);
       m_mean[static_cast<size_t>(r)] = meanF;
       m_rstd[static_cast<size_t>(r)] = rstd;
@@ -384,7 +387,8 @@ class IdentityLayer final : public Layer {
  public:
   Status forward(std::span<const Tensor* const> inputs, Tensor& output, LayerContext&) override {
     output.resize(inputs[0]->shape());
-    std::memcpy(output.data(), inputs[0]->data(), static_cast<size_t>(output.numel()) * sizeof(float));
+    std::memcpy(output.data(), inputs[0]->data(),
+                static_cast<size_t>(output.numel()) * sizeof(float));
     return Status::ok();
   }
   Status backward(std::span<const Tensor* const>, const Tensor&, const Tensor& gradOutput,
@@ -418,7 +422,11 @@ std::unique_ptr<Layer> makeEmbeddingLayer(int64_t numEmbeddings, int64_t dim, bo
                                           Param* weight) {
   return std::make_unique<EmbeddingLayer>(numEmbeddings, dim, positional, weight);
 }
-std::unique_ptr<Layer> makeAddLayer() { return std::make_unique<AddLayer>(); }
-std::unique_ptr<Layer> makeIdentityLayer() { return std::make_unique<IdentityLayer>(); }
+std::unique_ptr<Layer> makeAddLayer() {
+  return std::make_unique<AddLayer>();
+}
+std::unique_ptr<Layer> makeIdentityLayer() {
+  return std::make_unique<IdentityLayer>();
+}
 
 }  // namespace ddpscope::runtime::cpu

@@ -20,9 +20,9 @@ float* Workspace::buffer(int slot, int64_t count) {
 namespace {
 
 constexpr std::array<std::string_view, 16> kSupportedTypes = {
-    "AdaptiveAvgPool2d", "Add",     "AttentionCore", "BatchNorm2d", "Conv1D",    "Conv2d",
-    "Dropout",           "Embedding", "GELU",        "Identity",    "LayerNorm", "Linear",
-    "MaxPool2d",         "ReLU",    "ReLU6",         "SyncBatchNorm"};
+    "AdaptiveAvgPool2d", "Add",       "AttentionCore", "BatchNorm2d",  "Conv1D",    "Conv2d",
+    "Dropout",           "Embedding", "GELU",          "Identity",     "LayerNorm", "Linear",
+    "MaxPool2d",         "ReLU",      "ReLU6",         "SyncBatchNorm"};
 constexpr std::string_view kTanh = "Tanh";
 
 // Reads the attributes of one LayerSpec, remembering the first problem.
@@ -98,8 +98,8 @@ StatusOr<std::unique_ptr<Layer>> makeLayerUnchecked(const models::LayerSpec& spe
     RETURN_IF_ERROR(attrs.status());
     RETURN_IF_ERROR(checkParamCount(binding, bias ? 2 : 1, bias ? 2 : 1));
     const bool inOut = type == "Conv1D";
-    RETURN_IF_ERROR(checkShape(param(0), inOut ? std::vector<int64_t>{in, out}
-                                               : std::vector<int64_t>{out, in}));
+    RETURN_IF_ERROR(checkShape(
+        param(0), inOut ? std::vector<int64_t>{in, out} : std::vector<int64_t>{out, in}));
     if (bias) RETURN_IF_ERROR(checkShape(param(1), {out}));
     return makeLinearLayer(in, out, inOut, param(0), param(1));
   }
@@ -167,8 +167,8 @@ StatusOr<std::unique_ptr<Layer>> makeLayerUnchecked(const models::LayerSpec& spe
     for (size_t i = 0; i < 2; ++i) {
       if (buffer(i) != nullptr && buffer(i)->value.numel() != c) {
         return invalidArgument("buffer " + buffer(i)->name + " has shape " +
-                               buffer(i)->value.shapeString() + ", expected [" +
-                               std::to_string(c) + "]");
+                               buffer(i)->value.shapeString() + ", expected [" + std::to_string(c) +
+                               "]");
       }
     }
     bool sync = type == "SyncBatchNorm" || binding.syncBatchNorm;
@@ -188,8 +188,8 @@ StatusOr<std::unique_ptr<Layer>> makeLayerUnchecked(const models::LayerSpec& spe
     if (out <= 0) return invalidArgument("output_size must be > 0");
     return makeAdaptiveAvgPool2dLayer(out);
   }
-  return unimplemented("unsupported layer type '" + type + "' (supported: " +
-                       supportedLayerTypes() + ")");
+  return unimplemented("unsupported layer type '" + type +
+                       "' (supported: " + supportedLayerTypes() + ")");
 }
 
 }  // namespace
@@ -223,8 +223,7 @@ StatusOr<std::unique_ptr<Layer>> makeLayer(const models::LayerSpec& spec,
                                            const LayerBinding& binding) {
   StatusOr<std::unique_ptr<Layer>> layer = makeLayerUnchecked(spec, binding);
   if (!layer.isOk()) {
-    return Status(layer.status().code(),
-                  "layer " + spec.name + ": " + layer.status().message());
+    return Status(layer.status().code(), "layer " + spec.name + ": " + layer.status().message());
   }
   return layer;
 }

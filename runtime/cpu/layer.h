@@ -73,9 +73,9 @@ inline float paramGradBeta(Param& p) {
 
 // What a layer needs from the model at construction.
 struct LayerBinding {
-  std::vector<Param*> params;  // the LayerSpec's params, in module order
+  std::vector<Param*> params;    // the LayerSpec's params, in module order
   std::vector<Buffer*> buffers;  // BatchNorm: running_mean, running_var, num_batches_tracked
-  bool syncBatchNorm = false;  // BatchNorm2d runs as SyncBatchNorm
+  bool syncBatchNorm = false;    // BatchNorm2d runs as SyncBatchNorm
 };
 
 // Creates the layer for spec.type; error text names the layer and lists the supported types.

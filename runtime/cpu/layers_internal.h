@@ -28,8 +28,7 @@ std::unique_ptr<Layer> makeAttentionCoreLayer(int64_t numHeads, int64_t headDim,
 
 // conv_layers.cpp
 std::unique_ptr<Layer> makeConv2dLayer(int64_t inChannels, int64_t outChannels, int64_t kernel,
-                                       int64_t stride, int64_t padding, Param* weight,
-                                       Param* bias);
+                                       int64_t stride, int64_t padding, Param* weight, Param* bias);
 std::unique_ptr<Layer> makeBatchNorm2dLayer(int64_t channels, double eps, double momentum,
                                             bool sync, Param* weight, Param* bias,
                                             Buffer* runningMean, Buffer* runningVar,

@@ -34,8 +34,10 @@ StatusOr<TaskInfo> deriveTask(const models::ModelSpec& spec, const models::Model
     task.kind = TaskKind::kRegression;
     task.inFeatures = attrOr(first, "in_features", 0);
     if (last.type != "Linear") {
-      return invalidArgument("model " + spec.name + ": a regression model must end in a Linear "
-                             "layer; the last layer " + last.name + " is " + last.type);
+      return invalidArgument("model " + spec.name +
+                             ": a regression model must end in a Linear "
+                             "layer; the last layer " +
+                             last.name + " is " + last.type);
     }
     task.outFeatures = attrOr(last, "out_features", 0);
   } else if (first.type == "Conv2d") {
@@ -43,8 +45,10 @@ StatusOr<TaskInfo> deriveTask(const models::ModelSpec& spec, const models::Model
     task.channels = attrOr(first, "in_channels", 0);
     task.imageSize = inputs.imageSize > 0 ? inputs.imageSize : spec.defaultInputs.imageSize;
     if (last.type != "Linear") {
-      return invalidArgument("model " + spec.name + ": an image model must end in a Linear "
-                             "classifier; the last layer " + last.name + " is " + last.type);
+      return invalidArgument("model " + spec.name +
+                             ": an image model must end in a Linear "
+                             "classifier; the last layer " +
+                             last.name + " is " + last.type);
     }
     task.outFeatures = attrOr(last, "out_features", 0);
     if (task.imageSize <= 0) return invalidArgument("model " + spec.name + ": no image size");
@@ -59,9 +63,10 @@ StatusOr<TaskInfo> deriveTask(const models::ModelSpec& spec, const models::Model
     task.headParam = first.params[0];
     if (task.seqLen <= 0) return invalidArgument("model " + spec.name + ": no sequence length");
   } else {
-    return invalidArgument("model " + spec.name + ": cannot derive synthetic data for a model "
-                           "whose first layer is " + first.type +
-                           " (supported: Linear, Conv2d, Embedding)");
+    return invalidArgument("model " + spec.name +
+                           ": cannot derive synthetic data for a model "
+                           "whose first layer is " +
+                           first.type + " (supported: Linear, Conv2d, Embedding)");
   }
   return task;
 }
@@ -90,7 +95,8 @@ Batch SyntheticData::makeBatch(std::span<const int64_t> sampleIndices, uint64_t 
       for (int64_t s = 0; s < n; ++s) {
         Rng rng(mixKeys(dataSeed, static_cast<uint64_t>(sampleIndices[static_cast<size_t>(s)]),
                         kInputStream));
-        for (int64_t j = 0; j < in; ++j) batch.inputs[s * in + j] = static_cast<float>(rng.normal());
+        for (int64_t j = 0; j < in; ++j)
+          batch.inputs[s * in + j] = static_cast<float>(rng.normal());
       }
       std::lock_guard<std::mutex> lock(m_teacherMutex);
       const std::vector<float>& a = teacher(dataSeed);
@@ -110,7 +116,8 @@ Batch SyntheticData::makeBatch(std::span<const int64_t> sampleIndices, uint64_t 
       for (int64_t i = 0; i < n; ++i) {
         const uint64_t index = static_cast<uint64_t>(sampleIndices[static_cast<size_t>(i)]);
         Rng rng(mixKeys(dataSeed, index, kInputStream));
-        for (int64_t j = 0; j < per; ++j) batch.inputs[i * per + j] = static_cast<float>(rng.normal());
+        for (int64_t j = 0; j < per; ++j)
+          batch.inputs[i * per + j] = static_cast<float>(rng.normal());
         Rng label(mixKeys(dataSeed, index, kTargetStream));
         batch.targets[i] = static_cast<float>(label.below(m_task.outFeatures));
       }

@@ -46,7 +46,8 @@ void expectSameSpec(const ModelSpec& built, const ModelSpec& zoo) {
     expectSamePoly(a.forwardFlops, b.forwardFlops, b.name + " flops");
     expectSamePoly(a.forwardBytes, b.forwardBytes, b.name + " bytes");
     EXPECT_EQ(a.backwardFlops.has_value(), b.backwardFlops.has_value()) << b.name;
-    if (a.backwardFlops && b.backwardFlops) expectSamePoly(*a.backwardFlops, *b.backwardFlops, b.name);
+    if (a.backwardFlops && b.backwardFlops)
+      expectSamePoly(*a.backwardFlops, *b.backwardFlops, b.name);
   }
   EXPECT_EQ(built.gradReadyOrder(), zoo.gradReadyOrder());
 }
@@ -62,13 +63,15 @@ TEST(BuilderTest, Gpt2SmallConfigEqualsZoo) {
 TEST(BuilderTest, Gpt2XlConfigEqualsZoo) {
   StatusOr<ModelSpec> zoo = loadZooModel("gpt2-xl");
   ASSERT_TRUE(zoo.isOk());
-  expectSameSpec(makeGpt2Spec(Gpt2Config{.name = "gpt2-xl", .nLayer = 48, .nEmbd = 1600, .nHead = 25}), *zoo);
+  expectSameSpec(
+      makeGpt2Spec(Gpt2Config{.name = "gpt2-xl", .nLayer = 48, .nEmbd = 1600, .nHead = 25}), *zoo);
 }
 
 TEST(BuilderTest, MlpConfigsEqualZoo) {
   StatusOr<ModelSpec> tiny = loadZooModel("mlp-tiny");
   ASSERT_TRUE(tiny.isOk());
-  expectSameSpec(makeMlpSpec(MlpConfig{.in = 10, .hidden = 50, .depth = 2, .out = 1, .batch = 20}), *tiny);
+  expectSameSpec(makeMlpSpec(MlpConfig{.in = 10, .hidden = 50, .depth = 2, .out = 1, .batch = 20}),
+                 *tiny);
   StatusOr<ModelSpec> wide = loadZooModel("mlp-wide");
   ASSERT_TRUE(wide.isOk());
   expectSameSpec(makeMlpSpec(MlpConfig{}), *wide);
@@ -101,7 +104,8 @@ TEST(BuilderTest, ParsesGpt2Shorthand) {
   const LayerSpec& core = spec->layers[static_cast<size_t>(spec->findLayer("h.1.attn.core"))];
   EXPECT_EQ(core.attrs.at("num_heads"), 4);
   EXPECT_EQ(core.attrs.at("head_dim"), 16);
-  StatusOr<ModelSpec> longSeq = parseModelShorthand("gpt2:layers=1,embd=8,heads=2,vocab=16,seq=2048,batch=1");
+  StatusOr<ModelSpec> longSeq =
+      parseModelShorthand("gpt2:layers=1,embd=8,heads=2,vocab=16,seq=2048,batch=1");
   ASSERT_TRUE(longSeq.isOk());
   EXPECT_EQ(longSeq->params[1].shape[0], 2048);  // positions grow to cover seq
   EXPECT_EQ(longSeq->defaultInputs.batch, 1);
@@ -114,7 +118,8 @@ TEST(BuilderTest, ParsesMlpShorthands) {
   EXPECT_EQ(mlp->params[0].shape, (std::vector<int64_t>{64, 16}));
   EXPECT_EQ(mlp->params[4].shape, (std::vector<int64_t>{4, 64}));
   EXPECT_EQ(mlp->layers.size(), 5u);
-  StatusOr<ModelSpec> branchy = parseModelShorthand("mlp-branch:in=8,hidden=16,out=2,period=3,phase=1,ranks=0+2");
+  StatusOr<ModelSpec> branchy =
+      parseModelShorthand("mlp-branch:in=8,hidden=16,out=2,period=3,phase=1,ranks=0+2");
   ASSERT_TRUE(branchy.isOk()) << branchy.status().message();
   const LayerSpec& branch = branchy->layers[static_cast<size_t>(branchy->findLayer("branch"))];
   EXPECT_EQ(branch.use->period, 3);
@@ -134,16 +139,23 @@ TEST(BuilderTest, ShorthandErrorsNameTheProblem) {
     }
     return spec.isOk() ? std::string() : spec.status().message();
   };
-  EXPECT_NE(message("bert:layers=2").find("unknown kind 'bert' (known: gpt2, mlp, mlp-branch)"), std::string::npos);
-  EXPECT_NE(message("gpt2:layer=2").find("unknown key 'layer' for gpt2 (allowed: layers, embd"), std::string::npos);
-  EXPECT_NE(message("gpt2:layers=two").find("layers: expected an integer >= 0; got 'two'"), std::string::npos);
-  EXPECT_NE(message("gpt2:embd=64,heads=5").find("embd (64) must be a multiple of heads (5)"), std::string::npos);
-  EXPECT_NE(message("gpt2:seq=64,positions=32").find("seq (64) exceeds positions (32)"), std::string::npos);
+  EXPECT_NE(message("bert:layers=2").find("unknown kind 'bert' (known: gpt2, mlp, mlp-branch)"),
+            std::string::npos);
+  EXPECT_NE(message("gpt2:layer=2").find("unknown key 'layer' for gpt2 (allowed: layers, embd"),
+            std::string::npos);
+  EXPECT_NE(message("gpt2:layers=two").find("layers: expected an integer >= 0; got 'two'"),
+            std::string::npos);
+  EXPECT_NE(message("gpt2:embd=64,heads=5").find("embd (64) must be a multiple of heads (5)"),
+            std::string::npos);
+  EXPECT_NE(message("gpt2:seq=64,positions=32").find("seq (64) exceeds positions (32)"),
+            std::string::npos);
   EXPECT_NE(message("mlp:in=0").find("in: expected an integer >= 1; got '0'"), std::string::npos);
   EXPECT_NE(message("mlp:in").find("expected key=value; got 'in'"), std::string::npos);
   EXPECT_NE(message("mlp:in=3,in=4").find("key 'in' given twice"), std::string::npos);
-  EXPECT_NE(message("mlp-branch:period=2,phase=2").find("phase (2) must be < period (2)"), std::string::npos);
-  EXPECT_NE(message("mlp-branch:ranks=0+x").find("ranks: expected non-negative integers"), std::string::npos);
+  EXPECT_NE(message("mlp-branch:period=2,phase=2").find("phase (2) must be < period (2)"),
+            std::string::npos);
+  EXPECT_NE(message("mlp-branch:ranks=0+x").find("ranks: expected non-negative integers"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -82,7 +82,8 @@ void checkModelGradients(TrainableModel& model, const Batch& batch, double step,
     }
     picks.push_back(best);
     const int64_t stride = std::max<int64_t>(1, n / samplesPerTensor);
-    for (int64_t j = stride / 2; j < n && static_cast<int>(picks.size()) <= samplesPerTensor; j += stride) {
+    for (int64_t j = stride / 2; j < n && static_cast<int>(picks.size()) <= samplesPerTensor;
+         j += stride) {
       picks.push_back(j);
     }
     for (int64_t j : picks) {
@@ -93,7 +94,8 @@ void checkModelGradients(TrainableModel& model, const Batch& batch, double step,
       const double minus = lossOf(model, batch);
       p.value[j] = saved;
       const double numeric = (plus - minus) / (2 * step);
-      EXPECT_NEAR(grads[k][j], numeric, atol + rtol * std::fabs(numeric)) << p.name << "[" << j << "]";
+      EXPECT_NEAR(grads[k][j], numeric, atol + rtol * std::fabs(numeric))
+          << p.name << "[" << j << "]";
       ++checked;
     }
   }
@@ -102,8 +104,11 @@ void checkModelGradients(TrainableModel& model, const Batch& batch, double step,
 
 TEST(TrainableModelTest, ParamsAndBuffersMatchSpec) {
   std::vector<std::pair<models::ModelSpec, BuildOptions>> cases = {
-      {zoo("mlp-tiny"), {}}, {zoo("mlp-wide"), {}}, {zoo("resnet18"), resnetOptions()},
-      {shorthand(kTinyGpt2), {}}, {models::makeBranchyMlpSpec({}), {}}};
+      {zoo("mlp-tiny"), {}},
+      {zoo("mlp-wide"), {}},
+      {zoo("resnet18"), resnetOptions()},
+      {shorthand(kTinyGpt2), {}},
+      {models::makeBranchyMlpSpec({}), {}}};
   for (const auto& [spec, options] : cases) {
     std::unique_ptr<TrainableModel> model = build(spec, options);
     ASSERT_NE(model, nullptr);
@@ -152,7 +157,8 @@ TEST(TrainableModelTest, Gpt2TwoLayerGradientsMatchFiniteDifferences) {
   std::unique_ptr<TrainableModel> model = build(spec, {.seed = 3});
   // Larger weights than GPT-2's 0.02 so every path carries a measurable gradient.
   for (Param& p : model->params()) {
-    if (p.value.rank() == 2) for (float& v : p.value.values()) v *= 10.0f;
+    if (p.value.rank() == 2)
+      for (float& v : p.value.values()) v *= 10.0f;
   }
   Batch batch = model->makeBatch(range(0, 2), 5);
   EXPECT_EQ(batch.inputs.shapeString(), "[2, 8]");
@@ -178,9 +184,11 @@ void checkDirectionalGradients(TrainableModel& model, const Batch& batch, double
       direction[j] = (state >> 63) != 0 ? 1.0f : -1.0f;
       analytic += static_cast<double>(grad.values()[j]) * direction[j];
     }
-    for (size_t j = 0; j < direction.size(); ++j) p.value.values()[j] = saved.values()[j] + static_cast<float>(step) * direction[j];
+    for (size_t j = 0; j < direction.size(); ++j)
+      p.value.values()[j] = saved.values()[j] + static_cast<float>(step) * direction[j];
     const double plus = lossOf(model, batch);
-    for (size_t j = 0; j < direction.size(); ++j) p.value.values()[j] = saved.values()[j] - static_cast<float>(step) * direction[j];
+    for (size_t j = 0; j < direction.size(); ++j)
+      p.value.values()[j] = saved.values()[j] - static_cast<float>(step) * direction[j];
     const double minus = lossOf(model, batch);
     p.value = saved;
     const double numeric = (plus - minus) / (2 * step);
@@ -197,7 +205,8 @@ models::ModelSpec narrowResnet18(int64_t factor, int64_t classes) {
   for (models::LayerSpec& layer : spec.layers) {
     for (const char* key : {"in_channels", "out_channels", "num_features", "in_features"}) {
       auto it = layer.attrs.find(key);
-      if (it != layer.attrs.end()) it->second = static_cast<double>(narrow(static_cast<int64_t>(it->second)));
+      if (it != layer.attrs.end())
+        it->second = static_cast<double>(narrow(static_cast<int64_t>(it->second)));
     }
     if (layer.type == "Linear") layer.attrs["out_features"] = static_cast<double>(classes);
   }
@@ -255,7 +264,9 @@ ReadyRecord runAndRecord(TrainableModel& model, const Batch& batch, int64_t iter
 
 TEST(TrainableModelTest, GradReadyOrderEqualsSpecAndGradsAreFinalAtHook) {
   std::vector<std::pair<models::ModelSpec, BuildOptions>> cases = {
-      {zoo("mlp-tiny"), {}}, {zoo("mlp-wide"), {}}, {zoo("resnet18"), resnetOptions()},
+      {zoo("mlp-tiny"), {}},
+      {zoo("mlp-wide"), {}},
+      {zoo("resnet18"), resnetOptions()},
       {shorthand(kTinyGpt2), {}}};
   for (const auto& [spec, options] : cases) {
     std::unique_ptr<TrainableModel> model = build(spec, options);
@@ -296,7 +307,8 @@ TEST(TrainableModelTest, SkippedBranchParamsAreUnusedAndNotReady) {
 }
 
 TEST(TrainableModelTest, BranchUsedOnlyOnListedRanks) {
-  models::ModelSpec spec = models::makeBranchyMlpSpec({.use = {.period = 1, .phase = 0, .ranks = {1}}});
+  models::ModelSpec spec =
+      models::makeBranchyMlpSpec({.use = {.period = 1, .phase = 0, .ranks = {1}}});
   std::unique_ptr<TrainableModel> model = build(spec);
   Batch batch = model->makeBatch(range(0, 4), 1);
   ForwardResult rank0, rank1;
@@ -344,7 +356,8 @@ TEST(TrainableModelTest, GradientsAccumulateAcrossTwoBackwards) {
   model->zeroGrad();
   for (Param& p : model->params()) {
     EXPECT_FALSE(p.gradDefined);
-    EXPECT_TRUE(std::all_of(p.grad.values().begin(), p.grad.values().end(), [](float v) { return v == 0.0f; }));
+    EXPECT_TRUE(std::all_of(p.grad.values().begin(), p.grad.values().end(),
+                            [](float v) { return v == 0.0f; }));
   }
 }
 
@@ -401,7 +414,8 @@ TEST(TrainableModelTest, MakeBatchIsDeterministicAndShardsConcatenate) {
   std::unique_ptr<TrainableModel> gpt = build(shorthand(kTinyGpt2));
   Batch tokens = gpt->makeBatch(range(0, 3), 1);
   for (int64_t s = 0; s < 3; ++s) {
-    for (int64_t t = 0; t + 1 < 8; ++t) EXPECT_EQ(tokens.inputs[s * 8 + t + 1], tokens.targets[s * 8 + t]);
+    for (int64_t t = 0; t + 1 < 8; ++t)
+      EXPECT_EQ(tokens.inputs[s * 8 + t + 1], tokens.targets[s * 8 + t]);
   }
 }
 
@@ -413,7 +427,8 @@ class TwoRankAllreduce {
       if (rank == 0) m_sum.assign(values.size(), 0.0f);
       m_barrier.arrive_and_wait();
       for (int turn = 0; turn < 2; ++turn) {  // fixed order: identical sums on both ranks
-        if (turn == rank) for (size_t i = 0; i < values.size(); ++i) m_sum[i] += values[i];
+        if (turn == rank)
+          for (size_t i = 0; i < values.size(); ++i) m_sum[i] += values[i];
         m_barrier.arrive_and_wait();
       }
       std::copy(m_sum.begin(), m_sum.end(), values.begin());
@@ -429,7 +444,8 @@ class TwoRankAllreduce {
 
 // Mean over ranks of the per-rank gradients (what DDP's allreduce-average produces).
 std::vector<std::vector<float>> twoRankAverageGradients(const models::ModelSpec& spec,
-                                                        BuildOptions options, const std::vector<int64_t>& indices,
+                                                        BuildOptions options,
+                                                        const std::vector<int64_t>& indices,
                                                         double* meanLoss) {
   TwoRankAllreduce allreduce;
   std::vector<std::unique_ptr<TrainableModel>> ranks;
@@ -455,7 +471,8 @@ std::vector<std::vector<float>> twoRankAverageGradients(const models::ModelSpec&
   std::vector<std::vector<float>> grads;
   for (size_t k = 0; k < spec.params.size(); ++k) {
     std::vector<float> g = ranks[0]->params()[k].grad.values();
-    for (size_t j = 0; j < g.size(); ++j) g[j] = (g[j] + ranks[1]->params()[k].grad.values()[j]) / 2;
+    for (size_t j = 0; j < g.size(); ++j)
+      g[j] = (g[j] + ranks[1]->params()[k].grad.values()[j]) / 2;
     grads.push_back(std::move(g));
   }
   return grads;
@@ -502,7 +519,8 @@ TEST(TrainableModelTest, MlpOnTwoRanksAveragesToFullBatchGradients) {
   auto averaged = twoRankAverageGradients(spec, {}, indices, &loss);
   for (size_t k = 0; k < spec.params.size(); ++k) {
     const std::vector<float>& ref = single->params()[k].grad.values();
-    for (size_t j = 0; j < ref.size(); j += 7) ASSERT_NEAR(averaged[k][j], ref[j], 1e-6) << spec.params[k].name;
+    for (size_t j = 0; j < ref.size(); j += 7)
+      ASSERT_NEAR(averaged[k][j], ref[j], 1e-6) << spec.params[k].name;
   }
 }
 
@@ -544,20 +562,23 @@ TEST(TrainableModelTest, UnsupportedLayerTypeIsAClearError) {
   StatusOr<std::unique_ptr<TrainableModel>> model = buildTrainableModel(spec, {});
   ASSERT_FALSE(model.isOk());
   EXPECT_EQ(model.status().code(), StatusCode::kUnimplemented);
-  EXPECT_NE(model.status().message().find("model mlp-tiny: layer 1: unsupported layer type 'Softplus' "
-                                          "(supported: AdaptiveAvgPool2d, Add, AttentionCore, BatchNorm2d, "
-                                          "Conv1D, Conv2d, Dropout, Embedding, GELU, Identity, LayerNorm, "
-                                          "Linear, MaxPool2d, ReLU, ReLU6, SyncBatchNorm, Tanh)"),
+  EXPECT_NE(model.status().message().find(
+                "model mlp-tiny: layer 1: unsupported layer type 'Softplus' "
+                "(supported: AdaptiveAvgPool2d, Add, AttentionCore, BatchNorm2d, "
+                "Conv1D, Conv2d, Dropout, Embedding, GELU, Identity, LayerNorm, "
+                "Linear, MaxPool2d, ReLU, ReLU6, SyncBatchNorm, Tanh)"),
             std::string::npos)
       << model.status().message();
   model = buildTrainableModel(zoo("vit-b16"), {});
   ASSERT_FALSE(model.isOk());
-  EXPECT_NE(model.status().message().find("model vit-b16: layer class_token: unsupported layer type 'ClassToken'"),
+  EXPECT_NE(model.status().message().find(
+                "model vit-b16: layer class_token: unsupported layer type 'ClassToken'"),
             std::string::npos)
       << model.status().message();
   model = buildTrainableModel(zoo("mobilenet_v2"), {});
   ASSERT_FALSE(model.isOk());
-  EXPECT_NE(model.status().message().find("groups="), std::string::npos) << model.status().message();
+  EXPECT_NE(model.status().message().find("groups="), std::string::npos)
+      << model.status().message();
 }
 
 TEST(TrainableModelTest, BadInputsAreErrorsNotCrashes) {
@@ -566,13 +587,16 @@ TEST(TrainableModelTest, BadInputsAreErrorsNotCrashes) {
   batch.inputs[3] = 40;  // vocab is 32
   StatusOr<ForwardResult> result = model->forward(batch, 1, 0);
   ASSERT_FALSE(result.isOk());
-  EXPECT_NE(result.status().message().find("layer wte: token id 40 out of range [0, 32)"), std::string::npos)
+  EXPECT_NE(result.status().message().find("layer wte: token id 40 out of range [0, 32)"),
+            std::string::npos)
       << result.status().message();
   BuildOptions tooLong;
   tooLong.inputs.seqLen = 4096;
-  StatusOr<std::unique_ptr<TrainableModel>> built = buildTrainableModel(shorthand(kTinyGpt2), tooLong);
+  StatusOr<std::unique_ptr<TrainableModel>> built =
+      buildTrainableModel(shorthand(kTinyGpt2), tooLong);
   ASSERT_FALSE(built.isOk());
-  EXPECT_NE(built.status().message().find("sequence length 4096 exceeds wpe's 1024 positions"), std::string::npos)
+  EXPECT_NE(built.status().message().find("sequence length 4096 exceeds wpe's 1024 positions"),
+            std::string::npos)
       << built.status().message();
 }
 

@@ -35,7 +35,8 @@ Tensor separatedTensor(std::vector<int64_t> shape, uint64_t seed) {
   std::vector<float> values;
   for (int64_t i = 0; i < n; ++i) values.push_back(0.05f * static_cast<float>(i - n / 2) + 0.025f);
   Rng rng(seed);
-  for (int64_t i = n - 1; i > 0; --i) std::swap(values[static_cast<size_t>(i)], values[static_cast<size_t>(rng.below(i + 1))]);
+  for (int64_t i = n - 1; i > 0; --i)
+    std::swap(values[static_cast<size_t>(i)], values[static_cast<size_t>(rng.below(i + 1))]);
   t.values() = values;
   return t;
 }
@@ -50,8 +51,8 @@ struct GradCheckOptions {
 
 class LayerGradChecker {
  public:
-  LayerGradChecker(models::LayerSpec spec, std::vector<Param> params, std::vector<Buffer> buffers = {},
-                   bool sync = false)
+  LayerGradChecker(models::LayerSpec spec, std::vector<Param> params,
+                   std::vector<Buffer> buffers = {}, bool sync = false)
       : m_spec(std::move(spec)), m_params(std::move(params)), m_buffers(std::move(buffers)) {
     LayerBinding binding;
     for (Param& p : m_params) {
@@ -172,7 +173,8 @@ models::LayerSpec layerSpec(const std::string& type, std::map<std::string, doubl
   return spec;
 }
 
-Param param(const std::string& name, std::vector<int64_t> shape, uint64_t seed, double scale = 0.5) {
+Param param(const std::string& name, std::vector<int64_t> shape, uint64_t seed,
+            double scale = 0.5) {
   Param p;
   p.name = name;
   p.value = randomTensor(std::move(shape), seed, scale);
@@ -180,8 +182,9 @@ Param param(const std::string& name, std::vector<int64_t> shape, uint64_t seed, 
 }
 
 TEST(LinearLayerTest, BackwardMatchesFiniteDifferences) {
-  LayerGradChecker checker(layerSpec("Linear", {{"in_features", 5}, {"out_features", 3}, {"bias", 1}}),
-                           {param("w", {3, 5}, 1), param("b", {3}, 2)});
+  LayerGradChecker checker(
+      layerSpec("Linear", {{"in_features", 5}, {"out_features", 3}, {"bias", 1}}),
+      {param("w", {3, 5}, 1), param("b", {3}, 2)});
   checker.check({randomTensor({4, 5}, 3)}, {});
 }
 
@@ -195,8 +198,9 @@ TEST(LinearLayerTest, FlattensTrailingDimsAndHandlesSequences) {
 }
 
 TEST(Conv1DLayerTest, BackwardMatchesFiniteDifferences) {
-  LayerGradChecker checker(layerSpec("Conv1D", {{"in_features", 4}, {"out_features", 6}, {"bias", 1}}),
-                           {param("w", {4, 6}, 1), param("b", {6}, 2)});
+  LayerGradChecker checker(
+      layerSpec("Conv1D", {{"in_features", 4}, {"out_features", 6}, {"bias", 1}}),
+      {param("w", {4, 6}, 1), param("b", {6}, 2)});
   checker.check({randomTensor({2, 3, 4}, 3)}, {});
 }
 
@@ -229,7 +233,8 @@ TEST(ActivationLayerTest, GeluTanhMatchesGpt2Formula) {
   x[2] = 3.0f;
   const Tensor* in = &x;
   Tensor y;
-  ASSERT_TRUE(checker.layer().forward(std::span<const Tensor* const>(&in, 1), y, checker.ctx()).isOk());
+  ASSERT_TRUE(
+      checker.layer().forward(std::span<const Tensor* const>(&in, 1), y, checker.ctx()).isOk());
   for (int i = 0; i < 3; ++i) {
     double v = x[i];
     double expected = 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
@@ -246,8 +251,9 @@ TEST(LayerNormLayerTest, BackwardMatchesFiniteDifferences) {
 }
 
 TEST(EmbeddingLayerTest, TokenBackwardMatchesFiniteDifferences) {
-  LayerGradChecker checker(layerSpec("Embedding", {{"num_embeddings", 7}, {"embedding_dim", 4}}, "wte"),
-                           {param("wte.weight", {7, 4}, 1)});
+  LayerGradChecker checker(
+      layerSpec("Embedding", {{"num_embeddings", 7}, {"embedding_dim", 4}}, "wte"),
+      {param("wte.weight", {7, 4}, 1)});
   Tensor ids({2, 5});
   const float tokens[] = {0, 3, 3, 6, 1, 2, 3, 0, 0, 5};  // repeats: gradients must add
   for (int i = 0; i < 10; ++i) ids[i] = tokens[i];
@@ -255,18 +261,21 @@ TEST(EmbeddingLayerTest, TokenBackwardMatchesFiniteDifferences) {
 }
 
 TEST(EmbeddingLayerTest, PositionalUsesPositionsAndRejectsBadIds) {
-  LayerGradChecker checker(layerSpec("Embedding", {{"num_embeddings", 8}, {"embedding_dim", 3}}, "wpe"),
-                           {param("wpe.weight", {8, 3}, 1)});
+  LayerGradChecker checker(
+      layerSpec("Embedding", {{"num_embeddings", 8}, {"embedding_dim", 3}}, "wpe"),
+      {param("wpe.weight", {8, 3}, 1)});
   Tensor ids({2, 5}, 7.0f);  // values ignored: rows are positions 0..4
   checker.check({ids}, {.inputNeedsGrad = {false}});
   const Tensor* in = &ids;
   Tensor y;
-  ASSERT_TRUE(checker.layer().forward(std::span<const Tensor* const>(&in, 1), y, checker.ctx()).isOk());
+  ASSERT_TRUE(
+      checker.layer().forward(std::span<const Tensor* const>(&in, 1), y, checker.ctx()).isOk());
   EXPECT_EQ(y.shapeString(), "[2, 5, 3]");
   EXPECT_FLOAT_EQ(y[(1 * 5 + 2) * 3 + 1], checker.params()[0].value[2 * 3 + 1]);
 
-  LayerGradChecker tokens(layerSpec("Embedding", {{"num_embeddings", 4}, {"embedding_dim", 2}}, "emb"),
-                          {param("emb.weight", {4, 2}, 1)});
+  LayerGradChecker tokens(
+      layerSpec("Embedding", {{"num_embeddings", 4}, {"embedding_dim", 2}}, "emb"),
+      {param("emb.weight", {4, 2}, 1)});
   Tensor bad({1, 2}, 4.0f);
   const Tensor* badIn = &bad;
   Status s = tokens.layer().forward(std::span<const Tensor* const>(&badIn, 1), y, tokens.ctx());
@@ -284,54 +293,66 @@ TEST(DropoutLayerTest, IsIdentityAndBackwardMatchesFiniteDifferences) {
   Tensor x = randomTensor({3, 4}, 1);
   const Tensor* in = &x;
   Tensor y;
-  ASSERT_TRUE(checker.layer().forward(std::span<const Tensor* const>(&in, 1), y, checker.ctx()).isOk());
+  ASSERT_TRUE(
+      checker.layer().forward(std::span<const Tensor* const>(&in, 1), y, checker.ctx()).isOk());
   EXPECT_EQ(y.values(), x.values());
   checker.check({x}, {});
 }
 
 TEST(AttentionCoreLayerTest, CausalBackwardMatchesFiniteDifferences) {
-  LayerGradChecker checker(layerSpec("AttentionCore", {{"num_heads", 2}, {"head_dim", 3}, {"causal", 1}}), {});
+  LayerGradChecker checker(
+      layerSpec("AttentionCore", {{"num_heads", 2}, {"head_dim", 3}, {"causal", 1}}), {});
   checker.check({randomTensor({2, 4, 18}, 1)}, {.samplesPerTensor = 60});
 }
 
 TEST(AttentionCoreLayerTest, NonCausalBackwardMatchesFiniteDifferences) {
-  LayerGradChecker checker(layerSpec("AttentionCore", {{"num_heads", 2}, {"head_dim", 2}, {"causal", 0}}), {});
+  LayerGradChecker checker(
+      layerSpec("AttentionCore", {{"num_heads", 2}, {"head_dim", 2}, {"causal", 0}}), {});
   checker.check({randomTensor({1, 5, 12}, 2)}, {.samplesPerTensor = 60});
 }
 
 TEST(AttentionCoreLayerTest, CausalFirstPositionCopiesItsValue) {
-  LayerGradChecker checker(layerSpec("AttentionCore", {{"num_heads", 1}, {"head_dim", 2}, {"causal", 1}}), {});
+  LayerGradChecker checker(
+      layerSpec("AttentionCore", {{"num_heads", 1}, {"head_dim", 2}, {"causal", 1}}), {});
   Tensor qkv = randomTensor({1, 3, 6}, 5);
   const Tensor* in = &qkv;
   Tensor y;
-  ASSERT_TRUE(checker.layer().forward(std::span<const Tensor* const>(&in, 1), y, checker.ctx()).isOk());
+  ASSERT_TRUE(
+      checker.layer().forward(std::span<const Tensor* const>(&in, 1), y, checker.ctx()).isOk());
   EXPECT_FLOAT_EQ(y[0], qkv[4]);  // position 0 sees only itself: out = v0
   EXPECT_FLOAT_EQ(y[1], qkv[5]);
 }
 
 TEST(Conv2dLayerTest, BackwardMatchesFiniteDifferences) {
-  LayerGradChecker checker(
-      layerSpec("Conv2d", {{"in_channels", 2}, {"out_channels", 3}, {"kernel_size", 3}, {"stride", 1},
-                           {"padding", 1}, {"bias", 1}}),
-      {param("w", {3, 2, 3, 3}, 1), param("b", {3}, 2)});
+  LayerGradChecker checker(layerSpec("Conv2d", {{"in_channels", 2},
+                                                {"out_channels", 3},
+                                                {"kernel_size", 3},
+                                                {"stride", 1},
+                                                {"padding", 1},
+                                                {"bias", 1}}),
+                           {param("w", {3, 2, 3, 3}, 1), param("b", {3}, 2)});
   checker.check({randomTensor({2, 2, 5, 5}, 3)}, {.samplesPerTensor = 40});
 }
 
 TEST(Conv2dLayerTest, StridedAndPointwiseBackwardMatchFiniteDifferences) {
-  LayerGradChecker strided(
-      layerSpec("Conv2d", {{"in_channels", 3}, {"out_channels", 4}, {"kernel_size", 7}, {"stride", 2},
-                           {"padding", 3}, {"bias", 0}}),
-      {param("w", {4, 3, 7, 7}, 1, 0.2)});
+  LayerGradChecker strided(layerSpec("Conv2d", {{"in_channels", 3},
+                                                {"out_channels", 4},
+                                                {"kernel_size", 7},
+                                                {"stride", 2},
+                                                {"padding", 3},
+                                                {"bias", 0}}),
+                           {param("w", {4, 3, 7, 7}, 1, 0.2)});
   strided.check({randomTensor({2, 3, 9, 8}, 2)}, {.samplesPerTensor = 40});
   LayerGradChecker pointwise(
-      layerSpec("Conv2d", {{"in_channels", 3}, {"out_channels", 2}, {"kernel_size", 1}, {"stride", 2}}),
+      layerSpec("Conv2d",
+                {{"in_channels", 3}, {"out_channels", 2}, {"kernel_size", 1}, {"stride", 2}}),
       {param("w", {2, 3, 1, 1}, 3)});
   pointwise.check({randomTensor({2, 3, 5, 5}, 4)}, {});
 }
 
 TEST(Conv2dLayerTest, GroupsAreRejected) {
-  models::LayerSpec spec = layerSpec("Conv2d", {{"in_channels", 4}, {"out_channels", 4}, {"kernel_size", 3},
-                                                {"groups", 4}}, "dw");
+  models::LayerSpec spec = layerSpec(
+      "Conv2d", {{"in_channels", 4}, {"out_channels", 4}, {"kernel_size", 3}, {"groups", 4}}, "dw");
   Param w = param("dw.weight", {4, 1, 3, 3}, 1);
   StatusOr<std::unique_ptr<Layer>> layer = makeLayer(spec, LayerBinding{.params = {&w}});
   ASSERT_FALSE(layer.isOk());
@@ -346,20 +367,24 @@ std::vector<Buffer> bnBuffers(int64_t c) {
 TEST(BatchNorm2dLayerTest, BackwardMatchesFiniteDifferences) {
   Param w = param("bn.weight", {3}, 1);
   for (float& v : w.value.values()) v += 1.0f;
-  LayerGradChecker checker(layerSpec("BatchNorm2d", {{"num_features", 3}, {"eps", 1e-5}, {"momentum", 0.1}}, "bn"),
-                           {w, param("bn.bias", {3}, 2)}, bnBuffers(3));
-  checker.check({randomTensor({2, 3, 3, 2}, 3)}, {.atol = 3e-3, .rtol = 3e-2, .samplesPerTensor = 36});
+  LayerGradChecker checker(
+      layerSpec("BatchNorm2d", {{"num_features", 3}, {"eps", 1e-5}, {"momentum", 0.1}}, "bn"),
+      {w, param("bn.bias", {3}, 2)}, bnBuffers(3));
+  checker.check({randomTensor({2, 3, 3, 2}, 3)},
+                {.atol = 3e-3, .rtol = 3e-2, .samplesPerTensor = 36});
 }
 
 TEST(BatchNorm2dLayerTest, RunningStatsFollowPyTorch) {
-  LayerGradChecker checker(layerSpec("BatchNorm2d", {{"num_features", 1}, {"eps", 1e-5}, {"momentum", 0.1}}, "bn"),
-                           {param("bn.weight", {1}, 1), param("bn.bias", {1}, 2)}, bnBuffers(1));
+  LayerGradChecker checker(
+      layerSpec("BatchNorm2d", {{"num_features", 1}, {"eps", 1e-5}, {"momentum", 0.1}}, "bn"),
+      {param("bn.weight", {1}, 1), param("bn.bias", {1}, 2)}, bnBuffers(1));
   Tensor x({2, 1, 1, 2});
   const float values[] = {1, 2, 3, 6};  // mean 3, biased var 3.5, unbiased 14/3
   for (int i = 0; i < 4; ++i) x[i] = values[i];
   const Tensor* in = &x;
   Tensor y;
-  ASSERT_TRUE(checker.layer().forward(std::span<const Tensor* const>(&in, 1), y, checker.ctx()).isOk());
+  ASSERT_TRUE(
+      checker.layer().forward(std::span<const Tensor* const>(&in, 1), y, checker.ctx()).isOk());
   EXPECT_NEAR(checker.buffers()[0].value[0], 0.1 * 3, 1e-6);
   EXPECT_NEAR(checker.buffers()[1].value[0], 0.9 + 0.1 * 14.0 / 3.0, 1e-6);
   EXPECT_FLOAT_EQ(checker.buffers()[2].value[0], 1.0f);
@@ -375,7 +400,8 @@ TEST(SyncBatchNormLayerTest, TwoRanksEqualBatchNormOnFullBatch) {
   Param w = param("bn.weight", {c}, 1);
   for (float& v : w.value.values()) v += 1.0f;
   Param b = param("bn.bias", {c}, 2);
-  models::LayerSpec spec = layerSpec("BatchNorm2d", {{"num_features", 3}, {"eps", 1e-5}, {"momentum", 0.1}}, "bn");
+  models::LayerSpec spec =
+      layerSpec("BatchNorm2d", {{"num_features", 3}, {"eps", 1e-5}, {"momentum", 0.1}}, "bn");
   Tensor full = randomTensor({4, c, 2, 3}, 3, 2.0);
   for (float& v : full.values()) v += 0.7f;
   Tensor dyFull = randomTensor({4, c, 2, 3}, 4);
@@ -387,14 +413,18 @@ TEST(SyncBatchNormLayerTest, TwoRanksEqualBatchNormOnFullBatch) {
   Tensor yRef, dxRef(full.shape());
   ASSERT_TRUE(ref.layer().forward(std::span<const Tensor* const>(&in, 1), yRef, ref.ctx()).isOk());
   GradTarget target{&dxRef, false};
-  ASSERT_TRUE(ref.layer().backward(std::span<const Tensor* const>(&in, 1), yRef, dyFull,
-                                   std::span<const GradTarget>(&target, 1), ref.ctx()).isOk());
+  ASSERT_TRUE(ref.layer()
+                  .backward(std::span<const Tensor* const>(&in, 1), yRef, dyFull,
+                            std::span<const GradTarget>(&target, 1), ref.ctx())
+                  .isOk());
 
   // Two ranks.
   std::vector<float> shared;
   std::barrier sync(2);
   std::vector<std::unique_ptr<LayerGradChecker>> ranks;
-  for (int r = 0; r < 2; ++r) ranks.push_back(std::make_unique<LayerGradChecker>(spec, std::vector<Param>{w, b}, bnBuffers(c), true));
+  for (int r = 0; r < 2; ++r)
+    ranks.push_back(
+        std::make_unique<LayerGradChecker>(spec, std::vector<Param>{w, b}, bnBuffers(c), true));
   std::vector<Tensor> y(2), dx(2);
   std::vector<Status> status(2);
   auto run = [&](int r) {
@@ -403,7 +433,8 @@ TEST(SyncBatchNormLayerTest, TwoRanksEqualBatchNormOnFullBatch) {
       sync.arrive_and_wait();
       // Fixed order (rank 0 then rank 1) so both ranks see identical sums.
       for (int turn = 0; turn < 2; ++turn) {
-        if (turn == r) for (size_t i = 0; i < values.size(); ++i) shared[i] += values[i];
+        if (turn == r)
+          for (size_t i = 0; i < values.size(); ++i) shared[i] += values[i];
         sync.arrive_and_wait();
       }
       std::copy(shared.begin(), shared.end(), values.begin());
@@ -442,13 +473,15 @@ TEST(SyncBatchNormLayerTest, TwoRanksEqualBatchNormOnFullBatch) {
   }
   for (int k = 0; k < 2; ++k) {
     for (int64_t i = 0; i < c; ++i) {
-      EXPECT_NEAR(ranks[0]->params()[k].grad[i] + ranks[1]->params()[k].grad[i], ref.params()[k].grad[i], 1e-5);
+      EXPECT_NEAR(ranks[0]->params()[k].grad[i] + ranks[1]->params()[k].grad[i],
+                  ref.params()[k].grad[i], 1e-5);
     }
   }
 }
 
 TEST(MaxPool2dLayerTest, BackwardMatchesFiniteDifferences) {
-  LayerGradChecker checker(layerSpec("MaxPool2d", {{"kernel_size", 3}, {"stride", 2}, {"padding", 1}}), {});
+  LayerGradChecker checker(
+      layerSpec("MaxPool2d", {{"kernel_size", 3}, {"stride", 2}, {"padding", 1}}), {});
   checker.check({separatedTensor({2, 2, 5, 6}, 1)}, {.samplesPerTensor = 60});
 }
 
@@ -472,10 +505,12 @@ TEST(LayerFactoryTest, UnsupportedTypeAndBadShapesAreClearErrors) {
   layer = makeLayer(layerSpec("Linear", {{"in_features", 5}, {"out_features", 3}}, "fc"),
                     LayerBinding{.params = {&w, &b}});
   ASSERT_FALSE(layer.isOk());
-  EXPECT_NE(layer.status().message().find("layer fc: parameter fc.weight has shape [3, 4], expected [3, 5]"),
+  EXPECT_NE(layer.status().message().find(
+                "layer fc: parameter fc.weight has shape [3, 4], expected [3, 5]"),
             std::string::npos)
       << layer.status().message();
-  layer = makeLayer(layerSpec("Linear", {{"out_features", 3}}, "fc"), LayerBinding{.params = {&w, &b}});
+  layer =
+      makeLayer(layerSpec("Linear", {{"out_features", 3}}, "fc"), LayerBinding{.params = {&w, &b}});
   ASSERT_FALSE(layer.isOk());
   EXPECT_NE(layer.status().message().find("missing attribute 'in_features'"), std::string::npos);
 }
