@@ -148,6 +148,7 @@ ComparePanel::ComparePanel(QWidget* parent)
   m_axis->setCaption(tr("from iteration start"));
   layout->addWidget(m_axis);
   auto* split = new QSplitter(Qt::Vertical, this);
+  m_split = split;
   m_viewA = new TimelineView(m_zoom, split);
   m_viewB = new TimelineView(m_zoom, split);
   m_table = makeTable(m_model, split);
@@ -215,6 +216,25 @@ void ComparePanel::setRuns(TraceDocumentPtr a, TraceDocumentPtr b, const QString
           .arg(pct(exposed)));
   m_model->setComparison(std::move(cmp));
   m_table->resizeColumnsToContents();
+  fitSplit();
+}
+
+void ComparePanel::showEvent(QShowEvent* event) {
+  QWidget::showEvent(event);
+  fitSplit();
+}
+
+void ComparePanel::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  fitSplit();
+}
+
+void ComparePanel::fitSplit() {
+  int total = m_split->height();
+  if (total < 100) return;
+  int a = std::min(m_viewA->contentHeight() + 8, total * 2 / 5);
+  int b = std::min(m_viewB->contentHeight() + 8, total * 2 / 5);
+  m_split->setSizes({a, b, std::max(80, total - a - b)});
 }
 
 }  // namespace ddpscope::gui

@@ -15,6 +15,7 @@
 #include "gui/model/zoom_stack.h"
 
 class QTableView;
+class QSplitter;
 class QLabel;
 class QChartView;
 class QChart;
@@ -55,13 +56,21 @@ class ComparePanel : public QWidget {
  signals:
   void spanSelected(ddpscope::gui::TraceDocumentPtr document, ddpscope::gui::SpanRef ref);
 
+ protected:
+  void showEvent(QShowEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
+
  private:
+  // Gives each timeline the height it needs (up to 40 % each), the rest to the delta table.
+  void fitSplit();
+
   ZoomStack* m_zoom;
   TimeAxis* m_axis;
   TimelineView* m_viewA;
   TimelineView* m_viewB;
   CompareModel* m_model;
   QTableView* m_table;
+  QSplitter* m_split;
   QLabel* m_summary;
   TraceDocumentPtr m_a;
   TraceDocumentPtr m_b;

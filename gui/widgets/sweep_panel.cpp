@@ -97,6 +97,7 @@ void SweepPanel::showResult(const SweepResult& result) {
   double maxY = 0;
   for (const SweepPoint& p : result.points) maxY = std::max(maxY, p.stepTime.toMillis());
   axisY->setRange(0, maxY * 1.08);
+  axisY->applyNiceNumbers();
   chart->addAxis(axisX, Qt::AlignBottom);
   chart->addAxis(axisY, Qt::AlignLeft);
   const QColor palette[] = {QColor(0x1F, 0x77, 0xB4), QColor(0xFF, 0x7F, 0x0E),

@@ -8,6 +8,7 @@
 #include <QToolTip>
 #include <QWheelEvent>
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "gui/model/category_style.h"
@@ -33,6 +34,24 @@ QColor textColorOn(const QColor& background) {
   int luminance =
       (299 * background.red() + 587 * background.green() + 114 * background.blue()) / 1000;
   return luminance < 150 ? Qt::white : Qt::black;
+}
+
+// Fill and fold colours per category, computed once (darker() is not free).
+struct CategoryPalette {
+  std::array<QColor, traces::kCategoryCount> fill;
+  std::array<QColor, traces::kCategoryCount> fold;
+};
+
+const CategoryPalette& categoryPalette() {
+  static const CategoryPalette palette = [] {
+    CategoryPalette out;
+    for (int c = 0; c < traces::kCategoryCount; ++c) {
+      out.fill[static_cast<size_t>(c)] = categoryColor(static_cast<Category>(c));
+      out.fold[static_cast<size_t>(c)] = out.fill[static_cast<size_t>(c)].darker(115);
+    }
+    return out;
+  }();
+  return palette;
 }
 
 std::string toLower(std::string s) {
@@ -240,29 +259,49 @@ void TimelineView::paintRow(QPainter& p, int row, int y, const TimeScale& scale)
 
   const auto& spans = m_document->lane(row).spans;
   const QFontMetrics metrics(font());
+  const CategoryPalette& palette = categoryPalette();
   const int levels = shownLevels(row);
   for (int level = 0; level < levels; ++level) {
     const auto& ids = m_document->levels(row)[static_cast<size_t>(level)].spans;
     const double yl = y + 2 + level * kLevelHeightPx;
     const double hl = kLevelHeightPx - 2;
     auto [first, last] = m_document->visibleRange(row, level, t0, t1);
+    // Adjacent fold marks of one category are merged into one rectangle (a run).
+    struct FoldRun {
+      bool active = false;
+      Category category = Category::kOther;
+      double x0 = 0;
+      double x1 = 0;
+    } run;
+    auto flushRun = [&]() {
+      if (!run.active) return;
+      p.fillRect(QRectF(run.x0, yl, run.x1 - run.x0, hl),
+                 palette.fold[static_cast<size_t>(run.category)]);
+      ++m_paintedFolds;
+      run.active = false;
+    };
     size_t i = first;
     while (i < last) {
       const int32_t id = ids[i];
       const Span& s = spans[static_cast<size_t>(id)];
       double x0 = scale.toPixel(toDisplay(s.start));
       double x1 = scale.toPixel(toDisplay(s.end()));
-      QColor color = categoryColor(s.category);
+      const QColor& color = palette.fill[static_cast<size_t>(s.category)];
       if (x1 - x0 < kFoldPx) {
         // Fold everything ending within the next kFoldPx pixels into one mark.
         double fx = std::floor(std::max(x0, left));
         Nanos next = toTrace(scale.toTime(fx + kFoldPx));
         size_t j = m_document->firstEndingAfter(row, level, i + 1, next);
-        p.fillRect(QRectF(fx, yl, kFoldPx, hl), color.darker(115));
-        ++m_paintedFolds;
+        if (run.active && run.category == s.category && fx <= run.x1 + 0.01) {
+          run.x1 = fx + kFoldPx;
+        } else {
+          flushRun();
+          run = FoldRun{true, s.category, fx, fx + kFoldPx};
+        }
         i = std::max(j, i + 1);
         continue;
       }
+      flushRun();
       x0 = std::max(x0, left - 2);
       x1 = std::min(x1, right + 2);
       QRectF r(x0, yl, x1 - x0, hl);
@@ -295,6 +334,7 @@ void TimelineView::paintRow(QPainter& p, int row, int y, const TimeScale& scale)
       ++m_paintedSpans;
       ++i;
     }
+    flushRun();
   }
 }
 

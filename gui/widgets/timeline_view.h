@@ -4,7 +4,8 @@
 // Painting is bounded by pixels, not events: for every visible row and level the visible spans
 // come from two binary searches (TraceDocument::visibleRange); a span narrower than
 // kFoldPx pixels is drawn as one fold mark covering everything that ends within the next
-// kFoldPx pixels, and the painter jumps past those spans by binary search. Exposed
+// kFoldPx pixels, and the painter jumps past those spans by binary search; adjacent fold marks
+// of one category merge into one rectangle. Exposed
 // communication (comm not overlapped by compute) is shaded red on comm lanes, with a solid red
 // strip along the lane's bottom.
 //
