@@ -202,7 +202,10 @@ int runWorker(int argc, char** argv) {
   } detach{comm->get()};
   if (status.isOk()) return 0;
 
-  std::fprintf(stderr, "ddpscope-run: rank %d: error: %s\n", rank, status.message().c_str());
+  // Bad input is the same on every rank: say it once.
+  if (status.code() != StatusCode::kInvalidArgument || rank == 0) {
+    std::fprintf(stderr, "ddpscope-run: rank %d: error: %s\n", rank, status.message().c_str());
+  }
   std::fflush(stderr);
   flushPartialTrace(profiler, flags, rank, world);
   if (status.code() == StatusCode::kUnavailable || status.code() == StatusCode::kInternal) {

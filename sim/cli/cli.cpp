@@ -31,6 +31,8 @@ const std::vector<Command>& commands() {
       {"clusters", "list the built-in cluster descriptions", runClustersCommand},
       {"overlap", "compute/communication overlap of a Chrome trace (HTA definition)",
        runOverlapCommand},
+      {"run", "train for real: N MPI ranks of the DDP runtime worker (ddpscope-run)",
+       runRunCommand},
   };
   return kCommands;
 }
@@ -62,8 +64,9 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
     if (args[0] != c.name) continue;
     std::vector<std::string> rest(args.begin() + 1, args.end());
     Status status;
+    int exitCode = 0;
     try {
-      status = c.run(rest, CommandIo{out, err});
+      status = c.run(rest, CommandIo{out, err, &exitCode});
     } catch (const std::exception& e) {
       // Exceptions stop at this boundary (STYLE rule 7); reaching here is a bug.
       status = internalError(std::string("unexpected exception: ") + e.what());
@@ -72,7 +75,7 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
       err << "ddpscope " << c.name << ": error: " << status.message() << "\n";
       return status.exitCode();
     }
-    return 0;
+    return exitCode;
   }
   err << "ddpscope: error: unknown command '" << args[0] << "' (see 'ddpscope --help')\n";
   return 2;

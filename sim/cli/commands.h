@@ -12,6 +12,7 @@ namespace ddpscope::cli {
 struct CommandIo {
   std::ostream& out;
   std::ostream& err;
+  int* exitCode = nullptr;  // a command that runs a child process reports its exit code here
 };
 
 // Each returns OK after writing its output, or the error to report (exit code from the Status).
@@ -27,4 +28,8 @@ Status runAllreduceCommand(const std::vector<std::string>& args, CommandIo io);
 Status runClustersCommand(const std::vector<std::string>& args, CommandIo io);
 Status runSimulateCommand(const std::vector<std::string>& args, CommandIo io);
 Status runSweepCommand(const std::vector<std::string>& args, CommandIo io);
+}  // namespace ddpscope::cli
+
+namespace ddpscope::cli {
+Status runRunCommand(const std::vector<std::string>& args, CommandIo io);
 }  // namespace ddpscope::cli
