@@ -264,7 +264,11 @@ void Engine::copyIntoBucket(const ddp::BucketCopy& copy) {
     // gradient in PyTorch; here it is written again, scaled, with the same values).
     const float scale = static_cast<float>(copy.scale);
     const float* src = param.grad.data();
-    for (int64_t i = 0; i < n; ++i) dst[i] = src[i] * scale;
+    if (scale == 1.0f) {
+      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+    } else {
+      for (int64_t i = 0; i < n; ++i) dst[i] = src[i] * scale;
+    }
   }
   if (m_profiler) {
     m_profiler->addSpan(ProfLane::kDdp, copy.zeroFill() ? "zero bucket slice" : "copy grad to bucket",

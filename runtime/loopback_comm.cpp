@@ -70,6 +70,7 @@ class LoopbackBackend final : public CollectiveBackend {
   std::string name() const override { return "loopback"; }
 
   Status allreduceSum(void* data, int64_t count, DataKind kind) override {
+    if (worldSize() == 1) return Status::ok();  // the sum over one rank is the data itself
     m_rv->publish(m_rank, data, count);
     for (int r = 0; r < worldSize(); ++r) {
       if (m_rv->size(r) != count) {

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstdlib>
 #include <cstdio>
 
 #include "runtime/comm_thread.h"
@@ -141,6 +142,10 @@ Status dupWorld(MPI_Comm* comm) {
 }  // namespace
 
 StatusOr<std::unique_ptr<MpiSession>> MpiSession::init(int* argc, char*** argv) {
+  // Each rank has two busy threads (training + comm). OpenMPI spins while it waits for a peer;
+  // letting an idle wait yield gives the training thread its core back (measured: mlp-wide DDP
+  // step at world 2 on 2 cores 171 → 125 ms). A value from the user's environment wins.
+  ::setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
   std::unique_ptr<MpiSession> session(new MpiSession());
   RETURN_IF_ERROR(initImpl(argc, argv, &session->m_threadLevel));
   if (session->m_threadLevel < MPI_THREAD_SERIALIZED) {

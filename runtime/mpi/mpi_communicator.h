@@ -8,6 +8,9 @@
 // and, on fatal paths, MPI_Abort (which needs MULTIPLE when the comm thread may still be inside
 // a collective; with less the process ends with _exit and mpirun tears the job down).
 //
+// Waiting: OMPI_MCA_mpi_yield_when_idle=1 is set before MPI_Init unless the environment has a
+// value: idle waits yield the core to the rank's training thread.
+//
 // Errors: MPI_ERRORS_RETURN is set on MPI_COMM_WORLD and on the duplicate; every MPI call is
 // checked and a failure becomes "mpi_communicator.cpp:LINE: MPI_Allreduce failed: <the
 // MPI_Error_string text>".
