@@ -257,17 +257,27 @@ void Engine::copyIntoBucket(const ddp::BucketCopy& copy) {
   const int64_t offset = bucket.offsets[static_cast<size_t>(copy.slot)];
   const int64_t n = param.value.numel();
   float* dst = m_buckets[static_cast<size_t>(copy.bucketIndex)].data() + offset;
+  const float scale = static_cast<float>(copy.scale);
   if (copy.kind == ddp::CopyKind::kZeroFill || !param.gradDefined) {
     std::fill(dst, dst + n, 0.0f);
+  } else if (param.grad.isView() && param.grad.data() == dst) {
+    // gradient_as_bucket_view after the first iteration: autograd accumulated straight into the
+    // bucket; only the in-place 1/world scale remains (a no-op at world size 1).
+    if (scale != 1.0f) {
+      for (int64_t i = 0; i < n; ++i) dst[i] *= scale;
+    }
   } else {
-    // grad × (1/world), fused into the copy (kScaleInPlace: the bucket view already holds the
-    // gradient in PyTorch; here it is written again, scaled, with the same values).
-    const float scale = static_cast<float>(copy.scale);
+    // grad × (1/world), fused into the copy.
     const float* src = param.grad.data();
     if (scale == 1.0f) {
       std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
     } else {
       for (int64_t i = 0; i < n; ++i) dst[i] = src[i] * scale;
+    }
+    if (m_options.ddp.gradientAsBucketView) {
+      // PyTorch re-points .grad at its bucket view the first time the parameter is marked
+      // ready; from then on the gradient lives in bucket memory.
+      param.grad.setView(dst, param.value.shape());
     }
   }
   if (m_profiler) {
@@ -325,14 +335,26 @@ void Engine::finalize(const ddp::FinalizeInfo& info) {
     }
   }
   for (const auto& bucket : m_plan.buckets) {
-    const std::vector<float>& flat = m_buckets[static_cast<size_t>(bucket.index)];
+    std::vector<float>& flat = m_buckets[static_cast<size_t>(bucket.index)];
     for (size_t slot = 0; slot < bucket.params.size(); ++slot) {
       const int p = bucket.params[slot];
       if (skip[static_cast<size_t>(p)]) continue;
       Param& param = m_model.params()[static_cast<size_t>(p)];
-      const auto first = flat.begin() + static_cast<std::ptrdiff_t>(bucket.offsets[slot]);
+      float* first = flat.data() + bucket.offsets[slot];
+      if (param.grad.isView() && param.grad.data() == first) {
+        // gradient_as_bucket_view: the averaged gradient is already in .grad (no copy).
+        param.gradDefined = true;
+        continue;
+      }
+      if (!info.copyBack) {
+        // View mode, first time this parameter's gradient is defined (it was unused locally
+        // when it was marked ready): point .grad at its view, as PyTorch does in finalize.
+        param.grad.setView(first, param.value.shape());
+        param.gradDefined = true;
+        continue;
+      }
       if (param.grad.numel() != param.value.numel()) param.grad = param.value;  // shape + storage
-      std::copy(first, first + param.value.numel(), param.grad.values().begin());
+      std::copy(first, first + param.value.numel(), param.grad.data());
       param.gradDefined = true;
     }
   }
@@ -383,8 +405,24 @@ void Engine::rebuildBuckets(const ddp::BucketPlan& newPlan, const ddp::RebuildSy
                               ": the rebuilt bucket plan differs from rank 0's (" +
                               newPlan.toString() + ")"));
   }
+  // gradient_as_bucket_view: gradients that live in the old buckets move into the new views
+  // (§2: "existing gradients are copied into the new views and re-pointed").
+  std::vector<std::vector<float>> viewGrads(m_model.params().size());
+  for (size_t p = 0; p < m_model.params().size(); ++p) {
+    const Tensor& grad = m_model.params()[p].grad;
+    if (grad.isView()) viewGrads[p].assign(grad.data(), grad.data() + grad.numel());
+  }
   m_plan = newPlan;
   allocateBuckets();
+  for (const auto& bucket : m_plan.buckets) {
+    for (size_t slot = 0; slot < bucket.params.size(); ++slot) {
+      const size_t p = static_cast<size_t>(bucket.params[slot]);
+      if (!m_model.params()[p].grad.isView()) continue;
+      float* dst = m_buckets[static_cast<size_t>(bucket.index)].data() + bucket.offsets[slot];
+      std::copy(viewGrads[p].begin(), viewGrads[p].end(), dst);
+      m_model.params()[p].grad.setView(dst, m_model.params()[p].value.shape());
+    }
+  }
   m_rebuiltAt = m_iteration;
   if (m_profiler) {
     m_profiler->addSpan(ProfLane::kDdp, "rebuild buckets", Category::kOther, start, now(),

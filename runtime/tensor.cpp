@@ -23,19 +23,66 @@ int64_t shapeNumel(const std::vector<int64_t>& shape) {
 Tensor::Tensor(std::vector<int64_t> shape, float fill)
     : m_shape(std::move(shape)), m_values(static_cast<size_t>(shapeNumel(m_shape)), fill) {}
 
+Tensor::Tensor(const Tensor& other)
+    : m_shape(other.m_shape), m_values(other.data(), other.data() + other.numel()) {}
+
+Tensor& Tensor::operator=(const Tensor& other) {
+  if (this == &other) return *this;
+  std::vector<float> values(other.data(), other.data() + other.numel());
+  m_shape = other.m_shape;
+  m_values = std::move(values);
+  m_view = nullptr;
+  m_viewNumel = 0;
+  return *this;
+}
+
+Tensor::Tensor(Tensor&& other) noexcept
+    : m_shape(std::move(other.m_shape)),
+      m_values(std::move(other.m_values)),
+      m_view(std::exchange(other.m_view, nullptr)),
+      m_viewNumel(std::exchange(other.m_viewNumel, 0)) {}
+
+Tensor& Tensor::operator=(Tensor&& other) noexcept {
+  m_shape = std::move(other.m_shape);
+  m_values = std::move(other.m_values);
+  m_view = std::exchange(other.m_view, nullptr);
+  m_viewNumel = std::exchange(other.m_viewNumel, 0);
+  return *this;
+}
+
+std::vector<float>& Tensor::values() {
+  DDPSCOPE_CHECK_MSG(m_view == nullptr, "Tensor::values() on a view; use data()/numel()");
+  return m_values;
+}
+
+const std::vector<float>& Tensor::values() const {
+  DDPSCOPE_CHECK_MSG(m_view == nullptr, "Tensor::values() on a view; use data()/numel()");
+  return m_values;
+}
+
+void Tensor::setView(float* external, std::vector<int64_t> shape) {
+  CHECK(external != nullptr);
+  m_viewNumel = shapeNumel(shape);
+  m_shape = std::move(shape);
+  m_view = external;
+  std::vector<float>().swap(m_values);
+}
+
 void Tensor::reshape(std::vector<int64_t> shape) {
   CHECK_EQ(shapeNumel(shape), numel());
   m_shape = std::move(shape);
 }
 
 void Tensor::resize(std::vector<int64_t> shape) {
-  m_values.resize(static_cast<size_t>(shapeNumel(shape)));
+  if (m_view) {
+    CHECK_EQ(shapeNumel(shape), m_viewNumel);
+  } else {
+    m_values.resize(static_cast<size_t>(shapeNumel(shape)));
+  }
   m_shape = std::move(shape);
 }
 
-void Tensor::fill(float value) {
-  std::fill(m_values.begin(), m_values.end(), value);
-}
+void Tensor::fill(float value) { std::fill(data(), data() + numel(), value); }
 
 std::string Tensor::shapeString() const {
   std::string text = "[";

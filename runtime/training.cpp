@@ -31,7 +31,8 @@ void capture(TrainableModel& model, TrainingResult& result) {
   result.grads.clear();
   for (const Param& p : model.params()) {
     result.params.push_back(p.value.values());
-    result.grads.push_back(p.gradDefined ? p.grad.values() : std::vector<float>{});
+    result.grads.push_back(p.gradDefined ? std::vector<float>(p.grad.data(), p.grad.data() + p.grad.numel())
+                                        : std::vector<float>{});
   }
 }
 

@@ -308,14 +308,14 @@ class BatchNorm2dLayer final : public Layer {
     if (m_weight != nullptr) {
       float beta = paramGradBeta(*m_weight);
       for (size_t c = 0; c < c2; ++c) {
-        m_weight->grad.values()[c] =
-            beta * m_weight->grad.values()[c] + static_cast<float>(sums[c2 + c]);
+        m_weight->grad[c] =
+            beta * m_weight->grad[c] + static_cast<float>(sums[c2 + c]);
       }
     }
     if (m_bias != nullptr) {
       float beta = paramGradBeta(*m_bias);
       for (size_t c = 0; c < c2; ++c) {
-        m_bias->grad.values()[c] = beta * m_bias->grad.values()[c] + static_cast<float>(sums[c]);
+        m_bias->grad[c] = beta * m_bias->grad[c] + static_cast<float>(sums[c]);
       }
     }
     if (m_sync && ctx.syncAllreduce != nullptr && *ctx.syncAllreduce) {

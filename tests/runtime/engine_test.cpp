@@ -99,6 +99,40 @@ TEST(EngineTest, GradientAsBucketViewAndStaticGraphKeepEquivalence) {
   expectEquivalent(2, o);
 }
 
+TEST(EngineTest, GradientAsBucketViewAliasesGradientsIntoBucketsAcrossTheRebuild) {
+  // Several buckets (a 16 KiB cap) so the rebuild at iteration 2 moves views between buckets.
+  auto o = options(shorthand("mlp:in=16,hidden=64,depth=3,out=4"), 8, 5);
+  o.ddp.setBucketCapMb(1.0 / 64.0);
+  o.ddp.firstBucketBytes = 4096;
+  o.ddp.gradientAsBucketView = true;
+  expectEquivalent(2, o);
+  runRanks(2, [&](int rank, Communicator& comm) {
+    auto model = buildTrainableModel(o.model, o.build);
+    ASSERT_TRUE(model.isOk());
+    EngineOptions eo;
+    eo.ddp = o.ddp;
+    std::vector<std::vector<bool>> viewsAfter;  // per iteration: is each .grad a bucket view?
+    eo.afterBackward = [&](int64_t, TrainableModel& m) {
+      std::vector<bool> views;
+      for (const Param& p : m.params()) views.push_back(p.grad.isView());
+      viewsAfter.push_back(views);
+    };
+    auto engine = Engine::create(**model, comm, eo);
+    ASSERT_TRUE(engine.isOk()) << engine.status().message();
+    for (int64_t it = 0; it < 4; ++it) {
+      std::vector<int64_t> indices = {2 * it + rank, 2 * it + rank + 8};
+      auto step = (*engine)->step((*model)->makeBatch(indices, o.dataSeed));
+      ASSERT_TRUE(step.isOk()) << step.status().message();
+    }
+    EXPECT_TRUE((*engine)->rebuilt());
+    EXPECT_GT((*engine)->currentPlan().numBuckets(), 1);
+    ASSERT_EQ(viewsAfter.size(), 4u);
+    for (const auto& views : viewsAfter) {
+      for (bool v : views) EXPECT_TRUE(v);  // every gradient lives in bucket memory
+    }
+  });
+}
+
 TEST(EngineTest, PlansEqualDdpConstructionAndSteadyStatePlans) {
   for (const char* name : {"mlp-tiny", "mlp-wide"}) {
     for (double cap : {0.0, 1.0}) {
