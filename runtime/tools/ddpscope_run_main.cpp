@@ -61,8 +61,37 @@ void flushPartialTrace(const Profiler& profiler, const WorkerFlags& flags, int r
 Status writeOutputs(const WorkerFlags& flags, const traces::Timeline& timeline,
                     const TrainingResult& result, int world, const std::string& backend) {
   if (!flags.tracePath.empty()) RETURN_IF_ERROR(writeTimeline(timeline, flags.tracePath));
+  const RunSummary summary = summarize(timeline, flags.warmup);
+  if (!flags.json && !flags.dumpPlan) {
+    // Human summary (rank 0): what `--json` carries, in a few lines.
+    const ddp::DdpConfig& d = flags.training.ddp;
+    char line[256];
+    std::cout << flags.training.model.name << ": " << world << " rank(s), backend " << backend
+              << ", global batch " << flags.training.globalBatch << ", bucket_cap_mb "
+              << d.bucketCapMb << (d.findUnusedParameters ? ", find_unused" : "")
+              << (d.staticGraph ? ", static_graph" : "") << ", " << flags.training.iterations
+              << " iteration(s), the first " << flags.warmup
+              << " left out of the medians as warm-up\n";
+    auto row = [&](const char* label, Nanos t) {
+      std::snprintf(line, sizeof(line), "  %-22s %12.3f ms\n", label, t.toMillis());
+      std::cout << line;
+    };
+    row("median step", summary.medianStep);
+    row("median forward", summary.medianForward);
+    row("median backward", summary.medianBackward);
+    row("median comm (rank 0)", summary.medianComm);
+    row("median exposed comm", summary.medianExposedComm);
+    std::snprintf(line, sizeof(line), "  %-22s %12.2f %%   (HTA definition, all ranks)\n",
+                  "overlap", summary.overlapPercent);
+    std::cout << line;
+    for (const auto& r : summary.ranks) {
+      std::snprintf(line, sizeof(line), "    rank %-4d overlap %6.2f %%, exposed comm %.3f ms over the measured iterations\n", r.rank,
+                    r.overlapPercent, r.exposedComm.toMillis());
+      std::cout << line;
+    }
+    if (!flags.tracePath.empty()) std::cout << "trace written to " << flags.tracePath << "\n";
+  }
   if (flags.json || !flags.summaryPath.empty()) {
-    const RunSummary summary = summarize(timeline, flags.warmup);
     traces::Args extra = runMetadata(flags, world, backend);
     const std::string json = summaryToJson(summary, extra);
     if (!flags.summaryPath.empty()) {
