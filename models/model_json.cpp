@@ -8,6 +8,8 @@
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+
+#include "base/json_errors.h"
 #include <set>
 #include <string>
 #include <string_view>
@@ -23,23 +25,7 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr size_t kMaxShownValueChars = 60;
 constexpr size_t kMaxListedNames = 8;
-
-// `got ...` part of an error: the offending value, abbreviated.
-std::string describe(const Json* value) {
-  if (value == nullptr) return "nothing (the field is missing)";
-  std::string text = value->dump(-1, ' ', false, Json::error_handler_t::replace);
-  if (text.size() > kMaxShownValueChars) text = text.substr(0, kMaxShownValueChars) + "...";
-  switch (value->type()) {
-    case Json::value_t::object:
-      return "an object " + text;
-    case Json::value_t::array:
-      return "an array " + text;
-    default:
-      return text;
-  }
-}
 
 std::string jsonQuoted(std::string_view text) {
   return Json(std::string(text)).dump();
@@ -53,14 +39,6 @@ std::string joinNames(const std::vector<std::string>& names) {
   }
   if (names.size() > kMaxListedNames) out += ", ...";
   return out;
-}
-
-std::string indexPath(const std::string& path, size_t index) {
-  return path + "[" + std::to_string(index) + "]";
-}
-
-std::string keyPath(const std::string& path, std::string_view key) {
-  return path.empty() ? std::string(key) : path + "." + std::string(key);
 }
 
 class ModelParser {
@@ -93,20 +71,18 @@ class ModelParser {
 
  private:
   Status error(const std::string& path, const std::string& expected, const Json* got) const {
-    return invalidArgument(m_origin + ": " + path + ": expected " + expected + "; got " +
-                           describe(got));
+    return jsonFieldError(m_origin, path, expected, got);
   }
 
   static const Json* find(const Json& object, std::string_view key) {
-    auto it = object.find(key);
-    return it == object.end() ? nullptr : &*it;
+    return findJsonMember(object, key);
   }
 
   StatusOr<std::string> requiredString(const Json& object, const std::string& path,
                                        std::string_view key) const {
     const Json* value = find(object, key);
     if (value == nullptr || !value->is_string() || value->get_ref<const std::string&>().empty()) {
-      return error(keyPath(path, key), "a non-empty string", value);
+      return error(jsonKeyPath(path, key), "a non-empty string", value);
     }
     return value->get<std::string>();
   }
@@ -136,7 +112,7 @@ class ModelParser {
     for (const auto& [key, target] : fields) {
       if (const Json* value = find(*inputs, key)) {
         ASSIGN_OR_RETURN(
-            *target, integer(*value, keyPath("inputs", key), 0, std::numeric_limits<int64_t>::max(),
+            *target, integer(*value, jsonKeyPath("inputs", key), 0, std::numeric_limits<int64_t>::max(),
                              "a non-negative integer"));
       }
     }
@@ -147,7 +123,7 @@ class ModelParser {
   Status parseShape(const Json& entry, const std::string& path, int64_t minDim,
                     std::vector<int64_t>& shape) const {
     const Json* value = find(entry, "shape");
-    const std::string shapePath = keyPath(path, "shape");
+    const std::string shapePath = jsonKeyPath(path, "shape");
     const char* expectedDim = minDim > 0 ? "a positive integer" : "a non-negative integer";
     if (value == nullptr || !value->is_array()) {
       return error(
@@ -157,7 +133,7 @@ class ModelParser {
     }
     int64_t numel = 1;
     for (size_t i = 0; i < value->size(); ++i) {
-      ASSIGN_OR_RETURN(int64_t dim, integer((*value)[i], indexPath(shapePath, i), minDim,
+      ASSIGN_OR_RETURN(int64_t dim, integer((*value)[i], jsonIndexPath(shapePath, i), minDim,
                                             std::numeric_limits<int64_t>::max(), expectedDim));
       if (dim > 0 && numel > std::numeric_limits<int64_t>::max() / dim) {
         return error(shapePath, "a shape whose element count fits in int64", value);
@@ -171,7 +147,7 @@ class ModelParser {
   StatusOr<DType> parseDTypeField(const Json& entry, const std::string& path) const {
     const Json* value = find(entry, "dtype");
     if (value == nullptr) return DType::kFloat32;
-    const std::string dtypePath = keyPath(path, "dtype");
+    const std::string dtypePath = jsonKeyPath(path, "dtype");
     if (!value->is_string()) {
       return error(dtypePath, "a dtype name (float32, float16, bfloat16, ...)", value);
     }
@@ -189,13 +165,13 @@ class ModelParser {
     }
     for (size_t i = 0; i < params->size(); ++i) {
       const Json& entry = (*params)[i];
-      const std::string path = indexPath("parameters", i);
+      const std::string path = jsonIndexPath("parameters", i);
       if (!entry.is_object()) return error(path, "a parameter object", &entry);
       ParamSpec param;
       ASSIGN_OR_RETURN(param.name, requiredString(entry, path, "name"));
       auto [it, inserted] = m_paramIndex.emplace(param.name, static_cast<int>(i));
       if (!inserted) {
-        return error(keyPath(path, "name"),
+        return error(jsonKeyPath(path, "name"),
                      "a unique parameter name (already used by parameters[" +
                          std::to_string(it->second) + "])",
                      find(entry, "name"));
@@ -204,7 +180,7 @@ class ModelParser {
       ASSIGN_OR_RETURN(param.dtype, parseDTypeField(entry, path));
       if (const Json* sparse = find(entry, "sparse_grad")) {
         if (!sparse->is_boolean())
-          return error(keyPath(path, "sparse_grad"), "true or false", sparse);
+          return error(jsonKeyPath(path, "sparse_grad"), "true or false", sparse);
         param.sparseGrad = sparse->get<bool>();
       }
       spec.params.push_back(std::move(param));
@@ -219,14 +195,14 @@ class ModelParser {
     std::map<std::string, size_t> seen;
     for (size_t i = 0; i < buffers->size(); ++i) {
       const Json& entry = (*buffers)[i];
-      const std::string path = indexPath("buffers", i);
+      const std::string path = jsonIndexPath("buffers", i);
       if (!entry.is_object()) return error(path, "a buffer object", &entry);
       BufferSpec buffer;
       ASSIGN_OR_RETURN(buffer.name, requiredString(entry, path, "name"));
       auto [it, inserted] = seen.emplace(buffer.name, i);
       if (!inserted) {
         return error(
-            keyPath(path, "name"),
+            jsonKeyPath(path, "name"),
             "a unique buffer name (already used by buffers[" + std::to_string(it->second) + "])",
             find(entry, "name"));
       }
@@ -281,7 +257,7 @@ class ModelParser {
     if (!value.is_array()) return error(path, "an array of parameter names", &value);
     for (size_t i = 0; i < value.size(); ++i) {
       const Json& name = value[i];
-      const std::string itemPath = indexPath(path, i);
+      const std::string itemPath = jsonIndexPath(path, i);
       if (!name.is_string()) return error(itemPath, "a parameter name (string)", &name);
       auto it = m_paramIndex.find(name.get<std::string>());
       if (it == m_paramIndex.end()) {
@@ -307,7 +283,7 @@ class ModelParser {
         "layer " + jsonQuoted(layer.name) + " owns [" + joinNames(owned) + "]";
     for (size_t i = 0; i < value.size(); ++i) {
       const Json& name = value[i];
-      const std::string itemPath = indexPath(path, i);
+      const std::string itemPath = jsonIndexPath(path, i);
       if (!name.is_string()) return error(itemPath, "a parameter name (string)", &name);
       auto it = m_paramIndex.find(name.get<std::string>());
       if (it == m_paramIndex.end() ||
@@ -340,18 +316,18 @@ class ModelParser {
     constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
     if (const Json* period = find(value, "period")) {
       ASSIGN_OR_RETURN(use.period,
-                       integer(*period, keyPath(path, "period"), 1, kMaxInt, "an integer >= 1"));
+                       integer(*period, jsonKeyPath(path, "period"), 1, kMaxInt, "an integer >= 1"));
     }
     if (const Json* phase = find(value, "phase")) {
-      ASSIGN_OR_RETURN(use.phase, integer(*phase, keyPath(path, "phase"), 0, use.period - 1,
+      ASSIGN_OR_RETURN(use.phase, integer(*phase, jsonKeyPath(path, "phase"), 0, use.period - 1,
                                           "an integer in [0, " + std::to_string(use.period) +
                                               ") (0 <= phase < period)"));
     }
     if (const Json* ranks = find(value, "ranks")) {
-      const std::string ranksPath = keyPath(path, "ranks");
+      const std::string ranksPath = jsonKeyPath(path, "ranks");
       if (!ranks->is_array()) return error(ranksPath, "an array of rank numbers", ranks);
       for (size_t i = 0; i < ranks->size(); ++i) {
-        ASSIGN_OR_RETURN(int64_t rank, integer((*ranks)[i], indexPath(ranksPath, i), 0, kMaxInt,
+        ASSIGN_OR_RETURN(int64_t rank, integer((*ranks)[i], jsonIndexPath(ranksPath, i), 0, kMaxInt,
                                                "a non-negative integer rank"));
         use.ranks.push_back(static_cast<int>(rank));
       }
@@ -366,42 +342,42 @@ class ModelParser {
     std::map<std::string, size_t> layerIndex;
     for (size_t i = 0; i < layers->size(); ++i) {
       const Json& entry = (*layers)[i];
-      const std::string path = indexPath("layers", i);
+      const std::string path = jsonIndexPath("layers", i);
       if (!entry.is_object()) return error(path, "a layer object", &entry);
       LayerSpec layer;
       ASSIGN_OR_RETURN(layer.name, requiredString(entry, path, "name"));
       if (layer.name == kModelInputName) {
-        return error(keyPath(path, "name"),
+        return error(jsonKeyPath(path, "name"),
                      "a layer name other than the reserved " + jsonQuoted(kModelInputName),
                      find(entry, "name"));
       }
       if (auto it = layerIndex.find(layer.name); it != layerIndex.end()) {
         return error(
-            keyPath(path, "name"),
+            jsonKeyPath(path, "name"),
             "a unique layer name (already used by layers[" + std::to_string(it->second) + "])",
             find(entry, "name"));
       }
       ASSIGN_OR_RETURN(layer.type, requiredString(entry, path, "type"));
       if (const Json* params = find(entry, "params")) {
-        RETURN_IF_ERROR(parseParamNames(*params, keyPath(path, "params"), layer.params));
+        RETURN_IF_ERROR(parseParamNames(*params, jsonKeyPath(path, "params"), layer.params));
       }
       if (const Json* order = find(entry, "grad_ready_order")) {
-        RETURN_IF_ERROR(parseReadyOrder(*order, keyPath(path, "grad_ready_order"), spec, layer));
+        RETURN_IF_ERROR(parseReadyOrder(*order, jsonKeyPath(path, "grad_ready_order"), spec, layer));
       } else {
         layer.gradReadyOrder = defaultGradReadyOrder(layer.type, layer.params);
       }
       if (const Json* flops = find(entry, "flops")) {
-        ASSIGN_OR_RETURN(layer.forwardFlops, parsePoly(*flops, keyPath(path, "flops")));
+        ASSIGN_OR_RETURN(layer.forwardFlops, parsePoly(*flops, jsonKeyPath(path, "flops")));
       }
       if (const Json* bytes = find(entry, "bytes")) {
-        ASSIGN_OR_RETURN(layer.forwardBytes, parsePoly(*bytes, keyPath(path, "bytes")));
+        ASSIGN_OR_RETURN(layer.forwardBytes, parsePoly(*bytes, jsonKeyPath(path, "bytes")));
       }
       if (const Json* backward = find(entry, "backward_flops")) {
         ASSIGN_OR_RETURN(layer.backwardFlops,
-                         parsePoly(*backward, keyPath(path, "backward_flops")));
+                         parsePoly(*backward, jsonKeyPath(path, "backward_flops")));
       }
       if (const Json* attrs = find(entry, "attrs")) {
-        const std::string attrsPath = keyPath(path, "attrs");
+        const std::string attrsPath = jsonKeyPath(path, "attrs");
         if (!attrs->is_object()) return error(attrsPath, "an object of numbers", attrs);
         for (const auto& [key, value] : attrs->items()) {
           if (value.is_boolean()) {
@@ -414,13 +390,13 @@ class ModelParser {
         }
       }
       if (const Json* inputs = find(entry, "inputs")) {
-        const std::string inputsPath = keyPath(path, "inputs");
+        const std::string inputsPath = jsonKeyPath(path, "inputs");
         if (!inputs->is_array()) return error(inputsPath, "an array of layer names", inputs);
         for (size_t j = 0; j < inputs->size(); ++j) {
           const Json& producer = (*inputs)[j];
           if (!producer.is_string() || (producer.get_ref<const std::string&>() != kModelInputName &&
                                         !layerIndex.contains(producer.get<std::string>()))) {
-            return error(indexPath(inputsPath, j),
+            return error(jsonIndexPath(inputsPath, j),
                          jsonQuoted(kModelInputName) + " or the name of an earlier layer",
                          &producer);
           }
@@ -428,7 +404,7 @@ class ModelParser {
         }
       }
       if (const Json* use = find(entry, "use")) {
-        ASSIGN_OR_RETURN(layer.use, parseUse(*use, keyPath(path, "use")));
+        ASSIGN_OR_RETURN(layer.use, parseUse(*use, jsonKeyPath(path, "use")));
       }
       layerIndex.emplace(layer.name, i);
       spec.layers.push_back(std::move(layer));

@@ -14,13 +14,28 @@ void addModelFlags(ArgParser& parser) {
       .option("model-file", "PATH", "a model JSON file (models/FORMAT.md); a parameter list suffices");
 }
 
+namespace {
+
+// Exactly one of --<flag> NAME (built-in) and --<flag>-file PATH.
+template <typename T, typename ByName, typename ByFile>
+StatusOr<T> loadNamedOrFile(const ParsedArgs& args, const std::string& flag, ByName byName,
+                            ByFile byFile) {
+  auto name = args.value(flag);
+  auto file = args.value(flag + "-file");
+  if (name && file) {
+    return invalidArgument("give either --" + flag + " or --" + flag + "-file, not both");
+  }
+  if (name) return byName(*name);
+  if (file) return byFile(*file);
+  return invalidArgument("expected --" + flag + " NAME or --" + flag + "-file PATH");
+}
+
+}  // namespace
+
 StatusOr<models::ModelSpec> loadModelFromFlags(const ParsedArgs& args) {
-  auto name = args.value("model");
-  auto file = args.value("model-file");
-  if (name && file) return invalidArgument("give either --model or --model-file, not both");
-  if (name) return models::loadZooModel(*name);
-  if (file) return models::loadModelFile(*file);
-  return invalidArgument("expected --model NAME or --model-file PATH");
+  return loadNamedOrFile<models::ModelSpec>(
+      args, "model", [](const std::string& n) { return models::loadZooModel(n); },
+      [](const std::string& f) { return models::loadModelFile(f); });
 }
 
 StatusOr<std::vector<int>> parseIndexList(const std::string& text, const std::string& what) {
@@ -93,12 +108,9 @@ void addClusterFlags(ArgParser& parser) {
 }
 
 StatusOr<sim::ClusterSpec> loadClusterFromFlags(const ParsedArgs& args) {
-  auto name = args.value("cluster");
-  auto file = args.value("cluster-file");
-  if (name && file) return invalidArgument("give either --cluster or --cluster-file, not both");
-  if (name) return sim::loadBuiltinCluster(*name);
-  if (file) return sim::loadClusterFile(*file);
-  return invalidArgument("expected --cluster NAME or --cluster-file PATH");
+  return loadNamedOrFile<sim::ClusterSpec>(
+      args, "cluster", [](const std::string& n) { return sim::loadBuiltinCluster(n); },
+      [](const std::string& f) { return sim::loadClusterFile(f); });
 }
 
 StatusOr<int64_t> parseByteSize(const std::string& text, const std::string& what) {

@@ -9,6 +9,8 @@
 #include <initializer_list>
 #include <limits>
 #include <nlohmann/json.hpp>
+
+#include "base/json_errors.h"
 #include <string>
 #include <string_view>
 #include <utility>
@@ -23,26 +25,7 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr size_t kMaxShownValueChars = 60;
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-std::string describe(const Json* value) {
-  if (value == nullptr) return "nothing (the field is missing)";
-  std::string text = value->dump(-1, ' ', false, Json::error_handler_t::replace);
-  if (text.size() > kMaxShownValueChars) text = text.substr(0, kMaxShownValueChars) + "...";
-  switch (value->type()) {
-    case Json::value_t::object:
-      return "an object " + text;
-    case Json::value_t::array:
-      return "an array " + text;
-    default:
-      return text;
-  }
-}
-
-std::string keyPath(const std::string& path, std::string_view key) {
-  return path.empty() ? std::string(key) : path + "." + std::string(key);
-}
 
 std::string joinWords(std::initializer_list<std::string_view> words) {
   std::string out;
@@ -98,13 +81,11 @@ class ClusterParser {
 
  private:
   Status error(const std::string& path, const std::string& expected, const Json* got) const {
-    return invalidArgument(m_origin + ": " + path + ": expected " + expected + "; got " +
-                           describe(got));
+    return jsonFieldError(m_origin, path, expected, got);
   }
 
   static const Json* find(const Json& object, std::string_view key) {
-    auto it = object.find(key);
-    return it == object.end() ? nullptr : &*it;
+    return findJsonMember(object, key);
   }
 
   Status checkKeys(const Json& object, const std::string& path,
@@ -113,7 +94,7 @@ class ClusterParser {
       bool known = false;
       for (std::string_view a : allowed) known = known || it.key() == a;
       if (!known) {
-        return invalidArgument(m_origin + ": " + keyPath(path, it.key()) +
+        return invalidArgument(m_origin + ": " + jsonKeyPath(path, it.key()) +
                                ": unknown field; expected one of " + joinWords(allowed));
       }
     }
@@ -125,7 +106,7 @@ class ClusterParser {
     const Json* value = find(parent, key);
     if (value == nullptr && !required) return value;
     if (value == nullptr || !value->is_object()) {
-      return error(keyPath(path, key), "an object", value);
+      return error(jsonKeyPath(path, key), "an object", value);
     }
     return value;
   }
@@ -134,7 +115,7 @@ class ClusterParser {
                                        std::string_view key) const {
     const Json* value = find(object, key);
     if (value == nullptr || !value->is_string() || value->get_ref<const std::string&>().empty()) {
-      return error(keyPath(path, key), "a non-empty string", value);
+      return error(jsonKeyPath(path, key), "a non-empty string", value);
     }
     return value->get<std::string>();
   }
@@ -146,12 +127,12 @@ class ClusterParser {
     const Json* value = find(object, key);
     if (value == nullptr && fallback) return *fallback;
     std::string expected = "one of " + joinWords(choices);
-    if (value == nullptr || !value->is_string()) return error(keyPath(path, key), expected, value);
+    if (value == nullptr || !value->is_string()) return error(jsonKeyPath(path, key), expected, value);
     const auto& text = value->get_ref<const std::string&>();
     for (std::string_view c : choices) {
       if (text == c) return text;
     }
-    return error(keyPath(path, key), expected, value);
+    return error(jsonKeyPath(path, key), expected, value);
   }
 
   // A finite number in [minValue, maxValue]; `fallback` when missing (nullopt = required).
@@ -160,10 +141,10 @@ class ClusterParser {
                           const std::string& expected) const {
     const Json* value = find(object, key);
     if (value == nullptr && fallback) return *fallback;
-    if (value == nullptr || !value->is_number()) return error(keyPath(path, key), expected, value);
+    if (value == nullptr || !value->is_number()) return error(jsonKeyPath(path, key), expected, value);
     double v = value->get<double>();
     if (!std::isfinite(v) || v < minValue || v > maxValue) {
-      return error(keyPath(path, key), expected, value);
+      return error(jsonKeyPath(path, key), expected, value);
     }
     return v;
   }
@@ -173,7 +154,7 @@ class ClusterParser {
     ASSIGN_OR_RETURN(
         double v, number(object, path, key, 0, kInf, fallback, "a positive number (" + unit + ")"));
     if (v <= 0 && (find(object, key) != nullptr)) {
-      return error(keyPath(path, key), "a positive number (" + unit + ")", find(object, key));
+      return error(jsonKeyPath(path, key), "a positive number (" + unit + ")", find(object, key));
     }
     return v;
   }
@@ -184,14 +165,14 @@ class ClusterParser {
     const Json* value = find(object, key);
     if (value == nullptr && fallback) return *fallback;
     if (value == nullptr || !value->is_number_integer()) {
-      return error(keyPath(path, key), expected, value);
+      return error(jsonKeyPath(path, key), expected, value);
     }
     if (value->is_number_unsigned() &&
         value->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      return error(keyPath(path, key), expected, value);
+      return error(jsonKeyPath(path, key), expected, value);
     }
     int64_t v = value->get<int64_t>();
-    if (v < minValue || v > maxValue) return error(keyPath(path, key), expected, value);
+    if (v < minValue || v > maxValue) return error(jsonKeyPath(path, key), expected, value);
     return v;
   }
 
@@ -199,7 +180,7 @@ class ClusterParser {
                          bool fallback) const {
     const Json* value = find(object, key);
     if (value == nullptr) return fallback;
-    if (!value->is_boolean()) return error(keyPath(path, key), "true or false", value);
+    if (!value->is_boolean()) return error(jsonKeyPath(path, key), "true or false", value);
     return value->get<bool>();
   }
 
@@ -221,7 +202,7 @@ class ClusterParser {
              : arch == "hopper" ? GpuArch::kHopper
                                 : GpuArch::kBlackwell;
     if (d.arch == GpuArch::kCpu && spec.commModel == CommModelKind::kNccl) {
-      return error(keyPath(path, "arch"),
+      return error(jsonKeyPath(path, "arch"),
                    "a GPU arch (volta, ampere, hopper, blackwell) when " +
                        std::string("comm_model is \"nccl\" (CPU ranks need \"alpha_beta\")"),
                    find(*device, "arch"));
@@ -234,14 +215,14 @@ class ClusterParser {
                 minSms > 0 ? "a positive integer (SMs of the GPU)" : "a non-negative integer"));
     d.smCount = static_cast<int>(sms);
     ASSIGN_OR_RETURN(const Json* peaks, object(*device, path, "peak_tflops", true));
-    const std::string peaksPath = keyPath(path, "peak_tflops");
+    const std::string peaksPath = jsonKeyPath(path, "peak_tflops");
     RETURN_IF_ERROR(checkKeys(*peaks, peaksPath, {"fp64", "fp32", "tf32", "fp16", "bf16", "fp8"}));
     for (auto it = peaks->begin(); it != peaks->end(); ++it) {
       ASSIGN_OR_RETURN(d.peakTflops[it.key()],
                        positive(*peaks, peaksPath, it.key(), std::nullopt, "TFLOP/s"));
     }
     if (d.peakTflops.count("fp32") == 0) {
-      return error(keyPath(peaksPath, "fp32"), "a positive number (TFLOP/s; fp32 is required)",
+      return error(jsonKeyPath(peaksPath, "fp32"), "a positive number (TFLOP/s; fp32 is required)",
                    nullptr);
     }
     ASSIGN_OR_RETURN(d.memoryGBps, positive(*device, path, "memory_GBps", std::nullopt, "GB/s"));
@@ -290,7 +271,7 @@ class ClusterParser {
     if (s.nvls &&
         (s.type != IntraNodeLink::kNvSwitch ||
          (spec.device.arch != GpuArch::kHopper && spec.device.arch != GpuArch::kBlackwell))) {
-      return error(keyPath(path, "nvls"),
+      return error(jsonKeyPath(path, "nvls"),
                    "false unless type is \"nvswitch\" on a hopper or blackwell device "
                    "(NVLink SHARP lives in the NVSwitch)",
                    find(*intra, "nvls"));
@@ -373,7 +354,7 @@ class ClusterParser {
                     bool allowPattern, NcclGraphOverride& out) const {
     ASSIGN_OR_RETURN(const Json* graph, object(nccl, path, key, false));
     if (graph == nullptr) return Status::ok();
-    const std::string gpath = keyPath(path, key);
+    const std::string gpath = jsonKeyPath(path, key);
     if (allowPattern) {
       RETURN_IF_ERROR(
           checkKeys(*graph, gpath, {"channels", "bw_intra_GBps", "bw_inter_GBps", "pattern"}));
@@ -408,7 +389,7 @@ class ClusterParser {
                        std::vector<std::string>& out) const {
     const Json* value = find(nccl, key);
     if (value == nullptr) return Status::ok();
-    const std::string lpath = keyPath(path, key);
+    const std::string lpath = jsonKeyPath(path, key);
     const std::string expected = "a non-empty array of names from " + joinWords(choices);
     if (!value->is_array() || value->empty()) return error(lpath, expected, value);
     for (size_t i = 0; i < value->size(); ++i) {

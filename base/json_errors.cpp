@@ -1,0 +1,45 @@
+#include "base/json_errors.h"
+
+#include <nlohmann/json.hpp>
+
+namespace ddpscope {
+
+namespace {
+constexpr size_t kMaxShownValueChars = 60;
+}  // namespace
+
+std::string jsonKeyPath(const std::string& path, std::string_view key) {
+  return path.empty() ? std::string(key) : path + "." + std::string(key);
+}
+
+std::string jsonIndexPath(const std::string& path, size_t index) {
+  return path + "[" + std::to_string(index) + "]";
+}
+
+std::string describeJsonValue(const nlohmann::json* value) {
+  using Json = nlohmann::json;
+  if (value == nullptr) return "nothing (the field is missing)";
+  std::string text = value->dump(-1, ' ', false, Json::error_handler_t::replace);
+  if (text.size() > kMaxShownValueChars) text = text.substr(0, kMaxShownValueChars) + "...";
+  switch (value->type()) {
+    case Json::value_t::object:
+      return "an object " + text;
+    case Json::value_t::array:
+      return "an array " + text;
+    default:
+      return text;
+  }
+}
+
+const nlohmann::json* findJsonMember(const nlohmann::json& object, std::string_view key) {
+  auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
+
+Status jsonFieldError(const std::string& origin, const std::string& path,
+                      const std::string& expected, const nlohmann::json* got) {
+  return invalidArgument(origin + ": " + path + ": expected " + expected + "; got " +
+                         describeJsonValue(got));
+}
+
+}  // namespace ddpscope
