@@ -36,6 +36,18 @@ const nlohmann::json* findJsonMember(const nlohmann::json& object, std::string_v
   return it == object.end() ? nullptr : &*it;
 }
 
+StatusOr<nlohmann::json> parseJsonObject(std::string_view text, const std::string& origin) {
+  nlohmann::json root;
+  try {
+    root = nlohmann::json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::parse_error& e) {
+    return invalidArgument(origin + ": (document): expected valid JSON; parse error at byte " +
+                           std::to_string(e.byte) + ": " + e.what());
+  }
+  if (!root.is_object()) return jsonFieldError(origin, "(root)", "a JSON object", &root);
+  return root;
+}
+
 Status jsonFieldError(const std::string& origin, const std::string& path,
                       const std::string& expected, const nlohmann::json* got) {
   return invalidArgument(origin + ": " + path + ": expected " + expected + "; got " +

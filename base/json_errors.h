@@ -21,6 +21,9 @@ std::string jsonIndexPath(const std::string& path, size_t index);
 std::string describeJsonValue(const nlohmann::json* value);
 // The member `key` of an object, or null.
 const nlohmann::json* findJsonMember(const nlohmann::json& object, std::string_view key);
+// Parses a whole document that must be a JSON object; errors name `origin` (the parser's byte
+// offset for invalid JSON). Callers include <nlohmann/json.hpp>.
+StatusOr<nlohmann::json> parseJsonObject(std::string_view text, const std::string& origin);
 // InvalidArgument "origin: path: expected <expected>; got <describeJsonValue(got)>".
 Status jsonFieldError(const std::string& origin, const std::string& path,
                       const std::string& expected, const nlohmann::json* got);

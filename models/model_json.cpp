@@ -46,14 +46,7 @@ class ModelParser {
   explicit ModelParser(std::string origin) : m_origin(std::move(origin)) {}
 
   StatusOr<ModelSpec> parse(std::string_view text) {
-    Json root;
-    try {
-      root = Json::parse(text.begin(), text.end());
-    } catch (const Json::parse_error& e) {
-      return invalidArgument(m_origin + ": (document): expected valid JSON; parse error at byte " +
-                             std::to_string(e.byte) + ": " + e.what());
-    }
-    if (!root.is_object()) return error("(root)", "a JSON object", &root);
+    ASSIGN_OR_RETURN(Json root, parseJsonObject(text, m_origin));
 
     ModelSpec spec;
     spec.origin = m_origin;

@@ -41,14 +41,7 @@ class ClusterParser {
   explicit ClusterParser(std::string origin) : m_origin(std::move(origin)) {}
 
   StatusOr<ClusterSpec> parse(std::string_view text) {
-    Json root;
-    try {
-      root = Json::parse(text.begin(), text.end());
-    } catch (const Json::parse_error& e) {
-      return invalidArgument(m_origin + ": (document): expected valid JSON; parse error at byte " +
-                             std::to_string(e.byte) + ": " + e.what());
-    }
-    if (!root.is_object()) return error("(root)", "a JSON object", &root);
+    ASSIGN_OR_RETURN(Json root, parseJsonObject(text, m_origin));
     RETURN_IF_ERROR(checkKeys(
         root, "",
         {"name", "description", "device", "gpus_per_node", "intra_node", "inter_node", "cpu_vendor",
