@@ -5,21 +5,20 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define DDPSCOPE_CHECK(cond)                                                              \
-  do {                                                                                    \
-    if (!(cond)) {                                                                        \
-      std::fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);      \
-      std::abort();                                                                       \
-    }                                                                                     \
+#define DDPSCOPE_CHECK(cond)                                                        \
+  do {                                                                              \
+    if (!(cond)) {                                                                  \
+      std::fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+      std::abort();                                                                 \
+    }                                                                               \
   } while (0)
 
-#define DDPSCOPE_CHECK_MSG(cond, msg)                                                     \
-  do {                                                                                    \
-    if (!(cond)) {                                                                        \
-      std::fprintf(stderr, "%s:%d: CHECK failed: %s (%s)\n", __FILE__, __LINE__, #cond,  \
-                   (msg));                                                                \
-      std::abort();                                                                       \
-    }                                                                                     \
+#define DDPSCOPE_CHECK_MSG(cond, msg)                                                           \
+  do {                                                                                          \
+    if (!(cond)) {                                                                              \
+      std::fprintf(stderr, "%s:%d: CHECK failed: %s (%s)\n", __FILE__, __LINE__, #cond, (msg)); \
+      std::abort();                                                                             \
+    }                                                                                           \
   } while (0)
 
 #define CHECK(cond) DDPSCOPE_CHECK(cond)

@@ -5,8 +5,8 @@
 // appear only at presentation boundaries (toMicros()/toMillis()).
 #pragma once
 
-#include <cstdint>
 #include <compare>
+#include <cstdint>
 
 namespace ddpscope {
 
@@ -35,14 +35,24 @@ class Nanos {
   constexpr Nanos operator-() const { return Nanos(-m_ns); }
   constexpr Nanos operator*(int64_t k) const { return Nanos(m_ns * k); }
   constexpr Nanos operator/(int64_t k) const { return Nanos(m_ns / k); }
-  constexpr Nanos& operator+=(Nanos o) { m_ns += o.m_ns; return *this; }
-  constexpr Nanos& operator-=(Nanos o) { m_ns -= o.m_ns; return *this; }
+  constexpr Nanos& operator+=(Nanos o) {
+    m_ns += o.m_ns;
+    return *this;
+  }
+  constexpr Nanos& operator-=(Nanos o) {
+    m_ns -= o.m_ns;
+    return *this;
+  }
 
  private:
   int64_t m_ns = 0;
 };
 
-constexpr Nanos minNanos(Nanos a, Nanos b) { return a < b ? a : b; }
-constexpr Nanos maxNanos(Nanos a, Nanos b) { return a < b ? b : a; }
+constexpr Nanos minNanos(Nanos a, Nanos b) {
+  return a < b ? a : b;
+}
+constexpr Nanos maxNanos(Nanos a, Nanos b) {
+  return a < b ? b : a;
+}
 
 }  // namespace ddpscope

@@ -17,11 +17,11 @@ namespace ddpscope {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,   // bad user input: flags, files, fields (exit code 2)
-  kNotFound,          // a named thing does not exist (exit code 2)
+  kInvalidArgument,     // bad user input: flags, files, fields (exit code 2)
+  kNotFound,            // a named thing does not exist (exit code 2)
   kFailedPrecondition,  // a state machine used out of order
-  kInternal,          // a bug or an unexpected library failure
-  kUnavailable,       // a peer or device is missing
+  kInternal,            // a bug or an unexpected library failure
+  kUnavailable,         // a peer or device is missing
   kUnimplemented,
 };
 
@@ -50,12 +50,24 @@ class [[nodiscard]] Status {
   std::string m_message;
 };
 
-inline Status invalidArgument(std::string msg) { return {StatusCode::kInvalidArgument, std::move(msg)}; }
-inline Status notFound(std::string msg) { return {StatusCode::kNotFound, std::move(msg)}; }
-inline Status failedPrecondition(std::string msg) { return {StatusCode::kFailedPrecondition, std::move(msg)}; }
-inline Status internalError(std::string msg) { return {StatusCode::kInternal, std::move(msg)}; }
-inline Status unavailable(std::string msg) { return {StatusCode::kUnavailable, std::move(msg)}; }
-inline Status unimplemented(std::string msg) { return {StatusCode::kUnimplemented, std::move(msg)}; }
+inline Status invalidArgument(std::string msg) {
+  return {StatusCode::kInvalidArgument, std::move(msg)};
+}
+inline Status notFound(std::string msg) {
+  return {StatusCode::kNotFound, std::move(msg)};
+}
+inline Status failedPrecondition(std::string msg) {
+  return {StatusCode::kFailedPrecondition, std::move(msg)};
+}
+inline Status internalError(std::string msg) {
+  return {StatusCode::kInternal, std::move(msg)};
+}
+inline Status unavailable(std::string msg) {
+  return {StatusCode::kUnavailable, std::move(msg)};
+}
+inline Status unimplemented(std::string msg) {
+  return {StatusCode::kUnimplemented, std::move(msg)};
+}
 
 template <typename T>
 class [[nodiscard]] StatusOr {
@@ -68,9 +80,18 @@ class [[nodiscard]] StatusOr {
   bool isOk() const { return m_status.isOk(); }
   const Status& status() const { return m_status; }
 
-  T& value() & { DDPSCOPE_CHECK_MSG(isOk(), m_status.message().c_str()); return *m_value; }
-  const T& value() const& { DDPSCOPE_CHECK_MSG(isOk(), m_status.message().c_str()); return *m_value; }
-  T&& value() && { DDPSCOPE_CHECK_MSG(isOk(), m_status.message().c_str()); return std::move(*m_value); }
+  T& value() & {
+    DDPSCOPE_CHECK_MSG(isOk(), m_status.message().c_str());
+    return *m_value;
+  }
+  const T& value() const& {
+    DDPSCOPE_CHECK_MSG(isOk(), m_status.message().c_str());
+    return *m_value;
+  }
+  T&& value() && {
+    DDPSCOPE_CHECK_MSG(isOk(), m_status.message().c_str());
+    return std::move(*m_value);
+  }
 
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
@@ -89,9 +110,9 @@ class [[nodiscard]] StatusOr {
 #define DDPSCOPE_CONCAT(a, b) DDPSCOPE_CONCAT_INNER(a, b)
 
 // Returns the Status from the enclosing function if `expr` is not OK.
-#define RETURN_IF_ERROR(expr)                          \
-  do {                                                 \
-    ::ddpscope::Status ddpscope_status_ = (expr);      \
+#define RETURN_IF_ERROR(expr)                              \
+  do {                                                     \
+    ::ddpscope::Status ddpscope_status_ = (expr);          \
     if (!ddpscope_status_.isOk()) return ddpscope_status_; \
   } while (0)
 

@@ -31,8 +31,8 @@ constexpr int kIterations = 20;
 void setBandwidth(benchmark::State& state, int64_t bytes) {
   const double n = g_comm->worldSize();
   const double perIteration = static_cast<double>(bytes);
-  state.counters["algbw_GBps"] = benchmark::Counter(perIteration / 1e9 * state.iterations(),
-                                                    benchmark::Counter::kIsRate);
+  state.counters["algbw_GBps"] =
+      benchmark::Counter(perIteration / 1e9 * state.iterations(), benchmark::Counter::kIsRate);
   state.counters["busbw_GBps"] = benchmark::Counter(
       perIteration / 1e9 * 2 * (n - 1) / n * state.iterations(), benchmark::Counter::kIsRate);
   state.SetBytesProcessed(bytes * state.iterations());
@@ -51,7 +51,9 @@ void BM_CommAllreduce(benchmark::State& state) {
     std::fill(data.begin(), data.end(), 1.0f);
     (void)g_comm->barrier(CommTag{});  // both ranks start together
     state.ResumeTiming();
-    if (!g_comm->allreduceAsync(std::span<float>(data), CommTag{"bench", traces::Category::kAllreduce})
+    if (!g_comm
+             ->allreduceAsync(std::span<float>(data),
+                              CommTag{"bench", traces::Category::kAllreduce})
              ->wait()
              .isOk()) {
       state.SkipWithError("allreduce failed");
@@ -85,13 +87,15 @@ void BM_DdpStep(benchmark::State& state) {
   BuildOptions build;
   build.seed = 1;
   build.inputs.imageSize = 32;
-  auto model = std::move(buildTrainableModel(std::move(models::loadZooModel(name)).value(), build)).value();
+  auto model =
+      std::move(buildTrainableModel(std::move(models::loadZooModel(name)).value(), build)).value();
   EngineOptions options;
   options.learningRate = 0.01;
   options.momentum = 0.9;
   auto engine = std::move(Engine::create(*model, *g_comm, options)).value();
   auto schedule = std::move(BatchSchedule::create(model->datasetSize(), world, g_comm->rank(), 7,
-                                                  globalBatch / world)).value();
+                                                  globalBatch / world))
+                      .value();
   std::vector<Batch> batches;
   for (int64_t s = 0; s < 4; ++s) batches.push_back(model->makeBatch(schedule.batch(s), 7));
   // Warm-up: iteration 1 (one bucket) and the rebuild at iteration 2.
@@ -107,10 +111,18 @@ void BM_DdpStep(benchmark::State& state) {
                  std::to_string(globalBatch));
 }
 
-BENCHMARK(BM_CommAllreduce)->RangeMultiplier(4)->Range(1 << 20, 64 << 20)->Iterations(kIterations)
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_MpiAllreduce)->RangeMultiplier(4)->Range(1 << 20, 64 << 20)->Iterations(kIterations)
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_CommAllreduce)
+    ->RangeMultiplier(4)
+    ->Range(1 << 20, 64 << 20)
+    ->Iterations(kIterations)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_MpiAllreduce)
+    ->RangeMultiplier(4)
+    ->Range(1 << 20, 64 << 20)
+    ->Iterations(kIterations)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(BM_DdpStep)->Arg(0)->Arg(1)->Iterations(20)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // Non-zero ranks run the same benchmarks without printing.

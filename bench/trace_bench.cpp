@@ -5,11 +5,11 @@
 // Counters: events_per_s, and bytes_per_second (file bytes written / read). Each run
 // verifies the span count it read.
 #include <benchmark/benchmark.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <string>
-#include <unistd.h>
 
 #include "traces/chrome_reader.h"
 #include "traces/chrome_writer.h"
@@ -60,8 +60,8 @@ Timeline makeTimeline(int64_t eventCount) {
 
 std::string tempPath(int64_t eventCount) {
   return (std::filesystem::temp_directory_path() /
-          ("ddpscope_trace_bench_" + std::to_string(::getpid()) + "_" +
-           std::to_string(eventCount) + ".json"))
+          ("ddpscope_trace_bench_" + std::to_string(::getpid()) + "_" + std::to_string(eventCount) +
+           ".json"))
       .string();
 }
 
@@ -79,8 +79,8 @@ void BM_WriteChromeTrace(benchmark::State& state) {
   }
   std::filesystem::remove(path);
   auto events = static_cast<double>(timeline.spanCount());
-  state.counters["events_per_s"] =
-      benchmark::Counter(events * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["events_per_s"] = benchmark::Counter(
+      events * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
   state.counters["file_MB"] = static_cast<double>(bytes) / 1e6;
   state.SetBytesProcessed(bytes * state.iterations());
 }
@@ -100,7 +100,8 @@ void BM_ReadChromeTrace(benchmark::State& state) {
   for (auto _ : state) {
     ddpscope::StatusOr<Timeline> timeline = readChromeTrace(path);
     if (!timeline.isOk() || timeline->spanCount() != expectedSpans) {
-      state.SkipWithError(timeline.isOk() ? "span count mismatch" : timeline.status().message().c_str());
+      state.SkipWithError(timeline.isOk() ? "span count mismatch"
+                                          : timeline.status().message().c_str());
       break;
     }
     benchmark::DoNotOptimize(timeline->ranks().data());
@@ -113,8 +114,16 @@ void BM_ReadChromeTrace(benchmark::State& state) {
   state.SetBytesProcessed(bytes * state.iterations());
 }
 
-BENCHMARK(BM_WriteChromeTrace)->Arg(100'000)->Arg(1'000'000)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_ReadChromeTrace)->Arg(100'000)->Arg(1'000'000)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_WriteChromeTrace)
+    ->Arg(100'000)
+    ->Arg(1'000'000)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_ReadChromeTrace)
+    ->Arg(100'000)
+    ->Arg(1'000'000)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 

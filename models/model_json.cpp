@@ -8,14 +8,13 @@
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
-
-#include "base/json_errors.h"
 #include <set>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "base/json_errors.h"
 #include "base/strings.h"
 #include "models/model_spec.h"
 
@@ -104,9 +103,9 @@ class ModelParser {
     };
     for (const auto& [key, target] : fields) {
       if (const Json* value = find(*inputs, key)) {
-        ASSIGN_OR_RETURN(
-            *target, integer(*value, jsonKeyPath("inputs", key), 0, std::numeric_limits<int64_t>::max(),
-                             "a non-negative integer"));
+        ASSIGN_OR_RETURN(*target,
+                         integer(*value, jsonKeyPath("inputs", key), 0,
+                                 std::numeric_limits<int64_t>::max(), "a non-negative integer"));
       }
     }
     return Status::ok();
@@ -308,8 +307,8 @@ class ModelParser {
     UsePattern use;
     constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
     if (const Json* period = find(value, "period")) {
-      ASSIGN_OR_RETURN(use.period,
-                       integer(*period, jsonKeyPath(path, "period"), 1, kMaxInt, "an integer >= 1"));
+      ASSIGN_OR_RETURN(
+          use.period, integer(*period, jsonKeyPath(path, "period"), 1, kMaxInt, "an integer >= 1"));
     }
     if (const Json* phase = find(value, "phase")) {
       ASSIGN_OR_RETURN(use.phase, integer(*phase, jsonKeyPath(path, "phase"), 0, use.period - 1,
@@ -355,7 +354,8 @@ class ModelParser {
         RETURN_IF_ERROR(parseParamNames(*params, jsonKeyPath(path, "params"), layer.params));
       }
       if (const Json* order = find(entry, "grad_ready_order")) {
-        RETURN_IF_ERROR(parseReadyOrder(*order, jsonKeyPath(path, "grad_ready_order"), spec, layer));
+        RETURN_IF_ERROR(
+            parseReadyOrder(*order, jsonKeyPath(path, "grad_ready_order"), spec, layer));
       } else {
         layer.gradReadyOrder = defaultGradReadyOrder(layer.type, layer.params);
       }

@@ -26,6 +26,8 @@ Status Communicator::allgather(std::span<const std::byte> send, std::span<std::b
                                CommTag tag) {
   return allgatherAsync(send, recv, std::move(tag))->wait();
 }
-Status Communicator::barrier(CommTag tag) { return barrierAsync(std::move(tag))->wait(); }
+Status Communicator::barrier(CommTag tag) {
+  return barrierAsync(std::move(tag))->wait();
+}
 
 }  // namespace ddpscope::runtime

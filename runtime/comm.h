@@ -41,9 +41,9 @@ int64_t dataKindBytes(DataKind kind);  // 4, 4, 1
 struct CommTag {
   std::string name;  // "allreduce", "used_map_allreduce", "broadcast_buffers", "sync_bn", ...
   traces::Category category = traces::Category::kCommOther;
-  int bucket = -1;         // bucket index for bucket allreduces, else -1
-  int64_t iteration = 0;   // 1-based training iteration, 0 outside training
-  bool record = true;      // false: not shown in the trace (clock sync, trace gather)
+  int bucket = -1;        // bucket index for bucket allreduces, else -1
+  int64_t iteration = 0;  // 1-based training iteration, 0 outside training
+  bool record = true;     // false: not shown in the trace (clock sync, trace gather)
 };
 
 // Completion handle of one collective. Thread-safe.

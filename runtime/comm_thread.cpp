@@ -18,7 +18,9 @@ Nanos CollectiveBackend::now() const {
                    .count());
 }
 
-void CollectiveBackend::abort(int exitCode) { std::_Exit(exitCode); }
+void CollectiveBackend::abort(int exitCode) {
+  std::_Exit(exitCode);
+}
 
 namespace {
 
@@ -34,7 +36,10 @@ class QueuedWork final : public CommWork {
  public:
   QueuedWork(CommTag tag, int64_t bytes, std::function<Status(CollectiveBackend&)> run,
              const std::atomic<int64_t>* timeoutNs, int rank)
-      : m_tag(std::move(tag)), m_bytes(bytes), m_run(std::move(run)), m_timeoutNs(timeoutNs),
+      : m_tag(std::move(tag)),
+        m_bytes(bytes),
+        m_run(std::move(run)),
+        m_timeoutNs(timeoutNs),
         m_rank(rank) {}
 
   Status wait() override {
@@ -65,11 +70,14 @@ class QueuedWork final : public CommWork {
   void execute(CollectiveBackend& backend, const Status& brokenBy, CommObserver* observer) {
     const Nanos start = backend.now();
     Status status = brokenBy.isOk() ? m_run(backend)
-                                    : unavailable("communicator unusable after an earlier "
-                                                  "failure: " + brokenBy.message());
+                                    : unavailable(
+                                          "communicator unusable after an earlier "
+                                          "failure: " +
+                                          brokenBy.message());
     const Nanos end = backend.now();
     if (!status.isOk() && brokenBy.isOk()) status = status.withContext(describe(m_tag));
-    if (observer && m_tag.record && status.isOk()) observer->onCollective(m_tag, m_bytes, start, end);
+    if (observer && m_tag.record && status.isOk())
+      observer->onCollective(m_tag, m_bytes, start, end);
     {
       std::lock_guard lock(m_mutex);
       m_start = start;
@@ -119,18 +127,16 @@ class ThreadedCommunicator final : public Communicator {
   Nanos now() const override { return m_backend->now(); }
 
   CommWorkPtr allreduceAsync(std::span<float> data, CommTag tag) override {
-    return enqueue(std::move(tag), static_cast<int64_t>(data.size_bytes()),
-                   [data](CollectiveBackend& b) {
-                     return b.allreduceSum(data.data(), static_cast<int64_t>(data.size()),
-                                           DataKind::kFloat32);
-                   });
+    return enqueue(
+        std::move(tag), static_cast<int64_t>(data.size_bytes()), [data](CollectiveBackend& b) {
+          return b.allreduceSum(data.data(), static_cast<int64_t>(data.size()), DataKind::kFloat32);
+        });
   }
   CommWorkPtr allreduceAsync(std::span<int32_t> data, CommTag tag) override {
-    return enqueue(std::move(tag), static_cast<int64_t>(data.size_bytes()),
-                   [data](CollectiveBackend& b) {
-                     return b.allreduceSum(data.data(), static_cast<int64_t>(data.size()),
-                                           DataKind::kInt32);
-                   });
+    return enqueue(
+        std::move(tag), static_cast<int64_t>(data.size_bytes()), [data](CollectiveBackend& b) {
+          return b.allreduceSum(data.data(), static_cast<int64_t>(data.size()), DataKind::kInt32);
+        });
   }
   CommWorkPtr broadcastAsync(std::span<std::byte> data, int root, CommTag tag) override {
     return enqueue(std::move(tag), static_cast<int64_t>(data.size()),
@@ -145,11 +151,10 @@ class ThreadedCommunicator final : public Communicator {
                                         std::to_string(recv.size()) + " bytes, expected " +
                                         std::to_string(send.size() * worldSize())));
     }
-    return enqueue(std::move(tag), static_cast<int64_t>(recv.size()),
-                   [send, recv](CollectiveBackend& b) {
-                     return b.allgather(send.data(), static_cast<int64_t>(send.size()),
-                                        recv.data());
-                   });
+    return enqueue(
+        std::move(tag), static_cast<int64_t>(recv.size()), [send, recv](CollectiveBackend& b) {
+          return b.allgather(send.data(), static_cast<int64_t>(send.size()), recv.data());
+        });
   }
   Status gatherv(std::span<const std::byte> send, int root,
                  std::vector<std::vector<std::byte>>* out, CommTag tag) override {

@@ -32,8 +32,7 @@ std::string shapeMismatchMessage(int rank, int64_t param, std::span<const int64_
 
 }  // namespace
 
-Engine::Engine(TrainableModel& model, Communicator& comm, EngineOptions options,
-               Profiler* profiler)
+Engine::Engine(TrainableModel& model, Communicator& comm, EngineOptions options, Profiler* profiler)
     : m_model(model), m_comm(comm), m_options(std::move(options)), m_profiler(profiler) {}
 
 Engine::~Engine() {
@@ -44,16 +43,17 @@ Engine::~Engine() {
   if (m_usedMapWork) (void)m_usedMapWork->wait();
 }
 
-Nanos Engine::now() const { return m_comm.now(); }
+Nanos Engine::now() const {
+  return m_comm.now();
+}
 
 StatusOr<std::unique_ptr<Engine>> Engine::create(TrainableModel& model, Communicator& comm,
                                                  EngineOptions options, Profiler* profiler) {
   options.ddp.worldSize = comm.worldSize();
   std::unique_ptr<Engine> engine(new Engine(model, comm, std::move(options), profiler));
   RETURN_IF_ERROR(engine->verifyModelAcrossRanks());
-  ASSIGN_OR_RETURN(ddp::Reducer reducer,
-                   ddp::Reducer::create(model.spec(), engine->m_options.ddp, comm.rank(),
-                                        engine.get()));
+  ASSIGN_OR_RETURN(ddp::Reducer reducer, ddp::Reducer::create(model.spec(), engine->m_options.ddp,
+                                                              comm.rank(), engine.get()));
   engine->m_reducer.emplace(std::move(reducer));
   engine->m_initialPlan = engine->m_reducer->plan();
   engine->m_plan = engine->m_initialPlan;
@@ -86,8 +86,7 @@ Status Engine::verifyModelAcrossRanks() {
     if (counts[static_cast<size_t>(j)] != myCount) {
       return failedPrecondition("DDP expects same model across all ranks, but Rank " +
                                 std::to_string(rank) + " has " + std::to_string(myCount) +
-                                " params, while rank " + std::to_string(j) +
-                                " has inconsistent " +
+                                " params, while rank " + std::to_string(j) + " has inconsistent " +
                                 std::to_string(counts[static_cast<size_t>(j)]) + " params.");
     }
   }
@@ -123,7 +122,8 @@ Status Engine::verifyModelAcrossRanks() {
   for (int j = 0; j < world; ++j) {
     const int64_t* r = reports.data() + kReport * static_cast<size_t>(j);
     if (!r[0]) continue;
-    const auto dims = std::span<const int64_t>(r + 3, static_cast<size_t>(std::min<int64_t>(r[2], kMaxDims)));
+    const auto dims =
+        std::span<const int64_t>(r + 3, static_cast<size_t>(std::min<int64_t>(r[2], kMaxDims)));
     if (j == rank) {
       return failedPrecondition(shapeMismatchMessage(rank, r[1], dims, /*thisProcess=*/true));
     }
@@ -132,7 +132,8 @@ Status Engine::verifyModelAcrossRanks() {
   if (!others.empty()) {
     return failedPrecondition("[" + std::to_string(rank) +
                               "]: DDP expects same model across all ranks; another rank "
-                              "reported: " + others);
+                              "reported: " +
+                              others);
   }
   return Status::ok();
 }
@@ -216,8 +217,8 @@ StatusOr<StepResult> Engine::step(const Batch& batch) {
   RETURN_IF_ERROR(m_actionError);
   const Nanos backwardEnd = now();
   if (m_profiler) {
-    m_profiler->addSpan(ProfLane::kDdp, "backward", Category::kBackward, backwardStart,
-                        backwardEnd, Args{{std::string(traces::kArgIteration), m_iteration}});
+    m_profiler->addSpan(ProfLane::kDdp, "backward", Category::kBackward, backwardStart, backwardEnd,
+                        Args{{std::string(traces::kArgIteration), m_iteration}});
   }
   if (result.synced) {
     // The end of the backward graph task: DDP's queued finalize (or static graph's delayed
@@ -281,7 +282,8 @@ void Engine::copyIntoBucket(const ddp::BucketCopy& copy) {
     }
   }
   if (m_profiler) {
-    m_profiler->addSpan(ProfLane::kDdp, copy.zeroFill() ? "zero bucket slice" : "copy grad to bucket",
+    m_profiler->addSpan(ProfLane::kDdp,
+                        copy.zeroFill() ? "zero bucket slice" : "copy grad to bucket",
                         Category::kCopy, start, now(),
                         Args{{std::string(traces::kArgBucket), int64_t{copy.bucketIndex}},
                              {"param", int64_t{copy.paramIndex}},
@@ -376,19 +378,20 @@ void Engine::rebuildBuckets(const ddp::BucketPlan& newPlan, const ddp::RebuildSy
     for (int p : bucket.params) indices.push_back(p);
   }
   indices.push_back(newPlan.numBuckets());
-  Status status = m_comm.broadcast(std::as_writable_bytes(std::span<int32_t>(indices)), 0,
-                                   CommTag{"rebuild_broadcast_indices", Category::kBroadcast, -1,
-                                           m_iteration, true});
+  Status status = m_comm.broadcast(
+      std::as_writable_bytes(std::span<int32_t>(indices)), 0,
+      CommTag{"rebuild_broadcast_indices", Category::kBroadcast, -1, m_iteration, true});
   if (!status.isOk()) return fail(std::move(status));
   const int32_t rootBuckets = indices.back();
   std::vector<int32_t> counts;
-  for (const auto& bucket : newPlan.buckets) counts.push_back(static_cast<int32_t>(bucket.params.size()));
+  for (const auto& bucket : newPlan.buckets)
+    counts.push_back(static_cast<int32_t>(bucket.params.size()));
   // A rank with fewer local buckets pads by repeating its last count.
   while (static_cast<int32_t>(counts.size()) < rootBuckets) counts.push_back(counts.back());
   counts.resize(static_cast<size_t>(std::max(rootBuckets, 0)));
-  status = m_comm.broadcast(std::as_writable_bytes(std::span<int32_t>(counts)), 0,
-                            CommTag{"rebuild_broadcast_counts", Category::kBroadcast, -1,
-                                    m_iteration, true});
+  status = m_comm.broadcast(
+      std::as_writable_bytes(std::span<int32_t>(counts)), 0,
+      CommTag{"rebuild_broadcast_counts", Category::kBroadcast, -1, m_iteration, true});
   if (!status.isOk()) return fail(std::move(status));
   std::vector<std::vector<int>> rootLists;
   size_t k = 0;
@@ -447,9 +450,9 @@ void Engine::broadcastBuffers(std::span<const int64_t> /*groupBytes*/) {
       if (specs[i].dtype != dtype) continue;
       flat.insert(flat.end(), buffers[i].value.values().begin(), buffers[i].value.values().end());
     }
-    Status status = m_comm.broadcast(std::as_writable_bytes(std::span<float>(flat)), 0,
-                                     CommTag{"broadcast_buffers", Category::kBroadcast, -1,
-                                             m_iteration, true});
+    Status status =
+        m_comm.broadcast(std::as_writable_bytes(std::span<float>(flat)), 0,
+                         CommTag{"broadcast_buffers", Category::kBroadcast, -1, m_iteration, true});
     if (!status.isOk()) return fail(std::move(status));
     size_t offset = 0;
     for (size_t i = 0; i < buffers.size() && i < specs.size(); ++i) {
@@ -465,6 +468,8 @@ void Engine::broadcastBuffers(std::span<const int64_t> /*groupBytes*/) {
   }
 }
 
-void Engine::warning(std::string_view message) { m_warnings.emplace_back(message); }
+void Engine::warning(std::string_view message) {
+  m_warnings.emplace_back(message);
+}
 
 }  // namespace ddpscope::runtime

@@ -115,7 +115,7 @@ class Engine final : private ddp::ReducerActions {
   int64_t m_iteration = 0;
   std::vector<std::vector<float>> m_buckets;  // flat buffers, one per bucket of m_plan
   std::vector<CommWorkPtr> m_bucketWork;
-  std::vector<int32_t> m_localUsed;   // hooks seen since the last finalize (find_unused)
+  std::vector<int32_t> m_localUsed;  // hooks seen since the last finalize (find_unused)
   std::vector<int32_t> m_usedMapBuffer;
   CommWorkPtr m_usedMapWork;
   std::vector<int32_t> m_globalUsed;

@@ -13,7 +13,8 @@ namespace {
 class Rendezvous {
  public:
   explicit Rendezvous(int worldSize)
-      : m_worldSize(worldSize), m_ptrs(static_cast<size_t>(worldSize), nullptr),
+      : m_worldSize(worldSize),
+        m_ptrs(static_cast<size_t>(worldSize), nullptr),
         m_sizes(static_cast<size_t>(worldSize), 0) {}
 
   int worldSize() const { return m_worldSize; }
@@ -95,9 +96,9 @@ class LoopbackBackend final : public CollectiveBackend {
     m_rv->publish(m_rank, data, bytes);
     Status status;
     if (m_rv->size(root) != bytes) {
-      status = internalError("loopback broadcast: root has " + std::to_string(m_rv->size(root)) +
-                             " bytes, rank " + std::to_string(m_rank) + " has " +
-                             std::to_string(bytes));
+      status =
+          internalError("loopback broadcast: root has " + std::to_string(m_rv->size(root)) +
+                        " bytes, rank " + std::to_string(m_rank) + " has " + std::to_string(bytes));
     } else if (m_rank != root) {
       std::memcpy(data, m_rv->ptr(root), static_cast<size_t>(bytes));
     }

@@ -55,15 +55,16 @@ StatusOr<ParamDump> readParamDump(const std::string& path) {
     dump.names.push_back(std::move(name));
     dump.values.push_back(std::move(values));
   }
-  if (!in || dump.values.size() != count) return invalidArgument(path + ": truncated parameter dump");
+  if (!in || dump.values.size() != count)
+    return invalidArgument(path + ": truncated parameter dump");
   return dump;
 }
 
 StatusOr<double> maxAbsDifference(const ParamDump& a, const ParamDump& b) {
   if (a.values.size() != b.values.size()) {
-    return invalidArgument("parameter dumps differ in parameter count: " +
-                           std::to_string(a.values.size()) + " vs " +
-                           std::to_string(b.values.size()));
+    return invalidArgument(
+        "parameter dumps differ in parameter count: " + std::to_string(a.values.size()) + " vs " +
+        std::to_string(b.values.size()));
   }
   double worst = 0;
   for (size_t i = 0; i < a.values.size(); ++i) {

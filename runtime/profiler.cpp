@@ -32,7 +32,9 @@ void Profiler::setEnabled(bool enabled) {
   m_enabled = enabled;
 }
 
-void Profiler::onForwardBegin(int /*layerIndex*/) { m_forwardStart = m_clock(); }
+void Profiler::onForwardBegin(int /*layerIndex*/) {
+  m_forwardStart = m_clock();
+}
 void Profiler::onForwardEnd(int layerIndex) {
   const Nanos end = m_clock();
   const std::string& name = layerIndex >= 0 && layerIndex < static_cast<int>(m_layerNames.size())
@@ -41,7 +43,9 @@ void Profiler::onForwardEnd(int layerIndex) {
   addSpan(ProfLane::kCompute, name, Category::kForward, m_forwardStart, end,
           Args{{"layer", int64_t{layerIndex}}});
 }
-void Profiler::onBackwardBegin(int /*layerIndex*/) { m_backwardStart = m_clock(); }
+void Profiler::onBackwardBegin(int /*layerIndex*/) {
+  m_backwardStart = m_clock();
+}
 void Profiler::onBackwardEnd(int layerIndex) {
   const Nanos end = m_clock();
   const std::string& name = layerIndex >= 0 && layerIndex < static_cast<int>(m_layerNames.size())
@@ -258,7 +262,8 @@ StatusOr<Nanos> measureClockOffset(Communicator& comm, int rounds) {
   std::vector<int64_t> offsets;
   const int world = comm.worldSize();
   for (int round = 0; round < rounds; ++round) {
-    RETURN_IF_ERROR(comm.barrier(CommTag{"clock_sync_barrier", Category::kCommOther, -1, 0, false}));
+    RETURN_IF_ERROR(
+        comm.barrier(CommTag{"clock_sync_barrier", Category::kCommOther, -1, 0, false}));
     int64_t mine = comm.now().count();
     std::vector<int64_t> all(static_cast<size_t>(world));
     RETURN_IF_ERROR(comm.allgather(std::as_bytes(std::span<const int64_t>(&mine, 1)),
@@ -274,8 +279,8 @@ StatusOr<traces::Timeline> gatherTimeline(Communicator& comm, const Profiler& pr
                                           Args metadata) {
   const std::vector<std::byte> blob = encodeRankTrack(profiler.snapshot());
   std::vector<std::vector<std::byte>> blobs;
-  RETURN_IF_ERROR(comm.gatherv(blob, 0, &blobs,
-                               CommTag{"trace_gather", Category::kCommOther, -1, 0, false}));
+  RETURN_IF_ERROR(
+      comm.gatherv(blob, 0, &blobs, CommTag{"trace_gather", Category::kCommOther, -1, 0, false}));
   if (comm.rank() != 0) return traces::Timeline{};
   std::vector<RankTrack> tracks;
   for (size_t r = 0; r < blobs.size(); ++r) {
@@ -334,7 +339,8 @@ RunSummary summarize(const traces::Timeline& timeline, int64_t warmup) {
       entry.index = it.index;
       entry.step = maxNanos(entry.step, it.stepTime);
       const Nanos end = it.start + it.stepTime;
-      entry.forward = maxNanos(entry.forward, categoryTime(track, Category::kForward, it.start, end));
+      entry.forward =
+          maxNanos(entry.forward, categoryTime(track, Category::kForward, it.start, end));
       entry.backward =
           maxNanos(entry.backward, categoryTime(track, Category::kBackward, it.start, end));
       if (ri == 0) {
@@ -350,9 +356,9 @@ RunSummary summarize(const traces::Timeline& timeline, int64_t warmup) {
     }
     rankSummary.comm = Nanos(rankComm);
     rankSummary.exposedComm = Nanos(rankExposed);
-    rankSummary.overlapPercent = rankComm ? 100.0 * static_cast<double>(rankOverlapped) /
-                                                static_cast<double>(rankComm)
-                                          : 0.0;
+    rankSummary.overlapPercent =
+        rankComm ? 100.0 * static_cast<double>(rankOverlapped) / static_cast<double>(rankComm)
+                 : 0.0;
     totalComm += rankComm;
     totalOverlapped += rankOverlapped;
     summary.ranks.push_back(rankSummary);
@@ -378,9 +384,9 @@ RunSummary summarize(const traces::Timeline& timeline, int64_t warmup) {
   summary.medianBackward = median(bwd);
   summary.medianComm = median(comm);
   summary.medianExposedComm = median(exposed);
-  summary.overlapPercent = totalComm ? 100.0 * static_cast<double>(totalOverlapped) /
-                                           static_cast<double>(totalComm)
-                                     : 0.0;
+  summary.overlapPercent =
+      totalComm ? 100.0 * static_cast<double>(totalOverlapped) / static_cast<double>(totalComm)
+                : 0.0;
   return summary;
 }
 

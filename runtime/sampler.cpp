@@ -25,9 +25,12 @@ uint64_t uniformBelow(uint64_t& state, uint64_t bound) {
 
 }  // namespace
 
-DistributedSampler::DistributedSampler(int64_t datasetSize, int worldSize, int rank,
-                                       uint64_t seed, bool shuffle)
-    : m_datasetSize(datasetSize), m_worldSize(worldSize), m_rank(rank), m_seed(seed),
+DistributedSampler::DistributedSampler(int64_t datasetSize, int worldSize, int rank, uint64_t seed,
+                                       bool shuffle)
+    : m_datasetSize(datasetSize),
+      m_worldSize(worldSize),
+      m_rank(rank),
+      m_seed(seed),
       m_shuffle(shuffle) {
   CHECK_GT(datasetSize, 0);
   CHECK_GT(worldSize, 0);
@@ -69,17 +72,17 @@ StatusOr<BatchSchedule> BatchSchedule::create(int64_t datasetSize, int worldSize
   }
   DistributedSampler sampler(datasetSize, worldSize, rank, seed);
   if (sampler.numSamples() < perRankBatch) {
-    return invalidArgument("batch: the dataset (" + std::to_string(datasetSize) +
-                           " samples) gives each of " + std::to_string(worldSize) +
-                           " ranks only " + std::to_string(sampler.numSamples()) +
-                           " samples, fewer than one per-rank batch of " +
-                           std::to_string(perRankBatch));
+    return invalidArgument(
+        "batch: the dataset (" + std::to_string(datasetSize) + " samples) gives each of " +
+        std::to_string(worldSize) + " ranks only " + std::to_string(sampler.numSamples()) +
+        " samples, fewer than one per-rank batch of " + std::to_string(perRankBatch));
   }
   return BatchSchedule(std::move(sampler), perRankBatch);
 }
 
 BatchSchedule::BatchSchedule(DistributedSampler sampler, int64_t perRankBatch)
-    : m_sampler(std::move(sampler)), m_perRankBatch(perRankBatch),
+    : m_sampler(std::move(sampler)),
+      m_perRankBatch(perRankBatch),
       m_stepsPerEpoch(m_sampler.numSamples() / perRankBatch) {}
 
 std::vector<int64_t> BatchSchedule::batch(int64_t step) const {

@@ -44,8 +44,8 @@ class DistributedSampler {
 class BatchSchedule {
  public:
   // InvalidArgument when the shard is smaller than one batch.
-  static StatusOr<BatchSchedule> create(int64_t datasetSize, int worldSize, int rank,
-                                        uint64_t seed, int64_t perRankBatch);
+  static StatusOr<BatchSchedule> create(int64_t datasetSize, int worldSize, int rank, uint64_t seed,
+                                        int64_t perRankBatch);
   // The sample indices of 0-based `step` for this rank.
   std::vector<int64_t> batch(int64_t step) const;
   int64_t stepsPerEpoch() const { return m_stepsPerEpoch; }

@@ -82,7 +82,9 @@ void Tensor::resize(std::vector<int64_t> shape) {
   m_shape = std::move(shape);
 }
 
-void Tensor::fill(float value) { std::fill(data(), data() + numel(), value); }
+void Tensor::fill(float value) {
+  std::fill(data(), data() + numel(), value);
+}
 
 std::string Tensor::shapeString() const {
   std::string text = "[";

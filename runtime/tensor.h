@@ -52,7 +52,7 @@ class Tensor {
  private:
   std::vector<int64_t> m_shape;
   std::vector<float> m_values;
-  float* m_view = nullptr;   // non-null: a view of external memory
+  float* m_view = nullptr;  // non-null: a view of external memory
   int64_t m_viewNumel = 0;
 };
 

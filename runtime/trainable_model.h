@@ -32,7 +32,7 @@ namespace ddpscope::runtime {
 struct Param {
   std::string name;
   Tensor value;
-  Tensor grad;              // same shape as value; valid when gradDefined
+  Tensor grad;  // same shape as value; valid when gradDefined
   bool gradDefined = false;
 };
 
@@ -45,14 +45,14 @@ struct Buffer {
 // can produce any sample: a DistributedSampler shard and the full batch see identical data.
 struct Batch {
   std::vector<int64_t> sampleIndices;
-  Tensor inputs;       // float features / images, or token ids stored as floats
-  Tensor targets;      // regression targets or class / token ids stored as floats
+  Tensor inputs;   // float features / images, or token ids stored as floats
+  Tensor targets;  // regression targets or class / token ids stored as floats
 };
 
 struct ForwardResult {
-  double loss = 0;                 // mean over the batch's samples (and tokens)
-  std::vector<int> unusedParams;   // parameters of layers not executed this iteration
-  std::vector<int> executedLayers; // layer indices in execution order
+  double loss = 0;                  // mean over the batch's samples (and tokens)
+  std::vector<int> unusedParams;    // parameters of layers not executed this iteration
+  std::vector<int> executedLayers;  // layer indices in execution order
 };
 
 // Observes layer execution for the profiler (spans per layer) — called on the training thread.
@@ -69,9 +69,9 @@ class LayerObserver {
 using SyncAllreduceFn = std::function<Status(std::span<float> values)>;
 
 struct BuildOptions {
-  uint64_t seed = 0;                 // parameter init (identical on every rank before broadcast)
-  bool syncBatchNorm = false;        // BatchNorm2d → SyncBatchNorm (needs setSyncAllreduce)
-  models::ModelInputs inputs;        // zero fields = the model's defaults (batch ignored)
+  uint64_t seed = 0;           // parameter init (identical on every rank before broadcast)
+  bool syncBatchNorm = false;  // BatchNorm2d → SyncBatchNorm (needs setSyncAllreduce)
+  models::ModelInputs inputs;  // zero fields = the model's defaults (batch ignored)
 };
 
 class TrainableModel {

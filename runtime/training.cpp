@@ -31,8 +31,9 @@ void capture(TrainableModel& model, TrainingResult& result) {
   result.grads.clear();
   for (const Param& p : model.params()) {
     result.params.push_back(p.value.values());
-    result.grads.push_back(p.gradDefined ? std::vector<float>(p.grad.data(), p.grad.data() + p.grad.numel())
-                                        : std::vector<float>{});
+    result.grads.push_back(p.gradDefined
+                               ? std::vector<float>(p.grad.data(), p.grad.data() + p.grad.numel())
+                               : std::vector<float>{});
   }
 }
 
@@ -74,8 +75,10 @@ StatusOr<TrainingResult> trainDistributed(Communicator& comm, const TrainingOpti
   result.initialPlan = engine->initialPlan();
   for (int64_t i = 1; i <= options.iterations; ++i) {
     if (rank == options.faultKillRank && i == options.faultKillIteration) {
-      std::fprintf(stderr, "ddpscope-run: rank %d: fault injection: exiting with code 9 at "
-                           "iteration %lld\n", rank, static_cast<long long>(i));
+      std::fprintf(stderr,
+                   "ddpscope-run: rank %d: fault injection: exiting with code 9 at "
+                   "iteration %lld\n",
+                   rank, static_cast<long long>(i));
       std::fflush(stderr);
       _exit(9);
     }
@@ -93,8 +96,7 @@ StatusOr<TrainingResult> trainDistributed(Communicator& comm, const TrainingOpti
 }
 
 StatusOr<TrainingResult> trainReference(const TrainingOptions& options, int shards,
-                                        Profiler* profiler,
-                                        const IterationCallback& onIteration) {
+                                        Profiler* profiler, const IterationCallback& onIteration) {
   RETURN_IF_ERROR(checkBatch(options.globalBatch, shards));
   ASSIGN_OR_RETURN(std::unique_ptr<TrainableModel> model,
                    buildTrainableModel(options.model, options.build));

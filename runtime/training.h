@@ -29,13 +29,13 @@ class Profiler;
 
 struct TrainingOptions {
   models::ModelSpec model;
-  BuildOptions build;        // seed (parameter init), syncBatchNorm, seq / image size
-  ddp::DdpConfig ddp;        // worldSize comes from the communicator
-  int64_t globalBatch = 8;   // B: samples per step over all ranks
-  int64_t iterations = 10;   // forward/backward iterations (SGD steps = iterations / no_sync K)
+  BuildOptions build;       // seed (parameter init), syncBatchNorm, seq / image size
+  ddp::DdpConfig ddp;       // worldSize comes from the communicator
+  int64_t globalBatch = 8;  // B: samples per step over all ranks
+  int64_t iterations = 10;  // forward/backward iterations (SGD steps = iterations / no_sync K)
   double learningRate = 0.01;
   double momentum = 0.0;
-  uint64_t dataSeed = 1;     // synthetic data and sampler shuffle (seed + epoch)
+  uint64_t dataSeed = 1;  // synthetic data and sampler shuffle (seed + epoch)
   bool profile = true;
   // Test-only fault injection: rank faultKillRank calls _exit(9) at the start of iteration
   // faultKillIteration.

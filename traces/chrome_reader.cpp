@@ -6,10 +6,9 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <unordered_map>
 #include <utility>
-
-#include <nlohmann/json.hpp>
 
 #ifdef DDPSCOPE_HAVE_ZLIB
 #include <zlib.h>
@@ -65,7 +64,17 @@ constexpr IdKey kInstantsTid{-1, true};
 // ---- one decoded field of the current event ----
 
 struct FieldValue {
-  enum class Kind : uint8_t { kMissing, kInt, kUnsigned, kFloat, kString, kBool, kNull, kObject, kArray };
+  enum class Kind : uint8_t {
+    kMissing,
+    kInt,
+    kUnsigned,
+    kFloat,
+    kString,
+    kBool,
+    kNull,
+    kObject,
+    kArray
+  };
   Kind kind = Kind::kMissing;
   int64_t i = 0;
   uint64_t u = 0;
@@ -80,26 +89,47 @@ struct FieldValue {
   bool present() const { return kind != Kind::kMissing; }
   std::string repr() const {
     switch (kind) {
-      case Kind::kMissing: return "nothing";
-      case Kind::kInt: return std::to_string(i);
-      case Kind::kUnsigned: return std::to_string(u);
-      case Kind::kFloat: return text;
+      case Kind::kMissing:
+        return "nothing";
+      case Kind::kInt:
+        return std::to_string(i);
+      case Kind::kUnsigned:
+        return std::to_string(u);
+      case Kind::kFloat:
+        return text;
       case Kind::kString: {
         std::string out;
         appendJsonString(out, text.size() > 60 ? text.substr(0, 60) + "..." : text);
         return out;
       }
-      case Kind::kBool: return b ? "true" : "false";
-      case Kind::kNull: return "null";
-      case Kind::kObject: return "an object";
-      case Kind::kArray: return "an array";
+      case Kind::kBool:
+        return b ? "true" : "false";
+      case Kind::kNull:
+        return "null";
+      case Kind::kObject:
+        return "an object";
+      case Kind::kArray:
+        return "an array";
     }
     return "?";
   }
 };
 
 enum class EventField : uint8_t {
-  kNone, kPh, kName, kCat, kPid, kTid, kTs, kDur, kId, kBp, kScope, kBindId, kFlowIn, kFlowOut,
+  kNone,
+  kPh,
+  kName,
+  kCat,
+  kPid,
+  kTid,
+  kTs,
+  kDur,
+  kId,
+  kBp,
+  kScope,
+  kBindId,
+  kFlowIn,
+  kFlowOut,
   kArgs,
 };
 
@@ -142,28 +172,42 @@ struct RawEvent {
   Args args;
 
   void reset() {
-    for (FieldValue* f : {&ph, &name, &cat, &pid, &tid, &ts, &dur, &id, &bp, &scope, &bindId,
-                          &flowIn, &flowOut}) {
+    for (FieldValue* f :
+         {&ph, &name, &cat, &pid, &tid, &ts, &dur, &id, &bp, &scope, &bindId, &flowIn, &flowOut}) {
       f->reset();
     }
     args.clear();
   }
   FieldValue* field(EventField which) {
     switch (which) {
-      case EventField::kPh: return &ph;
-      case EventField::kName: return &name;
-      case EventField::kCat: return &cat;
-      case EventField::kPid: return &pid;
-      case EventField::kTid: return &tid;
-      case EventField::kTs: return &ts;
-      case EventField::kDur: return &dur;
-      case EventField::kId: return &id;
-      case EventField::kBp: return &bp;
-      case EventField::kScope: return &scope;
-      case EventField::kBindId: return &bindId;
-      case EventField::kFlowIn: return &flowIn;
-      case EventField::kFlowOut: return &flowOut;
-      default: return nullptr;
+      case EventField::kPh:
+        return &ph;
+      case EventField::kName:
+        return &name;
+      case EventField::kCat:
+        return &cat;
+      case EventField::kPid:
+        return &pid;
+      case EventField::kTid:
+        return &tid;
+      case EventField::kTs:
+        return &ts;
+      case EventField::kDur:
+        return &dur;
+      case EventField::kId:
+        return &id;
+      case EventField::kBp:
+        return &bp;
+      case EventField::kScope:
+        return &scope;
+      case EventField::kBindId:
+        return &bindId;
+      case EventField::kFlowIn:
+        return &flowIn;
+      case EventField::kFlowOut:
+        return &flowOut;
+      default:
+        return nullptr;
     }
   }
 };
@@ -303,8 +347,8 @@ class TraceSaxHandler {
                    const nlohmann::detail::exception& ex) {
     std::string what = ex.what();
     // "[json.exception.parse_error.101] parse error at line 1, column 7: syntax error ..."
-    if (size_t close = what.find("] "); what.rfind("[json.exception.", 0) == 0 &&
-                                         close != std::string::npos) {
+    if (size_t close = what.find("] ");
+        what.rfind("[json.exception.", 0) == 0 && close != std::string::npos) {
       what = what.substr(close + 2);
     }
     m_status = invalidArgument(m_source + ": invalid JSON at byte " + std::to_string(position) +
@@ -493,7 +537,8 @@ bool TraceSaxHandler::startContainer(bool isObject) {
     case Ctx::kTop:
       if (m_key == "traceEvents") {
         if (isObject) {
-          return fail(invalidArgument(m_source + ": traceEvents: expected an array, got an object"));
+          return fail(
+              invalidArgument(m_source + ": traceEvents: expected an array, got an object"));
         }
         m_sawEvents = true;
         m_stack.push_back(Ctx::kEvents);
@@ -560,12 +605,23 @@ bool TraceSaxHandler::endContainer() {
 
 void TraceSaxHandler::addArgValue(Args& target, std::string key, const FieldValue& value) {
   switch (value.kind) {
-    case FieldValue::Kind::kInt: target.append(std::move(key), value.i); break;
-    case FieldValue::Kind::kUnsigned: target.append(std::move(key), std::to_string(value.u)); break;
-    case FieldValue::Kind::kFloat: target.append(std::move(key), value.d); break;
-    case FieldValue::Kind::kString: target.append(std::move(key), value.text); break;
-    case FieldValue::Kind::kBool: target.append(std::move(key), int64_t{value.b ? 1 : 0}); break;
-    default: break;  // null: dropped
+    case FieldValue::Kind::kInt:
+      target.append(std::move(key), value.i);
+      break;
+    case FieldValue::Kind::kUnsigned:
+      target.append(std::move(key), std::to_string(value.u));
+      break;
+    case FieldValue::Kind::kFloat:
+      target.append(std::move(key), value.d);
+      break;
+    case FieldValue::Kind::kString:
+      target.append(std::move(key), value.text);
+      break;
+    case FieldValue::Kind::kBool:
+      target.append(std::move(key), int64_t{value.b ? 1 : 0});
+      break;
+    default:
+      break;  // null: dropped
   }
 }
 
@@ -578,8 +634,8 @@ bool TraceSaxHandler::onScalar(FieldValue& value) {
   switch (m_stack.back()) {
     case Ctx::kTop:
       if (m_key == "traceEvents") {
-        return fail(invalidArgument(m_source + ": traceEvents: expected an array, got " +
-                                    value.repr()));
+        return fail(
+            invalidArgument(m_source + ": traceEvents: expected an array, got " + value.repr()));
       }
       if (m_key == "traceName") {
         if (value.kind == FieldValue::Kind::kString) m_traceName = value.text;
@@ -591,8 +647,8 @@ bool TraceSaxHandler::onScalar(FieldValue& value) {
       return true;
     case Ctx::kEvents:
       ++m_eventIndex;
-      return fail(invalidArgument(m_source + ": " + eventPath() + ": expected an event object, got " +
-                                  value.repr()));
+      return fail(invalidArgument(m_source + ": " + eventPath() +
+                                  ": expected an event object, got " + value.repr()));
     case Ctx::kEvent:
       if (FieldValue* field = m_event.field(m_eventField)) std::swap(*field, value);
       return true;
@@ -653,8 +709,10 @@ StatusOr<Nanos> TraceSaxHandler::timeField(const FieldValue& value, std::string_
 
 StatusOr<IdKey> TraceSaxHandler::idField(const FieldValue& value, std::string_view field) {
   switch (value.kind) {
-    case FieldValue::Kind::kMissing: return IdKey{0, false};
-    case FieldValue::Kind::kInt: return IdKey{value.i, false};
+    case FieldValue::Kind::kMissing:
+      return IdKey{0, false};
+    case FieldValue::Kind::kInt:
+      return IdKey{value.i, false};
     case FieldValue::Kind::kFloat:
       if (std::isfinite(value.d) && value.d == std::floor(value.d) && std::fabs(value.d) < 9e15) {
         return IdKey{static_cast<int64_t>(value.d), false};
@@ -662,8 +720,8 @@ StatusOr<IdKey> TraceSaxHandler::idField(const FieldValue& value, std::string_vi
       break;
     case FieldValue::Kind::kUnsigned:
     case FieldValue::Kind::kString: {
-      std::string text = value.kind == FieldValue::Kind::kString ? value.text
-                                                                 : std::to_string(value.u);
+      std::string text =
+          value.kind == FieldValue::Kind::kString ? value.text : std::to_string(value.u);
       if (std::optional<int64_t> number = parseInt64(text)) return IdKey{*number, false};
       auto [it, inserted] =
           m_internedIds.emplace(std::move(text), static_cast<int64_t>(m_internedIds.size()));
@@ -678,10 +736,14 @@ StatusOr<IdKey> TraceSaxHandler::idField(const FieldValue& value, std::string_vi
 StatusOr<std::string> TraceSaxHandler::flowIdText(const FieldValue& value,
                                                   std::string_view field) const {
   switch (value.kind) {
-    case FieldValue::Kind::kInt: return std::to_string(value.i);
-    case FieldValue::Kind::kUnsigned: return std::to_string(value.u);
-    case FieldValue::Kind::kString: return value.text;
-    case FieldValue::Kind::kFloat: return value.text;
+    case FieldValue::Kind::kInt:
+      return std::to_string(value.i);
+    case FieldValue::Kind::kUnsigned:
+      return std::to_string(value.u);
+    case FieldValue::Kind::kString:
+      return value.text;
+    case FieldValue::Kind::kFloat:
+      return value.text;
     case FieldValue::Kind::kMissing:
       return fieldError(field, "missing (required for flow events)");
     default:
@@ -772,7 +834,8 @@ Status TraceSaxHandler::handleEvent() {
     case 'I': {
       ASSIGN_OR_RETURN(IdKey pid, idField(m_event.pid, "pid"));
       IdKey tid{};
-      bool processScope = (phase == 'i' || phase == 'I') && m_event.scope.kind == FieldValue::Kind::kString &&
+      bool processScope = (phase == 'i' || phase == 'I') &&
+                          m_event.scope.kind == FieldValue::Kind::kString &&
                           (m_event.scope.text == "g" || m_event.scope.text == "p");
       if (processScope) {
         tid = kInstantsTid;
@@ -872,7 +935,8 @@ Status TraceSaxHandler::handleCounter() {
     } else {
       continue;  // non-numeric series are not counters
     }
-    m_counters.push_back(RawCounter{process, key == "value" ? name : name + " " + key, time, number});
+    m_counters.push_back(
+        RawCounter{process, key == "value" ? name : name + " " + key, time, number});
   }
   return Status::ok();
 }
@@ -883,12 +947,14 @@ void TraceSaxHandler::handleBoundFlows(int lane, Nanos time) {
   if (!idText.isOk()) return;
   std::string key = "\x1f\x1f" + *idText;
   auto truthy = [](const FieldValue& v) {
-    return (v.kind == FieldValue::Kind::kBool && v.b) || (v.kind == FieldValue::Kind::kInt && v.i != 0);
+    return (v.kind == FieldValue::Kind::kBool && v.b) ||
+           (v.kind == FieldValue::Kind::kInt && v.i != 0);
   };
   if (truthy(m_event.flowIn)) {
     auto it = m_openFlows.find(key);
     if (it != m_openFlows.end()) {
-      m_flows.push_back(RawFlow{flowNumericId(*idText), "", "", it->second, RawFlowPoint{lane, time}});
+      m_flows.push_back(
+          RawFlow{flowNumericId(*idText), "", "", it->second, RawFlowPoint{lane, time}});
       m_openFlows.erase(it);
     } else {
       warn(eventPath() + ": flow_in without a matching flow_out ignored");
@@ -916,7 +982,8 @@ Status TraceSaxHandler::handleFlowPhase(char phase) {
     warn(eventPath() + ": flow \"" + std::string(1, phase) + "\" without a matching \"s\" ignored");
     return Status::ok();
   }
-  m_flows.push_back(RawFlow{flowNumericId(idText), std::move(name), std::move(cat), it->second, here});
+  m_flows.push_back(
+      RawFlow{flowNumericId(idText), std::move(name), std::move(cat), it->second, here});
   if (phase == 't') {
     it->second = here;
   } else {
@@ -931,7 +998,8 @@ Status TraceSaxHandler::handleMetadata() {
                               : std::string_view();
   ASSIGN_OR_RETURN(IdKey pid, idField(m_event.pid, "pid"));
   if (name == "process_name" || name == "process_labels") {
-    std::optional<std::string_view> value = m_event.args.getString(name == "process_name" ? "name" : "labels");
+    std::optional<std::string_view> value =
+        m_event.args.getString(name == "process_name" ? "name" : "labels");
     if (!value) {
       warn(eventPath() + ": " + std::string(name) + " without a string arg ignored");
       return Status::ok();
@@ -963,8 +1031,9 @@ Status TraceSaxHandler::handleMetadata() {
 
 StatusOr<Timeline> TraceSaxHandler::finish() {
   if (!m_sawEvents) {
-    return invalidArgument(m_source + ": no \"traceEvents\" array (expected an array of events or "
-                                      "an object with \"traceEvents\")");
+    return invalidArgument(m_source +
+                           ": no \"traceEvents\" array (expected an array of events or "
+                           "an object with \"traceEvents\")");
   }
   bool singleRank = m_singleRank || m_options.rank.has_value();
   if (m_report != nullptr) m_report->singleRankTrace = singleRank;
@@ -988,8 +1057,8 @@ StatusOr<Timeline> TraceSaxHandler::finish() {
     }
     for (size_t p = 0; p < m_processes.size(); ++p) {
       const RawProcess& process = m_processes[p];
-      bool fits = !process.pid.isString && process.pid.value >= INT32_MIN &&
-                  process.pid.value <= INT32_MAX;
+      bool fits =
+          !process.pid.isString && process.pid.value >= INT32_MIN && process.pid.value <= INT32_MAX;
       processRank[p] = fits ? static_cast<int>(process.pid.value) : nextFree++;
       std::string name = process.name;
       if (name == "rank " + std::to_string(processRank[p])) name.clear();
@@ -1013,8 +1082,9 @@ StatusOr<Timeline> TraceSaxHandler::finish() {
       }
       if (singleRank && m_processes.size() > 1) {
         std::string processName = !process.labels.empty() ? process.labels
-                                  : !process.name.empty() ? process.name
-                                                          : "pid " + std::to_string(process.pid.value);
+                                  : !process.name.empty()
+                                      ? process.name
+                                      : "pid " + std::to_string(process.pid.value);
         name = processName + ": " + name;
       }
       bool gpuLane = raw.gpuEvents || startsWith(raw.threadName, "stream ");
@@ -1100,8 +1170,8 @@ std::optional<Nanos> parseMicrosText(std::string_view text) {
   }
   if (text.find_first_of("eE") != std::string_view::npos) {
     double value = 0;
-    auto [ptr, ec] = std::from_chars(text.data() + (text[0] == '+' ? 1 : 0),
-                                     text.data() + text.size(), value);
+    auto [ptr, ec] =
+        std::from_chars(text.data() + (text[0] == '+' ? 1 : 0), text.data() + text.size(), value);
     if (ec != std::errc() || ptr != text.data() + text.size() || !std::isfinite(value) ||
         std::fabs(value) >= 9.2e15) {
       return std::nullopt;
@@ -1149,7 +1219,8 @@ StatusOr<std::string> gunzipBytes(std::string_view bytes, const std::string& sou
   std::string out;
   out.reserve(bytes.size() * 4);
   z_stream stream{};
-  if (inflateInit2(&stream, 15 + 32) != Z_OK) return internalError(sourceName + ": inflateInit failed");
+  if (inflateInit2(&stream, 15 + 32) != Z_OK)
+    return internalError(sourceName + ": inflateInit failed");
   stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
   stream.avail_in = static_cast<uInt>(bytes.size());
   char buffer[1 << 16];

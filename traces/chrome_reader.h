@@ -52,16 +52,15 @@ struct ChromeReadOptions {
 
 // What the reader skipped or guessed; optional output.
 struct ChromeReadReport {
-  int64_t eventCount = 0;      // entries of the event array
-  int64_t ignoredEvents = 0;   // unknown phases, unmatched E / f, unclosed B, odd M
-  bool singleRankTrace = false;  // read as one Kineto-style rank
+  int64_t eventCount = 0;             // entries of the event array
+  int64_t ignoredEvents = 0;          // unknown phases, unmatched E / f, unclosed B, odd M
+  bool singleRankTrace = false;       // read as one Kineto-style rank
   std::vector<std::string> warnings;  // the first kMaxWarnings, one line each
   static constexpr size_t kMaxWarnings = 100;
 };
 
 // Reads a trace file (plain or gzip). Errors name `path`.
-StatusOr<Timeline> readChromeTrace(const std::string& path,
-                                   const ChromeReadOptions& options = {},
+StatusOr<Timeline> readChromeTrace(const std::string& path, const ChromeReadOptions& options = {},
                                    ChromeReadReport* report = nullptr);
 // Parses trace bytes (plain or gzip) already in memory; errors name `sourceName`.
 StatusOr<Timeline> parseChromeTrace(std::string_view bytes, const std::string& sourceName,

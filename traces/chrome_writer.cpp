@@ -104,7 +104,8 @@ void appendMicros(std::string& out, Nanos ns) {
   uint64_t fraction = magnitude % 1000;
   if (fraction == 0) return;
   char digits[4] = {'.', static_cast<char>('0' + fraction / 100),
-                    static_cast<char>('0' + fraction / 10 % 10), static_cast<char>('0' + fraction % 10)};
+                    static_cast<char>('0' + fraction / 10 % 10),
+                    static_cast<char>('0' + fraction % 10)};
   size_t length = 4;
   while (digits[length - 1] == '0') --length;
   out.append(digits, length);
@@ -135,13 +136,27 @@ void appendJsonString(std::string& out, std::string_view text) {
     }
     flushRun(i);
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
       default:
         out += "\\u00";
         out += kHex[c >> 4];
@@ -216,7 +231,9 @@ ChromeTraceWriter::ChromeTraceWriter(std::ostream& out) : m_out(&out) {
 
 ChromeTraceWriter::ChromeTraceWriter(std::unique_ptr<std::ostream> owned,
                                      std::unique_ptr<GzipBuffer> gzip, std::string path)
-    : m_gzip(std::move(gzip)), m_owned(std::move(owned)), m_out(m_owned.get()),
+    : m_gzip(std::move(gzip)),
+      m_owned(std::move(owned)),
+      m_out(m_owned.get()),
       m_path(std::move(path)) {
   m_buffer.reserve(kFlushBytes + 4096);
   m_buffer += "{\"traceEvents\":[\n";
@@ -407,9 +424,8 @@ void writeTimeline(const Timeline& timeline, ChromeTraceWriter& writer) {
       }
       order.resize(spans.size());
       std::iota(order.begin(), order.end(), 0U);
-      std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-        return spanPrecedes(spans[a], spans[b]);
-      });
+      std::stable_sort(order.begin(), order.end(),
+                       [&](uint32_t a, uint32_t b) { return spanPrecedes(spans[a], spans[b]); });
       for (uint32_t index : order) writer.addSpan(track.rank, tid, spans[index]);
     }
   }

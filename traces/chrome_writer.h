@@ -73,10 +73,10 @@ class ChromeTraceWriter {
   void flushIfLarge();
   void flush();
 
-  std::unique_ptr<GzipBuffer> m_gzip;      // only for open() on a .gz path
-  std::unique_ptr<std::ostream> m_owned;   // only for open()
+  std::unique_ptr<GzipBuffer> m_gzip;     // only for open() on a .gz path
+  std::unique_ptr<std::ostream> m_owned;  // only for open()
   std::ostream* m_out;
-  std::string m_path;                      // for error messages; empty for a caller's stream
+  std::string m_path;  // for error messages; empty for a caller's stream
   std::string m_buffer;
   std::string m_traceName;
   Args m_metadata;

@@ -66,8 +66,7 @@ Category classifyHostEvent(std::string_view name) {
   if (startsWith(name, "DistributedDataParallel.forward")) return Category::kForward;
   if (startsWith(name, "autograd::engine::evaluate_function")) return Category::kBackward;
   if (startsWith(name, "Optimizer.")) return Category::kOptimizer;
-  if (startsWith(name, "c10d::") || startsWith(name, "nccl:") ||
-      name == "record_param_comms") {
+  if (startsWith(name, "c10d::") || startsWith(name, "nccl:") || name == "record_param_comms") {
     return collectiveFromName(name);
   }
   return Category::kOther;

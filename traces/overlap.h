@@ -34,10 +34,10 @@
 namespace ddpscope::traces {
 
 struct OverlapStats {
-  Nanos compute;       // |∪ compute|
-  Nanos comm;          // |∪ comm|
-  Nanos overlapped;    // |∪compute ∩ ∪comm|
-  Nanos exposedComm;   // comm − overlapped
+  Nanos compute;                  // |∪ compute|
+  Nanos comm;                     // |∪ comm|
+  Nanos overlapped;               // |∪compute ∩ ∪comm|
+  Nanos exposedComm;              // comm − overlapped
   double overlapPercent = 0;      // 100 × overlapped / comm, full precision
   bool hasCommunication = false;  // false: "no communication", overlapPercent is 0
 };
@@ -45,7 +45,7 @@ struct OverlapStats {
 struct IterationOverlap {
   int64_t index = 0;  // ProfilerStep#N
   Nanos start;
-  Nanos stepTime;     // the iteration window's length
+  Nanos stepTime;      // the iteration window's length
   OverlapStats stats;  // intervals clipped to [start, start + stepTime)
   // DDP logger's avg_backward_compute_comm_overlap_time for this iteration: end of the last
   // kBackward span − start of the first bucket collective (allreduce / allgather /

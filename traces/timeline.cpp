@@ -10,9 +10,9 @@ namespace ddpscope::traces {
 namespace {
 
 constexpr std::array<const char*, kCategoryCount> kCategoryNames = {
-    "forward",   "backward",       "optimizer", "compute",   "copy",
+    "forward",   "backward",           "optimizer", "compute",   "copy",
     "allreduce", "used_map_allreduce", "broadcast", "allgather", "reduce_scatter",
-    "comm",      "iteration",      "other",
+    "comm",      "iteration",          "other",
 };
 
 std::string describeSpan(const Span& span) {
@@ -24,9 +24,12 @@ std::string describeSpan(const Span& span) {
 
 const char* laneKindName(LaneKind kind) {
   switch (kind) {
-    case LaneKind::kCompute: return "compute";
-    case LaneKind::kComm: return "comm";
-    case LaneKind::kHost: return "host";
+    case LaneKind::kCompute:
+      return "compute";
+    case LaneKind::kComm:
+      return "comm";
+    case LaneKind::kHost:
+      return "host";
   }
   return "host";
 }
@@ -75,7 +78,9 @@ bool isComputation(Category category) {
   }
 }
 
-bool isMemory(Category category) { return category == Category::kCopy; }
+bool isMemory(Category category) {
+  return category == Category::kCopy;
+}
 
 // ---- Args ----
 
@@ -199,8 +204,8 @@ void Timeline::addSpan(LaneHandle handle, std::string name, Category category, N
 
 void Timeline::addIteration(int rankId, int64_t index, Nanos start, Nanos duration) {
   LaneHandle handle = findOrAddLane(rankId, kIterationLaneName, LaneKind::kHost);
-  addSpan(handle, "ProfilerStep#" + std::to_string(index), Category::kIteration, start,
-          duration, Args{{std::string(kArgIteration), ArgValue(index)}});
+  addSpan(handle, "ProfilerStep#" + std::to_string(index), Category::kIteration, start, duration,
+          Args{{std::string(kArgIteration), ArgValue(index)}});
 }
 
 std::vector<Iteration> Timeline::iterations(int rankIndex) const {
@@ -221,9 +226,8 @@ std::vector<Iteration> Timeline::iterations(int rankIndex) const {
       result.push_back(iteration);
     }
   }
-  std::stable_sort(result.begin(), result.end(), [](const Iteration& a, const Iteration& b) {
-    return a.start < b.start;
-  });
+  std::stable_sort(result.begin(), result.end(),
+                   [](const Iteration& a, const Iteration& b) { return a.start < b.start; });
   for (size_t i = 0; i < result.size(); ++i) {
     if (result[i].index < 0) result[i].index = static_cast<int64_t>(i);
   }
@@ -256,9 +260,8 @@ Status Timeline::validateNesting() const {
       order.reserve(lane.spans.size());
       for (const Span& span : lane.spans) {
         if (span.duration < Nanos(0)) {
-          return failedPrecondition("rank " + std::to_string(track.rank) + " lane \"" +
-                                    lane.name + "\": span " + describeSpan(span) +
-                                    " has a negative duration");
+          return failedPrecondition("rank " + std::to_string(track.rank) + " lane \"" + lane.name +
+                                    "\": span " + describeSpan(span) + " has a negative duration");
         }
         order.push_back(&span);
       }
@@ -268,9 +271,9 @@ Status Timeline::validateNesting() const {
       for (const Span* span : order) {
         while (!open.empty() && open.back()->end() <= span->start) open.pop_back();
         if (!open.empty() && span->end() > open.back()->end()) {
-          return failedPrecondition("rank " + std::to_string(track.rank) + " lane \"" +
-                                    lane.name + "\": span " + describeSpan(*span) +
-                                    " partially overlaps " + describeSpan(*open.back()));
+          return failedPrecondition("rank " + std::to_string(track.rank) + " lane \"" + lane.name +
+                                    "\": span " + describeSpan(*span) + " partially overlaps " +
+                                    describeSpan(*open.back()));
         }
         open.push_back(span);
       }

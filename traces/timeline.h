@@ -215,8 +215,8 @@ class Timeline {
   void reserveSpans(LaneHandle handle, size_t count);
   void addSpan(LaneHandle handle, Span span);
   // Convenience: builds the Span in place.
-  void addSpan(LaneHandle handle, std::string name, Category category, Nanos start,
-               Nanos duration, Args args = {});
+  void addSpan(LaneHandle handle, std::string name, Category category, Nanos start, Nanos duration,
+               Args args = {});
   std::span<const Span> spans(LaneHandle handle) const { return lane(handle).spans; }
 
   // Declares iteration `index` of rank `rankId` as a kIteration span "ProfilerStep#<index>"

@@ -308,8 +308,7 @@ class BatchNorm2dLayer final : public Layer {
     if (m_weight != nullptr) {
       float beta = paramGradBeta(*m_weight);
       for (size_t c = 0; c < c2; ++c) {
-        m_weight->grad[c] =
-            beta * m_weight->grad[c] + static_cast<float>(sums[c2 + c]);
+        m_weight->grad[c] = beta * m_weight->grad[c] + static_cast<float>(sums[c2 + c]);
       }
     }
     if (m_bias != nullptr) {

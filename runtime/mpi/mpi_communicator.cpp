@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include <climits>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 
 #include "runtime/comm_thread.h"
 
@@ -27,12 +27,12 @@ Status mpiError(const char* file, int line, const char* call, int code) {
 }
 
 // Checks an MPI call; returns the Status from the enclosing function on failure.
-#define MPI_CHECK(call)                                                       \
-  do {                                                                        \
-    const int mpi_check_code_ = (call);                                       \
-    if (mpi_check_code_ != MPI_SUCCESS) {                                     \
-      return mpiError(__FILE__, __LINE__, #call, mpi_check_code_);            \
-    }                                                                         \
+#define MPI_CHECK(call)                                            \
+  do {                                                             \
+    const int mpi_check_code_ = (call);                            \
+    if (mpi_check_code_ != MPI_SUCCESS) {                          \
+      return mpiError(__FILE__, __LINE__, #call, mpi_check_code_); \
+    }                                                              \
   } while (0)
 
 // MPI counts are int: large buffers go in chunks.
@@ -163,7 +163,9 @@ MpiSession::~MpiSession() {
   if (!finalized) MPI_Finalize();
 }
 
-bool MpiSession::threadMultiple() const { return m_threadLevel >= MPI_THREAD_MULTIPLE; }
+bool MpiSession::threadMultiple() const {
+  return m_threadLevel >= MPI_THREAD_MULTIPLE;
+}
 
 std::string MpiSession::threadLevelName() const {
   switch (m_threadLevel) {

@@ -10,8 +10,8 @@
 #include <fstream>
 #include <iostream>
 #include <mutex>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "runtime/fault_guard.h"
@@ -46,8 +46,8 @@ Status writeTimeline(const traces::Timeline& timeline, const std::string& path) 
 // The partial trace of this rank (fault paths): rank 0 writes --trace, others --trace.rank<r>.
 void flushPartialTrace(const Profiler& profiler, const WorkerFlags& flags, int rank, int world) {
   if (flags.tracePath.empty()) return;
-  const std::string path = rank == 0 ? flags.tracePath
-                                     : flags.tracePath + ".rank" + std::to_string(rank);
+  const std::string path =
+      rank == 0 ? flags.tracePath : flags.tracePath + ".rank" + std::to_string(rank);
   traces::Args metadata = runMetadata(flags, world, "mpi");
   metadata.append("partial", int64_t{1});
   const traces::Timeline timeline = mergeRankTracks({profiler.snapshot()}, std::move(metadata));
@@ -85,8 +85,10 @@ Status writeOutputs(const WorkerFlags& flags, const traces::Timeline& timeline,
                   "overlap", summary.overlapPercent);
     std::cout << line;
     for (const auto& r : summary.ranks) {
-      std::snprintf(line, sizeof(line), "    rank %-4d overlap %6.2f %%, exposed comm %.3f ms over the measured iterations\n", r.rank,
-                    r.overlapPercent, r.exposedComm.toMillis());
+      std::snprintf(
+          line, sizeof(line),
+          "    rank %-4d overlap %6.2f %%, exposed comm %.3f ms over the measured iterations\n",
+          r.rank, r.overlapPercent, r.exposedComm.toMillis());
       std::cout << line;
     }
     if (!flags.tracePath.empty()) std::cout << "trace written to " << flags.tracePath << "\n";
@@ -172,7 +174,8 @@ int runWorker(int argc, char** argv) {
       if (rank == 0) {
         std::fprintf(stderr,
                      "ddpscope-run: error: --world-size-reference runs one process; launch it "
-                     "without mpirun or with -np 1 (got %d ranks)\n", world);
+                     "without mpirun or with -np 1 (got %d ranks)\n",
+                     world);
       }
       return 2;
     }
@@ -186,12 +189,12 @@ int runWorker(int argc, char** argv) {
     return 1;
   }
   (*comm)->setTimeout(flags.commTimeout);
-  Profiler profiler(rank, layerNames(flags.training.model),
-                    [c = comm->get()] { return c->now(); });
+  Profiler profiler(rank, layerNames(flags.training.model), [c = comm->get()] { return c->now(); });
   setTerminationHandler([&profiler, &flags, rank, world](int sig) {
     std::fprintf(stderr,
                  "ddpscope-run: rank %d: terminated by signal %d (mpirun ends the job when a "
-                 "rank dies or aborts); flushing the trace recorded so far\n", rank, sig);
+                 "rank dies or aborts); flushing the trace recorded so far\n",
+                 rank, sig);
     flushPartialTrace(profiler, flags, rank, world);
   });
 
@@ -255,4 +258,6 @@ int runWorker(int argc, char** argv) {
 }  // namespace
 }  // namespace ddpscope::runtime::tools
 
-int main(int argc, char** argv) { return ddpscope::runtime::tools::runWorker(argc, argv); }
+int main(int argc, char** argv) {
+  return ddpscope::runtime::tools::runWorker(argc, argv);
+}

@@ -3,8 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include "ddp/bucket_plan.h"
-#include "models/zoo.h"
 #include "models/builders.h"
+#include "models/zoo.h"
 #include "sim/cli/arg_parser.h"
 
 namespace ddpscope::runtime::tools {
@@ -24,7 +24,8 @@ cli::ArgParser makeParser() {
               "gpt2:layers=2,embd=64,heads=4,vocab=512,seq=32")
       .option("backend", "mpi|nccl", "communication backend (default mpi)")
       .option("iterations", "N", "measured iterations after the warm-up (default 10)")
-      .option("warmup", "W", "warm-up iterations, run first and left out of the summary (default 0)")
+      .option("warmup", "W",
+              "warm-up iterations, run first and left out of the summary (default 0)")
       .option("batch", "B", "GLOBAL batch; each of the N ranks trains on B/N samples (default 8)")
       .option("bucket-cap-mb", "X", "bucket_cap_mb in MiB (default 25)")
       .option("first-bucket-mb", "Y", "first bucket cap in MiB (default 1)")
@@ -105,7 +106,8 @@ StatusOr<WorkerFlags> parseWorkerFlags(const std::vector<std::string>& argv) {
         "--backend nccl: this ddpscope-run was not built with CUDA/NCCL (the CPU runtime "
         "supports --backend mpi)");
   }
-  if (backend != "mpi") return invalidArgument("--backend: expected mpi or nccl, got '" + backend + "'");
+  if (backend != "mpi")
+    return invalidArgument("--backend: expected mpi or nccl, got '" + backend + "'");
   auto model = args.value("model");
   if (!model) return invalidArgument("--model: required (a zoo name or a shorthand)");
   flags.modelText = *model;
@@ -124,7 +126,8 @@ StatusOr<WorkerFlags> parseWorkerFlags(const std::vector<std::string>& argv) {
   }
   ASSIGN_OR_RETURN(double firstMb, args.positiveDouble("first-bucket-mb", 1.0));
   d.firstBucketBytes = static_cast<int64_t>(firstMb * 1024.0 * 1024.0);
-  if (d.firstBucketBytes <= 0) return invalidArgument("--first-bucket-mb: expected at least one byte");
+  if (d.firstBucketBytes <= 0)
+    return invalidArgument("--first-bucket-mb: expected at least one byte");
   d.findUnusedParameters = args.has("find-unused");
   d.staticGraph = args.has("static-graph");
   d.gradientAsBucketView = args.has("gradient-as-bucket-view");
@@ -174,7 +177,9 @@ std::string planJson(const models::ModelSpec& model, const ddp::DdpConfig& confi
                            : ddp::rebuildLimits(config);
   nlohmann::json buckets = nlohmann::json::array();
   for (const auto& b : plan.buckets) {
-    buckets.push_back({{"index", b.index}, {"params", b.params}, {"bytes", b.bytes},
+    buckets.push_back({{"index", b.index},
+                       {"params", b.params},
+                       {"bytes", b.bytes},
                        {"size_limit", b.sizeLimit}});
   }
   out["buckets"] = std::move(buckets);

@@ -53,11 +53,13 @@ Status runAllreduceCommand(const std::vector<std::string>& argv, CommandIo io) {
 
   nlohmann::json rows = nlohmann::json::array();
   std::ostringstream o;
-  o << "allreduce on " << cluster.name << ": " << layout.nodes << " node(s) x " << layout.gpusPerNode
-    << " = " << layout.worldSize() << " ranks, NCCL " << cluster.ncclVersion << " model\n";
+  o << "allreduce on " << cluster.name << ": " << layout.nodes << " node(s) x "
+    << layout.gpusPerNode << " = " << layout.worldSize() << " ranks, NCCL " << cluster.ncclVersion
+    << " model\n";
   o << std::right << std::setw(14) << "bytes" << std::setw(11) << "algorithm" << std::setw(9)
     << "protocol" << std::setw(13) << "time_us" << std::setw(13) << "algbw_GB/s" << std::setw(13)
-    << "busbw_GB/s" << "\n";
+    << "busbw_GB/s"
+    << "\n";
   for (int64_t bytes : sizes) {
     sim::CollectiveEstimate e = model->estimate(sim::Collective::kAllreduce, bytes);
     double timeUs = e.time.toMicros();

@@ -33,7 +33,9 @@ StatusOr<int64_t> ParsedArgs::positiveInt(const std::string& flag, int64_t fallb
 }
 
 ArgParser::ArgParser(std::string command, std::string usage, std::string description)
-    : m_command(std::move(command)), m_usage(std::move(usage)), m_description(std::move(description)) {}
+    : m_command(std::move(command)),
+      m_usage(std::move(usage)),
+      m_description(std::move(description)) {}
 
 ArgParser& ArgParser::flag(std::string name, std::string help) {
   m_flags.push_back({std::move(name), "", std::move(help)});
@@ -113,8 +115,8 @@ std::string ArgParser::helpText() const {
   if (!m_positionals.empty()) {
     out << "\narguments:\n";
     for (const auto& p : m_positionals) {
-      out << "  " << p.name << std::string(p.name.size() < 26 ? 26 - p.name.size() : 1, ' ') << p.help
-          << "\n";
+      out << "  " << p.name << std::string(p.name.size() < 26 ? 26 - p.name.size() : 1, ' ')
+          << p.help << "\n";
     }
   }
   out << "\noptions:\n";
@@ -122,7 +124,8 @@ std::string ArgParser::helpText() const {
   all.push_back({"help", "", "show this help and exit"});
   for (const auto& f : all) {
     std::string left = "--" + f.name + (f.valueName.empty() ? "" : " " + f.valueName);
-    out << "  " << left << std::string(left.size() < 26 ? 26 - left.size() : 1, ' ') << f.help << "\n";
+    out << "  " << left << std::string(left.size() < 26 ? 26 - left.size() : 1, ' ') << f.help
+        << "\n";
   }
   if (!m_epilog.empty()) out << "\n" << m_epilog << "\n";
   return out.str();

@@ -45,7 +45,7 @@ class ArgParser {
   // `command` is e.g. "ddpscope buckets"; `usage` the synopsis line after it.
   ArgParser(std::string command, std::string usage, std::string description);
 
-  ArgParser& flag(std::string name, std::string help);                         // switch
+  ArgParser& flag(std::string name, std::string help);                           // switch
   ArgParser& option(std::string name, std::string valueName, std::string help);  // takes a value
   ArgParser& positional(std::string name, std::string help, bool required);
   // Free text appended after the flag list (examples, notes).

@@ -27,7 +27,8 @@ ArgParser makeParser() {
       "(--model NAME | --model-file PATH) [--bucket-cap-mb X] [--first-bucket-mb Y]\n"
       "       [--find-unused] [--static-graph] [--semantics 1.13|current] [--iteration 1|steady]\n"
       "       [--ready-order i,j,... | --ready-order-file PATH] [--json]",
-      "Prints PyTorch DDP's bucket plan for a model, exactly as DistributedDataParallel builds it:\n"
+      "Prints PyTorch DDP's bucket plan for a model, exactly as DistributedDataParallel builds "
+      "it:\n"
       "buckets in reduction (allreduce launch) order, each with its parameters (indices into\n"
       "model.parameters()) in flat-buffer order, its bytes and its size limit.");
   addModelFlags(parser);
@@ -37,10 +38,12 @@ ArgParser makeParser() {
       .option("first-bucket-mb", "Y", "first bucket cap in MiB (default 1 = 1,048,576 B)")
       .flag("find-unused", "find_unused_parameters=True")
       .flag("static-graph", "static_graph=True")
-      .option("semantics", "PROFILE", "PyTorch behaviour profile: 1.13 or current (default current)")
+      .option("semantics", "PROFILE",
+              "PyTorch behaviour profile: 1.13 or current (default current)")
       .option("iteration", "WHICH",
               "1 = construction plan used in iteration 1; steady = after any rebuild (default)")
-      .option("ready-order", "LIST", "gradient-ready order for the rebuild, comma-separated indices")
+      .option("ready-order", "LIST",
+              "gradient-ready order for the rebuild, comma-separated indices")
       .option("ready-order-file", "PATH",
               "ready order from a file: JSON array, {\"grad_ready_order\": [...]}, or plain text")
       .flag("json", "machine-readable output")
@@ -93,7 +96,8 @@ Status runBucketsCommand(const std::vector<std::string>& argv, CommandIo io) {
     ASSIGN_OR_RETURN(readyOrder, readIndexListFile(*path));
   }
   if (readyOrder && iteration == "1") {
-    return invalidArgument("--ready-order applies to the rebuilt plan: use it with --iteration steady");
+    return invalidArgument(
+        "--ready-order applies to the rebuilt plan: use it with --iteration steady");
   }
 
   ASSIGN_OR_RETURN(models::ModelSpec model, loadModelFromFlags(args));
@@ -129,7 +133,9 @@ Status runBucketsCommand(const std::vector<std::string>& argv, CommandIo io) {
     out["size_limits"] = limits;
     nlohmann::json buckets = nlohmann::json::array();
     for (const auto& b : plan.buckets) {
-      buckets.push_back({{"index", b.index}, {"params", b.params}, {"bytes", b.bytes},
+      buckets.push_back({{"index", b.index},
+                         {"params", b.params},
+                         {"bytes", b.bytes},
                          {"size_limit", b.sizeLimit}});
     }
     out["buckets"] = std::move(buckets);
@@ -147,7 +153,8 @@ Status runBucketsCommand(const std::vector<std::string>& argv, CommandIo io) {
   o << "]\n";
   o << plan.buckets.size() << " buckets in reduction order:\n";
   o << std::right << std::setw(6) << "bucket" << std::setw(8) << "tensors" << std::setw(16)
-    << "bytes" << std::setw(13) << "limit" << "  first .. last parameter (flat-buffer order)\n";
+    << "bytes" << std::setw(13) << "limit"
+    << "  first .. last parameter (flat-buffer order)\n";
   for (const auto& b : plan.buckets) {
     const std::string& first = model.params[b.params.front()].name;
     const std::string& last = model.params[b.params.back()].name;

@@ -11,7 +11,8 @@ namespace ddpscope::cli {
 
 void addModelFlags(ArgParser& parser) {
   parser.option("model", "NAME", "a zoo model (see 'ddpscope models')")
-      .option("model-file", "PATH", "a model JSON file (models/FORMAT.md); a parameter list suffices");
+      .option("model-file", "PATH",
+              "a model JSON file (models/FORMAT.md); a parameter list suffices");
 }
 
 namespace {
@@ -62,7 +63,8 @@ StatusOr<std::vector<int>> parseIndexList(const std::string& text, const std::st
     }
   }
   RETURN_IF_ERROR(flush());
-  if (out.empty()) return invalidArgument(what + ": expected a list of parameter indices, got nothing");
+  if (out.empty())
+    return invalidArgument(what + ": expected a list of parameter indices, got nothing");
   return out;
 }
 
@@ -76,23 +78,27 @@ StatusOr<std::vector<int>> readIndexListFile(const std::string& path) {
     std::string where = path;
     if (doc.is_object()) {
       if (!doc.contains("grad_ready_order")) {
-        return invalidArgument(path + ": expected a JSON array of parameter indices or an object "
-                                      "with \"grad_ready_order\"");
+        return invalidArgument(path +
+                               ": expected a JSON array of parameter indices or an object "
+                               "with \"grad_ready_order\"");
       }
       list = &doc["grad_ready_order"];
       where = path + ": grad_ready_order";
     }
-    if (!list->is_array()) return invalidArgument(where + ": expected an array of parameter indices");
+    if (!list->is_array())
+      return invalidArgument(where + ": expected an array of parameter indices");
     std::vector<int> out;
     for (size_t i = 0; i < list->size(); ++i) {
       const auto& v = (*list)[i];
       if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX) {
         return invalidArgument(where + "[" + std::to_string(i) +
-                               "]: expected a non-negative integer parameter index, got " + v.dump());
+                               "]: expected a non-negative integer parameter index, got " +
+                               v.dump());
       }
       out.push_back(v.get<int>());
     }
-    if (out.empty()) return invalidArgument(where + ": expected a non-empty list of parameter indices");
+    if (out.empty())
+      return invalidArgument(where + ": expected a non-empty list of parameter indices");
     return out;
   }
   return parseIndexList(text, path);
@@ -116,19 +122,24 @@ StatusOr<sim::ClusterSpec> loadClusterFromFlags(const ParsedArgs& args) {
 StatusOr<int64_t> parseByteSize(const std::string& text, const std::string& what) {
   std::string t(trimString(text));
   size_t pos = 0;
-  while (pos < t.size() && (std::isdigit(static_cast<unsigned char>(t[pos])) || t[pos] == '.')) ++pos;
+  while (pos < t.size() && (std::isdigit(static_cast<unsigned char>(t[pos])) || t[pos] == '.'))
+    ++pos;
   std::string number = t.substr(0, pos);
   std::string unit = t.substr(pos);
   for (auto& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   double scale = 0;
-  if (unit.empty() || unit == "B") scale = 1;
-  else if (unit == "K" || unit == "KB" || unit == "KIB") scale = 1024.0;
-  else if (unit == "M" || unit == "MB" || unit == "MIB") scale = 1024.0 * 1024.0;
-  else if (unit == "G" || unit == "GB" || unit == "GIB") scale = 1024.0 * 1024.0 * 1024.0;
+  if (unit.empty() || unit == "B")
+    scale = 1;
+  else if (unit == "K" || unit == "KB" || unit == "KIB")
+    scale = 1024.0;
+  else if (unit == "M" || unit == "MB" || unit == "MIB")
+    scale = 1024.0 * 1024.0;
+  else if (unit == "G" || unit == "GB" || unit == "GIB")
+    scale = 1024.0 * 1024.0 * 1024.0;
   auto value = parseDouble(number);
   if (scale == 0 || !value || *value <= 0) {
-    return invalidArgument(what + ": expected a positive size like 1048576, 64K, 25MiB or 1G, got '" +
-                           text + "'");
+    return invalidArgument(
+        what + ": expected a positive size like 1048576, 64K, 25MiB or 1G, got '" + text + "'");
   }
   double bytes = *value * scale;
   if (bytes < 1 || bytes > 1e15) {
@@ -142,8 +153,8 @@ StatusOr<std::vector<double>> parsePositiveList(const std::string& text, const s
   for (const std::string& part : splitString(text, ',')) {
     auto v = parseDouble(part);
     if (!v || *v <= 0) {
-      return invalidArgument(what + ": expected positive numbers separated by commas, got '" + part +
-                             "' in '" + text + "'");
+      return invalidArgument(what + ": expected positive numbers separated by commas, got '" +
+                             part + "' in '" + text + "'");
     }
     out.push_back(*v);
   }

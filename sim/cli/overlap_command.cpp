@@ -12,7 +12,9 @@
 namespace ddpscope::cli {
 namespace {
 
-double round2(double v) { return static_cast<double>(static_cast<int64_t>(v * 100.0 + (v >= 0 ? 0.5 : -0.5))) / 100.0; }
+double round2(double v) {
+  return static_cast<double>(static_cast<int64_t>(v * 100.0 + (v >= 0 ? 0.5 : -0.5))) / 100.0;
+}
 
 nlohmann::json statsJson(const traces::OverlapStats& s) {
   return {{"compute_ns", s.compute.count()},
@@ -79,7 +81,8 @@ Status runOverlapCommand(const std::vector<std::string>& argv, CommandIo io) {
   o << "trace " << path << ": " << ranks.size() << " rank(s)\n";
   o << std::left << std::setw(12) << "rank" << std::right << std::setw(13) << "compute_ms"
     << std::setw(13) << "comm_ms" << std::setw(14) << "overlapped_ms" << std::setw(14)
-    << "exposed_ms" << std::setw(11) << "overlap_%" << "\n";
+    << "exposed_ms" << std::setw(11) << "overlap_%"
+    << "\n";
   for (const auto& r : ranks) {
     printStatsRow(o, std::to_string(r.rank), r.total);
     if (args.has("iterations")) {

@@ -29,11 +29,12 @@ Status runQuickstartCommand(const std::vector<std::string>& argv, CommandIo io) 
   std::string outDir = args.value("out").value_or("ddpscope-out");
   std::error_code ec;
   std::filesystem::create_directories(outDir, ec);
-  if (ec) return invalidArgument("--out: cannot create directory '" + outDir + "': " + ec.message());
-  std::string trace = (std::filesystem::path(outDir) / (model + "-" + cluster + "-best.json")).string();
-  RETURN_IF_ERROR(runSweepCommand({"--model", model, "--cluster", cluster, "--nodes", "1,2,4,8",
-                                   "--trace", trace},
-                                  io));
+  if (ec)
+    return invalidArgument("--out: cannot create directory '" + outDir + "': " + ec.message());
+  std::string trace =
+      (std::filesystem::path(outDir) / (model + "-" + cluster + "-best.json")).string();
+  RETURN_IF_ERROR(runSweepCommand(
+      {"--model", model, "--cluster", cluster, "--nodes", "1,2,4,8", "--trace", trace}, io));
   io.out << "\nNext: open a trace in https://ui.perfetto.dev, or 'ddpscope overlap " << outDir
          << "/<trace>.json';\n'ddpscope sweep --help' and 'ddpscope simulate --help' for every "
             "setting; 'ddpscope buckets --model "

@@ -21,16 +21,20 @@ namespace {
 namespace fs = std::filesystem;
 
 ArgParser makeParser() {
-  ArgParser parser("ddpscope run", "--nproc N [--mpirun PATH] [--worker PATH] -- <ddpscope-run flags>",
+  ArgParser parser("ddpscope run",
+                   "--nproc N [--mpirun PATH] [--worker PATH] -- <ddpscope-run flags>",
                    "Trains a model with the real DDP runtime on this machine: N MPI ranks of\n"
                    "ddpscope-run (found next to this ddpscope binary) under mpirun.");
   parser.option("nproc", "N", "number of ranks (processes)")
-      .option("mpirun", "PATH", "the mpirun to use (default: the one found at build time, else PATH)")
+      .option("mpirun", "PATH",
+              "the mpirun to use (default: the one found at build time, else PATH)")
       .option("worker", "PATH", "the ddpscope-run binary (default: next to ddpscope)")
       .flag("dry-run", "print the command line instead of running it")
-      .epilog("example: ddpscope run --nproc 2 -- --model mlp-wide --batch 64 --iterations 20 "
-              "--trace trace.json --json\n"
-              "Run 'ddpscope-run --help' (or 'ddpscope run --nproc 1 -- --help') for the worker's flags.");
+      .epilog(
+          "example: ddpscope run --nproc 2 -- --model mlp-wide --batch 64 --iterations 20 "
+          "--trace trace.json --json\n"
+          "Run 'ddpscope-run --help' (or 'ddpscope run --nproc 1 -- --help') for the worker's "
+          "flags.");
   return parser;
 }
 
@@ -46,7 +50,8 @@ std::optional<fs::path> searchPath(const std::string& name) {
   size_t start = 0;
   while (start <= dirs.size()) {
     const size_t end = dirs.find(':', start);
-    const std::string dir = dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    const std::string dir =
+        dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
     if (!dir.empty() && isExecutable(fs::path(dir) / name)) return fs::path(dir) / name;
     if (end == std::string::npos) break;
     start = end + 1;
@@ -63,7 +68,8 @@ StatusOr<fs::path> findWorker(const ParsedArgs& args) {
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
     for (const fs::path& candidate :
-         {self.parent_path() / "ddpscope-run", self.parent_path() / ".." / "runtime" / "tools" / "ddpscope-run"}) {
+         {self.parent_path() / "ddpscope-run",
+          self.parent_path() / ".." / "runtime" / "tools" / "ddpscope-run"}) {
       if (isExecutable(candidate)) return candidate;
     }
   }
@@ -116,7 +122,7 @@ Status runRunCommand(const std::vector<std::string>& argv, CommandIo io) {
   ASSIGN_OR_RETURN(fs::path worker, findWorker(args));
   ASSIGN_OR_RETURN(fs::path mpirun, findMpirun(args));
 
-  std::vector<std::string> command = {mpirun.string(), "-np", std::to_string(nproc),
+  std::vector<std::string> command = {mpirun.string(),   "-np",       std::to_string(nproc),
                                       "--oversubscribe", "--bind-to", "none"};
   if (::geteuid() == 0) command.push_back("--allow-run-as-root");
   command.push_back(worker.string());

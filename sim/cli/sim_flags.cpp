@@ -14,8 +14,7 @@ void addSimulationFlags(ArgParser& parser, bool sweep) {
   if (sweep) {
     parser.option("nodes", "N[,N...]", "node counts to sweep (default 1)")
         .option("world-size", "W[,W...]", "world sizes to sweep (multiples of GPUs per node)")
-        .option("bucket-cap-mb", "X[,X...]",
-                "bucket caps in MiB (default 1,2,5,10,25,50,100,200)")
+        .option("bucket-cap-mb", "X[,X...]", "bucket caps in MiB (default 1,2,5,10,25,50,100,200)")
         .option("find-unused", "on|off|both", "find_unused_parameters (default off)");
   } else {
     parser.option("nodes", "N", "number of nodes (default 1)")
@@ -53,15 +52,15 @@ StatusOr<ddp::CommHook> parseCommHookFlag(const std::string& text) {
   }
   auto parsed = ddp::parseCommHookKind(kind);
   if (!parsed.isOk()) {
-    return invalidArgument("--comm-hook: expected fp16, bf16, powersgd:R, allreduce or none, got '" +
-                           text + "'");
+    return invalidArgument(
+        "--comm-hook: expected fp16, bf16, powersgd:R, allreduce or none, got '" + text + "'");
   }
   hook.kind = *parsed;
   if (rank) {
     auto r = parseInt64(*rank);
     if (hook.kind != ddp::CommHookKind::kPowerSgd || !r || *r <= 0 || *r > 4096) {
-      return invalidArgument("--comm-hook: expected powersgd:R with a positive rank R, got '" + text +
-                             "'");
+      return invalidArgument("--comm-hook: expected powersgd:R with a positive rank R, got '" +
+                             text + "'");
     }
     hook.powerSgdRank = static_cast<int>(*r);
   }
@@ -80,7 +79,8 @@ StatusOr<SimulationRequest> parseSimulationRequest(const ParsedArgs& args, bool 
   if (args.has("first-bucket-mb")) {
     ASSIGN_OR_RETURN(double mb, args.positiveDouble("first-bucket-mb", 1.0));
     d.firstBucketBytes = static_cast<int64_t>(mb * 1024.0 * 1024.0);
-    if (d.firstBucketBytes <= 0) return invalidArgument("--first-bucket-mb: expected at least one byte");
+    if (d.firstBucketBytes <= 0)
+      return invalidArgument("--first-bucket-mb: expected at least one byte");
   }
   d.staticGraph = args.has("static-graph");
   d.gradientAsBucketView = args.has("gradient-as-bucket-view");
@@ -111,7 +111,8 @@ StatusOr<SimulationRequest> parseSimulationRequest(const ParsedArgs& args, bool 
   if (auto c = args.value("contention")) {
     auto v = parseDouble(*c);
     if (!v || *v < 0 || *v > 10) {
-      return invalidArgument("--contention: expected a slowdown fraction in [0, 10], got '" + *c + "'");
+      return invalidArgument("--contention: expected a slowdown fraction in [0, 10], got '" + *c +
+                             "'");
     }
     o.contentionSlowdown = *v;
   }
@@ -133,7 +134,8 @@ StatusOr<SimulationRequest> parseSimulationRequest(const ParsedArgs& args, bool 
   }
   if (auto s = args.value("seed")) {
     auto v = parseInt64(*s);
-    if (!v || *v < 0) return invalidArgument("--seed: expected a non-negative integer, got '" + *s + "'");
+    if (!v || *v < 0)
+      return invalidArgument("--seed: expected a non-negative integer, got '" + *s + "'");
     o.seed = static_cast<uint64_t>(*v);
   }
   if (auto s = args.value("stragglers")) {
@@ -146,7 +148,8 @@ StatusOr<SimulationRequest> parseSimulationRequest(const ParsedArgs& args, bool 
         pct = parseDouble(part.substr(colon + 1));
       }
       if (!rank || !pct || *rank < 0 || *pct <= 0) {
-        return invalidArgument("--stragglers: expected RANK:PCT pairs like 3:20, got '" + part + "'");
+        return invalidArgument("--stragglers: expected RANK:PCT pairs like 3:20, got '" + part +
+                               "'");
       }
       o.stragglers.emplace_back(static_cast<int>(*rank), *pct / 100.0);
     }
@@ -159,7 +162,8 @@ StatusOr<SimulationRequest> parseSimulationRequest(const ParsedArgs& args, bool 
     return invalidArgument("--iterations: expected at least " +
                            std::to_string(sim::minIterations(d)) +
                            " to reach the steady state (past the bucket rebuild and one no_sync "
-                           "period), got " + std::to_string(o.iterations));
+                           "period), got " +
+                           std::to_string(o.iterations));
   }
   ASSIGN_OR_RETURN(req.model, loadModelFromFlags(args));
   ASSIGN_OR_RETURN(req.cluster, loadClusterFromFlags(args));

@@ -5,8 +5,8 @@
 #include "sim/cli/arg_parser.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/common.h"
-#include "sim/cli/sim_json.h"
 #include "sim/cli/sim_flags.h"
+#include "sim/cli/sim_json.h"
 #include "traces/chrome_writer.h"
 
 namespace ddpscope::cli {
@@ -26,8 +26,9 @@ Status runSimulateCommand(const std::vector<std::string>& argv, CommandIo io) {
   addSimulationFlags(parser, /*sweep=*/false);
   parser.option("trace", "PATH", "write the Chrome trace here (.json; .json.gz compresses)")
       .flag("json", "machine-readable summary")
-      .epilog("example: ddpscope simulate --model gpt2-small --cluster dgx-a100 --nodes 4 \\\n"
-              "           --bucket-cap-mb 50 --trace gpt2.json");
+      .epilog(
+          "example: ddpscope simulate --model gpt2-small --cluster dgx-a100 --nodes 4 \\\n"
+          "           --bucket-cap-mb 50 --trace gpt2.json");
   ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv));
   if (args.helpRequested()) {
     io.out << parser.helpText();
@@ -45,7 +46,8 @@ Status runSimulateCommand(const std::vector<std::string>& argv, CommandIo io) {
   }
   ASSIGN_OR_RETURN(sim::WorldLayout layout, sim::makeWorldLayout(req.cluster, nodes, worldSize));
   req.options.recordTrace = args.has("trace");
-  ASSIGN_OR_RETURN(sim::SimResult result, sim::simulate(req.model, req.cluster, layout, req.options));
+  ASSIGN_OR_RETURN(sim::SimResult result,
+                   sim::simulate(req.model, req.cluster, layout, req.options));
   if (auto path = args.value("trace")) {
     RETURN_IF_ERROR(traces::writeChromeTrace(result.timeline, *path));
   }

@@ -93,7 +93,8 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
   ArgParser parser(
       "ddpscope sweep",
       "(--model M | --model-file F) (--cluster C | --cluster-file F)\n"
-      "       [--nodes N,... | --world-size W,...] [--bucket-cap-mb X,...] [--find-unused on|off|both]\n"
+      "       [--nodes N,... | --world-size W,...] [--bucket-cap-mb X,...] [--find-unused "
+      "on|off|both]\n"
       "       [...simulate flags] [--csv PATH] [--json] [--trace PATH]",
       "Simulates every combination of bucket cap, world size and find_unused_parameters (on all\n"
       "cores) and prints a table, then the best bucket_cap_mb per world size and its gain over\n"
@@ -104,8 +105,9 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
               "write the best configuration's Chrome trace (per world size: PATH-wW.json when "
               "several)")
       .flag("json", "machine-readable output: {\"rows\": [...], \"best\": [...]}")
-      .epilog("example: ddpscope sweep --model gpt2-xl --cluster dgx-h100 --nodes 1,2,4,8 \\\n"
-              "           --bucket-cap-mb 1,5,25,100 --find-unused both");
+      .epilog(
+          "example: ddpscope sweep --model gpt2-xl --cluster dgx-h100 --nodes 1,2,4,8 \\\n"
+          "           --bucket-cap-mb 1,5,25,100 --find-unused both");
   ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv));
   if (args.helpRequested()) {
     io.out << parser.helpText();
@@ -119,10 +121,14 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
   }
   std::vector<bool> findUnused = {false};
   if (auto fu = args.value("find-unused")) {
-    if (*fu == "on") findUnused = {true};
-    else if (*fu == "off") findUnused = {false};
-    else if (*fu == "both") findUnused = {false, true};
-    else return invalidArgument("--find-unused: expected on, off or both, got '" + *fu + "'");
+    if (*fu == "on")
+      findUnused = {true};
+    else if (*fu == "off")
+      findUnused = {false};
+    else if (*fu == "both")
+      findUnused = {false, true};
+    else
+      return invalidArgument("--find-unused: expected on, off or both, got '" + *fu + "'");
   }
   if (args.has("nodes") && args.has("world-size")) {
     return invalidArgument("give either --nodes or --world-size, not both");
@@ -276,11 +282,11 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
     const auto& s = r.summary;
     bool isBest = std::any_of(best.begin(), best.end(), [&](const Best& b) { return b.row == i; });
     o << std::setw(6) << r.config.layout.nodes << std::setw(7) << r.config.layout.worldSize()
-      << std::setw(8) << formatMb(r.config.capMb) << std::setw(7) << (r.config.findUnused ? "yes" : "no")
-      << std::fixed << std::setprecision(3) << std::setw(12) << s.stepTime.toMillis() << std::setw(12)
-      << s.comm.toMillis() << std::setw(13) << s.exposedComm.toMillis() << std::setprecision(2)
-      << std::setw(11) << s.overlapPercent << std::setw(9) << s.numBuckets << (isBest ? "  *" : "")
-      << "\n";
+      << std::setw(8) << formatMb(r.config.capMb) << std::setw(7)
+      << (r.config.findUnused ? "yes" : "no") << std::fixed << std::setprecision(3) << std::setw(12)
+      << s.stepTime.toMillis() << std::setw(12) << s.comm.toMillis() << std::setw(13)
+      << s.exposedComm.toMillis() << std::setprecision(2) << std::setw(11) << s.overlapPercent
+      << std::setw(9) << s.numBuckets << (isBest ? "  *" : "") << "\n";
   }
   o << "\nbest bucket_cap_mb per world size (* above):\n";
   for (const auto& b : best) {

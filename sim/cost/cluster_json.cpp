@@ -9,13 +9,12 @@
 #include <initializer_list>
 #include <limits>
 #include <nlohmann/json.hpp>
-
-#include "base/json_errors.h"
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "base/json_errors.h"
 #include "sim/cost/cluster.h"
 #include "sim/cost/nccl_constants.h"
 
@@ -120,7 +119,8 @@ class ClusterParser {
     const Json* value = find(object, key);
     if (value == nullptr && fallback) return *fallback;
     std::string expected = "one of " + joinWords(choices);
-    if (value == nullptr || !value->is_string()) return error(jsonKeyPath(path, key), expected, value);
+    if (value == nullptr || !value->is_string())
+      return error(jsonKeyPath(path, key), expected, value);
     const auto& text = value->get_ref<const std::string&>();
     for (std::string_view c : choices) {
       if (text == c) return text;
@@ -134,7 +134,8 @@ class ClusterParser {
                           const std::string& expected) const {
     const Json* value = find(object, key);
     if (value == nullptr && fallback) return *fallback;
-    if (value == nullptr || !value->is_number()) return error(jsonKeyPath(path, key), expected, value);
+    if (value == nullptr || !value->is_number())
+      return error(jsonKeyPath(path, key), expected, value);
     double v = value->get<double>();
     if (!std::isfinite(v) || v < minValue || v > maxValue) {
       return error(jsonKeyPath(path, key), expected, value);

@@ -1,11 +1,12 @@
 // The threaded FIFO communicator front end over the in-process loopback backend.
+#include "runtime/comm.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <mutex>
 
-#include "runtime/comm.h"
 #include "runtime/loopback_comm.h"
 #include "runtime_test_util.h"
 
@@ -41,7 +42,8 @@ TEST(LoopbackCommTest, BroadcastAllgatherGathervAndBarrier) {
                     .isOk());
     EXPECT_EQ(all, (std::vector<int64_t>{100, 101, 102}));
 
-    std::vector<std::byte> blob(static_cast<size_t>(rank + 1), std::byte{static_cast<uint8_t>(rank)});
+    std::vector<std::byte> blob(static_cast<size_t>(rank + 1),
+                                std::byte{static_cast<uint8_t>(rank)});
     std::vector<std::vector<std::byte>> blobs;
     ASSERT_TRUE(comm.gatherv(blob, 0, &blobs, CommTag{}).isOk());
     if (rank == 0) {
@@ -89,8 +91,9 @@ TEST(LoopbackCommTest, CollectivesRunOneAtATimeInIssueOrderAndAreTimed) {
     std::vector<std::vector<float>> buffers(5, std::vector<float>(1000, 1.0f));
     std::vector<CommWorkPtr> works;
     for (int b = 0; b < 5; ++b) {
-      works.push_back(comm.allreduceAsync(std::span<float>(buffers[static_cast<size_t>(b)]),
-                                          CommTag{"ar" + std::to_string(b), Category::kAllreduce, b}));
+      works.push_back(
+          comm.allreduceAsync(std::span<float>(buffers[static_cast<size_t>(b)]),
+                              CommTag{"ar" + std::to_string(b), Category::kAllreduce, b}));
     }
     // An unrecorded one is not reported.
     ASSERT_TRUE(comm.barrier(CommTag{"hidden", Category::kCommOther, -1, 0, false}).isOk());

@@ -199,14 +199,17 @@ TEST(EngineTest, UnusedParameterWithoutFindUnusedFailsEveryRankWithE1AtTheNextFo
   runRanks(2, [&](int rank, Communicator& comm) {
     comm.setTimeout(Nanos::fromSeconds(20));
     int64_t lastIteration = 0;
-    auto result = trainDistributed(comm, o, nullptr,
-                                   [&](int64_t iteration, TrainableModel&) { lastIteration = iteration; });
+    auto result = trainDistributed(
+        comm, o, nullptr, [&](int64_t iteration, TrainableModel&) { lastIteration = iteration; });
     ASSERT_FALSE(result.isOk()) << "rank " << rank;
     const std::string& message = result.status().message();
     EXPECT_NE(message.find("Expected to have finished reduction in the prior iteration"),
-              std::string::npos) << message;
+              std::string::npos)
+        << message;
     EXPECT_NE(message.find("Parameter indices which did not receive grad for rank " +
-                           std::to_string(rank)), std::string::npos) << message;
+                           std::to_string(rank)),
+              std::string::npos)
+        << message;
     EXPECT_NE(message.find("find_unused_parameters=True"), std::string::npos);
     // Iteration 2 (branch unused) left the reduction unfinished; iteration 3's forward fails.
     EXPECT_EQ(lastIteration, 2);
@@ -219,31 +222,37 @@ TEST(EngineTest, DifferentParameterCountsFailEveryRankWithE4) {
   std::vector<std::string> messages(2);
   runRanks(2, [&](int rank, Communicator& comm) {
     auto o = options(shorthand(rank == 0 ? "mlp:in=8,hidden=8,depth=2,out=2"
-                                         : "mlp:in=8,hidden=8,depth=3,out=2"), 4, 2);
+                                         : "mlp:in=8,hidden=8,depth=3,out=2"),
+                     4, 2);
     auto result = trainDistributed(comm, o);
     ASSERT_FALSE(result.isOk());
     messages[static_cast<size_t>(rank)] = result.status().message();
   });
-  EXPECT_EQ(messages[0], "DDP expects same model across all ranks, but Rank 0 has 4 params, "
-                         "while rank 1 has inconsistent 6 params.");
-  EXPECT_EQ(messages[1], "DDP expects same model across all ranks, but Rank 1 has 6 params, "
-                         "while rank 0 has inconsistent 4 params.");
+  EXPECT_EQ(messages[0],
+            "DDP expects same model across all ranks, but Rank 0 has 4 params, "
+            "while rank 1 has inconsistent 6 params.");
+  EXPECT_EQ(messages[1],
+            "DDP expects same model across all ranks, but Rank 1 has 6 params, "
+            "while rank 0 has inconsistent 4 params.");
 }
 
 TEST(EngineTest, DifferentShapesFailEveryRankWithE5) {
   std::vector<std::string> messages(2);
   runRanks(2, [&](int rank, Communicator& comm) {
     auto o = options(shorthand(rank == 0 ? "mlp:in=8,hidden=8,depth=2,out=2"
-                                         : "mlp:in=8,hidden=16,depth=2,out=2"), 4, 2);
+                                         : "mlp:in=8,hidden=16,depth=2,out=2"),
+                     4, 2);
     auto result = trainDistributed(comm, o);
     ASSERT_FALSE(result.isOk());
     messages[static_cast<size_t>(rank)] = result.status().message();
   });
-  EXPECT_EQ(messages[1], "[1]: params[0] in this process with sizes [16, 8] appears not to "
-                         "match sizes of the same param in process 0.");
+  EXPECT_EQ(messages[1],
+            "[1]: params[0] in this process with sizes [16, 8] appears not to "
+            "match sizes of the same param in process 0.");
   EXPECT_NE(messages[0].find("[1]: params[0] in process 1 with sizes [16, 8] appears not to match "
                              "sizes of the same param in process 0."),
-            std::string::npos) << messages[0];
+            std::string::npos)
+      << messages[0];
 }
 
 TEST(EngineTest, ConstructionBroadcastsRankZerosParameters) {
@@ -298,7 +307,8 @@ TEST(EngineTest, ProfilerRecordsLayersCopiesBucketsAndIterations) {
           EXPECT_GT(span.args.getInt(traces::kArgBytes).value_or(0), 0);
         }
         copies += span.category == traces::Category::kCopy;
-        backward += span.category == traces::Category::kBackward && lane.kind == traces::LaneKind::kCompute;
+        backward +=
+            span.category == traces::Category::kBackward && lane.kind == traces::LaneKind::kCompute;
       }
     }
     EXPECT_EQ(allreduces, 1 + 2 + 2);  // one bucket in iteration 1, two after the rebuild

@@ -43,7 +43,8 @@ ProcessRun run(const std::string& command) {
   if (!pipe) return r;
   std::array<char, 4096> buffer;
   size_t n;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) r.output.append(buffer.data(), n);
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
+    r.output.append(buffer.data(), n);
   const int status = ::pclose(pipe);
   r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -58,28 +59,32 @@ const std::string kWorker = DDPSCOPE_WORKER;
 const std::string kDdpscope = DDPSCOPE_CLI;
 
 fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("ddpscope_mpi_cli_" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("ddpscope_mpi_cli_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   return dir / name;
 }
 
 size_t count(const std::string& text, const std::string& needle) {
   size_t n = 0;
-  for (size_t pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1)) ++n;
+  for (size_t pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1))
+    ++n;
   return n;
 }
 
 TEST(MpiCliTest, KilledRankEndsTheJobWithinSixtySecondsAndRankZeroFlushesItsTrace) {
   const fs::path trace = scratch("killed.json");
   fs::remove(trace);
-  const ProcessRun r = run(mpirun(2) + kWorker +
-                    " --model mlp-wide --batch 16 --iterations 50 --comm-timeout-s 20 --trace " +
-                    trace.string() + " --fault-kill-rank 1 --fault-kill-iteration 3");
+  const ProcessRun r =
+      run(mpirun(2) + kWorker +
+          " --model mlp-wide --batch 16 --iterations 50 --comm-timeout-s 20 --trace " +
+          trace.string() + " --fault-kill-rank 1 --fault-kill-iteration 3");
   std::printf("[ measured ] killed rank: job exited with %d after %.2f s\n", r.exitCode, r.seconds);
   EXPECT_NE(r.exitCode, 0) << r.output;
   EXPECT_LT(r.seconds, 60.0);
   // mpirun names the dead rank; the survivor says why it stopped.
-  EXPECT_NE(r.output.find("fault injection: exiting with code 9 at iteration 3"), std::string::npos);
+  EXPECT_NE(r.output.find("fault injection: exiting with code 9 at iteration 3"),
+            std::string::npos);
   const bool namesPeer = r.output.find("Process name: [[") != std::string::npos &&
                          r.output.find(",1]") != std::string::npos;
   const bool namesTimeout = r.output.find("timed out") != std::string::npos;
@@ -94,25 +99,29 @@ TEST(MpiCliTest, KilledRankEndsTheJobWithinSixtySecondsAndRankZeroFlushesItsTrac
 }
 
 TEST(MpiCliTest, UnusedParameterWithoutFindUnusedPrintsE1OnEveryRankAndExitsNonZero) {
-  const ProcessRun r = run(mpirun(2) + kWorker + " --model mlp-branch:in=16,hidden=32,out=4 --iterations 6");
+  const ProcessRun r =
+      run(mpirun(2) + kWorker + " --model mlp-branch:in=16,hidden=32,out=4 --iterations 6");
   EXPECT_EQ(r.exitCode, 1) << r.output;
   EXPECT_LT(r.seconds, 60.0);
   EXPECT_EQ(count(r.output, "Expected to have finished reduction in the prior iteration"), 2u)
       << r.output;
   EXPECT_NE(r.output.find("rank 0: error:"), std::string::npos);
   EXPECT_NE(r.output.find("rank 1: error:"), std::string::npos);
-  EXPECT_NE(r.output.find("did not receive grad for rank 1: [2, 3]"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("did not receive grad for rank 1: [2, 3]"), std::string::npos)
+      << r.output;
 }
 
 TEST(MpiCliTest, MismatchedModelsPrintE4AndE5OnEveryRank) {
-  ProcessRun r = run(std::string(DDPSCOPE_MPIEXEC) + " --oversubscribe --bind-to none -np 1 " + kWorker +
-              " --model mlp:in=8,hidden=8,depth=2,out=2 : -np 1 " + kWorker +
-              " --model mlp:in=8,hidden=8,depth=3,out=2");
+  ProcessRun r = run(std::string(DDPSCOPE_MPIEXEC) + " --oversubscribe --bind-to none -np 1 " +
+                     kWorker + " --model mlp:in=8,hidden=8,depth=2,out=2 : -np 1 " + kWorker +
+                     " --model mlp:in=8,hidden=8,depth=3,out=2");
   EXPECT_EQ(r.exitCode, 1) << r.output;
   EXPECT_NE(r.output.find("Rank 0 has 4 params, while rank 1 has inconsistent 6 params."),
-            std::string::npos) << r.output;
+            std::string::npos)
+      << r.output;
   EXPECT_NE(r.output.find("Rank 1 has 6 params, while rank 0 has inconsistent 4 params."),
-            std::string::npos) << r.output;
+            std::string::npos)
+      << r.output;
   r = run(std::string(DDPSCOPE_MPIEXEC) + " --oversubscribe --bind-to none -np 1 " + kWorker +
           " --model mlp:in=8,hidden=8,depth=2,out=2 : -np 1 " + kWorker +
           " --model mlp:in=8,hidden=16,depth=2,out=2");
@@ -120,7 +129,8 @@ TEST(MpiCliTest, MismatchedModelsPrintE4AndE5OnEveryRank) {
   EXPECT_EQ(count(r.output, "params[0] in"), 2u) << r.output;
   EXPECT_NE(r.output.find("[1]: params[0] in this process with sizes [16, 8] appears not to match "
                           "sizes of the same param in process 0."),
-            std::string::npos) << r.output;
+            std::string::npos)
+      << r.output;
 }
 
 nlohmann::json parseJsonOutput(const std::string& output) {
@@ -143,18 +153,19 @@ TEST(MpiCliTest, DumpedPlansEqualDdpscopeBuckets) {
       // The real plan of gpt2-small's parameters, trained at a toy sequence length.
       extra = " --seq-len 4";
     }
-    const ProcessRun engine = run(mpirun(2) + kWorker + " --model " + workerModel + c.flags + extra +
-                           " --batch 4 --iterations 2 --no-profile --dump-plan");
+    const ProcessRun engine = run(mpirun(2) + kWorker + " --model " + workerModel + c.flags +
+                                  extra + " --batch 4 --iterations 2 --no-profile --dump-plan");
     ASSERT_EQ(engine.exitCode, 0) << engine.output;
     const nlohmann::json plans = parseJsonOutput(engine.output);
     ASSERT_TRUE(plans.is_object()) << engine.output;
     for (const std::string iteration : {"1", "steady"}) {
       const ProcessRun buckets = run(kDdpscope + " buckets --model " + c.model + c.flags +
-                              " --iteration " + iteration + " --json");
+                                     " --iteration " + iteration + " --json");
       ASSERT_EQ(buckets.exitCode, 0) << buckets.output;
       const nlohmann::json expected = nlohmann::json::parse(buckets.output);
       const nlohmann::json& actual = plans.at(iteration == "1" ? "iteration_1" : "steady");
-      EXPECT_EQ(actual.at("buckets"), expected.at("buckets")) << c.model << c.flags << " " << iteration;
+      EXPECT_EQ(actual.at("buckets"), expected.at("buckets"))
+          << c.model << c.flags << " " << iteration;
       EXPECT_EQ(actual.at("size_limits"), expected.at("size_limits")) << c.model << c.flags;
     }
   }
@@ -163,8 +174,9 @@ TEST(MpiCliTest, DumpedPlansEqualDdpscopeBuckets) {
 TEST(MpiCliTest, DdpRunParametersEqualTheWorldSizeReference) {
   const fs::path ddp = scratch("ddp.bin");
   const fs::path ref = scratch("ref.bin");
-  const std::string common = " --model gpt2:layers=1,embd=32,heads=2,vocab=64,seq=8 --batch 8 "
-                             "--iterations 10 --lr 0.05 --momentum 0.9 --no-profile --dump-params ";
+  const std::string common =
+      " --model gpt2:layers=1,embd=32,heads=2,vocab=64,seq=8 --batch 8 "
+      "--iterations 10 --lr 0.05 --momentum 0.9 --no-profile --dump-params ";
   const ProcessRun a = run(mpirun(4) + kWorker + common + ddp.string());
   ASSERT_EQ(a.exitCode, 0) << a.output;
   const ProcessRun b = run(kWorker + common + ref.string() + " --world-size-reference");
@@ -174,15 +186,18 @@ TEST(MpiCliTest, DdpRunParametersEqualTheWorldSizeReference) {
   ASSERT_TRUE(da.isOk() && db.isOk());
   auto diff = maxAbsDifference(*da, *db);
   ASSERT_TRUE(diff.isOk());
-  std::printf("[ measured ] gpt2 tiny world 4 via ddpscope-run: max |DDP - reference| = %.3g\n", *diff);
+  std::printf("[ measured ] gpt2 tiny world 4 via ddpscope-run: max |DDP - reference| = %.3g\n",
+              *diff);
   EXPECT_LE(*diff, 1e-5);
 }
 
 TEST(MpiCliTest, DdpscopeRunLaunchesTheWorkerAndReturnsItsExitCode) {
   const fs::path summary = scratch("summary.json");
   const fs::path trace = scratch("trace.json");
-  ProcessRun r = run(kDdpscope + " run --nproc 2 -- --model mlp-tiny --iterations 4 --warmup 1 --json "
-              "--summary " + summary.string() + " --trace " + trace.string());
+  ProcessRun r = run(kDdpscope +
+                     " run --nproc 2 -- --model mlp-tiny --iterations 4 --warmup 1 --json "
+                     "--summary " +
+                     summary.string() + " --trace " + trace.string());
   ASSERT_EQ(r.exitCode, 0) << r.output;
   const nlohmann::json json = parseJsonOutput(r.output);
   ASSERT_TRUE(json.contains("median_step_ms")) << r.output;

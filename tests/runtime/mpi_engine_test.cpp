@@ -22,9 +22,15 @@ namespace {
 Communicator* g_comm = nullptr;
 constexpr double kTolerance = 1e-5;
 
-Communicator& comm() { return *g_comm; }
-int rank() { return comm().rank(); }
-int world() { return comm().worldSize(); }
+Communicator& comm() {
+  return *g_comm;
+}
+int rank() {
+  return comm().rank();
+}
+int world() {
+  return comm().worldSize();
+}
 
 models::ModelSpec model(const char* text) {
   auto spec = models::isModelShorthand(text) ? models::parseModelShorthand(text)
@@ -47,7 +53,8 @@ TrainingOptions options(const char* modelText, int64_t batch, int64_t iterations
 
 // Rank 0's value, on every rank.
 double fromRankZero(double value) {
-  CHECK(comm().broadcast(std::as_writable_bytes(std::span<double>(&value, 1)), 0, CommTag{}).isOk());
+  CHECK(
+      comm().broadcast(std::as_writable_bytes(std::span<double>(&value, 1)), 0, CommTag{}).isOk());
   return value;
 }
 
@@ -62,8 +69,10 @@ bool replicasIdentical(const std::vector<std::vector<float>>& params) {
     }
   }
   std::vector<uint64_t> all(static_cast<size_t>(world()));
-  CHECK(comm().allgather(std::as_bytes(std::span<const uint64_t>(&hash, 1)),
-                         std::as_writable_bytes(std::span<uint64_t>(all)), CommTag{}).isOk());
+  CHECK(comm()
+            .allgather(std::as_bytes(std::span<const uint64_t>(&hash, 1)),
+                       std::as_writable_bytes(std::span<uint64_t>(all)), CommTag{})
+            .isOk());
   for (uint64_t h : all) {
     if (h != all[0]) return false;
   }
@@ -71,7 +80,8 @@ bool replicasIdentical(const std::vector<std::vector<float>>& params) {
 }
 
 // Max |DDP − reference| over all parameters, computed on rank 0 and returned on every rank.
-double ddpVersusReference(const TrainingOptions& o, const TrainingOptions* referenceOptions = nullptr) {
+double ddpVersusReference(const TrainingOptions& o,
+                          const TrainingOptions* referenceOptions = nullptr) {
   auto ddp = trainDistributed(comm(), o);
   EXPECT_TRUE(ddp.isOk()) << ddp.status().message();
   if (!ddp.isOk()) return INFINITY;
@@ -94,8 +104,7 @@ TEST(MpiEngineTest, MlpWideEqualsSingleProcessAfterTenSgdSteps) {
 }
 
 TEST(MpiEngineTest, Gpt2ShorthandEqualsSingleProcessAfterTenSgdSteps) {
-  EXPECT_LE(ddpVersusReference(
-                options("gpt2:layers=2,embd=64,heads=4,vocab=512,seq=32", 8, 10)),
+  EXPECT_LE(ddpVersusReference(options("gpt2:layers=2,embd=64,heads=4,vocab=512,seq=32", 8, 10)),
             kTolerance);
 }
 
@@ -151,23 +160,26 @@ TEST(MpiEngineTest, UnusedParameterWithoutFindUnusedGivesE1OnEveryRankWithoutHan
                 "Expected to have finished reduction in the prior iteration before starting a "
                 "new one."),
             std::string::npos);
-  EXPECT_NE(result.status().message().find("did not receive grad for rank " +
-                                           std::to_string(rank())),
-            std::string::npos);
+  EXPECT_NE(
+      result.status().message().find("did not receive grad for rank " + std::to_string(rank())),
+      std::string::npos);
   EXPECT_TRUE(comm().barrier(CommTag{}).isOk());  // every rank got here: nobody hangs
 }
 
 TEST(MpiEngineTest, MismatchedModelsGiveE4AndE5OnEveryRank) {
-  auto count = options(rank() == world() - 1 ? "mlp:in=8,hidden=8,depth=3,out=2"
-                                             : "mlp:in=8,hidden=8,depth=2,out=2", 4, 2);
+  auto count = options(
+      rank() == world() - 1 ? "mlp:in=8,hidden=8,depth=3,out=2" : "mlp:in=8,hidden=8,depth=2,out=2",
+      4, 2);
   auto result = trainDistributed(comm(), count);
   ASSERT_FALSE(result.isOk());
   EXPECT_NE(result.status().message().find("DDP expects same model across all ranks, but Rank " +
                                            std::to_string(rank())),
-            std::string::npos) << result.status().message();
+            std::string::npos)
+      << result.status().message();
 
   auto shape = options(rank() == world() - 1 ? "mlp:in=8,hidden=16,depth=2,out=2"
-                                             : "mlp:in=8,hidden=8,depth=2,out=2", 4, 2);
+                                             : "mlp:in=8,hidden=8,depth=2,out=2",
+                       4, 2);
   result = trainDistributed(comm(), shape);
   ASSERT_FALSE(result.isOk());
   EXPECT_NE(result.status().message().find(
@@ -175,7 +187,8 @@ TEST(MpiEngineTest, MismatchedModelsGiveE4AndE5OnEveryRank) {
                 std::string(rank() == world() - 1 ? "this process"
                                                   : "process " + std::to_string(world() - 1)) +
                 " with sizes [16, 8] appears not to match sizes of the same param in process 0."),
-            std::string::npos) << result.status().message();
+            std::string::npos)
+      << result.status().message();
 }
 
 TEST(MpiEngineTest, BucketPlansEqualDdpConstructionAndSteadyStatePlans) {
@@ -249,9 +262,11 @@ TEST(MpiEngineTest, FirstBucketAllreduceStartsBeforeBackwardComputeEndsOnEveryRa
     }
     const RunSummary summary = summarize(*timeline, 2);
     overlapPercent = summary.overlapPercent;
-    std::printf("[ measured ] mlp-wide world %d: overlap %.1f %% (HTA definition), median step "
-                "%.2f ms, exposed comm %.2f ms\n", world(), overlapPercent,
-                summary.medianStep.toMillis(), summary.medianExposedComm.toMillis());
+    std::printf(
+        "[ measured ] mlp-wide world %d: overlap %.1f %% (HTA definition), median step "
+        "%.2f ms, exposed comm %.2f ms\n",
+        world(), overlapPercent, summary.medianStep.toMillis(),
+        summary.medianExposedComm.toMillis());
   }
   EXPECT_EQ(fromRankZero(failures), 0);
   EXPECT_GT(fromRankZero(overlapPercent), 0.0);

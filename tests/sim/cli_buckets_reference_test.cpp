@@ -31,7 +31,8 @@ std::string paramOnlyModelFile(const std::string& modelName) {
   doc["name"] = modelName;
   doc["parameters"] = json::array();
   for (const auto& p : m["params"]) {
-    doc["parameters"].push_back({{"name", p["name"]}, {"shape", p["shape"]}, {"dtype", p["dtype"]}});
+    doc["parameters"].push_back(
+        {{"name", p["name"]}, {"shape", p["shape"]}, {"dtype", p["dtype"]}});
   }
   return writeScratchFile(modelName + ".params.json", doc.dump());
 }
@@ -79,8 +80,14 @@ TEST_P(BucketsReferenceTest, MatchesPyTorch) {
   const Case& c = GetParam();
   const json& capData = reference()["models"][c.model]["caps"][c.cap];
   const json& expected = capData[c.variant];
-  std::vector<std::string> args = {"buckets", "--model-file", paramOnlyModelFile(c.model),
-                                   "--bucket-cap-mb", c.cap, "--semantics", "1.13", "--json"};
+  std::vector<std::string> args = {"buckets",
+                                   "--model-file",
+                                   paramOnlyModelFile(c.model),
+                                   "--bucket-cap-mb",
+                                   c.cap,
+                                   "--semantics",
+                                   "1.13",
+                                   "--json"};
   if (c.variant == "find_unused_true") {
     args.push_back("--find-unused");
     // Never rebuilt: iteration 1 and the steady state are the same plan.
@@ -132,7 +139,8 @@ class ZooSteadyStateTest : public ::testing::TestWithParam<ZooCase> {};
 
 TEST_P(ZooSteadyStateTest, OwnReadyOrderReproducesRebuiltBuckets) {
   const ZooCase& c = GetParam();
-  const json& expected = reference()["models"][c.refName]["caps"][c.cap]["find_unused_false_rebuilt"];
+  const json& expected =
+      reference()["models"][c.refName]["caps"][c.cap]["find_unused_false_rebuilt"];
   expectPlanEquals(runCliForTest({"buckets", "--model", c.zooName, "--bucket-cap-mb", c.cap,
                                   "--semantics", "1.13", "--json"}),
                    expected);

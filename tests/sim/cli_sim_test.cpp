@@ -13,10 +13,10 @@ namespace {
 using nlohmann::json;
 using testing::CliResult;
 using testing::expectBadInput;
+using ::testing::HasSubstr;
 using testing::runCliForTest;
 using testing::scratchDir;
 using testing::writeScratchFile;
-using ::testing::HasSubstr;
 
 json runJson(const std::vector<std::string>& args) {
   CliResult r = runCliForTest(args);
@@ -48,11 +48,13 @@ TEST(CliAllreduceTest, TimeGrowsWithSize) {
 
 TEST(CliAllreduceTest, BadInputs) {
   expectBadInput({"allreduce", "--cluster", "dgx-z900", "--bytes", "1M"}, "dgx-z900");
-  expectBadInput({"allreduce", "--cluster", "dgx-a100", "--world-size", "12", "--bytes", "1M"}, "12");
+  expectBadInput({"allreduce", "--cluster", "dgx-a100", "--world-size", "12", "--bytes", "1M"},
+                 "12");
   expectBadInput({"allreduce", "--cluster", "dgx-a100", "--bytes", "0"}, "--bytes");
   expectBadInput({"allreduce", "--cluster", "dgx-a100", "--bytes", "12XB"}, "--bytes");
   expectBadInput({"allreduce", "--cluster", "dgx-a100"}, "--bytes");
-  std::string bad = writeScratchFile("bad_cluster.json", R"({"name": "c", "gpus_per_node": "eight"})");
+  std::string bad =
+      writeScratchFile("bad_cluster.json", R"({"name": "c", "gpus_per_node": "eight"})");
   expectBadInput({"allreduce", "--cluster-file", bad, "--bytes", "1M"}, bad);
 }
 
@@ -90,7 +92,8 @@ TEST(CliSimulateTest, SameInputsSameTrace) {
     ASSERT_EQ(r.exitCode, 0) << r.err;
   }
   std::ifstream fa(a), fb(b);
-  std::string ta((std::istreambuf_iterator<char>(fa)), {}), tb((std::istreambuf_iterator<char>(fb)), {});
+  std::string ta((std::istreambuf_iterator<char>(fa)), {}),
+      tb((std::istreambuf_iterator<char>(fb)), {});
   EXPECT_FALSE(ta.empty());
   EXPECT_EQ(ta, tb);
 }
@@ -104,14 +107,16 @@ TEST(CliSimulateTest, TextSummaryNamesTheSetting) {
 }
 
 TEST(CliSimulateTest, BadInputs) {
-  expectBadInput({"simulate", "--model", "gpt2-small", "--cluster", "dgx-a100", "--bucket-cap-mb", "-5"},
-                 "--bucket-cap-mb");
+  expectBadInput(
+      {"simulate", "--model", "gpt2-small", "--cluster", "dgx-a100", "--bucket-cap-mb", "-5"},
+      "--bucket-cap-mb");
   expectBadInput({"simulate", "--model", "gpt2-big", "--cluster", "dgx-a100"}, "gpt2-big");
   expectBadInput({"simulate", "--model", "gpt2-small", "--cluster", "nope"}, "nope");
-  expectBadInput({"simulate", "--model", "gpt2-small", "--cluster", "dgx-a100", "--comm-hook", "fp8"},
-                 "--comm-hook");
-  expectBadInput({"simulate", "--model", "gpt2-small", "--cluster", "dgx-a100", "--world-size", "10"},
-                 "10");
+  expectBadInput(
+      {"simulate", "--model", "gpt2-small", "--cluster", "dgx-a100", "--comm-hook", "fp8"},
+      "--comm-hook");
+  expectBadInput(
+      {"simulate", "--model", "gpt2-small", "--cluster", "dgx-a100", "--world-size", "10"}, "10");
   expectBadInput({"simulate", "--model", "gpt2-small", "--cluster", "dgx-a100", "--jitter", "5"},
                  "--all-ranks");
   expectBadInput({"simulate", "--model", "gpt2-small"}, "--cluster");
@@ -145,10 +150,12 @@ TEST(CliSweepTest, CsvHasOneRowPerConfiguration) {
 }
 
 TEST(CliSweepTest, BadInputs) {
-  expectBadInput({"sweep", "--model", "resnet18", "--cluster", "dgx-a100", "--bucket-cap-mb", "5,0"},
-                 "--bucket-cap-mb");
-  expectBadInput({"sweep", "--model", "resnet18", "--cluster", "dgx-a100", "--find-unused", "maybe"},
-                 "--find-unused");
+  expectBadInput(
+      {"sweep", "--model", "resnet18", "--cluster", "dgx-a100", "--bucket-cap-mb", "5,0"},
+      "--bucket-cap-mb");
+  expectBadInput(
+      {"sweep", "--model", "resnet18", "--cluster", "dgx-a100", "--find-unused", "maybe"},
+      "--find-unused");
   expectBadInput({"sweep", "--model", "resnet18", "--cluster", "dgx-a100", "--world-size", "8,12"},
                  "12");
 }

@@ -11,9 +11,9 @@ namespace {
 using nlohmann::json;
 using testing::CliResult;
 using testing::expectBadInput;
+using ::testing::HasSubstr;
 using testing::runCliForTest;
 using testing::writeScratchFile;
-using ::testing::HasSubstr;
 
 const char* kTwoParams =
     R"({"name": "two", "parameters": [{"name": "a.weight", "shape": [4, 3], "dtype": "float32"},)"
@@ -67,7 +67,8 @@ TEST(CliBucketsTest, ConstructionPlanIsOneBucketWithoutFindUnused) {
 
 TEST(CliBucketsTest, CurrentSemanticsUsesCapForEveryBucketWhenUserSetsIt) {
   // Current PyTorch: an explicit bucket_cap_mb makes the rebuild limits [cap, cap].
-  CliResult cur = runCliForTest({"buckets", "--model", "resnet18", "--bucket-cap-mb", "5", "--json"});
+  CliResult cur =
+      runCliForTest({"buckets", "--model", "resnet18", "--bucket-cap-mb", "5", "--json"});
   CliResult old = runCliForTest(
       {"buckets", "--model", "resnet18", "--bucket-cap-mb", "5", "--semantics", "1.13", "--json"});
   ASSERT_EQ(cur.exitCode, 0) << cur.err;
@@ -81,8 +82,8 @@ TEST(CliBucketsTest, CurrentSemanticsUsesCapForEveryBucketWhenUserSetsIt) {
 
 TEST(CliBucketsTest, FindUnusedSteadyStateIsConstructionPlan) {
   CliResult steady = runCliForTest({"buckets", "--model", "resnet18", "--find-unused", "--json"});
-  CliResult first =
-      runCliForTest({"buckets", "--model", "resnet18", "--find-unused", "--iteration", "1", "--json"});
+  CliResult first = runCliForTest(
+      {"buckets", "--model", "resnet18", "--find-unused", "--iteration", "1", "--json"});
   ASSERT_EQ(steady.exitCode, 0) << steady.err;
   EXPECT_EQ(json::parse(steady.out)["buckets"], json::parse(first.out)["buckets"]);
 }
@@ -94,7 +95,8 @@ TEST(CliBucketsTest, ReadyOrderFileFormats) {
   std::string asText = writeScratchFile("order.txt", "0\n1\n");
   for (const auto& [file, first] :
        std::vector<std::pair<std::string, int>>{{asArray, 0}, {asObject, 1}, {asText, 0}}) {
-    CliResult r = runCliForTest({"buckets", "--model-file", model, "--ready-order-file", file, "--json"});
+    CliResult r =
+        runCliForTest({"buckets", "--model-file", model, "--ready-order-file", file, "--json"});
     ASSERT_EQ(r.exitCode, 0) << r.err;
     EXPECT_EQ(json::parse(r.out)["buckets"][0]["params"][0], first) << file;
   }
@@ -118,7 +120,8 @@ TEST(CliBadInputTest, InvalidJson) {
 
 TEST(CliBadInputTest, WrongTypes) {
   std::string path = writeScratchFile(
-      "wrongtype.json", R"({"name": "m", "parameters": [{"name": "w", "shape": "10x50", "dtype": "float32"}]})");
+      "wrongtype.json",
+      R"({"name": "m", "parameters": [{"name": "w", "shape": "10x50", "dtype": "float32"}]})");
   expectBadInput({"buckets", "--model-file", path}, "parameters[0].shape");
 }
 
@@ -138,14 +141,16 @@ TEST(CliBadInputTest, EmptyParameterList) {
 
 TEST(CliBadInputTest, UnknownDtype) {
   std::string path = writeScratchFile(
-      "dtype.json", R"({"name": "m", "parameters": [{"name": "w", "shape": [2], "dtype": "float33"}]})");
+      "dtype.json",
+      R"({"name": "m", "parameters": [{"name": "w", "shape": [2], "dtype": "float33"}]})");
   expectBadInput({"buckets", "--model-file", path}, "parameters[0].dtype");
   expectBadInput({"buckets", "--model-file", path}, "float33");
 }
 
 TEST(CliBadInputTest, ReadyOrderMissesOrRepeatsAParameter) {
   std::string model = writeScratchFile("two_b.json", kTwoParams);
-  expectBadInput({"buckets", "--model-file", model, "--ready-order", "1"}, "parameter 0 is missing");
+  expectBadInput({"buckets", "--model-file", model, "--ready-order", "1"},
+                 "parameter 0 is missing");
   expectBadInput({"buckets", "--model-file", model, "--ready-order", "1,1,0"},
                  "parameter 1 appears twice");
   expectBadInput({"buckets", "--model-file", model, "--ready-order", "0,7"}, "7");

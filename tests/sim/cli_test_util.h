@@ -1,18 +1,16 @@
 // In-process driver for the ddpscope CLI in tests.
 #pragma once
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
-#include <algorithm>
 
 #include "sim/cli/cli.h"
 
@@ -32,8 +30,8 @@ inline CliResult runCliForTest(const std::vector<std::string>& args) {
 
 // A scratch directory unique to the running test binary.
 inline std::filesystem::path scratchDir() {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("ddpscope_cli_test_" + std::to_string(::getpid()));
+  auto dir =
+      std::filesystem::temp_directory_path() / ("ddpscope_cli_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   return dir;
 }

@@ -66,8 +66,12 @@ TEST(ChromeReaderTest, RoundTripPreservesArgTypes) {
   Timeline timeline;
   LaneHandle lane = timeline.addLane(0, "comm", LaneKind::kComm);
   timeline.addSpan(lane, "ar", Category::kAllreduce, Nanos(1), Nanos(2),
-                   Args{{"int", int64_t{-5}}, {"big", int64_t{INT64_MAX}}, {"whole", 3.0},
-                        {"frac", 0.1}, {"str", std::string("7")}, {"empty", std::string()}});
+                   Args{{"int", int64_t{-5}},
+                        {"big", int64_t{INT64_MAX}},
+                        {"whole", 3.0},
+                        {"frac", 0.1},
+                        {"str", std::string("7")},
+                        {"empty", std::string()}});
   Timeline read = parseOk(chromeTraceToString(timeline));
   EXPECT_EQ(read, timeline);
   const Args& args = read.lane(LaneHandle{0, 0}).spans[0].args;
@@ -134,7 +138,8 @@ TEST(ChromeReaderTest, WarnsAboutUnmatchedBeginAndEnd) {
   Timeline timeline = parseOk(R"([
     {"ph":"E","pid":0,"tid":0,"ts":1},
     {"ph":"B","name":"never closed","pid":0,"tid":0,"ts":2}
-  ])", &report);
+  ])",
+                              &report);
   EXPECT_EQ(timeline.spanCount(), 0u);
   EXPECT_EQ(report.eventCount, 2);
   EXPECT_EQ(report.ignoredEvents, 2);
@@ -214,7 +219,7 @@ TEST(ChromeReaderTest, ConvertsTimesExactlyAndRoundsToNearestNs) {
   EXPECT_EQ(parseMicrosText("1234.567"), Nanos(1'234'567));
   EXPECT_EQ(parseMicrosText("12.3456"), Nanos(12'346));
   EXPECT_EQ(parseMicrosText("12.3454999"), Nanos(12'345));
-  EXPECT_EQ(parseMicrosText("1.0005"), Nanos(1'001));   // half away from zero
+  EXPECT_EQ(parseMicrosText("1.0005"), Nanos(1'001));  // half away from zero
   EXPECT_EQ(parseMicrosText("-1.0005"), Nanos(-1'001));
   EXPECT_EQ(parseMicrosText("7"), Nanos(7'000));
   EXPECT_EQ(parseMicrosText(".5"), Nanos(500));
@@ -252,8 +257,7 @@ TEST(ChromeReaderTest, StringPidsBecomeRanksAfterNumericOnes) {
 
 TEST(ChromeReaderTest, IgnoresUnknownPhases) {
   ChromeReadReport report;
-  StatusOr<Timeline> timeline =
-      readChromeTrace(testDataPath("unknown_phase.json"), {}, &report);
+  StatusOr<Timeline> timeline = readChromeTrace(testDataPath("unknown_phase.json"), {}, &report);
   ASSERT_TRUE(timeline.isOk()) << timeline.status().message();
   EXPECT_EQ(timeline->spanCount(), 2u);
   EXPECT_EQ(report.eventCount, 6);
@@ -302,8 +306,7 @@ TEST(ChromeReaderTest, InfersGpuLanesAndClassifiesForeignKernels) {
 
 TEST(ChromeReaderTest, ReadsKinetoFixtureWithRightLanesAndCategories) {
   ChromeReadReport report;
-  StatusOr<Timeline> read =
-      readChromeTrace(testDataPath("kineto_ddp_small.json"), {}, &report);
+  StatusOr<Timeline> read = readChromeTrace(testDataPath("kineto_ddp_small.json"), {}, &report);
   ASSERT_TRUE(read.isOk()) << read.status().message();
   const Timeline& timeline = *read;
   EXPECT_TRUE(report.singleRankTrace);
@@ -342,7 +345,8 @@ TEST(ChromeReaderTest, ReadsKinetoFixtureWithRightLanesAndCategories) {
   EXPECT_EQ(categories["CPU: thread 4250 (pt_autograd_0) | nccl:all_reduce"], Category::kAllreduce);
   EXPECT_EQ(categories["GPU 0: stream 7 | ampere_sgemm_128x64_nn"], Category::kCompute);
   EXPECT_EQ(categories["GPU 0: stream 7 | Memcpy HtoD (Pageable -> Device)"], Category::kCopy);
-  EXPECT_EQ(categories["GPU 0: stream 7 | ProfilerStep#1"], Category::kOther);  // gpu_user_annotation
+  EXPECT_EQ(categories["GPU 0: stream 7 | ProfilerStep#1"],
+            Category::kOther);  // gpu_user_annotation
   EXPECT_EQ(categories["GPU 0: stream 20 | ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, "
                        "unsigned long, ncclWork*)"],
             Category::kAllreduce);
@@ -390,10 +394,12 @@ TEST(ChromeReaderTest, KinetoTraceSurvivesOurWriter) {
 TEST(ChromeReaderTest, ReadsGzipByMagicBytes) {
   std::string json = chromeTraceToString(makeGoldenTimeline());
   // no .gz suffix on purpose: detection is by content
-  std::string path = (std::filesystem::temp_directory_path() / "ddpscope_reader_test_gz.trace").string();
+  std::string path =
+      (std::filesystem::temp_directory_path() / "ddpscope_reader_test_gz.trace").string();
   gzFile file = gzopen(path.c_str(), "wb");
   ASSERT_NE(file, nullptr);
-  ASSERT_EQ(gzwrite(file, json.data(), static_cast<unsigned>(json.size())), static_cast<int>(json.size()));
+  ASSERT_EQ(gzwrite(file, json.data(), static_cast<unsigned>(json.size())),
+            static_cast<int>(json.size()));
   ASSERT_EQ(gzclose(file), Z_OK);
   StatusOr<Timeline> read = readChromeTrace(path);
   ASSERT_TRUE(read.isOk()) << read.status().message();
@@ -424,8 +430,9 @@ TEST(ChromeReaderTest, MissingFileErrorNamesThePath) {
 }
 
 TEST(ChromeReaderTest, ReportsEventIndexAndFieldForBadValues) {
-  EXPECT_EQ(parseError(R"({"traceEvents":[{"ph":"X","ts":1,"dur":1},{"ph":"X","ts":2,"dur":"abc"}]})"),
-            R"(inline.json: traceEvents[1].dur: expected a number, got "abc")");
+  EXPECT_EQ(
+      parseError(R"({"traceEvents":[{"ph":"X","ts":1,"dur":1},{"ph":"X","ts":2,"dur":"abc"}]})"),
+      R"(inline.json: traceEvents[1].dur: expected a number, got "abc")");
   EXPECT_EQ(parseError(R"([{"ph":"X","ts":false,"dur":1}])"),
             "inline.json: [0].ts: expected a number, got false");
 }

@@ -55,7 +55,7 @@ TEST(ChromeWriterTest, EscapesJsonStrings) {
   EXPECT_EQ(jsonString("a\"b\\c"), "\"a\\\"b\\\\c\"");
   EXPECT_EQ(jsonString("t\tn\nr\r"), "\"t\\tn\\nr\\r\"");
   EXPECT_EQ(jsonString(std::string_view("\x01\x1f", 2)), "\"\\u0001\\u001f\"");
-  EXPECT_EQ(jsonString("µs → ✓"), "\"µs → ✓\"");                      // valid UTF-8 kept
+  EXPECT_EQ(jsonString("µs → ✓"), "\"µs → ✓\"");                            // valid UTF-8 kept
   EXPECT_EQ(jsonString("bad\xff byte\xc3"), "\"bad\\ufffd byte\\ufffd\"");  // invalid replaced
   std::string tricky = "q\"\\/\b\f\x7f é 𝄞";
   EXPECT_EQ(nlohmann::json::parse(jsonString(tricky)).get<std::string>(), tricky);
@@ -179,7 +179,8 @@ TEST(ChromeWriterTest, WriteToUnwritablePathNamesThePath) {
 
 #ifdef DDPSCOPE_HAVE_ZLIB
 TEST(ChromeWriterTest, WritesGzipWhenPathEndsInGz) {
-  std::string path = (std::filesystem::temp_directory_path() / "ddpscope_writer_test.json.gz").string();
+  std::string path =
+      (std::filesystem::temp_directory_path() / "ddpscope_writer_test.json.gz").string();
   Timeline timeline = makeGoldenTimeline();
   ASSERT_TRUE(writeChromeTrace(timeline, path).isOk());
   StatusOr<std::string> bytes = readFileToString(path);

@@ -11,14 +11,16 @@ namespace {
 
 using testing::testDataPath;
 
-Nanos us(int64_t micros) { return Nanos::fromMicros(micros); }
+Nanos us(int64_t micros) {
+  return Nanos::fromMicros(micros);
+}
 
 TEST(OverlapTest, IntervalUnionMergesOverlappingTouchingAndUnsorted) {
   IntervalSet set = IntervalSet::unionOf({{Nanos(50), Nanos(60)},
                                           {Nanos(0), Nanos(10)},
                                           {Nanos(5), Nanos(20)},
-                                          {Nanos(20), Nanos(30)},  // touches: merged
-                                          {Nanos(55), Nanos(58)},  // nested
+                                          {Nanos(20), Nanos(30)},    // touches: merged
+                                          {Nanos(55), Nanos(58)},    // nested
                                           {Nanos(70), Nanos(70)}});  // empty: dropped
   EXPECT_EQ(set.intervals(),
             (std::vector<Interval>{{Nanos(0), Nanos(30)}, {Nanos(50), Nanos(60)}}));
@@ -33,7 +35,8 @@ TEST(OverlapTest, IntervalUnionMergesOverlappingTouchingAndUnsorted) {
 
 TEST(OverlapTest, IntervalIntersection) {
   IntervalSet a = IntervalSet::unionOf({{Nanos(0), Nanos(10)}, {Nanos(20), Nanos(40)}});
-  IntervalSet b = IntervalSet::unionOf({{Nanos(5), Nanos(25)}, {Nanos(30), Nanos(35)}, {Nanos(39), Nanos(50)}});
+  IntervalSet b =
+      IntervalSet::unionOf({{Nanos(5), Nanos(25)}, {Nanos(30), Nanos(35)}, {Nanos(39), Nanos(50)}});
   IntervalSet both = IntervalSet::intersectionOf(a, b);
   EXPECT_EQ(both.intervals(), (std::vector<Interval>{{Nanos(5), Nanos(10)},
                                                      {Nanos(20), Nanos(25)},
@@ -115,7 +118,7 @@ TEST(OverlapTest, CopiesAndHostLanesCountAsNeither) {
   timeline.addSpan(comm1, "used map", Category::kUsedMapAllreduce, us(30), us(25));
   OverlapStats total = computeOverlap(timeline)[0].total;
   EXPECT_EQ(total.compute, us(10));
-  EXPECT_EQ(total.comm, us(55));     // [0,55)
+  EXPECT_EQ(total.comm, us(55));       // [0,55)
   EXPECT_EQ(total.overlapped, us(5));  // [50,55)
   EXPECT_NEAR(total.overlapPercent, 100.0 * 5 / 55, 1e-12);
   EXPECT_EQ(formatPercent(total), "9.09");
@@ -183,16 +186,19 @@ TEST(OverlapTest, DdpLoggerWindowPerIteration) {
 }
 
 TEST(OverlapTest, ClassifiesKernelsLikeHta) {
-  EXPECT_EQ(classifyGpuKernel("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)"),
+  EXPECT_EQ(classifyGpuKernel(
+                "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)"),
             Category::kAllreduce);
   EXPECT_EQ(classifyGpuKernel("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"),
             Category::kAllgather);
-  EXPECT_EQ(classifyGpuKernel("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL"), Category::kReduceScatter);
+  EXPECT_EQ(classifyGpuKernel("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL"),
+            Category::kReduceScatter);
   EXPECT_EQ(classifyGpuKernel("void foo<ncclKernel_SendRecv>"), Category::kCommOther);
   EXPECT_EQ(classifyGpuKernel("Memcpy DtoD (Device -> Device)"), Category::kCopy);
   EXPECT_EQ(classifyGpuKernel("Memset (Device)"), Category::kCopy);
   EXPECT_EQ(classifyGpuKernel("ampere_sgemm_128x64_nn"), Category::kCompute);
-  EXPECT_EQ(classifyGpuKernel("void at::native::vectorized_elementwise_kernel<4>"), Category::kCompute);
+  EXPECT_EQ(classifyGpuKernel("void at::native::vectorized_elementwise_kernel<4>"),
+            Category::kCompute);
   // excluded from compute (HTA PR #162 for Sync), but not comm or memory either
   EXPECT_EQ(classifyGpuKernel("Context Sync"), Category::kOther);
   EXPECT_EQ(classifyGpuKernel("Stream Wait Event"), Category::kOther);

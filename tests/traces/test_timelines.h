@@ -37,14 +37,12 @@ inline Timeline makeGoldenTimeline() {
     timeline.addSpan(compute, "copy_bucket_to_grad", Category::kCopy, Nanos(801'500) + skewNs,
                      Nanos(7));
     timeline.addSpan(compute, "sgd", Category::kOptimizer, Nanos(900'000) + skewNs, Nanos(50'000));
-    timeline.addSpan(comm, "allreduce bucket 0", Category::kAllreduce, Nanos(551'500) + skewNs,
-                     Nanos(300'000),
-                     Args{{"bucket", int64_t{0}}, {"bytes", int64_t{26'214'400}},
-                          {"iteration", int64_t{1}}});
-    timeline.addSpan(comm, "allreduce bucket 1", Category::kAllreduce, Nanos(851'500) + skewNs,
-                     Nanos(40'250),
-                     Args{{"bucket", int64_t{1}}, {"bytes", int64_t{1'048'576}},
-                          {"iteration", int64_t{1}}});
+    timeline.addSpan(
+        comm, "allreduce bucket 0", Category::kAllreduce, Nanos(551'500) + skewNs, Nanos(300'000),
+        Args{{"bucket", int64_t{0}}, {"bytes", int64_t{26'214'400}}, {"iteration", int64_t{1}}});
+    timeline.addSpan(
+        comm, "allreduce bucket 1", Category::kAllreduce, Nanos(851'500) + skewNs, Nanos(40'250),
+        Args{{"bucket", int64_t{1}}, {"bytes", int64_t{1'048'576}}, {"iteration", int64_t{1}}});
     timeline.addFlow(Flow{static_cast<uint64_t>(rank + 1), "bucket 0 ready", "ddp",
                           FlowEndpoint{rank, 0, Nanos(551'000) + skewNs},
                           FlowEndpoint{rank, 1, Nanos(551'500) + skewNs}});
