@@ -39,6 +39,11 @@ struct Case {
   std::string variant;
 };
 
+// Short values in test names and failure messages (gtest prints raw bytes otherwise).
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.model << "/" << c.cap << "/" << c.variant;
+}
+
 std::vector<Case> allCases() {
   std::vector<Case> cases;
   const json& data = referenceData();

@@ -49,6 +49,11 @@ struct Case {
   std::string variant;
 };
 
+// Short values in test names and failure messages (gtest prints raw bytes otherwise).
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.model << "/" << c.cap << "/" << c.variant;
+}
+
 std::vector<Case> allCases() {
   std::vector<Case> cases;
   for (const auto& [model, m] : reference()["models"].items()) {
@@ -122,6 +127,10 @@ struct ZooCase {
   std::string refName;
   std::string cap;
 };
+
+void PrintTo(const ZooCase& c, std::ostream* os) {
+  *os << c.zooName << "/" << c.cap;
+}
 
 std::vector<ZooCase> zooCases() {
   std::vector<ZooCase> cases;

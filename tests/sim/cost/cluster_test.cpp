@@ -117,6 +117,10 @@ struct BadCase {
   const char* expectation;
 };
 
+void PrintTo(const BadCase& c, std::ostream* os) {
+  *os << c.label;
+}
+
 class ClusterJsonBadInputTest : public ::testing::TestWithParam<BadCase> {};
 
 TEST_P(ClusterJsonBadInputTest, MessageNamesFilePathAndExpectation) {
