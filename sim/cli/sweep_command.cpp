@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iomanip>
@@ -293,10 +294,11 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
     const auto& r = rows[b.row];
     char line[256];
     std::snprintf(line, sizeof(line),
-                  "  world %5d%s: bucket_cap_mb %-5s %10.3f ms/step, %.1f%% faster than 25 "
+                  "  world %5d%s: bucket_cap_mb %-5s %10.3f ms/step, %.1f%% %s than 25 "
                   "(%.3f ms)\n",
                   r.config.layout.worldSize(), r.config.findUnused ? " find_unused" : "",
-                  formatMb(r.config.capMb).c_str(), r.summary.stepTime.toMillis(), gainPercent(b),
+                  formatMb(r.config.capMb).c_str(), r.summary.stepTime.toMillis(),
+                  std::abs(gainPercent(b)), gainPercent(b) < 0 ? "slower" : "faster",
                   rows[b.baselineRow].summary.stepTime.toMillis());
     o << line;
   }
