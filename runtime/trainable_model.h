@@ -23,8 +23,10 @@
 #include <string>
 #include <vector>
 
+#include "base/nanos.h"
 #include "base/status.h"
 #include "models/model_spec.h"
+#include "runtime/device.h"
 #include "runtime/tensor.h"
 
 namespace ddpscope::runtime {
@@ -63,6 +65,13 @@ class LayerObserver {
   virtual void onForwardEnd(int layerIndex) = 0;
   virtual void onBackwardBegin(int layerIndex) = 0;
   virtual void onBackwardEnd(int layerIndex) = 0;
+  // A layer's kernels timed on the device (CUDA events) and reported after the fact, on the
+  // observer's clock (steady_clock ns, as Communicator::now). Device models call this instead
+  // of the Begin/End pairs, whose host times would only show when kernels were enqueued.
+  virtual void onLayerSpan(int /*layerIndex*/, bool /*backward*/, Nanos /*start*/,
+                           Nanos /*end*/) {}
+  // A device-timed span that belongs to no layer (the optimizer's kernels, the loss).
+  virtual void onDeviceSpan(const std::string& /*name*/, Nanos /*start*/, Nanos /*end*/) {}
 };
 
 // SyncBatchNorm's collective: SUM-allreduce of a small float vector across ranks, blocking.
@@ -72,6 +81,10 @@ struct BuildOptions {
   uint64_t seed = 0;           // parameter init (identical on every rank before broadcast)
   bool syncBatchNorm = false;  // BatchNorm2d → SyncBatchNorm (needs setSyncAllreduce)
   models::ModelInputs inputs;  // zero fields = the model's defaults (batch ignored)
+  // Matrix-product precision: "fp32" (default), "tf32" or "bf16" (bf16 operands, fp32
+  // accumulation; parameters, gradients and buckets stay fp32). The CPU model takes fp32 only.
+  std::string dtype = "fp32";
+  int cudaDevice = 0;  // CUDA models: the device ordinal of this rank
 };
 
 class TrainableModel {
@@ -101,6 +114,13 @@ class TrainableModel {
 
   virtual void setObserver(LayerObserver* observer) = 0;
   virtual void setSyncAllreduce(SyncAllreduceFn fn) = 0;
+
+  // Where params()/grads and DDP's buckets live. Param::value / Param::grad of a device model
+  // are Tensor VIEWS of device memory (never dereference them on the host; use device().toHost).
+  virtual GradDevice& device() { return cpuDevice(); }
+  // End of an iteration (after the optimizer): device models wait for their compute stream
+  // here and report the iteration's device-timed spans to the observer. CPU: nothing to do.
+  virtual Status endIteration() { return Status::ok(); }
 };
 
 // Builds a trainable model from a spec; an unsupported layer type gives

@@ -27,9 +27,14 @@ namespace ddpscope::runtime {
 
 class Profiler;
 
+// Builds this rank's model (tests and the worker pick CPU or CUDA); empty = buildTrainableModel.
+using ModelFactory = std::function<StatusOr<std::unique_ptr<TrainableModel>>(
+    const models::ModelSpec& spec, const BuildOptions& options)>;
+
 struct TrainingOptions {
   models::ModelSpec model;
-  BuildOptions build;       // seed (parameter init), syncBatchNorm, seq / image size
+  BuildOptions build;       // seed (parameter init), syncBatchNorm, seq / image size, dtype
+  ModelFactory buildModel;  // empty: the CPU model (buildTrainableModel)
   ddp::DdpConfig ddp;       // worldSize comes from the communicator
   int64_t globalBatch = 8;  // B: samples per step over all ranks
   int64_t iterations = 10;  // forward/backward iterations (SGD steps = iterations / no_sync K)
