@@ -57,7 +57,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(TrainableModel& model, Communic
   engine->m_reducer.emplace(std::move(reducer));
   engine->m_initialPlan = engine->m_reducer->plan();
   engine->m_plan = engine->m_initialPlan;
-  engine->allocateBuckets();
+  RETURN_IF_ERROR(engine->allocateBuckets());
   const size_t numParams = model.params().size();
   engine->m_localUsed.assign(numParams, 0);
   RETURN_IF_ERROR(engine->broadcastModelState());
@@ -140,25 +140,32 @@ Status Engine::verifyModelAcrossRanks() {
 
 Status Engine::broadcastModelState() {
   // _sync_module_states: rank 0's parameters, then buffers, coalesced in 250 MiB groups; every
-  // group is issued before the first wait (the FIFO keeps them in order).
+  // group is issued before the first wait (the FIFO keeps them in order). The groups are staged
+  // in host memory through the model's GradDevice (toHost / fromHost): the engine never
+  // dereferences parameter memory itself, and a communicator receives host buffers here (the
+  // NCCL communicator stages host buffers through device memory; construction runs once).
+  GradDevice& device = m_model.device();
   struct Group {
     std::vector<float> flat;
     std::vector<Tensor*> tensors;
     CommWorkPtr work;
   };
   std::vector<Group> groups;
-  auto addTensor = [&](Tensor& t) {
+  auto addTensor = [&](Tensor& t) -> Status {
     const int64_t limitElems = ddp::DdpConfig::kBroadcastBucketBytes / 4;
     if (groups.empty() || static_cast<int64_t>(groups.back().flat.size()) >= limitElems) {
       groups.emplace_back();
     }
     Group& g = groups.back();
-    g.flat.insert(g.flat.end(), t.values().begin(), t.values().end());
+    const size_t offset = g.flat.size();
+    g.flat.resize(offset + static_cast<size_t>(t.numel()));
+    RETURN_IF_ERROR(device.toHost(g.flat.data() + offset, t.data(), t.numel()));
     g.tensors.push_back(&t);
+    return Status::ok();
   };
-  for (Param& p : m_model.params()) addTensor(p.value);
+  for (Param& p : m_model.params()) RETURN_IF_ERROR(addTensor(p.value));
   if (m_options.ddp.broadcastBuffers) {
-    for (Buffer& b : m_model.buffers()) addTensor(b.value);
+    for (Buffer& b : m_model.buffers()) RETURN_IF_ERROR(addTensor(b.value));
   }
   for (Group& g : groups) {
     g.work = m_comm.broadcastAsync(std::as_writable_bytes(std::span<float>(g.flat)), 0,
@@ -168,21 +175,27 @@ Status Engine::broadcastModelState() {
     RETURN_IF_ERROR(g.work->wait());
     size_t offset = 0;
     for (Tensor* t : g.tensors) {
-      std::copy(g.flat.begin() + static_cast<std::ptrdiff_t>(offset),
-                g.flat.begin() + static_cast<std::ptrdiff_t>(offset + t->values().size()),
-                t->values().begin());
-      offset += t->values().size();
+      RETURN_IF_ERROR(device.fromHost(t->data(), g.flat.data() + offset, t->numel()));
+      offset += static_cast<size_t>(t->numel());
     }
   }
   return Status::ok();
 }
 
-void Engine::allocateBuckets() {
-  m_buckets.assign(static_cast<size_t>(m_plan.numBuckets()), {});
+Status Engine::allocateBuckets() {
+  std::vector<DeviceBuffer> buckets(static_cast<size_t>(m_plan.numBuckets()));
   for (const auto& bucket : m_plan.buckets) {
-    m_buckets[static_cast<size_t>(bucket.index)].assign(static_cast<size_t>(bucket.numel), 0.0f);
+    StatusOr<DeviceBuffer> buffer = m_model.device().allocate(bucket.numel);
+    if (!buffer.isOk()) {
+      return Status(buffer.status().code(), "DDP bucket " + std::to_string(bucket.index) + " (" +
+                                                std::to_string(bucket.numel * 4) +
+                                                " bytes): " + buffer.status().message());
+    }
+    buckets[static_cast<size_t>(bucket.index)] = std::move(buffer).value();
   }
+  m_buckets = std::move(buckets);
   m_bucketWork.assign(static_cast<size_t>(m_plan.numBuckets()), nullptr);
+  return Status::ok();
 }
 
 void Engine::fail(Status status) {
@@ -237,6 +250,9 @@ StatusOr<StepResult> Engine::step(const Batch& batch) {
                           optimizerStart, now());
     }
   }
+  // Device models wait for their compute stream here and report the iteration's device-timed
+  // spans; the iteration ends when its device work has.
+  RETURN_IF_ERROR(m_model.endIteration());
   if (m_profiler) m_profiler->addIteration(m_iteration, iterationStart, now());
   return result;
 }
@@ -259,22 +275,16 @@ void Engine::copyIntoBucket(const ddp::BucketCopy& copy) {
   const int64_t n = param.value.numel();
   float* dst = m_buckets[static_cast<size_t>(copy.bucketIndex)].data() + offset;
   const float scale = static_cast<float>(copy.scale);
+  GradDevice& device = m_model.device();
   if (copy.kind == ddp::CopyKind::kZeroFill || !param.gradDefined) {
-    std::fill(dst, dst + n, 0.0f);
+    device.fill(dst, n, 0.0f);
   } else if (param.grad.isView() && param.grad.data() == dst) {
     // gradient_as_bucket_view after the first iteration: autograd accumulated straight into the
     // bucket; only the in-place 1/world scale remains (a no-op at world size 1).
-    if (scale != 1.0f) {
-      for (int64_t i = 0; i < n; ++i) dst[i] *= scale;
-    }
+    device.scaleInPlace(dst, n, scale);
   } else {
     // grad × (1/world), fused into the copy.
-    const float* src = param.grad.data();
-    if (scale == 1.0f) {
-      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
-    } else {
-      for (int64_t i = 0; i < n; ++i) dst[i] = src[i] * scale;
-    }
+    device.copyScaled(dst, param.grad.data(), n, scale);
     if (m_options.ddp.gradientAsBucketView) {
       // PyTorch re-points .grad at its bucket view the first time the parameter is marked
       // ready; from then on the gradient lives in bucket memory.
@@ -292,8 +302,9 @@ void Engine::copyIntoBucket(const ddp::BucketCopy& copy) {
 }
 
 void Engine::launchBucket(int bucketIndex, int64_t /*bytes*/) {
+  const DeviceBuffer& bucket = m_buckets[static_cast<size_t>(bucketIndex)];
   m_bucketWork[static_cast<size_t>(bucketIndex)] = m_comm.allreduceAsync(
-      std::span<float>(m_buckets[static_cast<size_t>(bucketIndex)]),
+      std::span<float>(bucket.data(), static_cast<size_t>(bucket.numel)),
       CommTag{"allreduce", Category::kAllreduce, bucketIndex, m_iteration, true});
 }
 
@@ -336,8 +347,9 @@ void Engine::finalize(const ddp::FinalizeInfo& info) {
       if (m_globalUsed[static_cast<size_t>(p)] == 0) skip[static_cast<size_t>(p)] = 1;
     }
   }
+  GradDevice& device = m_model.device();
   for (const auto& bucket : m_plan.buckets) {
-    std::vector<float>& flat = m_buckets[static_cast<size_t>(bucket.index)];
+    const DeviceBuffer& flat = m_buckets[static_cast<size_t>(bucket.index)];
     for (size_t slot = 0; slot < bucket.params.size(); ++slot) {
       const int p = bucket.params[slot];
       if (skip[static_cast<size_t>(p)]) continue;
@@ -355,8 +367,16 @@ void Engine::finalize(const ddp::FinalizeInfo& info) {
         param.gradDefined = true;
         continue;
       }
-      if (param.grad.numel() != param.value.numel()) param.grad = param.value;  // shape + storage
-      std::copy(first, first + param.value.numel(), param.grad.data());
+      if (param.grad.numel() != param.value.numel()) {
+        if (!device.isHost()) {
+          // A device model allocates every .grad with its parameter; a missing one is a bug.
+          fail(internalError("finalize: parameter " + std::to_string(p) + " (" + param.name +
+                             ") has no gradient storage on " + device.name()));
+          return;
+        }
+        param.grad = Tensor(param.value.shape());  // host: give .grad its storage
+      }
+      device.copyScaled(param.grad.data(), first, param.value.numel(), 1.0f);
       param.gradDefined = true;
     }
   }
@@ -410,22 +430,24 @@ void Engine::rebuildBuckets(const ddp::BucketPlan& newPlan, const ddp::RebuildSy
   }
   // gradient_as_bucket_view: gradients that live in the old buckets move into the new views
   // (§2: "existing gradients are copied into the new views and re-pointed").
-  std::vector<std::vector<float>> viewGrads(m_model.params().size());
-  for (size_t p = 0; p < m_model.params().size(); ++p) {
-    const Tensor& grad = m_model.params()[p].grad;
-    if (grad.isView()) viewGrads[p].assign(grad.data(), grad.data() + grad.numel());
-  }
+  // The old buckets stay alive until the gradients living in them have been copied (a
+  // device-to-device copy ordered on the device's stream, before the old memory is released).
+  std::vector<DeviceBuffer> oldBuckets = std::move(m_buckets);
   m_plan = newPlan;
-  allocateBuckets();
+  status = allocateBuckets();
+  if (!status.isOk()) return fail(std::move(status));
+  GradDevice& device = m_model.device();
   for (const auto& bucket : m_plan.buckets) {
     for (size_t slot = 0; slot < bucket.params.size(); ++slot) {
       const size_t p = static_cast<size_t>(bucket.params[slot]);
-      if (!m_model.params()[p].grad.isView()) continue;
+      Param& param = m_model.params()[p];
+      if (!param.grad.isView()) continue;
       float* dst = m_buckets[static_cast<size_t>(bucket.index)].data() + bucket.offsets[slot];
-      std::copy(viewGrads[p].begin(), viewGrads[p].end(), dst);
-      m_model.params()[p].grad.setView(dst, m_model.params()[p].value.shape());
+      device.copyScaled(dst, param.grad.data(), param.grad.numel(), 1.0f);
+      param.grad.setView(dst, param.value.shape());
     }
   }
+  oldBuckets.clear();
   m_rebuiltAt = m_iteration;
   if (m_profiler) {
     m_profiler->addSpan(ProfLane::kDdp, "rebuild buckets", Category::kOther, start, now(),
@@ -444,11 +466,17 @@ void Engine::broadcastBuffers(std::span<const int64_t> /*groupBytes*/) {
     }
   }
   const Nanos start = now();
+  GradDevice& device = m_model.device();
   for (models::DType dtype : dtypes) {
+    // Staged in host memory through the device (see broadcastModelState).
     std::vector<float> flat;
     for (size_t i = 0; i < buffers.size() && i < specs.size(); ++i) {
       if (specs[i].dtype != dtype) continue;
-      flat.insert(flat.end(), buffers[i].value.values().begin(), buffers[i].value.values().end());
+      const Tensor& value = buffers[i].value;
+      const size_t offset = flat.size();
+      flat.resize(offset + static_cast<size_t>(value.numel()));
+      Status status = device.toHost(flat.data() + offset, value.data(), value.numel());
+      if (!status.isOk()) return fail(std::move(status));
     }
     Status status =
         m_comm.broadcast(std::as_writable_bytes(std::span<float>(flat)), 0,
@@ -457,10 +485,10 @@ void Engine::broadcastBuffers(std::span<const int64_t> /*groupBytes*/) {
     size_t offset = 0;
     for (size_t i = 0; i < buffers.size() && i < specs.size(); ++i) {
       if (specs[i].dtype != dtype) continue;
-      auto& values = buffers[i].value.values();
-      std::copy(flat.begin() + static_cast<std::ptrdiff_t>(offset),
-                flat.begin() + static_cast<std::ptrdiff_t>(offset + values.size()), values.begin());
-      offset += values.size();
+      Tensor& value = buffers[i].value;
+      status = device.fromHost(value.data(), flat.data() + offset, value.numel());
+      if (!status.isOk()) return fail(std::move(status));
+      offset += static_cast<size_t>(value.numel());
     }
   }
   if (m_profiler) {

@@ -22,8 +22,14 @@
 //   Under no_sync (iteration % noSyncPeriod != 0) gradients accumulate locally and nothing is
 //   communicated; the optimizer steps (and grads are zeroed) only after a synced backward.
 //
-// gradient_as_bucket_view: our Tensors own their storage, so .grad cannot alias the bucket;
-// the engine keeps the semantics (values, what is skipped) and copies in both directions.
+// Memory: buckets are DeviceBuffers of the model's GradDevice (host for CPU models, device
+// memory for CUDA models); every copy, scale and zero-fill goes through that device (kernels on
+// the compute stream for CUDA), and the engine never dereferences a parameter, gradient or
+// bucket pointer on the host. Bucket allreduces get device pointers; the rare small
+// collectives (construction checks and broadcasts, buffer broadcasts, the used map, rebuild
+// lists) use host memory, staged with GradDevice::toHost / fromHost — a communicator must
+// accept both (the NCCL communicator detects host pointers and stages them itself).
+// gradient_as_bucket_view: .grad becomes a view of its bucket slice (no copy in or out).
 // SyncBatchNorm's statistics allreduce is a blocking allreduce through the same FIFO comm
 // thread, so it is ordered with the bucket allreduces identically on every rank.
 //
@@ -91,7 +97,7 @@ class Engine final : private ddp::ReducerActions {
   Status verifyModelAcrossRanks();
   Status broadcastModelState();
   Status onGradReady(int paramIndex);
-  void allocateBuckets();
+  Status allocateBuckets();  // buckets of m_plan, zeroed, in the model's device memory
   Nanos now() const;
 
   // ddp::ReducerActions
@@ -113,7 +119,7 @@ class Engine final : private ddp::ReducerActions {
   ddp::BucketPlan m_plan;
   int64_t m_rebuiltAt = 0;
   int64_t m_iteration = 0;
-  std::vector<std::vector<float>> m_buckets;  // flat buffers, one per bucket of m_plan
+  std::vector<DeviceBuffer> m_buckets;  // flat buffers (device memory), one per bucket of m_plan
   std::vector<CommWorkPtr> m_bucketWork;
   std::vector<int32_t> m_localUsed;  // hooks seen since the last finalize (find_unused)
   std::vector<int32_t> m_usedMapBuffer;

@@ -32,27 +32,43 @@ void Profiler::setEnabled(bool enabled) {
   m_enabled = enabled;
 }
 
+const std::string& Profiler::layerName(int layerIndex) const {
+  static const std::string kFallback = "layer";
+  return layerIndex >= 0 && layerIndex < static_cast<int>(m_layerNames.size())
+             ? m_layerNames[static_cast<size_t>(layerIndex)]
+             : kFallback;
+}
+
 void Profiler::onForwardBegin(int /*layerIndex*/) {
   m_forwardStart = m_clock();
 }
 void Profiler::onForwardEnd(int layerIndex) {
-  const Nanos end = m_clock();
-  const std::string& name = layerIndex >= 0 && layerIndex < static_cast<int>(m_layerNames.size())
-                                ? m_layerNames[static_cast<size_t>(layerIndex)]
-                                : std::string("layer");
-  addSpan(ProfLane::kCompute, name, Category::kForward, m_forwardStart, end,
-          Args{{"layer", int64_t{layerIndex}}});
+  onLayerSpan(layerIndex, /*backward=*/false, m_forwardStart, m_clock());
 }
 void Profiler::onBackwardBegin(int /*layerIndex*/) {
   m_backwardStart = m_clock();
 }
 void Profiler::onBackwardEnd(int layerIndex) {
-  const Nanos end = m_clock();
-  const std::string& name = layerIndex >= 0 && layerIndex < static_cast<int>(m_layerNames.size())
-                                ? m_layerNames[static_cast<size_t>(layerIndex)]
-                                : std::string("layer");
-  addSpan(ProfLane::kCompute, name + " (backward)", Category::kBackward, m_backwardStart, end,
+  onLayerSpan(layerIndex, /*backward=*/true, m_backwardStart, m_clock());
+}
+
+void Profiler::onLayerSpan(int layerIndex, bool backward, Nanos start, Nanos end) {
+  const std::string& name = layerName(layerIndex);
+  addSpan(ProfLane::kCompute, backward ? name + " (backward)" : name,
+          backward ? Category::kBackward : Category::kForward, start, end,
           Args{{"layer", int64_t{layerIndex}}});
+}
+
+void Profiler::onDeviceSpan(const std::string& name, Nanos start, Nanos end) {
+  Category category = Category::kCompute;
+  if (name.starts_with("optimizer")) {
+    category = Category::kOptimizer;
+  } else if (name.ends_with("(backward)")) {
+    category = Category::kBackward;
+  } else if (name.starts_with("loss")) {
+    category = Category::kForward;
+  }
+  addSpan(ProfLane::kCompute, name, category, start, end);
 }
 
 void Profiler::onCollective(const CommTag& tag, int64_t bytes, Nanos start, Nanos end) {

@@ -1,7 +1,8 @@
 // Profiler: one rank's timeline of a real training run, and the merge of all ranks' timelines.
 //
 // Lanes of every rank (tid = index, in this order):
-//   0 "compute"    kCompute  forward / backward spans per layer (LayerObserver), optimizer
+//   0 "compute"    kCompute  forward / backward spans per layer (LayerObserver: host-timed
+//                            Begin/End pairs, or device-timed onLayerSpan), optimizer
 //   1 "comm"       kComm     every recorded collective, timed by the comm thread (start = when
 //                            it enters the library call, end = when the call returned), with
 //                            args bucket / bytes / iteration
@@ -54,6 +55,12 @@ class Profiler final : public LayerObserver, public CommObserver {
   void onForwardEnd(int layerIndex) override;
   void onBackwardBegin(int layerIndex) override;
   void onBackwardEnd(int layerIndex) override;
+  // Device-timed spans (device models, reported after the fact at endIteration): a layer's
+  // span has the Begin/End pair's name and category ("h.0.mlp", "h.0.mlp (backward)");
+  // onDeviceSpan's category follows its name ("optimizer ..." → optimizer, "loss ..." →
+  // forward, "... (backward)" → backward, else compute). Both go to the compute lane.
+  void onLayerSpan(int layerIndex, bool backward, Nanos start, Nanos end) override;
+  void onDeviceSpan(const std::string& name, Nanos start, Nanos end) override;
   // CommObserver (comm thread).
   void onCollective(const CommTag& tag, int64_t bytes, Nanos start, Nanos end) override;
 
@@ -72,6 +79,7 @@ class Profiler final : public LayerObserver, public CommObserver {
   bool m_enabled = true;
   Nanos m_forwardStart;   // training thread only
   Nanos m_backwardStart;  // training thread only
+  const std::string& layerName(int layerIndex) const;
   mutable std::mutex m_mutex;
   traces::RankTrack m_track;
 };

@@ -26,15 +26,30 @@ std::vector<std::string> layerNames(const models::ModelSpec& model) {
 
 namespace {
 
-void capture(TrainableModel& model, TrainingResult& result) {
+// Final parameters and gradients, read through the model's device (device models keep them in
+// device memory).
+Status capture(TrainableModel& model, TrainingResult& result) {
   result.params.clear();
   result.grads.clear();
+  GradDevice& device = model.device();
+  RETURN_IF_ERROR(device.synchronize());
   for (const Param& p : model.params()) {
-    result.params.push_back(p.value.values());
-    result.grads.push_back(p.gradDefined
-                               ? std::vector<float>(p.grad.data(), p.grad.data() + p.grad.numel())
-                               : std::vector<float>{});
+    std::vector<float> values(static_cast<size_t>(p.value.numel()));
+    RETURN_IF_ERROR(device.toHost(values.data(), p.value.data(), p.value.numel()));
+    result.params.push_back(std::move(values));
+    std::vector<float> grad;
+    if (p.gradDefined) {
+      grad.resize(static_cast<size_t>(p.grad.numel()));
+      RETURN_IF_ERROR(device.toHost(grad.data(), p.grad.data(), p.grad.numel()));
+    }
+    result.grads.push_back(std::move(grad));
   }
+  return Status::ok();
+}
+
+StatusOr<std::unique_ptr<TrainableModel>> buildModel(const TrainingOptions& options) {
+  if (options.buildModel) return options.buildModel(options.model, options.build);
+  return buildTrainableModel(options.model, options.build);
 }
 
 Status checkBatch(int64_t globalBatch, int world) {
@@ -54,8 +69,7 @@ StatusOr<TrainingResult> trainDistributed(Communicator& comm, const TrainingOpti
   const int world = comm.worldSize();
   const int rank = comm.rank();
   RETURN_IF_ERROR(checkBatch(options.globalBatch, world));
-  ASSIGN_OR_RETURN(std::unique_ptr<TrainableModel> model,
-                   buildTrainableModel(options.model, options.build));
+  ASSIGN_OR_RETURN(std::unique_ptr<TrainableModel> model, buildModel(options));
   if (profiler) {
     model->setObserver(profiler);
     comm.setObserver(profiler);
@@ -90,7 +104,7 @@ StatusOr<TrainingResult> trainDistributed(Communicator& comm, const TrainingOpti
   result.steadyPlan = engine->currentPlan();
   result.rebuiltAtIteration = engine->rebuiltAtIteration();
   result.warnings = engine->warnings();
-  capture(*model, result);
+  RETURN_IF_ERROR(capture(*model, result));
   comm.setObserver(nullptr);
   return result;
 }
@@ -98,8 +112,7 @@ StatusOr<TrainingResult> trainDistributed(Communicator& comm, const TrainingOpti
 StatusOr<TrainingResult> trainReference(const TrainingOptions& options, int shards,
                                         Profiler* profiler, const IterationCallback& onIteration) {
   RETURN_IF_ERROR(checkBatch(options.globalBatch, shards));
-  ASSIGN_OR_RETURN(std::unique_ptr<TrainableModel> model,
-                   buildTrainableModel(options.model, options.build));
+  ASSIGN_OR_RETURN(std::unique_ptr<TrainableModel> model, buildModel(options));
   if (profiler) model->setObserver(profiler);
   std::vector<BatchSchedule> schedules;
   for (int r = 0; r < shards; ++r) {
@@ -142,9 +155,10 @@ StatusOr<TrainingResult> trainReference(const TrainingOptions& options, int shar
                           optimizerStart, clock());
       }
     }
+    RETURN_IF_ERROR(model->endIteration());
     if (profiler) profiler->addIteration(i, start, clock());
   }
-  capture(*model, result);
+  RETURN_IF_ERROR(capture(*model, result));
   return result;
 }
 
