@@ -35,10 +35,10 @@ DeviceProbe probeDevices();
 // "file.cu:LINE: cudaMalloc failed: out of memory (cudaErrorMemoryAllocation)".
 Status cudaStatus(cudaError_t error, const char* what, const char* file, int line);
 Status cublasStatus(cublasStatus_t status, const char* what, const char* file, int line);
-#define DDPSCOPE_CUDA_RETURN_IF_ERROR(expr)                                                 \
-  do {                                                                                      \
-    const cudaError_t ddpscope_cuda_err_ = (expr);                                          \
-    if (ddpscope_cuda_err_ != cudaSuccess)                                                  \
+#define DDPSCOPE_CUDA_RETURN_IF_ERROR(expr)                                                        \
+  do {                                                                                             \
+    const cudaError_t ddpscope_cuda_err_ = (expr);                                                 \
+    if (ddpscope_cuda_err_ != cudaSuccess)                                                         \
       return ::ddpscope::runtime::cuda::cudaStatus(ddpscope_cuda_err_, #expr, __FILE__, __LINE__); \
   } while (0)
 

@@ -1,0 +1,479 @@
+#include "runtime/cuda/cuda_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "runtime/cpu/cpu_model.h"
+#include "runtime/cpu/layer.h"
+#include "runtime/cpu/loss.h"
+#include "runtime/cpu/synthetic_data.h"
+#include "runtime/cuda/cuda_layers.h"
+#include "runtime/cuda/device_memory.h"
+#include "runtime/cuda/gemm.h"
+#include "runtime/cuda/host_logic.h"
+#include "runtime/cuda/kernels.h"
+
+namespace ddpscope::runtime::cuda {
+
+namespace {
+
+constexpr int kModelInput = -1;
+constexpr int kLossHeadOwner = -1;
+constexpr int kNotFired = std::numeric_limits<int>::max();
+constexpr int64_t kArenaAlignFloats = 64;  // 256-byte aligned tensors inside an arena
+
+int64_t alignUp(int64_t n) {
+  return ceilDiv(n, kArenaAlignFloats) * kArenaAlignFloats;
+}
+
+class CudaModel final : public TrainableModel {
+ public:
+  CudaModel(models::ModelSpec spec, cpu::TaskInfo task, Precision precision, CudaContext& context)
+      : m_spec(std::move(spec)), m_data(task), m_context(context), m_gemm(context, precision) {
+    m_layerContext.cuda = &m_context;
+    m_layerContext.gemm = &m_gemm;
+    m_layerContext.workspace = &m_workspace;
+    m_layerContext.syncAllreduce = &m_syncAllreduce;
+  }
+  ~CudaModel() override {
+    cudaStreamSynchronize(m_context.computeStream());
+    for (cudaEvent_t e : m_events) cudaEventDestroy(e);
+  }
+
+  Status init(const BuildOptions& options);
+
+  const models::ModelSpec& spec() const override { return m_spec; }
+  std::span<Param> params() override { return m_params; }
+  std::span<Buffer> buffers() override { return m_buffers; }
+  Batch makeBatch(std::span<const int64_t> sampleIndices, uint64_t dataSeed) const override {
+    return m_data.makeBatch(sampleIndices, dataSeed);
+  }
+  int64_t datasetSize() const override { return cpu::SyntheticData::kDatasetSize; }
+  StatusOr<ForwardResult> forward(const Batch& batch, int64_t iteration, int rank) override;
+  Status backward(const std::function<Status(int paramIndex)>& onGradReady) override;
+  void zeroGrad() override;
+  void sgdStep(double learningRate, double momentum) override;
+  void setObserver(LayerObserver* observer) override { m_observer = observer; }
+  void setSyncAllreduce(SyncAllreduceFn fn) override { m_syncAllreduce = std::move(fn); }
+  GradDevice& device() override { return m_context.gradDevice(); }
+  Status endIteration() override;
+
+ private:
+  struct Node {
+    std::unique_ptr<CudaLayer> layer;
+    std::vector<int> producers;
+    DeviceTensor output;
+    DeviceTensor grad;
+    bool present = false, reached = false, gradWritten = false;
+    std::vector<int> presentProducers;
+    std::vector<const DeviceTensor*> inputPtrs;
+    std::vector<CudaGradTarget> gradTargets;
+  };
+  // A device-timed span waiting for endIteration(): layer >= 0 → onLayerSpan, else onDeviceSpan.
+  struct PendingSpan {
+    int layer = -1;
+    bool backward = false;
+    std::string name;
+    cudaEvent_t start = nullptr, end = nullptr;
+  };
+  enum class Phase { kIdle, kForwardDone };
+
+  StatusOr<cudaEvent_t> nextEvent();
+  // Records the start event of a span (no-op without an observer); finishSpan the end event.
+  Status beginSpan(int layer, bool backward, std::string name);
+  Status finishSpan();
+  Status reportSpans();
+  Status uploadBatch(const Batch& batch);
+
+  models::ModelSpec m_spec;
+  cpu::SyntheticData m_data;
+  CudaContext& m_context;
+  Gemm m_gemm;
+  DeviceWorkspace m_workspace;
+  CudaLayerContext m_layerContext;
+  std::vector<Param> m_params;
+  std::vector<Buffer> m_buffers;
+  DeviceBuffer m_valueArena, m_gradArena, m_bufferArena;
+  std::vector<Node> m_nodes;
+  std::unique_ptr<CudaLossHead> m_loss;
+  DeviceTensor m_input, m_targets;
+  std::vector<int> m_fireAt;
+  std::vector<DeviceArray<float>> m_momentum;
+  std::vector<bool> m_momentumDefined;
+  SyncAllreduceFn m_syncAllreduce;
+  LayerObserver* m_observer = nullptr;
+  Phase m_phase = Phase::kIdle;
+  std::vector<cudaEvent_t> m_events;
+  size_t m_eventsUsed = 0;
+  std::vector<PendingSpan> m_spans;
+};
+
+Status CudaModel::init(const BuildOptions& options) {
+  // Initial values: the CPU model's, built with the same seed and inputs (fp32 on the host).
+  BuildOptions cpuOptions = options;
+  cpuOptions.dtype = "fp32";
+  ASSIGN_OR_RETURN(std::unique_ptr<TrainableModel> reference,
+                   cpu::buildCpuModel(m_spec, cpuOptions));
+  std::span<Param> hostParams = reference->params();
+  std::span<Buffer> hostBuffers = reference->buffers();
+  GradDevice& device = m_context.gradDevice();
+
+  auto layOut = [](auto& items, std::vector<int64_t>* offsets) {
+    int64_t total = 0;
+    for (const auto& item : items) {
+      offsets->push_back(total);
+      total += alignUp(item.value.numel());
+    }
+    return total;
+  };
+  std::vector<int64_t> paramOffsets, bufferOffsets;
+  const int64_t paramFloats = layOut(hostParams, &paramOffsets);
+  const int64_t bufferFloats = layOut(hostBuffers, &bufferOffsets);
+  ASSIGN_OR_RETURN(m_valueArena, device.allocate(paramFloats));
+  ASSIGN_OR_RETURN(m_gradArena, device.allocate(paramFloats));
+  ASSIGN_OR_RETURN(m_bufferArena, device.allocate(bufferFloats));
+  std::vector<float> staging(static_cast<size_t>(std::max(paramFloats, bufferFloats)), 0.0f);
+
+  m_params.resize(hostParams.size());  // never resized again: the views below stay valid
+  for (size_t i = 0; i < hostParams.size(); ++i) {
+    const Param& h = hostParams[i];
+    std::copy(h.value.data(), h.value.data() + h.value.numel(), staging.begin() + paramOffsets[i]);
+    m_params[i].name = h.name;
+    m_params[i].value.setView(m_valueArena.data() + paramOffsets[i], h.value.shape());
+    m_params[i].grad.setView(m_gradArena.data() + paramOffsets[i], h.value.shape());
+    m_params[i].gradDefined = false;
+  }
+  RETURN_IF_ERROR(device.fromHost(m_valueArena.data(), staging.data(), paramFloats));
+  m_buffers.resize(hostBuffers.size());
+  std::unordered_map<std::string, Buffer*> bufferByName;
+  for (size_t i = 0; i < hostBuffers.size(); ++i) {
+    const Buffer& h = hostBuffers[i];
+    std::copy(h.value.data(), h.value.data() + h.value.numel(), staging.begin() + bufferOffsets[i]);
+    m_buffers[i].name = h.name;
+    m_buffers[i].value.setView(m_bufferArena.data() + bufferOffsets[i], h.value.shape());
+    bufferByName[h.name] = &m_buffers[i];
+  }
+  RETURN_IF_ERROR(device.fromHost(m_bufferArena.data(), staging.data(), bufferFloats));
+  reference.reset();
+
+  std::unordered_map<std::string, int> layerIndex;
+  m_nodes.resize(m_spec.layers.size());
+  for (size_t i = 0; i < m_spec.layers.size(); ++i) {
+    const models::LayerSpec& ls = m_spec.layers[i];
+    Node& node = m_nodes[i];
+    if (ls.inputs.empty()) {
+      node.producers.push_back(i == 0 ? kModelInput : static_cast<int>(i) - 1);
+    } else {
+      for (const std::string& name : ls.inputs) {
+        if (name == models::kModelInputName) {
+          node.producers.push_back(kModelInput);
+          continue;
+        }
+        auto it = layerIndex.find(name);
+        if (it == layerIndex.end()) {
+          return invalidArgument("layer " + ls.name + ": input '" + name +
+                                 "' is not an earlier layer");
+        }
+        node.producers.push_back(it->second);
+      }
+    }
+    cpu::LayerBinding binding;
+    for (int p : ls.params) binding.params.push_back(&m_params[static_cast<size_t>(p)]);
+    for (const std::string& name : cpu::layerBufferNames(ls)) {
+      auto it = bufferByName.find(name);
+      binding.buffers.push_back(it == bufferByName.end() ? nullptr : it->second);
+    }
+    binding.syncBatchNorm = options.syncBatchNorm;
+    ASSIGN_OR_RETURN(node.layer, makeCudaLayer(ls, binding));
+    layerIndex[ls.name] = static_cast<int>(i);
+  }
+  const cpu::TaskInfo& task = m_data.task();
+  switch (task.kind) {
+    case cpu::TaskKind::kRegression:
+      m_loss = std::make_unique<CudaLossHead>(cpu::LossKind::kMse, nullptr);
+      break;
+    case cpu::TaskKind::kClassification:
+      m_loss = std::make_unique<CudaLossHead>(cpu::LossKind::kCrossEntropy, nullptr);
+      break;
+    case cpu::TaskKind::kLanguageModel:
+      m_loss = std::make_unique<CudaLossHead>(cpu::LossKind::kTiedLmCrossEntropy,
+                                              &m_params[static_cast<size_t>(task.headParam)]);
+      break;
+  }
+  m_fireAt.assign(m_params.size(), kNotFired);
+  m_momentum.resize(m_params.size());
+  m_momentumDefined.assign(m_params.size(), false);
+  return device.synchronize();
+}
+
+StatusOr<cudaEvent_t> CudaModel::nextEvent() {
+  if (m_eventsUsed == m_events.size()) {
+    cudaEvent_t event = nullptr;
+    DDPSCOPE_CUDA_RETURN_IF_ERROR(cudaEventCreate(&event));
+    m_events.push_back(event);
+  }
+  return m_events[m_eventsUsed++];
+}
+
+Status CudaModel::beginSpan(int layer, bool backward, std::string name) {
+  if (m_observer == nullptr) return Status::ok();
+  PendingSpan span;
+  span.layer = layer;
+  span.backward = backward;
+  span.name = std::move(name);
+  ASSIGN_OR_RETURN(span.start, nextEvent());
+  DDPSCOPE_CUDA_RETURN_IF_ERROR(cudaEventRecord(span.start, m_context.computeStream()));
+  m_spans.push_back(std::move(span));
+  return Status::ok();
+}
+
+Status CudaModel::finishSpan() {
+  if (m_observer == nullptr || m_spans.empty() || m_spans.back().end != nullptr) {
+    return Status::ok();
+  }
+  ASSIGN_OR_RETURN(m_spans.back().end, nextEvent());
+  DDPSCOPE_CUDA_RETURN_IF_ERROR(cudaEventRecord(m_spans.back().end, m_context.computeStream()));
+  return Status::ok();
+}
+
+Status CudaModel::reportSpans() {
+  if (m_spans.empty()) return Status::ok();
+  DDPSCOPE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(m_context.computeStream()));
+  std::vector<PendingSpan> spans = std::move(m_spans);
+  m_spans.clear();
+  m_eventsUsed = 0;
+  if (m_observer == nullptr) return Status::ok();
+  for (const PendingSpan& span : spans) {
+    if (span.end == nullptr) continue;  // an error cut the span short
+    ASSIGN_OR_RETURN(Nanos start, m_context.hostTimeOf(span.start));
+    ASSIGN_OR_RETURN(Nanos end, m_context.hostTimeOf(span.end));
+    if (span.layer >= 0) {
+      m_observer->onLayerSpan(span.layer, span.backward, start, end);
+    } else {
+      m_observer->onDeviceSpan(span.name, start, end);
+    }
+  }
+  return Status::ok();
+}
+
+Status CudaModel::endIteration() {
+  DDPSCOPE_CUDA_RETURN_IF_ERROR(cudaSetDevice(m_context.device()));
+  RETURN_IF_ERROR(m_context.gradDevice().synchronize());
+  return reportSpans();
+}
+
+Status CudaModel::uploadBatch(const Batch& batch) {
+  const cpu::TaskInfo& task = m_data.task();
+  if (task.kind == cpu::TaskKind::kLanguageModel) {
+    // Token ids are checked here, on the host copy, before any kernel gathers with them.
+    for (int64_t i = 0; i < batch.inputs.numel(); ++i) {
+      const float id = batch.inputs[i];
+      if (!(id >= 0) || id >= static_cast<float>(task.vocab) || id != std::floor(id)) {
+        return invalidArgument("layer " + m_spec.layers.front().name + ": token id " +
+                               std::to_string(static_cast<int64_t>(id)) + " out of range [0, " +
+                               std::to_string(task.vocab) + ")");
+      }
+    }
+  }
+  RETURN_IF_ERROR(m_input.resize(batch.inputs.shape()));
+  RETURN_IF_ERROR(m_targets.resize(batch.targets.shape()));
+  // Pageable host memory: cudaMemcpyAsync returns once the source has been staged.
+  DDPSCOPE_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(m_input.data(), batch.inputs.data(),
+                      static_cast<size_t>(batch.inputs.numel()) * sizeof(float),
+                      cudaMemcpyHostToDevice, m_context.computeStream()));
+  DDPSCOPE_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(m_targets.data(), batch.targets.data(),
+                      static_cast<size_t>(batch.targets.numel()) * sizeof(float),
+                      cudaMemcpyHostToDevice, m_context.computeStream()));
+  return Status::ok();
+}
+
+StatusOr<ForwardResult> CudaModel::forward(const Batch& batch, int64_t iteration, int rank) {
+  m_phase = Phase::kIdle;
+  DDPSCOPE_CUDA_RETURN_IF_ERROR(cudaSetDevice(m_context.device()));
+  // Spans of an iteration without endIteration() are reported now, against the old anchor.
+  RETURN_IF_ERROR(reportSpans());
+  RETURN_IF_ERROR(m_context.anchorClock());
+  Status upload = uploadBatch(batch);
+  if (!upload.isOk()) return upload.withContext("model " + m_spec.name);
+  ForwardResult result;
+  for (size_t i = 0; i < m_nodes.size(); ++i) {
+    Node& node = m_nodes[i];
+    const models::LayerSpec& ls = m_spec.layers[i];
+    node.present = node.reached = node.gradWritten = false;
+    node.presentProducers.clear();
+    node.inputPtrs.clear();
+    if (ls.use && !ls.use->usedIn(iteration, rank)) continue;
+    bool missing = false;
+    for (int p : node.producers) {
+      if (p == kModelInput) {
+        node.presentProducers.push_back(p);
+        node.inputPtrs.push_back(&m_input);
+      } else if (m_nodes[static_cast<size_t>(p)].present) {
+        node.presentProducers.push_back(p);
+        node.inputPtrs.push_back(&m_nodes[static_cast<size_t>(p)].output);
+      } else {
+        missing = true;
+      }
+    }
+    if (node.inputPtrs.empty() || (missing && !node.layer->acceptsMissingInputs())) continue;
+    const int layerIndex = static_cast<int>(i);
+    RETURN_IF_ERROR(beginSpan(layerIndex, false, {}));
+    Status status = node.layer->forward(node.inputPtrs, node.output, m_layerContext);
+    RETURN_IF_ERROR(finishSpan());
+    if (!status.isOk()) return status.withContext("model " + m_spec.name + ": layer " + ls.name);
+    node.present = true;
+    result.executedLayers.push_back(layerIndex);
+  }
+  if (m_nodes.empty() || !m_nodes.back().present) {
+    return failedPrecondition(
+        "model " + m_spec.name + ": the output layer " +
+        (m_spec.layers.empty() ? std::string("?") : m_spec.layers.back().name) +
+        " did not run in iteration " + std::to_string(iteration));
+  }
+  m_nodes.back().reached = true;
+  for (size_t i = m_nodes.size(); i-- > 0;) {
+    if (!m_nodes[i].reached) continue;
+    for (int p : m_nodes[i].presentProducers) {
+      if (p != kModelInput) m_nodes[static_cast<size_t>(p)].reached = true;
+    }
+  }
+  std::fill(m_fireAt.begin(), m_fireAt.end(), kNotFired);
+  for (size_t i = 0; i < m_nodes.size(); ++i) {
+    if (!m_nodes[i].reached) continue;
+    for (int p : m_spec.layers[i].params) {
+      int& at = m_fireAt[static_cast<size_t>(p)];
+      if (at == kNotFired) at = static_cast<int>(i);
+    }
+  }
+  if (Param* head = m_loss->tiedWeight()) {
+    const size_t p = static_cast<size_t>(head - m_params.data());
+    if (m_fireAt[p] == kNotFired) m_fireAt[p] = kLossHeadOwner;
+  }
+  for (size_t p = 0; p < m_fireAt.size(); ++p) {
+    if (m_fireAt[p] == kNotFired) result.unusedParams.push_back(static_cast<int>(p));
+  }
+  RETURN_IF_ERROR(beginSpan(-1, false, "loss"));
+  StatusOr<double> loss =
+      m_loss->forward(m_nodes.back().output, m_targets, batch.targets, m_layerContext);
+  RETURN_IF_ERROR(finishSpan());
+  if (!loss.isOk()) return loss.status().withContext("model " + m_spec.name);
+  result.loss = *loss;
+  m_phase = Phase::kForwardDone;
+  return result;
+}
+
+Status CudaModel::backward(const std::function<Status(int paramIndex)>& onGradReady) {
+  if (m_phase != Phase::kForwardDone) {
+    return failedPrecondition("model " + m_spec.name + ": backward() without a forward()");
+  }
+  m_phase = Phase::kIdle;
+  DDPSCOPE_CUDA_RETURN_IF_ERROR(cudaSetDevice(m_context.device()));
+  Node& last = m_nodes.back();
+  RETURN_IF_ERROR(beginSpan(-1, true, "loss backward"));
+  Status lossStatus = m_loss->backward(last.output, m_targets, last.grad, 1.0f, m_layerContext);
+  RETURN_IF_ERROR(finishSpan());
+  RETURN_IF_ERROR(lossStatus.withContext("model " + m_spec.name));
+  last.gradWritten = true;
+  if (Param* head = m_loss->tiedWeight()) {
+    const int p = static_cast<int>(head - m_params.data());
+    if (m_fireAt[static_cast<size_t>(p)] == kLossHeadOwner && onGradReady) {
+      RETURN_IF_ERROR(onGradReady(p));
+    }
+  }
+  for (size_t i = m_nodes.size(); i-- > 0;) {
+    Node& node = m_nodes[i];
+    if (!node.reached) continue;
+    DDPSCOPE_CHECK(node.gradWritten);
+    node.gradTargets.clear();
+    for (int p : node.presentProducers) {
+      CudaGradTarget target;
+      if (p != kModelInput) {
+        Node& producer = m_nodes[static_cast<size_t>(p)];
+        target.grad = &producer.grad;
+        target.accumulate = producer.gradWritten;
+        if (!producer.gradWritten) RETURN_IF_ERROR(producer.grad.resize(producer.output.shape()));
+        producer.gradWritten = true;
+      }
+      node.gradTargets.push_back(target);
+    }
+    const int layerIndex = static_cast<int>(i);
+    RETURN_IF_ERROR(beginSpan(layerIndex, true, {}));
+    Status status = node.layer->backward(node.inputPtrs, node.output, node.grad, node.gradTargets,
+                                         m_layerContext);
+    RETURN_IF_ERROR(finishSpan());
+    if (!status.isOk()) {
+      return status.withContext("model " + m_spec.name + ": layer " + m_spec.layers[i].name);
+    }
+    if (!onGradReady) continue;
+    for (int p : m_spec.layers[i].gradReadyOrder) {
+      if (m_fireAt[static_cast<size_t>(p)] == layerIndex) RETURN_IF_ERROR(onGradReady(p));
+    }
+  }
+  return Status::ok();
+}
+
+void CudaModel::zeroGrad() {
+  cudaSetDevice(m_context.device());
+  for (Param& p : m_params) {
+    p.gradDefined = false;
+    kernels::fill(p.grad.data(), p.grad.numel(), 0.0f, m_context.computeStream());
+  }
+}
+
+void CudaModel::sgdStep(double learningRate, double momentum) {
+  cudaSetDevice(m_context.device());
+  // Span bookkeeping errors (event creation) surface at endIteration via the sticky error.
+  (void)beginSpan(-1, false, "optimizer");
+  const float lr = static_cast<float>(learningRate), m = static_cast<float>(momentum);
+  for (size_t i = 0; i < m_params.size(); ++i) {
+    Param& p = m_params[i];
+    if (!p.gradDefined) continue;
+    const int64_t n = p.value.numel();
+    float* buf = nullptr;
+    bool first = false;
+    if (momentum != 0.0) {
+      if (!m_momentum[i].reserve(n).isOk()) continue;  // OOM: reported by the next sync
+      buf = m_momentum[i].data();
+      first = !m_momentumDefined[i];
+      m_momentumDefined[i] = true;
+    }
+    kernels::sgdStep(p.value.data(), p.grad.data(), buf, n, lr, m, first,
+                     m_context.computeStream());
+  }
+  (void)finishSpan();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<TrainableModel>> buildCudaModel(const models::ModelSpec& spec,
+                                                         const BuildOptions& options,
+                                                         CudaContext& context) {
+  ASSIGN_OR_RETURN(Precision precision, parsePrecision(options.dtype));
+  if (options.cudaDevice != context.device()) {
+    return invalidArgument("model " + spec.name + ": BuildOptions::cudaDevice " +
+                           std::to_string(options.cudaDevice) +
+                           " differs from the context's cuda:" + std::to_string(context.device()));
+  }
+  for (const models::LayerSpec& layer : spec.layers) {
+    if (!cpu::isSupportedLayerType(layer.type)) {
+      return unimplemented("model " + spec.name + ": layer " + layer.name +
+                           ": unsupported layer type '" + layer.type +
+                           "' (supported: " + cpu::supportedLayerTypes() + ")");
+    }
+  }
+  ASSIGN_OR_RETURN(cpu::TaskInfo task, cpu::deriveTask(spec, options.inputs));
+  DDPSCOPE_CUDA_RETURN_IF_ERROR(cudaSetDevice(context.device()));
+  auto model = std::make_unique<CudaModel>(spec, task, precision, context);
+  Status status = model->init(options);
+  if (!status.isOk()) return status.withContext("model " + spec.name);
+  return std::unique_ptr<TrainableModel>(std::move(model));
+}
+
+}  // namespace ddpscope::runtime::cuda
