@@ -33,6 +33,8 @@ const std::vector<Command>& commands() {
        runOverlapCommand},
       {"run", "train for real: N MPI ranks of the DDP runtime worker (ddpscope-run)",
        runRunCommand},
+      {"import-torch", " PyTorch profiler traces of a DDP job -> ddpscope trace, buckets",
+       runImportTorchCommand},
   };
   return kCommands;
 }

@@ -32,4 +32,5 @@ Status runSweepCommand(const std::vector<std::string>& args, CommandIo io);
 
 namespace ddpscope::cli {
 Status runRunCommand(const std::vector<std::string>& args, CommandIo io);
+Status runImportTorchCommand(const std::vector<std::string>& args, CommandIo io);
 }  // namespace ddpscope::cli

@@ -1,0 +1,301 @@
+// Kineto (PyTorch profiler) import: the committed fixtures of a real 2-rank gloo DDP job
+// (tests/data/torch/gen_fixtures.py) against the ground truth the generator measured, the
+// hand-made GPU-style trace, and the error messages; plus `ddpscope import-torch`.
+#include "traces/kineto_import.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "sim/cli/cli.h"
+#include "traces/chrome_reader.h"
+
+namespace ddpscope::traces {
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::string kTorchDir = std::string(DDPSCOPE_TEST_DATA_DIR) + "/torch/";
+const std::string kRank0 = kTorchDir + "ddp_gloo_rank0.json.gz";
+const std::string kRank1 = kTorchDir + "ddp_gloo_rank1.json.gz";
+
+nlohmann::json readTruth() {
+  std::ifstream in(kTorchDir + "ddp_gloo_truth.json");
+  return nlohmann::json::parse(in);
+}
+
+std::string tempPath(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("ddpscope_kineto_" + name)).string();
+}
+
+std::string writeTemp(const std::string& name, const std::string& text) {
+  const std::string path = tempPath(name);
+  std::ofstream(path) << text;
+  return path;
+}
+
+const Lane* findLane(const RankTrack& track, std::string_view name) {
+  for (const Lane& lane : track.lanes) {
+    if (lane.name == name) return &lane;
+  }
+  return nullptr;
+}
+
+TEST(KinetoImportTest, GlooFixtureBucketsEqualDdpGroundTruth) {
+  const nlohmann::json truth = readTruth();
+  const auto expected = truth["bucket_bytes"].get<std::vector<int64_t>>();
+  ASSERT_EQ(truth["bucket_count"].get<size_t>(), expected.size());
+  ASSERT_GE(expected.size(), 2u);  // the fixture is meant to exercise several buckets
+
+  KinetoImportReport report;
+  auto timeline = importKinetoTraces({kRank1, kRank0}, {}, &report);  // any order
+  ASSERT_TRUE(timeline.isOk()) << timeline.status().message();
+  EXPECT_EQ(report.worldSize, 2);
+  EXPECT_EQ(report.ranks, (std::vector<int>{0, 1}));
+  EXPECT_EQ(report.files, (std::vector<std::string>{kRank0, kRank1}));
+  // The legacy profiler records shapes but no dtypes: every collective is float32-assumed.
+  EXPECT_GT(report.collectivesWithAssumedDtype, 0);
+
+  const KinetoImportSummary summary = summarizeImport(*timeline);
+  EXPECT_EQ(summary.rankCount, 2);
+  EXPECT_EQ(summary.iterationCount, static_cast<int>(truth["ranks"][0]["step_ns"].size()));
+  EXPECT_EQ(summary.bucketBytes, expected);
+  EXPECT_TRUE(summary.bucketsConsistent);
+  for (const auto& it : summary.iterations) {
+    EXPECT_EQ(it.bucketBytes, expected) << "rank " << it.rank << " iteration " << it.index;
+  }
+}
+
+TEST(KinetoImportTest, GlooFixtureMedianStepWithinOnePercentOfGroundTruth) {
+  const nlohmann::json truth = readTruth();
+  // Ground truth: per iteration, the slowest rank's ProfilerStep duration; then the median.
+  std::map<std::string, int64_t> slowest;
+  for (const auto& rank : truth["ranks"]) {
+    for (const auto& [index, ns] : rank["step_ns"].items()) {
+      slowest[index] = std::max(slowest[index], ns.get<int64_t>());
+    }
+  }
+  std::vector<int64_t> steps;
+  for (const auto& [index, ns] : slowest) steps.push_back(ns);
+  std::sort(steps.begin(), steps.end());
+  ASSERT_FALSE(steps.empty());
+  const size_t n = steps.size();
+  const double expected = n % 2 ? static_cast<double>(steps[n / 2])
+                                : (static_cast<double>(steps[n / 2 - 1] + steps[n / 2])) / 2;
+
+  auto timeline = importKinetoTraces({kRank0, kRank1});
+  ASSERT_TRUE(timeline.isOk()) << timeline.status().message();
+  const KinetoImportSummary summary = summarizeImport(*timeline);
+  EXPECT_NEAR(static_cast<double>(summary.medianStep.count()), expected, 0.01 * expected);
+  // Each rank's own step times too.
+  for (const auto& it : summary.iterations) {
+    const int64_t truthNs = truth["ranks"][it.rank]["step_ns"][std::to_string(it.index)];
+    EXPECT_NEAR(static_cast<double>(it.step.count()), static_cast<double>(truthNs),
+                0.01 * static_cast<double>(truthNs));
+  }
+}
+
+TEST(KinetoImportTest, GlooFixtureHasRuntimeLaneLayout) {
+  auto timeline = importKinetoTraces({kRank0, kRank1});
+  ASSERT_TRUE(timeline.isOk()) << timeline.status().message();
+  EXPECT_EQ(timeline->metadata().getString("source"), "pytorch-profiler");
+  EXPECT_EQ(timeline->metadata().getInt("world_size"), 2);
+  EXPECT_EQ(timeline->metadata().getString("backend"), "gloo");
+  EXPECT_THAT(std::string(timeline->metadata().getString("files").value_or("")),
+              HasSubstr("ddp_gloo_rank1.json.gz"));
+  ASSERT_EQ(timeline->rankCount(), 2);
+  EXPECT_TRUE(timeline->validateNesting().isOk()) << timeline->validateNesting().message();
+  for (const RankTrack& track : timeline->ranks()) {
+    ASSERT_GE(track.lanes.size(), 4u);
+    EXPECT_EQ(track.lanes[0].name, "compute");
+    EXPECT_EQ(track.lanes[0].kind, LaneKind::kCompute);
+    EXPECT_EQ(track.lanes[1].name, "comm");
+    EXPECT_EQ(track.lanes[1].kind, LaneKind::kComm);
+    EXPECT_EQ(track.lanes[2].name, "ddp");
+    EXPECT_EQ(track.lanes[3].name, "iterations");
+    int forward = 0, backward = 0, optimizer = 0;
+    for (const Span& s : track.lanes[0].spans) {
+      forward += s.category == Category::kForward;
+      backward += s.category == Category::kBackward;
+      optimizer += s.category == Category::kOptimizer;
+    }
+    EXPECT_GT(forward, 0);
+    EXPECT_GT(backward, 0);
+    EXPECT_GT(optimizer, 0);
+    // The first bucket allreduce of each iteration is named like the runtime's.
+    bool sawBucket0 = false;
+    for (const Span& s : track.lanes[1].spans) {
+      if (s.args.getInt(kArgBucket) == 0) {
+        EXPECT_EQ(s.name, "allreduce bucket 0");
+        EXPECT_EQ(s.category, Category::kAllreduce);
+        EXPECT_EQ(s.args.getString("op"), "gloo:all_reduce");
+        sawBucket0 = true;
+      }
+    }
+    EXPECT_TRUE(sawBucket0);
+    const Lane* ddp = findLane(track, "ddp");
+    ASSERT_NE(ddp, nullptr);
+    EXPECT_TRUE(std::any_of(ddp->spans.begin(), ddp->spans.end(),
+                            [](const Span& s) { return s.name == "forward"; }));
+    EXPECT_TRUE(std::any_of(ddp->spans.begin(), ddp->spans.end(),
+                            [](const Span& s) { return s.name == "backward"; }));
+  }
+  // Ranks are aligned on their first common iteration.
+  EXPECT_EQ(timeline->iterations(0).front().start, timeline->iterations(1).front().start);
+}
+
+TEST(KinetoImportTest, GpuStyleTraceUsesNcclKernelsAndParamCommsBytes) {
+  const std::string path = std::string(DDPSCOPE_TEST_DATA_DIR) + "/traces/kineto_ddp_small.json";
+  auto missing = importKinetoTraces({path});
+  ASSERT_FALSE(missing.isOk());
+  EXPECT_EQ(missing.status().message(),
+            "rank 0 of world_size 2 missing: give one trace per rank (or allow missing ranks)");
+
+  KinetoImportOptions options;
+  options.allowMissingRanks = true;
+  KinetoImportReport report;
+  auto timeline = importKinetoTraces({path}, options, &report);
+  ASSERT_TRUE(timeline.isOk()) << timeline.status().message();
+  ASSERT_EQ(timeline->rankCount(), 1);
+  EXPECT_EQ(timeline->rank(0).rank, 1);
+  const Lane* comm = findLane(timeline->rank(0), "comm");
+  ASSERT_NE(comm, nullptr);
+  ASSERT_FALSE(comm->spans.empty());
+  for (const Span& s : comm->spans) {
+    EXPECT_THAT(std::string(s.args.getString("op").value_or("")), HasSubstr("nccl"));
+  }
+  const KinetoImportSummary summary = summarizeImport(*timeline);
+  ASSERT_FALSE(summary.bucketBytes.empty());
+  EXPECT_EQ(summary.bucketBytes.front(), 1048576 * 4);  // In msg nelems × sizeof(Float)
+  EXPECT_THAT(report.notes, ::testing::Contains(HasSubstr("not imported")));
+}
+
+TEST(KinetoImportTest, RejectsNonKinetoTrace) {
+  // What torch.autograd.profiler's legacy export_chrome_trace() writes.
+  const std::string path = writeTemp(
+      "legacy.json",
+      R"([{"name": "ProfilerStep#1", "ph": "X", "ts": 1, "dur": 5, "tid": 1, "pid": "CPU functions", "args": {}}])");
+  auto result = importKinetoTraces({path});
+  ASSERT_FALSE(result.isOk());
+  EXPECT_EQ(result.status().message(),
+            path +
+                ": not a PyTorch profiler (Kineto) trace: expected an object with "
+                "\"schemaVersion\" or \"distributedInfo\" (torch.autograd.profiler's legacy "
+                "export_chrome_trace(), used by PyTorch builds without Kineto, writes neither)");
+  std::remove(path.c_str());
+}
+
+TEST(KinetoImportTest, RejectsTraceWithoutProfilerSteps) {
+  const std::string path =
+      writeTemp("nosteps.json",
+                R"({"schemaVersion": 1, "distributedInfo": {"rank": 0, "world_size": 1},
+          "traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1,
+                           "ts": 1.0, "dur": 2.0}]})");
+  auto result = importKinetoTraces({path});
+  ASSERT_FALSE(result.isOk());
+  EXPECT_EQ(result.status().message(),
+            path +
+                ": no ProfilerStep#N ranges: profile with torch.profiler.profile(schedule=...) "
+                "and call prof.step() after every iteration");
+  std::remove(path.c_str());
+}
+
+TEST(KinetoImportTest, RejectsDuplicatedRank) {
+  auto result = importKinetoTraces({kRank0, kRank0});
+  ASSERT_FALSE(result.isOk());
+  EXPECT_EQ(result.status().message(), kRank0 +
+                                           ": rank 0 (distributedInfo.rank) is also the rank of " +
+                                           kRank0 + ": give one trace per rank");
+}
+
+TEST(KinetoImportTest, RejectsMissingRank) {
+  auto result = importKinetoTraces({kRank1});
+  ASSERT_FALSE(result.isOk());
+  EXPECT_EQ(result.status().message(),
+            "rank 0 of world_size 2 missing: give one trace per rank (or allow missing ranks)");
+}
+
+TEST(KinetoImportTest, RejectsMismatchedWorldSize) {
+  const std::string path =
+      writeTemp("world4.json",
+                R"({"schemaVersion": 1, "distributedInfo": {"rank": 3, "world_size": 4},
+          "traceEvents": [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1",
+                           "pid": 1, "tid": 1, "ts": 1.0, "dur": 2.0}]})");
+  auto result = importKinetoTraces({kRank0, path});
+  ASSERT_FALSE(result.isOk());
+  EXPECT_EQ(result.status().message(), path + ": distributedInfo.world_size is 4 but " + kRank0 +
+                                           " says 2: the files are not from one job");
+  std::remove(path.c_str());
+}
+
+// ---- ddpscope import-torch ----
+
+struct CliResult {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+CliResult runCli(std::vector<std::string> args) {
+  std::ostringstream out, err;
+  const int code = cli::runCli(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+TEST(ImportTorchCommandTest, WritesTraceAndPrintsSummary) {
+  const std::string output = tempPath("run.json");
+  CliResult r = runCli({"import-torch", kRank0, kRank1, "-o", output, "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json summary = nlohmann::json::parse(r.out);
+  EXPECT_EQ(summary["bucket_bytes"], readTruth()["bucket_bytes"]);
+  EXPECT_EQ(summary["world_size"], 2);
+  EXPECT_EQ(summary["ranks"], nlohmann::json::array({0, 1}));
+  EXPECT_GT(summary["median_step_ns"].get<int64_t>(), 0);
+
+  // The written trace reads back with the same buckets (it is an ordinary ddpscope trace).
+  auto reread = readChromeTrace(output);
+  ASSERT_TRUE(reread.isOk()) << reread.status().message();
+  EXPECT_EQ(summarizeImport(*reread).bucketBytes,
+            readTruth()["bucket_bytes"].get<std::vector<int64_t>>());
+  EXPECT_EQ(reread->metadata().getString("source"), "pytorch-profiler");
+
+  CliResult text = runCli({"import-torch", kRank0, kRank1, "--output", output});
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("imported 2 rank(s) of world size 2"));
+  EXPECT_THAT(text.out, HasSubstr("bucket 0: 1188392 B"));
+  EXPECT_THAT(text.out, HasSubstr("median step:"));
+  EXPECT_THAT(text.out, HasSubstr("overlap:"));
+  std::remove(output.c_str());
+}
+
+TEST(ImportTorchCommandTest, BadInputExitsTwoWithMessage) {
+  CliResult noOutput = runCli({"import-torch", kRank0, kRank1});
+  EXPECT_EQ(noOutput.code, 2);
+  EXPECT_EQ(noOutput.err,
+            "ddpscope import-torch: error: -o/--output: expected the path of the trace to write "
+            "(see --help)\n");
+
+  CliResult missingFile = runCli({"import-torch", "/nonexistent/t.json", "-o", tempPath("x")});
+  EXPECT_NE(missingFile.code, 0);
+  EXPECT_THAT(missingFile.err, HasSubstr("/nonexistent/t.json"));
+
+  CliResult dup = runCli({"import-torch", kRank0, kRank0, "-o", tempPath("x")});
+  EXPECT_EQ(dup.code, 2);
+  EXPECT_THAT(dup.err, HasSubstr("is also the rank of"));
+
+  CliResult help = runCli({"import-torch", "--help"});
+  EXPECT_EQ(help.code, 0);
+  EXPECT_THAT(help.out, HasSubstr("ddpscope import-torch"));
+  EXPECT_THAT(help.out, HasSubstr("--allow-missing-ranks"));
+}
+
+}  // namespace
+}  // namespace ddpscope::traces

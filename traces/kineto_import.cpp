@@ -1,0 +1,572 @@
+#include "traces/kineto_import.h"
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string_view>
+#include <utility>
+
+#include "traces/chrome_reader.h"
+#include "traces/classify.h"
+#include "traces/overlap.h"
+
+namespace ddpscope::traces {
+namespace {
+
+bool startsWith(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+bool contains(std::string_view s, std::string_view part) {
+  return s.find(part) != std::string_view::npos;
+}
+
+// Bytes per element of a Kineto "dtype" ("Float", "BFloat16", ...) or a record_shapes
+// "Input type" ("float", "c10::Half", "long int", ...). nullopt when unknown.
+std::optional<int64_t> dtypeBytes(std::string_view dtype) {
+  static const std::map<std::string_view, int64_t> kSizes = {
+      {"Float", 4},    {"float", 4},         {"float32", 4},  {"Int", 4},       {"int", 4},
+      {"int32", 4},    {"Double", 8},        {"double", 8},   {"float64", 8},   {"Long", 8},
+      {"long int", 8}, {"int64", 8},         {"Half", 2},     {"c10::Half", 2}, {"float16", 2},
+      {"BFloat16", 2}, {"c10::BFloat16", 2}, {"bfloat16", 2}, {"Short", 2},     {"short int", 2},
+      {"Byte", 1},     {"unsigned char", 1}, {"uint8", 1},    {"Char", 1},      {"signed char", 1},
+      {"int8", 1},     {"Bool", 1},          {"bool", 1},
+  };
+  auto it = kSizes.find(dtype);
+  if (it == kSizes.end()) return std::nullopt;
+  return it->second;
+}
+
+bool isIntegerDtype(std::string_view dtype) {
+  return dtype == "Int" || dtype == "int" || dtype == "Long" || dtype == "long int" ||
+         dtype == "Short" || dtype == "short int" || dtype == "Byte" || dtype == "Char" ||
+         dtype == "unsigned char" || dtype == "signed char" || dtype == "Bool" || dtype == "bool" ||
+         dtype == "int32" || dtype == "int64";
+}
+
+// Elements and dtype a collective span carries in its own args.
+struct MessageSize {
+  int64_t bytes = 0;  // 0: unknown
+  std::string dtype;  // empty: not in the trace
+};
+
+MessageSize messageSizeFromArgs(const Args& args) {
+  MessageSize size;
+  if (auto dtype = args.getString("dtype")) size.dtype = std::string(*dtype);
+  if (auto nelems = args.getInt("In msg nelems")) {
+    size.bytes = *nelems * dtypeBytes(size.dtype).value_or(4);
+    return size;
+  }
+  auto dims = args.getString("Input Dims");
+  if (!dims) return size;
+  nlohmann::json parsed = nlohmann::json::parse(*dims, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_array()) return size;
+  int64_t elements = 0;
+  for (const auto& tensor : parsed) {
+    if (!tensor.is_array() || tensor.empty()) continue;  // a scalar or a tensor list: unknown
+    int64_t n = 1;
+    for (const auto& d : tensor) n *= d.is_number_integer() ? d.get<int64_t>() : 0;
+    elements += n;
+  }
+  if (elements == 0) return size;
+  if (size.dtype.empty()) {
+    if (auto types = args.getString("Input type")) {
+      nlohmann::json t = nlohmann::json::parse(*types, nullptr, false);
+      if (t.is_array() && !t.empty() && t[0].is_string()) size.dtype = t[0].get<std::string>();
+    }
+  }
+  size.bytes = elements * dtypeBytes(size.dtype).value_or(4);
+  return size;
+}
+
+Category collectiveCategory(std::string_view name, const Args& args) {
+  std::string_view op = name;
+  if (name == "record_param_comms") {
+    if (auto c = args.getString("Collective name")) op = *c;
+  }
+  std::string lower(op);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::erase(lower, '_');
+  if (contains(lower, "allreduce")) return Category::kAllreduce;
+  if (contains(lower, "broadcast")) return Category::kBroadcast;
+  if (contains(lower, "allgather")) return Category::kAllgather;
+  if (contains(lower, "reducescatter")) return Category::kReduceScatter;
+  return Category::kCommOther;
+}
+
+const char* collectiveVerb(Category c) {
+  switch (c) {
+    case Category::kAllreduce:
+      return "allreduce";
+    case Category::kBroadcast:
+      return "broadcast";
+    case Category::kAllgather:
+      return "allgather";
+    case Category::kReduceScatter:
+      return "reduce_scatter";
+    default:
+      return "collective";
+  }
+}
+
+bool isHostCollectiveName(std::string_view name) {
+  return startsWith(name, "c10d::") || startsWith(name, "gloo:") || startsWith(name, "nccl:") ||
+         name == "record_param_comms";
+}
+
+// Groups of output lanes; a span goes to the first lane of its group where it nests.
+enum Group : int { kComputeGroup, kCommGroup, kDdpGroup, kIterGroup, kHostOpsGroup, kGroups };
+
+struct GroupedSpan {
+  Group group;
+  Span span;
+};
+
+struct RankBuild {
+  int rank = 0;
+  std::string file;
+  std::vector<GroupedSpan> spans;
+  std::map<int64_t, Nanos> iterationStart;  // ProfilerStep index → start
+};
+
+struct IterationWindow {
+  int64_t index;
+  Nanos start;
+  Nanos end;
+};
+
+const IterationWindow* windowOf(const std::vector<IterationWindow>& windows, Nanos t) {
+  for (const auto& w : windows) {
+    if (t >= w.start && t < w.end) return &w;
+  }
+  return nullptr;
+}
+
+struct Candidate {
+  const Span* span;
+  bool gpu;
+};
+
+Status importOneRank(const std::string& path, const Timeline& source, RankBuild& out,
+                     KinetoImportReport& report) {
+  const RankTrack& track = source.rank(0);
+  out.rank = track.rank;
+  out.file = path;
+
+  // 1. Iterations, DDP forward windows, GPU presence.
+  std::vector<IterationWindow> windows;
+  std::vector<std::pair<Nanos, Nanos>> forwardWindows;
+  bool hasGpu = false;
+  for (const Lane& lane : track.lanes) {
+    if (lane.kind != LaneKind::kHost) {
+      hasGpu = hasGpu || !lane.spans.empty();
+      continue;
+    }
+    for (const Span& s : lane.spans) {
+      if (auto n = parseProfilerStep(s.name)) {
+        if (out.iterationStart.count(*n) == 0) {
+          windows.push_back({*n, s.start, s.end()});
+          out.iterationStart[*n] = s.start;
+        }
+      } else if (startsWith(s.name, "DistributedDataParallel.forward")) {
+        forwardWindows.emplace_back(s.start, s.end());
+      }
+    }
+  }
+  if (windows.empty()) {
+    return invalidArgument(path +
+                           ": no ProfilerStep#N ranges: profile with torch.profiler.profile("
+                           "schedule=...) and call prof.step() after every iteration");
+  }
+  std::sort(windows.begin(), windows.end(),
+            [](const IterationWindow& a, const IterationWindow& b) { return a.start < b.start; });
+  auto inForward = [&](Nanos t) {
+    for (const auto& [s, e] : forwardWindows) {
+      if (t >= s && t < e) return true;
+    }
+    return false;
+  };
+
+  // 2. Top-level host ops, per thread; collective candidates by class.
+  std::vector<Candidate> gpuComm, gloo, paramComms, c10d;
+  std::vector<const Span*> hostLaunches;
+  const Group hostOps = hasGpu ? kHostOpsGroup : kComputeGroup;
+  for (const Lane& lane : track.lanes) {
+    if (lane.kind != LaneKind::kHost) {
+      for (const Span& s : lane.spans) {
+        if (s.args.getString("cat") == std::optional<std::string_view>("gpu_user_annotation") ||
+            parseProfilerStep(s.name)) {
+          continue;  // GPU-side copies of annotations (ProfilerStep#N, ranges)
+        }
+        if (isCommunication(s.category)) {
+          gpuComm.push_back({&s, true});
+        } else if (isComputation(s.category)) {
+          out.spans.push_back(
+              {kComputeGroup, Span{s.name, Category::kCompute, s.start, s.duration, {}}});
+        }
+      }
+      continue;
+    }
+    Nanos takenEnd = Nanos(INT64_MIN);
+    for (const Span& s : lane.spans) {
+      const std::string_view name = s.name;
+      if (startsWith(name, "gloo:")) gloo.push_back({&s, false});
+      if (name == "record_param_comms") paramComms.push_back({&s, false});
+      if (startsWith(name, "c10d::") || startsWith(name, "nccl:")) c10d.push_back({&s, false});
+      if (s.start < takenEnd) continue;  // inside an op already taken
+      if (s.category == Category::kIteration || startsWith(name, "DistributedDataParallel.")) {
+        continue;  // containers: descend
+      }
+      const std::string_view cat = s.args.getString("cat").value_or("");
+      constexpr std::string_view kEval = "autograd::engine::evaluate_function: ";
+      if (startsWith(name, kEval)) {
+        out.spans.push_back({hostOps, Span{std::string(name.substr(kEval.size())),
+                                           Category::kBackward,
+                                           s.start,
+                                           s.duration,
+                                           {}}});
+      } else if (startsWith(name, "Optimizer.")) {
+        out.spans.push_back({hostOps, Span{s.name, Category::kOptimizer, s.start, s.duration, {}}});
+      } else if (contains(name, "copy_bucket_to_grad")) {
+        out.spans.push_back({kDdpGroup, Span{s.name, Category::kCopy, s.start, s.duration, {}}});
+      } else if (isHostCollectiveName(name)) {
+        if (startsWith(name, "c10d::")) hostLaunches.push_back(&s);
+      } else if (cat == "cpu_op") {
+        out.spans.push_back(
+            {hostOps, Span{s.name,
+                           inForward(s.start) ? Category::kForward : Category::kCompute,
+                           s.start,
+                           s.duration,
+                           {}}});
+      } else {
+        continue;  // annotations, runtime calls: descend
+      }
+      takenEnd = s.end();
+    }
+  }
+
+  // 3. Collectives: the most faithful class present.
+  std::vector<Candidate>* chosen = !gpuComm.empty()      ? &gpuComm
+                                   : !gloo.empty()       ? &gloo
+                                   : !paramComms.empty() ? &paramComms
+                                                         : &c10d;
+  auto byStart = [](const Candidate& a, const Candidate& b) {
+    return spanPrecedes(*a.span, *b.span);
+  };
+  std::stable_sort(chosen->begin(), chosen->end(), byStart);
+  std::stable_sort(paramComms.begin(), paramComms.end(), byStart);
+  // record_param_comms sizes per iteration, in order: the fallback for spans without sizes.
+  std::map<int64_t, std::vector<MessageSize>> paramCommSizes;
+  for (const auto& c : paramComms) {
+    if (const IterationWindow* w = windowOf(windows, c.span->start)) {
+      paramCommSizes[w->index].push_back(messageSizeFromArgs(c.span->args));
+    }
+  }
+  std::map<int64_t, int> ordinal;  // collectives seen per iteration
+  std::map<int64_t, int> buckets;  // bucket allreduces seen per iteration
+  for (const auto& c : *chosen) {
+    const Span& s = *c.span;
+    const IterationWindow* w = windowOf(windows, s.start);
+    Category category =
+        c.gpu
+            ? (s.category == Category::kCommOther ? collectiveCategory(s.name, s.args) : s.category)
+            : collectiveCategory(s.name, s.args);
+    MessageSize size = messageSizeFromArgs(s.args);
+    if (w != nullptr) {
+      const int k = ordinal[w->index]++;
+      auto it = paramCommSizes.find(w->index);
+      if (size.bytes == 0 && chosen != &paramComms && it != paramCommSizes.end() &&
+          k < static_cast<int>(it->second.size())) {
+        size = it->second[static_cast<size_t>(k)];
+      }
+    }
+    if (size.bytes > 0 && size.dtype.empty()) ++report.collectivesWithAssumedDtype;
+    Args args;
+    std::string name = collectiveVerb(category);
+    if (category == Category::kAllreduce && isIntegerDtype(size.dtype)) {
+      category = Category::kUsedMapAllreduce;
+      name = "used-map allreduce";
+    } else if (category == Category::kAllreduce && w != nullptr) {
+      const int bucket = buckets[w->index]++;
+      args.append(std::string(kArgBucket), int64_t{bucket});
+      name += " bucket " + std::to_string(bucket);
+    }
+    args.append(std::string(kArgBytes), size.bytes);
+    if (w != nullptr) args.append(std::string(kArgIteration), w->index);
+    args.append("op", s.name);
+    out.spans.push_back(
+        {kCommGroup, Span{std::move(name), category, s.start, s.duration, std::move(args)}});
+  }
+  if (chosen != &c10d) {
+    for (const Span* s : hostLaunches) {
+      out.spans.push_back({kDdpGroup, Span{s->name, Category::kOther, s->start, s->duration, {}}});
+    }
+  }
+
+  // 4. DDP windows and iterations.
+  for (const auto& [s, e] : forwardWindows) {
+    out.spans.push_back({kDdpGroup, Span{"forward", Category::kForward, s, e - s, {}}});
+  }
+  for (const auto& w : windows) {
+    Nanos first = Nanos::max(), last = Nanos(INT64_MIN);
+    for (const auto& g : out.spans) {
+      if (g.span.category != Category::kBackward || g.group == kDdpGroup) continue;
+      if (g.span.start < w.start || g.span.start >= w.end) continue;
+      first = minNanos(first, g.span.start);
+      last = maxNanos(last, g.span.end());
+    }
+    if (first < last) {
+      out.spans.push_back({kDdpGroup, Span{"backward", Category::kBackward, first, last - first,
+                                           Args{{std::string(kArgIteration), w.index}}}});
+    }
+    out.spans.push_back(
+        {kIterGroup, Span{"ProfilerStep#" + std::to_string(w.index), Category::kIteration, w.start,
+                          w.end - w.start, Args{{std::string(kArgIteration), w.index}}}});
+  }
+  return Status::ok();
+}
+
+// Places spans (sorted by spanPrecedes) on the lanes of one group: the first lane where the
+// span nests (disjoint from or inside the spans still open there), else a new lane "<base>:k".
+class LanePlacer {
+ public:
+  LanePlacer(Timeline& timeline, int rank, std::string base, LaneKind kind)
+      : m_timeline(timeline), m_rank(rank), m_base(std::move(base)), m_kind(kind) {
+    m_lanes.push_back({timeline.findOrAddLane(rank, m_base, kind), {}});
+  }
+  void place(Span span) {
+    for (auto& lane : m_lanes) {
+      while (!lane.openEnds.empty() && lane.openEnds.back() <= span.start) lane.openEnds.pop_back();
+      if (lane.openEnds.empty() || span.end() <= lane.openEnds.back()) {
+        lane.openEnds.push_back(span.end());
+        m_timeline.addSpan(lane.handle, std::move(span));
+        return;
+      }
+    }
+    const std::string name = m_base + ":" + std::to_string(m_lanes.size());
+    m_lanes.push_back({m_timeline.addLane(m_rank, name, m_kind), {span.end()}});
+    m_timeline.addSpan(m_lanes.back().handle, std::move(span));
+  }
+
+ private:
+  struct PlacedLane {
+    LaneHandle handle;
+    std::vector<Nanos> openEnds;  // a stack: ends of the open (enclosing) spans
+  };
+  Timeline& m_timeline;
+  int m_rank;
+  std::string m_base;
+  LaneKind m_kind;
+  std::vector<PlacedLane> m_lanes;
+};
+
+Nanos median(std::vector<Nanos> v) {
+  if (v.empty()) return Nanos(0);
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : Nanos((v[n / 2 - 1].count() + v[n / 2].count()) / 2);
+}
+
+}  // namespace
+
+StatusOr<Timeline> importKinetoTraces(const std::vector<std::string>& paths,
+                                      const KinetoImportOptions& options,
+                                      KinetoImportReport* reportOut) {
+  if (paths.empty()) return invalidArgument("no trace files given");
+  KinetoImportReport report;
+  std::vector<RankBuild> builds;
+  std::map<int, std::string> fileOfRank;
+  std::optional<int64_t> worldSize;
+  std::string worldSizeFile;
+  std::string backend;
+  for (const std::string& path : paths) {
+    ChromeReadReport readReport;
+    ASSIGN_OR_RETURN(Timeline source, readChromeTrace(path, {}, &readReport));
+    if (!readReport.singleRankTrace || source.rankCount() != 1) {
+      return invalidArgument(
+          path +
+          ": not a PyTorch profiler (Kineto) trace: expected an object with \"schemaVersion\" or "
+          "\"distributedInfo\" (torch.autograd.profiler's legacy export_chrome_trace(), used by "
+          "PyTorch builds without Kineto, writes neither)");
+    }
+    const std::optional<int64_t> ws = source.metadata().getInt("world_size");
+    if (!ws && paths.size() > 1) {
+      return invalidArgument(path +
+                             ": distributedInfo.rank / world_size missing: cannot tell which rank "
+                             "this file holds (profile after init_process_group)");
+    }
+    if (ws) {
+      if (worldSize && *worldSize != *ws) {
+        return invalidArgument(path + ": distributedInfo.world_size is " + std::to_string(*ws) +
+                               " but " + worldSizeFile + " says " + std::to_string(*worldSize) +
+                               ": the files are not from one job");
+      }
+      worldSize = *ws;
+      worldSizeFile = path;
+    }
+    if (auto b = source.metadata().getString("backend")) backend = std::string(*b);
+    const int rank = source.rank(0).rank;
+    if (auto it = fileOfRank.find(rank); it != fileOfRank.end()) {
+      return invalidArgument(path + ": rank " + std::to_string(rank) +
+                             " (distributedInfo.rank) is also the rank of " + it->second +
+                             ": give one trace per rank");
+    }
+    fileOfRank[rank] = path;
+    RankBuild build;
+    RETURN_IF_ERROR(importOneRank(path, source, build, report));
+    builds.push_back(std::move(build));
+  }
+  const int64_t world = worldSize.value_or(static_cast<int64_t>(builds.size()));
+  std::vector<std::string> missing;
+  for (int64_t r = 0; r < world; ++r) {
+    if (fileOfRank.count(static_cast<int>(r)) == 0) missing.push_back(std::to_string(r));
+  }
+  for (const auto& [rank, file] : fileOfRank) {
+    if (rank < 0 || rank >= world) {
+      return invalidArgument(file + ": distributedInfo.rank " + std::to_string(rank) +
+                             " is outside world_size " + std::to_string(world));
+    }
+  }
+  if (!missing.empty() && !options.allowMissingRanks) {
+    std::string list;
+    for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
+    return invalidArgument("rank" + std::string(missing.size() > 1 ? "s " : " ") + list +
+                           " of world_size " + std::to_string(world) +
+                           " missing: give one trace per rank (or allow missing ranks)");
+  }
+  std::sort(builds.begin(), builds.end(),
+            [](const RankBuild& a, const RankBuild& b) { return a.rank < b.rank; });
+
+  // Clock alignment on the first iteration every rank has.
+  std::set<int64_t> common;
+  for (const auto& [index, start] : builds.front().iterationStart) common.insert(index);
+  for (const auto& b : builds) {
+    std::set<int64_t> next;
+    for (int64_t i : common) {
+      if (b.iterationStart.count(i)) next.insert(i);
+    }
+    common = std::move(next);
+  }
+  std::vector<Nanos> offset(builds.size(), Nanos(0));
+  if (!common.empty()) {
+    const int64_t anchor = *common.begin();
+    const Nanos ref = builds.front().iterationStart.at(anchor);
+    for (size_t i = 0; i < builds.size(); ++i)
+      offset[i] = ref - builds[i].iterationStart.at(anchor);
+  } else if (builds.size() > 1) {
+    report.notes.push_back("no ProfilerStep index common to all ranks: ranks not aligned");
+  }
+  Nanos earliest = Nanos::max();
+  for (size_t i = 0; i < builds.size(); ++i) {
+    for (const auto& g : builds[i].spans) earliest = minNanos(earliest, g.span.start + offset[i]);
+  }
+
+  Timeline timeline;
+  timeline.setName("pytorch-profiler import");
+  Args& meta = timeline.mutableMetadata();
+  meta.set("source", std::string("pytorch-profiler"));
+  meta.set("world_size", world);
+  if (!backend.empty()) meta.set("backend", backend);
+  nlohmann::json files = nlohmann::json::array();
+  for (auto& b : builds) {
+    files.push_back(b.file);
+    report.ranks.push_back(b.rank);
+    report.files.push_back(b.file);
+    std::stable_sort(
+        b.spans.begin(), b.spans.end(),
+        [](const GroupedSpan& x, const GroupedSpan& y) { return spanPrecedes(x.span, y.span); });
+  }
+  meta.set("files", files.dump());
+  for (size_t i = 0; i < builds.size(); ++i) {
+    RankBuild& b = builds[i];
+    timeline.addRank(b.rank);
+    std::vector<LanePlacer> placers;
+    placers.emplace_back(timeline, b.rank, "compute", LaneKind::kCompute);
+    placers.emplace_back(timeline, b.rank, "comm", LaneKind::kComm);
+    placers.emplace_back(timeline, b.rank, "ddp", LaneKind::kHost);
+    placers.emplace_back(timeline, b.rank, std::string(kIterationLaneName), LaneKind::kHost);
+    std::optional<LanePlacer> hostOps;
+    for (auto& g : b.spans) {
+      g.span.start = g.span.start + offset[i] - earliest;
+      if (g.group == kHostOpsGroup) {
+        if (!hostOps) hostOps.emplace(timeline, b.rank, "cpu ops", LaneKind::kHost);
+        hostOps->place(std::move(g.span));
+      } else {
+        placers[static_cast<size_t>(g.group)].place(std::move(g.span));
+      }
+    }
+  }
+  report.worldSize = static_cast<int>(world);
+  if (report.collectivesWithAssumedDtype > 0) {
+    report.notes.push_back(std::to_string(report.collectivesWithAssumedDtype) +
+                           " collective(s) have shapes but no dtype in the trace: float32 assumed");
+  }
+  if (!missing.empty()) {
+    report.notes.push_back(std::to_string(missing.size()) + " rank(s) of the world not imported");
+  }
+  if (reportOut != nullptr) *reportOut = std::move(report);
+  return timeline;
+}
+
+KinetoImportSummary summarizeImport(const Timeline& timeline) {
+  KinetoImportSummary summary;
+  summary.rankCount = timeline.rankCount();
+  const std::vector<RankOverlap> overlap = computeOverlap(timeline);
+  std::map<int64_t, Nanos> slowestStep;
+  std::vector<Nanos> comm, exposed;
+  int64_t totalComm = 0, totalOverlapped = 0;
+  for (int ri = 0; ri < timeline.rankCount(); ++ri) {
+    const RankTrack& track = timeline.rank(ri);
+    std::map<int64_t, std::map<int64_t, int64_t>> bucketsByIteration;  // iteration → bucket → bytes
+    for (const Lane& lane : track.lanes) {
+      if (lane.kind != LaneKind::kComm) continue;
+      for (const Span& s : lane.spans) {
+        auto bucket = s.args.getInt(kArgBucket);
+        auto iteration = s.args.getInt(kArgIteration);
+        if (!bucket || !iteration) continue;
+        bucketsByIteration[*iteration][*bucket] = s.args.getInt(kArgBytes).value_or(0);
+      }
+    }
+    const RankOverlap* rankOverlap = nullptr;
+    for (const auto& r : overlap) {
+      if (r.rank == track.rank) rankOverlap = &r;
+    }
+    if (rankOverlap == nullptr) continue;
+    totalComm += rankOverlap->total.comm.count();
+    totalOverlapped += rankOverlap->total.overlapped.count();
+    for (const auto& it : rankOverlap->iterations) {
+      ImportedIteration row;
+      row.rank = track.rank;
+      row.index = it.index;
+      row.step = it.stepTime;
+      for (const auto& [bucket, bytes] : bucketsByIteration[it.index])
+        row.bucketBytes.push_back(bytes);
+      slowestStep[it.index] = maxNanos(slowestStep[it.index], it.stepTime);
+      if (ri == 0) {
+        comm.push_back(it.stats.comm);
+        exposed.push_back(it.stats.exposedComm);
+      }
+      summary.iterations.push_back(std::move(row));
+    }
+  }
+  summary.iterationCount = static_cast<int>(slowestStep.size());
+  for (const auto& row : summary.iterations) {
+    if (row.rank == summary.iterations.front().rank) summary.bucketBytes = row.bucketBytes;
+  }
+  for (const auto& row : summary.iterations) {
+    if (row.bucketBytes != summary.bucketBytes) summary.bucketsConsistent = false;
+  }
+  std::vector<Nanos> steps;
+  for (const auto& [index, step] : slowestStep) steps.push_back(step);
+  summary.medianStep = median(steps);
+  summary.medianComm = median(comm);
+  summary.medianExposedComm = median(exposed);
+  summary.overlapPercent =
+      totalComm ? 100.0 * static_cast<double>(totalOverlapped) / static_cast<double>(totalComm)
+                : 0.0;
+  return summary;
+}
+
+}  // namespace ddpscope::traces

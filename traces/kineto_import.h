@@ -1,0 +1,94 @@
+// Import of PyTorch profiler (Kineto) traces of a DDP job: one Chrome trace per rank → one
+// Timeline with the lane layout of ddpscope's runtime traces (runtime/profiler.h), so that an
+// imported run opens in the GUI and feeds the same metrics, replay and calibration.
+//
+// Per rank (pid = rank id), lanes in this order:
+//   "compute"    kCompute  forward / backward / optimizer compute. CPU traces: the top-level
+//                          ops of each thread — cpu_ops inside DistributedDataParallel.forward
+//                          (kForward), "autograd::engine::evaluate_function: X" (kBackward,
+//                          named X), Optimizer.* ranges (kOptimizer), other top-level cpu_ops
+//                          (kCompute: the loss, ...). GPU traces: the compute kernels (HTA's
+//                          name rules, traces/classify.h). Spans that would overlap partially
+//                          on one lane (two threads, two streams) go to "compute:1", ...
+//   "comm"       kComm     the collectives, one span each, in the order of preference: GPU
+//                          communication kernels (ncclKernel / ncclDevKernel); gloo worker
+//                          ranges ("gloo:all_reduce", the real execution on CPU); the
+//                          record_param_comms ops; the c10d::* dispatcher ops. Args: bucket
+//                          (the allreduce's index in issue order within its iteration), bytes,
+//                          iteration. Overlapping collectives (gloo's two worker threads,
+//                          several NCCL streams) spill to "comm:1", ...
+//   "ddp"        kHost     "forward" (DistributedDataParallel.forward), "backward" (first to
+//                          last backward op of the iteration), bucket copies back to the
+//                          grads (kCopy), the host-side collective launches (kOther).
+//   "iterations" kHost     ProfilerStep#N.
+//
+// Bytes of a collective: "In msg nelems" × size of "dtype" (Kineto's record_param_comms args,
+// also copied onto NCCL kernels), else the product of its "Input Dims" × size of its first
+// "Input type" (float32 when the trace has no type: the report counts these), else the bytes of
+// the record_param_comms of the same order in the same iteration. Broadcasts and collectives of
+// integer dtype (DDP's used-parameter map) get no bucket index.
+//
+// Clocks: Kineto's ts of different processes are not on one clock, so each rank is shifted to
+// make its first iteration that all ranks have start at the same time, then the whole timeline
+// so that the earliest span starts at 0.
+//
+// Errors (InvalidArgument, naming the file): not a Kineto trace (no schemaVersion /
+// distributedInfo, e.g. the legacy autograd profiler's bare array); no ProfilerStep#N range;
+// two files with the same distributedInfo.rank; different world sizes; ranks of the world
+// missing (unless allowMissingRanks).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/nanos.h"
+#include "base/status.h"
+#include "traces/timeline.h"
+
+namespace ddpscope::traces {
+
+struct KinetoImportOptions {
+  // Import a subset of the ranks of a job (e.g. one rank's file) instead of failing.
+  bool allowMissingRanks = false;
+};
+
+struct KinetoImportReport {
+  int worldSize = 0;
+  std::vector<int> ranks;                   // imported rank ids, ascending
+  std::vector<std::string> files;           // files[i] holds ranks[i]
+  int64_t collectivesWithAssumedDtype = 0;  // bytes computed with float32 for lack of a type
+  std::vector<std::string> notes;           // one line each
+};
+
+// Reads the per-rank traces (plain or gzip) and builds the Timeline described above.
+// Metadata: source "pytorch-profiler", world_size, backend (when known), files (a JSON array
+// text, in rank order).
+StatusOr<Timeline> importKinetoTraces(const std::vector<std::string>& paths,
+                                      const KinetoImportOptions& options = {},
+                                      KinetoImportReport* report = nullptr);
+
+// What `ddpscope import-torch` prints, computed from an imported (or any runtime-layout)
+// timeline.
+struct ImportedIteration {
+  int rank = 0;
+  int64_t index = 0;  // N of ProfilerStep#N
+  Nanos step;
+  std::vector<int64_t> bucketBytes;  // by bucket index
+};
+struct KinetoImportSummary {
+  int rankCount = 0;
+  int iterationCount = 0;                     // distinct ProfilerStep indices
+  std::vector<ImportedIteration> iterations;  // rank-major, then by index
+  // Bucket bytes of the last iteration of the first rank (the steady-state layout) and
+  // whether every iteration of every rank has the same list.
+  std::vector<int64_t> bucketBytes;
+  bool bucketsConsistent = true;
+  Nanos medianStep;           // median over iterations of the slowest rank's step
+  Nanos medianComm;           // median over iterations of the first rank's |∪ comm|
+  Nanos medianExposedComm;    // same for comm not overlapped by compute
+  double overlapPercent = 0;  // HTA definition, whole trace, all ranks, comm-weighted
+};
+KinetoImportSummary summarizeImport(const Timeline& timeline);
+
+}  // namespace ddpscope::traces
