@@ -19,16 +19,27 @@
 #include "runtime/param_dump.h"
 #include "runtime/profiler.h"
 #include "runtime/tools/run_worker.h"
+#ifdef DDPSCOPE_WITH_NCCL
+#include "runtime/tools/nccl_backend.h"
+#endif
 #include "traces/chrome_writer.h"
 
 namespace ddpscope::runtime::tools {
 namespace {
+
+// The device every rank trains on ("cpu", "cuda:0 (NVIDIA H100 80GB HBM3)"), for the metadata.
+std::string& deviceDescription() {
+  static std::string description = "cpu";
+  return description;
+}
 
 traces::Args runMetadata(const WorkerFlags& flags, int world, const std::string& backend) {
   const ddp::DdpConfig& d = flags.training.ddp;
   return traces::Args{{"model", flags.training.model.name},
                       {"world_size", int64_t{world}},
                       {"backend", backend},
+                      {"dtype", flags.training.build.dtype},
+                      {"device", deviceDescription()},
                       {"global_batch", flags.training.globalBatch},
                       {"iterations", flags.training.iterations},
                       {"warmup", flags.warmup},
@@ -48,7 +59,7 @@ void flushPartialTrace(const Profiler& profiler, const WorkerFlags& flags, int r
   if (flags.tracePath.empty()) return;
   const std::string path =
       rank == 0 ? flags.tracePath : flags.tracePath + ".rank" + std::to_string(rank);
-  traces::Args metadata = runMetadata(flags, world, "mpi");
+  traces::Args metadata = runMetadata(flags, world, flags.backend);
   metadata.append("partial", int64_t{1});
   const traces::Timeline timeline = mergeRankTracks({profiler.snapshot()}, std::move(metadata));
   const Status status = writeTimeline(timeline, path);
@@ -164,7 +175,7 @@ int runWorker(int argc, char** argv) {
     }
     return parsed.status().exitCode();
   }
-  const WorkerFlags& flags = *parsed;
+  WorkerFlags& flags = *parsed;
   if (flags.help) {
     if (rank == 0) std::cout << flags.helpText;
     return 0;
@@ -182,7 +193,29 @@ int runWorker(int argc, char** argv) {
     return runReference(flags);
   }
 
-  StatusOr<std::unique_ptr<Communicator>> comm = makeMpiCommunicator(**session);
+  // --backend mpi: the MPI communicator (threaded FIFO) and the CPU model. --backend nccl: the
+  // NCCL communicator and the CUDA model on this rank's GPU (nccl_backend.h).
+  StatusOr<std::unique_ptr<Communicator>> comm = std::unique_ptr<Communicator>();
+#ifdef DDPSCOPE_WITH_NCCL
+  std::unique_ptr<NcclBackend> ncclBackend;
+  if (flags.backend == "nccl") {
+    StatusOr<std::unique_ptr<NcclBackend>> backend = makeNcclBackend(**session);
+    if (!backend.isOk()) {
+      // No device is the same on every rank (bad invocation, exit 2): say it once.
+      if (backend.status().code() != StatusCode::kInvalidArgument || rank == 0) {
+        std::fprintf(stderr, "ddpscope-run: rank %d: error: %s\n", rank,
+                     backend.status().message().c_str());
+      }
+      return backend.status().exitCode() == 2 ? 2 : 1;
+    }
+    ncclBackend = std::move(backend).value();
+    flags.training.buildModel = ncclBackend->modelFactory();
+    deviceDescription() = ncclBackend->deviceName();
+    // Declared after ncclBackend: the communicator goes before the CUDA context it uses.
+    comm = ncclBackend->takeCommunicator();
+  }
+#endif
+  if (!*comm) comm = makeMpiCommunicator(**session);
   if (!comm.isOk()) {
     std::fprintf(stderr, "ddpscope-run: rank %d: error: %s\n", rank,
                  comm.status().message().c_str());
@@ -215,10 +248,10 @@ int runWorker(int argc, char** argv) {
   }
   if (status.isOk()) {
     StatusOr<traces::Timeline> timeline =
-        gatherTimeline(**comm, profiler, runMetadata(flags, world, "mpi"));
+        gatherTimeline(**comm, profiler, runMetadata(flags, world, flags.backend));
     status = timeline.status();
     if (status.isOk() && rank == 0) {
-      status = writeOutputs(flags, *timeline, *result, world, "mpi");
+      status = writeOutputs(flags, *timeline, *result, world, flags.backend);
       if (!status.isOk()) {
         std::fprintf(stderr, "ddpscope-run: error: %s\n", status.message().c_str());
         return status.exitCode();

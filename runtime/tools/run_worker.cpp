@@ -13,16 +13,23 @@ namespace {
 cli::ArgParser makeParser() {
   cli::ArgParser parser(
       "ddpscope-run",
-      "--model NAME|SHORTHAND [--batch B] [--iterations N] [--warmup W] [DDP flags] "
-      "[--trace PATH] [--json]",
-      "The ddpscope runtime worker: trains a model with PyTorch DDP semantics on CPU, one MPI\n"
-      "rank per process, and records every rank's timeline. Launch it with\n"
+      "--model NAME|SHORTHAND [--backend mpi|nccl] [--dtype D] [--batch B] [--iterations N] "
+      "[--warmup W] [DDP flags] [--trace PATH] [--json]",
+      "The ddpscope runtime worker: trains a model with PyTorch DDP semantics, one MPI rank per\n"
+      "process, and records every rank's timeline. --backend mpi trains the CPU model and\n"
+      "synchronizes with MPI; --backend nccl trains the CUDA model on one GPU per rank (GPU =\n"
+      "the rank's node-local rank) and synchronizes with NCCL on a separate stream. Launch it\n"
+      "with\n"
       "  mpirun -np N ddpscope-run ...   or   ddpscope run --nproc N -- ...");
   parser
       .option("model", "NAME",
               "zoo model (mlp-tiny, mlp-wide, resnet18, gpt2-small, ...) or a shorthand such as "
               "gpt2:layers=2,embd=64,heads=4,vocab=512,seq=32")
-      .option("backend", "mpi|nccl", "communication backend (default mpi)")
+      .option("backend", "mpi|nccl",
+              "mpi: CPU model + MPI (default); nccl: CUDA model + NCCL, one GPU per rank")
+      .option("dtype", "fp32|tf32|bf16",
+              "matrix-product precision (default fp32; tf32 and bf16 need --backend nccl; "
+              "parameters, gradients and buckets stay fp32)")
       .option("iterations", "N", "measured iterations after the warm-up (default 10)")
       .option("warmup", "W",
               "warm-up iterations, run first and left out of the summary (default 0)")
@@ -101,13 +108,27 @@ StatusOr<WorkerFlags> parseWorkerFlags(const std::vector<std::string>& argv) {
     return invalidArgument("unexpected argument '" + args.positionals().front() + "'");
   }
   const std::string backend = args.value("backend").value_or("mpi");
+  if (backend != "mpi" && backend != "nccl") {
+    return invalidArgument("--backend: expected mpi or nccl, got '" + backend + "'");
+  }
+#ifndef DDPSCOPE_WITH_NCCL
   if (backend == "nccl") {
     return unimplemented(
         "--backend nccl: this ddpscope-run was not built with CUDA/NCCL (the CPU runtime "
         "supports --backend mpi)");
   }
-  if (backend != "mpi")
-    return invalidArgument("--backend: expected mpi or nccl, got '" + backend + "'");
+#endif
+  flags.backend = backend;
+  const std::string dtype = args.value("dtype").value_or("fp32");
+  if (dtype != "fp32" && dtype != "tf32" && dtype != "bf16") {
+    return invalidArgument("--dtype: expected fp32, tf32 or bf16, got '" + dtype + "'");
+  }
+  if (dtype != "fp32" && backend == "mpi") {
+    return invalidArgument("--dtype " + dtype +
+                           ": the CPU model (--backend mpi) computes in fp32 only; tf32 and bf16 "
+                           "need --backend nccl");
+  }
+  flags.training.build.dtype = dtype;
   auto model = args.value("model");
   if (!model) return invalidArgument("--model: required (a zoo name or a shorthand)");
   flags.modelText = *model;

@@ -14,6 +14,7 @@ namespace ddpscope::runtime::tools {
 
 struct WorkerFlags {
   TrainingOptions training;
+  std::string backend = "mpi";  // --backend: "mpi" (CPU model) or "nccl" (CUDA model)
   std::string modelText;
   int64_t warmup = 0;
   std::string tracePath;

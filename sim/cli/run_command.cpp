@@ -33,6 +33,8 @@ ArgParser makeParser() {
       .epilog(
           "example: ddpscope run --nproc 2 -- --model mlp-wide --batch 64 --iterations 20 "
           "--trace trace.json --json\n"
+          "GPUs: ddpscope run --nproc 2 -- --model gpt2-small --backend nccl --dtype bf16 (one\n"
+          "GPU per rank; every worker flag, --backend and --dtype included, is passed through).\n"
           "Run 'ddpscope-run --help' (or 'ddpscope run --nproc 1 -- --help') for the worker's "
           "flags.");
   return parser;

@@ -320,3 +320,112 @@ TEST(EngineTest, ProfilerRecordsLayersCopiesBucketsAndIterations) {
 
 }  // namespace
 }  // namespace ddpscope::runtime
+
+namespace ddpscope::runtime {
+namespace {
+
+// ---- the Engine on a non-host GradDevice -------------------------------------------------
+
+// Host memory presented as a device (isHost() false): every engine memory operation must go
+// through it, and the results must equal the CPU runs. Counts the operations it sees.
+class CountingDevice final : public GradDevice {
+ public:
+  std::string name() const override { return "counting"; }
+  bool isHost() const override { return false; }
+  StatusOr<DeviceBuffer> allocate(int64_t numel) override {
+    ++allocations;
+    return cpuDevice().allocate(numel);
+  }
+  void copyScaled(float* dst, const float* src, int64_t numel, float scale) override {
+    ++copies;
+    cpuDevice().copyScaled(dst, src, numel, scale);
+  }
+  void scaleInPlace(float* data, int64_t numel, float scale) override {
+    ++scales;
+    cpuDevice().scaleInPlace(data, numel, scale);
+  }
+  void fill(float* data, int64_t numel, float value) override {
+    ++fills;
+    cpuDevice().fill(data, numel, value);
+  }
+  Status toHost(float* hostDst, const float* src, int64_t numel) override {
+    ++toHosts;
+    return cpuDevice().toHost(hostDst, src, numel);
+  }
+  Status fromHost(float* dst, const float* hostSrc, int64_t numel) override {
+    ++fromHosts;
+    return cpuDevice().fromHost(dst, hostSrc, numel);
+  }
+  Status synchronize() override { return Status::ok(); }
+  std::atomic<int64_t> allocations{0}, copies{0}, scales{0}, fills{0}, toHosts{0}, fromHosts{0};
+};
+
+class DeviceRoutedModel final : public TrainableModel {
+ public:
+  DeviceRoutedModel(std::unique_ptr<TrainableModel> inner, CountingDevice& device,
+                    std::atomic<int64_t>& endIterations)
+      : m_inner(std::move(inner)), m_device(device), m_endIterations(endIterations) {}
+  const models::ModelSpec& spec() const override { return m_inner->spec(); }
+  std::span<Param> params() override { return m_inner->params(); }
+  std::span<Buffer> buffers() override { return m_inner->buffers(); }
+  Batch makeBatch(std::span<const int64_t> indices, uint64_t seed) const override {
+    return m_inner->makeBatch(indices, seed);
+  }
+  int64_t datasetSize() const override { return m_inner->datasetSize(); }
+  StatusOr<ForwardResult> forward(const Batch& b, int64_t iteration, int rank) override {
+    return m_inner->forward(b, iteration, rank);
+  }
+  Status backward(const std::function<Status(int)>& onGradReady) override {
+    return m_inner->backward(onGradReady);
+  }
+  void zeroGrad() override { m_inner->zeroGrad(); }
+  void sgdStep(double lr, double momentum) override { m_inner->sgdStep(lr, momentum); }
+  void setObserver(LayerObserver* observer) override { m_inner->setObserver(observer); }
+  void setSyncAllreduce(SyncAllreduceFn fn) override { m_inner->setSyncAllreduce(std::move(fn)); }
+  GradDevice& device() override { return m_device; }
+  Status endIteration() override {
+    ++m_endIterations;
+    return Status::ok();
+  }
+
+ private:
+  std::unique_ptr<TrainableModel> m_inner;
+  CountingDevice& m_device;
+  std::atomic<int64_t>& m_endIterations;
+};
+
+TEST(EngineTest, NonHostDeviceRoutesEveryMemoryOperationAndKeepsEquivalence) {
+  for (bool bucketView : {false, true}) {
+    SCOPED_TRACE(bucketView ? "gradient_as_bucket_view" : "copies");
+    TrainingOptions o = options(zoo("mlp-tiny"), 16, 6);
+    o.ddp.gradientAsBucketView = bucketView;
+    o.ddp.staticGraph = true;  // rebuild at iteration 3 moves view gradients through the device
+    o.ddp.setBucketCapMb(0.001);
+    CountingDevice device;
+    std::atomic<int64_t> endIterations{0};
+    TrainingOptions routed = o;
+    routed.buildModel =
+        [&](const models::ModelSpec& spec,
+            const BuildOptions& build) -> StatusOr<std::unique_ptr<TrainableModel>> {
+      ASSIGN_OR_RETURN(std::unique_ptr<TrainableModel> inner, buildTrainableModel(spec, build));
+      return std::unique_ptr<TrainableModel>(
+          new DeviceRoutedModel(std::move(inner), device, endIterations));
+    };
+    auto reference = trainReference(o);
+    ASSERT_TRUE(reference.isOk()) << reference.status().message();
+    const std::vector<TrainingResult> ddp = trainAll(2, routed);
+    for (const TrainingResult& r : ddp)
+      EXPECT_LE(maxAbsDiff(r.params, reference->params), kTolerance);
+    EXPECT_EQ(ddp[0].rebuiltAtIteration, 3);
+    // 2 ranks × 6 iterations, each ending with endIteration.
+    EXPECT_EQ(endIterations.load(), 12);
+    EXPECT_GT(device.allocations.load(), 0);  // buckets (and the rebuilt ones)
+    EXPECT_GT(device.copies.load(), 0);       // grads into buckets / back / rebuild moves
+    EXPECT_GT(device.toHosts.load(), 0);      // construction broadcast staging + capture
+    EXPECT_GT(device.fromHosts.load(), 0);    // construction broadcast results
+    if (bucketView) EXPECT_GT(device.scales.load(), 0);  // in-place 1/world on the views
+  }
+}
+
+}  // namespace
+}  // namespace ddpscope::runtime

@@ -10,13 +10,13 @@
 
 namespace {
 
-struct Run {
+struct CommandRun {
   int exitCode = -1;
   std::string output;
 };
 
-Run runCommand(const std::string& command) {
-  Run run;
+CommandRun runCommand(const std::string& command) {
+  CommandRun run;
   FILE* pipe = popen((command + " 2>&1").c_str(), "r");
   if (!pipe) return run;
   std::array<char, 4096> buffer{};
@@ -32,19 +32,19 @@ std::string worker(const std::string& args) {
 }
 
 TEST(NcclCliTest, CpuBackendRefusesReducedPrecisionNamingTheFlag) {
-  const Run run = runCommand(worker("--model mlp-tiny --dtype bf16"));
+  const CommandRun run = runCommand(worker("--model mlp-tiny --dtype bf16"));
   EXPECT_EQ(run.exitCode, 2) << run.output;
   EXPECT_NE(run.output.find("--dtype bf16: the CPU model (--backend mpi) computes in fp32 only"),
             std::string::npos)
       << run.output;
-  const Run bad = runCommand(worker("--model mlp-tiny --dtype fp8"));
+  const CommandRun bad = runCommand(worker("--model mlp-tiny --dtype fp8"));
   EXPECT_EQ(bad.exitCode, 2) << bad.output;
   EXPECT_NE(bad.output.find("--dtype: expected fp32, tf32 or bf16, got 'fp8'"), std::string::npos)
       << bad.output;
 }
 
 TEST(NcclCliTest, NcclBackendWithoutAGpuExitsTwoWithTheReason) {
-  const Run run = runCommand(worker("--model mlp-tiny --backend nccl --iterations 2"));
+  const CommandRun run = runCommand(worker("--model mlp-tiny --backend nccl --iterations 2"));
 #if DDPSCOPE_WORKER_HAS_NCCL
   if (run.exitCode == 0) GTEST_SKIP() << "a CUDA device is visible: the run succeeded";
   EXPECT_EQ(run.exitCode, 2) << run.output;

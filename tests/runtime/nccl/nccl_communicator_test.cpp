@@ -41,7 +41,7 @@ class NcclTest : public ::testing::Test {
   }
   float* deviceFloats(const std::vector<float>& values) {
     float* p = nullptr;
-    EXPECT_EQ(cudaMalloc(&p, values.size() * sizeof(float)), cudaSuccess);
+    EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&p), values.size() * sizeof(float)), cudaSuccess);
     EXPECT_EQ(cudaMemcpy(p, values.data(), values.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
     m_allocations.push_back(p);
     return p;
@@ -168,7 +168,9 @@ TEST_F(NcclTest, ObserverSeesEveryRecordedCollectiveWithStartBeforeEnd) {
     EXPECT_LT(s.start, s.end);
     EXPECT_GE(s.start, before - Nanos(1'000'000));  // anchor error well under 1 ms
     EXPECT_LE(s.end, after + Nanos(1'000'000));
-    if (b > 0) EXPECT_GE(s.start, observer.spans[static_cast<size_t>(b - 1)].end);
+    if (b > 0) {
+      EXPECT_GE(s.start, observer.spans[static_cast<size_t>(b - 1)].end);
+    }
   }
 }
 
