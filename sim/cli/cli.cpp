@@ -33,6 +33,12 @@ const std::vector<Command>& commands() {
        runOverlapCommand},
       {"run", "train for real: N MPI ranks of the DDP runtime worker (ddpscope-run)",
        runRunCommand},
+      {"replay", "re-simulate a measured run with its measured compute; what-ifs from it",
+       runReplayCommand},
+      {"calibrate", "fit the cluster model (alpha-beta, contention, compute) to measured runs",
+       runCalibrateCommand},
+      {"validate", "train over a grid, calibrate on part, predict the rest: MAPE",
+       runValidateCommand},
       {"import-torch", " PyTorch profiler traces of a DDP job -> ddpscope trace, buckets",
        runImportTorchCommand},
   };

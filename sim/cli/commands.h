@@ -34,3 +34,9 @@ namespace ddpscope::cli {
 Status runRunCommand(const std::vector<std::string>& args, CommandIo io);
 Status runImportTorchCommand(const std::vector<std::string>& args, CommandIo io);
 }  // namespace ddpscope::cli
+
+namespace ddpscope::cli {
+Status runReplayCommand(const std::vector<std::string>& args, CommandIo io);
+Status runCalibrateCommand(const std::vector<std::string>& args, CommandIo io);
+Status runValidateCommand(const std::vector<std::string>& args, CommandIo io);
+}  // namespace ddpscope::cli

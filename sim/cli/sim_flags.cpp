@@ -5,12 +5,19 @@
 
 #include "base/strings.h"
 #include "sim/cli/common.h"
+#include "sim/replay/measured_compute_model.h"
+#include "sim/replay/measured_profile.h"
+#include "sim/replay/replay.h"
 
 namespace ddpscope::cli {
 
-void addSimulationFlags(ArgParser& parser, bool sweep) {
+void addSimulationFlags(ArgParser& parser, bool sweep, bool computeFrom) {
   addModelFlags(parser);
   addClusterFlags(parser);
+  if (computeFrom) {
+    parser.option("compute-from", "RUN.json",
+                  "measured per-layer compute from a run's trace instead of the roofline");
+  }
   if (sweep) {
     parser.option("nodes", "N[,N...]", "node counts to sweep (default 1)")
         .option("world-size", "W[,W...]", "world sizes to sweep (multiples of GPUs per node)")
@@ -67,8 +74,11 @@ StatusOr<ddp::CommHook> parseCommHookFlag(const std::string& text) {
   return hook;
 }
 
-StatusOr<SimulationRequest> parseSimulationRequest(const ParsedArgs& args, bool sweep) {
+StatusOr<SimulationRequest> parseSimulationRequest(const ParsedArgs& args, bool sweep,
+                                                   std::optional<std::string> computeFrom) {
   SimulationRequest req;
+  if (!computeFrom) computeFrom = args.value("compute-from");
+  req.computeFrom = computeFrom;
   sim::SimOptions& o = req.options;
   ddp::DdpConfig& d = o.ddp;
   if (!sweep) {
@@ -165,9 +175,44 @@ StatusOr<SimulationRequest> parseSimulationRequest(const ParsedArgs& args, bool 
                            "period), got " +
                            std::to_string(o.iterations));
   }
-  ASSIGN_OR_RETURN(req.model, loadModelFromFlags(args));
-  ASSIGN_OR_RETURN(req.cluster, loadClusterFromFlags(args));
+  if (!computeFrom) {
+    ASSIGN_OR_RETURN(req.model, loadModelFromFlags(args));
+    ASSIGN_OR_RETURN(req.cluster, loadClusterFromFlags(args));
+    return req;
+  }
+  // Measured compute from a trace.
+  std::optional<models::ModelSpec> model;
+  if (args.has("model") || args.has("model-file")) {
+    ASSIGN_OR_RETURN(model, loadModelFromFlags(args));
+  }
+  ASSIGN_OR_RETURN(sim::replay::LoadedProfile loaded,
+                   sim::replay::loadProfile(*computeFrom, model));
+  req.model = loaded.model;
+  if (args.has("cluster") || args.has("cluster-file")) {
+    ASSIGN_OR_RETURN(req.cluster, loadClusterFromFlags(args));
+  } else {
+    ASSIGN_OR_RETURN(req.cluster, sim::replay::selfCalibratedCluster(loaded.profile, loaded.model));
+  }
+  const sim::replay::RunSettings run = loaded.profile.settings;
+  if (o.inputs.batch == 0) o.inputs.batch = run.batchPerRank;
+  if (o.inputs.seqLen == 0) o.inputs.seqLen = run.seqLen;
+  if (o.inputs.imageSize == 0) o.inputs.imageSize = run.imageSize;
+  if (!args.has("dtype")) o.dtype = "fp32";
+  sim::replay::MeasuredComputeOptions mo;
+  mo.contentionSlowdown = o.contentionSlowdown.value_or(req.cluster.contentionSlowdown);
+  ASSIGN_OR_RETURN(std::unique_ptr<sim::replay::MeasuredComputeModel> compute,
+                   sim::replay::MeasuredComputeModel::create(loaded.profile, loaded.model,
+                                                             req.cluster.device, mo));
+  req.compute = std::move(compute);
+  req.measured = std::make_shared<const sim::replay::LoadedProfile>(std::move(loaded));
   return req;
+}
+
+StatusOr<sim::SimResult> runSimulation(const SimulationRequest& request,
+                                       const sim::WorldLayout& layout,
+                                       const sim::SimOptions& options) {
+  return sim::replay::simulateWithCompute(request.model, request.cluster, layout, options,
+                                          request.compute.get());
 }
 
 std::string formatSimSummary(const SimulationRequest& request, const sim::WorldLayout& layout,

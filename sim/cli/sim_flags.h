@@ -2,6 +2,7 @@
 // DDP / simulator setting, parsed into a SimulationRequest.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -9,24 +10,45 @@
 #include "base/status.h"
 #include "models/model_spec.h"
 #include "sim/cli/arg_parser.h"
+#include "sim/compute/compute_model.h"
 #include "sim/cost/cluster.h"
 #include "sim/engine/ddp_simulator.h"
+
+namespace ddpscope::sim::replay {
+struct LoadedProfile;
+}
 
 namespace ddpscope::cli {
 
 // `sweep` = true: --bucket-cap-mb, --nodes and --world-size take comma lists and --find-unused
 // takes on|off|both; otherwise they are scalars and --find-unused is a switch.
-void addSimulationFlags(ArgParser& parser, bool sweep);
+// `computeFrom`: add --compute-from RUN.json (measured compute from a trace; replay names the
+// trace --trace instead).
+void addSimulationFlags(ArgParser& parser, bool sweep, bool computeFrom = true);
 
 struct SimulationRequest {
   models::ModelSpec model;
   sim::ClusterSpec cluster;
   sim::SimOptions options;  // everything but layout-dependent fields
+  // Measured compute (--compute-from / replay's --trace): a MeasuredComputeModel of the trace;
+  // null = the cluster's roofline. With it, the model defaults to the trace's (metadata
+  // "model"), the cluster to cpu-mpi calibrated on the trace's own collectives, and --batch,
+  // --seq-len, --image-size to the trace's per-rank values.
+  std::shared_ptr<const sim::ComputeModel> compute;
+  std::optional<std::string> computeFrom;                      // the trace path
+  std::shared_ptr<const sim::replay::LoadedProfile> measured;  // its model and profile
 };
 
 // Parses the scalar settings (model, cluster, DDP flags, batch, dtype, all-ranks...). In sweep
-// mode the list flags are left for the caller.
-StatusOr<SimulationRequest> parseSimulationRequest(const ParsedArgs& args, bool sweep);
+// mode the list flags are left for the caller. `computeFrom`: the trace to take measured compute
+// from (overrides --compute-from).
+StatusOr<SimulationRequest> parseSimulationRequest(
+    const ParsedArgs& args, bool sweep, std::optional<std::string> computeFrom = std::nullopt);
+
+// Runs the strategy with the request's compute model (measured or roofline) and cluster.
+StatusOr<sim::SimResult> runSimulation(const SimulationRequest& request,
+                                       const sim::WorldLayout& layout,
+                                       const sim::SimOptions& options);
 
 // "fp16", "bf16", "powersgd:4", "none", "allreduce" → CommHook.
 StatusOr<ddp::CommHook> parseCommHookFlag(const std::string& text);

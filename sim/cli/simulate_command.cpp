@@ -46,8 +46,7 @@ Status runSimulateCommand(const std::vector<std::string>& argv, CommandIo io) {
   }
   ASSIGN_OR_RETURN(sim::WorldLayout layout, sim::makeWorldLayout(req.cluster, nodes, worldSize));
   req.options.recordTrace = args.has("trace");
-  ASSIGN_OR_RETURN(sim::SimResult result,
-                   sim::simulate(req.model, req.cluster, layout, req.options));
+  ASSIGN_OR_RETURN(sim::SimResult result, runSimulation(req, layout, req.options));
   if (auto path = args.value("trace")) {
     RETURN_IF_ERROR(traces::writeChromeTrace(result.timeline, *path));
   }

@@ -55,7 +55,7 @@ std::vector<SweepRow> runAll(const SimulationRequest& req, const std::vector<Swe
       if (i >= configs.size()) return;
       sim::SimOptions o = optionsFor(req, configs[i]);
       o.recordTrace = false;
-      auto result = sim::simulate(req.model, req.cluster, configs[i].layout, o);
+      auto result = runSimulation(req, configs[i].layout, o);
       rows[i].config = configs[i];
       if (result.isOk()) {
         rows[i].summary = std::move(result->summary);
@@ -235,7 +235,7 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
       }
       sim::SimOptions o = optionsFor(req, c);
       o.recordTrace = true;
-      ASSIGN_OR_RETURN(sim::SimResult traced, sim::simulate(req.model, req.cluster, c.layout, o));
+      ASSIGN_OR_RETURN(sim::SimResult traced, runSimulation(req, c.layout, o));
       RETURN_IF_ERROR(traces::writeChromeTrace(traced.timeline, out));
       io.err << "trace of the best configuration for world size " << c.layout.worldSize()
              << " written to " << out << "\n";

@@ -1,0 +1,351 @@
+// `ddpscope validate [--grid full|ci] [--out DIR]`: the validation harness. Trains for real on
+// this machine ('ddpscope run': MPI ranks of the CPU runtime) over a grid of models, world sizes,
+// bucket caps and find_unused settings; calibrates on one part and predicts the held-out rest
+// with replay's machinery; prints measured vs predicted steady-state step time per
+// configuration, the MAPE and the worst configuration.
+//
+// Calibration, per world size W: the runs at bucket_cap_mb 25 with find_unused off (one per
+// model). The α–β comm model and the contention factor are fitted on those runs of W pooled over
+// the models (sim/replay/calibrate.h), the compute of each (model, W) is its own calibration
+// run's MeasuredComputeModel. Every other configuration is held out: only its settings (cap,
+// find_unused) are used for the prediction, its trace only for the measured step time.
+// Calibrating per world size is deliberate: on a host with fewer cores than ranks (world 4 on 2
+// cores) compute and communication both slow down with W, which a per-rank model cannot know.
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <sstream>
+
+#include "sim/cli/arg_parser.h"
+#include "sim/cli/commands.h"
+#include "sim/cost/cluster.h"
+#include "sim/replay/calibrate.h"
+#include "sim/replay/measured_compute_model.h"
+#include "sim/replay/measured_profile.h"
+#include "sim/replay/replay.h"
+#include "traces/chrome_reader.h"
+
+namespace ddpscope::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct GridModel {
+  std::string label;  // file-name friendly
+  std::string model;  // --model value
+  int64_t batchPerRank = 8;
+  std::vector<std::string> extra;  // more worker flags
+};
+
+struct GridConfig {
+  const GridModel* model = nullptr;
+  int world = 1;
+  double cap = 25;
+  bool findUnused = false;
+  bool calibration() const { return cap == 25 && !findUnused; }
+  std::string name() const {
+    char buf[160];
+    std::snprintf(buf, sizeof(buf), "%s-w%d-cap%g-fu%s", model->label.c_str(), world, cap,
+                  findUnused ? "on" : "off");
+    return buf;
+  }
+};
+
+struct Grid {
+  std::vector<GridModel> models;
+  std::vector<int> worlds;
+  std::vector<double> caps;
+  std::vector<bool> findUnused;
+  int iterations = 10;
+  int warmup = 2;
+};
+
+Grid makeGrid(bool full) {
+  Grid g;
+  g.models.push_back({"mlp-wide", "mlp-wide", 16, {}});
+  if (full) g.models.push_back({"resnet18", "resnet18", 4, {"--image-size", "32"}});
+  g.models.push_back({"gpt2-tiny", "gpt2:layers=2,embd=128,heads=4,vocab=2048,seq=64", 4, {}});
+  if (full) {
+    g.worlds = {1, 2, 4};
+    g.caps = {1, 5, 25, 100};
+    g.iterations = 10;
+  } else {
+    g.worlds = {1, 2};
+    g.caps = {5, 25};
+    g.iterations = 6;
+  }
+  g.findUnused = {false, true};
+  return g;
+}
+
+// Runs `ddpscope run` (this binary) with stdout/stderr to `log`; returns the exit code.
+StatusOr<int> spawnRun(const std::vector<std::string>& args, const fs::path& log) {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return internalError("cannot find this executable (/proc/self/exe)");
+  std::vector<std::string> command = {self.string()};
+  command.insert(command.end(), args.begin(), args.end());
+  const pid_t pid = ::fork();
+  if (pid < 0) return internalError("fork failed");
+  if (pid == 0) {
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      ::close(fd);
+    }
+    std::vector<char*> cargv;
+    for (std::string& s : command) cargv.push_back(s.data());
+    cargv.push_back(nullptr);
+    ::execv(cargv[0], cargv.data());
+    _exit(127);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return internalError("waitpid failed");
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+struct Row {
+  GridConfig config;
+  Nanos measured;
+  Nanos predicted;
+  double errorPercent = 0;
+};
+
+}  // namespace
+
+Status runValidateCommand(const std::vector<std::string>& argv, CommandIo io) {
+  ArgParser parser(
+      "ddpscope validate", "[--grid full|ci] [--out DIR] [--reuse]",
+      "The validation harness: trains for real on this machine (ddpscope run, CPU runtime under\n"
+      "MPI) over a grid — models mlp-wide, resnet18 (32x32 images), a 2-layer GPT-2; world sizes\n"
+      "1, 2, 4; bucket_cap_mb 1, 5, 25, 100; find_unused off/on — calibrates per world size on\n"
+      "the cap-25, find_unused-off runs and predicts every other configuration from its settings\n"
+      "alone. Prints measured vs predicted steady-state step time, the error per configuration,\n"
+      "the MAPE over the held-out configurations and the worst one. '--grid ci' is a reduced grid\n"
+      "(2 models, worlds 1 and 2, caps 5 and 25) that runs in about a minute.");
+  parser.option("grid", "full|ci", "which grid (default full)")
+      .option("out", "DIR", "traces, logs, calibrated clusters and results (default validate-out)")
+      .flag("reuse", "reuse traces already in DIR instead of running them again")
+      .option("mpirun", "PATH", "the mpirun to use (passed to ddpscope run)");
+  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv));
+  if (args.helpRequested()) {
+    io.out << parser.helpText();
+    return Status::ok();
+  }
+  const std::string gridName = args.value("grid").value_or("full");
+  if (gridName != "full" && gridName != "ci") {
+    return invalidArgument("--grid: expected full or ci, got '" + gridName + "'");
+  }
+  const Grid grid = makeGrid(gridName == "full");
+  const fs::path dir = args.value("out").value_or("validate-out");
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return invalidArgument("--out: cannot create '" + dir.string() + "': " + ec.message());
+
+  std::vector<GridConfig> configs;
+  for (const GridModel& m : grid.models) {
+    for (int w : grid.worlds) {
+      for (double cap : grid.caps) {
+        for (bool fu : grid.findUnused) configs.push_back({&m, w, cap, fu});
+      }
+    }
+  }
+  // 1. Measure.
+  const auto t0 = std::chrono::steady_clock::now();
+  io.out << "running " << configs.size() << " configurations (" << gridName << " grid, "
+         << grid.warmup << " warm-up + " << grid.iterations << " iterations each) into "
+         << dir.string() << "\n";
+  io.out.flush();
+  for (const GridConfig& c : configs) {
+    const fs::path trace = dir / (c.name() + ".json");
+    if (args.has("reuse") && fs::exists(trace)) continue;
+    std::vector<std::string> run = {"run", "--nproc", std::to_string(c.world)};
+    if (auto mpirun = args.value("mpirun")) {
+      run.push_back("--mpirun");
+      run.push_back(*mpirun);
+    }
+    char cap[32];
+    std::snprintf(cap, sizeof(cap), "%g", c.cap);
+    for (const std::string& a :
+         {std::string("--"), std::string("--model"), c.model->model, std::string("--batch"),
+          std::to_string(c.model->batchPerRank * c.world), std::string("--iterations"),
+          std::to_string(grid.iterations), std::string("--warmup"), std::to_string(grid.warmup),
+          std::string("--bucket-cap-mb"), std::string(cap), std::string("--trace"),
+          trace.string()}) {
+      run.push_back(a);
+    }
+    run.insert(run.end(), c.model->extra.begin(), c.model->extra.end());
+    if (c.findUnused) run.push_back("--find-unused");
+    const fs::path log = dir / (c.name() + ".log");
+    ASSIGN_OR_RETURN(int code, spawnRun(run, log));
+    if (code != 0 || !fs::exists(trace)) {
+      return internalError("ddpscope run failed for " + c.name() + " (exit " +
+                           std::to_string(code) + "); see " + log.string());
+    }
+  }
+  const double runSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  // 2. Profiles. The runtime's metadata does not record the image size: give it from the grid.
+  std::map<std::string, sim::replay::LoadedProfile> profiles;
+  for (const GridConfig& c : configs) {
+    const fs::path trace = dir / (c.name() + ".json");
+    ASSIGN_OR_RETURN(traces::Timeline timeline, traces::readChromeTrace(trace.string()));
+    ASSIGN_OR_RETURN(sim::replay::RunSettings settings,
+                     sim::replay::readRunSettings(timeline, trace.string()));
+    ASSIGN_OR_RETURN(models::ModelSpec model, sim::replay::modelForTrace(settings, trace.string()));
+    ASSIGN_OR_RETURN(sim::replay::MeasuredProfile profile,
+                     sim::replay::buildProfile(timeline, model, trace.string()));
+    for (size_t i = 0; i + 1 < c.model->extra.size(); ++i) {
+      if (c.model->extra[i] == "--image-size") {
+        profile.settings.imageSize = std::stoll(c.model->extra[i + 1]);
+      }
+    }
+    profiles.emplace(c.name(), sim::replay::LoadedProfile{std::move(model), std::move(profile)});
+  }
+
+  // 3. Calibrate per world size.
+  ASSIGN_OR_RETURN(sim::ClusterSpec base, sim::loadBuiltinCluster("cpu-mpi"));
+  std::map<int, sim::ClusterSpec> clusters;
+  std::ostringstream calReport;
+  for (int w : grid.worlds) {
+    std::vector<sim::replay::ProfileRef> refs;
+    for (const GridConfig& c : configs) {
+      if (c.world != w || !c.calibration()) continue;
+      const auto& p = profiles.at(c.name());
+      refs.push_back({&p.profile, &p.model});
+    }
+    sim::ClusterSpec cluster = base;
+    cluster.gpusPerNode = std::max(cluster.gpusPerNode, w);
+    cluster.contentionSlowdown = 0;
+    if (w > 1) {
+      ASSIGN_OR_RETURN(sim::replay::Calibration cal, sim::replay::calibrate(refs, base.device));
+      cluster = sim::replay::applyCalibration(base, cal, "cpu-calibrated-w" + std::to_string(w));
+      calReport << "world " << w << ": " << sim::replay::formatCalibration(cal);
+      const std::string baseText(sim::builtinClusterJson("cpu-mpi"));
+      const nlohmann::json j = sim::replay::calibratedClusterJson(
+          nlohmann::json::parse(baseText), base, cal, cluster.name,
+          "cpu-mpi calibrated by ddpscope validate on this host at world size " +
+              std::to_string(w));
+      std::ofstream(dir / (cluster.name + ".json")) << j.dump(2) << "\n";
+    }
+    clusters.emplace(w, cluster);
+  }
+
+  // 4. Predict.
+  std::vector<Row> heldOut, inSample;
+  for (const GridConfig& c : configs) {
+    const GridConfig cal{c.model, c.world, 25, false};
+    const auto& calProfile = profiles.at(cal.name());
+    const sim::ClusterSpec& cluster = clusters.at(c.world);
+    sim::replay::MeasuredComputeOptions mo;
+    mo.contentionSlowdown = cluster.contentionSlowdown;
+    ASSIGN_OR_RETURN(std::unique_ptr<sim::replay::MeasuredComputeModel> compute,
+                     sim::replay::MeasuredComputeModel::create(calProfile.profile, calProfile.model,
+                                                               cluster.device, mo));
+    sim::SimOptions o = sim::replay::ownSettingsOptions(calProfile.profile);
+    o.ddp.setBucketCapMb(c.cap);
+    o.ddp.findUnusedParameters = c.findUnused;
+    ASSIGN_OR_RETURN(sim::WorldLayout layout, sim::makeWorldLayout(cluster, std::nullopt, c.world));
+    ASSIGN_OR_RETURN(
+        sim::SimResult result,
+        sim::replay::simulateWithCompute(calProfile.model, cluster, layout, o, compute.get()));
+    Row row{c, profiles.at(c.name()).profile.measuredStep, result.summary.stepTime, 0};
+    row.errorPercent = 100.0 * static_cast<double>((row.predicted - row.measured).count()) /
+                       static_cast<double>(row.measured.count());
+    (c.calibration() ? inSample : heldOut).push_back(row);
+  }
+
+  // 5. Report.
+  char line[256];
+  io.out << calReport.str();
+  std::snprintf(line, sizeof(line), "\n%-10s %5s %6s %6s %12s %12s %9s\n", "model", "world", "cap",
+                "f_unus", "measured ms", "predicted ms", "error");
+  io.out << line;
+  nlohmann::json rows = nlohmann::json::array();
+  std::ofstream csv(dir / "validate.csv");
+  csv << "model,world,bucket_cap_mb,find_unused,calibration,measured_ms,predicted_ms,error_"
+         "percent\n";
+  auto emit = [&](const Row& r, bool calibration) {
+    std::snprintf(line, sizeof(line), "%-10s %5d %6g %6s %12.3f %12.3f %+8.2f%%%s\n",
+                  r.config.model->label.c_str(), r.config.world, r.config.cap,
+                  r.config.findUnused ? "on" : "off", r.measured.toMillis(), r.predicted.toMillis(),
+                  r.errorPercent, calibration ? "  (calibration run)" : "");
+    io.out << line;
+    csv << r.config.model->label << "," << r.config.world << "," << r.config.cap << ","
+        << (r.config.findUnused ? 1 : 0) << "," << (calibration ? 1 : 0) << ","
+        << r.measured.toMillis() << "," << r.predicted.toMillis() << "," << r.errorPercent << "\n";
+    rows.push_back({{"model", r.config.model->label},
+                    {"world_size", r.config.world},
+                    {"bucket_cap_mb", r.config.cap},
+                    {"find_unused", r.config.findUnused},
+                    {"calibration", calibration},
+                    {"measured_ms", r.measured.toMillis()},
+                    {"predicted_ms", r.predicted.toMillis()},
+                    {"error_percent", r.errorPercent}});
+  };
+  for (const GridConfig& c : configs) {
+    for (const Row& r : inSample) {
+      if (r.config.name() == c.name()) emit(r, true);
+    }
+    for (const Row& r : heldOut) {
+      if (r.config.name() == c.name()) emit(r, false);
+    }
+  }
+  double mape = 0;
+  const Row* worst = nullptr;
+  std::map<int, std::pair<double, int>> perWorld;
+  for (const Row& r : heldOut) {
+    mape += std::abs(r.errorPercent);
+    perWorld[r.config.world].first += std::abs(r.errorPercent);
+    perWorld[r.config.world].second += 1;
+    if (!worst || std::abs(r.errorPercent) > std::abs(worst->errorPercent)) worst = &r;
+  }
+  if (!heldOut.empty()) mape /= static_cast<double>(heldOut.size());
+  double inSampleMape = 0;
+  for (const Row& r : inSample) inSampleMape += std::abs(r.errorPercent);
+  if (!inSample.empty()) inSampleMape /= static_cast<double>(inSample.size());
+  std::snprintf(line, sizeof(line),
+                "\nheld-out MAPE %.2f %% over %zu configurations (calibration runs replayed: "
+                "%.2f %%)\n",
+                mape, heldOut.size(), inSampleMape);
+  io.out << line;
+  for (const auto& [w, s] : perWorld) {
+    std::snprintf(line, sizeof(line), "  world %d: MAPE %.2f %% (%d)\n", w, s.first / s.second,
+                  s.second);
+    io.out << line;
+  }
+  if (worst) {
+    std::snprintf(line, sizeof(line), "worst: %s  measured %.3f ms, predicted %.3f ms (%+.2f %%)\n",
+                  worst->config.name().c_str(), worst->measured.toMillis(),
+                  worst->predicted.toMillis(), worst->errorPercent);
+    io.out << line;
+  }
+  std::snprintf(line, sizeof(line), "runs took %.1f s; results in %s\n", runSeconds,
+                (dir / "validate.csv").string().c_str());
+  io.out << line;
+  nlohmann::json summary = {{"grid", gridName},
+                            {"mape_percent", mape},
+                            {"in_sample_mape_percent", inSampleMape},
+                            {"held_out", heldOut.size()},
+                            {"worst", worst ? worst->config.name() : ""},
+                            {"rows", rows}};
+  std::ofstream(dir / "validate.json") << summary.dump(2) << "\n";
+  return Status::ok();
+}
+
+}  // namespace ddpscope::cli

@@ -1,0 +1,315 @@
+#include "sim/replay/calibrate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <sstream>
+#include <tuple>
+
+#include "sim/compute/roofline_compute_model.h"
+#include "sim/replay/measured_compute_model.h"
+
+namespace ddpscope::sim::replay {
+namespace {
+
+struct CommPoint {
+  double steps = 0;
+  double x = 0;  // bytes term
+  double tUs = 0;
+  int64_t bytes = 0;
+};
+
+std::optional<CommPoint> commPoint(const CollectiveSample& c, int n) {
+  const double dn = n;
+  const double s = static_cast<double>(c.bytes);
+  CommPoint p;
+  p.bytes = c.bytes;
+  p.tUs = static_cast<double>(c.duration.count()) / 1e3;
+  switch (c.category) {
+    case traces::Category::kAllreduce:
+    case traces::Category::kUsedMapAllreduce:
+      p.steps = 2 * (dn - 1);
+      p.x = 2 * (dn - 1) / dn * s;
+      return p;
+    case traces::Category::kAllgather:
+    case traces::Category::kReduceScatter:
+      p.steps = dn - 1;
+      p.x = (dn - 1) / dn * s;
+      return p;
+    case traces::Category::kBroadcast:
+      p.steps = dn - 1;
+      p.x = s;
+      return p;
+    default:
+      return std::nullopt;
+  }
+}
+
+const char* sizeRange(int64_t bytes) {
+  if (bytes < 64 * 1024) return "< 64 KiB";
+  if (bytes < 4 * 1024 * 1024) return "64 KiB - 4 MiB";
+  return ">= 4 MiB";
+}
+
+}  // namespace
+
+StatusOr<AlphaBetaFit> fitAlphaBeta(const std::vector<ProfileRef>& runs) {
+  std::vector<CommPoint> points;
+  for (const ProfileRef& r : runs) {
+    const int n = r.profile->settings.worldSize;
+    if (n < 2) continue;
+    bool anyMeasured = false;
+    for (const CollectiveSample& c : r.profile->collectives) anyMeasured |= c.measured;
+    for (const CollectiveSample& c : r.profile->collectives) {
+      if (anyMeasured && !c.measured) continue;
+      if (auto p = commPoint(c, n)) points.push_back(*p);
+    }
+  }
+  if (points.empty()) {
+    return invalidArgument(
+        "no collectives to fit: every run has one rank or no collective spans with a 'bytes' "
+        "arg (record runs with --nproc ≥ 2)");
+  }
+  // Normal equations for t = α·steps + k·x (no intercept).
+  double a11 = 0, a12 = 0, a22 = 0, b1 = 0, b2 = 0;
+  for (const CommPoint& p : points) {
+    a11 += p.steps * p.steps, a12 += p.steps * p.x, a22 += p.x * p.x;
+    b1 += p.steps * p.tUs, b2 += p.x * p.tUs;
+  }
+  double alpha = 0, k = 0;
+  const double det = a11 * a22 - a12 * a12;
+  if (det > 1e-12 * a11 * a22) {
+    alpha = (b1 * a22 - b2 * a12) / det;
+    k = (a11 * b2 - a12 * b1) / det;
+  }
+  if (det <= 1e-12 * a11 * a22 || alpha < 0 || k <= 0) {
+    alpha = 0;
+    k = a22 > 0 ? b2 / a22 : 0;
+    if (k <= 0) {
+      // Only empty messages: latency alone.
+      alpha = a11 > 0 ? b1 / a11 : 0;
+      k = 1e-9;
+    }
+  }
+  AlphaBetaFit fit;
+  fit.alphaUs = alpha;
+  fit.betaGBps = 1.0 / (k * 1e3);  // t[µs] = S / (β · 1e3 B/µs)
+  fit.samples = static_cast<int>(points.size());
+  double mean = 0;
+  for (const CommPoint& p : points) mean += p.tUs;
+  mean /= static_cast<double>(points.size());
+  double ssRes = 0, ssTot = 0;
+  std::vector<double> rel;
+  std::map<std::string, std::pair<int, double>> ranges;
+  for (const CommPoint& p : points) {
+    const double model = alpha * p.steps + k * p.x;
+    ssRes += (model - p.tUs) * (model - p.tUs);
+    ssTot += (p.tUs - mean) * (p.tUs - mean);
+    if (p.tUs > 0) {
+      rel.push_back(std::abs(model - p.tUs) / p.tUs);
+      auto& r = ranges[sizeRange(p.bytes)];
+      r.first += 1;
+      r.second += (model - p.tUs) / p.tUs;
+    }
+  }
+  fit.r2 = ssTot > 0 ? 1 - ssRes / ssTot : 1;
+  fit.rmsResidualUs = std::sqrt(ssRes / static_cast<double>(points.size()));
+  fit.medianAbsRelative = median(rel);
+  for (const char* name : {"< 64 KiB", "64 KiB - 4 MiB", ">= 4 MiB"}) {
+    auto it = ranges.find(name);
+    if (it == ranges.end()) continue;
+    fit.ranges.push_back({name, it->second.first, it->second.second / it->second.first});
+  }
+  return fit;
+}
+
+ContentionFit fitContention(const std::vector<ProfileRef>& runs, const DeviceSpec& device) {
+  ContentionFit fit;
+  auto roofline = RooflineComputeModel::create(device, "fp32");
+  if (!roofline.isOk()) return fit;
+  struct Sample {
+    int group;
+    double y;  // measured / roofline
+    double f;
+  };
+  std::vector<Sample> samples;
+  std::map<std::tuple<size_t, int, std::string, int64_t>, int> groups;
+  for (size_t ri = 0; ri < runs.size(); ++ri) {
+    const MeasuredProfile& p = *runs[ri].profile;
+    const models::ModelSpec& model = *runs[ri].model;
+    const models::ModelInputs inputs = measuredInputs(p, model);
+    for (size_t l = 0; l < model.layers.size() && l < p.forward.size(); ++l) {
+      const LayerTimes roof = (*roofline)->layerTime(model.layers[l], inputs);
+      for (int dir = 0; dir < 2; ++dir) {
+        const Nanos r = dir == 0 ? roof.forward : roof.backward;
+        if (r.count() <= 0) continue;
+        auto key = std::make_tuple(ri, dir, model.layers[l].type, r.count());
+        auto [it, inserted] = groups.emplace(key, static_cast<int>(groups.size()));
+        for (const LayerSample& s : (dir == 0 ? p.forward : p.backward)[l]) {
+          samples.push_back({it->second,
+                             static_cast<double>(s.time.count()) / static_cast<double>(r.count()),
+                             s.commOverlap});
+        }
+      }
+    }
+  }
+  fit.samples = static_cast<int>(samples.size());
+  if (samples.empty()) return fit;
+  const size_t numGroups = groups.size();
+  std::vector<int> hasLow(numGroups, 0), hasHigh(numGroups, 0);
+  for (const Sample& s : samples) {
+    if (s.f > 0.05) {
+      ++fit.overlappedSamples;
+      hasHigh[static_cast<size_t>(s.group)] = 1;
+    } else {
+      hasLow[static_cast<size_t>(s.group)] = 1;
+    }
+  }
+  for (size_t g = 0; g < numGroups; ++g) fit.identified |= hasLow[g] && hasHigh[g];
+  if (!fit.identified) return fit;
+  double c = 0;
+  std::vector<double> k(numGroups, 1.0);
+  for (int round = 0; round < 50; ++round) {
+    std::vector<double> sum(numGroups, 0), cnt(numGroups, 0);
+    for (const Sample& s : samples) {
+      sum[static_cast<size_t>(s.group)] += s.y / (1 + c * s.f);
+      cnt[static_cast<size_t>(s.group)] += 1;
+    }
+    for (size_t g = 0; g < numGroups; ++g) k[g] = cnt[g] > 0 ? sum[g] / cnt[g] : 1;
+    double num = 0, den = 0;
+    for (const Sample& s : samples) {
+      const size_t g = static_cast<size_t>(s.group);
+      if (!(hasLow[g] && hasHigh[g])) continue;
+      num += s.f * (s.y / k[g] - 1);
+      den += s.f * s.f;
+    }
+    const double next = den > 0 ? std::clamp(num / den, 0.0, 10.0) : 0;
+    if (std::abs(next - c) < 1e-6) {
+      c = next;
+      break;
+    }
+    c = next;
+  }
+  fit.slowdown = c;
+  return fit;
+}
+
+ComputeScaleFit fitComputeScale(const std::vector<ProfileRef>& runs, const DeviceSpec& device,
+                                double contention) {
+  ComputeScaleFit fit;
+  auto roofline = RooflineComputeModel::create(device, "fp32");
+  if (!roofline.isOk()) return fit;
+  double measuredSum = 0, roofSum = 0;
+  for (size_t ri = 0; ri < runs.size(); ++ri) {
+    const MeasuredProfile& p = *runs[ri].profile;
+    const models::ModelSpec& model = *runs[ri].model;
+    auto measured = MeasuredComputeModel::create(p, model, device, {contention, CrossRank::kMean});
+    if (!measured.isOk()) continue;
+    const models::ModelInputs inputs = measuredInputs(p, model);
+    for (size_t l = 0; l < model.layers.size(); ++l) {
+      const LayerTimes roof = (*roofline)->layerTime(model.layers[l], inputs);
+      const LayerTimes m = (*measured)->baseTimes()[l];
+      measuredSum += static_cast<double>((m.forward + m.backward).count());
+      roofSum += static_cast<double>((roof.forward + roof.backward).count());
+      if (ri == 0) {
+        auto r = [](Nanos a, Nanos b) {
+          return b.count() > 0 ? static_cast<double>(a.count()) / static_cast<double>(b.count())
+                               : 0.0;
+        };
+        fit.layers.push_back(
+            {model.layers[l].name, r(m.forward, roof.forward), r(m.backward, roof.backward)});
+      }
+    }
+  }
+  if (roofSum > 0 && measuredSum > 0) fit.scale = measuredSum / roofSum;
+  return fit;
+}
+
+StatusOr<Calibration> calibrate(const std::vector<ProfileRef>& runs, const DeviceSpec& device) {
+  Calibration cal;
+  for (const ProfileRef& r : runs)
+    cal.maxWorldSize = std::max(cal.maxWorldSize, r.profile->settings.worldSize);
+  ASSIGN_OR_RETURN(cal.comm, fitAlphaBeta(runs));
+  cal.contention = fitContention(runs, device);
+  cal.compute = fitComputeScale(runs, device, cal.contention.slowdown);
+  return cal;
+}
+
+ClusterSpec applyCalibration(const ClusterSpec& base, const Calibration& cal,
+                             const std::string& name) {
+  ClusterSpec c = base;
+  c.name = name;
+  c.commModel = CommModelKind::kAlphaBeta;
+  const bool hadAlphaBeta = base.commModel == CommModelKind::kAlphaBeta;
+  c.alphaBeta.intraAlphaUs = cal.comm.alphaUs;
+  c.alphaBeta.intraBetaGBps = cal.comm.betaGBps;
+  if (!hadAlphaBeta || c.alphaBeta.interBetaGBps <= 0) {
+    c.alphaBeta.interAlphaUs = cal.comm.alphaUs;
+    c.alphaBeta.interBetaGBps = cal.comm.betaGBps;
+  }
+  c.contentionSlowdown = cal.contention.slowdown;
+  c.gpusPerNode = std::max(c.gpusPerNode, cal.maxWorldSize);
+  for (auto& [dtype, peak] : c.device.peakTflops) peak /= cal.compute.scale;
+  c.device.memoryGBps /= cal.compute.scale;
+  return c;
+}
+
+nlohmann::json calibratedClusterJson(const nlohmann::json& base, const ClusterSpec& baseSpec,
+                                     const Calibration& cal, const std::string& name,
+                                     const std::string& description) {
+  const ClusterSpec spec = applyCalibration(baseSpec, cal, name);
+  nlohmann::json j = base;
+  auto round = [](double v, double digits) {
+    const double f = std::pow(10.0, digits);
+    return std::round(v * f) / f;
+  };
+  j["name"] = name;
+  j["description"] = description;
+  j["gpus_per_node"] = spec.gpusPerNode;
+  j["comm_model"] = "alpha_beta";
+  j["alpha_beta"] = {{"intra_alpha_us", round(spec.alphaBeta.intraAlphaUs, 3)},
+                     {"intra_beta_GBps", round(spec.alphaBeta.intraBetaGBps, 4)},
+                     {"inter_alpha_us", round(spec.alphaBeta.interAlphaUs, 3)},
+                     {"inter_beta_GBps", round(spec.alphaBeta.interBetaGBps, 4)}};
+  j["contention_slowdown"] = round(spec.contentionSlowdown, 4);
+  for (auto& [dtype, peak] : spec.device.peakTflops) {
+    j["device"]["peak_tflops"][dtype] = round(peak, 6);
+  }
+  j["device"]["memory_GBps"] = round(spec.device.memoryGBps, 4);
+  return j;
+}
+
+std::string formatCalibration(const Calibration& cal) {
+  std::ostringstream o;
+  char line[256];
+  std::snprintf(line, sizeof(line),
+                "communication (alpha-beta ring, %d collectives): alpha %.2f us, beta %.4f GB/s\n",
+                cal.comm.samples, cal.comm.alphaUs, cal.comm.betaGBps);
+  o << line;
+  std::snprintf(line, sizeof(line),
+                "  fit: R^2 %.4f, RMS residual %.1f us, median |relative residual| %.1f %%\n",
+                cal.comm.r2, cal.comm.rmsResidualUs, 100 * cal.comm.medianAbsRelative);
+  o << line;
+  for (const SizeRangeResidual& r : cal.comm.ranges) {
+    std::snprintf(line, sizeof(line),
+                  "  %-16s %5d samples, mean (model - measured)/measured %+.1f %%\n",
+                  r.range.c_str(), r.samples, 100 * r.meanRelative);
+    o << line;
+  }
+  std::snprintf(line, sizeof(line),
+                "contention: compute %.1f %% slower while a collective runs (%d layer samples, %d "
+                "overlapped%s)\n",
+                100 * cal.contention.slowdown, cal.contention.samples,
+                cal.contention.overlappedSamples,
+                cal.contention.identified ? "" : "; not identifiable: set to 0");
+  o << line;
+  std::snprintf(line, sizeof(line),
+                "compute: measured / roofline = %.3f overall (peaks and memory bandwidth divided "
+                "by it)\n",
+                cal.compute.scale);
+  o << line;
+  return o.str();
+}
+
+}  // namespace ddpscope::sim::replay

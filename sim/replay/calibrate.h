@@ -1,0 +1,103 @@
+// Calibration: fits the cluster model to measured runs (MeasuredProfiles).
+//
+// Communication (fitAlphaBeta): the α–β ring model of sim/cost/alpha_beta_model.h,
+//   t = α·steps + x/β with, for n ranks and S bytes, allreduce steps = 2(n−1), x = 2(n−1)/n·S;
+//   allgather / reduce-scatter (n−1), (n−1)/n·S; broadcast (n−1), S —
+// least squares of the cross-rank collective durations (latest start to latest end over ranks,
+// measured iterations) over (steps, x), pooled over every run, so runs of several world sizes
+// fit one (α, β). α < 0 is refitted with α = 0. Runs with one rank carry no information.
+// Quality: R² of t, RMS and median relative residual, and the mean relative residual per size
+// range (< 64 KiB, 64 KiB – 4 MiB, ≥ 4 MiB).
+//
+// Contention (fitContention): measured layer time y = k_g · roofline_l · (1 + c·f), f = the
+// fraction of the sample with a collective in flight, k_g a scale per group of layers with the
+// same type, direction and roofline time (same shape) in the same run, c shared. Fitted by
+// alternating least squares (k_g given c: mean of y/(roofline·(1 + c·f)); c given k: regression
+// of y/(k·roofline) − 1 on f), clamped to [0, 10]. Groups give c only when their samples differ
+// in f: overlapped vs not overlapped spans of the same shape.
+//
+// Compute scale (fitComputeScale): per layer measured (de-rated) time / roofline time, and the
+// time-weighted overall scale s = Σ measured / Σ roofline; the calibrated cluster divides the
+// device's peaks and memory bandwidth by s so that its roofline matches on average.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "models/model_spec.h"
+#include "sim/cost/cluster.h"
+#include "sim/replay/measured_profile.h"
+
+namespace ddpscope::sim::replay {
+
+struct SizeRangeResidual {
+  std::string range;  // "< 64 KiB", "64 KiB - 4 MiB", ">= 4 MiB"
+  int samples = 0;
+  double meanRelative = 0;  // mean of (model − measured) / measured
+};
+
+struct AlphaBetaFit {
+  double alphaUs = 0;
+  double betaGBps = 0;
+  int samples = 0;
+  double r2 = 0;
+  double rmsResidualUs = 0;
+  double medianAbsRelative = 0;  // median |model − measured| / measured
+  std::vector<SizeRangeResidual> ranges;
+};
+
+struct ContentionFit {
+  double slowdown = 0;
+  int samples = 0;
+  int overlappedSamples = 0;  // f > 0.05
+  bool identified = false;    // some group had overlapped and non-overlapped samples
+};
+
+struct LayerScale {
+  std::string layer;
+  double forward = 0;  // measured / roofline
+  double backward = 0;
+};
+
+struct ComputeScaleFit {
+  double scale = 1;                // Σ measured / Σ roofline
+  std::vector<LayerScale> layers;  // of the first profile
+};
+
+struct ProfileRef {
+  const MeasuredProfile* profile = nullptr;
+  const models::ModelSpec* model = nullptr;
+};
+
+// Error (FailedPrecondition → exit 2 as InvalidArgument) when no run has ≥ 2 ranks and a
+// collective with bytes.
+StatusOr<AlphaBetaFit> fitAlphaBeta(const std::vector<ProfileRef>& runs);
+ContentionFit fitContention(const std::vector<ProfileRef>& runs, const DeviceSpec& device);
+ComputeScaleFit fitComputeScale(const std::vector<ProfileRef>& runs, const DeviceSpec& device,
+                                double contention);
+
+struct Calibration {
+  AlphaBetaFit comm;
+  ContentionFit contention;
+  ComputeScaleFit compute;
+  int maxWorldSize = 1;
+};
+
+StatusOr<Calibration> calibrate(const std::vector<ProfileRef>& runs, const DeviceSpec& device);
+
+// The calibrated cluster as a struct: α–β comm model with the fit (intra node; across nodes
+// keeps the base's values, or the fit when it has none), contention, peaks scaled by 1/s,
+// gpus_per_node ≥ the largest world measured (one machine).
+ClusterSpec applyCalibration(const ClusterSpec& base, const Calibration& calibration,
+                             const std::string& name);
+// The same as cluster JSON, starting from the base cluster's JSON document (kept otherwise).
+nlohmann::json calibratedClusterJson(const nlohmann::json& base, const ClusterSpec& baseSpec,
+                                     const Calibration& calibration, const std::string& name,
+                                     const std::string& description);
+
+// A one-screen report of the fit: α, β, R², residuals per size range, contention, scale.
+std::string formatCalibration(const Calibration& calibration);
+
+}  // namespace ddpscope::sim::replay

@@ -1,0 +1,159 @@
+#include "sim/replay/measured_compute_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace ddpscope::sim::replay {
+namespace {
+
+Nanos roundNs(double ns) {
+  return Nanos(static_cast<int64_t>(std::llround(std::max(0.0, ns))));
+}
+
+// Per rank: median of the de-rated samples; then mean (or max) over ranks.
+double aggregate(const std::vector<LayerSample>& samples, double contention, CrossRank crossRank) {
+  std::map<int, std::vector<double>> byRank;
+  for (const LayerSample& s : samples) {
+    byRank[s.rank].push_back(static_cast<double>(s.time.count()) /
+                             (1 + contention * s.commOverlap));
+  }
+  if (byRank.empty()) return 0;
+  double sum = 0, mx = 0;
+  for (auto& [rank, values] : byRank) {
+    const double m = median(values);
+    sum += m;
+    mx = std::max(mx, m);
+  }
+  return crossRank == CrossRank::kMax ? mx : sum / static_cast<double>(byRank.size());
+}
+
+// Per-layer times of one direction: per rank, each layer's median share scaled so that the
+// layers add up to the median per-iteration total (medians of parts under-count the stalls a
+// loaded host spreads over an iteration; the total's median does not); then across ranks.
+std::vector<double> aggregateLayers(const std::vector<std::vector<LayerSample>>& perLayer,
+                                    double contention, CrossRank crossRank) {
+  const size_t numLayers = perLayer.size();
+  std::map<int, std::vector<std::vector<double>>> byRank;  // rank → layer → samples
+  std::map<int, std::map<int64_t, double>> totals;         // rank → iteration → Σ
+  for (size_t l = 0; l < numLayers; ++l) {
+    for (const LayerSample& s : perLayer[l]) {
+      const double t = static_cast<double>(s.time.count()) / (1 + contention * s.commOverlap);
+      auto& layers = byRank[s.rank];
+      layers.resize(numLayers);
+      layers[l].push_back(t);
+      totals[s.rank][s.iteration] += t;
+    }
+  }
+  std::vector<double> out(numLayers, 0.0);
+  if (byRank.empty()) return out;
+  for (auto& [rank, layers] : byRank) {
+    std::vector<double> m(numLayers, 0.0);
+    double sum = 0;
+    for (size_t l = 0; l < numLayers; ++l) {
+      m[l] = median(layers[l]);
+      sum += m[l];
+    }
+    std::vector<double> iterationTotals;
+    for (const auto& [it, t] : totals[rank]) iterationTotals.push_back(t);
+    const double scale = sum > 0 ? median(iterationTotals) / sum : 1.0;
+    for (size_t l = 0; l < numLayers; ++l) {
+      const double v = m[l] * scale;
+      if (crossRank == CrossRank::kMax) {
+        out[l] = std::max(out[l], v);
+      } else {
+        out[l] += v / static_cast<double>(byRank.size());
+      }
+    }
+  }
+  return out;
+}
+
+double ratio(Nanos now, Nanos then) {
+  if (then.count() <= 0 || now.count() <= 0) return 1.0;
+  return static_cast<double>(now.count()) / static_cast<double>(then.count());
+}
+
+bool sameInputs(const models::ModelInputs& a, const models::ModelInputs& b) {
+  return a.batch == b.batch && a.seqLen == b.seqLen && a.imageSize == b.imageSize;
+}
+
+}  // namespace
+
+models::ModelInputs measuredInputs(const MeasuredProfile& profile, const models::ModelSpec& model) {
+  models::ModelInputs in = model.defaultInputs;
+  if (profile.settings.batchPerRank > 0) in.batch = profile.settings.batchPerRank;
+  if (profile.settings.seqLen > 0) in.seqLen = profile.settings.seqLen;
+  if (profile.settings.imageSize > 0) in.imageSize = profile.settings.imageSize;
+  return in;
+}
+
+StatusOr<std::unique_ptr<MeasuredComputeModel>> MeasuredComputeModel::create(
+    const MeasuredProfile& profile, const models::ModelSpec& model, const DeviceSpec& device,
+    const MeasuredComputeOptions& options) {
+  if (profile.forward.size() != model.layers.size()) {
+    return invalidArgument(profile.origin + ": the profile has " +
+                           std::to_string(profile.forward.size()) + " layers, model '" +
+                           model.name + "' has " + std::to_string(model.layers.size()));
+  }
+  if (options.contentionSlowdown < 0) {
+    return invalidArgument("contention slowdown: expected ≥ 0");
+  }
+  std::unique_ptr<MeasuredComputeModel> m(new MeasuredComputeModel());
+  ASSIGN_OR_RETURN(m->m_roofline, RooflineComputeModel::create(device, "fp32"));
+  m->m_modelName = model.name;
+  m->m_measuredInputs = replay::measuredInputs(profile, model);
+  const double c = options.contentionSlowdown;
+  const std::vector<double> fwd = aggregateLayers(profile.forward, c, options.crossRank);
+  const std::vector<double> bwd = aggregateLayers(profile.backward, c, options.crossRank);
+  for (size_t l = 0; l < model.layers.size(); ++l) {
+    m->m_base.push_back(LayerTimes{roundNs(fwd[l]), roundNs(bwd[l])});
+  }
+  m->m_copyIntercept = profile.copyInterceptNs;
+  m->m_copyNsPerByte = profile.copyNsPerByte;
+  m->m_tail = roundNs(aggregate(profile.tail, 0, options.crossRank));
+  m->m_paramBytes = model.totalBytes();
+  const double copyBack = aggregate(profile.copyBack, 0, options.crossRank);
+  if (copyBack > 0 && !profile.settings.ddp.gradientAsBucketView) {
+    double modelled = 0;
+    for (const models::ParamSpec& p : model.params) {
+      modelled += static_cast<double>(m->copyTime(p.bytes()).count());
+    }
+    m->m_copyBackExtra = roundNs(copyBack - modelled);
+  }
+  m->m_traversalIncluded = profile.settings.ddp.dynamicFindUnused();
+  return m;
+}
+
+std::vector<LayerTimes> MeasuredComputeModel::layerTimes(const models::ModelSpec& model,
+                                                         const models::ModelInputs& inputs) const {
+  if (model.layers.size() != m_base.size() || sameInputs(inputs, m_measuredInputs)) return m_base;
+  std::vector<LayerTimes> out = m_base;
+  for (size_t l = 0; l < out.size(); ++l) {
+    const LayerTimes then = m_roofline->layerTime(model.layers[l], m_measuredInputs);
+    const LayerTimes now = m_roofline->layerTime(model.layers[l], inputs);
+    out[l].forward =
+        roundNs(static_cast<double>(m_base[l].forward.count()) * ratio(now.forward, then.forward));
+    out[l].backward = roundNs(static_cast<double>(m_base[l].backward.count()) *
+                              ratio(now.backward, then.backward));
+  }
+  return out;
+}
+
+Nanos MeasuredComputeModel::copyTime(int64_t bytes) const {
+  if (bytes <= 0) return Nanos::zero();
+  return roundNs(m_copyIntercept + m_copyNsPerByte * static_cast<double>(bytes));
+}
+
+Nanos MeasuredComputeModel::optimizerTime(int64_t paramBytes) const {
+  const double scale =
+      m_paramBytes > 0 ? static_cast<double>(paramBytes) / static_cast<double>(m_paramBytes) : 1.0;
+  return roundNs(static_cast<double>((m_tail + m_copyBackExtra).count()) * scale);
+}
+
+Nanos MeasuredComputeModel::graphTraversalTime(int64_t numGraphNodes) const {
+  if (m_traversalIncluded) return Nanos::zero();
+  return m_roofline->graphTraversalTime(numGraphNodes);
+}
+
+}  // namespace ddpscope::sim::replay

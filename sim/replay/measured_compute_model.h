@@ -1,0 +1,82 @@
+// MeasuredComputeModel: a ComputeModel backed by a MeasuredProfile (sim/replay/measured_profile.h).
+//
+//   layerTimes   per layer and direction: the median over measured iterations of the attributed
+//                time de-rated for contention, t / (1 + c·f) (c = the contention slowdown the
+//                simulation will apply, f = the sample's fraction with a collective in flight),
+//                per rank; the cross-rank value is the mean over ranks (kMax: the slowest rank).
+//                When the simulated inputs differ from the measured ones (another --batch,
+//                --seq-len or --image-size) each layer is scaled by the roofline's ratio
+//                roofline(new inputs) / roofline(measured inputs) for that layer and direction:
+//                linear in batch for large layers, fixed per-kernel overheads kept. The default
+//                keeps the per-rank batch of the trace, also under another world size.
+//   copyTime     a + b·bytes from the copy-into-bucket spans (least squares).
+//   optimizerTime the median tail (optimizer step, zero_grad, the end of the step) plus the
+//                part of the measured copy-back the simulator's per-parameter copy-backs do not
+//                account for: max(0, median copy-back − Σ_p copyTime(bytes_p)). The runtime
+//                copies every bucket back after all collectives ended, so placing that part
+//                after finalize keeps it exposed, as measured. Scaled by parameter bytes.
+//   graphTraversalTime  0 when the trace's run used find_unused (already inside the first
+//                backward span's attributed time), else the roofline's 1 µs per node.
+// Compute measured at the trace's world size stays as measured at another world size: on an
+// oversubscribed CPU host (more ranks than cores) that understates larger worlds — calibrate per
+// world size there.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "base/status.h"
+#include "models/model_spec.h"
+#include "sim/compute/compute_model.h"
+#include "sim/compute/roofline_compute_model.h"
+#include "sim/replay/measured_profile.h"
+
+namespace ddpscope::sim::replay {
+
+enum class CrossRank { kMean, kMax };
+
+struct MeasuredComputeOptions {
+  double contentionSlowdown = 0;  // c used to de-rate overlapped samples
+  CrossRank crossRank = CrossRank::kMean;
+};
+
+class MeasuredComputeModel final : public ComputeModel {
+ public:
+  // `device` gives the roofline used only to scale to other inputs. Errors (InvalidArgument):
+  // the profile's layer count differs from the model's, a negative contention.
+  static StatusOr<std::unique_ptr<MeasuredComputeModel>> create(
+      const MeasuredProfile& profile, const models::ModelSpec& model, const DeviceSpec& device,
+      const MeasuredComputeOptions& options);
+
+  std::vector<LayerTimes> layerTimes(const models::ModelSpec& model,
+                                     const models::ModelInputs& inputs) const override;
+  Nanos copyTime(int64_t bytes) const override;
+  Nanos optimizerTime(int64_t paramBytes) const override;
+  Nanos graphTraversalTime(int64_t numGraphNodes) const override;
+
+  // The measured (de-rated) per-layer times at the trace's inputs.
+  const std::vector<LayerTimes>& baseTimes() const { return m_base; }
+  const models::ModelInputs& measuredInputs() const { return m_measuredInputs; }
+  Nanos tail() const { return m_tail; }
+  Nanos copyBackExtra() const { return m_copyBackExtra; }
+
+ private:
+  MeasuredComputeModel() = default;
+
+  std::vector<LayerTimes> m_base;
+  models::ModelInputs m_measuredInputs;
+  std::unique_ptr<RooflineComputeModel> m_roofline;
+  std::string m_modelName;
+  double m_copyIntercept = 0;
+  double m_copyNsPerByte = 0;
+  Nanos m_tail;
+  Nanos m_copyBackExtra;
+  int64_t m_paramBytes = 0;
+  bool m_traversalIncluded = false;
+};
+
+// Effective inputs of a profile's run: batch per rank, seq len, image size (the model's defaults
+// where the trace does not say).
+models::ModelInputs measuredInputs(const MeasuredProfile& profile, const models::ModelSpec& model);
+
+}  // namespace ddpscope::sim::replay

@@ -1,0 +1,378 @@
+#include "sim/replay/measured_profile.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string_view>
+#include <utility>
+
+#include "models/builders.h"
+#include "models/zoo.h"
+#include "traces/chrome_reader.h"
+
+namespace ddpscope::sim::replay {
+namespace {
+
+using traces::Category;
+using traces::Span;
+
+std::optional<double> metaNumber(const traces::Args& meta, std::string_view key) {
+  return meta.getDouble(key);
+}
+
+// Length of [a, b) covered by the sorted, merged intervals.
+int64_t coveredLength(const std::vector<std::pair<int64_t, int64_t>>& merged, int64_t a,
+                      int64_t b) {
+  if (b <= a) return 0;
+  int64_t total = 0;
+  auto it = std::upper_bound(merged.begin(), merged.end(), std::make_pair(a, INT64_MAX));
+  if (it != merged.begin()) --it;
+  for (; it != merged.end() && it->first < b; ++it) {
+    const int64_t lo = std::max(a, it->first);
+    const int64_t hi = std::min(b, it->second);
+    if (hi > lo) total += hi - lo;
+  }
+  return total;
+}
+
+std::vector<std::pair<int64_t, int64_t>> mergeIntervals(
+    std::vector<std::pair<int64_t, int64_t>> intervals) {
+  std::sort(intervals.begin(), intervals.end());
+  std::vector<std::pair<int64_t, int64_t>> merged;
+  for (const auto& iv : intervals) {
+    if (!merged.empty() && iv.first <= merged.back().second) {
+      merged.back().second = std::max(merged.back().second, iv.second);
+    } else {
+      merged.push_back(iv);
+    }
+  }
+  return merged;
+}
+
+std::string stripBackwardSuffix(std::string_view name) {
+  for (std::string_view suffix : {" (backward)", "(backward)", ".backward", " backward"}) {
+    if (name.size() > suffix.size() && name.substr(name.size() - suffix.size()) == suffix) {
+      return std::string(name.substr(0, name.size() - suffix.size()));
+    }
+  }
+  return std::string(name);
+}
+
+bool isCopyBack(const Span& s) {
+  return s.name.find("back") != std::string::npos || !s.args.contains(traces::kArgBytes);
+}
+
+struct RankSpans {
+  std::vector<const Span*> compute;  // forward / backward / optimizer, by start
+  std::vector<const Span*> copies;
+  std::vector<const Span*> comm;
+};
+
+std::string layerList(const models::ModelSpec& model) {
+  std::string out;
+  for (size_t i = 0; i < model.layers.size() && i < 6; ++i) {
+    out += (i ? ", " : "") + model.layers[i].name;
+  }
+  if (model.layers.size() > 6) out += ", ...";
+  return out;
+}
+
+}  // namespace
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  const size_t mid = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
+  const double upper = values[mid];
+  if (values.size() % 2 == 1) return upper;
+  const double lower =
+      *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid));
+  return (lower + upper) / 2;
+}
+
+StatusOr<RunSettings> readRunSettings(const traces::Timeline& timeline, const std::string& origin) {
+  const traces::Args& meta = timeline.metadata();
+  RunSettings s;
+  if (auto m = meta.getString("model")) s.model = std::string(*m);
+  s.worldSize = timeline.rankCount();
+  if (auto w = metaNumber(meta, "world_size")) {
+    if (*w < 1 || *w != std::floor(*w)) {
+      return invalidArgument(origin + ": otherData.world_size: expected a positive integer");
+    }
+    s.worldSize = static_cast<int>(*w);
+  }
+  if (s.worldSize < 1) s.worldSize = 1;
+  if (auto b = metaNumber(meta, "global_batch")) s.globalBatch = static_cast<int64_t>(*b);
+  if (auto b = metaNumber(meta, "batch_per_rank")) {
+    s.batchPerRank = static_cast<int64_t>(*b);
+  } else if (s.globalBatch > 0) {
+    s.batchPerRank = std::max<int64_t>(1, s.globalBatch / s.worldSize);
+  }
+  if (auto v = metaNumber(meta, "seq_len")) s.seqLen = static_cast<int64_t>(*v);
+  if (auto v = metaNumber(meta, "image_size")) s.imageSize = static_cast<int64_t>(*v);
+  if (auto v = metaNumber(meta, "warmup")) s.warmup = static_cast<int64_t>(*v);
+  if (auto v = metaNumber(meta, "bucket_cap_mb")) {
+    if (!(*v > 0)) {
+      return invalidArgument(origin + ": otherData.bucket_cap_mb: expected a positive number");
+    }
+    // The runtime records the value, not whether it was given; in the current profile an
+    // explicit bucket_cap_mb changes the limits. 25 (the default) counts as not given unless
+    // "bucket_cap_set_by_user" says otherwise.
+    const auto byUser = metaNumber(meta, "bucket_cap_set_by_user");
+    if (byUser ? *byUser != 0 : *v != ddp::DdpConfig::kDefaultBucketCapMb) {
+      s.ddp.setBucketCapMb(*v);
+    } else {
+      s.ddp.bucketCapMb = *v;
+    }
+  }
+  if (auto v = metaNumber(meta, "first_bucket_mb")) {
+    s.ddp.firstBucketBytes = static_cast<int64_t>(*v * 1024 * 1024);
+  }
+  s.ddp.findUnusedParameters = metaNumber(meta, "find_unused_parameters").value_or(0) != 0;
+  s.ddp.staticGraph = metaNumber(meta, "static_graph").value_or(0) != 0;
+  s.ddp.gradientAsBucketView = metaNumber(meta, "gradient_as_bucket_view").value_or(0) != 0;
+  s.syncBatchNorm = metaNumber(meta, "sync_batchnorm").value_or(0) != 0;
+  if (auto v = metaNumber(meta, "no_sync_steps")) s.ddp.noSyncPeriod = std::max<int64_t>(1, *v);
+  s.ddp.worldSize = s.worldSize;
+  return s;
+}
+
+StatusOr<models::ModelSpec> modelForTrace(const RunSettings& settings, const std::string& origin) {
+  if (settings.model.empty()) {
+    return invalidArgument(origin +
+                           ": the trace names no model (otherData.model); give --model or "
+                           "--model-file");
+  }
+  StatusOr<models::ModelSpec> model = models::isModelShorthand(settings.model)
+                                          ? models::parseModelShorthand(settings.model)
+                                          : models::loadZooModel(settings.model);
+  if (!model.isOk()) {
+    return invalidArgument(origin + ": otherData.model '" + settings.model +
+                           "': " + model.status().message() + " (or give --model / --model-file)");
+  }
+  return model;
+}
+
+StatusOr<MeasuredProfile> buildProfile(const traces::Timeline& timeline,
+                                       const models::ModelSpec& model, const std::string& origin,
+                                       const ProfileOptions& options) {
+  MeasuredProfile p;
+  p.origin = origin;
+  ASSIGN_OR_RETURN(p.settings, readRunSettings(timeline, origin));
+  if (!model.hasLayers()) {
+    return invalidArgument(origin + ": model '" + model.name +
+                           "' has no layers; replay needs per-layer spans");
+  }
+  const int64_t rebuildIteration = p.settings.ddp.staticGraph ? 3 : 2;
+  const int64_t skip =
+      options.skipIterations.value_or(std::max(p.settings.warmup, rebuildIteration));
+  const size_t numLayers = model.layers.size();
+  p.forward.assign(numLayers, {});
+  p.backward.assign(numLayers, {});
+  p.numRanks = timeline.rankCount();
+
+  // Copy-in samples for the fit.
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  // Collectives per rank: (iteration, ordinal) → span.
+  std::map<std::pair<int64_t, int>, std::vector<std::pair<int, const Span*>>> collectiveByKey;
+  std::map<int64_t, Nanos> stepByIteration;
+  std::map<int, std::vector<double>> rankSteps;
+  bool anyIteration = false;
+
+  for (int ri = 0; ri < timeline.rankCount(); ++ri) {
+    const traces::RankTrack& track = timeline.rank(ri);
+    RankSpans spans;
+    for (const traces::Lane& lane : track.lanes) {
+      for (const Span& s : lane.spans) {
+        if (s.category == Category::kCopy) {
+          spans.copies.push_back(&s);
+        } else if (lane.kind == traces::LaneKind::kComm && traces::isCommunication(s.category)) {
+          spans.comm.push_back(&s);
+        } else if (lane.kind == traces::LaneKind::kCompute &&
+                   (s.category == Category::kForward || s.category == Category::kBackward ||
+                    s.category == Category::kOptimizer)) {
+          spans.compute.push_back(&s);
+        }
+      }
+    }
+    auto byStart = [](const Span* a, const Span* b) { return traces::spanPrecedes(*a, *b); };
+    std::sort(spans.compute.begin(), spans.compute.end(), byStart);
+    std::sort(spans.copies.begin(), spans.copies.end(), byStart);
+    std::sort(spans.comm.begin(), spans.comm.end(), byStart);
+    std::vector<std::pair<int64_t, int64_t>> commIntervals;
+    for (const Span* s : spans.comm) commIntervals.emplace_back(s->start.count(), s->end().count());
+    const auto commMerged = mergeIntervals(std::move(commIntervals));
+
+    const std::vector<traces::Iteration> iterations = timeline.iterations(ri);
+    if (!iterations.empty()) anyIteration = true;
+    size_t ci = 0, pi = 0, mi = 0;
+    for (const traces::Iteration& it : iterations) {
+      const int64_t a = it.start.count(), b = it.end().count();
+      // Collectives of this window (also outside measured ones, for the comm fit).
+      int ordinal = 0;
+      while (mi < spans.comm.size() && spans.comm[mi]->start.count() < a) ++mi;
+      Nanos lastCommEnd;
+      for (size_t k = mi; k < spans.comm.size() && spans.comm[k]->start.count() < b; ++k) {
+        collectiveByKey[{it.index, ordinal++}].emplace_back(track.rank, spans.comm[k]);
+        lastCommEnd = std::max(lastCommEnd, spans.comm[k]->end());
+      }
+      const bool measured = it.index > skip;
+      while (ci < spans.compute.size() && spans.compute[ci]->start.count() < a) ++ci;
+      while (pi < spans.copies.size() && spans.copies[pi]->start.count() < a) ++pi;
+      if (!measured) continue;
+      auto& step = stepByIteration[it.index];
+      step = std::max(step, it.duration);
+      rankSteps[track.rank].push_back(static_cast<double>(it.duration.count()));
+
+      Nanos prevEnd = it.start;
+      Nanos lastBackwardEnd = it.start;
+      bool hasOptimizer = false;
+      size_t copyCursor = pi;
+      Nanos copyBackTotal;
+      bool anyCopyBack = false;
+      Nanos lastCopyEnd;
+      for (size_t k = pi; k < spans.copies.size() && spans.copies[k]->start.count() < b; ++k) {
+        const Span& c = *spans.copies[k];
+        lastCopyEnd = std::max(lastCopyEnd, c.end());
+        if (isCopyBack(c)) {
+          copyBackTotal += c.duration;
+          anyCopyBack = true;
+        } else {
+          const double x = static_cast<double>(*c.args.getInt(traces::kArgBytes));
+          const double y = static_cast<double>(c.duration.count());
+          sx += x, sy += y, sxx += x * x, sxy += x * y;
+          ++p.copySamples;
+        }
+      }
+      for (size_t k = ci; k < spans.compute.size() && spans.compute[k]->start.count() < b; ++k) {
+        const Span& s = *spans.compute[k];
+        if (s.category == Category::kOptimizer) {
+          hasOptimizer = true;
+          continue;
+        }
+        const bool backward = s.category == Category::kBackward;
+        const std::string layerName = backward ? stripBackwardSuffix(s.name) : s.name;
+        const int layer = model.findLayer(layerName);
+        if (layer < 0) {
+          return invalidArgument(origin + ": rank " + std::to_string(track.rank) + " iteration " +
+                                 std::to_string(it.index) + ": " +
+                                 (backward ? "backward" : "forward") + " span '" + s.name +
+                                 "' names no layer of model '" + model.name +
+                                 "' (its layers: " + layerList(model) +
+                                 "); give the model the trace was recorded with (--model / "
+                                 "--model-file)");
+        }
+        // Copy-ins between the previous compute span and this one are not this layer's time.
+        Nanos copiesBetween;
+        while (copyCursor < spans.copies.size() &&
+               spans.copies[copyCursor]->start.count() < s.start.count()) {
+          const Span& c = *spans.copies[copyCursor];
+          if (c.start >= prevEnd && !isCopyBack(c)) copiesBetween += c.duration;
+          ++copyCursor;
+        }
+        Nanos attributed = s.end() - prevEnd - copiesBetween;
+        if (attributed < s.duration) attributed = s.duration;
+        const int64_t lo = s.end().count() - attributed.count();
+        const double overlap =
+            attributed.count() > 0
+                ? static_cast<double>(coveredLength(commMerged, lo, s.end().count())) /
+                      static_cast<double>(attributed.count())
+                : 0.0;
+        LayerSample sample{track.rank, it.index, attributed, std::clamp(overlap, 0.0, 1.0)};
+        (backward ? p.backward : p.forward)[static_cast<size_t>(layer)].push_back(sample);
+        prevEnd = s.end();
+        if (backward) lastBackwardEnd = std::max(lastBackwardEnd, s.end());
+      }
+      if (anyCopyBack) p.copyBack.push_back({track.rank, it.index, copyBackTotal, 0});
+      const bool synced =
+          hasOptimizer || lastCommEnd > Nanos::zero() || p.settings.ddp.noSyncPeriod == 1;
+      if (synced) {
+        Nanos tailStart = std::max({lastBackwardEnd, lastCopyEnd, lastCommEnd});
+        if (tailStart > it.end()) tailStart = it.end();
+        p.tail.push_back({track.rank, it.index, it.end() - tailStart, 0});
+      }
+    }
+  }
+  if (!anyIteration) {
+    return invalidArgument(origin +
+                           ": no iteration windows (ProfilerStep#N spans of category "
+                           "'iteration'); replay needs them to find the steps");
+  }
+  for (const auto& [index, step] : stepByIteration) {
+    p.measuredIterations.push_back(index);
+    p.iterationSteps.push_back(step);
+  }
+  if (p.measuredIterations.empty()) {
+    return invalidArgument(origin + ": no measured iterations after skipping the first " +
+                           std::to_string(skip) +
+                           " (warm-up and bucket rebuild); record more iterations");
+  }
+  std::vector<double> steps;
+  for (Nanos s : p.iterationSteps) steps.push_back(static_cast<double>(s.count()));
+  p.measuredStep = Nanos(static_cast<int64_t>(std::llround(median(steps))));
+  double rankMedians = 0;
+  for (auto& [rank, values] : rankSteps) rankMedians += median(values);
+  if (!rankSteps.empty() && rankMedians > 0) {
+    rankMedians /= static_cast<double>(rankSteps.size());
+    p.rankMaxFactor = std::max(1.0, median(steps) / rankMedians);
+  }
+  for (size_t l = 0; l < numLayers; ++l) {
+    const models::LayerSpec& layer = model.layers[l];
+    if (p.forward[l].empty() && !layer.use) {
+      return invalidArgument(origin + ": layer '" + layer.name + "' of model '" + model.name +
+                             "' has no forward span in the measured iterations (is this the "
+                             "model the trace was recorded with?)");
+    }
+  }
+  if (p.copySamples > 0) {
+    const double n = p.copySamples;
+    const double det = n * sxx - sx * sx;
+    if (p.copySamples >= 2 && det > 0) {
+      p.copyNsPerByte = (n * sxy - sx * sy) / det;
+      p.copyInterceptNs = (sy - p.copyNsPerByte * sx) / n;
+    }
+    if (p.copySamples < 2 || det <= 0 || p.copyNsPerByte < 0 || p.copyInterceptNs < 0) {
+      // Degenerate (one size, or noise): a pure rate through the origin.
+      p.copyInterceptNs = 0;
+      p.copyNsPerByte = sxx > 0 ? sxy / sxx : 0;
+    }
+  }
+  for (const auto& [key, members] : collectiveByKey) {
+    const Span& first = *members.front().second;
+    auto bytes = first.args.getInt(traces::kArgBytes);
+    if (!bytes) continue;
+    CollectiveSample c;
+    c.category = first.category;
+    c.name = first.name;
+    c.bytes = *bytes;
+    c.iteration = key.first;
+    c.measured = key.first > skip;
+    bool consistent = true;
+    for (const auto& [rank, span] : members) {
+      if (span->args.getInt(traces::kArgBytes) != bytes) consistent = false;
+      c.start = std::max(c.start, span->start);
+      c.end = std::max(c.end, span->end());
+    }
+    if (!consistent) continue;  // ranks disagree on what this collective was: not a sample
+    c.duration = std::max(Nanos::zero(), c.end - c.start);
+    p.collectives.push_back(std::move(c));
+  }
+  return p;
+}
+
+StatusOr<LoadedProfile> loadProfile(const std::string& tracePath,
+                                    const std::optional<models::ModelSpec>& model,
+                                    const ProfileOptions& options) {
+  ASSIGN_OR_RETURN(traces::Timeline timeline, traces::readChromeTrace(tracePath));
+  LoadedProfile loaded;
+  if (model) {
+    loaded.model = *model;
+  } else {
+    ASSIGN_OR_RETURN(RunSettings settings, readRunSettings(timeline, tracePath));
+    ASSIGN_OR_RETURN(loaded.model, modelForTrace(settings, tracePath));
+  }
+  ASSIGN_OR_RETURN(loaded.profile, buildProfile(timeline, loaded.model, tracePath, options));
+  return loaded;
+}
+
+}  // namespace ddpscope::sim::replay
