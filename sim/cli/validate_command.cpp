@@ -7,10 +7,11 @@
 // Calibration, per world size W: the runs at bucket_cap_mb 25 with find_unused off (one per
 // model). The α–β comm model and the contention factor are fitted on those runs of W pooled over
 // the models (sim/replay/calibrate.h), the compute of each (model, W) is its own calibration
-// run's MeasuredComputeModel. Every other configuration is held out: only its settings (cap,
-// find_unused) are used for the prediction, its trace only for the measured step time.
-// Calibrating per world size is deliberate: on a host with fewer cores than ranks (world 4 on 2
-// cores) compute and communication both slow down with W, which a per-rank model cannot know.
+// run's MeasuredComputeModel and its slowest-rank factor (sim/replay/replay.h predictStep). Every
+// other configuration is held out: only its settings (cap, find_unused) are used for the
+// prediction, its trace only for the measured step time. Calibrating per world size is deliberate:
+// on a host with fewer cores than ranks (world 4 on 2 cores) compute and communication both slow
+// down with W, which a per-rank model cannot know.
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -26,6 +27,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "ddp/ddp_config.h"
 #include "sim/cli/arg_parser.h"
 #include "sim/cli/commands.h"
 #include "sim/cost/cluster.h"
@@ -78,11 +80,11 @@ Grid makeGrid(bool full) {
   if (full) {
     g.worlds = {1, 2, 4};
     g.caps = {1, 5, 25, 100};
-    g.iterations = 10;
+    g.iterations = 15;
   } else {
     g.worlds = {1, 2};
     g.caps = {5, 25};
-    g.iterations = 6;
+    g.iterations = 10;
   }
   g.findUnused = {false, true};
   return g;
@@ -184,9 +186,14 @@ Status runValidateCommand(const std::vector<std::string>& argv, CommandIo io) {
          {std::string("--"), std::string("--model"), c.model->model, std::string("--batch"),
           std::to_string(c.model->batchPerRank * c.world), std::string("--iterations"),
           std::to_string(grid.iterations), std::string("--warmup"), std::to_string(grid.warmup),
-          std::string("--bucket-cap-mb"), std::string(cap), std::string("--trace"),
-          trace.string()}) {
+          std::string("--trace"), trace.string()}) {
       run.push_back(a);
+    }
+    // Cap 25 is DDP's default, left unset (an explicit bucket_cap_mb changes the limits in
+    // current PyTorch); the others are given.
+    if (c.cap != ddp::DdpConfig::kDefaultBucketCapMb) {
+      run.push_back("--bucket-cap-mb");
+      run.push_back(cap);
     }
     run.insert(run.end(), c.model->extra.begin(), c.model->extra.end());
     if (c.findUnused) run.push_back("--find-unused");
@@ -258,13 +265,13 @@ Status runValidateCommand(const std::vector<std::string>& argv, CommandIo io) {
                      sim::replay::MeasuredComputeModel::create(calProfile.profile, calProfile.model,
                                                                cluster.device, mo));
     sim::SimOptions o = sim::replay::ownSettingsOptions(calProfile.profile);
-    o.ddp.setBucketCapMb(c.cap);
+    if (c.cap != ddp::DdpConfig::kDefaultBucketCapMb) o.ddp.setBucketCapMb(c.cap);
     o.ddp.findUnusedParameters = c.findUnused;
     ASSIGN_OR_RETURN(sim::WorldLayout layout, sim::makeWorldLayout(cluster, std::nullopt, c.world));
-    ASSIGN_OR_RETURN(
-        sim::SimResult result,
-        sim::replay::simulateWithCompute(calProfile.model, cluster, layout, o, compute.get()));
-    Row row{c, profiles.at(c.name()).profile.measuredStep, result.summary.stepTime, 0};
+    ASSIGN_OR_RETURN(sim::replay::StepPrediction prediction,
+                     sim::replay::predictStep(calProfile.model, cluster, layout, o, compute.get(),
+                                              calProfile.profile.rankMaxFactor));
+    Row row{c, profiles.at(c.name()).profile.measuredStep, prediction.step, 0};
     row.errorPercent = 100.0 * static_cast<double>((row.predicted - row.measured).count()) /
                        static_cast<double>(row.measured.count());
     (c.calibration() ? inSample : heldOut).push_back(row);

@@ -73,9 +73,14 @@ StatusOr<AlphaBetaFit> fitAlphaBeta(const std::vector<ProfileRef>& runs) {
   }
   // Normal equations for t = α·steps + k·x (no intercept).
   double a11 = 0, a12 = 0, a22 = 0, b1 = 0, b2 = 0;
+  // Weights 1/t²: relative residuals, so that the microsecond used-map allreduce fixes α as
+  // much as the bucket-sized ones fix β (unweighted, the largest and noisiest durations decide
+  // both).
+  auto weight = [](const CommPoint& p) { return p.tUs > 0 ? 1.0 / (p.tUs * p.tUs) : 0.0; };
   for (const CommPoint& p : points) {
-    a11 += p.steps * p.steps, a12 += p.steps * p.x, a22 += p.x * p.x;
-    b1 += p.steps * p.tUs, b2 += p.x * p.tUs;
+    const double w = weight(p);
+    a11 += w * p.steps * p.steps, a12 += w * p.steps * p.x, a22 += w * p.x * p.x;
+    b1 += w * p.steps * p.tUs, b2 += w * p.x * p.tUs;
   }
   double alpha = 0, k = 0;
   const double det = a11 * a22 - a12 * a12;
@@ -134,7 +139,7 @@ ContentionFit fitContention(const std::vector<ProfileRef>& runs, const DeviceSpe
     double f;
   };
   std::vector<Sample> samples;
-  std::map<std::tuple<size_t, int, std::string, int64_t>, int> groups;
+  std::map<std::tuple<size_t, int, size_t>, int> groups;
   for (size_t ri = 0; ri < runs.size(); ++ri) {
     const MeasuredProfile& p = *runs[ri].profile;
     const models::ModelSpec& model = *runs[ri].model;
@@ -144,7 +149,7 @@ ContentionFit fitContention(const std::vector<ProfileRef>& runs, const DeviceSpe
       for (int dir = 0; dir < 2; ++dir) {
         const Nanos r = dir == 0 ? roof.forward : roof.backward;
         if (r.count() <= 0) continue;
-        auto key = std::make_tuple(ri, dir, model.layers[l].type, r.count());
+        auto key = std::make_tuple(ri, dir, l);
         auto [it, inserted] = groups.emplace(key, static_cast<int>(groups.size()));
         for (const LayerSample& s : (dir == 0 ? p.forward : p.backward)[l]) {
           samples.push_back({it->second,
@@ -157,40 +162,30 @@ ContentionFit fitContention(const std::vector<ProfileRef>& runs, const DeviceSpe
   fit.samples = static_cast<int>(samples.size());
   if (samples.empty()) return fit;
   const size_t numGroups = groups.size();
-  std::vector<int> hasLow(numGroups, 0), hasHigh(numGroups, 0);
+  for (const Sample& s : samples) fit.overlappedSamples += s.f > 0.05 ? 1 : 0;
+  // Per group with both kinds of samples: c_g = (median y over f > 0.5 / median y over f < 0.05
+  // − 1) / median f of the overlapped ones; c = the median of c_g over groups (medians: a loaded
+  // host's stalls are outliers, not contention).
+  std::vector<std::vector<double>> low(numGroups), high(numGroups), highF(numGroups);
   for (const Sample& s : samples) {
-    if (s.f > 0.05) {
-      ++fit.overlappedSamples;
-      hasHigh[static_cast<size_t>(s.group)] = 1;
-    } else {
-      hasLow[static_cast<size_t>(s.group)] = 1;
+    const size_t g = static_cast<size_t>(s.group);
+    if (s.f < 0.05) low[g].push_back(s.y);
+    if (s.f > 0.5) {
+      high[g].push_back(s.y);
+      highF[g].push_back(s.f);
     }
   }
-  for (size_t g = 0; g < numGroups; ++g) fit.identified |= hasLow[g] && hasHigh[g];
+  std::vector<double> perGroup;
+  for (size_t g = 0; g < numGroups; ++g) {
+    if (low[g].size() < 2 || high[g].size() < 2) continue;
+    const double base = median(low[g]);
+    if (base <= 0) continue;
+    perGroup.push_back((median(high[g]) / base - 1) / median(highF[g]));
+  }
+  fit.identified = !perGroup.empty();
   if (!fit.identified) return fit;
-  double c = 0;
-  std::vector<double> k(numGroups, 1.0);
-  for (int round = 0; round < 50; ++round) {
-    std::vector<double> sum(numGroups, 0), cnt(numGroups, 0);
-    for (const Sample& s : samples) {
-      sum[static_cast<size_t>(s.group)] += s.y / (1 + c * s.f);
-      cnt[static_cast<size_t>(s.group)] += 1;
-    }
-    for (size_t g = 0; g < numGroups; ++g) k[g] = cnt[g] > 0 ? sum[g] / cnt[g] : 1;
-    double num = 0, den = 0;
-    for (const Sample& s : samples) {
-      const size_t g = static_cast<size_t>(s.group);
-      if (!(hasLow[g] && hasHigh[g])) continue;
-      num += s.f * (s.y / k[g] - 1);
-      den += s.f * s.f;
-    }
-    const double next = den > 0 ? std::clamp(num / den, 0.0, 10.0) : 0;
-    if (std::abs(next - c) < 1e-6) {
-      c = next;
-      break;
-    }
-    c = next;
-  }
+  const double c = std::clamp(median(perGroup), 0.0, 10.0);
+  fit.groups = static_cast<int>(perGroup.size());
   fit.slowdown = c;
   return fit;
 }
@@ -299,9 +294,9 @@ std::string formatCalibration(const Calibration& cal) {
   }
   std::snprintf(line, sizeof(line),
                 "contention: compute %.1f %% slower while a collective runs (%d layer samples, %d "
-                "overlapped%s)\n",
+                "overlapped, %d layer groups with both%s)\n",
                 100 * cal.contention.slowdown, cal.contention.samples,
-                cal.contention.overlappedSamples,
+                cal.contention.overlappedSamples, cal.contention.groups,
                 cal.contention.identified ? "" : "; not identifiable: set to 0");
   o << line;
   std::snprintf(line, sizeof(line),

@@ -9,12 +9,13 @@
 // Quality: R² of t, RMS and median relative residual, and the mean relative residual per size
 // range (< 64 KiB, 64 KiB – 4 MiB, ≥ 4 MiB).
 //
-// Contention (fitContention): measured layer time y = k_g · roofline_l · (1 + c·f), f = the
-// fraction of the sample with a collective in flight, k_g a scale per group of layers with the
-// same type, direction and roofline time (same shape) in the same run, c shared. Fitted by
-// alternating least squares (k_g given c: mean of y/(roofline·(1 + c·f)); c given k: regression
-// of y/(k·roofline) − 1 on f), clamped to [0, 10]. Groups give c only when their samples differ
-// in f: overlapped vs not overlapped spans of the same shape.
+// Contention (fitContention): measured layer time y = k_g · (1 + c·f), f = the fraction of the
+// sample with a collective in flight, k_g per group = one layer and direction of one run (the
+// same work; layers of the same shape are not pooled: the first layer skips its input gradient),
+// c shared. A group with ≥ 2 samples at f < 0.05
+// and ≥ 2 at f > 0.5 estimates c_g = (median y_high / median y_low − 1) / median f_high; c is
+// the median over such groups, clamped to [0, 10] (0 when no group has both: not identified).
+// Medians, because a loaded host's scheduling stalls are outliers, not contention.
 //
 // Compute scale (fitComputeScale): per layer measured (de-rated) time / roofline time, and the
 // time-weighted overall scale s = Σ measured / Σ roofline; the calibrated cluster divides the
@@ -53,6 +54,7 @@ struct ContentionFit {
   int samples = 0;
   int overlappedSamples = 0;  // f > 0.05
   bool identified = false;    // some group had overlapped and non-overlapped samples
+  int groups = 0;             // groups that gave an estimate
 };
 
 struct LayerScale {

@@ -1,0 +1,334 @@
+// MeasuredProfile, MeasuredComputeModel and the calibration fits on hand-built timelines with
+// known answers.
+#include "sim/replay/measured_profile.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "models/zoo.h"
+#include "sim/cost/cluster.h"
+#include "sim/replay/calibrate.h"
+#include "sim/replay/measured_compute_model.h"
+#include "sim/replay/replay.h"
+
+namespace ddpscope::sim::replay {
+namespace {
+
+using namespace testing;  // NOLINT(google-build-using-namespace)
+using traces::Category;
+
+Nanos us(int64_t v) {
+  return Nanos::fromMicros(v);
+}
+
+models::ModelSpec mlpTiny() {
+  auto m = models::loadZooModel("mlp-tiny");  // layers "0" (Linear), "1" (ReLU), "2" (Linear)
+  EXPECT_TRUE(m.isOk());
+  return *m;
+}
+
+Nanos ns(int64_t v) {
+  return Nanos(v);
+}
+
+// One rank's lanes, consistent with mlp-tiny (parameters 0.weight 2000 B, 0.bias 200 B,
+// 2.weight 200 B, 2.bias 4 B; copies take 1000 ns + 3 ns/B). Per iteration i (1-based), at
+// base = (i − 1) · 1 ms, in ns:
+//   forward  0: [10000, 40000)  1: [45000, 50000)  2: [50000, 80000)
+//   backward 2: [100000, 160000), copy-in p3 (4 B) [160000, 161012), p2 (200 B) [.., 162612)
+//            1: [170000, 175000)  0: [180000, 240000)
+//            copy-in p1 (200 B) [240000, 241600), p0 (2000 B) [241600, 248600)
+//   allreduce (2404 B) [250000 (+ commSkew on rank 1), 400000)
+//   copy back [400000, 420000), optimizer [430000, 440000)
+//   iteration window [base, base + 500000 (+ stepExtra on rank 1))
+struct TraceBuilder {
+  traces::Timeline timeline;
+  void addRank(int rank, int iterations, int64_t commSkew, int64_t stepExtra) {
+    auto compute = timeline.addLane(rank, "compute", traces::LaneKind::kCompute);
+    auto comm = timeline.addLane(rank, "comm", traces::LaneKind::kComm);
+    auto ddpLane = timeline.addLane(rank, "ddp", traces::LaneKind::kHost);
+    for (int i = 1; i <= iterations; ++i) {
+      const int64_t b = (i - 1) * 1000000;
+      auto span = [&](traces::LaneHandle lane, const std::string& name, Category cat, int64_t s,
+                      int64_t e, traces::Args args = {}) {
+        timeline.addSpan(lane, name, cat, ns(b + s), ns(e - s), std::move(args));
+      };
+      auto copy = [&](int param, int64_t bytes, int64_t s, int64_t e) {
+        span(ddpLane, "copy grad to bucket", Category::kCopy, s, e,
+             {{"bucket", int64_t{0}}, {"param", int64_t{param}}, {"bytes", bytes}});
+      };
+      span(compute, "0", Category::kForward, 10000, 40000);
+      span(compute, "1", Category::kForward, 45000, 50000);
+      span(compute, "2", Category::kForward, 50000, 80000);
+      span(compute, "2 (backward)", Category::kBackward, 100000, 160000);
+      copy(3, 4, 160000, 161012);
+      copy(2, 200, 161012, 162612);
+      span(compute, "1 (backward)", Category::kBackward, 170000, 175000);
+      span(compute, "0 (backward)", Category::kBackward, 180000, 240000);
+      copy(1, 200, 240000, 241600);
+      copy(0, 2000, 241600, 248600);
+      const int64_t skew = rank == 1 ? commSkew : 0;
+      span(comm, "allreduce bucket 0", Category::kAllreduce, 250000 + skew, 400000,
+           {{"bucket", int64_t{0}}, {"bytes", int64_t{2404}}, {"iteration", int64_t{i}}});
+      span(ddpLane, "finalize: copy averaged grads back", Category::kCopy, 400000, 420000);
+      span(compute, "optimizer.step", Category::kOptimizer, 430000, 440000);
+      timeline.addIteration(rank, i, ns(b), ns(500000 + (rank == 1 ? stepExtra : 0)));
+    }
+  }
+};
+
+traces::Timeline twoRankTrace(int iterations = 5) {
+  TraceBuilder t;
+  t.addRank(0, iterations, 0, 0);
+  t.addRank(1, iterations, 20000, 50000);
+  t.timeline.mutableMetadata().set("model", std::string("mlp-tiny"));
+  t.timeline.mutableMetadata().set("world_size", int64_t{2});
+  t.timeline.mutableMetadata().set("global_batch", int64_t{8});
+  t.timeline.mutableMetadata().set("bucket_cap_mb", 25.0);
+  t.timeline.mutableMetadata().set("warmup", int64_t{0});
+  return t.timeline;
+}
+
+TEST(MeasuredProfileTest, AttributesGapsCopiesAndTailExactly) {
+  const models::ModelSpec model = mlpTiny();
+  auto p = buildProfile(twoRankTrace(), model, "t.json");
+  ASSERT_TRUE(p.isOk()) << p.status().message();
+  // Iterations 1 and 2 (construction plan, rebuild) are left out.
+  EXPECT_THAT(p->measuredIterations, ElementsAre(3, 4, 5));
+  EXPECT_EQ(p->settings.worldSize, 2);
+  EXPECT_EQ(p->settings.batchPerRank, 4);
+  EXPECT_FALSE(p->settings.ddp.bucketCapSetByUser);  // 25 = the default
+  ASSERT_EQ(p->forward.size(), 3u);
+  ASSERT_EQ(p->forward[0].size(), 6u);       // 3 iterations × 2 ranks
+  EXPECT_EQ(p->forward[0][0].time, us(40));  // from the iteration start
+  EXPECT_EQ(p->forward[1][0].time, us(10));  // includes the 5 µs gap
+  EXPECT_EQ(p->forward[2][0].time, us(30));
+  EXPECT_EQ(p->backward[2][0].time, us(80));  // from the last forward end (loss, traversal)
+  EXPECT_EQ(p->backward[1][0].time, ns(175000 - 160000 - 2612));  // minus the copy-ins
+  EXPECT_EQ(p->backward[0][0].time, us(65));                      // 175..240
+  EXPECT_DOUBLE_EQ(p->backward[0][0].commOverlap, 0.0);
+  // Tail: iteration end (500) − max(backward 240, copy back 420, comm 400) = 80 µs on rank 0.
+  ASSERT_FALSE(p->tail.empty());
+  EXPECT_EQ(p->tail[0].time, us(80));
+  EXPECT_EQ(p->copyBack[0].time, us(20));
+  // Copy-ins: 1000 ns + 3 ns/B exactly.
+  EXPECT_EQ(p->copySamples, 24);
+  EXPECT_NEAR(p->copyNsPerByte, 3.0, 1e-9);
+  EXPECT_NEAR(p->copyInterceptNs, 1000.0, 1e-6);
+  // Measured step: the slower rank (550 µs); rank medians 500 and 550 → factor 550 / 525.
+  EXPECT_EQ(p->measuredStep, us(550));
+  EXPECT_NEAR(p->rankMaxFactor, 550.0 / 525.0, 1e-12);
+  // The collective: latest start over ranks (rank 1 joined 20 µs late) to latest end.
+  int measured = 0;
+  for (const CollectiveSample& c : p->collectives) {
+    EXPECT_EQ(c.bytes, 2404);
+    EXPECT_EQ(c.duration, us(130));
+    measured += c.measured ? 1 : 0;
+  }
+  EXPECT_EQ(p->collectives.size(), 5u);
+  EXPECT_EQ(measured, 3);
+}
+
+TEST(MeasuredProfileTest, UnknownLayerNameIsAClearError) {
+  traces::Timeline t = twoRankTrace();
+  auto lane = t.findOrAddLane(0, "compute", traces::LaneKind::kCompute);
+  t.addSpan(lane, "fc9", Category::kForward, us(3010), us(5));  // iteration 4
+  auto p = buildProfile(t, mlpTiny(), "run.json");
+  ASSERT_FALSE(p.isOk());
+  EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(p.status().message(),
+              HasSubstr("run.json: rank 0 iteration 4: forward span 'fc9' names no layer of "
+                        "model 'mlp-tiny' (its layers: 0, 1, 2)"));
+}
+
+TEST(MeasuredProfileTest, NoIterationsAndNoModelAreErrors) {
+  traces::Timeline t;
+  auto lane = t.addLane(0, "compute", traces::LaneKind::kCompute);
+  t.addSpan(lane, "0", Category::kForward, us(0), us(5));
+  auto p = buildProfile(t, mlpTiny(), "x.json");
+  ASSERT_FALSE(p.isOk());
+  EXPECT_THAT(p.status().message(), HasSubstr("x.json: no iteration windows"));
+  auto settings = readRunSettings(t, "x.json");
+  ASSERT_TRUE(settings.isOk());
+  auto model = modelForTrace(*settings, "x.json");
+  ASSERT_FALSE(model.isOk());
+  EXPECT_THAT(model.status().message(),
+              HasSubstr("x.json: the trace names no model (otherData.model)"));
+}
+
+TEST(MeasuredProfileTest, TooFewIterationsIsAnError) {
+  auto p = buildProfile(twoRankTrace(2), mlpTiny(), "short.json");
+  ASSERT_FALSE(p.isOk());
+  EXPECT_THAT(p.status().message(), HasSubstr("no measured iterations after skipping the first 2"));
+}
+
+TEST(MeasuredComputeModelTest, MediansDeratingScalingAndOptimizer) {
+  const models::ModelSpec model = mlpTiny();
+  auto p = buildProfile(twoRankTrace(), model, "t.json");
+  ASSERT_TRUE(p.isOk());
+  auto cluster = loadBuiltinCluster("cpu-mpi");
+  ASSERT_TRUE(cluster.isOk());
+  auto m = MeasuredComputeModel::create(*p, model, cluster->device, {});
+  ASSERT_TRUE(m.isOk()) << m.status().message();
+  const auto times = (*m)->layerTimes(model, measuredInputs(*p, model));
+  ASSERT_EQ(times.size(), 3u);
+  EXPECT_EQ(times[0].forward, us(40));
+  EXPECT_EQ(times[1].forward, us(10));
+  EXPECT_EQ(times[2].backward, us(80));
+  EXPECT_EQ(times[0].backward, us(65));
+  // Twice the per-rank batch: every layer slower (roofline ratio), never faster.
+  models::ModelInputs doubled = measuredInputs(*p, model);
+  doubled.batch *= 2;
+  const auto scaled = (*m)->layerTimes(model, doubled);
+  EXPECT_GT(scaled[0].forward, times[0].forward);
+  EXPECT_LE(scaled[0].forward.count(), 2 * times[0].forward.count());
+  // Optimizer = mean tail (80 µs rank 0, 130 µs rank 1) + copy-back (20 µs) − the simulator's
+  // per-parameter copy-backs (1012 + 1600 + 1600 + 7000 ns).
+  EXPECT_EQ((*m)->optimizerTime(model.totalBytes()), ns(105000 + 20000 - 11212));
+  EXPECT_EQ((*m)->copyTime(0), Nanos::zero());
+  EXPECT_EQ((*m)->copyTime(2000), ns(7000));
+}
+
+TEST(MeasuredComputeModelTest, ContentionDeratesOverlappedSamples) {
+  const models::ModelSpec model = mlpTiny();
+  MeasuredProfile p;
+  p.origin = "synthetic";
+  p.settings.worldSize = 1;
+  p.forward.assign(3, {});
+  p.backward.assign(3, {});
+  for (int64_t it = 3; it <= 5; ++it) {
+    for (size_t l = 0; l < 3; ++l) {
+      p.forward[l].push_back({0, it, us(30), 0.0});
+      p.backward[l].push_back({0, it, us(60), 1.0});  // fully overlapped
+    }
+  }
+  auto cluster = loadBuiltinCluster("cpu-mpi");
+  auto m = MeasuredComputeModel::create(p, model, cluster->device, {0.5, CrossRank::kMean});
+  ASSERT_TRUE(m.isOk());
+  EXPECT_EQ((*m)->baseTimes()[1].forward, us(30));
+  EXPECT_EQ((*m)->baseTimes()[1].backward, us(40));  // 60 / (1 + 0.5)
+  auto bad = MeasuredComputeModel::create(p, model, cluster->device, {-1, CrossRank::kMean});
+  EXPECT_FALSE(bad.isOk());
+}
+
+MeasuredProfile syntheticCommProfile(int world, double alphaUs, double betaGBps) {
+  MeasuredProfile p;
+  p.settings.worldSize = world;
+  const double n = world;
+  for (int64_t bytes : {int64_t{64}, int64_t{1} << 16, int64_t{1} << 20, int64_t{25} << 20}) {
+    CollectiveSample c;
+    c.category = Category::kAllreduce;
+    c.bytes = bytes;
+    c.measured = true;
+    const double us = 2 * (n - 1) * alphaUs + 2 * (n - 1) / n * bytes / (betaGBps * 1e3);
+    c.duration = Nanos(static_cast<int64_t>(std::llround(us * 1e3)));
+    p.collectives.push_back(c);
+    c.category = Category::kBroadcast;
+    const double bus = (n - 1) * alphaUs + bytes / (betaGBps * 1e3);
+    c.duration = Nanos(static_cast<int64_t>(std::llround(bus * 1e3)));
+    p.collectives.push_back(c);
+  }
+  return p;
+}
+
+TEST(CalibrateTest, AlphaBetaRecoversTheRingModelAcrossWorldSizes) {
+  const MeasuredProfile w2 = syntheticCommProfile(2, 50, 2.0);
+  const MeasuredProfile w4 = syntheticCommProfile(4, 50, 2.0);
+  const models::ModelSpec model = mlpTiny();
+  auto fit = fitAlphaBeta({{&w2, &model}, {&w4, &model}});
+  ASSERT_TRUE(fit.isOk()) << fit.status().message();
+  EXPECT_NEAR(fit->alphaUs, 50, 1e-3);
+  EXPECT_NEAR(fit->betaGBps, 2.0, 1e-6);
+  EXPECT_NEAR(fit->r2, 1.0, 1e-9);
+  EXPECT_EQ(fit->samples, 16);
+  EXPECT_LT(fit->medianAbsRelative, 1e-4);
+  ASSERT_EQ(fit->ranges.size(), 3u);
+  EXPECT_EQ(fit->ranges[0].range, "< 64 KiB");
+  EXPECT_EQ(fit->ranges[0].samples, 4);  // 64 B: allreduce + broadcast at 2 world sizes
+}
+
+TEST(CalibrateTest, OneRankRunsCannotBeFitted) {
+  MeasuredProfile w1 = syntheticCommProfile(1, 50, 2.0);
+  const models::ModelSpec model = mlpTiny();
+  auto fit = fitAlphaBeta({{&w1, &model}});
+  ASSERT_FALSE(fit.isOk());
+  EXPECT_THAT(fit.status().message(), HasSubstr("no collectives to fit"));
+}
+
+TEST(CalibrateTest, ContentionFromOverlappedAndPlainSpansOfTheSameLayer) {
+  // mlp-wide: eight identical Linear(1024, 1024) layers. Half the samples of each layer run
+  // under a collective (f = 1) and are 30 % slower.
+  auto model = models::loadZooModel("mlp-wide");
+  ASSERT_TRUE(model.isOk());
+  MeasuredProfile p;
+  p.settings.worldSize = 2;
+  p.settings.batchPerRank = 4;
+  p.forward.assign(model->layers.size(), {});
+  p.backward.assign(model->layers.size(), {});
+  for (size_t l = 0; l < model->layers.size(); ++l) {
+    for (int64_t it = 3; it <= 8; ++it) {
+      const double f = it % 2 == 0 ? 1.0 : 0.0;
+      p.forward[l].push_back(
+          {0, it, us(static_cast<int64_t>(std::llround(100 * (1 + 0.3 * f)))), f});
+      p.backward[l].push_back(
+          {0, it, us(static_cast<int64_t>(std::llround(200 * (1 + 0.3 * f)))), f});
+    }
+  }
+  auto cluster = loadBuiltinCluster("cpu-mpi");
+  const ContentionFit fit = fitContention({{&p, &*model}}, cluster->device);
+  EXPECT_TRUE(fit.identified);
+  EXPECT_NEAR(fit.slowdown, 0.3, 1e-3);
+  EXPECT_EQ(fit.overlappedSamples, fit.samples / 2);
+}
+
+TEST(CalibrateTest, CalibratedClusterJsonLoadsWithTheFittedValues) {
+  const models::ModelSpec model = mlpTiny();
+  auto p = buildProfile(twoRankTrace(), model, "t.json");
+  ASSERT_TRUE(p.isOk());
+  auto base = loadBuiltinCluster("cpu-mpi");
+  ASSERT_TRUE(base.isOk());
+  auto cal = calibrate({{&*p, &model}}, base->device);
+  ASSERT_TRUE(cal.isOk()) << cal.status().message();
+  const nlohmann::json j =
+      calibratedClusterJson(nlohmann::json::parse(std::string(builtinClusterJson("cpu-mpi"))),
+                            *base, *cal, "mine", "test");
+  auto spec = parseClusterJson(j.dump(), "mine.json");
+  ASSERT_TRUE(spec.isOk()) << spec.status().message();
+  EXPECT_EQ(spec->name, "mine");
+  EXPECT_EQ(spec->commModel, CommModelKind::kAlphaBeta);
+  // One collective size (2404 B in 130 µs at n = 2): no α, β through the origin.
+  EXPECT_NEAR(spec->alphaBeta.intraAlphaUs, 0, 1e-9);
+  EXPECT_NEAR(spec->alphaBeta.intraBetaGBps, 2404 / 130.0 / 1e3, 1e-4);
+  EXPECT_NEAR(spec->device.peakTflops.at("fp32"),
+              base->device.peakTflops.at("fp32") / cal->compute.scale, 1e-6);
+  EXPECT_GE(spec->gpusPerNode, 2);
+}
+
+TEST(ReplayTest, OwnSettingsReproduceTheSyntheticStep) {
+  // The simulated typical rank: forward 80 µs, backward to 240 µs with the copy-ins inside,
+  // copy-ins of the last bucket to 248.6, the 130 µs allreduce to 378.6, the per-parameter
+  // copy-backs (11.212 µs) to 389.812, the optimizer (105 + 20 − 11.212) to 503.6 µs. No layer
+  // overlaps the collective: the contention is not identified and stays 0.
+  const models::ModelSpec model = mlpTiny();
+  auto p = buildProfile(twoRankTrace(), model, "t.json");
+  ASSERT_TRUE(p.isOk());
+  auto cluster = selfCalibratedCluster(*p, model);
+  ASSERT_TRUE(cluster.isOk()) << cluster.status().message();
+  EXPECT_DOUBLE_EQ(cluster->contentionSlowdown, 0.0);
+  auto compute = MeasuredComputeModel::create(*p, model, cluster->device,
+                                              {cluster->contentionSlowdown, CrossRank::kMean});
+  ASSERT_TRUE(compute.isOk());
+  auto layout = makeWorldLayout(*cluster, std::nullopt, 2);
+  ASSERT_TRUE(layout.isOk());
+  auto predicted = predictStep(model, *cluster, *layout, ownSettingsOptions(*p), compute->get(),
+                               p->rankMaxFactor);
+  ASSERT_TRUE(predicted.isOk()) << predicted.status().message();
+  EXPECT_NEAR(predicted->result.summary.stepTime.toMicros(), 503.6, 0.01);
+  EXPECT_NEAR(predicted->step.toMicros(), 503.6 * 550.0 / 525.0, 0.01);
+}
+
+}  // namespace
+}  // namespace ddpscope::sim::replay
