@@ -328,6 +328,181 @@ Status importOneRank(const std::string& path, const Timeline& source, RankBuild&
   return Status::ok();
 }
 
+// ---- layer mapping (KinetoImportOptions::layers) ----
+
+// The layer kind a forward aten op computes ("" for views, allocations, ...).
+std::string_view forwardOpKind(std::string_view name) {
+  if (!startsWith(name, "aten::")) return "";
+  const std::string_view op = name.substr(6);
+  static const std::map<std::string_view, std::string_view> kKinds = {
+      {"linear", "Linear"},
+      {"addmm", "Linear"},
+      {"conv1d", "Conv"},
+      {"conv2d", "Conv"},
+      {"convolution", "Conv"},
+      {"_convolution", "Conv"},
+      {"batch_norm", "BatchNorm"},
+      {"layer_norm", "LayerNorm"},
+      {"group_norm", "GroupNorm"},
+      {"embedding", "Embedding"},
+      {"relu", "ReLU"},
+      {"relu_", "ReLU"},
+      {"hardtanh", "ReLU6"},
+      {"hardtanh_", "ReLU6"},
+      {"gelu", "GELU"},
+      {"tanh", "Tanh"},
+      {"sigmoid", "Sigmoid"},
+      {"silu", "SiLU"},
+      {"max_pool2d", "MaxPool2d"},
+      {"adaptive_avg_pool2d", "AdaptiveAvgPool2d"},
+      {"dropout", "Dropout"},
+      {"add", "Add"},
+      {"add_", "Add"},
+  };
+  auto it = kKinds.find(op);
+  return it == kKinds.end() ? std::string_view() : it->second;
+}
+
+// The layer kind whose backward an autograd node computes ("" for AccumulateGrad, TBackward0,
+// views, ...).
+std::string_view backwardNodeKind(std::string_view name) {
+  static const std::map<std::string_view, std::string_view> kKinds = {
+      {"AddmmBackward0", "Linear"},
+      {"LinearBackward0", "Linear"},
+      {"ConvolutionBackward0", "Conv"},
+      {"NativeBatchNormBackward0", "BatchNorm"},
+      {"CudnnBatchNormBackward0", "BatchNorm"},
+      {"NativeLayerNormBackward0", "LayerNorm"},
+      {"NativeGroupNormBackward0", "GroupNorm"},
+      {"EmbeddingBackward0", "Embedding"},
+      {"ReluBackward0", "ReLU"},
+      {"HardtanhBackward0", "ReLU6"},
+      {"GeluBackward0", "GELU"},
+      {"TanhBackward0", "Tanh"},
+      {"SigmoidBackward0", "Sigmoid"},
+      {"SiluBackward0", "SiLU"},
+      {"MaxPool2DWithIndicesBackward0", "MaxPool2d"},
+      {"AdaptiveAvgPool2DBackward0", "AdaptiveAvgPool2d"},
+      {"MeanBackward1", "AdaptiveAvgPool2d"},
+      {"NativeDropoutBackward0", "Dropout"},
+      {"AddBackward0", "Add"},
+  };
+  auto it = kKinds.find(name);
+  return it == kKinds.end() ? std::string_view() : it->second;
+}
+
+// The op kind a model layer type shows up as ("" when no op kind is known for it).
+std::string_view layerKind(std::string_view type) {
+  if (type == "Linear" || type == "Conv1D" || type == "NonDynamicallyQuantizableLinear") {
+    return "Linear";  // Hugging Face Conv1D computes addmm
+  }
+  if (startsWith(type, "Conv")) return "Conv";
+  if (startsWith(type, "BatchNorm") || type == "SyncBatchNorm") return "BatchNorm";
+  for (std::string_view k :
+       {"LayerNorm", "GroupNorm", "Embedding", "ReLU6", "ReLU", "GELU", "Tanh", "Sigmoid", "SiLU",
+        "MaxPool2d", "AdaptiveAvgPool2d", "Dropout", "Add"}) {
+    if (type == k) return k;
+  }
+  return "";
+}
+
+Status mapLayers(const std::vector<ImportLayer>& layers, RankBuild& build) {
+  std::stable_sort(
+      build.spans.begin(), build.spans.end(),
+      [](const GroupedSpan& x, const GroupedSpan& y) { return spanPrecedes(x.span, y.span); });
+  std::vector<GroupedSpan> out;
+  std::vector<IterationWindow> windows;
+  for (const auto& g : build.spans) {
+    if (g.group == kIterGroup) {
+      windows.push_back(
+          {g.span.args.getInt(kArgIteration).value_or(0), g.span.start, g.span.end()});
+    }
+  }
+  auto fail = [&](int64_t iteration, const char* phase, size_t layer) {
+    return invalidArgument(build.file + ": rank " + std::to_string(build.rank) + " iteration " +
+                           std::to_string(iteration) + ": no " + phase + " op matches layer '" +
+                           layers[layer].name + "' (" + layers[layer].type +
+                           "): the trace is not of this model (or of a layer order it does not "
+                           "list)");
+  };
+  auto extra = [&](int64_t iteration, const char* what, const std::string& name) {
+    return invalidArgument(build.file + ": rank " + std::to_string(build.rank) + " iteration " +
+                           std::to_string(iteration) + ": " + what + " '" + name +
+                           "' matches no layer: all " + std::to_string(layers.size()) +
+                           " layers of the model are already matched (the trace is not of this "
+                           "model)");
+  };
+  for (const auto& w : windows) {
+    std::vector<const GroupedSpan*> forward, backward;
+    for (const auto& g : build.spans) {
+      if (g.group != kComputeGroup || g.span.start < w.start || g.span.start >= w.end) continue;
+      if (g.span.category == Category::kForward) forward.push_back(&g);
+      if (g.span.category == Category::kBackward) backward.push_back(&g);
+    }
+    // Forward: ops in order against layers in order.
+    size_t next = 0;
+    for (const GroupedSpan* g : forward) {
+      const std::string_view kind = forwardOpKind(g->span.name);
+      while (!kind.empty() && next < layers.size() && layerKind(layers[next].type).empty()) {
+        ++next;  // a layer kind without a known op: nothing in the trace to match
+      }
+      if (!kind.empty() && next < layers.size() && layerKind(layers[next].type) == kind) {
+        Span s{layers[next].name, Category::kForward, g->span.start, g->span.duration,
+               Args{{"layer", static_cast<int64_t>(next)}, {"op", g->span.name}}};
+        out.push_back({kComputeGroup, std::move(s)});
+        ++next;
+      } else if (!kind.empty() && kind != "Add" && next >= layers.size()) {
+        return extra(w.index, "forward op", g->span.name);
+      } else {
+        out.push_back({kHostOpsGroup, g->span});  // functional ops (+, views, allocations)
+      }
+    }
+    while (next < layers.size() && layerKind(layers[next].type).empty()) ++next;
+    if (next < layers.size()) return fail(w.index, "forward", next);
+    // Backward: nodes in order against layers in reverse order.
+    size_t done = 0;                // layers matched, counted from the last
+    std::optional<size_t> current;  // index into `out` of the open layer span
+    for (const GroupedSpan* g : backward) {
+      const std::string_view kind = backwardNodeKind(g->span.name);
+      while (!kind.empty() && done < layers.size() &&
+             layerKind(layers[layers.size() - 1 - done].type).empty()) {
+        ++done;
+      }
+      if (!kind.empty() && done < layers.size() &&
+          layerKind(layers[layers.size() - 1 - done].type) == kind) {
+        const size_t li = layers.size() - 1 - done;
+        Span s{layers[li].name + " (backward)", Category::kBackward, g->span.start,
+               g->span.duration, Args{{"layer", static_cast<int64_t>(li)}}};
+        out.push_back({kComputeGroup, std::move(s)});
+        current = out.size() - 1;
+        ++done;
+      } else if (!kind.empty() && kind != "Add" && done >= layers.size()) {
+        return extra(w.index, "backward node", g->span.name);
+      } else if (current) {
+        Span& s = out[*current].span;
+        s.duration = maxNanos(s.end(), g->span.end()) - s.start;  // same layer's tail
+      }
+      // else: the loss's backward, before the first layer: left out
+    }
+    while (done < layers.size() && layerKind(layers[layers.size() - 1 - done].type).empty()) {
+      ++done;
+    }
+    if (done < layers.size()) return fail(w.index, "backward", layers.size() - 1 - done);
+  }
+  // Everything else (outside the mapped categories or iterations) is kept as it was.
+  for (auto& g : build.spans) {
+    const bool inWindow = std::any_of(windows.begin(), windows.end(), [&](const auto& w) {
+      return g.span.start >= w.start && g.span.start < w.end;
+    });
+    const bool mapped =
+        g.group == kComputeGroup && inWindow &&
+        (g.span.category == Category::kForward || g.span.category == Category::kBackward);
+    if (!mapped) out.push_back(std::move(g));
+  }
+  build.spans = std::move(out);
+  return Status::ok();
+}
+
 // Places spans (sorted by spanPrecedes) on the lanes of one group: the first lane where the
 // span nests (disjoint from or inside the spans still open there), else a new lane "<base>:k".
 class LanePlacer {
@@ -416,6 +591,15 @@ StatusOr<Timeline> importKinetoTraces(const std::vector<std::string>& paths,
     fileOfRank[rank] = path;
     RankBuild build;
     RETURN_IF_ERROR(importOneRank(path, source, build, report));
+    if (!options.layers.empty()) {
+      const bool gpu = std::any_of(build.spans.begin(), build.spans.end(),
+                                   [](const auto& g) { return g.group == kHostOpsGroup; });
+      if (gpu) {
+        report.notes.push_back(path + ": GPU trace: compute spans are kernels, not named by layer");
+      } else {
+        RETURN_IF_ERROR(mapLayers(options.layers, build));
+      }
+    }
     builds.push_back(std::move(build));
   }
   const int64_t world = worldSize.value_or(static_cast<int64_t>(builds.size()));

@@ -48,9 +48,25 @@
 
 namespace ddpscope::traces {
 
+// A layer of the model the job trained (models/FORMAT.md), in forward execution order.
+struct ImportLayer {
+  std::string name;  // module path, "layer1.0.conv1"
+  std::string type;  // "Conv2d", "Linear", "ReLU", ...
+};
+
 struct KinetoImportOptions {
   // Import a subset of the ranks of a job (e.g. one rank's file) instead of failing.
   bool allowMissingRanks = false;
+  // When given (CPU traces), compute spans are named by these layers, as the runtime names
+  // them, so the import feeds replay / calibrate: per iteration, the top-level forward ops are
+  // matched in order to the layers by kind (aten::linear ↔ Linear, aten::conv2d ↔ Conv*,
+  // aten::relu ↔ ReLU, ...; layers of kinds without a known op are skipped), and the backward
+  // nodes to the layers in reverse order (AddmmBackward0 ↔ Linear, ConvolutionBackward0 ↔
+  // Conv*, ...; nodes that match no layer — AccumulateGrad, TBackward0 — extend the current
+  // layer's span, those before the first match belong to the loss and are dropped). Forward ops
+  // that match no layer move to the "cpu ops" lane. An iteration where some layer of a known
+  // kind stays unmatched is an error naming the file, rank, iteration and layer.
+  std::vector<ImportLayer> layers;
 };
 
 struct KinetoImportReport {

@@ -5,8 +5,10 @@
 #include <ostream>
 #include <sstream>
 
+#include "models/model_spec.h"
 #include "sim/cli/arg_parser.h"
 #include "sim/cli/commands.h"
+#include "sim/cli/common.h"
 #include "traces/chrome_writer.h"
 #include "traces/kineto_import.h"
 #include "traces/timeline.h"
@@ -25,7 +27,9 @@ std::string bytesText(int64_t bytes) {
 
 Status runImportTorchCommand(const std::vector<std::string>& argv, CommandIo io) {
   ArgParser parser(
-      "ddpscope import-torch", "TRACE.json[.gz] [MORE_RANK_TRACES...] -o RUN.json [--json]",
+      "ddpscope import-torch",
+      "TRACE.json[.gz] [MORE_RANK_TRACES...] -o RUN.json [--model M | --model-file F]\n"
+      "       [--bucket-cap-mb X] [--batch-per-rank B] [--allow-missing-ranks] [--json]",
       "Imports the PyTorch profiler (Kineto) traces of a DDP job, one file per rank, into a\n"
       "ddpscope trace (lanes compute / comm / ddp / iterations, as `ddpscope run` writes) that\n"
       "opens in ddpscope-gui and feeds `ddpscope overlap`; prints the ranks, iterations, the\n"
@@ -34,12 +38,15 @@ Status runImportTorchCommand(const std::vector<std::string>& argv, CommandIo io)
   parser.positional("TRACE.json", "per-rank profiler traces (plain or .gz), any order", true)
       .option("output", "RUN.json", "where to write the imported trace (-o works too)")
       .flag("allow-missing-ranks", "import a subset of the job's ranks instead of failing")
-      .flag("json", "machine-readable summary (times in ns)")
-      .epilog(
-          "Example:\n"
-          "  ddpscope import-torch rank0.json.gz rank1.json.gz -o run.json\n"
-          "Traces come from torch.profiler.profile(..., record_shapes=True) with prof.step()\n"
-          "called every iteration and export_chrome_trace() on every rank.");
+      .option("bucket-cap-mb", "X", "record the job's bucket_cap_mb in the trace")
+      .option("batch-per-rank", "B", "record the job's per-rank batch size in the trace")
+      .flag("json", "machine-readable summary (times in ns)");
+  addModelFlags(parser);
+  parser.epilog(
+      "Example:\n"
+      "  ddpscope import-torch rank0.json.gz rank1.json.gz -o run.json\n"
+      "Traces come from torch.profiler.profile(..., record_shapes=True) with prof.step()\n"
+      "called every iteration and export_chrome_trace() on every rank.");
   // The parser takes a fixed number of positionals: pass it the first trace, keep the rest.
   std::vector<std::string> flags;
   std::vector<std::string> traces;
@@ -47,6 +54,10 @@ Status runImportTorchCommand(const std::vector<std::string>& argv, CommandIo io)
     const std::string& a = argv[i];
     if (a == "-o" || a == "--output") {
       flags.push_back("--output");
+      if (i + 1 < argv.size()) flags.push_back(argv[++i]);
+    } else if (a == "--model" || a == "--model-file" || a == "--bucket-cap-mb" ||
+               a == "--batch-per-rank") {
+      flags.push_back(a);  // options with a separate value
       if (i + 1 < argv.size()) flags.push_back(argv[++i]);
     } else if (!a.empty() && a[0] == '-' && a != "-") {
       flags.push_back(a);
@@ -67,8 +78,30 @@ Status runImportTorchCommand(const std::vector<std::string>& argv, CommandIo io)
 
   traces::KinetoImportOptions options;
   options.allowMissingRanks = args.has("allow-missing-ranks");
+  // With the model, compute spans are named by its layers (what replay / calibrate need).
+  if (args.has("model") || args.has("model-file")) {
+    ASSIGN_OR_RETURN(models::ModelSpec model, loadModelFromFlags(args));
+    for (const auto& layer : model.layers) options.layers.push_back({layer.name, layer.type});
+    if (options.layers.empty()) {
+      return invalidArgument(model.origin +
+                             ": the model lists no layers: compute spans cannot be named by layer");
+    }
+  }
   traces::KinetoImportReport report;
   ASSIGN_OR_RETURN(traces::Timeline timeline, traces::importKinetoTraces(traces, options, &report));
+  // Run settings the profiler does not record, for replay / calibrate (otherData keys of
+  // `ddpscope run` traces).
+  if (auto model = args.value("model")) timeline.mutableMetadata().set("model", *model);
+  if (auto file = args.value("model-file")) timeline.mutableMetadata().set("model_file", *file);
+  if (args.has("bucket-cap-mb")) {
+    ASSIGN_OR_RETURN(double cap, args.positiveDouble("bucket-cap-mb", 25.0));
+    timeline.mutableMetadata().set("bucket_cap_mb", cap);
+    timeline.mutableMetadata().set("bucket_cap_set_by_user", int64_t{1});
+  }
+  if (args.has("batch-per-rank")) {
+    ASSIGN_OR_RETURN(int64_t batch, args.positiveInt("batch-per-rank", 1));
+    timeline.mutableMetadata().set("batch_per_rank", batch);
+  }
   RETURN_IF_ERROR(traces::writeChromeTrace(timeline, *output));
   const traces::KinetoImportSummary summary = traces::summarizeImport(timeline);
 

@@ -26,6 +26,16 @@ using ::testing::HasSubstr;
 const std::string kTorchDir = std::string(DDPSCOPE_TEST_DATA_DIR) + "/torch/";
 const std::string kRank0 = kTorchDir + "ddp_gloo_rank0.json.gz";
 const std::string kRank1 = kTorchDir + "ddp_gloo_rank1.json.gz";
+const std::string kModel = kTorchDir + "ddp_gloo_model.json";
+
+// The fixture model's layers (ddp_gloo_model.json, exported by models/export/torch_export.py).
+std::vector<ImportLayer> fixtureLayers() {
+  std::ifstream in(kModel);
+  const nlohmann::json model = nlohmann::json::parse(in);
+  std::vector<ImportLayer> layers;
+  for (const auto& l : model["layers"]) layers.push_back({l["name"], l["type"]});
+  return layers;
+}
 
 nlohmann::json readTruth() {
   std::ifstream in(kTorchDir + "ddp_gloo_truth.json");
@@ -152,6 +162,55 @@ TEST(KinetoImportTest, GlooFixtureHasRuntimeLaneLayout) {
   EXPECT_EQ(timeline->iterations(0).front().start, timeline->iterations(1).front().start);
 }
 
+TEST(KinetoImportTest, ModelLayersNameTheComputeSpans) {
+  KinetoImportOptions options;
+  options.layers = fixtureLayers();
+  ASSERT_EQ(options.layers.size(), 11u);  // 6 Linear + 5 ReLU
+  auto timeline = importKinetoTraces({kRank0, kRank1}, options);
+  ASSERT_TRUE(timeline.isOk()) << timeline.status().message();
+  EXPECT_TRUE(timeline->validateNesting().isOk()) << timeline->validateNesting().message();
+  for (const RankTrack& track : timeline->ranks()) {
+    for (const Iteration& it : timeline->iterations(timeline->findRank(track.rank).value())) {
+      std::vector<std::string> forward, backward;
+      for (const Span& s : track.lanes[0].spans) {
+        if (s.start < it.start || s.start >= it.end()) continue;
+        if (s.category == Category::kForward) forward.push_back(s.name);
+        if (s.category == Category::kBackward) backward.push_back(s.name);
+      }
+      EXPECT_EQ(forward,
+                (std::vector<std::string>{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10"}))
+          << "rank " << track.rank << " iteration " << it.index;
+      EXPECT_EQ(backward, (std::vector<std::string>{"10 (backward)", "9 (backward)", "8 (backward)",
+                                                    "7 (backward)", "6 (backward)", "5 (backward)",
+                                                    "4 (backward)", "3 (backward)", "2 (backward)",
+                                                    "1 (backward)", "0 (backward)"}))
+          << "rank " << track.rank << " iteration " << it.index;
+    }
+  }
+  // Naming changes names only: the buckets are the same.
+  EXPECT_EQ(summarizeImport(*timeline).bucketBytes,
+            readTruth()["bucket_bytes"].get<std::vector<int64_t>>());
+}
+
+TEST(KinetoImportTest, RejectsModelThatIsNotTheTracedOne) {
+  KinetoImportOptions options;
+  options.layers = {{"0", "Linear"}, {"1", "ReLU"}, {"2", "Linear"}};  // zoo mlp-tiny
+  auto fewer = importKinetoTraces({kRank0, kRank1}, options);
+  ASSERT_FALSE(fewer.isOk());
+  EXPECT_EQ(fewer.status().message(),
+            kRank0 +
+                ": rank 0 iteration 1: forward op 'aten::relu' matches no layer: all 3 layers of "
+                "the model are already matched (the trace is not of this model)");
+  options.layers = fixtureLayers();
+  options.layers.push_back({"extra", "Conv2d"});
+  auto more = importKinetoTraces({kRank0, kRank1}, options);
+  ASSERT_FALSE(more.isOk());
+  EXPECT_EQ(more.status().message(),
+            kRank0 +
+                ": rank 0 iteration 1: no forward op matches layer 'extra' (Conv2d): the trace is "
+                "not of this model (or of a layer order it does not list)");
+}
+
 TEST(KinetoImportTest, GpuStyleTraceUsesNcclKernelsAndParamCommsBytes) {
   const std::string path = std::string(DDPSCOPE_TEST_DATA_DIR) + "/traces/kineto_ddp_small.json";
   auto missing = importKinetoTraces({path});
@@ -266,6 +325,23 @@ TEST(ImportTorchCommandTest, WritesTraceAndPrintsSummary) {
   EXPECT_EQ(summarizeImport(*reread).bucketBytes,
             readTruth()["bucket_bytes"].get<std::vector<int64_t>>());
   EXPECT_EQ(reread->metadata().getString("source"), "pytorch-profiler");
+
+  CliResult withMeta = runCli({"import-torch", kRank0, kRank1, "-o", output, "--model-file", kModel,
+                               "--bucket-cap-mb", "0.05", "--batch-per-rank", "16"});
+  ASSERT_EQ(withMeta.code, 0) << withMeta.err;
+  auto meta = readChromeTrace(output);
+  ASSERT_TRUE(meta.isOk()) << meta.status().message();
+  EXPECT_EQ(meta->metadata().getString("model_file"), kModel);
+  const auto& computeSpans = meta->rank(0).lanes[0].spans;
+  auto firstForward = std::find_if(computeSpans.begin(), computeSpans.end(),
+                                   [](const Span& s) { return s.category == Category::kForward; });
+  ASSERT_NE(firstForward, computeSpans.end());
+  EXPECT_EQ(firstForward->name, "0");  // named by layer
+  EXPECT_EQ(meta->metadata().getDouble("bucket_cap_mb"), 0.05);
+  EXPECT_EQ(meta->metadata().getInt("batch_per_rank"), 16);
+  CliResult badCap = runCli({"import-torch", kRank0, kRank1, "-o", output, "--bucket-cap-mb", "x"});
+  EXPECT_EQ(badCap.code, 2);
+  EXPECT_THAT(badCap.err, HasSubstr("--bucket-cap-mb"));
 
   CliResult text = runCli({"import-torch", kRank0, kRank1, "--output", output});
   ASSERT_EQ(text.code, 0) << text.err;

@@ -23,6 +23,7 @@ profiler did not record; tensor dtypes are not recorded by the legacy profiler, 
 
 and once:
 
+  ddp_gloo_model.json        the model (models/FORMAT.md), by models/export/torch_export.py
   ddp_gloo_truth.json        ground truth measured by this script itself:
     - buckets as DDP's reducer reports them (ddp._get_ddp_logging_data(): bucket_sizes /
       rebuilt_bucket_sizes, in bytes), the parameter count per bucket and the bucket count;
@@ -211,6 +212,16 @@ def main():
             with open(src, "rb") as fin, gzip.open(
                     os.path.join(args.out, "ddp_gloo_rank%d.json.gz" % r), "wb", 9) as fout:
                 shutil.copyfileobj(fin, fout)
+        # The model itself, exported with models/export/torch_export.py, so that tests can
+        # name the imported compute spans by layer (import-torch --model-file).
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                        "..", "models", "export"))
+        from torch_export import export_model
+        spec = export_model(build_model(), torch.randn(BATCH, WIDTHS[0]), "ddp-gloo-mlp",
+                            description=truth["model"])
+        with open(os.path.join(args.out, "ddp_gloo_model.json"), "w") as f:
+            json.dump(spec, f, indent=1)
+            f.write("\n")
         with open(os.path.join(args.out, "ddp_gloo_truth.json"), "w") as f:
             json.dump(truth, f, indent=1)
             f.write("\n")
