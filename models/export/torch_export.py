@@ -29,8 +29,9 @@ What is exported, and how it is found (nothing is guessed from names):
   (N, S[, E]) the layers with per-token outputs scale as `batch*seq`. A layer whose input does
   not require a gradient (the first layer) gets backward_flops = flops (weight gradient only).
 - `--measure`: per-layer forward and backward wall times (ms, median of --repeat runs) in each
-  layer's `measured` object (forward: pre/post forward hooks; backward: time between the
-  layer's backward hook and the previous backward hook).
+  layer's `measured` object (forward: pre/post forward hooks; backward, for layers with
+  parameters: from the AccumulateGrad hooks, the interval between the previous layer's last
+  gradient and this layer's last gradient).
 
 A module that owns parameters directly and is not a supported type is an error naming its path
 and type (ddpscope could not cost it); so is a supported module whose parameters are shared in
@@ -287,14 +288,24 @@ def _record_grad_ready_order(model, example, names):
     return unique
 
 
-def _measure(model, example, layer_paths, repeat):
-    """Median per-layer forward/backward wall times in ms, keyed by layer path (first call)."""
-    fwd = {p: [] for p in layer_paths}
-    bwd = {p: [] for p in layer_paths}
+def _measure(model, example, layer_params, repeat):
+    """Median per-layer forward/backward wall times in ms, keyed by layer path (first call).
+
+    `layer_params`: {path: [parameter names]} in forward execution order.
+    Forward: pre/post forward hooks. Backward: from hooks on the parameters' AccumulateGrad
+    nodes (module backward hooks break on in-place ops such as ResNet's `out += identity`): a
+    layer with parameters is done when its last gradient is accumulated, and its backward time
+    is the interval since the previous such layer finished (the first: since backward began).
+    Parameter-free layers get no backward time; theirs is inside the next layer's.
+    """
+    fwd = {p: [] for p in layer_params}
+    bwd = {p: [] for p in layer_params}
     modules = dict(model.named_modules())
-    state = {"fwd_start": {}, "fwd_done": set(), "last_bwd": None}
+    params = dict(model.named_parameters())
+    state = {"fwd_start": {}, "fwd_done": set(), "ready": {}}
     handles = []
-    for path in layer_paths:
+    nodes = []
+    for path in layer_params:
         m = modules[path]
 
         def pre(mod, inp, path=path):
@@ -305,30 +316,40 @@ def _measure(model, example, layer_paths, repeat):
                 fwd[path].append((time.perf_counter() - state["fwd_start"][path]) * 1e3)
                 state["fwd_done"].add(path)
 
-        def back(mod, gin, gout, path=path):
-            now = time.perf_counter()
-            bwd[path].append((now - state["last_bwd"]) * 1e3)
-            state["last_bwd"] = now
-
         handles.append(m.register_forward_pre_hook(pre))
         handles.append(m.register_forward_hook(post))
-        if not any(getattr(mm, "inplace", False) for mm in m.modules()):
-            handles.append(m.register_full_backward_hook(back))
+    for name, p in params.items():
+        if not p.requires_grad:
+            continue
+        node = p.expand_as(p).grad_fn.next_functions[0][0]
+        nodes.append(node)
+        handles.append(node.register_hook(
+            lambda *unused, n=name: state["ready"].__setitem__(n, time.perf_counter())))
     try:
         for _ in range(repeat):
             state["fwd_start"] = {}
             state["fwd_done"] = set()
+            state["ready"] = {}
             model.zero_grad(set_to_none=True)
             out = model(example)
             loss = sum(t.float().sum() for t in _tensors(out) if t.requires_grad)
-            state["last_bwd"] = time.perf_counter()
+            start = time.perf_counter()
             loss.backward()
+            done = []
+            for path, names in layer_params.items():
+                times = [state["ready"][n] for n in names if n in state["ready"]]
+                if times:
+                    done.append((max(times), path))
+            previous = start
+            for t, path in sorted(done):
+                bwd[path].append((t - previous) * 1e3)
+                previous = t
     finally:
         for h in handles:
             h.remove()
         model.zero_grad(set_to_none=True)
     result = {}
-    for path in layer_paths:
+    for path in layer_params:
         entry = {}
         if fwd[path]:
             entry["forward_ms"] = round(statistics.median(fwd[path]), 6)
@@ -399,8 +420,11 @@ def export_model(module, example_input, name, description="", measure=False, rep
         out_layers.append(layer)
 
     if measure:
-        paths = list(dict.fromkeys(c[0] for c in calls))
-        times = _measure(model, example_input, paths, repeat)
+        layer_params = {}
+        for c in calls:
+            layer_params.setdefault(c[0], [param_names[id(p)] for p in c[1].parameters()
+                                           if id(p) in param_names])
+        times = _measure(model, example_input, layer_params, repeat)
         for layer in out_layers:
             base = layer["name"].split(":")[0]
             if ":" not in layer["name"] and times.get(base):
