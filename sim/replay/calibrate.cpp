@@ -73,10 +73,9 @@ StatusOr<AlphaBetaFit> fitAlphaBeta(const std::vector<ProfileRef>& runs) {
   }
   // Normal equations for t = α·steps + k·x (no intercept).
   double a11 = 0, a12 = 0, a22 = 0, b1 = 0, b2 = 0;
-  // Weights 1/t²: relative residuals, so that the microsecond used-map allreduce fixes α as
-  // much as the bucket-sized ones fix β (unweighted, the largest and noisiest durations decide
-  // both).
-  auto weight = [](const CommPoint& p) { return p.tUs > 0 ? 1.0 / (p.tUs * p.tUs) : 0.0; };
+  // Unweighted least squares: absolute residuals, so the large collectives that dominate the
+  // step time decide the fit; small ones show their error in the per-range residuals.
+  auto weight = [](const CommPoint&) { return 1.0; };
   for (const CommPoint& p : points) {
     const double w = weight(p);
     a11 += w * p.steps * p.steps, a12 += w * p.steps * p.x, a22 += w * p.x * p.x;
