@@ -34,7 +34,10 @@ Status runImportTorchCommand(const std::vector<std::string>& argv, CommandIo io)
       "ddpscope trace (lanes compute / comm / ddp / iterations, as `ddpscope run` writes) that\n"
       "opens in ddpscope-gui and feeds `ddpscope overlap`; prints the ranks, iterations, the\n"
       "gradient buckets of each iteration (allreduce bytes in issue order), the median step\n"
-      "time, communication, exposed communication and overlap % (HTA definition).");
+      "time, communication, exposed communication and overlap % (HTA definition).\n"
+      "With --model / --model-file (e.g. from models/export/torch_export.py) the compute spans\n"
+      "of CPU traces are named by the model's layers, which `ddpscope replay` / `calibrate`\n"
+      "need; a trace of another model is an error.");
   parser.positional("TRACE.json", "per-rank profiler traces (plain or .gz), any order", true)
       .option("output", "RUN.json", "where to write the imported trace (-o works too)")
       .flag("allow-missing-ranks", "import a subset of the job's ranks instead of failing")

@@ -352,6 +352,22 @@ TEST(ImportTorchCommandTest, WritesTraceAndPrintsSummary) {
   std::remove(output.c_str());
 }
 
+TEST(ImportTorchCommandTest, BucketPlanOfTheExportedModelPredictsTheImportedBuckets) {
+  // End to end: the model exported from the traced job (torch_export.py), planned by ddpscope
+  // with PyTorch 1.13's rules at the job's bucket_cap_mb, gives the buckets DDP reported and
+  // the importer measured.
+  CliResult plan = runCli({"buckets", "--model-file", kModel, "--bucket-cap-mb", "0.05",
+                           "--semantics", "1.13", "--json"});
+  ASSERT_EQ(plan.code, 0) << plan.err;
+  std::vector<int64_t> planned;
+  const nlohmann::json planJson = nlohmann::json::parse(plan.out);
+  for (const auto& b : planJson["buckets"]) planned.push_back(b["bytes"]);
+  EXPECT_EQ(planned, readTruth()["bucket_bytes"].get<std::vector<int64_t>>());
+  auto timeline = importKinetoTraces({kRank0, kRank1});
+  ASSERT_TRUE(timeline.isOk()) << timeline.status().message();
+  EXPECT_EQ(summarizeImport(*timeline).bucketBytes, planned);
+}
+
 TEST(ImportTorchCommandTest, BadInputExitsTwoWithMessage) {
   CliResult noOutput = runCli({"import-torch", kRank0, kRank1});
   EXPECT_EQ(noOutput.code, 2);

@@ -52,7 +52,7 @@ import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 BUCKET_CAP_MB = 0.05
-WIDTHS = [96, 192, 256, 512, 256, 128, 10]  # 6 Linear layers, 446,282 parameters
+WIDTHS = [96, 192, 256, 512, 256, 128, 10]  # 6 Linear layers, 365,130 parameters
 BATCH = 16
 
 
