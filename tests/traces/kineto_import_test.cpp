@@ -113,6 +113,27 @@ TEST(KinetoImportTest, GlooFixtureMedianStepWithinOnePercentOfGroundTruth) {
   }
 }
 
+TEST(KinetoImportTest, GlooFixtureStepsAgreeWithAnIndependentClock) {
+  // The generator also timed each step with time.perf_counter_ns() around step() +
+  // prof.step(). Except the last (prof.step() then stops the profiler and processes its
+  // events), that wall time and the imported ProfilerStep window agree within 2 %.
+  const nlohmann::json truth = readTruth();
+  auto timeline = importKinetoTraces({kRank0, kRank1});
+  ASSERT_TRUE(timeline.isOk()) << timeline.status().message();
+  const KinetoImportSummary summary = summarizeImport(*timeline);
+  int compared = 0;
+  for (const auto& it : summary.iterations) {
+    const auto& wall = truth["ranks"][it.rank]["perf_counter_step_ns"];
+    const size_t ordinal = static_cast<size_t>(it.index - 1);  // ProfilerStep#1 is the first
+    if (ordinal + 1 >= wall.size()) continue;
+    const double wallNs = wall[ordinal].get<double>();
+    EXPECT_NEAR(static_cast<double>(it.step.count()), wallNs, 0.02 * wallNs)
+        << "rank " << it.rank << " iteration " << it.index;
+    ++compared;
+  }
+  EXPECT_EQ(compared, 2 * (static_cast<int>(truth["ranks"][0]["perf_counter_step_ns"].size()) - 1));
+}
+
 TEST(KinetoImportTest, GlooFixtureHasRuntimeLaneLayout) {
   auto timeline = importKinetoTraces({kRank0, kRank1});
   ASSERT_TRUE(timeline.isOk()) << timeline.status().message();
