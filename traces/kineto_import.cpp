@@ -247,6 +247,28 @@ Status importOneRank(const std::string& path, const Timeline& source, RankBuild&
     }
   }
 
+  // Without a DistributedDataParallel.forward range in an iteration (a model not wrapped in
+  // DDP, or a profile that missed it), its forward is the compute before its first backward op.
+  for (const auto& w : windows) {
+    const bool hasDdpForward =
+        std::any_of(forwardWindows.begin(), forwardWindows.end(),
+                    [&](const auto& f) { return f.first >= w.start && f.first < w.end; });
+    if (hasDdpForward) continue;
+    Nanos firstBackward = w.end;
+    for (const auto& g : out.spans) {
+      if (g.span.category == Category::kBackward && g.span.start >= w.start &&
+          g.span.start < w.end) {
+        firstBackward = minNanos(firstBackward, g.span.start);
+      }
+    }
+    for (auto& g : out.spans) {
+      if (g.group == hostOps && g.span.category == Category::kCompute && g.span.start >= w.start &&
+          g.span.start < firstBackward) {
+        g.span.category = Category::kForward;
+      }
+    }
+  }
+
   // 3. Collectives: the most faithful class present.
   std::vector<Candidate>* chosen = !gpuComm.empty()      ? &gpuComm
                                    : !gloo.empty()       ? &gloo

@@ -7,7 +7,9 @@
 //                          ops of each thread — cpu_ops inside DistributedDataParallel.forward
 //                          (kForward), "autograd::engine::evaluate_function: X" (kBackward,
 //                          named X), Optimizer.* ranges (kOptimizer), other top-level cpu_ops
-//                          (kCompute: the loss, ...). GPU traces: the compute kernels (HTA's
+//                          (kCompute: the loss, ...); in an iteration without that range
+//                          (no DDP), the ops before the first backward op are the forward.
+//                          GPU traces: the compute kernels (HTA's
 //                          name rules, traces/classify.h). Spans that would overlap partially
 //                          on one lane (two threads, two streams) go to "compute:1", ...
 //   "comm"       kComm     the collectives, one span each, in the order of preference: GPU

@@ -203,6 +203,29 @@ def main():
              os.path.join(tmp, "cli.json")], env=env)
     check(r.returncode == 0, "CLI export of mlp-tiny: rc %d, %s" % (r.returncode, r.stderr))
 
+    # models/export/kineto_trace.py: a profile of this (Kineto-less) torch imports.
+    import kineto_trace
+    model = mlp_tiny_factory()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
+                                schedule=torch.profiler.schedule(wait=1, warmup=1, active=2),
+                                record_shapes=True) as prof:
+        for _ in range(4):
+            opt.zero_grad()
+            model(torch.randn(20, 10)).sum().backward()
+            opt.step()
+            prof.step()
+    trace_path = os.path.join(tmp, "rank0.json.gz")
+    kineto_trace.export(prof, trace_path, rank=0, world_size=1, backend="none")
+    r = run([ddpscope, "import-torch", trace_path, "-o", os.path.join(tmp, "run.json"),
+             "--model-file", mlp_path, "--json"])
+    check(r.returncode == 0, "import-torch of a kineto_trace.export file: rc %d, %s"
+          % (r.returncode, r.stderr))
+    if r.returncode == 0:
+        summary = json.loads(r.stdout)
+        check(summary["iterations"] == 2 and summary["median_step_ns"] > 0,
+              "import-torch of a kineto_trace.export file: %s" % r.stdout)
+
     if FAILURES:
         print("%d check(s) failed" % len(FAILURES))
         return 1

@@ -17,7 +17,8 @@ distributedInfo, no shapes. This script writes the same profiler events (prof.ev
 names, threads, µs start/duration, input shapes, sequence numbers, record scope) in the
 schema Kineto's output_json.cpp uses (schemaVersion, distributedInfo, cat cpu_op /
 user_annotation, args "Input Dims" / "Sequence number" / "External id"), which is what
-PyTorch builds with Kineto export and what traces/kineto_import reads. It adds nothing the
+PyTorch builds with Kineto export and what traces/kineto_import reads; the writer is
+models/export/kineto_trace.py, usable in any training script on such a build. It adds nothing the
 profiler did not record; tensor dtypes are not recorded by the legacy profiler, so no
 "Input type" is written (the importer then assumes float32, DDP's gradient dtype here).
 
@@ -51,6 +52,11 @@ import torch.multiprocessing as mp
 import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
+                                "models", "export"))
+import kineto_trace  # noqa: E402  (models/export/kineto_trace.py)
+from torch_export import export_model  # noqa: E402
+
 BUCKET_CAP_MB = 0.05
 WIDTHS = [96, 192, 256, 512, 256, 128, 10]  # 6 Linear layers, 365,130 parameters
 BATCH = 16
@@ -63,46 +69,6 @@ def build_model():
         if i + 2 < len(WIDTHS):
             layers.append(nn.ReLU())
     return nn.Sequential(*layers)
-
-
-USER_SCOPE = 7  # at::RecordScope::USER_SCOPE: record_function ranges (Kineto: user_annotation)
-
-
-def kineto_schema_trace(events, rank, world):
-    """The profiler's events in Kineto's Chrome-trace schema (see the module docstring)."""
-    pid = os.getpid()
-    threads = sorted({ev.thread for ev in events})
-    out = [{"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
-            "args": {"name": "python"}},
-           {"ph": "M", "name": "process_labels", "pid": pid, "tid": 0, "args": {"labels": "CPU"}}]
-    for tid in threads:
-        out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
-                    "args": {"name": "thread %d" % tid}})
-    for ev in sorted(events, key=lambda e: (e.time_range.start, -e.time_range.elapsed_us())):
-        if ev.trace_name is None:
-            continue
-        args = {"External id": ev.id}
-        if ev.input_shapes:
-            args["Input Dims"] = ev.input_shapes
-        if ev.sequence_nr is not None and ev.sequence_nr >= 0:
-            args["Sequence number"] = ev.sequence_nr
-            args["Fwd thread id"] = ev.fwd_thread
-        out.append({"ph": "X", "cat": "user_annotation" if ev.scope == USER_SCOPE else "cpu_op",
-                    "name": ev.trace_name, "pid": pid, "tid": ev.thread,
-                    "ts": ev.time_range.start, "dur": ev.time_range.elapsed_us(), "args": args})
-    return {
-        "schemaVersion": 1,
-        "deviceProperties": [],
-        "distributedInfo": {"backend": "gloo", "rank": rank, "world_size": world, "pg_count": 1,
-                            "pg_config": [{"pg_name": "0", "pg_desc": "default_pg",
-                                           "backend_config": "cpu:gloo", "pg_size": world,
-                                           "ranks": list(range(world))}]},
-        "displayTimeUnit": "ms",
-        "traceName": "ddp_gloo_rank%d" % rank,
-        "ddpscopeNote": "torch %s legacy profiler events (no Kineto in this build) written in "
-                        "Kineto's schema by tests/data/torch/gen_fixtures.py" % torch.__version__,
-        "traceEvents": out,
-    }
 
 
 def worker(rank, world, init_file, out_dir, wait, warmup, active):
@@ -137,7 +103,10 @@ def worker(rank, world, init_file, out_dir, wait, warmup, active):
             prof.step()
             wall_ns.append(time.perf_counter_ns() - t0)
     events = prof.events()
-    trace = kineto_schema_trace(events, rank, world)
+    trace = kineto_trace.trace_dict(
+        events, rank, world, "gloo",
+        note="torch %s legacy profiler events (no Kineto in this build) written in Kineto's "
+        "schema by tests/data/torch/gen_fixtures.py" % torch.__version__)
     with open(os.path.join(out_dir, "ddp_gloo_rank%d.json" % rank), "w") as f:
         json.dump(trace, f, separators=(",", ":"))
     # Step wall times as the profiler measured them (its own ProfilerStep#N ranges).
@@ -214,9 +183,6 @@ def main():
                 shutil.copyfileobj(fin, fout)
         # The model itself, exported with models/export/torch_export.py, so that tests can
         # name the imported compute spans by layer (import-torch --model-file).
-        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                        "..", "models", "export"))
-        from torch_export import export_model
         spec = export_model(build_model(), torch.randn(BATCH, WIDTHS[0]), "ddp-gloo-mlp",
                             description=truth["model"])
         with open(os.path.join(args.out, "ddp_gloo_model.json"), "w") as f:
