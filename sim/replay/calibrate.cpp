@@ -71,29 +71,48 @@ StatusOr<AlphaBetaFit> fitAlphaBeta(const std::vector<ProfileRef>& runs) {
         "no collectives to fit: every run has one rank or no collective spans with a 'bytes' "
         "arg (record runs with --nproc ≥ 2)");
   }
-  // Normal equations for t = α·steps + k·x (no intercept).
-  double a11 = 0, a12 = 0, a22 = 0, b1 = 0, b2 = 0;
-  // Unweighted least squares: absolute residuals, so the large collectives that dominate the
-  // step time decide the fit; small ones show their error in the per-range residuals.
-  auto weight = [](const CommPoint&) { return 1.0; };
+  // Two regimes: α from the latency-bound collectives (< 64 KiB: the median of t / steps), β
+  // from the bandwidth-bound ones (≥ 64 KiB: least squares of t − α·steps on x through the
+  // origin). A joint least squares lets the large, contended bucket allreduces inflate α to
+  // milliseconds, which then overcharges every small collective (the used-map allreduce). Runs
+  // without small collectives fall back to the joint fit; α < 0 is refitted with α = 0.
+  std::vector<double> latency;
   for (const CommPoint& p : points) {
-    const double w = weight(p);
-    a11 += w * p.steps * p.steps, a12 += w * p.steps * p.x, a22 += w * p.x * p.x;
-    b1 += w * p.steps * p.tUs, b2 += w * p.x * p.tUs;
+    if (p.bytes < 64 * 1024 && p.steps > 0) latency.push_back(p.tUs / p.steps);
   }
   double alpha = 0, k = 0;
-  const double det = a11 * a22 - a12 * a12;
-  if (det > 1e-12 * a11 * a22) {
-    alpha = (b1 * a22 - b2 * a12) / det;
-    k = (a11 * b2 - a12 * b1) / det;
+  bool haveAlpha = false;
+  if (!latency.empty()) {
+    alpha = median(latency);
+    haveAlpha = true;
+    double sxx = 0, sxy = 0;
+    for (const CommPoint& p : points) {
+      if (p.bytes < 64 * 1024) continue;
+      sxx += p.x * p.x, sxy += p.x * (p.tUs - alpha * p.steps);
+    }
+    k = sxx > 0 ? sxy / sxx : 0;
+    if (k <= 0) haveAlpha = false;
   }
-  if (det <= 1e-12 * a11 * a22 || alpha < 0 || k <= 0) {
-    alpha = 0;
-    k = a22 > 0 ? b2 / a22 : 0;
-    if (k <= 0) {
-      // Only empty messages: latency alone.
-      alpha = a11 > 0 ? b1 / a11 : 0;
-      k = 1e-9;
+  if (!haveAlpha) {
+    double a11 = 0, a12 = 0, a22 = 0, b1 = 0, b2 = 0;
+    for (const CommPoint& p : points) {
+      a11 += p.steps * p.steps, a12 += p.steps * p.x, a22 += p.x * p.x;
+      b1 += p.steps * p.tUs, b2 += p.x * p.tUs;
+    }
+    const double det = a11 * a22 - a12 * a12;
+    alpha = 0, k = 0;
+    if (det > 1e-12 * a11 * a22) {
+      alpha = (b1 * a22 - b2 * a12) / det;
+      k = (a11 * b2 - a12 * b1) / det;
+    }
+    if (det <= 1e-12 * a11 * a22 || alpha < 0 || k <= 0) {
+      alpha = 0;
+      k = a22 > 0 ? b2 / a22 : 0;
+      if (k <= 0) {
+        // Only empty messages: latency alone.
+        alpha = a11 > 0 ? b1 / a11 : 0;
+        k = 1e-9;
+      }
     }
   }
   AlphaBetaFit fit;

@@ -3,9 +3,12 @@
 // Communication (fitAlphaBeta): the α–β ring model of sim/cost/alpha_beta_model.h,
 //   t = α·steps + x/β with, for n ranks and S bytes, allreduce steps = 2(n−1), x = 2(n−1)/n·S;
 //   allgather / reduce-scatter (n−1), (n−1)/n·S; broadcast (n−1), S —
-// least squares of the cross-rank collective durations (latest start to latest end over ranks,
-// measured iterations) over (steps, x), pooled over every run, so runs of several world sizes
-// fit one (α, β). α < 0 is refitted with α = 0. Runs with one rank carry no information.
+// fitted on the cross-rank collective durations (latest start to latest end over ranks, measured
+// iterations) pooled over every run (runs of several world sizes fit one (α, β)) in two size
+// regimes: α = the median of t / steps over the collectives < 64 KiB (latency-bound: the used-map
+// allreduce, rebuild broadcasts), then β from the collectives ≥ 64 KiB by least squares of
+// t − α·steps on x. Without small collectives: joint least squares over (steps, x), α < 0
+// refitted with α = 0. Runs with one rank carry no information.
 // Quality: R² of t, RMS and median relative residual, and the mean relative residual per size
 // range (< 64 KiB, 64 KiB – 4 MiB, ≥ 4 MiB).
 //

@@ -240,11 +240,13 @@ TEST(CalibrateTest, AlphaBetaRecoversTheRingModelAcrossWorldSizes) {
   const models::ModelSpec model = mlpTiny();
   auto fit = fitAlphaBeta({{&w2, &model}, {&w4, &model}});
   ASSERT_TRUE(fit.isOk()) << fit.status().message();
-  EXPECT_NEAR(fit->alphaUs, 50, 1e-3);
-  EXPECT_NEAR(fit->betaGBps, 2.0, 1e-6);
-  EXPECT_NEAR(fit->r2, 1.0, 1e-9);
+  // α is the median of t / steps over the < 64 KiB collectives, so it carries their tiny
+  // bandwidth term (64 B at 2 GB/s: ≤ 0.032 µs per step); β comes from the rest given α.
+  EXPECT_NEAR(fit->alphaUs, 50, 0.05);
+  EXPECT_NEAR(fit->betaGBps, 2.0, 2e-4);
+  EXPECT_NEAR(fit->r2, 1.0, 1e-6);
   EXPECT_EQ(fit->samples, 16);
-  EXPECT_LT(fit->medianAbsRelative, 1e-4);
+  EXPECT_LT(fit->medianAbsRelative, 1e-3);
   ASSERT_EQ(fit->ranges.size(), 3u);
   EXPECT_EQ(fit->ranges[0].range, "< 64 KiB");
   EXPECT_EQ(fit->ranges[0].samples, 4);  // 64 B: allreduce + broadcast at 2 world sizes
