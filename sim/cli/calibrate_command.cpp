@@ -34,6 +34,8 @@ Status runCalibrateCommand(const std::vector<std::string>& argv, CommandIo io) {
       .option("name", "NAME", "name of the calibrated cluster (default: the output file's stem)")
       .option("model", "NAME", "the runs' model when their metadata does not name it")
       .option("model-file", "PATH", "the runs' model as a JSON file")
+      .option("image-size", "PX", "the runs' image side when the traces do not record it")
+      .option("seq-len", "T", "the runs' tokens per sample when the traces do not record it")
       .epilog(
           "example: ddpscope calibrate run-w2.json run-w4.json -o cpu-calibrated.json\n"
           "         ddpscope simulate --cluster-file cpu-calibrated.json --model mlp-wide "
@@ -86,10 +88,16 @@ Status runCalibrateCommand(const std::vector<std::string>& argv, CommandIo io) {
   if (args.has("model") || args.has("model-file")) {
     ASSIGN_OR_RETURN(model, loadModelFromFlags(args));
   }
+  // The runtime's metadata does not record the image size or sequence length (0 = the model's
+  // default); the roofline the compute scale is measured against needs the real ones.
+  ASSIGN_OR_RETURN(int64_t imageSize, args.positiveInt("image-size", 0));
+  ASSIGN_OR_RETURN(int64_t seqLen, args.positiveInt("seq-len", 0));
   std::vector<sim::replay::LoadedProfile> loaded;
   loaded.reserve(runs.size());
   for (const std::string& run : runs) {
     ASSIGN_OR_RETURN(sim::replay::LoadedProfile p, sim::replay::loadProfile(run, model));
+    if (p.profile.settings.imageSize == 0) p.profile.settings.imageSize = imageSize;
+    if (p.profile.settings.seqLen == 0) p.profile.settings.seqLen = seqLen;
     loaded.push_back(std::move(p));
   }
   std::vector<sim::replay::ProfileRef> refs;
