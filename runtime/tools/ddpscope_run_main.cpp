@@ -35,19 +35,26 @@ std::string& deviceDescription() {
 
 traces::Args runMetadata(const WorkerFlags& flags, int world, const std::string& backend) {
   const ddp::DdpConfig& d = flags.training.ddp;
-  return traces::Args{{"model", flags.training.model.name},
-                      {"world_size", int64_t{world}},
-                      {"backend", backend},
-                      {"dtype", flags.training.build.dtype},
-                      {"device", deviceDescription()},
-                      {"global_batch", flags.training.globalBatch},
-                      {"iterations", flags.training.iterations},
-                      {"warmup", flags.warmup},
-                      {"bucket_cap_mb", d.bucketCapMb},
-                      {"find_unused_parameters", int64_t{d.findUnusedParameters}},
-                      {"static_graph", int64_t{d.staticGraph}},
-                      {"no_sync_steps", d.noSyncPeriod},
-                      {"sync_batchnorm", int64_t{flags.training.build.syncBatchNorm}}};
+  return traces::Args{
+      {"model", flags.training.model.name},
+      {"world_size", int64_t{world}},
+      {"backend", backend},
+      {"dtype", flags.training.build.dtype},
+      {"device", deviceDescription()},
+      {"global_batch", flags.training.globalBatch},
+      {"iterations", flags.training.iterations},
+      {"warmup", flags.warmup},
+      {"bucket_cap_mb", d.bucketCapMb},
+      {"find_unused_parameters", int64_t{d.findUnusedParameters}},
+      {"static_graph", int64_t{d.staticGraph}},
+      {"no_sync_steps", d.noSyncPeriod},
+      {"sync_batchnorm", int64_t{flags.training.build.syncBatchNorm}},
+      // What replay / calibrate need to re-simulate the run at its own settings.
+      {"bucket_cap_set_by_user", int64_t{d.bucketCapSetByUser}},
+      {"first_bucket_mb", static_cast<double>(d.firstBucketBytes) / (1024.0 * 1024.0)},
+      {"gradient_as_bucket_view", int64_t{d.gradientAsBucketView}},
+      {"seq_len", flags.training.build.inputs.seqLen},
+      {"image_size", flags.training.build.inputs.imageSize}};
 }
 
 Status writeTimeline(const traces::Timeline& timeline, const std::string& path) {

@@ -1,10 +1,12 @@
 // `ddpscope calibrate RUN.json [RUN2.json ...] -o cluster.json [--base CLUSTER]`: fits the
 // α–β communication model, the contention factor and the compute scale to measured runs
 // (sim/replay/calibrate.h) and writes a cluster JSON that simulate / sweep / replay accept.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
 #include <sstream>
 
@@ -14,6 +16,7 @@
 #include "sim/cost/cluster.h"
 #include "sim/replay/calibrate.h"
 #include "sim/replay/measured_profile.h"
+#include "sim/replay/replay.h"
 
 namespace ddpscope::cli {
 
@@ -116,7 +119,30 @@ Status runCalibrateCommand(const std::vector<std::string>& argv, CommandIo io) {
     io.out << line;
   }
   ASSIGN_OR_RETURN(sim::replay::Calibration cal, sim::replay::calibrate(refs, base.device));
+  // When every run has the same world size (> 1), the contention is refitted to the runs' step
+  // times, as `validate` does (sim/replay/replay.h fitContentionToSteps): the per-layer estimate
+  // misses that overlapped collectives slow down too on hosts where threads share cores.
+  const int world = loaded.front().profile.settings.worldSize;
+  const bool oneWorld = world > 1 && std::all_of(loaded.begin(), loaded.end(), [&](const auto& p) {
+                          return p.profile.settings.worldSize == world;
+                        });
+  std::optional<sim::replay::StepContentionFit> stepFit;
+  if (oneWorld) {
+    sim::ClusterSpec calibrated = sim::replay::applyCalibration(base, cal, "calibrated");
+    calibrated.gpusPerNode = std::max(calibrated.gpusPerNode, world);
+    ASSIGN_OR_RETURN(sim::WorldLayout layout,
+                     sim::makeWorldLayout(calibrated, std::nullopt, world));
+    ASSIGN_OR_RETURN(stepFit, sim::replay::fitContentionToSteps(refs, calibrated, layout));
+    cal.contention.slowdown = stepFit->contention;
+  }
   io.out << sim::replay::formatCalibration(cal);
+  if (stepFit) {
+    std::snprintf(line, sizeof(line),
+                  "  contention refitted to the runs' step times: %.2f (mean |step error| %.2f "
+                  "%%)\n",
+                  stepFit->contention, stepFit->meanAbsErrorPercent);
+    io.out << line;
+  }
   const std::string name = args.value("name").value_or(std::filesystem::path(*out).stem().string());
   std::ostringstream desc;
   desc << base.name << " calibrated by ddpscope calibrate on " << runs.size()

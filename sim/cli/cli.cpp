@@ -39,7 +39,7 @@ const std::vector<Command>& commands() {
        runCalibrateCommand},
       {"validate", "train over a grid, calibrate on part, predict the rest: MAPE",
        runValidateCommand},
-      {"import-torch", " PyTorch profiler traces of a DDP job -> ddpscope trace, buckets",
+      {"import-torch", "PyTorch profiler traces of a DDP job -> ddpscope trace, buckets",
        runImportTorchCommand},
   };
   return kCommands;
@@ -52,7 +52,8 @@ void printTopLevelHelp(std::ostream& out) {
          "and what the step time becomes on another cluster or world size.\n\ncommands:\n";
   for (const auto& c : commands()) {
     std::string name = c.name;
-    out << "  " << name << std::string(12 - name.size(), ' ') << c.summary << "\n";
+    out << "  " << name << std::string(name.size() < 14 ? 14 - name.size() : 1, ' ') << c.summary
+        << "\n";
   }
   out << "\nRun 'ddpscope <command> --help' for a command's options.\n";
 }

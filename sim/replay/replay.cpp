@@ -62,3 +62,49 @@ StatusOr<ClusterSpec> selfCalibratedCluster(const MeasuredProfile& profile,
 }
 
 }  // namespace ddpscope::sim::replay
+
+namespace ddpscope::sim::replay {
+
+StatusOr<StepContentionFit> fitContentionToSteps(const std::vector<ProfileRef>& runs,
+                                                 const ClusterSpec& cluster,
+                                                 const WorldLayout& layout, double maxContention) {
+  if (runs.empty()) return invalidArgument("contention fit: no runs to fit");
+  // The compute models do not depend on c (no de-rating): build them once.
+  std::vector<std::unique_ptr<MeasuredComputeModel>> computes;
+  for (const ProfileRef& run : runs) {
+    if (run.profile->settings.worldSize != layout.worldSize()) {
+      return invalidArgument("contention fit: " + run.profile->origin + " ran at world size " +
+                             std::to_string(run.profile->settings.worldSize) + ", the layout has " +
+                             std::to_string(layout.worldSize()));
+    }
+    ASSIGN_OR_RETURN(std::unique_ptr<MeasuredComputeModel> compute,
+                     MeasuredComputeModel::create(*run.profile, *run.model, cluster.device,
+                                                  MeasuredComputeOptions{}));
+    computes.push_back(std::move(compute));
+  }
+  constexpr double kStep = 0.05;
+  StepContentionFit best;
+  bool first = true;
+  const int steps = static_cast<int>(std::floor(maxContention / kStep + 1e-9));
+  for (int i = 0; i <= steps; ++i) {
+    const double c = kStep * i;
+    double sum = 0;
+    for (size_t k = 0; k < runs.size(); ++k) {
+      SimOptions options = ownSettingsOptions(*runs[k].profile);
+      options.contentionSlowdown = c;
+      ASSIGN_OR_RETURN(StepPrediction p,
+                       predictStep(*runs[k].model, cluster, layout, options, computes[k].get(),
+                                   runs[k].profile->rankMaxFactor));
+      const double measured = static_cast<double>(runs[k].profile->measuredStep.count());
+      sum += std::abs(static_cast<double>(p.step.count()) - measured) / measured;
+    }
+    const double mean = 100.0 * sum / static_cast<double>(runs.size());
+    if (first || mean < best.meanAbsErrorPercent - 1e-9) {
+      best = StepContentionFit{c, mean};
+      first = false;
+    }
+  }
+  return best;
+}
+
+}  // namespace ddpscope::sim::replay

@@ -4,12 +4,14 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "models/model_spec.h"
 #include "sim/compute/compute_model.h"
 #include "sim/cost/cluster.h"
 #include "sim/engine/ddp_simulator.h"
+#include "sim/replay/calibrate.h"
 #include "sim/replay/measured_profile.h"
 
 namespace ddpscope::sim::replay {
@@ -30,6 +32,24 @@ struct StepPrediction {
 StatusOr<StepPrediction> predictStep(const models::ModelSpec& model, const ClusterSpec& cluster,
                                      const WorldLayout& layout, SimOptions options,
                                      const ComputeModel* compute, double rankMaxFactor);
+
+// Fits the contention slowdown c to measured step times: for each c on the grid 0, 0.05, ...,
+// maxContention, every run is predicted at its own settings with its own measured compute taken
+// AS MEASURED (no per-layer de-rating: the runs' layer times already hold whatever slowdown their
+// own overlap caused) on `cluster` with contention c; the c with the smallest mean absolute
+// relative error wins (the smallest c on ties). This is the effective contention of a host where
+// the comm and compute threads share cores (the CPU runtime), where per-layer span comparisons
+// underestimate it: a collective that overlaps compute is slowed as well, which the simulator
+// folds into the compute slowdown. Errors: no runs, a run whose world size differs from the
+// layout's.
+struct StepContentionFit {
+  double contention = 0;
+  double meanAbsErrorPercent = 0;  // at the chosen c, over the runs
+};
+StatusOr<StepContentionFit> fitContentionToSteps(const std::vector<ProfileRef>& runs,
+                                                 const ClusterSpec& cluster,
+                                                 const WorldLayout& layout,
+                                                 double maxContention = 3.0);
 
 // Simulator options that reproduce the trace's own run: its DDP settings, per-rank batch and
 // inputs, SyncBatchNorm, fp32.
