@@ -74,6 +74,10 @@ struct Grid {
   // prediction comes from the one with the largest cap (its buckets overlap least, so its layer
   // times are closest to the uncontended ones).
   std::vector<double> calibrationCaps;
+  // Each configuration is trained `repeats` times (all configurations once, then again, so slow
+  // drifts of the host spread over the grid); its measured step is the median of the runs'
+  // medians, and the calibration uses every repeat of the calibration runs.
+  int repeats = 1;
   int iterations = 10;
   int warmup = 2;
 };
@@ -91,6 +95,7 @@ Grid makeGrid(bool full) {
     // stably but predicted the middle caps no better: 5.3-5.5 % vs 5.1-5.2 % held-out MAPE on
     // the same measured grids.)
     g.calibrationCaps = {25};
+    g.repeats = 2;
     g.iterations = 15;
   } else {
     g.worlds = {1, 2};
@@ -151,11 +156,14 @@ Status runValidateCommand(const std::vector<std::string>& argv, CommandIo io) {
       "contention: fitted to their step times; compute: each run's measured layers) and\n"
       "predicts every other configuration from its settings alone. Prints measured vs\n"
       "predicted steady-state step time, the error per configuration,\n"
-      "the MAPE over the held-out configurations and the worst one. '--grid ci' is a reduced grid\n"
-      "(2 models, worlds 1 and 2, caps 5 and 25) that runs in about a minute.");
+      "the MAPE over the held-out configurations and the worst one. The full grid trains each\n"
+      "configuration twice (--repeat): measured steps are the median of the repeats, predictions\n"
+      "the mean over the calibration run's repeats. '--grid ci' is a reduced grid (2 models,\n"
+      "worlds 1 and 2, caps 5 and 25, once each) that runs in about a minute.");
   parser.option("grid", "full|ci", "which grid (default full)")
       .option("out", "DIR", "traces, logs, calibrated clusters and results (default validate-out)")
       .flag("reuse", "reuse traces already in DIR instead of running them again")
+      .option("repeat", "R", "train each configuration R times (default: full 2, ci 1)")
       .option("mpirun", "PATH", "the mpirun to use (passed to ddpscope run)");
   ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv));
   if (args.helpRequested()) {
@@ -166,11 +174,23 @@ Status runValidateCommand(const std::vector<std::string>& argv, CommandIo io) {
   if (gridName != "full" && gridName != "ci") {
     return invalidArgument("--grid: expected full or ci, got '" + gridName + "'");
   }
-  const Grid grid = makeGrid(gridName == "full");
+  Grid grid = makeGrid(gridName == "full");
+  if (auto r = args.value("repeat")) {
+    char* end = nullptr;
+    const long value = std::strtol(r->c_str(), &end, 10);
+    if (r->empty() || *end != '\0' || value < 1 || value > 20) {
+      return invalidArgument("--repeat: expected an integer from 1 to 20, got '" + *r + "'");
+    }
+    grid.repeats = static_cast<int>(value);
+  }
   const fs::path dir = args.value("out").value_or("validate-out");
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return invalidArgument("--out: cannot create '" + dir.string() + "': " + ec.message());
+  auto tracePath = [&](const GridConfig& c, int repeat) {
+    return dir /
+           (c.name() + (repeat == 0 ? std::string() : "-r" + std::to_string(repeat + 1)) + ".json");
+  };
 
   std::vector<GridConfig> configs;
   for (const GridModel& m : grid.models) {
@@ -187,62 +207,77 @@ Status runValidateCommand(const std::vector<std::string>& argv, CommandIo io) {
   }
   // 1. Measure.
   const auto t0 = std::chrono::steady_clock::now();
-  io.out << "running " << configs.size() << " configurations (" << gridName << " grid, "
-         << grid.warmup << " warm-up + " << grid.iterations << " iterations each) into "
-         << dir.string() << "\n";
+  io.out << "running " << configs.size() << " configurations x " << grid.repeats << " (" << gridName
+         << " grid, " << grid.warmup << " warm-up + " << grid.iterations
+         << " iterations each) into " << dir.string() << "\n";
   io.out.flush();
-  for (const GridConfig& c : configs) {
-    const fs::path trace = dir / (c.name() + ".json");
-    if (args.has("reuse") && fs::exists(trace)) continue;
-    std::vector<std::string> run = {"run", "--nproc", std::to_string(c.world)};
-    if (auto mpirun = args.value("mpirun")) {
-      run.push_back("--mpirun");
-      run.push_back(*mpirun);
-    }
-    char cap[32];
-    std::snprintf(cap, sizeof(cap), "%g", c.cap);
-    for (const std::string& a :
-         {std::string("--"), std::string("--model"), c.model->model, std::string("--batch"),
-          std::to_string(c.model->batchPerRank * c.world), std::string("--iterations"),
-          std::to_string(grid.iterations), std::string("--warmup"), std::to_string(grid.warmup),
-          std::string("--trace"), trace.string()}) {
-      run.push_back(a);
-    }
-    // Cap 25 is DDP's default, left unset (an explicit bucket_cap_mb changes the limits in
-    // current PyTorch); the others are given.
-    if (c.cap != ddp::DdpConfig::kDefaultBucketCapMb) {
-      run.push_back("--bucket-cap-mb");
-      run.push_back(cap);
-    }
-    run.insert(run.end(), c.model->extra.begin(), c.model->extra.end());
-    if (c.findUnused) run.push_back("--find-unused");
-    const fs::path log = dir / (c.name() + ".log");
-    ASSIGN_OR_RETURN(int code, spawnRun(run, log));
-    if (code != 0 || !fs::exists(trace)) {
-      return internalError("ddpscope run failed for " + c.name() + " (exit " +
-                           std::to_string(code) + "); see " + log.string());
+  for (int repeat = 0; repeat < grid.repeats; ++repeat) {
+    for (const GridConfig& c : configs) {
+      const fs::path trace = tracePath(c, repeat);
+      if (args.has("reuse") && fs::exists(trace)) continue;
+      std::vector<std::string> run = {"run", "--nproc", std::to_string(c.world)};
+      if (auto mpirun = args.value("mpirun")) {
+        run.push_back("--mpirun");
+        run.push_back(*mpirun);
+      }
+      char cap[32];
+      std::snprintf(cap, sizeof(cap), "%g", c.cap);
+      for (const std::string& a :
+           {std::string("--"), std::string("--model"), c.model->model, std::string("--batch"),
+            std::to_string(c.model->batchPerRank * c.world), std::string("--iterations"),
+            std::to_string(grid.iterations), std::string("--warmup"), std::to_string(grid.warmup),
+            std::string("--trace"), trace.string()}) {
+        run.push_back(a);
+      }
+      // Cap 25 is DDP's default, left unset (an explicit bucket_cap_mb changes the limits in
+      // current PyTorch); the others are given.
+      if (c.cap != ddp::DdpConfig::kDefaultBucketCapMb) {
+        run.push_back("--bucket-cap-mb");
+        run.push_back(cap);
+      }
+      run.insert(run.end(), c.model->extra.begin(), c.model->extra.end());
+      if (c.findUnused) run.push_back("--find-unused");
+      fs::path log = trace;
+      log.replace_extension(".log");
+      ASSIGN_OR_RETURN(int code, spawnRun(run, log));
+      if (code != 0 || !fs::exists(trace)) {
+        return internalError("ddpscope run failed for " + c.name() + " (exit " +
+                             std::to_string(code) + "); see " + log.string());
+      }
     }
   }
   const double runSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   // 2. Profiles. The runtime's metadata does not record the image size: give it from the grid.
-  std::map<std::string, sim::replay::LoadedProfile> profiles;
-  for (const GridConfig& c : configs) {
-    const fs::path trace = dir / (c.name() + ".json");
-    ASSIGN_OR_RETURN(traces::Timeline timeline, traces::readChromeTrace(trace.string()));
-    ASSIGN_OR_RETURN(sim::replay::RunSettings settings,
-                     sim::replay::readRunSettings(timeline, trace.string()));
-    ASSIGN_OR_RETURN(models::ModelSpec model, sim::replay::modelForTrace(settings, trace.string()));
-    ASSIGN_OR_RETURN(sim::replay::MeasuredProfile profile,
-                     sim::replay::buildProfile(timeline, model, trace.string()));
-    for (size_t i = 0; i + 1 < c.model->extra.size(); ++i) {
-      if (c.model->extra[i] == "--image-size") {
-        profile.settings.imageSize = std::stoll(c.model->extra[i + 1]);
+  // profiles[name][r]: repeat r of a configuration.
+  std::map<std::string, std::vector<sim::replay::LoadedProfile>> profiles;
+  for (int repeat = 0; repeat < grid.repeats; ++repeat) {
+    for (const GridConfig& c : configs) {
+      const fs::path trace = tracePath(c, repeat);
+      ASSIGN_OR_RETURN(traces::Timeline timeline, traces::readChromeTrace(trace.string()));
+      ASSIGN_OR_RETURN(sim::replay::RunSettings settings,
+                       sim::replay::readRunSettings(timeline, trace.string()));
+      ASSIGN_OR_RETURN(models::ModelSpec model,
+                       sim::replay::modelForTrace(settings, trace.string()));
+      ASSIGN_OR_RETURN(sim::replay::MeasuredProfile profile,
+                       sim::replay::buildProfile(timeline, model, trace.string()));
+      for (size_t i = 0; i + 1 < c.model->extra.size(); ++i) {
+        if (c.model->extra[i] == "--image-size") {
+          profile.settings.imageSize = std::stoll(c.model->extra[i + 1]);
+        }
       }
+      profiles[c.name()].push_back(
+          sim::replay::LoadedProfile{std::move(model), std::move(profile)});
     }
-    profiles.emplace(c.name(), sim::replay::LoadedProfile{std::move(model), std::move(profile)});
   }
+  auto measuredStep = [&](const GridConfig& c) {
+    std::vector<int64_t> steps;
+    for (const auto& p : profiles.at(c.name())) steps.push_back(p.profile.measuredStep.count());
+    std::sort(steps.begin(), steps.end());
+    const size_t n = steps.size();
+    return Nanos(n % 2 == 1 ? steps[n / 2] : (steps[n / 2 - 1] + steps[n / 2]) / 2);
+  };
 
   // 3. Calibrate per world size.
   ASSIGN_OR_RETURN(sim::ClusterSpec base, sim::loadBuiltinCluster("cpu-mpi"));
@@ -252,8 +287,7 @@ Status runValidateCommand(const std::vector<std::string>& argv, CommandIo io) {
     std::vector<sim::replay::ProfileRef> refs;
     for (const GridConfig& c : configs) {
       if (c.world != w || !c.calibration()) continue;
-      const auto& p = profiles.at(c.name());
-      refs.push_back({&p.profile, &p.model});
+      for (const auto& p : profiles.at(c.name())) refs.push_back({&p.profile, &p.model});
     }
     sim::ClusterSpec cluster = base;
     cluster.gpusPerNode = std::max(cluster.gpusPerNode, w);
@@ -292,28 +326,35 @@ Status runValidateCommand(const std::vector<std::string>& argv, CommandIo io) {
     const double computeCap =
         *std::max_element(grid.calibrationCaps.begin(), grid.calibrationCaps.end());
     const GridConfig cal{c.model, c.world, computeCap, false, true};
-    const auto& calProfile = profiles.at(cal.name());
     const sim::ClusterSpec& cluster = clusters.at(c.world);
-    sim::replay::MeasuredComputeOptions mo;
-    mo.contentionSlowdown = 0;  // measured compute as measured (see fitContentionToSteps)
-    ASSIGN_OR_RETURN(std::unique_ptr<sim::replay::MeasuredComputeModel> compute,
-                     sim::replay::MeasuredComputeModel::create(calProfile.profile, calProfile.model,
-                                                               cluster.device, mo));
-    sim::SimOptions o = sim::replay::ownSettingsOptions(calProfile.profile);
-    // The run's own cap setting (the compute run may have another): cap 25 is run without the
-    // flag, i.e. left at DDP's default.
-    if (c.cap != ddp::DdpConfig::kDefaultBucketCapMb) {
-      o.ddp.setBucketCapMb(c.cap);
-    } else {
-      o.ddp.bucketCapMb = ddp::DdpConfig::kDefaultBucketCapMb;
-      o.ddp.bucketCapSetByUser = false;
-    }
-    o.ddp.findUnusedParameters = c.findUnused;
     ASSIGN_OR_RETURN(sim::WorldLayout layout, sim::makeWorldLayout(cluster, std::nullopt, c.world));
-    ASSIGN_OR_RETURN(sim::replay::StepPrediction prediction,
-                     sim::replay::predictStep(calProfile.model, cluster, layout, o, compute.get(),
-                                              calProfile.profile.rankMaxFactor));
-    Row row{c, profiles.at(c.name()).profile.measuredStep, prediction.step, 0};
+    // One prediction per repeat of the calibration run (its measured compute), averaged: the
+    // compute measurement's own noise then enters every prediction of the (model, world) less.
+    int64_t predictedSum = 0;
+    const auto& calRuns = profiles.at(cal.name());
+    for (const auto& calProfile : calRuns) {
+      sim::replay::MeasuredComputeOptions mo;
+      mo.contentionSlowdown = 0;  // measured compute as measured (see fitContentionToSteps)
+      ASSIGN_OR_RETURN(std::unique_ptr<sim::replay::MeasuredComputeModel> compute,
+                       sim::replay::MeasuredComputeModel::create(
+                           calProfile.profile, calProfile.model, cluster.device, mo));
+      sim::SimOptions o = sim::replay::ownSettingsOptions(calProfile.profile);
+      // The run's own cap setting (the compute run may have another): cap 25 is run without
+      // the flag, i.e. left at DDP's default.
+      if (c.cap != ddp::DdpConfig::kDefaultBucketCapMb) {
+        o.ddp.setBucketCapMb(c.cap);
+      } else {
+        o.ddp.bucketCapMb = ddp::DdpConfig::kDefaultBucketCapMb;
+        o.ddp.bucketCapSetByUser = false;
+      }
+      o.ddp.findUnusedParameters = c.findUnused;
+      ASSIGN_OR_RETURN(sim::replay::StepPrediction prediction,
+                       sim::replay::predictStep(calProfile.model, cluster, layout, o, compute.get(),
+                                                calProfile.profile.rankMaxFactor));
+      predictedSum += prediction.step.count();
+    }
+    const Nanos predicted(predictedSum / static_cast<int64_t>(calRuns.size()));
+    Row row{c, measuredStep(c), predicted, 0};
     row.errorPercent = 100.0 * static_cast<double>((row.predicted - row.measured).count()) /
                        static_cast<double>(row.measured.count());
     (c.calibration() ? inSample : heldOut).push_back(row);
