@@ -10,6 +10,7 @@
 
 #include "runtime/cpu/layer.h"
 #include "runtime/cpu/loss.h"
+#include "runtime/cpu/model_graph.h"
 #include "runtime/cpu/random.h"
 #include "runtime/cpu/synthetic_data.h"
 
@@ -17,9 +18,8 @@ namespace ddpscope::runtime::cpu {
 
 namespace {
 
-constexpr int kModelInput = -1;     // producer id of "@input"
-constexpr int kLossHeadOwner = -1;  // fireAt value: ready right after the loss head
-constexpr int kNotFired = std::numeric_limits<int>::max();
+constexpr int kModelInput = ModelGraph::kModelInput;
+constexpr int kLossHeadOwner = ModelGraph::kLossHeadOwner;
 constexpr uint64_t kInitStream = 0x1A17;
 
 int64_t attrOr(const models::LayerSpec& layer, const char* key, int64_t fallback) {
@@ -107,13 +107,9 @@ class CpuModel final : public TrainableModel {
  private:
   struct Node {
     std::unique_ptr<Layer> layer;
-    std::vector<int> producers;  // layer indices or kModelInput
     Tensor output;
-    Tensor grad;                        // dLoss/dOutput
-    bool present = false;               // produced an output this forward
-    bool reached = false;               // on a path to the loss
-    bool gradWritten = false;           // grad holds a value this backward
-    std::vector<int> presentProducers;  // this forward's producers that were present
+    Tensor grad;               // dLoss/dOutput
+    bool gradWritten = false;  // grad holds a value this backward
     std::vector<const Tensor*> inputPtrs;
     std::vector<GradTarget> gradTargets;
   };
@@ -124,9 +120,9 @@ class CpuModel final : public TrainableModel {
   std::vector<Param> m_params;
   std::vector<Buffer> m_buffers;
   std::vector<Node> m_nodes;
+  ModelGraph m_graph;  // producers, presence, reachability, gradient-ready points
   std::unique_ptr<LossHead> m_loss;
   Tensor m_input, m_targets;
-  std::vector<int> m_fireAt;  // per parameter: layer after whose backward it is ready
   std::vector<Tensor> m_momentum;
   std::vector<bool> m_momentumDefined;
   Workspace m_workspace;
@@ -175,27 +171,11 @@ Status CpuModel::init(const BuildOptions& options) {
     initParam(m_params[i], static_cast<int>(i), firstOwner[i], attentionLayers, options.seed);
   }
   // Layers and edges.
-  std::unordered_map<std::string, int> layerIndex;
+  ASSIGN_OR_RETURN(m_graph, ModelGraph::build(spec));
   m_nodes.resize(spec.layers.size());
   for (size_t i = 0; i < spec.layers.size(); ++i) {
     const models::LayerSpec& ls = spec.layers[i];
     Node& node = m_nodes[i];
-    if (ls.inputs.empty()) {
-      node.producers.push_back(i == 0 ? kModelInput : static_cast<int>(i) - 1);
-    } else {
-      for (const std::string& name : ls.inputs) {
-        if (name == models::kModelInputName) {
-          node.producers.push_back(kModelInput);
-          continue;
-        }
-        auto it = layerIndex.find(name);
-        if (it == layerIndex.end()) {
-          return invalidArgument("layer " + ls.name + ": input '" + name +
-                                 "' is not an earlier layer");
-        }
-        node.producers.push_back(it->second);
-      }
-    }
     LayerBinding binding;
     for (int p : ls.params) binding.params.push_back(&m_params[static_cast<size_t>(p)]);
     for (const std::string& name : layerBufferNames(ls)) {
@@ -204,7 +184,6 @@ Status CpuModel::init(const BuildOptions& options) {
     }
     binding.syncBatchNorm = options.syncBatchNorm;
     ASSIGN_OR_RETURN(node.layer, makeLayer(ls, binding));
-    layerIndex[ls.name] = static_cast<int>(i);
   }
   const TaskInfo& task = m_data.task();
   switch (task.kind) {
@@ -227,7 +206,6 @@ Status CpuModel::init(const BuildOptions& options) {
       }
       break;
   }
-  m_fireAt.assign(m_params.size(), kNotFired);
   m_momentum.resize(m_params.size());
   m_momentumDefined.assign(m_params.size(), false);
   return Status::ok();
@@ -242,63 +220,30 @@ StatusOr<ForwardResult> CpuModel::forward(const Batch& batch, int64_t iteration,
             m_targets.values().begin());
   LayerContext ctx{&m_workspace, &m_syncAllreduce};
   ForwardResult result;
+  m_graph.beginForward();
   for (size_t i = 0; i < m_nodes.size(); ++i) {
     Node& node = m_nodes[i];
     const models::LayerSpec& ls = m_spec.layers[i];
-    node.present = node.reached = node.gradWritten = false;
-    node.presentProducers.clear();
+    const int layerIndex = static_cast<int>(i);
+    node.gradWritten = false;
     node.inputPtrs.clear();
     if (ls.use && !ls.use->usedIn(iteration, rank)) continue;
-    bool missing = false;
-    for (int p : node.producers) {
-      if (p == kModelInput) {
-        node.presentProducers.push_back(p);
-        node.inputPtrs.push_back(&m_input);
-      } else if (m_nodes[static_cast<size_t>(p)].present) {
-        node.presentProducers.push_back(p);
-        node.inputPtrs.push_back(&m_nodes[static_cast<size_t>(p)].output);
-      } else {
-        missing = true;
-      }
+    if (!m_graph.collectInputs(layerIndex, node.layer->acceptsMissingInputs())) continue;
+    for (int p : m_graph.presentProducers(layerIndex)) {
+      node.inputPtrs.push_back(p == kModelInput ? &m_input
+                                                : &m_nodes[static_cast<size_t>(p)].output);
     }
-    if (node.inputPtrs.empty() || (missing && !node.layer->acceptsMissingInputs())) continue;
-    const int layerIndex = static_cast<int>(i);
     if (m_observer != nullptr) m_observer->onForwardBegin(layerIndex);
     Status status = node.layer->forward(node.inputPtrs, node.output, ctx);
     if (m_observer != nullptr) m_observer->onForwardEnd(layerIndex);
     if (!status.isOk()) return status.withContext("model " + m_spec.name + ": layer " + ls.name);
-    node.present = true;
+    m_graph.markPresent(layerIndex);
     result.executedLayers.push_back(layerIndex);
   }
-  if (m_nodes.empty() || !m_nodes.back().present) {
-    return failedPrecondition(
-        "model " + m_spec.name + ": the output layer " +
-        (m_spec.layers.empty() ? std::string("?") : m_spec.layers.back().name) +
-        " did not run in iteration " + std::to_string(iteration));
-  }
-  // Reachability from the loss over produced edges.
-  m_nodes.back().reached = true;
-  for (size_t i = m_nodes.size(); i-- > 0;) {
-    if (!m_nodes[i].reached) continue;
-    for (int p : m_nodes[i].presentProducers) {
-      if (p != kModelInput) m_nodes[static_cast<size_t>(p)].reached = true;
-    }
-  }
-  std::fill(m_fireAt.begin(), m_fireAt.end(), kNotFired);
-  for (size_t i = 0; i < m_nodes.size(); ++i) {
-    if (!m_nodes[i].reached) continue;
-    for (int p : m_spec.layers[i].params) {
-      int& at = m_fireAt[static_cast<size_t>(p)];
-      if (at == kNotFired) at = static_cast<int>(i);  // earliest-executed reached owner
-    }
-  }
-  if (Param* head = m_loss->tiedWeight()) {
-    const size_t p = static_cast<size_t>(head - m_params.data());
-    if (m_fireAt[p] == kNotFired) m_fireAt[p] = kLossHeadOwner;
-  }
-  for (size_t p = 0; p < m_fireAt.size(); ++p) {
-    if (m_fireAt[p] == kNotFired) result.unusedParams.push_back(static_cast<int>(p));
-  }
+  const Param* head = m_loss->tiedWeight();
+  RETURN_IF_ERROR(m_graph.finishForward(m_spec, iteration,
+                                        head ? static_cast<int>(head - m_params.data()) : -1,
+                                        &result.unusedParams));
   StatusOr<double> loss = m_loss->forward(m_nodes.back().output, m_targets);
   if (!loss.isOk()) return loss.status().withContext("model " + m_spec.name);
   result.loss = *loss;
@@ -317,16 +262,16 @@ Status CpuModel::backward(const std::function<Status(int paramIndex)>& onGradRea
   last.gradWritten = true;
   if (Param* head = m_loss->tiedWeight()) {
     const int p = static_cast<int>(head - m_params.data());
-    if (m_fireAt[static_cast<size_t>(p)] == kLossHeadOwner && onGradReady) {
+    if (m_graph.fireAt(p) == kLossHeadOwner && onGradReady) {
       RETURN_IF_ERROR(onGradReady(p));
     }
   }
   for (size_t i = m_nodes.size(); i-- > 0;) {
     Node& node = m_nodes[i];
-    if (!node.reached) continue;
+    if (!m_graph.reached(static_cast<int>(i))) continue;
     DDPSCOPE_CHECK(node.gradWritten);
     node.gradTargets.clear();
-    for (int p : node.presentProducers) {
+    for (int p : m_graph.presentProducers(static_cast<int>(i))) {
       GradTarget target;
       if (p != kModelInput) {
         Node& producer = m_nodes[static_cast<size_t>(p)];
@@ -347,7 +292,7 @@ Status CpuModel::backward(const std::function<Status(int paramIndex)>& onGradRea
     }
     if (!onGradReady) continue;
     for (int p : m_spec.layers[i].gradReadyOrder) {
-      if (m_fireAt[static_cast<size_t>(p)] == layerIndex) RETURN_IF_ERROR(onGradReady(p));
+      if (m_graph.fireAt(p) == layerIndex) RETURN_IF_ERROR(onGradReady(p));
     }
   }
   return Status::ok();

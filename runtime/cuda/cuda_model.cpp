@@ -11,6 +11,7 @@
 #include "runtime/cpu/cpu_model.h"
 #include "runtime/cpu/layer.h"
 #include "runtime/cpu/loss.h"
+#include "runtime/cpu/model_graph.h"
 #include "runtime/cpu/synthetic_data.h"
 #include "runtime/cuda/cuda_layers.h"
 #include "runtime/cuda/device_memory.h"
@@ -22,9 +23,8 @@ namespace ddpscope::runtime::cuda {
 
 namespace {
 
-constexpr int kModelInput = -1;
-constexpr int kLossHeadOwner = -1;
-constexpr int kNotFired = std::numeric_limits<int>::max();
+constexpr int kModelInput = ModelGraph::kModelInput;
+constexpr int kLossHeadOwner = ModelGraph::kLossHeadOwner;
 constexpr int64_t kArenaAlignFloats = 64;  // 256-byte aligned tensors inside an arena
 
 int64_t alignUp(int64_t n) {
@@ -66,11 +66,9 @@ class CudaModel final : public TrainableModel {
  private:
   struct Node {
     std::unique_ptr<CudaLayer> layer;
-    std::vector<int> producers;
     DeviceTensor output;
     DeviceTensor grad;
-    bool present = false, reached = false, gradWritten = false;
-    std::vector<int> presentProducers;
+    bool gradWritten = false;
     std::vector<const DeviceTensor*> inputPtrs;
     std::vector<CudaGradTarget> gradTargets;
   };
@@ -102,7 +100,7 @@ class CudaModel final : public TrainableModel {
   std::vector<Node> m_nodes;
   std::unique_ptr<CudaLossHead> m_loss;
   DeviceTensor m_input, m_targets;
-  std::vector<int> m_fireAt;
+  ModelGraph m_graph;  // shared with the CPU model: what runs, reachability, ready points
   std::vector<DeviceArray<float>> m_momentum;
   std::vector<bool> m_momentumDefined;
   SyncAllreduceFn m_syncAllreduce;
@@ -161,27 +159,11 @@ Status CudaModel::init(const BuildOptions& options) {
   RETURN_IF_ERROR(device.fromHost(m_bufferArena.data(), staging.data(), bufferFloats));
   reference.reset();
 
-  std::unordered_map<std::string, int> layerIndex;
+  ASSIGN_OR_RETURN(m_graph, ModelGraph::build(m_spec));
   m_nodes.resize(m_spec.layers.size());
   for (size_t i = 0; i < m_spec.layers.size(); ++i) {
     const models::LayerSpec& ls = m_spec.layers[i];
     Node& node = m_nodes[i];
-    if (ls.inputs.empty()) {
-      node.producers.push_back(i == 0 ? kModelInput : static_cast<int>(i) - 1);
-    } else {
-      for (const std::string& name : ls.inputs) {
-        if (name == models::kModelInputName) {
-          node.producers.push_back(kModelInput);
-          continue;
-        }
-        auto it = layerIndex.find(name);
-        if (it == layerIndex.end()) {
-          return invalidArgument("layer " + ls.name + ": input '" + name +
-                                 "' is not an earlier layer");
-        }
-        node.producers.push_back(it->second);
-      }
-    }
     cpu::LayerBinding binding;
     for (int p : ls.params) binding.params.push_back(&m_params[static_cast<size_t>(p)]);
     for (const std::string& name : cpu::layerBufferNames(ls)) {
@@ -190,7 +172,6 @@ Status CudaModel::init(const BuildOptions& options) {
     }
     binding.syncBatchNorm = options.syncBatchNorm;
     ASSIGN_OR_RETURN(node.layer, makeCudaLayer(ls, binding));
-    layerIndex[ls.name] = static_cast<int>(i);
   }
   const cpu::TaskInfo& task = m_data.task();
   switch (task.kind) {
@@ -205,7 +186,6 @@ Status CudaModel::init(const BuildOptions& options) {
                                               &m_params[static_cast<size_t>(task.headParam)]);
       break;
   }
-  m_fireAt.assign(m_params.size(), kNotFired);
   m_momentum.resize(m_params.size());
   m_momentumDefined.assign(m_params.size(), false);
   return device.synchronize();
@@ -303,62 +283,30 @@ StatusOr<ForwardResult> CudaModel::forward(const Batch& batch, int64_t iteration
   Status upload = uploadBatch(batch);
   if (!upload.isOk()) return upload.withContext("model " + m_spec.name);
   ForwardResult result;
+  m_graph.beginForward();
   for (size_t i = 0; i < m_nodes.size(); ++i) {
     Node& node = m_nodes[i];
     const models::LayerSpec& ls = m_spec.layers[i];
-    node.present = node.reached = node.gradWritten = false;
-    node.presentProducers.clear();
+    node.gradWritten = false;
     node.inputPtrs.clear();
     if (ls.use && !ls.use->usedIn(iteration, rank)) continue;
-    bool missing = false;
-    for (int p : node.producers) {
-      if (p == kModelInput) {
-        node.presentProducers.push_back(p);
-        node.inputPtrs.push_back(&m_input);
-      } else if (m_nodes[static_cast<size_t>(p)].present) {
-        node.presentProducers.push_back(p);
-        node.inputPtrs.push_back(&m_nodes[static_cast<size_t>(p)].output);
-      } else {
-        missing = true;
-      }
+    if (!m_graph.collectInputs(static_cast<int>(i), node.layer->acceptsMissingInputs())) continue;
+    for (int p : m_graph.presentProducers(static_cast<int>(i))) {
+      node.inputPtrs.push_back(p == kModelInput ? &m_input
+                                                : &m_nodes[static_cast<size_t>(p)].output);
     }
-    if (node.inputPtrs.empty() || (missing && !node.layer->acceptsMissingInputs())) continue;
     const int layerIndex = static_cast<int>(i);
     RETURN_IF_ERROR(beginSpan(layerIndex, false, {}));
     Status status = node.layer->forward(node.inputPtrs, node.output, m_layerContext);
     RETURN_IF_ERROR(finishSpan());
     if (!status.isOk()) return status.withContext("model " + m_spec.name + ": layer " + ls.name);
-    node.present = true;
+    m_graph.markPresent(layerIndex);
     result.executedLayers.push_back(layerIndex);
   }
-  if (m_nodes.empty() || !m_nodes.back().present) {
-    return failedPrecondition(
-        "model " + m_spec.name + ": the output layer " +
-        (m_spec.layers.empty() ? std::string("?") : m_spec.layers.back().name) +
-        " did not run in iteration " + std::to_string(iteration));
-  }
-  m_nodes.back().reached = true;
-  for (size_t i = m_nodes.size(); i-- > 0;) {
-    if (!m_nodes[i].reached) continue;
-    for (int p : m_nodes[i].presentProducers) {
-      if (p != kModelInput) m_nodes[static_cast<size_t>(p)].reached = true;
-    }
-  }
-  std::fill(m_fireAt.begin(), m_fireAt.end(), kNotFired);
-  for (size_t i = 0; i < m_nodes.size(); ++i) {
-    if (!m_nodes[i].reached) continue;
-    for (int p : m_spec.layers[i].params) {
-      int& at = m_fireAt[static_cast<size_t>(p)];
-      if (at == kNotFired) at = static_cast<int>(i);
-    }
-  }
-  if (Param* head = m_loss->tiedWeight()) {
-    const size_t p = static_cast<size_t>(head - m_params.data());
-    if (m_fireAt[p] == kNotFired) m_fireAt[p] = kLossHeadOwner;
-  }
-  for (size_t p = 0; p < m_fireAt.size(); ++p) {
-    if (m_fireAt[p] == kNotFired) result.unusedParams.push_back(static_cast<int>(p));
-  }
+  const Param* head = m_loss->tiedWeight();
+  RETURN_IF_ERROR(m_graph.finishForward(m_spec, iteration,
+                                        head ? static_cast<int>(head - m_params.data()) : -1,
+                                        &result.unusedParams));
   RETURN_IF_ERROR(beginSpan(-1, false, "loss"));
   StatusOr<double> loss =
       m_loss->forward(m_nodes.back().output, m_targets, batch.targets, m_layerContext);
@@ -383,16 +331,16 @@ Status CudaModel::backward(const std::function<Status(int paramIndex)>& onGradRe
   last.gradWritten = true;
   if (Param* head = m_loss->tiedWeight()) {
     const int p = static_cast<int>(head - m_params.data());
-    if (m_fireAt[static_cast<size_t>(p)] == kLossHeadOwner && onGradReady) {
+    if (m_graph.fireAt(p) == kLossHeadOwner && onGradReady) {
       RETURN_IF_ERROR(onGradReady(p));
     }
   }
   for (size_t i = m_nodes.size(); i-- > 0;) {
     Node& node = m_nodes[i];
-    if (!node.reached) continue;
+    if (!m_graph.reached(static_cast<int>(i))) continue;
     DDPSCOPE_CHECK(node.gradWritten);
     node.gradTargets.clear();
-    for (int p : node.presentProducers) {
+    for (int p : m_graph.presentProducers(static_cast<int>(i))) {
       CudaGradTarget target;
       if (p != kModelInput) {
         Node& producer = m_nodes[static_cast<size_t>(p)];
@@ -413,7 +361,7 @@ Status CudaModel::backward(const std::function<Status(int paramIndex)>& onGradRe
     }
     if (!onGradReady) continue;
     for (int p : m_spec.layers[i].gradReadyOrder) {
-      if (m_fireAt[static_cast<size_t>(p)] == layerIndex) RETURN_IF_ERROR(onGradReady(p));
+      if (m_graph.fireAt(p) == layerIndex) RETURN_IF_ERROR(onGradReady(p));
     }
   }
   return Status::ok();
