@@ -423,7 +423,9 @@ TEST(EngineTest, NonHostDeviceRoutesEveryMemoryOperationAndKeepsEquivalence) {
     EXPECT_GT(device.copies.load(), 0);       // grads into buckets / back / rebuild moves
     EXPECT_GT(device.toHosts.load(), 0);      // construction broadcast staging + capture
     EXPECT_GT(device.fromHosts.load(), 0);    // construction broadcast results
-    if (bucketView) EXPECT_GT(device.scales.load(), 0);  // in-place 1/world on the views
+    if (bucketView) {
+      EXPECT_GT(device.scales.load(), 0);  // in-place 1/world on the views
+    }
   }
 }
 
