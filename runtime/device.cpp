@@ -33,7 +33,9 @@ class CpuDevice final : public GradDevice {
     if (scale == 1.0f) return;
     for (int64_t i = 0; i < numel; ++i) data[i] *= scale;
   }
-  void fill(float* data, int64_t numel, float value) override { std::fill(data, data + numel, value); }
+  void fill(float* data, int64_t numel, float value) override {
+    std::fill(data, data + numel, value);
+  }
   Status toHost(float* hostDst, const float* src, int64_t numel) override {
     if (hostDst != src) std::memmove(hostDst, src, static_cast<size_t>(numel) * sizeof(float));
     return Status::ok();

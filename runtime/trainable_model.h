@@ -68,8 +68,7 @@ class LayerObserver {
   // A layer's kernels timed on the device (CUDA events) and reported after the fact, on the
   // observer's clock (steady_clock ns, as Communicator::now). Device models call this instead
   // of the Begin/End pairs, whose host times would only show when kernels were enqueued.
-  virtual void onLayerSpan(int /*layerIndex*/, bool /*backward*/, Nanos /*start*/,
-                           Nanos /*end*/) {}
+  virtual void onLayerSpan(int /*layerIndex*/, bool /*backward*/, Nanos /*start*/, Nanos /*end*/) {}
   // A device-timed span that belongs to no layer (the optimizer's kernels, the loss).
   virtual void onDeviceSpan(const std::string& /*name*/, Nanos /*start*/, Nanos /*end*/) {}
 };
