@@ -70,6 +70,31 @@ bool isDeviceMemory(const void* p) {
   return attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
 }
 
+// CUDA's current device is per thread: events and stream-ordered allocations are created on it.
+// Collectives may be issued from any thread, so the issuing path selects the communicator's
+// device for its duration and restores the caller's afterwards.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    if (cudaGetDevice(&m_previous) != cudaSuccess) {
+      (void)cudaGetLastError();
+      m_previous = -1;
+    }
+    if (m_previous != device) (void)cudaSetDevice(device);
+  }
+  ~DeviceGuard() {
+    int current = -1;
+    if (m_previous >= 0 && cudaGetDevice(&current) == cudaSuccess && current != m_previous) {
+      (void)cudaSetDevice(m_previous);
+    }
+  }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int m_previous = -1;
+};
+
 class NcclCommunicator;
 
 class NcclWork final : public CommWork {
@@ -114,6 +139,7 @@ class NcclCommunicator final : public Communicator {
   }
 
   ~NcclCommunicator() override {
+    const DeviceGuard deviceGuard(m_context.device());
     const bool drained = drain(std::min(m_timeout, Nanos::fromSeconds(10)));
     {
       std::lock_guard lock(m_mutex);
@@ -394,6 +420,7 @@ CommWorkPtr NcclCommunicator::issue(CommTag tag, std::span<const std::byte> send
                                     std::span<std::byte> recv, const Launch& launch) {
   const int64_t bytes = static_cast<int64_t>(recv.size());
   std::lock_guard issueLock(m_issueMutex);
+  const DeviceGuard deviceGuard(m_context.device());
   if (Status failed = failure(); !failed.isOk()) return refused(std::move(tag), bytes, failed);
   if (recv.empty()) return refused(std::move(tag), 0, Status::ok());  // every rank skips it
   const bool deviceSend = isDeviceMemory(send.data());
