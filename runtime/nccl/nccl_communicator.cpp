@@ -95,6 +95,43 @@ class DeviceGuard {
   int m_previous = -1;
 };
 
+// How long communicator creation may take before it is aborted (every rank calls it right after
+// the unique id's MPI_Bcast, so only a dead or stuck peer makes it this slow).
+const Nanos kInitTimeout = Nanos::fromSeconds(120);
+
+// The communicators are nonblocking (config.blocking = 0): no NCCL call ever blocks the calling
+// thread on a peer (creation, the lazy connection setup of a first collective), so a dead peer is
+// noticed by polling ncclCommGetAsyncError with a deadline, and ncclCommAbort (from any thread)
+// ends what is pending.
+ncclConfig_t nonblockingConfig() {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  return config;
+}
+
+// Waits until a nonblocking communicator's creation finished; aborts it on error or timeout.
+Status awaitCreated(ncclComm_t comm, const char* what, int line) {
+  const Nanos deadline = hostNow() + kInitTimeout;
+  for (;;) {
+    ncclResult_t state = ncclSuccess;
+    const ncclResult_t queried = ncclCommGetAsyncError(comm, &state);
+    if (queried != ncclSuccess) state = queried;
+    if (state == ncclSuccess) return Status::ok();
+    if (state != ncclInProgress) {
+      Status status = ncclError(state, comm, what, line);
+      ncclCommAbort(comm);
+      return status;
+    }
+    if (hostNow() > deadline) {
+      ncclCommAbort(comm);
+      return unavailable(fileLine(line) + what + " did not complete within " +
+                         std::to_string(static_cast<int64_t>(kInitTimeout.toSeconds())) +
+                         " s (a peer may have died or not called it)");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 class NcclCommunicator;
 
 class NcclWork final : public CommWork {
@@ -140,18 +177,22 @@ class NcclCommunicator final : public Communicator {
 
   ~NcclCommunicator() override {
     const DeviceGuard deviceGuard(m_context.device());
-    const bool drained = drain(std::min(m_timeout, Nanos::fromSeconds(10)));
+    const Nanos limit = std::min(timeout(), Nanos::fromSeconds(10));
+    const bool drained = drain(limit);
     {
       std::lock_guard lock(m_mutex);
       m_stop = true;
     }
     m_cv.notify_all();
     if (m_watchdog.joinable()) m_watchdog.join();
-    if (!m_aborted) {
-      if (drained) {
-        ncclCommDestroy(m_comm);
-      } else {
-        ncclCommAbort(m_comm);
+    const bool healthy = failure().isOk();
+    {
+      std::lock_guard lock(m_ncclMutex);
+      if (!m_commGone) {
+        m_commGone = true;
+        // ncclCommDestroy finalizes, which can wait for a dead peer: finalize with a deadline
+        // and abort instead when it does not quiesce (or anything failed or is still pending).
+        if (!(drained && healthy && finalizeAndDestroyLocked(limit))) ncclCommAbort(m_comm);
       }
     }
     if (m_stageDevice) cudaFreeAsync(m_stageDevice, m_commStream);
@@ -213,7 +254,7 @@ class NcclCommunicator final : public Communicator {
   }
 
   void setObserver(CommObserver* observer) override {
-    drain(m_timeout);
+    drain(timeout());
     std::lock_guard lock(m_mutex);
     m_observer = observer;
   }
@@ -222,13 +263,7 @@ class NcclCommunicator final : public Communicator {
     m_timeout = timeout;
   }
   [[noreturn]] void abort(int exitCode) override {
-    {
-      std::lock_guard lock(m_mutex);
-      if (!m_aborted) {
-        m_aborted = true;
-        ncclCommAbort(m_comm);
-      }
-    }
+    abortComm();
     int initialized = 0;
     MPI_Initialized(&initialized);
     if (initialized && m_mpiComm != MPI_COMM_NULL) MPI_Abort(MPI_COMM_WORLD, exitCode);
@@ -240,6 +275,10 @@ class NcclCommunicator final : public Communicator {
   Status failure() const {
     std::lock_guard lock(m_mutex);
     return m_failure;
+  }
+  Nanos timeout() const {
+    std::lock_guard lock(m_mutex);
+    return m_timeout;
   }
   cudaStream_t computeStream() const { return m_context.computeStream(); }
   void fillTimes(NcclWork& work) {
@@ -262,13 +301,18 @@ class NcclCommunicator final : public Communicator {
 
   CommWorkPtr issue(CommTag tag, std::span<const std::byte> send, std::span<std::byte> recv,
                     const Launch& launch);
-  Status enqueueLocked(NcclWork& work, const void* send, void* recv, const Launch& launch,
-                       const std::function<Status()>& beforeCollective,
-                       const std::function<Status()>& afterCollective);
+  Status enqueue(NcclWork& work, const void* send, void* recv, const Launch& launch,
+                 const std::function<Status()>& beforeCollective,
+                 const std::function<Status()>& afterCollective);
+  Status waitEnqueued(const NcclWork& work);
   Status ensureStaging(size_t bytes);
   Status waitEventHost(cudaEvent_t event, NcclWork& work);
   bool drain(Nanos limit);
-  void failLocked(Status status);
+  // Marks the communicator failed (the first failure is kept) and aborts it. Call without
+  // m_mutex or m_ncclMutex held: ncclCommAbort may take a while.
+  void fail(Status status);
+  void abortComm();
+  bool finalizeAndDestroyLocked(Nanos limit);
   Status reanchorLocked();
   void fillTimesLocked(NcclWork& work);
   void watchdogLoop();
@@ -283,6 +327,12 @@ class NcclCommunicator final : public Communicator {
   cudaEvent_t m_anchorEvent = nullptr;
   Nanos m_anchorHost;
 
+  // Every call on m_comm, and m_commGone. Held only around nonblocking NCCL calls and the abort,
+  // so that ncclCommAbort never runs while another thread is inside an NCCL call; never held
+  // while taking m_mutex (the watchdog may take it under m_mutex, with try_lock).
+  std::mutex m_ncclMutex;
+  bool m_commGone = false;  // aborted or destroyed: m_comm must not be used
+
   std::mutex m_issueMutex;  // serializes issue (stream order = issue order) and the staging
   std::byte* m_stageHost = nullptr;    // pinned
   std::byte* m_stageDevice = nullptr;  // stream-ordered allocation on m_commStream
@@ -294,7 +344,6 @@ class NcclCommunicator final : public Communicator {
   CommObserver* m_observer = nullptr;
   Nanos m_timeout = Nanos::fromSeconds(60);
   Status m_failure;
-  bool m_aborted = false;
   bool m_stop = false;
   std::thread m_watchdog;
 };
@@ -319,16 +368,40 @@ bool NcclWork::test() {
   return true;
 }
 
-void NcclCommunicator::failLocked(Status status) {
-  if (!m_failure.isOk()) return;
-  m_failure = std::move(status);
-  if (!m_aborted) {
-    m_aborted = true;
-    // Ends the NCCL kernels still waiting for a dead peer, so both streams drain.
-    ncclCommAbort(m_comm);
+void NcclCommunicator::fail(Status status) {
+  {
+    std::lock_guard lock(m_mutex);
+    if (m_failure.isOk()) {
+      m_failure = std::move(status);
+      m_inFlight.clear();
+    }
   }
-  m_inFlight.clear();
   m_cv.notify_all();
+  // Ends the NCCL kernels still waiting for a dead peer, so both streams drain.
+  abortComm();
+}
+
+void NcclCommunicator::abortComm() {
+  std::lock_guard lock(m_ncclMutex);
+  if (m_commGone) return;
+  m_commGone = true;
+  ncclCommAbort(m_comm);
+}
+
+bool NcclCommunicator::finalizeAndDestroyLocked(Nanos limit) {
+  const ncclResult_t finalized = ncclCommFinalize(m_comm);
+  if (finalized != ncclSuccess && finalized != ncclInProgress) return false;
+  const Nanos deadline = hostNow() + limit;
+  for (;;) {
+    ncclResult_t state = ncclSuccess;
+    const ncclResult_t queried = ncclCommGetAsyncError(m_comm, &state);
+    if (queried != ncclSuccess) return false;
+    if (state == ncclSuccess) break;
+    if (state != ncclInProgress || hostNow() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ncclCommDestroy(m_comm);  // local resources only once finalized
+  return true;
 }
 
 Status NcclCommunicator::reanchorLocked() {
@@ -374,14 +447,14 @@ Status NcclCommunicator::ensureStaging(size_t bytes) {
   return Status::ok();
 }
 
-Status NcclCommunicator::enqueueLocked(NcclWork& work, const void* send, void* recv,
-                                       const Launch& launch,
-                                       const std::function<Status()>& beforeCollective,
-                                       const std::function<Status()>& afterCollective) {
-  cudaEvent_t ready = nullptr;
-  CUDA_OR_RETURN(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
+Status NcclCommunicator::enqueue(NcclWork& work, const void* send, void* recv, const Launch& launch,
+                                 const std::function<Status()>& beforeCollective,
+                                 const std::function<Status()>& afterCollective) {
+  // Runs without m_mutex: the watchdog and every wait()/test() stay responsive meanwhile.
   CUDA_OR_RETURN(cudaEventCreate(&work.m_start));
   CUDA_OR_RETURN(cudaEventCreate(&work.m_end));
+  cudaEvent_t ready = nullptr;
+  CUDA_OR_RETURN(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
   // The collective runs after what the compute stream has enqueued so far (the gradients).
   cudaError_t error = cudaEventRecord(ready, m_context.computeStream());
   if (error == cudaSuccess) error = cudaStreamWaitEvent(m_commStream, ready, 0);
@@ -389,14 +462,70 @@ Status NcclCommunicator::enqueueLocked(NcclWork& work, const void* send, void* r
   if (error != cudaSuccess) return cudaError(error, "cudaStreamWaitEvent(comm, compute)", __LINE__);
   if (beforeCollective) RETURN_IF_ERROR(beforeCollective());
   CUDA_OR_RETURN(cudaEventRecord(work.m_start, m_commStream));
-  const ncclResult_t result = launch(send, recv, m_commStream);
-  if (result != ncclSuccess && result != ncclInProgress) {
-    return ncclError(result, m_comm, work.m_tag.name.c_str(), __LINE__);
-  }
-  CUDA_OR_RETURN(cudaEventRecord(work.m_end, m_commStream));
-  if (afterCollective) RETURN_IF_ERROR(afterCollective());
   work.m_issuedAt = hostNow();
+  ncclResult_t result = ncclSuccess;
+  {
+    std::lock_guard lock(m_ncclMutex);
+    if (m_commGone) {
+      Status failed = failure();
+      return failed.isOk()
+                 ? unavailable("NCCL " + work.m_tag.name + ": the communicator was aborted")
+                 : failed;
+    }
+    result = launch(send, recv, m_commStream);
+  }
+  // From here on the peers may already be in this collective: an error fails the communicator
+  // (it cannot be retried or skipped on this rank alone).
+  Status status = result == ncclSuccess || result == ncclInProgress
+                      ? waitEnqueued(work)
+                      : ncclError(result, m_comm, work.m_tag.name.c_str(), __LINE__);
+  if (status.isOk()) {
+    error = cudaEventRecord(work.m_end, m_commStream);
+    if (error != cudaSuccess) status = cudaError(error, "cudaEventRecord(end)", __LINE__);
+  }
+  if (status.isOk() && afterCollective) status = afterCollective();
+  if (!status.isOk()) {
+    fail(std::move(status));
+    return failure();
+  }
   return Status::ok();
+}
+
+Status NcclCommunicator::waitEnqueued(const NcclWork& work) {
+  // A nonblocking communicator returns ncclInProgress while it is still setting the collective
+  // up (the first one connects to the peers); it is on the stream only once the state leaves
+  // ncclInProgress, so the end event must not be recorded before.
+  for (int spin = 0;; ++spin) {
+    ncclResult_t state = ncclSuccess;
+    {
+      std::lock_guard lock(m_ncclMutex);
+      if (m_commGone) break;
+      const ncclResult_t queried = ncclCommGetAsyncError(m_comm, &state);
+      if (queried != ncclSuccess) state = queried;
+    }
+    if (state == ncclSuccess) return Status::ok();
+    if (state != ncclInProgress) {
+      const char* last = ncclGetLastError(m_comm);
+      std::string detail = ncclGetErrorString(state);
+      if (last && *last) detail += std::string(" (") + last + ")";
+      return unavailable(
+          collectiveFailureMessage(work.m_tag, work.m_bytes, "NCCL could not enqueue it", detail));
+    }
+    RETURN_IF_ERROR(failure());
+    const Nanos limit = timeout();
+    if (limit > Nanos(0) && hostNow() - work.m_issuedAt > limit) {
+      return unavailable(
+          collectiveFailureMessage(work.m_tag, work.m_bytes, timeoutReason(limit), ""));
+    }
+    if (spin < 64) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+  Status failed = failure();
+  return failed.isOk() ? unavailable("NCCL " + work.m_tag.name + ": the communicator was aborted")
+                       : failed;
 }
 
 Status NcclCommunicator::waitEventHost(cudaEvent_t event, NcclWork& work) {
@@ -432,13 +561,12 @@ CommWorkPtr NcclCommunicator::issue(CommTag tag, std::span<const std::byte> send
   }
   auto work = std::make_shared<NcclWork>(this, tag, bytes);
   if (deviceSend) {
-    std::unique_lock lock(m_mutex);
-    Status status = enqueueLocked(*work, send.data(), recv.data(), launch, {}, {});
-    if (!status.isOk()) {
-      lock.unlock();
-      return refused(std::move(tag), bytes, status);
+    Status status = enqueue(*work, send.data(), recv.data(), launch, {}, {});
+    if (!status.isOk()) return refused(std::move(tag), bytes, status);
+    {
+      std::lock_guard lock(m_mutex);
+      if (m_failure.isOk()) m_inFlight.push_back(work);
     }
-    m_inFlight.push_back(work);
     m_cv.notify_all();
     return work;
   }
@@ -459,8 +587,7 @@ CommWorkPtr NcclCommunicator::issue(CommTag tag, std::span<const std::byte> send
     ~EventGuard() { cudaEventDestroy(event); }
   } guard{copied};
   {
-    std::unique_lock lock(m_mutex);
-    Status status = enqueueLocked(
+    Status status = enqueue(
         *work, m_stageDevice, m_stageDevice + recvOffset, launch,
         [&]() -> Status {
           CUDA_OR_RETURN(cudaMemcpyAsync(m_stageDevice, m_stageHost, send.size(),
@@ -473,11 +600,11 @@ CommWorkPtr NcclCommunicator::issue(CommTag tag, std::span<const std::byte> send
           CUDA_OR_RETURN(cudaEventRecord(copied, m_commStream));
           return Status::ok();
         });
-    if (!status.isOk()) {
-      lock.unlock();
-      return refused(std::move(tag), bytes, status);
+    if (!status.isOk()) return refused(std::move(tag), bytes, status);
+    {
+      std::lock_guard lock(m_mutex);
+      if (m_failure.isOk()) m_inFlight.push_back(work);
     }
-    m_inFlight.push_back(work);
     m_cv.notify_all();
   }
   Status status = waitEventHost(copied, *work);
@@ -502,7 +629,7 @@ void NcclCommunicator::watchdogLoop() {
   std::vector<InFlightView> views;
   std::unique_lock lock(m_mutex);
   while (!m_stop) {
-    if (m_failure.isOk() && !m_aborted) {
+    if (m_failure.isOk()) {
       views.clear();
       Status eventError;
       for (const auto& work : m_inFlight) {
@@ -513,10 +640,17 @@ void NcclCommunicator::watchdogLoop() {
         views.push_back(InFlightView{work->m_issuedAt, state == cudaSuccess});
       }
       ncclResult_t asyncResult = ncclSuccess;
-      const ncclResult_t queried = ncclCommGetAsyncError(m_comm, &asyncResult);
+      {
+        // try_lock: the issuing thread holds m_ncclMutex only briefly, an abort longer; the
+        // watchdog never waits for it under m_mutex (the next poll asks again).
+        std::unique_lock ncclLock(m_ncclMutex, std::try_to_lock);
+        if (ncclLock.owns_lock() && !m_commGone &&
+            ncclCommGetAsyncError(m_comm, &asyncResult) != ncclSuccess) {
+          asyncResult = ncclSuccess;
+        }
+      }
       const bool asyncError =
-          !eventError.isOk() ||
-          (queried == ncclSuccess && asyncResult != ncclSuccess && asyncResult != ncclInProgress);
+          !eventError.isOk() || (asyncResult != ncclSuccess && asyncResult != ncclInProgress);
       const Nanos now = hostNow();
       const WatchdogDecision decision = decideWatchdog(views, now, m_timeout, asyncError);
       switch (decision.action) {
@@ -534,8 +668,11 @@ void NcclCommunicator::watchdogLoop() {
           break;
         case WatchdogAction::kTimeout: {
           const NcclWork& late = *m_inFlight[decision.index];
-          failLocked(unavailable(
-              collectiveFailureMessage(late.m_tag, late.m_bytes, timeoutReason(m_timeout), "")));
+          Status status = unavailable(
+              collectiveFailureMessage(late.m_tag, late.m_bytes, timeoutReason(m_timeout), ""));
+          lock.unlock();
+          fail(std::move(status));
+          lock.lock();
           break;
         }
         case WatchdogAction::kAsyncError: {
@@ -549,8 +686,11 @@ void NcclCommunicator::watchdogLoop() {
                                                   : std::string(ncclGetErrorString(asyncResult));
           const char* last = ncclGetLastError(m_comm);
           if (eventError.isOk() && last && *last) detail += std::string(" (") + last + ")";
-          failLocked(unavailable(collectiveFailureMessage(
-              tag, bytes, "NCCL reported an asynchronous error (communicator aborted)", detail)));
+          Status status = unavailable(collectiveFailureMessage(
+              tag, bytes, "NCCL reported an asynchronous error (communicator aborted)", detail));
+          lock.unlock();
+          fail(std::move(status));
+          lock.lock();
           break;
         }
         case WatchdogAction::kIdle:
@@ -645,20 +785,34 @@ StatusOr<std::unique_ptr<Communicator>> makeNcclCommunicator(const MpiSession& s
                        (rootError.empty() ? std::string() : ": " + rootError));
   }
   ncclComm_t comm = nullptr;
-  const ncclResult_t result = ncclCommInitRank(&comm, world, root.id, rank);
-  if (result != ncclSuccess) {
+  ncclConfig_t config = nonblockingConfig();
+  const ncclResult_t result = ncclCommInitRankConfig(&comm, world, root.id, rank, &config);
+  Status created = result == ncclSuccess || result == ncclInProgress
+                       ? awaitCreated(comm, "ncclCommInitRankConfig", __LINE__)
+                       : ncclError(result, comm, "ncclCommInitRankConfig", __LINE__);
+  if (!created.isOk()) {
+    if (result != ncclSuccess && result != ncclInProgress && comm) ncclCommAbort(comm);
     MPI_Comm_free(&mpiComm);
-    return ncclError(result, comm, "ncclCommInitRank", __LINE__);
+    return created;
   }
   return finish(comm, rank, world, context, mpiComm);
 }
 
 StatusOr<std::unique_ptr<Communicator>> makeSingleRankNcclCommunicator(cuda::CudaContext& context) {
   CUDA_OR_RETURN(cudaSetDevice(context.device()));
+  // ncclCommInitAll's clique of one, created nonblocking like the multi-rank communicator.
+  ncclUniqueId id{};
+  ncclResult_t result = ncclGetUniqueId(&id);
+  if (result != ncclSuccess) return ncclError(result, nullptr, "ncclGetUniqueId", __LINE__);
   ncclComm_t comm = nullptr;
-  int device = context.device();
-  const ncclResult_t result = ncclCommInitAll(&comm, 1, &device);
-  if (result != ncclSuccess) return ncclError(result, comm, "ncclCommInitAll", __LINE__);
+  ncclConfig_t config = nonblockingConfig();
+  result = ncclCommInitRankConfig(&comm, 1, id, 0, &config);
+  if (result != ncclSuccess && result != ncclInProgress) {
+    Status status = ncclError(result, comm, "ncclCommInitRankConfig", __LINE__);
+    if (comm) ncclCommAbort(comm);
+    return status;
+  }
+  RETURN_IF_ERROR(awaitCreated(comm, "ncclCommInitRankConfig", __LINE__));
   return finish(comm, 0, 1, context, MPI_COMM_NULL);
 }
 

@@ -1,9 +1,15 @@
 // The NCCL backend of Communicator (ProcessGroupNCCL's model, ddp-semantics.md §3.7).
 //
-// Setup: rank 0 creates the ncclUniqueId and MPI_Bcasts it; every rank calls ncclCommInitRank
-// on the CudaContext's device (one GPU per rank: the worker picks device = node-local rank,
-// chooseDevice in nccl_host_logic.h). A single-rank communicator (ncclCommInitAll on one device)
-// serves tests and benchmarks launched without mpirun.
+// Setup: rank 0 creates the ncclUniqueId and MPI_Bcasts it; every rank calls
+// ncclCommInitRankConfig on the CudaContext's device (one GPU per rank: the worker picks device =
+// node-local rank, chooseDevice in nccl_host_logic.h). A single-rank communicator (a clique of
+// one, without MPI) serves tests and benchmarks launched without mpirun. The communicator is
+// NONBLOCKING (config.blocking = 0): no NCCL call blocks a thread on a peer — creation (given
+// 120 s) and each collective's enqueue (the first one connects to the peers; the communicator's
+// timeout) are polled with ncclCommGetAsyncError, so a dead peer cannot hang the issuing thread
+// where the watchdog could not abort it. ncclCommAbort never runs while another thread is inside
+// an NCCL call. Destruction finalizes with a deadline (≤ 10 s) and aborts instead when the
+// communicator failed, work is still pending, or finalization does not quiesce (a dead peer).
 //
 // Streams: the communicator owns a non-blocking communication stream. Each collective records
 // an event on the context's compute stream, makes the comm stream wait on it (so the collective
@@ -54,7 +60,7 @@ namespace ddpscope::runtime::nccl {
 // Collective over every MPI rank of `session`, each on `context`'s device.
 StatusOr<std::unique_ptr<Communicator>> makeNcclCommunicator(const MpiSession& session,
                                                              cuda::CudaContext& context);
-// World size 1 without MPI (ncclCommInitAll on context's device); gatherv is a local copy.
+// World size 1 without MPI (a clique of one on context's device); gatherv is a local copy.
 StatusOr<std::unique_ptr<Communicator>> makeSingleRankNcclCommunicator(cuda::CudaContext& context);
 
 }  // namespace ddpscope::runtime::nccl
