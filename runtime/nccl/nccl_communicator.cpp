@@ -342,6 +342,7 @@ class NcclCommunicator final : public Communicator {
   std::condition_variable m_cv;
   std::deque<std::shared_ptr<NcclWork>> m_inFlight;
   CommObserver* m_observer = nullptr;
+  int m_reporting = 0;  // watchdog reports to the observer in progress (outside m_mutex)
   Nanos m_timeout = Nanos::fromSeconds(60);
   Status m_failure;
   bool m_stop = false;
@@ -620,13 +621,15 @@ CommWorkPtr NcclCommunicator::issue(CommTag tag, std::span<const std::byte> send
 
 bool NcclCommunicator::drain(Nanos limit) {
   std::unique_lock lock(m_mutex);
-  return m_cv.wait_for(lock, std::chrono::nanoseconds(std::max<int64_t>(limit.count(), 0)),
-                       [this] { return m_inFlight.empty() || !m_failure.isOk(); });
+  return m_cv.wait_for(lock, std::chrono::nanoseconds(std::max<int64_t>(limit.count(), 0)), [this] {
+    return m_reporting == 0 && (m_inFlight.empty() || !m_failure.isOk());
+  });
 }
 
 void NcclCommunicator::watchdogLoop() {
   cudaSetDevice(m_context.device());
   std::vector<InFlightView> views;
+  std::vector<std::shared_ptr<NcclWork>> finished;
   std::unique_lock lock(m_mutex);
   while (!m_stop) {
     if (m_failure.isOk()) {
@@ -654,18 +657,34 @@ void NcclCommunicator::watchdogLoop() {
       const Nanos now = hostNow();
       const WatchdogDecision decision = decideWatchdog(views, now, m_timeout, asyncError);
       switch (decision.action) {
-        case WatchdogAction::kComplete:
+        case WatchdogAction::kComplete: {
+          finished.clear();
           for (size_t i = 0; i < decision.completedCount; ++i) {
             std::shared_ptr<NcclWork> work = std::move(m_inFlight.front());
             m_inFlight.pop_front();
             fillTimesLocked(*work);
-            if (m_observer && work->m_tag.record) {
-              m_observer->onCollective(work->m_tag, work->m_bytes, work->startTime(),
+            finished.push_back(std::move(work));
+          }
+          // The observer runs without m_mutex (it takes its own locks; wait()/test() and the
+          // issuing thread must not wait for it). m_reporting keeps drain() — setObserver, the
+          // destructor — waiting until these reports are done.
+          CommObserver* observer = m_observer;
+          ++m_reporting;
+          lock.unlock();
+          if (observer) {
+            for (const auto& work : finished) {
+              if (work->m_tag.record) {
+                observer->onCollective(work->m_tag, work->m_bytes, work->startTime(),
                                        work->endTime());
+              }
             }
           }
+          finished.clear();  // destroys the events outside the lock too
+          lock.lock();
+          --m_reporting;
           m_cv.notify_all();
           break;
+        }
         case WatchdogAction::kTimeout: {
           const NcclWork& late = *m_inFlight[decision.index];
           Status status = unavailable(
