@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -740,15 +741,22 @@ Status NcclCommunicator::gatherv(std::span<const std::byte> send, int root,
     if (out) out->assign(1, std::vector<std::byte>(send.begin(), send.end()));
     return Status::ok();
   }
+  // MPI counts are int (as the MPI communicator's gatherv).
+  if (send.size() > static_cast<size_t>(INT_MAX)) {
+    return invalidArgument("NCCL gatherv: a blob of more than INT_MAX bytes");
+  }
   const int mySize = static_cast<int>(send.size());
   std::vector<int> sizes(static_cast<size_t>(m_world), 0);
   int rc = MPI_Gather(&mySize, 1, MPI_INT, sizes.data(), 1, MPI_INT, root, m_mpiComm);
   if (rc != MPI_SUCCESS) return mpiError(rc, "MPI_Gather", __LINE__);
   std::vector<int> displacements(static_cast<size_t>(m_world), 0);
-  int total = 0;
+  int64_t total = 0;
   for (int r = 0; r < m_world; ++r) {
-    displacements[static_cast<size_t>(r)] = total;
+    displacements[static_cast<size_t>(r)] = static_cast<int>(std::min<int64_t>(total, INT_MAX));
     total += sizes[static_cast<size_t>(r)];
+  }
+  if (m_rank == root && total > INT_MAX) {
+    return invalidArgument("NCCL gatherv: more than INT_MAX bytes in total");
   }
   std::vector<std::byte> all(m_rank == root ? static_cast<size_t>(total) : 0);
   rc = MPI_Gatherv(send.data(), mySize, MPI_BYTE, all.data(), sizes.data(), displacements.data(),
