@@ -466,6 +466,7 @@ Status NcclCommunicator::enqueue(NcclWork& work, const void* send, void* recv, c
   CUDA_OR_RETURN(cudaEventRecord(work.m_start, m_commStream));
   work.m_issuedAt = hostNow();
   ncclResult_t result = ncclSuccess;
+  Status launchError;
   {
     std::lock_guard lock(m_ncclMutex);
     if (m_commGone) {
@@ -475,12 +476,14 @@ Status NcclCommunicator::enqueue(NcclWork& work, const void* send, void* recv, c
                  : failed;
     }
     result = launch(send, recv, m_commStream);
+    // ncclGetLastError(comm) while the comm is still alive (the watchdog may abort it next).
+    if (result != ncclSuccess && result != ncclInProgress) {
+      launchError = ncclError(result, m_comm, work.m_tag.name.c_str(), __LINE__);
+    }
   }
   // From here on the peers may already be in this collective: an error fails the communicator
   // (it cannot be retried or skipped on this rank alone).
-  Status status = result == ncclSuccess || result == ncclInProgress
-                      ? waitEnqueued(work)
-                      : ncclError(result, m_comm, work.m_tag.name.c_str(), __LINE__);
+  Status status = launchError.isOk() ? waitEnqueued(work) : launchError;
   if (status.isOk()) {
     error = cudaEventRecord(work.m_end, m_commStream);
     if (error != cudaSuccess) status = cudaError(error, "cudaEventRecord(end)", __LINE__);
@@ -499,17 +502,20 @@ Status NcclCommunicator::waitEnqueued(const NcclWork& work) {
   // ncclInProgress, so the end event must not be recorded before.
   for (int spin = 0;; ++spin) {
     ncclResult_t state = ncclSuccess;
+    std::string detail;
     {
       std::lock_guard lock(m_ncclMutex);
       if (m_commGone) break;
       const ncclResult_t queried = ncclCommGetAsyncError(m_comm, &state);
       if (queried != ncclSuccess) state = queried;
+      if (state != ncclSuccess && state != ncclInProgress) {
+        detail = ncclGetErrorString(state);
+        const char* last = ncclGetLastError(m_comm);  // while the comm is alive
+        if (last && *last) detail += std::string(" (") + last + ")";
+      }
     }
     if (state == ncclSuccess) return Status::ok();
     if (state != ncclInProgress) {
-      const char* last = ncclGetLastError(m_comm);
-      std::string detail = ncclGetErrorString(state);
-      if (last && *last) detail += std::string(" (") + last + ")";
       return unavailable(
           collectiveFailureMessage(work.m_tag, work.m_bytes, "NCCL could not enqueue it", detail));
     }
