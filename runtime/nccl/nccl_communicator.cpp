@@ -467,19 +467,20 @@ Status NcclCommunicator::enqueue(NcclWork& work, const void* send, void* recv, c
   work.m_issuedAt = hostNow();
   ncclResult_t result = ncclSuccess;
   Status launchError;
+  bool gone = false;
   {
     std::lock_guard lock(m_ncclMutex);
-    if (m_commGone) {
-      Status failed = failure();
-      return failed.isOk()
-                 ? unavailable("NCCL " + work.m_tag.name + ": the communicator was aborted")
-                 : failed;
-    }
-    result = launch(send, recv, m_commStream);
+    gone = m_commGone;
+    if (!gone) result = launch(send, recv, m_commStream);
     // ncclGetLastError(comm) while the comm is still alive (the watchdog may abort it next).
     if (result != ncclSuccess && result != ncclInProgress) {
       launchError = ncclError(result, m_comm, work.m_tag.name.c_str(), __LINE__);
     }
+  }
+  if (gone) {  // m_mutex is not taken under m_ncclMutex
+    Status failed = failure();
+    return failed.isOk() ? unavailable("NCCL " + work.m_tag.name + ": the communicator was aborted")
+                         : failed;
   }
   // From here on the peers may already be in this collective: an error fails the communicator
   // (it cannot be retried or skipped on this rank alone).
