@@ -180,6 +180,12 @@ StatusOr<std::unique_ptr<Layer>> makeLayerUnchecked(const models::LayerSpec& spe
     int64_t stride = attrs.integer("stride", k), pad = attrs.integer("padding", 0);
     RETURN_IF_ERROR(attrs.status());
     if (k <= 0 || stride <= 0) return invalidArgument("kernel_size and stride must be > 0");
+    // PyTorch's rule: a larger padding lets a window fall entirely into the padding, where no
+    // input element (and so no argmax) exists.
+    if (pad < 0 || pad > k / 2) {
+      return invalidArgument("padding " + std::to_string(pad) +
+                             " must be between 0 and kernel_size / 2 = " + std::to_string(k / 2));
+    }
     return makeMaxPool2dLayer(k, stride, pad);
   }
   if (type == "AdaptiveAvgPool2d") {

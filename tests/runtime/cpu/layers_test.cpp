@@ -492,6 +492,17 @@ TEST(AdaptiveAvgPool2dLayerTest, BackwardMatchesFiniteDifferences) {
   binned.check({randomTensor({1, 2, 5, 3}, 2)}, {});
 }
 
+TEST(LayerFactoryTest, MaxPoolPaddingAboveHalfTheKernelIsRefused) {
+  StatusOr<std::unique_ptr<Layer>> layer =
+      makeLayer(layerSpec("MaxPool2d", {{"kernel_size", 3}, {"stride", 2}, {"padding", 2}}, "pool"),
+                LayerBinding{});
+  ASSERT_FALSE(layer.isOk());
+  EXPECT_EQ(layer.status().message(),
+            "layer pool: padding 2 must be between 0 and kernel_size / 2 = 1");
+  EXPECT_TRUE(
+      makeLayer(layerSpec("MaxPool2d", {{"kernel_size", 3}, {"padding", 1}}, "pool"), {}).isOk());
+}
+
 TEST(LayerFactoryTest, UnsupportedTypeAndBadShapesAreClearErrors) {
   StatusOr<std::unique_ptr<Layer>> layer = makeLayer(layerSpec("Conv3d", {}, "c"), LayerBinding{});
   ASSERT_FALSE(layer.isOk());

@@ -205,7 +205,9 @@ class CudaLayerTest : public testing::CudaTest {
       }
     }
     ASSERT_TRUE(context().gradDevice().synchronize().isOk());
-    if (c.sync) EXPECT_EQ(syncCalls % 2, 0);  // CPU and GPU each call it the same times
+    if (c.sync) {
+      EXPECT_EQ(syncCalls % 2, 0);  // CPU and GPU each call it the same times
+    }
   }
 
   void runAllPrecisions(const LayerCase& c) {
