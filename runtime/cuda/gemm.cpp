@@ -20,18 +20,9 @@ int64_t operandExtent(int64_t rows, int64_t cols, int64_t ld, int64_t batch, int
 }
 
 Status Gemm::run(const GemmArgs& g) {
-  RowMajorGemm rowMajor;
-  rowMajor.transA = g.transA;
-  rowMajor.transB = g.transB;
-  rowMajor.m = g.m;
-  rowMajor.n = g.n;
-  rowMajor.k = g.k;
-  rowMajor.lda = g.lda;
-  rowMajor.ldb = g.ldb;
-  rowMajor.ldc = g.ldc;
-  RETURN_IF_ERROR(validateGemm(rowMajor));
+  RETURN_IF_ERROR(validateGemm(g));
   if (g.m == 0 || g.n == 0 || g.batch <= 0) return Status::ok();
-  const ColumnMajorGemm cm = toColumnMajor(rowMajor);
+  const ColumnMajorGemm cm = toColumnMajor(g);
   // The first cuBLAS operand is the row-major B, the second the row-major A.
   const void* first = g.b;
   const void* second = g.a;

@@ -18,17 +18,14 @@
 
 namespace ddpscope::runtime::cuda {
 
-struct GemmArgs {
-  bool transA = false, transB = false;
-  int64_t m = 0, n = 0, k = 0;
+// The row-major shape (transposes, m/n/k, leading dimensions: RowMajorGemm, host_logic.h) plus
+// the operands, scalars and batch strides.
+struct GemmArgs : RowMajorGemm {
   float alpha = 1.0f;
   const float* a = nullptr;
-  int64_t lda = 0;
   const float* b = nullptr;
-  int64_t ldb = 0;
   float beta = 0.0f;
   float* c = nullptr;
-  int64_t ldc = 0;
   int64_t batch = 1;  // > 1: strided batch (strides in elements)
   int64_t strideA = 0, strideB = 0, strideC = 0;
 };
