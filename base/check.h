@@ -1,5 +1,6 @@
 // CHECK macros for broken invariants: print file:line and the condition, then abort.
-// Recoverable errors are Status values (base/status.h), never CHECKs.
+// Recoverable errors are Status values (base/status.h), never CHECKs. Every macro carries the
+// DDPSCOPE_ prefix so that none collides with another library's CHECK (glog, Abseil, Qt tests).
 #pragma once
 
 #include <cstdio>
@@ -21,10 +22,9 @@
     }                                                                                           \
   } while (0)
 
-#define CHECK(cond) DDPSCOPE_CHECK(cond)
-#define CHECK_EQ(a, b) DDPSCOPE_CHECK((a) == (b))
-#define CHECK_NE(a, b) DDPSCOPE_CHECK((a) != (b))
-#define CHECK_LT(a, b) DDPSCOPE_CHECK((a) < (b))
-#define CHECK_LE(a, b) DDPSCOPE_CHECK((a) <= (b))
-#define CHECK_GE(a, b) DDPSCOPE_CHECK((a) >= (b))
-#define CHECK_GT(a, b) DDPSCOPE_CHECK((a) > (b))
+#define DDPSCOPE_CHECK_EQ(a, b) DDPSCOPE_CHECK((a) == (b))
+#define DDPSCOPE_CHECK_NE(a, b) DDPSCOPE_CHECK((a) != (b))
+#define DDPSCOPE_CHECK_LT(a, b) DDPSCOPE_CHECK((a) < (b))
+#define DDPSCOPE_CHECK_LE(a, b) DDPSCOPE_CHECK((a) <= (b))
+#define DDPSCOPE_CHECK_GE(a, b) DDPSCOPE_CHECK((a) >= (b))
+#define DDPSCOPE_CHECK_GT(a, b) DDPSCOPE_CHECK((a) > (b))

@@ -1,5 +1,6 @@
 #include "base/nanos.h"
 
+#include <chrono>
 #include <cmath>
 
 namespace ddpscope {
@@ -10,6 +11,12 @@ Nanos Nanos::fromMicrosDouble(double us) {
 
 Nanos Nanos::fromSecondsDouble(double s) {
   return Nanos(static_cast<int64_t>(std::llround(s * 1e9)));
+}
+
+Nanos steadyNow() {
+  return Nanos(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                   std::chrono::steady_clock::now().time_since_epoch())
+                   .count());
 }
 
 }  // namespace ddpscope

@@ -48,6 +48,10 @@ class Nanos {
   int64_t m_ns = 0;
 };
 
+// The host's monotonic clock (std::chrono::steady_clock) as Nanos since its epoch: the one
+// conversion from a steady clock to Nanos (profilers, watchdogs, progress, timing).
+Nanos steadyNow();
+
 constexpr Nanos minNanos(Nanos a, Nanos b) {
   return a < b ? a : b;
 }

@@ -238,7 +238,7 @@ Status Reducer::markVariableReady(int paramIndex, bool gradDefined) {
   m_actions->copyIntoBucket(copy);
 
   int& pendingCount = m_pending[static_cast<size_t>(location.bucket)];
-  CHECK_GT(pendingCount, 0);
+  DDPSCOPE_CHECK_GT(pendingCount, 0);
   if (--pendingCount == 0) markBucketReady(location.bucket);
 
   if (m_nextBucket == m_plan.numBuckets()) {

@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "base/json_errors.h"
 #include "base/strings.h"
+#include "io/json_reader.h"
 #include "models/model_spec.h"
 
 namespace ddpscope::models {
@@ -40,20 +40,17 @@ std::string joinNames(const std::vector<std::string>& names) {
   return out;
 }
 
-class ModelParser {
+class ModelParser : private io::JsonReader {
  public:
-  explicit ModelParser(std::string origin) : m_origin(std::move(origin)) {}
+  explicit ModelParser(std::string origin) : io::JsonReader(std::move(origin)) {}
 
   StatusOr<ModelSpec> parse(std::string_view text) {
-    ASSIGN_OR_RETURN(Json root, parseJsonObject(text, m_origin));
+    ASSIGN_OR_RETURN(Json root, parseJsonObject(text, origin()));
 
     ModelSpec spec;
-    spec.origin = m_origin;
+    spec.origin = origin();
     ASSIGN_OR_RETURN(spec.name, requiredString(root, "", "name"));
-    if (const Json* description = find(root, "description")) {
-      if (!description->is_string()) return error("description", "a string", description);
-      spec.description = description->get<std::string>();
-    }
+    ASSIGN_OR_RETURN(spec.description, string(root, "", "description", ""));
     RETURN_IF_ERROR(parseInputs(root, spec));
     RETURN_IF_ERROR(parseParams(root, spec));
     RETURN_IF_ERROR(parseBuffers(root, spec));
@@ -62,36 +59,6 @@ class ModelParser {
   }
 
  private:
-  Status error(const std::string& path, const std::string& expected, const Json* got) const {
-    return jsonFieldError(m_origin, path, expected, got);
-  }
-
-  static const Json* find(const Json& object, std::string_view key) {
-    return findJsonMember(object, key);
-  }
-
-  StatusOr<std::string> requiredString(const Json& object, const std::string& path,
-                                       std::string_view key) const {
-    const Json* value = find(object, key);
-    if (value == nullptr || !value->is_string() || value->get_ref<const std::string&>().empty()) {
-      return error(jsonKeyPath(path, key), "a non-empty string", value);
-    }
-    return value->get<std::string>();
-  }
-
-  // An integer in [minValue, maxValue]; `expected` words the range for the message.
-  StatusOr<int64_t> integer(const Json& value, const std::string& path, int64_t minValue,
-                            int64_t maxValue, const std::string& expected) const {
-    if (!value.is_number_integer()) return error(path, expected, &value);
-    if (value.is_number_unsigned() &&
-        value.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      return error(path, expected, &value);
-    }
-    int64_t result = value.get<int64_t>();
-    if (result < minValue || result > maxValue) return error(path, expected, &value);
-    return result;
-  }
-
   Status parseInputs(const Json& root, ModelSpec& spec) const {
     const Json* inputs = find(root, "inputs");
     if (inputs == nullptr) return Status::ok();
@@ -103,9 +70,9 @@ class ModelParser {
     };
     for (const auto& [key, target] : fields) {
       if (const Json* value = find(*inputs, key)) {
-        ASSIGN_OR_RETURN(*target,
-                         integer(*value, jsonKeyPath("inputs", key), 0,
-                                 std::numeric_limits<int64_t>::max(), "a non-negative integer"));
+        ASSIGN_OR_RETURN(
+            *target, integerValue(*value, jsonKeyPath("inputs", key), 0,
+                                  std::numeric_limits<int64_t>::max(), "a non-negative integer"));
       }
     }
     return Status::ok();
@@ -125,8 +92,8 @@ class ModelParser {
     }
     int64_t numel = 1;
     for (size_t i = 0; i < value->size(); ++i) {
-      ASSIGN_OR_RETURN(int64_t dim, integer((*value)[i], jsonIndexPath(shapePath, i), minDim,
-                                            std::numeric_limits<int64_t>::max(), expectedDim));
+      ASSIGN_OR_RETURN(int64_t dim, integerValue((*value)[i], jsonIndexPath(shapePath, i), minDim,
+                                                 std::numeric_limits<int64_t>::max(), expectedDim));
       if (dim > 0 && numel > std::numeric_limits<int64_t>::max() / dim) {
         return error(shapePath, "a shape whose element count fits in int64", value);
       }
@@ -145,7 +112,7 @@ class ModelParser {
     }
     StatusOr<DType> dtype = parseDType(value->get<std::string>());
     if (!dtype.isOk()) {
-      return invalidArgument(m_origin + ": " + dtypePath + ": " + dtype.status().message());
+      return invalidArgument(origin() + ": " + dtypePath + ": " + dtype.status().message());
     }
     return dtype;
   }
@@ -307,20 +274,21 @@ class ModelParser {
     UsePattern use;
     constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
     if (const Json* period = find(value, "period")) {
-      ASSIGN_OR_RETURN(
-          use.period, integer(*period, jsonKeyPath(path, "period"), 1, kMaxInt, "an integer >= 1"));
+      ASSIGN_OR_RETURN(use.period, integerValue(*period, jsonKeyPath(path, "period"), 1, kMaxInt,
+                                                "an integer >= 1"));
     }
     if (const Json* phase = find(value, "phase")) {
-      ASSIGN_OR_RETURN(use.phase, integer(*phase, jsonKeyPath(path, "phase"), 0, use.period - 1,
-                                          "an integer in [0, " + std::to_string(use.period) +
-                                              ") (0 <= phase < period)"));
+      ASSIGN_OR_RETURN(use.phase,
+                       integerValue(*phase, jsonKeyPath(path, "phase"), 0, use.period - 1,
+                                    "an integer in [0, " + std::to_string(use.period) +
+                                        ") (0 <= phase < period)"));
     }
     if (const Json* ranks = find(value, "ranks")) {
       const std::string ranksPath = jsonKeyPath(path, "ranks");
       if (!ranks->is_array()) return error(ranksPath, "an array of rank numbers", ranks);
       for (size_t i = 0; i < ranks->size(); ++i) {
-        ASSIGN_OR_RETURN(int64_t rank, integer((*ranks)[i], jsonIndexPath(ranksPath, i), 0, kMaxInt,
-                                               "a non-negative integer rank"));
+        ASSIGN_OR_RETURN(int64_t rank, integerValue((*ranks)[i], jsonIndexPath(ranksPath, i), 0,
+                                                    kMaxInt, "a non-negative integer rank"));
         use.ranks.push_back(static_cast<int>(rank));
       }
     }
@@ -405,7 +373,6 @@ class ModelParser {
     return Status::ok();
   }
 
-  std::string m_origin;
   std::map<std::string, int> m_paramIndex;  // parameter name -> index
 };
 

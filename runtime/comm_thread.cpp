@@ -13,9 +13,7 @@
 namespace ddpscope::runtime {
 
 Nanos CollectiveBackend::now() const {
-  return Nanos(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                   std::chrono::steady_clock::now().time_since_epoch())
-                   .count());
+  return steadyNow();
 }
 
 void CollectiveBackend::abort(int exitCode) {

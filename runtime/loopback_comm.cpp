@@ -140,7 +140,7 @@ class LoopbackBackend final : public CollectiveBackend {
 }  // namespace
 
 std::vector<std::unique_ptr<Communicator>> makeLoopbackGroup(int worldSize) {
-  CHECK_GT(worldSize, 0);
+  DDPSCOPE_CHECK_GT(worldSize, 0);
   auto rv = std::make_shared<Rendezvous>(worldSize);
   std::vector<std::unique_ptr<Communicator>> group;
   for (int r = 0; r < worldSize; ++r) {

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "base/median.h"
 #include "traces/overlap.h"
 
 namespace ddpscope::runtime {
@@ -310,13 +311,6 @@ StatusOr<traces::Timeline> gatherTimeline(Communicator& comm, const Profiler& pr
 // ---- summary -----------------------------------------------------------------------------
 
 namespace {
-
-Nanos median(std::vector<Nanos> values) {
-  if (values.empty()) return Nanos(0);
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 ? values[n / 2] : Nanos((values[n / 2 - 1].count() + values[n / 2].count()) / 2);
-}
 
 // Total length of `lane` spans of `category` inside [start, end) (host-lane windows do not nest
 // within one category, so a plain sum is exact).

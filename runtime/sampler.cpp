@@ -32,9 +32,9 @@ DistributedSampler::DistributedSampler(int64_t datasetSize, int worldSize, int r
       m_rank(rank),
       m_seed(seed),
       m_shuffle(shuffle) {
-  CHECK_GT(datasetSize, 0);
-  CHECK_GT(worldSize, 0);
-  CHECK(rank >= 0 && rank < worldSize);
+  DDPSCOPE_CHECK_GT(datasetSize, 0);
+  DDPSCOPE_CHECK_GT(worldSize, 0);
+  DDPSCOPE_CHECK(rank >= 0 && rank < worldSize);
   m_numSamples = (datasetSize + worldSize - 1) / worldSize;  // ceil(N / world)
 }
 

@@ -12,7 +12,7 @@ namespace {
 int64_t shapeNumel(const std::vector<int64_t>& shape) {
   int64_t numel = 1;
   for (int64_t dim : shape) {
-    CHECK_GE(dim, 0);
+    DDPSCOPE_CHECK_GE(dim, 0);
     numel *= dim;
   }
   return numel;
@@ -61,7 +61,7 @@ const std::vector<float>& Tensor::values() const {
 }
 
 void Tensor::setView(float* external, std::vector<int64_t> shape) {
-  CHECK(external != nullptr);
+  DDPSCOPE_CHECK(external != nullptr);
   m_viewNumel = shapeNumel(shape);
   m_shape = std::move(shape);
   m_view = external;
@@ -69,13 +69,13 @@ void Tensor::setView(float* external, std::vector<int64_t> shape) {
 }
 
 void Tensor::reshape(std::vector<int64_t> shape) {
-  CHECK_EQ(shapeNumel(shape), numel());
+  DDPSCOPE_CHECK_EQ(shapeNumel(shape), numel());
   m_shape = std::move(shape);
 }
 
 void Tensor::resize(std::vector<int64_t> shape) {
   if (m_view) {
-    CHECK_EQ(shapeNumel(shape), m_viewNumel);
+    DDPSCOPE_CHECK_EQ(shapeNumel(shape), m_viewNumel);
   } else {
     m_values.resize(static_cast<size_t>(shapeNumel(shape)));
   }

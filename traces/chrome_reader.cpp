@@ -24,10 +24,6 @@ namespace {
 
 using Json = nlohmann::json;
 
-bool startsWith(std::string_view text, std::string_view prefix) {
-  return text.substr(0, prefix.size()) == prefix;
-}
-
 // ---- pid / tid keys ----
 
 // A pid or tid: an integer, or a string interned to an id.
@@ -348,7 +344,7 @@ class TraceSaxHandler {
     std::string what = ex.what();
     // "[json.exception.parse_error.101] parse error at line 1, column 7: syntax error ..."
     if (size_t close = what.find("] ");
-        what.rfind("[json.exception.", 0) == 0 && close != std::string::npos) {
+        what.starts_with("[json.exception.") && close != std::string::npos) {
       what = what.substr(close + 2);
     }
     m_status = invalidArgument(m_source + ": invalid JSON at byte " + std::to_string(position) +
@@ -1087,7 +1083,7 @@ StatusOr<Timeline> TraceSaxHandler::finish() {
                                       : "pid " + std::to_string(process.pid.value);
         name = processName + ": " + name;
       }
-      bool gpuLane = raw.gpuEvents || startsWith(raw.threadName, "stream ");
+      bool gpuLane = raw.gpuEvents || raw.threadName.starts_with("stream ");
       for (uint32_t index : raw.unresolved) {
         Span& span = raw.spans[index];
         span.category = gpuLane ? classifyGpuKernel(span.name) : classifyHostEvent(span.name);

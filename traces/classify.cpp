@@ -4,10 +4,6 @@ namespace ddpscope::traces {
 
 namespace {
 
-bool startsWith(std::string_view text, std::string_view prefix) {
-  return text.substr(0, prefix.size()) == prefix;
-}
-
 bool contains(std::string_view text, std::string_view needle) {
   return text.find(needle) != std::string_view::npos;
 }
@@ -39,34 +35,34 @@ Category collectiveFromName(std::string_view name) {
 }
 
 bool isCudaLaunchKernel(std::string_view name) {
-  return startsWith(name, "cuda") && contains(name, "LaunchKernel");
+  return name.starts_with("cuda") && contains(name, "LaunchKernel");
 }
 
 }  // namespace
 
 Category classifyGpuKernel(std::string_view name) {
   // 1. communication
-  if (startsWith(name, "nccl") || startsWith(name, "hip") || startsWith(name, "hccl") ||
+  if (name.starts_with("nccl") || name.starts_with("hip") || name.starts_with("hccl") ||
       contains(name, "ncclKernel")) {
     return collectiveFromName(name);
   }
   // 2. memory
-  if (startsWith(name, "Memcpy") || startsWith(name, "Memset") || startsWith(name, "dma")) {
+  if (name.starts_with("Memcpy") || name.starts_with("Memset") || name.starts_with("dma")) {
     return Category::kCopy;
   }
   // 3. computation unless excluded
-  bool excluded = startsWith(name, "runFunction") || startsWith(name, "Stream Wait Event") ||
+  bool excluded = name.starts_with("runFunction") || name.starts_with("Stream Wait Event") ||
                   isCudaLaunchKernel(name) || contains(name, "Memcpy") ||
                   contains(name, "Memset") || contains(name, "dma") || contains(name, "Sync");
   return excluded ? Category::kOther : Category::kCompute;
 }
 
 Category classifyHostEvent(std::string_view name) {
-  if (startsWith(name, "ProfilerStep#")) return Category::kIteration;
-  if (startsWith(name, "DistributedDataParallel.forward")) return Category::kForward;
-  if (startsWith(name, "autograd::engine::evaluate_function")) return Category::kBackward;
-  if (startsWith(name, "Optimizer.")) return Category::kOptimizer;
-  if (startsWith(name, "c10d::") || startsWith(name, "nccl:") || name == "record_param_comms") {
+  if (name.starts_with("ProfilerStep#")) return Category::kIteration;
+  if (name.starts_with("DistributedDataParallel.forward")) return Category::kForward;
+  if (name.starts_with("autograd::engine::evaluate_function")) return Category::kBackward;
+  if (name.starts_with("Optimizer.")) return Category::kOptimizer;
+  if (name.starts_with("c10d::") || name.starts_with("nccl:") || name == "record_param_comms") {
     return collectiveFromName(name);
   }
   return Category::kOther;

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <utility>
 
+#include "base/median.h"
 #include "traces/chrome_reader.h"
 #include "traces/classify.h"
 #include "traces/overlap.h"
@@ -15,9 +16,6 @@
 namespace ddpscope::traces {
 namespace {
 
-bool startsWith(std::string_view s, std::string_view prefix) {
-  return s.substr(0, prefix.size()) == prefix;
-}
 bool contains(std::string_view s, std::string_view part) {
   return s.find(part) != std::string_view::npos;
 }
@@ -112,7 +110,7 @@ const char* collectiveVerb(Category c) {
 }
 
 bool isHostCollectiveName(std::string_view name) {
-  return startsWith(name, "c10d::") || startsWith(name, "gloo:") || startsWith(name, "nccl:") ||
+  return name.starts_with("c10d::") || name.starts_with("gloo:") || name.starts_with("nccl:") ||
          name == "record_param_comms";
 }
 
@@ -170,7 +168,7 @@ Status importOneRank(const std::string& path, const Timeline& source, RankBuild&
           windows.push_back({*n, s.start, s.end()});
           out.iterationStart[*n] = s.start;
         }
-      } else if (startsWith(s.name, "DistributedDataParallel.forward")) {
+      } else if (s.name.starts_with("DistributedDataParallel.forward")) {
         forwardWindows.emplace_back(s.start, s.end());
       }
     }
@@ -212,27 +210,27 @@ Status importOneRank(const std::string& path, const Timeline& source, RankBuild&
     Nanos takenEnd = Nanos(INT64_MIN);
     for (const Span& s : lane.spans) {
       const std::string_view name = s.name;
-      if (startsWith(name, "gloo:")) gloo.push_back({&s, false});
+      if (name.starts_with("gloo:")) gloo.push_back({&s, false});
       if (name == "record_param_comms") paramComms.push_back({&s, false});
-      if (startsWith(name, "c10d::") || startsWith(name, "nccl:")) c10d.push_back({&s, false});
+      if (name.starts_with("c10d::") || name.starts_with("nccl:")) c10d.push_back({&s, false});
       if (s.start < takenEnd) continue;  // inside an op already taken
-      if (s.category == Category::kIteration || startsWith(name, "DistributedDataParallel.")) {
+      if (s.category == Category::kIteration || name.starts_with("DistributedDataParallel.")) {
         continue;  // containers: descend
       }
       const std::string_view cat = s.args.getString("cat").value_or("");
       constexpr std::string_view kEval = "autograd::engine::evaluate_function: ";
-      if (startsWith(name, kEval)) {
+      if (name.starts_with(kEval)) {
         out.spans.push_back({hostOps, Span{std::string(name.substr(kEval.size())),
                                            Category::kBackward,
                                            s.start,
                                            s.duration,
                                            {}}});
-      } else if (startsWith(name, "Optimizer.")) {
+      } else if (name.starts_with("Optimizer.")) {
         out.spans.push_back({hostOps, Span{s.name, Category::kOptimizer, s.start, s.duration, {}}});
       } else if (contains(name, "copy_bucket_to_grad")) {
         out.spans.push_back({kDdpGroup, Span{s.name, Category::kCopy, s.start, s.duration, {}}});
       } else if (isHostCollectiveName(name)) {
-        if (startsWith(name, "c10d::")) hostLaunches.push_back(&s);
+        if (name.starts_with("c10d::")) hostLaunches.push_back(&s);
       } else if (cat == "cpu_op") {
         out.spans.push_back(
             {hostOps, Span{s.name,
@@ -354,7 +352,7 @@ Status importOneRank(const std::string& path, const Timeline& source, RankBuild&
 
 // The layer kind a forward aten op computes ("" for views, allocations, ...).
 std::string_view forwardOpKind(std::string_view name) {
-  if (!startsWith(name, "aten::")) return "";
+  if (!name.starts_with("aten::")) return "";
   const std::string_view op = name.substr(6);
   static const std::map<std::string_view, std::string_view> kKinds = {
       {"linear", "Linear"},
@@ -418,8 +416,8 @@ std::string_view layerKind(std::string_view type) {
   if (type == "Linear" || type == "Conv1D" || type == "NonDynamicallyQuantizableLinear") {
     return "Linear";  // Hugging Face Conv1D computes addmm
   }
-  if (startsWith(type, "Conv")) return "Conv";
-  if (startsWith(type, "BatchNorm") || type == "SyncBatchNorm") return "BatchNorm";
+  if (type.starts_with("Conv")) return "Conv";
+  if (type.starts_with("BatchNorm") || type == "SyncBatchNorm") return "BatchNorm";
   for (std::string_view k :
        {"LayerNorm", "GroupNorm", "Embedding", "ReLU6", "ReLU", "GELU", "Tanh", "Sigmoid", "SiLU",
         "MaxPool2d", "AdaptiveAvgPool2d", "Dropout", "Add"}) {
@@ -558,13 +556,6 @@ class LanePlacer {
   LaneKind m_kind;
   std::vector<PlacedLane> m_lanes;
 };
-
-Nanos median(std::vector<Nanos> v) {
-  if (v.empty()) return Nanos(0);
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : Nanos((v[n / 2 - 1].count() + v[n / 2].count()) / 2);
-}
 
 }  // namespace
 

@@ -2,7 +2,6 @@
 
 #include <QFutureWatcher>
 #include <QtConcurrent/QtConcurrentRun>
-#include <chrono>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -66,12 +65,6 @@ StatusOr<sim::SimOptions> makeOptions(const WhatIfSettings& s) {
   return o;
 }
 
-int64_t nowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 }  // namespace
 
 std::vector<std::string> WhatIfSettings::cliArgs() const {
@@ -115,10 +108,10 @@ StatusOr<WhatIfResult> runWhatIf(const WhatIfSettings& settings, bool recordTrac
                    sim::makeWorldLayout(cluster, std::nullopt, settings.worldSize));
   ASSIGN_OR_RETURN(sim::SimOptions options, makeOptions(settings));
   options.recordTrace = recordTrace;
-  int64_t t0 = nowNs();
+  const Nanos t0 = steadyNow();
   ASSIGN_OR_RETURN(sim::SimResult result, sim::simulate(model, cluster, layout, options));
   WhatIfResult out;
-  out.simulateNs = nowNs() - t0;
+  out.simulateNs = (steadyNow() - t0).count();
   out.settings = settings;
   out.layout = layout;
   out.summary = std::move(result.summary);

@@ -1,6 +1,5 @@
 #include "runtime/cuda/cuda_context.h"
 
-#include <chrono>
 #include <cstdlib>
 #include <string>
 #include <utility>
@@ -183,12 +182,6 @@ StatusOr<Nanos> CudaContext::hostTimeOf(cudaEvent_t event) const {
   float elapsedMs = 0;
   DDPSCOPE_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&elapsedMs, m_anchorEvent, event));
   return eventHostTime(m_anchorHost, elapsedMs);
-}
-
-Nanos steadyNow() {
-  return Nanos(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                   std::chrono::steady_clock::now().time_since_epoch())
-                   .count());
 }
 
 }  // namespace ddpscope::runtime::cuda

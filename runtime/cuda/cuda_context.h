@@ -77,7 +77,4 @@ class CudaContext {
   std::unique_ptr<GradDevice> m_gradDevice;
 };
 
-// Host steady clock in ns (the clock of Communicator::now and the Profiler).
-Nanos steadyNow();
-
 }  // namespace ddpscope::runtime::cuda

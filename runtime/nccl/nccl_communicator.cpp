@@ -24,12 +24,6 @@
 namespace ddpscope::runtime::nccl {
 namespace {
 
-Nanos hostNow() {
-  return Nanos(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                   std::chrono::steady_clock::now().time_since_epoch())
-                   .count());
-}
-
 std::string fileLine(int line) {
   return "nccl_communicator.cpp:" + std::to_string(line) + ": ";
 }
@@ -112,7 +106,7 @@ ncclConfig_t nonblockingConfig() {
 
 // Waits until a nonblocking communicator's creation finished; aborts it on error or timeout.
 Status awaitCreated(ncclComm_t comm, const char* what, int line) {
-  const Nanos deadline = hostNow() + kInitTimeout;
+  const Nanos deadline = steadyNow() + kInitTimeout;
   for (;;) {
     ncclResult_t state = ncclSuccess;
     const ncclResult_t queried = ncclCommGetAsyncError(comm, &state);
@@ -123,7 +117,7 @@ Status awaitCreated(ncclComm_t comm, const char* what, int line) {
       ncclCommAbort(comm);
       return status;
     }
-    if (hostNow() > deadline) {
+    if (steadyNow() > deadline) {
       ncclCommAbort(comm);
       return unavailable(fileLine(line) + what + " did not complete within " +
                          std::to_string(static_cast<int64_t>(kInitTimeout.toSeconds())) +
@@ -207,7 +201,7 @@ class NcclCommunicator final : public Communicator {
   int rank() const override { return m_rank; }
   int worldSize() const override { return m_world; }
   std::string backendName() const override { return "nccl"; }
-  Nanos now() const override { return hostNow(); }
+  Nanos now() const override { return steadyNow(); }
 
   CommWorkPtr allreduceAsync(std::span<float> data, CommTag tag) override {
     const auto bytes = std::as_writable_bytes(data);
@@ -294,7 +288,7 @@ class NcclCommunicator final : public Communicator {
     auto work = std::make_shared<NcclWork>(this, std::move(tag), bytes);
     work->m_immediate = true;
     work->m_immediateStatus = std::move(status);
-    const Nanos t = hostNow();
+    const Nanos t = steadyNow();
     work->m_startNs = t.count();
     work->m_endNs = t.count();
     return work;
@@ -393,13 +387,13 @@ void NcclCommunicator::abortComm() {
 bool NcclCommunicator::finalizeAndDestroyLocked(Nanos limit) {
   const ncclResult_t finalized = ncclCommFinalize(m_comm);
   if (finalized != ncclSuccess && finalized != ncclInProgress) return false;
-  const Nanos deadline = hostNow() + limit;
+  const Nanos deadline = steadyNow() + limit;
   for (;;) {
     ncclResult_t state = ncclSuccess;
     const ncclResult_t queried = ncclCommGetAsyncError(m_comm, &state);
     if (queried != ncclSuccess) return false;
     if (state == ncclSuccess) break;
-    if (state != ncclInProgress || hostNow() > deadline) return false;
+    if (state != ncclInProgress || steadyNow() > deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   ncclCommDestroy(m_comm);  // local resources only once finalized
@@ -409,7 +403,7 @@ bool NcclCommunicator::finalizeAndDestroyLocked(Nanos limit) {
 Status NcclCommunicator::reanchorLocked() {
   CUDA_OR_RETURN(cudaEventRecord(m_anchorEvent, m_anchorStream));
   CUDA_OR_RETURN(cudaEventSynchronize(m_anchorEvent));
-  m_anchorHost = hostNow();
+  m_anchorHost = steadyNow();
   return Status::ok();
 }
 
@@ -419,7 +413,7 @@ void NcclCommunicator::fillTimesLocked(NcclWork& work) {
     float ms = 0;
     if (cudaEventElapsedTime(&ms, m_anchorEvent, event) != cudaSuccess) {
       (void)cudaGetLastError();
-      return hostNow();
+      return steadyNow();
     }
     return m_anchorHost + Nanos(static_cast<int64_t>(static_cast<double>(ms) * 1e6));
   };
@@ -464,7 +458,7 @@ Status NcclCommunicator::enqueue(NcclWork& work, const void* send, void* recv, c
   if (error != cudaSuccess) return cudaError(error, "cudaStreamWaitEvent(comm, compute)", __LINE__);
   if (beforeCollective) RETURN_IF_ERROR(beforeCollective());
   CUDA_OR_RETURN(cudaEventRecord(work.m_start, m_commStream));
-  work.m_issuedAt = hostNow();
+  work.m_issuedAt = steadyNow();
   ncclResult_t result = ncclSuccess;
   Status launchError;
   bool gone = false;
@@ -522,7 +516,7 @@ Status NcclCommunicator::waitEnqueued(const NcclWork& work) {
     }
     RETURN_IF_ERROR(failure());
     const Nanos limit = timeout();
-    if (limit > Nanos(0) && hostNow() - work.m_issuedAt > limit) {
+    if (limit > Nanos(0) && steadyNow() - work.m_issuedAt > limit) {
       return unavailable(
           collectiveFailureMessage(work.m_tag, work.m_bytes, timeoutReason(limit), ""));
     }
@@ -662,7 +656,7 @@ void NcclCommunicator::watchdogLoop() {
       }
       const bool asyncError =
           !eventError.isOk() || (asyncResult != ncclSuccess && asyncResult != ncclInProgress);
-      const Nanos now = hostNow();
+      const Nanos now = steadyNow();
       const WatchdogDecision decision = decideWatchdog(views, now, m_timeout, asyncError);
       switch (decision.action) {
         case WatchdogAction::kComplete: {

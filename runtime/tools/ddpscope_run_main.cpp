@@ -141,11 +141,7 @@ Status writeOutputs(const WorkerFlags& flags, const traces::Timeline& timeline,
 }
 
 int runReference(const WorkerFlags& flags) {
-  Profiler profiler(0, layerNames(flags.training.model), [] {
-    return Nanos(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                     std::chrono::steady_clock::now().time_since_epoch())
-                     .count());
-  });
+  Profiler profiler(0, layerNames(flags.training.model), [] { return steadyNow(); });
   StatusOr<TrainingResult> result =
       trainReference(flags.training, 1, flags.training.profile ? &profiler : nullptr);
   if (!result.isOk()) {

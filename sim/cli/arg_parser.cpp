@@ -73,7 +73,7 @@ StatusOr<ParsedArgs> ArgParser::parse(const std::vector<std::string>& args) cons
       parsed.m_help = true;
       return parsed;
     }
-    if (arg.rfind("--", 0) == 0 && arg.size() > 2) {
+    if (arg.starts_with("--") && arg.size() > 2) {
       std::string name = arg.substr(2);
       std::optional<std::string> inlineValue;
       if (auto eq = name.find('='); eq != std::string::npos) {

@@ -48,7 +48,7 @@ Status runCalibrateCommand(const std::vector<std::string>& argv, CommandIo io) {
   for (size_t i = 0; i < argv.size(); ++i) {
     std::string a = argv[i];
     if (a == "-o") a = "--out";
-    if (a.rfind("--", 0) == 0 || a == "-h") {
+    if (a.starts_with("--") || a == "-h") {
       rest.push_back(a);
       const std::string name = a.substr(2);
       if (name != "help" && a != "-h" && a.find('=') == std::string::npos && i + 1 < argv.size()) {

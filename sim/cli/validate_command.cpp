@@ -28,6 +28,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "base/median.h"
 #include "ddp/ddp_config.h"
 #include "sim/cli/arg_parser.h"
 #include "sim/cli/commands.h"
@@ -272,11 +273,9 @@ Status runValidateCommand(const std::vector<std::string>& argv, CommandIo io) {
     }
   }
   auto measuredStep = [&](const GridConfig& c) {
-    std::vector<int64_t> steps;
-    for (const auto& p : profiles.at(c.name())) steps.push_back(p.profile.measuredStep.count());
-    std::sort(steps.begin(), steps.end());
-    const size_t n = steps.size();
-    return Nanos(n % 2 == 1 ? steps[n / 2] : (steps[n / 2 - 1] + steps[n / 2]) / 2);
+    std::vector<Nanos> steps;
+    for (const auto& p : profiles.at(c.name())) steps.push_back(p.profile.measuredStep);
+    return median(std::move(steps));
   };
 
   // 3. Calibrate per world size.

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "base/json_errors.h"
+#include "io/json_reader.h"
 #include "sim/cost/cluster.h"
 #include "sim/cost/nccl_constants.h"
 
@@ -26,32 +26,20 @@ using Json = nlohmann::json;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-std::string joinWords(std::initializer_list<std::string_view> words) {
-  std::string out;
-  for (std::string_view w : words) {
-    if (!out.empty()) out += ", ";
-    out += w;
-  }
-  return out;
-}
-
-class ClusterParser {
+class ClusterParser : private io::JsonReader {
  public:
-  explicit ClusterParser(std::string origin) : m_origin(std::move(origin)) {}
+  explicit ClusterParser(std::string origin) : io::JsonReader(std::move(origin)) {}
 
   StatusOr<ClusterSpec> parse(std::string_view text) {
-    ASSIGN_OR_RETURN(Json root, parseJsonObject(text, m_origin));
+    ASSIGN_OR_RETURN(Json root, parseJsonObject(text, origin()));
     RETURN_IF_ERROR(checkKeys(
         root, "",
         {"name", "description", "device", "gpus_per_node", "intra_node", "inter_node", "cpu_vendor",
          "nccl_version", "comm_model", "alpha_beta", "nccl", "contention_slowdown"}));
     ClusterSpec spec;
-    spec.origin = m_origin;
+    spec.origin = origin();
     ASSIGN_OR_RETURN(spec.name, requiredString(root, "", "name"));
-    if (const Json* d = find(root, "description")) {
-      if (!d->is_string()) return error("description", "a string", d);
-      spec.description = d->get<std::string>();
-    }
+    ASSIGN_OR_RETURN(spec.description, string(root, "", "description", ""));
     ASSIGN_OR_RETURN(int64_t perNode, integer(root, "", "gpus_per_node", 1, 1 << 20, std::nullopt,
                                               "a positive integer (GPUs, or CPU ranks, per node)"));
     spec.gpusPerNode = static_cast<int>(perNode);
@@ -72,77 +60,6 @@ class ClusterParser {
   }
 
  private:
-  Status error(const std::string& path, const std::string& expected, const Json* got) const {
-    return jsonFieldError(m_origin, path, expected, got);
-  }
-
-  static const Json* find(const Json& object, std::string_view key) {
-    return findJsonMember(object, key);
-  }
-
-  Status checkKeys(const Json& object, const std::string& path,
-                   std::initializer_list<std::string_view> allowed) const {
-    for (auto it = object.begin(); it != object.end(); ++it) {
-      bool known = false;
-      for (std::string_view a : allowed) known = known || it.key() == a;
-      if (!known) {
-        return invalidArgument(m_origin + ": " + jsonKeyPath(path, it.key()) +
-                               ": unknown field; expected one of " + joinWords(allowed));
-      }
-    }
-    return Status::ok();
-  }
-
-  StatusOr<const Json*> object(const Json& parent, const std::string& path, std::string_view key,
-                               bool required) const {
-    const Json* value = find(parent, key);
-    if (value == nullptr && !required) return value;
-    if (value == nullptr || !value->is_object()) {
-      return error(jsonKeyPath(path, key), "an object", value);
-    }
-    return value;
-  }
-
-  StatusOr<std::string> requiredString(const Json& object, const std::string& path,
-                                       std::string_view key) const {
-    const Json* value = find(object, key);
-    if (value == nullptr || !value->is_string() || value->get_ref<const std::string&>().empty()) {
-      return error(jsonKeyPath(path, key), "a non-empty string", value);
-    }
-    return value->get<std::string>();
-  }
-
-  // A string from a fixed set; `fallback` when missing (nullopt = required).
-  StatusOr<std::string> oneOf(const Json& object, const std::string& path, std::string_view key,
-                              std::initializer_list<std::string_view> choices,
-                              std::optional<std::string> fallback) const {
-    const Json* value = find(object, key);
-    if (value == nullptr && fallback) return *fallback;
-    std::string expected = "one of " + joinWords(choices);
-    if (value == nullptr || !value->is_string())
-      return error(jsonKeyPath(path, key), expected, value);
-    const auto& text = value->get_ref<const std::string&>();
-    for (std::string_view c : choices) {
-      if (text == c) return text;
-    }
-    return error(jsonKeyPath(path, key), expected, value);
-  }
-
-  // A finite number in [minValue, maxValue]; `fallback` when missing (nullopt = required).
-  StatusOr<double> number(const Json& object, const std::string& path, std::string_view key,
-                          double minValue, double maxValue, std::optional<double> fallback,
-                          const std::string& expected) const {
-    const Json* value = find(object, key);
-    if (value == nullptr && fallback) return *fallback;
-    if (value == nullptr || !value->is_number())
-      return error(jsonKeyPath(path, key), expected, value);
-    double v = value->get<double>();
-    if (!std::isfinite(v) || v < minValue || v > maxValue) {
-      return error(jsonKeyPath(path, key), expected, value);
-    }
-    return v;
-  }
-
   StatusOr<double> positive(const Json& object, const std::string& path, std::string_view key,
                             std::optional<double> fallback, const std::string& unit) const {
     ASSIGN_OR_RETURN(
@@ -151,31 +68,6 @@ class ClusterParser {
       return error(jsonKeyPath(path, key), "a positive number (" + unit + ")", find(object, key));
     }
     return v;
-  }
-
-  StatusOr<int64_t> integer(const Json& object, const std::string& path, std::string_view key,
-                            int64_t minValue, int64_t maxValue, std::optional<int64_t> fallback,
-                            const std::string& expected) const {
-    const Json* value = find(object, key);
-    if (value == nullptr && fallback) return *fallback;
-    if (value == nullptr || !value->is_number_integer()) {
-      return error(jsonKeyPath(path, key), expected, value);
-    }
-    if (value->is_number_unsigned() &&
-        value->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      return error(jsonKeyPath(path, key), expected, value);
-    }
-    int64_t v = value->get<int64_t>();
-    if (v < minValue || v > maxValue) return error(jsonKeyPath(path, key), expected, value);
-    return v;
-  }
-
-  StatusOr<bool> boolean(const Json& object, const std::string& path, std::string_view key,
-                         bool fallback) const {
-    const Json* value = find(object, key);
-    if (value == nullptr) return fallback;
-    if (!value->is_boolean()) return error(jsonKeyPath(path, key), "true or false", value);
-    return value->get<bool>();
   }
 
   Status parseDevice(const Json& root, ClusterSpec& spec) const {
@@ -384,7 +276,7 @@ class ClusterParser {
     const Json* value = find(nccl, key);
     if (value == nullptr) return Status::ok();
     const std::string lpath = jsonKeyPath(path, key);
-    const std::string expected = "a non-empty array of names from " + joinWords(choices);
+    const std::string expected = "a non-empty array of names from " + joinChoices(choices);
     if (!value->is_array() || value->empty()) return error(lpath, expected, value);
     for (size_t i = 0; i < value->size(); ++i) {
       const Json& item = (*value)[i];
@@ -394,7 +286,8 @@ class ClusterParser {
         for (std::string_view c : choices) ok = ok || item.get_ref<const std::string&>() == c;
       }
       if (!ok) {
-        return error(lpath + "[" + std::to_string(i) + "]", "one of " + joinWords(choices), &item);
+        return error(lpath + "[" + std::to_string(i) + "]", "one of " + joinChoices(choices),
+                     &item);
       }
       out.push_back(item.get<std::string>());
     }
@@ -426,8 +319,6 @@ class ClusterParser {
                                                 "a non-negative number (µs per call)"));
     return Status::ok();
   }
-
-  std::string m_origin;
 };
 
 }  // namespace

@@ -661,10 +661,10 @@ class Replayer {
       const Op& op = script.ops[static_cast<size_t>(pos)];
       switch (op.kind) {
         case OpKind::kIssue:
-          CHECK_EQ(op.index, stopAt);
+          DDPSCOPE_CHECK_EQ(op.index, stopAt);
           return;
         case OpKind::kWait:
-          CHECK_LT(op.index, known);
+          DDPSCOPE_CHECK_LT(op.index, known);
           cursor = std::max(cursor, m_collEnd[static_cast<size_t>(op.index)]);
           break;
         case OpKind::kHost: {
@@ -693,7 +693,7 @@ class Replayer {
         }
       }
     }
-    CHECK_EQ(stopAt, -1);
+    DDPSCOPE_CHECK_EQ(stopAt, -1);
   }
 
   static Category kernelCategory(OpKind kind) {

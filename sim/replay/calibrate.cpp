@@ -7,6 +7,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "base/median.h"
 #include "sim/compute/roofline_compute_model.h"
 #include "sim/replay/measured_compute_model.h"
 

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <map>
 
+#include "base/median.h"
+
 namespace ddpscope::sim::replay {
 namespace {
 

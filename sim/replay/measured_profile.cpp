@@ -6,6 +6,7 @@
 #include <string_view>
 #include <utility>
 
+#include "base/median.h"
 #include "models/builders.h"
 #include "models/zoo.h"
 #include "traces/chrome_reader.h"
@@ -78,17 +79,6 @@ std::string layerList(const models::ModelSpec& model) {
 }
 
 }  // namespace
-
-double median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  const size_t mid = values.size() / 2;
-  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
-  const double upper = values[mid];
-  if (values.size() % 2 == 1) return upper;
-  const double lower =
-      *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid));
-  return (lower + upper) / 2;
-}
 
 StatusOr<RunSettings> readRunSettings(const traces::Timeline& timeline, const std::string& origin) {
   const traces::Args& meta = timeline.metadata();

@@ -132,7 +132,4 @@ StatusOr<LoadedProfile> loadProfile(const std::string& tracePath,
                                     const std::optional<models::ModelSpec>& model,
                                     const ProfileOptions& options = {});
 
-// Median of a non-empty list (the lower middle for even sizes is averaged with the upper).
-double median(std::vector<double> values);
-
 }  // namespace ddpscope::sim::replay

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "base/median.h"
+
 namespace ddpscope {
 namespace {
 
@@ -30,6 +32,31 @@ TEST(NanosTest, ArithmeticAndOrder) {
   EXPECT_EQ(minNanos(a, b), a);
   a += b;
   EXPECT_EQ(a.count(), 35);
+}
+
+}  // namespace
+}  // namespace ddpscope
+
+namespace ddpscope {
+namespace {
+
+TEST(MedianTest, OddCountIsTheMiddleEvenCountTheMeanOfTheTwoMiddleOnes) {
+  EXPECT_EQ(median(std::vector<double>{3, 1, 2}), 2.0);
+  EXPECT_EQ(median(std::vector<double>{4, 1, 3, 2}), 2.5);
+  EXPECT_EQ(median(std::vector<double>{}), 0.0);
+}
+
+TEST(MedianTest, NanosHalveTheSumOfTheMiddleCountsTowardZero) {
+  EXPECT_EQ(median(std::vector<Nanos>{Nanos(5), Nanos(1), Nanos(2), Nanos(8)}), Nanos(3));
+  EXPECT_EQ(median(std::vector<Nanos>{Nanos(-3), Nanos(0)}), Nanos(-1));
+  EXPECT_EQ(median(std::vector<Nanos>{Nanos(7)}), Nanos(7));
+}
+
+TEST(SteadyNowTest, NeverGoesBackwards) {
+  const Nanos a = steadyNow();
+  const Nanos b = steadyNow();
+  EXPECT_LE(a, b);
+  EXPECT_GT(a, Nanos(0));
 }
 
 }  // namespace

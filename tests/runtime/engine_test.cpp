@@ -23,13 +23,13 @@ using testing::runRanks;
 
 models::ModelSpec zoo(const char* name) {
   auto spec = models::loadZooModel(name);
-  CHECK(spec.isOk());
+  DDPSCOPE_CHECK(spec.isOk());
   return std::move(spec).value();
 }
 
 models::ModelSpec shorthand(const char* text) {
   auto spec = models::parseModelShorthand(text);
-  CHECK(spec.isOk());
+  DDPSCOPE_CHECK(spec.isOk());
   return std::move(spec).value();
 }
 

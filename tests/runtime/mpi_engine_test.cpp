@@ -36,7 +36,7 @@ int world() {
 models::ModelSpec model(const char* text) {
   auto spec = models::isModelShorthand(text) ? models::parseModelShorthand(text)
                                              : models::loadZooModel(text);
-  CHECK(spec.isOk());
+  DDPSCOPE_CHECK(spec.isOk());
   return std::move(spec).value();
 }
 
@@ -54,7 +54,7 @@ TrainingOptions options(const char* modelText, int64_t batch, int64_t iterations
 
 // Rank 0's value, on every rank.
 double fromRankZero(double value) {
-  CHECK(
+  DDPSCOPE_CHECK(
       comm().broadcast(std::as_writable_bytes(std::span<double>(&value, 1)), 0, CommTag{}).isOk());
   return value;
 }
@@ -70,10 +70,10 @@ bool replicasIdentical(const std::vector<std::vector<float>>& params) {
     }
   }
   std::vector<uint64_t> all(static_cast<size_t>(world()));
-  CHECK(comm()
-            .allgather(std::as_bytes(std::span<const uint64_t>(&hash, 1)),
-                       std::as_writable_bytes(std::span<uint64_t>(all)), CommTag{})
-            .isOk());
+  DDPSCOPE_CHECK(comm()
+                     .allgather(std::as_bytes(std::span<const uint64_t>(&hash, 1)),
+                                std::as_writable_bytes(std::span<uint64_t>(all)), CommTag{})
+                     .isOk());
   for (uint64_t h : all) {
     if (h != all[0]) return false;
   }

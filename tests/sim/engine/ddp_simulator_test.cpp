@@ -418,7 +418,7 @@ TEST(DdpSimulatorTest, FindUnusedAddsTraversalAndUsedMapAndNeverRebuilds) {
     ASSERT_FALSE(it.collectiveSequence.empty());
     EXPECT_EQ(it.collectiveSequence.back(), usedMap(12));
     EXPECT_EQ(std::count_if(it.collectiveSequence.begin(), it.collectiveSequence.end(),
-                            [](const std::string& s) { return s.rfind("used_map", 0) == 0; }),
+                            [](const std::string& s) { return s.starts_with("used_map"); }),
               1);
     EXPECT_FALSE(it.rebuilt);
     for (const std::string& entry : it.collectiveSequence) {
@@ -519,7 +519,7 @@ TEST(DdpSimulatorTest, SyncBatchNormAddsBlockingAllreduces) {
   const SimResult result = run(*model, options, compute, comm, 0.15);
   const auto& sequence = result.summary.iterations.back().collectiveSequence;
   EXPECT_EQ(std::count_if(sequence.begin(), sequence.end(),
-                          [](const std::string& s) { return s.rfind("syncbn", 0) == 0; }),
+                          [](const std::string& s) { return s.starts_with("syncbn"); }),
             2 * batchNorms);
   EXPECT_TRUE(result.timeline.validateNesting().isOk());
   options.syncBatchNorm = false;
@@ -540,7 +540,7 @@ TEST(DdpSimulatorTest, BufferBroadcastEveryForwardAfterASyncedOne) {
   // §3.10: a no_sync forward makes the next forward skip its broadcast; iteration 1 always.
   for (const IterationSummary& it : result.summary.iterations) {
     const bool broadcasts =
-        !it.collectiveSequence.empty() && it.collectiveSequence.front().rfind("broadcast", 0) == 0;
+        !it.collectiveSequence.empty() && it.collectiveSequence.front().starts_with("broadcast");
     const bool expected = it.index == 1 || (it.index - 1) % 2 == 0;
     EXPECT_EQ(broadcasts, expected) << it.index;
   }
