@@ -2,7 +2,7 @@
 //
 // WhatIfSettings mirrors the simulate flags the panel offers; cliArgs() spells them as the CLI
 // arguments (so tests can run `ddpscope simulate --json` in-process on the same settings) and
-// runWhatIf() builds SimOptions exactly as sim/cli/sim_flags.cpp does for those flags:
+// runWhatIf() builds SimOptions exactly as cli/sim_flags.cpp does for those flags:
 // an explicit bucket cap (setBucketCapMb), find_unused, static_graph, no_sync K, comm hook,
 // automatic iteration count, the layout from --world-size.
 //

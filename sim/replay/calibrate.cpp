@@ -1,6 +1,7 @@
 #include "sim/replay/calibrate.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <cmath>
 #include <cstdio>
 #include <map>

@@ -25,7 +25,7 @@
 // device's peaks and memory bandwidth by s so that its roofline matches on average.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 

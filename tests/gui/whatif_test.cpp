@@ -9,7 +9,7 @@
 
 #include "gui/widgets/sweep_panel.h"
 #include "gui/widgets/whatif_panel.h"
-#include "sim/cli/cli.h"
+#include "cli/cli.h"
 
 using namespace ddpscope;
 using namespace ddpscope::gui;

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/cli/cli.h"
+#include "cli/cli.h"
 #include "traces/chrome_reader.h"
 
 namespace ddpscope::traces {

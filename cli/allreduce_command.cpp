@@ -1,0 +1,123 @@
+#include <iomanip>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <sstream>
+
+#include "base/strings.h"
+#include "cli/arg_parser.h"
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "sim/cost/cluster.h"
+#include "sim/cost/comm_model.h"
+
+namespace ddpscope::cli {
+
+// Prints the cost model's prediction for one allreduce per size, as nccl-tests reports it.
+Status runAllreduceCommand(const std::vector<std::string>& argv, CommandIo io) {
+  ArgParser parser(
+      "ddpscope allreduce",
+      "(--cluster C | --cluster-file F) [--nodes N | --world-size W] --bytes S[,S...] [--json]",
+      "Predicts one allreduce per buffer size with the cluster's collective cost model\n"
+      "(NCCL's tuner model for GPU clusters, alpha-beta for CPU/MPI profiles): the chosen\n"
+      "algorithm and protocol, time, algbw = S/t and busbw = algbw x 2(n-1)/n (nccl-tests).");
+  addClusterFlags(parser);
+  parser.option("nodes", "N", "number of nodes (default 1)")
+      .option("world-size", "W", "number of ranks (a multiple of the GPUs per node)")
+      .option("bytes", "S[,S...]", "per-rank buffer sizes: 1048576, 64K, 25MiB, 1G (binary units)")
+      .flag("json", "machine-readable output")
+      .epilog("example: ddpscope allreduce --cluster dgx-h100 --nodes 4 --bytes 1M,25M,1G");
+  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv));
+  if (args.helpRequested()) {
+    io.out << parser.helpText();
+    return Status::ok();
+  }
+  ASSIGN_OR_RETURN(sim::ClusterSpec cluster, loadClusterFromFlags(args));
+  std::optional<int> nodes, worldSize;
+  if (args.has("nodes")) {
+    ASSIGN_OR_RETURN(int64_t n, args.positiveInt("nodes", 1));
+    nodes = static_cast<int>(n);
+  }
+  if (args.has("world-size")) {
+    ASSIGN_OR_RETURN(int64_t w, args.positiveInt("world-size", 1));
+    worldSize = static_cast<int>(w);
+  }
+  ASSIGN_OR_RETURN(sim::WorldLayout layout, sim::makeWorldLayout(cluster, nodes, worldSize));
+  auto bytesText = args.value("bytes");
+  if (!bytesText) return invalidArgument("expected --bytes S[,S...]");
+  std::vector<int64_t> sizes;
+  for (const std::string& part : splitString(*bytesText, ',')) {
+    ASSIGN_OR_RETURN(int64_t b, parseByteSize(part, "--bytes"));
+    sizes.push_back(b);
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<sim::CommModel> model, sim::makeCommModel(cluster, layout));
+
+  nlohmann::json rows = nlohmann::json::array();
+  std::ostringstream o;
+  o << "allreduce on " << cluster.name << ": " << layout.nodes << " node(s) x "
+    << layout.gpusPerNode << " = " << layout.worldSize() << " ranks, NCCL " << cluster.ncclVersion
+    << " model\n";
+  o << std::right << std::setw(14) << "bytes" << std::setw(11) << "algorithm" << std::setw(9)
+    << "protocol" << std::setw(13) << "time_us" << std::setw(13) << "algbw_GB/s" << std::setw(13)
+    << "busbw_GB/s"
+    << "\n";
+  for (int64_t bytes : sizes) {
+    sim::CollectiveEstimate e = model->estimate(sim::Collective::kAllreduce, bytes);
+    double timeUs = e.time.toMicros();
+    rows.push_back({{"bytes", bytes},
+                    {"algorithm", e.algorithm},
+                    {"protocol", e.protocol},
+                    {"time_us", timeUs},
+                    {"algbw_gbps", e.algbwGBps},
+                    {"busbw_gbps", e.busbwGBps},
+                    {"ctas", e.ctas}});
+    o << std::setw(14) << bytes << std::setw(11) << e.algorithm << std::setw(9)
+      << (e.protocol.empty() ? "-" : e.protocol) << std::fixed << std::setprecision(2)
+      << std::setw(13) << timeUs << std::setw(13) << e.algbwGBps << std::setw(13) << e.busbwGBps
+      << "\n";
+  }
+  if (args.has("json")) {
+    nlohmann::json out = {{"cluster", cluster.name},
+                          {"nodes", layout.nodes},
+                          {"gpus_per_node", layout.gpusPerNode},
+                          {"world_size", layout.worldSize()},
+                          {"nccl_version", cluster.ncclVersion},
+                          {"results", rows}};
+    io.out << out.dump(2) << "\n";
+  } else {
+    io.out << o.str();
+  }
+  return Status::ok();
+}
+
+Status runClustersCommand(const std::vector<std::string>& argv, CommandIo io) {
+  ArgParser parser("ddpscope clusters", "[--json]", "Lists the built-in cluster descriptions.");
+  parser.flag("json", "machine-readable output");
+  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv));
+  if (args.helpRequested()) {
+    io.out << parser.helpText();
+    return Status::ok();
+  }
+  nlohmann::json list = nlohmann::json::array();
+  std::ostringstream o;
+  o << std::left << std::setw(18) << "cluster" << std::setw(18) << "device" << std::right
+    << std::setw(9) << "gpus/node" << std::setw(7) << "nics" << std::setw(9) << "Gb/s"
+    << "  description\n";
+  for (const std::string& name : sim::builtinClusterNames()) {
+    ASSIGN_OR_RETURN(sim::ClusterSpec c, sim::loadBuiltinCluster(name));
+    list.push_back({{"name", c.name},
+                    {"device", c.device.name},
+                    {"gpus_per_node", c.gpusPerNode},
+                    {"nics_per_node", c.interNode.nicsPerNode},
+                    {"nic_gbps", c.interNode.nicGbps},
+                    {"intra_node", std::string(sim::intraNodeLinkName(c.intraNode.type))},
+                    {"nccl_version", c.ncclVersion},
+                    {"description", c.description}});
+    o << std::left << std::setw(18) << c.name << std::setw(18) << c.device.name << std::right
+      << std::setw(9) << c.gpusPerNode << std::setw(7) << c.interNode.nicsPerNode << std::setw(9)
+      << c.interNode.nicGbps << "  " << c.description << "\n";
+  }
+  io.out << (args.has("json") ? list.dump(2) + "\n" : o.str());
+  return Status::ok();
+}
+
+}  // namespace ddpscope::cli

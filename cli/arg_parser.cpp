@@ -1,0 +1,134 @@
+#include "cli/arg_parser.h"
+
+#include <sstream>
+
+#include "base/strings.h"
+
+namespace ddpscope::cli {
+
+std::optional<std::string> ParsedArgs::value(const std::string& flag) const {
+  auto it = m_values.find(flag);
+  if (it == m_values.end()) return std::nullopt;
+  return it->second;
+}
+
+StatusOr<double> ParsedArgs::positiveDouble(const std::string& flag, double fallback) const {
+  auto text = value(flag);
+  if (!text) return fallback;
+  auto parsed = parseDouble(*text);
+  if (!parsed || *parsed <= 0) {
+    return invalidArgument("--" + flag + ": expected a positive number, got '" + *text + "'");
+  }
+  return *parsed;
+}
+
+StatusOr<int64_t> ParsedArgs::positiveInt(const std::string& flag, int64_t fallback) const {
+  auto text = value(flag);
+  if (!text) return fallback;
+  auto parsed = parseInt64(*text);
+  if (!parsed || *parsed <= 0) {
+    return invalidArgument("--" + flag + ": expected a positive integer, got '" + *text + "'");
+  }
+  return *parsed;
+}
+
+ArgParser::ArgParser(std::string command, std::string usage, std::string description)
+    : m_command(std::move(command)),
+      m_usage(std::move(usage)),
+      m_description(std::move(description)) {}
+
+ArgParser& ArgParser::flag(std::string name, std::string help) {
+  m_flags.push_back({std::move(name), "", std::move(help)});
+  return *this;
+}
+
+ArgParser& ArgParser::option(std::string name, std::string valueName, std::string help) {
+  m_flags.push_back({std::move(name), std::move(valueName), std::move(help)});
+  return *this;
+}
+
+ArgParser& ArgParser::positional(std::string name, std::string help, bool required) {
+  m_positionals.push_back({std::move(name), std::move(help), required});
+  return *this;
+}
+
+ArgParser& ArgParser::epilog(std::string text) {
+  m_epilog = std::move(text);
+  return *this;
+}
+
+const FlagSpec* ArgParser::find(const std::string& name) const {
+  for (const auto& f : m_flags) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+StatusOr<ParsedArgs> ArgParser::parse(const std::vector<std::string>& args) const {
+  ParsedArgs parsed;
+  const std::string seeHelp = " (see '" + m_command + " --help')";
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--help" || arg == "-h") {
+      parsed.m_help = true;
+      return parsed;
+    }
+    if (arg.starts_with("--") && arg.size() > 2) {
+      std::string name = arg.substr(2);
+      std::optional<std::string> inlineValue;
+      if (auto eq = name.find('='); eq != std::string::npos) {
+        inlineValue = name.substr(eq + 1);
+        name = name.substr(0, eq);
+      }
+      const FlagSpec* spec = find(name);
+      if (spec == nullptr) return invalidArgument("unknown flag --" + name + seeHelp);
+      if (parsed.m_values.count(name)) return invalidArgument("--" + name + " given twice");
+      if (spec->valueName.empty()) {
+        if (inlineValue) return invalidArgument("--" + name + " takes no value");
+        parsed.m_values[name] = "";
+      } else if (inlineValue) {
+        parsed.m_values[name] = *inlineValue;
+      } else {
+        if (i + 1 >= args.size()) {
+          return invalidArgument("--" + name + ": expected a value (" + spec->valueName + ")");
+        }
+        parsed.m_values[name] = args[++i];
+      }
+      continue;
+    }
+    if (parsed.m_positionals.size() >= m_positionals.size()) {
+      return invalidArgument("unexpected argument '" + arg + "'" + seeHelp);
+    }
+    parsed.m_positionals.push_back(arg);
+  }
+  for (size_t i = parsed.m_positionals.size(); i < m_positionals.size(); ++i) {
+    if (m_positionals[i].required) {
+      return invalidArgument("missing " + m_positionals[i].name + seeHelp);
+    }
+  }
+  return parsed;
+}
+
+std::string ArgParser::helpText() const {
+  std::ostringstream out;
+  out << "usage: " << m_command << " " << m_usage << "\n\n" << m_description << "\n";
+  if (!m_positionals.empty()) {
+    out << "\narguments:\n";
+    for (const auto& p : m_positionals) {
+      out << "  " << p.name << std::string(p.name.size() < 26 ? 26 - p.name.size() : 1, ' ')
+          << p.help << "\n";
+    }
+  }
+  out << "\noptions:\n";
+  std::vector<FlagSpec> all = m_flags;
+  all.push_back({"help", "", "show this help and exit"});
+  for (const auto& f : all) {
+    std::string left = "--" + f.name + (f.valueName.empty() ? "" : " " + f.valueName);
+    out << "  " << left << std::string(left.size() < 26 ? 26 - left.size() : 1, ' ') << f.help
+        << "\n";
+  }
+  if (!m_epilog.empty()) out << "\n" << m_epilog << "\n";
+  return out.str();
+}
+
+}  // namespace ddpscope::cli

@@ -1,0 +1,170 @@
+#include <iomanip>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+#include <sstream>
+
+#include "base/strings.h"
+#include "cli/arg_parser.h"
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "ddp/bucket_plan.h"
+#include "ddp/ddp_config.h"
+#include "models/model_spec.h"
+
+namespace ddpscope::cli {
+namespace {
+
+std::string formatLimit(int64_t limitBytes) {
+  if (limitBytes == INT64_MAX) return "maxsize";
+  if (limitBytes == 0) return "0 (sparse)";
+  return formatBytes(limitBytes);
+}
+
+ArgParser makeParser() {
+  ArgParser parser(
+      "ddpscope buckets",
+      "(--model NAME | --model-file PATH) [--bucket-cap-mb X] [--first-bucket-mb Y]\n"
+      "       [--find-unused] [--static-graph] [--semantics 1.13|current] [--iteration 1|steady]\n"
+      "       [--ready-order i,j,... | --ready-order-file PATH] [--json]",
+      "Prints PyTorch DDP's bucket plan for a model, exactly as DistributedDataParallel builds "
+      "it:\n"
+      "buckets in reduction (allreduce launch) order, each with its parameters (indices into\n"
+      "model.parameters()) in flat-buffer order, its bytes and its size limit.");
+  addModelFlags(parser);
+  parser
+      .option("bucket-cap-mb", "X",
+              "bucket_cap_mb in MiB (default 25; giving it counts as 'set by the user')")
+      .option("first-bucket-mb", "Y", "first bucket cap in MiB (default 1 = 1,048,576 B)")
+      .flag("find-unused", "find_unused_parameters=True")
+      .flag("static-graph", "static_graph=True")
+      .option("semantics", "PROFILE",
+              "PyTorch behaviour profile: 1.13 or current (default current)")
+      .option("iteration", "WHICH",
+              "1 = construction plan used in iteration 1; steady = after any rebuild (default)")
+      .option("ready-order", "LIST",
+              "gradient-ready order for the rebuild, comma-separated indices")
+      .option("ready-order-file", "PATH",
+              "ready order from a file: JSON array, {\"grad_ready_order\": [...]}, or plain text")
+      .flag("json", "machine-readable output")
+      .epilog(
+          "Without --ready-order the steady-state plan uses the model's own gradient-ready order\n"
+          "(from its layers; reverse registration order for a parameter-only file).\n"
+          "With find_unused_parameters (and no static graph) DDP never rebuilds: the steady plan\n"
+          "is the construction plan.\n\n"
+          "example: ddpscope buckets --model resnet50 --bucket-cap-mb 10 --json");
+  return parser;
+}
+
+}  // namespace
+
+Status runBucketsCommand(const std::vector<std::string>& argv, CommandIo io) {
+  ArgParser parser = makeParser();
+  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv));
+  if (args.helpRequested()) {
+    io.out << parser.helpText();
+    return Status::ok();
+  }
+
+  ddp::DdpConfig config;
+  ASSIGN_OR_RETURN(config.bucketCapMb, args.positiveDouble("bucket-cap-mb", config.bucketCapMb));
+  config.bucketCapSetByUser = args.has("bucket-cap-mb");
+  ASSIGN_OR_RETURN(double firstMb, args.positiveDouble("first-bucket-mb", 1.0));
+  config.firstBucketBytes = static_cast<int64_t>(firstMb * 1024.0 * 1024.0);
+  if (config.firstBucketBytes <= 0) {
+    return invalidArgument("--first-bucket-mb: expected at least one byte, got '" +
+                           *args.value("first-bucket-mb") + "'");
+  }
+  config.findUnusedParameters = args.has("find-unused");
+  config.staticGraph = args.has("static-graph");
+  if (auto profile = args.value("semantics")) {
+    ASSIGN_OR_RETURN(config.profile, ddp::parseSemanticsProfile(*profile));
+  }
+  RETURN_IF_ERROR(config.validate());
+
+  std::string iteration = args.value("iteration").value_or("steady");
+  if (iteration != "1" && iteration != "steady") {
+    return invalidArgument("--iteration: expected 1 or steady, got '" + iteration + "'");
+  }
+  if (args.has("ready-order") && args.has("ready-order-file")) {
+    return invalidArgument("give either --ready-order or --ready-order-file, not both");
+  }
+  std::optional<std::vector<int>> readyOrder;
+  if (auto text = args.value("ready-order")) {
+    ASSIGN_OR_RETURN(readyOrder, parseIndexList(*text, "--ready-order"));
+  } else if (auto path = args.value("ready-order-file")) {
+    ASSIGN_OR_RETURN(readyOrder, readIndexListFile(*path));
+  }
+  if (readyOrder && iteration == "1") {
+    return invalidArgument(
+        "--ready-order applies to the rebuilt plan: use it with --iteration steady");
+  }
+
+  ASSIGN_OR_RETURN(models::ModelSpec model, loadModelFromFlags(args));
+
+  ddp::BucketPlan plan;
+  std::string how;
+  std::vector<int64_t> limits;
+  if (iteration == "1") {
+    ASSIGN_OR_RETURN(plan, ddp::constructionPlan(model, config));
+    limits = ddp::constructionLimits(config);
+    how = "iteration 1 (construction plan)";
+  } else {
+    std::optional<std::span<const int>> order;
+    if (readyOrder) order = std::span<const int>(*readyOrder);
+    ASSIGN_OR_RETURN(plan, ddp::steadyStatePlan(model, config, order));
+    if (ddp::rebuildEligible(config)) {
+      limits = ddp::rebuildLimits(config);
+      how = readyOrder ? "steady state (rebuilt from the given ready order)"
+                       : "steady state (rebuilt from the model's gradient-ready order)";
+    } else {
+      limits = ddp::constructionLimits(config);
+      how = "steady state (find_unused_parameters: never rebuilt, construction plan)";
+    }
+  }
+
+  if (args.has("json")) {
+    nlohmann::json out;
+    out["model"] = model.name;
+    out["bucket_cap_bytes"] = config.bucketCapBytes();
+    out["first_bucket_bytes"] = config.firstBucketBytes;
+    out["iteration"] = iteration;
+    out["semantics"] = std::string(ddp::semanticsProfileName(config.profile));
+    out["size_limits"] = limits;
+    nlohmann::json buckets = nlohmann::json::array();
+    for (const auto& b : plan.buckets) {
+      buckets.push_back({{"index", b.index},
+                         {"params", b.params},
+                         {"bytes", b.bytes},
+                         {"size_limit", b.sizeLimit}});
+    }
+    out["buckets"] = std::move(buckets);
+    io.out << out.dump(2) << "\n";
+    return Status::ok();
+  }
+
+  std::ostringstream o;
+  o << "model " << model.name << ": " << model.numTensors() << " tensors, "
+    << formatThousands(model.numParams()) << " parameters, " << formatBytes(model.totalBytes())
+    << "\n";
+  o << "plan: " << how << ", semantics " << ddp::semanticsProfileName(config.profile)
+    << ", bucket_cap " << formatBytes(config.bucketCapBytes()) << ", limits [";
+  for (size_t i = 0; i < limits.size(); ++i) o << (i ? ", " : "") << formatLimit(limits[i]);
+  o << "]\n";
+  o << plan.buckets.size() << " buckets in reduction order:\n";
+  o << std::right << std::setw(6) << "bucket" << std::setw(8) << "tensors" << std::setw(16)
+    << "bytes" << std::setw(13) << "limit"
+    << "  first .. last parameter (flat-buffer order)\n";
+  for (const auto& b : plan.buckets) {
+    const std::string& first = model.params[b.params.front()].name;
+    const std::string& last = model.params[b.params.back()].name;
+    o << std::setw(6) << b.index << std::setw(8) << b.params.size() << std::setw(16)
+      << formatThousands(b.bytes) << std::setw(13) << formatLimit(b.sizeLimit) << "  " << first;
+    if (b.params.size() > 1) o << " .. " << last;
+    o << "\n";
+  }
+  io.out << o.str();
+  return Status::ok();
+}
+
+}  // namespace ddpscope::cli

@@ -1,0 +1,93 @@
+#include "cli/cli.h"
+
+#include <exception>
+#include <functional>
+#include <ostream>
+
+#include "cli/commands.h"
+
+namespace ddpscope::cli {
+namespace {
+
+struct Command {
+  const char* name;
+  const char* summary;
+  std::function<Status(const std::vector<std::string>&, CommandIo)> run;
+};
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> kCommands = {
+      {"quickstart", "the main job on an embedded default: the zoo and a bucket plan",
+       runQuickstartCommand},
+      {"models", "list the embedded model zoo with parameter and tensor counts", runModelsCommand},
+      {"buckets", "PyTorch DDP's exact bucket plan for a model (iteration 1 or steady state)",
+       runBucketsCommand},
+      {"simulate", "simulate DDP iterations of a model on a cluster: step time, exposed comm",
+       runSimulateCommand},
+      {"sweep", "simulate many bucket caps / world sizes / find_unused settings; best cap",
+       runSweepCommand},
+      {"allreduce", "predicted allreduce time, algbw and busbw per size on a cluster (NCCL model)",
+       runAllreduceCommand},
+      {"clusters", "list the built-in cluster descriptions", runClustersCommand},
+      {"overlap", "compute/communication overlap of a Chrome trace (HTA definition)",
+       runOverlapCommand},
+      {"run", "train for real: N MPI ranks of the DDP runtime worker (ddpscope-run)",
+       runRunCommand},
+      {"replay", "re-simulate a measured run with its measured compute; what-ifs from it",
+       runReplayCommand},
+      {"calibrate", "fit the cluster model (alpha-beta, contention, compute) to measured runs",
+       runCalibrateCommand},
+      {"validate", "train over a grid, calibrate on part, predict the rest: MAPE",
+       runValidateCommand},
+      {"import-torch", "PyTorch profiler traces of a DDP job -> ddpscope trace, buckets",
+       runImportTorchCommand},
+  };
+  return kCommands;
+}
+
+void printTopLevelHelp(std::ostream& out) {
+  out << "usage: ddpscope <command> [options]\n\n"
+         "ddpscope answers three questions for PyTorch DistributedDataParallel users: which\n"
+         "bucket_cap_mb to use, whether the gradient allreduce hides behind backward compute,\n"
+         "and what the step time becomes on another cluster or world size.\n\ncommands:\n";
+  for (const auto& c : commands()) {
+    std::string name = c.name;
+    out << "  " << name << std::string(name.size() < 14 ? 14 - name.size() : 1, ' ') << c.summary
+        << "\n";
+  }
+  out << "\nRun 'ddpscope <command> --help' for a command's options.\n";
+}
+
+}  // namespace
+
+int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    printTopLevelHelp(out);
+    return 0;
+  }
+  if (args[0] == "--version") {
+    out << "ddpscope 0.1.0\n";
+    return 0;
+  }
+  for (const auto& c : commands()) {
+    if (args[0] != c.name) continue;
+    std::vector<std::string> rest(args.begin() + 1, args.end());
+    Status status;
+    int exitCode = 0;
+    try {
+      status = c.run(rest, CommandIo{out, err, &exitCode});
+    } catch (const std::exception& e) {
+      // Exceptions stop at this boundary (STYLE rule 7); reaching here is a bug.
+      status = internalError(std::string("unexpected exception: ") + e.what());
+    }
+    if (!status.isOk()) {
+      err << "ddpscope " << c.name << ": error: " << status.message() << "\n";
+      return status.exitCode();
+    }
+    return exitCode;
+  }
+  err << "ddpscope: error: unknown command '" << args[0] << "' (see 'ddpscope --help')\n";
+  return 2;
+}
+
+}  // namespace ddpscope::cli

@@ -1,0 +1,177 @@
+#include "cli/common.h"
+
+#include <cctype>
+#include <nlohmann/json.hpp>
+
+#include "base/strings.h"
+#include "models/zoo.h"
+#include "sim/cost/cluster.h"
+
+namespace ddpscope::cli {
+
+void addModelFlags(ArgParser& parser) {
+  parser.option("model", "NAME", "a zoo model (see 'ddpscope models')")
+      .option("model-file", "PATH",
+              "a model JSON file (models/FORMAT.md); a parameter list suffices");
+}
+
+namespace {
+
+// Exactly one of --<flag> NAME (built-in) and --<flag>-file PATH.
+template <typename T, typename ByName, typename ByFile>
+StatusOr<T> loadNamedOrFile(const ParsedArgs& args, const std::string& flag, ByName byName,
+                            ByFile byFile) {
+  auto name = args.value(flag);
+  auto file = args.value(flag + "-file");
+  if (name && file) {
+    return invalidArgument("give either --" + flag + " or --" + flag + "-file, not both");
+  }
+  if (name) return byName(*name);
+  if (file) return byFile(*file);
+  return invalidArgument("expected --" + flag + " NAME or --" + flag + "-file PATH");
+}
+
+}  // namespace
+
+StatusOr<models::ModelSpec> loadModelFromFlags(const ParsedArgs& args) {
+  return loadNamedOrFile<models::ModelSpec>(
+      args, "model", [](const std::string& n) { return models::loadZooModel(n); },
+      [](const std::string& f) { return models::loadModelFile(f); });
+}
+
+StatusOr<std::vector<int>> parseIndexList(const std::string& text, const std::string& what) {
+  std::vector<int> out;
+  std::string token;
+  int position = 0;
+  auto flush = [&]() -> Status {
+    if (token.empty()) return Status::ok();
+    auto v = parseInt64(token);
+    if (!v || *v < 0 || *v > INT32_MAX) {
+      return invalidArgument(what + ": entry " + std::to_string(position) +
+                             ": expected a non-negative parameter index, got '" + token + "'");
+    }
+    out.push_back(static_cast<int>(*v));
+    ++position;
+    token.clear();
+    return Status::ok();
+  };
+  for (char c : text) {
+    if (c == ',' || std::isspace(static_cast<unsigned char>(c))) {
+      RETURN_IF_ERROR(flush());
+    } else {
+      token.push_back(c);
+    }
+  }
+  RETURN_IF_ERROR(flush());
+  if (out.empty())
+    return invalidArgument(what + ": expected a list of parameter indices, got nothing");
+  return out;
+}
+
+StatusOr<std::vector<int>> readIndexListFile(const std::string& path) {
+  ASSIGN_OR_RETURN(std::string text, readFileToString(path));
+  std::string_view trimmed = trimString(text);
+  if (!trimmed.empty() && (trimmed.front() == '[' || trimmed.front() == '{')) {
+    nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (doc.is_discarded()) return invalidArgument(path + ": invalid JSON");
+    const nlohmann::json* list = &doc;
+    std::string where = path;
+    if (doc.is_object()) {
+      if (!doc.contains("grad_ready_order")) {
+        return invalidArgument(path +
+                               ": expected a JSON array of parameter indices or an object "
+                               "with \"grad_ready_order\"");
+      }
+      list = &doc["grad_ready_order"];
+      where = path + ": grad_ready_order";
+    }
+    if (!list->is_array())
+      return invalidArgument(where + ": expected an array of parameter indices");
+    std::vector<int> out;
+    for (size_t i = 0; i < list->size(); ++i) {
+      const auto& v = (*list)[i];
+      if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX) {
+        return invalidArgument(where + "[" + std::to_string(i) +
+                               "]: expected a non-negative integer parameter index, got " +
+                               v.dump());
+      }
+      out.push_back(v.get<int>());
+    }
+    if (out.empty())
+      return invalidArgument(where + ": expected a non-empty list of parameter indices");
+    return out;
+  }
+  return parseIndexList(text, path);
+}
+
+}  // namespace ddpscope::cli
+
+namespace ddpscope::cli {
+
+void addClusterFlags(ArgParser& parser) {
+  parser.option("cluster", "NAME", "a built-in cluster (see 'ddpscope clusters')")
+      .option("cluster-file", "PATH", "a cluster JSON file (sim/cost/clusters/FORMAT.md)");
+}
+
+StatusOr<sim::ClusterSpec> loadClusterFromFlags(const ParsedArgs& args) {
+  return loadNamedOrFile<sim::ClusterSpec>(
+      args, "cluster", [](const std::string& n) { return sim::loadBuiltinCluster(n); },
+      [](const std::string& f) { return sim::loadClusterFile(f); });
+}
+
+StatusOr<int64_t> parseByteSize(const std::string& text, const std::string& what) {
+  std::string t(trimString(text));
+  size_t pos = 0;
+  while (pos < t.size() && (std::isdigit(static_cast<unsigned char>(t[pos])) || t[pos] == '.'))
+    ++pos;
+  std::string number = t.substr(0, pos);
+  std::string unit = t.substr(pos);
+  for (auto& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  double scale = 0;
+  if (unit.empty() || unit == "B")
+    scale = 1;
+  else if (unit == "K" || unit == "KB" || unit == "KIB")
+    scale = 1024.0;
+  else if (unit == "M" || unit == "MB" || unit == "MIB")
+    scale = 1024.0 * 1024.0;
+  else if (unit == "G" || unit == "GB" || unit == "GIB")
+    scale = 1024.0 * 1024.0 * 1024.0;
+  auto value = parseDouble(number);
+  if (scale == 0 || !value || *value <= 0) {
+    return invalidArgument(
+        what + ": expected a positive size like 1048576, 64K, 25MiB or 1G, got '" + text + "'");
+  }
+  double bytes = *value * scale;
+  if (bytes < 1 || bytes > 1e15) {
+    return invalidArgument(what + ": size out of range [1 B, 1 PB]: '" + text + "'");
+  }
+  return static_cast<int64_t>(bytes);
+}
+
+StatusOr<std::vector<double>> parsePositiveList(const std::string& text, const std::string& what) {
+  std::vector<double> out;
+  for (const std::string& part : splitString(text, ',')) {
+    auto v = parseDouble(part);
+    if (!v || *v <= 0) {
+      return invalidArgument(what + ": expected positive numbers separated by commas, got '" +
+                             part + "' in '" + text + "'");
+    }
+    out.push_back(*v);
+  }
+  return out;
+}
+
+StatusOr<std::vector<int>> parsePositiveIntList(const std::string& text, const std::string& what) {
+  std::vector<int> out;
+  for (const std::string& part : splitString(text, ',')) {
+    auto v = parseInt64(part);
+    if (!v || *v <= 0 || *v > (1 << 24)) {
+      return invalidArgument(what + ": expected positive integers separated by commas, got '" +
+                             part + "' in '" + text + "'");
+    }
+    out.push_back(static_cast<int>(*v));
+  }
+  return out;
+}
+
+}  // namespace ddpscope::cli

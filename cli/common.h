@@ -1,0 +1,44 @@
+// Helpers shared by the CLI subcommands.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "cli/arg_parser.h"
+#include "models/model_spec.h"
+
+namespace ddpscope::cli {
+
+// Adds --model NAME and --model-file PATH to a parser.
+void addModelFlags(ArgParser& parser);
+// Loads the model named by exactly one of --model / --model-file.
+StatusOr<models::ModelSpec> loadModelFromFlags(const ParsedArgs& args);
+
+// Parses "3,2,1,0" (commas and/or whitespace) into parameter indices; `what` names
+// the source in errors (e.g. "--ready-order").
+StatusOr<std::vector<int>> parseIndexList(const std::string& text, const std::string& what);
+// Reads a ready order file: a JSON array of ints, a JSON object with "grad_ready_order",
+// or plain text of ints separated by commas/whitespace.
+StatusOr<std::vector<int>> readIndexListFile(const std::string& path);
+
+}  // namespace ddpscope::cli
+
+namespace ddpscope::sim {
+struct ClusterSpec;
+}
+
+namespace ddpscope::cli {
+
+// Adds --cluster NAME and --cluster-file PATH.
+void addClusterFlags(ArgParser& parser);
+StatusOr<sim::ClusterSpec> loadClusterFromFlags(const ParsedArgs& args);
+
+// Parses a byte size: "1048576", "64K", "1MiB", "25M", "1.5GiB" (K/M/G are binary, as in
+// nccl-tests; a trailing "B"/"iB" is optional). `what` names the flag in errors.
+StatusOr<int64_t> parseByteSize(const std::string& text, const std::string& what);
+// Comma-separated list of positive numbers / integers for sweep flags.
+StatusOr<std::vector<double>> parsePositiveList(const std::string& text, const std::string& what);
+StatusOr<std::vector<int>> parsePositiveIntList(const std::string& text, const std::string& what);
+
+}  // namespace ddpscope::cli

@@ -1,0 +1,321 @@
+// ddpscope-run: the runtime worker, one MPI rank per process (see run_worker.h for the flags).
+// main() owns MPI, the fault paths and the outputs; training is runtime::trainDistributed.
+//
+// Exit paths: success → 0; bad flags → 2 (printed once, by rank 0); an error every rank
+// reaches at the same point (E1, E4/E5, bad batch) → every rank prints it and exits 1 after
+// MPI_Finalize; a communication failure or collective timeout (a dead or hung peer) → the rank
+// prints it, flushes its partial trace and aborts the job (MPI_Abort); SIGTERM from mpirun (it
+// kills the survivors when a rank dies) → the partial trace is flushed by the signal thread.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <thread>
+
+#include "cli/run_worker.h"
+#include "runtime/fault_guard.h"
+#include "runtime/mpi/mpi_communicator.h"
+#include "runtime/param_dump.h"
+#include "runtime/profiler.h"
+#ifdef DDPSCOPE_WITH_NCCL
+#include "runtime/nccl/nccl_backend.h"
+#endif
+#include "traces/chrome_writer.h"
+
+namespace ddpscope::cli {
+
+using runtime::Communicator;
+using runtime::gatherTimeline;
+using runtime::installTerminationSignalGuard;
+using runtime::layerNames;
+using runtime::limitBlasThreadsToOne;
+using runtime::makeMpiCommunicator;
+using runtime::measureClockOffset;
+using runtime::mergeRankTracks;
+using runtime::MpiSession;
+using runtime::ParamDump;
+using runtime::Profiler;
+using runtime::RunSummary;
+using runtime::setTerminationHandler;
+using runtime::summarize;
+using runtime::summaryToJson;
+using runtime::trainDistributed;
+using runtime::TrainingResult;
+using runtime::trainReference;
+using runtime::writeParamDump;
+
+namespace {
+
+// The device every rank trains on ("cpu", "cuda:0 (NVIDIA H100 80GB HBM3)"), for the metadata.
+std::string& deviceDescription() {
+  static std::string description = "cpu";
+  return description;
+}
+
+traces::Args runMetadata(const WorkerFlags& flags, int world, const std::string& backend) {
+  const ddp::DdpConfig& d = flags.training.ddp;
+  return traces::Args{
+      {"model", flags.training.model.name},
+      {"world_size", int64_t{world}},
+      {"backend", backend},
+      {"dtype", flags.training.build.dtype},
+      {"device", deviceDescription()},
+      {"global_batch", flags.training.globalBatch},
+      {"iterations", flags.training.iterations},
+      {"warmup", flags.warmup},
+      {"bucket_cap_mb", d.bucketCapMb},
+      {"find_unused_parameters", int64_t{d.findUnusedParameters}},
+      {"static_graph", int64_t{d.staticGraph}},
+      {"no_sync_steps", d.noSyncPeriod},
+      {"sync_batchnorm", int64_t{flags.training.build.syncBatchNorm}},
+      // What replay / calibrate need to re-simulate the run at its own settings.
+      {"bucket_cap_set_by_user", int64_t{d.bucketCapSetByUser}},
+      {"first_bucket_mb", static_cast<double>(d.firstBucketBytes) / (1024.0 * 1024.0)},
+      {"gradient_as_bucket_view", int64_t{d.gradientAsBucketView}},
+      {"seq_len", flags.training.build.inputs.seqLen},
+      {"image_size", flags.training.build.inputs.imageSize}};
+}
+
+Status writeTimeline(const traces::Timeline& timeline, const std::string& path) {
+  return traces::writeChromeTrace(timeline, path);
+}
+
+// The partial trace of this rank (fault paths): rank 0 writes --trace, others --trace.rank<r>.
+void flushPartialTrace(const Profiler& profiler, const WorkerFlags& flags, int rank, int world) {
+  if (flags.tracePath.empty()) return;
+  const std::string path =
+      rank == 0 ? flags.tracePath : flags.tracePath + ".rank" + std::to_string(rank);
+  traces::Args metadata = runMetadata(flags, world, flags.backend);
+  metadata.append("partial", int64_t{1});
+  const traces::Timeline timeline = mergeRankTracks({profiler.snapshot()}, std::move(metadata));
+  const Status status = writeTimeline(timeline, path);
+  std::fprintf(stderr, "ddpscope-run: rank %d: %s partial trace (%zu spans) %s\n", rank,
+               status.isOk() ? "wrote its" : "could not write its", timeline.spanCount(),
+               status.isOk() ? path.c_str() : status.message().c_str());
+  std::fflush(stderr);
+}
+
+Status writeOutputs(const WorkerFlags& flags, const traces::Timeline& timeline,
+                    const TrainingResult& result, int world, const std::string& backend) {
+  if (!flags.tracePath.empty()) RETURN_IF_ERROR(writeTimeline(timeline, flags.tracePath));
+  const RunSummary summary = summarize(timeline, flags.warmup);
+  if (!flags.json && !flags.dumpPlan) {
+    // Human summary (rank 0): what `--json` carries, in a few lines.
+    const ddp::DdpConfig& d = flags.training.ddp;
+    char line[256];
+    std::cout << flags.training.model.name << ": " << world << " rank(s), backend " << backend
+              << ", global batch " << flags.training.globalBatch << ", bucket_cap_mb "
+              << d.bucketCapMb << (d.findUnusedParameters ? ", find_unused" : "")
+              << (d.staticGraph ? ", static_graph" : "") << ", " << flags.training.iterations
+              << " iteration(s), the first " << flags.warmup
+              << " left out of the medians as warm-up\n";
+    auto row = [&](const char* label, Nanos t) {
+      std::snprintf(line, sizeof(line), "  %-22s %12.3f ms\n", label, t.toMillis());
+      std::cout << line;
+    };
+    row("median step", summary.medianStep);
+    row("median forward", summary.medianForward);
+    row("median backward", summary.medianBackward);
+    row("median comm (rank 0)", summary.medianComm);
+    row("median exposed comm", summary.medianExposedComm);
+    std::snprintf(line, sizeof(line), "  %-22s %12.2f %%   (HTA definition, all ranks)\n",
+                  "overlap", summary.overlapPercent);
+    std::cout << line;
+    for (const auto& r : summary.ranks) {
+      std::snprintf(
+          line, sizeof(line),
+          "    rank %-4d overlap %6.2f %%, exposed comm %.3f ms over the measured iterations\n",
+          r.rank, r.overlapPercent, r.exposedComm.toMillis());
+      std::cout << line;
+    }
+    if (!flags.tracePath.empty()) std::cout << "trace written to " << flags.tracePath << "\n";
+  }
+  if (flags.json || !flags.summaryPath.empty()) {
+    traces::Args extra = runMetadata(flags, world, backend);
+    const std::string json = summaryToJson(summary, extra);
+    if (!flags.summaryPath.empty()) {
+      std::ofstream out(flags.summaryPath);
+      out << json << "\n";
+      if (!out) return invalidArgument(flags.summaryPath + ": cannot write the summary");
+    }
+    if (flags.json) std::cout << json << "\n";
+  }
+  if (flags.dumpPlan) {
+    nlohmann::json plans;
+    plans["iteration_1"] = nlohmann::json::parse(
+        planJson(flags.training.model, flags.training.ddp, result.initialPlan, "1"));
+    plans["steady"] = nlohmann::json::parse(
+        planJson(flags.training.model, flags.training.ddp, result.steadyPlan, "steady"));
+    plans["rebuilt_at_iteration"] = result.rebuiltAtIteration;
+    std::cout << plans.dump(2) << "\n";
+  }
+  if (!flags.dumpParamsPath.empty()) {
+    ParamDump dump;
+    for (const auto& p : flags.training.model.params) dump.names.push_back(p.name);
+    dump.values = result.params;
+    RETURN_IF_ERROR(writeParamDump(flags.dumpParamsPath, dump));
+  }
+  std::cout.flush();
+  return Status::ok();
+}
+
+int runReference(const WorkerFlags& flags) {
+  Profiler profiler(0, layerNames(flags.training.model), [] { return steadyNow(); });
+  StatusOr<TrainingResult> result =
+      trainReference(flags.training, 1, flags.training.profile ? &profiler : nullptr);
+  if (!result.isOk()) {
+    std::fprintf(stderr, "ddpscope-run: error: %s\n", result.status().message().c_str());
+    return result.status().exitCode();
+  }
+  const traces::Timeline timeline =
+      mergeRankTracks({profiler.snapshot()}, runMetadata(flags, 1, "none (reference)"));
+  const Status status = writeOutputs(flags, timeline, *result, 1, "none (reference)");
+  if (!status.isOk()) {
+    std::fprintf(stderr, "ddpscope-run: error: %s\n", status.message().c_str());
+    return status.exitCode();
+  }
+  return 0;
+}
+
+int runWorker(int argc, char** argv) {
+  limitBlasThreadsToOne();
+  StatusOr<std::unique_ptr<MpiSession>> session = MpiSession::init(&argc, &argv);
+  if (!session.isOk()) {
+    std::fprintf(stderr, "ddpscope-run: error: %s\n", session.status().message().c_str());
+    return 1;
+  }
+  // After MPI_Init: OpenMPI installs its own handlers for some signals; ours must win for
+  // SIGTERM, which is how mpirun stops the survivors when a rank dies.
+  installTerminationSignalGuard();
+  const int rank = (*session)->rank();
+  const int world = (*session)->worldSize();
+
+  StatusOr<WorkerFlags> parsed = parseWorkerFlags(std::vector<std::string>(argv + 1, argv + argc));
+  if (!parsed.isOk()) {
+    if (rank == 0) {
+      std::fprintf(stderr, "ddpscope-run: error: %s\n", parsed.status().message().c_str());
+    }
+    return parsed.status().exitCode();
+  }
+  WorkerFlags& flags = *parsed;
+  if (flags.help) {
+    if (rank == 0) std::cout << flags.helpText;
+    return 0;
+  }
+  if (flags.reference) {
+    if (world != 1) {
+      if (rank == 0) {
+        std::fprintf(stderr,
+                     "ddpscope-run: error: --world-size-reference runs one process; launch it "
+                     "without mpirun or with -np 1 (got %d ranks)\n",
+                     world);
+      }
+      return 2;
+    }
+    return runReference(flags);
+  }
+
+  // --backend mpi: the MPI communicator (threaded FIFO) and the CPU model. --backend nccl: the
+  // NCCL communicator and the CUDA model on this rank's GPU (nccl_backend.h).
+  StatusOr<std::unique_ptr<Communicator>> comm = std::unique_ptr<Communicator>();
+#ifdef DDPSCOPE_WITH_NCCL
+  std::unique_ptr<runtime::nccl::NcclBackend> ncclBackend;
+  if (flags.backend == "nccl") {
+    StatusOr<std::unique_ptr<runtime::nccl::NcclBackend>> backend =
+        runtime::nccl::makeNcclBackend(**session);
+    if (!backend.isOk()) {
+      // No device is the same on every rank (bad invocation, exit 2): say it once.
+      if (backend.status().code() != StatusCode::kInvalidArgument || rank == 0) {
+        std::fprintf(stderr, "ddpscope-run: rank %d: error: %s\n", rank,
+                     backend.status().message().c_str());
+      }
+      return backend.status().exitCode() == 2 ? 2 : 1;
+    }
+    ncclBackend = std::move(backend).value();
+    flags.training.buildModel = ncclBackend->modelFactory();
+    deviceDescription() = ncclBackend->deviceName();
+    // Declared after ncclBackend: the communicator goes before the CUDA context it uses.
+    comm = ncclBackend->takeCommunicator();
+  }
+#endif
+  if (!*comm) comm = makeMpiCommunicator(**session);
+  if (!comm.isOk()) {
+    std::fprintf(stderr, "ddpscope-run: rank %d: error: %s\n", rank,
+                 comm.status().message().c_str());
+    return 1;
+  }
+  (*comm)->setTimeout(flags.commTimeout);
+  Profiler profiler(rank, layerNames(flags.training.model), [c = comm->get()] { return c->now(); });
+  setTerminationHandler([&profiler, &flags, rank, world](int sig) {
+    std::fprintf(stderr,
+                 "ddpscope-run: rank %d: terminated by signal %d (mpirun ends the job when a "
+                 "rank dies or aborts); flushing the trace recorded so far\n",
+                 rank, sig);
+    flushPartialTrace(profiler, flags, rank, world);
+  });
+
+  Status status = Status::ok();
+  (*comm)->setObserver(nullptr);
+  StatusOr<Nanos> offset = measureClockOffset(**comm);
+  if (!offset.isOk()) {
+    status = offset.status();
+  } else {
+    profiler.setClockOffset(*offset);
+  }
+  std::optional<TrainingResult> result;
+  if (status.isOk()) {
+    StatusOr<TrainingResult> trained =
+        trainDistributed(**comm, flags.training, flags.training.profile ? &profiler : nullptr);
+    status = trained.status();
+    if (status.isOk()) result = std::move(trained).value();
+  }
+  if (status.isOk()) {
+    StatusOr<traces::Timeline> timeline =
+        gatherTimeline(**comm, profiler, runMetadata(flags, world, flags.backend));
+    status = timeline.status();
+    if (status.isOk() && rank == 0) {
+      status = writeOutputs(flags, *timeline, *result, world, flags.backend);
+      if (!status.isOk()) {
+        std::fprintf(stderr, "ddpscope-run: error: %s\n", status.message().c_str());
+        return status.exitCode();
+      }
+    }
+  }
+  struct Detach {
+    Communicator* comm;
+    ~Detach() {
+      setTerminationHandler(nullptr);
+      comm->setObserver(nullptr);
+    }
+  } detach{comm->get()};
+  if (status.isOk()) return 0;
+
+  // Bad input is the same on every rank: say it once.
+  if (status.code() != StatusCode::kInvalidArgument || rank == 0) {
+    std::fprintf(stderr, "ddpscope-run: rank %d: error: %s\n", rank, status.message().c_str());
+  }
+  std::fflush(stderr);
+  flushPartialTrace(profiler, flags, rank, world);
+  if (status.code() == StatusCode::kUnavailable || status.code() == StatusCode::kInternal) {
+    // A peer is dead or the ranks disagree on the collective sequence: peers may be blocked in
+    // a collective forever, so take the whole job down.
+    (*comm)->abort(1);
+  }
+  // Every rank reached this error at the same point (E1, E4/E5): leave cleanly, but never hang
+  // in MPI_Finalize if that assumption is wrong.
+  std::thread([c = comm->get()] {
+    std::this_thread::sleep_for(std::chrono::seconds(20));
+    std::fprintf(stderr, "ddpscope-run: shutdown did not complete in 20 s; aborting\n");
+    c->abort(1);
+  }).detach();
+  return status.exitCode() == 2 ? 2 : 1;
+}
+
+}  // namespace
+}  // namespace ddpscope::cli
+
+int main(int argc, char** argv) {
+  return ddpscope::cli::runWorker(argc, argv);
+}

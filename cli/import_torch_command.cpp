@@ -1,0 +1,157 @@
+// `ddpscope import-torch`: PyTorch profiler (Kineto) traces of a DDP job → a ddpscope trace
+// (traces/kineto_import.h) and a summary of buckets, step time and overlap.
+#include <iomanip>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <sstream>
+
+#include "cli/arg_parser.h"
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "models/model_spec.h"
+#include "traces/chrome_writer.h"
+#include "traces/kineto_import.h"
+#include "traces/timeline.h"
+
+namespace ddpscope::cli {
+namespace {
+
+std::string bytesText(int64_t bytes) {
+  std::ostringstream o;
+  o << bytes << " B (" << std::fixed << std::setprecision(3)
+    << static_cast<double>(bytes) / (1024.0 * 1024.0) << " MiB)";
+  return o.str();
+}
+
+}  // namespace
+
+Status runImportTorchCommand(const std::vector<std::string>& argv, CommandIo io) {
+  ArgParser parser(
+      "ddpscope import-torch",
+      "TRACE.json[.gz] [MORE_RANK_TRACES...] -o RUN.json [--model M | --model-file F]\n"
+      "       [--bucket-cap-mb X] [--batch-per-rank B] [--allow-missing-ranks] [--json]",
+      "Imports the PyTorch profiler (Kineto) traces of a DDP job, one file per rank, into a\n"
+      "ddpscope trace (lanes compute / comm / ddp / iterations, as `ddpscope run` writes) that\n"
+      "opens in ddpscope-gui and feeds `ddpscope overlap`; prints the ranks, iterations, the\n"
+      "gradient buckets of each iteration (allreduce bytes in issue order), the median step\n"
+      "time, communication, exposed communication and overlap % (HTA definition).\n"
+      "With --model / --model-file (e.g. from models/export/torch_export.py) the compute spans\n"
+      "of CPU traces are named by the model's layers, which `ddpscope replay` / `calibrate`\n"
+      "need; a trace of another model is an error.");
+  parser.positional("TRACE.json", "per-rank profiler traces (plain or .gz), any order", true)
+      .option("output", "RUN.json", "where to write the imported trace (-o works too)")
+      .flag("allow-missing-ranks", "import a subset of the job's ranks instead of failing")
+      .option("bucket-cap-mb", "X", "record the job's bucket_cap_mb in the trace")
+      .option("batch-per-rank", "B", "record the job's per-rank batch size in the trace")
+      .flag("json", "machine-readable summary (times in ns)");
+  addModelFlags(parser);
+  parser.epilog(
+      "Example:\n"
+      "  ddpscope import-torch rank0.json.gz rank1.json.gz -o run.json\n"
+      "Traces come from torch.profiler.profile(..., record_shapes=True) with prof.step()\n"
+      "called every iteration and export_chrome_trace() on every rank.");
+  // The parser takes a fixed number of positionals: pass it the first trace, keep the rest.
+  std::vector<std::string> flags;
+  std::vector<std::string> traces;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (a == "-o" || a == "--output") {
+      flags.push_back("--output");
+      if (i + 1 < argv.size()) flags.push_back(argv[++i]);
+    } else if (a == "--model" || a == "--model-file" || a == "--bucket-cap-mb" ||
+               a == "--batch-per-rank") {
+      flags.push_back(a);  // options with a separate value
+      if (i + 1 < argv.size()) flags.push_back(argv[++i]);
+    } else if (!a.empty() && a[0] == '-' && a != "-") {
+      flags.push_back(a);
+    } else {
+      traces.push_back(a);
+    }
+  }
+  if (!traces.empty()) flags.push_back(traces.front());
+  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(flags));
+  if (args.helpRequested()) {
+    io.out << parser.helpText();
+    return Status::ok();
+  }
+  const std::optional<std::string> output = args.value("output");
+  if (!output || output->empty()) {
+    return invalidArgument("-o/--output: expected the path of the trace to write (see --help)");
+  }
+
+  traces::KinetoImportOptions options;
+  options.allowMissingRanks = args.has("allow-missing-ranks");
+  // With the model, compute spans are named by its layers (what replay / calibrate need).
+  if (args.has("model") || args.has("model-file")) {
+    ASSIGN_OR_RETURN(models::ModelSpec model, loadModelFromFlags(args));
+    for (const auto& layer : model.layers) options.layers.push_back({layer.name, layer.type});
+    if (options.layers.empty()) {
+      return invalidArgument(model.origin +
+                             ": the model lists no layers: compute spans cannot be named by layer");
+    }
+  }
+  traces::KinetoImportReport report;
+  ASSIGN_OR_RETURN(traces::Timeline timeline, traces::importKinetoTraces(traces, options, &report));
+  // Run settings the profiler does not record, for replay / calibrate (otherData keys of
+  // `ddpscope run` traces).
+  if (auto model = args.value("model")) timeline.mutableMetadata().set("model", *model);
+  if (auto file = args.value("model-file")) timeline.mutableMetadata().set("model_file", *file);
+  if (args.has("bucket-cap-mb")) {
+    ASSIGN_OR_RETURN(double cap, args.positiveDouble("bucket-cap-mb", 25.0));
+    timeline.mutableMetadata().set("bucket_cap_mb", cap);
+    timeline.mutableMetadata().set("bucket_cap_set_by_user", int64_t{1});
+  }
+  if (args.has("batch-per-rank")) {
+    ASSIGN_OR_RETURN(int64_t batch, args.positiveInt("batch-per-rank", 1));
+    timeline.mutableMetadata().set("batch_per_rank", batch);
+  }
+  RETURN_IF_ERROR(traces::writeChromeTrace(timeline, *output));
+  const traces::KinetoImportSummary summary = traces::summarizeImport(timeline);
+
+  if (args.has("json")) {
+    nlohmann::json out;
+    out["output"] = *output;
+    out["world_size"] = report.worldSize;
+    out["ranks"] = report.ranks;
+    out["files"] = report.files;
+    out["iterations"] = summary.iterationCount;
+    out["bucket_bytes"] = summary.bucketBytes;
+    out["buckets_consistent"] = summary.bucketsConsistent;
+    out["median_step_ns"] = summary.medianStep.count();
+    out["median_comm_ns"] = summary.medianComm.count();
+    out["median_exposed_comm_ns"] = summary.medianExposedComm.count();
+    out["overlap_percent"] = summary.overlapPercent;
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& it : summary.iterations) {
+      rows.push_back({{"rank", it.rank},
+                      {"iteration", it.index},
+                      {"step_ns", it.step.count()},
+                      {"bucket_bytes", it.bucketBytes}});
+    }
+    out["per_iteration"] = std::move(rows);
+    out["notes"] = report.notes;
+    io.out << out.dump(2) << "\n";
+    return Status::ok();
+  }
+
+  std::ostringstream o;
+  o << "imported " << report.ranks.size() << " rank(s) of world size " << report.worldSize << ", "
+    << summary.iterationCount << " iteration(s) → " << *output << "\n";
+  o << "buckets per iteration (allreduce issue order): " << summary.bucketBytes.size()
+    << (summary.bucketsConsistent ? "" : "  (differs between iterations: see --json)") << "\n";
+  for (size_t b = 0; b < summary.bucketBytes.size(); ++b) {
+    o << "  bucket " << b << ": " << bytesText(summary.bucketBytes[b]) << "\n";
+  }
+  o << std::fixed << std::setprecision(3);
+  o << "median step:         " << summary.medianStep.toMillis() << " ms (slowest rank)\n";
+  o << "median comm:         " << summary.medianComm.toMillis() << " ms (rank "
+    << (report.ranks.empty() ? 0 : report.ranks.front()) << ")\n";
+  o << "median exposed comm: " << summary.medianExposedComm.toMillis() << " ms\n";
+  o << std::setprecision(2) << "overlap:             " << summary.overlapPercent
+    << " % of communication hidden behind compute (HTA definition)\n";
+  for (const auto& note : report.notes) o << "note: " << note << "\n";
+  io.out << o.str();
+  return Status::ok();
+}
+
+}  // namespace ddpscope::cli

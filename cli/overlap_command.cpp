@@ -1,0 +1,98 @@
+#include <iomanip>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <sstream>
+
+#include "cli/arg_parser.h"
+#include "cli/commands.h"
+#include "traces/chrome_reader.h"
+#include "traces/overlap.h"
+#include "traces/timeline.h"
+
+namespace ddpscope::cli {
+namespace {
+
+double round2(double v) {
+  return static_cast<double>(static_cast<int64_t>(v * 100.0 + (v >= 0 ? 0.5 : -0.5))) / 100.0;
+}
+
+nlohmann::json statsJson(const traces::OverlapStats& s) {
+  return {{"compute_ns", s.compute.count()},
+          {"comm_ns", s.comm.count()},
+          {"overlapped_ns", s.overlapped.count()},
+          {"exposed_comm_ns", s.exposedComm.count()},
+          {"overlap_percent", round2(s.overlapPercent)},
+          {"has_communication", s.hasCommunication}};
+}
+
+void printStatsRow(std::ostream& o, const std::string& label, const traces::OverlapStats& s) {
+  o << std::left << std::setw(12) << label << std::right << std::fixed << std::setprecision(3)
+    << std::setw(13) << s.compute.toMillis() << std::setw(13) << s.comm.toMillis() << std::setw(14)
+    << s.overlapped.toMillis() << std::setw(14) << s.exposedComm.toMillis() << std::setprecision(2)
+    << std::setw(11) << traces::formatPercent(s) << "\n";
+}
+
+}  // namespace
+
+Status runOverlapCommand(const std::vector<std::string>& argv, CommandIo io) {
+  ArgParser parser(
+      "ddpscope overlap", "TRACE.json [--json] [--iterations]",
+      "Compute/communication overlap per rank with Holistic Trace Analysis' definition:\n"
+      "overlap % = 100 x |union(compute) ∩ union(comm)| / |union(comm)| over the whole trace;\n"
+      "exposed comm = |union(comm)| - overlapped. Reads ddpscope traces and PyTorch profiler\n"
+      "(Kineto) traces, plain or .gz.");
+  parser.positional("TRACE.json", "a Chrome trace (bare array or {\"traceEvents\": [...]})", true)
+      .flag("iterations", "also print each iteration (from iteration / ProfilerStep markers)")
+      .flag("json", "machine-readable output (times in ns)");
+  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv));
+  if (args.helpRequested()) {
+    io.out << parser.helpText();
+    return Status::ok();
+  }
+  const std::string& path = args.positionals().at(0);
+  ASSIGN_OR_RETURN(traces::Timeline timeline, traces::readChromeTrace(path));
+  std::vector<traces::RankOverlap> ranks = traces::computeOverlap(timeline);
+
+  if (args.has("json")) {
+    nlohmann::json out;
+    out["trace"] = path;
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& r : ranks) {
+      nlohmann::json row = statsJson(r.total);
+      row["rank"] = r.rank;
+      nlohmann::json its = nlohmann::json::array();
+      for (const auto& it : r.iterations) {
+        nlohmann::json itRow = statsJson(it.stats);
+        itRow["iteration"] = it.index;
+        itRow["start_ns"] = it.start.count();
+        itRow["step_ns"] = it.stepTime.count();
+        if (it.ddpLoggerOverlap) itRow["ddp_logger_overlap_ns"] = it.ddpLoggerOverlap->count();
+        its.push_back(std::move(itRow));
+      }
+      row["iterations"] = std::move(its);
+      list.push_back(std::move(row));
+    }
+    out["ranks"] = std::move(list);
+    io.out << out.dump(2) << "\n";
+    return Status::ok();
+  }
+
+  std::ostringstream o;
+  o << "trace " << path << ": " << ranks.size() << " rank(s)\n";
+  o << std::left << std::setw(12) << "rank" << std::right << std::setw(13) << "compute_ms"
+    << std::setw(13) << "comm_ms" << std::setw(14) << "overlapped_ms" << std::setw(14)
+    << "exposed_ms" << std::setw(11) << "overlap_%"
+    << "\n";
+  for (const auto& r : ranks) {
+    printStatsRow(o, std::to_string(r.rank), r.total);
+    if (args.has("iterations")) {
+      for (const auto& it : r.iterations) {
+        printStatsRow(o, "  iter " + std::to_string(it.index), it.stats);
+      }
+    }
+  }
+  io.out << o.str();
+  return Status::ok();
+}
+
+}  // namespace ddpscope::cli

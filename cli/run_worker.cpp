@@ -1,0 +1,210 @@
+#include "cli/run_worker.h"
+
+#include <nlohmann/json.hpp>
+
+#include "cli/arg_parser.h"
+#include "ddp/bucket_plan.h"
+#include "models/builders.h"
+#include "models/zoo.h"
+
+namespace ddpscope::cli {
+namespace {
+
+ArgParser makeParser() {
+  ArgParser parser(
+      "ddpscope-run",
+      "--model NAME|SHORTHAND [--backend mpi|nccl] [--dtype D] [--batch B] [--iterations N] "
+      "[--warmup W] [DDP flags] [--trace PATH] [--json]",
+      "The ddpscope runtime worker: trains a model with PyTorch DDP semantics, one MPI rank per\n"
+      "process, and records every rank's timeline. --backend mpi trains the CPU model and\n"
+      "synchronizes with MPI; --backend nccl trains the CUDA model on one GPU per rank (GPU =\n"
+      "the rank's node-local rank) and synchronizes with NCCL on a separate stream. Launch it\n"
+      "with\n"
+      "  mpirun -np N ddpscope-run ...   or   ddpscope run --nproc N -- ...");
+  parser
+      .option("model", "NAME",
+              "zoo model (mlp-tiny, mlp-wide, resnet18, gpt2-small, ...) or a shorthand such as "
+              "gpt2:layers=2,embd=64,heads=4,vocab=512,seq=32")
+      .option("backend", "mpi|nccl",
+              "mpi: CPU model + MPI (default); nccl: CUDA model + NCCL, one GPU per rank")
+      .option("dtype", "fp32|tf32|bf16",
+              "matrix-product precision (default fp32; tf32 and bf16 need --backend nccl; "
+              "parameters, gradients and buckets stay fp32)")
+      .option("iterations", "N", "measured iterations after the warm-up (default 10)")
+      .option("warmup", "W",
+              "warm-up iterations, run first and left out of the summary (default 0)")
+      .option("batch", "B", "GLOBAL batch; each of the N ranks trains on B/N samples (default 8)")
+      .option("bucket-cap-mb", "X", "bucket_cap_mb in MiB (default 25)")
+      .option("first-bucket-mb", "Y", "first bucket cap in MiB (default 1)")
+      .flag("find-unused", "find_unused_parameters=True")
+      .flag("static-graph", "static_graph=True")
+      .option("no-sync-steps", "K", "gradient accumulation: K-1 no_sync steps, then one synced")
+      .flag("sync-batchnorm", "convert BatchNorm2d to SyncBatchNorm")
+      .flag("gradient-as-bucket-view", "gradient_as_bucket_view=True")
+      .flag("no-broadcast-buffers", "broadcast_buffers=False")
+      .option("semantics", "PROFILE", "PyTorch behaviour profile: 1.5, 1.13 or current")
+      .option("seed", "S", "parameter init and data seed (default 1)")
+      .option("lr", "LR", "SGD learning rate (default 0.01)")
+      .option("momentum", "M", "SGD momentum (default 0)")
+      .option("seq-len", "T", "tokens per sample for transformers (default: the model's)")
+      .option("image-size", "PX", "image side for vision models (default: the model's)")
+      .option("trace", "PATH", "merged Chrome trace of all ranks (pid = rank), written by rank 0")
+      .option("summary", "PATH", "summary JSON (step, forward, backward, comm, overlap)")
+      .flag("json", "print the summary JSON on stdout (rank 0)")
+      .option("dump-params", "PATH", "rank 0 writes the final parameters (binary)")
+      .flag("dump-plan", "print the iteration-1 and steady bucket plans as JSON (rank 0)")
+      .flag("world-size-reference",
+            "run the single-process reference instead: one process, batch B, no DDP")
+      .option("comm-timeout-s", "S", "fail a collective that takes longer (default 60)")
+      .flag("no-profile", "do not record spans")
+      .option("fault-kill-rank", "R", "test only: rank R exits with code 9 ...")
+      .option("fault-kill-iteration", "I", "test only: ... at the start of iteration I");
+  return parser;
+}
+
+StatusOr<int64_t> nonNegativeInt(const ParsedArgs& args, const std::string& flag,
+                                 int64_t fallback) {
+  auto text = args.value(flag);
+  if (!text) return fallback;
+  try {
+    size_t used = 0;
+    const long long v = std::stoll(*text, &used);
+    if (used == text->size() && v >= 0) return static_cast<int64_t>(v);
+  } catch (...) {
+  }
+  return invalidArgument("--" + flag + ": expected a non-negative integer, got '" + *text + "'");
+}
+
+StatusOr<double> nonNegativeDouble(const ParsedArgs& args, const std::string& flag,
+                                   double fallback) {
+  auto text = args.value(flag);
+  if (!text) return fallback;
+  try {
+    size_t used = 0;
+    const double v = std::stod(*text, &used);
+    if (used == text->size() && v >= 0) return v;
+  } catch (...) {
+  }
+  return invalidArgument("--" + flag + ": expected a non-negative number, got '" + *text + "'");
+}
+
+}  // namespace
+
+StatusOr<models::ModelSpec> resolveModel(const std::string& text) {
+  if (models::isModelShorthand(text)) return models::parseModelShorthand(text);
+  return models::loadZooModel(text);
+}
+
+StatusOr<WorkerFlags> parseWorkerFlags(const std::vector<std::string>& argv) {
+  const ArgParser parser = makeParser();
+  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv));
+  WorkerFlags flags;
+  if (args.helpRequested()) {
+    flags.help = true;
+    flags.helpText = parser.helpText();
+    return flags;
+  }
+  if (!args.positionals().empty()) {
+    return invalidArgument("unexpected argument '" + args.positionals().front() + "'");
+  }
+  const std::string backend = args.value("backend").value_or("mpi");
+  if (backend != "mpi" && backend != "nccl") {
+    return invalidArgument("--backend: expected mpi or nccl, got '" + backend + "'");
+  }
+#ifndef DDPSCOPE_WITH_NCCL
+  if (backend == "nccl") {
+    return unimplemented(
+        "--backend nccl: this ddpscope-run was not built with CUDA/NCCL (the CPU runtime "
+        "supports --backend mpi)");
+  }
+#endif
+  flags.backend = backend;
+  const std::string dtype = args.value("dtype").value_or("fp32");
+  if (dtype != "fp32" && dtype != "tf32" && dtype != "bf16") {
+    return invalidArgument("--dtype: expected fp32, tf32 or bf16, got '" + dtype + "'");
+  }
+  if (dtype != "fp32" && backend == "mpi") {
+    return invalidArgument("--dtype " + dtype +
+                           ": the CPU model (--backend mpi) computes in fp32 only; tf32 and bf16 "
+                           "need --backend nccl");
+  }
+  flags.training.build.dtype = dtype;
+  auto model = args.value("model");
+  if (!model) return invalidArgument("--model: required (a zoo name or a shorthand)");
+  flags.modelText = *model;
+  ASSIGN_OR_RETURN(flags.training.model, resolveModel(*model));
+
+  runtime::TrainingOptions& t = flags.training;
+  ASSIGN_OR_RETURN(int64_t iterations, nonNegativeInt(args, "iterations", 10));
+  ASSIGN_OR_RETURN(flags.warmup, nonNegativeInt(args, "warmup", 0));
+  t.iterations = iterations + flags.warmup;
+  if (t.iterations == 0) return invalidArgument("--iterations: nothing to run (0 iterations)");
+  ASSIGN_OR_RETURN(t.globalBatch, args.positiveInt("batch", 8));
+  ddp::DdpConfig& d = t.ddp;
+  if (args.has("bucket-cap-mb")) {
+    ASSIGN_OR_RETURN(double cap, args.positiveDouble("bucket-cap-mb", 25.0));
+    d.setBucketCapMb(cap);
+  }
+  ASSIGN_OR_RETURN(double firstMb, args.positiveDouble("first-bucket-mb", 1.0));
+  d.firstBucketBytes = static_cast<int64_t>(firstMb * 1024.0 * 1024.0);
+  if (d.firstBucketBytes <= 0)
+    return invalidArgument("--first-bucket-mb: expected at least one byte");
+  d.findUnusedParameters = args.has("find-unused");
+  d.staticGraph = args.has("static-graph");
+  d.gradientAsBucketView = args.has("gradient-as-bucket-view");
+  d.broadcastBuffers = !args.has("no-broadcast-buffers");
+  ASSIGN_OR_RETURN(d.noSyncPeriod, args.positiveInt("no-sync-steps", 1));
+  if (auto profile = args.value("semantics")) {
+    ASSIGN_OR_RETURN(d.profile, ddp::parseSemanticsProfile(*profile));
+  }
+  RETURN_IF_ERROR(d.validate());
+  t.build.syncBatchNorm = args.has("sync-batchnorm");
+  ASSIGN_OR_RETURN(int64_t seed, nonNegativeInt(args, "seed", 1));
+  t.build.seed = static_cast<uint64_t>(seed);
+  t.dataSeed = static_cast<uint64_t>(seed);
+  ASSIGN_OR_RETURN(t.learningRate, nonNegativeDouble(args, "lr", 0.01));
+  ASSIGN_OR_RETURN(t.momentum, nonNegativeDouble(args, "momentum", 0.0));
+  ASSIGN_OR_RETURN(t.build.inputs.seqLen, args.positiveInt("seq-len", 0));
+  ASSIGN_OR_RETURN(t.build.inputs.imageSize, args.positiveInt("image-size", 0));
+  t.profile = !args.has("no-profile");
+
+  flags.tracePath = args.value("trace").value_or("");
+  flags.summaryPath = args.value("summary").value_or("");
+  flags.dumpParamsPath = args.value("dump-params").value_or("");
+  flags.json = args.has("json");
+  flags.dumpPlan = args.has("dump-plan");
+  flags.reference = args.has("world-size-reference");
+  ASSIGN_OR_RETURN(double timeoutS, args.positiveDouble("comm-timeout-s", 60.0));
+  flags.commTimeout = Nanos::fromSecondsDouble(timeoutS);
+  if (args.has("fault-kill-rank") != args.has("fault-kill-iteration")) {
+    return invalidArgument("--fault-kill-rank and --fault-kill-iteration go together");
+  }
+  ASSIGN_OR_RETURN(int64_t killRank, nonNegativeInt(args, "fault-kill-rank", -1));
+  t.faultKillRank = static_cast<int>(killRank);
+  ASSIGN_OR_RETURN(t.faultKillIteration, nonNegativeInt(args, "fault-kill-iteration", 0));
+  return flags;
+}
+
+std::string planJson(const models::ModelSpec& model, const ddp::DdpConfig& config,
+                     const ddp::BucketPlan& plan, const std::string& iteration) {
+  nlohmann::json out;
+  out["model"] = model.name;
+  out["bucket_cap_bytes"] = config.bucketCapBytes();
+  out["first_bucket_bytes"] = config.firstBucketBytes;
+  out["iteration"] = iteration;
+  out["semantics"] = std::string(ddp::semanticsProfileName(config.profile));
+  out["size_limits"] = iteration == "1" || !ddp::rebuildEligible(config)
+                           ? ddp::constructionLimits(config)
+                           : ddp::rebuildLimits(config);
+  nlohmann::json buckets = nlohmann::json::array();
+  for (const auto& b : plan.buckets) {
+    buckets.push_back({{"index", b.index},
+                       {"params", b.params},
+                       {"bytes", b.bytes},
+                       {"size_limit", b.sizeLimit}});
+  }
+  out["buckets"] = std::move(buckets);
+  return out.dump(2);
+}
+
+}  // namespace ddpscope::cli

@@ -1,0 +1,253 @@
+#include "cli/sim_flags.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include "base/strings.h"
+#include "cli/common.h"
+#include "sim/replay/measured_compute_model.h"
+#include "sim/replay/measured_profile.h"
+#include "sim/replay/replay.h"
+
+namespace ddpscope::cli {
+
+void addSimulationFlags(ArgParser& parser, bool sweep, bool computeFrom) {
+  addModelFlags(parser);
+  addClusterFlags(parser);
+  if (computeFrom) {
+    parser.option("compute-from", "RUN.json",
+                  "measured per-layer compute from a run's trace instead of the roofline");
+  }
+  if (sweep) {
+    parser.option("nodes", "N[,N...]", "node counts to sweep (default 1)")
+        .option("world-size", "W[,W...]", "world sizes to sweep (multiples of GPUs per node)")
+        .option("bucket-cap-mb", "X[,X...]", "bucket caps in MiB (default 1,2,5,10,25,50,100,200)")
+        .option("find-unused", "on|off|both", "find_unused_parameters (default off)");
+  } else {
+    parser.option("nodes", "N", "number of nodes (default 1)")
+        .option("world-size", "W", "number of ranks (a multiple of the GPUs per node)")
+        .option("bucket-cap-mb", "X", "bucket_cap_mb in MiB (default 25)")
+        .flag("find-unused", "find_unused_parameters=True");
+  }
+  parser.option("first-bucket-mb", "Y", "first bucket cap in MiB (default 1)")
+      .flag("static-graph", "static_graph=True")
+      .flag("gradient-as-bucket-view", "gradient_as_bucket_view=True (no copy kernels)")
+      .option("no-sync-steps", "K", "gradient accumulation: K-1 no_sync steps, then one synced")
+      .option("comm-hook", "HOOK", "fp16 | bf16 | powersgd:R | allreduce | none")
+      .option("semantics", "PROFILE", "PyTorch behaviour: 1.13 or current (default)")
+      .option("batch", "B", "samples per rank per step (default: the model's)")
+      .option("seq-len", "T", "tokens per sample for transformers (default: the model's)")
+      .option("image-size", "PX", "image side for vision models (default: the model's)")
+      .option("dtype", "DT", "compute dtype: fp32, tf32, bf16 (default), fp16")
+      .option("iterations", "I", "iterations to simulate (default: enough for the steady state)")
+      .flag("sync-batchnorm", "SyncBatchNorm: a blocking allreduce per BatchNorm layer")
+      .option("contention", "F", "compute slowdown while a collective runs (default: cluster's)")
+      .option("strategy", "S", "ddp (default) or dp (nn.DataParallel, one node)")
+      .flag("all-ranks", "simulate every rank (jitter, stragglers) instead of one")
+      .option("jitter", "PCT", "per-rank, per-iteration compute jitter in % (with --all-ranks)")
+      .option("seed", "S", "seed for jitter (default 1)")
+      .option("stragglers", "R:PCT[,...]", "ranks slower by PCT % (with --all-ranks)");
+}
+
+StatusOr<ddp::CommHook> parseCommHookFlag(const std::string& text) {
+  ddp::CommHook hook;
+  std::string kind = text;
+  std::optional<std::string> rank;
+  if (auto colon = text.find(':'); colon != std::string::npos) {
+    kind = text.substr(0, colon);
+    rank = text.substr(colon + 1);
+  }
+  auto parsed = ddp::parseCommHookKind(kind);
+  if (!parsed.isOk()) {
+    return invalidArgument(
+        "--comm-hook: expected fp16, bf16, powersgd:R, allreduce or none, got '" + text + "'");
+  }
+  hook.kind = *parsed;
+  if (rank) {
+    auto r = parseInt64(*rank);
+    if (hook.kind != ddp::CommHookKind::kPowerSgd || !r || *r <= 0 || *r > 4096) {
+      return invalidArgument("--comm-hook: expected powersgd:R with a positive rank R, got '" +
+                             text + "'");
+    }
+    hook.powerSgdRank = static_cast<int>(*r);
+  }
+  return hook;
+}
+
+StatusOr<SimulationRequest> parseSimulationRequest(const ParsedArgs& args, bool sweep,
+                                                   std::optional<std::string> computeFrom) {
+  SimulationRequest req;
+  if (!computeFrom) computeFrom = args.value("compute-from");
+  req.computeFrom = computeFrom;
+  sim::SimOptions& o = req.options;
+  ddp::DdpConfig& d = o.ddp;
+  if (!sweep) {
+    ASSIGN_OR_RETURN(double cap, args.positiveDouble("bucket-cap-mb", d.bucketCapMb));
+    if (args.has("bucket-cap-mb")) d.setBucketCapMb(cap);
+    d.findUnusedParameters = args.has("find-unused");
+  }
+  if (args.has("first-bucket-mb")) {
+    ASSIGN_OR_RETURN(double mb, args.positiveDouble("first-bucket-mb", 1.0));
+    d.firstBucketBytes = static_cast<int64_t>(mb * 1024.0 * 1024.0);
+    if (d.firstBucketBytes <= 0)
+      return invalidArgument("--first-bucket-mb: expected at least one byte");
+  }
+  d.staticGraph = args.has("static-graph");
+  d.gradientAsBucketView = args.has("gradient-as-bucket-view");
+  ASSIGN_OR_RETURN(d.noSyncPeriod, args.positiveInt("no-sync-steps", 1));
+  if (auto hook = args.value("comm-hook")) {
+    ASSIGN_OR_RETURN(d.commHook, parseCommHookFlag(*hook));
+  }
+  if (auto profile = args.value("semantics")) {
+    ASSIGN_OR_RETURN(d.profile, ddp::parseSemanticsProfile(*profile));
+  }
+  ASSIGN_OR_RETURN(o.inputs.batch, args.positiveInt("batch", 0));
+  ASSIGN_OR_RETURN(o.inputs.seqLen, args.positiveInt("seq-len", 0));
+  ASSIGN_OR_RETURN(o.inputs.imageSize, args.positiveInt("image-size", 0));
+  if (auto dtype = args.value("dtype")) {
+    if (*dtype != "fp32" && *dtype != "tf32" && *dtype != "bf16" && *dtype != "fp16") {
+      return invalidArgument("--dtype: expected fp32, tf32, bf16 or fp16, got '" + *dtype + "'");
+    }
+    o.dtype = *dtype;
+  }
+  if (args.has("iterations")) {
+    ASSIGN_OR_RETURN(int64_t it, args.positiveInt("iterations", 4));
+    if (it > 10000) return invalidArgument("--iterations: expected at most 10000");
+    o.iterations = static_cast<int>(it);
+  } else {
+    o.iterations = 0;  // automatic: sim::defaultIterations (past the rebuild, two no_sync cycles)
+  }
+  o.syncBatchNorm = args.has("sync-batchnorm");
+  if (auto c = args.value("contention")) {
+    auto v = parseDouble(*c);
+    if (!v || *v < 0 || *v > 10) {
+      return invalidArgument("--contention: expected a slowdown fraction in [0, 10], got '" + *c +
+                             "'");
+    }
+    o.contentionSlowdown = *v;
+  }
+  std::string strategy = args.value("strategy").value_or("ddp");
+  if (strategy == "ddp") {
+    o.strategy = sim::Strategy::kDdp;
+  } else if (strategy == "dp") {
+    o.strategy = sim::Strategy::kDataParallel;
+  } else {
+    return invalidArgument("--strategy: expected ddp or dp, got '" + strategy + "'");
+  }
+  o.allRanks = args.has("all-ranks");
+  if (auto j = args.value("jitter")) {
+    auto v = parseDouble(*j);
+    if (!v || *v < 0 || *v >= 100) {
+      return invalidArgument("--jitter: expected a percentage in [0, 100), got '" + *j + "'");
+    }
+    o.jitterPercent = *v;
+  }
+  if (auto s = args.value("seed")) {
+    auto v = parseInt64(*s);
+    if (!v || *v < 0)
+      return invalidArgument("--seed: expected a non-negative integer, got '" + *s + "'");
+    o.seed = static_cast<uint64_t>(*v);
+  }
+  if (auto s = args.value("stragglers")) {
+    for (const std::string& part : splitString(*s, ',')) {
+      auto colon = part.find(':');
+      std::optional<int64_t> rank;
+      std::optional<double> pct;
+      if (colon != std::string::npos) {
+        rank = parseInt64(part.substr(0, colon));
+        pct = parseDouble(part.substr(colon + 1));
+      }
+      if (!rank || !pct || *rank < 0 || *pct <= 0) {
+        return invalidArgument("--stragglers: expected RANK:PCT pairs like 3:20, got '" + part +
+                               "'");
+      }
+      o.stragglers.emplace_back(static_cast<int>(*rank), *pct / 100.0);
+    }
+  }
+  if ((o.jitterPercent > 0 || !o.stragglers.empty()) && !o.allRanks) {
+    return invalidArgument("--jitter and --stragglers need --all-ranks");
+  }
+  RETURN_IF_ERROR(d.validate());
+  if (o.iterations > 0 && o.iterations < sim::minIterations(d)) {
+    return invalidArgument("--iterations: expected at least " +
+                           std::to_string(sim::minIterations(d)) +
+                           " to reach the steady state (past the bucket rebuild and one no_sync "
+                           "period), got " +
+                           std::to_string(o.iterations));
+  }
+  if (!computeFrom) {
+    ASSIGN_OR_RETURN(req.model, loadModelFromFlags(args));
+    ASSIGN_OR_RETURN(req.cluster, loadClusterFromFlags(args));
+    return req;
+  }
+  // Measured compute from a trace.
+  std::optional<models::ModelSpec> model;
+  if (args.has("model") || args.has("model-file")) {
+    ASSIGN_OR_RETURN(model, loadModelFromFlags(args));
+  }
+  ASSIGN_OR_RETURN(sim::replay::LoadedProfile loaded,
+                   sim::replay::loadProfile(*computeFrom, model));
+  req.model = loaded.model;
+  if (args.has("cluster") || args.has("cluster-file")) {
+    ASSIGN_OR_RETURN(req.cluster, loadClusterFromFlags(args));
+  } else {
+    ASSIGN_OR_RETURN(req.cluster, sim::replay::selfCalibratedCluster(loaded.profile, loaded.model));
+  }
+  const sim::replay::RunSettings run = loaded.profile.settings;
+  if (o.inputs.batch == 0) o.inputs.batch = run.batchPerRank;
+  if (o.inputs.seqLen == 0) o.inputs.seqLen = run.seqLen;
+  if (o.inputs.imageSize == 0) o.inputs.imageSize = run.imageSize;
+  if (!args.has("dtype")) o.dtype = "fp32";
+  sim::replay::MeasuredComputeOptions mo;
+  mo.contentionSlowdown = o.contentionSlowdown.value_or(req.cluster.contentionSlowdown);
+  ASSIGN_OR_RETURN(std::unique_ptr<sim::replay::MeasuredComputeModel> compute,
+                   sim::replay::MeasuredComputeModel::create(loaded.profile, loaded.model,
+                                                             req.cluster.device, mo));
+  req.compute = std::move(compute);
+  req.measured = std::make_shared<const sim::replay::LoadedProfile>(std::move(loaded));
+  return req;
+}
+
+StatusOr<sim::SimResult> runSimulation(const SimulationRequest& request,
+                                       const sim::WorldLayout& layout,
+                                       const sim::SimOptions& options) {
+  return sim::replay::simulateWithCompute(request.model, request.cluster, layout, options,
+                                          request.compute.get());
+}
+
+std::string formatSimSummary(const SimulationRequest& request, const sim::WorldLayout& layout,
+                             const sim::SimSummary& s) {
+  char line[256];
+  std::ostringstream o;
+  const ddp::DdpConfig& d = request.options.ddp;
+  o << request.model.name << " on " << request.cluster.name << ": " << layout.nodes << " node(s) x "
+    << layout.gpusPerNode << " = " << layout.worldSize() << " ranks, bucket_cap_mb "
+    << d.bucketCapMb << (d.findUnusedParameters ? ", find_unused" : "")
+    << (d.staticGraph ? ", static_graph" : "")
+    << (d.noSyncPeriod > 1 ? ", no_sync " + std::to_string(d.noSyncPeriod) : "") << ", "
+    << request.options.dtype << "\n";
+  auto row = [&](const char* label, Nanos t, const std::string& extra = "") {
+    std::snprintf(line, sizeof(line), "  %-22s %12.3f ms%s\n", label, t.toMillis(), extra.c_str());
+    o << line;
+  };
+  row("step time (steady)", s.stepTime);
+  row("first iteration", s.firstIteration);
+  row("forward", s.forward);
+  row("backward", s.backward);
+  row("optimizer", s.optimizer);
+  row("communication", s.comm);
+  row("  overlapped", s.overlapped);
+  row("  exposed", s.exposedComm);
+  std::snprintf(line, sizeof(line), "  %-22s %12.2f %%   (HTA: |compute ∩ comm| / |comm|)\n",
+                "overlap", s.overlapPercent);
+  o << line;
+  o << "  buckets                " << std::string(8, ' ') << s.numBuckets << " (";
+  for (size_t i = 0; i < s.bucketBytes.size() && i < 8; ++i) {
+    o << (i ? ", " : "") << formatBytes(s.bucketBytes[i]);
+  }
+  if (s.bucketBytes.size() > 8) o << ", ...";
+  o << ")\n";
+  return o.str();
+}
+
+}  // namespace ddpscope::cli

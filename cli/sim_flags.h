@@ -1,0 +1,60 @@
+// Flags shared by `ddpscope simulate` and `ddpscope sweep`: model, cluster, layout and every
+// DDP / simulator setting, parsed into a SimulationRequest.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "cli/arg_parser.h"
+#include "models/model_spec.h"
+#include "sim/compute/compute_model.h"
+#include "sim/cost/cluster.h"
+#include "sim/engine/ddp_simulator.h"
+
+namespace ddpscope::sim::replay {
+struct LoadedProfile;
+}
+
+namespace ddpscope::cli {
+
+// `sweep` = true: --bucket-cap-mb, --nodes and --world-size take comma lists and --find-unused
+// takes on|off|both; otherwise they are scalars and --find-unused is a switch.
+// `computeFrom`: add --compute-from RUN.json (measured compute from a trace; replay names the
+// trace --trace instead).
+void addSimulationFlags(ArgParser& parser, bool sweep, bool computeFrom = true);
+
+struct SimulationRequest {
+  models::ModelSpec model;
+  sim::ClusterSpec cluster;
+  sim::SimOptions options;  // everything but layout-dependent fields
+  // Measured compute (--compute-from / replay's --trace): a MeasuredComputeModel of the trace;
+  // null = the cluster's roofline. With it, the model defaults to the trace's (metadata
+  // "model"), the cluster to cpu-mpi calibrated on the trace's own collectives, and --batch,
+  // --seq-len, --image-size to the trace's per-rank values.
+  std::shared_ptr<const sim::ComputeModel> compute;
+  std::optional<std::string> computeFrom;                      // the trace path
+  std::shared_ptr<const sim::replay::LoadedProfile> measured;  // its model and profile
+};
+
+// Parses the scalar settings (model, cluster, DDP flags, batch, dtype, all-ranks...). In sweep
+// mode the list flags are left for the caller. `computeFrom`: the trace to take measured compute
+// from (overrides --compute-from).
+StatusOr<SimulationRequest> parseSimulationRequest(
+    const ParsedArgs& args, bool sweep, std::optional<std::string> computeFrom = std::nullopt);
+
+// Runs the strategy with the request's compute model (measured or roofline) and cluster.
+StatusOr<sim::SimResult> runSimulation(const SimulationRequest& request,
+                                       const sim::WorldLayout& layout,
+                                       const sim::SimOptions& options);
+
+// "fp16", "bf16", "powersgd:4", "none", "allreduce" → CommHook.
+StatusOr<ddp::CommHook> parseCommHookFlag(const std::string& text);
+
+// Human summary of one simulation (used by simulate and sweep's best rows).
+std::string formatSimSummary(const SimulationRequest& request, const sim::WorldLayout& layout,
+                             const sim::SimSummary& summary);
+
+}  // namespace ddpscope::cli

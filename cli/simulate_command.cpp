@@ -1,0 +1,66 @@
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "cli/arg_parser.h"
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "cli/sim_flags.h"
+#include "cli/sim_json.h"
+#include "ddp/bucket_plan.h"
+#include "traces/chrome_writer.h"
+
+namespace ddpscope::cli {
+
+Status runSimulateCommand(const std::vector<std::string>& argv, CommandIo io) {
+  ArgParser parser(
+      "ddpscope simulate",
+      "(--model M | --model-file F) (--cluster C | --cluster-file F) [--nodes N | --world-size W]\n"
+      "       [--bucket-cap-mb X] [--find-unused] [--static-graph] [--no-sync-steps K]\n"
+      "       [--comm-hook fp16|bf16|powersgd:R] [--semantics 1.13|current] [--batch B]\n"
+      "       [--iterations I] [--all-ranks --jitter PCT --seed S] [--strategy ddp|dp]\n"
+      "       [--trace out.json] [--json]",
+      "Simulates DDP training iterations of a model on a described cluster: the same reducer\n"
+      "state machine as PyTorch (bucket order, rebuild, find_unused), a roofline compute model\n"
+      "and NCCL's cost model. Prints step time, exposed communication and overlap; --trace\n"
+      "writes a Chrome/Perfetto timeline (pid = rank; compute and comm lanes).");
+  addSimulationFlags(parser, /*sweep=*/false);
+  parser.option("trace", "PATH", "write the Chrome trace here (.json; .json.gz compresses)")
+      .flag("json", "machine-readable summary")
+      .epilog(
+          "example: ddpscope simulate --model gpt2-small --cluster dgx-a100 --nodes 4 \\\n"
+          "           --bucket-cap-mb 50 --trace gpt2.json");
+  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv));
+  if (args.helpRequested()) {
+    io.out << parser.helpText();
+    return Status::ok();
+  }
+  ASSIGN_OR_RETURN(SimulationRequest req, parseSimulationRequest(args, /*sweep=*/false));
+  std::optional<int> nodes, worldSize;
+  if (args.has("nodes")) {
+    ASSIGN_OR_RETURN(int64_t n, args.positiveInt("nodes", 1));
+    nodes = static_cast<int>(n);
+  }
+  if (args.has("world-size")) {
+    ASSIGN_OR_RETURN(int64_t w, args.positiveInt("world-size", 1));
+    worldSize = static_cast<int>(w);
+  }
+  ASSIGN_OR_RETURN(sim::WorldLayout layout, sim::makeWorldLayout(req.cluster, nodes, worldSize));
+  req.options.recordTrace = args.has("trace");
+  ASSIGN_OR_RETURN(sim::SimResult result, runSimulation(req, layout, req.options));
+  if (auto path = args.value("trace")) {
+    RETURN_IF_ERROR(traces::writeChromeTrace(result.timeline, *path));
+  }
+  if (args.has("json")) {
+    nlohmann::json out = simSummaryJson(req, layout, result.summary);
+    if (auto path = args.value("trace")) out["trace"] = *path;
+    io.out << out.dump(2) << "\n";
+  } else {
+    io.out << formatSimSummary(req, layout, result.summary);
+    if (auto path = args.value("trace")) {
+      io.out << "trace written to " << *path << " (open in https://ui.perfetto.dev)\n";
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace ddpscope::cli

@@ -1,0 +1,54 @@
+// In-process driver for the ddpscope CLI in tests.
+#pragma once
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/cli.h"
+
+namespace ddpscope::cli::testing {
+
+struct CliResult {
+  int exitCode;
+  std::string out;
+  std::string err;
+};
+
+inline CliResult runCliForTest(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  int code = runCli(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+// A scratch directory unique to the running test binary.
+inline std::filesystem::path scratchDir() {
+  auto dir =
+      std::filesystem::temp_directory_path() / ("ddpscope_cli_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+inline std::string writeScratchFile(const std::string& name, const std::string& text) {
+  auto path = scratchDir() / name;
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+// Bad input: exit code 2, nothing on stdout, one error line on stderr containing `needle`.
+inline void expectBadInput(const std::vector<std::string>& args, const std::string& needle) {
+  CliResult r = runCliForTest(args);
+  EXPECT_EQ(r.exitCode, 2) << r.err << r.out;
+  EXPECT_EQ(r.out, "");
+  EXPECT_THAT(r.err, ::testing::HasSubstr(needle));
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+}  // namespace ddpscope::cli::testing

@@ -1,0 +1,91 @@
+// replay / calibrate / simulate --compute-from on a committed runtime trace
+// (tests/data/replay/mlp-wide-w2.json.gz: `ddpscope run --nproc 2 -- --model mlp-wide --batch 16
+// --iterations 12 --warmup 2`, recorded on a 2-core host shared with compile jobs).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "sim/cost/cluster.h"
+#include "tests/cli/cli_test_util.h"
+
+namespace ddpscope::cli::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::string kTrace =
+    std::string(DDPSCOPE_SOURCE_DIR) + "/tests/data/replay/mlp-wide-w2.json.gz";
+
+TEST(ReplayCliTest, OwnSettingsReproduceTheMeasuredStepWithinThreePercent) {
+  CliResult r = runCliForTest({"replay", "--trace", kTrace, "--json"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["world_size"], 2);
+  EXPECT_EQ(j["measured_iterations"].size(), 12u);  // 3..14: warm-up and rebuild left out
+  EXPECT_NEAR(j["measured_step_ms"].get<double>(), 159.032, 0.001);
+  EXPECT_LE(std::abs(j["replay_error_percent"].get<double>()), 3.0) << r.out;
+  EXPECT_FALSE(j.contains("what_if"));
+}
+
+TEST(ReplayCliTest, WhatIfChangesOnlyTheGivenSettings) {
+  CliResult r = runCliForTest(
+      {"replay", "--trace", kTrace, "--world-size", "4", "--bucket-cap-mb", "1", "--json"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j.contains("what_if"));
+  EXPECT_EQ(j["what_if"]["world_size"], 4);
+  EXPECT_EQ(j["what_if"]["num_buckets"].get<int>(), 8);  // 1 MiB cap: one 4 MiB layer each
+  r = runCliForTest({"replay", "--trace", kTrace});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("replayed at its own settings"));
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("what-if")));
+}
+
+TEST(ReplayCliTest, WrongModelIsAOneLineError) {
+  CliResult r = runCliForTest({"replay", "--trace", kTrace, "--model", "resnet18"});
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_THAT(r.err, HasSubstr("forward span '0' names no layer of model 'resnet18'"));
+  r = runCliForTest({"replay"});
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_THAT(r.err, HasSubstr("--trace: required"));
+  r = runCliForTest({"replay", "--trace", "no/such/run.json"});
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_THAT(r.err, HasSubstr("no/such/run.json"));
+}
+
+TEST(CalibrateCliTest, WritesAClusterThatSimulateLoads) {
+  const std::string out = (scratchDir() / "cal.json").string();
+  CliResult r = runCliForTest({"calibrate", kTrace, "-o", out});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("communication (alpha-beta ring"));
+  EXPECT_THAT(r.out, HasSubstr("R^2"));
+  EXPECT_THAT(r.out, HasSubstr("contention:"));
+  auto cluster = sim::loadClusterFile(out);
+  ASSERT_TRUE(cluster.isOk()) << cluster.status().message();
+  EXPECT_EQ(cluster->name, "cal");
+  EXPECT_EQ(cluster->commModel, sim::CommModelKind::kAlphaBeta);
+  EXPECT_GT(cluster->alphaBeta.intraBetaGBps, 0);
+  r = runCliForTest({"simulate", "--cluster-file", out, "--model", "resnet18", "--world-size", "2",
+                     "--compute-from", kTrace, "--json"});
+  // The trace is mlp-wide's: --model resnet18 does not match its spans.
+  EXPECT_EQ(r.exitCode, 2);
+  r = runCliForTest(
+      {"simulate", "--cluster-file", out, "--world-size", "2", "--compute-from", kTrace, "--json"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_GT(nlohmann::json::parse(r.out)["step_time_ns"].get<int64_t>(), 0);
+  r = runCliForTest({"calibrate", kTrace});
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_THAT(r.err, HasSubstr("-o/--out: required"));
+}
+
+TEST(SweepCliTest, ComputeFromATrace) {
+  CliResult r = runCliForTest(
+      {"sweep", "--compute-from", kTrace, "--world-size", "2", "--bucket-cap-mb", "1,25"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("25"));
+}
+
+}  // namespace
+}  // namespace ddpscope::cli::testing
