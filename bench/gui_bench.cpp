@@ -177,7 +177,7 @@ void BM_WhatIfChangeToRepaint(benchmark::State& state) {
   int k = 0;
   for (auto _ : state) {
     WhatIfSettings s = panel.settings();
-    s.bucketCapMb = caps[k++ % 2];
+    s.ddp.setBucketCapMb(caps[k++ % 2]);
     panel.setSettings(s);
     waitShown();
     if (!(panel.current() && panel.current()->settings == s)) {

@@ -4,11 +4,11 @@
 // BM_Gpt2XlConfig          one gpt2-xl configuration (8 nodes × 8 GPUs, bucket_cap_mb 25, fast
 //                          path, no trace) through simulate(): builds both cost models, runs the
 //                          default 4 iterations. items = configurations.
-// BM_Sweep192              the CLI's default sweep, single-threaded: 8 caps {1,2,5,10,25,50,100,
-//                          200} × 12 node counts {1,2,4,…,2048} × find_unused {off,on} = 192
-//                          configurations of gpt2-xl; one benchmark iteration = the whole sweep.
-//                          Counter per_config_us. (The CLI adds threads; the goal there is
-//                          ≤ 0.2 s on 2 cores.)
+// BM_Sweep192/threads:T    the CLI's default sweep through sim::runSweep: 8 caps {1,2,5,10,25,
+//                          50,100,200} × 12 node counts {1,2,4,…,2048} × find_unused {off,on} =
+//                          192 configurations of gpt2-xl; one benchmark iteration = the whole
+//                          sweep, wall time. threads:1 single-threaded, threads:0 all cores (what
+//                          the CLI and the GUI run). Counter per_config_us.
 // BM_AllRanks4096          all-ranks mode, 512 nodes × 8 = 4096 ranks, ±5 % jitter, gpt2-small,
 //                          no trace: every rank replays every iteration. Goal ≤ 1 s.
 // Every benchmark checks its result (positive steady step time, expected bucket and rank
@@ -21,6 +21,7 @@
 #include "models/zoo.h"
 #include "sim/cost/cluster.h"
 #include "sim/engine/ddp_simulator.h"
+#include "sim/engine/sweep.h"
 
 namespace {
 
@@ -88,32 +89,38 @@ void BM_Gpt2XlConfig(benchmark::State& state) {
 }
 BENCHMARK(BM_Gpt2XlConfig)->Unit(benchmark::kMicrosecond);
 
+// The sweep API (sim/engine/sweep.h) on `state.range(0)` threads (0 = all cores).
 void BM_Sweep192(benchmark::State& state) {
-  const models::ModelSpec& model = zooModel("gpt2-xl");
-  const double caps[] = {1, 2, 5, 10, 25, 50, 100, 200};
-  int configs = 0;
+  SweepRequest request;
+  request.model = &zooModel("gpt2-xl");
+  request.cluster = &dgxA100();
+  request.capsMb = {1, 2, 5, 10, 25, 50, 100, 200};
+  for (int n = 1; n <= 2048; n *= 2) request.layouts.push_back(nodes(n));
+  request.findUnused = {false, true};
+  request.threads = static_cast<unsigned>(state.range(0));
+  size_t configs = 0;
   for (auto _ : state) {
-    configs = 0;
-    for (double cap : caps) {
-      for (int n = 1; n <= 2048; n *= 2) {
-        for (bool findUnused : {false, true}) {
-          SimOptions options;
-          options.recordTrace = false;
-          options.ddp.setBucketCapMb(cap);
-          options.ddp.findUnusedParameters = findUnused;
-          if (!runOne(state, model, nodes(n), options, 1)) return;
-          ++configs;
-        }
+    StatusOr<SweepResult> result = runSweep(request);
+    if (!result.isOk()) {
+      state.SkipWithError(result.status().toString().c_str());
+      return;
+    }
+    configs = result->points.size();
+    for (const SweepPoint& p : result->points) {
+      if (p.summary.stepTime <= Nanos(0)) {
+        state.SkipWithError("a configuration has no positive step time");
+        return;
       }
     }
   }
   if (configs != 192) state.SkipWithError("sweep did not cover 192 configurations");
-  state.SetItemsProcessed(state.iterations() * configs);
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * configs));
   state.counters["per_config_us"] =
-      benchmark::Counter(static_cast<double>(state.iterations()) * configs * 1e-6,
+      benchmark::Counter(static_cast<double>(state.iterations() * configs) * 1e-6,
                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
-BENCHMARK(BM_Sweep192)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Sweep192)->Arg(1)->Arg(0)->ArgName("threads")->UseRealTime()->Unit(
+    benchmark::kMillisecond);
 
 void BM_AllRanks4096(benchmark::State& state) {
   const models::ModelSpec& model = zooModel("gpt2-small");

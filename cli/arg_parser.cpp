@@ -52,6 +52,11 @@ ArgParser& ArgParser::positional(std::string name, std::string help, bool requir
   return *this;
 }
 
+ArgParser& ArgParser::positionalList(std::string name, std::string help, bool required) {
+  m_positionals.push_back({std::move(name), std::move(help), required, true});
+  return *this;
+}
+
 ArgParser& ArgParser::epilog(std::string text) {
   m_epilog = std::move(text);
   return *this;
@@ -96,7 +101,8 @@ StatusOr<ParsedArgs> ArgParser::parse(const std::vector<std::string>& args) cons
       }
       continue;
     }
-    if (parsed.m_positionals.size() >= m_positionals.size()) {
+    const bool takesMore = !m_positionals.empty() && m_positionals.back().list;
+    if (parsed.m_positionals.size() >= m_positionals.size() && !takesMore) {
       return invalidArgument("unexpected argument '" + arg + "'" + seeHelp);
     }
     parsed.m_positionals.push_back(arg);

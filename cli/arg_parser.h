@@ -48,6 +48,8 @@ class ArgParser {
   ArgParser& flag(std::string name, std::string help);                           // switch
   ArgParser& option(std::string name, std::string valueName, std::string help);  // takes a value
   ArgParser& positional(std::string name, std::string help, bool required);
+  // The last positional, taking every remaining argument (at least one when required).
+  ArgParser& positionalList(std::string name, std::string help, bool required);
   // Free text appended after the flag list (examples, notes).
   ArgParser& epilog(std::string text);
 
@@ -67,6 +69,7 @@ class ArgParser {
     std::string name;
     std::string help;
     bool required;
+    bool list = false;
   };
   std::vector<Positional> m_positionals;
 };

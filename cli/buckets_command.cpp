@@ -8,6 +8,7 @@
 #include "cli/arg_parser.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/ddp_flags.h"
 #include "ddp/bucket_plan.h"
 #include "ddp/ddp_config.h"
 #include "models/model_spec.h"
@@ -32,14 +33,8 @@ ArgParser makeParser() {
       "buckets in reduction (allreduce launch) order, each with its parameters (indices into\n"
       "model.parameters()) in flat-buffer order, its bytes and its size limit.");
   addModelFlags(parser);
+  addDdpFlags(parser, ddp::DdpSettingSet::bucketPlan());
   parser
-      .option("bucket-cap-mb", "X",
-              "bucket_cap_mb in MiB (default 25; giving it counts as 'set by the user')")
-      .option("first-bucket-mb", "Y", "first bucket cap in MiB (default 1 = 1,048,576 B)")
-      .flag("find-unused", "find_unused_parameters=True")
-      .flag("static-graph", "static_graph=True")
-      .option("semantics", "PROFILE",
-              "PyTorch behaviour profile: 1.13 or current (default current)")
       .option("iteration", "WHICH",
               "1 = construction plan used in iteration 1; steady = after any rebuild (default)")
       .option("ready-order", "LIST",
@@ -66,21 +61,8 @@ Status runBucketsCommand(const std::vector<std::string>& argv, CommandIo io) {
     return Status::ok();
   }
 
-  ddp::DdpConfig config;
-  ASSIGN_OR_RETURN(config.bucketCapMb, args.positiveDouble("bucket-cap-mb", config.bucketCapMb));
-  config.bucketCapSetByUser = args.has("bucket-cap-mb");
-  ASSIGN_OR_RETURN(double firstMb, args.positiveDouble("first-bucket-mb", 1.0));
-  config.firstBucketBytes = static_cast<int64_t>(firstMb * 1024.0 * 1024.0);
-  if (config.firstBucketBytes <= 0) {
-    return invalidArgument("--first-bucket-mb: expected at least one byte, got '" +
-                           *args.value("first-bucket-mb") + "'");
-  }
-  config.findUnusedParameters = args.has("find-unused");
-  config.staticGraph = args.has("static-graph");
-  if (auto profile = args.value("semantics")) {
-    ASSIGN_OR_RETURN(config.profile, ddp::parseSemanticsProfile(*profile));
-  }
-  RETURN_IF_ERROR(config.validate());
+  ASSIGN_OR_RETURN(ddp::DdpConfig config,
+                   parseDdpFlags(args, ddp::DdpSettingSet::bucketPlan()));
 
   std::string iteration = args.value("iteration").value_or("steady");
   if (iteration != "1" && iteration != "steady") {
@@ -124,22 +106,7 @@ Status runBucketsCommand(const std::vector<std::string>& argv, CommandIo io) {
   }
 
   if (args.has("json")) {
-    nlohmann::json out;
-    out["model"] = model.name;
-    out["bucket_cap_bytes"] = config.bucketCapBytes();
-    out["first_bucket_bytes"] = config.firstBucketBytes;
-    out["iteration"] = iteration;
-    out["semantics"] = std::string(ddp::semanticsProfileName(config.profile));
-    out["size_limits"] = limits;
-    nlohmann::json buckets = nlohmann::json::array();
-    for (const auto& b : plan.buckets) {
-      buckets.push_back({{"index", b.index},
-                         {"params", b.params},
-                         {"bytes", b.bytes},
-                         {"size_limit", b.sizeLimit}});
-    }
-    out["buckets"] = std::move(buckets);
-    io.out << out.dump(2) << "\n";
+    io.out << ddp::bucketPlanJson(model, config, plan, iteration == "steady").dump(2) << "\n";
     return Status::ok();
   }
 

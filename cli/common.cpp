@@ -4,13 +4,13 @@
 #include <nlohmann/json.hpp>
 
 #include "base/strings.h"
-#include "models/zoo.h"
+#include "models/model_resolver.h"
 #include "sim/cost/cluster.h"
 
 namespace ddpscope::cli {
 
 void addModelFlags(ArgParser& parser) {
-  parser.option("model", "NAME", "a zoo model (see 'ddpscope models')")
+  parser.option("model", "M", std::string(models::kModelArgumentHelp))
       .option("model-file", "PATH",
               "a model JSON file (models/FORMAT.md); a parameter list suffices");
 }
@@ -35,7 +35,7 @@ StatusOr<T> loadNamedOrFile(const ParsedArgs& args, const std::string& flag, ByN
 
 StatusOr<models::ModelSpec> loadModelFromFlags(const ParsedArgs& args) {
   return loadNamedOrFile<models::ModelSpec>(
-      args, "model", [](const std::string& n) { return models::loadZooModel(n); },
+      args, "model", [](const std::string& n) { return models::resolveModel(n); },
       [](const std::string& f) { return models::loadModelFile(f); });
 }
 

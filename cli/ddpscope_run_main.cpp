@@ -15,6 +15,8 @@
 #include <thread>
 
 #include "cli/run_worker.h"
+#include "ddp/bucket_plan.h"
+#include "ddp/ddp_settings.h"
 #include "runtime/fault_guard.h"
 #include "runtime/mpi/mpi_communicator.h"
 #include "runtime/param_dump.h"
@@ -22,6 +24,7 @@
 #ifdef DDPSCOPE_WITH_NCCL
 #include "runtime/nccl/nccl_backend.h"
 #endif
+#include "traces/args_json.h"
 #include "traces/chrome_writer.h"
 
 namespace ddpscope::cli {
@@ -55,27 +58,23 @@ std::string& deviceDescription() {
 }
 
 traces::Args runMetadata(const WorkerFlags& flags, int world, const std::string& backend) {
-  const ddp::DdpConfig& d = flags.training.ddp;
-  return traces::Args{
-      {"model", flags.training.model.name},
-      {"world_size", int64_t{world}},
-      {"backend", backend},
-      {"dtype", flags.training.build.dtype},
-      {"device", deviceDescription()},
-      {"global_batch", flags.training.globalBatch},
-      {"iterations", flags.training.iterations},
-      {"warmup", flags.warmup},
-      {"bucket_cap_mb", d.bucketCapMb},
-      {"find_unused_parameters", int64_t{d.findUnusedParameters}},
-      {"static_graph", int64_t{d.staticGraph}},
-      {"no_sync_steps", d.noSyncPeriod},
-      {"sync_batchnorm", int64_t{flags.training.build.syncBatchNorm}},
-      // What replay / calibrate need to re-simulate the run at its own settings.
-      {"bucket_cap_set_by_user", int64_t{d.bucketCapSetByUser}},
-      {"first_bucket_mb", static_cast<double>(d.firstBucketBytes) / (1024.0 * 1024.0)},
-      {"gradient_as_bucket_view", int64_t{d.gradientAsBucketView}},
-      {"seq_len", flags.training.build.inputs.seqLen},
-      {"image_size", flags.training.build.inputs.imageSize}};
+  traces::Args meta{{"model", flags.training.model.name},
+                    {"world_size", int64_t{world}},
+                    {"backend", backend},
+                    {"dtype", flags.training.build.dtype},
+                    {"device", deviceDescription()},
+                    {"global_batch", flags.training.globalBatch},
+                    {"iterations", flags.training.iterations},
+                    {"warmup", flags.warmup},
+                    {"sync_batchnorm", int64_t{flags.training.build.syncBatchNorm}},
+                    // What replay / calibrate need to re-simulate the run at its own settings.
+                    {"seq_len", flags.training.build.inputs.seqLen},
+                    {"image_size", flags.training.build.inputs.imageSize}};
+  // The DDP settings under their canonical keys (ddp/ddp_settings.h).
+  for (const auto& [key, value] : traces::argsFromJson(ddp::ddpSettingsJson(flags.training.ddp))) {
+    meta.append(key, value);
+  }
+  return meta;
 }
 
 Status writeTimeline(const traces::Timeline& timeline, const std::string& path) {
@@ -144,10 +143,10 @@ Status writeOutputs(const WorkerFlags& flags, const traces::Timeline& timeline,
   }
   if (flags.dumpPlan) {
     nlohmann::json plans;
-    plans["iteration_1"] = nlohmann::json::parse(
-        planJson(flags.training.model, flags.training.ddp, result.initialPlan, "1"));
-    plans["steady"] = nlohmann::json::parse(
-        planJson(flags.training.model, flags.training.ddp, result.steadyPlan, "steady"));
+    plans["iteration_1"] =
+        ddp::bucketPlanJson(flags.training.model, flags.training.ddp, result.initialPlan, false);
+    plans["steady"] =
+        ddp::bucketPlanJson(flags.training.model, flags.training.ddp, result.steadyPlan, true);
     plans["rebuilt_at_iteration"] = result.rebuiltAtIteration;
     std::cout << plans.dump(2) << "\n";
   }

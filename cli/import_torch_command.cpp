@@ -8,7 +8,10 @@
 #include "cli/arg_parser.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/ddp_flags.h"
+#include "ddp/ddp_settings.h"
 #include "models/model_spec.h"
+#include "traces/args_json.h"
 #include "traces/chrome_writer.h"
 #include "traces/kineto_import.h"
 #include "traces/timeline.h"
@@ -38,38 +41,26 @@ Status runImportTorchCommand(const std::vector<std::string>& argv, CommandIo io)
       "With --model / --model-file (e.g. from models/export/torch_export.py) the compute spans\n"
       "of CPU traces are named by the model's layers, which `ddpscope replay` / `calibrate`\n"
       "need; a trace of another model is an error.");
-  parser.positional("TRACE.json", "per-rank profiler traces (plain or .gz), any order", true)
+  parser.positionalList("TRACE.json", "per-rank profiler traces (plain or .gz), any order", true)
       .option("output", "RUN.json", "where to write the imported trace (-o works too)")
       .flag("allow-missing-ranks", "import a subset of the job's ranks instead of failing")
-      .option("bucket-cap-mb", "X", "record the job's bucket_cap_mb in the trace")
       .option("batch-per-rank", "B", "record the job's per-rank batch size in the trace")
       .flag("json", "machine-readable summary (times in ns)");
   addModelFlags(parser);
+  // The job's DDP settings, which the profiler does not record: written to the trace (the keys
+  // replay and calibrate read) when any is given.
+  addDdpFlags(parser, ddp::DdpSettingSet::all());
   parser.epilog(
       "Example:\n"
       "  ddpscope import-torch rank0.json.gz rank1.json.gz -o run.json\n"
       "Traces come from torch.profiler.profile(..., record_shapes=True) with prof.step()\n"
       "called every iteration and export_chrome_trace() on every rank.");
-  // The parser takes a fixed number of positionals: pass it the first trace, keep the rest.
-  std::vector<std::string> flags;
-  std::vector<std::string> traces;
-  for (size_t i = 0; i < argv.size(); ++i) {
-    const std::string& a = argv[i];
-    if (a == "-o" || a == "--output") {
-      flags.push_back("--output");
-      if (i + 1 < argv.size()) flags.push_back(argv[++i]);
-    } else if (a == "--model" || a == "--model-file" || a == "--bucket-cap-mb" ||
-               a == "--batch-per-rank") {
-      flags.push_back(a);  // options with a separate value
-      if (i + 1 < argv.size()) flags.push_back(argv[++i]);
-    } else if (!a.empty() && a[0] == '-' && a != "-") {
-      flags.push_back(a);
-    } else {
-      traces.push_back(a);
-    }
+  std::vector<std::string> flags = argv;
+  for (std::string& a : flags) {
+    if (a == "-o") a = "--output";
   }
-  if (!traces.empty()) flags.push_back(traces.front());
   ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(flags));
+  const std::vector<std::string>& tracePaths = args.positionals();
   if (args.helpRequested()) {
     io.out << parser.helpText();
     return Status::ok();
@@ -79,6 +70,10 @@ Status runImportTorchCommand(const std::vector<std::string>& argv, CommandIo io)
     return invalidArgument("-o/--output: expected the path of the trace to write (see --help)");
   }
 
+  std::optional<ddp::DdpConfig> jobSettings;
+  if (anyDdpFlag(args, ddp::DdpSettingSet::all())) {
+    ASSIGN_OR_RETURN(jobSettings, parseDdpFlags(args, ddp::DdpSettingSet::all()));
+  }
   traces::KinetoImportOptions options;
   options.allowMissingRanks = args.has("allow-missing-ranks");
   // With the model, compute spans are named by its layers (what replay / calibrate need).
@@ -91,15 +86,15 @@ Status runImportTorchCommand(const std::vector<std::string>& argv, CommandIo io)
     }
   }
   traces::KinetoImportReport report;
-  ASSIGN_OR_RETURN(traces::Timeline timeline, traces::importKinetoTraces(traces, options, &report));
+  ASSIGN_OR_RETURN(traces::Timeline timeline, traces::importKinetoTraces(tracePaths, options, &report));
   // Run settings the profiler does not record, for replay / calibrate (otherData keys of
   // `ddpscope run` traces).
   if (auto model = args.value("model")) timeline.mutableMetadata().set("model", *model);
   if (auto file = args.value("model-file")) timeline.mutableMetadata().set("model_file", *file);
-  if (args.has("bucket-cap-mb")) {
-    ASSIGN_OR_RETURN(double cap, args.positiveDouble("bucket-cap-mb", 25.0));
-    timeline.mutableMetadata().set("bucket_cap_mb", cap);
-    timeline.mutableMetadata().set("bucket_cap_set_by_user", int64_t{1});
+  if (jobSettings) {
+    for (const auto& [key, value] : traces::argsFromJson(ddp::ddpSettingsJson(*jobSettings))) {
+      timeline.mutableMetadata().set(key, value);
+    }
   }
   if (args.has("batch-per-rank")) {
     ASSIGN_OR_RETURN(int64_t batch, args.positiveInt("batch-per-rank", 1));

@@ -18,26 +18,10 @@
 namespace ddpscope::cli {
 namespace {
 
-// Flags that change the simulated configuration away from the trace's own.
-const char* const kWhatIfFlags[] = {"world-size",
-                                    "nodes",
-                                    "bucket-cap-mb",
-                                    "find-unused",
-                                    "first-bucket-mb",
-                                    "static-graph",
-                                    "gradient-as-bucket-view",
-                                    "no-sync-steps",
-                                    "comm-hook",
-                                    "semantics",
-                                    "batch",
-                                    "seq-len",
-                                    "image-size",
-                                    "sync-batchnorm",
-                                    "strategy",
-                                    "all-ranks",
-                                    "jitter",
-                                    "stragglers",
-                                    "contention"};
+// Flags besides the DDP settings that change the simulated configuration away from the trace's.
+const char* const kWhatIfFlags[] = {"world-size", "nodes",          "batch",    "seq-len",
+                                    "image-size", "sync-batchnorm", "strategy", "all-ranks",
+                                    "jitter",     "stragglers",     "contention"};
 
 double percentError(Nanos predicted, Nanos measured) {
   if (measured.count() == 0) return 0;
@@ -91,21 +75,10 @@ Status runReplayCommand(const std::vector<std::string>& argv, CommandIo io) {
   const Nanos replayed = ownResult.step;
 
   // 2. The what-if: the trace's settings, with every given flag applied.
-  bool whatIf = false;
+  bool whatIf = anyDdpFlag(args, ddpFlagSet(/*sweep=*/false));
   for (const char* flag : kWhatIfFlags) whatIf |= args.has(flag);
-  sim::SimOptions o = req.options;
-  ddp::DdpConfig& d = o.ddp;
-  if (!args.has("bucket-cap-mb")) {
-    d.bucketCapMb = run.ddp.bucketCapMb;
-    d.bucketCapSetByUser = run.ddp.bucketCapSetByUser;
-  }
-  if (!args.has("find-unused")) d.findUnusedParameters = run.ddp.findUnusedParameters;
-  if (!args.has("first-bucket-mb")) d.firstBucketBytes = run.ddp.firstBucketBytes;
-  if (!args.has("static-graph")) d.staticGraph = run.ddp.staticGraph;
-  if (!args.has("gradient-as-bucket-view")) d.gradientAsBucketView = run.ddp.gradientAsBucketView;
-  if (!args.has("no-sync-steps")) d.noSyncPeriod = run.ddp.noSyncPeriod;
+  sim::SimOptions o = req.options;  // DDP settings: the run's own, changed by the flags given
   if (!args.has("sync-batchnorm")) o.syncBatchNorm = run.syncBatchNorm;
-  RETURN_IF_ERROR(d.validate());
   std::optional<int> nodes, worldSize;
   if (args.has("nodes")) {
     ASSIGN_OR_RETURN(int64_t n, args.positiveInt("nodes", 1));

@@ -3,12 +3,17 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/arg_parser.h"
-#include "ddp/bucket_plan.h"
-#include "models/builders.h"
-#include "models/zoo.h"
+#include "cli/ddp_flags.h"
+#include "models/model_resolver.h"
 
 namespace ddpscope::cli {
 namespace {
+
+// Every DDP setting but the communication hook, which the runtime's Engine does not implement.
+ddp::DdpSettingSet workerDdpSettings() {
+  return ddp::DdpSettingSet::all().without(ddp::DdpSetting::kCommHook);
+}
+
 
 ArgParser makeParser() {
   ArgParser parser(
@@ -22,9 +27,7 @@ ArgParser makeParser() {
       "with\n"
       "  mpirun -np N ddpscope-run ...   or   ddpscope run --nproc N -- ...");
   parser
-      .option("model", "NAME",
-              "zoo model (mlp-tiny, mlp-wide, resnet18, gpt2-small, ...) or a shorthand such as "
-              "gpt2:layers=2,embd=64,heads=4,vocab=512,seq=32")
+      .option("model", "M", std::string(models::kModelArgumentHelp))
       .option("backend", "mpi|nccl",
               "mpi: CPU model + MPI (default); nccl: CUDA model + NCCL, one GPU per rank")
       .option("dtype", "fp32|tf32|bf16",
@@ -33,16 +36,9 @@ ArgParser makeParser() {
       .option("iterations", "N", "measured iterations after the warm-up (default 10)")
       .option("warmup", "W",
               "warm-up iterations, run first and left out of the summary (default 0)")
-      .option("batch", "B", "GLOBAL batch; each of the N ranks trains on B/N samples (default 8)")
-      .option("bucket-cap-mb", "X", "bucket_cap_mb in MiB (default 25)")
-      .option("first-bucket-mb", "Y", "first bucket cap in MiB (default 1)")
-      .flag("find-unused", "find_unused_parameters=True")
-      .flag("static-graph", "static_graph=True")
-      .option("no-sync-steps", "K", "gradient accumulation: K-1 no_sync steps, then one synced")
-      .flag("sync-batchnorm", "convert BatchNorm2d to SyncBatchNorm")
-      .flag("gradient-as-bucket-view", "gradient_as_bucket_view=True")
-      .flag("no-broadcast-buffers", "broadcast_buffers=False")
-      .option("semantics", "PROFILE", "PyTorch behaviour profile: 1.5, 1.13 or current")
+      .option("batch", "B", "GLOBAL batch; each of the N ranks trains on B/N samples (default 8)");
+  addDdpFlags(parser, workerDdpSettings());
+  parser.flag("sync-batchnorm", "convert BatchNorm2d to SyncBatchNorm")
       .option("seed", "S", "parameter init and data seed (default 1)")
       .option("lr", "LR", "SGD learning rate (default 0.01)")
       .option("momentum", "M", "SGD momentum (default 0)")
@@ -90,11 +86,6 @@ StatusOr<double> nonNegativeDouble(const ParsedArgs& args, const std::string& fl
 
 }  // namespace
 
-StatusOr<models::ModelSpec> resolveModel(const std::string& text) {
-  if (models::isModelShorthand(text)) return models::parseModelShorthand(text);
-  return models::loadZooModel(text);
-}
-
 StatusOr<WorkerFlags> parseWorkerFlags(const std::vector<std::string>& argv) {
   const ArgParser parser = makeParser();
   ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv));
@@ -132,7 +123,7 @@ StatusOr<WorkerFlags> parseWorkerFlags(const std::vector<std::string>& argv) {
   auto model = args.value("model");
   if (!model) return invalidArgument("--model: required (a zoo name or a shorthand)");
   flags.modelText = *model;
-  ASSIGN_OR_RETURN(flags.training.model, resolveModel(*model));
+  ASSIGN_OR_RETURN(flags.training.model, models::resolveModel(*model));
 
   runtime::TrainingOptions& t = flags.training;
   ASSIGN_OR_RETURN(int64_t iterations, nonNegativeInt(args, "iterations", 10));
@@ -140,24 +131,7 @@ StatusOr<WorkerFlags> parseWorkerFlags(const std::vector<std::string>& argv) {
   t.iterations = iterations + flags.warmup;
   if (t.iterations == 0) return invalidArgument("--iterations: nothing to run (0 iterations)");
   ASSIGN_OR_RETURN(t.globalBatch, args.positiveInt("batch", 8));
-  ddp::DdpConfig& d = t.ddp;
-  if (args.has("bucket-cap-mb")) {
-    ASSIGN_OR_RETURN(double cap, args.positiveDouble("bucket-cap-mb", 25.0));
-    d.setBucketCapMb(cap);
-  }
-  ASSIGN_OR_RETURN(double firstMb, args.positiveDouble("first-bucket-mb", 1.0));
-  d.firstBucketBytes = static_cast<int64_t>(firstMb * 1024.0 * 1024.0);
-  if (d.firstBucketBytes <= 0)
-    return invalidArgument("--first-bucket-mb: expected at least one byte");
-  d.findUnusedParameters = args.has("find-unused");
-  d.staticGraph = args.has("static-graph");
-  d.gradientAsBucketView = args.has("gradient-as-bucket-view");
-  d.broadcastBuffers = !args.has("no-broadcast-buffers");
-  ASSIGN_OR_RETURN(d.noSyncPeriod, args.positiveInt("no-sync-steps", 1));
-  if (auto profile = args.value("semantics")) {
-    ASSIGN_OR_RETURN(d.profile, ddp::parseSemanticsProfile(*profile));
-  }
-  RETURN_IF_ERROR(d.validate());
+  ASSIGN_OR_RETURN(t.ddp, parseDdpFlags(args, workerDdpSettings()));
   t.build.syncBatchNorm = args.has("sync-batchnorm");
   ASSIGN_OR_RETURN(int64_t seed, nonNegativeInt(args, "seed", 1));
   t.build.seed = static_cast<uint64_t>(seed);
@@ -183,28 +157,6 @@ StatusOr<WorkerFlags> parseWorkerFlags(const std::vector<std::string>& argv) {
   t.faultKillRank = static_cast<int>(killRank);
   ASSIGN_OR_RETURN(t.faultKillIteration, nonNegativeInt(args, "fault-kill-iteration", 0));
   return flags;
-}
-
-std::string planJson(const models::ModelSpec& model, const ddp::DdpConfig& config,
-                     const ddp::BucketPlan& plan, const std::string& iteration) {
-  nlohmann::json out;
-  out["model"] = model.name;
-  out["bucket_cap_bytes"] = config.bucketCapBytes();
-  out["first_bucket_bytes"] = config.firstBucketBytes;
-  out["iteration"] = iteration;
-  out["semantics"] = std::string(ddp::semanticsProfileName(config.profile));
-  out["size_limits"] = iteration == "1" || !ddp::rebuildEligible(config)
-                           ? ddp::constructionLimits(config)
-                           : ddp::rebuildLimits(config);
-  nlohmann::json buckets = nlohmann::json::array();
-  for (const auto& b : plan.buckets) {
-    buckets.push_back({{"index", b.index},
-                       {"params", b.params},
-                       {"bytes", b.bytes},
-                       {"size_limit", b.sizeLimit}});
-  }
-  out["buckets"] = std::move(buckets);
-  return out.dump(2);
 }
 
 }  // namespace ddpscope::cli

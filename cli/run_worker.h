@@ -30,12 +30,5 @@ struct WorkerFlags {
 
 // Parses the worker's flags (argv without the program name). worldSize validates --batch.
 StatusOr<WorkerFlags> parseWorkerFlags(const std::vector<std::string>& args);
-// Resolves --model: a zoo name, or a shorthand such as
-// gpt2:layers=2,embd=64,heads=4,vocab=512,seq=32.
-StatusOr<models::ModelSpec> resolveModel(const std::string& text);
-
-// "ddpscope buckets --json"-shaped description of a plan.
-std::string planJson(const models::ModelSpec& model, const ddp::DdpConfig& config,
-                     const ddp::BucketPlan& plan, const std::string& iteration);
 
 }  // namespace ddpscope::cli

@@ -25,17 +25,10 @@ void addSimulationFlags(ArgParser& parser, bool sweep, bool computeFrom) {
         .option("find-unused", "on|off|both", "find_unused_parameters (default off)");
   } else {
     parser.option("nodes", "N", "number of nodes (default 1)")
-        .option("world-size", "W", "number of ranks (a multiple of the GPUs per node)")
-        .option("bucket-cap-mb", "X", "bucket_cap_mb in MiB (default 25)")
-        .flag("find-unused", "find_unused_parameters=True");
+        .option("world-size", "W", "number of ranks (a multiple of the GPUs per node)");
   }
-  parser.option("first-bucket-mb", "Y", "first bucket cap in MiB (default 1)")
-      .flag("static-graph", "static_graph=True")
-      .flag("gradient-as-bucket-view", "gradient_as_bucket_view=True (no copy kernels)")
-      .option("no-sync-steps", "K", "gradient accumulation: K-1 no_sync steps, then one synced")
-      .option("comm-hook", "HOOK", "fp16 | bf16 | powersgd:R | allreduce | none")
-      .option("semantics", "PROFILE", "PyTorch behaviour: 1.13 or current (default)")
-      .option("batch", "B", "samples per rank per step (default: the model's)")
+  addDdpFlags(parser, ddpFlagSet(sweep));
+  parser.option("batch", "B", "samples per rank per step (default: the model's)")
       .option("seq-len", "T", "tokens per sample for transformers (default: the model's)")
       .option("image-size", "PX", "image side for vision models (default: the model's)")
       .option("dtype", "DT", "compute dtype: fp32, tf32, bf16 (default), fp16")
@@ -49,58 +42,19 @@ void addSimulationFlags(ArgParser& parser, bool sweep, bool computeFrom) {
       .option("stragglers", "R:PCT[,...]", "ranks slower by PCT % (with --all-ranks)");
 }
 
-StatusOr<ddp::CommHook> parseCommHookFlag(const std::string& text) {
-  ddp::CommHook hook;
-  std::string kind = text;
-  std::optional<std::string> rank;
-  if (auto colon = text.find(':'); colon != std::string::npos) {
-    kind = text.substr(0, colon);
-    rank = text.substr(colon + 1);
-  }
-  auto parsed = ddp::parseCommHookKind(kind);
-  if (!parsed.isOk()) {
-    return invalidArgument(
-        "--comm-hook: expected fp16, bf16, powersgd:R, allreduce or none, got '" + text + "'");
-  }
-  hook.kind = *parsed;
-  if (rank) {
-    auto r = parseInt64(*rank);
-    if (hook.kind != ddp::CommHookKind::kPowerSgd || !r || *r <= 0 || *r > 4096) {
-      return invalidArgument("--comm-hook: expected powersgd:R with a positive rank R, got '" +
-                             text + "'");
-    }
-    hook.powerSgdRank = static_cast<int>(*r);
-  }
-  return hook;
+ddp::DdpSettingSet ddpFlagSet(bool sweep) {
+  using ddp::DdpSetting;
+  const ddp::DdpSettingSet all = ddp::DdpSettingSet::all();
+  return sweep ? all.without(DdpSetting::kBucketCapMb).without(DdpSetting::kFindUnused) : all;
 }
 
 StatusOr<SimulationRequest> parseSimulationRequest(const ParsedArgs& args, bool sweep,
-                                                   std::optional<std::string> computeFrom) {
+                                                   std::optional<std::string> replayTrace) {
   SimulationRequest req;
-  if (!computeFrom) computeFrom = args.value("compute-from");
+  const std::optional<std::string> computeFrom =
+      replayTrace ? replayTrace : args.value("compute-from");
   req.computeFrom = computeFrom;
   sim::SimOptions& o = req.options;
-  ddp::DdpConfig& d = o.ddp;
-  if (!sweep) {
-    ASSIGN_OR_RETURN(double cap, args.positiveDouble("bucket-cap-mb", d.bucketCapMb));
-    if (args.has("bucket-cap-mb")) d.setBucketCapMb(cap);
-    d.findUnusedParameters = args.has("find-unused");
-  }
-  if (args.has("first-bucket-mb")) {
-    ASSIGN_OR_RETURN(double mb, args.positiveDouble("first-bucket-mb", 1.0));
-    d.firstBucketBytes = static_cast<int64_t>(mb * 1024.0 * 1024.0);
-    if (d.firstBucketBytes <= 0)
-      return invalidArgument("--first-bucket-mb: expected at least one byte");
-  }
-  d.staticGraph = args.has("static-graph");
-  d.gradientAsBucketView = args.has("gradient-as-bucket-view");
-  ASSIGN_OR_RETURN(d.noSyncPeriod, args.positiveInt("no-sync-steps", 1));
-  if (auto hook = args.value("comm-hook")) {
-    ASSIGN_OR_RETURN(d.commHook, parseCommHookFlag(*hook));
-  }
-  if (auto profile = args.value("semantics")) {
-    ASSIGN_OR_RETURN(d.profile, ddp::parseSemanticsProfile(*profile));
-  }
   ASSIGN_OR_RETURN(o.inputs.batch, args.positiveInt("batch", 0));
   ASSIGN_OR_RETURN(o.inputs.seqLen, args.positiveInt("seq-len", 0));
   ASSIGN_OR_RETURN(o.inputs.imageSize, args.positiveInt("image-size", 0));
@@ -167,15 +121,8 @@ StatusOr<SimulationRequest> parseSimulationRequest(const ParsedArgs& args, bool 
   if ((o.jitterPercent > 0 || !o.stragglers.empty()) && !o.allRanks) {
     return invalidArgument("--jitter and --stragglers need --all-ranks");
   }
-  RETURN_IF_ERROR(d.validate());
-  if (o.iterations > 0 && o.iterations < sim::minIterations(d)) {
-    return invalidArgument("--iterations: expected at least " +
-                           std::to_string(sim::minIterations(d)) +
-                           " to reach the steady state (past the bucket rebuild and one no_sync "
-                           "period), got " +
-                           std::to_string(o.iterations));
-  }
   if (!computeFrom) {
+    ASSIGN_OR_RETURN(o.ddp, parseDdpFlags(args, ddpFlagSet(sweep)));
     ASSIGN_OR_RETURN(req.model, loadModelFromFlags(args));
     ASSIGN_OR_RETURN(req.cluster, loadClusterFromFlags(args));
     return req;
@@ -194,6 +141,10 @@ StatusOr<SimulationRequest> parseSimulationRequest(const ParsedArgs& args, bool 
     ASSIGN_OR_RETURN(req.cluster, sim::replay::selfCalibratedCluster(loaded.profile, loaded.model));
   }
   const sim::replay::RunSettings run = loaded.profile.settings;
+  // replay: the flags change the run's own DDP settings; --compute-from: they start from
+  // DDP's defaults like simulate's.
+  ASSIGN_OR_RETURN(o.ddp, parseDdpFlags(args, ddpFlagSet(sweep),
+                                        replayTrace ? run.ddp : ddp::DdpConfig()));
   if (o.inputs.batch == 0) o.inputs.batch = run.batchPerRank;
   if (o.inputs.seqLen == 0) o.inputs.seqLen = run.seqLen;
   if (o.inputs.imageSize == 0) o.inputs.imageSize = run.imageSize;
@@ -211,8 +162,7 @@ StatusOr<SimulationRequest> parseSimulationRequest(const ParsedArgs& args, bool 
 StatusOr<sim::SimResult> runSimulation(const SimulationRequest& request,
                                        const sim::WorldLayout& layout,
                                        const sim::SimOptions& options) {
-  return sim::replay::simulateWithCompute(request.model, request.cluster, layout, options,
-                                          request.compute.get());
+  return sim::simulate(request.model, request.cluster, layout, options, request.compute.get());
 }
 
 std::string formatSimSummary(const SimulationRequest& request, const sim::WorldLayout& layout,

@@ -9,6 +9,7 @@
 
 #include "base/status.h"
 #include "cli/arg_parser.h"
+#include "cli/ddp_flags.h"
 #include "models/model_spec.h"
 #include "sim/compute/compute_model.h"
 #include "sim/cost/cluster.h"
@@ -40,18 +41,20 @@ struct SimulationRequest {
 };
 
 // Parses the scalar settings (model, cluster, DDP flags, batch, dtype, all-ranks...). In sweep
-// mode the list flags are left for the caller. `computeFrom`: the trace to take measured compute
-// from (overrides --compute-from).
+// mode the list flags (--bucket-cap-mb, --find-unused, --nodes, --world-size) are left for the
+// caller. `replayTrace` (replay): the trace to take measured compute from, whose own DDP
+// settings the flags then change; otherwise --compute-from, with DDP's defaults as the base.
 StatusOr<SimulationRequest> parseSimulationRequest(
-    const ParsedArgs& args, bool sweep, std::optional<std::string> computeFrom = std::nullopt);
+    const ParsedArgs& args, bool sweep, std::optional<std::string> replayTrace = std::nullopt);
+
+// The DDP flags simulate / replay (all) and sweep (all but the swept bucket cap and find_unused)
+// offer.
+ddp::DdpSettingSet ddpFlagSet(bool sweep);
 
 // Runs the strategy with the request's compute model (measured or roofline) and cluster.
 StatusOr<sim::SimResult> runSimulation(const SimulationRequest& request,
                                        const sim::WorldLayout& layout,
                                        const sim::SimOptions& options);
-
-// "fp16", "bf16", "powersgd:4", "none", "allreduce" → CommHook.
-StatusOr<ddp::CommHook> parseCommHookFlag(const std::string& text);
 
 // Human summary of one simulation (used by simulate and sweep's best rows).
 std::string formatSimSummary(const SimulationRequest& request, const sim::WorldLayout& layout,

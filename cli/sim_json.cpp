@@ -1,10 +1,11 @@
 #include "cli/sim_json.h"
 
+#include "ddp/ddp_settings.h"
+
 namespace ddpscope::cli {
 
 nlohmann::json simSummaryJson(const SimulationRequest& request, const sim::WorldLayout& layout,
                               const sim::SimSummary& s) {
-  const ddp::DdpConfig& d = request.options.ddp;
   nlohmann::json iterations = nlohmann::json::array();
   for (const auto& it : s.iterations) {
     iterations.push_back({{"index", it.index},
@@ -18,18 +19,12 @@ nlohmann::json simSummaryJson(const SimulationRequest& request, const sim::World
                           {"synced", it.synced},
                           {"collectives", it.collectiveSequence}});
   }
-  return {{"model", request.model.name},
-          {"cluster", request.cluster.name},
-          {"nodes", layout.nodes},
-          {"gpus_per_node", layout.gpusPerNode},
-          {"world_size", layout.worldSize()},
-          {"bucket_cap_mb", d.bucketCapMb},
-          {"find_unused", d.findUnusedParameters},
-          {"static_graph", d.staticGraph},
-          {"no_sync_steps", d.noSyncPeriod},
-          {"comm_hook", std::string(ddp::commHookKindName(d.commHook.kind))},
-          {"semantics", std::string(ddp::semanticsProfileName(d.profile))},
-          {"dtype", request.options.dtype},
+  nlohmann::json out = {{"model", request.model.name},
+                        {"cluster", request.cluster.name},
+                        {"nodes", layout.nodes},
+                        {"gpus_per_node", layout.gpusPerNode},
+                        {"world_size", layout.worldSize()},
+                        {"dtype", request.options.dtype},
           {"step_time_ns", s.stepTime.count()},
           {"first_iteration_ns", s.firstIteration.count()},
           {"forward_ns", s.forward.count()},
@@ -43,6 +38,9 @@ nlohmann::json simSummaryJson(const SimulationRequest& request, const sim::World
           {"num_buckets", s.numBuckets},
           {"bucket_bytes", s.bucketBytes},
           {"iterations", iterations}};
+  // The DDP settings under their canonical keys (ddp/ddp_settings.h).
+  out.update(ddp::ddpSettingsJson(request.options.ddp));
+  return out;
 }
 
 }  // namespace ddpscope::cli

@@ -1,16 +1,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
-#include <thread>
 
 #include "base/strings.h"
 #include "cli/arg_parser.h"
@@ -18,69 +15,11 @@
 #include "cli/common.h"
 #include "cli/sim_flags.h"
 #include "cli/sim_json.h"
+#include "sim/engine/sweep.h"
 #include "traces/chrome_writer.h"
 
 namespace ddpscope::cli {
 namespace {
-
-struct SweepConfig {
-  sim::WorldLayout layout;
-  double capMb = 25;
-  bool findUnused = false;
-};
-
-struct SweepRow {
-  SweepConfig config;
-  Status status;
-  sim::SimSummary summary;
-};
-
-sim::SimOptions optionsFor(const SimulationRequest& req, const SweepConfig& c) {
-  sim::SimOptions o = req.options;
-  o.ddp.setBucketCapMb(c.capMb);
-  o.ddp.findUnusedParameters = c.findUnused;
-  return o;
-}
-
-// Runs every configuration on all cores; rows keep the configuration order.
-std::vector<SweepRow> runAll(const SimulationRequest& req, const std::vector<SweepConfig>& configs,
-                             bool progress) {
-  std::vector<SweepRow> rows(configs.size());
-  std::atomic<size_t> next{0};
-  std::atomic<size_t> done{0};
-  std::mutex progressMutex;
-  auto worker = [&] {
-    while (true) {
-      size_t i = next.fetch_add(1);
-      if (i >= configs.size()) return;
-      sim::SimOptions o = optionsFor(req, configs[i]);
-      o.recordTrace = false;
-      auto result = runSimulation(req, configs[i].layout, o);
-      rows[i].config = configs[i];
-      if (result.isOk()) {
-        rows[i].summary = std::move(result->summary);
-      } else {
-        rows[i].status = result.status();
-      }
-      size_t finished = done.fetch_add(1) + 1;
-      if (progress) {
-        std::lock_guard<std::mutex> lock(progressMutex);
-        int width = 40;
-        int filled = static_cast<int>(width * finished / configs.size());
-        std::fprintf(stderr, "\r[%s%s] %zu/%zu", std::string(filled, '#').c_str(),
-                     std::string(width - filled, ' ').c_str(), finished, configs.size());
-        if (finished == configs.size()) std::fprintf(stderr, "\n");
-      }
-    }
-  };
-  unsigned threads = std::max(1u, std::thread::hardware_concurrency());
-  threads = std::min<unsigned>(threads, static_cast<unsigned>(configs.size()));
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
-  return rows;
-}
 
 std::string formatMb(double mb) {
   std::ostringstream o;
@@ -152,66 +91,40 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
     }
   }
 
-  // Configurations; the default cap (25) is always simulated for the "gain" column.
-  std::vector<SweepConfig> configs;
-  for (const auto& layout : layouts) {
-    for (bool fu : findUnused) {
-      for (double cap : caps) configs.push_back({layout, cap, fu});
-    }
+  // Every configuration on all cores; the default cap (25) is always simulated for the "gain"
+  // column.
+  sim::SweepRequest sweep;
+  sweep.model = &req.model;
+  sweep.cluster = &req.cluster;
+  sweep.compute = req.compute.get();
+  sweep.base = req.options;
+  sweep.layouts = layouts;
+  sweep.capsMb = caps;
+  sweep.findUnused = findUnused;
+  if ((&io.err == &std::cerr) && isatty(STDERR_FILENO)) {
+    sweep.progress = [](size_t finished, size_t total) {
+      const int width = 40;
+      const int filled = static_cast<int>(width * finished / total);
+      std::fprintf(stderr, "\r[%s%s] %zu/%zu", std::string(filled, '#').c_str(),
+                   std::string(width - filled, ' ').c_str(), finished, total);
+      if (finished == total) std::fprintf(stderr, "\n");
+    };
   }
-  std::vector<SweepConfig> baselines;
-  if (std::find(caps.begin(), caps.end(), 25.0) == caps.end()) {
-    for (const auto& layout : layouts) {
-      for (bool fu : findUnused) baselines.push_back({layout, 25.0, fu});
-    }
-  }
-  std::vector<SweepConfig> all = configs;
-  all.insert(all.end(), baselines.begin(), baselines.end());
-  bool progress = (&io.err == &std::cerr) && isatty(STDERR_FILENO);
-  std::vector<SweepRow> rows = runAll(req, all, progress);
-  for (const auto& r : rows) {
-    if (!r.status.isOk()) {
-      return r.status.withContext("bucket_cap_mb " + formatMb(r.config.capMb) + ", world size " +
-                                  std::to_string(r.config.layout.worldSize()));
-    }
-  }
-
-  // Best per (world size, find_unused), and the gain over cap 25.
-  struct Best {
-    size_t row;
-    size_t baselineRow;
-  };
-  std::vector<Best> best;
-  for (const auto& layout : layouts) {
-    for (bool fu : findUnused) {
-      std::optional<size_t> bestRow, baseRow;
-      for (size_t i = 0; i < rows.size(); ++i) {
-        const SweepConfig& c = rows[i].config;
-        if (c.layout.worldSize() != layout.worldSize() || c.findUnused != fu) continue;
-        if (c.capMb == 25.0 && !baseRow) baseRow = i;
-        if (i >= configs.size()) continue;  // baselines are not candidates unless swept
-        if (!bestRow || rows[i].summary.stepTime < rows[*bestRow].summary.stepTime) bestRow = i;
-      }
-      best.push_back({*bestRow, *baseRow});
-    }
-  }
-  auto gainPercent = [&](const Best& b) {
-    double base = static_cast<double>(rows[b.baselineRow].summary.stepTime.count());
-    double bestNs = static_cast<double>(rows[b.row].summary.stepTime.count());
-    return base > 0 ? 100.0 * (base - bestNs) / base : 0.0;
-  };
+  ASSIGN_OR_RETURN(const sim::SweepResult result, sim::runSweep(sweep));
+  const std::vector<sim::SweepPoint>& rows = result.points;
+  const std::vector<sim::SweepBest>& best = result.best;
+  const size_t swept = layouts.size() * findUnused.size() * caps.size();
 
   if (auto path = args.value("csv")) {
     std::ofstream csv(*path);
     if (!csv) return invalidArgument("--csv: cannot write '" + *path + "'");
-    csv << "model,cluster,nodes,world_size,bucket_cap_mb,find_unused,step_ms,first_iteration_ms,"
+    csv << "model,cluster,nodes,world_size,bucket_cap_mb,find_unused_parameters,step_ms,first_iteration_ms,"
            "forward_ms,backward_ms,comm_ms,exposed_comm_ms,overlap_percent,num_buckets\n";
-    for (size_t i = 0; i < configs.size(); ++i) {
+    for (size_t i = 0; i < swept; ++i) {
       const auto& r = rows[i];
       const auto& s = r.summary;
-      csv << req.model.name << "," << req.cluster.name << "," << r.config.layout.nodes << ","
-          << r.config.layout.worldSize() << "," << r.config.capMb << ","
-          << (r.config.findUnused ? 1 : 0) << "," << s.stepTime.toMillis() << ","
+      csv << req.model.name << "," << req.cluster.name << "," << r.layout.nodes << ","
+          << r.layout.worldSize() << "," << r.capMb << "," << (r.findUnused ? 1 : 0) << "," << s.stepTime.toMillis() << ","
           << s.firstIteration.toMillis() << "," << s.forward.toMillis() << ","
           << s.backward.toMillis() << "," << s.comm.toMillis() << "," << s.exposedComm.toMillis()
           << "," << s.overlapPercent << "," << s.numBuckets << "\n";
@@ -221,7 +134,7 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
 
   if (auto path = args.value("trace")) {
     for (size_t k = 0; k < best.size(); ++k) {
-      const SweepConfig& c = rows[best[k].row].config;
+      const sim::SweepPoint& c = rows[best[k].point];
       if (findUnused.size() > 1 && c.findUnused) continue;  // trace the find_unused=off best
       std::string out = *path;
       if (layouts.size() > 1) {
@@ -233,7 +146,7 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
         }
         out = stem + "-w" + std::to_string(c.layout.worldSize()) + ext;
       }
-      sim::SimOptions o = optionsFor(req, c);
+      sim::SimOptions o = sim::sweepPointOptions(req.options, c.capMb, c.findUnused);
       o.recordTrace = true;
       ASSIGN_OR_RETURN(sim::SimResult traced, runSimulation(req, c.layout, o));
       RETURN_IF_ERROR(traces::writeChromeTrace(traced.timeline, out));
@@ -245,23 +158,23 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
   if (args.has("json")) {
     nlohmann::json out;
     nlohmann::json jrows = nlohmann::json::array();
-    for (size_t i = 0; i < configs.size(); ++i) {
+    for (size_t i = 0; i < swept; ++i) {
       SimulationRequest r = req;
-      r.options = optionsFor(req, rows[i].config);
-      nlohmann::json row = simSummaryJson(r, rows[i].config.layout, rows[i].summary);
+      r.options = sim::sweepPointOptions(req.options, rows[i].capMb, rows[i].findUnused);
+      nlohmann::json row = simSummaryJson(r, rows[i].layout, rows[i].summary);
       row.erase("iterations");
       jrows.push_back(std::move(row));
     }
     nlohmann::json jbest = nlohmann::json::array();
     for (const auto& b : best) {
-      const auto& r = rows[b.row];
-      jbest.push_back({{"world_size", r.config.layout.worldSize()},
-                       {"nodes", r.config.layout.nodes},
-                       {"find_unused", r.config.findUnused},
-                       {"bucket_cap_mb", r.config.capMb},
+      const auto& r = rows[b.point];
+      jbest.push_back({{"world_size", r.layout.worldSize()},
+                       {"nodes", r.layout.nodes},
+                       {"find_unused_parameters", r.findUnused},
+                       {"bucket_cap_mb", r.capMb},
                        {"step_time_ns", r.summary.stepTime.count()},
-                       {"default_step_time_ns", rows[b.baselineRow].summary.stepTime.count()},
-                       {"gain_percent", gainPercent(b)}});
+                       {"default_step_time_ns", rows[b.baseline].summary.stepTime.count()},
+                       {"gain_percent", b.gainPercent}});
     }
     out["model"] = req.model.name;
     out["cluster"] = req.cluster.name;
@@ -272,34 +185,34 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
   }
 
   std::ostringstream o;
-  o << "sweep: " << req.model.name << " on " << req.cluster.name << ", " << configs.size()
+  o << "sweep: " << req.model.name << " on " << req.cluster.name << ", " << swept
     << " configurations (" << req.options.dtype << ")\n";
   o << std::right << std::setw(6) << "nodes" << std::setw(7) << "world" << std::setw(8) << "cap_MiB"
     << std::setw(7) << "unused" << std::setw(12) << "step_ms" << std::setw(12) << "comm_ms"
     << std::setw(13) << "exposed_ms" << std::setw(11) << "overlap_%" << std::setw(9) << "buckets"
     << "\n";
-  for (size_t i = 0; i < configs.size(); ++i) {
+  for (size_t i = 0; i < swept; ++i) {
     const auto& r = rows[i];
     const auto& s = r.summary;
-    bool isBest = std::any_of(best.begin(), best.end(), [&](const Best& b) { return b.row == i; });
-    o << std::setw(6) << r.config.layout.nodes << std::setw(7) << r.config.layout.worldSize()
-      << std::setw(8) << formatMb(r.config.capMb) << std::setw(7)
-      << (r.config.findUnused ? "yes" : "no") << std::fixed << std::setprecision(3) << std::setw(12)
+    const bool isBest = std::any_of(best.begin(), best.end(),
+                                    [&](const sim::SweepBest& b) { return b.point == i; });
+    o << std::setw(6) << r.layout.nodes << std::setw(7) << r.layout.worldSize() << std::setw(8)
+      << formatMb(r.capMb) << std::setw(7) << (r.findUnused ? "yes" : "no") << std::fixed << std::setprecision(3) << std::setw(12)
       << s.stepTime.toMillis() << std::setw(12) << s.comm.toMillis() << std::setw(13)
       << s.exposedComm.toMillis() << std::setprecision(2) << std::setw(11) << s.overlapPercent
       << std::setw(9) << s.numBuckets << (isBest ? "  *" : "") << "\n";
   }
   o << "\nbest bucket_cap_mb per world size (* above):\n";
   for (const auto& b : best) {
-    const auto& r = rows[b.row];
+    const auto& r = rows[b.point];
     char line[256];
     std::snprintf(line, sizeof(line),
                   "  world %5d%s: bucket_cap_mb %-5s %10.3f ms/step, %.1f%% %s than 25 "
                   "(%.3f ms)\n",
-                  r.config.layout.worldSize(), r.config.findUnused ? " find_unused" : "",
-                  formatMb(r.config.capMb).c_str(), r.summary.stepTime.toMillis(),
-                  std::abs(gainPercent(b)), gainPercent(b) < 0 ? "slower" : "faster",
-                  rows[b.baselineRow].summary.stepTime.toMillis());
+                  r.layout.worldSize(), r.findUnused ? " find_unused" : "",
+                  formatMb(r.capMb).c_str(), r.summary.stepTime.toMillis(),
+                  std::abs(b.gainPercent), b.gainPercent < 0 ? "slower" : "faster",
+                  rows[b.baseline].summary.stepTime.toMillis());
     o << line;
   }
   io.out << o.str();

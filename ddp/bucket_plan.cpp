@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 namespace ddpscope::ddp {
@@ -297,7 +298,6 @@ bool rebuildEligible(const DdpConfig& config) {
 
 StatusOr<BucketPlan> constructionPlan(std::span<const models::ParamSpec> params,
                                       const DdpConfig& config) {
-  RETURN_IF_ERROR(config.validate());
   const std::vector<int64_t> limits = constructionLimits(config);
   ASSIGN_OR_RETURN(BucketPlan plan, computeBucketAssignment(params, limits));
   return plan.reversed();
@@ -309,7 +309,6 @@ StatusOr<BucketPlan> constructionPlan(const models::ModelSpec& model, const DdpC
 
 StatusOr<BucketPlan> rebuiltPlan(std::span<const models::ParamSpec> params, const DdpConfig& config,
                                  std::span<const int> readyOrder) {
-  RETURN_IF_ERROR(config.validate());
   if (params.empty()) return noParamsError();
   RETURN_IF_ERROR(validateReadyOrder(readyOrder, static_cast<int>(params.size())));
   const std::vector<int64_t> limits = rebuildLimits(config);
@@ -418,6 +417,25 @@ std::vector<models::ParamSpec> buffersAsTensors(std::span<const models::BufferSp
     tensors.push_back(std::move(tensor));
   }
   return tensors;
+}
+
+nlohmann::json bucketPlanJson(const models::ModelSpec& model, const DdpConfig& config,
+                              const BucketPlan& plan, bool steady) {
+  nlohmann::json out;
+  out["model"] = model.name;
+  out["bucket_cap_bytes"] = config.bucketCapBytes();
+  out["first_bucket_bytes"] = config.firstBucketBytes;
+  out["iteration"] = steady ? "steady" : "1";
+  out["semantics"] = std::string(semanticsProfileName(config.profile));
+  out["size_limits"] =
+      steady && rebuildEligible(config) ? rebuildLimits(config) : constructionLimits(config);
+  nlohmann::json buckets = nlohmann::json::array();
+  for (const auto& b : plan.buckets) {
+    buckets.push_back(
+        {{"index", b.index}, {"params", b.params}, {"bytes", b.bytes}, {"size_limit", b.sizeLimit}});
+  }
+  out["buckets"] = std::move(buckets);
+  return out;
 }
 
 }  // namespace ddpscope::ddp

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <span>
 #include <string>
@@ -111,7 +112,8 @@ std::vector<int64_t> rebuildLimits(const DdpConfig& config);
 bool rebuildEligible(const DdpConfig& config);
 
 // Iteration-1 plan: computeBucketAssignment(params, constructionLimits) reversed. Errors on an
-// invalid config or an empty parameter list (E6).
+// empty parameter list (E6). Every function here takes a valid config (validateDdpConfig in
+// ddp_settings.h): settings are validated once, where they enter (flags, JSON).
 StatusOr<BucketPlan> constructionPlan(std::span<const models::ParamSpec> params,
                                       const DdpConfig& config);
 StatusOr<BucketPlan> constructionPlan(const models::ModelSpec& model, const DdpConfig& config);
@@ -128,6 +130,13 @@ StatusOr<BucketPlan> rebuiltPlan(const models::ModelSpec& model, const DdpConfig
 // when absent) if rebuildEligible, else the construction plan.
 StatusOr<BucketPlan> steadyStatePlan(const models::ModelSpec& model, const DdpConfig& config,
                                      std::optional<std::span<const int>> readyOrder = std::nullopt);
+
+// The plan as `ddpscope buckets --json` and `ddpscope-run --dump-plan` print it: model,
+// bucket_cap_bytes, first_bucket_bytes, iteration ("1" or "steady"), semantics, size_limits
+// (construction limits for iteration 1 and for never-rebuilt steady plans, else rebuild limits)
+// and buckets [{index, params, bytes, size_limit}] in reduction order.
+nlohmann::json bucketPlanJson(const models::ModelSpec& model, const DdpConfig& config,
+                              const BucketPlan& plan, bool steady);
 
 // 1-based iteration at whose forward the rebuild happens, or 0 if never (§2 table):
 // dynamic find_unused: never; otherwise the forward after the first synced backward that records

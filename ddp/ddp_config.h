@@ -7,7 +7,8 @@
 // whose semantics to follow (SemanticsProfile; see docs in ddp-semantics.md §1.3).
 //
 // Units: bucketCapMb is MiB (PyTorch multiplies by 1024*1024 despite the "MB" name);
-// firstBucketBytes is bytes. A plain value type: copy freely; validate() before use.
+// firstBucketBytes is bytes. A plain value type: copy freely. Flags, help, JSON keys and the
+// one validation where settings enter live in ddp_settings.h.
 #pragma once
 
 #include <cstdint>
@@ -53,6 +54,7 @@ struct CommHook {
 
   // Any hook at all: the Reducer then copies gradients unscaled (the hook divides).
   bool present() const { return kind != CommHookKind::kNone; }
+  bool operator==(const CommHook&) const = default;
 };
 
 struct DdpConfig {
@@ -95,6 +97,7 @@ struct DdpConfig {
   Status validate() const;
   // One line, e.g. "bucket_cap_mb=25 (default) first_bucket_bytes=1048576 find_unused=false ...".
   std::string toString() const;
+  bool operator==(const DdpConfig&) const = default;
 };
 
 }  // namespace ddpscope::ddp

@@ -26,7 +26,6 @@ std::string joinIndices(const std::vector<int>& indices) {
 StatusOr<Reducer> Reducer::create(std::vector<models::ParamSpec> params, DdpConfig config, int rank,
                                   ReducerActions* actions,
                                   std::span<const models::BufferSpec> buffers) {
-  RETURN_IF_ERROR(config.validate());
   if (rank < 0 || rank >= config.worldSize) {
     return invalidArgument("rank: expected a rank in [0, " + std::to_string(config.worldSize) +
                            "), got " + std::to_string(rank));

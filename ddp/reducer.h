@@ -93,7 +93,8 @@ class ReducerActions {
 
 class Reducer {
  public:
-  // Validates the config, builds the construction plan (E6 for an empty parameter list).
+  // Builds the construction plan (E6 for an empty parameter list) from a valid config
+  // (validateDdpConfig: checked once where the settings enter, not here).
   // `actions` may be null (no-op) and must outlive the Reducer. `buffers` (the ModelSpec
   // overload passes the model's) drive the per-forward buffer broadcast.
   static StatusOr<Reducer> create(std::vector<models::ParamSpec> params, DdpConfig config, int rank,

@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "base/strings.h"
+#include "ddp/ddp_settings.h"
 #include "gui/model/time_scale.h"
+#include "traces/args_json.h"
 
 namespace ddpscope::gui {
 
@@ -133,6 +136,15 @@ std::shared_ptr<const TraceDocument> TraceDocument::build(traces::Timeline timel
   doc->m_overlap = traces::computeOverlap(tl);
   doc->m_worldSize = std::max(1, tl.rankCount());
   if (auto ws = tl.metadata().getInt("world_size")) doc->m_worldSize = static_cast<int>(*ws);
+  const nlohmann::json meta = traces::argsToJson(tl.metadata());
+  if (ddp::containsDdpSettings(meta)) {
+    StatusOr<ddp::DdpConfig> settings = ddp::readDdpSettingsJson(meta, doc->m_sourceName);
+    if (settings.isOk()) {
+      doc->m_ddpSettings = *settings;
+    } else {
+      doc->m_ddpSettingsError = settings.status().message();
+    }
+  }
   return doc;
 }
 

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "base/nanos.h"
+#include "ddp/ddp_config.h"
 #include "traces/overlap.h"
 #include "traces/timeline.h"
 
@@ -92,6 +93,11 @@ class TraceDocument {
   }
   // World size for busbw: metadata "world_size", else the rank count.
   int worldSize() const { return m_worldSize; }
+  // The run's DDP settings from the trace metadata (ddp/ddp_settings.h's reader, as replay reads
+  // them); nullopt when the trace records none. A trace whose settings do not read keeps
+  // opening: ddpSettingsError() says why they are missing.
+  const std::optional<ddp::DdpConfig>& ddpSettings() const { return m_ddpSettings; }
+  const std::string& ddpSettingsError() const { return m_ddpSettingsError; }
 
  private:
   TraceDocument() = default;
@@ -108,6 +114,8 @@ class TraceDocument {
   Nanos m_end;
   size_t m_spanCount = 0;
   int m_worldSize = 1;
+  std::optional<ddp::DdpConfig> m_ddpSettings;
+  std::string m_ddpSettingsError;
 };
 
 using TraceDocumentPtr = std::shared_ptr<const TraceDocument>;

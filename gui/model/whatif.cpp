@@ -6,8 +6,10 @@
 #include <mutex>
 #include <sstream>
 
-#include "models/zoo.h"
+#include "ddp/ddp_settings.h"
+#include "models/model_resolver.h"
 #include "sim/cost/cluster.h"
+#include "sim/engine/sweep.h"
 
 namespace ddpscope::gui {
 
@@ -26,7 +28,7 @@ class SpecCache {
     std::lock_guard<std::mutex> lock(m_mutex);
     auto it = m_models.find(name);
     if (it != m_models.end()) return it->second;
-    StatusOr<models::ModelSpec> spec = models::loadZooModel(name);
+    StatusOr<models::ModelSpec> spec = models::resolveModel(name);
     if (spec.isOk()) m_models.emplace(name, *spec);
     return spec;
   }
@@ -50,54 +52,32 @@ SpecCache& specCache() {
   return cache;
 }
 
+// The GUI's boundary: the settings are validated once here (ddp/ddp_settings.h).
 StatusOr<sim::SimOptions> makeOptions(const WhatIfSettings& s) {
+  RETURN_IF_ERROR(ddp::validateDdpConfig(s.ddp));
   sim::SimOptions o;
-  ddp::DdpConfig& d = o.ddp;
-  d.setBucketCapMb(s.bucketCapMb);
-  d.findUnusedParameters = s.findUnused;
-  d.staticGraph = s.staticGraph;
-  d.noSyncPeriod = s.noSyncSteps;
-  if (s.commHook != "none") {
-    ASSIGN_OR_RETURN(d.commHook.kind, ddp::parseCommHookKind(s.commHook));
-  }
+  o.ddp = s.ddp;
   o.iterations = 0;  // automatic, as the CLI without --iterations
-  RETURN_IF_ERROR(d.validate());
   return o;
 }
 
 }  // namespace
 
 std::vector<std::string> WhatIfSettings::cliArgs() const {
-  std::vector<std::string> args = {"simulate",
-                                   "--model",
-                                   model,
-                                   "--cluster",
-                                   cluster,
-                                   "--world-size",
-                                   std::to_string(worldSize),
-                                   "--bucket-cap-mb",
-                                   formatNumber(bucketCapMb)};
-  if (findUnused) args.push_back("--find-unused");
-  if (staticGraph) args.push_back("--static-graph");
-  if (noSyncSteps > 1) {
-    args.push_back("--no-sync-steps");
-    args.push_back(std::to_string(noSyncSteps));
-  }
-  if (commHook != "none") {
-    args.push_back("--comm-hook");
-    args.push_back(commHook);
-  }
+  std::vector<std::string> args = {
+      "simulate", "--model", model, "--cluster", cluster, "--world-size", std::to_string(worldSize)};
+  for (std::string& flag : ddp::ddpSettingsFlags(ddp)) args.push_back(std::move(flag));
   return args;
 }
 
 std::string WhatIfSettings::describe() const {
   std::ostringstream out;
   out << model << " · " << cluster << " · " << worldSize << " ranks · cap "
-      << formatNumber(bucketCapMb) << " MiB";
-  if (findUnused) out << " · find_unused";
-  if (staticGraph) out << " · static_graph";
-  if (noSyncSteps > 1) out << " · no_sync " << noSyncSteps;
-  if (commHook != "none") out << " · " << commHook;
+      << formatNumber(ddp.bucketCapMb) << " MiB";
+  if (ddp.findUnusedParameters) out << " · find_unused";
+  if (ddp.staticGraph) out << " · static_graph";
+  if (ddp.noSyncPeriod > 1) out << " · no_sync " << ddp.noSyncPeriod;
+  if (ddp.commHook.present()) out << " · " << ddp::commHookKindName(ddp.commHook.kind);
   return out.str();
 }
 
@@ -179,28 +159,35 @@ void WhatIfRunner::launch() {
 
 StatusOr<SweepResult> runSweep(const WhatIfSettings& base, const std::vector<double>& capsMb,
                                const std::vector<int>& worldSizes) {
+  if (capsMb.empty() || worldSizes.empty()) return invalidArgument("sweep: nothing to sweep");
+  ASSIGN_OR_RETURN(models::ModelSpec model, specCache().model(base.model));
+  ASSIGN_OR_RETURN(sim::ClusterSpec cluster, specCache().cluster(base.cluster));
+  ASSIGN_OR_RETURN(sim::SimOptions options, makeOptions(base));
+  sim::SweepRequest request;
+  request.model = &model;
+  request.cluster = &cluster;
+  request.base = options;
+  request.capsMb = capsMb;
+  request.findUnused = {base.ddp.findUnusedParameters};
+  for (int worldSize : worldSizes) {
+    ASSIGN_OR_RETURN(sim::WorldLayout layout,
+                     sim::makeWorldLayout(cluster, std::nullopt, worldSize));
+    request.layouts.push_back(layout);
+  }
+  ASSIGN_OR_RETURN(const sim::SweepResult swept, sim::runSweep(request));
+
   SweepResult out;
   out.capsMb = capsMb;
   out.worldSizes = worldSizes;
-  if (capsMb.empty() || worldSizes.empty()) return invalidArgument("sweep: nothing to sweep");
-  for (int worldSize : worldSizes) {
-    size_t bestHere = out.points.size();
-    for (double cap : capsMb) {
-      WhatIfSettings s = base;
-      s.worldSize = worldSize;
-      s.bucketCapMb = cap;
-      ASSIGN_OR_RETURN(WhatIfResult r, runWhatIf(s, /*recordTrace=*/false));
-      SweepPoint p;
-      p.worldSize = worldSize;
-      p.bucketCapMb = cap;
-      p.stepTime = r.summary.stepTime;
-      p.exposedComm = r.summary.exposedComm;
-      p.overlapPercent = r.summary.overlapPercent;
-      out.points.push_back(p);
-      if (out.points[bestHere].stepTime > p.stepTime) bestHere = out.points.size() - 1;
-    }
-    out.bestPerWorldSize.push_back(bestHere);
+  std::vector<size_t> slot(swept.points.size(), 0);  // sim point → index into out.points
+  for (size_t i = 0; i < swept.points.size(); ++i) {
+    const sim::SweepPoint& p = swept.points[i];
+    if (p.baselineOnly) continue;
+    slot[i] = out.points.size();
+    out.points.push_back({p.layout.worldSize(), p.capMb, p.summary.stepTime,
+                          p.summary.exposedComm, p.summary.overlapPercent});
   }
+  for (const sim::SweepBest& b : swept.best) out.bestPerWorldSize.push_back(slot[b.point]);
   for (size_t i = 0; i < out.points.size(); ++i) {
     if (out.points[i].stepTime < out.points[out.best].stepTime) out.best = i;
   }

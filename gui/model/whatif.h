@@ -1,10 +1,11 @@
 // What-if simulation for the GUI: settings → the same simulation `ddpscope simulate` runs.
 //
-// WhatIfSettings mirrors the simulate flags the panel offers; cliArgs() spells them as the CLI
-// arguments (so tests can run `ddpscope simulate --json` in-process on the same settings) and
-// runWhatIf() builds SimOptions exactly as cli/sim_flags.cpp does for those flags:
-// an explicit bucket cap (setBucketCapMb), find_unused, static_graph, no_sync K, comm hook,
-// automatic iteration count, the layout from --world-size.
+// WhatIfSettings holds the model, cluster, world size and the DDP settings the panel offers (a
+// ddp::DdpConfig: the bucket cap is always explicit, as the slider sets it); cliArgs() spells
+// them as the CLI arguments through ddp's settings module (so tests can run
+// `ddpscope simulate --json` in-process on the same settings) and runWhatIf() validates them
+// once (ddp::validateDdpConfig) and simulates with the automatic iteration count and the
+// layout of --world-size.
 //
 // WhatIfRunner re-simulates in the background: request() restarts a short debounce timer;
 // when it fires, the latest settings run on a worker thread (QtConcurrent). Requests that
@@ -13,9 +14,9 @@
 // produced it to the end of the simulation and document build (the panel adds the repaint).
 // Models and clusters are parsed once and cached (thread-safe).
 //
-// runSweep(): step time and exposed communication over bucket caps × world sizes
-// (recordTrace off, as `ddpscope sweep`), with the best (lowest step time) point per world size
-// and overall.
+// runSweep(): step time and exposed communication over bucket caps × world sizes through
+// sim::runSweep (on all cores, no trace, as `ddpscope sweep`), with the best (lowest step time)
+// point per world size and overall.
 #pragma once
 
 #include <QElapsedTimer>
@@ -27,6 +28,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "ddp/ddp_config.h"
 #include "gui/model/trace_document.h"
 #include "sim/engine/ddp_simulator.h"
 
@@ -36,14 +38,17 @@ namespace ddpscope::gui {
 inline constexpr double kTypicalBucketCapsMb[] = {1, 2, 5, 10, 25, 50, 100, 200};
 
 struct WhatIfSettings {
-  std::string model = "gpt2-small";
+  std::string model = "gpt2-small";  // any spelling models::resolveModel takes
   std::string cluster = "dgx-a100";
   int worldSize = 8;
-  double bucketCapMb = 25;
-  bool findUnused = false;
-  bool staticGraph = false;
-  int noSyncSteps = 1;
-  std::string commHook = "none";  // none | allreduce | fp16 | bf16 | powersgd
+  ddp::DdpConfig ddp = explicitCap(ddp::DdpConfig::kDefaultBucketCapMb);
+
+  // A default DdpConfig with bucket_cap_mb `mib` given explicitly (the slider's setting).
+  static ddp::DdpConfig explicitCap(double mib) {
+    ddp::DdpConfig config;
+    config.setBucketCapMb(mib);
+    return config;
+  }
 
   // {"simulate", "--model", model, "--cluster", cluster, "--world-size", W, "--bucket-cap-mb",
   //  X, ...} — the CLI spelling of these settings (without --json / --trace).

@@ -130,6 +130,15 @@ void OverlapPanel::setDocument(TraceDocumentPtr document) {
                                     : QString())
             .arg(QString::fromStdString(formatDuration(exposedMax))));
   }
+  // The run's DDP settings, as the trace records them (the same reader as replay's).
+  if (const auto& settings = document->ddpSettings()) {
+    m_summary->setText(m_summary->text() + tr("<br>DDP: %1").arg(QString::fromStdString(
+                                               settings->toString()).toHtmlEscaped()));
+  } else if (!document->ddpSettingsError().empty()) {
+    m_summary->setText(m_summary->text() +
+                       tr("<br>DDP settings not shown: %1")
+                           .arg(QString::fromStdString(document->ddpSettingsError()).toHtmlEscaped()));
+  }
 }
 
 // ---- ComparePanel ----

@@ -177,7 +177,7 @@ std::optional<WhatIfSettings> SweepPanel::settingsForPoint(int worldSize, double
   if (!nearest) return std::nullopt;
   WhatIfSettings s = m_base;
   s.worldSize = nearest->worldSize;
-  s.bucketCapMb = nearest->bucketCapMb;
+  s.ddp.setBucketCapMb(nearest->bucketCapMb);
   return s;
 }
 

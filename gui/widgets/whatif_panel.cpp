@@ -9,6 +9,9 @@
 #include <QSlider>
 #include <QSpinBox>
 #include <QVBoxLayout>
+
+#include "base/check.h"
+#include "ddp/ddp_settings.h"
 #include <cmath>
 
 #include "gui/widgets/time_axis.h"
@@ -123,11 +126,14 @@ WhatIfSettings WhatIfPanel::settings() const {
   s.model = m_model->currentText().toStdString();
   s.cluster = m_cluster->currentText().toStdString();
   s.worldSize = m_worldSize->currentData().toInt();
-  s.bucketCapMb = kTypicalBucketCapsMb[m_cap->value()];
-  s.findUnused = m_findUnused->isChecked();
-  s.staticGraph = m_staticGraph->isChecked();
-  s.noSyncSteps = m_noSync->value();
-  s.commHook = m_hook->currentText().toStdString();
+  s.ddp = WhatIfSettings::explicitCap(kTypicalBucketCapsMb[m_cap->value()]);
+  s.ddp.findUnusedParameters = m_findUnused->isChecked();
+  s.ddp.staticGraph = m_staticGraph->isChecked();
+  s.ddp.noSyncPeriod = m_noSync->value();
+  // The combo box lists only the hook names ddp's settings module accepts.
+  const Status hook = ddp::applyDdpSetting(ddp::DdpSetting::kCommHook,
+                                           m_hook->currentText().toStdString(), s.ddp);
+  DDPSCOPE_CHECK_MSG(hook.isOk(), hook.message().c_str());
   return s;
 }
 
@@ -144,17 +150,18 @@ void WhatIfPanel::setSettings(const WhatIfSettings& s) {
   m_worldSize->setCurrentIndex(w);
   int best = 0;
   for (int i = 0; i < kCapCount; ++i) {
-    if (std::fabs(kTypicalBucketCapsMb[i] - s.bucketCapMb) <
-        std::fabs(kTypicalBucketCapsMb[best] - s.bucketCapMb)) {
+    if (std::fabs(kTypicalBucketCapsMb[i] - s.ddp.bucketCapMb) <
+        std::fabs(kTypicalBucketCapsMb[best] - s.ddp.bucketCapMb)) {
       best = i;
     }
   }
   m_cap->setValue(best);
   updateCapLabel();
-  m_findUnused->setChecked(s.findUnused);
-  m_staticGraph->setChecked(s.staticGraph);
-  m_noSync->setValue(s.noSyncSteps);
-  m_hook->setCurrentText(QString::fromStdString(s.commHook));
+  m_findUnused->setChecked(s.ddp.findUnusedParameters);
+  m_staticGraph->setChecked(s.ddp.staticGraph);
+  m_noSync->setValue(static_cast<int>(s.ddp.noSyncPeriod));
+  m_hook->setCurrentText(
+      QString::fromStdString(std::string(ddp::commHookKindName(s.ddp.commHook.kind))));
   m_blockChanges = wasBlocked;
   onChanged();
 }
@@ -215,7 +222,7 @@ void WhatIfPanel::pinCurrent() {
   if (!m_current) return;
   m_pinned = m_current;
   m_pin->setText(
-      tr("Compare with current (pinned: cap %1 MiB)").arg(m_pinned->settings.bucketCapMb));
+      tr("Compare with current (pinned: cap %1 MiB)").arg(m_pinned->settings.ddp.bucketCapMb));
   emit comparisonChanged(m_current, m_pinned);
 }
 

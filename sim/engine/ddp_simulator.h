@@ -174,9 +174,12 @@ StatusOr<SimResult> simulateDataParallel(const models::ModelSpec& model, const W
                                          const SimOptions& options, const ComputeModel& compute,
                                          const CommModel& comm);
 
-// Builds the roofline and comm models from the cluster and runs the strategy asked for; the
-// timeline's metadata gains "cluster".
+// Runs the strategy asked for on the cluster's comm model with `compute` (null = the cluster's
+// roofline for options.dtype; a MeasuredComputeModel replays a measured run) and the contention
+// options.contentionSlowdown, else the cluster's. The timeline's metadata gains "cluster" (and
+// "compute": "measured" when `compute` is given).
 StatusOr<SimResult> simulate(const models::ModelSpec& model, const ClusterSpec& cluster,
-                             const WorldLayout& layout, const SimOptions& options);
+                             const WorldLayout& layout, const SimOptions& options,
+                             const ComputeModel* compute = nullptr);
 
 }  // namespace ddpscope::sim

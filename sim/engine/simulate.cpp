@@ -1,6 +1,6 @@
-// simulate(): the entry point the CLI and the GUI use — real cost models from a ClusterSpec.
-// Kept in its own translation unit so that tests of simulateDdp with idealised models do not
-// pull in the cost-model libraries.
+// simulate(): the entry point the CLI, the GUI, the sweep and replay use — real cost models from
+// a ClusterSpec. Kept in its own translation unit so that tests of simulateDdp with idealised
+// models do not pull in the cost-model libraries.
 #include <memory>
 
 #include "sim/engine/ddp_simulator.h"
@@ -8,9 +8,13 @@
 namespace ddpscope::sim {
 
 StatusOr<SimResult> simulate(const models::ModelSpec& model, const ClusterSpec& cluster,
-                             const WorldLayout& layout, const SimOptions& options) {
-  ASSIGN_OR_RETURN(std::unique_ptr<ComputeModel> compute,
-                   makeRooflineComputeModel(cluster.device, options.dtype));
+                             const WorldLayout& layout, const SimOptions& options,
+                             const ComputeModel* compute) {
+  std::unique_ptr<ComputeModel> roofline;
+  if (compute == nullptr) {
+    ASSIGN_OR_RETURN(roofline, makeRooflineComputeModel(cluster.device, options.dtype));
+    compute = roofline.get();
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<CommModel> comm, makeCommModel(cluster, layout));
   StatusOr<SimResult> result = Status(StatusCode::kInternal, "unreachable");
   if (options.strategy == Strategy::kDataParallel) {
@@ -21,6 +25,7 @@ StatusOr<SimResult> simulate(const models::ModelSpec& model, const ClusterSpec& 
   }
   if (result.isOk() && options.recordTrace) {
     result->timeline.mutableMetadata().set("cluster", cluster.name);
+    if (roofline == nullptr) result->timeline.mutableMetadata().set("compute", "measured");
   }
   return result;
 }

@@ -1,14 +1,16 @@
 #include "sim/replay/measured_profile.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <cmath>
 #include <map>
 #include <string_view>
 #include <utility>
 
 #include "base/median.h"
-#include "models/builders.h"
-#include "models/zoo.h"
+#include "ddp/ddp_settings.h"
+#include "models/model_resolver.h"
+#include "traces/args_json.h"
 #include "traces/chrome_reader.h"
 
 namespace ddpscope::sim::replay {
@@ -101,28 +103,11 @@ StatusOr<RunSettings> readRunSettings(const traces::Timeline& timeline, const st
   if (auto v = metaNumber(meta, "seq_len")) s.seqLen = static_cast<int64_t>(*v);
   if (auto v = metaNumber(meta, "image_size")) s.imageSize = static_cast<int64_t>(*v);
   if (auto v = metaNumber(meta, "warmup")) s.warmup = static_cast<int64_t>(*v);
-  if (auto v = metaNumber(meta, "bucket_cap_mb")) {
-    if (!(*v > 0)) {
-      return invalidArgument(origin + ": otherData.bucket_cap_mb: expected a positive number");
-    }
-    // The runtime records the value, not whether it was given; in the current profile an
-    // explicit bucket_cap_mb changes the limits. 25 (the default) counts as not given unless
-    // "bucket_cap_set_by_user" says otherwise.
-    const auto byUser = metaNumber(meta, "bucket_cap_set_by_user");
-    if (byUser ? *byUser != 0 : *v != ddp::DdpConfig::kDefaultBucketCapMb) {
-      s.ddp.setBucketCapMb(*v);
-    } else {
-      s.ddp.bucketCapMb = *v;
-    }
-  }
-  if (auto v = metaNumber(meta, "first_bucket_mb")) {
-    s.ddp.firstBucketBytes = static_cast<int64_t>(*v * 1024 * 1024);
-  }
-  s.ddp.findUnusedParameters = metaNumber(meta, "find_unused_parameters").value_or(0) != 0;
-  s.ddp.staticGraph = metaNumber(meta, "static_graph").value_or(0) != 0;
-  s.ddp.gradientAsBucketView = metaNumber(meta, "gradient_as_bucket_view").value_or(0) != 0;
+  // The DDP settings under their canonical keys (ddp/ddp_settings.h), the same reader for
+  // runtime, simulated and imported traces.
+  ASSIGN_OR_RETURN(s.ddp,
+                   ddp::readDdpSettingsJson(traces::argsToJson(meta), origin + ": otherData"));
   s.syncBatchNorm = metaNumber(meta, "sync_batchnorm").value_or(0) != 0;
-  if (auto v = metaNumber(meta, "no_sync_steps")) s.ddp.noSyncPeriod = std::max<int64_t>(1, *v);
   s.ddp.worldSize = s.worldSize;
   return s;
 }
@@ -133,9 +118,7 @@ StatusOr<models::ModelSpec> modelForTrace(const RunSettings& settings, const std
                            ": the trace names no model (otherData.model); give --model or "
                            "--model-file");
   }
-  StatusOr<models::ModelSpec> model = models::isModelShorthand(settings.model)
-                                          ? models::parseModelShorthand(settings.model)
-                                          : models::loadZooModel(settings.model);
+  StatusOr<models::ModelSpec> model = models::resolveModel(settings.model);
   if (!model.isOk()) {
     return invalidArgument(origin + ": otherData.model '" + settings.model +
                            "': " + model.status().message() + " (or give --model / --model-file)");

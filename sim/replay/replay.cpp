@@ -11,29 +11,10 @@
 
 namespace ddpscope::sim::replay {
 
-StatusOr<SimResult> simulateWithCompute(const models::ModelSpec& model, const ClusterSpec& cluster,
-                                        const WorldLayout& layout, const SimOptions& options,
-                                        const ComputeModel* compute) {
-  if (compute == nullptr) return simulate(model, cluster, layout, options);
-  ASSIGN_OR_RETURN(std::unique_ptr<CommModel> comm, makeCommModel(cluster, layout));
-  StatusOr<SimResult> result = Status(StatusCode::kInternal, "unreachable");
-  if (options.strategy == Strategy::kDataParallel) {
-    result = simulateDataParallel(model, layout, options, *compute, *comm);
-  } else {
-    const double contention = options.contentionSlowdown.value_or(cluster.contentionSlowdown);
-    result = simulateDdp(model, layout, options, *compute, *comm, contention);
-  }
-  if (result.isOk() && options.recordTrace) {
-    result->timeline.mutableMetadata().set("cluster", cluster.name);
-    result->timeline.mutableMetadata().set("compute", "measured");
-  }
-  return result;
-}
-
 StatusOr<StepPrediction> predictStep(const models::ModelSpec& model, const ClusterSpec& cluster,
                                      const WorldLayout& layout, SimOptions options,
                                      const ComputeModel* compute, double rankMaxFactor) {
-  ASSIGN_OR_RETURN(SimResult r, simulateWithCompute(model, cluster, layout, options, compute));
+  ASSIGN_OR_RETURN(SimResult r, simulate(model, cluster, layout, options, compute));
   const double factor = layout.worldSize() > 1 ? std::max(1.0, rankMaxFactor) : 1.0;
   const Nanos step(
       static_cast<int64_t>(std::llround(static_cast<double>(r.summary.stepTime.count()) * factor)));

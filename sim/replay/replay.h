@@ -16,12 +16,6 @@
 
 namespace ddpscope::sim::replay {
 
-// simulate() with the given compute model (nullptr = the cluster's roofline). The contention is
-// options.contentionSlowdown, else the cluster's.
-StatusOr<SimResult> simulateWithCompute(const models::ModelSpec& model, const ClusterSpec& cluster,
-                                        const WorldLayout& layout, const SimOptions& options,
-                                        const ComputeModel* compute);
-
 // The step time a measurement would report (the median over iterations of the slowest rank's
 // step): the simulated steady step time (symmetric: a typical rank) × rankMaxFactor (the
 // measured run's MeasuredProfile::rankMaxFactor; 1 = no correction).

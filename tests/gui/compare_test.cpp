@@ -17,7 +17,7 @@ namespace {
 TraceDocumentPtr simulated(double capMb, int worldSize = 16) {
   WhatIfSettings s;
   s.worldSize = worldSize;
-  s.bucketCapMb = capMb;
+  s.ddp.setBucketCapMb(capMb);
   auto result = runWhatIf(s, true);
   if (!result.isOk()) qFatal("%s", result.status().message().c_str());
   return result->document;

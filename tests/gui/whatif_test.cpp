@@ -43,20 +43,20 @@ void WhatIfTest::panelMetricsEqualCliSimulate_data() {
   base.worldSize = 64;
   QTest::newRow("gpt2-small 64 ranks cap 25") << base;
   WhatIfSettings s = base;
-  s.bucketCapMb = 5;
-  s.findUnused = true;
+  s.ddp.setBucketCapMb(5);
+  s.ddp.findUnusedParameters = true;
   QTest::newRow("cap 5 find_unused") << s;
   s = base;
-  s.bucketCapMb = 100;
-  s.staticGraph = true;
-  s.noSyncSteps = 2;
-  s.commHook = "fp16";
+  s.ddp.setBucketCapMb(100);
+  s.ddp.staticGraph = true;
+  s.ddp.noSyncPeriod = 2;
+  s.ddp.commHook.kind = ddp::CommHookKind::kFp16;
   QTest::newRow("cap 100 static_graph no_sync 2 fp16") << s;
   s = base;
   s.model = "resnet50";
   s.cluster = "dgx-h100";
   s.worldSize = 16;
-  s.bucketCapMb = 1;
+  s.ddp.setBucketCapMb(1);
   QTest::newRow("resnet50 dgx-h100 16 ranks cap 1") << s;
 }
 
@@ -95,10 +95,10 @@ void WhatIfTest::rapidChangesConvergeOnTheLastSettings() {
   QVERIFY(shown.wait(20000));
   WhatIfSettings s = panel.settings();
   for (double cap : kTypicalBucketCapsMb) {
-    s.bucketCapMb = cap;
+    s.ddp.setBucketCapMb(cap);
     panel.setSettings(s);
   }
-  QTRY_VERIFY_WITH_TIMEOUT(panel.current()->settings.bucketCapMb == 200 && !panel.runner()->busy(),
+  QTRY_VERIFY_WITH_TIMEOUT(panel.current()->settings.ddp.bucketCapMb == 200 && !panel.runner()->busy(),
                            20000);
   QCOMPARE(panel.current()->settings, s);
 }
@@ -112,7 +112,7 @@ void WhatIfTest::pinningComparesAgainstThePinnedResult() {
   panel.pinCurrent();
   QCOMPARE(compared.count(), 1);
   WhatIfSettings s = panel.settings();
-  s.bucketCapMb = 5;
+  s.ddp.setBucketCapMb(5);
   panel.setSettings(s);
   QTRY_VERIFY_WITH_TIMEOUT(panel.current()->settings == s, 20000);
   auto a = compared.last().at(0).value<WhatIfResultPtr>();
@@ -139,14 +139,14 @@ void WhatIfTest::sweepMarksTheBestCapAndOpensAPoint() {
   const SweepPoint& best = r.points[r.best];
   WhatIfSettings s = base;
   s.worldSize = best.worldSize;
-  s.bucketCapMb = best.bucketCapMb;
+  s.ddp.setBucketCapMb(best.bucketCapMb);
   QCOMPARE(best.stepTime, Nanos(runCliJson(s)["step_time_ns"].get<int64_t>()));
   // Clicking near a point picks that configuration.
   QSignalSpy chosen(&panel, &SweepPanel::configurationChosen);
   auto picked = panel.settingsForPoint(32, 22.0);
   QVERIFY(picked.has_value());
   QCOMPARE(picked->worldSize, 32);
-  QCOMPARE(picked->bucketCapMb, 25.0);
+  QCOMPARE(picked->ddp.bucketCapMb, 25.0);
   QVERIFY(!panel.grab().isNull());
 }
 

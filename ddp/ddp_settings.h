@@ -1,0 +1,97 @@
+// The one home of every DDP setting: its command-line flag, --help text, parsing, validation
+// and its canonical JSON / trace-metadata key.
+//
+// Every command that takes DDP settings (simulate, sweep, buckets, replay, plan, the runtime
+// worker) registers its flags from kDdpSettings (cli/ddp_flags.h does the ArgParser side), every
+// writer of results or trace metadata writes ddpSettingsJson(), and every reader of a trace or
+// a JSON file reads readDdpSettingsJson(): one spelling of each flag and key, one parser, one
+// validation. A value crosses each boundary once: flag text → DdpConfig, DdpConfig → JSON,
+// JSON → DdpConfig.
+//
+// Canonical keys use PyTorch's argument names where PyTorch has the argument
+// (bucket_cap_mb, find_unused_parameters, static_graph, gradient_as_bucket_view,
+// broadcast_buffers) and ddpscope's otherwise (first_bucket_bytes, no_sync_steps, comm_hook,
+// powersgd_*, semantics, bucket_cap_set_by_user, set_last_bucket_cap). Booleans are written as
+// JSON booleans; readers also accept 0/1 (trace metadata stores integers). Keys written by
+// earlier ddpscope versions are read as aliases: find_unused, no_sync, first_bucket_mb.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "ddp/ddp_config.h"
+
+namespace ddpscope::ddp {
+
+enum class DdpSetting {
+  kBucketCapMb,
+  kFirstBucketMb,
+  kFindUnused,
+  kStaticGraph,
+  kGradientAsBucketView,
+  kNoSyncSteps,
+  kCommHook,
+  kNoBroadcastBuffers,
+  kSemantics,
+};
+
+struct DdpSettingSpec {
+  DdpSetting id;
+  std::string_view flag;       // without "--": "bucket-cap-mb"
+  std::string_view valueName;  // shown in --help ("X"); empty for a switch
+  std::string_view help;       // one line for --help
+  bool changesBucketPlan;      // the setting changes which parameters share a bucket
+};
+
+// Every DDP setting, in --help order.
+std::span<const DdpSettingSpec> ddpSettingSpecs();
+const DdpSettingSpec& ddpSettingSpec(DdpSetting id);
+
+// A set of settings (the ones a command offers).
+class DdpSettingSet {
+ public:
+  static DdpSettingSet all();
+  // Those that change the bucket plan (`ddpscope buckets`).
+  static DdpSettingSet bucketPlan();
+  DdpSettingSet without(DdpSetting id) const;
+  bool contains(DdpSetting id) const { return (m_bits >> static_cast<unsigned>(id)) & 1u; }
+
+ private:
+  explicit DdpSettingSet(uint32_t bits) : m_bits(bits) {}
+  uint32_t m_bits;
+};
+
+// Applies one flag's text to `config` ("" for a switch). Errors name the flag and what was
+// expected: "--bucket-cap-mb: expected a positive number, got '0'". Does not validate the
+// whole config (validateDdpConfig does, once, after every flag is applied).
+Status applyDdpSetting(DdpSetting id, std::string_view text, DdpConfig& config);
+
+// The cross-field validation of a complete configuration (DdpConfig::validate), run once at
+// the boundary where settings enter: after the flags, after a JSON read.
+Status validateDdpConfig(const DdpConfig& config);
+
+// The flags that reproduce `config` from a default DdpConfig, in --help order: only settings
+// that differ from the default (an explicit bucket_cap_mb is always spelled). Settings without
+// a flag (PowerSGD's start iteration, DDP_SET_LAST_BUCKET_CAP, ...) are not expressible.
+std::vector<std::string> ddpSettingsFlags(const DdpConfig& config);
+
+// The canonical JSON object of every setting (worldSize excluded: it is the layout's).
+nlohmann::json ddpSettingsJson(const DdpConfig& config);
+
+// Whether the object holds any DDP setting key (canonical or legacy): a PyTorch profiler trace
+// imported without settings, for instance, holds none.
+bool containsDdpSettings(const nlohmann::json& object);
+
+// Reads the canonical keys (and the legacy aliases) from a JSON object; absent keys keep
+// `base`'s values, unknown keys are ignored (the object usually holds other metadata). Errors
+// name `origin` and the key; the result is validated.
+StatusOr<DdpConfig> readDdpSettingsJson(const nlohmann::json& object, const std::string& origin,
+                                        const DdpConfig& base = {});
+
+}  // namespace ddpscope::ddp

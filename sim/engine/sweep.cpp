@@ -1,0 +1,116 @@
+#include "sim/engine/sweep.h"
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+namespace ddpscope::sim {
+namespace {
+
+std::string formatMb(double mb) {
+  char buffer[32];
+  const auto result = std::to_chars(buffer, buffer + sizeof(buffer), mb);
+  return std::string(buffer, result.ptr);
+}
+
+}  // namespace
+
+SimOptions sweepPointOptions(const SimOptions& base, double capMb, bool findUnused) {
+  SimOptions o = base;
+  o.ddp.setBucketCapMb(capMb);
+  o.ddp.findUnusedParameters = findUnused;
+  o.recordTrace = false;
+  return o;
+}
+
+StatusOr<SweepResult> runSweep(const SweepRequest& request) {
+  if (request.model == nullptr || request.cluster == nullptr) {
+    return invalidArgument("sweep: a model and a cluster are required");
+  }
+  if (request.layouts.empty() || request.capsMb.empty() || request.findUnused.empty()) {
+    return invalidArgument("sweep: nothing to sweep (no world size, bucket cap or find_unused)");
+  }
+  SweepResult out;
+  for (const WorldLayout& layout : request.layouts) {
+    for (bool fu : request.findUnused) {
+      for (double cap : request.capsMb) out.points.push_back({layout, cap, fu, false, {}});
+    }
+  }
+  const bool baselineSwept = std::find(request.capsMb.begin(), request.capsMb.end(),
+                                       request.baselineCapMb) != request.capsMb.end();
+  if (!baselineSwept) {
+    for (const WorldLayout& layout : request.layouts) {
+      for (bool fu : request.findUnused) {
+        out.points.push_back({layout, request.baselineCapMb, fu, true, {}});
+      }
+    }
+  }
+
+  // Simulate every point on the thread pool.
+  const size_t total = out.points.size();
+  std::vector<Status> statuses(total);
+  std::atomic<size_t> next{0};
+  std::atomic<size_t> finished{0};
+  std::mutex progressMutex;
+  auto worker = [&] {
+    while (true) {
+      const size_t i = next.fetch_add(1);
+      if (i >= total) return;
+      SweepPoint& p = out.points[i];
+      auto result =
+          simulate(*request.model, *request.cluster, p.layout,
+                   sweepPointOptions(request.base, p.capMb, p.findUnused), request.compute);
+      if (result.isOk()) {
+        p.summary = std::move(result->summary);
+      } else {
+        statuses[i] = result.status();
+      }
+      const size_t done = finished.fetch_add(1) + 1;
+      if (request.progress) {
+        std::lock_guard<std::mutex> lock(progressMutex);
+        request.progress(done, total);
+      }
+    }
+  };
+  unsigned threads = request.threads ? request.threads : std::thread::hardware_concurrency();
+  threads = std::clamp<unsigned>(threads, 1, static_cast<unsigned>(total));
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  for (size_t i = 0; i < total; ++i) {
+    if (!statuses[i].isOk()) {
+      return statuses[i].withContext("bucket_cap_mb " + formatMb(out.points[i].capMb) +
+                                     ", world size " +
+                                     std::to_string(out.points[i].layout.worldSize()));
+    }
+  }
+
+  // Best per (layout, find_unused) among the swept caps, and the baseline's point.
+  for (const WorldLayout& layout : request.layouts) {
+    for (bool fu : request.findUnused) {
+      std::optional<size_t> best, baseline;
+      for (size_t i = 0; i < total; ++i) {
+        const SweepPoint& p = out.points[i];
+        if (p.layout.worldSize() != layout.worldSize() || p.layout.nodes != layout.nodes ||
+            p.findUnused != fu) {
+          continue;
+        }
+        if (p.capMb == request.baselineCapMb && !baseline) baseline = i;
+        if (p.baselineOnly) continue;
+        if (!best || p.summary.stepTime < out.points[*best].summary.stepTime) best = i;
+      }
+      SweepBest b{*best, *baseline, 0};
+      const double baseNs = static_cast<double>(out.points[b.baseline].summary.stepTime.count());
+      const double bestNs = static_cast<double>(out.points[b.point].summary.stepTime.count());
+      b.gainPercent = baseNs > 0 ? 100.0 * (baseNs - bestNs) / baseNs : 0.0;
+      out.best.push_back(b);
+    }
+  }
+  return out;
+}
+
+}  // namespace ddpscope::sim

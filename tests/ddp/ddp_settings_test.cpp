@@ -1,0 +1,184 @@
+#include "ddp/ddp_settings.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace ddpscope::ddp {
+namespace {
+
+using Json = nlohmann::json;
+
+// What a command line does with ddpSettingsFlags(): every "--flag [value]" applied in order.
+StatusOr<DdpConfig> applyFlags(const std::vector<std::string>& flags) {
+  DdpConfig config;
+  for (size_t i = 0; i < flags.size(); ++i) {
+    const DdpSettingSpec* spec = nullptr;
+    for (const DdpSettingSpec& s : ddpSettingSpecs()) {
+      if ("--" + std::string(s.flag) == flags[i]) spec = &s;
+    }
+    if (spec == nullptr) return invalidArgument("unknown flag " + flags[i]);
+    const std::string value = spec->valueName.empty() ? "" : flags.at(++i);
+    RETURN_IF_ERROR(applyDdpSetting(spec->id, value, config));
+  }
+  RETURN_IF_ERROR(validateDdpConfig(config));
+  return config;
+}
+
+// Configurations that set every setting away from its default, one or several at a time.
+std::vector<DdpConfig> variedConfigs() {
+  std::vector<DdpConfig> out;
+  out.push_back(DdpConfig());
+  DdpConfig c;
+  c.setBucketCapMb(1.0 / 64.0);
+  out.push_back(c);
+  c = DdpConfig();
+  c.setBucketCapMb(25);  // explicit 25 is not the default (current PyTorch: bucket_cap_mb=None)
+  c.firstBucketBytes = 123457;
+  c.findUnusedParameters = true;
+  out.push_back(c);
+  c = DdpConfig();
+  c.staticGraph = true;
+  c.gradientAsBucketView = true;
+  c.noSyncPeriod = 4;
+  c.broadcastBuffers = false;
+  c.profile = SemanticsProfile::kV1_13;
+  out.push_back(c);
+  for (CommHookKind kind : {CommHookKind::kAllreduce, CommHookKind::kFp16, CommHookKind::kBf16}) {
+    c = DdpConfig();
+    c.commHook.kind = kind;
+    out.push_back(c);
+  }
+  c = DdpConfig();
+  c.commHook.kind = CommHookKind::kPowerSgd;
+  c.commHook.powerSgdRank = 4;
+  c.profile = SemanticsProfile::kV1_5;
+  c.setBucketCapMb(1.1);
+  out.push_back(c);
+  return out;
+}
+
+TEST(DdpSettingsTest, EverySettingHasOneFlagAndThePlanSubsetIsThePlanChanging) {
+  std::set<std::string_view> flags;
+  for (const DdpSettingSpec& spec : ddpSettingSpecs()) {
+    EXPECT_TRUE(flags.insert(spec.flag).second) << spec.flag;
+    EXPECT_FALSE(spec.help.empty()) << spec.flag;
+    EXPECT_TRUE(DdpSettingSet::all().contains(spec.id));
+    EXPECT_EQ(DdpSettingSet::bucketPlan().contains(spec.id), spec.changesBucketPlan);
+  }
+  EXPECT_TRUE(DdpSettingSet::bucketPlan().contains(DdpSetting::kFindUnused));
+  EXPECT_FALSE(DdpSettingSet::bucketPlan().contains(DdpSetting::kCommHook));
+  EXPECT_FALSE(DdpSettingSet::all().without(DdpSetting::kCommHook).contains(DdpSetting::kCommHook));
+}
+
+TEST(DdpSettingsTest, FlagsRoundTripEveryFlagExpressibleSetting) {
+  for (const DdpConfig& c : variedConfigs()) {
+    const std::vector<std::string> flags = ddpSettingsFlags(c);
+    StatusOr<DdpConfig> back = applyFlags(flags);
+    ASSERT_TRUE(back.isOk()) << back.status().message();
+    EXPECT_EQ(*back, c) << c.toString() << " -> " << back->toString();
+  }
+  EXPECT_TRUE(ddpSettingsFlags(DdpConfig()).empty());
+}
+
+TEST(DdpSettingsTest, JsonRoundTripsEverySetting) {
+  std::vector<DdpConfig> configs = variedConfigs();
+  DdpConfig powerSgd;
+  powerSgd.commHook.kind = CommHookKind::kPowerSgd;
+  powerSgd.commHook.powerSgdRank = 8;
+  powerSgd.commHook.powerSgdStartIter = 20;
+  powerSgd.commHook.powerSgdMinCompressionRate = 3.5;
+  powerSgd.commHook.powerSgdErrorFeedback = false;
+  powerSgd.commHook.powerSgdWarmStart = false;
+  powerSgd.setLastBucketCap = true;
+  configs.push_back(powerSgd);
+  for (const DdpConfig& c : configs) {
+    const Json j = ddpSettingsJson(c);
+    StatusOr<DdpConfig> back = readDdpSettingsJson(j, "run.json");
+    ASSERT_TRUE(back.isOk()) << back.status().message();
+    EXPECT_EQ(*back, c) << j.dump();
+    EXPECT_TRUE(containsDdpSettings(j));
+  }
+}
+
+TEST(DdpSettingsTest, CanonicalKeysArePyTorchsArgumentNames) {
+  const Json j = ddpSettingsJson(DdpConfig());
+  for (const char* key : {"bucket_cap_mb", "find_unused_parameters", "static_graph",
+                          "gradient_as_bucket_view", "broadcast_buffers", "first_bucket_bytes",
+                          "no_sync_steps", "comm_hook", "semantics", "bucket_cap_set_by_user"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_FALSE(j.contains("find_unused"));
+  EXPECT_FALSE(j.contains("no_sync"));
+  EXPECT_EQ(j["find_unused_parameters"], false);
+}
+
+TEST(DdpSettingsTest, ReadsTraceMetadataIntegersAndLegacyKeys) {
+  // What the runtime and the simulator wrote before one module owned the keys.
+  const Json legacy = Json::parse(
+      R"({"model": "mlp-wide", "bucket_cap_mb": 5, "find_unused": 1, "no_sync": 4,
+          "first_bucket_mb": 0.5, "static_graph": 0, "gradient_as_bucket_view": 1})");
+  StatusOr<DdpConfig> c = readDdpSettingsJson(legacy, "old.json");
+  ASSERT_TRUE(c.isOk()) << c.status().message();
+  EXPECT_EQ(c->bucketCapMb, 5);
+  EXPECT_TRUE(c->bucketCapSetByUser);  // no bucket_cap_set_by_user: 5 != 25 was given
+  EXPECT_TRUE(c->findUnusedParameters);
+  EXPECT_EQ(c->noSyncPeriod, 4);
+  EXPECT_EQ(c->firstBucketBytes, 524288);
+  EXPECT_FALSE(c->staticGraph);
+  EXPECT_TRUE(c->gradientAsBucketView);
+  // 25 without bucket_cap_set_by_user counts as DDP's default (bucket_cap_mb=None).
+  StatusOr<DdpConfig> d = readDdpSettingsJson(Json::parse(R"({"bucket_cap_mb": 25})"), "x");
+  ASSERT_TRUE(d.isOk());
+  EXPECT_FALSE(d->bucketCapSetByUser);
+  EXPECT_FALSE(containsDdpSettings(Json::parse(R"({"model": "x", "world_size": 2})")));
+}
+
+TEST(DdpSettingsTest, BadValuesNameTheOriginAndTheKeyOnce) {
+  EXPECT_EQ(readDdpSettingsJson(Json::parse(R"({"bucket_cap_mb": -1})"), "run.json")
+                .status()
+                .message(),
+            "run.json: bucket_cap_mb: expected a positive number (MiB); got -1");
+  EXPECT_EQ(readDdpSettingsJson(Json::parse(R"({"find_unused_parameters": 2})"), "run.json")
+                .status()
+                .message(),
+            "run.json: find_unused_parameters: expected true or false (or 1 / 0); got 2");
+  EXPECT_EQ(
+      readDdpSettingsJson(Json::parse(R"({"comm_hook": "int8"})"), "run.json").status().message(),
+      "run.json: comm_hook: expected one of none, allreduce, fp16, bf16, powersgd; got \"int8\"");
+  EXPECT_EQ(readDdpSettingsJson(Json::parse(R"({"no_sync_steps": 0})"), "run.json")
+                .status()
+                .message(),
+            "run.json: no_sync_steps: expected an integer >= 1 (1 = synchronize every step); "
+            "got 0");
+  // A cross-field rule (DdpConfig::validate), once, with the origin.
+  EXPECT_EQ(readDdpSettingsJson(
+                Json::parse(R"({"comm_hook": "powersgd", "powersgd_start_iter": 1})"), "run.json")
+                .status()
+                .message(),
+            "run.json: powersgd start_powerSGD_iter: expected > 1 when use_error_feedback or "
+            "warm_start is enabled (buckets are rebuilt after iteration 1), got 1");
+}
+
+TEST(DdpSettingsTest, FlagErrorsNameTheFlag) {
+  DdpConfig c;
+  EXPECT_EQ(applyDdpSetting(DdpSetting::kBucketCapMb, "0", c).message(),
+            "--bucket-cap-mb: expected a positive number, got '0'");
+  EXPECT_EQ(applyDdpSetting(DdpSetting::kFirstBucketMb, "1e-9", c).message(),
+            "--first-bucket-mb: expected at least one byte, got '1e-9'");
+  EXPECT_EQ(applyDdpSetting(DdpSetting::kNoSyncSteps, "two", c).message(),
+            "--no-sync-steps: expected a positive integer, got 'two'");
+  EXPECT_EQ(applyDdpSetting(DdpSetting::kCommHook, "powersgd:0", c).message(),
+            "--comm-hook: expected powersgd:R with a positive rank R, got 'powersgd:0'");
+  EXPECT_EQ(applyDdpSetting(DdpSetting::kCommHook, "int8", c).message(),
+            "--comm-hook: expected fp16, bf16, powersgd:R, allreduce or none, got 'int8'");
+  EXPECT_EQ(applyDdpSetting(DdpSetting::kSemantics, "2.0", c).message(),
+            "--semantics: expected 1.5, 1.13 or current, got '2.0'");
+  EXPECT_EQ(c, DdpConfig());  // failed flags change nothing
+}
+
+}  // namespace
+}  // namespace ddpscope::ddp
