@@ -9,7 +9,7 @@
 
 #include "ddp/bucket_plan.h"
 #include "models/zoo.h"
-#include "sim/engine/sim_internal.h"
+#include "sim/engine/accounting.h"
 #include "tests/sim/engine/sim_test_models.h"
 #include "traces/chrome_writer.h"
 #include "traces/overlap.h"
