@@ -12,9 +12,21 @@
 #include "ddp/bucket_plan.h"
 #include "ddp/reducer.h"
 #include "sim/engine/accounting.h"
+#include "sim/engine/script.h"
 
 namespace ddpscope::sim {
 
+using internal::CollectiveDesc;
+using internal::CollectiveKind;
+using internal::copyRoleName;
+using internal::EstimateCache;
+using internal::ModelFacts;
+using internal::Op;
+using internal::OpKind;
+using internal::RankZeroRecorder;
+using internal::Script;
+using internal::ScriptBuilder;
+using internal::UsageClass;
 using traces::Category;
 
 int minIterations(const ddp::DdpConfig& config) {
@@ -28,376 +40,6 @@ int defaultIterations(const ddp::DdpConfig& config) {
 }
 
 namespace {
-
-using internal::EstimateCache;
-using internal::RankZeroRecorder;
-
-// ---- the per-iteration script -----------------------------------------------------------------
-
-enum class OpKind : uint8_t {
-  kForward,    // index = layer
-  kBackward,   // index = layer; its end is the hook time of the parameters it makes ready
-  kCopy,       // a memory kernel on the compute stream (role says which); index = param or −1
-  kOptimizer,  // optimizer.step()
-  kHost,       // CPU work that holds the stream's progress (graph traversal)
-  kIssue,      // index = collective; the compute stream is at the issue point
-  kWait,       // index = collective; the compute stream waits for its end
-};
-
-enum class CopyRole : uint8_t { kIntoBucket, kZeroFill, kScale, kCast, kCopyBack };
-
-const char* copyRoleName(CopyRole role) {
-  switch (role) {
-    case CopyRole::kIntoBucket:
-      return "copy_into_bucket";
-    case CopyRole::kZeroFill:
-      return "zero_bucket_slice";
-    case CopyRole::kScale:
-      return "scale_bucket_slice";
-    case CopyRole::kCast:
-      return "comm_hook_cast";
-    case CopyRole::kCopyBack:
-      return "copy_back";
-  }
-  return "copy";
-}
-
-struct Op {
-  OpKind kind = OpKind::kForward;
-  CopyRole role = CopyRole::kIntoBucket;
-  int32_t index = 0;
-  int32_t bucket = -1;  // copies: the bucket whose slice is written
-  int64_t workNs = 0;   // nominal duration at scale 1 without contention
-};
-
-enum class CollectiveKind : uint8_t {
-  kBucket,
-  kUsedMap,
-  kRebuildBroadcast,
-  kBufferBroadcast,
-  kSyncBn
-};
-
-struct CollectiveDesc {
-  CollectiveKind kind = CollectiveKind::kBucket;
-  Collective collective = Collective::kAllreduce;
-  int64_t bytes = 0;
-  int32_t bucket = -1;  // bucket collectives
-  int32_t layer = -1;   // SyncBN
-  int8_t part = 0;      // PowerSGD: 0..2
-  int8_t parts = 1;
-  bool blocking = false;
-  const CollectiveEstimate* estimate = nullptr;
-
-  Category category() const {
-    switch (kind) {
-      case CollectiveKind::kUsedMap:
-        return Category::kUsedMapAllreduce;
-      case CollectiveKind::kRebuildBroadcast:
-      case CollectiveKind::kBufferBroadcast:
-        return Category::kBroadcast;
-      default:
-        return Category::kAllreduce;
-    }
-  }
-  std::string_view sequenceKind() const {
-    switch (kind) {
-      case CollectiveKind::kUsedMap:
-        return "used_map_allreduce";
-      case CollectiveKind::kRebuildBroadcast:
-      case CollectiveKind::kBufferBroadcast:
-        return "broadcast";
-      case CollectiveKind::kSyncBn:
-        return "syncbn_allreduce";
-      default:
-        return "allreduce";
-    }
-  }
-  bool sameWire(const CollectiveDesc& o) const {
-    return collective == o.collective && bytes == o.bytes && blocking == o.blocking;
-  }
-};
-
-struct Script {
-  std::vector<Op> ops;
-  std::vector<CollectiveDesc> collectives;
-  bool synced = true;
-  bool rebuilt = false;
-  void clear() {
-    ops.clear();
-    collectives.clear();
-    synced = true;
-    rebuilt = false;
-  }
-};
-
-bool isBatchNorm(const models::LayerSpec& layer) {
-  return layer.type.find("BatchNorm") != std::string::npos;
-}
-
-// Static facts about the model the scripts need, computed once.
-struct ModelFacts {
-  std::vector<LayerTimes> layerTimes;
-  std::vector<int64_t> paramBytes;
-  int64_t totalParamBytes = 0;
-  std::vector<int64_t> syncBnBytes;  // per layer: 2·C fp32 for a BatchNorm layer, else 0
-  std::vector<int> orphanParams;     // owned by no layer, in reverse registration order
-  bool anyUsePattern = false;
-  bool anyRankPattern = false;
-};
-
-// Drives one Reducer (one usage class of ranks) and writes the iteration scripts: implements
-// ReducerActions by appending ops and collectives to the current Script.
-class ScriptBuilder final : public ddp::ReducerActions {
- public:
-  ScriptBuilder(const models::ModelSpec& model, const ModelFacts& facts,
-                const ComputeModel& compute, EstimateCache& estimates,
-                std::vector<std::string>& warnings)
-      : m_model(model),
-        m_facts(facts),
-        m_compute(compute),
-        m_estimates(estimates),
-        m_warnings(warnings) {}
-
-  void setReducer(const ddp::Reducer* reducer) { m_reducer = reducer; }
-
-  void begin(Script& script) {
-    m_script = &script;
-    m_bucketLastCollective.assign(static_cast<size_t>(m_reducer->plan().numBuckets()), -1);
-    m_usedMapCollective = -1;
-  }
-
-  void addOp(OpKind kind, int32_t index, int64_t workNs, CopyRole role = CopyRole::kIntoBucket,
-             int32_t bucket = -1) {
-    Op op;
-    op.kind = kind;
-    op.index = index;
-    op.workNs = workNs;
-    op.role = role;
-    op.bucket = bucket;
-    m_script->ops.push_back(op);
-  }
-
-  int issue(CollectiveDesc desc) {
-    desc.estimate = &m_estimates.get(desc.collective, desc.bytes);
-    const int index = static_cast<int>(m_script->collectives.size());
-    m_script->collectives.push_back(desc);
-    addOp(OpKind::kIssue, index, 0);
-    return index;
-  }
-
-  void issueSyncBn(int layer) {
-    CollectiveDesc desc;
-    desc.kind = CollectiveKind::kSyncBn;
-    desc.bytes = m_facts.syncBnBytes[static_cast<size_t>(layer)];
-    desc.layer = layer;
-    desc.blocking = true;
-    issue(desc);
-  }
-
-  // ---- ReducerActions ----
-  void copyIntoBucket(const ddp::BucketCopy& copy) override {
-    const int64_t bytes = m_facts.paramBytes[static_cast<size_t>(copy.paramIndex)];
-    switch (copy.kind) {
-      case ddp::CopyKind::kCopy:
-        addOp(OpKind::kCopy, copy.paramIndex, m_compute.copyTime(bytes).count(),
-              CopyRole::kIntoBucket, copy.bucketIndex);
-        break;
-      case ddp::CopyKind::kZeroFill:
-        addOp(OpKind::kCopy, copy.paramIndex, m_compute.copyTime(bytes).count(),
-              CopyRole::kZeroFill, copy.bucketIndex);
-        break;
-      case ddp::CopyKind::kScaleInPlace:
-        // With a comm hook the scale is 1: nothing runs on the device. The bucket still
-        // records the hook time for the ready→allreduce flow.
-        addOp(OpKind::kCopy, copy.paramIndex,
-              copy.scale == 1.0 ? 0 : m_compute.copyTime(bytes).count(), CopyRole::kScale,
-              copy.bucketIndex);
-        break;
-    }
-  }
-
-  void launchBucket(int bucketIndex, int64_t /*bytes*/) override {
-    const ddp::Bucket& bucket = m_reducer->plan().buckets[static_cast<size_t>(bucketIndex)];
-    const ddp::CommHook& hook = m_reducer->config().commHook;
-    if ((hook.kind == ddp::CommHookKind::kFp16 || hook.kind == ddp::CommHookKind::kBf16) &&
-        !bucket.sparse) {
-      // The hook casts (and divides) the flat bucket on the current stream before the
-      // collective.
-      addOp(OpKind::kCopy, -1, m_compute.copyTime(bucket.bytes).count(), CopyRole::kCast,
-            bucketIndex);
-    }
-    const std::vector<int64_t> parts = ddp::collectiveBytesForBucket(
-        bucket, m_reducer->params(), hook, m_reducer->syncedIterations());
-    for (size_t part = 0; part < parts.size(); ++part) {
-      CollectiveDesc desc;
-      desc.kind = CollectiveKind::kBucket;
-      desc.bytes = parts[part];
-      desc.bucket = bucketIndex;
-      desc.part = static_cast<int8_t>(part);
-      desc.parts = static_cast<int8_t>(parts.size());
-      m_bucketLastCollective[static_cast<size_t>(bucketIndex)] = issue(desc);
-    }
-  }
-
-  void launchUsedMapAllreduce(int64_t bytes) override {
-    CollectiveDesc desc;
-    desc.kind = CollectiveKind::kUsedMap;
-    desc.bytes = bytes;
-    m_usedMapCollective = issue(desc);
-  }
-
-  void rebuildBuckets(const ddp::BucketPlan& newPlan, const ddp::RebuildSync& sync) override {
-    m_script->rebuilt = true;
-    m_bucketLastCollective.assign(static_cast<size_t>(newPlan.numBuckets()), -1);
-    for (int64_t bytes : {sync.indicesBytes(), sync.countsBytes()}) {
-      CollectiveDesc desc;
-      desc.kind = CollectiveKind::kRebuildBroadcast;
-      desc.collective = Collective::kBroadcast;
-      desc.bytes = bytes;
-      desc.blocking = true;
-      issue(desc);
-    }
-  }
-
-  void broadcastBuffers(std::span<const int64_t> groupBytes) override {
-    for (int64_t bytes : groupBytes) {
-      CollectiveDesc desc;
-      desc.kind = CollectiveKind::kBufferBroadcast;
-      desc.collective = Collective::kBroadcast;
-      desc.bytes = bytes;
-      desc.blocking = true;
-      issue(desc);
-    }
-  }
-
-  void finalize(const ddp::FinalizeInfo& info) override {
-    // A locally unused parameter makes finalize wait for the used map (blocking D2H copy); the
-    // used map is the last collective, so this waits for every collective of the step.
-    if (info.blockingUsedMapWait && m_usedMapCollective >= 0) {
-      addOp(OpKind::kWait, m_usedMapCollective, 0);
-    }
-    m_unusedMark.assign(m_facts.paramBytes.size(), 0);
-    for (int p : info.locallyUnused) m_unusedMark[static_cast<size_t>(p)] = 1;
-    const ddp::BucketPlan& plan = m_reducer->plan();
-    for (const ddp::Bucket& bucket : plan.buckets) {
-      const int last = m_bucketLastCollective[static_cast<size_t>(bucket.index)];
-      if (last >= 0) addOp(OpKind::kWait, last, 0);
-      if (!info.copyBack) continue;
-      for (int p : bucket.params) {
-        if (m_unusedMark[static_cast<size_t>(p)]) continue;  // .grad left untouched
-        addOp(OpKind::kCopy, p,
-              m_compute.copyTime(m_facts.paramBytes[static_cast<size_t>(p)]).count(),
-              CopyRole::kCopyBack, bucket.index);
-      }
-    }
-    // Outstanding work (the used map) is awaited at the end of finalize.
-    if (!m_script->collectives.empty()) {
-      addOp(OpKind::kWait, static_cast<int32_t>(m_script->collectives.size()) - 1, 0);
-    }
-  }
-
-  void warning(std::string_view message) override {
-    if (std::find(m_warnings.begin(), m_warnings.end(), message) == m_warnings.end()) {
-      m_warnings.emplace_back(message);
-    }
-  }
-
- private:
-  const models::ModelSpec& m_model;
-  const ModelFacts& m_facts;
-  const ComputeModel& m_compute;
-  EstimateCache& m_estimates;
-  std::vector<std::string>& m_warnings;
-  const ddp::Reducer* m_reducer = nullptr;
-  Script* m_script = nullptr;
-  std::vector<int> m_bucketLastCollective;
-  int m_usedMapCollective = -1;
-  std::vector<char> m_unusedMark;
-};
-
-// Ranks whose layers' UsePattern.ranks agree: one Reducer, one script per iteration.
-struct UsageClass {
-  int representativeRank = 0;
-  std::unique_ptr<ScriptBuilder> builder;
-  std::optional<ddp::Reducer> reducer;
-  Script script;
-  std::vector<char> layerUsed;  // this iteration
-  std::vector<int> readyLayer;  // per param: layer whose backward end makes it ready, or −1
-  std::vector<int> unused;
-};
-
-Status buildScript(const models::ModelSpec& model, const ModelFacts& facts,
-                   const ComputeModel& compute, const ddp::DdpConfig& config, bool syncBatchNorm,
-                   int64_t iteration, UsageClass& cls) {
-  Script& script = cls.script;
-  script.clear();
-  ddp::Reducer& reducer = *cls.reducer;
-  ScriptBuilder& builder = *cls.builder;
-  const bool synced = config.syncEnabled(iteration);
-  script.synced = synced;
-  builder.begin(script);
-  RETURN_IF_ERROR(reducer.prepareForward(iteration, synced));
-
-  const int numLayers = static_cast<int>(model.layers.size());
-  const int numParams = static_cast<int>(model.params.size());
-  // Which layers run, and where each parameter becomes ready (its earliest-executed used owner:
-  // the last one autograd reaches).
-  cls.layerUsed.assign(static_cast<size_t>(numLayers), 1);
-  cls.readyLayer.assign(static_cast<size_t>(numParams), -1);
-  int usedLayers = 0;
-  for (int l = 0; l < numLayers; ++l) {
-    const models::LayerSpec& layer = model.layers[static_cast<size_t>(l)];
-    const bool used = !layer.use || layer.use->usedIn(iteration, cls.representativeRank);
-    cls.layerUsed[static_cast<size_t>(l)] = used ? 1 : 0;
-    if (!used) continue;
-    ++usedLayers;
-    for (int p : layer.params) {
-      if (cls.readyLayer[static_cast<size_t>(p)] < 0) cls.readyLayer[static_cast<size_t>(p)] = l;
-    }
-  }
-  for (int p : facts.orphanParams) cls.readyLayer[static_cast<size_t>(p)] = numLayers;
-
-  // Forward.
-  for (int l = 0; l < numLayers; ++l) {
-    if (!cls.layerUsed[static_cast<size_t>(l)]) continue;
-    builder.addOp(OpKind::kForward, l, facts.layerTimes[static_cast<size_t>(l)].forward.count());
-    if (syncBatchNorm && facts.syncBnBytes[static_cast<size_t>(l)] > 0) builder.issueSyncBn(l);
-  }
-  if (synced) {
-    cls.unused.clear();
-    for (int p = 0; p < numParams; ++p) {
-      if (cls.readyLayer[static_cast<size_t>(p)] < 0) cls.unused.push_back(p);
-    }
-    if (config.dynamicFindUnused()) {
-      // The autograd-graph DFS: one node per executed layer plus one AccumulateGrad per parameter.
-      builder.addOp(OpKind::kHost, 0, compute.graphTraversalTime(usedLayers + numParams).count());
-    }
-    RETURN_IF_ERROR(reducer.prepareForBackward(cls.unused));
-  }
-
-  // Backward: layers reversed; each layer's parameters are marked ready in the layer's gradient
-  // order at its backward end (hooks under no_sync are ignored by the Reducer, as in PyTorch).
-  auto markLayer = [&](int l, const std::vector<int>& order) -> Status {
-    for (int p : order) {
-      if (cls.readyLayer[static_cast<size_t>(p)] == l) RETURN_IF_ERROR(reducer.markParamReady(p));
-    }
-    return Status::ok();
-  };
-  for (int l = numLayers - 1; l >= 0; --l) {
-    if (!cls.layerUsed[static_cast<size_t>(l)]) continue;
-    const models::LayerSpec& layer = model.layers[static_cast<size_t>(l)];
-    builder.addOp(OpKind::kBackward, l, facts.layerTimes[static_cast<size_t>(l)].backward.count());
-    if (syncBatchNorm && facts.syncBnBytes[static_cast<size_t>(l)] > 0) builder.issueSyncBn(l);
-    RETURN_IF_ERROR(
-        markLayer(l, layer.gradReadyOrder.empty() ? layer.params : layer.gradReadyOrder));
-  }
-  RETURN_IF_ERROR(markLayer(numLayers, facts.orphanParams));
-  RETURN_IF_ERROR(reducer.finalizeBackward());
-  if (synced)
-    builder.addOp(OpKind::kOptimizer, 0, compute.optimizerTime(facts.totalParamBytes).count());
-  return Status::ok();
-}
 
 // Portable uniform in [0, 1) from the raw 64-bit output.
 double uniform01(std::mt19937_64& rng) {
@@ -771,74 +413,15 @@ StatusOr<SimResult> simulateDdp(const models::ModelSpec& model, const WorldLayou
                            " (rebuild iteration + one no_sync period)");
   }
 
-  // Model facts.
-  ModelFacts facts;
-  const models::ModelInputs inputs = internal::effectiveInputs(model, options.inputs);
-  facts.layerTimes = compute.layerTimes(model, inputs);
-  if (facts.layerTimes.size() != model.layers.size()) {
-    return internalError("compute model returned " + std::to_string(facts.layerTimes.size()) +
-                         " layer times for " + std::to_string(model.layers.size()) + " layers");
-  }
-  const int numParams = static_cast<int>(model.params.size());
-  std::vector<char> owned(static_cast<size_t>(numParams), 0);
-  for (const models::ParamSpec& param : model.params) {
-    facts.paramBytes.push_back(param.bytes());
-    facts.totalParamBytes += param.bytes();
-  }
-  for (const models::LayerSpec& layer : model.layers) {
-    for (int p : layer.params) {
-      if (p < 0 || p >= numParams) {
-        return invalidArgument("layer '" + layer.name + "': parameter index " + std::to_string(p) +
-                               " out of range");
-      }
-      owned[static_cast<size_t>(p)] = 1;
-    }
-    int64_t syncBn = 0;
-    if (isBatchNorm(layer)) {
-      auto it = layer.attrs.find("num_features");
-      int64_t channels = it != layer.attrs.end() ? static_cast<int64_t>(it->second) : 0;
-      if (channels == 0 && !layer.params.empty()) {
-        channels = model.params[static_cast<size_t>(layer.params.front())].numel();
-      }
-      syncBn = 2 * channels * 4;  // mean and variance (or the two gradient sums), fp32
-    }
-    facts.syncBnBytes.push_back(syncBn);
-    if (layer.use) {
-      facts.anyUsePattern = true;
-      if (!layer.use->ranks.empty()) facts.anyRankPattern = true;
-    }
-  }
-  for (int p = numParams - 1; p >= 0; --p) {
-    if (!owned[static_cast<size_t>(p)]) facts.orphanParams.push_back(p);
-  }
-
+  ASSIGN_OR_RETURN(
+      const ModelFacts facts,
+      internal::makeModelFacts(model, compute, internal::effectiveInputs(model, options.inputs)));
   const int worldSize = layout.worldSize();
   const int numRanks = options.allRanks ? worldSize : 1;
 
   // Usage classes: ranks that see the same layers in every iteration.
-  std::vector<int> classOf(static_cast<size_t>(numRanks), 0);
-  std::vector<UsageClass> classes;
-  {
-    std::map<std::vector<char>, int> bySignature;
-    std::vector<char> signature;
-    for (int r = 0; r < numRanks; ++r) {
-      signature.clear();
-      if (facts.anyRankPattern) {
-        for (const models::LayerSpec& layer : model.layers) {
-          if (layer.use && !layer.use->ranks.empty()) {
-            const auto& ranks = layer.use->ranks;
-            signature.push_back(std::find(ranks.begin(), ranks.end(), r) != ranks.end());
-          }
-        }
-      }
-      auto [it, inserted] = bySignature.emplace(signature, static_cast<int>(classes.size()));
-      if (inserted) {
-        classes.emplace_back();
-        classes.back().representativeRank = r;
-      }
-      classOf[static_cast<size_t>(r)] = it->second;
-    }
-  }
+  std::vector<int> classOf;
+  std::vector<UsageClass> classes = internal::makeUsageClasses(model, facts, numRanks, classOf);
 
   SimResult result;
   SimSummary& summary = result.summary;
@@ -873,7 +456,8 @@ StatusOr<SimResult> simulateDdp(const models::ModelSpec& model, const WorldLayou
   summary.iterations.reserve(static_cast<size_t>(iterations));
   for (int64_t i = 1; i <= iterations; ++i) {
     for (UsageClass& cls : classes) {
-      Status status = buildScript(model, facts, compute, config, options.syncBatchNorm, i, cls);
+      Status status =
+          internal::buildScript(model, facts, compute, config, options.syncBatchNorm, i, cls);
       if (!status.isOk()) return status.withContext("iteration " + std::to_string(i));
     }
     const Script& reference = classes[static_cast<size_t>(classOf[0])].script;
