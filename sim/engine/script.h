@@ -5,7 +5,7 @@
 // A Script is one iteration of one usage class of ranks, in stream order and without times:
 // compute-stream ops (forward and backward kernels, copies, the optimizer), host ops (the
 // find_unused graph traversal), collective issues and the compute stream's waits for them. The
-// Replayer (ddp_simulator.cpp) gives it times.
+// Replayer (replayer.h) gives it times.
 //
 // Algorithm. The Reducer's decisions do not depend on time, only on the order of hooks, which is
 // fixed by the layer order. buildScript drives one ddp::Reducer through an iteration
