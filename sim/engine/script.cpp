@@ -112,6 +112,15 @@ void ScriptBuilder::issueSyncBn(int layer) {
   issue(desc);
 }
 
+void ScriptBuilder::issueBlockingBroadcast(CollectiveKind kind, int64_t bytes) {
+  CollectiveDesc desc;
+  desc.kind = kind;
+  desc.collective = Collective::kBroadcast;
+  desc.bytes = bytes;
+  desc.blocking = true;
+  issue(desc);
+}
+
 void ScriptBuilder::copyIntoBucket(const ddp::BucketCopy& copy) {
   const int64_t bytes = m_facts.paramBytes[static_cast<size_t>(copy.paramIndex)];
   switch (copy.kind) {
@@ -167,24 +176,12 @@ void ScriptBuilder::rebuildBuckets(const ddp::BucketPlan& newPlan, const ddp::Re
   m_script->rebuilt = true;
   m_bucketLastCollective.assign(static_cast<size_t>(newPlan.numBuckets()), -1);
   for (int64_t bytes : {sync.indicesBytes(), sync.countsBytes()}) {
-    CollectiveDesc desc;
-    desc.kind = CollectiveKind::kRebuildBroadcast;
-    desc.collective = Collective::kBroadcast;
-    desc.bytes = bytes;
-    desc.blocking = true;
-    issue(desc);
+    issueBlockingBroadcast(CollectiveKind::kRebuildBroadcast, bytes);
   }
 }
 
 void ScriptBuilder::broadcastBuffers(std::span<const int64_t> groupBytes) {
-  for (int64_t bytes : groupBytes) {
-    CollectiveDesc desc;
-    desc.kind = CollectiveKind::kBufferBroadcast;
-    desc.collective = Collective::kBroadcast;
-    desc.bytes = bytes;
-    desc.blocking = true;
-    issue(desc);
-  }
+  for (int64_t bytes : groupBytes) issueBlockingBroadcast(CollectiveKind::kBufferBroadcast, bytes);
 }
 
 void ScriptBuilder::finalize(const ddp::FinalizeInfo& info) {

@@ -183,6 +183,9 @@ class ScriptBuilder final : public ddp::ReducerActions {
   void warning(std::string_view message) override;
 
  private:
+  // A blocking rank-0 broadcast of `bytes` (the rebuild's two, the buffer broadcasts).
+  void issueBlockingBroadcast(CollectiveKind kind, int64_t bytes);
+
   const models::ModelSpec& m_model;
   const ModelFacts& m_facts;
   const ComputeModel& m_compute;
