@@ -74,13 +74,13 @@ Replayer::Replayer(const models::ModelSpec& model, int numRanks, double contenti
   }
 }
 
-int64_t Replayer::scaled(int r, int64_t workNs) const {
+inline int64_t Replayer::scaled(int r, int64_t workNs) const {
   const double scale = m_scale[static_cast<size_t>(r)];
   if (scale == 1.0) return workNs;
   return std::llround(static_cast<double>(workNs) * scale);
 }
 
-int64_t Replayer::runKernel(int r, int64_t startNs, int64_t workNs, int known) {
+inline int64_t Replayer::runKernel(int r, int64_t startNs, int64_t workNs, int known) {
   int& busyIdx = m_busyIdx[static_cast<size_t>(r)];
   while (busyIdx < known && m_collEnd[static_cast<size_t>(busyIdx)] <= startNs) ++busyIdx;
   if (workNs == 0 || m_slowdown == 1.0) return startNs + workNs;
