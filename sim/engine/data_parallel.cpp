@@ -15,8 +15,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "sim/engine/accounting.h"
 #include "sim/engine/ddp_simulator.h"
-#include "sim/engine/sim_internal.h"
 
 namespace ddpscope::sim {
 

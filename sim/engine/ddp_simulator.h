@@ -15,22 +15,15 @@
 // accumulate). Iteration 1 uses the construction plan; the rebuild happens at iteration 2 (3 with
 // static_graph); no_sync K skips the collectives of K−1 of every K steps; comm hooks change bytes
 // (ddp::collectiveBytesForBucket; fp16/bf16 add a cast kernel per bucket; PowerSGD issues 3
-// sequential collectives per bucket, its matmuls are not modelled).
+// sequential collectives per bucket, its matmuls are not modelled). Construction-time syncs
+// (parameter broadcast, shape verification) happen before iteration 1 and are not simulated.
 //
-// Algorithm. The Reducer's decisions do not depend on time, only on the order of hooks, which is
-// fixed by the layer order. So each iteration is first turned into a *script* (compute-stream
-// ops, host ops, collective issues and waits, in stream order) by driving the Reducer, and the
-// script is then *timed*: every op starts when the compute stream is free; a collective k starts
-// at max over ranks of their issue times and the end of collective k−1 (one NCCL stream per
-// process group), lasts CommModel::estimate(bytes); blocking collectives (broadcasts, SyncBN)
-// hold the compute stream until they end.
-//
-// Costs: layer kernels from ComputeModel::layerTimes; every copy-into-bucket, zero-fill (unused
-// parameter), in-place scale and copy-back kernel costs copyTime(parameter bytes); the fp16/bf16
-// hook's cast copyTime(bucket bytes); the traversal graphTraversalTime(executed layers + P)
-// (one autograd node per layer plus one AccumulateGrad per parameter); the optimizer one
-// optimizerTime(all parameter bytes) kernel. Construction-time syncs (parameter broadcast,
-// shape verification) happen before iteration 1 and are not simulated.
+// How (internal headers of this folder, not public API): script.h turns each iteration into a
+// script of compute-stream ops, host ops, collective issues and waits by driving the Reducer —
+// its decisions depend only on the order of hooks, not on time — and lists what each op costs;
+// replayer.h times the scripts by dependency propagation in lockstep over the collectives (no
+// event queue) and states the order rules; accounting.h turns rank 0's spans into the summary.
+// Both files state their complexity.
 //
 // Contention (nccl-cost-model.md §5): while a collective is in flight on a rank, that rank's
 // compute-stream kernels (forward, backward, copies, optimizer) progress at 1/(1 + c) of their
@@ -43,16 +36,11 @@
 // UsePattern.ranks agree share one Reducer and one script) with its compute times scaled by
 // 1 + U(−j, +j) per (rank, iteration) (j = jitterPercent / 100; U drawn from a seeded
 // std::mt19937_64 as (x >> 11) · 2⁻⁵³, portable across standard libraries) times (1 + s) for a
-// straggler. Ranks advance in lockstep by collective index: every rank runs to its issue of
-// collective k (contention from collectives < k is known by then), then collective k starts at
-// the latest arrival. An early rank's NCCL kernel starts at its own issue and spins until the
-// last rank arrives: its comm span (and the contention it causes) runs from
+// straggler. Collective k starts when the last rank has issued it (and collective k−1 has
+// ended). An early rank's NCCL kernel starts at its own issue and spins until the last rank
+// arrives: its comm span (and the contention it causes) runs from
 // max(local issue, end of collective k−1) to the collective's end, as HTA would count it.
 // Symmetric fast path (default): only rank 0 is simulated (the same code with one rank).
-//
-// Complexity: O(L + P + C) per iteration and simulated rank (L layers, P parameters, C
-// collectives) plus O(P + B) Reducer work per iteration and usage class, with flat per-rank
-// arrays; recording a trace adds one span per op.
 //
 // Invariants: spans on each lane are disjoint (validateNesting passes); iterations of a rank are
 // back to back; every collective of an iteration ends before the iteration does; the summary's

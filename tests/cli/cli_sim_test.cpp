@@ -121,7 +121,7 @@ TEST(CliSimulateTest, BadInputs) {
                  "--all-ranks");
   expectBadInput({"simulate", "--model", "gpt2-small"}, "--cluster");
   expectBadInput({"simulate", "--model", "mlp-tiny", "--cluster", "dgx-a100", "--iterations", "1"},
-                 "--iterations: expected at least 3");
+                 "iterations: expected at least 3 to reach the steady state");
 }
 
 TEST(CliSweepTest, JsonRowsAndBestPerWorldSize) {

@@ -9,7 +9,7 @@
 
 #include "ddp/bucket_plan.h"
 #include "models/zoo.h"
-#include "sim/engine/sim_internal.h"
+#include "sim/engine/accounting.h"
 #include "tests/sim/engine/sim_test_models.h"
 #include "traces/chrome_writer.h"
 #include "traces/overlap.h"
@@ -272,8 +272,8 @@ TEST(DdpSimulatorTest, TraceHasLanesFlowsAndMetadata) {
   EXPECT_EQ(track.lanes[1].kind, traces::LaneKind::kComm);
   EXPECT_EQ(track.lanes[2].name, "host");
   EXPECT_EQ(timeline.iterations(0).size(), 4u);
-  for (const char* key : {"model", "world_size", "bucket_cap_mb", "find_unused", "static_graph",
-                          "no_sync", "comm_hook"}) {
+  for (const char* key : {"model", "world_size", "bucket_cap_mb", "find_unused_parameters",
+                          "static_graph", "no_sync_steps", "comm_hook", "batch_per_rank"}) {
     EXPECT_TRUE(timeline.metadata().contains(key)) << key;
   }
   // One flow per bucket allreduce, from the last ready parameter's backward end to the start.

@@ -1,5 +1,15 @@
-// Pieces shared by the DDP and DataParallel simulators (not a public API): a per-simulation cache
-// of collective estimates, rank 0's interval accounting, and the summary arithmetic.
+// Internal to sim/engine (not a public API; include only from sim/engine/*.cpp and its tests):
+// the pieces both simulators (ddp_simulator.cpp, data_parallel.cpp) share — rank 0's interval
+// accounting, the summary arithmetic, and two small input helpers.
+//
+// RankZeroRecorder collects rank 0's device spans of one iteration (computation, communication,
+// every device span) and turns them into an IterationSummary with the interval algebra of
+// traces::computeOverlap: union each category, intersect computation with communication, and
+// measure inside the iteration window. Complexity O(S log S) per iteration for S recorded spans.
+// Invariant: its numbers equal traces::computeOverlap on rank 0 of the written timeline for the
+// same window (the simulators hand it every rank-0 device span they write to the timeline).
+//
+// finishSummary averages the last `steadyCount` iterations (the steady state) into SimSummary.
 #pragma once
 
 #include <cstdint>
