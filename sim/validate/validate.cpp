@@ -1,0 +1,178 @@
+#include "sim/validate/validate.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+
+#include "base/median.h"
+#include "ddp/ddp_config.h"
+#include "sim/replay/calibrate.h"
+#include "sim/replay/measured_compute_model.h"
+#include "sim/replay/measured_profile.h"
+#include "sim/replay/replay.h"
+#include "traces/chrome_reader.h"
+
+namespace ddpscope::sim::validate {
+
+namespace fs = std::filesystem;
+
+StatusOr<Nanos> trainRuns(const RunPlan& plan, const Runner& runner, const TrainOptions& options) {
+  const Nanos start = steadyNow();
+  const int total = static_cast<int>(plan.runs.size());
+  int done = 0;
+  for (const PlannedRun& run : plan.runs) {
+    const bool reused = options.reuse && fs::exists(run.trace);
+    if (!reused) {
+      ASSIGN_OR_RETURN(int code, runner(run.runArgs, run.log));
+      if (code != 0 || !fs::exists(run.trace)) {
+        return internalError("ddpscope run failed for " + run.config.name() + " (exit " +
+                             std::to_string(code) + "); see " + run.log.string());
+      }
+    }
+    ++done;
+    if (options.progress) options.progress({&run, done, total, steadyNow() - start, reused});
+  }
+  return steadyNow() - start;
+}
+
+namespace {
+
+// profiles[name][r]: repeat r of a configuration.
+using Profiles = std::map<std::string, std::vector<replay::LoadedProfile>>;
+
+StatusOr<Profiles> loadProfiles(const RunPlan& plan) {
+  Profiles profiles;
+  for (const PlannedRun& run : plan.runs) {
+    const std::string trace = run.trace.string();
+    ASSIGN_OR_RETURN(traces::Timeline timeline, traces::readChromeTrace(trace));
+    ASSIGN_OR_RETURN(replay::RunSettings settings, replay::readRunSettings(timeline, trace));
+    ASSIGN_OR_RETURN(models::ModelSpec model, replay::modelForTrace(settings, trace));
+    ASSIGN_OR_RETURN(replay::MeasuredProfile profile, replay::buildProfile(timeline, model, trace));
+    // The runtime's metadata does not record the image size: give it from the grid.
+    if (run.config.model.imageSize > 0) profile.settings.imageSize = run.config.model.imageSize;
+    profiles[run.config.name()].push_back(
+        replay::LoadedProfile{std::move(model), std::move(profile)});
+  }
+  return profiles;
+}
+
+// World 1 has no collectives: cpu-mpi as is, without contention. Larger worlds: the α–β model
+// fitted on the calibration runs of that world, then the contention fitted to their step times;
+// the calibrated cluster file is written into `outDir`.
+StatusOr<WorldCalibration> calibrateWorld(const std::vector<GridConfig>& configs,
+                                          const Profiles& profiles, const ClusterSpec& base, int w,
+                                          const fs::path& outDir) {
+  std::vector<replay::ProfileRef> refs;
+  for (const GridConfig& c : configs) {
+    if (c.world != w || !c.calibration) continue;
+    for (const auto& p : profiles.at(c.name())) refs.push_back({&p.profile, &p.model});
+  }
+  WorldCalibration result;
+  result.world = w;
+  result.cluster = base;
+  result.cluster.gpusPerNode = std::max(result.cluster.gpusPerNode, w);
+  result.cluster.contentionSlowdown = 0;
+  if (w == 1) return result;
+  ASSIGN_OR_RETURN(replay::Calibration cal, replay::calibrate(refs, base.device));
+  ClusterSpec cluster = replay::applyCalibration(base, cal, "cpu-calibrated-w" + std::to_string(w));
+  // The contention is then fitted to the calibration runs' step times (measured compute
+  // as measured): on a CPU host the per-layer estimate misses that overlapped collectives
+  // slow down too (sim/replay/replay.h fitContentionToSteps).
+  ASSIGN_OR_RETURN(WorldLayout calLayout, makeWorldLayout(cluster, std::nullopt, w));
+  ASSIGN_OR_RETURN(replay::StepContentionFit fit,
+                   replay::fitContentionToSteps(refs, cluster, calLayout));
+  cal.contention.slowdown = fit.contention;
+  cluster.contentionSlowdown = fit.contention;
+  std::ostringstream text;
+  text << "world " << w << ": " << replay::formatCalibration(cal);
+  char fitLine[160];
+  std::snprintf(fitLine, sizeof(fitLine),
+                "  contention fitted to the calibration runs' step times: %.2f (mean |error| "
+                "%.2f %%)\n",
+                fit.contention, fit.meanAbsErrorPercent);
+  text << fitLine;
+  const std::string baseText(builtinClusterJson("cpu-mpi"));
+  const nlohmann::json j = replay::calibratedClusterJson(
+      nlohmann::json::parse(baseText), base, cal, cluster.name,
+      "cpu-mpi calibrated by ddpscope validate on this host at world size " + std::to_string(w));
+  result.clusterFile = outDir / (cluster.name + ".json");
+  std::ofstream(result.clusterFile) << j.dump(2) << "\n";
+  result.cluster = std::move(cluster);
+  result.text = text.str();
+  return result;
+}
+
+// One prediction per repeat of the (model, world)'s compute run (its measured compute),
+// averaged: the compute measurement's own noise then enters every prediction of the
+// (model, world) less.
+StatusOr<Nanos> predict(const GridConfig& c, const Grid& grid, const Profiles& profiles,
+                        const ClusterSpec& cluster) {
+  const double computeCap =
+      *std::max_element(grid.calibrationCaps.begin(), grid.calibrationCaps.end());
+  const GridConfig computeRun{c.model, c.world, computeCap, false, true};
+  ASSIGN_OR_RETURN(WorldLayout layout, makeWorldLayout(cluster, std::nullopt, c.world));
+  int64_t predictedSum = 0;
+  const auto& calRuns = profiles.at(computeRun.name());
+  for (const auto& calProfile : calRuns) {
+    replay::MeasuredComputeOptions mo;
+    mo.contentionSlowdown = 0;  // measured compute as measured (see fitContentionToSteps)
+    ASSIGN_OR_RETURN(std::unique_ptr<replay::MeasuredComputeModel> compute,
+                     replay::MeasuredComputeModel::create(calProfile.profile, calProfile.model,
+                                                          cluster.device, mo));
+    SimOptions o = replay::ownSettingsOptions(calProfile.profile);
+    // The run's own cap setting (the compute run may have another): cap 25 is run without
+    // the flag, i.e. left at DDP's default.
+    if (c.cap != ddp::DdpConfig::kDefaultBucketCapMb) {
+      o.ddp.setBucketCapMb(c.cap);
+    } else {
+      o.ddp.bucketCapMb = ddp::DdpConfig::kDefaultBucketCapMb;
+      o.ddp.bucketCapSetByUser = false;
+    }
+    o.ddp.findUnusedParameters = c.findUnused;
+    ASSIGN_OR_RETURN(replay::StepPrediction prediction,
+                     replay::predictStep(calProfile.model, cluster, layout, o, compute.get(),
+                                         calProfile.profile.rankMaxFactor));
+    predictedSum += prediction.step.count();
+  }
+  return Nanos(predictedSum / static_cast<int64_t>(calRuns.size()));
+}
+
+}  // namespace
+
+StatusOr<Report> analyzeRuns(const Grid& grid, const RunPlan& plan) {
+  ASSIGN_OR_RETURN(Profiles profiles, loadProfiles(plan));
+  Report report;
+  report.grid = grid.name;
+  ASSIGN_OR_RETURN(ClusterSpec base, loadBuiltinCluster("cpu-mpi"));
+  std::map<int, ClusterSpec> clusters;
+  for (int w : grid.worlds) {
+    ASSIGN_OR_RETURN(WorldCalibration cal,
+                     calibrateWorld(plan.configs, profiles, base, w, plan.outDir));
+    clusters.emplace(w, cal.cluster);
+    report.calibrations.push_back(std::move(cal));
+  }
+  for (const GridConfig& c : plan.configs) {
+    ASSIGN_OR_RETURN(Nanos predicted, predict(c, grid, profiles, clusters.at(c.world)));
+    std::vector<Nanos> steps;
+    for (const auto& p : profiles.at(c.name())) steps.push_back(p.profile.measuredStep);
+    const Nanos measured = median(std::move(steps));
+    report.rows.push_back(Row{c, measured, predicted, errorPercent(predicted, measured)});
+  }
+  report.summary = summarize(report.rows);
+  return report;
+}
+
+StatusOr<Report> runValidation(const Grid& grid, const RunPlan& plan, const Runner& runner,
+                               const TrainOptions& options) {
+  ASSIGN_OR_RETURN(Nanos runTime, trainRuns(plan, runner, options));
+  ASSIGN_OR_RETURN(Report report, analyzeRuns(grid, plan));
+  report.runTime = runTime;
+  return report;
+}
+
+}  // namespace ddpscope::sim::validate
