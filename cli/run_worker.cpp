@@ -104,7 +104,8 @@ StatusOr<WorkerFlags> parseWorkerFlags(const std::vector<std::string>& argv) {
   }
 #ifndef DDPSCOPE_WITH_NCCL
   if (backend == "nccl") {
-    return unimplemented(
+    // A flag value this build cannot honour is bad input (exit 2), like an unknown one.
+    return invalidArgument(
         "--backend nccl: this ddpscope-run was not built with CUDA/NCCL (the CPU runtime "
         "supports --backend mpi)");
   }
