@@ -119,8 +119,12 @@ void BM_Sweep192(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(state.iterations() * configs) * 1e-6,
                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
-BENCHMARK(BM_Sweep192)->Arg(1)->Arg(0)->ArgName("threads")->UseRealTime()->Unit(
-    benchmark::kMillisecond);
+BENCHMARK(BM_Sweep192)
+    ->Arg(1)
+    ->Arg(0)
+    ->ArgName("threads")
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 void BM_AllRanks4096(benchmark::State& state) {
   const models::ModelSpec& model = zooModel("gpt2-small");

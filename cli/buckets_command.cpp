@@ -61,8 +61,7 @@ Status runBucketsCommand(const std::vector<std::string>& argv, CommandIo io) {
     return Status::ok();
   }
 
-  ASSIGN_OR_RETURN(ddp::DdpConfig config,
-                   parseDdpFlags(args, ddp::DdpSettingSet::bucketPlan()));
+  ASSIGN_OR_RETURN(ddp::DdpConfig config, parseDdpFlags(args, ddp::DdpSettingSet::bucketPlan()));
 
   std::string iteration = args.value("iteration").value_or("steady");
   if (iteration != "1" && iteration != "steady") {

@@ -86,7 +86,8 @@ Status runImportTorchCommand(const std::vector<std::string>& argv, CommandIo io)
     }
   }
   traces::KinetoImportReport report;
-  ASSIGN_OR_RETURN(traces::Timeline timeline, traces::importKinetoTraces(tracePaths, options, &report));
+  ASSIGN_OR_RETURN(traces::Timeline timeline,
+                   traces::importKinetoTraces(tracePaths, options, &report));
   // Run settings the profiler does not record, for replay / calibrate (otherData keys of
   // `ddpscope run` traces).
   if (auto model = args.value("model")) timeline.mutableMetadata().set("model", *model);

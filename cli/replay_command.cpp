@@ -11,6 +11,7 @@
 #include "cli/common.h"
 #include "cli/sim_flags.h"
 #include "cli/sim_json.h"
+#include "ddp/ddp_settings.h"
 #include "sim/replay/measured_profile.h"
 #include "sim/replay/replay.h"
 #include "traces/chrome_writer.h"
@@ -19,8 +20,8 @@ namespace ddpscope::cli {
 namespace {
 
 // Flags besides the DDP settings that change the simulated configuration away from the trace's.
-const char* const kWhatIfFlags[] = {"world-size", "nodes",          "batch",    "seq-len",
-                                    "image-size", "sync-batchnorm", "strategy", "all-ranks",
+const char* const kWhatIfFlags[] = {"world-size", "nodes",          "batch",     "seq-len",
+                                    "image-size", "sync-batchnorm", "strategy",  "all-ranks",
                                     "jitter",     "stragglers",     "contention"};
 
 double percentError(Nanos predicted, Nanos measured) {
@@ -105,6 +106,7 @@ Status runReplayCommand(const std::vector<std::string>& argv, CommandIo io) {
     out["trace"] = *trace;
     out["model"] = req.model.name;
     out["world_size"] = run.worldSize;
+    out["run_settings"] = ddp::ddpSettingsJson(run.ddp);  // as read from the trace
     out["cluster"] = req.cluster.name;
     out["measured_iterations"] = profile.measuredIterations;
     out["measured_step_ms"] = measured.toMillis();

@@ -14,7 +14,6 @@ ddp::DdpSettingSet workerDdpSettings() {
   return ddp::DdpSettingSet::all().without(ddp::DdpSetting::kCommHook);
 }
 
-
 ArgParser makeParser() {
   ArgParser parser(
       "ddpscope-run",
@@ -26,8 +25,7 @@ ArgParser makeParser() {
       "the rank's node-local rank) and synchronizes with NCCL on a separate stream. Launch it\n"
       "with\n"
       "  mpirun -np N ddpscope-run ...   or   ddpscope run --nproc N -- ...");
-  parser
-      .option("model", "M", std::string(models::kModelArgumentHelp))
+  parser.option("model", "M", std::string(models::kModelArgumentHelp))
       .option("backend", "mpi|nccl",
               "mpi: CPU model + MPI (default); nccl: CUDA model + NCCL, one GPU per rank")
       .option("dtype", "fp32|tf32|bf16",

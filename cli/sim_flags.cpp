@@ -143,8 +143,8 @@ StatusOr<SimulationRequest> parseSimulationRequest(const ParsedArgs& args, bool 
   const sim::replay::RunSettings run = loaded.profile.settings;
   // replay: the flags change the run's own DDP settings; --compute-from: they start from
   // DDP's defaults like simulate's.
-  ASSIGN_OR_RETURN(o.ddp, parseDdpFlags(args, ddpFlagSet(sweep),
-                                        replayTrace ? run.ddp : ddp::DdpConfig()));
+  ASSIGN_OR_RETURN(
+      o.ddp, parseDdpFlags(args, ddpFlagSet(sweep), replayTrace ? run.ddp : ddp::DdpConfig()));
   if (o.inputs.batch == 0) o.inputs.batch = run.batchPerRank;
   if (o.inputs.seqLen == 0) o.inputs.seqLen = run.seqLen;
   if (o.inputs.imageSize == 0) o.inputs.imageSize = run.imageSize;

@@ -25,19 +25,19 @@ nlohmann::json simSummaryJson(const SimulationRequest& request, const sim::World
                         {"gpus_per_node", layout.gpusPerNode},
                         {"world_size", layout.worldSize()},
                         {"dtype", request.options.dtype},
-          {"step_time_ns", s.stepTime.count()},
-          {"first_iteration_ns", s.firstIteration.count()},
-          {"forward_ns", s.forward.count()},
-          {"backward_ns", s.backward.count()},
-          {"optimizer_ns", s.optimizer.count()},
-          {"comm_ns", s.comm.count()},
-          {"exposed_comm_ns", s.exposedComm.count()},
-          {"overlapped_ns", s.overlapped.count()},
-          {"idle_ns", s.idle.count()},
-          {"overlap_percent", s.overlapPercent},
-          {"num_buckets", s.numBuckets},
-          {"bucket_bytes", s.bucketBytes},
-          {"iterations", iterations}};
+                        {"step_time_ns", s.stepTime.count()},
+                        {"first_iteration_ns", s.firstIteration.count()},
+                        {"forward_ns", s.forward.count()},
+                        {"backward_ns", s.backward.count()},
+                        {"optimizer_ns", s.optimizer.count()},
+                        {"comm_ns", s.comm.count()},
+                        {"exposed_comm_ns", s.exposedComm.count()},
+                        {"overlapped_ns", s.overlapped.count()},
+                        {"idle_ns", s.idle.count()},
+                        {"overlap_percent", s.overlapPercent},
+                        {"num_buckets", s.numBuckets},
+                        {"bucket_bytes", s.bucketBytes},
+                        {"iterations", iterations}};
   // The DDP settings under their canonical keys (ddp/ddp_settings.h).
   out.update(ddp::ddpSettingsJson(request.options.ddp));
   return out;

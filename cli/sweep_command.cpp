@@ -118,16 +118,17 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
   if (auto path = args.value("csv")) {
     std::ofstream csv(*path);
     if (!csv) return invalidArgument("--csv: cannot write '" + *path + "'");
-    csv << "model,cluster,nodes,world_size,bucket_cap_mb,find_unused_parameters,step_ms,first_iteration_ms,"
+    csv << "model,cluster,nodes,world_size,bucket_cap_mb,find_unused_parameters,step_ms,first_"
+           "iteration_ms,"
            "forward_ms,backward_ms,comm_ms,exposed_comm_ms,overlap_percent,num_buckets\n";
     for (size_t i = 0; i < swept; ++i) {
       const auto& r = rows[i];
       const auto& s = r.summary;
       csv << req.model.name << "," << req.cluster.name << "," << r.layout.nodes << ","
-          << r.layout.worldSize() << "," << r.capMb << "," << (r.findUnused ? 1 : 0) << "," << s.stepTime.toMillis() << ","
-          << s.firstIteration.toMillis() << "," << s.forward.toMillis() << ","
-          << s.backward.toMillis() << "," << s.comm.toMillis() << "," << s.exposedComm.toMillis()
-          << "," << s.overlapPercent << "," << s.numBuckets << "\n";
+          << r.layout.worldSize() << "," << r.capMb << "," << (r.findUnused ? 1 : 0) << ","
+          << s.stepTime.toMillis() << "," << s.firstIteration.toMillis() << ","
+          << s.forward.toMillis() << "," << s.backward.toMillis() << "," << s.comm.toMillis() << ","
+          << s.exposedComm.toMillis() << "," << s.overlapPercent << "," << s.numBuckets << "\n";
     }
     if (!csv) return invalidArgument("--csv: write to '" + *path + "' failed");
   }
@@ -197,10 +198,11 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
     const bool isBest = std::any_of(best.begin(), best.end(),
                                     [&](const sim::SweepBest& b) { return b.point == i; });
     o << std::setw(6) << r.layout.nodes << std::setw(7) << r.layout.worldSize() << std::setw(8)
-      << formatMb(r.capMb) << std::setw(7) << (r.findUnused ? "yes" : "no") << std::fixed << std::setprecision(3) << std::setw(12)
-      << s.stepTime.toMillis() << std::setw(12) << s.comm.toMillis() << std::setw(13)
-      << s.exposedComm.toMillis() << std::setprecision(2) << std::setw(11) << s.overlapPercent
-      << std::setw(9) << s.numBuckets << (isBest ? "  *" : "") << "\n";
+      << formatMb(r.capMb) << std::setw(7) << (r.findUnused ? "yes" : "no") << std::fixed
+      << std::setprecision(3) << std::setw(12) << s.stepTime.toMillis() << std::setw(12)
+      << s.comm.toMillis() << std::setw(13) << s.exposedComm.toMillis() << std::setprecision(2)
+      << std::setw(11) << s.overlapPercent << std::setw(9) << s.numBuckets << (isBest ? "  *" : "")
+      << "\n";
   }
   o << "\nbest bucket_cap_mb per world size (* above):\n";
   for (const auto& b : best) {
@@ -210,8 +212,8 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
                   "  world %5d%s: bucket_cap_mb %-5s %10.3f ms/step, %.1f%% %s than 25 "
                   "(%.3f ms)\n",
                   r.layout.worldSize(), r.findUnused ? " find_unused" : "",
-                  formatMb(r.capMb).c_str(), r.summary.stepTime.toMillis(),
-                  std::abs(b.gainPercent), b.gainPercent < 0 ? "slower" : "faster",
+                  formatMb(r.capMb).c_str(), r.summary.stepTime.toMillis(), std::abs(b.gainPercent),
+                  b.gainPercent < 0 ? "slower" : "faster",
                   rows[b.baseline].summary.stepTime.toMillis());
     o << line;
   }

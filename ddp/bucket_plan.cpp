@@ -431,8 +431,10 @@ nlohmann::json bucketPlanJson(const models::ModelSpec& model, const DdpConfig& c
       steady && rebuildEligible(config) ? rebuildLimits(config) : constructionLimits(config);
   nlohmann::json buckets = nlohmann::json::array();
   for (const auto& b : plan.buckets) {
-    buckets.push_back(
-        {{"index", b.index}, {"params", b.params}, {"bytes", b.bytes}, {"size_limit", b.sizeLimit}});
+    buckets.push_back({{"index", b.index},
+                       {"params", b.params},
+                       {"bytes", b.bytes},
+                       {"size_limit", b.sizeLimit}});
   }
   out["buckets"] = std::move(buckets);
   return out;

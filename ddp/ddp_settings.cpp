@@ -247,11 +247,20 @@ nlohmann::json ddpSettingsJson(const DdpConfig& config) {
 }
 
 namespace {
-constexpr std::string_view kSettingKeys[] = {
-    "bucket_cap_mb",       "bucket_cap_set_by_user", "first_bucket_bytes", "first_bucket_mb",
-    "find_unused_parameters", "find_unused",         "static_graph",       "gradient_as_bucket_view",
-    "no_sync_steps",       "no_sync",                "comm_hook",          "broadcast_buffers",
-    "semantics",           "set_last_bucket_cap"};
+constexpr std::string_view kSettingKeys[] = {"bucket_cap_mb",
+                                             "bucket_cap_set_by_user",
+                                             "first_bucket_bytes",
+                                             "first_bucket_mb",
+                                             "find_unused_parameters",
+                                             "find_unused",
+                                             "static_graph",
+                                             "gradient_as_bucket_view",
+                                             "no_sync_steps",
+                                             "no_sync",
+                                             "comm_hook",
+                                             "broadcast_buffers",
+                                             "semantics",
+                                             "set_last_bucket_cap"};
 }  // namespace
 
 bool containsDdpSettings(const nlohmann::json& object) {
@@ -269,19 +278,19 @@ StatusOr<DdpConfig> readDdpSettingsJson(const nlohmann::json& object, const std:
   constexpr double kInf = INFINITY;
   DdpConfig c = base;
   if (const Json* cap = findJsonMember(object, "bucket_cap_mb")) {
-    ASSIGN_OR_RETURN(const double mib, in.number(object, "", "bucket_cap_mb", 0, kInf,
-                                                 std::nullopt, "a positive number (MiB)"));
+    ASSIGN_OR_RETURN(const double mib, in.number(object, "", "bucket_cap_mb", 0, kInf, std::nullopt,
+                                                 "a positive number (MiB)"));
     if (!(mib > 0)) return in.error("bucket_cap_mb", "a positive number (MiB)", cap);
     // A run recorded before bucket_cap_set_by_user existed: 25 (the default) counts as not
     // given, any other value as given (in the current profile an explicit cap changes limits).
-    ASSIGN_OR_RETURN(std::optional<bool> byUser, readBool(object, origin, "bucket_cap_set_by_user"));
+    ASSIGN_OR_RETURN(std::optional<bool> byUser,
+                     readBool(object, origin, "bucket_cap_set_by_user"));
     c.bucketCapMb = mib;
     c.bucketCapSetByUser = byUser.value_or(mib != DdpConfig::kDefaultBucketCapMb);
   }
   if (findJsonMember(object, "first_bucket_bytes") != nullptr) {
-    ASSIGN_OR_RETURN(c.firstBucketBytes,
-                     in.integer(object, "", "first_bucket_bytes", 1, INT64_MAX, std::nullopt,
-                                "a positive integer (bytes)"));
+    ASSIGN_OR_RETURN(c.firstBucketBytes, in.integer(object, "", "first_bucket_bytes", 1, INT64_MAX,
+                                                    std::nullopt, "a positive integer (bytes)"));
   } else if (findJsonMember(object, "first_bucket_mb") != nullptr) {  // legacy
     ASSIGN_OR_RETURN(const double mib, in.number(object, "", "first_bucket_mb", 0, kInf,
                                                  std::nullopt, "a positive number (MiB)"));

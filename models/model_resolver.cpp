@@ -25,8 +25,10 @@ StatusOr<ModelSpec> resolveModel(std::string_view text) {
     if (!available.empty()) available += ", ";
     available += known;
   }
-  return notFound("no zoo model named \"" + path + "\" (nor a shorthand such as gpt2:layers=2 "
-                  "or a model file: a path or NAME.json); available: " + available);
+  return notFound("no zoo model named \"" + path +
+                  "\" (nor a shorthand such as gpt2:layers=2 "
+                  "or a model file: a path or NAME.json); available: " +
+                  available);
 }
 
 }  // namespace ddpscope::models

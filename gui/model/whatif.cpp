@@ -64,8 +64,13 @@ StatusOr<sim::SimOptions> makeOptions(const WhatIfSettings& s) {
 }  // namespace
 
 std::vector<std::string> WhatIfSettings::cliArgs() const {
-  std::vector<std::string> args = {
-      "simulate", "--model", model, "--cluster", cluster, "--world-size", std::to_string(worldSize)};
+  std::vector<std::string> args = {"simulate",
+                                   "--model",
+                                   model,
+                                   "--cluster",
+                                   cluster,
+                                   "--world-size",
+                                   std::to_string(worldSize)};
   for (std::string& flag : ddp::ddpSettingsFlags(ddp)) args.push_back(std::move(flag));
   return args;
 }
@@ -184,8 +189,8 @@ StatusOr<SweepResult> runSweep(const WhatIfSettings& base, const std::vector<dou
     const sim::SweepPoint& p = swept.points[i];
     if (p.baselineOnly) continue;
     slot[i] = out.points.size();
-    out.points.push_back({p.layout.worldSize(), p.capMb, p.summary.stepTime,
-                          p.summary.exposedComm, p.summary.overlapPercent});
+    out.points.push_back({p.layout.worldSize(), p.capMb, p.summary.stepTime, p.summary.exposedComm,
+                          p.summary.overlapPercent});
   }
   for (const sim::SweepBest& b : swept.best) out.bestPerWorldSize.push_back(slot[b.point]);
   for (size_t i = 0; i < out.points.size(); ++i) {

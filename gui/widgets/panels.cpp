@@ -132,12 +132,14 @@ void OverlapPanel::setDocument(TraceDocumentPtr document) {
   }
   // The run's DDP settings, as the trace records them (the same reader as replay's).
   if (const auto& settings = document->ddpSettings()) {
-    m_summary->setText(m_summary->text() + tr("<br>DDP: %1").arg(QString::fromStdString(
-                                               settings->toString()).toHtmlEscaped()));
+    m_summary->setText(
+        m_summary->text() +
+        tr("<br>DDP: %1").arg(QString::fromStdString(settings->toString()).toHtmlEscaped()));
   } else if (!document->ddpSettingsError().empty()) {
-    m_summary->setText(m_summary->text() +
-                       tr("<br>DDP settings not shown: %1")
-                           .arg(QString::fromStdString(document->ddpSettingsError()).toHtmlEscaped()));
+    m_summary->setText(
+        m_summary->text() +
+        tr("<br>DDP settings not shown: %1")
+            .arg(QString::fromStdString(document->ddpSettingsError()).toHtmlEscaped()));
   }
 }
 

@@ -9,11 +9,10 @@
 #include <QSlider>
 #include <QSpinBox>
 #include <QVBoxLayout>
+#include <cmath>
 
 #include "base/check.h"
 #include "ddp/ddp_settings.h"
-#include <cmath>
-
 #include "gui/widgets/time_axis.h"
 #include "gui/widgets/timeline_view.h"
 #include "models/zoo.h"
@@ -131,8 +130,8 @@ WhatIfSettings WhatIfPanel::settings() const {
   s.ddp.staticGraph = m_staticGraph->isChecked();
   s.ddp.noSyncPeriod = m_noSync->value();
   // The combo box lists only the hook names ddp's settings module accepts.
-  const Status hook = ddp::applyDdpSetting(ddp::DdpSetting::kCommHook,
-                                           m_hook->currentText().toStdString(), s.ddp);
+  const Status hook =
+      ddp::applyDdpSetting(ddp::DdpSetting::kCommHook, m_hook->currentText().toStdString(), s.ddp);
   DDPSCOPE_CHECK_MSG(hook.isOk(), hook.message().c_str());
   return s;
 }

@@ -48,8 +48,8 @@ struct SweepPoint {
 };
 
 struct SweepBest {
-  size_t point = 0;     // the lowest steady step time among the swept caps
-  size_t baseline = 0;  // the baseline cap's point
+  size_t point = 0;        // the lowest steady step time among the swept caps
+  size_t baseline = 0;     // the baseline cap's point
   double gainPercent = 0;  // 100 · (baseline − best) / baseline step time (negative: slower)
 };
 

@@ -138,10 +138,9 @@ TEST(DdpSettingsTest, ReadsTraceMetadataIntegersAndLegacyKeys) {
 }
 
 TEST(DdpSettingsTest, BadValuesNameTheOriginAndTheKeyOnce) {
-  EXPECT_EQ(readDdpSettingsJson(Json::parse(R"({"bucket_cap_mb": -1})"), "run.json")
-                .status()
-                .message(),
-            "run.json: bucket_cap_mb: expected a positive number (MiB); got -1");
+  EXPECT_EQ(
+      readDdpSettingsJson(Json::parse(R"({"bucket_cap_mb": -1})"), "run.json").status().message(),
+      "run.json: bucket_cap_mb: expected a positive number (MiB); got -1");
   EXPECT_EQ(readDdpSettingsJson(Json::parse(R"({"find_unused_parameters": 2})"), "run.json")
                 .status()
                 .message(),
@@ -149,11 +148,10 @@ TEST(DdpSettingsTest, BadValuesNameTheOriginAndTheKeyOnce) {
   EXPECT_EQ(
       readDdpSettingsJson(Json::parse(R"({"comm_hook": "int8"})"), "run.json").status().message(),
       "run.json: comm_hook: expected one of none, allreduce, fp16, bf16, powersgd; got \"int8\"");
-  EXPECT_EQ(readDdpSettingsJson(Json::parse(R"({"no_sync_steps": 0})"), "run.json")
-                .status()
-                .message(),
-            "run.json: no_sync_steps: expected an integer >= 1 (1 = synchronize every step); "
-            "got 0");
+  EXPECT_EQ(
+      readDdpSettingsJson(Json::parse(R"({"no_sync_steps": 0})"), "run.json").status().message(),
+      "run.json: no_sync_steps: expected an integer >= 1 (1 = synchronize every step); "
+      "got 0");
   // A cross-field rule (DdpConfig::validate), once, with the origin.
   EXPECT_EQ(readDdpSettingsJson(
                 Json::parse(R"({"comm_hook": "powersgd", "powersgd_start_iter": 1})"), "run.json")

@@ -2,14 +2,17 @@
 // settings (the CLI runs in-process), and the sweep finds and opens configurations.
 #include "gui/model/whatif.h"
 
+#include <QDir>
 #include <QSignalSpy>
 #include <QTest>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cli/cli.h"
+#include "ddp/ddp_settings.h"
+#include "gui/model/trace_loader.h"
 #include "gui/widgets/sweep_panel.h"
 #include "gui/widgets/whatif_panel.h"
-#include "cli/cli.h"
 
 using namespace ddpscope;
 using namespace ddpscope::gui;
@@ -35,6 +38,7 @@ class WhatIfTest : public QObject {
   void rapidChangesConvergeOnTheLastSettings();
   void pinningComparesAgainstThePinnedResult();
   void sweepMarksTheBestCapAndOpensAPoint();
+  void aSimulatedTraceOpensWithEveryDdpSetting();
 };
 
 void WhatIfTest::panelMetricsEqualCliSimulate_data() {
@@ -98,8 +102,8 @@ void WhatIfTest::rapidChangesConvergeOnTheLastSettings() {
     s.ddp.setBucketCapMb(cap);
     panel.setSettings(s);
   }
-  QTRY_VERIFY_WITH_TIMEOUT(panel.current()->settings.ddp.bucketCapMb == 200 && !panel.runner()->busy(),
-                           20000);
+  QTRY_VERIFY_WITH_TIMEOUT(
+      panel.current()->settings.ddp.bucketCapMb == 200 && !panel.runner()->busy(), 20000);
   QCOMPARE(panel.current()->settings, s);
 }
 
@@ -148,6 +152,36 @@ void WhatIfTest::sweepMarksTheBestCapAndOpensAPoint() {
   QCOMPARE(picked->worldSize, 32);
   QCOMPARE(picked->ddp.bucketCapMb, 25.0);
   QVERIFY(!panel.grab().isNull());
+}
+
+// The GUI's side of the settings round trip (tests/cli/settings_round_trip_test.cpp is
+// replay's): every DDP setting a simulation was run with is what the opened trace shows.
+void WhatIfTest::aSimulatedTraceOpensWithEveryDdpSetting() {
+  WhatIfSettings s;
+  s.worldSize = 16;
+  s.ddp.setBucketCapMb(5);
+  s.ddp.firstBucketBytes = 524288;
+  s.ddp.findUnusedParameters = true;
+  s.ddp.staticGraph = true;
+  s.ddp.gradientAsBucketView = true;
+  s.ddp.noSyncPeriod = 2;
+  s.ddp.commHook.kind = ddp::CommHookKind::kPowerSgd;
+  s.ddp.commHook.powerSgdRank = 2;
+  s.ddp.broadcastBuffers = false;
+  s.ddp.profile = ddp::SemanticsProfile::kV1_13;
+  const QString path = QDir::temp().filePath("ddpscope-whatif-round-trip.json");
+  std::vector<std::string> args = s.cliArgs();
+  args.push_back("--trace");
+  args.push_back(path.toStdString());
+  std::ostringstream out, err;
+  QCOMPARE(cli::runCli(args, out, err), 0);
+  auto document = loadTraceDocument(path);
+  QVERIFY2(document.isOk(), document.status().message().c_str());
+  QVERIFY((*document)->ddpSettings().has_value());
+  ddp::DdpConfig shown = *(*document)->ddpSettings();
+  shown.worldSize = s.ddp.worldSize;  // the layout's, not a DDP setting
+  QVERIFY2(shown == s.ddp, shown.toString().c_str());
+  QCOMPARE((*document)->worldSize(), 16);
 }
 
 QTEST_MAIN(WhatIfTest)
