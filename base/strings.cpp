@@ -94,4 +94,10 @@ std::string formatBytes(int64_t bytes) {
   return buf;
 }
 
+std::string formatShortest(double value) {
+  char buffer[64];
+  const auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
+  return std::string(buffer, result.ptr);
+}
+
 }  // namespace ddpscope

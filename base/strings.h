@@ -23,5 +23,8 @@ StatusOr<std::string> readFileToString(const std::string& path);
 std::string formatThousands(int64_t value);
 // "25.00 MiB", "1.50 KiB", "512 B"
 std::string formatBytes(int64_t bytes);
+// The shortest text that parses back to exactly `value` (std::to_chars): "25", "1.1",
+// "0.015625", "1e-05", "inf". What messages, flags and tables print for a user's number.
+std::string formatShortest(double value);
 
 }  // namespace ddpscope

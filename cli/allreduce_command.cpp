@@ -32,16 +32,9 @@ Status runAllreduceCommand(const std::vector<std::string>& argv, CommandIo io) {
     return Status::ok();
   }
   ASSIGN_OR_RETURN(sim::ClusterSpec cluster, loadClusterFromFlags(args));
-  std::optional<int> nodes, worldSize;
-  if (args.has("nodes")) {
-    ASSIGN_OR_RETURN(int64_t n, args.positiveInt("nodes", 1));
-    nodes = static_cast<int>(n);
-  }
-  if (args.has("world-size")) {
-    ASSIGN_OR_RETURN(int64_t w, args.positiveInt("world-size", 1));
-    worldSize = static_cast<int>(w);
-  }
-  ASSIGN_OR_RETURN(sim::WorldLayout layout, sim::makeWorldLayout(cluster, nodes, worldSize));
+  ASSIGN_OR_RETURN(const LayoutFlags layoutFlags, parseLayoutFlags(args));
+  ASSIGN_OR_RETURN(sim::WorldLayout layout,
+                   sim::makeWorldLayout(cluster, layoutFlags.nodes, layoutFlags.worldSize));
   auto bytesText = args.value("bytes");
   if (!bytesText) return invalidArgument("expected --bytes S[,S...]");
   std::vector<int64_t> sizes;

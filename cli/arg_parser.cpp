@@ -32,6 +32,26 @@ StatusOr<int64_t> ParsedArgs::positiveInt(const std::string& flag, int64_t fallb
   return *parsed;
 }
 
+StatusOr<double> ParsedArgs::nonNegativeDouble(const std::string& flag, double fallback) const {
+  auto text = value(flag);
+  if (!text) return fallback;
+  auto parsed = parseDouble(*text);
+  if (!parsed || *parsed < 0) {
+    return invalidArgument("--" + flag + ": expected a non-negative number, got '" + *text + "'");
+  }
+  return *parsed;
+}
+
+StatusOr<int64_t> ParsedArgs::nonNegativeInt(const std::string& flag, int64_t fallback) const {
+  auto text = value(flag);
+  if (!text) return fallback;
+  auto parsed = parseInt64(*text);
+  if (!parsed || *parsed < 0) {
+    return invalidArgument("--" + flag + ": expected a non-negative integer, got '" + *text + "'");
+  }
+  return *parsed;
+}
+
 ArgParser::ArgParser(std::string command, std::string usage, std::string description)
     : m_command(std::move(command)),
       m_usage(std::move(usage)),

@@ -32,6 +32,8 @@ class ParsedArgs {
   // Typed getters: absent → fallback; present but malformed → error naming the flag.
   StatusOr<double> positiveDouble(const std::string& flag, double fallback) const;
   StatusOr<int64_t> positiveInt(const std::string& flag, int64_t fallback) const;
+  StatusOr<double> nonNegativeDouble(const std::string& flag, double fallback) const;
+  StatusOr<int64_t> nonNegativeInt(const std::string& flag, int64_t fallback) const;
 
  private:
   friend class ArgParser;

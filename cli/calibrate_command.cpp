@@ -31,7 +31,8 @@ Status runCalibrateCommand(const std::vector<std::string>& argv, CommandIo io) {
       "while a collective is in flight, from overlapped vs non-overlapped spans of the same\n"
       "shape) and the compute scale (measured / roofline). Prints the fit quality and writes a\n"
       "cluster JSON (the base cluster, default cpu-mpi, with the fitted values).");
-  parser.option("out", "PATH", "the cluster JSON to write (also -o)")
+  parser.positionalList("RUN.json", "measured runs' traces (plain or .gz)", false)
+      .option("out", "PATH", "the cluster JSON to write (also -o)")
       .option("base", "CLUSTER", "built-in cluster to start from (default cpu-mpi)")
       .option("base-file", "PATH", "cluster JSON file to start from")
       .option("name", "NAME", "name of the calibrated cluster (default: the output file's stem)")
@@ -43,26 +44,16 @@ Status runCalibrateCommand(const std::vector<std::string>& argv, CommandIo io) {
           "example: ddpscope calibrate run-w2.json run-w4.json -o cpu-calibrated.json\n"
           "         ddpscope simulate --cluster-file cpu-calibrated.json --model mlp-wide "
           "--world-size 4");
-  // Runs are every argument that is not a flag or a flag's value.
-  std::vector<std::string> runs, rest;
-  for (size_t i = 0; i < argv.size(); ++i) {
-    std::string a = argv[i];
+  std::vector<std::string> flags = argv;
+  for (std::string& a : flags) {
     if (a == "-o") a = "--out";
-    if (a.starts_with("--") || a == "-h") {
-      rest.push_back(a);
-      const std::string name = a.substr(2);
-      if (name != "help" && a != "-h" && a.find('=') == std::string::npos && i + 1 < argv.size()) {
-        rest.push_back(argv[++i]);
-      }
-    } else {
-      runs.push_back(a);
-    }
   }
-  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(rest));
+  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(flags));
   if (args.helpRequested()) {
     io.out << parser.helpText();
     return Status::ok();
   }
+  const std::vector<std::string>& runs = args.positionals();
   if (runs.empty()) return invalidArgument("missing RUN.json (one or more measured traces)");
   auto out = args.value("out");
   if (!out) return invalidArgument("-o/--out: required (the cluster JSON to write)");

@@ -174,4 +174,19 @@ StatusOr<std::vector<int>> parsePositiveIntList(const std::string& text, const s
   return out;
 }
 
+StatusOr<LayoutFlags> parseLayoutFlags(const ParsedArgs& args,
+                                       std::optional<int> defaultWorldSize) {
+  LayoutFlags out;
+  if (args.has("nodes")) {
+    ASSIGN_OR_RETURN(int64_t n, args.positiveInt("nodes", 1));
+    out.nodes = static_cast<int>(n);
+  }
+  if (args.has("world-size")) {
+    ASSIGN_OR_RETURN(int64_t w, args.positiveInt("world-size", 1));
+    out.worldSize = static_cast<int>(w);
+  }
+  if (!out.nodes && !out.worldSize) out.worldSize = defaultWorldSize;
+  return out;
+}
+
 }  // namespace ddpscope::cli

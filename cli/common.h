@@ -1,6 +1,7 @@
 // Helpers shared by the CLI subcommands.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,15 @@ namespace ddpscope::cli {
 // Adds --cluster NAME and --cluster-file PATH.
 void addClusterFlags(ArgParser& parser);
 StatusOr<sim::ClusterSpec> loadClusterFromFlags(const ParsedArgs& args);
+
+// --nodes N / --world-size W (scalars) as sim::makeWorldLayout takes them; `defaultWorldSize`
+// applies when neither is given (nullopt: makeWorldLayout's own default, one node).
+struct LayoutFlags {
+  std::optional<int> nodes;
+  std::optional<int> worldSize;
+};
+StatusOr<LayoutFlags> parseLayoutFlags(const ParsedArgs& args,
+                                       std::optional<int> defaultWorldSize = std::nullopt);
 
 // Parses a byte size: "1048576", "64K", "1MiB", "25M", "1.5GiB" (K/M/G are binary, as in
 // nccl-tests; a trailing "B"/"iB" is optional). `what` names the flag in errors.

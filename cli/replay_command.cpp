@@ -80,17 +80,9 @@ Status runReplayCommand(const std::vector<std::string>& argv, CommandIo io) {
   for (const char* flag : kWhatIfFlags) whatIf |= args.has(flag);
   sim::SimOptions o = req.options;  // DDP settings: the run's own, changed by the flags given
   if (!args.has("sync-batchnorm")) o.syncBatchNorm = run.syncBatchNorm;
-  std::optional<int> nodes, worldSize;
-  if (args.has("nodes")) {
-    ASSIGN_OR_RETURN(int64_t n, args.positiveInt("nodes", 1));
-    nodes = static_cast<int>(n);
-  }
-  if (args.has("world-size")) {
-    ASSIGN_OR_RETURN(int64_t w, args.positiveInt("world-size", 1));
-    worldSize = static_cast<int>(w);
-  }
-  if (!nodes && !worldSize) worldSize = run.worldSize;
-  ASSIGN_OR_RETURN(sim::WorldLayout layout, sim::makeWorldLayout(req.cluster, nodes, worldSize));
+  ASSIGN_OR_RETURN(const LayoutFlags layoutFlags, parseLayoutFlags(args, run.worldSize));
+  ASSIGN_OR_RETURN(sim::WorldLayout layout,
+                   sim::makeWorldLayout(req.cluster, layoutFlags.nodes, layoutFlags.worldSize));
   o.recordTrace = args.has("trace-out");
   std::optional<sim::SimResult> what;
   if (whatIf || o.recordTrace) {

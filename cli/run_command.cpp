@@ -4,7 +4,6 @@
 // --allow-run-as-root when running as root (containers, CI), one BLAS thread per rank, and
 // idle ranks yielding the CPU. The worker's output goes straight to this process's stdout /
 // stderr (the child inherits them).
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -14,6 +13,7 @@
 
 #include "cli/arg_parser.h"
 #include "cli/commands.h"
+#include "cli/process.h"
 
 namespace ddpscope::cli {
 namespace {
@@ -66,10 +66,8 @@ StatusOr<fs::path> findWorker(const ParsedArgs& args) {
     if (!isExecutable(*worker)) return notFound("--worker: '" + *worker + "' is not an executable");
     return fs::path(*worker);
   }
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const fs::path candidate = self.parent_path() / "ddpscope-run";
+  if (StatusOr<std::string> self = selfExecutable(); self.isOk()) {
+    const fs::path candidate = fs::path(*self).parent_path() / "ddpscope-run";
     if (isExecutable(candidate)) return candidate;
   }
   if (auto found = searchPath("ddpscope-run")) return *found;
@@ -134,32 +132,13 @@ Status runRunCommand(const std::vector<std::string>& argv, CommandIo io) {
   }
   io.out.flush();
   io.err.flush();
-  const pid_t pid = ::fork();
-  if (pid < 0) return internalError("fork failed: cannot start mpirun");
-  if (pid == 0) {
-    ::setenv("OPENBLAS_NUM_THREADS", "1", 1);  // one BLAS thread per rank
-    if (static_cast<unsigned>(nproc) > std::thread::hardware_concurrency()) {
-      ::setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);  // oversubscribed: idle ranks yield
-    }
-    ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
-    ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
-    std::vector<char*> cargv;
-    for (std::string& s : command) cargv.push_back(s.data());
-    cargv.push_back(nullptr);
-    ::execv(cargv[0], cargv.data());
-    _exit(127);
+  std::vector<ChildEnv> env = {{"OPENBLAS_NUM_THREADS", "1"},  // one BLAS thread per rank
+                               {"OMPI_ALLOW_RUN_AS_ROOT", "1", false},
+                               {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", false}};
+  if (static_cast<unsigned>(nproc) > std::thread::hardware_concurrency()) {
+    env.push_back({"OMPI_MCA_mpi_yield_when_idle", "1", false});  // oversubscribed: yield
   }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return internalError("waitpid failed while waiting for mpirun");
-  }
-  int code = 1;
-  if (WIFEXITED(status)) {
-    code = WEXITSTATUS(status);
-  } else if (WIFSIGNALED(status)) {
-    code = 128 + WTERMSIG(status);
-  }
-  if (code == 127) return internalError("could not execute " + mpirun.string());
+  ASSIGN_OR_RETURN(const int code, runChildProcess(std::move(command), env));
   if (io.exitCode) *io.exitCode = code;
   return Status::ok();
 }

@@ -56,32 +56,6 @@ ArgParser makeParser() {
   return parser;
 }
 
-StatusOr<int64_t> nonNegativeInt(const ParsedArgs& args, const std::string& flag,
-                                 int64_t fallback) {
-  auto text = args.value(flag);
-  if (!text) return fallback;
-  try {
-    size_t used = 0;
-    const long long v = std::stoll(*text, &used);
-    if (used == text->size() && v >= 0) return static_cast<int64_t>(v);
-  } catch (...) {
-  }
-  return invalidArgument("--" + flag + ": expected a non-negative integer, got '" + *text + "'");
-}
-
-StatusOr<double> nonNegativeDouble(const ParsedArgs& args, const std::string& flag,
-                                   double fallback) {
-  auto text = args.value(flag);
-  if (!text) return fallback;
-  try {
-    size_t used = 0;
-    const double v = std::stod(*text, &used);
-    if (used == text->size() && v >= 0) return v;
-  } catch (...) {
-  }
-  return invalidArgument("--" + flag + ": expected a non-negative number, got '" + *text + "'");
-}
-
 }  // namespace
 
 StatusOr<WorkerFlags> parseWorkerFlags(const std::vector<std::string>& argv) {
@@ -125,18 +99,18 @@ StatusOr<WorkerFlags> parseWorkerFlags(const std::vector<std::string>& argv) {
   ASSIGN_OR_RETURN(flags.training.model, models::resolveModel(*model));
 
   runtime::TrainingOptions& t = flags.training;
-  ASSIGN_OR_RETURN(int64_t iterations, nonNegativeInt(args, "iterations", 10));
-  ASSIGN_OR_RETURN(flags.warmup, nonNegativeInt(args, "warmup", 0));
+  ASSIGN_OR_RETURN(int64_t iterations, args.nonNegativeInt("iterations", 10));
+  ASSIGN_OR_RETURN(flags.warmup, args.nonNegativeInt("warmup", 0));
   t.iterations = iterations + flags.warmup;
   if (t.iterations == 0) return invalidArgument("--iterations: nothing to run (0 iterations)");
   ASSIGN_OR_RETURN(t.globalBatch, args.positiveInt("batch", 8));
   ASSIGN_OR_RETURN(t.ddp, parseDdpFlags(args, workerDdpSettings()));
   t.build.syncBatchNorm = args.has("sync-batchnorm");
-  ASSIGN_OR_RETURN(int64_t seed, nonNegativeInt(args, "seed", 1));
+  ASSIGN_OR_RETURN(int64_t seed, args.nonNegativeInt("seed", 1));
   t.build.seed = static_cast<uint64_t>(seed);
   t.dataSeed = static_cast<uint64_t>(seed);
-  ASSIGN_OR_RETURN(t.learningRate, nonNegativeDouble(args, "lr", 0.01));
-  ASSIGN_OR_RETURN(t.momentum, nonNegativeDouble(args, "momentum", 0.0));
+  ASSIGN_OR_RETURN(t.learningRate, args.nonNegativeDouble("lr", 0.01));
+  ASSIGN_OR_RETURN(t.momentum, args.nonNegativeDouble("momentum", 0.0));
   ASSIGN_OR_RETURN(t.build.inputs.seqLen, args.positiveInt("seq-len", 0));
   ASSIGN_OR_RETURN(t.build.inputs.imageSize, args.positiveInt("image-size", 0));
   t.profile = !args.has("no-profile");
@@ -152,9 +126,9 @@ StatusOr<WorkerFlags> parseWorkerFlags(const std::vector<std::string>& argv) {
   if (args.has("fault-kill-rank") != args.has("fault-kill-iteration")) {
     return invalidArgument("--fault-kill-rank and --fault-kill-iteration go together");
   }
-  ASSIGN_OR_RETURN(int64_t killRank, nonNegativeInt(args, "fault-kill-rank", -1));
+  ASSIGN_OR_RETURN(int64_t killRank, args.nonNegativeInt("fault-kill-rank", -1));
   t.faultKillRank = static_cast<int>(killRank);
-  ASSIGN_OR_RETURN(t.faultKillIteration, nonNegativeInt(args, "fault-kill-iteration", 0));
+  ASSIGN_OR_RETURN(t.faultKillIteration, args.nonNegativeInt("fault-kill-iteration", 0));
   return flags;
 }
 

@@ -96,12 +96,8 @@ StatusOr<SimulationRequest> parseSimulationRequest(const ParsedArgs& args, bool 
     }
     o.jitterPercent = *v;
   }
-  if (auto s = args.value("seed")) {
-    auto v = parseInt64(*s);
-    if (!v || *v < 0)
-      return invalidArgument("--seed: expected a non-negative integer, got '" + *s + "'");
-    o.seed = static_cast<uint64_t>(*v);
-  }
+  ASSIGN_OR_RETURN(const int64_t seed, args.nonNegativeInt("seed", 1));
+  o.seed = static_cast<uint64_t>(seed);
   if (auto s = args.value("stragglers")) {
     for (const std::string& part : splitString(*s, ',')) {
       auto colon = part.find(':');

@@ -35,16 +35,9 @@ Status runSimulateCommand(const std::vector<std::string>& argv, CommandIo io) {
     return Status::ok();
   }
   ASSIGN_OR_RETURN(SimulationRequest req, parseSimulationRequest(args, /*sweep=*/false));
-  std::optional<int> nodes, worldSize;
-  if (args.has("nodes")) {
-    ASSIGN_OR_RETURN(int64_t n, args.positiveInt("nodes", 1));
-    nodes = static_cast<int>(n);
-  }
-  if (args.has("world-size")) {
-    ASSIGN_OR_RETURN(int64_t w, args.positiveInt("world-size", 1));
-    worldSize = static_cast<int>(w);
-  }
-  ASSIGN_OR_RETURN(sim::WorldLayout layout, sim::makeWorldLayout(req.cluster, nodes, worldSize));
+  ASSIGN_OR_RETURN(const LayoutFlags layoutFlags, parseLayoutFlags(args));
+  ASSIGN_OR_RETURN(sim::WorldLayout layout,
+                   sim::makeWorldLayout(req.cluster, layoutFlags.nodes, layoutFlags.worldSize));
   req.options.recordTrace = args.has("trace");
   ASSIGN_OR_RETURN(sim::SimResult result, runSimulation(req, layout, req.options));
   if (auto path = args.value("trace")) {

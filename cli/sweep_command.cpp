@@ -19,15 +19,7 @@
 #include "traces/chrome_writer.h"
 
 namespace ddpscope::cli {
-namespace {
-
-std::string formatMb(double mb) {
-  std::ostringstream o;
-  o << mb;
-  return o.str();
-}
-
-}  // namespace
+namespace {}  // namespace
 
 Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
   ArgParser parser(
@@ -198,7 +190,7 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
     const bool isBest = std::any_of(best.begin(), best.end(),
                                     [&](const sim::SweepBest& b) { return b.point == i; });
     o << std::setw(6) << r.layout.nodes << std::setw(7) << r.layout.worldSize() << std::setw(8)
-      << formatMb(r.capMb) << std::setw(7) << (r.findUnused ? "yes" : "no") << std::fixed
+      << formatShortest(r.capMb) << std::setw(7) << (r.findUnused ? "yes" : "no") << std::fixed
       << std::setprecision(3) << std::setw(12) << s.stepTime.toMillis() << std::setw(12)
       << s.comm.toMillis() << std::setw(13) << s.exposedComm.toMillis() << std::setprecision(2)
       << std::setw(11) << s.overlapPercent << std::setw(9) << s.numBuckets << (isBest ? "  *" : "")
@@ -212,8 +204,8 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
                   "  world %5d%s: bucket_cap_mb %-5s %10.3f ms/step, %.1f%% %s than 25 "
                   "(%.3f ms)\n",
                   r.layout.worldSize(), r.findUnused ? " find_unused" : "",
-                  formatMb(r.capMb).c_str(), r.summary.stepTime.toMillis(), std::abs(b.gainPercent),
-                  b.gainPercent < 0 ? "slower" : "faster",
+                  formatShortest(r.capMb).c_str(), r.summary.stepTime.toMillis(),
+                  std::abs(b.gainPercent), b.gainPercent < 0 ? "slower" : "faster",
                   rows[b.baseline].summary.stepTime.toMillis());
     o << line;
   }

@@ -2,11 +2,8 @@
 // line. The harness itself (grid, run plan, calibration per world size, held-out predictions,
 // report and result files) is sim/validate/validate.h; this file parses the flags, trains each
 // planned run with `ddpscope run` (this binary, in a child process) and prints the report.
-#include <fcntl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -16,6 +13,7 @@
 
 #include "cli/arg_parser.h"
 #include "cli/commands.h"
+#include "cli/process.h"
 #include "sim/validate/grid.h"
 #include "sim/validate/report.h"
 #include "sim/validate/validate.h"
@@ -28,32 +26,10 @@ namespace fs = std::filesystem;
 // The harness's runner: `ddpscope run <runArgs>` (this binary) with stdout/stderr to `log`;
 // returns the exit code.
 StatusOr<int> spawnRun(const std::vector<std::string>& runArgs, const fs::path& log) {
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) return internalError("cannot find this executable (/proc/self/exe)");
-  std::vector<std::string> command = {self.string(), "run"};
+  ASSIGN_OR_RETURN(const std::string self, selfExecutable());
+  std::vector<std::string> command = {self, "run"};
   command.insert(command.end(), runArgs.begin(), runArgs.end());
-  const pid_t pid = ::fork();
-  if (pid < 0) return internalError("fork failed");
-  if (pid == 0) {
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      ::close(fd);
-    }
-    std::vector<char*> cargv;
-    for (std::string& s : command) cargv.push_back(s.data());
-    cargv.push_back(nullptr);
-    ::execv(cargv[0], cargv.data());
-    _exit(127);
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return internalError("waitpid failed");
-  }
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  return runChildProcess(std::move(command), {}, log.string());
 }
 
 }  // namespace

@@ -3,15 +3,10 @@
 #include <cmath>
 #include <sstream>
 
+#include "base/strings.h"
+
 namespace ddpscope::ddp {
 namespace {
-
-// Shortest natural spelling of a double for messages: -1, 2.5, 0.1, inf, nan.
-std::string formatNumber(double value) {
-  std::ostringstream out;
-  out << value;
-  return out.str();
-}
 
 const char* boolName(bool value) {
   return value ? "true" : "false";
@@ -76,11 +71,11 @@ int64_t DdpConfig::bucketCapBytes() const {
 Status DdpConfig::validate() const {
   if (!std::isfinite(bucketCapMb) || bucketCapMb <= 0) {
     return invalidArgument("bucket_cap_mb: expected a positive number of MiB, got " +
-                           formatNumber(bucketCapMb));
+                           formatShortest(bucketCapMb));
   }
   // 2^63 bytes = 2^43 MiB; anything at or above cannot be represented as int64 bytes.
   if (bucketCapMb * 1024.0 * 1024.0 >= 9223372036854775807.0) {
-    return invalidArgument("bucket_cap_mb: " + formatNumber(bucketCapMb) +
+    return invalidArgument("bucket_cap_mb: " + formatShortest(bucketCapMb) +
                            " MiB does not fit in a 64-bit byte count");
   }
   if (firstBucketBytes <= 0) {
@@ -104,7 +99,7 @@ Status DdpConfig::validate() const {
     if (!std::isfinite(commHook.powerSgdMinCompressionRate) ||
         commHook.powerSgdMinCompressionRate <= 0) {
       return invalidArgument("powersgd min_compression_rate: expected a positive number, got " +
-                             formatNumber(commHook.powerSgdMinCompressionRate));
+                             formatShortest(commHook.powerSgdMinCompressionRate));
     }
     if (commHook.powerSgdStartIter < 1) {
       return invalidArgument("powersgd start_powerSGD_iter: expected an integer >= 1, got " +
@@ -125,7 +120,7 @@ Status DdpConfig::validate() const {
 
 std::string DdpConfig::toString() const {
   std::ostringstream out;
-  out << "bucket_cap_mb=" << formatNumber(bucketCapMb) << (bucketCapSetByUser ? "" : " (default)")
+  out << "bucket_cap_mb=" << formatShortest(bucketCapMb) << (bucketCapSetByUser ? "" : " (default)")
       << " first_bucket_bytes=" << firstBucketBytes
       << " find_unused_parameters=" << boolName(findUnusedParameters)
       << " static_graph=" << boolName(staticGraph)

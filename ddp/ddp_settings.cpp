@@ -1,6 +1,5 @@
 #include "ddp/ddp_settings.h"
 
-#include <charconv>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -35,13 +34,6 @@ constexpr DdpSettingSpec kSpecs[] = {
 
 std::string flagName(DdpSetting id) {
   return "--" + std::string(ddpSettingSpec(id).flag);
-}
-
-// The shortest text that parses back to exactly `value` (std::to_chars): 25, 1.1, 0.015625.
-std::string formatNumber(double value) {
-  char buffer[64];
-  const auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
-  return std::string(buffer, result.ptr);
 }
 
 StatusOr<double> positiveNumber(DdpSetting id, std::string_view text) {
@@ -195,12 +187,12 @@ std::vector<std::string> ddpSettingsFlags(const DdpConfig& config) {
     out.push_back(std::move(value));
   };
   if (config.bucketCapSetByUser || config.bucketCapMb != defaults.bucketCapMb) {
-    option(DdpSetting::kBucketCapMb, formatNumber(config.bucketCapMb));
+    option(DdpSetting::kBucketCapMb, formatShortest(config.bucketCapMb));
   }
   if (config.firstBucketBytes != defaults.firstBucketBytes) {
     // Exact: bytes / 2^20 is exact in binary, and the flag multiplies it back by 2^20.
     option(DdpSetting::kFirstBucketMb,
-           formatNumber(static_cast<double>(config.firstBucketBytes) / kBytesPerMiB));
+           formatShortest(static_cast<double>(config.firstBucketBytes) / kBytesPerMiB));
   }
   if (config.findUnusedParameters) out.push_back(flagName(DdpSetting::kFindUnused));
   if (config.staticGraph) out.push_back(flagName(DdpSetting::kStaticGraph));

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "base/strings.h"
 #include "ddp/ddp_settings.h"
 #include "models/model_resolver.h"
 #include "sim/cost/cluster.h"
@@ -14,12 +15,6 @@
 namespace ddpscope::gui {
 
 namespace {
-
-std::string formatNumber(double value) {
-  std::ostringstream out;
-  out << value;  // shortest form: 25, 2.5
-  return out.str();
-}
 
 // Parsed zoo models and clusters, shared across worker threads.
 class SpecCache {
@@ -78,7 +73,7 @@ std::vector<std::string> WhatIfSettings::cliArgs() const {
 std::string WhatIfSettings::describe() const {
   std::ostringstream out;
   out << model << " · " << cluster << " · " << worldSize << " ranks · cap "
-      << formatNumber(ddp.bucketCapMb) << " MiB";
+      << formatShortest(ddp.bucketCapMb) << " MiB";
   if (ddp.findUnusedParameters) out << " · find_unused";
   if (ddp.staticGraph) out << " · static_graph";
   if (ddp.noSyncPeriod > 1) out << " · no_sync " << ddp.noSyncPeriod;

@@ -2,21 +2,14 @@
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <mutex>
 #include <optional>
 #include <thread>
 
+#include "base/strings.h"
+
 namespace ddpscope::sim {
-namespace {
-
-std::string formatMb(double mb) {
-  char buffer[32];
-  const auto result = std::to_chars(buffer, buffer + sizeof(buffer), mb);
-  return std::string(buffer, result.ptr);
-}
-
-}  // namespace
+namespace {}  // namespace
 
 SimOptions sweepPointOptions(const SimOptions& base, double capMb, bool findUnused) {
   SimOptions o = base;
@@ -83,7 +76,7 @@ StatusOr<SweepResult> runSweep(const SweepRequest& request) {
   for (auto& t : pool) t.join();
   for (size_t i = 0; i < total; ++i) {
     if (!statuses[i].isOk()) {
-      return statuses[i].withContext("bucket_cap_mb " + formatMb(out.points[i].capMb) +
+      return statuses[i].withContext("bucket_cap_mb " + formatShortest(out.points[i].capMb) +
                                      ", world size " +
                                      std::to_string(out.points[i].layout.worldSize()));
     }
