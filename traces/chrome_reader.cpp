@@ -3,18 +3,13 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 #include <utility>
 
-#ifdef DDPSCOPE_HAVE_ZLIB
-#include <zlib.h>
-#endif
-
 #include "base/strings.h"
+#include "io/file_input.h"
 #include "traces/chrome_writer.h"
 #include "traces/classify.h"
 
@@ -1130,28 +1125,6 @@ StatusOr<Timeline> TraceSaxHandler::finish() {
   return timeline;
 }
 
-// ---- input ----
-
-StatusOr<std::string> readWholeFile(const std::string& path) {
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (file == nullptr) {
-    return notFound(path + ": cannot open file (" + std::strerror(errno) + ")");
-  }
-  std::string data;
-  if (std::fseek(file, 0, SEEK_END) == 0) {
-    long size = std::ftell(file);
-    if (size > 0) data.reserve(static_cast<size_t>(size));
-    std::fseek(file, 0, SEEK_SET);
-  }
-  char buffer[1 << 16];
-  size_t count;
-  while ((count = std::fread(buffer, 1, sizeof(buffer), file)) > 0) data.append(buffer, count);
-  bool failed = std::ferror(file) != 0;
-  std::fclose(file);
-  if (failed) return invalidArgument(path + ": read error");
-  return data;
-}
-
 }  // namespace
 
 // ---- public functions ----
@@ -1206,54 +1179,17 @@ std::optional<Nanos> parseMicrosText(std::string_view text) {
 }
 
 bool looksGzipped(std::string_view bytes) {
-  return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
-         static_cast<unsigned char>(bytes[1]) == 0x8b;
+  return io::looksGzipped(bytes);
 }
 
 StatusOr<std::string> gunzipBytes(std::string_view bytes, const std::string& sourceName) {
-#ifdef DDPSCOPE_HAVE_ZLIB
-  std::string out;
-  out.reserve(bytes.size() * 4);
-  z_stream stream{};
-  if (inflateInit2(&stream, 15 + 32) != Z_OK)
-    return internalError(sourceName + ": inflateInit failed");
-  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
-  stream.avail_in = static_cast<uInt>(bytes.size());
-  char buffer[1 << 16];
-  while (true) {
-    stream.next_out = reinterpret_cast<Bytef*>(buffer);
-    stream.avail_out = sizeof(buffer);
-    int rc = inflate(&stream, Z_NO_FLUSH);
-    out.append(buffer, sizeof(buffer) - stream.avail_out);
-    if (rc == Z_STREAM_END) {
-      if (stream.avail_in == 0) break;
-      inflateReset(&stream);  // another gzip member follows
-      continue;
-    }
-    if (rc != Z_OK) {
-      std::string message = stream.msg != nullptr ? stream.msg : "corrupt data";
-      inflateEnd(&stream);
-      return invalidArgument(sourceName + ": gzip: " + message);
-    }
-    if (stream.avail_in == 0 && stream.avail_out != 0) {
-      inflateEnd(&stream);
-      return invalidArgument(sourceName + ": gzip: truncated input");
-    }
-  }
-  inflateEnd(&stream);
-  return out;
-#else
-  (void)bytes;
-  return unimplemented(sourceName +
-                       ": gzip-compressed trace, but ddpscope was built without zlib; "
-                       "decompress it with gunzip first");
-#endif
+  return io::gunzipBytes(bytes, sourceName);
 }
 
 StatusOr<Timeline> parseChromeTrace(std::string_view bytes, const std::string& sourceName,
                                     const ChromeReadOptions& options, ChromeReadReport* report) {
-  if (looksGzipped(bytes)) {
-    ASSIGN_OR_RETURN(std::string plain, gunzipBytes(bytes, sourceName));
+  if (io::looksGzipped(bytes)) {
+    ASSIGN_OR_RETURN(std::string plain, io::gunzipBytes(bytes, sourceName));
     return parseChromeTrace(plain, sourceName, options, report);
   }
   if (report != nullptr) *report = ChromeReadReport{};
@@ -1274,8 +1210,10 @@ StatusOr<Timeline> parseChromeTrace(std::string_view bytes, const std::string& s
 
 StatusOr<Timeline> readChromeTrace(const std::string& path, const ChromeReadOptions& options,
                                    ChromeReadReport* report) {
-  ASSIGN_OR_RETURN(std::string bytes, readWholeFile(path));
-  return parseChromeTrace(bytes, path, options, report);
+  // Inflated here when gzip; parseChromeTrace checks the text for gzip magic again, as it
+  // does for any bytes it is given.
+  ASSIGN_OR_RETURN(std::string text, io::readMaybeGzippedFile(path));
+  return parseChromeTrace(text, path, options, report);
 }
 
 }  // namespace ddpscope::traces
