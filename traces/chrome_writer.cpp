@@ -86,6 +86,25 @@ void appendPidTid(std::string& out, int pid, int tid) {
   appendInt(out, tid);
 }
 
+// The start of a metadata event, up to its args object:
+//   {"ph":"M","name":"<name>","pid":P,"tid":T,"args":{
+// The caller appends the args and "}}".
+void appendMetadataHead(std::string& out, std::string_view name, int pid, int tid) {
+  out += "{\"ph\":\"M\",\"name\":\"";
+  out += name;
+  out += '"';
+  appendPidTid(out, pid, tid);
+  out += ",\"args\":{";
+}
+
+// A whole process_sort_index / thread_sort_index event.
+void appendSortIndexEvent(std::string& out, std::string_view name, int pid, int tid, int index) {
+  appendMetadataHead(out, name, pid, tid);
+  out += "\"sort_index\":";
+  appendInt(out, index);
+  out += "}}";
+}
+
 }  // namespace
 
 void appendMicros(std::string& out, Nanos ns) {
@@ -210,9 +229,8 @@ void ChromeTraceWriter::flush() {
 
 void ChromeTraceWriter::beginRank(int rank, std::string_view name) {
   beginEvent();
-  m_buffer += "{\"ph\":\"M\",\"name\":\"process_name\"";
-  appendPidTid(m_buffer, rank, 0);
-  m_buffer += ",\"args\":{\"name\":";
+  appendMetadataHead(m_buffer, "process_name", rank, 0);
+  m_buffer += "\"name\":";
   if (name.empty()) {
     appendJsonString(m_buffer, "rank " + std::to_string(rank));
   } else {
@@ -220,30 +238,21 @@ void ChromeTraceWriter::beginRank(int rank, std::string_view name) {
   }
   m_buffer += "}}";
   beginEvent();
-  m_buffer += "{\"ph\":\"M\",\"name\":\"process_sort_index\"";
-  appendPidTid(m_buffer, rank, 0);
-  m_buffer += ",\"args\":{\"sort_index\":";
-  appendInt(m_buffer, rank);
-  m_buffer += "}}";
+  appendSortIndexEvent(m_buffer, "process_sort_index", rank, 0, rank);
   flushIfLarge();
 }
 
 void ChromeTraceWriter::declareLane(int rank, int tid, std::string_view name, LaneKind kind,
                                     int sortIndex) {
   beginEvent();
-  m_buffer += "{\"ph\":\"M\",\"name\":\"thread_name\"";
-  appendPidTid(m_buffer, rank, tid);
-  m_buffer += ",\"args\":{\"name\":";
+  appendMetadataHead(m_buffer, "thread_name", rank, tid);
+  m_buffer += "\"name\":";
   appendJsonString(m_buffer, name);
   m_buffer += ",\"lane_kind\":\"";
   m_buffer += laneKindName(kind);
   m_buffer += "\"}}";
   beginEvent();
-  m_buffer += "{\"ph\":\"M\",\"name\":\"thread_sort_index\"";
-  appendPidTid(m_buffer, rank, tid);
-  m_buffer += ",\"args\":{\"sort_index\":";
-  appendInt(m_buffer, sortIndex);
-  m_buffer += "}}";
+  appendSortIndexEvent(m_buffer, "thread_sort_index", rank, tid, sortIndex);
   flushIfLarge();
 }
 
