@@ -2,8 +2,9 @@
 //
 // BM_WriteChromeTrace/N writes N X events (8 ranks × {compute, comm, host} lanes, collective
 // spans with bucket/bytes args) to a temp file; BM_ReadChromeTrace/N parses that file back.
-// Counters: events_per_s, and bytes_per_second (file bytes written / read). Each run
-// verifies the span count it read.
+// The ...Gzip variants do the same with a ".json.gz" file (zlib level 6 out, inflate in).
+// Counters: events_per_s, and bytes_per_second (file bytes written / read: compressed bytes
+// for the gzip variants). Each run verifies the span count it read.
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
@@ -58,16 +59,17 @@ Timeline makeTimeline(int64_t eventCount) {
   return timeline;
 }
 
-std::string tempPath(int64_t eventCount) {
+// `suffix` is ".json" or ".json.gz" (the writer compresses by suffix).
+std::string tempPath(int64_t eventCount, const std::string& suffix) {
   return (std::filesystem::temp_directory_path() /
           ("ddpscope_trace_bench_" + std::to_string(::getpid()) + "_" + std::to_string(eventCount) +
-           ".json"))
+           suffix))
       .string();
 }
 
-void BM_WriteChromeTrace(benchmark::State& state) {
+void writeChromeTraceBench(benchmark::State& state, const std::string& suffix) {
   Timeline timeline = makeTimeline(state.range(0));
-  std::string path = tempPath(state.range(0));
+  std::string path = tempPath(state.range(0), suffix);
   int64_t bytes = 0;
   for (auto _ : state) {
     ddpscope::Status status = writeChromeTrace(timeline, path);
@@ -85,8 +87,8 @@ void BM_WriteChromeTrace(benchmark::State& state) {
   state.SetBytesProcessed(bytes * state.iterations());
 }
 
-void BM_ReadChromeTrace(benchmark::State& state) {
-  std::string path = tempPath(state.range(0));
+void readChromeTraceBench(benchmark::State& state, const std::string& suffix) {
+  std::string path = tempPath(state.range(0), suffix);
   size_t expectedSpans = 0;
   {
     Timeline timeline = makeTimeline(state.range(0));
@@ -114,6 +116,19 @@ void BM_ReadChromeTrace(benchmark::State& state) {
   state.SetBytesProcessed(bytes * state.iterations());
 }
 
+void BM_WriteChromeTrace(benchmark::State& state) {
+  writeChromeTraceBench(state, ".json");
+}
+void BM_WriteChromeTraceGzip(benchmark::State& state) {
+  writeChromeTraceBench(state, ".json.gz");
+}
+void BM_ReadChromeTrace(benchmark::State& state) {
+  readChromeTraceBench(state, ".json");
+}
+void BM_ReadChromeTraceGzip(benchmark::State& state) {
+  readChromeTraceBench(state, ".json.gz");
+}
+
 BENCHMARK(BM_WriteChromeTrace)
     ->Arg(100'000)
     ->Arg(1'000'000)
@@ -124,6 +139,9 @@ BENCHMARK(BM_ReadChromeTrace)
     ->Arg(1'000'000)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+// gzip: 100k events only (inflate + parse of 1M events takes seconds per iteration).
+BENCHMARK(BM_WriteChromeTraceGzip)->Arg(100'000)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_ReadChromeTraceGzip)->Arg(100'000)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 

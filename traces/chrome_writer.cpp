@@ -3,26 +3,18 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <numeric>
 #include <ostream>
 #include <sstream>
-#include <streambuf>
 #include <vector>
 
-#ifdef DDPSCOPE_HAVE_ZLIB
-#include <zlib.h>
-#endif
+#include "io/file_output.h"
 
 namespace ddpscope::traces {
 
 namespace {
 
 constexpr size_t kFlushBytes = 64 * 1024;
-
-bool endsWith(std::string_view text, std::string_view suffix) {
-  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
-}
 
 void appendInt(std::string& out, int64_t value) {
   char buf[24];
@@ -92,6 +84,25 @@ void appendPidTid(std::string& out, int pid, int tid) {
   appendInt(out, pid);
   out += ",\"tid\":";
   appendInt(out, tid);
+}
+
+// The start of a metadata event, up to its args object:
+//   {"ph":"M","name":"<name>","pid":P,"tid":T,"args":{
+// The caller appends the args and "}}".
+void appendMetadataHead(std::string& out, std::string_view name, int pid, int tid) {
+  out += "{\"ph\":\"M\",\"name\":\"";
+  out += name;
+  out += '"';
+  appendPidTid(out, pid, tid);
+  out += ",\"args\":{";
+}
+
+// A whole process_sort_index / thread_sort_index event.
+void appendSortIndexEvent(std::string& out, std::string_view name, int pid, int tid, int index) {
+  appendMetadataHead(out, name, pid, tid);
+  out += "\"sort_index\":";
+  appendInt(out, index);
+  out += "}}";
 }
 
 }  // namespace
@@ -181,47 +192,6 @@ void appendJsonDouble(std::string& out, double value) {
   if (text.find_first_of(".e") == std::string_view::npos) out += ".0";
 }
 
-// ---- gzip output ----
-
-#ifdef DDPSCOPE_HAVE_ZLIB
-class ChromeTraceWriter::GzipBuffer : public std::streambuf {
- public:
-  explicit GzipBuffer(gzFile file) : m_file(file) {}
-  ~GzipBuffer() override { close(); }
-  bool close() {
-    if (m_file == nullptr) return m_ok;
-    m_ok = gzclose(m_file) == Z_OK && m_ok;
-    m_file = nullptr;
-    return m_ok;
-  }
-
- protected:
-  std::streamsize xsputn(const char* data, std::streamsize count) override {
-    if (m_file == nullptr || count <= 0) return 0;
-    int written = gzwrite(m_file, data, static_cast<unsigned>(count));
-    if (written != count) {
-      m_ok = false;
-      return 0;
-    }
-    return count;
-  }
-  int_type overflow(int_type c) override {
-    if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
-    char ch = traits_type::to_char_type(c);
-    return xsputn(&ch, 1) == 1 ? c : traits_type::eof();
-  }
-
- private:
-  gzFile m_file;
-  bool m_ok = true;
-};
-#else
-class ChromeTraceWriter::GzipBuffer : public std::streambuf {
- public:
-  bool close() { return false; }
-};
-#endif
-
 // ---- ChromeTraceWriter ----
 
 ChromeTraceWriter::ChromeTraceWriter(std::ostream& out) : m_out(&out) {
@@ -229,38 +199,17 @@ ChromeTraceWriter::ChromeTraceWriter(std::ostream& out) : m_out(&out) {
   m_buffer += "{\"traceEvents\":[\n";
 }
 
-ChromeTraceWriter::ChromeTraceWriter(std::unique_ptr<std::ostream> owned,
-                                     std::unique_ptr<GzipBuffer> gzip, std::string path)
-    : m_gzip(std::move(gzip)),
-      m_owned(std::move(owned)),
-      m_out(m_owned.get()),
-      m_path(std::move(path)) {
+ChromeTraceWriter::ChromeTraceWriter(std::unique_ptr<io::OutputFile> file, std::string path)
+    : m_file(std::move(file)), m_out(&m_file->stream()), m_path(std::move(path)) {
   m_buffer.reserve(kFlushBytes + 4096);
   m_buffer += "{\"traceEvents\":[\n";
 }
 
-ChromeTraceWriter::~ChromeTraceWriter() {
-  m_owned.reset();  // the stream goes before the gzip buffer it writes to
-  m_gzip.reset();
-}
+ChromeTraceWriter::~ChromeTraceWriter() = default;
 
 StatusOr<std::unique_ptr<ChromeTraceWriter>> ChromeTraceWriter::open(const std::string& path) {
-  if (endsWith(path, ".gz")) {
-#ifdef DDPSCOPE_HAVE_ZLIB
-    gzFile file = gzopen(path.c_str(), "wb6");
-    if (file == nullptr) return invalidArgument(path + ": cannot open for writing");
-    auto gzip = std::make_unique<GzipBuffer>(file);
-    auto stream = std::make_unique<std::ostream>(gzip.get());
-    return std::unique_ptr<ChromeTraceWriter>(
-        new ChromeTraceWriter(std::move(stream), std::move(gzip), path));
-#else
-    return unimplemented(path + ": cannot write gzip: ddpscope was built without zlib");
-#endif
-  }
-  auto stream = std::make_unique<std::ofstream>(path, std::ios::binary | std::ios::trunc);
-  if (!*stream) return invalidArgument(path + ": cannot open for writing");
-  return std::unique_ptr<ChromeTraceWriter>(
-      new ChromeTraceWriter(std::move(stream), nullptr, path));
+  ASSIGN_OR_RETURN(std::unique_ptr<io::OutputFile> file, io::OutputFile::open(path));
+  return std::unique_ptr<ChromeTraceWriter>(new ChromeTraceWriter(std::move(file), path));
 }
 
 void ChromeTraceWriter::beginEvent() {
@@ -280,9 +229,8 @@ void ChromeTraceWriter::flush() {
 
 void ChromeTraceWriter::beginRank(int rank, std::string_view name) {
   beginEvent();
-  m_buffer += "{\"ph\":\"M\",\"name\":\"process_name\"";
-  appendPidTid(m_buffer, rank, 0);
-  m_buffer += ",\"args\":{\"name\":";
+  appendMetadataHead(m_buffer, "process_name", rank, 0);
+  m_buffer += "\"name\":";
   if (name.empty()) {
     appendJsonString(m_buffer, "rank " + std::to_string(rank));
   } else {
@@ -290,30 +238,21 @@ void ChromeTraceWriter::beginRank(int rank, std::string_view name) {
   }
   m_buffer += "}}";
   beginEvent();
-  m_buffer += "{\"ph\":\"M\",\"name\":\"process_sort_index\"";
-  appendPidTid(m_buffer, rank, 0);
-  m_buffer += ",\"args\":{\"sort_index\":";
-  appendInt(m_buffer, rank);
-  m_buffer += "}}";
+  appendSortIndexEvent(m_buffer, "process_sort_index", rank, 0, rank);
   flushIfLarge();
 }
 
 void ChromeTraceWriter::declareLane(int rank, int tid, std::string_view name, LaneKind kind,
                                     int sortIndex) {
   beginEvent();
-  m_buffer += "{\"ph\":\"M\",\"name\":\"thread_name\"";
-  appendPidTid(m_buffer, rank, tid);
-  m_buffer += ",\"args\":{\"name\":";
+  appendMetadataHead(m_buffer, "thread_name", rank, tid);
+  m_buffer += "\"name\":";
   appendJsonString(m_buffer, name);
   m_buffer += ",\"lane_kind\":\"";
   m_buffer += laneKindName(kind);
   m_buffer += "\"}}";
   beginEvent();
-  m_buffer += "{\"ph\":\"M\",\"name\":\"thread_sort_index\"";
-  appendPidTid(m_buffer, rank, tid);
-  m_buffer += ",\"args\":{\"sort_index\":";
-  appendInt(m_buffer, sortIndex);
-  m_buffer += "}}";
+  appendSortIndexEvent(m_buffer, "thread_sort_index", rank, tid, sortIndex);
   flushIfLarge();
 }
 
@@ -387,11 +326,7 @@ Status ChromeTraceWriter::finish() {
   flush();
   m_out->flush();
   bool ok = static_cast<bool>(*m_out);
-  if (m_gzip) ok = m_gzip->close() && ok;
-  if (auto* file = dynamic_cast<std::ofstream*>(m_owned.get())) {
-    file->close();
-    ok = ok && !file->fail();
-  }
+  if (m_file) ok = m_file->close() && ok;
   if (!ok) {
     return internalError((m_path.empty() ? std::string("trace stream") : m_path) +
                          ": write failed");

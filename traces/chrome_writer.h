@@ -32,6 +32,10 @@
 #include "base/status.h"
 #include "traces/timeline.h"
 
+namespace ddpscope::io {
+class OutputFile;
+}  // namespace ddpscope::io
+
 namespace ddpscope::traces {
 
 // Streaming writer, usable incrementally (the runtime writes as it records):
@@ -66,15 +70,12 @@ class ChromeTraceWriter {
   int64_t bytesWritten() const { return m_bytesWritten; }
 
  private:
-  class GzipBuffer;
-  ChromeTraceWriter(std::unique_ptr<std::ostream> owned, std::unique_ptr<GzipBuffer> gzip,
-                    std::string path);
+  ChromeTraceWriter(std::unique_ptr<io::OutputFile> file, std::string path);
   void beginEvent();
   void flushIfLarge();
   void flush();
 
-  std::unique_ptr<GzipBuffer> m_gzip;     // only for open() on a .gz path
-  std::unique_ptr<std::ostream> m_owned;  // only for open()
+  std::unique_ptr<io::OutputFile> m_file;  // only for open()
   std::ostream* m_out;
   std::string m_path;  // for error messages; empty for a caller's stream
   std::string m_buffer;

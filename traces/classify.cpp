@@ -1,12 +1,10 @@
 #include "traces/classify.h"
 
+#include "traces/text_match.h"
+
 namespace ddpscope::traces {
 
 namespace {
-
-bool contains(std::string_view text, std::string_view needle) {
-  return text.find(needle) != std::string_view::npos;
-}
 
 bool containsIgnoreCase(std::string_view text, std::string_view needle) {
   if (needle.size() > text.size()) return false;

@@ -12,13 +12,10 @@
 #include "traces/chrome_reader.h"
 #include "traces/classify.h"
 #include "traces/overlap.h"
+#include "traces/text_match.h"
 
 namespace ddpscope::traces {
 namespace {
-
-bool contains(std::string_view s, std::string_view part) {
-  return s.find(part) != std::string_view::npos;
-}
 
 // Bytes per element of a Kineto "dtype" ("Float", "BFloat16", ...) or a record_shapes
 // "Input type" ("float", "c10::Half", "long int", ...). nullopt when unknown.
@@ -760,9 +757,9 @@ KinetoImportSummary summarizeImport(const Timeline& timeline) {
   summary.medianStep = median(steps);
   summary.medianComm = median(comm);
   summary.medianExposedComm = median(exposed);
+  // HTA's overlap %, comm-weighted over all ranks (totalComm >= 0: a sum of union lengths).
   summary.overlapPercent =
-      totalComm ? 100.0 * static_cast<double>(totalOverlapped) / static_cast<double>(totalComm)
-                : 0.0;
+      makeOverlapStats(Nanos(0), Nanos(totalComm), Nanos(totalOverlapped)).overlapPercent;
   return summary;
 }
 

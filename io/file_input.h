@@ -1,0 +1,41 @@
+// File input for the loaders: the bytes of a file, and the text of a file that may be
+// gzip-compressed (detected by gzip's magic bytes 1f 8b, never by the file name).
+//
+// Whole-buffer reads: the readers parse from memory (the Chrome reader runs nlohmann's SAX
+// parser over one buffer), so a file is read into one std::string sized from the file size
+// (no second copy of a plain file). A gzip file is inflated into a second string and the
+// compressed bytes are released before the text is returned: peak memory is compressed +
+// plain, the returned text is plain only. Time O(file bytes + plain bytes).
+//
+// Every error names the file (or the `sourceName` of in-memory bytes); the texts are part of
+// the CLI's output and tests assert them:
+//   NotFound        "<path>: cannot open file (<strerror>)"
+//   InvalidArgument "<path>: read error"
+//   InvalidArgument "<path>: gzip: <zlib's message>" / "<path>: gzip: truncated input"
+//   Internal        "<path>: inflateInit failed"
+//   Unimplemented   "<path>: gzip-compressed trace, but ddpscope was built without zlib; ..."
+//                   (built without zlib: DDPSCOPE_HAVE_ZLIB is io's private definition).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+
+namespace ddpscope::io {
+
+// True when `bytes` start with gzip's magic number (1f 8b).
+bool looksGzipped(std::string_view bytes);
+
+// Decompresses gzip bytes: one member or several concatenated ones (as `cat a.gz b.gz`
+// makes). Errors name `sourceName`; without zlib it returns Unimplemented.
+StatusOr<std::string> gunzipBytes(std::string_view bytes, const std::string& sourceName);
+
+// The bytes of the file at `path`, as they are on disk.
+StatusOr<std::string> readFileBytes(const std::string& path);
+
+// The contents of the file at `path`, inflated once when they start with gzip's magic bytes
+// (a plain file comes back as readFileBytes gives it).
+StatusOr<std::string> readMaybeGzippedFile(const std::string& path);
+
+}  // namespace ddpscope::io
