@@ -1,10 +1,10 @@
 #include "sim/replay/calibrate.h"
 
 #include <algorithm>
-#include <nlohmann/json.hpp>
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <tuple>
 

@@ -1,9 +1,9 @@
 #include "sim/replay/measured_profile.h"
 
 #include <algorithm>
-#include <nlohmann/json.hpp>
 #include <cmath>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string_view>
 #include <utility>
 
