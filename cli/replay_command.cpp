@@ -12,6 +12,7 @@
 #include "cli/sim_flags.h"
 #include "cli/sim_json.h"
 #include "ddp/ddp_settings.h"
+#include "sim/engine/workload.h"
 #include "sim/replay/measured_profile.h"
 #include "sim/replay/replay.h"
 #include "traces/chrome_writer.h"
@@ -99,6 +100,7 @@ Status runReplayCommand(const std::vector<std::string>& argv, CommandIo io) {
     out["model"] = req.model.name;
     out["world_size"] = run.worldSize;
     out["run_settings"] = ddp::ddpSettingsJson(run.ddp);  // as read from the trace
+    out["workload"] = sim::workloadJson(ownResult.result.summary.workload);
     out["cluster"] = req.cluster.name;
     out["measured_iterations"] = profile.measuredIterations;
     out["measured_step_ms"] = measured.toMillis();
@@ -124,6 +126,7 @@ Status runReplayCommand(const std::vector<std::string>& argv, CommandIo io) {
          << "), cluster " << req.cluster.name << " (alpha " << req.cluster.alphaBeta.intraAlphaUs
          << " us, beta " << req.cluster.alphaBeta.intraBetaGBps << " GB/s, contention "
          << req.cluster.contentionSlowdown << ")\n";
+  io.out << sim::workloadText(ownResult.result.summary.workload);
   std::snprintf(line, sizeof(line), "  %-28s %10.3f ms\n", "measured step time (median)",
                 measured.toMillis());
   io.out << line;

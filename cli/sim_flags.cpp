@@ -5,6 +5,7 @@
 
 #include "base/strings.h"
 #include "cli/common.h"
+#include "sim/engine/workload.h"
 #include "sim/replay/measured_compute_model.h"
 #include "sim/replay/measured_profile.h"
 #include "sim/replay/replay.h"
@@ -31,7 +32,9 @@ void addSimulationFlags(ArgParser& parser, bool sweep, bool computeFrom) {
   parser.option("batch", "B", "samples per rank per step (default: the model's)")
       .option("seq-len", "T", "tokens per sample for transformers (default: the model's)")
       .option("image-size", "PX", "image side for vision models (default: the model's)")
-      .option("dtype", "DT", "compute dtype: fp32, tf32, bf16 (default), fp16")
+      .option("dtype", "DT",
+              "compute dtype: fp32, tf32, bf16, fp16 (default: the cluster's device: bf16 where "
+              "it has bf16, fp16 on V100, fp32 on CPUs; fp32 with measured compute)")
       .option("iterations", "I", "iterations to simulate (default: enough for the steady state)")
       .flag("sync-batchnorm", "SyncBatchNorm: a blocking allreduce per BatchNorm layer")
       .option("contention", "F", "compute slowdown while a collective runs (default: cluster's)")
@@ -121,6 +124,7 @@ StatusOr<SimulationRequest> parseSimulationRequest(const ParsedArgs& args, bool 
     ASSIGN_OR_RETURN(o.ddp, parseDdpFlags(args, ddpFlagSet(sweep)));
     ASSIGN_OR_RETURN(req.model, loadModelFromFlags(args));
     ASSIGN_OR_RETURN(req.cluster, loadClusterFromFlags(args));
+    if (o.dtype.empty()) o.dtype = sim::defaultDtype(req.cluster.device);
     return req;
   }
   // Measured compute from a trace.
@@ -171,7 +175,9 @@ std::string formatSimSummary(const SimulationRequest& request, const sim::WorldL
     << d.bucketCapMb << (d.findUnusedParameters ? ", find_unused" : "")
     << (d.staticGraph ? ", static_graph" : "")
     << (d.noSyncPeriod > 1 ? ", no_sync " + std::to_string(d.noSyncPeriod) : "") << ", "
-    << request.options.dtype << "\n";
+    << s.workload.dtype << "\n";
+  o << sim::workloadText(s.workload);
+  o << "results (steady state):\n";
   auto row = [&](const char* label, Nanos t, const std::string& extra = "") {
     std::snprintf(line, sizeof(line), "  %-22s %12.3f ms%s\n", label, t.toMillis(), extra.c_str());
     o << line;

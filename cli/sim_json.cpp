@@ -24,7 +24,7 @@ nlohmann::json simSummaryJson(const SimulationRequest& request, const sim::World
                         {"nodes", layout.nodes},
                         {"gpus_per_node", layout.gpusPerNode},
                         {"world_size", layout.worldSize()},
-                        {"dtype", request.options.dtype},
+                        {"dtype", s.workload.dtype},
                         {"step_time_ns", s.stepTime.count()},
                         {"first_iteration_ns", s.firstIteration.count()},
                         {"forward_ns", s.forward.count()},
@@ -38,8 +38,9 @@ nlohmann::json simSummaryJson(const SimulationRequest& request, const sim::World
                         {"num_buckets", s.numBuckets},
                         {"bucket_bytes", s.bucketBytes},
                         {"iterations", iterations}};
-  // The DDP settings under their canonical keys (ddp/ddp_settings.h).
+  // The DDP settings under their canonical keys (ddp/ddp_settings.h), and the whole workload.
   out.update(ddp::ddpSettingsJson(request.options.ddp));
+  out["workload"] = sim::workloadJson(s.workload);
   return out;
 }
 

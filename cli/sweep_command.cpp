@@ -16,6 +16,7 @@
 #include "cli/sim_flags.h"
 #include "cli/sim_json.h"
 #include "sim/engine/sweep.h"
+#include "sim/engine/workload.h"
 #include "traces/chrome_writer.h"
 
 namespace ddpscope::cli {
@@ -156,6 +157,7 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
       r.options = sim::sweepPointOptions(req.options, rows[i].capMb, rows[i].findUnused);
       nlohmann::json row = simSummaryJson(r, rows[i].layout, rows[i].summary);
       row.erase("iterations");
+      row.erase("workload");  // the shared "workload" below; the row has its own cap and layout
       jrows.push_back(std::move(row));
     }
     nlohmann::json jbest = nlohmann::json::array();
@@ -171,6 +173,8 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
     }
     out["model"] = req.model.name;
     out["cluster"] = req.cluster.name;
+    // What every row assumes besides its own bucket cap, find_unused and layout (first row's).
+    out["workload"] = sim::workloadJson(rows.front().summary.workload);
     out["rows"] = std::move(jrows);
     out["best"] = std::move(jbest);
     io.out << out.dump(2) << "\n";
@@ -180,6 +184,8 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
   std::ostringstream o;
   o << "sweep: " << req.model.name << " on " << req.cluster.name << ", " << swept
     << " configurations (" << req.options.dtype << ")\n";
+  o << sim::workloadText(rows.front().summary.workload);
+  o << "  (each row below sets its own bucket_cap_mb, find_unused_parameters and world layout)\n\n";
   o << std::right << std::setw(6) << "nodes" << std::setw(7) << "world" << std::setw(8) << "cap_MiB"
     << std::setw(7) << "unused" << std::setw(12) << "step_ms" << std::setw(12) << "comm_ms"
     << std::setw(13) << "exposed_ms" << std::setw(11) << "overlap_%" << std::setw(9) << "buckets"

@@ -214,6 +214,30 @@ std::vector<std::string> ddpSettingsFlags(const DdpConfig& config) {
   return out;
 }
 
+std::string ddpSettingsText(const DdpConfig& config) {
+  auto py = [](bool value) { return value ? "True" : "False"; };
+  std::string out = "DDP(bucket_cap_mb=";
+  out += config.bucketCapSetByUser ? formatShortest(config.bucketCapMb)
+                                   : "None (" + formatShortest(config.bucketCapMb) + " MiB)";
+  out += std::string(", find_unused_parameters=") + py(config.findUnusedParameters) +
+         ", static_graph=" + py(config.staticGraph) +
+         ", gradient_as_bucket_view=" + py(config.gradientAsBucketView) +
+         ", broadcast_buffers=" + py(config.broadcastBuffers) + "); first bucket " +
+         formatBytes(config.firstBucketBytes) + "; ";
+  out += config.noSyncPeriod > 1 ? "no_sync() for " + std::to_string(config.noSyncPeriod - 1) +
+                                       " of every " + std::to_string(config.noSyncPeriod) + " steps"
+                                 : std::string("every step synchronized");
+  out += "; comm hook ";
+  out += config.commHook.present() ? std::string(commHookKindName(config.commHook.kind)) : "none";
+  if (config.commHook.kind == CommHookKind::kPowerSgd) {
+    out += " (rank " + std::to_string(config.commHook.powerSgdRank) + ", from iteration " +
+           std::to_string(config.commHook.powerSgdStartIter) + ")";
+  }
+  out += "; PyTorch semantics " + std::string(semanticsProfileName(config.profile));
+  if (config.setLastBucketCap) out += "; DDP_SET_LAST_BUCKET_CAP=1";
+  return out;
+}
+
 nlohmann::json ddpSettingsJson(const DdpConfig& config) {
   Json out = {
       {"bucket_cap_mb", config.bucketCapMb},

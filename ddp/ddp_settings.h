@@ -81,6 +81,12 @@ Status validateDdpConfig(const DdpConfig& config);
 // a flag (PowerSGD's start iteration, DDP_SET_LAST_BUCKET_CAP, ...) are not expressible.
 std::vector<std::string> ddpSettingsFlags(const DdpConfig& config);
 
+// The settings as a PyTorch user writes them, for stated assumptions and the GUI:
+//   "DDP(bucket_cap_mb=None (25 MiB), find_unused_parameters=False, static_graph=False,
+//    gradient_as_bucket_view=False, broadcast_buffers=True); first bucket 1 MiB; every step
+//    synchronized; no comm hook; PyTorch semantics: current"
+std::string ddpSettingsText(const DdpConfig& config);
+
 // The canonical JSON object of every setting (worldSize excluded: it is the layout's).
 nlohmann::json ddpSettingsJson(const DdpConfig& config);
 

@@ -37,7 +37,16 @@ class ComputeModel {
   virtual Nanos optimizerTime(int64_t paramBytes) const = 0;
   // find_unused_parameters' autograd-graph traversal, per iteration (CPU work).
   virtual Nanos graphTraversalTime(int64_t numGraphNodes) const = 0;
+  // Where the times come from, for the stated workload ("roofline: ...", "measured: ...").
+  virtual std::string describe() const { return "a custom compute model"; }
+  // The optimizer the times assume.
+  virtual std::string optimizer() const { return "SGD with momentum"; }
 };
+
+// The compute dtype a job on `device` uses unless told otherwise: bf16 where the device has a
+// bf16 peak (A100, H100, ...: mixed precision with bf16 autocast), else fp16 (V100: AMP with
+// fp16), else fp32 (CPU clusters).
+std::string defaultDtype(const DeviceSpec& device);
 
 // dtype: "fp32", "tf32", "bf16", "fp16" — picks the device's peak.
 StatusOr<std::unique_ptr<ComputeModel>> makeRooflineComputeModel(const DeviceSpec& device,

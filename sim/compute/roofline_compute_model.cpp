@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <utility>
 
 namespace ddpscope::sim {
@@ -78,6 +79,12 @@ StatusOr<std::unique_ptr<RooflineComputeModel>> RooflineComputeModel::create(
       device.computeEfficiency * std::min(peakTflops, fp32PeakTflops) * 1e12;
   model->m_memoryBytesPerS = device.memoryEfficiency * device.memoryGBps * 1e9;
   model->m_zooBytesScale = (dtype == "bf16" || dtype == "fp16") ? 0.5 : 1.0;
+  char description[256];
+  std::snprintf(description, sizeof(description),
+                "roofline on %s, %s: %.4g TFLOP/s matrix, %.4g GB/s memory (peaks x efficiency)",
+                device.name.c_str(), dtype.c_str(), model->m_tensorFlopsPerS / 1e12,
+                model->m_memoryBytesPerS / 1e9);
+  model->m_description = description;
   model->m_launchOverhead = Nanos::fromMicrosDouble(device.launchOverheadUs);
   return model;
 }
@@ -137,6 +144,14 @@ Nanos RooflineComputeModel::optimizerTime(int64_t paramBytes) const {
 
 Nanos RooflineComputeModel::graphTraversalTime(int64_t numGraphNodes) const {
   return Nanos(std::max<int64_t>(numGraphNodes, 0) * kGraphTraversalNsPerNode);
+}
+
+std::string defaultDtype(const DeviceSpec& device) {
+  for (const char* dtype : {"bf16", "fp16"}) {
+    const auto it = device.peakTflops.find(dtype);
+    if (it != device.peakTflops.end() && it->second > 0) return dtype;
+  }
+  return "fp32";
 }
 
 StatusOr<std::unique_ptr<ComputeModel>> makeRooflineComputeModel(const DeviceSpec& device,

@@ -60,6 +60,9 @@ class RooflineComputeModel final : public ComputeModel {
   Nanos copyTime(int64_t bytes) const override;
   Nanos optimizerTime(int64_t paramBytes) const override;
   Nanos graphTraversalTime(int64_t numGraphNodes) const override;
+  // "roofline on A100-SXM4-80GB, bf16: 250 TFLOP/s tensor, 1733 GB/s (peaks x efficiency)"
+  std::string describe() const override { return m_description; }
+  std::string optimizer() const override { return "SGD with momentum, one fused (foreach) step"; }
 
   // One layer's forward and backward at `inputs` (as in layerTimes()).
   LayerTimes layerTime(const models::LayerSpec& layer, const models::ModelInputs& inputs) const;
@@ -82,6 +85,7 @@ class RooflineComputeModel final : public ComputeModel {
   double m_memoryBytesPerS = 0;
   double m_zooBytesScale = 1;
   Nanos m_launchOverhead;
+  std::string m_description;
 };
 
 }  // namespace ddpscope::sim

@@ -13,10 +13,12 @@
 //   → optimizer on device 0.
 // No contention: nothing overlaps. Complexity O(L·G) per iteration.
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "sim/engine/accounting.h"
 #include "sim/engine/ddp_simulator.h"
+#include "traces/args_json.h"
 
 namespace ddpscope::sim {
 
@@ -73,13 +75,14 @@ StatusOr<SimResult> simulateDataParallel(const models::ModelSpec& model, const W
   SimSummary& summary = result.summary;
   summary.worldSize = replicas;
   summary.simulatedRanks = 1;
+  summary.workload = describeWorkload(model, layout, options, compute);
   traces::Timeline* timeline = options.recordTrace ? &result.timeline : nullptr;
   if (timeline) {
     timeline->setName(model.name + " DataParallel simulation");
     traces::Args& meta = timeline->mutableMetadata();
-    meta.set("model", model.name);
-    meta.set("strategy", std::string("data_parallel"));
-    meta.set("world_size", static_cast<int64_t>(replicas));
+    for (const auto& [key, value] : traces::argsFromJson(workloadMetadata(summary.workload))) {
+      meta.set(key, value);
+    }
     meta.set("iterations", static_cast<int64_t>(iterations));
     meta.set("launch_overhead_us", options.dataParallelLaunchOverhead.toMicros());
     timeline->addRank(0, "device 0 (DataParallel)");

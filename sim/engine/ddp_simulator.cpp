@@ -83,22 +83,12 @@ Status validateOptions(const models::ModelSpec& model, const WorldLayout& layout
   return Status::ok();
 }
 
-void writeMetadata(traces::Timeline& timeline, const models::ModelSpec& model,
-                   const ddp::DdpConfig& config, const SimOptions& options, int iterations,
-                   double contention) {
-  timeline.setName(model.name + " DDP simulation");
+void writeMetadata(traces::Timeline& timeline, const Workload& workload, const SimOptions& options,
+                   int iterations, double contention) {
+  timeline.setName(workload.model + " DDP simulation");
   traces::Args& meta = timeline.mutableMetadata();
-  meta.set("model", model.name);
-  meta.set("strategy", std::string("ddp"));
-  meta.set("world_size", static_cast<int64_t>(config.worldSize));
-  // The workload, under the keys replay reads (measured_profile.h RunSettings).
-  const models::ModelInputs inputs = internal::effectiveInputs(model, options.inputs);
-  meta.set("batch_per_rank", inputs.batch);
-  meta.set("seq_len", inputs.seqLen);
-  meta.set("image_size", inputs.imageSize);
-  meta.set("dtype", options.dtype);
-  // The DDP settings under their canonical keys (ddp/ddp_settings.h).
-  for (const auto& [key, value] : traces::argsFromJson(ddp::ddpSettingsJson(config))) {
+  // The workload (workload.h), its DDP settings under their canonical keys: what replay reads.
+  for (const auto& [key, value] : traces::argsFromJson(workloadMetadata(workload))) {
     meta.set(key, value);
   }
   meta.set("iterations", static_cast<int64_t>(iterations));
@@ -157,7 +147,10 @@ StatusOr<SimResult> simulateDdp(const models::ModelSpec& model, const WorldLayou
   }
 
   traces::Timeline* timeline = options.recordTrace ? &result.timeline : nullptr;
-  if (timeline) writeMetadata(*timeline, model, config, options, iterations, contentionSlowdown);
+  summary.workload = describeWorkload(model, layout, options, compute);
+  if (timeline) {
+    writeMetadata(*timeline, summary.workload, options, iterations, contentionSlowdown);
+  }
   Replayer replayer(model, numRanks, contentionSlowdown, timeline);
   RankZeroRecorder recorder;
   ComputeJitter jitter(options, numRanks);

@@ -61,6 +61,7 @@
 #include "sim/compute/compute_model.h"
 #include "sim/cost/cluster.h"
 #include "sim/cost/comm_model.h"
+#include "sim/engine/workload.h"
 #include "traces/timeline.h"
 
 namespace ddpscope::sim {
@@ -70,7 +71,9 @@ enum class Strategy { kDdp, kDataParallel };
 struct SimOptions {
   models::ModelInputs inputs;  // zero fields = the model's defaults
   ddp::DdpConfig ddp;          // worldSize is overwritten from the layout
-  std::string dtype = "bf16";  // compute dtype for the roofline: fp32, tf32, bf16, fp16
+  // Compute dtype for the roofline: fp32, tf32, bf16, fp16; empty = the cluster device's
+  // (defaultDtype: bf16 where it has bf16, fp16 on V100, fp32 on CPUs).
+  std::string dtype;
   // Simulated iterations. 0 = automatic: defaultIterations(ddp). An explicit value must be
   // ≥ minIterations(ddp) (InvalidArgument otherwise).
   int iterations = 0;
@@ -129,12 +132,18 @@ struct SimSummary {
   int worldSize = 1;
   int simulatedRanks = 1;             // 1 in the fast path, worldSize in all-ranks mode
   std::vector<std::string> warnings;  // the Reducer's warn-once messages (W2)
+  Workload workload;                  // what the numbers assume (workload.h)
 };
 
 struct SimResult {
   SimSummary summary;
   traces::Timeline timeline;  // empty when !options.recordTrace
 };
+
+// The workload of a simulation (the cluster's name is the caller's to fill: simulate() does);
+// options.dtype as resolved.
+Workload describeWorkload(const models::ModelSpec& model, const WorldLayout& layout,
+                          const SimOptions& options, const ComputeModel& compute);
 
 // Fewest iterations that reach steady state: rebuildIteration + K (K = no_sync period; the
 // rebuild iteration is 0 when buckets are never rebuilt).

@@ -10,20 +10,23 @@ namespace ddpscope::sim {
 StatusOr<SimResult> simulate(const models::ModelSpec& model, const ClusterSpec& cluster,
                              const WorldLayout& layout, const SimOptions& options,
                              const ComputeModel* compute) {
+  SimOptions resolved = options;
+  if (resolved.dtype.empty()) resolved.dtype = defaultDtype(cluster.device);
   std::unique_ptr<ComputeModel> roofline;
   if (compute == nullptr) {
-    ASSIGN_OR_RETURN(roofline, makeRooflineComputeModel(cluster.device, options.dtype));
+    ASSIGN_OR_RETURN(roofline, makeRooflineComputeModel(cluster.device, resolved.dtype));
     compute = roofline.get();
   }
   ASSIGN_OR_RETURN(std::unique_ptr<CommModel> comm, makeCommModel(cluster, layout));
   StatusOr<SimResult> result = Status(StatusCode::kInternal, "unreachable");
   if (options.strategy == Strategy::kDataParallel) {
-    result = simulateDataParallel(model, layout, options, *compute, *comm);
+    result = simulateDataParallel(model, layout, resolved, *compute, *comm);
   } else {
-    const double contention = options.contentionSlowdown.value_or(cluster.contentionSlowdown);
-    result = simulateDdp(model, layout, options, *compute, *comm, contention);
+    const double contention = resolved.contentionSlowdown.value_or(cluster.contentionSlowdown);
+    result = simulateDdp(model, layout, resolved, *compute, *comm, contention);
   }
-  if (result.isOk() && options.recordTrace) {
+  if (result.isOk()) result->summary.workload.cluster = cluster.name;
+  if (result.isOk() && resolved.recordTrace) {
     result->timeline.mutableMetadata().set("cluster", cluster.name);
     if (roofline == nullptr) result->timeline.mutableMetadata().set("compute", "measured");
   }

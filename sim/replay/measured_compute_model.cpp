@@ -104,6 +104,7 @@ StatusOr<std::unique_ptr<MeasuredComputeModel>> MeasuredComputeModel::create(
   std::unique_ptr<MeasuredComputeModel> m(new MeasuredComputeModel());
   ASSIGN_OR_RETURN(m->m_roofline, RooflineComputeModel::create(device, "fp32"));
   m->m_modelName = model.name;
+  m->m_origin = profile.origin;
   m->m_measuredInputs = replay::measuredInputs(profile, model);
   const double c = options.contentionSlowdown;
   const std::vector<double> fwd = aggregateLayers(profile.forward, c, options.crossRank);

@@ -53,6 +53,8 @@ class MeasuredComputeModel final : public ComputeModel {
   Nanos copyTime(int64_t bytes) const override;
   Nanos optimizerTime(int64_t paramBytes) const override;
   Nanos graphTraversalTime(int64_t numGraphNodes) const override;
+  std::string describe() const override { return "measured per-layer times of " + m_origin; }
+  std::string optimizer() const override { return "as measured (the run's own optimizer step)"; }
 
   // The measured (de-rated) per-layer times at the trace's inputs.
   const std::vector<LayerTimes>& baseTimes() const { return m_base; }
@@ -67,6 +69,7 @@ class MeasuredComputeModel final : public ComputeModel {
   models::ModelInputs m_measuredInputs;
   std::unique_ptr<RooflineComputeModel> m_roofline;
   std::string m_modelName;
+  std::string m_origin;  // the trace
   double m_copyIntercept = 0;
   double m_copyNsPerByte = 0;
   Nanos m_tail;
