@@ -25,6 +25,7 @@ Status runAllreduceCommand(const std::vector<std::string>& argv, CommandIo io) {
       .option("world-size", "W", "number of ranks (a multiple of the GPUs per node)")
       .option("bytes", "S[,S...]", "per-rank buffer sizes: 1048576, 64K, 25MiB, 1G (binary units)")
       .flag("json", "machine-readable output")
+      .option("csv", "PATH", "also write the table as CSV")
       .epilog("example: ddpscope allreduce --cluster dgx-h100 --nodes 4 --bytes 1M,25M,1G");
   ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv));
   if (args.helpRequested()) {
@@ -67,6 +68,11 @@ Status runAllreduceCommand(const std::vector<std::string>& argv, CommandIo io) {
       << (e.protocol.empty() ? "-" : e.protocol) << std::fixed << std::setprecision(2)
       << std::setw(13) << timeUs << std::setw(13) << e.algbwGBps << std::setw(13) << e.busbwGBps
       << "\n";
+  }
+  if (auto csv = args.value("csv")) {
+    RETURN_IF_ERROR(writeCsvFile(
+        *csv, {"bytes", "algorithm", "protocol", "time_us", "algbw_gbps", "busbw_gbps", "ctas"},
+        rows));
   }
   if (args.has("json")) {
     nlohmann::json out = {{"cluster", cluster.name},

@@ -42,6 +42,7 @@ ArgParser makeParser() {
       .option("ready-order-file", "PATH",
               "ready order from a file: JSON array, {\"grad_ready_order\": [...]}, or plain text")
       .flag("json", "machine-readable output")
+      .option("csv", "PATH", "also write the bucket table as CSV (index, tensors, bytes, ...)")
       .epilog(
           "Without --ready-order the steady-state plan uses the model's own gradient-ready order\n"
           "(from its layers; reverse registration order for a parameter-only file).\n"
@@ -104,8 +105,21 @@ Status runBucketsCommand(const std::vector<std::string>& argv, CommandIo io) {
     }
   }
 
+  const nlohmann::json planJson = ddp::bucketPlanJson(model, config, plan, iteration == "steady");
+  if (auto csv = args.value("csv")) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& b : planJson["buckets"]) {
+      rows.push_back({{"index", b["index"]},
+                      {"tensors", b["params"].size()},
+                      {"bytes", b["bytes"]},
+                      {"size_limit", b["size_limit"]},
+                      {"params", b["params"]}});
+    }
+    RETURN_IF_ERROR(
+        writeCsvFile(*csv, {"index", "tensors", "bytes", "size_limit", "params"}, rows));
+  }
   if (args.has("json")) {
-    io.out << ddp::bucketPlanJson(model, config, plan, iteration == "steady").dump(2) << "\n";
+    io.out << planJson.dump(2) << "\n";
     return Status::ok();
   }
 

@@ -12,6 +12,8 @@
 
 #include "cli/arg_parser.h"
 #include "cli/commands.h"
+#include "cli/progress.h"
+#include "ddp/ddp_settings.h"
 #include "cli/common.h"
 #include "sim/cost/cluster.h"
 #include "sim/replay/calibrate.h"
@@ -40,6 +42,8 @@ Status runCalibrateCommand(const std::vector<std::string>& argv, CommandIo io) {
       .option("model-file", "PATH", "the runs' model as a JSON file")
       .option("image-size", "PX", "the runs' image side when the traces do not record it")
       .option("seq-len", "T", "the runs' tokens per sample when the traces do not record it")
+      .flag("json", "machine-readable output: the runs, the fit and the file written")
+      .flag("quiet", "no progress on stderr (shown when loading the runs takes more than 2 s)")
       .epilog(
           "example: ddpscope calibrate run-w2.json run-w4.json -o cpu-calibrated.json\n"
           "         ddpscope simulate --cluster-file cpu-calibrated.json --model mlp-wide "
@@ -88,17 +92,32 @@ Status runCalibrateCommand(const std::vector<std::string>& argv, CommandIo io) {
   ASSIGN_OR_RETURN(int64_t seqLen, args.positiveInt("seq-len", 0));
   std::vector<sim::replay::LoadedProfile> loaded;
   loaded.reserve(runs.size());
-  for (const std::string& run : runs) {
-    ASSIGN_OR_RETURN(sim::replay::LoadedProfile p, sim::replay::loadProfile(run, model));
-    if (p.profile.settings.imageSize == 0) p.profile.settings.imageSize = imageSize;
-    if (p.profile.settings.seqLen == 0) p.profile.settings.seqLen = seqLen;
-    loaded.push_back(std::move(p));
+  {
+    Progress progress =
+        Progress::forCommand("calibrate: loading runs", runs.size(), io.err, args.has("quiet"));
+    for (const std::string& run : runs) {
+      ASSIGN_OR_RETURN(sim::replay::LoadedProfile p, sim::replay::loadProfile(run, model));
+      if (p.profile.settings.imageSize == 0) p.profile.settings.imageSize = imageSize;
+      if (p.profile.settings.seqLen == 0) p.profile.settings.seqLen = seqLen;
+      loaded.push_back(std::move(p));
+      progress.update(loaded.size(), run);
+    }
   }
+  const bool json = args.has("json");
+  std::ostringstream report;  // the human report; printed unless --json
+  nlohmann::json jsonRuns = nlohmann::json::array();
   std::vector<sim::replay::ProfileRef> refs;
   char line[512];
-  io.out << "runs:\n";
+  report << "runs:\n";
   for (const auto& p : loaded) {
     refs.push_back({&p.profile, &p.model});
+    jsonRuns.push_back({{"trace", p.profile.origin},
+                        {"model", p.model.name},
+                        {"world_size", p.profile.settings.worldSize},
+                        {"ddp", ddp::ddpSettingsJson(p.profile.settings.ddp)},
+                        {"measured_step_ms", p.profile.measuredStep.toMillis()},
+                        {"measured_iterations", p.profile.measuredIterations.size()},
+                        {"collectives", p.profile.collectives.size()}});
     std::snprintf(line, sizeof(line),
                   "  %-40s %-14s %d rank(s), cap %g MiB%s, step %.3f ms (median of %zu), %zu "
                   "collectives\n",
@@ -107,7 +126,7 @@ Status runCalibrateCommand(const std::vector<std::string>& argv, CommandIo io) {
                   p.profile.settings.ddp.findUnusedParameters ? ", find_unused" : "",
                   p.profile.measuredStep.toMillis(), p.profile.measuredIterations.size(),
                   p.profile.collectives.size());
-    io.out << line;
+    report << line;
   }
   ASSIGN_OR_RETURN(sim::replay::Calibration cal, sim::replay::calibrate(refs, base.device));
   // When every run has the same world size (> 1), the contention is refitted to the runs' step
@@ -126,13 +145,13 @@ Status runCalibrateCommand(const std::vector<std::string>& argv, CommandIo io) {
     ASSIGN_OR_RETURN(stepFit, sim::replay::fitContentionToSteps(refs, calibrated, layout));
     cal.contention.slowdown = stepFit->contention;
   }
-  io.out << sim::replay::formatCalibration(cal);
+  report << sim::replay::formatCalibration(cal);
   if (stepFit) {
     std::snprintf(line, sizeof(line),
                   "  contention refitted to the runs' step times: %.2f (mean |step error| %.2f "
                   "%%)\n",
                   stepFit->contention, stepFit->meanAbsErrorPercent);
-    io.out << line;
+    report << line;
   }
   const std::string name = args.value("name").value_or(std::filesystem::path(*out).stem().string());
   std::ostringstream desc;
@@ -150,7 +169,20 @@ Status runCalibrateCommand(const std::vector<std::string>& argv, CommandIo io) {
   if (!file) return invalidArgument("-o: cannot write '" + *out + "'");
   file << text;
   if (!file) return internalError("-o: write to '" + *out + "' failed");
-  io.out << "wrote " << *out << " (use: --cluster-file " << *out << ")\n";
+  if (json) {
+    nlohmann::json result = {{"runs", jsonRuns},
+                             {"calibration", sim::replay::calibrationJson(cal)},
+                             {"contention_refit", nullptr},
+                             {"output", *out},
+                             {"cluster_name", name}};
+    if (stepFit) {
+      result["contention_refit"] = {{"contention", stepFit->contention},
+                                    {"mean_abs_error_percent", stepFit->meanAbsErrorPercent}};
+    }
+    io.out << result.dump(2) << "\n";
+    return Status::ok();
+  }
+  io.out << report.str() << "wrote " << *out << " (use: --cluster-file " << *out << ")\n";
   return Status::ok();
 }
 

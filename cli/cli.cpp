@@ -4,6 +4,7 @@
 #include <functional>
 #include <ostream>
 
+#include "cli/build_info.h"
 #include "cli/commands.h"
 
 namespace ddpscope::cli {
@@ -66,7 +67,9 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
     return 0;
   }
   if (args[0] == "--version") {
-    out << "ddpscope 0.1.0\n";
+    out << "ddpscope " << kVersion << " (" << kBuildType << ")\n";
+    out << "optional parts (yes: built; no: why not):\n";
+    for (const char* line : kBuildFeatures) out << "  " << line << "\n";
     return 0;
   }
   for (const auto& c : commands()) {

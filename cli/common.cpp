@@ -1,6 +1,7 @@
 #include "cli/common.h"
 
 #include <cctype>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "base/strings.h"
@@ -187,6 +188,31 @@ StatusOr<LayoutFlags> parseLayoutFlags(const ParsedArgs& args,
   }
   if (!out.nodes && !out.worldSize) out.worldSize = defaultWorldSize;
   return out;
+}
+
+Status writeCsvFile(const std::string& path, const std::vector<std::string>& columns,
+                    const nlohmann::json& rows) {
+  auto cell = [](const nlohmann::json& v) -> std::string {
+    if (v.is_null()) return "";
+    if (v.is_boolean()) return v.get<bool>() ? "1" : "0";
+    std::string text = v.is_string() ? v.get<std::string>() : v.dump();
+    if (text.find_first_of(",\"\n") == std::string::npos) return text;
+    std::string quoted = "\"";
+    for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return quoted + "\"";
+  };
+  std::ofstream out(path);
+  if (!out) return invalidArgument("--csv: cannot write '" + path + "'");
+  for (size_t i = 0; i < columns.size(); ++i) out << (i ? "," : "") << columns[i];
+  out << "\n";
+  for (const nlohmann::json& row : rows) {
+    for (size_t i = 0; i < columns.size(); ++i) {
+      out << (i ? "," : "") << (row.contains(columns[i]) ? cell(row[columns[i]]) : "");
+    }
+    out << "\n";
+  }
+  if (!out) return invalidArgument("--csv: write to '" + path + "' failed");
+  return Status::ok();
 }
 
 }  // namespace ddpscope::cli

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "base/status.h"
 #include "cli/arg_parser.h"
 #include "models/model_spec.h"
@@ -43,6 +45,13 @@ struct LayoutFlags {
 };
 StatusOr<LayoutFlags> parseLayoutFlags(const ParsedArgs& args,
                                        std::optional<int> defaultWorldSize = std::nullopt);
+
+// Writes `rows` (a JSON array of objects, as the command's --json prints them) to `path` as CSV
+// with these columns, in this order: numbers as JSON writes them, booleans 1/0, strings quoted
+// when they hold a comma, quote or newline, arrays and objects as their JSON text. Errors name
+// --csv and the path.
+Status writeCsvFile(const std::string& path, const std::vector<std::string>& columns,
+                    const nlohmann::json& rows);
 
 // Parses a byte size: "1048576", "64K", "1MiB", "25M", "1.5GiB" (K/M/G are binary, as in
 // nccl-tests; a trailing "B"/"iB" is optional). `what` names the flag in errors.

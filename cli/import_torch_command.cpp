@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/ddp_flags.h"
+#include "cli/progress.h"
 #include "ddp/ddp_settings.h"
 #include "models/model_spec.h"
 #include "traces/args_json.h"
@@ -45,7 +46,8 @@ Status runImportTorchCommand(const std::vector<std::string>& argv, CommandIo io)
       .option("output", "RUN.json", "where to write the imported trace (-o works too)")
       .flag("allow-missing-ranks", "import a subset of the job's ranks instead of failing")
       .option("batch-per-rank", "B", "record the job's per-rank batch size in the trace")
-      .flag("json", "machine-readable summary (times in ns)");
+      .flag("json", "machine-readable summary (times in ns)")
+      .flag("quiet", "no progress on stderr (shown when reading the traces takes more than 2 s)");
   addModelFlags(parser);
   // The job's DDP settings, which the profiler does not record: written to the trace (the keys
   // replay and calibrate read) when any is given.
@@ -85,6 +87,11 @@ Status runImportTorchCommand(const std::vector<std::string>& argv, CommandIo io)
                              ": the model lists no layers: compute spans cannot be named by layer");
     }
   }
+  Progress progress =
+      Progress::forCommand("import-torch", tracePaths.size(), io.err, args.has("quiet"));
+  options.progress = [&progress](size_t done, size_t, const std::string& path) {
+    progress.update(done, path);
+  };
   traces::KinetoImportReport report;
   ASSIGN_OR_RETURN(traces::Timeline timeline,
                    traces::importKinetoTraces(tracePaths, options, &report));

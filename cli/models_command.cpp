@@ -6,6 +6,7 @@
 #include "base/strings.h"
 #include "cli/arg_parser.h"
 #include "cli/commands.h"
+#include "cli/common.h"
 #include "models/zoo.h"
 
 namespace ddpscope::cli {
@@ -14,7 +15,8 @@ Status runModelsCommand(const std::vector<std::string>& argv, CommandIo io) {
   ArgParser parser("ddpscope models", "[--json]",
                    "Lists the embedded model zoo: parameter (element) and tensor counts equal\n"
                    "the originals (torchvision, Hugging Face), as model.parameters() gives them.");
-  parser.flag("json", "machine-readable output: a JSON list of models");
+  parser.flag("json", "machine-readable output: a JSON list of models")
+      .option("csv", "PATH", "also write the table as CSV");
   ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv));
   if (args.helpRequested()) {
     io.out << parser.helpText();
@@ -38,6 +40,11 @@ Status runModelsCommand(const std::vector<std::string>& argv, CommandIo io) {
           << formatThousands(model.numParams()) << std::setw(9) << model.numTensors()
           << std::setw(13) << formatBytes(model.totalBytes()) << std::setw(8) << model.layers.size()
           << "  " << model.description << "\n";
+  }
+  if (auto csv = args.value("csv")) {
+    RETURN_IF_ERROR(writeCsvFile(
+        *csv, {"name", "num_params", "num_tensors", "total_bytes", "num_layers", "description"},
+        list));
   }
   if (args.has("json")) {
     io.out << list.dump(2) << "\n";

@@ -18,7 +18,9 @@ Status runQuickstartCommand(const std::vector<std::string>& argv, CommandIo io) 
       "the best configuration's Chrome trace per world size into DIR.");
   parser.option("model", "NAME", "zoo model (default gpt2-small)")
       .option("cluster", "NAME", "built-in cluster (default dgx-a100)")
-      .option("out", "DIR", "directory for the traces (default ddpscope-out)");
+      .option("out", "DIR", "directory for the traces (default ddpscope-out)")
+      .flag("json", "the sweep's JSON (ddpscope sweep --json) instead of the table")
+      .flag("quiet", "no progress on stderr");
   ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv));
   if (args.helpRequested()) {
     io.out << parser.helpText();
@@ -33,8 +35,13 @@ Status runQuickstartCommand(const std::vector<std::string>& argv, CommandIo io) 
     return invalidArgument("--out: cannot create directory '" + outDir + "': " + ec.message());
   std::string trace =
       (std::filesystem::path(outDir) / (model + "-" + cluster + "-best.json")).string();
-  RETURN_IF_ERROR(runSweepCommand(
-      {"--model", model, "--cluster", cluster, "--nodes", "1,2,4,8", "--trace", trace}, io));
+  std::vector<std::string> sweep = {"--model", model,     "--cluster", cluster,
+                                    "--nodes", "1,2,4,8", "--trace",   trace};
+  for (const char* flag : {"json", "quiet"}) {
+    if (args.has(flag)) sweep.push_back(std::string("--") + flag);
+  }
+  RETURN_IF_ERROR(runSweepCommand(sweep, io));
+  if (args.has("json")) return Status::ok();
   io.out << "\nNext: open a trace in https://ui.perfetto.dev, or 'ddpscope overlap " << outDir
          << "/<trace>.json';\n'ddpscope sweep --help' and 'ddpscope simulate --help' for every "
             "setting; 'ddpscope buckets --model "

@@ -4,6 +4,7 @@
 #include "cli/arg_parser.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/progress.h"
 #include "cli/sim_flags.h"
 #include "cli/sim_json.h"
 #include "ddp/bucket_plan.h"
@@ -26,6 +27,7 @@ Status runSimulateCommand(const std::vector<std::string>& argv, CommandIo io) {
   addSimulationFlags(parser, /*sweep=*/false);
   parser.option("trace", "PATH", "write the Chrome trace here (.json; .json.gz compresses)")
       .flag("json", "machine-readable summary")
+      .flag("quiet", "no progress on stderr (shown for simulations that take more than 2 s)")
       .epilog(
           "example: ddpscope simulate --model gpt2-small --cluster dgx-a100 --nodes 4 \\\n"
           "           --bucket-cap-mb 50 --trace gpt2.json");
@@ -39,6 +41,11 @@ Status runSimulateCommand(const std::vector<std::string>& argv, CommandIo io) {
   ASSIGN_OR_RETURN(sim::WorldLayout layout,
                    sim::makeWorldLayout(req.cluster, layoutFlags.nodes, layoutFlags.worldSize));
   req.options.recordTrace = args.has("trace");
+  Progress progress = Progress::forCommand("simulate", 0, io.err, args.has("quiet"));
+  req.options.progress = [&progress](int done, int total) {
+    progress.setTotal(static_cast<size_t>(total));
+    progress.update(static_cast<size_t>(done));
+  };
   ASSIGN_OR_RETURN(sim::SimResult result, runSimulation(req, layout, req.options));
   if (auto path = args.value("trace")) {
     RETURN_IF_ERROR(traces::writeChromeTrace(result.timeline, *path));

@@ -13,6 +13,7 @@
 #include "cli/arg_parser.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/progress.h"
 #include "cli/sim_flags.h"
 #include "cli/sim_json.h"
 #include "sim/engine/sweep.h"
@@ -38,6 +39,7 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
               "write the best configuration's Chrome trace (per world size: PATH-wW.json when "
               "several)")
       .flag("json", "machine-readable output: {\"rows\": [...], \"best\": [...]}")
+      .flag("quiet", "no progress on stderr (shown for sweeps that take more than 2 s)")
       .epilog(
           "example: ddpscope sweep --model gpt2-xl --cluster dgx-h100 --nodes 1,2,4,8 \\\n"
           "           --bucket-cap-mb 1,5,25,100 --find-unused both");
@@ -94,15 +96,11 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
   sweep.layouts = layouts;
   sweep.capsMb = caps;
   sweep.findUnused = findUnused;
-  if ((&io.err == &std::cerr) && isatty(STDERR_FILENO)) {
-    sweep.progress = [](size_t finished, size_t total) {
-      const int width = 40;
-      const int filled = static_cast<int>(width * finished / total);
-      std::fprintf(stderr, "\r[%s%s] %zu/%zu", std::string(filled, '#').c_str(),
-                   std::string(width - filled, ' ').c_str(), finished, total);
-      if (finished == total) std::fprintf(stderr, "\n");
-    };
-  }
+  Progress progress = Progress::forCommand("sweep", 0, io.err, args.has("quiet"));
+  sweep.progress = [&progress](size_t finished, size_t total) {
+    progress.setTotal(total);
+    progress.update(finished);
+  };
   ASSIGN_OR_RETURN(const sim::SweepResult result, sim::runSweep(sweep));
   const std::vector<sim::SweepPoint>& rows = result.points;
   const std::vector<sim::SweepBest>& best = result.best;

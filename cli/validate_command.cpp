@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "cli/arg_parser.h"
 #include "cli/commands.h"
 #include "cli/process.h"
+#include "cli/progress.h"
 #include "sim/validate/grid.h"
 #include "sim/validate/report.h"
 #include "sim/validate/validate.h"
@@ -52,7 +54,10 @@ Status runValidateCommand(const std::vector<std::string>& argv, CommandIo io) {
       .option("out", "DIR", "traces, logs, calibrated clusters and results (default validate-out)")
       .flag("reuse", "reuse traces already in DIR instead of running them again")
       .option("repeat", "R", "train each configuration R times (default: full 2, ci 1)")
-      .option("mpirun", "PATH", "the mpirun to use (passed to ddpscope run)");
+      .option("mpirun", "PATH", "the mpirun to use (passed to ddpscope run)")
+      .flag("quiet", "no progress on stderr (one line per trained configuration otherwise)")
+      .flag("json", "print validate.json (MAPE, worst, rows) on stdout instead of the report")
+      .option("csv", "PATH", "also write validate.csv (one row per configuration) to PATH");
   ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv));
   if (args.helpRequested()) {
     io.out << parser.helpText();
@@ -81,15 +86,32 @@ Status runValidateCommand(const std::vector<std::string>& argv, CommandIo io) {
   planOptions.mpirun = args.value("mpirun");
   const sim::validate::RunPlan plan = sim::validate::planRuns(grid, planOptions);
 
-  io.out << "running " << plan.configs.size() << " configurations x " << grid.repeats << " ("
-         << gridName << " grid, " << grid.warmup << " warm-up + " << grid.iterations
-         << " iterations each) into " << dir.string() << "\n";
+  const bool json = args.has("json");
+  // The plan goes to stderr with --json (stdout is then the result alone).
+  (json ? io.err : io.out) << "running " << plan.configs.size() << " configurations x "
+                           << grid.repeats << " (" << gridName << " grid, " << grid.warmup
+                           << " warm-up + " << grid.iterations << " iterations each) into "
+                           << dir.string() << "\n";
   io.out.flush();
   sim::validate::TrainOptions trainOptions;
   trainOptions.reuse = args.has("reuse");
+  Progress progress = Progress::forCommand("validate", plan.runs.size(), io.err, args.has("quiet"));
+  trainOptions.progress = [&progress](const sim::validate::RunProgress& p) {
+    progress.update(static_cast<size_t>(p.done), p.run ? p.run->trace.filename().string() : std::string());
+  };
   ASSIGN_OR_RETURN(sim::validate::Report report,
                    sim::validate::runValidation(grid, plan, spawnRun, trainOptions));
 
+  sim::validate::writeResultFiles(report, dir);
+  if (auto csv = args.value("csv")) {
+    std::ofstream file(*csv);
+    sim::validate::writeCsv(report, file);
+    if (!file) return invalidArgument("--csv: cannot write '" + *csv + "'");
+  }
+  if (json) {
+    sim::validate::writeJson(report, io.out);
+    return Status::ok();
+  }
   char line[256];
   for (const sim::validate::WorldCalibration& cal : report.calibrations) io.out << cal.text;
   std::snprintf(line, sizeof(line), "\n%-10s %5s %6s %6s %12s %12s %9s\n", "model", "world", "cap",
@@ -122,7 +144,6 @@ Status runValidateCommand(const std::vector<std::string>& argv, CommandIo io) {
   std::snprintf(line, sizeof(line), "runs took %.1f s; results in %s\n", report.runTime.toSeconds(),
                 (dir / "validate.csv").string().c_str());
   io.out << line;
-  sim::validate::writeResultFiles(report, dir);
   return Status::ok();
 }
 

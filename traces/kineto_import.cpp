@@ -566,9 +566,11 @@ StatusOr<Timeline> importKinetoTraces(const std::vector<std::string>& paths,
   std::optional<int64_t> worldSize;
   std::string worldSizeFile;
   std::string backend;
+  size_t filesRead = 0;
   for (const std::string& path : paths) {
     ChromeReadReport readReport;
     ASSIGN_OR_RETURN(Timeline source, readChromeTrace(path, {}, &readReport));
+    if (options.progress) options.progress(++filesRead, paths.size(), path);
     if (!readReport.singleRankTrace || source.rankCount() != 1) {
       return invalidArgument(
           path +

@@ -41,6 +41,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,8 @@ struct KinetoImportOptions {
   // that match no layer move to the "cpu ops" lane. An iteration where some layer of a known
   // kind stays unmatched is an error naming the file, rank, iteration and layer.
   std::vector<ImportLayer> layers;
+  // Optional: called after each file is read, with (files read, files, its path).
+  std::function<void(size_t done, size_t total, const std::string& path)> progress;
 };
 
 struct KinetoImportReport {

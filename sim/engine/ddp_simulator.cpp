@@ -190,6 +190,7 @@ StatusOr<SimResult> simulateDdp(const models::ModelSpec& model, const WorldLayou
           reference, recorder, iteration);
     }
     summary.iterations.push_back(std::move(iteration));
+    if (options.progress) options.progress(static_cast<int>(i), iterations);
   }
 
   const ddp::BucketPlan& plan = classes[static_cast<size_t>(classOf[0])].reducer->plan();

@@ -49,6 +49,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -89,6 +90,9 @@ struct SimOptions {
   uint64_t seed = 1;
   std::vector<std::pair<int, double>> stragglers;
   bool recordTrace = true;  // false: metrics only (sweeps)
+  // Optional: called after each simulated iteration with (iterations done, iterations); the CLI
+  // shows progress of long all-ranks simulations with it.
+  std::function<void(int done, int total)> progress;
   // nn.DataParallel only: host time to launch one layer's kernels on one replica (Python threads
   // under the GIL serialize these launches across replicas).
   Nanos dataParallelLaunchOverhead = Nanos::fromMicros(5);

@@ -295,6 +295,33 @@ nlohmann::json calibratedClusterJson(const nlohmann::json& base, const ClusterSp
   return j;
 }
 
+nlohmann::json calibrationJson(const Calibration& c) {
+  nlohmann::json ranges = nlohmann::json::array();
+  for (const SizeRangeResidual& r : c.comm.ranges) {
+    ranges.push_back({{"range", r.range}, {"samples", r.samples}, {"mean_relative", r.meanRelative}});
+  }
+  nlohmann::json layers = nlohmann::json::array();
+  for (const LayerScale& l : c.compute.layers) {
+    layers.push_back({{"layer", l.layer}, {"forward", l.forward}, {"backward", l.backward}});
+  }
+  return {{"comm",
+           {{"alpha_us", c.comm.alphaUs},
+            {"beta_GBps", c.comm.betaGBps},
+            {"samples", c.comm.samples},
+            {"r2", c.comm.r2},
+            {"rms_residual_us", c.comm.rmsResidualUs},
+            {"median_abs_relative", c.comm.medianAbsRelative},
+            {"ranges", ranges}}},
+          {"contention",
+           {{"slowdown", c.contention.slowdown},
+            {"samples", c.contention.samples},
+            {"overlapped_samples", c.contention.overlappedSamples},
+            {"identified", c.contention.identified},
+            {"groups", c.contention.groups}}},
+          {"compute", {{"scale", c.compute.scale}, {"layers", layers}}},
+          {"max_world_size", c.maxWorldSize}};
+}
+
 std::string formatCalibration(const Calibration& cal) {
   std::ostringstream o;
   char line[256];

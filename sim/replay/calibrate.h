@@ -103,6 +103,11 @@ nlohmann::json calibratedClusterJson(const nlohmann::json& base, const ClusterSp
                                      const std::string& description);
 
 // A one-screen report of the fit: α, β, R², residuals per size range, contention, scale.
+// The fit as data (calibrate --json): comm {alpha_us, beta_GBps, samples, r2, rms_residual_us,
+// median_abs_relative, ranges [{range, samples, mean_relative}]}, contention {slowdown, samples,
+// overlapped_samples, identified, groups}, compute {scale, layers [{layer, forward, backward}]},
+// max_world_size.
+nlohmann::json calibrationJson(const Calibration& calibration);
 std::string formatCalibration(const Calibration& calibration);
 
 }  // namespace ddpscope::sim::replay

@@ -43,7 +43,7 @@ Summary summarize(const std::vector<Row>& rows) {
 }
 
 void writeCsv(const Report& report, std::ostream& out) {
-  out << "model,world,bucket_cap_mb,find_unused,calibration,measured_ms,predicted_ms,error_"
+  out << "model,world,bucket_cap_mb,find_unused_parameters,calibration,measured_ms,predicted_ms,error_"
          "percent\n";
   for (const Row& r : report.rows) {
     out << r.config.model.label << "," << r.config.world << "," << r.config.cap << ","
@@ -58,18 +58,25 @@ void writeJson(const Report& report, std::ostream& out) {
     rows.push_back({{"model", r.config.model.label},
                     {"world_size", r.config.world},
                     {"bucket_cap_mb", r.config.cap},
-                    {"find_unused", r.config.findUnused},
+                    {"find_unused_parameters", r.config.findUnused},
                     {"calibration", r.config.calibration},
                     {"measured_ms", r.measured.toMillis()},
                     {"predicted_ms", r.predicted.toMillis()},
                     {"error_percent", r.errorPercent}});
   }
   const Summary& s = report.summary;
+  nlohmann::json perWorld = nlohmann::json::array();
+  for (const WorldMape& w : s.perWorld) {
+    perWorld.push_back(
+        {{"world_size", w.world}, {"mape_percent", w.mapePercent}, {"held_out", w.configurations}});
+  }
   const nlohmann::json summary = {{"grid", report.grid},
                                   {"mape_percent", s.heldOutMapePercent},
                                   {"in_sample_mape_percent", s.inSampleMapePercent},
                                   {"held_out", s.heldOut},
+                                  {"per_world", perWorld},
                                   {"worst", s.worst ? s.worst->config.name() : ""},
+                                  {"run_seconds", report.runTime.toSeconds()},
                                   {"rows", rows}};
   out << summary.dump(2) << "\n";
 }

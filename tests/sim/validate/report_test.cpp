@@ -81,7 +81,7 @@ TEST(ValidateReportTest, CsvHasOneLinePerRowInRowOrder) {
   std::ostringstream csv;
   writeCsv(report, csv);
   EXPECT_EQ(csv.str(),
-            "model,world,bucket_cap_mb,find_unused,calibration,measured_ms,predicted_ms,"
+            "model,world,bucket_cap_mb,find_unused_parameters,calibration,measured_ms,predicted_ms,"
             "error_percent\n"
             "mlp,1,5,0,0,1,1.1,10\n"
             "mlp,2,25,0,1,2,1.5,-25\n");
@@ -105,7 +105,7 @@ TEST(ValidateReportTest, JsonHasTheSummaryAndTheRows) {
   EXPECT_EQ(r["model"], "gpt");
   EXPECT_EQ(r["world_size"], 4);
   EXPECT_EQ(r["bucket_cap_mb"], 5.0);
-  EXPECT_EQ(r["find_unused"], true);
+  EXPECT_EQ(r["find_unused_parameters"], true);
   EXPECT_EQ(r["calibration"], false);
   EXPECT_DOUBLE_EQ(r["measured_ms"].get<double>(), 5.0);
   EXPECT_DOUBLE_EQ(r["predicted_ms"].get<double>(), 4.75);
