@@ -1,0 +1,132 @@
+// The layer contract both backends implement — the CPU's Layer on Tensor (runtime/cpu/layer.h)
+// and the CUDA's CudaLayer on DeviceTensor (runtime/cuda/cuda_layers.h) — and LayerNodes, the
+// tensors a model keeps per layer and hands to it when ModelGraph's walks run it.
+//
+// Contract of a layer, on its backend's tensor type T and layer context C:
+// - forward(inputs, output, ctx): inputs are the producers' outputs (the model input for
+//   "@input"); output is resized by the layer. Errors (bad shapes, ids out of range) are Status.
+// - backward(inputs, output, gradOutput, gradInputs, ctx): the inputs and output are those of
+//   the last forward. For each input, gradInputs[i].grad is null when no gradient is needed (the
+//   model input), else a tensor already shaped like the input that the layer overwrites
+//   (accumulate = false) or adds into (accumulate = true: a residual fan-out's second consumer).
+// - Parameter gradients are ADDED to Param::grad via paramGradBeta(): the first write after
+//   zeroGrad() overwrites (beta 0), later ones accumulate (beta 1), PyTorch's AccumulateGrad.
+// - Layers keep only what their backward needs (saved statistics, indices) in members reused
+//   across iterations, so a steady-state step allocates nothing.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <type_traits>
+#include <vector>
+
+#include "base/status.h"
+#include "runtime/graph/model_graph.h"
+#include "runtime/trainable_model.h"
+
+namespace ddpscope::runtime {
+
+template <typename T>
+struct BasicGradTarget {
+  T* grad = nullptr;        // null: this input needs no gradient
+  bool accumulate = false;  // false: overwrite; true: add into
+};
+
+template <typename T, typename C>
+class BasicLayer {
+ public:
+  virtual ~BasicLayer() = default;
+  virtual Status forward(std::span<const T* const> inputs, T& output, C& ctx) = 0;
+  virtual Status backward(std::span<const T* const> inputs, const T& output, const T& gradOutput,
+                          std::span<const BasicGradTarget<T>> gradInputs, C& ctx) = 0;
+  // Add sums whichever of its inputs were produced (a skipped conditional branch adds nothing);
+  // every other layer needs all of its inputs and is skipped when one is missing.
+  virtual bool acceptsMissingInputs() const { return false; }
+};
+
+// GEMM beta for the next write into p.grad (0 right after zeroGrad, 1 afterwards); marks the
+// gradient defined.
+inline float paramGradBeta(Param& p) {
+  float beta = p.gradDefined ? 1.0f : 0.0f;
+  p.gradDefined = true;
+  return beta;
+}
+
+// An optional parameter's (LayerNorm's, BatchNorm's weight and bias) values or gradient, null
+// without the parameter.
+inline float* valueOrNull(Param* p) {
+  return p != nullptr ? p->value.data() : nullptr;
+}
+inline float* gradOrNull(Param* p) {
+  return p != nullptr ? p->grad.data() : nullptr;
+}
+
+// A model's layers with their tensors: each layer's output and output gradient (dLoss/dOutput),
+// and the pointers its last forward / backward was handed. The model owns one LayerNodes and
+// forwards ModelGraph's LayerRunner calls to it. T::resize returns void (Tensor) or Status
+// (DeviceTensor).
+template <typename T, typename C>
+class LayerNodes {
+ public:
+  struct Node {
+    std::unique_ptr<BasicLayer<T, C>> layer;
+    T output;
+    T grad;  // dLoss/dOutput
+    std::vector<const T*> inputs;
+    std::vector<BasicGradTarget<T>> gradTargets;
+  };
+
+  void resize(size_t count) { m_nodes.resize(count); }
+  Node& operator[](int layer) { return m_nodes[static_cast<size_t>(layer)]; }
+  Node& back() { return m_nodes.back(); }
+
+  bool acceptsMissingInputs(int layer) const {
+    return m_nodes[static_cast<size_t>(layer)].layer->acceptsMissingInputs();
+  }
+  void bindInputs(int layer, std::span<const int> producers, const T& modelInput) {
+    Node& node = (*this)[layer];
+    node.inputs.clear();
+    for (int p : producers) {
+      node.inputs.push_back(p == ModelGraph::kModelInput ? &modelInput : &(*this)[p].output);
+    }
+  }
+  // Points the input gradients at the producers' output gradients; a first writer sizes its
+  // producer's gradient like that producer's output.
+  Status bindGradients(int layer, std::span<const GradSink> sinks) {
+    Node& node = (*this)[layer];
+    node.gradTargets.clear();
+    for (const GradSink& sink : sinks) {
+      BasicGradTarget<T> target;
+      if (sink.producer != ModelGraph::kModelInput) {
+        Node& producer = (*this)[sink.producer];
+        target.grad = &producer.grad;
+        target.accumulate = sink.accumulate;
+        if (!sink.accumulate) RETURN_IF_ERROR(resized(producer.grad, producer.output.shape()));
+      }
+      node.gradTargets.push_back(target);
+    }
+    return Status::ok();
+  }
+  Status forward(int layer, C& ctx) {
+    Node& node = (*this)[layer];
+    return node.layer->forward(node.inputs, node.output, ctx);
+  }
+  Status backward(int layer, C& ctx) {
+    Node& node = (*this)[layer];
+    return node.layer->backward(node.inputs, node.output, node.grad, node.gradTargets, ctx);
+  }
+
+ private:
+  static Status resized(T& tensor, const std::vector<int64_t>& shape) {
+    if constexpr (std::is_void_v<decltype(tensor.resize(shape))>) {
+      tensor.resize(shape);
+      return Status::ok();
+    } else {
+      return tensor.resize(shape);
+    }
+  }
+
+  std::vector<Node> m_nodes;
+};
+
+}  // namespace ddpscope::runtime
