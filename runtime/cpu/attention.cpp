@@ -125,7 +125,7 @@ class AttentionCoreLayer final : public Layer {
 
 }  // namespace
 
-std::unique_ptr<Layer> makeAttentionCoreLayer(const AttentionCoreConfig& config) {
+std::unique_ptr<Layer> makeLayerFor(const AttentionCoreConfig& config) {
   return std::make_unique<AttentionCoreLayer>(config);
 }
 

@@ -481,16 +481,16 @@ class AdaptiveAvgPool2dLayer final : public Layer {
 
 }  // namespace
 
-std::unique_ptr<Layer> makeConv2dLayer(const Conv2dConfig& config) {
+std::unique_ptr<Layer> makeLayerFor(const Conv2dConfig& config) {
   return std::make_unique<Conv2dLayer>(config);
 }
-std::unique_ptr<Layer> makeBatchNorm2dLayer(const BatchNorm2dConfig& config) {
+std::unique_ptr<Layer> makeLayerFor(const BatchNorm2dConfig& config) {
   return std::make_unique<BatchNorm2dLayer>(config);
 }
-std::unique_ptr<Layer> makeMaxPool2dLayer(const MaxPool2dConfig& config) {
+std::unique_ptr<Layer> makeLayerFor(const MaxPool2dConfig& config) {
   return std::make_unique<MaxPool2dLayer>(config);
 }
-std::unique_ptr<Layer> makeAdaptiveAvgPool2dLayer(const AdaptiveAvgPool2dConfig& config) {
+std::unique_ptr<Layer> makeLayerFor(const AdaptiveAvgPool2dConfig& config) {
   return std::make_unique<AdaptiveAvgPool2dLayer>(config);
 }
 

@@ -21,11 +21,6 @@ namespace {
 
 constexpr uint64_t kInitStream = 0x1A17;
 
-int64_t attrOr(const models::LayerSpec& layer, const char* key, int64_t fallback) {
-  auto it = layer.attrs.find(key);
-  return it == layer.attrs.end() ? fallback : static_cast<int64_t>(it->second);
-}
-
 bool endsWith(std::string_view text, std::string_view suffix) {
   return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
 }
@@ -83,9 +78,13 @@ void initBuffer(Buffer& b) {
   }
 }
 
-class CpuModel final : public TrainableModel, private LayerRunner {
+// ModelLayers (private base): the layers and their tensors, run by ModelGraph's walks; the
+// observer's Begin/End calls bracket each layer.
+class CpuModel final : public TrainableModel, private ModelLayers<Tensor, LayerContext> {
  public:
-  CpuModel(models::ModelSpec spec, TaskInfo task) : m_spec(std::move(spec)), m_data(task) {}
+  CpuModel(models::ModelSpec spec, TaskInfo task) : m_spec(std::move(spec)), m_data(task) {
+    layerContext() = LayerContext{&m_workspace, &m_syncAllreduce};
+  }
 
   Status init(const BuildOptions& options);
 
@@ -106,35 +105,21 @@ class CpuModel final : public TrainableModel, private LayerRunner {
  private:
   enum class Phase { kIdle, kForwardDone };
 
-  // LayerRunner: ModelGraph's walks run the layers through these.
-  bool acceptsMissingInputs(int layer) const override {
-    return m_nodes.acceptsMissingInputs(layer);
-  }
-  void bindInputs(int layer, std::span<const int> producers) override {
-    m_nodes.bindInputs(layer, producers, m_input);
-  }
-  Status bindGradients(int layer, std::span<const GradSink> sinks) override {
-    return m_nodes.bindGradients(layer, sinks);
-  }
   Status beginLayer(int layer, bool backward) override;
   Status endLayer(int layer, bool backward) override;
-  Status forwardLayer(int layer) override { return m_nodes.forward(layer, m_layerContext); }
-  Status backwardLayer(int layer) override { return m_nodes.backward(layer, m_layerContext); }
   int tiedHeadParam() const;
 
   models::ModelSpec m_spec;
   SyntheticData m_data;
   std::vector<Param> m_params;
   std::vector<Buffer> m_buffers;
-  LayerNodes<Tensor, LayerContext> m_nodes;
   ModelGraph m_graph;  // what runs, reachability, gradient-ready points, the walks
   std::unique_ptr<LossHead> m_loss;
-  Tensor m_input, m_targets;
+  Tensor m_targets;
   std::vector<Tensor> m_momentum;
   std::vector<bool> m_momentumDefined;
   Workspace m_workspace;
   SyncAllreduceFn m_syncAllreduce;
-  LayerContext m_layerContext{&m_workspace, &m_syncAllreduce};
   LayerObserver* m_observer = nullptr;
   Phase m_phase = Phase::kIdle;
 };
@@ -178,32 +163,24 @@ Status CpuModel::init(const BuildOptions& options) {
   }
   // Layers and edges.
   ASSIGN_OR_RETURN(m_graph, ModelGraph::build(spec));
-  m_nodes.resize(spec.layers.size());
+  resizeLayers(spec.layers.size());
   const LayerBinder binder(m_params, m_buffers, options.syncBatchNorm);
   for (size_t i = 0; i < spec.layers.size(); ++i) {
     const models::LayerSpec& ls = spec.layers[i];
-    ASSIGN_OR_RETURN(m_nodes[static_cast<int>(i)].layer, makeLayer(ls, binder.bind(ls)));
+    ASSIGN_OR_RETURN(node(static_cast<int>(i)).layer, makeLayer(ls, binder.bind(ls)));
   }
   const TaskInfo& task = m_data.task();
-  switch (task.kind) {
-    case TaskKind::kRegression:
-      m_loss = std::make_unique<LossHead>(LossKind::kMse, nullptr);
-      break;
-    case TaskKind::kClassification:
-      m_loss = std::make_unique<LossHead>(LossKind::kCrossEntropy, nullptr);
-      break;
-    case TaskKind::kLanguageModel:
-      m_loss = std::make_unique<LossHead>(LossKind::kTiedLmCrossEntropy,
-                                          &m_params[static_cast<size_t>(task.headParam)]);
-      for (const models::LayerSpec& ls : spec.layers) {
-        if (ls.type == "Embedding" && (attrOr(ls, "num_embeddings", 0) < task.seqLen) &&
-            ls.name != spec.layers.front().name) {
-          return invalidArgument("sequence length " + std::to_string(task.seqLen) + " exceeds " +
-                                 ls.name + "'s " + std::to_string(attrOr(ls, "num_embeddings", 0)) +
-                                 " positions");
-        }
+  const LossChoice loss = lossFor(task, m_params);
+  m_loss = std::make_unique<LossHead>(loss.kind, loss.tiedWeight);
+  if (task.kind == TaskKind::kLanguageModel) {
+    for (const models::LayerSpec& ls : spec.layers) {
+      if (ls.type == "Embedding" && (attrOr(ls, "num_embeddings", 0) < task.seqLen) &&
+          ls.name != spec.layers.front().name) {
+        return invalidArgument("sequence length " + std::to_string(task.seqLen) + " exceeds " +
+                               ls.name + "'s " + std::to_string(attrOr(ls, "num_embeddings", 0)) +
+                               " positions");
       }
-      break;
+    }
   }
   m_momentum.resize(m_params.size());
   m_momentumDefined.assign(m_params.size(), false);
@@ -237,14 +214,15 @@ Status CpuModel::endLayer(int layer, bool backward) {
 
 StatusOr<ForwardResult> CpuModel::forward(const Batch& batch, int64_t iteration, int rank) {
   m_phase = Phase::kIdle;
-  m_input.resize(batch.inputs.shape());
-  std::copy(batch.inputs.values().begin(), batch.inputs.values().end(), m_input.values().begin());
+  Tensor& input = modelInput();
+  input.resize(batch.inputs.shape());
+  std::copy(batch.inputs.values().begin(), batch.inputs.values().end(), input.values().begin());
   m_targets.resize(batch.targets.shape());
   std::copy(batch.targets.values().begin(), batch.targets.values().end(),
             m_targets.values().begin());
   ForwardResult result;
   RETURN_IF_ERROR(m_graph.runForward(m_spec, iteration, rank, tiedHeadParam(), *this, &result));
-  StatusOr<double> loss = m_loss->forward(m_nodes.back().output, m_targets);
+  StatusOr<double> loss = m_loss->forward(outputNode().output, m_targets);
   if (!loss.isOk()) return loss.status().withContext("model " + m_spec.name);
   result.loss = *loss;
   m_phase = Phase::kForwardDone;
@@ -256,7 +234,7 @@ Status CpuModel::backward(const std::function<Status(int paramIndex)>& onGradRea
     return failedPrecondition("model " + m_spec.name + ": backward() without a forward()");
   }
   m_phase = Phase::kIdle;
-  auto& last = m_nodes.back();
+  Node& last = outputNode();
   RETURN_IF_ERROR(m_loss->backward(last.output, m_targets, last.grad, 1.0f));
   return m_graph.runBackward(m_spec, tiedHeadParam(), *this, onGradReady);
 }

@@ -381,22 +381,22 @@ class IdentityLayer final : public Layer {
 
 }  // namespace
 
-std::unique_ptr<Layer> makeLinearLayer(const LinearConfig& config) {
+std::unique_ptr<Layer> makeLayerFor(const LinearConfig& config) {
   return std::make_unique<LinearLayer>(config);
 }
-std::unique_ptr<Layer> makeActivationLayer(ActivationKind kind) {
-  return std::make_unique<ActivationLayer>(kind);
+std::unique_ptr<Layer> makeLayerFor(const ActivationConfig& config) {
+  return std::make_unique<ActivationLayer>(config.kind);
 }
-std::unique_ptr<Layer> makeLayerNormLayer(const LayerNormConfig& config) {
+std::unique_ptr<Layer> makeLayerFor(const LayerNormConfig& config) {
   return std::make_unique<LayerNormLayer>(config);
 }
-std::unique_ptr<Layer> makeEmbeddingLayer(const EmbeddingConfig& config) {
+std::unique_ptr<Layer> makeLayerFor(const EmbeddingConfig& config) {
   return std::make_unique<EmbeddingLayer>(config);
 }
-std::unique_ptr<Layer> makeAddLayer() {
+std::unique_ptr<Layer> makeLayerFor(const AddConfig&) {
   return std::make_unique<AddLayer>();
 }
-std::unique_ptr<Layer> makeIdentityLayer() {
+std::unique_ptr<Layer> makeLayerFor(const IdentityConfig&) {
   return std::make_unique<IdentityLayer>();
 }
 

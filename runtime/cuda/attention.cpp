@@ -105,7 +105,7 @@ class AttentionCoreLayer final : public CudaLayer {
 
 }  // namespace
 
-std::unique_ptr<CudaLayer> makeAttentionCoreLayer(const AttentionCoreConfig& config) {
+std::unique_ptr<CudaLayer> makeLayerFor(const AttentionCoreConfig& config) {
   return std::make_unique<AttentionCoreLayer>(config);
 }
 

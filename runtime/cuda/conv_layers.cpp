@@ -249,16 +249,16 @@ class AdaptiveAvgPool2dLayer final : public CudaLayer {
 
 }  // namespace
 
-std::unique_ptr<CudaLayer> makeConv2dLayer(const Conv2dConfig& config) {
+std::unique_ptr<CudaLayer> makeLayerFor(const Conv2dConfig& config) {
   return std::make_unique<Conv2dLayer>(config);
 }
-std::unique_ptr<CudaLayer> makeBatchNorm2dLayer(const BatchNorm2dConfig& config) {
+std::unique_ptr<CudaLayer> makeLayerFor(const BatchNorm2dConfig& config) {
   return std::make_unique<BatchNorm2dLayer>(config);
 }
-std::unique_ptr<CudaLayer> makeMaxPool2dLayer(const MaxPool2dConfig& config) {
+std::unique_ptr<CudaLayer> makeLayerFor(const MaxPool2dConfig& config) {
   return std::make_unique<MaxPool2dLayer>(config);
 }
-std::unique_ptr<CudaLayer> makeAdaptiveAvgPool2dLayer(const AdaptiveAvgPool2dConfig& config) {
+std::unique_ptr<CudaLayer> makeLayerFor(const AdaptiveAvgPool2dConfig& config) {
   return std::make_unique<AdaptiveAvgPool2dLayer>(config);
 }
 

@@ -18,43 +18,10 @@ Status lastLaunch(const char* what) {
   return Status::ok();
 }
 
-namespace {
-
-// One constructor per configuration type (std::visit picks it), as the CPU factory's.
-struct CudaLayerMaker {
-  std::unique_ptr<CudaLayer> operator()(const LinearConfig& c) const { return makeLinearLayer(c); }
-  std::unique_ptr<CudaLayer> operator()(const ActivationConfig& c) const {
-    return makeActivationLayer(c.kind);
-  }
-  std::unique_ptr<CudaLayer> operator()(const LayerNormConfig& c) const {
-    return makeLayerNormLayer(c);
-  }
-  std::unique_ptr<CudaLayer> operator()(const EmbeddingConfig& c) const {
-    return makeEmbeddingLayer(c);
-  }
-  std::unique_ptr<CudaLayer> operator()(const AddConfig&) const { return makeAddLayer(); }
-  std::unique_ptr<CudaLayer> operator()(const IdentityConfig&) const { return makeIdentityLayer(); }
-  std::unique_ptr<CudaLayer> operator()(const AttentionCoreConfig& c) const {
-    return makeAttentionCoreLayer(c);
-  }
-  std::unique_ptr<CudaLayer> operator()(const Conv2dConfig& c) const { return makeConv2dLayer(c); }
-  std::unique_ptr<CudaLayer> operator()(const BatchNorm2dConfig& c) const {
-    return makeBatchNorm2dLayer(c);
-  }
-  std::unique_ptr<CudaLayer> operator()(const MaxPool2dConfig& c) const {
-    return makeMaxPool2dLayer(c);
-  }
-  std::unique_ptr<CudaLayer> operator()(const AdaptiveAvgPool2dConfig& c) const {
-    return makeAdaptiveAvgPool2dLayer(c);
-  }
-};
-
-}  // namespace
-
 StatusOr<std::unique_ptr<CudaLayer>> makeCudaLayer(const models::LayerSpec& spec,
                                                    const LayerBinding& binding) {
   ASSIGN_OR_RETURN(LayerConfig config, parseLayerConfig(spec, binding));
-  return std::visit(CudaLayerMaker{}, config);
+  return std::visit([](const auto& c) { return makeLayerFor(c); }, config);
 }
 
 }  // namespace ddpscope::runtime::cuda

@@ -29,14 +29,13 @@ int64_t alignUp(int64_t n) {
   return ceilDiv(n, kArenaAlignFloats) * kArenaAlignFloats;
 }
 
-class CudaModel final : public TrainableModel, private LayerRunner {
+// ModelLayers (private base): the layers and their device tensors, enqueued by ModelGraph's
+// walks; a device-timed span brackets each layer's kernels.
+class CudaModel final : public TrainableModel, private ModelLayers<DeviceTensor, CudaLayerContext> {
  public:
   CudaModel(models::ModelSpec spec, cpu::TaskInfo task, Precision precision, CudaContext& context)
       : m_spec(std::move(spec)), m_data(task), m_context(context), m_gemm(context, precision) {
-    m_layerContext.cuda = &m_context;
-    m_layerContext.gemm = &m_gemm;
-    m_layerContext.workspace = &m_workspace;
-    m_layerContext.syncAllreduce = &m_syncAllreduce;
+    layerContext() = CudaLayerContext{&m_context, &m_gemm, &m_workspace, &m_syncAllreduce};
   }
   ~CudaModel() override {
     cudaStreamSynchronize(m_context.computeStream());
@@ -71,21 +70,8 @@ class CudaModel final : public TrainableModel, private LayerRunner {
   };
   enum class Phase { kIdle, kForwardDone };
 
-  // LayerRunner: ModelGraph's walks enqueue the layers through these; a device-timed span
-  // brackets each layer's kernels.
-  bool acceptsMissingInputs(int layer) const override {
-    return m_nodes.acceptsMissingInputs(layer);
-  }
-  void bindInputs(int layer, std::span<const int> producers) override {
-    m_nodes.bindInputs(layer, producers, m_input);
-  }
-  Status bindGradients(int layer, std::span<const GradSink> sinks) override {
-    return m_nodes.bindGradients(layer, sinks);
-  }
   Status beginLayer(int layer, bool backward) override { return beginSpan(layer, backward, {}); }
   Status endLayer(int, bool) override { return finishSpan(); }
-  Status forwardLayer(int layer) override { return m_nodes.forward(layer, m_layerContext); }
-  Status backwardLayer(int layer) override { return m_nodes.backward(layer, m_layerContext); }
   int tiedHeadParam() const;
 
   StatusOr<cudaEvent_t> nextEvent();
@@ -100,13 +86,11 @@ class CudaModel final : public TrainableModel, private LayerRunner {
   CudaContext& m_context;
   Gemm m_gemm;
   DeviceWorkspace m_workspace;
-  CudaLayerContext m_layerContext;
   std::vector<Param> m_params;
   std::vector<Buffer> m_buffers;
   DeviceBuffer m_valueArena, m_gradArena, m_bufferArena;
-  LayerNodes<DeviceTensor, CudaLayerContext> m_nodes;
   std::unique_ptr<CudaLossHead> m_loss;
-  DeviceTensor m_input, m_targets;
+  DeviceTensor m_targets;
   ModelGraph m_graph;  // shared with the CPU model: what runs, reachability, the walks
   std::vector<DeviceArray<float>> m_momentum;
   std::vector<bool> m_momentumDefined;
@@ -165,25 +149,15 @@ Status CudaModel::init(const BuildOptions& options) {
   reference.reset();
 
   ASSIGN_OR_RETURN(m_graph, ModelGraph::build(m_spec));
-  m_nodes.resize(m_spec.layers.size());
+  resizeLayers(m_spec.layers.size());
   const LayerBinder binder(m_params, m_buffers, options.syncBatchNorm);
   for (size_t i = 0; i < m_spec.layers.size(); ++i) {
     const models::LayerSpec& ls = m_spec.layers[i];
-    ASSIGN_OR_RETURN(m_nodes[static_cast<int>(i)].layer, makeCudaLayer(ls, binder.bind(ls)));
+    ASSIGN_OR_RETURN(node(static_cast<int>(i)).layer, makeCudaLayer(ls, binder.bind(ls)));
   }
   const cpu::TaskInfo& task = m_data.task();
-  switch (task.kind) {
-    case cpu::TaskKind::kRegression:
-      m_loss = std::make_unique<CudaLossHead>(cpu::LossKind::kMse, nullptr);
-      break;
-    case cpu::TaskKind::kClassification:
-      m_loss = std::make_unique<CudaLossHead>(cpu::LossKind::kCrossEntropy, nullptr);
-      break;
-    case cpu::TaskKind::kLanguageModel:
-      m_loss = std::make_unique<CudaLossHead>(cpu::LossKind::kTiedLmCrossEntropy,
-                                              &m_params[static_cast<size_t>(task.headParam)]);
-      break;
-  }
+  const cpu::LossChoice loss = cpu::lossFor(task, m_params);
+  m_loss = std::make_unique<CudaLossHead>(loss.kind, loss.tiedWeight);
   m_momentum.resize(m_params.size());
   m_momentumDefined.assign(m_params.size(), false);
   return device.synchronize();
@@ -258,13 +232,13 @@ Status CudaModel::uploadBatch(const Batch& batch) {
       }
     }
   }
-  RETURN_IF_ERROR(m_input.resize(batch.inputs.shape()));
+  DeviceTensor& input = modelInput();
+  RETURN_IF_ERROR(input.resize(batch.inputs.shape()));
   RETURN_IF_ERROR(m_targets.resize(batch.targets.shape()));
   // Pageable host memory: cudaMemcpyAsync returns once the source has been staged.
-  DDPSCOPE_CUDA_RETURN_IF_ERROR(
-      cudaMemcpyAsync(m_input.data(), batch.inputs.data(),
-                      static_cast<size_t>(batch.inputs.numel()) * sizeof(float),
-                      cudaMemcpyHostToDevice, m_context.computeStream()));
+  DDPSCOPE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
+      input.data(), batch.inputs.data(), static_cast<size_t>(batch.inputs.numel()) * sizeof(float),
+      cudaMemcpyHostToDevice, m_context.computeStream()));
   DDPSCOPE_CUDA_RETURN_IF_ERROR(
       cudaMemcpyAsync(m_targets.data(), batch.targets.data(),
                       static_cast<size_t>(batch.targets.numel()) * sizeof(float),
@@ -289,7 +263,7 @@ StatusOr<ForwardResult> CudaModel::forward(const Batch& batch, int64_t iteration
   RETURN_IF_ERROR(m_graph.runForward(m_spec, iteration, rank, tiedHeadParam(), *this, &result));
   RETURN_IF_ERROR(beginSpan(-1, false, "loss"));
   StatusOr<double> loss =
-      m_loss->forward(m_nodes.back().output, m_targets, batch.targets, m_layerContext);
+      m_loss->forward(outputNode().output, m_targets, batch.targets, layerContext());
   RETURN_IF_ERROR(finishSpan());
   if (!loss.isOk()) return loss.status().withContext("model " + m_spec.name);
   result.loss = *loss;
@@ -303,9 +277,9 @@ Status CudaModel::backward(const std::function<Status(int paramIndex)>& onGradRe
   }
   m_phase = Phase::kIdle;
   DDPSCOPE_CUDA_RETURN_IF_ERROR(cudaSetDevice(m_context.device()));
-  auto& last = m_nodes.back();
+  Node& last = outputNode();
   RETURN_IF_ERROR(beginSpan(-1, true, "loss backward"));
-  Status lossStatus = m_loss->backward(last.output, m_targets, last.grad, 1.0f, m_layerContext);
+  Status lossStatus = m_loss->backward(last.output, m_targets, last.grad, 1.0f, layerContext());
   RETURN_IF_ERROR(finishSpan());
   RETURN_IF_ERROR(lossStatus.withContext("model " + m_spec.name));
   return m_graph.runBackward(m_spec, tiedHeadParam(), *this, onGradReady);

@@ -245,22 +245,22 @@ class IdentityLayer final : public CudaLayer {
 
 }  // namespace
 
-std::unique_ptr<CudaLayer> makeLinearLayer(const LinearConfig& config) {
+std::unique_ptr<CudaLayer> makeLayerFor(const LinearConfig& config) {
   return std::make_unique<LinearLayer>(config);
 }
-std::unique_ptr<CudaLayer> makeActivationLayer(ActivationKind kind) {
-  return std::make_unique<ActivationLayer>(kernelActivation(kind));
+std::unique_ptr<CudaLayer> makeLayerFor(const ActivationConfig& config) {
+  return std::make_unique<ActivationLayer>(kernelActivation(config.kind));
 }
-std::unique_ptr<CudaLayer> makeLayerNormLayer(const LayerNormConfig& config) {
+std::unique_ptr<CudaLayer> makeLayerFor(const LayerNormConfig& config) {
   return std::make_unique<LayerNormLayer>(config);
 }
-std::unique_ptr<CudaLayer> makeEmbeddingLayer(const EmbeddingConfig& config) {
+std::unique_ptr<CudaLayer> makeLayerFor(const EmbeddingConfig& config) {
   return std::make_unique<EmbeddingLayer>(config);
 }
-std::unique_ptr<CudaLayer> makeAddLayer() {
+std::unique_ptr<CudaLayer> makeLayerFor(const AddConfig&) {
   return std::make_unique<AddLayer>();
 }
-std::unique_ptr<CudaLayer> makeIdentityLayer() {
+std::unique_ptr<CudaLayer> makeLayerFor(const IdentityConfig&) {
   return std::make_unique<IdentityLayer>();
 }
 

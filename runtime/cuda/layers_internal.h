@@ -1,6 +1,6 @@
-// Constructors of the concrete CUDA layers (one .cpp per family, as runtime/cpu/) from their
-// checked configurations (runtime/graph/layer_config.h); only cuda_layers.cpp's factory calls
-// them. Not public API.
+// Constructors of the concrete CUDA layers, one overload per checked configuration type
+// (runtime/graph/layer_config.h), one .cpp per family as runtime/cpu/; only cuda_layers.cpp's
+// factory calls them. Not public API.
 #pragma once
 
 #include <memory>
@@ -13,20 +13,21 @@ namespace ddpscope::runtime::cuda {
 Status lastLaunch(const char* what);
 
 // dense_layers.cpp
-std::unique_ptr<CudaLayer> makeLinearLayer(const LinearConfig& config);
-std::unique_ptr<CudaLayer> makeActivationLayer(ActivationKind kind);
-std::unique_ptr<CudaLayer> makeLayerNormLayer(const LayerNormConfig& config);
-std::unique_ptr<CudaLayer> makeEmbeddingLayer(const EmbeddingConfig& config);
-std::unique_ptr<CudaLayer> makeAddLayer();
-std::unique_ptr<CudaLayer> makeIdentityLayer();  // Dropout (disabled), Identity
+std::unique_ptr<CudaLayer> makeLayerFor(const LinearConfig& config);
+std::unique_ptr<CudaLayer> makeLayerFor(const ActivationConfig& config);
+std::unique_ptr<CudaLayer> makeLayerFor(const LayerNormConfig& config);
+std::unique_ptr<CudaLayer> makeLayerFor(const EmbeddingConfig& config);
+std::unique_ptr<CudaLayer> makeLayerFor(const AddConfig& config);
+std::unique_ptr<CudaLayer> makeLayerFor(
+    const IdentityConfig& config);  // Dropout (disabled), Identity
 
 // attention.cpp
-std::unique_ptr<CudaLayer> makeAttentionCoreLayer(const AttentionCoreConfig& config);
+std::unique_ptr<CudaLayer> makeLayerFor(const AttentionCoreConfig& config);
 
 // conv_layers.cpp
-std::unique_ptr<CudaLayer> makeConv2dLayer(const Conv2dConfig& config);
-std::unique_ptr<CudaLayer> makeBatchNorm2dLayer(const BatchNorm2dConfig& config);
-std::unique_ptr<CudaLayer> makeMaxPool2dLayer(const MaxPool2dConfig& config);
-std::unique_ptr<CudaLayer> makeAdaptiveAvgPool2dLayer(const AdaptiveAvgPool2dConfig& config);
+std::unique_ptr<CudaLayer> makeLayerFor(const Conv2dConfig& config);
+std::unique_ptr<CudaLayer> makeLayerFor(const BatchNorm2dConfig& config);
+std::unique_ptr<CudaLayer> makeLayerFor(const MaxPool2dConfig& config);
+std::unique_ptr<CudaLayer> makeLayerFor(const AdaptiveAvgPool2dConfig& config);
 
 }  // namespace ddpscope::runtime::cuda

@@ -243,6 +243,11 @@ Status checkSupportedLayers(const models::ModelSpec& spec) {
   return Status::ok();
 }
 
+int64_t attrOr(const models::LayerSpec& spec, const char* key, int64_t fallback) {
+  auto it = spec.attrs.find(key);
+  return it == spec.attrs.end() ? fallback : static_cast<int64_t>(it->second);
+}
+
 std::vector<std::string> layerBufferNames(const models::LayerSpec& spec) {
   if (spec.type == "BatchNorm2d" || spec.type == "SyncBatchNorm") {
     return {spec.name + ".running_mean", spec.name + ".running_var",

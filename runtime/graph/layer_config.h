@@ -106,6 +106,10 @@ bool isSupportedLayerType(std::string_view type);
 // (supported: ...)".
 Status checkSupportedLayers(const models::ModelSpec& spec);
 
+// An integer attribute read without checks (truncated), `fallback` when absent — for code that
+// reads an already checked spec (initialisation, synthetic data).
+int64_t attrOr(const models::LayerSpec& spec, const char* key, int64_t fallback);
+
 // Names of the buffers a layer of this type needs, given its name (BatchNorm: three).
 std::vector<std::string> layerBufferNames(const models::LayerSpec& spec);
 

@@ -1,6 +1,6 @@
 // The layer contract both backends implement — the CPU's Layer on Tensor (runtime/cpu/layer.h)
-// and the CUDA's CudaLayer on DeviceTensor (runtime/cuda/cuda_layers.h) — and LayerNodes, the
-// tensors a model keeps per layer and hands to it when ModelGraph's walks run it.
+// and the CUDA's CudaLayer on DeviceTensor (runtime/cuda/cuda_layers.h) — and ModelLayers, the
+// tensors a model keeps per layer and hands to them when ModelGraph's walks run them.
 //
 // Contract of a layer, on its backend's tensor type T and layer context C:
 // - forward(inputs, output, ctx): inputs are the producers' outputs (the model input for
@@ -61,12 +61,13 @@ inline float* gradOrNull(Param* p) {
   return p != nullptr ? p->grad.data() : nullptr;
 }
 
-// A model's layers with their tensors: each layer's output and output gradient (dLoss/dOutput),
-// and the pointers its last forward / backward was handed. The model owns one LayerNodes and
-// forwards ModelGraph's LayerRunner calls to it. T::resize returns void (Tensor) or Status
-// (DeviceTensor).
+// A model's layers with their tensors — each layer's output and output gradient (dLoss/dOutput),
+// the model input they start from and the context they run in — run for ModelGraph's walks
+// (LayerRunner). A model inherits it privately and adds the bracket around each layer
+// (beginLayer / endLayer: profiler spans, CUDA events). T::resize returns void (Tensor) or
+// Status (DeviceTensor).
 template <typename T, typename C>
-class LayerNodes {
+class ModelLayers : public LayerRunner {
  public:
   struct Node {
     std::unique_ptr<BasicLayer<T, C>> layer;
@@ -76,44 +77,45 @@ class LayerNodes {
     std::vector<BasicGradTarget<T>> gradTargets;
   };
 
-  void resize(size_t count) { m_nodes.resize(count); }
-  Node& operator[](int layer) { return m_nodes[static_cast<size_t>(layer)]; }
-  Node& back() { return m_nodes.back(); }
+  void resizeLayers(size_t count) { m_nodes.resize(count); }
+  Node& node(int layer) { return m_nodes[static_cast<size_t>(layer)]; }
+  Node& outputNode() { return m_nodes.back(); }  // the last layer: the loss head's input
+  T& modelInput() { return m_input; }
+  C& layerContext() { return m_context; }
 
-  bool acceptsMissingInputs(int layer) const {
+  bool acceptsMissingInputs(int layer) const final {
     return m_nodes[static_cast<size_t>(layer)].layer->acceptsMissingInputs();
   }
-  void bindInputs(int layer, std::span<const int> producers, const T& modelInput) {
-    Node& node = (*this)[layer];
-    node.inputs.clear();
-    for (int p : producers) {
-      node.inputs.push_back(p == ModelGraph::kModelInput ? &modelInput : &(*this)[p].output);
-    }
+  void bindInputs(int layer, std::span<const int> producers) final {
+    Node& n = node(layer);
+    n.inputs.clear();
+    for (int p : producers)
+      n.inputs.push_back(p == ModelGraph::kModelInput ? &m_input : &node(p).output);
   }
   // Points the input gradients at the producers' output gradients; a first writer sizes its
   // producer's gradient like that producer's output.
-  Status bindGradients(int layer, std::span<const GradSink> sinks) {
-    Node& node = (*this)[layer];
-    node.gradTargets.clear();
+  Status bindGradients(int layer, std::span<const GradSink> sinks) final {
+    Node& n = node(layer);
+    n.gradTargets.clear();
     for (const GradSink& sink : sinks) {
       BasicGradTarget<T> target;
       if (sink.producer != ModelGraph::kModelInput) {
-        Node& producer = (*this)[sink.producer];
+        Node& producer = node(sink.producer);
         target.grad = &producer.grad;
         target.accumulate = sink.accumulate;
         if (!sink.accumulate) RETURN_IF_ERROR(resized(producer.grad, producer.output.shape()));
       }
-      node.gradTargets.push_back(target);
+      n.gradTargets.push_back(target);
     }
     return Status::ok();
   }
-  Status forward(int layer, C& ctx) {
-    Node& node = (*this)[layer];
-    return node.layer->forward(node.inputs, node.output, ctx);
+  Status forwardLayer(int layer) final {
+    Node& n = node(layer);
+    return n.layer->forward(n.inputs, n.output, m_context);
   }
-  Status backward(int layer, C& ctx) {
-    Node& node = (*this)[layer];
-    return node.layer->backward(node.inputs, node.output, node.grad, node.gradTargets, ctx);
+  Status backwardLayer(int layer) final {
+    Node& n = node(layer);
+    return n.layer->backward(n.inputs, n.output, n.grad, n.gradTargets, m_context);
   }
 
  private:
@@ -127,6 +129,8 @@ class LayerNodes {
   }
 
   std::vector<Node> m_nodes;
+  T m_input;
+  C m_context;
 };
 
 }  // namespace ddpscope::runtime
