@@ -103,8 +103,6 @@ class CpuModel final : public TrainableModel, private ModelLayers<Tensor, LayerC
   void setSyncAllreduce(SyncAllreduceFn fn) override { m_syncAllreduce = std::move(fn); }
 
  private:
-  enum class Phase { kIdle, kForwardDone };
-
   Status beginLayer(int layer, bool backward) override;
   Status endLayer(int layer, bool backward) override;
   int tiedHeadParam() const;
@@ -121,7 +119,6 @@ class CpuModel final : public TrainableModel, private ModelLayers<Tensor, LayerC
   Workspace m_workspace;
   SyncAllreduceFn m_syncAllreduce;
   LayerObserver* m_observer = nullptr;
-  Phase m_phase = Phase::kIdle;
 };
 
 Status CpuModel::init(const BuildOptions& options) {
@@ -213,7 +210,7 @@ Status CpuModel::endLayer(int layer, bool backward) {
 }
 
 StatusOr<ForwardResult> CpuModel::forward(const Batch& batch, int64_t iteration, int rank) {
-  m_phase = Phase::kIdle;
+  startForward();
   Tensor& input = modelInput();
   input.resize(batch.inputs.shape());
   std::copy(batch.inputs.values().begin(), batch.inputs.values().end(), input.values().begin());
@@ -225,15 +222,12 @@ StatusOr<ForwardResult> CpuModel::forward(const Batch& batch, int64_t iteration,
   StatusOr<double> loss = m_loss->forward(outputNode().output, m_targets);
   if (!loss.isOk()) return loss.status().withContext("model " + m_spec.name);
   result.loss = *loss;
-  m_phase = Phase::kForwardDone;
+  completeForward();
   return result;
 }
 
 Status CpuModel::backward(const std::function<Status(int paramIndex)>& onGradReady) {
-  if (m_phase != Phase::kForwardDone) {
-    return failedPrecondition("model " + m_spec.name + ": backward() without a forward()");
-  }
-  m_phase = Phase::kIdle;
+  RETURN_IF_ERROR(startBackward(m_spec.name));
   Node& last = outputNode();
   RETURN_IF_ERROR(m_loss->backward(last.output, m_targets, last.grad, 1.0f));
   return m_graph.runBackward(m_spec, tiedHeadParam(), *this, onGradReady);

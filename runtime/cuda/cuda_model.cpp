@@ -68,8 +68,6 @@ class CudaModel final : public TrainableModel, private ModelLayers<DeviceTensor,
     std::string name;
     cudaEvent_t start = nullptr, end = nullptr;
   };
-  enum class Phase { kIdle, kForwardDone };
-
   Status beginLayer(int layer, bool backward) override { return beginSpan(layer, backward, {}); }
   Status endLayer(int, bool) override { return finishSpan(); }
   int tiedHeadParam() const;
@@ -96,7 +94,6 @@ class CudaModel final : public TrainableModel, private ModelLayers<DeviceTensor,
   std::vector<bool> m_momentumDefined;
   SyncAllreduceFn m_syncAllreduce;
   LayerObserver* m_observer = nullptr;
-  Phase m_phase = Phase::kIdle;
   std::vector<cudaEvent_t> m_events;
   size_t m_eventsUsed = 0;
   std::vector<PendingSpan> m_spans;
@@ -252,7 +249,7 @@ int CudaModel::tiedHeadParam() const {
 }
 
 StatusOr<ForwardResult> CudaModel::forward(const Batch& batch, int64_t iteration, int rank) {
-  m_phase = Phase::kIdle;
+  startForward();
   DDPSCOPE_CUDA_RETURN_IF_ERROR(cudaSetDevice(m_context.device()));
   // Spans of an iteration without endIteration() are reported now, against the old anchor.
   RETURN_IF_ERROR(reportSpans());
@@ -267,15 +264,12 @@ StatusOr<ForwardResult> CudaModel::forward(const Batch& batch, int64_t iteration
   RETURN_IF_ERROR(finishSpan());
   if (!loss.isOk()) return loss.status().withContext("model " + m_spec.name);
   result.loss = *loss;
-  m_phase = Phase::kForwardDone;
+  completeForward();
   return result;
 }
 
 Status CudaModel::backward(const std::function<Status(int paramIndex)>& onGradReady) {
-  if (m_phase != Phase::kForwardDone) {
-    return failedPrecondition("model " + m_spec.name + ": backward() without a forward()");
-  }
-  m_phase = Phase::kIdle;
+  RETURN_IF_ERROR(startBackward(m_spec.name));
   DDPSCOPE_CUDA_RETURN_IF_ERROR(cudaSetDevice(m_context.device()));
   Node& last = outputNode();
   RETURN_IF_ERROR(beginSpan(-1, true, "loss backward"));

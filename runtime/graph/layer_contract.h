@@ -17,6 +17,7 @@
 
 #include <memory>
 #include <span>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -77,6 +78,19 @@ class ModelLayers : public LayerRunner {
     std::vector<BasicGradTarget<T>> gradTargets;
   };
 
+  // The forward → backward protocol: a backward runs on the tensors of the last completed
+  // forward (loss included), once. startBackward: FailedPrecondition "model M: backward()
+  // without a forward()" otherwise.
+  void startForward() { m_forwardDone = false; }
+  void completeForward() { m_forwardDone = true; }
+  Status startBackward(const std::string& modelName) {
+    if (!m_forwardDone) {
+      return failedPrecondition("model " + modelName + ": backward() without a forward()");
+    }
+    m_forwardDone = false;
+    return Status::ok();
+  }
+
   void resizeLayers(size_t count) { m_nodes.resize(count); }
   Node& node(int layer) { return m_nodes[static_cast<size_t>(layer)]; }
   Node& outputNode() { return m_nodes.back(); }  // the last layer: the loss head's input
@@ -131,6 +145,7 @@ class ModelLayers : public LayerRunner {
   std::vector<Node> m_nodes;
   T m_input;
   C m_context;
+  bool m_forwardDone = false;
 };
 
 }  // namespace ddpscope::runtime
