@@ -219,11 +219,8 @@ StatusOr<ForwardResult> CpuModel::forward(const Batch& batch, int64_t iteration,
             m_targets.values().begin());
   ForwardResult result;
   RETURN_IF_ERROR(m_graph.runForward(m_spec, iteration, rank, tiedHeadParam(), *this, &result));
-  StatusOr<double> loss = m_loss->forward(outputNode().output, m_targets);
-  if (!loss.isOk()) return loss.status().withContext("model " + m_spec.name);
-  result.loss = *loss;
-  completeForward();
-  return result;
+  return completeForward(m_spec.name, m_loss->forward(outputNode().output, m_targets),
+                         std::move(result));
 }
 
 Status CpuModel::backward(const std::function<Status(int paramIndex)>& onGradReady) {

@@ -262,10 +262,7 @@ StatusOr<ForwardResult> CudaModel::forward(const Batch& batch, int64_t iteration
   StatusOr<double> loss =
       m_loss->forward(outputNode().output, m_targets, batch.targets, layerContext());
   RETURN_IF_ERROR(finishSpan());
-  if (!loss.isOk()) return loss.status().withContext("model " + m_spec.name);
-  result.loss = *loss;
-  completeForward();
-  return result;
+  return completeForward(m_spec.name, std::move(loss), std::move(result));
 }
 
 Status CudaModel::backward(const std::function<Status(int paramIndex)>& onGradReady) {

@@ -79,10 +79,18 @@ class ModelLayers : public LayerRunner {
   };
 
   // The forward → backward protocol: a backward runs on the tensors of the last completed
-  // forward (loss included), once. startBackward: FailedPrecondition "model M: backward()
+  // forward (loss included), once; startBackward is FailedPrecondition "model M: backward()
   // without a forward()" otherwise.
   void startForward() { m_forwardDone = false; }
-  void completeForward() { m_forwardDone = true; }
+  // Ends a forward with the loss head's value: the completed result, or the loss head's error
+  // with "model M: " in front (the forward then stays incomplete).
+  StatusOr<ForwardResult> completeForward(const std::string& modelName, StatusOr<double> loss,
+                                          ForwardResult result) {
+    if (!loss.isOk()) return loss.status().withContext("model " + modelName);
+    result.loss = *loss;
+    m_forwardDone = true;
+    return result;
+  }
   Status startBackward(const std::string& modelName) {
     if (!m_forwardDone) {
       return failedPrecondition("model " + modelName + ": backward() without a forward()");
