@@ -127,7 +127,7 @@ struct LayerRig {
       g_context->gradDevice().fill(params[i].value.data(), n, 0.01f);
       spec.params.push_back(static_cast<int>(i));
     }
-    cpu::LayerBinding binding;
+    LayerBinding binding;
     for (Param& p : params) binding.params.push_back(&p);
     ASSIGN_OR_RETURN(layer, makeCudaLayer(spec, binding));
     RETURN_IF_ERROR(input.resize(inputShape));

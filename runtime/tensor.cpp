@@ -87,10 +87,14 @@ void Tensor::fill(float value) {
 }
 
 std::string Tensor::shapeString() const {
+  return runtime::shapeString(m_shape);
+}
+
+std::string shapeString(std::span<const int64_t> shape) {
   std::string text = "[";
-  for (size_t i = 0; i < m_shape.size(); ++i) {
+  for (size_t i = 0; i < shape.size(); ++i) {
     if (i > 0) text += ", ";
-    text += std::to_string(m_shape[i]);
+    text += std::to_string(shape[i]);
   }
   return text + "]";
 }

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -55,5 +56,8 @@ class Tensor {
   float* m_view = nullptr;  // non-null: a view of external memory
   int64_t m_viewNumel = 0;
 };
+
+// "[8, 1024]" — Tensor::shapeString's text for any shape (also the CUDA DeviceTensor's).
+std::string shapeString(std::span<const int64_t> shape);
 
 }  // namespace ddpscope::runtime

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "runtime/cpu/layers_internal.h"
+#include "runtime/graph/shape_checks.h"
 
 namespace ddpscope::runtime::cpu {
 
@@ -23,34 +24,32 @@ namespace {
 
 class AttentionCoreLayer final : public Layer {
  public:
-  AttentionCoreLayer(int64_t heads, int64_t headDim, bool causal)
-      : m_heads(heads), m_headDim(headDim), m_causal(causal) {}
+  explicit AttentionCoreLayer(const AttentionCoreConfig& config) : m_config(config) {}
 
   Status forward(std::span<const Tensor* const> inputs, Tensor& output, LayerContext&) override {
     const Tensor& qkv = *inputs[0];
-    const int64_t width = m_heads * m_headDim;
-    if (qkv.rank() != 3 || qkv.dim(2) != 3 * width) {
-      return invalidArgument("input " + qkv.shapeString() + " is not [batch, seq, " +
-                             std::to_string(3 * width) + "]");
-    }
+    const int64_t heads = m_config.numHeads, headDim = m_config.headDim;
+    const bool causal = m_config.causal;
+    RETURN_IF_ERROR(expectPackedQkv(qkv, heads, headDim));
+    const int64_t width = heads * headDim;
     const int64_t batch = qkv.dim(0), seq = qkv.dim(1);
     output.resize({batch, seq, width});
-    m_probs.resize(static_cast<size_t>(batch * m_heads * seq * seq));
-    const int t = static_cast<int>(seq), d = static_cast<int>(m_headDim);
+    m_probs.resize(static_cast<size_t>(batch * heads * seq * seq));
+    const int t = static_cast<int>(seq), d = static_cast<int>(headDim);
     const int ldQkv = static_cast<int>(3 * width), ldOut = static_cast<int>(width);
-    const float scale = 1.0f / std::sqrt(static_cast<float>(m_headDim));
+    const float scale = 1.0f / std::sqrt(static_cast<float>(headDim));
     for (int64_t b = 0; b < batch; ++b) {
       const float* base = qkv.data() + b * seq * 3 * width;
-      for (int64_t h = 0; h < m_heads; ++h) {
-        const float* q = base + h * m_headDim;
-        const float* k = base + width + h * m_headDim;
-        const float* v = base + 2 * width + h * m_headDim;
-        float* p = m_probs.data() + (b * m_heads + h) * seq * seq;
+      for (int64_t h = 0; h < heads; ++h) {
+        const float* q = base + h * headDim;
+        const float* k = base + width + h * headDim;
+        const float* v = base + 2 * width + h * headDim;
+        float* p = m_probs.data() + (b * heads + h) * seq * seq;
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t, t, d, scale, q, ldQkv, k, ldQkv,
                     0.0f, p, t);
         for (int64_t i = 0; i < seq; ++i) {
           float* row = p + i * seq;
-          const int64_t valid = m_causal ? i + 1 : seq;
+          const int64_t valid = causal ? i + 1 : seq;
           float maxValue = row[0];
           for (int64_t j = 1; j < valid; ++j) maxValue = std::max(maxValue, row[j]);
           float sum = 0;
@@ -62,7 +61,7 @@ class AttentionCoreLayer final : public Layer {
           for (int64_t j = 0; j < valid; ++j) row[j] *= inv;
           for (int64_t j = valid; j < seq; ++j) row[j] = 0.0f;
         }
-        float* o = output.data() + b * seq * width + h * m_headDim;
+        float* o = output.data() + b * seq * width + h * headDim;
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, d, t, 1.0f, p, t, v, ldQkv, 0.0f,
                     o, ldOut);
       }
@@ -74,25 +73,27 @@ class AttentionCoreLayer final : public Layer {
                   std::span<const GradTarget> gradInputs, LayerContext& ctx) override {
     if (gradInputs[0].grad == nullptr) return Status::ok();
     const Tensor& qkv = *inputs[0];
-    const int64_t width = m_heads * m_headDim;
+    const int64_t heads = m_config.numHeads, headDim = m_config.headDim;
+    const bool causal = m_config.causal;
+    const int64_t width = heads * headDim;
     const int64_t batch = qkv.dim(0), seq = qkv.dim(1);
-    const int t = static_cast<int>(seq), d = static_cast<int>(m_headDim);
+    const int t = static_cast<int>(seq), d = static_cast<int>(headDim);
     const int ldQkv = static_cast<int>(3 * width), ldOut = static_cast<int>(width);
-    const float scale = 1.0f / std::sqrt(static_cast<float>(m_headDim));
+    const float scale = 1.0f / std::sqrt(static_cast<float>(headDim));
     const float beta = gradInputs[0].accumulate ? 1.0f : 0.0f;
     float* dS = ctx.workspace->buffer(0, seq * seq);
     for (int64_t b = 0; b < batch; ++b) {
       const float* base = qkv.data() + b * seq * 3 * width;
       float* dBase = gradInputs[0].grad->data() + b * seq * 3 * width;
-      for (int64_t h = 0; h < m_heads; ++h) {
-        const float* q = base + h * m_headDim;
-        const float* k = base + width + h * m_headDim;
-        const float* v = base + 2 * width + h * m_headDim;
-        float* dq = dBase + h * m_headDim;
-        float* dk = dBase + width + h * m_headDim;
-        float* dv = dBase + 2 * width + h * m_headDim;
-        const float* p = m_probs.data() + (b * m_heads + h) * seq * seq;
-        const float* dO = gradOutput.data() + b * seq * width + h * m_headDim;
+      for (int64_t h = 0; h < heads; ++h) {
+        const float* q = base + h * headDim;
+        const float* k = base + width + h * headDim;
+        const float* v = base + 2 * width + h * headDim;
+        float* dq = dBase + h * headDim;
+        float* dk = dBase + width + h * headDim;
+        float* dv = dBase + 2 * width + h * headDim;
+        const float* p = m_probs.data() + (b * heads + h) * seq * seq;
+        const float* dO = gradOutput.data() + b * seq * width + h * headDim;
         // dV = Pᵀ·dO ; dP = dO·Vᵀ
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, t, d, t, 1.0f, p, t, dO, ldOut, beta,
                     dv, ldQkv);
@@ -101,7 +102,7 @@ class AttentionCoreLayer final : public Layer {
         for (int64_t i = 0; i < seq; ++i) {
           const float* pr = p + i * seq;
           float* row = dS + i * seq;
-          const int64_t valid = m_causal ? i + 1 : seq;
+          const int64_t valid = causal ? i + 1 : seq;
           float dot = 0;
           for (int64_t j = 0; j < valid; ++j) dot += pr[j] * row[j];
           for (int64_t j = 0; j < valid; ++j) row[j] = pr[j] * (row[j] - dot);
@@ -118,16 +119,14 @@ class AttentionCoreLayer final : public Layer {
   }
 
  private:
-  int64_t m_heads;
-  int64_t m_headDim;
-  bool m_causal;
+  AttentionCoreConfig m_config;
   std::vector<float> m_probs;  // softmax probabilities [B, H, T, T] of the last forward
 };
 
 }  // namespace
 
-std::unique_ptr<Layer> makeAttentionCoreLayer(int64_t numHeads, int64_t headDim, bool causal) {
-  return std::make_unique<AttentionCoreLayer>(numHeads, headDim, causal);
+std::unique_ptr<Layer> makeLayerFor(const AttentionCoreConfig& config) {
+  return std::make_unique<AttentionCoreLayer>(config);
 }
 
 }  // namespace ddpscope::runtime::cpu

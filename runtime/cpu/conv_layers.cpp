@@ -10,19 +10,11 @@
 #include <vector>
 
 #include "runtime/cpu/layers_internal.h"
+#include "runtime/graph/shape_checks.h"
 
 namespace ddpscope::runtime::cpu {
 
 namespace {
-
-Status expectNchw(const Tensor& x, int64_t channels) {
-  if (x.rank() != 4 || (channels > 0 && x.dim(1) != channels)) {
-    return invalidArgument("input " + x.shapeString() + " is not [batch, " +
-                           (channels > 0 ? std::to_string(channels) : std::string("C")) +
-                           ", height, width]");
-  }
-  return Status::ok();
-}
 
 // Output positions o in [lo, hi) read input o·stride − pad + offset inside [0, size).
 void validRange(int64_t size, int64_t outSize, int64_t stride, int64_t pad, int64_t offset,
@@ -44,38 +36,29 @@ void validRange(int64_t size, int64_t outSize, int64_t stride, int64_t pad, int6
 // per layer): dW += dOut·colᵀ, dcol = Wᵀ·dOut, col2im adds dcol into dx.
 class Conv2dLayer final : public Layer {
  public:
-  Conv2dLayer(int64_t cin, int64_t cout, int64_t k, int64_t stride, int64_t pad, Param* weight,
-              Param* bias)
-      : m_cin(cin),
-        m_cout(cout),
-        m_k(k),
-        m_stride(stride),
-        m_pad(pad),
-        m_weight(weight),
-        m_bias(bias) {}
+  explicit Conv2dLayer(const Conv2dConfig& config) : m_config(config) {}
 
   Status forward(std::span<const Tensor* const> inputs, Tensor& output,
                  LayerContext& ctx) override {
     const Tensor& x = *inputs[0];
-    RETURN_IF_ERROR(expectNchw(x, m_cin));
+    RETURN_IF_ERROR(expectNchw(x, m_config.inChannels));
     setGeometry(x);
-    if (m_ho <= 0 || m_wo <= 0) {
-      return invalidArgument("input " + x.shapeString() + " is smaller than the kernel");
-    }
-    output.resize({m_batch, m_cout, m_ho, m_wo});
-    const int64_t kDim = m_cin * m_k * m_k, n = m_batch * m_ho * m_wo, hw = m_ho * m_wo;
+    RETURN_IF_ERROR(expectOutputCells(x, m_ho, m_wo, "kernel"));
+    const int64_t cout = m_config.outChannels;
+    output.resize({m_batch, cout, m_ho, m_wo});
+    const int64_t kDim = colRows(), n = m_batch * m_ho * m_wo, hw = m_ho * m_wo;
     float* col = ctx.workspace->buffer(0, kDim * n);
     im2col(x.data(), col);
-    float* out = ctx.workspace->buffer(1, m_cout * n);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m_cout),
-                static_cast<int>(n), static_cast<int>(kDim), 1.0f, m_weight->value.data(),
+    float* out = ctx.workspace->buffer(1, cout * n);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(cout),
+                static_cast<int>(n), static_cast<int>(kDim), 1.0f, m_config.weight->value.data(),
                 static_cast<int>(kDim), col, static_cast<int>(n), 0.0f, out, static_cast<int>(n));
     for (int64_t b = 0; b < m_batch; ++b) {
-      for (int64_t c = 0; c < m_cout; ++c) {
-        float* dst = output.data() + (b * m_cout + c) * hw;
+      for (int64_t c = 0; c < cout; ++c) {
+        float* dst = output.data() + (b * cout + c) * hw;
         const float* src = out + c * n + b * hw;
-        if (m_bias != nullptr) {
-          const float bias = m_bias->value[c];
+        if (m_config.bias != nullptr) {
+          const float bias = m_config.bias->value[c];
           for (int64_t i = 0; i < hw; ++i) dst[i] = src[i] + bias;
         } else {
           std::memcpy(dst, src, static_cast<size_t>(hw) * sizeof(float));
@@ -89,33 +72,35 @@ class Conv2dLayer final : public Layer {
                   std::span<const GradTarget> gradInputs, LayerContext& ctx) override {
     const Tensor& x = *inputs[0];
     setGeometry(x);
-    const int64_t kDim = m_cin * m_k * m_k, n = m_batch * m_ho * m_wo, hw = m_ho * m_wo;
-    float* dOut = ctx.workspace->buffer(1, m_cout * n);
+    const int64_t cout = m_config.outChannels;
+    const int64_t kDim = colRows(), n = m_batch * m_ho * m_wo, hw = m_ho * m_wo;
+    float* dOut = ctx.workspace->buffer(1, cout * n);
     for (int64_t b = 0; b < m_batch; ++b) {
-      for (int64_t c = 0; c < m_cout; ++c) {
-        std::memcpy(dOut + c * n + b * hw, gradOutput.data() + (b * m_cout + c) * hw,
+      for (int64_t c = 0; c < cout; ++c) {
+        std::memcpy(dOut + c * n + b * hw, gradOutput.data() + (b * cout + c) * hw,
                     static_cast<size_t>(hw) * sizeof(float));
       }
     }
-    if (m_bias != nullptr) {
-      float beta = paramGradBeta(*m_bias);
-      for (int64_t c = 0; c < m_cout; ++c) {
+    if (Param* bias = m_config.bias; bias != nullptr) {
+      float beta = paramGradBeta(*bias);
+      for (int64_t c = 0; c < cout; ++c) {
         double sum = 0;
         const float* row = dOut + c * n;
         for (int64_t i = 0; i < n; ++i) sum += row[i];
-        m_bias->grad[c] = beta * m_bias->grad[c] + static_cast<float>(sum);
+        bias->grad[c] = beta * bias->grad[c] + static_cast<float>(sum);
       }
     }
     float* col = ctx.workspace->buffer(0, kDim * n);
     im2col(x.data(), col);
-    float beta = paramGradBeta(*m_weight);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m_cout),
+    Param& weight = *m_config.weight;
+    float beta = paramGradBeta(weight);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(cout),
                 static_cast<int>(kDim), static_cast<int>(n), 1.0f, dOut, static_cast<int>(n), col,
-                static_cast<int>(n), beta, m_weight->grad.data(), static_cast<int>(kDim));
+                static_cast<int>(n), beta, weight.grad.data(), static_cast<int>(kDim));
     if (gradInputs[0].grad == nullptr) return Status::ok();
     float* dCol = ctx.workspace->buffer(2, kDim * n);
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(kDim),
-                static_cast<int>(n), static_cast<int>(m_cout), 1.0f, m_weight->value.data(),
+                static_cast<int>(n), static_cast<int>(cout), 1.0f, weight.value.data(),
                 static_cast<int>(kDim), dOut, static_cast<int>(n), 0.0f, dCol, static_cast<int>(n));
     Tensor& dx = *gradInputs[0].grad;
     if (!gradInputs[0].accumulate) dx.fill(0.0f);
@@ -124,78 +109,88 @@ class Conv2dLayer final : public Layer {
   }
 
  private:
+  // One row of col: input channel c read at kernel offset (ki, kj); output positions
+  // [ohLo, ohHi) × [owLo, owHi) read inside the input, the others read padding.
+  struct Tap {
+    int64_t row, c, ki, kj, ohLo, ohHi, owLo, owHi;
+  };
+
   void setGeometry(const Tensor& x) {
     m_batch = x.dim(0);
     m_h = x.dim(2);
     m_w = x.dim(3);
-    m_ho = (m_h + 2 * m_pad - m_k) / m_stride + 1;
-    m_wo = (m_w + 2 * m_pad - m_k) / m_stride + 1;
+    m_ho = (m_h + 2 * m_config.padding - m_config.kernel) / m_config.stride + 1;
+    m_wo = (m_w + 2 * m_config.padding - m_config.kernel) / m_config.stride + 1;
+  }
+  int64_t colRows() const { return m_config.inChannels * m_config.kernel * m_config.kernel; }
+
+  // Calls visit(tap) for every row of col, in row order.
+  template <typename Visit>
+  void forEachTap(Visit&& visit) const {
+    const int64_t k = m_config.kernel, stride = m_config.stride, pad = m_config.padding;
+    for (int64_t c = 0; c < m_config.inChannels; ++c) {
+      for (int64_t ki = 0; ki < k; ++ki) {
+        Tap tap{0, c, ki, 0, 0, 0, 0, 0};
+        validRange(m_h, m_ho, stride, pad, ki, &tap.ohLo, &tap.ohHi);
+        for (int64_t kj = 0; kj < k; ++kj) {
+          tap.kj = kj;
+          tap.row = (c * k + ki) * k + kj;
+          validRange(m_w, m_wo, stride, pad, kj, &tap.owLo, &tap.owHi);
+          visit(tap);
+        }
+      }
+    }
   }
 
   // col[(c·k + ki)·k + kj][b·Ho·Wo + oh·Wo + ow] = x[b][c][oh·s − p + ki][ow·s − p + kj] (0
   // outside)
   void im2col(const float* x, float* col) const {
     const int64_t hw = m_ho * m_wo, n = m_batch * hw;
-    for (int64_t c = 0; c < m_cin; ++c) {
-      for (int64_t ki = 0; ki < m_k; ++ki) {
-        int64_t ohLo, ohHi;
-        validRange(m_h, m_ho, m_stride, m_pad, ki, &ohLo, &ohHi);
-        for (int64_t kj = 0; kj < m_k; ++kj) {
-          int64_t owLo, owHi;
-          validRange(m_w, m_wo, m_stride, m_pad, kj, &owLo, &owHi);
-          float* dstRow = col + ((c * m_k + ki) * m_k + kj) * n;
-          for (int64_t b = 0; b < m_batch; ++b) {
-            const float* src = x + (b * m_cin + c) * m_h * m_w;
-            float* dst = dstRow + b * hw;
-            for (int64_t oh = 0; oh < m_ho; ++oh) {
-              float* d = dst + oh * m_wo;
-              if (oh < ohLo || oh >= ohHi) {
-                std::fill(d, d + m_wo, 0.0f);
-                continue;
-              }
-              const float* s = src + (oh * m_stride - m_pad + ki) * m_w + (kj - m_pad);
-              std::fill(d, d + owLo, 0.0f);
-              if (m_stride == 1) {
-                std::memcpy(d + owLo, s + owLo, static_cast<size_t>(owHi - owLo) * sizeof(float));
-              } else {
-                for (int64_t ow = owLo; ow < owHi; ++ow) d[ow] = s[ow * m_stride];
-              }
-              std::fill(d + owHi, d + m_wo, 0.0f);
-            }
+    const int64_t stride = m_config.stride, pad = m_config.padding;
+    forEachTap([&](const Tap& t) {
+      float* dstRow = col + t.row * n;
+      for (int64_t b = 0; b < m_batch; ++b) {
+        const float* src = x + (b * m_config.inChannels + t.c) * m_h * m_w;
+        float* dst = dstRow + b * hw;
+        for (int64_t oh = 0; oh < m_ho; ++oh) {
+          float* d = dst + oh * m_wo;
+          if (oh < t.ohLo || oh >= t.ohHi) {
+            std::fill(d, d + m_wo, 0.0f);
+            continue;
           }
+          const float* s = src + (oh * stride - pad + t.ki) * m_w + (t.kj - pad);
+          std::fill(d, d + t.owLo, 0.0f);
+          if (stride == 1) {
+            std::memcpy(d + t.owLo, s + t.owLo,
+                        static_cast<size_t>(t.owHi - t.owLo) * sizeof(float));
+          } else {
+            for (int64_t ow = t.owLo; ow < t.owHi; ++ow) d[ow] = s[ow * stride];
+          }
+          std::fill(d + t.owHi, d + m_wo, 0.0f);
         }
       }
-    }
+    });
   }
 
   // The adjoint of im2col: dx[b][c][ih][iw] += dcol[...] for every column that read it.
   void col2im(const float* dCol, float* dx) const {
     const int64_t hw = m_ho * m_wo, n = m_batch * hw;
-    for (int64_t c = 0; c < m_cin; ++c) {
-      for (int64_t ki = 0; ki < m_k; ++ki) {
-        int64_t ohLo, ohHi;
-        validRange(m_h, m_ho, m_stride, m_pad, ki, &ohLo, &ohHi);
-        for (int64_t kj = 0; kj < m_k; ++kj) {
-          int64_t owLo, owHi;
-          validRange(m_w, m_wo, m_stride, m_pad, kj, &owLo, &owHi);
-          const float* srcRow = dCol + ((c * m_k + ki) * m_k + kj) * n;
-          for (int64_t b = 0; b < m_batch; ++b) {
-            float* dst = dx + (b * m_cin + c) * m_h * m_w;
-            const float* src = srcRow + b * hw;
-            for (int64_t oh = ohLo; oh < ohHi; ++oh) {
-              float* d = dst + (oh * m_stride - m_pad + ki) * m_w + (kj - m_pad);
-              const float* s = src + oh * m_wo;
-              for (int64_t ow = owLo; ow < owHi; ++ow) d[ow * m_stride] += s[ow];
-            }
-          }
+    const int64_t stride = m_config.stride, pad = m_config.padding;
+    forEachTap([&](const Tap& t) {
+      const float* srcRow = dCol + t.row * n;
+      for (int64_t b = 0; b < m_batch; ++b) {
+        float* dst = dx + (b * m_config.inChannels + t.c) * m_h * m_w;
+        const float* src = srcRow + b * hw;
+        for (int64_t oh = t.ohLo; oh < t.ohHi; ++oh) {
+          float* d = dst + (oh * stride - pad + t.ki) * m_w + (t.kj - pad);
+          const float* s = src + oh * m_wo;
+          for (int64_t ow = t.owLo; ow < t.owHi; ++ow) d[ow * stride] += s[ow];
         }
       }
-    }
+    });
   }
 
-  int64_t m_cin, m_cout, m_k, m_stride, m_pad;
-  Param* m_weight;
-  Param* m_bias;
+  Conv2dConfig m_config;
   int64_t m_batch = 0, m_h = 0, m_w = 0, m_ho = 0, m_wo = 0;
 };
 
@@ -208,31 +203,24 @@ class Conv2dLayer final : public Layer {
 // Parameter gradients use the local sums; DDP averages them like any other gradient.
 class BatchNorm2dLayer final : public Layer {
  public:
-  BatchNorm2dLayer(int64_t channels, double eps, double momentum, bool sync, Param* weight,
-                   Param* bias, Buffer* runningMean, Buffer* runningVar, Buffer* tracked)
-      : m_channels(channels),
-        m_eps(eps),
-        m_momentum(momentum),
-        m_sync(sync),
-        m_weight(weight),
-        m_bias(bias),
-        m_runningMean(runningMean),
-        m_runningVar(runningVar),
-        m_tracked(tracked) {}
+  explicit BatchNorm2dLayer(const BatchNorm2dConfig& config) : m_config(config) {}
 
   Status forward(std::span<const Tensor* const> inputs, Tensor& output,
                  LayerContext& ctx) override {
     const Tensor& x = *inputs[0];
-    RETURN_IF_ERROR(expectNchw(x, m_channels));
+    const int64_t channels = m_config.channels;
+    Param* const weight = m_config.weight;
+    Param* const bias = m_config.bias;
+    RETURN_IF_ERROR(expectNchw(x, channels));
     const int64_t batch = x.dim(0), hw = x.dim(2) * x.dim(3);
     output.resize(x.shape());
-    const size_t c2 = static_cast<size_t>(m_channels);
+    const size_t c2 = static_cast<size_t>(channels);
     m_stats.assign(2 * c2 + 1, 0.0f);
     std::vector<double>& sums = m_sums;
     sums.assign(2 * c2, 0.0);
     for (int64_t b = 0; b < batch; ++b) {
-      for (int64_t c = 0; c < m_channels; ++c) {
-        const float* in = x.data() + (b * m_channels + c) * hw;
+      for (int64_t c = 0; c < channels; ++c) {
+        const float* in = x.data() + (b * channels + c) * hw;
         double s = 0, sq = 0;
         for (int64_t i = 0; i < hw; ++i) {
           s += in[i];
@@ -243,7 +231,7 @@ class BatchNorm2dLayer final : public Layer {
       }
     }
     double count = static_cast<double>(batch * hw);
-    if (m_sync && ctx.syncAllreduce != nullptr && *ctx.syncAllreduce) {
+    if (syncing(ctx)) {
       for (size_t i = 0; i < 2 * c2; ++i) m_stats[i] = static_cast<float>(sums[i]);
       m_stats[2 * c2] = static_cast<float>(count);
       RETURN_IF_ERROR((*ctx.syncAllreduce)(std::span<float>(m_stats))
@@ -256,27 +244,30 @@ class BatchNorm2dLayer final : public Layer {
     m_count = count;
     m_mean.resize(c2);
     m_invStd.resize(c2);
-    float* rm = m_runningMean != nullptr ? m_runningMean->value.data() : nullptr;
-    float* rv = m_runningVar != nullptr ? m_runningVar->value.data() : nullptr;
+    float* rm = m_config.runningMean != nullptr ? m_config.runningMean->value.data() : nullptr;
+    float* rv = m_config.runningVar != nullptr ? m_config.runningVar->value.data() : nullptr;
+    const double momentum = m_config.momentum;
     for (size_t c = 0; c < c2; ++c) {
       double mean = sums[c] / count;
       double var = std::max(0.0, sums[c2 + c] / count - mean * mean);
       m_mean[c] = static_cast<float>(mean);
-      m_invStd[c] = static_cast<float>(1.0 / std::sqrt(var + m_eps));
-      if (rm != nullptr) rm[c] = static_cast<float>((1 - m_momentum) * rm[c] + m_momentum * mean);
+      m_invStd[c] = static_cast<float>(1.0 / std::sqrt(var + m_config.eps));
+      if (rm != nullptr) rm[c] = static_cast<float>((1 - momentum) * rm[c] + momentum * mean);
       if (rv != nullptr) {
-        rv[c] =
-            static_cast<float>((1 - m_momentum) * rv[c] + m_momentum * var * count / (count - 1));
+        rv[c] = static_cast<float>((1 - momentum) * rv[c] + momentum * var * count / (count - 1));
       }
     }
-    if (m_tracked != nullptr && m_tracked->value.numel() > 0) m_tracked->value[0] += 1.0f;
+    if (Buffer* tracked = m_config.numBatchesTracked;
+        tracked != nullptr && tracked->value.numel() > 0) {
+      tracked->value[0] += 1.0f;
+    }
     for (int64_t b = 0; b < batch; ++b) {
-      for (int64_t c = 0; c < m_channels; ++c) {
+      for (int64_t c = 0; c < channels; ++c) {
         const size_t ci = static_cast<size_t>(c);
-        const float scale = m_invStd[ci] * (m_weight ? m_weight->value[c] : 1.0f);
-        const float shift = (m_bias ? m_bias->value[c] : 0.0f) - m_mean[ci] * scale;
-        const float* in = x.data() + (b * m_channels + c) * hw;
-        float* out = output.data() + (b * m_channels + c) * hw;
+        const float scale = m_invStd[ci] * (weight ? weight->value[c] : 1.0f);
+        const float shift = (bias ? bias->value[c] : 0.0f) - m_mean[ci] * scale;
+        const float* in = x.data() + (b * channels + c) * hw;
+        float* out = output.data() + (b * channels + c) * hw;
         for (int64_t i = 0; i < hw; ++i) out[i] = in[i] * scale + shift;
       }
     }
@@ -286,15 +277,18 @@ class BatchNorm2dLayer final : public Layer {
   Status backward(std::span<const Tensor* const> inputs, const Tensor&, const Tensor& gradOutput,
                   std::span<const GradTarget> gradInputs, LayerContext& ctx) override {
     const Tensor& x = *inputs[0];
+    const int64_t channels = m_config.channels;
+    Param* const weight = m_config.weight;
+    Param* const bias = m_config.bias;
     const int64_t batch = x.dim(0), hw = x.dim(2) * x.dim(3);
-    const size_t c2 = static_cast<size_t>(m_channels);
+    const size_t c2 = static_cast<size_t>(channels);
     std::vector<double>& sums = m_sums;  // Σdy, Σdy·x̂ per channel
     sums.assign(2 * c2, 0.0);
     for (int64_t b = 0; b < batch; ++b) {
-      for (int64_t c = 0; c < m_channels; ++c) {
+      for (int64_t c = 0; c < channels; ++c) {
         const size_t ci = static_cast<size_t>(c);
-        const float* in = x.data() + (b * m_channels + c) * hw;
-        const float* dy = gradOutput.data() + (b * m_channels + c) * hw;
+        const float* in = x.data() + (b * channels + c) * hw;
+        const float* dy = gradOutput.data() + (b * channels + c) * hw;
         const float mean = m_mean[ci], invStd = m_invStd[ci];
         double s = 0, sx = 0;
         for (int64_t i = 0; i < hw; ++i) {
@@ -305,19 +299,19 @@ class BatchNorm2dLayer final : public Layer {
         sums[c2 + ci] += sx;
       }
     }
-    if (m_weight != nullptr) {
-      float beta = paramGradBeta(*m_weight);
+    if (weight != nullptr) {
+      float beta = paramGradBeta(*weight);
       for (size_t c = 0; c < c2; ++c) {
-        m_weight->grad[c] = beta * m_weight->grad[c] + static_cast<float>(sums[c2 + c]);
+        weight->grad[c] = beta * weight->grad[c] + static_cast<float>(sums[c2 + c]);
       }
     }
-    if (m_bias != nullptr) {
-      float beta = paramGradBeta(*m_bias);
+    if (bias != nullptr) {
+      float beta = paramGradBeta(*bias);
       for (size_t c = 0; c < c2; ++c) {
-        m_bias->grad[c] = beta * m_bias->grad[c] + static_cast<float>(sums[c]);
+        bias->grad[c] = beta * bias->grad[c] + static_cast<float>(sums[c]);
       }
     }
-    if (m_sync && ctx.syncAllreduce != nullptr && *ctx.syncAllreduce) {
+    if (syncing(ctx)) {
       m_stats.resize(2 * c2);
       for (size_t i = 0; i < 2 * c2; ++i) m_stats[i] = static_cast<float>(sums[i]);
       RETURN_IF_ERROR((*ctx.syncAllreduce)(std::span<float>(m_stats.data(), 2 * c2))
@@ -328,13 +322,13 @@ class BatchNorm2dLayer final : public Layer {
     float* dxAll = gradInputs[0].grad->data();
     const bool acc = gradInputs[0].accumulate;
     for (int64_t b = 0; b < batch; ++b) {
-      for (int64_t c = 0; c < m_channels; ++c) {
+      for (int64_t c = 0; c < channels; ++c) {
         const size_t ci = static_cast<size_t>(c);
-        const float* in = x.data() + (b * m_channels + c) * hw;
-        const float* dy = gradOutput.data() + (b * m_channels + c) * hw;
-        float* dx = dxAll + (b * m_channels + c) * hw;
+        const float* in = x.data() + (b * channels + c) * hw;
+        const float* dy = gradOutput.data() + (b * channels + c) * hw;
+        float* dx = dxAll + (b * channels + c) * hw;
         const float mean = m_mean[ci], invStd = m_invStd[ci];
-        const float k = invStd * (m_weight ? m_weight->value[c] : 1.0f);
+        const float k = invStd * (weight ? weight->value[c] : 1.0f);
         const float meanDy = static_cast<float>(sums[ci] / m_count);
         const float meanDyX = static_cast<float>(sums[c2 + ci] / m_count);
         for (int64_t i = 0; i < hw; ++i) {
@@ -348,14 +342,11 @@ class BatchNorm2dLayer final : public Layer {
   }
 
  private:
-  int64_t m_channels;
-  double m_eps, m_momentum;
-  bool m_sync;
-  Param* m_weight;
-  Param* m_bias;
-  Buffer* m_runningMean;
-  Buffer* m_runningVar;
-  Buffer* m_tracked;
+  bool syncing(const LayerContext& ctx) const {
+    return m_config.sync && ctx.syncAllreduce != nullptr && *ctx.syncAllreduce;
+  }
+
+  BatchNorm2dConfig m_config;
   double m_count = 0;  // values per channel (all ranks when synced)
   std::vector<float> m_mean, m_invStd, m_stats;
   std::vector<double> m_sums;  // per-channel sums (scratch, reused)
@@ -365,16 +356,15 @@ class BatchNorm2dLayer final : public Layer {
 // MaxPool2d (padding counts as −∞); the argmax of each window is kept for backward.
 class MaxPool2dLayer final : public Layer {
  public:
-  MaxPool2dLayer(int64_t k, int64_t stride, int64_t pad) : m_k(k), m_stride(stride), m_pad(pad) {}
+  explicit MaxPool2dLayer(const MaxPool2dConfig& config) : m_config(config) {}
 
   Status forward(std::span<const Tensor* const> inputs, Tensor& output, LayerContext&) override {
     const Tensor& x = *inputs[0];
     RETURN_IF_ERROR(expectNchw(x, 0));
+    const int64_t k = m_config.kernel, stride = m_config.stride, pad = m_config.padding;
     const int64_t planes = x.dim(0) * x.dim(1), h = x.dim(2), w = x.dim(3);
-    const int64_t ho = (h + 2 * m_pad - m_k) / m_stride + 1,
-                  wo = (w + 2 * m_pad - m_k) / m_stride + 1;
-    if (ho <= 0 || wo <= 0)
-      return invalidArgument("input " + x.shapeString() + " is smaller than the window");
+    const int64_t ho = (h + 2 * pad - k) / stride + 1, wo = (w + 2 * pad - k) / stride + 1;
+    RETURN_IF_ERROR(expectOutputCells(x, ho, wo, "window"));
     output.resize({x.dim(0), x.dim(1), ho, wo});
     m_argmax.resize(static_cast<size_t>(planes * ho * wo));
     for (int64_t p = 0; p < planes; ++p) {
@@ -382,11 +372,11 @@ class MaxPool2dLayer final : public Layer {
       float* out = output.data() + p * ho * wo;
       int32_t* arg = m_argmax.data() + p * ho * wo;
       for (int64_t oh = 0; oh < ho; ++oh) {
-        const int64_t h0 = std::max<int64_t>(0, oh * m_stride - m_pad);
-        const int64_t h1 = std::min(h, oh * m_stride - m_pad + m_k);
+        const int64_t h0 = std::max<int64_t>(0, oh * stride - pad);
+        const int64_t h1 = std::min(h, oh * stride - pad + k);
         for (int64_t ow = 0; ow < wo; ++ow) {
-          const int64_t w0 = std::max<int64_t>(0, ow * m_stride - m_pad);
-          const int64_t w1 = std::min(w, ow * m_stride - m_pad + m_k);
+          const int64_t w0 = std::max<int64_t>(0, ow * stride - pad);
+          const int64_t w1 = std::min(w, ow * stride - pad + k);
           float best = -std::numeric_limits<float>::infinity();
           int64_t bestIndex = h0 * w + w0;
           for (int64_t ih = h0; ih < h1; ++ih) {
@@ -425,7 +415,7 @@ class MaxPool2dLayer final : public Layer {
   }
 
  private:
-  int64_t m_k, m_stride, m_pad;
+  MaxPool2dConfig m_config;
   std::vector<int32_t> m_argmax;  // index inside the input plane, per output element
 };
 
@@ -434,25 +424,26 @@ class MaxPool2dLayer final : public Layer {
 // (likewise columns), PyTorch's bins. Output [B, C, o, o]; a following Linear flattens it.
 class AdaptiveAvgPool2dLayer final : public Layer {
  public:
-  explicit AdaptiveAvgPool2dLayer(int64_t out) : m_out(out) {}
+  explicit AdaptiveAvgPool2dLayer(const AdaptiveAvgPool2dConfig& config) : m_config(config) {}
 
   Status forward(std::span<const Tensor* const> inputs, Tensor& output, LayerContext&) override {
     const Tensor& x = *inputs[0];
     RETURN_IF_ERROR(expectNchw(x, 0));
     const int64_t planes = x.dim(0) * x.dim(1), h = x.dim(2), w = x.dim(3);
-    output.resize({x.dim(0), x.dim(1), m_out, m_out});
+    const int64_t side = m_config.outputSize;
+    output.resize({x.dim(0), x.dim(1), side, side});
     for (int64_t p = 0; p < planes; ++p) {
       const float* in = x.data() + p * h * w;
-      float* out = output.data() + p * m_out * m_out;
-      for (int64_t i = 0; i < m_out; ++i) {
-        const int64_t h0 = i * h / m_out, h1 = ((i + 1) * h + m_out - 1) / m_out;
-        for (int64_t j = 0; j < m_out; ++j) {
-          const int64_t w0 = j * w / m_out, w1 = ((j + 1) * w + m_out - 1) / m_out;
+      float* out = output.data() + p * side * side;
+      for (int64_t i = 0; i < side; ++i) {
+        const int64_t h0 = i * h / side, h1 = ((i + 1) * h + side - 1) / side;
+        for (int64_t j = 0; j < side; ++j) {
+          const int64_t w0 = j * w / side, w1 = ((j + 1) * w + side - 1) / side;
           float sum = 0;
           for (int64_t ih = h0; ih < h1; ++ih) {
             for (int64_t iw = w0; iw < w1; ++iw) sum += in[ih * w + iw];
           }
-          out[i * m_out + j] = sum / static_cast<float>((h1 - h0) * (w1 - w0));
+          out[i * side + j] = sum / static_cast<float>((h1 - h0) * (w1 - w0));
         }
       }
     }
@@ -466,14 +457,15 @@ class AdaptiveAvgPool2dLayer final : public Layer {
     Tensor& dx = *gradInputs[0].grad;
     if (!gradInputs[0].accumulate) dx.fill(0.0f);
     const int64_t planes = x.dim(0) * x.dim(1), h = x.dim(2), w = x.dim(3);
+    const int64_t side = m_config.outputSize;
     for (int64_t p = 0; p < planes; ++p) {
       float* d = dx.data() + p * h * w;
-      const float* dy = gradOutput.data() + p * m_out * m_out;
-      for (int64_t i = 0; i < m_out; ++i) {
-        const int64_t h0 = i * h / m_out, h1 = ((i + 1) * h + m_out - 1) / m_out;
-        for (int64_t j = 0; j < m_out; ++j) {
-          const int64_t w0 = j * w / m_out, w1 = ((j + 1) * w + m_out - 1) / m_out;
-          const float g = dy[i * m_out + j] / static_cast<float>((h1 - h0) * (w1 - w0));
+      const float* dy = gradOutput.data() + p * side * side;
+      for (int64_t i = 0; i < side; ++i) {
+        const int64_t h0 = i * h / side, h1 = ((i + 1) * h + side - 1) / side;
+        for (int64_t j = 0; j < side; ++j) {
+          const int64_t w0 = j * w / side, w1 = ((j + 1) * w + side - 1) / side;
+          const float g = dy[i * side + j] / static_cast<float>((h1 - h0) * (w1 - w0));
           for (int64_t ih = h0; ih < h1; ++ih) {
             for (int64_t iw = w0; iw < w1; ++iw) d[ih * w + iw] += g;
           }
@@ -484,29 +476,22 @@ class AdaptiveAvgPool2dLayer final : public Layer {
   }
 
  private:
-  int64_t m_out;
+  AdaptiveAvgPool2dConfig m_config;
 };
 
 }  // namespace
 
-std::unique_ptr<Layer> makeConv2dLayer(int64_t inChannels, int64_t outChannels, int64_t kernel,
-                                       int64_t stride, int64_t padding, Param* weight,
-                                       Param* bias) {
-  return std::make_unique<Conv2dLayer>(inChannels, outChannels, kernel, stride, padding, weight,
-                                       bias);
+std::unique_ptr<Layer> makeLayerFor(const Conv2dConfig& config) {
+  return std::make_unique<Conv2dLayer>(config);
 }
-std::unique_ptr<Layer> makeBatchNorm2dLayer(int64_t channels, double eps, double momentum,
-                                            bool sync, Param* weight, Param* bias,
-                                            Buffer* runningMean, Buffer* runningVar,
-                                            Buffer* numBatchesTracked) {
-  return std::make_unique<BatchNorm2dLayer>(channels, eps, momentum, sync, weight, bias,
-                                            runningMean, runningVar, numBatchesTracked);
+std::unique_ptr<Layer> makeLayerFor(const BatchNorm2dConfig& config) {
+  return std::make_unique<BatchNorm2dLayer>(config);
 }
-std::unique_ptr<Layer> makeMaxPool2dLayer(int64_t kernel, int64_t stride, int64_t padding) {
-  return std::make_unique<MaxPool2dLayer>(kernel, stride, padding);
+std::unique_ptr<Layer> makeLayerFor(const MaxPool2dConfig& config) {
+  return std::make_unique<MaxPool2dLayer>(config);
 }
-std::unique_ptr<Layer> makeAdaptiveAvgPool2dLayer(int64_t outputSize) {
-  return std::make_unique<AdaptiveAvgPool2dLayer>(outputSize);
+std::unique_ptr<Layer> makeLayerFor(const AdaptiveAvgPool2dConfig& config) {
+  return std::make_unique<AdaptiveAvgPool2dLayer>(config);
 }
 
 }  // namespace ddpscope::runtime::cpu

@@ -4,28 +4,22 @@
 #include <cmath>
 #include <limits>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "runtime/cpu/layer.h"
 #include "runtime/cpu/loss.h"
-#include "runtime/cpu/model_graph.h"
 #include "runtime/cpu/random.h"
 #include "runtime/cpu/synthetic_data.h"
+#include "runtime/graph/layer_config.h"
+#include "runtime/graph/layer_contract.h"
+#include "runtime/graph/model_graph.h"
 
 namespace ddpscope::runtime::cpu {
 
 namespace {
 
-constexpr int kModelInput = ModelGraph::kModelInput;
-constexpr int kLossHeadOwner = ModelGraph::kLossHeadOwner;
 constexpr uint64_t kInitStream = 0x1A17;
-
-int64_t attrOr(const models::LayerSpec& layer, const char* key, int64_t fallback) {
-  auto it = layer.attrs.find(key);
-  return it == layer.attrs.end() ? fallback : static_cast<int64_t>(it->second);
-}
 
 bool endsWith(std::string_view text, std::string_view suffix) {
   return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
@@ -84,9 +78,13 @@ void initBuffer(Buffer& b) {
   }
 }
 
-class CpuModel final : public TrainableModel {
+// ModelLayers (private base): the layers and their tensors, run by ModelGraph's walks; the
+// observer's Begin/End calls bracket each layer.
+class CpuModel final : public TrainableModel, private ModelLayers<Tensor, LayerContext> {
  public:
-  CpuModel(models::ModelSpec spec, TaskInfo task) : m_spec(std::move(spec)), m_data(task) {}
+  CpuModel(models::ModelSpec spec, TaskInfo task) : m_spec(std::move(spec)), m_data(task) {
+    layerContext() = LayerContext{&m_workspace, &m_syncAllreduce};
+  }
 
   Status init(const BuildOptions& options);
 
@@ -105,30 +103,22 @@ class CpuModel final : public TrainableModel {
   void setSyncAllreduce(SyncAllreduceFn fn) override { m_syncAllreduce = std::move(fn); }
 
  private:
-  struct Node {
-    std::unique_ptr<Layer> layer;
-    Tensor output;
-    Tensor grad;               // dLoss/dOutput
-    bool gradWritten = false;  // grad holds a value this backward
-    std::vector<const Tensor*> inputPtrs;
-    std::vector<GradTarget> gradTargets;
-  };
-  enum class Phase { kIdle, kForwardDone };
+  Status beginLayer(int layer, bool backward) override;
+  Status endLayer(int layer, bool backward) override;
+  int tiedHeadParam() const;
 
   models::ModelSpec m_spec;
   SyntheticData m_data;
   std::vector<Param> m_params;
   std::vector<Buffer> m_buffers;
-  std::vector<Node> m_nodes;
-  ModelGraph m_graph;  // producers, presence, reachability, gradient-ready points
+  ModelGraph m_graph;  // what runs, reachability, gradient-ready points, the walks
   std::unique_ptr<LossHead> m_loss;
-  Tensor m_input, m_targets;
+  Tensor m_targets;
   std::vector<Tensor> m_momentum;
   std::vector<bool> m_momentumDefined;
   Workspace m_workspace;
   SyncAllreduceFn m_syncAllreduce;
   LayerObserver* m_observer = nullptr;
-  Phase m_phase = Phase::kIdle;
 };
 
 Status CpuModel::init(const BuildOptions& options) {
@@ -146,12 +136,10 @@ Status CpuModel::init(const BuildOptions& options) {
     m_params[i].grad = Tensor(ps.shape);
   }
   m_buffers.resize(spec.buffers.size());
-  std::unordered_map<std::string, Buffer*> bufferByName;
   for (size_t i = 0; i < spec.buffers.size(); ++i) {
     m_buffers[i].name = spec.buffers[i].name;
     m_buffers[i].value = Tensor(spec.buffers[i].shape);
     initBuffer(m_buffers[i]);
-    bufferByName[m_buffers[i].name] = &m_buffers[i];
   }
   // Parameter init, by first owner.
   std::vector<const models::LayerSpec*> firstOwner(spec.params.size(), nullptr);
@@ -172,130 +160,74 @@ Status CpuModel::init(const BuildOptions& options) {
   }
   // Layers and edges.
   ASSIGN_OR_RETURN(m_graph, ModelGraph::build(spec));
-  m_nodes.resize(spec.layers.size());
+  resizeLayers(spec.layers.size());
+  const LayerBinder binder(m_params, m_buffers, options.syncBatchNorm);
   for (size_t i = 0; i < spec.layers.size(); ++i) {
     const models::LayerSpec& ls = spec.layers[i];
-    Node& node = m_nodes[i];
-    LayerBinding binding;
-    for (int p : ls.params) binding.params.push_back(&m_params[static_cast<size_t>(p)]);
-    for (const std::string& name : layerBufferNames(ls)) {
-      auto it = bufferByName.find(name);
-      binding.buffers.push_back(it == bufferByName.end() ? nullptr : it->second);
-    }
-    binding.syncBatchNorm = options.syncBatchNorm;
-    ASSIGN_OR_RETURN(node.layer, makeLayer(ls, binding));
+    ASSIGN_OR_RETURN(node(static_cast<int>(i)).layer, makeLayer(ls, binder.bind(ls)));
   }
   const TaskInfo& task = m_data.task();
-  switch (task.kind) {
-    case TaskKind::kRegression:
-      m_loss = std::make_unique<LossHead>(LossKind::kMse, nullptr);
-      break;
-    case TaskKind::kClassification:
-      m_loss = std::make_unique<LossHead>(LossKind::kCrossEntropy, nullptr);
-      break;
-    case TaskKind::kLanguageModel:
-      m_loss = std::make_unique<LossHead>(LossKind::kTiedLmCrossEntropy,
-                                          &m_params[static_cast<size_t>(task.headParam)]);
-      for (const models::LayerSpec& ls : spec.layers) {
-        if (ls.type == "Embedding" && (attrOr(ls, "num_embeddings", 0) < task.seqLen) &&
-            ls.name != spec.layers.front().name) {
-          return invalidArgument("sequence length " + std::to_string(task.seqLen) + " exceeds " +
-                                 ls.name + "'s " + std::to_string(attrOr(ls, "num_embeddings", 0)) +
-                                 " positions");
-        }
+  const LossChoice loss = lossFor(task, m_params);
+  m_loss = std::make_unique<LossHead>(loss.kind, loss.tiedWeight);
+  if (task.kind == TaskKind::kLanguageModel) {
+    for (const models::LayerSpec& ls : spec.layers) {
+      if (ls.type == "Embedding" && (attrOr(ls, "num_embeddings", 0) < task.seqLen) &&
+          ls.name != spec.layers.front().name) {
+        return invalidArgument("sequence length " + std::to_string(task.seqLen) + " exceeds " +
+                               ls.name + "'s " + std::to_string(attrOr(ls, "num_embeddings", 0)) +
+                               " positions");
       }
-      break;
+    }
   }
   m_momentum.resize(m_params.size());
   m_momentumDefined.assign(m_params.size(), false);
   return Status::ok();
 }
 
+int CpuModel::tiedHeadParam() const {
+  const Param* head = m_loss->tiedWeight();
+  return head ? static_cast<int>(head - m_params.data()) : -1;
+}
+
+Status CpuModel::beginLayer(int layer, bool backward) {
+  if (m_observer == nullptr) return Status::ok();
+  if (backward) {
+    m_observer->onBackwardBegin(layer);
+  } else {
+    m_observer->onForwardBegin(layer);
+  }
+  return Status::ok();
+}
+
+Status CpuModel::endLayer(int layer, bool backward) {
+  if (m_observer == nullptr) return Status::ok();
+  if (backward) {
+    m_observer->onBackwardEnd(layer);
+  } else {
+    m_observer->onForwardEnd(layer);
+  }
+  return Status::ok();
+}
+
 StatusOr<ForwardResult> CpuModel::forward(const Batch& batch, int64_t iteration, int rank) {
-  m_phase = Phase::kIdle;
-  m_input.resize(batch.inputs.shape());
-  std::copy(batch.inputs.values().begin(), batch.inputs.values().end(), m_input.values().begin());
+  startForward();
+  Tensor& input = modelInput();
+  input.resize(batch.inputs.shape());
+  std::copy(batch.inputs.values().begin(), batch.inputs.values().end(), input.values().begin());
   m_targets.resize(batch.targets.shape());
   std::copy(batch.targets.values().begin(), batch.targets.values().end(),
             m_targets.values().begin());
-  LayerContext ctx{&m_workspace, &m_syncAllreduce};
   ForwardResult result;
-  m_graph.beginForward();
-  for (size_t i = 0; i < m_nodes.size(); ++i) {
-    Node& node = m_nodes[i];
-    const models::LayerSpec& ls = m_spec.layers[i];
-    const int layerIndex = static_cast<int>(i);
-    node.gradWritten = false;
-    node.inputPtrs.clear();
-    if (ls.use && !ls.use->usedIn(iteration, rank)) continue;
-    if (!m_graph.collectInputs(layerIndex, node.layer->acceptsMissingInputs())) continue;
-    for (int p : m_graph.presentProducers(layerIndex)) {
-      node.inputPtrs.push_back(p == kModelInput ? &m_input
-                                                : &m_nodes[static_cast<size_t>(p)].output);
-    }
-    if (m_observer != nullptr) m_observer->onForwardBegin(layerIndex);
-    Status status = node.layer->forward(node.inputPtrs, node.output, ctx);
-    if (m_observer != nullptr) m_observer->onForwardEnd(layerIndex);
-    if (!status.isOk()) return status.withContext("model " + m_spec.name + ": layer " + ls.name);
-    m_graph.markPresent(layerIndex);
-    result.executedLayers.push_back(layerIndex);
-  }
-  const Param* head = m_loss->tiedWeight();
-  RETURN_IF_ERROR(m_graph.finishForward(m_spec, iteration,
-                                        head ? static_cast<int>(head - m_params.data()) : -1,
-                                        &result.unusedParams));
-  StatusOr<double> loss = m_loss->forward(m_nodes.back().output, m_targets);
-  if (!loss.isOk()) return loss.status().withContext("model " + m_spec.name);
-  result.loss = *loss;
-  m_phase = Phase::kForwardDone;
-  return result;
+  RETURN_IF_ERROR(m_graph.runForward(m_spec, iteration, rank, tiedHeadParam(), *this, &result));
+  return completeForward(m_spec.name, m_loss->forward(outputNode().output, m_targets),
+                         std::move(result));
 }
 
 Status CpuModel::backward(const std::function<Status(int paramIndex)>& onGradReady) {
-  if (m_phase != Phase::kForwardDone) {
-    return failedPrecondition("model " + m_spec.name + ": backward() without a forward()");
-  }
-  m_phase = Phase::kIdle;
-  LayerContext ctx{&m_workspace, &m_syncAllreduce};
-  Node& last = m_nodes.back();
+  RETURN_IF_ERROR(startBackward(m_spec.name));
+  Node& last = outputNode();
   RETURN_IF_ERROR(m_loss->backward(last.output, m_targets, last.grad, 1.0f));
-  last.gradWritten = true;
-  if (Param* head = m_loss->tiedWeight()) {
-    const int p = static_cast<int>(head - m_params.data());
-    if (m_graph.fireAt(p) == kLossHeadOwner && onGradReady) {
-      RETURN_IF_ERROR(onGradReady(p));
-    }
-  }
-  for (size_t i = m_nodes.size(); i-- > 0;) {
-    Node& node = m_nodes[i];
-    if (!m_graph.reached(static_cast<int>(i))) continue;
-    DDPSCOPE_CHECK(node.gradWritten);
-    node.gradTargets.clear();
-    for (int p : m_graph.presentProducers(static_cast<int>(i))) {
-      GradTarget target;
-      if (p != kModelInput) {
-        Node& producer = m_nodes[static_cast<size_t>(p)];
-        target.grad = &producer.grad;
-        target.accumulate = producer.gradWritten;
-        if (!producer.gradWritten) producer.grad.resize(producer.output.shape());
-        producer.gradWritten = true;
-      }
-      node.gradTargets.push_back(target);
-    }
-    const int layerIndex = static_cast<int>(i);
-    if (m_observer != nullptr) m_observer->onBackwardBegin(layerIndex);
-    Status status =
-        node.layer->backward(node.inputPtrs, node.output, node.grad, node.gradTargets, ctx);
-    if (m_observer != nullptr) m_observer->onBackwardEnd(layerIndex);
-    if (!status.isOk()) {
-      return status.withContext("model " + m_spec.name + ": layer " + m_spec.layers[i].name);
-    }
-    if (!onGradReady) continue;
-    for (int p : m_spec.layers[i].gradReadyOrder) {
-      if (m_graph.fireAt(p) == layerIndex) RETURN_IF_ERROR(onGradReady(p));
-    }
-  }
-  return Status::ok();
+  return m_graph.runBackward(m_spec, tiedHeadParam(), *this, onGradReady);
 }
 
 void CpuModel::zeroGrad() {
@@ -334,13 +266,7 @@ void CpuModel::sgdStep(double learningRate, double momentum) {
 
 StatusOr<std::unique_ptr<TrainableModel>> buildCpuModel(const models::ModelSpec& spec,
                                                         const BuildOptions& options) {
-  for (const models::LayerSpec& layer : spec.layers) {
-    if (!isSupportedLayerType(layer.type)) {
-      return unimplemented("model " + spec.name + ": layer " + layer.name +
-                           ": unsupported layer type '" + layer.type +
-                           "' (supported: " + supportedLayerTypes() + ")");
-    }
-  }
+  RETURN_IF_ERROR(checkSupportedLayers(spec));
   ASSIGN_OR_RETURN(TaskInfo task, deriveTask(spec, options.inputs));
   auto model = std::make_unique<CpuModel>(spec, task);
   Status status = model->init(options);

@@ -8,53 +8,38 @@
 #include <vector>
 
 #include "runtime/cpu/layers_internal.h"
+#include "runtime/graph/shape_checks.h"
 
 namespace ddpscope::runtime::cpu {
 
 namespace {
 
-// Rows of a [..., width] activation; also accepts [N, d1, d2...] with d1·d2·… = width (flatten).
-StatusOr<int64_t> rowsOf(const Tensor& x, int64_t width, std::vector<int64_t>* outShape,
-                         int64_t outWidth) {
-  if (x.rank() >= 1 && x.shape().back() == width) {
-    *outShape = x.shape();
-    outShape->back() = outWidth;
-    return x.numel() / width;
-  }
-  if (x.rank() >= 2 && width > 0 && x.numel() == x.dim(0) * width) {
-    *outShape = {x.dim(0), outWidth};
-    return x.dim(0);
-  }
-  return invalidArgument("input " + x.shapeString() + " does not end in " + std::to_string(width) +
-                         " features");
-}
-
 // ------------------------------------------------------------------------------------------
 // Linear / Conv1D: one sgemm for the output, two for the gradients, a column sum for the bias.
 class LinearLayer final : public Layer {
  public:
-  LinearLayer(int64_t in, int64_t out, bool weightInOut, Param* weight, Param* bias)
-      : m_in(in), m_out(out), m_weightInOut(weightInOut), m_weight(weight), m_bias(bias) {}
+  explicit LinearLayer(const LinearConfig& config) : m_config(config) {}
 
   Status forward(std::span<const Tensor* const> inputs, Tensor& output, LayerContext&) override {
     const Tensor& x = *inputs[0];
+    const int64_t in = m_config.inFeatures, out = m_config.outFeatures;
     std::vector<int64_t> shape;
-    ASSIGN_OR_RETURN(int64_t rows, rowsOf(x, m_in, &shape, m_out));
+    ASSIGN_OR_RETURN(int64_t rows, rowsOf(x, in, &shape, out));
     output.resize(std::move(shape));
-    const int m = static_cast<int>(rows), n = static_cast<int>(m_out), k = static_cast<int>(m_in);
-    if (m_weightInOut) {
+    const int m = static_cast<int>(rows), n = static_cast<int>(out), k = static_cast<int>(in);
+    if (m_config.weightInOut) {
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, x.data(), k,
-                  m_weight->value.data(), n, 0.0f, output.data(), n);
+                  m_config.weight->value.data(), n, 0.0f, output.data(), n);
     } else {
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, x.data(), k,
-                  m_weight->value.data(), k, 0.0f, output.data(), n);
+                  m_config.weight->value.data(), k, 0.0f, output.data(), n);
     }
-    if (m_bias != nullptr) {
-      const float* b = m_bias->value.data();
+    if (m_config.bias != nullptr) {
+      const float* b = m_config.bias->value.data();
       float* y = output.data();
       for (int64_t r = 0; r < rows; ++r) {
-        float* row = y + r * m_out;
-        for (int64_t j = 0; j < m_out; ++j) row[j] += b[j];
+        float* row = y + r * out;
+        for (int64_t j = 0; j < out; ++j) row[j] += b[j];
       }
     }
     return Status::ok();
@@ -63,44 +48,42 @@ class LinearLayer final : public Layer {
   Status backward(std::span<const Tensor* const> inputs, const Tensor&, const Tensor& gradOutput,
                   std::span<const GradTarget> gradInputs, LayerContext&) override {
     const Tensor& x = *inputs[0];
-    const int64_t rows = x.numel() / m_in;
-    const int m = static_cast<int>(rows), n = static_cast<int>(m_out), k = static_cast<int>(m_in);
+    const int64_t in = m_config.inFeatures, out = m_config.outFeatures;
+    const int64_t rows = x.numel() / in;
+    const int m = static_cast<int>(rows), n = static_cast<int>(out), k = static_cast<int>(in);
     const float* dy = gradOutput.data();
     if (gradInputs[0].grad != nullptr) {
       float* dx = gradInputs[0].grad->data();
       float beta = gradInputs[0].accumulate ? 1.0f : 0.0f;
       // dx[rows, in] = dy[rows, out] · W[out, in]   (Conv1D: · W[in, out]ᵀ)
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, m_weightInOut ? CblasTrans : CblasNoTrans, m, k, n,
-                  1.0f, dy, n, m_weight->value.data(), m_weightInOut ? n : k, beta, dx, k);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, m_config.weightInOut ? CblasTrans : CblasNoTrans, m,
+                  k, n, 1.0f, dy, n, m_config.weight->value.data(), m_config.weightInOut ? n : k,
+                  beta, dx, k);
     }
-    if (m_bias != nullptr) {
-      float beta = paramGradBeta(*m_bias);
-      float* db = m_bias->grad.data();
-      if (beta == 0.0f) std::fill(db, db + m_out, 0.0f);
+    if (m_config.bias != nullptr) {
+      float beta = paramGradBeta(*m_config.bias);
+      float* db = m_config.bias->grad.data();
+      if (beta == 0.0f) std::fill(db, db + out, 0.0f);
       for (int64_t r = 0; r < rows; ++r) {
-        const float* row = dy + r * m_out;
-        for (int64_t j = 0; j < m_out; ++j) db[j] += row[j];
+        const float* row = dy + r * out;
+        for (int64_t j = 0; j < out; ++j) db[j] += row[j];
       }
     }
-    float beta = paramGradBeta(*m_weight);
-    if (m_weightInOut) {
+    float beta = paramGradBeta(*m_config.weight);
+    if (m_config.weightInOut) {
       // dW[in, out] += xᵀ · dy
       cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, k, n, m, 1.0f, x.data(), k, dy, n, beta,
-                  m_weight->grad.data(), n);
+                  m_config.weight->grad.data(), n);
     } else {
       // dW[out, in] += dyᵀ · x
       cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, k, m, 1.0f, dy, n, x.data(), k, beta,
-                  m_weight->grad.data(), k);
+                  m_config.weight->grad.data(), k);
     }
     return Status::ok();
   }
 
  private:
-  int64_t m_in;
-  int64_t m_out;
-  bool m_weightInOut;
-  Param* m_weight;
-  Param* m_bias;
+  LinearConfig m_config;
 };
 
 // ------------------------------------------------------------------------------------------
@@ -195,38 +178,35 @@ class ActivationLayer final : public Layer {
 // LayerNorm over the last dimension; mean and 1/std per row are kept for backward.
 class LayerNormLayer final : public Layer {
  public:
-  LayerNormLayer(int64_t width, double eps, Param* weight, Param* bias)
-      : m_width(width), m_eps(eps), m_weight(weight), m_bias(bias) {}
+  explicit LayerNormLayer(const LayerNormConfig& config) : m_config(config) {}
 
   Status forward(std::span<const Tensor* const> inputs, Tensor& output, LayerContext&) override {
     const Tensor& x = *inputs[0];
-    if (x.rank() < 1 || x.shape().back() != m_width) {
-      return invalidArgument("input " + x.shapeString() + " does not end in " +
-                             std::to_string(m_width));
-    }
+    const int64_t width = m_config.width;
+    RETURN_IF_ERROR(expectLastDim(x, width));
     output.resize(x.shape());
-    const int64_t rows = x.numel() / m_width;
+    const int64_t rows = x.numel() / width;
     m_mean.resize(static_cast<size_t>(rows));
     m_rstd.resize(static_cast<size_t>(rows));
-    const float* gamma = m_weight != nullptr ? m_weight->value.data() : nullptr;
-    const float* beta = m_bias != nullptr ? m_bias->value.data() : nullptr;
+    const float* gamma = valueOrNull(m_config.weight);
+    const float* beta = valueOrNull(m_config.bias);
     for (int64_t r = 0; r < rows; ++r) {
-      const float* in = x.data() + r * m_width;
-      float* out = output.data() + r * m_width;
+      const float* in = x.data() + r * width;
+      float* out = output.data() + r * width;
       double sum = 0;
-      for (int64_t j = 0; j < m_width; ++j) sum += in[j];
-      const double mean = sum / static_cast<double>(m_width);
+      for (int64_t j = 0; j < width; ++j) sum += in[j];
+      const double mean = sum / static_cast<double>(width);
       double sq = 0;
-      for (int64_t j = 0; j < m_width; ++j) {
+      for (int64_t j = 0; j < width; ++j) {
         double d = in[j] - mean;
         sq += d * d;
       }
       const float rstd =
-          static_cast<float>(1.0 / std::sqrt(sq / static_cast<double>(m_width) + m_eps));
+          static_cast<float>(1.0 / std::sqrt(sq / static_cast<double>(width) + m_config.eps));
       const float meanF = static_cast<float>(mean);
       m_mean[static_cast<size_t>(r)] = meanF;
       m_rstd[static_cast<size_t>(r)] = rstd;
-      for (int64_t j = 0; j < m_width; ++j) {
+      for (int64_t j = 0; j < width; ++j) {
         float xhat = (in[j] - meanF) * rstd;
         out[j] = (gamma ? gamma[j] : 1.0f) * xhat + (beta ? beta[j] : 0.0f);
       }
@@ -237,20 +217,21 @@ class LayerNormLayer final : public Layer {
   Status backward(std::span<const Tensor* const> inputs, const Tensor&, const Tensor& gradOutput,
                   std::span<const GradTarget> gradInputs, LayerContext&) override {
     const Tensor& x = *inputs[0];
-    const int64_t rows = x.numel() / m_width;
-    const float* gamma = m_weight != nullptr ? m_weight->value.data() : nullptr;
-    m_dGamma.assign(static_cast<size_t>(m_width), 0.0f);
-    m_dBeta.assign(static_cast<size_t>(m_width), 0.0f);
+    const int64_t width = m_config.width;
+    const int64_t rows = x.numel() / width;
+    const float* gamma = valueOrNull(m_config.weight);
+    m_dGamma.assign(static_cast<size_t>(width), 0.0f);
+    m_dBeta.assign(static_cast<size_t>(width), 0.0f);
     float* dx = gradInputs[0].grad != nullptr ? gradInputs[0].grad->data() : nullptr;
     const bool acc = gradInputs[0].accumulate;
-    const float invWidth = 1.0f / static_cast<float>(m_width);
+    const float invWidth = 1.0f / static_cast<float>(width);
     for (int64_t r = 0; r < rows; ++r) {
-      const float* in = x.data() + r * m_width;
-      const float* dy = gradOutput.data() + r * m_width;
+      const float* in = x.data() + r * width;
+      const float* dy = gradOutput.data() + r * width;
       const float mean = m_mean[static_cast<size_t>(r)];
       const float rstd = m_rstd[static_cast<size_t>(r)];
       float sumG = 0, sumGX = 0;
-      for (int64_t j = 0; j < m_width; ++j) {
+      for (int64_t j = 0; j < width; ++j) {
         float xhat = (in[j] - mean) * rstd;
         m_dGamma[static_cast<size_t>(j)] += dy[j] * xhat;
         m_dBeta[static_cast<size_t>(j)] += dy[j];
@@ -259,17 +240,17 @@ class LayerNormLayer final : public Layer {
         sumGX += g * xhat;
       }
       if (dx == nullptr) continue;
-      float* d = dx + r * m_width;
+      float* d = dx + r * width;
       const float meanG = sumG * invWidth, meanGX = sumGX * invWidth;
-      for (int64_t j = 0; j < m_width; ++j) {
+      for (int64_t j = 0; j < width; ++j) {
         float xhat = (in[j] - mean) * rstd;
         float g = dy[j] * (gamma ? gamma[j] : 1.0f);
         float v = rstd * (g - meanG - xhat * meanGX);
         d[j] = acc ? d[j] + v : v;
       }
     }
-    addInto(m_weight, m_dGamma);
-    addInto(m_bias, m_dBeta);
+    addInto(m_config.weight, m_dGamma);
+    addInto(m_config.bias, m_dBeta);
     return Status::ok();
   }
 
@@ -281,10 +262,7 @@ class LayerNormLayer final : public Layer {
     for (size_t j = 0; j < values.size(); ++j) g[j] = beta * g[j] + values[j];
   }
 
-  int64_t m_width;
-  double m_eps;
-  Param* m_weight;
-  Param* m_bias;
+  LayerNormConfig m_config;
   std::vector<float> m_mean, m_rstd, m_dGamma, m_dBeta;
 };
 
@@ -292,51 +270,51 @@ class LayerNormLayer final : public Layer {
 // Embedding: rows of the weight gathered by token id (or by position), scatter-added back.
 class EmbeddingLayer final : public Layer {
  public:
-  EmbeddingLayer(int64_t num, int64_t dim, bool positional, Param* weight)
-      : m_num(num), m_dim(dim), m_positional(positional), m_weight(weight) {}
+  explicit EmbeddingLayer(const EmbeddingConfig& config) : m_config(config) {}
 
   Status forward(std::span<const Tensor* const> inputs, Tensor& output, LayerContext&) override {
     const Tensor& ids = *inputs[0];
-    if (ids.rank() < 1) return invalidArgument("input must have at least one dimension");
+    const int64_t num = m_config.numEmbeddings, dim = m_config.dim;
+    const bool positional = m_config.positional;
+    RETURN_IF_ERROR(expectIds(ids));
     std::vector<int64_t> shape = ids.shape();
-    shape.push_back(m_dim);
+    shape.push_back(dim);
     output.resize(std::move(shape));
     const int64_t count = ids.numel();
     const int64_t seq = ids.shape().back();
     m_rows.resize(static_cast<size_t>(count));
     for (int64_t i = 0; i < count; ++i) {
-      int64_t row = m_positional ? i % seq : static_cast<int64_t>(ids[i]);
-      if (row < 0 || row >= m_num || (!m_positional && static_cast<float>(row) != ids[i])) {
-        return invalidArgument((m_positional ? "position " : "token id ") +
-                               std::to_string(m_positional ? row : static_cast<int64_t>(ids[i])) +
-                               " out of range [0, " + std::to_string(m_num) + ")");
+      int64_t row = positional ? i % seq : static_cast<int64_t>(ids[i]);
+      if (row < 0 || row >= num || (!positional && static_cast<float>(row) != ids[i])) {
+        return invalidArgument((positional ? "position " : "token id ") +
+                               std::to_string(positional ? row : static_cast<int64_t>(ids[i])) +
+                               " out of range [0, " + std::to_string(num) + ")");
       }
       m_rows[static_cast<size_t>(i)] = row;
-      std::memcpy(output.data() + i * m_dim, m_weight->value.data() + row * m_dim,
-                  static_cast<size_t>(m_dim) * sizeof(float));
+      std::memcpy(output.data() + i * dim, m_config.weight->value.data() + row * dim,
+                  static_cast<size_t>(dim) * sizeof(float));
     }
     return Status::ok();
   }
 
   Status backward(std::span<const Tensor* const>, const Tensor&, const Tensor& gradOutput,
                   std::span<const GradTarget>, LayerContext&) override {
-    float beta = paramGradBeta(*m_weight);
-    float* g = m_weight->grad.data();
-    if (beta == 0.0f) std::fill(g, g + m_weight->grad.numel(), 0.0f);
+    Param& weight = *m_config.weight;
+    const int64_t dim = m_config.dim;
+    float beta = paramGradBeta(weight);
+    float* g = weight.grad.data();
+    if (beta == 0.0f) std::fill(g, g + weight.grad.numel(), 0.0f);
     const float* dy = gradOutput.data();
     for (size_t i = 0; i < m_rows.size(); ++i) {
-      float* row = g + m_rows[i] * m_dim;
-      const float* src = dy + static_cast<int64_t>(i) * m_dim;
-      for (int64_t j = 0; j < m_dim; ++j) row[j] += src[j];
+      float* row = g + m_rows[i] * dim;
+      const float* src = dy + static_cast<int64_t>(i) * dim;
+      for (int64_t j = 0; j < dim; ++j) row[j] += src[j];
     }
     return Status::ok();
   }
 
  private:
-  int64_t m_num;
-  int64_t m_dim;
-  bool m_positional;
-  Param* m_weight;
+  EmbeddingConfig m_config;
   std::vector<int64_t> m_rows;  // weight row per output row, from the last forward
 };
 
@@ -346,12 +324,7 @@ class AddLayer final : public Layer {
  public:
   Status forward(std::span<const Tensor* const> inputs, Tensor& output, LayerContext&) override {
     const Tensor& first = *inputs[0];
-    for (const Tensor* t : inputs) {
-      if (t->shape() != first.shape()) {
-        return invalidArgument("inputs differ in shape: " + first.shapeString() + " vs " +
-                               t->shapeString());
-      }
-    }
+    RETURN_IF_ERROR(expectSameShapes(inputs));
     output.resize(first.shape());
     float* out = output.data();
     const int64_t n = first.numel();
@@ -408,24 +381,22 @@ class IdentityLayer final : public Layer {
 
 }  // namespace
 
-std::unique_ptr<Layer> makeLinearLayer(int64_t inFeatures, int64_t outFeatures, bool weightInOut,
-                                       Param* weight, Param* bias) {
-  return std::make_unique<LinearLayer>(inFeatures, outFeatures, weightInOut, weight, bias);
+std::unique_ptr<Layer> makeLayerFor(const LinearConfig& config) {
+  return std::make_unique<LinearLayer>(config);
 }
-std::unique_ptr<Layer> makeActivationLayer(ActivationKind kind) {
-  return std::make_unique<ActivationLayer>(kind);
+std::unique_ptr<Layer> makeLayerFor(const ActivationConfig& config) {
+  return std::make_unique<ActivationLayer>(config.kind);
 }
-std::unique_ptr<Layer> makeLayerNormLayer(int64_t width, double eps, Param* weight, Param* bias) {
-  return std::make_unique<LayerNormLayer>(width, eps, weight, bias);
+std::unique_ptr<Layer> makeLayerFor(const LayerNormConfig& config) {
+  return std::make_unique<LayerNormLayer>(config);
 }
-std::unique_ptr<Layer> makeEmbeddingLayer(int64_t numEmbeddings, int64_t dim, bool positional,
-                                          Param* weight) {
-  return std::make_unique<EmbeddingLayer>(numEmbeddings, dim, positional, weight);
+std::unique_ptr<Layer> makeLayerFor(const EmbeddingConfig& config) {
+  return std::make_unique<EmbeddingLayer>(config);
 }
-std::unique_ptr<Layer> makeAddLayer() {
+std::unique_ptr<Layer> makeLayerFor(const AddConfig&) {
   return std::make_unique<AddLayer>();
 }
-std::unique_ptr<Layer> makeIdentityLayer() {
+std::unique_ptr<Layer> makeLayerFor(const IdentityConfig&) {
   return std::make_unique<IdentityLayer>();
 }
 

@@ -1,27 +1,19 @@
 // Layer: one executable module of a CPU model — forward and an explicit backward on float32
-// tensors. The model graph (cpu_model.h) owns every layer's output and output-gradient tensors
-// and hands them in; layers keep only what their backward needs (saved statistics, indices)
-// in members that are reused across iterations, so a steady-state step allocates nothing.
-//
-// Contract:
-// - forward(inputs, output): inputs are the producers' outputs (the model input for "@input");
-//   output is resized by the layer. Errors (bad shapes, token ids out of range) are Status.
-// - backward(inputs, output, gradOutput, gradInputs): the inputs and output are those of the
-//   last forward. For each input, gradInputs[i].grad is null when no gradient is needed (the
-//   model input), else a tensor already shaped like the input that the layer overwrites
-//   (accumulate = false) or adds into (accumulate = true: a residual fan-out's second consumer).
-// - Parameter gradients are ADDED to Param::grad via paramGradBeta(): the first write after
-//   zeroGrad() overwrites (beta 0), later ones accumulate (beta 1), PyTorch's AccumulateGrad.
+// tensors, under the contract of runtime/graph/layer_contract.h. The CPU model (cpu_model.h)
+// owns every layer's output and output-gradient tensors and hands them in; layers keep only
+// what their backward needs (saved statistics, indices) in members that are reused across
+// iterations, so a steady-state step allocates nothing. Attributes, parameters and their errors
+// are read once for both backends (runtime/graph/layer_config.h).
 #pragma once
 
 #include <array>
 #include <memory>
-#include <span>
-#include <string>
 #include <vector>
 
 #include "base/status.h"
 #include "models/model_spec.h"
+#include "runtime/graph/layer_config.h"
+#include "runtime/graph/layer_contract.h"
 #include "runtime/tensor.h"
 #include "runtime/trainable_model.h"
 
@@ -45,47 +37,12 @@ struct LayerContext {
   const SyncAllreduceFn* syncAllreduce = nullptr;
 };
 
-struct GradTarget {
-  Tensor* grad = nullptr;   // null: this input needs no gradient
-  bool accumulate = false;  // false: overwrite; true: add into
-};
+using GradTarget = BasicGradTarget<Tensor>;
+using Layer = BasicLayer<Tensor, LayerContext>;
 
-class Layer {
- public:
-  virtual ~Layer() = default;
-  virtual Status forward(std::span<const Tensor* const> inputs, Tensor& output,
-                         LayerContext& ctx) = 0;
-  virtual Status backward(std::span<const Tensor* const> inputs, const Tensor& output,
-                          const Tensor& gradOutput, std::span<const GradTarget> gradInputs,
-                          LayerContext& ctx) = 0;
-  // Add sums whichever of its inputs were produced (a skipped conditional branch adds nothing);
-  // every other layer needs all of its inputs and is skipped when one is missing.
-  virtual bool acceptsMissingInputs() const { return false; }
-};
-
-// GEMM beta for the next write into p.grad (0 right after zeroGrad, 1 afterwards); marks the
-// gradient defined.
-inline float paramGradBeta(Param& p) {
-  float beta = p.gradDefined ? 1.0f : 0.0f;
-  p.gradDefined = true;
-  return beta;
-}
-
-// What a layer needs from the model at construction.
-struct LayerBinding {
-  std::vector<Param*> params;    // the LayerSpec's params, in module order
-  std::vector<Buffer*> buffers;  // BatchNorm: running_mean, running_var, num_batches_tracked
-  bool syncBatchNorm = false;    // BatchNorm2d runs as SyncBatchNorm
-};
-
-// Creates the layer for spec.type; error text names the layer and lists the supported types.
+// Creates the layer for spec.type from its checked configuration (parseLayerConfig: the error
+// text names the layer; an unsupported type lists the supported ones).
 StatusOr<std::unique_ptr<Layer>> makeLayer(const models::LayerSpec& spec,
                                            const LayerBinding& binding);
-// "Add, AdaptiveAvgPool2d, ..." — the types makeLayer accepts.
-std::string supportedLayerTypes();
-bool isSupportedLayerType(std::string_view type);
-
-// Names of the buffers a layer of this type needs, given its name (BatchNorm: three).
-std::vector<std::string> layerBufferNames(const models::LayerSpec& spec);
 
 }  // namespace ddpscope::runtime::cpu

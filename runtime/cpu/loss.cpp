@@ -6,21 +6,14 @@
 #include <cmath>
 #include <string>
 
-#include "runtime/cpu/layer.h"
+#include "runtime/graph/layer_contract.h"
+#include "runtime/graph/shape_checks.h"
 
 namespace ddpscope::runtime::cpu {
 
 namespace {
 
 constexpr int64_t kChunkFloats = int64_t{1} << 22;  // logits per recomputed chunk
-
-Status checkClass(float target, int64_t classes) {
-  if (!(target >= 0) || target >= static_cast<float>(classes) || target != std::floor(target)) {
-    return invalidArgument("target class " + std::to_string(target) + " out of range [0, " +
-                           std::to_string(classes) + ")");
-  }
-  return Status::ok();
-}
 
 // Row softmax in place; returns log-sum-exp.
 double softmaxRow(float* row, int64_t n) {
@@ -38,13 +31,22 @@ double softmaxRow(float* row, int64_t n) {
 
 }  // namespace
 
+LossChoice lossFor(const TaskInfo& task, std::span<Param> params) {
+  switch (task.kind) {
+    case TaskKind::kRegression:
+      return {LossKind::kMse, nullptr};
+    case TaskKind::kClassification:
+      return {LossKind::kCrossEntropy, nullptr};
+    case TaskKind::kLanguageModel:
+      return {LossKind::kTiedLmCrossEntropy, &params[static_cast<size_t>(task.headParam)]};
+  }
+  return {};
+}
+
 StatusOr<double> LossHead::forward(const Tensor& output, const Tensor& targets) {
   switch (m_kind) {
     case LossKind::kMse: {
-      if (output.numel() != targets.numel()) {
-        return invalidArgument("MSE: output " + output.shapeString() + " vs targets " +
-                               targets.shapeString());
-      }
+      RETURN_IF_ERROR(expectMseShapes(output, targets));
       double sum = 0;
       for (int64_t i = 0; i < output.numel(); ++i) {
         double d = static_cast<double>(output[i]) - targets[i];
@@ -53,16 +55,13 @@ StatusOr<double> LossHead::forward(const Tensor& output, const Tensor& targets) 
       return output.numel() > 0 ? sum / static_cast<double>(output.numel()) : 0.0;
     }
     case LossKind::kCrossEntropy: {
+      RETURN_IF_ERROR(expectClassRows(output, targets));
       const int64_t rows = targets.numel();
-      if (rows == 0 || output.numel() % rows != 0) {
-        return invalidArgument("cross-entropy: output " + output.shapeString() + " vs targets " +
-                               targets.shapeString());
-      }
       const int64_t classes = output.numel() / rows;
       m_logits.assign(output.values().begin(), output.values().end());
       double sum = 0;
       for (int64_t r = 0; r < rows; ++r) {
-        RETURN_IF_ERROR(checkClass(targets[r], classes));
+        RETURN_IF_ERROR(checkTargetClass(targets[r], classes));
         float* row = m_logits.data() + r * classes;
         const float target = output[r * classes + static_cast<int64_t>(targets[r])];
         sum += softmaxRow(row, classes) - target;
@@ -71,13 +70,10 @@ StatusOr<double> LossHead::forward(const Tensor& output, const Tensor& targets) 
     }
     case LossKind::kTiedLmCrossEntropy: {
       const int64_t vocab = m_weight->value.dim(0), width = m_weight->value.dim(1);
+      RETURN_IF_ERROR(expectLmRows(output, targets, width));
       const int64_t rows = targets.numel();
-      if (rows == 0 || output.numel() != rows * width) {
-        return invalidArgument("LM loss: hidden states " + output.shapeString() + " vs targets " +
-                               targets.shapeString());
-      }
       m_logitsStored = rows * vocab <= kMaxStoredLogits;
-      const int64_t chunk = m_logitsStored ? rows : std::max<int64_t>(1, kChunkFloats / vocab);
+      const int64_t chunk = lmChunkRows(rows, vocab, m_logitsStored, kChunkFloats);
       m_logits.resize(static_cast<size_t>(std::min(rows, chunk) * vocab));
       m_logSumExp.resize(static_cast<size_t>(rows));
       double sum = 0;
@@ -89,7 +85,7 @@ StatusOr<double> LossHead::forward(const Tensor& output, const Tensor& targets) 
                     output.data() + r0 * width, static_cast<int>(width), m_weight->value.data(),
                     static_cast<int>(width), 0.0f, logits, static_cast<int>(vocab));
         for (int64_t r = r0; r < r1; ++r) {
-          RETURN_IF_ERROR(checkClass(targets[r], vocab));
+          RETURN_IF_ERROR(checkTargetClass(targets[r], vocab));
           const float* row = logits + (r - r0) * vocab;
           float maxValue = row[0];
           for (int64_t j = 1; j < vocab; ++j) maxValue = std::max(maxValue, row[j]);
@@ -130,7 +126,7 @@ Status LossHead::backward(const Tensor& output, const Tensor& targets, Tensor& g
     case LossKind::kTiedLmCrossEntropy: {
       const int64_t vocab = m_weight->value.dim(0), width = m_weight->value.dim(1);
       const int64_t rows = targets.numel();
-      const int64_t chunk = m_logitsStored ? rows : std::max<int64_t>(1, kChunkFloats / vocab);
+      const int64_t chunk = lmChunkRows(rows, vocab, m_logitsStored, kChunkFloats);
       const float k = scale / static_cast<float>(rows);
       float beta = paramGradBeta(*m_weight);
       for (int64_t r0 = 0; r0 < rows; r0 += chunk) {

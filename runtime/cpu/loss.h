@@ -10,15 +10,26 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "base/status.h"
+#include "runtime/cpu/synthetic_data.h"
 #include "runtime/tensor.h"
 #include "runtime/trainable_model.h"
 
 namespace ddpscope::runtime::cpu {
 
 enum class LossKind { kMse, kCrossEntropy, kTiedLmCrossEntropy };
+
+// The loss head a task trains with (the CPU's LossHead and the CUDA's CudaLossHead alike):
+// regression MSE, classification cross-entropy, language modelling the LM head tied to
+// params[task.headParam].
+struct LossChoice {
+  LossKind kind = LossKind::kMse;
+  Param* tiedWeight = nullptr;
+};
+LossChoice lossFor(const TaskInfo& task, std::span<Param> params);
 
 class LossHead {
  public:

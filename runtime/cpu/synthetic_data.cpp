@@ -6,6 +6,7 @@
 #include <string>
 
 #include "runtime/cpu/random.h"
+#include "runtime/graph/layer_config.h"
 
 namespace ddpscope::runtime::cpu {
 
@@ -16,9 +17,12 @@ constexpr uint64_t kInputStream = 0x1;
 constexpr uint64_t kTargetStream = 0x2;
 constexpr uint64_t kTeacherStream = 0x7EAC4E2;
 
-int64_t attrOr(const models::LayerSpec& layer, const char* key, int64_t fallback) {
-  auto it = layer.attrs.find(key);
-  return it == layer.attrs.end() ? fallback : static_cast<int64_t>(it->second);
+// "model M: <rule>; the last layer L is T" unless the last layer is a Linear.
+Status expectLinearLast(const models::ModelSpec& spec, const std::string& rule) {
+  const models::LayerSpec& last = spec.layers.back();
+  if (last.type == "Linear") return Status::ok();
+  return invalidArgument("model " + spec.name + ": " + rule + "; the last layer " + last.name +
+                         " is " + last.type);
 }
 
 }  // namespace
@@ -33,23 +37,13 @@ StatusOr<TaskInfo> deriveTask(const models::ModelSpec& spec, const models::Model
   if (first.type == "Linear") {
     task.kind = TaskKind::kRegression;
     task.inFeatures = attrOr(first, "in_features", 0);
-    if (last.type != "Linear") {
-      return invalidArgument("model " + spec.name +
-                             ": a regression model must end in a Linear "
-                             "layer; the last layer " +
-                             last.name + " is " + last.type);
-    }
+    RETURN_IF_ERROR(expectLinearLast(spec, "a regression model must end in a Linear layer"));
     task.outFeatures = attrOr(last, "out_features", 0);
   } else if (first.type == "Conv2d") {
     task.kind = TaskKind::kClassification;
     task.channels = attrOr(first, "in_channels", 0);
     task.imageSize = inputs.imageSize > 0 ? inputs.imageSize : spec.defaultInputs.imageSize;
-    if (last.type != "Linear") {
-      return invalidArgument("model " + spec.name +
-                             ": an image model must end in a Linear "
-                             "classifier; the last layer " +
-                             last.name + " is " + last.type);
-    }
+    RETURN_IF_ERROR(expectLinearLast(spec, "an image model must end in a Linear classifier"));
     task.outFeatures = attrOr(last, "out_features", 0);
     if (task.imageSize <= 0) return invalidArgument("model " + spec.name + ": no image size");
   } else if (first.type == "Embedding") {

@@ -1,15 +1,18 @@
-// CUDA layers: one per CPU layer type (runtime/cpu/layer.h), same contract on device tensors —
-// forward(inputs, output), backward(inputs, output, gradOutput, gradTargets) with the CPU's
-// accumulate / paramGradBeta rules — so the CUDA model (cuda_model.h) runs the CPU model's
-// graph unchanged. Parameters are bound as runtime::Param whose value/grad Tensors are VIEWS of
-// device memory; a layer reads param.grad.data() at the time it enqueues the gradient kernels,
-// so DDP's gradient_as_bucket_view re-pointing is honoured.
+// CUDA layers: one per CPU layer type (runtime/cpu/layer.h), same contract on device tensors
+// (runtime/graph/layer_contract.h: forward(inputs, output), backward(inputs, output,
+// gradOutput, gradTargets) with the CPU's accumulate / paramGradBeta rules) — so the CUDA model
+// (cuda_model.h) runs the CPU model's graph walks unchanged. Parameters are bound as
+// runtime::Param whose value/grad Tensors are VIEWS of device memory; a layer reads
+// param.grad.data() at the time it enqueues the gradient kernels, so DDP's
+// gradient_as_bucket_view re-pointing is honoured.
 //
 // Matrix products go through Gemm (cuBLAS, fp32 / tf32 / bf16); everything else through our
 // kernels (kernels.h). All work is enqueued on the context's compute stream and nothing here
 // waits for the device, except SyncBatchNorm (its SyncAllreduceFn takes a host span: the
 // per-channel sums are staged through the host) and the loss value (one double copied back).
-// Attribute and shape validation is the CPU factory's (cpu::makeLayer), so errors read the same.
+// Attributes and parameters are checked by the configuration both backends build from
+// (runtime/graph/layer_config.h), and the host-side shape checks are the CPU layers'
+// (runtime/graph/shape_checks.h), so errors read the same.
 #pragma once
 
 #include <array>
@@ -20,11 +23,12 @@
 
 #include "base/status.h"
 #include "models/model_spec.h"
-#include "runtime/cpu/layer.h"
 #include "runtime/cpu/loss.h"
 #include "runtime/cuda/cuda_context.h"
 #include "runtime/cuda/device_memory.h"
 #include "runtime/cuda/gemm.h"
+#include "runtime/graph/layer_config.h"
+#include "runtime/graph/layer_contract.h"
 #include "runtime/trainable_model.h"
 
 namespace ddpscope::runtime::cuda {
@@ -48,25 +52,13 @@ struct CudaLayerContext {
   cudaStream_t stream() const { return cuda->computeStream(); }
 };
 
-struct CudaGradTarget {
-  DeviceTensor* grad = nullptr;  // null: no gradient needed
-  bool accumulate = false;       // false: overwrite; true: add into
-};
+using CudaGradTarget = BasicGradTarget<DeviceTensor>;
+using CudaLayer = BasicLayer<DeviceTensor, CudaLayerContext>;
 
-class CudaLayer {
- public:
-  virtual ~CudaLayer() = default;
-  virtual Status forward(std::span<const DeviceTensor* const> inputs, DeviceTensor& output,
-                         CudaLayerContext& ctx) = 0;
-  virtual Status backward(std::span<const DeviceTensor* const> inputs, const DeviceTensor& output,
-                          const DeviceTensor& gradOutput,
-                          std::span<const CudaGradTarget> gradInputs, CudaLayerContext& ctx) = 0;
-  virtual bool acceptsMissingInputs() const { return false; }
-};
-
-// The CUDA layer for spec.type (validated by cpu::makeLayer first: same errors as the CPU).
+// The CUDA layer for spec.type, from the configuration the CPU factory builds from
+// (parseLayerConfig: same errors as the CPU).
 StatusOr<std::unique_ptr<CudaLayer>> makeCudaLayer(const models::LayerSpec& spec,
-                                                   const cpu::LayerBinding& binding);
+                                                   const LayerBinding& binding);
 
 // The loss heads of runtime/cpu/loss.h on the GPU (same definitions, mean reductions). Targets
 // are validated on the host copy (class ids in range) before any kernel reads them.

@@ -4,41 +4,38 @@
 #include <cmath>
 #include <limits>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "runtime/cpu/cpu_model.h"
-#include "runtime/cpu/layer.h"
 #include "runtime/cpu/loss.h"
-#include "runtime/cpu/model_graph.h"
 #include "runtime/cpu/synthetic_data.h"
 #include "runtime/cuda/cuda_layers.h"
 #include "runtime/cuda/device_memory.h"
 #include "runtime/cuda/gemm.h"
 #include "runtime/cuda/host_logic.h"
 #include "runtime/cuda/kernels.h"
+#include "runtime/graph/layer_config.h"
+#include "runtime/graph/layer_contract.h"
+#include "runtime/graph/model_graph.h"
 
 namespace ddpscope::runtime::cuda {
 
 namespace {
 
-constexpr int kModelInput = ModelGraph::kModelInput;
-constexpr int kLossHeadOwner = ModelGraph::kLossHeadOwner;
 constexpr int64_t kArenaAlignFloats = 64;  // 256-byte aligned tensors inside an arena
 
 int64_t alignUp(int64_t n) {
   return ceilDiv(n, kArenaAlignFloats) * kArenaAlignFloats;
 }
 
-class CudaModel final : public TrainableModel {
+// ModelLayers (private base): the layers and their device tensors, enqueued by ModelGraph's
+// walks; a device-timed span brackets each layer's kernels.
+class CudaModel final : public TrainableModel, private ModelLayers<DeviceTensor, CudaLayerContext> {
  public:
   CudaModel(models::ModelSpec spec, cpu::TaskInfo task, Precision precision, CudaContext& context)
       : m_spec(std::move(spec)), m_data(task), m_context(context), m_gemm(context, precision) {
-    m_layerContext.cuda = &m_context;
-    m_layerContext.gemm = &m_gemm;
-    m_layerContext.workspace = &m_workspace;
-    m_layerContext.syncAllreduce = &m_syncAllreduce;
+    layerContext() = CudaLayerContext{&m_context, &m_gemm, &m_workspace, &m_syncAllreduce};
   }
   ~CudaModel() override {
     cudaStreamSynchronize(m_context.computeStream());
@@ -64,14 +61,6 @@ class CudaModel final : public TrainableModel {
   Status endIteration() override;
 
  private:
-  struct Node {
-    std::unique_ptr<CudaLayer> layer;
-    DeviceTensor output;
-    DeviceTensor grad;
-    bool gradWritten = false;
-    std::vector<const DeviceTensor*> inputPtrs;
-    std::vector<CudaGradTarget> gradTargets;
-  };
   // A device-timed span waiting for endIteration(): layer >= 0 → onLayerSpan, else onDeviceSpan.
   struct PendingSpan {
     int layer = -1;
@@ -79,7 +68,9 @@ class CudaModel final : public TrainableModel {
     std::string name;
     cudaEvent_t start = nullptr, end = nullptr;
   };
-  enum class Phase { kIdle, kForwardDone };
+  Status beginLayer(int layer, bool backward) override { return beginSpan(layer, backward, {}); }
+  Status endLayer(int, bool) override { return finishSpan(); }
+  int tiedHeadParam() const;
 
   StatusOr<cudaEvent_t> nextEvent();
   // Records the start event of a span (no-op without an observer); finishSpan the end event.
@@ -93,19 +84,16 @@ class CudaModel final : public TrainableModel {
   CudaContext& m_context;
   Gemm m_gemm;
   DeviceWorkspace m_workspace;
-  CudaLayerContext m_layerContext;
   std::vector<Param> m_params;
   std::vector<Buffer> m_buffers;
   DeviceBuffer m_valueArena, m_gradArena, m_bufferArena;
-  std::vector<Node> m_nodes;
   std::unique_ptr<CudaLossHead> m_loss;
-  DeviceTensor m_input, m_targets;
-  ModelGraph m_graph;  // shared with the CPU model: what runs, reachability, ready points
+  DeviceTensor m_targets;
+  ModelGraph m_graph;  // shared with the CPU model: what runs, reachability, the walks
   std::vector<DeviceArray<float>> m_momentum;
   std::vector<bool> m_momentumDefined;
   SyncAllreduceFn m_syncAllreduce;
   LayerObserver* m_observer = nullptr;
-  Phase m_phase = Phase::kIdle;
   std::vector<cudaEvent_t> m_events;
   size_t m_eventsUsed = 0;
   std::vector<PendingSpan> m_spans;
@@ -148,44 +136,25 @@ Status CudaModel::init(const BuildOptions& options) {
   }
   RETURN_IF_ERROR(device.fromHost(m_valueArena.data(), staging.data(), paramFloats));
   m_buffers.resize(hostBuffers.size());
-  std::unordered_map<std::string, Buffer*> bufferByName;
   for (size_t i = 0; i < hostBuffers.size(); ++i) {
     const Buffer& h = hostBuffers[i];
     std::copy(h.value.data(), h.value.data() + h.value.numel(), staging.begin() + bufferOffsets[i]);
     m_buffers[i].name = h.name;
     m_buffers[i].value.setView(m_bufferArena.data() + bufferOffsets[i], h.value.shape());
-    bufferByName[h.name] = &m_buffers[i];
   }
   RETURN_IF_ERROR(device.fromHost(m_bufferArena.data(), staging.data(), bufferFloats));
   reference.reset();
 
   ASSIGN_OR_RETURN(m_graph, ModelGraph::build(m_spec));
-  m_nodes.resize(m_spec.layers.size());
+  resizeLayers(m_spec.layers.size());
+  const LayerBinder binder(m_params, m_buffers, options.syncBatchNorm);
   for (size_t i = 0; i < m_spec.layers.size(); ++i) {
     const models::LayerSpec& ls = m_spec.layers[i];
-    Node& node = m_nodes[i];
-    cpu::LayerBinding binding;
-    for (int p : ls.params) binding.params.push_back(&m_params[static_cast<size_t>(p)]);
-    for (const std::string& name : cpu::layerBufferNames(ls)) {
-      auto it = bufferByName.find(name);
-      binding.buffers.push_back(it == bufferByName.end() ? nullptr : it->second);
-    }
-    binding.syncBatchNorm = options.syncBatchNorm;
-    ASSIGN_OR_RETURN(node.layer, makeCudaLayer(ls, binding));
+    ASSIGN_OR_RETURN(node(static_cast<int>(i)).layer, makeCudaLayer(ls, binder.bind(ls)));
   }
   const cpu::TaskInfo& task = m_data.task();
-  switch (task.kind) {
-    case cpu::TaskKind::kRegression:
-      m_loss = std::make_unique<CudaLossHead>(cpu::LossKind::kMse, nullptr);
-      break;
-    case cpu::TaskKind::kClassification:
-      m_loss = std::make_unique<CudaLossHead>(cpu::LossKind::kCrossEntropy, nullptr);
-      break;
-    case cpu::TaskKind::kLanguageModel:
-      m_loss = std::make_unique<CudaLossHead>(cpu::LossKind::kTiedLmCrossEntropy,
-                                              &m_params[static_cast<size_t>(task.headParam)]);
-      break;
-  }
+  const cpu::LossChoice loss = cpu::lossFor(task, m_params);
+  m_loss = std::make_unique<CudaLossHead>(loss.kind, loss.tiedWeight);
   m_momentum.resize(m_params.size());
   m_momentumDefined.assign(m_params.size(), false);
   return device.synchronize();
@@ -260,13 +229,13 @@ Status CudaModel::uploadBatch(const Batch& batch) {
       }
     }
   }
-  RETURN_IF_ERROR(m_input.resize(batch.inputs.shape()));
+  DeviceTensor& input = modelInput();
+  RETURN_IF_ERROR(input.resize(batch.inputs.shape()));
   RETURN_IF_ERROR(m_targets.resize(batch.targets.shape()));
   // Pageable host memory: cudaMemcpyAsync returns once the source has been staged.
-  DDPSCOPE_CUDA_RETURN_IF_ERROR(
-      cudaMemcpyAsync(m_input.data(), batch.inputs.data(),
-                      static_cast<size_t>(batch.inputs.numel()) * sizeof(float),
-                      cudaMemcpyHostToDevice, m_context.computeStream()));
+  DDPSCOPE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
+      input.data(), batch.inputs.data(), static_cast<size_t>(batch.inputs.numel()) * sizeof(float),
+      cudaMemcpyHostToDevice, m_context.computeStream()));
   DDPSCOPE_CUDA_RETURN_IF_ERROR(
       cudaMemcpyAsync(m_targets.data(), batch.targets.data(),
                       static_cast<size_t>(batch.targets.numel()) * sizeof(float),
@@ -274,8 +243,13 @@ Status CudaModel::uploadBatch(const Batch& batch) {
   return Status::ok();
 }
 
+int CudaModel::tiedHeadParam() const {
+  const Param* head = m_loss->tiedWeight();
+  return head ? static_cast<int>(head - m_params.data()) : -1;
+}
+
 StatusOr<ForwardResult> CudaModel::forward(const Batch& batch, int64_t iteration, int rank) {
-  m_phase = Phase::kIdle;
+  startForward();
   DDPSCOPE_CUDA_RETURN_IF_ERROR(cudaSetDevice(m_context.device()));
   // Spans of an iteration without endIteration() are reported now, against the old anchor.
   RETURN_IF_ERROR(reportSpans());
@@ -283,88 +257,23 @@ StatusOr<ForwardResult> CudaModel::forward(const Batch& batch, int64_t iteration
   Status upload = uploadBatch(batch);
   if (!upload.isOk()) return upload.withContext("model " + m_spec.name);
   ForwardResult result;
-  m_graph.beginForward();
-  for (size_t i = 0; i < m_nodes.size(); ++i) {
-    Node& node = m_nodes[i];
-    const models::LayerSpec& ls = m_spec.layers[i];
-    node.gradWritten = false;
-    node.inputPtrs.clear();
-    if (ls.use && !ls.use->usedIn(iteration, rank)) continue;
-    if (!m_graph.collectInputs(static_cast<int>(i), node.layer->acceptsMissingInputs())) continue;
-    for (int p : m_graph.presentProducers(static_cast<int>(i))) {
-      node.inputPtrs.push_back(p == kModelInput ? &m_input
-                                                : &m_nodes[static_cast<size_t>(p)].output);
-    }
-    const int layerIndex = static_cast<int>(i);
-    RETURN_IF_ERROR(beginSpan(layerIndex, false, {}));
-    Status status = node.layer->forward(node.inputPtrs, node.output, m_layerContext);
-    RETURN_IF_ERROR(finishSpan());
-    if (!status.isOk()) return status.withContext("model " + m_spec.name + ": layer " + ls.name);
-    m_graph.markPresent(layerIndex);
-    result.executedLayers.push_back(layerIndex);
-  }
-  const Param* head = m_loss->tiedWeight();
-  RETURN_IF_ERROR(m_graph.finishForward(m_spec, iteration,
-                                        head ? static_cast<int>(head - m_params.data()) : -1,
-                                        &result.unusedParams));
+  RETURN_IF_ERROR(m_graph.runForward(m_spec, iteration, rank, tiedHeadParam(), *this, &result));
   RETURN_IF_ERROR(beginSpan(-1, false, "loss"));
   StatusOr<double> loss =
-      m_loss->forward(m_nodes.back().output, m_targets, batch.targets, m_layerContext);
+      m_loss->forward(outputNode().output, m_targets, batch.targets, layerContext());
   RETURN_IF_ERROR(finishSpan());
-  if (!loss.isOk()) return loss.status().withContext("model " + m_spec.name);
-  result.loss = *loss;
-  m_phase = Phase::kForwardDone;
-  return result;
+  return completeForward(m_spec.name, std::move(loss), std::move(result));
 }
 
 Status CudaModel::backward(const std::function<Status(int paramIndex)>& onGradReady) {
-  if (m_phase != Phase::kForwardDone) {
-    return failedPrecondition("model " + m_spec.name + ": backward() without a forward()");
-  }
-  m_phase = Phase::kIdle;
+  RETURN_IF_ERROR(startBackward(m_spec.name));
   DDPSCOPE_CUDA_RETURN_IF_ERROR(cudaSetDevice(m_context.device()));
-  Node& last = m_nodes.back();
+  Node& last = outputNode();
   RETURN_IF_ERROR(beginSpan(-1, true, "loss backward"));
-  Status lossStatus = m_loss->backward(last.output, m_targets, last.grad, 1.0f, m_layerContext);
+  Status lossStatus = m_loss->backward(last.output, m_targets, last.grad, 1.0f, layerContext());
   RETURN_IF_ERROR(finishSpan());
   RETURN_IF_ERROR(lossStatus.withContext("model " + m_spec.name));
-  last.gradWritten = true;
-  if (Param* head = m_loss->tiedWeight()) {
-    const int p = static_cast<int>(head - m_params.data());
-    if (m_graph.fireAt(p) == kLossHeadOwner && onGradReady) {
-      RETURN_IF_ERROR(onGradReady(p));
-    }
-  }
-  for (size_t i = m_nodes.size(); i-- > 0;) {
-    Node& node = m_nodes[i];
-    if (!m_graph.reached(static_cast<int>(i))) continue;
-    DDPSCOPE_CHECK(node.gradWritten);
-    node.gradTargets.clear();
-    for (int p : m_graph.presentProducers(static_cast<int>(i))) {
-      CudaGradTarget target;
-      if (p != kModelInput) {
-        Node& producer = m_nodes[static_cast<size_t>(p)];
-        target.grad = &producer.grad;
-        target.accumulate = producer.gradWritten;
-        if (!producer.gradWritten) RETURN_IF_ERROR(producer.grad.resize(producer.output.shape()));
-        producer.gradWritten = true;
-      }
-      node.gradTargets.push_back(target);
-    }
-    const int layerIndex = static_cast<int>(i);
-    RETURN_IF_ERROR(beginSpan(layerIndex, true, {}));
-    Status status = node.layer->backward(node.inputPtrs, node.output, node.grad, node.gradTargets,
-                                         m_layerContext);
-    RETURN_IF_ERROR(finishSpan());
-    if (!status.isOk()) {
-      return status.withContext("model " + m_spec.name + ": layer " + m_spec.layers[i].name);
-    }
-    if (!onGradReady) continue;
-    for (int p : m_spec.layers[i].gradReadyOrder) {
-      if (m_graph.fireAt(p) == layerIndex) RETURN_IF_ERROR(onGradReady(p));
-    }
-  }
-  return Status::ok();
+  return m_graph.runBackward(m_spec, tiedHeadParam(), *this, onGradReady);
 }
 
 void CudaModel::zeroGrad() {
@@ -409,13 +318,7 @@ StatusOr<std::unique_ptr<TrainableModel>> buildCudaModel(const models::ModelSpec
                            std::to_string(options.cudaDevice) +
                            " differs from the context's cuda:" + std::to_string(context.device()));
   }
-  for (const models::LayerSpec& layer : spec.layers) {
-    if (!cpu::isSupportedLayerType(layer.type)) {
-      return unimplemented("model " + spec.name + ": layer " + layer.name +
-                           ": unsupported layer type '" + layer.type +
-                           "' (supported: " + cpu::supportedLayerTypes() + ")");
-    }
-  }
+  RETURN_IF_ERROR(checkSupportedLayers(spec));
   ASSIGN_OR_RETURN(cpu::TaskInfo task, cpu::deriveTask(spec, options.inputs));
   DDPSCOPE_CUDA_RETURN_IF_ERROR(cudaSetDevice(context.device()));
   auto model = std::make_unique<CudaModel>(spec, task, precision, context);

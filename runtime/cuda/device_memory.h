@@ -14,6 +14,7 @@
 
 #include "base/status.h"
 #include "runtime/cuda/cuda_context.h"
+#include "runtime/tensor.h"
 
 namespace ddpscope::runtime::cuda {
 
@@ -84,11 +85,7 @@ class DeviceTensor {
   int64_t dim(int i) const { return m_shape.at(static_cast<size_t>(i)); }
   int64_t numel() const { return m_numel; }
   float* data() const { return m_storage.data(); }
-  std::string shapeString() const {
-    std::string s = "[";
-    for (size_t i = 0; i < m_shape.size(); ++i) s += (i ? ", " : "") + std::to_string(m_shape[i]);
-    return s + "]";
-  }
+  std::string shapeString() const { return runtime::shapeString(m_shape); }
 
  private:
   std::vector<int64_t> m_shape;

@@ -19,6 +19,25 @@ int64_t operandExtent(int64_t rows, int64_t cols, int64_t ld, int64_t batch, int
   return (batch - 1) * stride + (rows - 1) * ld + cols;
 }
 
+GemmArgs gemmArgs(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, float* c,
+                  int64_t ldc, float beta, float alpha) {
+  GemmArgs g;
+  g.transA = a.trans;
+  g.transB = b.trans;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.alpha = alpha;
+  g.a = a.data;
+  g.lda = a.ld;
+  g.b = b.data;
+  g.ldb = b.ld;
+  g.beta = beta;
+  g.c = c;
+  g.ldc = ldc;
+  return g;
+}
+
 Status Gemm::run(const GemmArgs& g) {
   RETURN_IF_ERROR(validateGemm(g));
   if (g.m == 0 || g.n == 0 || g.batch <= 0) return Status::ok();

@@ -30,6 +30,17 @@ struct GemmArgs : RowMajorGemm {
   int64_t strideA = 0, strideB = 0, strideC = 0;
 };
 
+// One row-major operand of a product: its data, its row stride and whether the product reads
+// it transposed.
+struct GemmOperand {
+  const float* data = nullptr;
+  int64_t ld = 0;
+  bool trans = false;
+};
+// C[m × n] (row stride ldc) = alpha·op(A)·op(B) + beta·C with op(A) m × k and op(B) k × n.
+GemmArgs gemmArgs(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, float* c,
+                  int64_t ldc, float beta = 0.0f, float alpha = 1.0f);
+
 class Gemm {
  public:
   Gemm(CudaContext& context, Precision precision) : m_context(context), m_precision(precision) {}

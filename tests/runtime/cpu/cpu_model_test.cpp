@@ -15,23 +15,15 @@
 #include "models/builders.h"
 #include "models/zoo.h"
 #include "runtime/trainable_model.h"
+#include "tests/runtime/model_specs.h"
 
 namespace ddpscope::runtime {
 namespace {
 
 constexpr char kTinyGpt2[] = "gpt2:layers=2,embd=16,heads=2,vocab=32,seq=8,batch=2";
 
-models::ModelSpec zoo(const std::string& name) {
-  StatusOr<models::ModelSpec> spec = models::loadZooModel(name);
-  EXPECT_TRUE(spec.isOk()) << spec.status().message();
-  return *spec;
-}
-
-models::ModelSpec shorthand(const std::string& text) {
-  StatusOr<models::ModelSpec> spec = models::parseModelShorthand(text);
-  EXPECT_TRUE(spec.isOk()) << spec.status().message();
-  return *spec;
-}
+using testing::shorthand;
+using testing::zoo;
 
 std::unique_ptr<TrainableModel> build(const models::ModelSpec& spec, BuildOptions options = {}) {
   StatusOr<std::unique_ptr<TrainableModel>> model = buildTrainableModel(spec, options);

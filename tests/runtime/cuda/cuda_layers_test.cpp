@@ -101,7 +101,7 @@ class CudaLayerTest : public testing::CudaTest {
       spec.params.push_back(static_cast<int>(i));
     }
     std::vector<Buffer> hostBuffers;
-    for (const std::string& name : cpu::layerBufferNames(spec)) {
+    for (const std::string& name : layerBufferNames(spec)) {
       Buffer b;
       b.name = name;
       const bool tracked = name.find("num_batches") != std::string::npos;
@@ -111,7 +111,7 @@ class CudaLayerTest : public testing::CudaTest {
     }
     DeviceSide dev;
     mirror(hostParams, hostBuffers, dev);
-    cpu::LayerBinding hostBinding, devBinding;
+    LayerBinding hostBinding, devBinding;
     for (size_t i = 0; i < hostParams.size(); ++i) {
       hostBinding.params.push_back(&hostParams[i]);
       devBinding.params.push_back(&dev.params[i]);

@@ -18,24 +18,16 @@
 #include "models/zoo.h"
 #include "runtime/cpu/cpu_model.h"
 #include "tests/runtime/cuda/cuda_test_util.h"
+#include "tests/runtime/model_specs.h"
 
 namespace ddpscope::runtime::cuda {
 namespace {
 
+using runtime::testing::shorthand;
+using runtime::testing::zoo;
 using testing::closeTo;
 
 constexpr double kModelTolerance = 1e-3;
-
-models::ModelSpec zoo(const std::string& name) {
-  StatusOr<models::ModelSpec> spec = models::loadZooModel(name);
-  EXPECT_TRUE(spec.isOk()) << spec.status().message();
-  return *spec;
-}
-models::ModelSpec shorthand(const std::string& text) {
-  StatusOr<models::ModelSpec> spec = models::parseModelShorthand(text);
-  EXPECT_TRUE(spec.isOk()) << spec.status().message();
-  return *spec;
-}
 
 struct ModelCase {
   std::string label;

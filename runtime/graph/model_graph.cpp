@@ -1,7 +1,9 @@
-#include "runtime/cpu/model_graph.h"
+#include "runtime/graph/model_graph.h"
 
 #include <algorithm>
 #include <unordered_map>
+
+#include "base/check.h"
 
 namespace ddpscope::runtime {
 
@@ -12,6 +14,7 @@ StatusOr<ModelGraph> ModelGraph::build(const models::ModelSpec& spec) {
   g.m_presentProducers.resize(n);
   g.m_present.assign(n, 0);
   g.m_reached.assign(n, 0);
+  g.m_gradWritten.assign(n, 0);
   g.m_fireAt.assign(spec.params.size(), kNotFired);
   std::unordered_map<std::string, int> layerIndex;
   for (size_t i = 0; i < n; ++i) {
@@ -38,9 +41,61 @@ StatusOr<ModelGraph> ModelGraph::build(const models::ModelSpec& spec) {
   return g;
 }
 
+Status ModelGraph::runForward(const models::ModelSpec& spec, int64_t iteration, int rank,
+                              int tiedHeadParam, LayerRunner& runner, ForwardResult* result) {
+  beginForward();
+  for (int layer = 0; layer < numLayers(); ++layer) {
+    const models::LayerSpec& ls = spec.layers[idx(layer)];
+    if (ls.use && !ls.use->usedIn(iteration, rank)) continue;
+    if (!collectInputs(layer, runner.acceptsMissingInputs(layer))) continue;
+    runner.bindInputs(layer, presentProducers(layer));
+    RETURN_IF_ERROR(runner.beginLayer(layer, false));
+    Status status = runner.forwardLayer(layer);
+    RETURN_IF_ERROR(runner.endLayer(layer, false));
+    if (!status.isOk()) return status.withContext("model " + spec.name + ": layer " + ls.name);
+    markPresent(layer);
+    result->executedLayers.push_back(layer);
+  }
+  return finishForward(spec, iteration, tiedHeadParam, &result->unusedParams);
+}
+
+Status ModelGraph::runBackward(const models::ModelSpec& spec, int tiedHeadParam,
+                               LayerRunner& runner,
+                               const std::function<Status(int paramIndex)>& onGradReady) {
+  m_gradWritten.back() = 1;  // by the loss head
+  if (tiedHeadParam >= 0 && fireAt(tiedHeadParam) == kLossHeadOwner && onGradReady) {
+    RETURN_IF_ERROR(onGradReady(tiedHeadParam));
+  }
+  for (int layer = numLayers(); layer-- > 0;) {
+    if (!reached(layer)) continue;
+    DDPSCOPE_CHECK(m_gradWritten[idx(layer)]);
+    m_sinks.clear();
+    for (int p : presentProducers(layer)) {
+      GradSink sink{p, false};
+      if (p != kModelInput) {
+        sink.accumulate = m_gradWritten[idx(p)] != 0;
+        m_gradWritten[idx(p)] = 1;
+      }
+      m_sinks.push_back(sink);
+    }
+    RETURN_IF_ERROR(runner.bindGradients(layer, m_sinks));
+    RETURN_IF_ERROR(runner.beginLayer(layer, true));
+    Status status = runner.backwardLayer(layer);
+    RETURN_IF_ERROR(runner.endLayer(layer, true));
+    const models::LayerSpec& ls = spec.layers[idx(layer)];
+    if (!status.isOk()) return status.withContext("model " + spec.name + ": layer " + ls.name);
+    if (!onGradReady) continue;
+    for (int p : ls.gradReadyOrder) {
+      if (fireAt(p) == layer) RETURN_IF_ERROR(onGradReady(p));
+    }
+  }
+  return Status::ok();
+}
+
 void ModelGraph::beginForward() {
   std::fill(m_present.begin(), m_present.end(), 0);
   std::fill(m_reached.begin(), m_reached.end(), 0);
+  std::fill(m_gradWritten.begin(), m_gradWritten.end(), 0);
   for (auto& p : m_presentProducers) p.clear();
 }
 

@@ -1,6 +1,6 @@
 // ModelGraph: what runs, what reaches the loss, when each parameter is ready — the semantics the
 // CPU and the CUDA model share.
-#include "runtime/cpu/model_graph.h"
+#include "runtime/graph/model_graph.h"
 
 #include <gtest/gtest.h>
 
