@@ -12,9 +12,9 @@
 
 #include "cli/arg_parser.h"
 #include "cli/commands.h"
+#include "cli/common.h"
 #include "cli/progress.h"
 #include "ddp/ddp_settings.h"
-#include "cli/common.h"
 #include "sim/cost/cluster.h"
 #include "sim/replay/calibrate.h"
 #include "sim/replay/measured_profile.h"

@@ -1,11 +1,10 @@
 // Helpers shared by the CLI subcommands.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "base/status.h"
 #include "cli/arg_parser.h"

@@ -32,8 +32,7 @@ std::string clock(Nanos t) {
 
 }  // namespace
 
-Progress::Progress(std::string label, size_t total, std::ostream& err, bool interactive,
-                   bool quiet)
+Progress::Progress(std::string label, size_t total, std::ostream& err, bool interactive, bool quiet)
     : m_label(std::move(label)),
       m_total(total),
       m_err(err),

@@ -97,7 +97,8 @@ Status runValidateCommand(const std::vector<std::string>& argv, CommandIo io) {
   trainOptions.reuse = args.has("reuse");
   Progress progress = Progress::forCommand("validate", plan.runs.size(), io.err, args.has("quiet"));
   trainOptions.progress = [&progress](const sim::validate::RunProgress& p) {
-    progress.update(static_cast<size_t>(p.done), p.run ? p.run->trace.filename().string() : std::string());
+    progress.update(static_cast<size_t>(p.done),
+                    p.run ? p.run->trace.filename().string() : std::string());
   };
   ASSIGN_OR_RETURN(sim::validate::Report report,
                    sim::validate::runValidation(grid, plan, spawnRun, trainOptions));

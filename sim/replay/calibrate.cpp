@@ -298,7 +298,8 @@ nlohmann::json calibratedClusterJson(const nlohmann::json& base, const ClusterSp
 nlohmann::json calibrationJson(const Calibration& c) {
   nlohmann::json ranges = nlohmann::json::array();
   for (const SizeRangeResidual& r : c.comm.ranges) {
-    ranges.push_back({{"range", r.range}, {"samples", r.samples}, {"mean_relative", r.meanRelative}});
+    ranges.push_back(
+        {{"range", r.range}, {"samples", r.samples}, {"mean_relative", r.meanRelative}});
   }
   nlohmann::json layers = nlohmann::json::array();
   for (const LayerScale& l : c.compute.layers) {

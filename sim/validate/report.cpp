@@ -43,7 +43,8 @@ Summary summarize(const std::vector<Row>& rows) {
 }
 
 void writeCsv(const Report& report, std::ostream& out) {
-  out << "model,world,bucket_cap_mb,find_unused_parameters,calibration,measured_ms,predicted_ms,error_"
+  out << "model,world,bucket_cap_mb,find_unused_parameters,calibration,measured_ms,predicted_ms,"
+         "error_"
          "percent\n";
   for (const Row& r : report.rows) {
     out << r.config.model.label << "," << r.config.world << "," << r.config.cap << ","

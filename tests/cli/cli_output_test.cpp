@@ -1,0 +1,211 @@
+// What every command gives a user and a script: the stated workload, --json that parses (with
+// the documented keys, docs/JSON.md), CSV tables, the dtype default per cluster, progress lines
+// on a non-terminal error stream, and --version.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tests/cli/cli_test_util.h"
+
+namespace ddpscope::cli::testing {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+const std::string kDataDir = DDPSCOPE_TEST_DATA_DIR;
+const std::string kRun = kDataDir + "/replay/mlp-wide-w2.json.gz";
+
+json parseJson(const CliResult& r) {
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  json j = json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+  EXPECT_FALSE(j.is_discarded()) << r.out.substr(0, 300);
+  return j;
+}
+
+void expectWorkloadJson(const json& w) {
+  for (const char* key :
+       {"model", "model_source", "parameters", "parameter_tensors", "gradient_bytes",
+        "batch_per_rank", "global_batch", "seq_len", "image_size", "dtype", "compute", "optimizer",
+        "strategy", "ddp", "cluster", "nodes", "gpus_per_node", "world_size"}) {
+    EXPECT_TRUE(w.contains(key)) << key << " in " << w.dump();
+  }
+  EXPECT_EQ(w["global_batch"].get<int64_t>(),
+            w["batch_per_rank"].get<int64_t>() * w["world_size"].get<int64_t>());
+  EXPECT_TRUE(w["ddp"].contains("find_unused_parameters"));
+}
+
+TEST(CliOutputTest, SimulateStatesItsWorkloadInTextAndJson) {
+  CliResult text =
+      runCliForTest({"simulate", "--model", "gpt2-small", "--cluster", "dgx-a100", "--nodes", "2"});
+  ASSERT_EQ(text.exitCode, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("workload (what the numbers assume):"));
+  EXPECT_THAT(text.out, HasSubstr("gpt2-small (zoo:gpt2-small): 124,439,808 parameters"));
+  EXPECT_THAT(text.out, HasSubstr("batch 8 per rank, 128 global; sequence length 1024"));
+  EXPECT_THAT(text.out, HasSubstr("SGD with momentum"));
+  EXPECT_THAT(text.out, HasSubstr("DDP(bucket_cap_mb=None (25 MiB), find_unused_parameters=False"));
+  EXPECT_THAT(text.out, HasSubstr("dgx-a100: 2 node(s) x 8 = 16 ranks"));
+
+  const json j = parseJson(runCliForTest(
+      {"simulate", "--model", "gpt2-small", "--cluster", "dgx-a100", "--nodes", "2", "--json"}));
+  expectWorkloadJson(j["workload"]);
+  EXPECT_EQ(j["workload"]["global_batch"], 128);
+  EXPECT_EQ(j["workload"]["model_source"], "zoo:gpt2-small");
+  EXPECT_EQ(j["workload"]["dtype"], "bf16");
+}
+
+TEST(CliOutputTest, SweepAndReplayStateTheirWorkload) {
+  CliResult sweep = runCliForTest({"sweep", "--model", "resnet50", "--cluster", "dgx-a100",
+                                   "--nodes", "1", "--bucket-cap-mb", "5,25"});
+  ASSERT_EQ(sweep.exitCode, 0) << sweep.err;
+  EXPECT_THAT(sweep.out, HasSubstr("workload (what the numbers assume):"));
+  EXPECT_THAT(sweep.out, HasSubstr("each row below sets its own bucket_cap_mb"));
+  const json s = parseJson(runCliForTest({"sweep", "--model", "resnet50", "--cluster", "dgx-a100",
+                                          "--nodes", "1", "--bucket-cap-mb", "5,25", "--json"}));
+  expectWorkloadJson(s["workload"]);
+  EXPECT_EQ(s["rows"].size(), 2u);
+  EXPECT_FALSE(s["rows"][0].contains("workload"));
+
+  CliResult replay = runCliForTest({"replay", "--trace", kRun});
+  ASSERT_EQ(replay.exitCode, 0) << replay.err;
+  EXPECT_THAT(replay.out, HasSubstr("workload (what the numbers assume):"));
+  EXPECT_THAT(replay.out, HasSubstr("measured per-layer times of"));
+  const json r = parseJson(runCliForTest({"replay", "--trace", kRun, "--json"}));
+  expectWorkloadJson(r["workload"]);
+  EXPECT_EQ(r["workload"]["optimizer"], "as measured (the run's own optimizer step)");
+}
+
+TEST(CliOutputTest, DtypeDefaultFollowsTheClustersDevice) {
+  const auto dtypeOf = [](const char* cluster) {
+    return parseJson(runCliForTest(
+        {"simulate", "--model", "resnet18", "--cluster", cluster, "--json"}))["workload"]["dtype"]
+        .get<std::string>();
+  };
+  EXPECT_EQ(dtypeOf("cpu-mpi"), "fp32");  // failed with "no bf16 peak" before
+  EXPECT_EQ(dtypeOf("dgx-v100"), "fp16");
+  EXPECT_EQ(dtypeOf("dgx-h100"), "bf16");
+  // An explicit --dtype still wins, and the help states the rule.
+  const json fp32 = parseJson(runCliForTest(
+      {"simulate", "--model", "resnet18", "--cluster", "dgx-h100", "--dtype", "fp32", "--json"}));
+  EXPECT_EQ(fp32["workload"]["dtype"], "fp32");
+  EXPECT_THAT(runCliForTest({"simulate", "--help"}).out,
+              HasSubstr("default: the cluster's device: bf16 where it has bf16"));
+}
+
+TEST(CliOutputTest, EveryResultPrintingCommandHasJsonThatParses) {
+  const std::string dir = scratchDir().string();
+  const std::vector<std::vector<std::string>> commands = {
+      {"models", "--json"},
+      {"clusters", "--json"},
+      {"buckets", "--model", "resnet18", "--json"},
+      {"simulate", "--model", "mlp-tiny", "--cluster", "dgx-a100", "--json"},
+      {"sweep", "--model", "mlp-tiny", "--cluster", "dgx-a100", "--bucket-cap-mb", "1,25",
+       "--json"},
+      {"allreduce", "--cluster", "dgx-a100", "--bytes", "1M,64M", "--json"},
+      {"overlap", kRun, "--json"},
+      {"replay", "--trace", kRun, "--json"},
+      {"calibrate", kRun, "-o", dir + "/calibrated.json", "--json"},
+      {"import-torch", kDataDir + "/torch/ddp_gloo_rank0.json.gz",
+       kDataDir + "/torch/ddp_gloo_rank1.json.gz", "-o", dir + "/imported.json", "--json"},
+      {"quickstart", "--out", dir + "/quickstart", "--json"},
+  };
+  for (const auto& args : commands) {
+    SCOPED_TRACE(args.front());
+    const json j = parseJson(runCliForTest(args));
+    EXPECT_FALSE(j.empty());
+  }
+  // validate --json runs MPI jobs: tests/cli/CMakeLists.txt's cli.validate_ci_json checks it.
+}
+
+TEST(CliOutputTest, CalibrateJsonHasTheFitAndTheFileWritten) {
+  const std::string out = (scratchDir() / "calibrated2.json").string();
+  const json j = parseJson(runCliForTest({"calibrate", kRun, "-o", out, "--json"}));
+  EXPECT_EQ(j["output"], out);
+  EXPECT_EQ(j["runs"].size(), 1u);
+  EXPECT_EQ(j["runs"][0]["world_size"], 2);
+  EXPECT_GT(j["calibration"]["comm"]["beta_GBps"].get<double>(), 0);
+  EXPECT_TRUE(j["calibration"]["contention"].contains("slowdown"));
+  EXPECT_TRUE(std::ifstream(out).good());
+}
+
+TEST(CliOutputTest, TablesAlsoComeAsCsv) {
+  const std::string models = (scratchDir() / "models.csv").string();
+  ASSERT_EQ(runCliForTest({"models", "--csv", models}).exitCode, 0);
+  std::ifstream m(models);
+  std::string header, first;
+  std::getline(m, header);
+  std::getline(m, first);
+  EXPECT_EQ(header, "name,num_params,num_tensors,total_bytes,num_layers,description");
+  EXPECT_THAT(first, HasSubstr(","));
+
+  const std::string buckets = (scratchDir() / "buckets.csv").string();
+  ASSERT_EQ(runCliForTest({"buckets", "--model", "mlp-tiny", "--csv", buckets}).exitCode, 0);
+  std::ifstream b(buckets);
+  std::getline(b, header);
+  EXPECT_EQ(header, "index,tensors,bytes,size_limit,params");
+  std::getline(b, first);
+  EXPECT_THAT(first, HasSubstr("\"[")) << "the parameter list is one quoted cell";
+
+  const std::string allreduce = (scratchDir() / "allreduce.csv").string();
+  ASSERT_EQ(
+      runCliForTest({"allreduce", "--cluster", "dgx-a100", "--bytes", "1M,64M", "--csv", allreduce})
+          .exitCode,
+      0);
+  std::ifstream a(allreduce);
+  int lines = 0;
+  for (std::string line; std::getline(a, line);) ++lines;
+  EXPECT_EQ(lines, 3);  // header + two sizes
+  expectBadInput({"models", "--csv", "/no/such/dir/models.csv"}, "--csv: cannot write");
+}
+
+// Progress goes to the error stream; off a terminal it is one plain line per step, and --quiet
+// silences it. DDPSCOPE_PROGRESS_DELAY_S=0 shows it for work shorter than the 2 s default delay.
+TEST(CliOutputTest, ProgressIsOnePlainLinePerStepOffATerminalAndQuietSilencesIt) {
+  ::setenv("DDPSCOPE_PROGRESS_DELAY_S", "0", 1);
+  CliResult sweep = runCliForTest({"sweep", "--model", "mlp-tiny", "--cluster", "dgx-a100",
+                                   "--nodes", "1,2", "--bucket-cap-mb", "5,25"});
+  ASSERT_EQ(sweep.exitCode, 0) << sweep.err;
+  EXPECT_THAT(sweep.err, HasSubstr("sweep: 1/4 (25%), elapsed "));
+  EXPECT_THAT(sweep.err, HasSubstr("sweep: 4/4 (100%), elapsed "));
+  EXPECT_EQ(std::count(sweep.err.begin(), sweep.err.end(), '\n'), 4) << sweep.err;
+  EXPECT_THAT(sweep.err, Not(HasSubstr("\r")));
+  EXPECT_THAT(sweep.out, Not(HasSubstr("sweep: 1/4")));  // stdout stays the result
+
+  CliResult quiet = runCliForTest({"sweep", "--model", "mlp-tiny", "--cluster", "dgx-a100",
+                                   "--nodes", "1,2", "--bucket-cap-mb", "5,25", "--quiet"});
+  EXPECT_EQ(quiet.err, "");
+
+  CliResult simulate = runCliForTest(
+      {"simulate", "--model", "mlp-tiny", "--cluster", "dgx-a100", "--iterations", "4"});
+  EXPECT_THAT(simulate.err, HasSubstr("simulate: 4/4 (100%)"));
+
+  CliResult import = runCliForTest({"import-torch", kDataDir + "/torch/ddp_gloo_rank0.json.gz",
+                                    kDataDir + "/torch/ddp_gloo_rank1.json.gz", "-o",
+                                    (scratchDir() / "imported2.json").string()});
+  ASSERT_EQ(import.exitCode, 0) << import.err;
+  EXPECT_THAT(import.err, HasSubstr("import-torch: 2/2 (100%)"));
+  EXPECT_THAT(import.err, HasSubstr("ddp_gloo_rank1.json.gz"));
+  ::unsetenv("DDPSCOPE_PROGRESS_DELAY_S");
+
+  // Without the override, quick work prints nothing.
+  CliResult quick = runCliForTest(
+      {"sweep", "--model", "mlp-tiny", "--cluster", "dgx-a100", "--bucket-cap-mb", "5,25"});
+  EXPECT_EQ(quick.err, "");
+}
+
+TEST(CliOutputTest, VersionSaysWhichOptionalPartsWereBuilt) {
+  CliResult r = runCliForTest({"--version"});
+  EXPECT_EQ(r.exitCode, 0);
+  EXPECT_THAT(r.out, HasSubstr("ddpscope 0.1.0"));
+  EXPECT_THAT(r.out, HasSubstr("DDPSCOPE_CUDA:"));
+  EXPECT_THAT(r.out, HasSubstr("DDPSCOPE_MPI:"));
+  EXPECT_THAT(r.out, HasSubstr("DDPSCOPE_GUI:"));
+}
+
+}  // namespace
+}  // namespace ddpscope::cli::testing
