@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "base/median.h"
+#include "traces/args_json.h"
 #include "traces/overlap.h"
 
 namespace ddpscope::runtime {
@@ -401,10 +402,7 @@ RunSummary summarize(const traces::Timeline& timeline, int64_t warmup) {
 }
 
 std::string summaryToJson(const RunSummary& summary, const Args& extra) {
-  nlohmann::json out = nlohmann::json::object();
-  for (const auto& [key, value] : extra) {
-    std::visit([&](const auto& v) { out[key] = v; }, value);
-  }
+  nlohmann::json out = traces::argsToJson(extra);
   out["median_step_ms"] = summary.medianStep.toMillis();
   out["median_forward_ms"] = summary.medianForward.toMillis();
   out["median_backward_ms"] = summary.medianBackward.toMillis();
