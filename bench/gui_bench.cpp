@@ -9,6 +9,10 @@
 // BM_WhatIfChangeToRepaint: the What-if panel, gpt2-small on dgx-a100 at 64 ranks: change the
 //   bucket cap, wait for the re-simulated timeline to be repainted; manual time = the panel's
 //   own change → repaint clock (debounce included). Target ≤ 100 ms.
+// BM_OpenTorchRun/0: traces::importKinetoTraces alone on a directory of per-rank PyTorch
+//   profiler traces (the 2-rank gloo fixtures of tests/data/torch/); BM_OpenTorchRun/1: the
+//   GUI's loadTraces on that directory (each file read once to classify it, then the import,
+//   then the TraceDocument) — the ratio is what the classifying read costs.
 // Each benchmark verifies what it painted (span counts, document size, settings shown).
 #include <benchmark/benchmark.h>
 #include <unistd.h>
@@ -21,6 +25,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "gui/model/trace_loader.h"
 #include "gui/model/whatif.h"
@@ -28,6 +33,7 @@
 #include "gui/widgets/timeline_view.h"
 #include "gui/widgets/whatif_panel.h"
 #include "traces/chrome_writer.h"
+#include "traces/kineto_import.h"
 
 namespace {
 
@@ -191,6 +197,59 @@ void BM_WhatIfChangeToRepaint(benchmark::State& state) {
 }
 BENCHMARK(BM_WhatIfChangeToRepaint)->Unit(benchmark::kMillisecond)->UseManualTime();
 
+std::filesystem::path torchRunDir() {
+  return std::filesystem::temp_directory_path() /
+         ("ddpscope_gui_bench_torch_" + std::to_string(::getpid()));
+}
+
+// torchRunDir() holding the per-rank fixtures; its files in rank order.
+const std::vector<std::string>& torchRunFiles() {
+  static std::vector<std::string> files;
+  if (!files.empty()) return files;
+  const std::filesystem::path dir = torchRunDir();
+  std::filesystem::create_directories(dir);
+  for (const char* name : {"ddp_gloo_rank0.json.gz", "ddp_gloo_rank1.json.gz"}) {
+    std::filesystem::copy_file(std::filesystem::path(DDPSCOPE_TEST_DATA_DIR) / "torch" / name,
+                               dir / name, std::filesystem::copy_options::overwrite_existing);
+    files.push_back((dir / name).string());
+  }
+  return files;
+}
+
+void BM_OpenTorchRun(benchmark::State& state) {
+  const std::vector<std::string>& files = torchRunFiles();
+  const QString dir = QString::fromStdString(torchRunDir().string());
+  int ranks = 0;
+  size_t spans = 0;
+  for (auto _ : state) {
+    if (state.range(0) == 0) {
+      auto timeline = importKinetoTraces(files);
+      if (!timeline.isOk()) {
+        state.SkipWithError(timeline.status().message().c_str());
+        return;
+      }
+      ranks = timeline->rankCount();
+      spans = 0;
+      for (const auto& rank : timeline->ranks()) {
+        for (const auto& lane : rank.lanes) spans += lane.spans.size();
+      }
+    } else {
+      auto runs = loadTraces({dir});
+      if (!runs.isOk() || runs->size() != 1) {
+        state.SkipWithError(runs.isOk() ? "not one run" : runs.status().message().c_str());
+        return;
+      }
+      ranks = runs->front().document->timeline().rankCount();
+      spans = runs->front().document->spanCount();
+    }
+  }
+  if (ranks != static_cast<int>(files.size())) state.SkipWithError("wrong rank count");
+  state.counters["ranks"] = ranks;
+  state.counters["spans"] = static_cast<double>(spans);
+  state.SetLabel(state.range(0) == 0 ? "importKinetoTraces" : "loadTraces (GUI)");
+}
+BENCHMARK(BM_OpenTorchRun)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -202,5 +261,6 @@ int main(int argc, char** argv) {
   benchmark::Shutdown();
   std::error_code ignored;
   std::filesystem::remove(benchTracePath(), ignored);
+  std::filesystem::remove_all(torchRunDir(), ignored);
   return 0;
 }

@@ -19,11 +19,13 @@ namespace {
 void printUsage(FILE* out) {
   std::fprintf(
       out,
-      "usage: ddpscope-gui [FILE [FILE_B]] [--compare] [--tab "
+      "usage: ddpscope-gui [PATH...] [--compare] [--tab "
       "timeline|overlap|compare|whatif|sweep]\n"
       "                    [--iteration N] [--size WxH] [--screenshot OUT.png|OUT.svg]\n"
       "Opens Chrome/Perfetto traces written by `ddpscope simulate --trace`, `ddpscope-run`\n"
-      "and the PyTorch profiler (Kineto); FILE_B is compared against FILE.\n");
+      "and the PyTorch profiler (Kineto). A directory (its *.json, *.json.gz files) or several\n"
+      "per-rank PyTorch profiler traces open as one multi-rank run; `FILE FILE_B` compares\n"
+      "FILE_B against FILE.\n");
 }
 
 // Runs the event loop until `signal` fires or `timeoutMs` passes.
@@ -38,7 +40,7 @@ void waitFor(Sender* sender, Signal signal, int timeoutMs) {
 }  // namespace
 
 int runGuiApp(const QStringList& arguments) {
-  QStringList files;
+  QStringList paths;
   QString screenshot;
   QString tab;
   QSize size(1500, 900);
@@ -70,12 +72,8 @@ int runGuiApp(const QStringList& arguments) {
       printUsage(stderr);
       return 2;
     } else {
-      files << arg;
+      paths << arg;
     }
-  }
-  if (files.size() > 2) {
-    std::fprintf(stderr, "ddpscope-gui: at most two files (run A and run B)\n");
-    return 2;
   }
 
   MainWindow window;
@@ -87,9 +85,9 @@ int runGuiApp(const QStringList& arguments) {
       failed = true;
     });
     window.setAttribute(Qt::WA_DontShowOnScreen, true);
-    for (int i = 0; i < files.size(); ++i) window.openFileBlocking(files[i], i);
+    if (!paths.isEmpty()) window.openPathsBlocking(paths);
   } else {
-    for (int i = 0; i < files.size(); ++i) window.openFile(files[i], i);
+    window.openPaths(paths);
   }
   window.show();
 

@@ -125,15 +125,36 @@ MainWindow::MainWindow(QWidget* parent)
 
   connect(m_loader, &TraceLoader::progress, this, [this](int, int percent, const QString& stage) {
     m_progress->setVisible(true);
+    m_progress->setRange(0, 100);
     m_progress->setValue(percent);
     m_progress->setFormat(stage + " %p%");
   });
+  connect(m_loader, &TraceLoader::filesProgress, this,
+          [this](int, int filesDone, int fileCount, const QString& file) {
+            m_progress->setVisible(true);
+            if (filesDone < fileCount) {
+              m_progress->setRange(0, fileCount);
+              m_progress->setValue(filesDone);
+              m_progress->setFormat(tr("read %v/%m traces"));
+              m_statusLabel->setText(tr("read %1 (%2 of %3)")
+                                         .arg(QFileInfo(file).fileName())
+                                         .arg(filesDone)
+                                         .arg(fileCount));
+            } else {
+              m_progress->setRange(0, 0);  // busy: the import itself reports no progress
+              m_statusLabel->setText(tr("%1 traces read; importing…").arg(fileCount));
+            }
+          });
   connect(m_loader, &TraceLoader::loaded, this,
           [this](int slot, const QString& path, TraceDocumentPtr doc) {
             m_progress->setVisible(m_loader->pending() > 0);
             addRecentFile(path);
             setDocument(slot, std::move(doc), QFileInfo(path).fileName());
           });
+  connect(m_loader, &TraceLoader::runLoaded, this, [this](int slot, const LoadedRun& run) {
+    m_progress->setVisible(m_loader->pending() > 0);
+    showRun(slot, run);
+  });
   connect(m_loader, &TraceLoader::failed, this,
           [this](int, const QString& path, const QString& message) {
             m_progress->setVisible(m_loader->pending() > 0);
@@ -194,24 +215,33 @@ MainWindow::MainWindow(QWidget* parent)
 
   buildMenus();
   m_statusLabel->setText(
-      tr("Open a trace (Ctrl+O) or drop one here. Wheel: zoom · drag: pan · "
-         "Backspace: back · F: fit iteration"));
+      tr("Open a trace (Ctrl+O) or a folder of per-rank PyTorch traces (Ctrl+Shift+O), or drop "
+         "them here. Wheel: zoom · drag: pan · Backspace: back · F: fit iteration"));
 }
 
 MainWindow::~MainWindow() = default;
 
 void MainWindow::buildMenus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
-  QAction* open = file->addAction(tr("&Open…"), this, [this]() {
-    QString path = QFileDialog::getOpenFileName(
-        this, tr("Open trace"), QString(), tr("Traces (*.json *.json.gz *.gz);;All files (*)"));
-    if (!path.isEmpty()) openFile(path, 0);
+  const QString filter = tr("Traces (*.json *.json.gz *.gz);;All files (*)");
+  QAction* open = file->addAction(tr("&Open…"), this, [this, filter]() {
+    QStringList paths = QFileDialog::getOpenFileNames(
+        this, tr("Open traces (per-rank PyTorch profiler traces open as one run)"), QString(),
+        filter);
+    if (!paths.isEmpty()) openPaths(paths, 0);
   });
+  open->setObjectName("openAction");
   open->setShortcut(QKeySequence::Open);
-  file->addAction(tr("Open run &B for comparison…"), this, [this]() {
-    QString path = QFileDialog::getOpenFileName(
-        this, tr("Open run B"), QString(), tr("Traces (*.json *.json.gz *.gz);;All files (*)"));
-    if (!path.isEmpty()) openFile(path, 1);
+  QAction* openFolder = file->addAction(tr("Open &folder…"), this, [this]() {
+    QString dir = QFileDialog::getExistingDirectory(
+        this, tr("Open a folder of per-rank PyTorch profiler traces as one run"));
+    if (!dir.isEmpty()) openPaths({dir}, 0);
+  });
+  openFolder->setObjectName("openFolderAction");
+  openFolder->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O));
+  file->addAction(tr("Open run &B for comparison…"), this, [this, filter]() {
+    QStringList paths = QFileDialog::getOpenFileNames(this, tr("Open run B"), QString(), filter);
+    if (!paths.isEmpty()) openPaths(paths, 1);
   });
   m_recentMenu = file->addMenu(tr("Open &recent"));
   rebuildRecentMenu();
@@ -256,6 +286,7 @@ void MainWindow::buildMenus() {
   QToolBar* toolbar = addToolBar(tr("Main"));
   toolbar->setObjectName("main-toolbar");
   toolbar->addAction(open);
+  toolbar->addAction(openFolder);
   toolbar->addAction(back);
   toolbar->addAction(fit);
   toolbar->addAction(reset);
@@ -280,28 +311,45 @@ void MainWindow::rebuildRecentMenu() {
   m_recentMenu->clear();
   const QStringList files = recentFiles();
   for (const QString& path : files) {
-    m_recentMenu->addAction(path, this, [this, path]() { openFile(path, 0); });
+    m_recentMenu->addAction(path, this, [this, path]() { openPaths({path}, 0); });
   }
   m_recentMenu->setEnabled(!files.isEmpty());
 }
 
 void MainWindow::openFile(const QString& path, int slot) {
-  m_statusLabel->setText(tr("opening %1…").arg(path));
-  m_progress->setVisible(true);
-  m_progress->setValue(0);
-  m_loader->open(path, slot);
+  openPaths({path}, slot);
 }
 
 bool MainWindow::openFileBlocking(const QString& path, int slot) {
-  StatusOr<TraceDocumentPtr> doc = loadTraceDocument(path);
-  if (!doc.isOk()) {
-    reportError(tr("Cannot open %1").arg(QFileInfo(path).fileName()),
-                QString::fromStdString(doc.status().message()));
+  return openPathsBlocking({path}, slot);
+}
+
+void MainWindow::openPaths(const QStringList& paths, int slot) {
+  if (paths.isEmpty()) return;
+  m_statusLabel->setText(tr("opening %1…").arg(describePaths(paths)));
+  m_progress->setVisible(true);
+  m_progress->setRange(0, 100);
+  m_progress->setValue(0);
+  m_loader->openPaths(paths, slot);
+}
+
+bool MainWindow::openPathsBlocking(const QStringList& paths, int slot) {
+  StatusOr<std::vector<LoadedRun>> runs = loadTraces(paths, kRunSlots - slot);
+  if (!runs.isOk()) {
+    reportError(tr("Cannot open %1").arg(QFileInfo(describePaths(paths)).fileName()),
+                QString::fromStdString(runs.status().message()));
     return false;
   }
-  addRecentFile(path);
-  setDocument(slot, *doc, QFileInfo(path).fileName());
+  for (size_t i = 0; i < runs->size(); ++i) showRun(slot + static_cast<int>(i), (*runs)[i]);
   return true;
+}
+
+void MainWindow::showRun(int slot, const LoadedRun& run) {
+  if (!run.recentPath.isEmpty()) addRecentFile(run.recentPath);
+  setDocument(slot, run.document, run.label);
+  if (slot == 0 && !run.notes.isEmpty()) {
+    m_statusLabel->setText(m_statusLabel->text() + " · " + run.notes.join(" · "));
+  }
 }
 
 void MainWindow::setDocument(int slot, TraceDocumentPtr document, const QString& label) {
@@ -392,13 +440,11 @@ void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
 }
 
 void MainWindow::dropEvent(QDropEvent* event) {
-  const QList<QUrl> urls = event->mimeData()->urls();
-  int slot = 0;
-  for (const QUrl& url : urls) {
-    if (!url.isLocalFile()) continue;
-    openFile(url.toLocalFile(), slot);
-    if (++slot > 1) break;
+  QStringList paths;
+  for (const QUrl& url : event->mimeData()->urls()) {
+    if (url.isLocalFile()) paths << url.toLocalFile();
   }
+  openPaths(paths, 0);
   event->acceptProposedAction();
 }
 

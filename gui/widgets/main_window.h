@@ -1,12 +1,15 @@
 // MainWindow of ddpscope-gui: tabs Timeline, Overlap, Compare, What-if, Sweep; docks for lanes,
 // search results and the selected span's details.
 //
-// Opening: File ▸ Open (run A), File ▸ Open run B for comparison, recent files (QSettings),
-// drag and drop (one file → A; two → A and B), command-line paths. Files load on a worker
-// (TraceLoader) with progress in the status bar. Errors are reported through reportError():
-// the errorReported signal always fires, then the error handler runs — by default a non-modal
-// QMessageBox; tests install their own handler. A failed load leaves the current documents
-// untouched and the window usable.
+// Opening: File ▸ Open (run A; several files may be picked), File ▸ Open folder (run A),
+// File ▸ Open run B for comparison, recent files and folders (QSettings), drag and drop of
+// files and folders, command-line paths. All of them go through openPaths (loadTraces' rules):
+// a folder, or several per-rank PyTorch profiler traces, opens as one multi-rank run; one file
+// opens as run A; two other traces as runs A and B. Files load on a worker (TraceLoader) with
+// progress in the status bar (percent of one file; files read of several). Errors are reported
+// through reportError(): the errorReported signal always fires, then the error handler runs — by
+// default a non-modal QMessageBox; tests install their own handler. A failed load leaves the
+// current documents untouched and the window usable.
 #pragma once
 
 #include <QMainWindow>
@@ -50,6 +53,9 @@ class MainWindow : public QMainWindow {
   void openFile(const QString& path, int slot = 0);
   // Synchronous load (command-line screenshots); errors go through reportError.
   bool openFileBlocking(const QString& path, int slot = 0);
+  // Files and folders as one or two runs from `slot` (loadTraces), on the worker.
+  void openPaths(const QStringList& paths, int slot = 0);
+  bool openPathsBlocking(const QStringList& paths, int slot = 0);
   void setDocument(int slot, TraceDocumentPtr document, const QString& label);
   TraceDocumentPtr document(int slot = 0) const { return slot == 0 ? m_docA : m_docB; }
 
@@ -83,6 +89,7 @@ class MainWindow : public QMainWindow {
 
  private:
   void buildMenus();
+  void showRun(int slot, const LoadedRun& run);
   void addRecentFile(const QString& path);
   void rebuildRecentMenu();
   void showDetails(const TraceDocumentPtr& document, SpanRef ref);
