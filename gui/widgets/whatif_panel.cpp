@@ -13,6 +13,7 @@
 
 #include "base/check.h"
 #include "ddp/ddp_settings.h"
+#include "sim/engine/workload.h"
 #include "gui/widgets/time_axis.h"
 #include "gui/widgets/timeline_view.h"
 #include "models/zoo.h"
@@ -76,6 +77,10 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
   m_status = new QLabel(controls);
   m_status->setWordWrap(true);
   form->addRow(m_status);
+  m_workload = new QLabel(controls);
+  m_workload->setObjectName("whatIfWorkload");
+  m_workload->setWordWrap(true);
+  form->addRow(m_workload);
   outer->addWidget(controls);
 
   auto* right = new QVBoxLayout();
@@ -199,6 +204,16 @@ void WhatIfPanel::onResult(const WhatIfResultPtr& result) {
   html += row(tr("buckets"), QString::number(s.numBuckets));
   html += QStringLiteral("</table>");
   m_metrics->setText(html);
+  // What the numbers assume: a short line here, and as its tooltip the same block `ddpscope
+  // simulate` prints (sim/engine/workload.h).
+  const sim::Workload& w = s.workload;
+  QString inputs = tr("batch %1 per rank (%2 global)").arg(w.batchPerRank).arg(w.globalBatch);
+  if (w.seqLen > 0) inputs += tr(", sequence %1").arg(w.seqLen);
+  if (w.imageSize > 0) inputs += tr(", images %1 px").arg(w.imageSize);
+  m_workload->setText(tr("Assumes %1, %2 compute, %3. Hover for the whole workload.")
+                          .arg(inputs, QString::fromStdString(w.dtype),
+                               QString::fromStdString(w.optimizer)));
+  m_workload->setToolTip(QString::fromStdString(sim::workloadText(w)));
 
   if (result->document) {
     Nanos start = result->document->startTime();

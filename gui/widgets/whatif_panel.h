@@ -73,6 +73,7 @@ class WhatIfPanel : public QWidget {
   QPushButton* m_open;
   QLabel* m_metrics;
   QLabel* m_status;
+  QLabel* m_workload;  // the stated workload of the shown result
   TimeAxis* m_axis;
   TimelineView* m_view;
   bool m_blockChanges = false;

@@ -3,6 +3,7 @@
 #include "gui/model/whatif.h"
 
 #include <QDir>
+#include <QLabel>
 #include <QSignalSpy>
 #include <QTest>
 #include <nlohmann/json.hpp>
@@ -39,6 +40,7 @@ class WhatIfTest : public QObject {
   void pinningComparesAgainstThePinnedResult();
   void sweepMarksTheBestCapAndOpensAPoint();
   void aSimulatedTraceOpensWithEveryDdpSetting();
+  void panelStatesTheWorkloadLikeTheCli();
 };
 
 void WhatIfTest::panelMetricsEqualCliSimulate_data() {
@@ -182,6 +184,23 @@ void WhatIfTest::aSimulatedTraceOpensWithEveryDdpSetting() {
   shown.worldSize = s.ddp.worldSize;  // the layout's, not a DDP setting
   QVERIFY2(shown == s.ddp, shown.toString().c_str());
   QCOMPARE((*document)->worldSize(), 16);
+}
+
+// The what-if states its workload with the block `ddpscope simulate` prints for the same
+// settings.
+void WhatIfTest::panelStatesTheWorkloadLikeTheCli() {
+  WhatIfPanel panel;
+  QSignalSpy shown(&panel, &WhatIfPanel::resultShown);
+  QVERIFY(shown.wait(20000));
+  auto* label = panel.findChild<QLabel*>("whatIfWorkload");
+  QVERIFY(label);
+  QVERIFY(label->text().contains("batch 8 per rank (512 global), sequence 1024"));
+  const std::string text = label->toolTip().toStdString();
+  QVERIFY2(text.find("workload (what the numbers assume):") != std::string::npos, text.c_str());
+  std::vector<std::string> args = panel.settings().cliArgs();
+  std::ostringstream out, err;
+  QCOMPARE(cli::runCli(args, out, err), 0);
+  QVERIFY2(out.str().find(text) != std::string::npos, (out.str() + "\n---\n" + text).c_str());
 }
 
 QTEST_MAIN(WhatIfTest)
