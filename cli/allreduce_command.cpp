@@ -22,7 +22,8 @@ Status runAllreduceCommand(const std::vector<std::string>& argv, CommandIo io) {
       "algorithm and protocol, time, algbw = S/t and busbw = algbw x 2(n-1)/n (nccl-tests).");
   addClusterFlags(parser);
   parser.option("nodes", "N", "number of nodes (default 1)")
-      .option("world-size", "W", "number of ranks (a multiple of the GPUs per node)")
+      .option("world-size", "W",
+              "number of ranks (a multiple of the GPUs per node; default: one node's)")
       .option("bytes", "S[,S...]", "per-rank buffer sizes: 1048576, 64K, 25MiB, 1G (binary units)")
       .flag("json", "machine-readable output")
       .option("csv", "PATH", "also write the table as CSV")

@@ -21,12 +21,14 @@ void addSimulationFlags(ArgParser& parser, bool sweep, bool computeFrom) {
   }
   if (sweep) {
     parser.option("nodes", "N[,N...]", "node counts to sweep (default 1)")
-        .option("world-size", "W[,W...]", "world sizes to sweep (multiples of GPUs per node)")
+        .option("world-size", "W[,W...]",
+                "world sizes to sweep (multiples of GPUs per node; default: --nodes)")
         .option("bucket-cap-mb", "X[,X...]", "bucket caps in MiB (default 1,2,5,10,25,50,100,200)")
         .option("find-unused", "on|off|both", "find_unused_parameters (default off)");
   } else {
     parser.option("nodes", "N", "number of nodes (default 1)")
-        .option("world-size", "W", "number of ranks (a multiple of the GPUs per node)");
+        .option("world-size", "W",
+                "number of ranks (a multiple of the GPUs per node; default: one node's)");
   }
   addDdpFlags(parser, ddpFlagSet(sweep));
   parser.option("batch", "B", "samples per rank per step (default: the model's)")
@@ -40,9 +42,11 @@ void addSimulationFlags(ArgParser& parser, bool sweep, bool computeFrom) {
       .option("contention", "F", "compute slowdown while a collective runs (default: cluster's)")
       .option("strategy", "S", "ddp (default) or dp (nn.DataParallel, one node)")
       .flag("all-ranks", "simulate every rank (jitter, stragglers) instead of one")
-      .option("jitter", "PCT", "per-rank, per-iteration compute jitter in % (with --all-ranks)")
+      .option("jitter", "PCT",
+              "per-rank, per-iteration compute jitter in % (with --all-ranks; default 0)")
       .option("seed", "S", "seed for jitter (default 1)")
-      .option("stragglers", "R:PCT[,...]", "ranks slower by PCT % (with --all-ranks)");
+      .option("stragglers", "R:PCT[,...]",
+              "ranks slower by PCT % (with --all-ranks; default none)");
 }
 
 ddp::DdpSettingSet ddpFlagSet(bool sweep) {

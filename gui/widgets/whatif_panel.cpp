@@ -13,11 +13,11 @@
 
 #include "base/check.h"
 #include "ddp/ddp_settings.h"
-#include "sim/engine/workload.h"
 #include "gui/widgets/time_axis.h"
 #include "gui/widgets/timeline_view.h"
 #include "models/zoo.h"
 #include "sim/cost/cluster.h"
+#include "sim/engine/workload.h"
 
 namespace ddpscope::gui {
 
@@ -210,9 +210,9 @@ void WhatIfPanel::onResult(const WhatIfResultPtr& result) {
   QString inputs = tr("batch %1 per rank (%2 global)").arg(w.batchPerRank).arg(w.globalBatch);
   if (w.seqLen > 0) inputs += tr(", sequence %1").arg(w.seqLen);
   if (w.imageSize > 0) inputs += tr(", images %1 px").arg(w.imageSize);
-  m_workload->setText(tr("Assumes %1, %2 compute, %3. Hover for the whole workload.")
-                          .arg(inputs, QString::fromStdString(w.dtype),
-                               QString::fromStdString(w.optimizer)));
+  m_workload->setText(
+      tr("Assumes %1, %2 compute, %3. Hover for the whole workload.")
+          .arg(inputs, QString::fromStdString(w.dtype), QString::fromStdString(w.optimizer)));
   m_workload->setToolTip(QString::fromStdString(sim::workloadText(w)));
 
   if (result->document) {
