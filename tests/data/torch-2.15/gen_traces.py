@@ -17,7 +17,8 @@ JSON writer), gzip-compressed; nothing is rewritten. And once:
     - the buckets as DDP's reducer reports them (ddp._get_ddp_logging_data():
       rebuilt_bucket_sizes / bucket_sizes in bytes, bucket_cap_bytes, param indices);
     - per trace and rank, the wall time of each profiled ProfilerStep#N range, read back
-      from the profiler's events (prof.events(), µs -> ns), and the step count;
+      from the profiler's events (prof.events(), µs -> ns), and each step's
+      time.perf_counter_ns() around step() + prof.step();
     - world size, batch, bucket_cap_mb, torch version.
   ddp_gloo_model.json   the model (models/FORMAT.md) by models/export/torch_export.py, so that
                         import-torch --model-file can take the bucket sizes from the plan.
@@ -98,11 +99,11 @@ def worker(rank, world, init_file, out_dir):
                 wall_ns.append(time.perf_counter_ns() - t0)
         path = os.path.join(out_dir, "ddp_gloo_%s_rank%d.json" % (name, rank))
         prof.export_chrome_trace(path)
-        steps = {}
-        for ev in prof.events():
-            if ev.name and ev.name.startswith("ProfilerStep#"):
-                n = int(ev.name[len("ProfilerStep#"):])
-                steps[n] = int(round(ev.time_range.elapsed_us() * 1000))
+        # torch 2.x names the step ranges "ProfilerStep*" in prof.events() (the trace says
+        # ProfilerStep#N); the k-th profiled one, by start time, is step WAIT + WARMUP + k.
+        ranges = sorted((ev.time_range.start, ev.time_range.elapsed_us()) for ev in prof.events()
+                        if ev.name.startswith("ProfilerStep"))
+        steps = {WAIT + WARMUP + k: int(round(us * 1000)) for k, (_, us) in enumerate(ranges)}
         info["traces"][name] = {"step_ns": {str(k): v for k, v in sorted(steps.items())},
                                 "perf_counter_step_ns": wall_ns[WAIT + WARMUP:]}
         dist.barrier()
