@@ -1,5 +1,6 @@
 // `ddpscope import-torch`: PyTorch profiler (Kineto) traces of a DDP job → a ddpscope trace
 // (traces/kineto_import.h) and a summary of buckets, step time and overlap.
+#include <cmath>
 #include <iomanip>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -16,6 +17,7 @@
 #include "traces/args_json.h"
 #include "traces/chrome_writer.h"
 #include "traces/kineto_import.h"
+#include "traces/overlap.h"
 #include "traces/timeline.h"
 
 namespace ddpscope::cli {
@@ -150,6 +152,13 @@ Status runImportTorchCommand(const std::vector<std::string>& argv, CommandIo io)
     out["median_comm_ns"] = summary.medianComm.count();
     out["median_exposed_comm_ns"] = summary.medianExposedComm.count();
     out["overlap_percent"] = summary.overlapPercent;
+    nlohmann::json hta = nlohmann::json::object();
+    for (const auto& [rank, stats] : report.htaOverlap) {
+      hta[std::to_string(rank)] =
+          stats.hasCommunication ? nlohmann::json(std::round(stats.overlapPercent * 100.0) / 100.0)
+                                 : nlohmann::json(nullptr);
+    }
+    out["hta_overlap_percent"] = std::move(hta);
     nlohmann::json rows = nlohmann::json::array();
     for (const auto& it : summary.iterations) {
       rows.push_back({{"rank", it.rank},
@@ -177,7 +186,16 @@ Status runImportTorchCommand(const std::vector<std::string>& argv, CommandIo io)
     << (report.ranks.empty() ? 0 : report.ranks.front()) << ")\n";
   o << "median exposed comm: " << summary.medianExposedComm.toMillis() << " ms\n";
   o << std::setprecision(2) << "overlap:             " << summary.overlapPercent
-    << " % of communication hidden behind compute (HTA definition)\n";
+    << " % of communication hidden behind compute (imported lanes, every iteration)\n";
+  o << "HTA overlap:        ";
+  bool anyGpuComm = false;
+  for (const auto& [rank, stats] : report.htaOverlap) {
+    anyGpuComm = anyGpuComm || stats.hasCommunication;
+    o << (rank == report.htaOverlap.begin()->first ? " rank " : ", rank ") << rank << " "
+      << traces::formatPercent(stats) << (stats.hasCommunication ? " %" : "");
+  }
+  o << (anyGpuComm ? "  (= `ddpscope overlap` on each file = HTA's get_comm_comp_overlap)\n"
+                   : "  (no GPU communication kernels: HTA reads GPU kernels only)\n");
   for (const auto& note : report.notes) o << "note: " << note << "\n";
   io.out << o.str();
   return Status::ok();

@@ -659,6 +659,7 @@ StatusOr<Timeline> importKinetoTraces(const std::vector<std::string>& paths,
                              ": give one trace per rank");
     }
     fileOfRank[rank] = path;
+    report.htaOverlap[rank] = computeOverlap(source).front().total;
     RankBuild build;
     RETURN_IF_ERROR(importOneRank(path, source, build, options, report));
     report.collectivesWithUnknownBytes += build.unknownBytes;

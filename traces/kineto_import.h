@@ -47,12 +47,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "base/nanos.h"
 #include "base/status.h"
+#include "traces/overlap.h"
 #include "traces/timeline.h"
 
 namespace ddpscope::traces {
@@ -94,6 +96,9 @@ struct KinetoImportReport {
   int64_t collectivesWithUnknownBytes = 0;  // no size in the trace nor from the plan
   int64_t collectivesSizedFromPlan = 0;     // bucket allreduces sized by planBucketBytes
   int64_t collectivesDisagreeingWithPlan = 0;
+  // Per rank: `ddpscope overlap`'s headline on the source file, i.e. HTA 0.5.0's
+  // get_comm_comp_overlap (GPU kernels only; hasCommunication false on CPU traces).
+  std::map<int, OverlapStats> htaOverlap;
   std::vector<std::string> notes;  // one line each
 };
 

@@ -64,7 +64,8 @@ std::vector<std::optional<int64_t>> truthBucketBytes() {
   QFile file(kTorchDir + "ddp_gloo_truth.json");
   if (!file.open(QIODevice::ReadOnly)) qFatal("cannot read ddp_gloo_truth.json");
   std::vector<std::optional<int64_t>> bytes;
-  for (const auto& b : nlohmann::json::parse(file.readAll().toStdString())["bucket_bytes"]) {
+  const nlohmann::json truth = nlohmann::json::parse(file.readAll().toStdString());
+  for (const auto& b : truth["bucket_bytes"]) {
     bytes.push_back(b.get<int64_t>());
   }
   return bytes;

@@ -555,5 +555,81 @@ TEST(KinetoImport215Test, NoCostModelIsFittedToUnknownSizes) {
   EXPECT_THAT(fit.status().message(), HasSubstr("no cost model is fitted to unknown sizes"));
 }
 
+// ---- real GPU traces (NCCL 2.17, from HTA's test data; tests/data/hta/README.md) ----
+
+// The 2-GPU resnet50 job: its record_param_comms sizes are the bucket plan ddpscope computes for
+// the zoo's resnet50 at DDP's defaults, and the import reports HTA's own overlap number.
+TEST(KinetoImportGpuTest, RealResnet50TraceBucketsEqualThePlanAndOverlapEqualsHta) {
+  const std::string trace = std::string(DDPSCOPE_TEST_DATA_DIR) + "/hta/resnet_2gpu_rank0.json.gz";
+  const std::string output = tempPath("resnet.json");
+  CliResult r = runCli({"import-torch", trace, "-o", output, "--allow-missing-ranks", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json out = nlohmann::json::parse(r.out);
+  CliResult plan = runCli({"buckets", "--model", "resnet50", "--json"});
+  ASSERT_EQ(plan.code, 0) << plan.err;
+  nlohmann::json planned = nlohmann::json::array();
+  const nlohmann::json planJson = nlohmann::json::parse(plan.out);
+  for (const auto& b : planJson["buckets"]) planned.push_back(b["bytes"]);
+  EXPECT_EQ(out["bucket_bytes"], planned);
+  EXPECT_EQ(out["iterations"], 3);
+  std::ifstream in(std::string(DDPSCOPE_TEST_DATA_DIR) + "/hta/hta_overlap.json");
+  const nlohmann::json hta = nlohmann::json::parse(in);
+  EXPECT_EQ(out["hta_overlap_percent"]["0"], hta["traces"]["hta/resnet_2gpu_rank0.json.gz"]["0"]);
+  std::remove(output.c_str());
+}
+
+// A hand-written GPU trace in the shape current PyTorch writes (NCCL >= 2.19 kernel names
+// ncclDevKernel_*, record_param_comms with In msg nelems, a CUDA graph replay whose kernels
+// carry the cudaGraphLaunch's correlation and no record_param_comms).
+TEST(KinetoImportGpuTest, NcclDevKernelsRecordParamCommsAndCudaGraphs) {
+  const std::string kernel =
+      "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+  const std::string path = writeTemp(
+      "nccl219.json",
+      R"({"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 1,
+        "nccl_version": "2.21.5"}, "traceEvents": [
+      {"ph":"X","cat":"user_annotation","name":"ProfilerStep#7","pid":1,"tid":1,"ts":0,"dur":100},
+      {"ph":"X","cat":"cpu_op","name":"record_param_comms","pid":1,"tid":2,"ts":40,"dur":2,
+       "args":{"Collective name":"allreduce","dtype":"BFloat16","In msg nelems":1000}},
+      {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":2,"ts":41,"dur":1,
+       "args":{"correlation":5}},
+      {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":10,"dur":1,
+       "args":{"correlation":4}},
+      {"ph":"X","cat":"user_annotation","name":"ProfilerStep#8","pid":1,"tid":1,"ts":100,"dur":100},
+      {"ph":"X","cat":"cuda_runtime","name":"cudaGraphLaunch","pid":1,"tid":1,"ts":110,"dur":3,
+       "args":{"correlation":9}},
+      {"ph":"X","cat":"kernel","name":"sm90_xmma_gemm_bf16bf16","pid":0,"tid":7,"ts":20,"dur":40,
+       "args":{"device":0,"stream":7,"correlation":4}},
+      {"ph":"X","cat":"kernel","name":"KERNEL","pid":0,"tid":13,"ts":45,"dur":30,
+       "args":{"device":0,"stream":13,"correlation":5}},
+      {"ph":"X","cat":"kernel","name":"sm90_xmma_gemm_bf16bf16","pid":0,"tid":7,"ts":120,"dur":40,
+       "args":{"device":0,"stream":7,"correlation":9,"graph node id":3}},
+      {"ph":"X","cat":"kernel","name":"KERNEL","pid":0,"tid":13,"ts":130,"dur":50,
+       "args":{"device":0,"stream":13,"correlation":9,"graph node id":4}}]})");
+  {
+    std::ifstream in(path);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (size_t at; (at = text.find("KERNEL")) != std::string::npos;) {
+      text.replace(at, 6, kernel);
+    }
+    std::ofstream(path) << text;
+  }
+  KinetoImportReport report;
+  auto timeline = importKinetoTraces({path}, {}, &report);
+  ASSERT_TRUE(timeline.isOk()) << timeline.status().message();
+  const KinetoImportSummary summary = summarizeImport(*timeline);
+  ASSERT_EQ(summary.iterations.size(), 2u);
+  // step 7: the kernel's size from record_param_comms (1000 bf16 = 2000 B); step 8 (graph
+  // replay): no record_param_comms, so unknown
+  EXPECT_EQ(summary.iterations[0].bucketBytes,
+            (std::vector<std::optional<int64_t>>{int64_t{2000}}));
+  EXPECT_EQ(summary.iterations[1].bucketBytes, (std::vector<std::optional<int64_t>>{std::nullopt}));
+  EXPECT_EQ(report.collectivesWithUnknownBytes, 1);
+  // HTA: kernels launched before ProfilerStep#8 only: comm [45,75), compute [20,60) → 15/30
+  ASSERT_EQ(report.htaOverlap.size(), 1u);
+  EXPECT_EQ(formatPercent(report.htaOverlap.at(0)), "50.00");
+  std::remove(path.c_str());
+}
+
 }  // namespace
 }  // namespace ddpscope::traces
