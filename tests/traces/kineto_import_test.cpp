@@ -631,5 +631,20 @@ TEST(KinetoImportGpuTest, NcclDevKernelsRecordParamCommsAndCudaGraphs) {
   std::remove(path.c_str());
 }
 
+// `ddpscope overlap` on the real resnet50 trace: HTA's 14.31, the filter flagged in JSON, the
+// unfiltered ProfilerStep rows with --iterations.
+TEST(KinetoImportGpuTest, OverlapCommandPrintsHtasNumber) {
+  const std::string trace = std::string(DDPSCOPE_TEST_DATA_DIR) + "/hta/resnet_2gpu_rank0.json.gz";
+  CliResult text = runCli({"overlap", trace, "--iterations"});
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("14.31\n"));
+  EXPECT_THAT(text.out, HasSubstr("  iter 6"));
+  CliResult json = runCli({"overlap", trace, "--json"});
+  ASSERT_EQ(json.code, 0) << json.err;
+  const nlohmann::json out = nlohmann::json::parse(json.out);
+  EXPECT_EQ(out["ranks"][0]["overlap_percent"], 14.31);
+  EXPECT_EQ(out["ranks"][0]["hta_last_step_dropped"], true);
+}
+
 }  // namespace
 }  // namespace ddpscope::traces
