@@ -113,6 +113,7 @@ Status runValidateCommand(const std::vector<std::string>& argv, CommandIo io) {
       "configuration twice (--repeat): measured steps are the median of the repeats, predictions\n"
       "the mean over the calibration run's repeats. '--grid ci' is a reduced grid (2 models,\n"
       "worlds 1 and 2, caps 5 and 25, once each) that runs in about a minute.\n"
+      "\n"
       "Beside the MAPE it prints the p95 error and the host's noise floor: how far two runs of\n"
       "the same configuration lie apart (its repeats, and the noise runs: each model's cap-25\n"
       "run at the largest world size trained again, spread evenly over the grid so drift hits\n"
@@ -135,7 +136,9 @@ Status runValidateCommand(const std::vector<std::string>& argv, CommandIo io) {
               "--torch full 4, ci 2)")
       .option("mpirun", "PATH", "the mpirun to use (passed to ddpscope run; not with --torch)")
       .flag("quiet", "no progress on stderr (one line per trained configuration otherwise)")
-      .flag("json", "print validate.json (MAPE, worst, rows) on stdout instead of the report")
+      .flag("json",
+            "print validate.json (MAPE, p95, noise floor, worst, rows) on stdout instead of the "
+            "report")
       .option("csv", "PATH", "also write validate.csv (one row per configuration) to PATH");
   ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv));
   if (args.helpRequested()) {
