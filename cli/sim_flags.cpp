@@ -41,6 +41,14 @@ void addSimulationFlags(ArgParser& parser, bool sweep, bool computeFrom) {
       .flag("sync-batchnorm", "SyncBatchNorm: a blocking allreduce per BatchNorm layer")
       .option("contention", "F", "compute slowdown while a collective runs (default: cluster's)")
       .option("strategy", "S", "ddp (default) or dp (nn.DataParallel, one node)")
+      .option("compile", "MODE",
+              "how a torch.compile'd model meets DDP: none (eager, default), ddp-optimizer "
+              "(forward split at bucket boundaries; hooks fire between sub-graphs), whole-graph "
+              "(optimize_ddp=False: every allreduce after the backward), compiled-autograd "
+              "(python reducer; Inductor buckets the allreduces)")
+      .option("compile-graph-overhead", "US",
+              "host time of one compiled (sub-)graph, forward + backward call, in us (default " +
+                  formatShortest(sim::kGraphCallOverhead.toMicros()) + ", measured)")
       .flag("all-ranks", "simulate every rank (jitter, stragglers) instead of one")
       .option("jitter", "PCT",
               "per-rank, per-iteration compute jitter in % (with --all-ranks; default 0)")
@@ -94,6 +102,22 @@ StatusOr<SimulationRequest> parseSimulationRequest(const ParsedArgs& args, bool 
     o.strategy = sim::Strategy::kDataParallel;
   } else {
     return invalidArgument("--strategy: expected ddp or dp, got '" + strategy + "'");
+  }
+  if (auto mode = args.value("compile")) {
+    const std::optional<sim::CompileMode> parsed = sim::parseCompileMode(*mode);
+    if (!parsed) {
+      return invalidArgument("--compile: expected " + std::string(sim::compileModeChoices()) +
+                             ", got '" + *mode + "'");
+    }
+    o.compile = *parsed;
+  }
+  if (auto us = args.value("compile-graph-overhead")) {
+    auto v = parseDouble(*us);
+    if (!v || *v < 0 || *v > 1e6) {
+      return invalidArgument(
+          "--compile-graph-overhead: expected microseconds in [0, 1000000], got '" + *us + "'");
+    }
+    o.compileGraphOverhead = Nanos::fromMicrosDouble(*v);
   }
   o.allRanks = args.has("all-ranks");
   if (auto j = args.value("jitter")) {
@@ -178,8 +202,11 @@ std::string formatSimSummary(const SimulationRequest& request, const sim::WorldL
     << layout.gpusPerNode << " = " << layout.worldSize() << " ranks, bucket_cap_mb "
     << d.bucketCapMb << (d.findUnusedParameters ? ", find_unused" : "")
     << (d.staticGraph ? ", static_graph" : "")
-    << (d.noSyncPeriod > 1 ? ", no_sync " + std::to_string(d.noSyncPeriod) : "") << ", "
-    << s.workload.dtype << "\n";
+    << (d.noSyncPeriod > 1 ? ", no_sync " + std::to_string(d.noSyncPeriod) : "")
+    << (request.options.compile != sim::CompileMode::kNone
+            ? ", compile " + std::string(sim::compileModeName(request.options.compile))
+            : "")
+    << ", " << s.workload.dtype << "\n";
   o << sim::workloadText(s.workload);
   o << "results (steady state):\n";
   auto row = [&](const char* label, Nanos t, const std::string& extra = "") {
