@@ -7,6 +7,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <utility>
@@ -112,6 +115,18 @@ TEST(CompileModeTest, DdpOptimizerRejectsCapsBelowItsFirstBucket) {
   EXPECT_TRUE(validateCompileMode(CompileMode::kWholeGraph, config).isOk());
   config.commHook.kind = ddp::CommHookKind::kFp16;
   EXPECT_FALSE(validateCompileMode(CompileMode::kCompiledAutograd, config).isOk());
+}
+
+// The default graph-call cost is the committed measurement of real torch 2.15
+// (scripts/measure_compile_overhead.py), not a guess.
+TEST(CompileModeTest, GraphCallOverheadIsTheMeasuredOne) {
+  std::ifstream in(std::string(DDPSCOPE_TEST_DATA_DIR) + "/torch/compile_graph_overhead.json");
+  ASSERT_TRUE(in) << "missing tests/data/torch/compile_graph_overhead.json";
+  const nlohmann::json measured = nlohmann::json::parse(in);
+  EXPECT_EQ(measured["backend"], "inductor");
+  EXPECT_EQ(measured["torch"].get<std::string>().rfind("2.15", 0), 0u);
+  const int64_t ns = measured["per_subgraph_overhead_ns"].get<int64_t>();
+  EXPECT_LE(std::llabs(kGraphCallOverhead.count() - ns), 500) << ns;  // the constant is in us
 }
 
 TEST(CompileModeTest, ModeNamesRoundTrip) {
