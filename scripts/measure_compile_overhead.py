@@ -83,7 +83,7 @@ def main():
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=40)
-    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--steps", type=int, default=10)
     args = ap.parse_args()
     torch.set_num_threads(1)
     seen = {}

@@ -15,7 +15,10 @@
 #include <utility>
 #include <vector>
 
+#include "models/zoo.h"
+#include "sim/cost/cluster.h"
 #include "sim/engine/ddp_simulator.h"
+#include "sim/engine/sweep.h"
 #include "tests/sim/engine/sim_test_models.h"
 #include "traces/chrome_writer.h"
 
@@ -280,6 +283,61 @@ TEST(CompileModeTest, NoSyncStepsIssueNothingUnderCompiledAutograd) {
   const SimResult result = run(f.model, f.options, f.compute, f.comm);
   for (const IterationSummary& it : result.summary.iterations) {
     EXPECT_EQ(it.collectiveSequence.empty(), !it.synced) << "iteration " << it.index;
+  }
+}
+
+// ---- the trade-off in a sweep (real cost models: gpt2-small on dgx-a100) ---------------------
+
+struct SweepCurve {
+  std::vector<double> caps;
+  std::vector<int64_t> stepNs;
+  double bestCap = 0;
+};
+
+SweepCurve sweepCaps(CompileMode mode, int nodes) {
+  SweepCurve curve;
+  auto model = models::loadZooModel("gpt2-small");
+  auto cluster = loadBuiltinCluster("dgx-a100");
+  EXPECT_TRUE(model.isOk() && cluster.isOk());
+  if (!model.isOk() || !cluster.isOk()) return curve;
+  auto layout = makeWorldLayout(*cluster, nodes, std::nullopt);
+  EXPECT_TRUE(layout.isOk());
+  SweepRequest request;
+  request.model = &*model;
+  request.cluster = &*cluster;
+  request.base.compile = mode;
+  request.layouts = {*layout};
+  request.capsMb = {1, 5, 25, 100};
+  request.threads = 1;
+  auto result = runSweep(request);
+  EXPECT_TRUE(result.isOk()) << result.status().toString();
+  if (!result.isOk()) return curve;
+  for (size_t i = 0; i < request.capsMb.size(); ++i) {
+    curve.caps.push_back(result->points[i].capMb);
+    curve.stepNs.push_back(result->points[i].summary.stepTime.count());
+  }
+  curve.bestCap = result->points[result->best.front().point].capMb;
+  return curve;
+}
+
+TEST(CompileModeTest, SweepMovesTheBestCapUpWhenOverlapIsLostOrBreaksCost) {
+  for (int nodes : {1, 4}) {
+    const SweepCurve eager = sweepCaps(CompileMode::kNone, nodes);
+    const SweepCurve whole = sweepCaps(CompileMode::kWholeGraph, nodes);
+    const SweepCurve split = sweepCaps(CompileMode::kDdpOptimizer, nodes);
+    ASSERT_EQ(whole.stepNs.size(), 4u);
+    // Nothing overlaps in a whole graph: fewer, larger allreduces are always faster.
+    for (size_t i = 1; i < whole.stepNs.size(); ++i) {
+      EXPECT_LT(whole.stepNs[i], whole.stepNs[i - 1]) << "cap " << whole.caps[i];
+    }
+    EXPECT_EQ(whole.bestCap, 100);
+    // Each sub-graph costs a graph call: small caps lose more than in eager, so DDPOptimizer's
+    // best cap is at least eager's, and every cap is slower than eager's same cap.
+    EXPECT_GE(split.bestCap, eager.bestCap) << nodes << " node(s)";
+    for (size_t i = 0; i < split.stepNs.size(); ++i) {
+      EXPECT_GT(split.stepNs[i], eager.stepNs[i]) << "cap " << split.caps[i];
+    }
+    EXPECT_GT(split.stepNs[0] - eager.stepNs[0], split.stepNs[3] - eager.stepNs[3]);
   }
 }
 
