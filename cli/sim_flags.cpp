@@ -1,5 +1,6 @@
 #include "cli/sim_flags.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -41,11 +42,13 @@ void addSimulationFlags(ArgParser& parser, bool sweep, bool computeFrom) {
       .flag("sync-batchnorm", "SyncBatchNorm: a blocking allreduce per BatchNorm layer")
       .option("contention", "F", "compute slowdown while a collective runs (default: cluster's)")
       .option("strategy", "S", "ddp (default) or dp (nn.DataParallel, one node)")
-      .option("compile", "MODE",
-              "how a torch.compile'd model meets DDP: none (eager, default), ddp-optimizer "
-              "(forward split at bucket boundaries; hooks fire between sub-graphs), whole-graph "
-              "(optimize_ddp=False: every allreduce after the backward), compiled-autograd "
-              "(python reducer; Inductor buckets the allreduces)")
+      .option("compile", sweep ? "MODE[,MODE...]" : "MODE",
+              std::string("how a torch.compile'd model meets DDP: none (eager, default), "
+                          "ddp-optimizer (forward split at bucket boundaries; hooks fire between "
+                          "sub-graphs), whole-graph (optimize_ddp=False: every allreduce after "
+                          "the backward), compiled-autograd (python reducer; Inductor buckets the "
+                          "allreduces)") +
+                  (sweep ? "; a list sweeps the modes" : ""))
       .option("compile-graph-overhead", "US",
               "host time of one compiled (sub-)graph, forward + backward call, in us (default " +
                   formatShortest(sim::kGraphCallOverhead.toMicros()) + ", measured)")
@@ -55,6 +58,20 @@ void addSimulationFlags(ArgParser& parser, bool sweep, bool computeFrom) {
       .option("seed", "S", "seed for jitter (default 1)")
       .option("stragglers", "R:PCT[,...]",
               "ranks slower by PCT % (with --all-ranks; default none)");
+}
+
+StatusOr<std::vector<sim::CompileMode>> parseCompileModes(const std::string& text, bool list) {
+  std::vector<sim::CompileMode> modes;
+  for (const std::string& part : list ? splitString(text, ',') : std::vector<std::string>{text}) {
+    const std::optional<sim::CompileMode> mode = sim::parseCompileMode(part);
+    if (!mode) {
+      return invalidArgument("--compile: expected " + std::string(sim::compileModeChoices()) +
+                             (list ? " (or a comma list of them)" : "") + ", got '" + part + "'");
+    }
+    if (std::find(modes.begin(), modes.end(), *mode) == modes.end()) modes.push_back(*mode);
+  }
+  if (modes.empty()) return invalidArgument("--compile: expected a mode, got ''");
+  return modes;
 }
 
 ddp::DdpSettingSet ddpFlagSet(bool sweep) {
@@ -103,13 +120,9 @@ StatusOr<SimulationRequest> parseSimulationRequest(const ParsedArgs& args, bool 
   } else {
     return invalidArgument("--strategy: expected ddp or dp, got '" + strategy + "'");
   }
-  if (auto mode = args.value("compile")) {
-    const std::optional<sim::CompileMode> parsed = sim::parseCompileMode(*mode);
-    if (!parsed) {
-      return invalidArgument("--compile: expected " + std::string(sim::compileModeChoices()) +
-                             ", got '" + *mode + "'");
-    }
-    o.compile = *parsed;
+  if (auto modes = args.value("compile")) {
+    ASSIGN_OR_RETURN(const std::vector<sim::CompileMode> parsed, parseCompileModes(*modes, sweep));
+    o.compile = parsed.front();  // sweep: the first; the caller sweeps the list
   }
   if (auto us = args.value("compile-graph-overhead")) {
     auto v = parseDouble(*us);

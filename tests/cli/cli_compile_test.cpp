@@ -75,6 +75,35 @@ TEST(CliCompileTest, SweepCarriesTheMode) {
   for (const auto& row : out["rows"]) EXPECT_EQ(row["overlapped_ns"], 0) << row.dump();
 }
 
+TEST(CliCompileTest, SweepComparesModesWithABestCapEach) {
+  const json out =
+      runJson({"sweep", "--model", "gpt2-small", "--cluster", "dgx-a100", "--bucket-cap-mb",
+               "1,5,25,100", "--compile", "none,whole-graph,ddp-optimizer", "--json"});
+  ASSERT_FALSE(out.is_null());
+  ASSERT_EQ(out["rows"].size(), 3u * 4u);
+  ASSERT_EQ(out["best"].size(), 3u);
+  // Rows: modes in the order given, caps within each.
+  EXPECT_EQ(out["rows"][0]["compile"], "none");
+  EXPECT_EQ(out["rows"][4]["compile"], "whole-graph");
+  EXPECT_EQ(out["rows"][8]["compile"], "ddp-optimizer");
+  EXPECT_EQ(out["best"][1]["compile"], "whole-graph");
+  // With no overlap left, the largest cap wins; eager's best is a smaller one here.
+  EXPECT_EQ(out["best"][1]["bucket_cap_mb"], 100);
+  EXPECT_LT(out["best"][0]["bucket_cap_mb"].get<double>(), 100);
+  // The same eager rows as a sweep without --compile.
+  const json eager = runJson({"sweep", "--model", "gpt2-small", "--cluster", "dgx-a100",
+                              "--bucket-cap-mb", "1,5,25,100", "--json"});
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(out["rows"][i]["step_time_ns"], eager["rows"][i]["step_time_ns"]);
+  }
+  CliResult text =
+      runCliForTest({"sweep", "--model", "gpt2-small", "--cluster", "dgx-a100", "--bucket-cap-mb",
+                     "5,25", "--compile", "none,compiled-autograd", "--quiet"});
+  ASSERT_EQ(text.exitCode, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("best bucket_cap_mb per world size and compile mode"));
+  EXPECT_THAT(text.out, HasSubstr("world     8 compiled-autograd: bucket_cap_mb"));
+}
+
 TEST(CliCompileTest, BadValues) {
   expectBadInput(
       {"simulate", "--model", "gpt2-small", "--cluster", "dgx-a100", "--compile", "inductor"},
@@ -82,6 +111,16 @@ TEST(CliCompileTest, BadValues) {
       "'inductor'");
   expectBadInput({"sweep", "--model", "gpt2-small", "--cluster", "dgx-a100", "--compile", ""},
                  "--compile");
+  expectBadInput(
+      {"sweep", "--model", "gpt2-small", "--cluster", "dgx-a100", "--compile", "none,eager"},
+      "got 'eager'");
+  expectBadInput({"sweep", "--model", "gpt2-small", "--cluster", "dgx-a100", "--compile",
+                  "none,ddp-optimizer", "--bucket-cap-mb", "0.5,5"},
+                 "bucket_cap_mb 0.5, world size 8: --compile ddp-optimizer");
+  // simulate takes one mode.
+  expectBadInput({"simulate", "--model", "gpt2-small", "--cluster", "dgx-a100", "--compile",
+                  "none,whole-graph"},
+                 "got 'none,whole-graph'");
   expectBadInput({"simulate", "--model", "gpt2-small", "--cluster", "dgx-a100", "--compile",
                   "ddp-optimizer", "--bucket-cap-mb", "0.5"},
                  "bucket_cap_mb must be at least 1 MiB");
