@@ -28,8 +28,10 @@
 //    >= first_bucket_cap = dist._DEFAULT_FIRST_BUCKET_BYTES (1 MiB; convert_frame.py passes no
 //    other) — a new bucket (sub-graph) starts. A trailing bucket without parameters (the first
 //    layers in forward order) is merged into its neighbour. The simulator's nodes are the model's
-//    layers (a layer is never split); a parameter is counted at every layer that uses it (a
-//    call_function node's parameters are not de-duplicated). bucket_bytes_cap is DDP's
+//    layers (a layer is never split, and every layer boundary is assumed to carry an output to the
+//    next sub-graph, so bucket_has_external_output never extends a bucket); a parameter is
+//    counted at every layer that uses it (a call_function node's parameters are not
+//    de-duplicated). bucket_bytes_cap is DDP's
 //    (int(bucket_cap_mb · 2^20)); DDPOptimizer asserts first cap <= bucket_bytes_cap, so a cap
 //    below 1 MiB is an error (as in PyTorch).
 //  * Sub-graph backward: the Reducer's hooks for the parameters whose gradient is completed in a

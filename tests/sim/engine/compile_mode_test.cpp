@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -370,8 +371,13 @@ TEST(CompileModeTest, EagerTraceIsByteIdenticalToBeforeCompileModes) {
       options.seed = 42;
     }
     const SimResult result = run(model, options, compute, comm, layoutOf(2, 8), 0.15);
-    EXPECT_EQ(fnv1a(traces::chromeTraceToString(result.timeline)), before[variant])
-        << "variant " << variant;
+    const uint64_t now = fnv1a(traces::chromeTraceToString(result.timeline));
+    char hex[32];
+    std::snprintf(hex, sizeof(hex), "0x%016llx", static_cast<unsigned long long>(now));
+    EXPECT_EQ(now, before[variant])
+        << "variant " << variant << ": the eager trace changed (now " << hex
+        << "). A change that means to alter eager timing updates these hashes; --compile none "
+           "must not.";
   }
 }
 
