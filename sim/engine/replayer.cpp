@@ -56,9 +56,16 @@ void ComputeJitter::draw(std::vector<double>& scales) {
 // ---- Replayer -----------------------------------------------------------------------------------
 
 Replayer::Replayer(const models::ModelSpec& model, int numRanks, double contention,
-                   traces::Timeline* timeline)
-    : m_model(model), m_numRanks(numRanks), m_slowdown(1.0 + contention), m_timeline(timeline) {
+                   traces::Timeline* timeline, const HostModel& host)
+    : m_model(model),
+      m_numRanks(numRanks),
+      m_slowdown(1.0 + contention),
+      m_timeline(timeline),
+      m_hostAhead(host.runsAhead),
+      m_kernelLaunchNs(host.runsAhead ? host.kernelLaunch.count() : 0) {
   m_cursor.assign(static_cast<size_t>(numRanks), 0);
+  m_host.assign(static_cast<size_t>(numRanks), 0);
+  m_issueAt.assign(static_cast<size_t>(numRanks), 0);
   m_pos.assign(static_cast<size_t>(numRanks), 0);
   m_busyIdx.assign(static_cast<size_t>(numRanks), 0);
   m_hook.assign(static_cast<size_t>(numRanks), 0);
@@ -118,24 +125,62 @@ void Replayer::advance(int r, const Script& script, int stopAt, int known,
   for (; pos < numOps; ++pos) {
     const Op& op = script.ops[static_cast<size_t>(pos)];
     switch (op.kind) {
-      case OpKind::kIssue:
+      case OpKind::kIssue: {
         DDPSCOPE_CHECK_EQ(op.index, stopAt);
+        // The collective is enqueued when the stream reaches the issue point and the host has
+        // launched it.
+        const int64_t hostNs = op.hostNs > 0 ? chargeHost(r, op) : m_host[static_cast<size_t>(r)];
+        if (!m_hostAhead) cursor = std::max(cursor, hostNs);
+        m_issueAt[static_cast<size_t>(r)] = std::max(cursor, hostNs);
         return;
+      }
       case OpKind::kWait:
         DDPSCOPE_CHECK_LT(op.index, known);
         cursor = std::max(cursor, m_collEnd[static_cast<size_t>(op.index)]);
+        if (!m_hostAhead) m_host[static_cast<size_t>(r)] = cursor;  // the wait blocks the host
+        if (op.hostNs > 0) {
+          const int64_t hostNs = chargeHost(r, op);
+          if (!m_hostAhead) cursor = hostNs;
+        }
         break;
       case OpKind::kHost: {
+        // Host work the stream waits for: it starts when both are free.
         const int64_t durNs = scaled(r, op.workNs);
+        int64_t& host = m_host[static_cast<size_t>(r)];
+        const int64_t startNs = std::max(cursor, host);
         if (m_timeline) {
-          m_timeline->addSpan({r, 2}, "find_unused_parameters graph traversal", Category::kOther,
-                              Nanos(cursor), Nanos(durNs),
+          m_timeline->addSpan({r, 2},
+                              op.index == kDdpForwardWrapper
+                                  ? "DDP forward wrapper (_pre_forward, _post_forward)"
+                                  : "find_unused_parameters graph traversal",
+                              Category::kOther, Nanos(startNs), Nanos(durNs),
                               {{std::string(traces::kArgIteration), m_iteration}});
         }
-        cursor += durNs;
+        if (r == 0 && op.index == kDdpForwardWrapper) {
+          m_ddpHost.stepOverhead += Nanos(durNs);
+          ++m_ddpHost.steps;
+          m_hostStallNs += startNs + durNs - cursor;  // the stream waits for the wrapper
+        }
+        cursor = startNs + durNs;
+        host = cursor;
         break;
       }
       default: {
+        int64_t startNs = cursor;
+        if (op.hostNs > 0 || m_kernelLaunchNs > 0) {
+          int64_t hostNs;
+          if (op.hostNs > 0) {
+            hostNs = chargeHost(r, op);
+          } else {
+            hostNs = (m_host[static_cast<size_t>(r)] += m_kernelLaunchNs);
+          }
+          if (hostNs > startNs) {
+            if (r == 0) m_hostStallNs += hostNs - startNs;
+            startNs = hostNs;
+          }
+          if (!m_hostAhead) m_host[static_cast<size_t>(r)] = startNs;
+        }
+        cursor = startNs;
         const int64_t endNs = runKernel(r, cursor, scaled(r, op.workNs), known);
         const Category category = kernelCategory(op.kind);
         if (r == 0) recorder.add(category, Nanos(cursor), Nanos(endNs - cursor));
@@ -147,11 +192,55 @@ void Replayer::advance(int r, const Script& script, int stopAt, int known,
           emitKernel(r, op, category, cursor, endNs);
         }
         cursor = endNs;
+        if (!m_hostAhead) m_host[static_cast<size_t>(r)] = endNs;
         break;
       }
     }
   }
   DDPSCOPE_CHECK_EQ(stopAt, -1);
+}
+
+inline int64_t Replayer::chargeHost(int r, const Op& op) {
+  int64_t& host = m_host[static_cast<size_t>(r)];
+  if (!m_hostAhead) host = std::max(host, m_cursor[static_cast<size_t>(r)]);
+  const int64_t startNs = host;
+  host += op.hostNs;
+  const char* name = nullptr;
+  if (op.kind == OpKind::kIssue) {
+    name = "DDP allreduce launch";
+    if (r == 0) {
+      m_ddpHost.allreduceLaunch += Nanos(op.hostNs);
+      ++m_ddpHost.launches;
+    }
+  } else if (op.kind == OpKind::kWait) {
+    name = "DDP finalize wait";
+    if (r == 0) {
+      m_ddpHost.finalizeWait += Nanos(op.hostNs);
+      ++m_ddpHost.waits;
+    }
+  } else if (op.role == CopyRole::kCopyBack) {
+    name = "DDP copy back launch";
+    if (r == 0) {
+      m_ddpHost.copyBack += Nanos(op.hostNs);
+      ++m_ddpHost.copyBacks;
+    }
+  } else {
+    name = "DDP autograd hook";
+    if (r == 0) {
+      m_ddpHost.gradHook += Nanos(op.hostNs);
+      ++m_ddpHost.hooks;
+    }
+  }
+  if (m_timeline) {
+    traces::Args args{{std::string(traces::kArgIteration), m_iteration}};
+    if (op.kind == OpKind::kCopy && op.index >= 0)
+      args.append("param", static_cast<int64_t>(op.index));
+    if (op.bucket >= 0)
+      args.append(std::string(traces::kArgBucket), static_cast<int64_t>(op.bucket));
+    m_timeline->addSpan({r, 2}, name, Category::kOther, Nanos(startNs), Nanos(op.hostNs),
+                        std::move(args));
+  }
+  return host;
 }
 
 void Replayer::emitKernel(int r, const Op& op, Category category, int64_t startNs, int64_t endNs) {

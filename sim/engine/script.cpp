@@ -95,11 +95,12 @@ void ScriptBuilder::addOp(OpKind kind, int32_t index, int64_t workNs, CopyRole r
   m_script->ops.push_back(op);
 }
 
-int ScriptBuilder::issue(CollectiveDesc desc) {
+int ScriptBuilder::issue(CollectiveDesc desc, int32_t hostNs) {
   desc.estimate = &m_estimates.get(desc.collective, desc.bytes);
   const int index = static_cast<int>(m_script->collectives.size());
   m_script->collectives.push_back(desc);
   addOp(OpKind::kIssue, index, 0);
+  m_script->ops.back().hostNs = hostNs;
   return index;
 }
 
@@ -127,6 +128,7 @@ void ScriptBuilder::copyIntoBucket(const ddp::BucketCopy& copy) {
     case ddp::CopyKind::kCopy:
       addOp(OpKind::kCopy, copy.paramIndex, m_compute.copyTime(bytes).count(),
             CopyRole::kIntoBucket, copy.bucketIndex);
+      m_script->ops.back().hostNs = m_host.gradHook;  // the hook launches this copy
       break;
     case ddp::CopyKind::kZeroFill:
       addOp(OpKind::kCopy, copy.paramIndex, m_compute.copyTime(bytes).count(), CopyRole::kZeroFill,
@@ -138,6 +140,7 @@ void ScriptBuilder::copyIntoBucket(const ddp::BucketCopy& copy) {
       addOp(OpKind::kCopy, copy.paramIndex,
             copy.scale == 1.0 ? 0 : m_compute.copyTime(bytes).count(), CopyRole::kScale,
             copy.bucketIndex);
+      m_script->ops.back().hostNs = m_host.gradHook;
       break;
   }
 }
@@ -151,6 +154,11 @@ void ScriptBuilder::launchBucket(int bucketIndex, int64_t /*bytes*/) {
     // collective.
     addOp(OpKind::kCopy, -1, m_compute.copyTime(bucket.bytes).count(), CopyRole::kCast,
           bucketIndex);
+  } else if (hook.kind == ddp::CommHookKind::kAllreduce && !bucket.sparse) {
+    // The built-in ALLREDUCE hook divides the flat bucket by the world size before the
+    // collective (spec §3.6): one in-place scale kernel per bucket.
+    addOp(OpKind::kCopy, -1, m_compute.copyTime(bucket.bytes).count(), CopyRole::kScale,
+          bucketIndex);
   }
   const std::vector<int64_t> parts = ddp::collectiveBytesForBucket(
       bucket, m_reducer->params(), hook, m_reducer->syncedIterations());
@@ -161,7 +169,7 @@ void ScriptBuilder::launchBucket(int bucketIndex, int64_t /*bytes*/) {
     desc.bucket = bucketIndex;
     desc.part = static_cast<int8_t>(part);
     desc.parts = static_cast<int8_t>(parts.size());
-    m_bucketLastCollective[static_cast<size_t>(bucketIndex)] = issue(desc);
+    m_bucketLastCollective[static_cast<size_t>(bucketIndex)] = issue(desc, m_host.allreduceLaunch);
   }
 }
 
@@ -169,7 +177,7 @@ void ScriptBuilder::launchUsedMapAllreduce(int64_t bytes) {
   CollectiveDesc desc;
   desc.kind = CollectiveKind::kUsedMap;
   desc.bytes = bytes;
-  m_usedMapCollective = issue(desc);
+  m_usedMapCollective = issue(desc, m_host.allreduceLaunch);
 }
 
 void ScriptBuilder::rebuildBuckets(const ddp::BucketPlan& newPlan, const ddp::RebuildSync& sync) {
@@ -195,13 +203,17 @@ void ScriptBuilder::finalize(const ddp::FinalizeInfo& info) {
   const ddp::BucketPlan& plan = m_reducer->plan();
   for (const ddp::Bucket& bucket : plan.buckets) {
     const int last = m_bucketLastCollective[static_cast<size_t>(bucket.index)];
-    if (last >= 0) addOp(OpKind::kWait, last, 0);
+    if (last >= 0) {
+      addOp(OpKind::kWait, last, 0);
+      m_script->ops.back().hostNs = m_host.finalizeWait;
+    }
     if (!info.copyBack) continue;
     for (int p : bucket.params) {
       if (m_unusedMark[static_cast<size_t>(p)]) continue;  // .grad left untouched
       addOp(OpKind::kCopy, p,
             m_compute.copyTime(m_facts.paramBytes[static_cast<size_t>(p)]).count(),
             CopyRole::kCopyBack, bucket.index);
+      m_script->ops.back().hostNs = m_host.copyBack;
     }
   }
   // Outstanding work (the used map) is awaited at the end of finalize.
@@ -275,6 +287,11 @@ Status buildScript(const models::ModelSpec& model, const ModelFacts& facts,
   }
   for (int p : facts.orphanParams) cls.readyLayer[static_cast<size_t>(p)] = numLayers;
 
+  // DDP's forward wrapper (_pre_forward before the module, _post_forward after), charged before
+  // the first forward kernel: the step starts with host and stream together.
+  if (builder.hostCosts().stepOverhead > 0) {
+    builder.addOp(OpKind::kHost, kDdpForwardWrapper, builder.hostCosts().stepOverhead);
+  }
   // Forward.
   for (int l = 0; l < numLayers; ++l) {
     if (!cls.layerUsed[static_cast<size_t>(l)]) continue;
@@ -288,7 +305,8 @@ Status buildScript(const models::ModelSpec& model, const ModelFacts& facts,
     }
     if (config.dynamicFindUnused()) {
       // The autograd-graph DFS: one node per executed layer plus one AccumulateGrad per parameter.
-      builder.addOp(OpKind::kHost, 0, compute.graphTraversalTime(usedLayers + numParams).count());
+      builder.addOp(OpKind::kHost, kGraphTraversal,
+                    compute.graphTraversalTime(usedLayers + numParams).count());
     }
     RETURN_IF_ERROR(reducer.prepareForBackward(cls.unused));
   }

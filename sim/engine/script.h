@@ -53,12 +53,15 @@ enum class OpKind : uint8_t {
   kBackward,   // index = layer; its end is the hook time of the parameters it makes ready
   kCopy,       // a memory kernel on the compute stream (role says which); index = param or −1
   kOptimizer,  // optimizer.step()
-  kHost,       // CPU work that holds the stream's progress (graph traversal)
+  kHost,       // CPU work that holds the stream's progress; index: HostWork
   kIssue,      // index = collective; the compute stream is at the issue point
   kWait,       // index = collective; the compute stream waits for its end
 };
 
 enum class CopyRole : uint8_t { kIntoBucket, kZeroFill, kScale, kCast, kCopyBack };
+
+// What a kHost op is (its index).
+enum HostWork : int32_t { kGraphTraversal = 0, kDdpForwardWrapper = 1 };
 
 // The trace name of a copy kernel.
 const char* copyRoleName(CopyRole role);
@@ -68,7 +71,10 @@ struct Op {
   CopyRole role = CopyRole::kIntoBucket;
   int32_t index = 0;
   int32_t bucket = -1;  // copies: the bucket whose slice is written
-  int64_t workNs = 0;   // nominal duration at scale 1 without contention
+  // DDP host time before the op (kCopy: the autograd hook or the copy-back launch; kIssue: the
+  // allreduce launch; kWait: finalize's stream wait), HostModel terms; not scaled by jitter.
+  int32_t hostNs = 0;
+  int64_t workNs = 0;  // nominal duration at scale 1 without contention
 };
 
 enum class CollectiveKind : uint8_t {
@@ -163,6 +169,13 @@ class ScriptBuilder final : public ddp::ReducerActions {
         m_warnings(warnings) {}
 
   void setReducer(const ddp::Reducer* reducer) { m_reducer = reducer; }
+  // DDP's host costs in ns (HostModel.ddp); all 0 unless set.
+  struct HostCosts {
+    int32_t allreduceLaunch = 0, gradHook = 0, copyBack = 0, finalizeWait = 0;
+    int64_t stepOverhead = 0;
+  };
+  void setHostCosts(const HostCosts& costs) { m_host = costs; }
+  const HostCosts& hostCosts() const { return m_host; }
 
   // Starts writing `script` (the Reducer's current plan sizes the per-bucket bookkeeping).
   void begin(Script& script);
@@ -170,7 +183,7 @@ class ScriptBuilder final : public ddp::ReducerActions {
   void addOp(OpKind kind, int32_t index, int64_t workNs, CopyRole role = CopyRole::kIntoBucket,
              int32_t bucket = -1);
   // Appends `desc` (with its estimate) and its issue op; returns the collective's index.
-  int issue(CollectiveDesc desc);
+  int issue(CollectiveDesc desc, int32_t hostNs = 0);
   void issueSyncBn(int layer);
 
   // ---- ReducerActions ----
@@ -196,6 +209,7 @@ class ScriptBuilder final : public ddp::ReducerActions {
   std::vector<int> m_bucketLastCollective;
   int m_usedMapCollective = -1;
   std::vector<char> m_unusedMark;
+  HostCosts m_host;
 };
 
 // Ranks whose layers' UsePattern.ranks agree: one Reducer, one script per iteration.
