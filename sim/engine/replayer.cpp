@@ -130,7 +130,10 @@ void Replayer::advance(int r, const Script& script, int stopAt, int known,
         // The collective is enqueued when the stream reaches the issue point and the host has
         // launched it.
         const int64_t hostNs = op.hostNs > 0 ? chargeHost(r, op) : m_host[static_cast<size_t>(r)];
-        if (!m_hostAhead) cursor = std::max(cursor, hostNs);
+        if (!m_hostAhead && hostNs > cursor) {
+          if (r == 0) m_hostStallNs += hostNs - cursor;  // the launch holds the CPU rank
+          cursor = hostNs;
+        }
         m_issueAt[static_cast<size_t>(r)] = std::max(cursor, hostNs);
         return;
       }
@@ -140,7 +143,10 @@ void Replayer::advance(int r, const Script& script, int stopAt, int known,
         if (!m_hostAhead) m_host[static_cast<size_t>(r)] = cursor;  // the wait blocks the host
         if (op.hostNs > 0) {
           const int64_t hostNs = chargeHost(r, op);
-          if (!m_hostAhead) cursor = hostNs;
+          if (!m_hostAhead) {
+            if (r == 0) m_hostStallNs += hostNs - cursor;
+            cursor = hostNs;
+          }
         }
         break;
       case OpKind::kHost: {
