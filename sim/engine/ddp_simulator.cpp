@@ -96,14 +96,15 @@ Status validateHostModel(const HostModel& host) {
                              ": expected a number of µs in [0, 1e6], got " + std::to_string(value));
     }
   }
-  if (host.kernelLaunch < Nanos::zero()) {
-    return invalidArgument("host kernel launch time: expected >= 0 ns, got " +
+  if (host.kernelLaunch < Nanos::zero() || host.kernelLaunch > Nanos::fromMicros(1000000)) {
+    return invalidArgument("host kernel launch time: expected 0 to 1 s, got " +
                            std::to_string(host.kernelLaunch.count()));
   }
   return Status::ok();
 }
 
-ScriptBuilder::HostCosts hostCostsNs(const DdpOverheads& o) {
+ScriptBuilder::HostCosts hostCostsNs(const HostModel& host) {
+  const DdpOverheads& o = host.ddp;
   auto ns = [](double us) { return static_cast<int32_t>(std::llround(us * 1000.0)); };
   ScriptBuilder::HostCosts costs;
   costs.allreduceLaunch = ns(o.allreduceLaunchUs);
@@ -111,6 +112,7 @@ ScriptBuilder::HostCosts hostCostsNs(const DdpOverheads& o) {
   costs.copyBack = ns(o.copyBackUs);
   costs.finalizeWait = ns(o.finalizeWaitUs);
   costs.stepOverhead = std::llround(o.stepOverheadUs * 1000.0);
+  costs.kernelLaunch = host.runsAhead ? static_cast<int32_t>(host.kernelLaunch.count()) : 0;
   return costs;
 }
 
@@ -168,7 +170,8 @@ StatusOr<SimResult> simulateDdp(const models::ModelSpec& model, const WorldLayou
   const HostModel host = options.host.value_or(HostModel{});
   RETURN_IF_ERROR(validateHostModel(host));
   summary.overheads = host.ddp;
-  const ScriptBuilder::HostCosts hostCosts = hostCostsNs(host.ddp);
+  summary.hostRunsAhead = host.runsAhead;
+  const ScriptBuilder::HostCosts hostCosts = hostCostsNs(host);
   // Plain training (no DDP): the layer kernels and the optimizer, nominal.
   for (const LayerTimes& t : facts.layerTimes) summary.plainStep += t.forward + t.backward;
   summary.plainStep += compute.optimizerTime(facts.totalParamBytes);

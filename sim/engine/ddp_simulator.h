@@ -172,9 +172,10 @@ struct SimSummary {
   std::vector<std::string> warnings;  // the Reducer's warn-once messages (W2)
   Workload workload;                  // what the numbers assume (workload.h)
   // DDP's costs besides the wire time (issue 12 §2), steady-state means on rank 0.
-  DdpOverheads overheads;  // the per-event terms used (µs)
-  DdpHostCosts ddpHost;    // host time per term per step (counts: the last steady iteration)
-  Nanos hostStall;         // compute stream waiting for the host per step (host costs exposed)
+  DdpOverheads overheads;     // the per-event terms used (µs)
+  bool hostRunsAhead = true;  // HostModel::runsAhead
+  DdpHostCosts ddpHost;       // host time per term per step (counts: the last steady iteration)
+  Nanos hostStall;            // compute stream waiting for the host per step (host costs exposed)
   // Plain training without DDP: Σ forward + backward kernels + optimizer (nominal, no
   // contention, no DDP copies or host costs); ddpOverhead = stepTime − plainStep (world size 1:
   // DDP's overhead over plain training).

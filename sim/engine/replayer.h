@@ -67,8 +67,8 @@ class Replayer {
   // Adds ranks 0..numRanks−1 with their compute, comm and host lanes to `timeline` (may be null:
   // metrics only). `contention` is c: compute runs 1 + c times slower while a collective is in
   // flight on the rank.
-  // `host`: the host thread's model (ddp_simulator.h "Host"); its DDP terms are in the scripts'
-  // ops (Op::hostNs), the kernel launch cost and whether the host runs ahead are read here.
+  // `host`: the host thread's model (ddp_simulator.h "Host"); its costs are in the scripts' ops
+  // (Op::hostNs), whether the host runs ahead is read here.
   Replayer(const models::ModelSpec& model, int numRanks, double contention,
            traces::Timeline* timeline, const HostModel& host = {});
 
@@ -95,7 +95,6 @@ class Replayer {
       m_iterStart[static_cast<size_t>(r)] = m_cursor[static_cast<size_t>(r)];
       m_host[static_cast<size_t>(r)] = m_cursor[static_cast<size_t>(r)];  // the step syncs
     }
-    m_ddpHost = DdpHostCosts{};
     m_hostStallNs = 0;
     for (int k = 0; k < numCollectives; ++k) {
       int64_t arrivalNs = 0;
@@ -139,7 +138,7 @@ class Replayer {
     out.rebuilt = reference.rebuilt;
     recorder.finishIteration(Nanos(m_iterStart[0]), Nanos(m_cursor[0]), out);
     out.maxRankStepTime = Nanos(maxStepNs);
-    out.ddpHost = m_ddpHost;
+    out.ddpHost = scriptOf(0).ddpHost;
     out.hostStall = Nanos(m_hostStallNs);
   }
 
@@ -162,12 +161,13 @@ class Replayer {
   inline int64_t runKernel(int r, int64_t startNs, int64_t workNs, int known);
   // Runs rank r's script until the issue op of collective `stopAt` (−1: to the end).
   void advance(int r, const Script& script, int stopAt, int known, RankZeroRecorder& recorder);
+  template <bool kHostAhead>
+  void advanceRank(int r, const Script& script, int stopAt, int known, RankZeroRecorder& recorder);
   size_t bucketHookIndex(int r, int bucket) const {
     return static_cast<size_t>(r) * m_model.params.size() + static_cast<size_t>(bucket);
   }
-  // Charges op.hostNs (a DDP host cost) to rank r's host: returns when the host is done with
-  // it; counts it for rank 0 and writes its host span.
-  inline int64_t chargeHost(int r, const Op& op);
+  // Writes the host span of op's DDP host cost, starting at `startNs` on rank r's host.
+  void emitHostSpan(int r, const Op& op, int64_t startNs);
   void emitKernel(int r, const Op& op, traces::Category category, int64_t startNs, int64_t endNs);
   void emitCollective(int r, int k, const CollectiveDesc& desc, int64_t startNs, int64_t endNs);
 
@@ -176,7 +176,6 @@ class Replayer {
   double m_slowdown;
   traces::Timeline* m_timeline;
   bool m_hostAhead;
-  int64_t m_kernelLaunchNs;
   int64_t m_iteration = 0;
   int m_numCollectives = 0;
   int64_t m_commFreeNs = 0;
@@ -191,7 +190,6 @@ class Replayer {
   std::vector<int64_t> m_iterStart;
   std::vector<double> m_scale;        // compute-time factor this iteration
   std::vector<int64_t> m_bucketHook;  // trace only: [rank × P] hook time of a bucket's last copy
-  DdpHostCosts m_ddpHost;             // rank 0, this iteration
   int64_t m_hostStallNs = 0;
   // Per collective of the iteration.
   std::vector<int64_t> m_collEnd;

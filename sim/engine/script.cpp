@@ -82,25 +82,42 @@ void ScriptBuilder::begin(Script& script) {
   m_script = &script;
   m_bucketLastCollective.assign(static_cast<size_t>(m_reducer->plan().numBuckets()), -1);
   m_usedMapCollective = -1;
+  m_launches = m_hooks = m_copyBacks = m_waits = 0;
 }
 
-void ScriptBuilder::addOp(OpKind kind, int32_t index, int64_t workNs, CopyRole role,
-                          int32_t bucket) {
+void ScriptBuilder::addOp(OpKind kind, int32_t index, int64_t workNs, CopyRole role, int32_t bucket,
+                          int32_t ddpHostNs) {
   Op op;
   op.kind = kind;
   op.index = index;
   op.workNs = workNs;
   op.role = role;
   op.bucket = bucket;
+  // Kernels (the kinds before kHost) cost the host their launch, unless a DDP cost includes it.
+  op.ddpHost = ddpHostNs > 0;
+  op.hostNs = op.ddpHost ? ddpHostNs : (kind < OpKind::kHost ? m_host.kernelLaunch : 0);
   m_script->ops.push_back(op);
+}
+
+void ScriptBuilder::countHostCosts() {
+  DdpHostCosts& c = m_script->ddpHost;
+  auto charged = [](int count, int32_t ns) { return ns > 0 ? count : 0; };
+  c.launches = charged(m_launches, m_host.allreduceLaunch);
+  c.hooks = charged(m_hooks, m_host.gradHook);
+  c.copyBacks = charged(m_copyBacks, m_host.copyBack);
+  c.waits = charged(m_waits, m_host.finalizeWait);
+  c.allreduceLaunch = Nanos(int64_t{c.launches} * m_host.allreduceLaunch);
+  c.gradHook = Nanos(int64_t{c.hooks} * m_host.gradHook);
+  c.copyBack = Nanos(int64_t{c.copyBacks} * m_host.copyBack);
+  c.finalizeWait = Nanos(int64_t{c.waits} * m_host.finalizeWait);
 }
 
 int ScriptBuilder::issue(CollectiveDesc desc, int32_t hostNs) {
   desc.estimate = &m_estimates.get(desc.collective, desc.bytes);
   const int index = static_cast<int>(m_script->collectives.size());
   m_script->collectives.push_back(desc);
-  addOp(OpKind::kIssue, index, 0);
-  m_script->ops.back().hostNs = hostNs;
+  addOp(OpKind::kIssue, index, 0, CopyRole::kIntoBucket, -1, hostNs);
+  if (hostNs > 0) ++m_launches;
   return index;
 }
 
@@ -126,9 +143,10 @@ void ScriptBuilder::copyIntoBucket(const ddp::BucketCopy& copy) {
   const int64_t bytes = m_facts.paramBytes[static_cast<size_t>(copy.paramIndex)];
   switch (copy.kind) {
     case ddp::CopyKind::kCopy:
+      // The autograd hook launches this copy.
       addOp(OpKind::kCopy, copy.paramIndex, m_compute.copyTime(bytes).count(),
-            CopyRole::kIntoBucket, copy.bucketIndex);
-      m_script->ops.back().hostNs = m_host.gradHook;  // the hook launches this copy
+            CopyRole::kIntoBucket, copy.bucketIndex, m_host.gradHook);
+      ++m_hooks;
       break;
     case ddp::CopyKind::kZeroFill:
       addOp(OpKind::kCopy, copy.paramIndex, m_compute.copyTime(bytes).count(), CopyRole::kZeroFill,
@@ -139,8 +157,8 @@ void ScriptBuilder::copyIntoBucket(const ddp::BucketCopy& copy) {
       // records the hook time for the ready→allreduce flow.
       addOp(OpKind::kCopy, copy.paramIndex,
             copy.scale == 1.0 ? 0 : m_compute.copyTime(bytes).count(), CopyRole::kScale,
-            copy.bucketIndex);
-      m_script->ops.back().hostNs = m_host.gradHook;
+            copy.bucketIndex, m_host.gradHook);
+      ++m_hooks;
       break;
   }
 }
@@ -204,16 +222,16 @@ void ScriptBuilder::finalize(const ddp::FinalizeInfo& info) {
   for (const ddp::Bucket& bucket : plan.buckets) {
     const int last = m_bucketLastCollective[static_cast<size_t>(bucket.index)];
     if (last >= 0) {
-      addOp(OpKind::kWait, last, 0);
-      m_script->ops.back().hostNs = m_host.finalizeWait;
+      addOp(OpKind::kWait, last, 0, CopyRole::kIntoBucket, -1, m_host.finalizeWait);
+      ++m_waits;
     }
     if (!info.copyBack) continue;
     for (int p : bucket.params) {
       if (m_unusedMark[static_cast<size_t>(p)]) continue;  // .grad left untouched
       addOp(OpKind::kCopy, p,
             m_compute.copyTime(m_facts.paramBytes[static_cast<size_t>(p)]).count(),
-            CopyRole::kCopyBack, bucket.index);
-      m_script->ops.back().hostNs = m_host.copyBack;
+            CopyRole::kCopyBack, bucket.index, m_host.copyBack);
+      ++m_copyBacks;
     }
   }
   // Outstanding work (the used map) is awaited at the end of finalize.
@@ -291,6 +309,8 @@ Status buildScript(const models::ModelSpec& model, const ModelFacts& facts,
   // the first forward kernel: the step starts with host and stream together.
   if (builder.hostCosts().stepOverhead > 0) {
     builder.addOp(OpKind::kHost, kDdpForwardWrapper, builder.hostCosts().stepOverhead);
+    script.ddpHost.stepOverhead += Nanos(builder.hostCosts().stepOverhead);
+    ++script.ddpHost.steps;
   }
   // Forward.
   for (int l = 0; l < numLayers; ++l) {
@@ -331,6 +351,7 @@ Status buildScript(const models::ModelSpec& model, const ModelFacts& facts,
   RETURN_IF_ERROR(reducer.finalizeBackward());
   if (synced)
     builder.addOp(OpKind::kOptimizer, 0, compute.optimizerTime(facts.totalParamBytes).count());
+  builder.countHostCosts();
   return Status::ok();
 }
 

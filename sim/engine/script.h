@@ -48,6 +48,7 @@
 
 namespace ddpscope::sim::internal {
 
+// Kernels on the compute stream come before kHost (ScriptBuilder::addOp relies on the order).
 enum class OpKind : uint8_t {
   kForward,    // index = layer
   kBackward,   // index = layer; its end is the hook time of the parameters it makes ready
@@ -71,8 +72,11 @@ struct Op {
   CopyRole role = CopyRole::kIntoBucket;
   int32_t index = 0;
   int32_t bucket = -1;  // copies: the bucket whose slice is written
-  // DDP host time before the op (kCopy: the autograd hook or the copy-back launch; kIssue: the
-  // allreduce launch; kWait: finalize's stream wait), HostModel terms; not scaled by jitter.
+  // Host time before the op, not scaled by jitter: a kernel's launch (HostModel::kernelLaunch
+  // when the host runs ahead) or, when ddpHost, a DDP host cost (kCopy: the autograd hook or the
+  // copy-back launch, which include the copy's launch; kIssue: the allreduce launch; kWait:
+  // finalize's stream wait).
+  bool ddpHost = false;
   int32_t hostNs = 0;
   int64_t workNs = 0;  // nominal duration at scale 1 without contention
 };
@@ -130,11 +134,13 @@ struct Script {
   std::vector<CollectiveDesc> collectives;
   bool synced = true;
   bool rebuilt = false;
+  DdpHostCosts ddpHost;  // the DDP host costs by term (ScriptBuilder::countHostCosts)
   void clear() {
     ops.clear();
     collectives.clear();
     synced = true;
     rebuilt = false;
+    ddpHost = DdpHostCosts{};
   }
 };
 
@@ -173,15 +179,20 @@ class ScriptBuilder final : public ddp::ReducerActions {
   struct HostCosts {
     int32_t allreduceLaunch = 0, gradHook = 0, copyBack = 0, finalizeWait = 0;
     int64_t stepOverhead = 0;
+    int32_t kernelLaunch = 0;  // host time to launch a kernel (0 when the host is the stream)
   };
   void setHostCosts(const HostCosts& costs) { m_host = costs; }
   const HostCosts& hostCosts() const { return m_host; }
 
   // Starts writing `script` (the Reducer's current plan sizes the per-bucket bookkeeping).
   void begin(Script& script);
+  // Fills script.ddpHost from the events counted while writing it.
+  void countHostCosts();
 
+  // `ddpHostNs` > 0: a DDP host cost before the op (Op::hostNs, ddpHost); otherwise kernels
+  // cost the host their launch.
   void addOp(OpKind kind, int32_t index, int64_t workNs, CopyRole role = CopyRole::kIntoBucket,
-             int32_t bucket = -1);
+             int32_t bucket = -1, int32_t ddpHostNs = 0);
   // Appends `desc` (with its estimate) and its issue op; returns the collective's index.
   int issue(CollectiveDesc desc, int32_t hostNs = 0);
   void issueSyncBn(int layer);
@@ -210,6 +221,7 @@ class ScriptBuilder final : public ddp::ReducerActions {
   int m_usedMapCollective = -1;
   std::vector<char> m_unusedMark;
   HostCosts m_host;
+  int m_launches = 0, m_hooks = 0, m_copyBacks = 0, m_waits = 0;  // this script's DDP events
 };
 
 // Ranks whose layers' UsePattern.ranks agree: one Reducer, one script per iteration.
