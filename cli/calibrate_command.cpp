@@ -19,6 +19,7 @@
 #include "sim/replay/calibrate.h"
 #include "sim/replay/measured_profile.h"
 #include "sim/replay/replay.h"
+#include "traces/chrome_reader.h"
 
 namespace ddpscope::cli {
 
@@ -31,7 +32,9 @@ Status runCalibrateCommand(const std::vector<std::string>& argv, CommandIo io) {
       "same lanes): the alpha-beta ring model from every collective's duration vs bytes (least\n"
       "squares over all runs and world sizes), the contention factor (how much slower layers run\n"
       "while a collective is in flight, from overlapped vs non-overlapped spans of the same\n"
-      "shape) and the compute scale (measured / roofline). Prints the fit quality and writes a\n"
+      "shape), the compute scale (measured / roofline) and DDP's host costs (ddp_overheads: the\n"
+      "median host span per allreduce launch, autograd hook, copy-back launch, finalize wait and\n"
+      "forward wrapper, where the traces have them). Prints the fit quality and writes a\n"
       "cluster JSON (the base cluster, default cpu-mpi, with the fitted values).");
   parser.positionalList("RUN.json", "measured runs' traces (plain or .gz)", false)
       .option("out", "PATH", "the cluster JSON to write (also -o)")
@@ -129,6 +132,18 @@ Status runCalibrateCommand(const std::vector<std::string>& argv, CommandIo io) {
     report << line;
   }
   ASSIGN_OR_RETURN(sim::replay::Calibration cal, sim::replay::calibrate(refs, base.device));
+  {
+    // DDP's host costs come from the traces' host spans (the profiles keep none of them).
+    std::vector<traces::Timeline> timelines;
+    timelines.reserve(runs.size());
+    for (const std::string& run : runs) {
+      ASSIGN_OR_RETURN(traces::Timeline timeline, traces::readChromeTrace(run));
+      timelines.push_back(std::move(timeline));
+    }
+    std::vector<const traces::Timeline*> pointers;
+    for (const traces::Timeline& t : timelines) pointers.push_back(&t);
+    cal.ddp = sim::replay::fitDdpOverheads(pointers);
+  }
   // When every run has the same world size (> 1), the contention is refitted to the runs' step
   // times, as `validate` does (sim/replay/replay.h fitContentionToSteps): the per-layer estimate
   // misses that overlapped collectives slow down too on hosts where threads share cores.

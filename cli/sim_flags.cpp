@@ -206,6 +206,44 @@ StatusOr<sim::SimResult> runSimulation(const SimulationRequest& request,
   return sim::simulate(request.model, request.cluster, layout, options, request.compute.get());
 }
 
+std::string formatDdpCosts(const sim::SimSummary& s) {
+  char line[256];
+  std::ostringstream o;
+  const sim::DdpOverheads& t = s.overheads;
+  const sim::DdpHostCosts& h = s.ddpHost;
+  if (!t.any()) {
+    o << "DDP host costs: not set for this cluster (its ddp_overheads are 0: unknown, not\n"
+         "  measured); fit them from a trace with 'ddpscope calibrate'\n";
+  } else {
+    o << "DDP host costs per step (cluster's ddp_overheads; hidden unless the host falls "
+         "behind):\n";
+    auto term = [&](const char* label, int count, double us, Nanos total) {
+      std::snprintf(line, sizeof(line), "  %-22s %5d x %8.1f us = %9.3f ms\n", label, count, us,
+                    total.toMillis());
+      o << line;
+    };
+    term("allreduce launches", h.launches, t.allreduceLaunchUs, h.allreduceLaunch);
+    term("autograd hooks", h.hooks, t.gradHookUs, h.gradHook);
+    term("copy-back launches", h.copyBacks, t.copyBackUs, h.copyBack);
+    term("finalize waits", h.waits, t.finalizeWaitUs, h.finalizeWait);
+    term("DDP forward wrapper", h.steps, t.stepOverheadUs, h.stepOverhead);
+    std::snprintf(line, sizeof(line), "  %-22s %12.3f ms   (compute stream waiting for the host)\n",
+                  "host stall", s.hostStall.toMillis());
+    o << line;
+  }
+  const double pct = s.plainStep.count() > 0 ? 100.0 * static_cast<double>(s.ddpOverhead.count()) /
+                                                   static_cast<double>(s.plainStep.count())
+                                             : 0.0;
+  std::snprintf(line, sizeof(line),
+                "  %-22s %12.3f ms   (forward + backward + optimizer kernels, no DDP)\n",
+                "plain training step", s.plainStep.toMillis());
+  o << line;
+  std::snprintf(line, sizeof(line), "  %-22s %12.3f ms   (%+.2f %% over plain training)\n",
+                "DDP overhead", s.ddpOverhead.toMillis(), pct);
+  o << line;
+  return o.str();
+}
+
 std::string formatSimSummary(const SimulationRequest& request, const sim::WorldLayout& layout,
                              const sim::SimSummary& s) {
   char line[256];
@@ -243,6 +281,7 @@ std::string formatSimSummary(const SimulationRequest& request, const sim::WorldL
   }
   if (s.bucketBytes.size() > 8) o << ", ...";
   o << ")\n";
+  if (request.options.strategy == sim::Strategy::kDdp) o << formatDdpCosts(s);
   return o.str();
 }
 

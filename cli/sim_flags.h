@@ -61,6 +61,8 @@ StatusOr<sim::SimResult> runSimulation(const SimulationRequest& request,
                                        const sim::SimOptions& options);
 
 // Human summary of one simulation (used by simulate and sweep's best rows).
+// The summary's block of DDP's costs besides the wire time (cluster.h DdpOverheads).
+std::string formatDdpCosts(const sim::SimSummary& summary);
 std::string formatSimSummary(const SimulationRequest& request, const sim::WorldLayout& layout,
                              const sim::SimSummary& summary);
 

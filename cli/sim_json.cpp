@@ -17,6 +17,8 @@ nlohmann::json simSummaryJson(const SimulationRequest& request, const sim::World
                           {"exposed_comm_ns", it.exposedComm.count()},
                           {"overlap_percent", it.overlapPercent},
                           {"synced", it.synced},
+                          {"ddp_host_ns", it.ddpHost.total().count()},
+                          {"host_stall_ns", it.hostStall.count()},
                           {"collectives", it.collectiveSequence}});
   }
   nlohmann::json out = {{"model", request.model.name},
@@ -41,6 +43,25 @@ nlohmann::json simSummaryJson(const SimulationRequest& request, const sim::World
   // The DDP settings under their canonical keys (ddp/ddp_settings.h), and the whole workload.
   out.update(ddp::ddpSettingsJson(request.options.ddp));
   out["workload"] = sim::workloadJson(s.workload);
+  if (request.options.strategy == sim::Strategy::kDdp) {
+    // DDP's costs besides the wire time (docs/JSON.md "DDP costs").
+    const sim::DdpHostCosts& h = s.ddpHost;
+    out["ddp_overheads"] = sim::ddpOverheadsJson(s.overheads);
+    out["ddp_overheads_set"] = s.overheads.any();
+    out["ddp_host_costs"] = {{"allreduce_launch_ns", h.allreduceLaunch.count()},
+                             {"launches", h.launches},
+                             {"grad_hook_ns", h.gradHook.count()},
+                             {"hooks", h.hooks},
+                             {"copy_back_ns", h.copyBack.count()},
+                             {"copy_backs", h.copyBacks},
+                             {"finalize_wait_ns", h.finalizeWait.count()},
+                             {"waits", h.waits},
+                             {"step_overhead_ns", h.stepOverhead.count()},
+                             {"total_ns", h.total().count()}};
+    out["host_stall_ns"] = s.hostStall.count();
+    out["plain_step_ns"] = s.plainStep.count();
+    out["ddp_overhead_ns"] = s.ddpOverhead.count();
+  }
   return out;
 }
 

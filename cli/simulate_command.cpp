@@ -22,8 +22,11 @@ Status runSimulateCommand(const std::vector<std::string>& argv, CommandIo io) {
       "       [--trace out.json] [--json]",
       "Simulates DDP training iterations of a model on a described cluster: the same reducer\n"
       "state machine as PyTorch (bucket order, rebuild, find_unused), a roofline compute model\n"
-      "and NCCL's cost model. Prints step time, exposed communication and overlap; --trace\n"
-      "writes a Chrome/Perfetto timeline (pid = rank; compute and comm lanes).");
+      "and NCCL's cost model. Prints step time, exposed communication and overlap, and what\n"
+      "DDP costs besides the wire: the host time of each allreduce launch, autograd hook,\n"
+      "copy-back launch and finalize wait and of DDP's forward wrapper (the cluster's\n"
+      "ddp_overheads), the host stall they cause and the step against plain training; --trace\n"
+      "writes a Chrome/Perfetto timeline (pid = rank; compute, comm and host lanes).");
   addSimulationFlags(parser, /*sweep=*/false);
   parser.option("trace", "PATH", "write the Chrome trace here (.json; .json.gz compresses)")
       .flag("json", "machine-readable summary")

@@ -32,10 +32,10 @@ class ClusterParser : private io::JsonReader {
 
   StatusOr<ClusterSpec> parse(std::string_view text) {
     ASSIGN_OR_RETURN(Json root, parseJsonObject(text, origin()));
-    RETURN_IF_ERROR(checkKeys(
-        root, "",
-        {"name", "description", "device", "gpus_per_node", "intra_node", "inter_node", "cpu_vendor",
-         "nccl_version", "comm_model", "alpha_beta", "nccl", "contention_slowdown"}));
+    RETURN_IF_ERROR(checkKeys(root, "",
+                              {"name", "description", "device", "gpus_per_node", "intra_node",
+                               "inter_node", "cpu_vendor", "nccl_version", "comm_model",
+                               "alpha_beta", "nccl", "contention_slowdown", "ddp_overheads"}));
     ClusterSpec spec;
     spec.origin = origin();
     ASSIGN_OR_RETURN(spec.name, requiredString(root, "", "name"));
@@ -56,6 +56,7 @@ class ClusterParser : private io::JsonReader {
     RETURN_IF_ERROR(parseNcclVersion(root, spec));
     RETURN_IF_ERROR(parseAlphaBeta(root, spec));
     RETURN_IF_ERROR(parseNccl(root, spec));
+    RETURN_IF_ERROR(parseDdpOverheads(root, spec));
     return spec;
   }
 
@@ -294,6 +295,25 @@ class ClusterParser : private io::JsonReader {
     return Status::ok();
   }
 
+  Status parseDdpOverheads(const Json& root, ClusterSpec& spec) const {
+    ASSIGN_OR_RETURN(const Json* ddp, object(root, "", "ddp_overheads", false));
+    if (ddp == nullptr) return Status::ok();
+    const std::string path = "ddp_overheads";
+    RETURN_IF_ERROR(checkKeys(*ddp, path,
+                              {"allreduce_launch_us", "grad_hook_us", "copy_back_us",
+                               "finalize_wait_us", "step_overhead_us"}));
+    DdpOverheads& o = spec.ddpOverheads;
+    // Below 1 s each: a larger value is a unit mistake (ms or ns given as µs).
+    const std::string what = "a number of µs in [0, 1e6]";
+    ASSIGN_OR_RETURN(o.allreduceLaunchUs,
+                     number(*ddp, path, "allreduce_launch_us", 0, 1e6, 0.0, what));
+    ASSIGN_OR_RETURN(o.gradHookUs, number(*ddp, path, "grad_hook_us", 0, 1e6, 0.0, what));
+    ASSIGN_OR_RETURN(o.copyBackUs, number(*ddp, path, "copy_back_us", 0, 1e6, 0.0, what));
+    ASSIGN_OR_RETURN(o.finalizeWaitUs, number(*ddp, path, "finalize_wait_us", 0, 1e6, 0.0, what));
+    ASSIGN_OR_RETURN(o.stepOverheadUs, number(*ddp, path, "step_overhead_us", 0, 1e6, 0.0, what));
+    return Status::ok();
+  }
+
   Status parseNccl(const Json& root, ClusterSpec& spec) const {
     ASSIGN_OR_RETURN(const Json* nccl, object(root, "", "nccl", false));
     if (nccl == nullptr) return Status::ok();
@@ -322,6 +342,14 @@ class ClusterParser : private io::JsonReader {
 };
 
 }  // namespace
+
+nlohmann::json ddpOverheadsJson(const DdpOverheads& o) {
+  return {{"allreduce_launch_us", o.allreduceLaunchUs},
+          {"grad_hook_us", o.gradHookUs},
+          {"copy_back_us", o.copyBackUs},
+          {"finalize_wait_us", o.finalizeWaitUs},
+          {"step_overhead_us", o.stepOverheadUs}};
+}
 
 StatusOr<ClusterSpec> parseClusterJson(std::string_view text, const std::string& origin) {
   try {

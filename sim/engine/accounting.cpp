@@ -81,9 +81,16 @@ Status finishSummary(SimSummary& summary, int steadyCount) {
   summary.steadyIterations = steadyCount;
   summary.firstSteadyIteration = summary.iterations[static_cast<size_t>(n - steadyCount)].index;
   summary.firstIteration = summary.iterations.front().maxRankStepTime;
-  Nanos step, forward, backward, optimizer, comm, exposed, overlapped, idle;
+  Nanos step, forward, backward, optimizer, comm, exposed, overlapped, idle, stall;
+  DdpHostCosts host;
   for (int i = n - steadyCount; i < n; ++i) {
     const IterationSummary& it = summary.iterations[static_cast<size_t>(i)];
+    host.allreduceLaunch += it.ddpHost.allreduceLaunch;
+    host.gradHook += it.ddpHost.gradHook;
+    host.copyBack += it.ddpHost.copyBack;
+    host.finalizeWait += it.ddpHost.finalizeWait;
+    host.stepOverhead += it.ddpHost.stepOverhead;
+    stall += it.hostStall;
     step += it.maxRankStepTime;
     forward += it.forward;
     backward += it.backward;
@@ -101,6 +108,15 @@ Status finishSummary(SimSummary& summary, int steadyCount) {
   summary.exposedComm = exposed / steadyCount;
   summary.overlapped = overlapped / steadyCount;
   summary.idle = idle / steadyCount;
+  summary.hostStall = stall / steadyCount;
+  const DdpHostCosts& last = summary.iterations.back().ddpHost;
+  summary.ddpHost = last;  // the counts of the last steady iteration, the means of the times
+  summary.ddpHost.allreduceLaunch = host.allreduceLaunch / steadyCount;
+  summary.ddpHost.gradHook = host.gradHook / steadyCount;
+  summary.ddpHost.copyBack = host.copyBack / steadyCount;
+  summary.ddpHost.finalizeWait = host.finalizeWait / steadyCount;
+  summary.ddpHost.stepOverhead = host.stepOverhead / steadyCount;
+  summary.ddpOverhead = summary.stepTime - summary.plainStep;
   summary.overlapPercent = comm.count() > 0 ? 100.0 * static_cast<double>(overlapped.count()) /
                                                   static_cast<double>(comm.count())
                                             : 0.0;

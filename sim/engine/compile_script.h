@@ -32,10 +32,6 @@ namespace ddpscope::sim::internal {
 struct ModelFacts;
 struct UsageClass;
 
-// Op::index of a kHost op: the find_unused graph traversal (0) or a compiled graph call.
-inline constexpr int32_t kHostGraphTraversal = 0;
-inline constexpr int32_t kHostGraphCall = 1;
-
 struct CompilePlan {
   CompileMode mode = CompileMode::kNone;
   // ddp-optimizer, whole-graph, compiled-autograd: the compiled forward graph of each layer

@@ -84,6 +84,39 @@ Status validateOptions(const models::ModelSpec& model, const WorldLayout& layout
   return Status::ok();
 }
 
+Status validateHostModel(const HostModel& host) {
+  const DdpOverheads& o = host.ddp;
+  for (const auto& [name, value] :
+       {std::pair<const char*, double>{"allreduce_launch_us", o.allreduceLaunchUs},
+        {"grad_hook_us", o.gradHookUs},
+        {"copy_back_us", o.copyBackUs},
+        {"finalize_wait_us", o.finalizeWaitUs},
+        {"step_overhead_us", o.stepOverheadUs}}) {
+    if (!(value >= 0 && value <= 1e6)) {
+      return invalidArgument(std::string("ddp_overheads.") + name +
+                             ": expected a number of µs in [0, 1e6], got " + std::to_string(value));
+    }
+  }
+  if (host.kernelLaunch < Nanos::zero() || host.kernelLaunch > Nanos::fromMicros(1000000)) {
+    return invalidArgument("host kernel launch time: expected 0 to 1 s, got " +
+                           std::to_string(host.kernelLaunch.count()));
+  }
+  return Status::ok();
+}
+
+ScriptBuilder::HostCosts hostCostsNs(const HostModel& host) {
+  const DdpOverheads& o = host.ddp;
+  auto ns = [](double us) { return static_cast<int32_t>(std::llround(us * 1000.0)); };
+  ScriptBuilder::HostCosts costs;
+  costs.allreduceLaunch = ns(o.allreduceLaunchUs);
+  costs.gradHook = ns(o.gradHookUs);
+  costs.copyBack = ns(o.copyBackUs);
+  costs.finalizeWait = ns(o.finalizeWaitUs);
+  costs.stepOverhead = std::llround(o.stepOverheadUs * 1000.0);
+  costs.kernelLaunch = host.runsAhead ? static_cast<int32_t>(host.kernelLaunch.count()) : 0;
+  return costs;
+}
+
 void writeMetadata(traces::Timeline& timeline, const Workload& workload, const SimOptions& options,
                    int iterations, double contention) {
   timeline.setName(workload.model + " DDP simulation");
@@ -138,10 +171,19 @@ StatusOr<SimResult> simulateDdp(const models::ModelSpec& model, const WorldLayou
   SimSummary& summary = result.summary;
   summary.worldSize = worldSize;
   summary.simulatedRanks = numRanks;
+  const HostModel host = options.host.value_or(HostModel{});
+  RETURN_IF_ERROR(validateHostModel(host));
+  summary.overheads = host.ddp;
+  summary.hostRunsAhead = host.runsAhead;
+  const ScriptBuilder::HostCosts hostCosts = hostCostsNs(host);
+  // Plain training (no DDP): the layer kernels and the optimizer, nominal.
+  for (const LayerTimes& t : facts.layerTimes) summary.plainStep += t.forward + t.backward;
+  summary.plainStep += compute.optimizerTime(facts.totalParamBytes);
   EstimateCache estimates(comm);
   for (UsageClass& cls : classes) {
     cls.builder =
         std::make_unique<ScriptBuilder>(model, facts, compute, estimates, summary.warnings);
+    cls.builder->setHostCosts(hostCosts);
     ASSIGN_OR_RETURN(
         ddp::Reducer reducer,
         ddp::Reducer::create(model, config, cls.representativeRank, cls.builder.get()));
@@ -155,7 +197,7 @@ StatusOr<SimResult> simulateDdp(const models::ModelSpec& model, const WorldLayou
   if (timeline) {
     writeMetadata(*timeline, summary.workload, options, iterations, contentionSlowdown);
   }
-  Replayer replayer(model, numRanks, contentionSlowdown, timeline);
+  Replayer replayer(model, numRanks, contentionSlowdown, timeline, host);
   RankZeroRecorder recorder;
   ComputeJitter jitter(options, numRanks);
 

@@ -42,6 +42,16 @@
 // max(local issue, end of collective k−1) to the collective's end, as HTA would count it.
 // Symmetric fast path (default): only rank 0 is simulated (the same code with one rank).
 //
+// Host (HostModel; cluster.h DdpOverheads): each rank has a host cursor besides its compute
+// stream. On GPUs the host runs ahead: launching a layer kernel costs it kernelLaunch, DDP's
+// autograd hook (grad_hook_us) precedes each copy into a bucket, c10d's allreduce launch
+// (allreduce_launch_us) each bucket collective and the used-map allreduce, finalize's stream wait
+// (finalize_wait_us) each bucket's wait and copy_back_us each copy back; a kernel starts at
+// max(stream free, host done launching it) and a collective's launch at max(stream point, host
+// issue) — host costs only show where the host falls behind the device (host-bound). DDP's
+// forward wrapper (step_overhead_us) and find_unused's traversal are host work the stream waits
+// for (the step starts synchronized). On CPU ranks the host is the stream: every cost adds up.
+//
 // Invariants: spans on each lane are disjoint (validateNesting passes); iterations of a rank are
 // back to back; every collective of an iteration ends before the iteration does; the summary's
 // overlap numbers equal traces::computeOverlap on rank 0 of the written timeline for the same
@@ -69,6 +79,25 @@
 namespace ddpscope::sim {
 
 enum class Strategy { kDdp, kDataParallel };
+
+// The host thread that runs the training loop and autograd (DDP's hooks run on it), and what
+// DDP costs it (cluster.h DdpOverheads). See "Host" in the header comment.
+struct HostModel {
+  DdpOverheads ddp;
+  // true (GPUs): the host issues work asynchronously and runs ahead of the compute stream;
+  // false (CPU ranks): the host thread is the compute stream, its costs add up in series.
+  bool runsAhead = true;
+  Nanos kernelLaunch;  // host time to launch one forward/backward/optimizer kernel (runsAhead)
+};
+
+// DDP's host costs of one iteration on rank 0: the time charged per term and how many events.
+struct DdpHostCosts {
+  Nanos allreduceLaunch, gradHook, copyBack, finalizeWait, stepOverhead;
+  int launches = 0, hooks = 0, copyBacks = 0, waits = 0, steps = 0;
+  Nanos total() const {
+    return allreduceLaunch + gradHook + copyBack + finalizeWait + stepOverhead;
+  }
+};
 
 struct SimOptions {
   models::ModelInputs inputs;  // zero fields = the model's defaults
@@ -101,6 +130,9 @@ struct SimOptions {
   // nn.DataParallel only: host time to launch one layer's kernels on one replica (Python threads
   // under the GIL serialize these launches across replicas).
   Nanos dataParallelLaunchOverhead = Nanos::fromMicros(5);
+  // DDP's host costs; nullopt = the cluster's (simulate(): its ddp_overheads, runsAhead on GPUs,
+  // kernelLaunch = device.launch_overhead_us), none in simulateDdp.
+  std::optional<HostModel> host;
 };
 
 // One iteration as rank 0 saw it (its window [start, start + stepTime) on the timeline).
@@ -123,6 +155,8 @@ struct IterationSummary {
   // In issue order, "<kind>:<bytes>" with kind one of allreduce, used_map_allreduce, broadcast,
   // syncbn_allreduce (DataParallel: scatter, broadcast, reduce). E.g. "allreduce:59557792".
   std::vector<std::string> collectiveSequence;
+  DdpHostCosts ddpHost;  // DDP's host costs charged this iteration (rank 0)
+  Nanos hostStall;       // time rank 0's compute stream waited for the host (host-bound)
 };
 
 struct SimSummary {
@@ -142,6 +176,15 @@ struct SimSummary {
   int simulatedRanks = 1;             // 1 in the fast path, worldSize in all-ranks mode
   std::vector<std::string> warnings;  // the Reducer's warn-once messages (W2)
   Workload workload;                  // what the numbers assume (workload.h)
+  // DDP's costs besides the wire time (issue 12 §2), steady-state means on rank 0.
+  DdpOverheads overheads;     // the per-event terms used (µs)
+  bool hostRunsAhead = true;  // HostModel::runsAhead
+  DdpHostCosts ddpHost;       // host time per term per step (counts: the last steady iteration)
+  Nanos hostStall;            // compute stream waiting for the host per step (host costs exposed)
+  // Plain training without DDP: Σ forward + backward kernels + optimizer (nominal, no
+  // contention, no DDP copies or host costs); ddpOverhead = stepTime − plainStep (world size 1:
+  // DDP's overhead over plain training).
+  Nanos plainStep, ddpOverhead;
 };
 
 struct SimResult {

@@ -57,9 +57,15 @@ void ComputeJitter::draw(std::vector<double>& scales) {
 // ---- Replayer -----------------------------------------------------------------------------------
 
 Replayer::Replayer(const models::ModelSpec& model, int numRanks, double contention,
-                   traces::Timeline* timeline)
-    : m_model(model), m_numRanks(numRanks), m_slowdown(1.0 + contention), m_timeline(timeline) {
+                   traces::Timeline* timeline, const HostModel& host)
+    : m_model(model),
+      m_numRanks(numRanks),
+      m_slowdown(1.0 + contention),
+      m_timeline(timeline),
+      m_hostAhead(host.runsAhead) {
   m_cursor.assign(static_cast<size_t>(numRanks), 0);
+  m_host.assign(static_cast<size_t>(numRanks), 0);
+  m_issueAt.assign(static_cast<size_t>(numRanks), 0);
   m_pos.assign(static_cast<size_t>(numRanks), 0);
   m_busyIdx.assign(static_cast<size_t>(numRanks), 0);
   m_hook.assign(static_cast<size_t>(numRanks), 0);
@@ -113,32 +119,96 @@ inline int64_t Replayer::runKernel(int r, int64_t startNs, int64_t workNs, int k
 
 void Replayer::advance(int r, const Script& script, int stopAt, int known,
                        RankZeroRecorder& recorder) {
+  if (m_hostAhead) {
+    advanceRank<true>(r, script, stopAt, known, recorder);
+  } else {
+    advanceRank<false>(r, script, stopAt, known, recorder);
+  }
+}
+
+template <bool kHostAhead>
+void Replayer::advanceRank(int r, const Script& script, int stopAt, int known,
+                           RankZeroRecorder& recorder) {
+  // The rank's cursors live in locals while its ops run (written back at every exit): stores
+  // through references to the member vectors would make the compiler reload them per op.
   int& pos = m_pos[static_cast<size_t>(r)];
-  int64_t& cursor = m_cursor[static_cast<size_t>(r)];
+  int64_t cursor = m_cursor[static_cast<size_t>(r)];
+  int64_t host = m_host[static_cast<size_t>(r)];
+  int64_t stall = 0;
+  // (No lambda captures the cursors by reference: they would have to live in memory.)
+  // A DDP host cost: the host does op.hostNs of work (when it is the stream: after the stream);
+  // returns when it is done.
+  auto chargeHost = [this, r](const Op& op, int64_t hostNs, int64_t cursorNs) {
+    if (!kHostAhead) hostNs = std::max(hostNs, cursorNs);
+    if (m_timeline) emitHostSpan(r, op, hostNs);
+    return hostNs + op.hostNs;
+  };
+
   const int numOps = static_cast<int>(script.ops.size());
   for (; pos < numOps; ++pos) {
     const Op& op = script.ops[static_cast<size_t>(pos)];
     switch (op.kind) {
-      case OpKind::kIssue:
+      case OpKind::kIssue: {
         DDPSCOPE_CHECK_EQ(op.index, stopAt);
+        // The collective is enqueued when the stream reaches the issue point and the host has
+        // launched it.
+        if (op.hostNs > 0) host = chargeHost(op, host, cursor);
+        if (!kHostAhead && host > cursor) {
+          stall += host - cursor;  // the launch holds the CPU rank
+          cursor = host;
+        }
+        m_issueAt[static_cast<size_t>(r)] = std::max(cursor, host);
+        m_cursor[static_cast<size_t>(r)] = cursor;
+        m_host[static_cast<size_t>(r)] = host;
+        if (r == 0) m_hostStallNs += stall;
         return;
+      }
       case OpKind::kWait:
         DDPSCOPE_CHECK_LT(op.index, known);
         cursor = std::max(cursor, m_collEnd[static_cast<size_t>(op.index)]);
+        if (!kHostAhead) host = cursor;  // the wait blocks the host
+        if (op.hostNs > 0) {
+          host = chargeHost(op, host, cursor);
+          if (!kHostAhead) {
+            stall += host - cursor;
+            cursor = host;
+          }
+        }
         break;
       case OpKind::kHost: {
+        // Host work the stream waits for: it starts when both are free.
         const int64_t durNs = scaled(r, op.workNs);
+        const int64_t startNs = std::max(cursor, host);
         if (m_timeline) {
           m_timeline->addSpan({r, 2},
                               op.index == kHostGraphCall ? "compiled graph call"
-                                                         : "find_unused_parameters graph traversal",
-                              Category::kOther, Nanos(cursor), Nanos(durNs),
+                              : op.index == kDdpForwardWrapper
+                                  ? "DDP forward wrapper (_pre_forward, _post_forward)"
+                                  : "find_unused_parameters graph traversal",
+                              Category::kOther, Nanos(startNs), Nanos(durNs),
                               {{std::string(traces::kArgIteration), m_iteration}});
         }
-        cursor += durNs;
+        if (op.index == kDdpForwardWrapper) {
+          stall += startNs + durNs - cursor;  // the stream waits for the wrapper
+        }
+        cursor = startNs + durNs;
+        host = cursor;
         break;
       }
       default: {
+        if (kHostAhead) {
+          // The host launches the kernel (after DDP's hook for a copy into a bucket).
+          if (m_timeline && op.ddpHost) emitHostSpan(r, op, host);
+          host += op.hostNs;
+          if (host > cursor) {
+            stall += host - cursor;
+            cursor = host;
+          }
+        } else if (op.hostNs > 0) {
+          host = chargeHost(op, host, cursor);
+          stall += host - cursor;
+          cursor = host;
+        }
         const int64_t endNs = runKernel(r, cursor, scaled(r, op.workNs), known);
         const Category category = kernelCategory(op.kind);
         if (r == 0) recorder.add(category, Nanos(cursor), Nanos(endNs - cursor));
@@ -150,11 +220,31 @@ void Replayer::advance(int r, const Script& script, int stopAt, int known,
           emitKernel(r, op, category, cursor, endNs);
         }
         cursor = endNs;
+        if (!kHostAhead) host = endNs;
         break;
       }
     }
   }
+  m_cursor[static_cast<size_t>(r)] = cursor;
+  m_host[static_cast<size_t>(r)] = host;
+  if (r == 0) m_hostStallNs += stall;
   DDPSCOPE_CHECK_EQ(stopAt, -1);
+}
+
+void Replayer::emitHostSpan(int r, const Op& op, int64_t startNs) {
+  const char* name = op.kind == OpKind::kIssue        ? "DDP allreduce launch"
+                     : op.kind == OpKind::kWait       ? "DDP finalize wait"
+                     : op.role == CopyRole::kCopyBack ? "DDP copy back launch"
+                                                      : "DDP autograd hook";
+  traces::Args args{{std::string(traces::kArgIteration), m_iteration}};
+  if (op.kind == OpKind::kCopy && op.index >= 0) {
+    args.append("param", static_cast<int64_t>(op.index));
+  }
+  if (op.bucket >= 0) {
+    args.append(std::string(traces::kArgBucket), static_cast<int64_t>(op.bucket));
+  }
+  m_timeline->addSpan({r, 2}, name, Category::kOther, Nanos(startNs), Nanos(op.hostNs),
+                      std::move(args));
 }
 
 void Replayer::emitKernel(int r, const Op& op, Category category, int64_t startNs, int64_t endNs) {

@@ -67,8 +67,10 @@ class Replayer {
   // Adds ranks 0..numRanks−1 with their compute, comm and host lanes to `timeline` (may be null:
   // metrics only). `contention` is c: compute runs 1 + c times slower while a collective is in
   // flight on the rank.
+  // `host`: the host thread's model (ddp_simulator.h "Host"); its costs are in the scripts' ops
+  // (Op::hostNs), whether the host runs ahead is read here.
   Replayer(const models::ModelSpec& model, int numRanks, double contention,
-           traces::Timeline* timeline);
+           traces::Timeline* timeline, const HostModel& host = {});
 
   // Per-rank compute-time factors for the next iteration (1.0 unless set).
   std::vector<double>& scales() { return m_scale; }
@@ -91,12 +93,14 @@ class Replayer {
       m_pos[static_cast<size_t>(r)] = 0;
       m_busyIdx[static_cast<size_t>(r)] = 0;
       m_iterStart[static_cast<size_t>(r)] = m_cursor[static_cast<size_t>(r)];
+      m_host[static_cast<size_t>(r)] = m_cursor[static_cast<size_t>(r)];  // the step syncs
     }
+    m_hostStallNs = 0;
     for (int k = 0; k < numCollectives; ++k) {
       int64_t arrivalNs = 0;
       for (int r = 0; r < m_numRanks; ++r) {
         advance(r, scriptOf(r), k, k, recorder);
-        const int64_t launchNs = m_cursor[static_cast<size_t>(r)];
+        const int64_t launchNs = m_issueAt[static_cast<size_t>(r)];
         m_launch[launchIndex(r, k)] = launchNs;
         arrivalNs = std::max(arrivalNs, launchNs);
       }
@@ -134,6 +138,8 @@ class Replayer {
     out.rebuilt = reference.rebuilt;
     recorder.finishIteration(Nanos(m_iterStart[0]), Nanos(m_cursor[0]), out);
     out.maxRankStepTime = Nanos(maxStepNs);
+    out.ddpHost = scriptOf(0).ddpHost;
+    out.hostStall = Nanos(m_hostStallNs);
   }
 
  private:
@@ -155,9 +161,13 @@ class Replayer {
   inline int64_t runKernel(int r, int64_t startNs, int64_t workNs, int known);
   // Runs rank r's script until the issue op of collective `stopAt` (−1: to the end).
   void advance(int r, const Script& script, int stopAt, int known, RankZeroRecorder& recorder);
+  template <bool kHostAhead>
+  void advanceRank(int r, const Script& script, int stopAt, int known, RankZeroRecorder& recorder);
   size_t bucketHookIndex(int r, int bucket) const {
     return static_cast<size_t>(r) * m_model.params.size() + static_cast<size_t>(bucket);
   }
+  // Writes the host span of op's DDP host cost, starting at `startNs` on rank r's host.
+  void emitHostSpan(int r, const Op& op, int64_t startNs);
   void emitKernel(int r, const Op& op, traces::Category category, int64_t startNs, int64_t endNs);
   void emitCollective(int r, int k, const CollectiveDesc& desc, int64_t startNs, int64_t endNs);
 
@@ -165,18 +175,22 @@ class Replayer {
   int m_numRanks;
   double m_slowdown;
   traces::Timeline* m_timeline;
+  bool m_hostAhead;
   int64_t m_iteration = 0;
   int m_numCollectives = 0;
   int64_t m_commFreeNs = 0;
   uint64_t m_flowId = 0;
   // Per rank.
-  std::vector<int64_t> m_cursor;  // compute stream free at
-  std::vector<int> m_pos;         // next op of the current script
-  std::vector<int> m_busyIdx;     // first collective whose end may be after the cursor
-  std::vector<int64_t> m_hook;    // end of the last backward kernel (hook time)
+  std::vector<int64_t> m_cursor;   // compute stream free at
+  std::vector<int64_t> m_host;     // host thread free at (== m_cursor when !m_hostAhead)
+  std::vector<int64_t> m_issueAt;  // when the rank issued the collective advance() stopped at
+  std::vector<int> m_pos;          // next op of the current script
+  std::vector<int> m_busyIdx;      // first collective whose end may be after the cursor
+  std::vector<int64_t> m_hook;     // end of the last backward kernel (hook time)
   std::vector<int64_t> m_iterStart;
   std::vector<double> m_scale;        // compute-time factor this iteration
   std::vector<int64_t> m_bucketHook;  // trace only: [rank × P] hook time of a bucket's last copy
+  int64_t m_hostStallNs = 0;
   // Per collective of the iteration.
   std::vector<int64_t> m_collEnd;
   std::vector<int64_t> m_prevEnd;  // comm stream free before collective k

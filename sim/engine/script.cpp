@@ -83,24 +83,42 @@ void ScriptBuilder::begin(Script& script) {
   m_script = &script;
   m_bucketLastCollective.assign(static_cast<size_t>(m_reducer->plan().numBuckets()), -1);
   m_usedMapCollective = -1;
+  m_launches = m_hooks = m_copyBacks = m_waits = 0;
 }
 
-void ScriptBuilder::addOp(OpKind kind, int32_t index, int64_t workNs, CopyRole role,
-                          int32_t bucket) {
+void ScriptBuilder::addOp(OpKind kind, int32_t index, int64_t workNs, CopyRole role, int32_t bucket,
+                          int32_t ddpHostNs) {
   Op op;
   op.kind = kind;
   op.index = index;
   op.workNs = workNs;
   op.role = role;
   op.bucket = bucket;
+  // Kernels (the kinds before kHost) cost the host their launch, unless a DDP cost includes it.
+  op.ddpHost = ddpHostNs > 0;
+  op.hostNs = op.ddpHost ? ddpHostNs : (kind < OpKind::kHost ? m_host.kernelLaunch : 0);
   m_script->ops.push_back(op);
 }
 
-int ScriptBuilder::issue(CollectiveDesc desc) {
+void ScriptBuilder::countHostCosts() {
+  DdpHostCosts& c = m_script->ddpHost;
+  auto charged = [](int count, int32_t ns) { return ns > 0 ? count : 0; };
+  c.launches = charged(m_launches, m_host.allreduceLaunch);
+  c.hooks = charged(m_hooks, m_host.gradHook);
+  c.copyBacks = charged(m_copyBacks, m_host.copyBack);
+  c.waits = charged(m_waits, m_host.finalizeWait);
+  c.allreduceLaunch = Nanos(int64_t{c.launches} * m_host.allreduceLaunch);
+  c.gradHook = Nanos(int64_t{c.hooks} * m_host.gradHook);
+  c.copyBack = Nanos(int64_t{c.copyBacks} * m_host.copyBack);
+  c.finalizeWait = Nanos(int64_t{c.waits} * m_host.finalizeWait);
+}
+
+int ScriptBuilder::issue(CollectiveDesc desc, int32_t hostNs) {
   desc.estimate = &m_estimates.get(desc.collective, desc.bytes);
   const int index = static_cast<int>(m_script->collectives.size());
   m_script->collectives.push_back(desc);
-  addOp(OpKind::kIssue, index, 0);
+  addOp(OpKind::kIssue, index, 0, CopyRole::kIntoBucket, -1, hostNs);
+  if (hostNs > 0) ++m_launches;
   return index;
 }
 
@@ -126,8 +144,10 @@ void ScriptBuilder::copyIntoBucket(const ddp::BucketCopy& copy) {
   const int64_t bytes = m_facts.paramBytes[static_cast<size_t>(copy.paramIndex)];
   switch (copy.kind) {
     case ddp::CopyKind::kCopy:
+      // The autograd hook launches this copy.
       addOp(OpKind::kCopy, copy.paramIndex, m_compute.copyTime(bytes).count(),
-            CopyRole::kIntoBucket, copy.bucketIndex);
+            CopyRole::kIntoBucket, copy.bucketIndex, m_host.gradHook);
+      ++m_hooks;
       break;
     case ddp::CopyKind::kZeroFill:
       addOp(OpKind::kCopy, copy.paramIndex, m_compute.copyTime(bytes).count(), CopyRole::kZeroFill,
@@ -138,7 +158,8 @@ void ScriptBuilder::copyIntoBucket(const ddp::BucketCopy& copy) {
       // records the hook time for the ready→allreduce flow.
       addOp(OpKind::kCopy, copy.paramIndex,
             copy.scale == 1.0 ? 0 : m_compute.copyTime(bytes).count(), CopyRole::kScale,
-            copy.bucketIndex);
+            copy.bucketIndex, m_host.gradHook);
+      ++m_hooks;
       break;
   }
 }
@@ -152,6 +173,11 @@ void ScriptBuilder::launchBucket(int bucketIndex, int64_t /*bytes*/) {
     // collective.
     addOp(OpKind::kCopy, -1, m_compute.copyTime(bucket.bytes).count(), CopyRole::kCast,
           bucketIndex);
+  } else if (hook.kind == ddp::CommHookKind::kAllreduce && !bucket.sparse) {
+    // The built-in ALLREDUCE hook divides the flat bucket by the world size before the
+    // collective (spec §3.6): one in-place scale kernel per bucket.
+    addOp(OpKind::kCopy, -1, m_compute.copyTime(bucket.bytes).count(), CopyRole::kScale,
+          bucketIndex);
   }
   const std::vector<int64_t> parts = ddp::collectiveBytesForBucket(
       bucket, m_reducer->params(), hook, m_reducer->syncedIterations());
@@ -162,7 +188,7 @@ void ScriptBuilder::launchBucket(int bucketIndex, int64_t /*bytes*/) {
     desc.bucket = bucketIndex;
     desc.part = static_cast<int8_t>(part);
     desc.parts = static_cast<int8_t>(parts.size());
-    m_bucketLastCollective[static_cast<size_t>(bucketIndex)] = issue(desc);
+    m_bucketLastCollective[static_cast<size_t>(bucketIndex)] = issue(desc, m_host.allreduceLaunch);
   }
 }
 
@@ -170,7 +196,7 @@ void ScriptBuilder::launchUsedMapAllreduce(int64_t bytes) {
   CollectiveDesc desc;
   desc.kind = CollectiveKind::kUsedMap;
   desc.bytes = bytes;
-  m_usedMapCollective = issue(desc);
+  m_usedMapCollective = issue(desc, m_host.allreduceLaunch);
 }
 
 void ScriptBuilder::rebuildBuckets(const ddp::BucketPlan& newPlan, const ddp::RebuildSync& sync) {
@@ -196,13 +222,17 @@ void ScriptBuilder::finalize(const ddp::FinalizeInfo& info) {
   const ddp::BucketPlan& plan = m_reducer->plan();
   for (const ddp::Bucket& bucket : plan.buckets) {
     const int last = m_bucketLastCollective[static_cast<size_t>(bucket.index)];
-    if (last >= 0) addOp(OpKind::kWait, last, 0);
+    if (last >= 0) {
+      addOp(OpKind::kWait, last, 0, CopyRole::kIntoBucket, -1, m_host.finalizeWait);
+      ++m_waits;
+    }
     if (!info.copyBack) continue;
     for (int p : bucket.params) {
       if (m_unusedMark[static_cast<size_t>(p)]) continue;  // .grad left untouched
       addOp(OpKind::kCopy, p,
             m_compute.copyTime(m_facts.paramBytes[static_cast<size_t>(p)]).count(),
-            CopyRole::kCopyBack, bucket.index);
+            CopyRole::kCopyBack, bucket.index, m_host.copyBack);
+      ++m_copyBacks;
     }
   }
   // Outstanding work (the used map) is awaited at the end of finalize.
@@ -280,6 +310,13 @@ Status buildScript(const models::ModelSpec& model, const ModelFacts& facts,
   }
   for (int p : facts.orphanParams) cls.readyLayer[static_cast<size_t>(p)] = numLayers;
 
+  // DDP's forward wrapper (_pre_forward before the module, _post_forward after), charged before
+  // the first forward kernel: the step starts with host and stream together.
+  if (builder.hostCosts().stepOverhead > 0) {
+    builder.addOp(OpKind::kHost, kDdpForwardWrapper, builder.hostCosts().stepOverhead);
+    script.ddpHost.stepOverhead += Nanos(builder.hostCosts().stepOverhead);
+    ++script.ddpHost.steps;
+  }
   // torch.compile: a host op where each compiled graph starts (in forward and in backward).
   const bool compiled = compile && compile->compiled();
   int graph = -1;
@@ -302,7 +339,7 @@ Status buildScript(const models::ModelSpec& model, const ModelFacts& facts,
     }
     if (config.dynamicFindUnused()) {
       // The autograd-graph DFS: one node per executed layer plus one AccumulateGrad per parameter.
-      builder.addOp(OpKind::kHost, kHostGraphTraversal,
+      builder.addOp(OpKind::kHost, kGraphTraversal,
                     compute.graphTraversalTime(usedLayers + numParams).count());
     }
     RETURN_IF_ERROR(reducer.prepareForBackward(cls.unused));
@@ -347,6 +384,7 @@ Status buildScript(const models::ModelSpec& model, const ModelFacts& facts,
   RETURN_IF_ERROR(reducer.finalizeBackward());
   if (synced)
     builder.addOp(OpKind::kOptimizer, 0, compute.optimizerTime(facts.totalParamBytes).count());
+  builder.countHostCosts();
   return Status::ok();
 }
 

@@ -48,17 +48,21 @@
 
 namespace ddpscope::sim::internal {
 
+// Kernels on the compute stream come before kHost (ScriptBuilder::addOp relies on the order).
 enum class OpKind : uint8_t {
   kForward,    // index = layer
   kBackward,   // index = layer; its end is the hook time of the parameters it makes ready
   kCopy,       // a memory kernel on the compute stream (role says which); index = param or −1
   kOptimizer,  // optimizer.step()
-  kHost,       // CPU work that holds the stream's progress (graph traversal)
+  kHost,       // CPU work that holds the stream's progress; index: HostWork
   kIssue,      // index = collective; the compute stream is at the issue point
   kWait,       // index = collective; the compute stream waits for its end
 };
 
 enum class CopyRole : uint8_t { kIntoBucket, kZeroFill, kScale, kCast, kCopyBack };
+
+// What a kHost op is (its index).
+enum HostWork : int32_t { kGraphTraversal = 0, kDdpForwardWrapper = 1, kHostGraphCall = 2 };
 
 // The trace name of a copy kernel.
 const char* copyRoleName(CopyRole role);
@@ -68,7 +72,13 @@ struct Op {
   CopyRole role = CopyRole::kIntoBucket;
   int32_t index = 0;
   int32_t bucket = -1;  // copies: the bucket whose slice is written
-  int64_t workNs = 0;   // nominal duration at scale 1 without contention
+  // Host time before the op, not scaled by jitter: a kernel's launch (HostModel::kernelLaunch
+  // when the host runs ahead) or, when ddpHost, a DDP host cost (kCopy: the autograd hook or the
+  // copy-back launch, which include the copy's launch; kIssue: the allreduce launch; kWait:
+  // finalize's stream wait).
+  bool ddpHost = false;
+  int32_t hostNs = 0;
+  int64_t workNs = 0;  // nominal duration at scale 1 without contention
 };
 
 enum class CollectiveKind : uint8_t {
@@ -124,11 +134,13 @@ struct Script {
   std::vector<CollectiveDesc> collectives;
   bool synced = true;
   bool rebuilt = false;
+  DdpHostCosts ddpHost;  // the DDP host costs by term (ScriptBuilder::countHostCosts)
   void clear() {
     ops.clear();
     collectives.clear();
     synced = true;
     rebuilt = false;
+    ddpHost = DdpHostCosts{};
   }
 };
 
@@ -163,14 +175,26 @@ class ScriptBuilder final : public ddp::ReducerActions {
         m_warnings(warnings) {}
 
   void setReducer(const ddp::Reducer* reducer) { m_reducer = reducer; }
+  // DDP's host costs in ns (HostModel.ddp); all 0 unless set.
+  struct HostCosts {
+    int32_t allreduceLaunch = 0, gradHook = 0, copyBack = 0, finalizeWait = 0;
+    int64_t stepOverhead = 0;
+    int32_t kernelLaunch = 0;  // host time to launch a kernel (0 when the host is the stream)
+  };
+  void setHostCosts(const HostCosts& costs) { m_host = costs; }
+  const HostCosts& hostCosts() const { return m_host; }
 
   // Starts writing `script` (the Reducer's current plan sizes the per-bucket bookkeeping).
   void begin(Script& script);
+  // Fills script.ddpHost from the events counted while writing it.
+  void countHostCosts();
 
+  // `ddpHostNs` > 0: a DDP host cost before the op (Op::hostNs, ddpHost); otherwise kernels
+  // cost the host their launch.
   void addOp(OpKind kind, int32_t index, int64_t workNs, CopyRole role = CopyRole::kIntoBucket,
-             int32_t bucket = -1);
+             int32_t bucket = -1, int32_t ddpHostNs = 0);
   // Appends `desc` (with its estimate) and its issue op; returns the collective's index.
-  int issue(CollectiveDesc desc);
+  int issue(CollectiveDesc desc, int32_t hostNs = 0);
   void issueSyncBn(int layer);
 
   // ---- ReducerActions ----
@@ -196,6 +220,8 @@ class ScriptBuilder final : public ddp::ReducerActions {
   std::vector<int> m_bucketLastCollective;
   int m_usedMapCollective = -1;
   std::vector<char> m_unusedMark;
+  HostCosts m_host;
+  int m_launches = 0, m_hooks = 0, m_copyBacks = 0, m_waits = 0;  // this script's DDP events
 };
 
 // Ranks whose layers' UsePattern.ranks agree: one Reducer, one script per iteration.

@@ -13,6 +13,13 @@ StatusOr<SimResult> simulate(const models::ModelSpec& model, const ClusterSpec& 
                              const ComputeModel* compute) {
   SimOptions resolved = options;
   if (resolved.dtype.empty()) resolved.dtype = defaultDtype(cluster.device);
+  if (!resolved.host) {
+    HostModel host;
+    host.ddp = cluster.ddpOverheads;
+    host.runsAhead = cluster.device.arch != GpuArch::kCpu;
+    host.kernelLaunch = Nanos::fromMicrosDouble(cluster.device.launchOverheadUs);
+    resolved.host = host;
+  }
   std::unique_ptr<ComputeModel> roofline;
   if (compute == nullptr) {
     ASSIGN_OR_RETURN(roofline, makeRooflineComputeModel(cluster.device, resolved.dtype));

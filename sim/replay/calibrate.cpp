@@ -259,6 +259,43 @@ StatusOr<Calibration> calibrate(const std::vector<ProfileRef>& runs, const Devic
   return cal;
 }
 
+DdpOverheadsFit fitDdpOverheads(const std::vector<const traces::Timeline*>& timelines) {
+  enum Term { kLaunch, kHook, kCopyBack, kWait, kStep, kTerms };
+  std::vector<double> samples[kTerms];
+  auto termOf = [](std::string_view name) -> int {
+    if (name == "DDP allreduce launch" || name.starts_with("c10d::allreduce_")) return kLaunch;
+    if (name == "DDP autograd hook") return kHook;
+    if (name == "DDP copy back launch") return kCopyBack;
+    if (name == "DDP finalize wait") return kWait;
+    if (name.starts_with("DDP forward wrapper")) return kStep;
+    return -1;
+  };
+  for (const traces::Timeline* timeline : timelines) {
+    for (const traces::RankTrack& rank : timeline->ranks()) {
+      for (const traces::Lane& lane : rank.lanes) {
+        if (lane.kind != traces::LaneKind::kHost) continue;
+        for (const traces::Span& span : lane.spans) {
+          const int term = termOf(span.name);
+          if (term >= 0) samples[term].push_back(span.duration.toMicros());
+        }
+      }
+    }
+  }
+  auto fit = [&](int term) {
+    DdpOverheadTermFit f;
+    f.samples = static_cast<int>(samples[term].size());
+    if (f.samples > 0) f.us = median(samples[term]);
+    return f;
+  };
+  DdpOverheadsFit out;
+  out.allreduceLaunch = fit(kLaunch);
+  out.gradHook = fit(kHook);
+  out.copyBack = fit(kCopyBack);
+  out.finalizeWait = fit(kWait);
+  out.stepOverhead = fit(kStep);
+  return out;
+}
+
 ClusterSpec applyCalibration(const ClusterSpec& base, const Calibration& cal,
                              const std::string& name) {
   ClusterSpec c = base;
@@ -275,6 +312,14 @@ ClusterSpec applyCalibration(const ClusterSpec& base, const Calibration& cal,
   c.gpusPerNode = std::max(c.gpusPerNode, cal.maxWorldSize);
   for (auto& [dtype, peak] : c.device.peakTflops) peak /= cal.compute.scale;
   c.device.memoryGBps /= cal.compute.scale;
+  auto apply = [](const DdpOverheadTermFit& fit, double& term) {
+    if (fit.samples > 0) term = fit.us;
+  };
+  apply(cal.ddp.allreduceLaunch, c.ddpOverheads.allreduceLaunchUs);
+  apply(cal.ddp.gradHook, c.ddpOverheads.gradHookUs);
+  apply(cal.ddp.copyBack, c.ddpOverheads.copyBackUs);
+  apply(cal.ddp.finalizeWait, c.ddpOverheads.finalizeWaitUs);
+  apply(cal.ddp.stepOverhead, c.ddpOverheads.stepOverheadUs);
   return c;
 }
 
@@ -300,8 +345,33 @@ nlohmann::json calibratedClusterJson(const nlohmann::json& base, const ClusterSp
     j["device"]["peak_tflops"][dtype] = round(peak, 6);
   }
   j["device"]["memory_GBps"] = round(spec.device.memoryGBps, 4);
+  if (spec.ddpOverheads.any()) {
+    nlohmann::json ddp = ddpOverheadsJson(spec.ddpOverheads);
+    for (auto& [key, value] : ddp.items()) value = round(value.get<double>(), 3);
+    j["ddp_overheads"] = ddp;
+  }
   return j;
 }
+
+namespace {
+
+std::vector<std::pair<const char*, const DdpOverheadTermFit*>> ddpTerms(const DdpOverheadsFit& f) {
+  return {{"allreduce_launch_us", &f.allreduceLaunch},
+          {"grad_hook_us", &f.gradHook},
+          {"copy_back_us", &f.copyBack},
+          {"finalize_wait_us", &f.finalizeWait},
+          {"step_overhead_us", &f.stepOverhead}};
+}
+
+nlohmann::json ddpOverheadsFitJson(const DdpOverheadsFit& f) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [key, term] : ddpTerms(f)) {
+    out[key] = {{"us", term->us}, {"samples", term->samples}};
+  }
+  return out;
+}
+
+}  // namespace
 
 nlohmann::json calibrationJson(const Calibration& c) {
   nlohmann::json ranges = nlohmann::json::array();
@@ -328,6 +398,7 @@ nlohmann::json calibrationJson(const Calibration& c) {
             {"identified", c.contention.identified},
             {"groups", c.contention.groups}}},
           {"compute", {{"scale", c.compute.scale}, {"layers", layers}}},
+          {"ddp_overheads", ddpOverheadsFitJson(c.ddp)},
           {"max_world_size", c.maxWorldSize}};
 }
 
@@ -360,6 +431,20 @@ std::string formatCalibration(const Calibration& cal) {
                 "by it)\n",
                 cal.compute.scale);
   o << line;
+  if (!cal.ddp.any()) {
+    o << "DDP host costs: no host spans that measure them in the traces (base values kept)\n";
+  } else {
+    o << "DDP host costs (median of the host spans; ddp_overheads):\n";
+    for (const auto& [key, term] : ddpTerms(cal.ddp)) {
+      if (term->samples == 0) {
+        std::snprintf(line, sizeof(line), "  %-20s not in the traces (base value kept)\n", key);
+      } else {
+        std::snprintf(line, sizeof(line), "  %-20s %10.3f us  (%d spans)\n", key, term->us,
+                      term->samples);
+      }
+      o << line;
+    }
+  }
   return o.str();
 }
 

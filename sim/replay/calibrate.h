@@ -20,6 +20,14 @@
 // the median over such groups, clamped to [0, 10] (0 when no group has both: not identified).
 // Medians, because a loaded host's scheduling stalls are outliers, not contention.
 //
+// DDP's host costs (fitDdpOverheads; cluster.h DdpOverheads): per term, the median duration of
+// the host-lane spans that measure it, over every rank and iteration of the given traces — the
+// simulator's own span names ("DDP allreduce launch", "DDP autograd hook", "DDP copy back
+// launch", "DDP finalize wait", "DDP forward wrapper ...") and PyTorch's where an imported trace
+// keeps them ("c10d::allreduce_" on the ddp lane: the host time of one allreduce call). A term
+// without samples is not fitted: the base cluster's value stays. Medians, because a loaded
+// host's preemptions are outliers.
+//
 // Compute scale (fitComputeScale): per layer measured (de-rated) time / roofline time, and the
 // time-weighted overall scale s = Σ measured / Σ roofline; the calibrated cluster divides the
 // device's peaks and memory bandwidth by s so that its roofline matches on average.
@@ -33,6 +41,7 @@
 #include "models/model_spec.h"
 #include "sim/cost/cluster.h"
 #include "sim/replay/measured_profile.h"
+#include "traces/timeline.h"
 
 namespace ddpscope::sim::replay {
 
@@ -71,6 +80,22 @@ struct ComputeScaleFit {
   std::vector<LayerScale> layers;  // of the first profile
 };
 
+struct DdpOverheadTermFit {
+  double us = 0;    // median span duration, µs
+  int samples = 0;  // 0 = not fitted
+};
+
+struct DdpOverheadsFit {
+  DdpOverheadTermFit allreduceLaunch, gradHook, copyBack, finalizeWait, stepOverhead;
+  bool any() const {
+    return allreduceLaunch.samples + gradHook.samples + copyBack.samples + finalizeWait.samples +
+               stepOverhead.samples >
+           0;
+  }
+};
+
+DdpOverheadsFit fitDdpOverheads(const std::vector<const traces::Timeline*>& traces);
+
 struct ProfileRef {
   const MeasuredProfile* profile = nullptr;
   const models::ModelSpec* model = nullptr;
@@ -87,6 +112,7 @@ struct Calibration {
   AlphaBetaFit comm;
   ContentionFit contention;
   ComputeScaleFit compute;
+  DdpOverheadsFit ddp;  // filled by the caller from the traces (fitDdpOverheads)
   int maxWorldSize = 1;
 };
 
@@ -94,7 +120,7 @@ StatusOr<Calibration> calibrate(const std::vector<ProfileRef>& runs, const Devic
 
 // The calibrated cluster as a struct: α–β comm model with the fit (intra node; across nodes
 // keeps the base's values, or the fit when it has none), contention, peaks scaled by 1/s,
-// gpus_per_node ≥ the largest world measured (one machine).
+// gpus_per_node ≥ the largest world measured (one machine), the fitted ddp_overheads terms.
 ClusterSpec applyCalibration(const ClusterSpec& base, const Calibration& calibration,
                              const std::string& name);
 // The same as cluster JSON, starting from the base cluster's JSON document (kept otherwise).
@@ -106,6 +132,8 @@ nlohmann::json calibratedClusterJson(const nlohmann::json& base, const ClusterSp
 // The fit as data (calibrate --json): comm {alpha_us, beta_GBps, samples, r2, rms_residual_us,
 // median_abs_relative, ranges [{range, samples, mean_relative}]}, contention {slowdown, samples,
 // overlapped_samples, identified, groups}, compute {scale, layers [{layer, forward, backward}]},
+// ddp_overheads {allreduce_launch_us, grad_hook_us, copy_back_us, finalize_wait_us,
+// step_overhead_us: {us, samples}} (samples 0: not in the traces, base value kept),
 // max_world_size.
 nlohmann::json calibrationJson(const Calibration& calibration);
 std::string formatCalibration(const Calibration& calibration);

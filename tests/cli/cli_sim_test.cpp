@@ -106,6 +106,74 @@ TEST(CliSimulateTest, TextSummaryNamesTheSetting) {
   EXPECT_THAT(r.out, HasSubstr("8 ranks"));
 }
 
+TEST(CliSimulateTest, SummaryShowsDdpCostTerms) {
+  // resnet50 (161 gradients) at cap 1 on dgx-v100: the cluster's ddp_overheads, charged per
+  // allreduce, per gradient, per bucket and per step.
+  json out = runJson({"simulate", "--model", "resnet50", "--cluster", "dgx-v100", "--bucket-cap-mb",
+                      "1", "--json", "--quiet"});
+  ASSERT_TRUE(out.is_object());
+  const json& terms = out["ddp_overheads"];
+  EXPECT_EQ(terms["allreduce_launch_us"], 42);
+  EXPECT_TRUE(out["ddp_overheads_set"].get<bool>());
+  const json& h = out["ddp_host_costs"];
+  const int buckets = out["num_buckets"].get<int>();
+  EXPECT_EQ(h["launches"].get<int>(), buckets);
+  EXPECT_EQ(h["waits"].get<int>(), buckets);
+  EXPECT_EQ(h["hooks"].get<int>(), 161);
+  EXPECT_EQ(h["copy_backs"].get<int>(), 161);
+  EXPECT_EQ(h["allreduce_launch_ns"].get<int64_t>(), buckets * 42000);
+  EXPECT_EQ(h["total_ns"].get<int64_t>(),
+            h["allreduce_launch_ns"].get<int64_t>() + h["grad_hook_ns"].get<int64_t>() +
+                h["copy_back_ns"].get<int64_t>() + h["finalize_wait_ns"].get<int64_t>() +
+                h["step_overhead_ns"].get<int64_t>());
+  EXPECT_GE(out["host_stall_ns"].get<int64_t>(), h["step_overhead_ns"].get<int64_t>());
+  EXPECT_EQ(out["ddp_overhead_ns"].get<int64_t>(),
+            out["step_time_ns"].get<int64_t>() - out["plain_step_ns"].get<int64_t>());
+  CliResult text = runCliForTest({"simulate", "--model", "resnet50", "--cluster", "dgx-v100",
+                                  "--bucket-cap-mb", "1", "--quiet"});
+  ASSERT_EQ(text.exitCode, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("DDP host costs per step"));
+  EXPECT_THAT(text.out, HasSubstr("allreduce launches"));
+  EXPECT_THAT(text.out, HasSubstr("over plain training"));
+}
+
+TEST(CliSimulateTest, ClusterWithoutDdpOverheadsSaysSo) {
+  CliResult r = runCliForTest(
+      {"simulate", "--model", "mlp-tiny", "--cluster", "cpu-mpi", "--world-size", "2", "--quiet"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("DDP host costs: not set for this cluster"));
+}
+
+TEST(CliCalibrateTest, FitsDdpOverheadsBackFromATrace) {
+  // A trace with known DDP host costs (simulated on cpu-mpi plus known ddp_overheads) fitted
+  // back by calibrate from its host spans. The trace stores ns exactly (Chrome µs with 3
+  // decimals), so the medians come back to within 1 ns.
+  json cluster = json::parse(
+      std::ifstream(std::string(DDPSCOPE_SOURCE_DIR) + "/sim/cost/clusters/cpu-mpi.json"));
+  cluster["name"] = "cpu-known";
+  const json known = {{"allreduce_launch_us", 33.0},
+                      {"grad_hook_us", 11.0},
+                      {"copy_back_us", 5.0},
+                      {"finalize_wait_us", 2.0},
+                      {"step_overhead_us", 250.0}};
+  cluster["ddp_overheads"] = known;
+  const std::string clusterPath = writeScratchFile("cpu-known.json", cluster.dump());
+  const std::string trace = (scratchDir() / "known-overheads.json").string();
+  CliResult sim = runCliForTest({"simulate", "--model", "mlp-wide", "--cluster-file", clusterPath,
+                                 "--world-size", "2", "--trace", trace, "--quiet"});
+  ASSERT_EQ(sim.exitCode, 0) << sim.err;
+  const std::string out = (scratchDir() / "fitted-overheads.json").string();
+  json cal = runJson({"calibrate", trace, "-o", out, "--json", "--quiet"});
+  ASSERT_TRUE(cal.is_object());
+  const json& fit = cal["calibration"]["ddp_overheads"];
+  json written = json::parse(std::ifstream(out));
+  for (const auto& [key, value] : known.items()) {
+    EXPECT_NEAR(fit[key]["us"].get<double>(), value.get<double>(), 0.001) << key;
+    EXPECT_GT(fit[key]["samples"].get<int>(), 0) << key;
+    EXPECT_NEAR(written["ddp_overheads"][key].get<double>(), value.get<double>(), 0.001) << key;
+  }
+}
+
 TEST(CliSimulateTest, BadInputs) {
   expectBadInput(
       {"simulate", "--model", "gpt2-small", "--cluster", "dgx-a100", "--bucket-cap-mb", "-5"},

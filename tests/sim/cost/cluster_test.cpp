@@ -190,7 +190,15 @@ INSTANTIATE_TEST_SUITE_P(
                 },
                 "nccl.tree.pattern", "one of balanced, split, tree"},
         BadCase{"pcie gen 2", [](Json& j) { j["intra_node"]["pcie_gen"] = 2; },
-                "intra_node.pcie_gen", "a PCIe generation from 3 to 6"}),
+                "intra_node.pcie_gen", "a PCIe generation from 3 to 6"},
+        BadCase{"negative DDP hook cost", [](Json& j) { j["ddp_overheads"]["grad_hook_us"] = -1; },
+                "ddp_overheads.grad_hook_us", "a number of µs in [0, 1e6]"},
+        BadCase{"DDP overhead in ns by mistake",
+                [](Json& j) { j["ddp_overheads"]["step_overhead_us"] = 4.6e8; },
+                "ddp_overheads.step_overhead_us", "a number of µs in [0, 1e6]"},
+        BadCase{"unknown DDP overhead term", [](Json& j) { j["ddp_overheads"]["hook_us"] = 1; },
+                "ddp_overheads.hook_us",
+                "unknown field; expected one of allreduce_launch_us, grad_hook_us"}),
     [](const ::testing::TestParamInfo<BadCase>& info) {
       std::string name = info.param.label;
       for (char& c : name) {
@@ -198,6 +206,38 @@ INSTANTIATE_TEST_SUITE_P(
       }
       return name;
     });
+
+TEST(ClusterJsonTest, DdpOverheadsRoundTripAndDefaultToZero) {
+  Json doc = Json::parse(builtinClusterJson("dgx-a100"));
+  doc["ddp_overheads"] = {{"allreduce_launch_us", 12.5}, {"grad_hook_us", 3}};
+  auto cluster = parseClusterJson(doc.dump(), "mine.json");
+  ASSERT_TRUE(cluster.isOk()) << cluster.status().toString();
+  EXPECT_EQ(cluster->ddpOverheads.allreduceLaunchUs, 12.5);
+  EXPECT_EQ(cluster->ddpOverheads.gradHookUs, 3);
+  EXPECT_EQ(cluster->ddpOverheads.copyBackUs, 0);  // absent term: not charged
+  EXPECT_EQ(ddpOverheadsJson(cluster->ddpOverheads)["allreduce_launch_us"], 12.5);
+  doc.erase("ddp_overheads");
+  auto none = parseClusterJson(doc.dump(), "mine.json");
+  ASSERT_TRUE(none.isOk());
+  EXPECT_FALSE(none->ddpOverheads.any());
+}
+
+TEST(ClusterJsonTest, GpuBuiltinsCarryDdpOverheadsAndNameTheirSource) {
+  // Every GPU cluster ships measured (or plainly estimated) DDP host costs, and its description
+  // says where they come from.
+  for (const std::string& name : builtinClusterNames()) {
+    auto cluster = loadBuiltinCluster(name);
+    ASSERT_TRUE(cluster.isOk()) << name;
+    if (cluster->device.arch == GpuArch::kCpu) continue;
+    const DdpOverheads& o = cluster->ddpOverheads;
+    EXPECT_GT(o.allreduceLaunchUs, 0) << name;
+    EXPECT_GT(o.gradHookUs, 0) << name;
+    EXPECT_GT(o.stepOverheadUs, 0) << name;
+    const bool cited = cluster->description.find("HolisticTraceAnalysis") != std::string::npos ||
+                       cluster->description.find("estimate") != std::string::npos;
+    EXPECT_TRUE(cited) << name << ": the description must cite the ddp_overheads source";
+  }
+}
 
 TEST(ClusterJsonTest, MalformedJsonNamesTheFileAndTheByte) {
   auto cluster = parseClusterJson("{\"name\": \"x\",", "clusters/broken.json");

@@ -108,10 +108,125 @@ TEST(DdpSimulatorTest, GradientAsBucketViewSkipsCopiesAfterFirstIteration) {
   // later: only the in-place 1/world scale per parameter.
   EXPECT_EQ(result.summary.iterations[0].stepTime.count(), compute1 + params * 100);
   EXPECT_EQ(result.summary.stepTime.count(), compute1 + params * 100);
-  // With a comm hook the scale is 1: nothing at all runs.
+  // With the ALLREDUCE comm hook the per-parameter scale is 1 (nothing runs); the hook divides
+  // each flat bucket instead: one scale kernel per bucket (spec §3.6).
   options.ddp.commHook.kind = ddp::CommHookKind::kAllreduce;
   const SimResult hooked = run(model, options, compute, comm, kNoContention);
-  EXPECT_EQ(hooked.summary.stepTime.count(), compute1);
+  ASSERT_GT(hooked.summary.numBuckets, 0);
+  EXPECT_EQ(hooked.summary.stepTime.count(), compute1 + hooked.summary.numBuckets * 100);
+}
+
+// ---- DDP's host costs (HostModel) ------------------------------------------------------------
+
+HostModel knownHostCosts(bool runsAhead) {
+  HostModel host;
+  host.runsAhead = runsAhead;
+  host.ddp.allreduceLaunchUs = 3;
+  host.ddp.gradHookUs = 2;
+  host.ddp.copyBackUs = 1;
+  host.ddp.finalizeWaitUs = 0.5;
+  host.ddp.stepOverheadUs = 7;
+  return host;
+}
+
+TEST(DdpSimulatorTest, HostCostsAddUpInSeriesOnCpuRanks) {
+  // CPU ranks: the host is the stream, so every DDP host cost lands on the step:
+  // forward wrapper + P hooks + B launches + B finalize waits + P copy-back launches.
+  const models::ModelSpec model = testing::specMlp();
+  FixedComputeModel compute;
+  compute.copyFixedNs = 100;
+  AlphaBetaCommModel comm(8, 0, 0);  // collectives take no time
+  SimOptions options;
+  options.recordTrace = false;
+  const SimResult plain = run(model, options, compute, comm, kNoContention);
+  options.host = knownHostCosts(/*runsAhead=*/false);
+  const SimResult costed = run(model, options, compute, comm, kNoContention);
+  const int64_t params = static_cast<int64_t>(model.params.size());
+  const int64_t buckets = costed.summary.numBuckets;
+  ASSERT_GT(buckets, 1);
+  const int64_t hostNs = 7000 + params * 2000 + buckets * 3000 + buckets * 500 + params * 1000;
+  EXPECT_EQ(costed.summary.stepTime.count(), plain.summary.stepTime.count() + hostNs);
+  const DdpHostCosts& h = costed.summary.ddpHost;
+  EXPECT_EQ(h.launches, buckets);
+  EXPECT_EQ(h.hooks, params);
+  EXPECT_EQ(h.copyBacks, params);
+  EXPECT_EQ(h.waits, buckets);
+  EXPECT_EQ(h.steps, 1);
+  EXPECT_EQ(h.total().count(), hostNs);
+  EXPECT_EQ(costed.summary.hostStall.count(), hostNs);
+  EXPECT_EQ(costed.summary.overheads.gradHookUs, 2);
+  // Plain training: 6 layers × (forward + backward) + optimizer; DDP overhead = the rest.
+  EXPECT_EQ(costed.summary.plainStep.count(), 6 * (1000 + 2000) + 500);
+  EXPECT_EQ(costed.summary.ddpOverhead, costed.summary.stepTime - costed.summary.plainStep);
+}
+
+TEST(DdpSimulatorTest, HostAheadOfTheGpuHidesHostCostsBehindLongKernels) {
+  // GPUs: the host runs ahead; with kernels much longer than the host's work only the forward
+  // wrapper and the first kernel's launch (the step starts synchronized) reach the step time.
+  const models::ModelSpec model = testing::specMlp();
+  FixedComputeModel compute;
+  compute.forwardNs = 200000;
+  compute.backwardNs = 400000;
+  compute.copyFixedNs = 100;
+  AlphaBetaCommModel comm(8, 1000, 10.0);
+  SimOptions options;
+  options.recordTrace = false;
+  const SimResult plain = run(model, options, compute, comm, kNoContention);
+  options.host = knownHostCosts(/*runsAhead=*/true);
+  options.host->kernelLaunch = Nanos(4000);
+  const SimResult costed = run(model, options, compute, comm, kNoContention);
+  EXPECT_EQ(costed.summary.stepTime.count(), plain.summary.stepTime.count() + 7000 + 4000);
+  EXPECT_EQ(costed.summary.hostStall.count(), 7000 + 4000);
+  EXPECT_GT(costed.summary.ddpHost.total().count(), 7000);  // charged, but hidden
+}
+
+TEST(DdpSimulatorTest, HostBoundBackwardDelaysKernelsAndLaunches) {
+  // Hooks far longer than the kernels: the backward becomes host-bound, the compute stream
+  // waits for the host, and each bucket's allreduce launches when the host has issued it.
+  const models::ModelSpec model = testing::specMlp();
+  FixedComputeModel compute;
+  compute.forwardNs = 100;
+  compute.backwardNs = 100;
+  compute.copyFixedNs = 10;
+  AlphaBetaCommModel comm(8, 0, 0);
+  SimOptions options;
+  options.recordTrace = true;
+  HostModel host = knownHostCosts(/*runsAhead=*/true);
+  host.ddp.gradHookUs = 50;
+  options.host = host;
+  const SimResult costed = run(model, options, compute, comm, kNoContention);
+  const int64_t params = static_cast<int64_t>(model.params.size());
+  // The step cannot be shorter than the host's serial work.
+  EXPECT_GE(costed.summary.stepTime.count(), 7000 + params * 50000);
+  EXPECT_GT(costed.summary.hostStall.count(), params * 40000);
+  // Every bucket's collective starts after the host finished launching it: the last bucket's
+  // after all hooks and all launches.
+  std::vector<const traces::Span*> launches;
+  for (const traces::Lane& lane : costed.timeline.rank(0).lanes) {
+    for (const traces::Span& span : lane.spans) {
+      if (span.name == "DDP allreduce launch" && span.args.getInt(traces::kArgIteration) == 4) {
+        launches.push_back(&span);
+      }
+    }
+  }
+  const std::vector<const traces::Span*> comms =
+      spansInIteration(costed.timeline, 0, Category::kAllreduce, 4);
+  ASSERT_EQ(launches.size(), comms.size());
+  for (size_t b = 0; b < comms.size(); ++b) EXPECT_GE(comms[b]->start, launches[b]->end());
+  EXPECT_TRUE(costed.timeline.validateNesting().isOk());
+}
+
+TEST(DdpSimulatorTest, RejectsHostCostsOutOfRange) {
+  const models::ModelSpec model = testing::specMlp();
+  FixedComputeModel compute;
+  AlphaBetaCommModel comm(8, 0, 0);
+  SimOptions options;
+  options.host = knownHostCosts(true);
+  options.host->ddp.gradHookUs = -1;
+  StatusOr<SimResult> result =
+      simulateDdp(model, layoutOf(1, 8), options, compute, comm, kNoContention);
+  ASSERT_FALSE(result.isOk());
+  EXPECT_NE(result.status().message().find("ddp_overheads.grad_hook_us"), std::string::npos);
 }
 
 TEST(DdpSimulatorTest, SingleBucketHasNoOverlap) {
