@@ -97,8 +97,10 @@ std::vector<std::string> ddpSettingsFlags(const DdpConfig& config);
 
 // The settings as a PyTorch user writes them, for stated assumptions and the GUI:
 //   "DDP(bucket_cap_mb=None (25 MiB), find_unused_parameters=False, static_graph=False,
-//    gradient_as_bucket_view=False, broadcast_buffers=True); first bucket 1 MiB; every step
-//    synchronized; no comm hook; PyTorch semantics: current"
+//    gradient_as_bucket_view=False, forward_sync_buffers=True); first bucket 1 MiB; every step
+//    synchronized; comm hook none; PyTorch semantics 2.15"
+// (broadcast_buffers=False is spelled as such: it also drops buffers from the init sync; the
+// 2.15 arguments appear only when set).
 std::string ddpSettingsText(const DdpConfig& config);
 
 // The canonical JSON object of every setting (worldSize excluded: it is the layout's).
