@@ -1,5 +1,6 @@
 // `ddpscope import-torch`: PyTorch profiler (Kineto) traces of a DDP job → a ddpscope trace
 // (traces/kineto_import.h) and a summary of buckets, step time and overlap.
+#include <cmath>
 #include <iomanip>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -10,21 +11,31 @@
 #include "cli/common.h"
 #include "cli/ddp_flags.h"
 #include "cli/progress.h"
+#include "ddp/bucket_plan.h"
 #include "ddp/ddp_settings.h"
 #include "models/model_spec.h"
 #include "traces/args_json.h"
 #include "traces/chrome_writer.h"
 #include "traces/kineto_import.h"
+#include "traces/overlap.h"
 #include "traces/timeline.h"
 
 namespace ddpscope::cli {
 namespace {
 
-std::string bytesText(int64_t bytes) {
+std::string bytesText(const std::optional<int64_t>& bytes) {
+  if (!bytes) return "unknown (no message size in the trace)";
   std::ostringstream o;
-  o << bytes << " B (" << std::fixed << std::setprecision(3)
-    << static_cast<double>(bytes) / (1024.0 * 1024.0) << " MiB)";
+  o << *bytes << " B (" << std::fixed << std::setprecision(3)
+    << static_cast<double>(*bytes) / (1024.0 * 1024.0) << " MiB)";
   return o.str();
+}
+
+// JSON: a number, or null when unknown.
+nlohmann::json bytesJson(const std::vector<std::optional<int64_t>>& list) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& b : list) out.push_back(b ? nlohmann::json(*b) : nlohmann::json(nullptr));
+  return out;
 }
 
 }  // namespace
@@ -41,7 +52,12 @@ Status runImportTorchCommand(const std::vector<std::string>& argv, CommandIo io)
       "time, communication, exposed communication and overlap % (HTA definition).\n"
       "With --model / --model-file (e.g. from models/export/torch_export.py) the compute spans\n"
       "of CPU traces are named by the model's layers, which `ddpscope replay` / `calibrate`\n"
-      "need; a trace of another model is an error.");
+      "need; a trace of another model is an error.\n"
+      "Message sizes: a trace profiled without record_shapes carries none. Then, with the\n"
+      "model, each iteration's bucket allreduces take the bytes of the model's bucket plan\n"
+      "(ddpscope buckets, with the DDP flags given here: pass the job's --bucket-cap-mb etc.);\n"
+      "their count must equal the plan's buckets. Without the model the bytes are reported as\n"
+      "unknown (JSON null), and replay / calibrate refuse to fit to them.");
   parser.positionalList("TRACE.json", "per-rank profiler traces (plain or .gz), any order", true)
       .option("output", "RUN.json", "where to write the imported trace (-o works too)")
       .flag("allow-missing-ranks", "import a subset of the job's ranks instead of failing")
@@ -55,8 +71,10 @@ Status runImportTorchCommand(const std::vector<std::string>& argv, CommandIo io)
   parser.epilog(
       "Example:\n"
       "  ddpscope import-torch rank0.json.gz rank1.json.gz -o run.json\n"
-      "Traces come from torch.profiler.profile(..., record_shapes=True) with prof.step()\n"
-      "called every iteration and export_chrome_trace() on every rank.");
+      "  ddpscope import-torch r0.json.gz r1.json.gz -o run.json --model-file m.json \\\n"
+      "      --bucket-cap-mb 25 --batch-per-rank 32\n"
+      "Traces come from torch.profiler.profile(...) (record_shapes=True records message sizes)\n"
+      "with prof.step() called every iteration and export_chrome_trace() on every rank.");
   std::vector<std::string> flags = argv;
   for (std::string& a : flags) {
     if (a == "-o") a = "--output";
@@ -86,6 +104,14 @@ Status runImportTorchCommand(const std::vector<std::string>& argv, CommandIo io)
       return invalidArgument(model.origin +
                              ": the model lists no layers: compute spans cannot be named by layer");
     }
+    // The bucket plan, for traces without message sizes (DDP launches bucket k k-th).
+    const ddp::DdpConfig planConfig = jobSettings.value_or(ddp::DdpConfig{});
+    ASSIGN_OR_RETURN(ddp::BucketPlan plan, ddp::steadyStatePlan(model, planConfig));
+    options.planBucketBytes = plan.bucketBytes();
+    std::ostringstream origin;
+    origin << "model '" << model.name << "' (bucket_cap_mb " << planConfig.bucketCapMb
+           << ", semantics " << ddp::semanticsProfileName(planConfig.profile) << ")";
+    options.planOrigin = origin.str();
   }
   Progress progress =
       Progress::forCommand("import-torch", tracePaths.size(), io.err, args.has("quiet"));
@@ -118,18 +144,27 @@ Status runImportTorchCommand(const std::vector<std::string>& argv, CommandIo io)
     out["ranks"] = report.ranks;
     out["files"] = report.files;
     out["iterations"] = summary.iterationCount;
-    out["bucket_bytes"] = summary.bucketBytes;
+    out["bucket_bytes"] = bytesJson(summary.bucketBytes);
+    out["collectives_with_unknown_bytes"] = report.collectivesWithUnknownBytes;
+    out["collectives_sized_from_plan"] = report.collectivesSizedFromPlan;
     out["buckets_consistent"] = summary.bucketsConsistent;
     out["median_step_ns"] = summary.medianStep.count();
     out["median_comm_ns"] = summary.medianComm.count();
     out["median_exposed_comm_ns"] = summary.medianExposedComm.count();
     out["overlap_percent"] = summary.overlapPercent;
+    nlohmann::json hta = nlohmann::json::object();
+    for (const auto& [rank, stats] : report.htaOverlap) {
+      hta[std::to_string(rank)] =
+          stats.hasCommunication ? nlohmann::json(std::round(stats.overlapPercent * 100.0) / 100.0)
+                                 : nlohmann::json(nullptr);
+    }
+    out["hta_overlap_percent"] = std::move(hta);
     nlohmann::json rows = nlohmann::json::array();
     for (const auto& it : summary.iterations) {
       rows.push_back({{"rank", it.rank},
                       {"iteration", it.index},
                       {"step_ns", it.step.count()},
-                      {"bucket_bytes", it.bucketBytes}});
+                      {"bucket_bytes", bytesJson(it.bucketBytes)}});
     }
     out["per_iteration"] = std::move(rows);
     out["notes"] = report.notes;
@@ -151,7 +186,16 @@ Status runImportTorchCommand(const std::vector<std::string>& argv, CommandIo io)
     << (report.ranks.empty() ? 0 : report.ranks.front()) << ")\n";
   o << "median exposed comm: " << summary.medianExposedComm.toMillis() << " ms\n";
   o << std::setprecision(2) << "overlap:             " << summary.overlapPercent
-    << " % of communication hidden behind compute (HTA definition)\n";
+    << " % of communication hidden behind compute (imported lanes, every iteration)\n";
+  o << "HTA overlap:        ";
+  bool anyGpuComm = false;
+  for (const auto& [rank, stats] : report.htaOverlap) {
+    anyGpuComm = anyGpuComm || stats.hasCommunication;
+    o << (rank == report.htaOverlap.begin()->first ? " rank " : ", rank ") << rank << " "
+      << traces::formatPercent(stats) << (stats.hasCommunication ? " %" : "");
+  }
+  o << (anyGpuComm ? "  (= `ddpscope overlap` on each file = HTA's get_comm_comp_overlap)\n"
+                   : "  (no GPU communication kernels: HTA reads GPU kernels only)\n");
   for (const auto& note : report.notes) o << "note: " << note << "\n";
   io.out << o.str();
   return Status::ok();

@@ -40,7 +40,11 @@ Status runOverlapCommand(const std::vector<std::string>& argv, CommandIo io) {
       "Compute/communication overlap per rank with Holistic Trace Analysis' definition:\n"
       "overlap % = 100 x |union(compute) ∩ union(comm)| / |union(comm)| over the whole trace;\n"
       "exposed comm = |union(comm)| - overlapped. Reads ddpscope traces and PyTorch profiler\n"
-      "(Kineto) traces, plain or .gz.");
+      "(Kineto) traces, plain or .gz. On a profiler trace the per-rank headline is Holistic\n"
+      "Trace Analysis 0.5.0's get_comm_comp_overlap exactly: GPU kernels only (n/a on CPU\n"
+      "traces), its µs rounding and kernel-name classes, and with two or more ProfilerSteps\n"
+      "only the kernels launched before the last ProfilerStep starts (HTA drops the last\n"
+      "profiled step). --iterations rows are each ProfilerStep window, unfiltered.");
   parser.positional("TRACE.json", "a Chrome trace (bare array or {\"traceEvents\": [...]})", true)
       .flag("iterations", "also print each iteration (from iteration / ProfilerStep markers)")
       .flag("json", "machine-readable output (times in ns)");
@@ -60,6 +64,7 @@ Status runOverlapCommand(const std::vector<std::string>& argv, CommandIo io) {
     for (const auto& r : ranks) {
       nlohmann::json row = statsJson(r.total);
       row["rank"] = r.rank;
+      if (r.kineto) row["hta_last_step_dropped"] = r.htaDroppedLastStep;
       nlohmann::json its = nlohmann::json::array();
       for (const auto& it : r.iterations) {
         nlohmann::json itRow = statsJson(it.stats);

@@ -119,8 +119,12 @@ Status runReplayCommand(const std::vector<std::string>& argv, CommandIo io) {
   char line[256];
   io.out << "replay of " << *trace << ": " << req.model.name << ", " << run.worldSize
          << " rank(s), bucket_cap_mb " << run.ddp.bucketCapMb
-         << (run.ddp.findUnusedParameters ? ", find_unused" : "") << ", batch " << run.batchPerRank
-         << " per rank\n";
+         << (run.ddp.findUnusedParameters ? ", find_unused" : "")
+         << (run.batchPerRank > 0
+                 ? ", batch " + std::to_string(run.batchPerRank) + " per rank"
+                 : std::string(", batch per rank unknown (not in the trace: import-torch "
+                               "--batch-per-rank records it)"))
+         << "\n";
   io.out << "  measured iterations " << profile.measuredIterations.front() << ".."
          << profile.measuredIterations.back() << " (" << profile.measuredIterations.size()
          << "), cluster " << req.cluster.name << " (alpha " << req.cluster.alphaBeta.intraAlphaUs

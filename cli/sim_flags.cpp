@@ -1,5 +1,6 @@
 #include "cli/sim_flags.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -41,12 +42,36 @@ void addSimulationFlags(ArgParser& parser, bool sweep, bool computeFrom) {
       .flag("sync-batchnorm", "SyncBatchNorm: a blocking allreduce per BatchNorm layer")
       .option("contention", "F", "compute slowdown while a collective runs (default: cluster's)")
       .option("strategy", "S", "ddp (default) or dp (nn.DataParallel, one node)")
+      .option("compile", sweep ? "MODE[,MODE...]" : "MODE",
+              std::string("how a torch.compile'd model meets DDP: none (eager, default), "
+                          "ddp-optimizer (forward split at bucket boundaries; hooks fire between "
+                          "sub-graphs), whole-graph (optimize_ddp=False: every allreduce after "
+                          "the backward), compiled-autograd (python reducer; Inductor buckets the "
+                          "allreduces)") +
+                  (sweep ? "; a list sweeps the modes" : ""))
+      .option("compile-graph-overhead", "US",
+              "host time of one compiled (sub-)graph, forward + backward call, in us (default " +
+                  formatShortest(sim::kGraphCallOverhead.toMicros()) + ", measured)")
       .flag("all-ranks", "simulate every rank (jitter, stragglers) instead of one")
       .option("jitter", "PCT",
               "per-rank, per-iteration compute jitter in % (with --all-ranks; default 0)")
       .option("seed", "S", "seed for jitter (default 1)")
       .option("stragglers", "R:PCT[,...]",
               "ranks slower by PCT % (with --all-ranks; default none)");
+}
+
+StatusOr<std::vector<sim::CompileMode>> parseCompileModes(const std::string& text, bool list) {
+  std::vector<sim::CompileMode> modes;
+  for (const std::string& part : list ? splitString(text, ',') : std::vector<std::string>{text}) {
+    const std::optional<sim::CompileMode> mode = sim::parseCompileMode(part);
+    if (!mode) {
+      return invalidArgument("--compile: expected " + std::string(sim::compileModeChoices()) +
+                             (list ? " (or a comma list of them)" : "") + ", got '" + part + "'");
+    }
+    if (std::find(modes.begin(), modes.end(), *mode) == modes.end()) modes.push_back(*mode);
+  }
+  if (modes.empty()) return invalidArgument("--compile: expected a mode, got ''");
+  return modes;
 }
 
 ddp::DdpSettingSet ddpFlagSet(bool sweep) {
@@ -99,6 +124,18 @@ StatusOr<SimulationRequest> parseSimulationRequest(const ParsedArgs& args, bool 
     o.strategy = sim::Strategy::kDataParallel;
   } else {
     return invalidArgument("--strategy: expected ddp or dp, got '" + strategy + "'");
+  }
+  if (auto modes = args.value("compile")) {
+    ASSIGN_OR_RETURN(const std::vector<sim::CompileMode> parsed, parseCompileModes(*modes, sweep));
+    o.compile = parsed.front();  // sweep: the first; the caller sweeps the list
+  }
+  if (auto us = args.value("compile-graph-overhead")) {
+    auto v = parseDouble(*us);
+    if (!v || *v < 0 || *v > 1e6) {
+      return invalidArgument(
+          "--compile-graph-overhead: expected microseconds in [0, 1000000], got '" + *us + "'");
+    }
+    o.compileGraphOverhead = Nanos::fromMicrosDouble(*v);
   }
   o.allRanks = args.has("all-ranks");
   if (auto j = args.value("jitter")) {
@@ -183,8 +220,11 @@ std::string formatSimSummary(const SimulationRequest& request, const sim::WorldL
     << layout.gpusPerNode << " = " << layout.worldSize() << " ranks, bucket_cap_mb "
     << d.bucketCapMb << (d.findUnusedParameters ? ", find_unused" : "")
     << (d.staticGraph ? ", static_graph" : "")
-    << (d.noSyncPeriod > 1 ? ", no_sync " + std::to_string(d.noSyncPeriod) : "") << ", "
-    << s.workload.dtype << "\n";
+    << (d.noSyncPeriod > 1 ? ", no_sync " + std::to_string(d.noSyncPeriod) : "")
+    << (request.options.compile != sim::CompileMode::kNone
+            ? ", compile " + std::string(sim::compileModeName(request.options.compile))
+            : "")
+    << ", " << s.workload.dtype << "\n";
   o << sim::workloadText(s.workload);
   o << "results (steady state):\n";
   auto row = [&](const char* label, Nanos t, const std::string& extra = "") {

@@ -47,6 +47,10 @@ struct SimulationRequest {
 StatusOr<SimulationRequest> parseSimulationRequest(
     const ParsedArgs& args, bool sweep, std::optional<std::string> replayTrace = std::nullopt);
 
+// --compile's value: one mode, or with `list` (sweep) a comma list (duplicates dropped).
+// Errors name --compile and the choices.
+StatusOr<std::vector<sim::CompileMode>> parseCompileModes(const std::string& text, bool list);
+
 // The DDP flags simulate / replay (all) and sweep (all but the swept bucket cap and find_unused)
 // offer.
 ddp::DdpSettingSet ddpFlagSet(bool sweep);

@@ -29,10 +29,11 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
       "(--model M | --model-file F) (--cluster C | --cluster-file F)\n"
       "       [--nodes N,... | --world-size W,...] [--bucket-cap-mb X,...] [--find-unused "
       "on|off|both]\n"
+      "       [--compile MODE,...]\n"
       "       [...simulate flags] [--csv PATH] [--json] [--trace PATH]",
-      "Simulates every combination of bucket cap, world size and find_unused_parameters (on all\n"
-      "cores) and prints a table, then the best bucket_cap_mb per world size and its gain over\n"
-      "PyTorch's default of 25.");
+      "Simulates every combination of bucket cap, world size, find_unused_parameters and\n"
+      "torch.compile mode (on all cores) and prints a table, then the best bucket_cap_mb per\n"
+      "world size (and mode) and its gain over PyTorch's default of 25.");
   addSimulationFlags(parser, /*sweep=*/true);
   parser.option("csv", "PATH", "write one CSV row per configuration")
       .option("trace", "PATH",
@@ -54,6 +55,11 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
   if (auto text = args.value("bucket-cap-mb")) {
     ASSIGN_OR_RETURN(caps, parsePositiveList(*text, "--bucket-cap-mb"));
   }
+  std::vector<sim::CompileMode> compileModes = {req.options.compile};
+  if (auto text = args.value("compile")) {
+    ASSIGN_OR_RETURN(compileModes, parseCompileModes(*text, /*list=*/true));
+  }
+  const bool severalModes = compileModes.size() > 1;
   std::vector<bool> findUnused = {false};
   if (auto fu = args.value("find-unused")) {
     if (*fu == "on")
@@ -96,6 +102,7 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
   sweep.layouts = layouts;
   sweep.capsMb = caps;
   sweep.findUnused = findUnused;
+  sweep.compileModes = compileModes;
   Progress progress = Progress::forCommand("sweep", 0, io.err, args.has("quiet"));
   sweep.progress = [&progress](size_t finished, size_t total) {
     progress.setTotal(total);
@@ -104,14 +111,14 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
   ASSIGN_OR_RETURN(const sim::SweepResult result, sim::runSweep(sweep));
   const std::vector<sim::SweepPoint>& rows = result.points;
   const std::vector<sim::SweepBest>& best = result.best;
-  const size_t swept = layouts.size() * findUnused.size() * caps.size();
+  const size_t swept = layouts.size() * findUnused.size() * compileModes.size() * caps.size();
 
   if (auto path = args.value("csv")) {
     std::ofstream csv(*path);
     if (!csv) return invalidArgument("--csv: cannot write '" + *path + "'");
     csv << "model,cluster,nodes,world_size,bucket_cap_mb,find_unused_parameters,step_ms,first_"
            "iteration_ms,"
-           "forward_ms,backward_ms,comm_ms,exposed_comm_ms,overlap_percent,num_buckets\n";
+           "forward_ms,backward_ms,comm_ms,exposed_comm_ms,overlap_percent,num_buckets,compile\n";
     for (size_t i = 0; i < swept; ++i) {
       const auto& r = rows[i];
       const auto& s = r.summary;
@@ -119,7 +126,8 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
           << r.layout.worldSize() << "," << r.capMb << "," << (r.findUnused ? 1 : 0) << ","
           << s.stepTime.toMillis() << "," << s.firstIteration.toMillis() << ","
           << s.forward.toMillis() << "," << s.backward.toMillis() << "," << s.comm.toMillis() << ","
-          << s.exposedComm.toMillis() << "," << s.overlapPercent << "," << s.numBuckets << "\n";
+          << s.exposedComm.toMillis() << "," << s.overlapPercent << "," << s.numBuckets << ","
+          << sim::compileModeName(r.compile) << "\n";
     }
     if (!csv) return invalidArgument("--csv: write to '" + *path + "' failed");
   }
@@ -129,16 +137,18 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
       const sim::SweepPoint& c = rows[best[k].point];
       if (findUnused.size() > 1 && c.findUnused) continue;  // trace the find_unused=off best
       std::string out = *path;
-      if (layouts.size() > 1) {
+      if (layouts.size() > 1 || severalModes) {
         std::string stem = out;
         std::string ext;
         if (auto dot = out.rfind(".json"); dot != std::string::npos) {
           stem = out.substr(0, dot);
           ext = out.substr(dot);
         }
-        out = stem + "-w" + std::to_string(c.layout.worldSize()) + ext;
+        if (layouts.size() > 1) stem += "-w" + std::to_string(c.layout.worldSize());
+        if (severalModes) stem += "-" + std::string(sim::compileModeName(c.compile));
+        out = stem + ext;
       }
-      sim::SimOptions o = sim::sweepPointOptions(req.options, c.capMb, c.findUnused);
+      sim::SimOptions o = sim::sweepPointOptions(req.options, c);
       o.recordTrace = true;
       ASSIGN_OR_RETURN(sim::SimResult traced, runSimulation(req, c.layout, o));
       RETURN_IF_ERROR(traces::writeChromeTrace(traced.timeline, out));
@@ -152,10 +162,11 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
     nlohmann::json jrows = nlohmann::json::array();
     for (size_t i = 0; i < swept; ++i) {
       SimulationRequest r = req;
-      r.options = sim::sweepPointOptions(req.options, rows[i].capMb, rows[i].findUnused);
+      r.options = sim::sweepPointOptions(req.options, rows[i]);
       nlohmann::json row = simSummaryJson(r, rows[i].layout, rows[i].summary);
       row.erase("iterations");
       row.erase("workload");  // the shared "workload" below; the row has its own cap and layout
+      row["compile"] = sim::compileModeName(rows[i].compile);
       jrows.push_back(std::move(row));
     }
     nlohmann::json jbest = nlohmann::json::array();
@@ -164,6 +175,7 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
       jbest.push_back({{"world_size", r.layout.worldSize()},
                        {"nodes", r.layout.nodes},
                        {"find_unused_parameters", r.findUnused},
+                       {"compile", sim::compileModeName(r.compile)},
                        {"bucket_cap_mb", r.capMb},
                        {"step_time_ns", r.summary.stepTime.count()},
                        {"default_step_time_ns", rows[b.baseline].summary.stepTime.count()},
@@ -183,11 +195,14 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
   o << "sweep: " << req.model.name << " on " << req.cluster.name << ", " << swept
     << " configurations (" << req.options.dtype << ")\n";
   o << sim::workloadText(rows.front().summary.workload);
-  o << "  (each row below sets its own bucket_cap_mb, find_unused_parameters and world layout)\n\n";
+  o << (severalModes ? "  (each row below sets its own bucket_cap_mb, find_unused_parameters, "
+                       "compile mode and world layout)\n\n"
+                     : "  (each row below sets its own bucket_cap_mb, find_unused_parameters and "
+                       "world layout)\n\n");
   o << std::right << std::setw(6) << "nodes" << std::setw(7) << "world" << std::setw(8) << "cap_MiB"
     << std::setw(7) << "unused" << std::setw(12) << "step_ms" << std::setw(12) << "comm_ms"
     << std::setw(13) << "exposed_ms" << std::setw(11) << "overlap_%" << std::setw(9) << "buckets"
-    << "\n";
+    << (severalModes ? "  compile" : "") << "\n";
   for (size_t i = 0; i < swept; ++i) {
     const auto& r = rows[i];
     const auto& s = r.summary;
@@ -197,17 +212,20 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
       << formatShortest(r.capMb) << std::setw(7) << (r.findUnused ? "yes" : "no") << std::fixed
       << std::setprecision(3) << std::setw(12) << s.stepTime.toMillis() << std::setw(12)
       << s.comm.toMillis() << std::setw(13) << s.exposedComm.toMillis() << std::setprecision(2)
-      << std::setw(11) << s.overlapPercent << std::setw(9) << s.numBuckets << (isBest ? "  *" : "")
-      << "\n";
+      << std::setw(11) << s.overlapPercent << std::setw(9) << s.numBuckets
+      << (severalModes ? "  " + std::string(sim::compileModeName(r.compile)) : "")
+      << (isBest ? "  *" : "") << "\n";
   }
-  o << "\nbest bucket_cap_mb per world size (* above):\n";
+  o << (severalModes ? "\nbest bucket_cap_mb per world size and compile mode (* above):\n"
+                     : "\nbest bucket_cap_mb per world size (* above):\n");
   for (const auto& b : best) {
     const auto& r = rows[b.point];
     char line[256];
     std::snprintf(line, sizeof(line),
-                  "  world %5d%s: bucket_cap_mb %-5s %10.3f ms/step, %.1f%% %s than 25 "
+                  "  world %5d%s%s: bucket_cap_mb %-5s %10.3f ms/step, %.1f%% %s than 25 "
                   "(%.3f ms)\n",
                   r.layout.worldSize(), r.findUnused ? " find_unused" : "",
+                  severalModes ? (" " + std::string(sim::compileModeName(r.compile))).c_str() : "",
                   formatShortest(r.capMb).c_str(), r.summary.stepTime.toMillis(),
                   std::abs(b.gainPercent), b.gainPercent < 0 ? "slower" : "faster",
                   rows[b.baseline].summary.stepTime.toMillis());

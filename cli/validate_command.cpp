@@ -1,13 +1,16 @@
-// `ddpscope validate [--grid full|ci] [--out DIR] [--reuse]`: the validation harness's command
-// line. The harness itself (grid, run plan, calibration per world size, held-out predictions,
-// report and result files) is sim/validate/validate.h; this file parses the flags, trains each
-// planned run with `ddpscope run` (this binary, in a child process) and prints the report.
+// `ddpscope validate [--torch PYTHON] [--grid full|ci] [--out DIR] [--reuse]`: the validation
+// harness's command line. The harness itself (grid, run plan, calibration per world size, held-out
+// predictions, noise floor, report and result files) is sim/validate/validate.h; this file parses
+// the flags, trains each planned run with `ddpscope run` (this binary, in a child process) or,
+// with --torch, the embedded torch_ddp_job.py under that python, and prints the report.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -34,11 +37,71 @@ StatusOr<int> spawnRun(const std::vector<std::string>& runArgs, const fs::path& 
   return runChildProcess(std::move(command), {}, log.string());
 }
 
+// One thread per rank, whatever the caller's environment says.
+const std::vector<ChildEnv> kTorchEnv = {
+    {"OMP_NUM_THREADS", "1"}, {"OPENBLAS_NUM_THREADS", "1"}, {"MKL_NUM_THREADS", "1"}};
+
+// --torch PYTHON: a path (with a '/') as given, else the first executable of that name on PATH.
+StatusOr<std::string> resolvePython(const std::string& python) {
+  auto executable = [](const fs::path& p) {
+    std::error_code ec;
+    return fs::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0;
+  };
+  if (python.empty()) return invalidArgument("--torch: expected the path of a python with torch");
+  if (python.find('/') != std::string::npos) {
+    if (!executable(python)) {
+      return invalidArgument("--torch: '" + python + "' is not an executable file");
+    }
+    return python;
+  }
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "";
+  size_t begin = 0;
+  while (begin <= dirs.size()) {
+    const size_t end = std::min(dirs.find(':', begin), dirs.size());
+    const fs::path candidate = fs::path(dirs.substr(begin, end - begin)) / python;
+    if (end > begin && executable(candidate)) return candidate.string();
+    begin = end + 1;
+  }
+  return invalidArgument("--torch: no executable '" + python + "' on PATH");
+}
+
+// The last non-empty line of a log, for an error message.
+std::string lastLine(const fs::path& log) {
+  std::ifstream in(log);
+  std::string line, last;
+  while (std::getline(in, line)) {
+    if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
+  }
+  return last;
+}
+
+// Writes the embedded job script into `dir` and checks that `python` runs it with a torch that
+// has the Kineto profiler (the script's --check). Returns the script's path.
+StatusOr<fs::path> prepareTorchJob(const std::string& python, const fs::path& dir) {
+  const fs::path script = dir / "torch_ddp_job.py";
+  {
+    std::ofstream out(script);
+    out << sim::validate::torchJobScript();
+    if (!out) return invalidArgument("--out: cannot write '" + script.string() + "'");
+  }
+  const fs::path log = dir / "torch-check.log";
+  ASSIGN_OR_RETURN(int code,
+                   runChildProcess({python, script.string(), "--check"}, kTorchEnv, log.string()));
+  if (code != 0) {
+    const std::string why = lastLine(log);
+    return invalidArgument("--torch: '" + python + "' cannot run the PyTorch job (exit " +
+                           std::to_string(code) + (why.empty() ? "" : ": " + why) + "); see " +
+                           log.string());
+  }
+  return script;
+}
+
 }  // namespace
 
 Status runValidateCommand(const std::vector<std::string>& argv, CommandIo io) {
   ArgParser parser(
-      "ddpscope validate", "[--grid full|ci] [--out DIR] [--reuse]",
+      "ddpscope validate", "[--torch PYTHON] [--grid full|ci] [--out DIR] [--reuse] [--json]",
       "The validation harness: trains for real on this machine (ddpscope run, CPU runtime under\n"
       "MPI) over a grid — models mlp-wide, resnet18 (32x32 images), a 2-layer GPT-2; world sizes\n"
       "1, 2, 4; bucket_cap_mb 1, 5, 25, 100; find_unused off/on — calibrates per world size on\n"
@@ -49,14 +112,33 @@ Status runValidateCommand(const std::vector<std::string>& argv, CommandIo io) {
       "the MAPE over the held-out configurations and the worst one. The full grid trains each\n"
       "configuration twice (--repeat): measured steps are the median of the repeats, predictions\n"
       "the mean over the calibration run's repeats. '--grid ci' is a reduced grid (2 models,\n"
-      "worlds 1 and 2, caps 5 and 25, once each) that runs in about a minute.");
-  parser.option("grid", "full|ci", "which grid (default full)")
+      "worlds 1 and 2, caps 5 and 25, once each) that runs in about a minute.\n"
+      "\n"
+      "Beside the MAPE it prints the p95 error and the host's noise floor: how far two runs of\n"
+      "the same configuration lie apart (its repeats, and the noise runs: each model's cap-25\n"
+      "run at the largest world size trained again, spread evenly over the grid so drift hits\n"
+      "every configuration alike). A MAPE near the noise floor is host noise, not model error.\n"
+      "\n"
+      "--torch PYTHON trains with real PyTorch DDP instead (gloo, CPU, one process and one thread\n"
+      "per rank; a python whose torch has the Kineto profiler, e.g. torch from PyPI): the\n"
+      "embedded torch_ddp_job.py (written into DIR) trains models mlp-wide and resnet18 (32x32\n"
+      "images) at world sizes 1 and 2, bucket_cap_mb 1, 5, 25, 100, find_unused off/on, once\n"
+      "each, plus 4 noise runs per model, profiles every iteration (record_shapes=True) and its\n"
+      "per-rank traces are imported as 'import-torch --model' does; calibration and predictions\n"
+      "as above. '--grid ci' with --torch: mlp-wide, caps 5 and 25, 2 noise runs.");
+  parser.option("torch", "PYTHON", "train with real PyTorch DDP under this python (see above)")
+      .option("grid", "full|ci", "which grid (default full)")
       .option("out", "DIR", "traces, logs, calibrated clusters and results (default validate-out)")
       .flag("reuse", "reuse traces already in DIR instead of running them again")
       .option("repeat", "R", "train each configuration R times (default: full 2, ci 1)")
-      .option("mpirun", "PATH", "the mpirun to use (passed to ddpscope run)")
+      .option("noise-runs", "N",
+              "noise runs per model (default: runtime grids 0, their repeats give the floor; "
+              "--torch full 4, ci 2)")
+      .option("mpirun", "PATH", "the mpirun to use (passed to ddpscope run; not with --torch)")
       .flag("quiet", "no progress on stderr (one line per trained configuration otherwise)")
-      .flag("json", "print validate.json (MAPE, worst, rows) on stdout instead of the report")
+      .flag("json",
+            "print validate.json (MAPE, p95, noise floor, worst, rows) on stdout instead of the "
+            "report")
       .option("csv", "PATH", "also write validate.csv (one row per configuration) to PATH");
   ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv));
   if (args.helpRequested()) {
@@ -67,8 +149,28 @@ Status runValidateCommand(const std::vector<std::string>& argv, CommandIo io) {
   if (gridName != "full" && gridName != "ci") {
     return invalidArgument("--grid: expected full or ci, got '" + gridName + "'");
   }
-  sim::validate::Grid grid =
-      gridName == "full" ? sim::validate::fullGrid() : sim::validate::ciGrid();
+  const std::optional<std::string> torch = args.value("torch");
+  if (torch && args.has("mpirun")) {
+    return invalidArgument("--mpirun: only for ddpscope's runtime; --torch runs gloo jobs");
+  }
+  std::string python;
+  if (torch) {
+    ASSIGN_OR_RETURN(python, resolvePython(*torch));
+  }
+  sim::validate::Grid grid;
+  if (torch) {
+    grid = gridName == "full" ? sim::validate::torchFullGrid() : sim::validate::torchCiGrid();
+  } else {
+    grid = gridName == "full" ? sim::validate::fullGrid() : sim::validate::ciGrid();
+  }
+  if (auto n = args.value("noise-runs")) {
+    char* end = nullptr;
+    const long value = std::strtol(n->c_str(), &end, 10);
+    if (n->empty() || *end != '\0' || value < 0 || value > 50) {
+      return invalidArgument("--noise-runs: expected an integer from 0 to 50, got '" + *n + "'");
+    }
+    grid.noiseRuns = static_cast<int>(value);
+  }
   if (auto r = args.value("repeat")) {
     char* end = nullptr;
     const long value = std::strtol(r->c_str(), &end, 10);
@@ -85,13 +187,26 @@ Status runValidateCommand(const std::vector<std::string>& argv, CommandIo io) {
   planOptions.outDir = dir;
   planOptions.mpirun = args.value("mpirun");
   const sim::validate::RunPlan plan = sim::validate::planRuns(grid, planOptions);
+  sim::validate::Runner runner = spawnRun;
+  if (torch) {
+    ASSIGN_OR_RETURN(const fs::path script, prepareTorchJob(python, dir));
+    runner = [python, script](const std::vector<std::string>& runArgs,
+                              const fs::path& log) -> StatusOr<int> {
+      std::vector<std::string> command = {python, script.string()};
+      command.insert(command.end(), runArgs.begin(), runArgs.end());
+      return runChildProcess(std::move(command), kTorchEnv, log.string());
+    };
+  }
 
   const bool json = args.has("json");
   // The plan goes to stderr with --json (stdout is then the result alone).
   (json ? io.err : io.out) << "running " << plan.configs.size() << " configurations x "
-                           << grid.repeats << " (" << gridName << " grid, " << grid.warmup
-                           << " warm-up + " << grid.iterations << " iterations each) into "
-                           << dir.string() << "\n";
+                           << grid.repeats << " + "
+                           << (plan.runs.size() - plan.configs.size() * grid.repeats)
+                           << " noise runs (" << gridName << " grid, "
+                           << (torch ? "real PyTorch DDP under " + python : "ddpscope run") << ", "
+                           << grid.warmup << " warm-up + " << grid.iterations
+                           << " iterations each) into " << dir.string() << "\n";
   io.out.flush();
   sim::validate::TrainOptions trainOptions;
   trainOptions.reuse = args.has("reuse");
@@ -101,7 +216,7 @@ Status runValidateCommand(const std::vector<std::string>& argv, CommandIo io) {
                     p.run ? p.run->trace.filename().string() : std::string());
   };
   ASSIGN_OR_RETURN(sim::validate::Report report,
-                   sim::validate::runValidation(grid, plan, spawnRun, trainOptions));
+                   sim::validate::runValidation(grid, plan, runner, trainOptions));
 
   sim::validate::writeResultFiles(report, dir);
   if (auto csv = args.value("csv")) {
@@ -114,6 +229,8 @@ Status runValidateCommand(const std::vector<std::string>& argv, CommandIo io) {
     return Status::ok();
   }
   char line[256];
+  if (!report.torchVersion.empty())
+    io.out << "real PyTorch DDP: torch " << report.torchVersion << "\n";
   for (const sim::validate::WorldCalibration& cal : report.calibrations) io.out << cal.text;
   std::snprintf(line, sizeof(line), "\n%-10s %5s %6s %6s %12s %12s %9s\n", "model", "world", "cap",
                 "f_unus", "measured ms", "predicted ms", "error");
@@ -127,9 +244,24 @@ Status runValidateCommand(const std::vector<std::string>& argv, CommandIo io) {
   }
   const sim::validate::Summary& s = report.summary;
   std::snprintf(line, sizeof(line),
-                "\nheld-out MAPE %.2f %% over %zu configurations (calibration runs replayed: "
-                "%.2f %%)\n",
-                s.heldOutMapePercent, s.heldOut, s.inSampleMapePercent);
+                "\nheld-out MAPE %.2f %%, p95 error %.2f %% over %zu configurations (calibration "
+                "runs replayed: %.2f %%)\n",
+                s.heldOutMapePercent, s.heldOutP95Percent, s.heldOut, s.inSampleMapePercent);
+  io.out << line;
+  const sim::validate::NoiseFloor& n = report.noise;
+  if (n.pairs > 0) {
+    const std::optional<double> ratio = sim::validate::mapeOverNoise(report);
+    char ratioText[64] = "n/a (a zero noise floor)";
+    if (ratio) std::snprintf(ratioText, sizeof(ratioText), "%.2fx", *ratio);
+    std::snprintf(line, sizeof(line),
+                  "noise floor (two runs of one configuration): MAPE %.2f %%, p95 %.2f %% over "
+                  "%zu runs of %zu configurations; held-out MAPE = %s the noise floor\n",
+                  n.mapePercent, n.p95Percent, n.runs, n.configurations, ratioText);
+  } else {
+    std::snprintf(line, sizeof(line),
+                  "noise floor: unknown (no configuration ran twice: --repeat 2 or --noise-runs "
+                  "N)\n");
+  }
   io.out << line;
   for (const sim::validate::WorldMape& w : s.perWorld) {
     std::snprintf(line, sizeof(line), "  world %d: MAPE %.2f %% (%d)\n", w.world, w.mapePercent,

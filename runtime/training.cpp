@@ -114,6 +114,12 @@ StatusOr<TrainingResult> trainReference(const TrainingOptions& options, int shar
   RETURN_IF_ERROR(checkBatch(options.globalBatch, shards));
   ASSIGN_OR_RETURN(std::unique_ptr<TrainableModel> model, buildModel(options));
   if (profiler) model->setObserver(profiler);
+  // SyncBatchNorm in one process: the statistics take the same float32 round trip as on N
+  // ranks (an allreduce over one rank is the identity), so this reference differs from plain
+  // BatchNorm only by that rounding.
+  if (options.build.syncBatchNorm) {
+    model->setSyncAllreduce([](std::span<float>) { return Status::ok(); });
+  }
   std::vector<BatchSchedule> schedules;
   for (int r = 0; r < shards; ++r) {
     ASSIGN_OR_RETURN(BatchSchedule s,

@@ -70,7 +70,8 @@ StatusOr<TrainingResult> trainDistributed(Communicator& comm, const TrainingOpti
 
 // Single process on the global batch. `shards` = the world size whose per-rank batches are
 // concatenated (the sample set is the same for any shards when the dataset size is a multiple
-// of it).
+// of it). With build.syncBatchNorm the BatchNorm layers run SyncBatchNorm's arithmetic over one
+// rank (float32 statistics, as they travel in the allreduce).
 StatusOr<TrainingResult> trainReference(const TrainingOptions& options, int shards = 1,
                                         Profiler* profiler = nullptr,
                                         const IterationCallback& onIteration = {});

@@ -42,8 +42,8 @@ bool isIntegerDtype(std::string_view dtype) {
 
 // Elements and dtype a collective span carries in its own args.
 struct MessageSize {
-  int64_t bytes = 0;  // 0: unknown
-  std::string dtype;  // empty: not in the trace
+  std::optional<int64_t> bytes;  // nullopt: the trace does not say
+  std::string dtype;             // empty: not in the trace
 };
 
 MessageSize messageSizeFromArgs(const Args& args) {
@@ -57,18 +57,32 @@ MessageSize messageSizeFromArgs(const Args& args) {
   if (!dims) return size;
   nlohmann::json parsed = nlohmann::json::parse(*dims, nullptr, /*allow_exceptions=*/false);
   if (!parsed.is_array()) return size;
+  // Input Dims: one entry per input; a tensor is [d0, d1, ...], a TensorList (c10d::allreduce_'s
+  // first input in torch 2.x) is [[d0, ...], [d0, ...]], a scalar is [].
   int64_t elements = 0;
-  for (const auto& tensor : parsed) {
-    if (!tensor.is_array() || tensor.empty()) continue;  // a scalar or a tensor list: unknown
+  auto tensorElements = [](const nlohmann::json& dims) -> int64_t {
     int64_t n = 1;
-    for (const auto& d : tensor) n *= d.is_number_integer() ? d.get<int64_t>() : 0;
-    elements += n;
+    for (const auto& d : dims) n *= d.is_number_integer() ? d.get<int64_t>() : 0;
+    return n;
+  };
+  for (const auto& input : parsed) {
+    if (!input.is_array() || input.empty()) continue;  // a scalar
+    if (input.front().is_array()) {
+      for (const auto& tensor : input) {
+        if (tensor.is_array() && !tensor.empty()) elements += tensorElements(tensor);
+      }
+      break;  // the collective's tensors are its first input; the rest are options
+    }
+    elements += tensorElements(input);
   }
   if (elements == 0) return size;
   if (size.dtype.empty()) {
     if (auto types = args.getString("Input type")) {
       nlohmann::json t = nlohmann::json::parse(*types, nullptr, false);
-      if (t.is_array() && !t.empty() && t[0].is_string()) size.dtype = t[0].get<std::string>();
+      // "TensorList" names no element type (c10d::allreduce_ in torch 2.x): float32 assumed
+      if (t.is_array() && !t.empty() && t[0].is_string() && t[0] != "TensorList") {
+        size.dtype = t[0].get<std::string>();
+      }
     }
   }
   size.bytes = elements * dtypeBytes(size.dtype).value_or(4);
@@ -122,6 +136,9 @@ struct GroupedSpan {
 struct RankBuild {
   int rank = 0;
   std::string file;
+  int64_t unknownBytes = 0;     // collectives left without a message size
+  int64_t bytesFromPlan = 0;    // bucket allreduces sized from options.planBucketBytes
+  int64_t disagreeingPlan = 0;  // bucket allreduces whose traced size differs from the plan
   std::vector<GroupedSpan> spans;
   std::map<int64_t, Nanos> iterationStart;  // ProfilerStep index → start
 };
@@ -145,7 +162,7 @@ struct Candidate {
 };
 
 Status importOneRank(const std::string& path, const Timeline& source, RankBuild& out,
-                     KinetoImportReport& report) {
+                     const KinetoImportOptions& options, KinetoImportReport& report) {
   const RankTrack& track = source.rank(0);
   out.rank = track.rank;
   out.file = path;
@@ -294,12 +311,12 @@ Status importOneRank(const std::string& path, const Timeline& source, RankBuild&
     if (w != nullptr) {
       const int k = ordinal[w->index]++;
       auto it = paramCommSizes.find(w->index);
-      if (size.bytes == 0 && chosen != &paramComms && it != paramCommSizes.end() &&
+      if (!size.bytes && chosen != &paramComms && it != paramCommSizes.end() &&
           k < static_cast<int>(it->second.size())) {
         size = it->second[static_cast<size_t>(k)];
       }
     }
-    if (size.bytes > 0 && size.dtype.empty()) ++report.collectivesWithAssumedDtype;
+    if (size.bytes && size.dtype.empty()) ++report.collectivesWithAssumedDtype;
     Args args;
     std::string name = collectiveVerb(category);
     if (category == Category::kAllreduce && isIntegerDtype(size.dtype)) {
@@ -310,11 +327,52 @@ Status importOneRank(const std::string& path, const Timeline& source, RankBuild&
       args.append(std::string(kArgBucket), int64_t{bucket});
       name += " bucket " + std::to_string(bucket);
     }
-    args.append(std::string(kArgBytes), size.bytes);
+    // Unknown sizes get no bytes arg (never 0): consumers treat the size as unknown.
+    if (size.bytes) args.append(std::string(kArgBytes), *size.bytes);
     if (w != nullptr) args.append(std::string(kArgIteration), w->index);
     args.append("op", s.name);
     out.spans.push_back(
         {kCommGroup, Span{std::move(name), category, s.start, s.duration, std::move(args)}});
+  }
+  // Sizes from the bucket plan: per iteration, the k-th bucket allreduce is the plan's
+  // bucket k (DDP launches buckets strictly in index order).
+  {
+    std::map<int64_t, std::vector<Span*>> bucketSpans;  // iteration → bucket allreduces
+    for (auto& g : out.spans) {
+      if (g.group != kCommGroup) continue;
+      auto bucket = g.span.args.getInt(kArgBucket);
+      auto iteration = g.span.args.getInt(kArgIteration);
+      if (bucket && iteration) bucketSpans[*iteration].push_back(&g.span);
+    }
+    const std::vector<int64_t>& plan = options.planBucketBytes;
+    for (auto& [iteration, spans] : bucketSpans) {
+      const bool anyUnknown = std::any_of(
+          spans.begin(), spans.end(), [](const Span* s) { return !s->args.contains(kArgBytes); });
+      if (plan.empty()) continue;
+      if (spans.size() != plan.size()) {
+        if (!anyUnknown) continue;  // the trace's own sizes stand; the plan is not needed
+        return invalidArgument(
+            path + ": rank " + std::to_string(out.rank) + " iteration " +
+            std::to_string(iteration) + ": " + std::to_string(spans.size()) +
+            " bucket allreduce(s) in the trace but the bucket plan of " + options.planOrigin +
+            " has " + std::to_string(plan.size()) +
+            " bucket(s): give the model and the DDP settings the job ran with "
+            "(--bucket-cap-mb, --find-unused, ...), or profile with record_shapes=True");
+      }
+      for (size_t k = 0; k < spans.size(); ++k) {
+        Span& span = *spans[k];
+        if (auto traced = span.args.getInt(kArgBytes)) {
+          if (*traced != plan[k]) ++out.disagreeingPlan;
+          continue;
+        }
+        span.args.set(std::string(kArgBytes), plan[k]);
+        span.args.set("bytes_source", std::string("bucket plan"));
+        ++out.bytesFromPlan;
+      }
+    }
+    for (const auto& g : out.spans) {
+      if (g.group == kCommGroup && !g.span.args.contains(kArgBytes)) ++out.unknownBytes;
+    }
   }
   if (chosen != &c10d) {
     for (const Span* s : hostLaunches) {
@@ -601,8 +659,12 @@ StatusOr<Timeline> importKinetoTraces(const std::vector<std::string>& paths,
                              ": give one trace per rank");
     }
     fileOfRank[rank] = path;
+    report.htaOverlap[rank] = computeOverlap(source).front().total;
     RankBuild build;
-    RETURN_IF_ERROR(importOneRank(path, source, build, report));
+    RETURN_IF_ERROR(importOneRank(path, source, build, options, report));
+    report.collectivesWithUnknownBytes += build.unknownBytes;
+    report.collectivesSizedFromPlan += build.bytesFromPlan;
+    report.collectivesDisagreeingWithPlan += build.disagreeingPlan;
     if (!options.layers.empty()) {
       const bool gpu = std::any_of(build.spans.begin(), build.spans.end(),
                                    [](const auto& g) { return g.group == kHostOpsGroup; });
@@ -699,6 +761,28 @@ StatusOr<Timeline> importKinetoTraces(const std::vector<std::string>& paths,
     report.notes.push_back(std::to_string(report.collectivesWithAssumedDtype) +
                            " collective(s) have shapes but no dtype in the trace: float32 assumed");
   }
+  if (report.collectivesSizedFromPlan > 0) {
+    report.notes.push_back(std::to_string(report.collectivesSizedFromPlan) +
+                           " bucket allreduce(s) carry no size in the trace: bytes from the "
+                           "bucket plan of " +
+                           options.planOrigin);
+  }
+  if (report.collectivesDisagreeingWithPlan > 0) {
+    report.notes.push_back(std::to_string(report.collectivesDisagreeingWithPlan) +
+                           " bucket allreduce(s) of the trace differ in size from the bucket "
+                           "plan of " +
+                           options.planOrigin + ": the trace's sizes are kept");
+  }
+  if (report.collectivesWithUnknownBytes > 0) {
+    report.notes.push_back(
+        std::to_string(report.collectivesWithUnknownBytes) +
+        " collective(s) carry no message size (the profiler records sizes with "
+        "record_shapes=True): bytes unknown" +
+        (options.planBucketBytes.empty()
+             ? "; give --model/--model-file (and the job's DDP flags) to take bucket sizes from "
+               "the bucket plan"
+             : ""));
+  }
   if (!missing.empty()) {
     report.notes.push_back(std::to_string(missing.size()) + " rank(s) of the world not imported");
   }
@@ -715,14 +799,15 @@ KinetoImportSummary summarizeImport(const Timeline& timeline) {
   int64_t totalComm = 0, totalOverlapped = 0;
   for (int ri = 0; ri < timeline.rankCount(); ++ri) {
     const RankTrack& track = timeline.rank(ri);
-    std::map<int64_t, std::map<int64_t, int64_t>> bucketsByIteration;  // iteration → bucket → bytes
+    // iteration → bucket → bytes (nullopt: unknown)
+    std::map<int64_t, std::map<int64_t, std::optional<int64_t>>> bucketsByIteration;
     for (const Lane& lane : track.lanes) {
       if (lane.kind != LaneKind::kComm) continue;
       for (const Span& s : lane.spans) {
         auto bucket = s.args.getInt(kArgBucket);
         auto iteration = s.args.getInt(kArgIteration);
         if (!bucket || !iteration) continue;
-        bucketsByIteration[*iteration][*bucket] = s.args.getInt(kArgBytes).value_or(0);
+        bucketsByIteration[*iteration][*bucket] = s.args.getInt(kArgBytes);
       }
     }
     const RankOverlap* rankOverlap = nullptr;

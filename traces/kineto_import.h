@@ -26,9 +26,14 @@
 //
 // Bytes of a collective: "In msg nelems" × size of "dtype" (Kineto's record_param_comms args,
 // also copied onto NCCL kernels), else the product of its "Input Dims" × size of its first
-// "Input type" (float32 when the trace has no type: the report counts these), else the bytes of
-// the record_param_comms of the same order in the same iteration. Broadcasts and collectives of
-// integer dtype (DDP's used-parameter map) get no bucket index.
+// "Input type" (float32 when the trace has no type, or only "TensorList": the report counts
+// these; a TensorList input — c10d::allreduce_ in torch 2.x — sums its tensors), else the bytes
+// of the record_param_comms of the same order in the same iteration, else — a bucket allreduce
+// of a trace without sizes (torch.profiler without record_shapes; real torch 2.15 CPU traces
+// carry none) — bucket k of KinetoImportOptions::planBucketBytes when given. Otherwise the size
+// is unknown: the span has no "bytes" arg (never 0), the summary says nullopt, and replay /
+// calibrate refuse to fit a cost model to it. Broadcasts and collectives of integer dtype
+// (DDP's used-parameter map) get no bucket index.
 //
 // Clocks: Kineto's ts of different processes are not on one clock, so each rank is shifted to
 // make its first iteration that all ranks have start at the same time, then the whole timeline
@@ -42,11 +47,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/nanos.h"
 #include "base/status.h"
+#include "traces/overlap.h"
 #include "traces/timeline.h"
 
 namespace ddpscope::traces {
@@ -70,6 +78,12 @@ struct KinetoImportOptions {
   // that match no layer move to the "cpu ops" lane. An iteration where some layer of a known
   // kind stays unmatched is an error naming the file, rank, iteration and layer.
   std::vector<ImportLayer> layers;
+  // The bucket plan of the job (bytes per bucket, in reduction order: ddp::BucketPlan), used for
+  // bucket allreduces whose size the trace does not carry. Per iteration, the number of bucket
+  // allreduces must equal the plan's bucket count (else InvalidArgument naming the file, rank,
+  // iteration and planOrigin). Traced sizes are kept; disagreements are counted.
+  std::vector<int64_t> planBucketBytes;
+  std::string planOrigin;  // "model X (bucket_cap_mb Y)", for messages
   // Optional: called after each file is read, with (files read, files, its path).
   std::function<void(size_t done, size_t total, const std::string& path)> progress;
 };
@@ -79,7 +93,13 @@ struct KinetoImportReport {
   std::vector<int> ranks;                   // imported rank ids, ascending
   std::vector<std::string> files;           // files[i] holds ranks[i]
   int64_t collectivesWithAssumedDtype = 0;  // bytes computed with float32 for lack of a type
-  std::vector<std::string> notes;           // one line each
+  int64_t collectivesWithUnknownBytes = 0;  // no size in the trace nor from the plan
+  int64_t collectivesSizedFromPlan = 0;     // bucket allreduces sized by planBucketBytes
+  int64_t collectivesDisagreeingWithPlan = 0;
+  // Per rank: `ddpscope overlap`'s headline on the source file, i.e. HTA 0.5.0's
+  // get_comm_comp_overlap (GPU kernels only; hasCommunication false on CPU traces).
+  std::map<int, OverlapStats> htaOverlap;
+  std::vector<std::string> notes;  // one line each
 };
 
 // Reads the per-rank traces (plain or gzip) and builds the Timeline described above.
@@ -95,7 +115,7 @@ struct ImportedIteration {
   int rank = 0;
   int64_t index = 0;  // N of ProfilerStep#N
   Nanos step;
-  std::vector<int64_t> bucketBytes;  // by bucket index
+  std::vector<std::optional<int64_t>> bucketBytes;  // by bucket index; nullopt: unknown
 };
 struct KinetoImportSummary {
   int rankCount = 0;
@@ -103,7 +123,7 @@ struct KinetoImportSummary {
   std::vector<ImportedIteration> iterations;  // rank-major, then by index
   // Bucket bytes of the last iteration of the first rank (the steady-state layout) and
   // whether every iteration of every rank has the same list.
-  std::vector<int64_t> bucketBytes;
+  std::vector<std::optional<int64_t>> bucketBytes;  // nullopt: unknown (no size in the trace)
   bool bucketsConsistent = true;
   Nanos medianStep;           // median over iterations of the slowest rank's step
   Nanos medianComm;           // median over iterations of the first rank's |∪ comm|

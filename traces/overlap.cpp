@@ -1,7 +1,11 @@
 #include "traces/overlap.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
+#include <unordered_set>
+#include <variant>
 
 namespace ddpscope::traces {
 
@@ -13,7 +17,176 @@ bool isBucketCollective(Category category) {
          category != Category::kBroadcast;
 }
 
+// ---- HTA 0.5.0's preprocessing of Kineto traces (see overlap.h) ----
+
+bool isKinetoDeviceCat(std::optional<std::string_view> cat) {
+  return cat &&
+         (*cat == "kernel" || *cat == "gpu_memcpy" || *cat == "gpu_memset" || *cat == "cuda_sync");
+}
+
+// An arg as HTA's int() conversion sees it; nullopt where HTA falls back to its default (-1).
+std::optional<int64_t> integerArg(const Args& args, std::string_view key) {
+  const ArgValue* value = args.find(key);
+  if (value == nullptr) return std::nullopt;
+  if (const int64_t* i = std::get_if<int64_t>(value)) return *i;
+  if (const double* d = std::get_if<double>(value)) {
+    if (std::isfinite(*d) && std::fabs(*d) < 9e18) return static_cast<int64_t>(*d);
+    return std::nullopt;
+  }
+  const std::string& text = std::get<std::string>(*value);
+  int64_t out = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  if (ec != std::errc() || ptr != text.data() + text.size()) return std::nullopt;
+  return out;
+}
+
+int64_t ceilMicros(Nanos t) {
+  int64_t ns = t.count();
+  int64_t q = ns / 1000;
+  return (ns % 1000 > 0) ? q + 1 : q;
+}
+
+int64_t floorMicros(Nanos t) {
+  int64_t ns = t.count();
+  int64_t q = ns / 1000;
+  return (ns % 1000 < 0) ? q - 1 : q;
+}
+
+struct MicroInterval {
+  int64_t start = 0;
+  int64_t end = 0;  // may be < start after HTA's rounding
+};
+
+// HTA's merge_kernel_intervals: sort by start; a row opens a new group when its start is
+// after the largest end seen so far; a group is [min start, max end].
+std::vector<MicroInterval> htaMerge(std::vector<MicroInterval> rows) {
+  std::stable_sort(rows.begin(), rows.end(), [](const MicroInterval& a, const MicroInterval& b) {
+    return a.start < b.start;
+  });
+  std::vector<MicroInterval> groups;
+  int64_t maxEnd = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (i == 0 || rows[i].start > maxEnd) {
+      groups.push_back(rows[i]);
+    } else {
+      groups.back().end = std::max(groups.back().end, rows[i].end);
+    }
+    maxEnd = i == 0 ? rows[i].end : std::max(maxEnd, rows[i].end);
+  }
+  return groups;
+}
+
+// HTA's sweep: +1/-1 at comm group edges, +2/-2 at compute group edges; the time the running
+// sum is 3 (after all edges at one instant) is the overlap.
+int64_t htaOverlapMicros(const std::vector<MicroInterval>& comm,
+                         const std::vector<MicroInterval>& comp) {
+  std::vector<std::pair<int64_t, int>> edges;
+  edges.reserve(2 * (comm.size() + comp.size()));
+  for (const MicroInterval& g : comm) {
+    edges.emplace_back(g.start, 1);
+    edges.emplace_back(g.end, -1);
+  }
+  for (const MicroInterval& g : comp) {
+    edges.emplace_back(g.start, 2);
+    edges.emplace_back(g.end, -2);
+  }
+  std::sort(edges.begin(), edges.end());
+  int64_t total = 0;
+  int running = 0;
+  for (size_t i = 0; i < edges.size();) {
+    int64_t time = edges[i].first;
+    while (i < edges.size() && edges[i].first == time) running += edges[i++].second;
+    if (running == 3 && i < edges.size()) total += edges[i].first - time;
+  }
+  return total;
+}
+
+bool isHtaSyncName(std::string_view name) {
+  return name == "Event Sync" || name == "Context Sync";
+}
+
+bool isKinetoRank(const RankTrack& track) {
+  for (const Lane& lane : track.lanes) {
+    for (const Span& span : lane.spans) {
+      if (isKinetoDeviceCat(span.args.getString("cat"))) return true;
+    }
+  }
+  return false;
+}
+
+// A device row in HTA's sense: stream >= 0 and correlation >= 0.
+bool isHtaDeviceRow(const Span& span) {
+  std::optional<int64_t> stream = integerArg(span.args, "stream");
+  std::optional<int64_t> correlation = integerArg(span.args, "correlation");
+  return stream && *stream >= 0 && correlation && *correlation >= 0;
+}
+
+OverlapStats htaTotal(const RankTrack& track, bool filterSteps, bool& droppedLastStep) {
+  droppedLastStep = false;
+  bool keepAll = !filterSteps;
+  std::unordered_set<int64_t> launchedBeforeLastStep;
+  if (filterSteps) {
+    std::optional<int64_t> lastStepStart;
+    for (const Lane& lane : track.lanes) {
+      for (const Span& span : lane.spans) {
+        if (isHtaDeviceRow(span) || isHtaSyncName(span.name)) continue;
+        if (span.name.find("ProfilerStep") == std::string::npos) continue;
+        int64_t start = ceilMicros(span.start);
+        if (!lastStepStart || start > *lastStepStart) lastStepStart = start;
+      }
+    }
+    if (lastStepStart) {
+      droppedLastStep = true;
+      for (const Lane& lane : track.lanes) {
+        for (const Span& span : lane.spans) {
+          if (isHtaDeviceRow(span) || isHtaSyncName(span.name)) continue;
+          if (ceilMicros(span.start) >= *lastStepStart) continue;
+          if (std::optional<int64_t> c = integerArg(span.args, "correlation")) {
+            launchedBeforeLastStep.insert(*c);
+          }
+        }
+      }
+    }
+  }
+  std::vector<MicroInterval> comp;
+  std::vector<MicroInterval> comm;
+  for (const Lane& lane : track.lanes) {
+    for (const Span& span : lane.spans) {
+      if (!isHtaDeviceRow(span)) continue;
+      if (!keepAll && !launchedBeforeLastStep.contains(*integerArg(span.args, "correlation"))) {
+        continue;
+      }
+      HtaKernelClass kind = htaKernelClass(span.name);
+      MicroInterval row{ceilMicros(span.start), floorMicros(span.end())};
+      if (kind == HtaKernelClass::kComputation) comp.push_back(row);
+      if (kind == HtaKernelClass::kCommunication) comm.push_back(row);
+    }
+  }
+  std::vector<MicroInterval> compGroups = htaMerge(std::move(comp));
+  std::vector<MicroInterval> commGroups = htaMerge(std::move(comm));
+  int64_t computeUs = 0;
+  for (const MicroInterval& g : compGroups) computeUs += std::max<int64_t>(0, g.end - g.start);
+  int64_t commUs = 0;
+  for (const MicroInterval& g : commGroups) commUs += g.end - g.start;
+  int64_t overlapUs = htaOverlapMicros(commGroups, compGroups);
+  return makeOverlapStats(Nanos(computeUs * 1000), Nanos(commUs * 1000), Nanos(overlapUs * 1000));
+}
+
 }  // namespace
+
+HtaKernelClass htaKernelClass(std::string_view name) {
+  if (name.starts_with("nccl")) return HtaKernelClass::kCommunication;
+  if (name.starts_with("Memcpy") || name.starts_with("hipMemcpy") || name.starts_with("Memset") ||
+      name.starts_with("hipMemset") || name.starts_with("dma")) {
+    return HtaKernelClass::kMemory;
+  }
+  bool launch = name.starts_with("cuda") && name.find("LaunchKernel", 4) != std::string_view::npos;
+  bool excluded =
+      name.starts_with("runFunction") || launch || name.find("Memcpy") != std::string_view::npos ||
+      name.find("Memset") != std::string_view::npos || name.find("dma") != std::string_view::npos ||
+      name.find("Sync") != std::string_view::npos;
+  return excluded ? HtaKernelClass::kOther : HtaKernelClass::kComputation;
+}
 
 // ---- IntervalSet ----
 
@@ -104,6 +277,15 @@ std::string formatPercent(const OverlapStats& stats) {
 std::vector<RankOverlap> computeOverlap(const Timeline& timeline) {
   std::vector<RankOverlap> result;
   result.reserve(static_cast<size_t>(timeline.rankCount()));
+  // HTA counts the distinct ProfilerStep names of the whole trace (its symbol table).
+  std::unordered_set<std::string_view> stepNames;
+  for (int rankIndex = 0; rankIndex < timeline.rankCount(); ++rankIndex) {
+    for (const Lane& lane : timeline.rank(rankIndex).lanes) {
+      for (const Span& span : lane.spans) {
+        if (span.name.find("ProfilerStep") != std::string::npos) stepNames.insert(span.name);
+      }
+    }
+  }
   std::vector<Interval> computeIntervals;
   std::vector<Interval> commIntervals;
   for (int rankIndex = 0; rankIndex < timeline.rankCount(); ++rankIndex) {
@@ -127,6 +309,10 @@ std::vector<RankOverlap> computeOverlap(const Timeline& timeline) {
     RankOverlap rank;
     rank.rank = track.rank;
     rank.total = makeOverlapStats(compute.length(), comm.length(), both.length());
+    if (isKinetoRank(track)) {
+      rank.kineto = true;
+      rank.total = htaTotal(track, stepNames.size() >= 2, rank.htaDroppedLastStep);
+    }
 
     std::vector<Iteration> iterations = timeline.iterations(rankIndex);
     // DDP logger window per iteration, in one pass: each span belongs to the last iteration

@@ -13,11 +13,29 @@
 // kIteration markers and kOther. The percentage keeps full precision; HTA rounds to 2 decimals,
 // so round only when printing (formatPercent).
 //
-// RankOverlap::total is the whole-trace aggregate (HTA's number on the same events; HTA's own
-// preprocessing may additionally drop the last profiler step). Each iteration window (from the
-// rank's kIteration spans) gets the same metrics with every interval clipped to the window,
-// its step time, and DDP's logger metric (§1.3): backward-compute end − first bucket
-// collective start, which is a window length, not an intersection.
+// RankOverlap::total is the whole-trace aggregate, HTA's headline number. On PyTorch profiler
+// (Kineto) traces — a rank whose device spans carry Kineto's "cat" (kernel, gpu_memcpy,
+// gpu_memset, cuda_sync) — it is computed the way HTA 0.5.0 (pip holistictraceanalysis)
+// computes get_comm_comp_overlap, so that the two agree to its 2 printed decimals:
+//   - device rows are the spans with an integer "stream" ≥ 0 and "correlation" ≥ 0 (so
+//     gpu_user_annotation ranges are not device rows; they have no stream);
+//   - timestamps are HTA's µs rounding of ns-resolution traces: start → ceil(ts µs),
+//     end → floor((ts + dur) µs) (HTA's round_down_time_stamps; a no-op on integer µs);
+//   - iterations (HTA's Trace._filter_irrelevant_gpu_kernels): when the trace names two or
+//     more distinct ProfilerStep ranges, only device rows launched (same "correlation") by a
+//     host row that starts before the rank's last ProfilerStep starts are kept — the last
+//     profiled step is dropped, everything before it (even before the first step) stays;
+//     a rank without a ProfilerStep keeps no device rows;
+//   - kernels are classified by HTA 0.5.0's own name rules (htaKernelClass below; they differ
+//     from classifyGpuKernel, which follows HTA's newer main branch, only on "Stream Wait Event"
+//     — compute in 0.5.0 — and on hip… / hccl… / …ncclKernel… names);
+//   - the comm denominator is HTA's sum over merged groups, which keeps a sub-µs kernel that
+//     the rounding turned negative (ceil(ts) > floor(end)) when it stands alone.
+// Other traces (ddpscope's own) use every device span as recorded. Per-iteration rows are
+// never filtered or rounded: they are the exact values inside each ProfilerStep window. Each
+// iteration window (from the rank's kIteration spans) gets the same metrics with every interval
+// clipped to the window, its step time, and DDP's logger metric (§1.3): backward-compute end −
+// first bucket collective start, which is a window length, not an intersection.
 //
 // Complexity: O(n log n) per rank for the unions (sort + merge), O(log n) per iteration
 // window (prefix sums over the merged intervals).
@@ -26,6 +44,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/nanos.h"
@@ -57,6 +76,10 @@ struct IterationOverlap {
 struct RankOverlap {
   int rank = 0;
   OverlapStats total;  // whole trace: the HTA number
+  // Kineto device spans: total was computed with HTA's preprocessing (see above);
+  // htaDroppedLastStep says whether its last-ProfilerStep filter applied.
+  bool kineto = false;
+  bool htaDroppedLastStep = false;
   std::vector<IterationOverlap> iterations;
 };
 
@@ -91,6 +114,12 @@ class IntervalSet {
   std::vector<Interval> m_intervals;
   std::vector<int64_t> m_prefixNs;  // m_prefixNs[i] = total length of intervals [0, i]
 };
+
+// HTA 0.5.0's kernel classes (hta/common/types.py, matched with re.match at the name's start):
+// communication ^nccl; memory ^(hip)?Memcpy, ^(hip)?Memset, ^dma; computation unless the name
+// starts with nccl / runFunction / cuda…LaunchKernel or contains Memcpy, Memset, dma or Sync.
+enum class HtaKernelClass { kCommunication, kMemory, kComputation, kOther };
+HtaKernelClass htaKernelClass(std::string_view name);
 
 OverlapStats makeOverlapStats(Nanos compute, Nanos comm, Nanos overlapped);
 // "87.50" (2 decimals, like HTA); "n/a" when there is no communication.

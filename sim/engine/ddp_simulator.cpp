@@ -15,6 +15,7 @@
 #include "ddp/ddp_settings.h"
 #include "ddp/reducer.h"
 #include "sim/engine/accounting.h"
+#include "sim/engine/compile_script.h"
 #include "sim/engine/replayer.h"
 #include "sim/engine/script.h"
 #include "traces/args_json.h"
@@ -121,6 +122,9 @@ StatusOr<SimResult> simulateDdp(const models::ModelSpec& model, const WorldLayou
   }
 
   ASSIGN_OR_RETURN(
+      const internal::CompilePlan compilePlan,
+      internal::makeCompilePlan(model, config, options.compile, options.compileGraphOverhead));
+  ASSIGN_OR_RETURN(
       const ModelFacts facts,
       internal::makeModelFacts(model, compute, internal::effectiveInputs(model, options.inputs)));
   const int worldSize = layout.worldSize();
@@ -155,14 +159,22 @@ StatusOr<SimResult> simulateDdp(const models::ModelSpec& model, const WorldLayou
   RankZeroRecorder recorder;
   ComputeJitter jitter(options, numRanks);
 
+  std::vector<int64_t> fusedBucketBytes;  // compiled-autograd
   summary.iterations.reserve(static_cast<size_t>(iterations));
   for (int64_t i = 1; i <= iterations; ++i) {
     for (UsageClass& cls : classes) {
-      Status status =
-          internal::buildScript(model, facts, compute, config, options.syncBatchNorm, i, cls);
+      Status status = internal::buildScript(model, facts, compute, config, options.syncBatchNorm, i,
+                                            cls, &compilePlan);
       if (!status.isOk()) return status.withContext("iteration " + std::to_string(i));
     }
     const Script& reference = classes[static_cast<size_t>(classOf[0])].script;
+    if (compilePlan.mode == CompileMode::kCompiledAutograd && reference.synced) {
+      // No Reducer plan: the buckets are Inductor's fused allreduces of this iteration.
+      fusedBucketBytes.clear();
+      for (const CollectiveDesc& desc : reference.collectives) {
+        if (desc.kind == internal::CollectiveKind::kBucket) fusedBucketBytes.push_back(desc.bytes);
+      }
+    }
     for (const UsageClass& cls : classes) {
       const auto& a = reference.collectives;
       const auto& b = cls.script.collectives;
@@ -196,6 +208,10 @@ StatusOr<SimResult> simulateDdp(const models::ModelSpec& model, const WorldLayou
   const ddp::BucketPlan& plan = classes[static_cast<size_t>(classOf[0])].reducer->plan();
   summary.numBuckets = plan.numBuckets();
   summary.bucketBytes = plan.bucketBytes();
+  if (compilePlan.mode == CompileMode::kCompiledAutograd) {
+    summary.numBuckets = static_cast<int>(fusedBucketBytes.size());
+    summary.bucketBytes = fusedBucketBytes;
+  }
   RETURN_IF_ERROR(internal::finishSummary(
       summary, static_cast<int>(std::max<int64_t>(config.noSyncPeriod, 1))));
   return result;

@@ -62,6 +62,7 @@
 #include "sim/compute/compute_model.h"
 #include "sim/cost/cluster.h"
 #include "sim/cost/comm_model.h"
+#include "sim/engine/compile_mode.h"
 #include "sim/engine/workload.h"
 #include "traces/timeline.h"
 
@@ -93,6 +94,10 @@ struct SimOptions {
   // Optional: called after each simulated iteration with (iterations done, iterations); the CLI
   // shows progress of long all-ranks simulations with it.
   std::function<void(int done, int total)> progress;
+  // torch.compile (compile_mode.h): how a compiled model meets DDP; none = eager.
+  CompileMode compile = CompileMode::kNone;
+  // Host cost of one compiled (sub-)graph, forward call + backward call (compile modes only).
+  Nanos compileGraphOverhead = kGraphCallOverhead;
   // nn.DataParallel only: host time to launch one layer's kernels on one replica (Python threads
   // under the GIL serialize these launches across replicas).
   Nanos dataParallelLaunchOverhead = Nanos::fromMicros(5);

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "base/check.h"
+#include "sim/engine/compile_script.h"
 
 namespace ddpscope::sim::internal {
 
@@ -128,8 +129,10 @@ void Replayer::advance(int r, const Script& script, int stopAt, int known,
       case OpKind::kHost: {
         const int64_t durNs = scaled(r, op.workNs);
         if (m_timeline) {
-          m_timeline->addSpan({r, 2}, "find_unused_parameters graph traversal", Category::kOther,
-                              Nanos(cursor), Nanos(durNs),
+          m_timeline->addSpan({r, 2},
+                              op.index == kHostGraphCall ? "compiled graph call"
+                                                         : "find_unused_parameters graph traversal",
+                              Category::kOther, Nanos(cursor), Nanos(durNs),
                               {{std::string(traces::kArgIteration), m_iteration}});
         }
         cursor += durNs;

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "ddp/bucket_plan.h"
+#include "sim/engine/compile_script.h"
 
 namespace ddpscope::sim::internal {
 
@@ -283,7 +284,11 @@ std::vector<UsageClass> makeUsageClasses(const models::ModelSpec& model, const M
 
 Status buildScript(const models::ModelSpec& model, const ModelFacts& facts,
                    const ComputeModel& compute, const ddp::DdpConfig& config, bool syncBatchNorm,
-                   int64_t iteration, UsageClass& cls) {
+                   int64_t iteration, UsageClass& cls, const CompilePlan* compile) {
+  if (compile && compile->mode == CompileMode::kCompiledAutograd) {
+    return buildCompiledAutogradScript(model, facts, compute, config, syncBatchNorm, iteration,
+                                       *compile, cls);
+  }
   Script& script = cls.script;
   script.clear();
   ddp::Reducer& reducer = *cls.reducer;
@@ -312,9 +317,18 @@ Status buildScript(const models::ModelSpec& model, const ModelFacts& facts,
   }
   for (int p : facts.orphanParams) cls.readyLayer[static_cast<size_t>(p)] = numLayers;
 
+  // torch.compile: a host op where each compiled graph starts (in forward and in backward).
+  const bool compiled = compile && compile->compiled();
+  int graph = -1;
+  auto enterGraph = [&](int l) {
+    if (!compiled || compile->graphOfLayer[static_cast<size_t>(l)] == graph) return;
+    graph = compile->graphOfLayer[static_cast<size_t>(l)];
+    builder.addOp(OpKind::kHost, kHostGraphCall, compile->graphCallHalfNs);
+  };
   // Forward.
   for (int l = 0; l < numLayers; ++l) {
     if (!cls.layerUsed[static_cast<size_t>(l)]) continue;
+    enterGraph(l);
     builder.addOp(OpKind::kForward, l, facts.layerTimes[static_cast<size_t>(l)].forward.count());
     if (syncBatchNorm && facts.syncBnBytes[static_cast<size_t>(l)] > 0) builder.issueSyncBn(l);
   }
@@ -325,7 +339,8 @@ Status buildScript(const models::ModelSpec& model, const ModelFacts& facts,
     }
     if (config.dynamicFindUnused()) {
       // The autograd-graph DFS: one node per executed layer plus one AccumulateGrad per parameter.
-      builder.addOp(OpKind::kHost, 0, compute.graphTraversalTime(usedLayers + numParams).count());
+      builder.addOp(OpKind::kHost, kHostGraphTraversal,
+                    compute.graphTraversalTime(usedLayers + numParams).count());
     }
     RETURN_IF_ERROR(reducer.prepareForBackward(cls.unused));
   }
@@ -338,14 +353,33 @@ Status buildScript(const models::ModelSpec& model, const ModelFacts& facts,
     }
     return Status::ok();
   };
+  auto markLayerHooks = [&](int l) {
+    const models::LayerSpec& layer = model.layers[static_cast<size_t>(l)];
+    return markLayer(l, layer.gradReadyOrder.empty() ? layer.params : layer.gradReadyOrder);
+  };
+  // Compiled: a graph's hooks fire, in the eager order, when its whole backward has ended.
+  std::vector<int> heldLayers;
+  auto fireHeld = [&]() -> Status {
+    for (int held : heldLayers) RETURN_IF_ERROR(markLayerHooks(held));
+    heldLayers.clear();
+    return Status::ok();
+  };
+  graph = -1;
   for (int l = numLayers - 1; l >= 0; --l) {
     if (!cls.layerUsed[static_cast<size_t>(l)]) continue;
-    const models::LayerSpec& layer = model.layers[static_cast<size_t>(l)];
+    if (compiled && compile->graphOfLayer[static_cast<size_t>(l)] != graph) {
+      RETURN_IF_ERROR(fireHeld());
+      enterGraph(l);
+    }
     builder.addOp(OpKind::kBackward, l, facts.layerTimes[static_cast<size_t>(l)].backward.count());
     if (syncBatchNorm && facts.syncBnBytes[static_cast<size_t>(l)] > 0) builder.issueSyncBn(l);
-    RETURN_IF_ERROR(
-        markLayer(l, layer.gradReadyOrder.empty() ? layer.params : layer.gradReadyOrder));
+    if (compiled) {
+      heldLayers.push_back(l);
+    } else {
+      RETURN_IF_ERROR(markLayerHooks(l));
+    }
   }
+  RETURN_IF_ERROR(fireHeld());
   RETURN_IF_ERROR(markLayer(numLayers, facts.orphanParams));
   RETURN_IF_ERROR(reducer.finalizeBackward());
   if (synced)

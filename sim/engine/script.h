@@ -220,9 +220,12 @@ struct UsageClass {
 std::vector<UsageClass> makeUsageClasses(const models::ModelSpec& model, const ModelFacts& facts,
                                          int numRanks, std::vector<int>& classOf);
 
-// Writes cls.script for 1-based `iteration` by driving cls.reducer through it.
+struct CompilePlan;
+
+// Writes cls.script for 1-based `iteration` by driving cls.reducer through it. `compile`
+// (compile_script.h; null = eager) changes where graphs start and when hooks fire.
 Status buildScript(const models::ModelSpec& model, const ModelFacts& facts,
                    const ComputeModel& compute, const ddp::DdpConfig& config, bool syncBatchNorm,
-                   int64_t iteration, UsageClass& cls);
+                   int64_t iteration, UsageClass& cls, const CompilePlan* compile = nullptr);
 
 }  // namespace ddpscope::sim::internal

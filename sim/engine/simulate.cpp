@@ -2,6 +2,7 @@
 // a ClusterSpec. Kept in its own translation unit so that tests of simulateDdp with idealised
 // models do not pull in the cost-model libraries.
 #include <memory>
+#include <string>
 
 #include "sim/engine/ddp_simulator.h"
 
@@ -20,6 +21,10 @@ StatusOr<SimResult> simulate(const models::ModelSpec& model, const ClusterSpec& 
   ASSIGN_OR_RETURN(std::unique_ptr<CommModel> comm, makeCommModel(cluster, layout));
   StatusOr<SimResult> result = Status(StatusCode::kInternal, "unreachable");
   if (options.strategy == Strategy::kDataParallel) {
+    if (options.compile != CompileMode::kNone) {
+      return invalidArgument("--compile " + std::string(compileModeName(options.compile)) +
+                             ": needs --strategy ddp (it is how a compiled model meets DDP)");
+    }
     result = simulateDataParallel(model, layout, resolved, *compute, *comm);
   } else {
     const double contention = resolved.contentionSlowdown.value_or(cluster.contentionSlowdown);

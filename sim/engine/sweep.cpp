@@ -19,6 +19,12 @@ SimOptions sweepPointOptions(const SimOptions& base, double capMb, bool findUnus
   return o;
 }
 
+SimOptions sweepPointOptions(const SimOptions& base, const SweepPoint& point) {
+  SimOptions o = sweepPointOptions(base, point.capMb, point.findUnused);
+  o.compile = point.compile;
+  return o;
+}
+
 StatusOr<SweepResult> runSweep(const SweepRequest& request) {
   if (request.model == nullptr || request.cluster == nullptr) {
     return invalidArgument("sweep: a model and a cluster are required");
@@ -26,10 +32,15 @@ StatusOr<SweepResult> runSweep(const SweepRequest& request) {
   if (request.layouts.empty() || request.capsMb.empty() || request.findUnused.empty()) {
     return invalidArgument("sweep: nothing to sweep (no world size, bucket cap or find_unused)");
   }
+  const std::vector<CompileMode> modes = request.compileModes.empty()
+                                             ? std::vector<CompileMode>{request.base.compile}
+                                             : request.compileModes;
   SweepResult out;
   for (const WorldLayout& layout : request.layouts) {
     for (bool fu : request.findUnused) {
-      for (double cap : request.capsMb) out.points.push_back({layout, cap, fu, false, {}});
+      for (CompileMode mode : modes) {
+        for (double cap : request.capsMb) out.points.push_back({layout, cap, fu, false, {}, mode});
+      }
     }
   }
   const bool baselineSwept = std::find(request.capsMb.begin(), request.capsMb.end(),
@@ -37,7 +48,9 @@ StatusOr<SweepResult> runSweep(const SweepRequest& request) {
   if (!baselineSwept) {
     for (const WorldLayout& layout : request.layouts) {
       for (bool fu : request.findUnused) {
-        out.points.push_back({layout, request.baselineCapMb, fu, true, {}});
+        for (CompileMode mode : modes) {
+          out.points.push_back({layout, request.baselineCapMb, fu, true, {}, mode});
+        }
       }
     }
   }
@@ -53,9 +66,8 @@ StatusOr<SweepResult> runSweep(const SweepRequest& request) {
       const size_t i = next.fetch_add(1);
       if (i >= total) return;
       SweepPoint& p = out.points[i];
-      auto result =
-          simulate(*request.model, *request.cluster, p.layout,
-                   sweepPointOptions(request.base, p.capMb, p.findUnused), request.compute);
+      auto result = simulate(*request.model, *request.cluster, p.layout,
+                             sweepPointOptions(request.base, p), request.compute);
       if (result.isOk()) {
         p.summary = std::move(result->summary);
       } else {
@@ -82,25 +94,27 @@ StatusOr<SweepResult> runSweep(const SweepRequest& request) {
     }
   }
 
-  // Best per (layout, find_unused) among the swept caps, and the baseline's point.
+  // Best per (layout, find_unused, compile mode) among the swept caps, and the baseline's point.
   for (const WorldLayout& layout : request.layouts) {
     for (bool fu : request.findUnused) {
-      std::optional<size_t> best, baseline;
-      for (size_t i = 0; i < total; ++i) {
-        const SweepPoint& p = out.points[i];
-        if (p.layout.worldSize() != layout.worldSize() || p.layout.nodes != layout.nodes ||
-            p.findUnused != fu) {
-          continue;
+      for (CompileMode mode : modes) {
+        std::optional<size_t> best, baseline;
+        for (size_t i = 0; i < total; ++i) {
+          const SweepPoint& p = out.points[i];
+          if (p.layout.worldSize() != layout.worldSize() || p.layout.nodes != layout.nodes ||
+              p.findUnused != fu || p.compile != mode) {
+            continue;
+          }
+          if (p.capMb == request.baselineCapMb && !baseline) baseline = i;
+          if (p.baselineOnly) continue;
+          if (!best || p.summary.stepTime < out.points[*best].summary.stepTime) best = i;
         }
-        if (p.capMb == request.baselineCapMb && !baseline) baseline = i;
-        if (p.baselineOnly) continue;
-        if (!best || p.summary.stepTime < out.points[*best].summary.stepTime) best = i;
+        SweepBest b{*best, *baseline, 0};
+        const double baseNs = static_cast<double>(out.points[b.baseline].summary.stepTime.count());
+        const double bestNs = static_cast<double>(out.points[b.point].summary.stepTime.count());
+        b.gainPercent = baseNs > 0 ? 100.0 * (baseNs - bestNs) / baseNs : 0.0;
+        out.best.push_back(b);
       }
-      SweepBest b{*best, *baseline, 0};
-      const double baseNs = static_cast<double>(out.points[b.baseline].summary.stepTime.count());
-      const double bestNs = static_cast<double>(out.points[b.point].summary.stepTime.count());
-      b.gainPercent = baseNs > 0 ? 100.0 * (baseNs - bestNs) / baseNs : 0.0;
-      out.best.push_back(b);
     }
   }
   return out;

@@ -1,12 +1,14 @@
-// The sweep: one simulation per (world layout, find_unused_parameters, bucket cap), on all cores,
-// with the best cap per (layout, find_unused) and its gain over the baseline cap. The one
-// implementation behind `ddpscope sweep`, the GUI's sweep chart and the sweep benchmark.
+// The sweep: one simulation per (world layout, find_unused_parameters, compile mode, bucket cap),
+// on all cores, with the best cap per (layout, find_unused, compile mode) and its gain over the
+// baseline cap. The one implementation behind `ddpscope sweep`, the GUI's sweep chart and the
+// sweep benchmark.
 //
-// Points come out in request order: layouts, then find_unused values, then caps. When the
-// baseline cap (25, PyTorch's default) is not among the swept caps it is simulated too, once per
-// (layout, find_unused), as extra points after the swept ones (baselineOnly): they are not
-// candidates for the best. Each point's options are the base options with its cap
-// (DdpConfig::setBucketCapMb: given by the user) and find_unused set.
+// Points come out in request order: layouts, then find_unused values, then compile modes, then
+// caps. When the baseline cap (25, PyTorch's default) is not among the swept caps it is
+// simulated too, once per (layout, find_unused, compile mode), as extra points after the swept
+// ones (baselineOnly): they are not candidates for the best. Each point's options are the base
+// options with its cap (DdpConfig::setBucketCapMb: given by the user), find_unused and compile
+// mode set.
 //
 // Threads take points from a shared counter; results land in their slots, so the output does not
 // depend on the thread count or scheduling. Complexity: one simulate() per point.
@@ -32,6 +34,7 @@ struct SweepRequest {
   std::vector<WorldLayout> layouts;
   std::vector<double> capsMb;
   std::vector<bool> findUnused = {false};
+  std::vector<CompileMode> compileModes;  // empty: base.compile only
   double baselineCapMb = 25;
   unsigned threads = 0;  // 0 = std::thread::hardware_concurrency()
   // Called after each finished point with (finished, total), from the worker threads but
@@ -45,6 +48,7 @@ struct SweepPoint {
   bool findUnused = false;
   bool baselineOnly = false;
   SimSummary summary;
+  CompileMode compile = CompileMode::kNone;
 };
 
 struct SweepBest {
@@ -55,11 +59,13 @@ struct SweepBest {
 
 struct SweepResult {
   std::vector<SweepPoint> points;
-  std::vector<SweepBest> best;  // one per (layout, find_unused), in request order
+  std::vector<SweepBest> best;  // one per (layout, find_unused, compile mode), in request order
 };
 
 // The options of one point.
 SimOptions sweepPointOptions(const SimOptions& base, double capMb, bool findUnused);
+// The same with the point's compile mode.
+SimOptions sweepPointOptions(const SimOptions& base, const SweepPoint& point);
 
 // Errors: an empty model, cluster, layout or cap list (InvalidArgument); a failing point's error
 // with "bucket_cap_mb X, world size W" as context.

@@ -29,6 +29,13 @@ Workload describeWorkload(const models::ModelSpec& model, const WorldLayout& lay
       options.strategy == Strategy::kDataParallel ? "DataParallel" : "DistributedDataParallel";
   w.ddp = options.ddp;
   w.ddp.worldSize = layout.worldSize();
+  w.compile = options.compile;
+  if (options.compile == CompileMode::kDdpOptimizer) {
+    auto graphs = ddpOptimizerGraphs(model, options.ddp.bucketCapBytes());
+    if (graphs.isOk() && !graphs->empty()) w.compiledGraphs = graphs->back() + 1;
+  } else if (options.compile != CompileMode::kNone) {
+    w.compiledGraphs = 1;
+  }
   w.nodes = layout.nodes;
   w.gpusPerNode = layout.gpusPerNode;
   w.worldSize = layout.worldSize();
@@ -82,6 +89,8 @@ std::string workloadText(const Workload& w) {
   out += labelled("optimizer", w.optimizer);
   out +=
       labelled("strategy", w.strategy == "DataParallel" ? w.strategy : ddp::ddpSettingsText(w.ddp));
+  if (w.strategy != "DataParallel")
+    out += labelled("compile", compileModeText(w.compile, w.compiledGraphs));
   out += labelled("cluster", w.cluster + ": " + std::to_string(w.nodes) + " node(s) x " +
                                  std::to_string(w.gpusPerNode) + " = " +
                                  std::to_string(w.worldSize) + " ranks");
@@ -104,6 +113,8 @@ nlohmann::json workloadFields(const Workload& w) {
           {"compute", w.compute},
           {"optimizer", w.optimizer},
           {"strategy", w.strategy},
+          {"compile", compileModeName(w.compile)},
+          {"compiled_graphs", w.compiledGraphs},
           {"cluster", w.cluster},
           {"nodes", w.nodes},
           {"gpus_per_node", w.gpusPerNode},
@@ -120,6 +131,11 @@ nlohmann::json workloadJson(const Workload& w) {
 
 nlohmann::json workloadMetadata(const Workload& w) {
   nlohmann::json out = workloadFields(w);
+  if (w.compile == CompileMode::kNone) {
+    // Eager traces stay as they were before --compile existed.
+    out.erase("compile");
+    out.erase("compiled_graphs");
+  }
   out.update(ddp::ddpSettingsJson(w.ddp));
   return out;
 }

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "ddp/ddp_config.h"
+#include "sim/engine/compile_mode.h"
 
 namespace ddpscope::sim {
 
@@ -32,6 +33,8 @@ struct Workload {
   std::string optimizer;  // what the optimizer step assumes (ComputeModel::optimizer)
   std::string strategy;   // "DistributedDataParallel" or "DataParallel"
   ddp::DdpConfig ddp;
+  CompileMode compile = CompileMode::kNone;  // torch.compile (compile_mode.h)
+  int compiledGraphs = 0;                    // compiled forward graphs (0: eager or unknown)
   std::string cluster;
   int nodes = 1;
   int gpusPerNode = 1;
@@ -42,9 +45,11 @@ struct Workload {
 std::string workloadText(const Workload& workload);
 // {"model", "model_source", "parameters", "parameter_tensors", "gradient_bytes",
 //  "batch_per_rank", "global_batch", "seq_len", "image_size", "dtype", "compute", "optimizer",
-//  "strategy", "ddp": {canonical DDP keys}, "cluster", "nodes", "gpus_per_node", "world_size"}
+//  "strategy", "ddp": {canonical DDP keys}, "compile", "compiled_graphs", "cluster", "nodes",
+//  "gpus_per_node", "world_size"}
 nlohmann::json workloadJson(const Workload& workload);
-// The same keys flat (the DDP settings inline), for trace metadata.
+// The same keys flat (the DDP settings inline), for trace metadata; "compile" and
+// "compiled_graphs" only for a compiled model.
 nlohmann::json workloadMetadata(const Workload& workload);
 
 }  // namespace ddpscope::sim

@@ -59,6 +59,14 @@ const char* sizeRange(int64_t bytes) {
 StatusOr<AlphaBetaFit> fitAlphaBeta(const std::vector<ProfileRef>& runs) {
   std::vector<CommPoint> points;
   for (const ProfileRef& r : runs) {
+    if (r.profile->collectivesWithUnknownBytes > 0) {  // never fit to unknown sizes
+      return invalidArgument(
+          r.profile->origin + ": " + std::to_string(r.profile->collectivesWithUnknownBytes) +
+          " collective(s) have no message size (a PyTorch profiler trace without "
+          "record_shapes): no cost model is fitted to unknown sizes; re-import with "
+          "--model/--model-file and the job's DDP flags (bucket sizes from the bucket plan), "
+          "or profile with record_shapes=True");
+    }
     const int n = r.profile->settings.worldSize;
     if (n < 2) continue;
     bool anyMeasured = false;

@@ -187,6 +187,7 @@ StatusOr<MeasuredProfile> buildProfile(const traces::Timeline& timeline,
       Nanos lastCommEnd;
       for (size_t k = mi; k < spans.comm.size() && spans.comm[k]->start.count() < b; ++k) {
         collectiveByKey[{it.index, ordinal++}].emplace_back(track.rank, spans.comm[k]);
+        if (!spans.comm[k]->args.contains(traces::kArgBytes)) ++p.collectivesWithUnknownBytes;
         lastCommEnd = std::max(lastCommEnd, spans.comm[k]->end());
       }
       const bool measured = it.index > skip;

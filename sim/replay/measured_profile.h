@@ -104,6 +104,9 @@ struct MeasuredProfile {
   double copyNsPerByte = 0;
   int copySamples = 0;
   std::vector<CollectiveSample> collectives;  // every iteration window, all kinds with bytes
+  // Collective spans without a "bytes" arg (an imported PyTorch trace without message sizes):
+  // their size is unknown, so no cost model may be fitted to this profile's collectives.
+  int64_t collectivesWithUnknownBytes = 0;
   // How much the slowest rank's step exceeds a typical rank's: median over measured iterations
   // of max_r step(r, i), divided by the mean over ranks of median_i step(r, i) (1 with one rank).
   // The simulator's symmetric fast path predicts a typical rank; noise that is independent per

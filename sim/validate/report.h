@@ -1,6 +1,7 @@
 // The validation harness's report as data: measured vs predicted step time per configuration,
-// the held-out and in-sample MAPE, the MAPE per world size and the worst configuration; and its
-// two result files, validate.csv and validate.json.
+// the held-out and in-sample MAPE, the held-out p95 error, the MAPE per world size, the worst
+// configuration and the host's noise floor beside them; and its two result files, validate.csv
+// and validate.json.
 #pragma once
 
 #include <cstddef>
@@ -8,6 +9,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/nanos.h"
@@ -18,6 +20,7 @@ namespace ddpscope::sim::validate {
 
 struct Row {
   GridConfig config;
+  int runs = 1;             // runs of this configuration (repeats, noise runs)
   Nanos measured;           // median over the repeats of each run's median steady-state step
   Nanos predicted;          // mean over the calibration run's repeats of the predicted step
   double errorPercent = 0;  // 100 (predicted − measured) / measured
@@ -32,8 +35,28 @@ struct WorldMape {
   int configurations = 0;  // held-out rows of that world
 };
 
+// The nearest-rank 95th percentile (the value at rank ceil(0.95 n) of the ascending values);
+// 0 for none.
+double percentile95(std::vector<double> values);
+
+// The host's noise floor: how far two runs of the same configuration lie apart. For every
+// configuration with k >= 2 runs, every ordered pair (i, j), i != j, gives the error of
+// "predicting" run i by run j, 100 |x_i - x_j| / x_j: what a model that knew the configuration
+// exactly, calibrated on another run, would err by. Pooled over the configurations.
+struct NoiseFloor {
+  double mapePercent = 0;     // mean over the pairs
+  double p95Percent = 0;      // percentile95 over the pairs
+  size_t pairs = 0;           // ordered pairs
+  size_t configurations = 0;  // configurations with >= 2 runs
+  size_t runs = 0;            // runs of those configurations
+};
+// `runsPerConfiguration[c]`: the measured step of each run of configuration c (ones with fewer
+// than two runs are skipped).
+NoiseFloor noiseFloor(const std::vector<std::vector<Nanos>>& runsPerConfiguration);
+
 struct Summary {
   double heldOutMapePercent = 0;    // mean |error| over the held-out rows; 0 without any
+  double heldOutP95Percent = 0;     // percentile95 of |error| over the held-out rows
   size_t heldOut = 0;               // held-out rows
   double inSampleMapePercent = 0;   // mean |error| over the calibration rows (replayed)
   std::vector<WorldMape> perWorld;  // held-out rows only, ascending world
@@ -55,16 +78,27 @@ struct WorldCalibration {
 
 struct Report {
   std::string grid;                            // Grid::name
+  Engine engine = Engine::kRuntime;            // Grid::engine
+  std::string torchVersion;                    // torch engine: the jobs' torch.__version__
   std::vector<WorldCalibration> calibrations;  // in the grid's world order
   std::vector<Row> rows;                       // one per configuration, in gridConfigs order
   Summary summary;                             // summarize(rows)
+  NoiseFloor noise;                            // over every configuration's runs
   Nanos runTime;                               // the training runs' wall time
 };
 
+// "runtime" or "torch".
+std::string_view engineName(Engine engine);
+
+// held-out MAPE / noise-floor MAPE; nullopt without a noise floor (no pairs, or a zero one).
+std::optional<double> mapeOverNoise(const Report& report);
+
 // validate.csv: model,world,bucket_cap_mb,find_unused,calibration,measured_ms,predicted_ms,
-// error_percent; one line per row.
+// error_percent,runs; one line per row.
 void writeCsv(const Report& report, std::ostream& out);
-// validate.json: grid, mape_percent, in_sample_mape_percent, held_out, worst, rows.
+// validate.json: engine, grid, torch (torch engine), mape_percent, p95_error_percent,
+// in_sample_mape_percent, held_out, per_world, worst, noise_floor, mape_over_noise_floor,
+// run_seconds, rows (docs/JSON.md).
 void writeJson(const Report& report, std::ostream& out);
 // Both into `dir` as validate.csv and validate.json.
 void writeResultFiles(const Report& report, const std::filesystem::path& dir);

@@ -11,15 +11,68 @@
 
 #include "base/median.h"
 #include "ddp/ddp_config.h"
+#include "ddp/ddp_settings.h"
+#include "models/model_resolver.h"
 #include "sim/replay/calibrate.h"
 #include "sim/replay/measured_compute_model.h"
 #include "sim/replay/measured_profile.h"
 #include "sim/replay/replay.h"
+#include "traces/args_json.h"
 #include "traces/chrome_reader.h"
+#include "traces/chrome_writer.h"
+#include "traces/kineto_import.h"
 
 namespace ddpscope::sim::validate {
 
 namespace fs = std::filesystem;
+
+Status importTorchRun(const PlannedRun& run, int warmup) {
+  const GridConfig& c = run.config;
+  std::vector<std::string> paths;
+  for (int r = 0; r < c.world; ++r) {
+    // As the job writes it, or gzipped (the committed test fixture).
+    const std::string path = run.torchPrefix.string() + "-rank" + std::to_string(r) + ".json";
+    if (fs::exists(path)) {
+      paths.push_back(path);
+    } else if (fs::exists(path + ".gz")) {
+      paths.push_back(path + ".gz");
+    } else {
+      return invalidArgument(path + ": the torch job wrote no profiler trace for rank " +
+                             std::to_string(r) + "; see " + run.log.string());
+    }
+  }
+  ASSIGN_OR_RETURN(models::ModelSpec model, models::resolveModel(c.model.model));
+  traces::KinetoImportOptions options;
+  for (const auto& layer : model.layers) options.layers.push_back({layer.name, layer.type});
+  ASSIGN_OR_RETURN(traces::Timeline timeline, traces::importKinetoTraces(paths, options));
+  // What the profiler does not record (the keys `import-torch` writes from its flags).
+  traces::Args& meta = timeline.mutableMetadata();
+  meta.set("model", c.model.model);
+  meta.set("world_size", static_cast<int64_t>(c.world));
+  meta.set("batch_per_rank", c.model.batchPerRank);
+  meta.set("global_batch", c.model.batchPerRank * c.world);
+  if (c.model.imageSize > 0) meta.set("image_size", c.model.imageSize);
+  meta.set("warmup", static_cast<int64_t>(warmup));
+  ddp::DdpConfig settings;
+  if (c.cap != ddp::DdpConfig::kDefaultBucketCapMb) settings.setBucketCapMb(c.cap);
+  settings.findUnusedParameters = c.findUnused;
+  settings.worldSize = c.world;
+  for (const auto& [key, value] : traces::argsFromJson(ddp::ddpSettingsJson(settings))) {
+    meta.set(key, value);
+  }
+  return traces::writeChromeTrace(timeline, run.trace.string());
+}
+
+StatusOr<std::string> torchJobVersion(const PlannedRun& run) {
+  const std::string path = run.torchPrefix.string() + "-job.json";
+  std::ifstream in(path);
+  if (!in) return invalidArgument(path + ": cannot read the torch job's report");
+  const nlohmann::json job = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!job.is_object() || !job.contains("torch") || !job["torch"].is_string()) {
+    return invalidArgument(path + ": torch: expected the job's torch version (a string)");
+  }
+  return job["torch"].get<std::string>();
+}
 
 StatusOr<Nanos> trainRuns(const RunPlan& plan, const Runner& runner, const TrainOptions& options) {
   const Nanos start = steadyNow();
@@ -28,8 +81,18 @@ StatusOr<Nanos> trainRuns(const RunPlan& plan, const Runner& runner, const Train
   for (const PlannedRun& run : plan.runs) {
     const bool reused = options.reuse && fs::exists(run.trace);
     if (!reused) {
+      if (plan.engine == Engine::kTorch) {
+        std::error_code ec;
+        fs::create_directories(run.torchPrefix.parent_path(), ec);
+      }
       ASSIGN_OR_RETURN(int code, runner(run.runArgs, run.log));
-      if (code != 0 || !fs::exists(run.trace)) {
+      if (plan.engine == Engine::kTorch) {
+        if (code != 0) {
+          return internalError("the torch job failed for " + run.config.name() + " (exit " +
+                               std::to_string(code) + "); see " + run.log.string());
+        }
+        RETURN_IF_ERROR(importTorchRun(run, plan.warmup));
+      } else if (code != 0 || !fs::exists(run.trace)) {
         return internalError("ddpscope run failed for " + run.config.name() + " (exit " +
                              std::to_string(code) + "); see " + run.log.string());
       }
@@ -148,6 +211,10 @@ StatusOr<Report> analyzeRuns(const Grid& grid, const RunPlan& plan) {
   ASSIGN_OR_RETURN(Profiles profiles, loadProfiles(plan));
   Report report;
   report.grid = grid.name;
+  report.engine = grid.engine;
+  if (grid.engine == Engine::kTorch && !plan.runs.empty()) {
+    ASSIGN_OR_RETURN(report.torchVersion, torchJobVersion(plan.runs.front()));
+  }
   ASSIGN_OR_RETURN(ClusterSpec base, loadBuiltinCluster("cpu-mpi"));
   std::map<int, ClusterSpec> clusters;
   for (int w : grid.worlds) {
@@ -156,14 +223,18 @@ StatusOr<Report> analyzeRuns(const Grid& grid, const RunPlan& plan) {
     clusters.emplace(w, cal.cluster);
     report.calibrations.push_back(std::move(cal));
   }
+  std::vector<std::vector<Nanos>> runsPerConfig;  // measured step of each run, per config
   for (const GridConfig& c : plan.configs) {
     ASSIGN_OR_RETURN(Nanos predicted, predict(c, grid, profiles, clusters.at(c.world)));
     std::vector<Nanos> steps;
     for (const auto& p : profiles.at(c.name())) steps.push_back(p.profile.measuredStep);
+    runsPerConfig.push_back(steps);
     const Nanos measured = median(std::move(steps));
-    report.rows.push_back(Row{c, measured, predicted, errorPercent(predicted, measured)});
+    report.rows.push_back(Row{c, static_cast<int>(runsPerConfig.back().size()), measured, predicted,
+                              errorPercent(predicted, measured)});
   }
   report.summary = summarize(report.rows);
+  report.noise = noiseFloor(runsPerConfig);
   return report;
 }
 

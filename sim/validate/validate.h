@@ -27,8 +27,9 @@
 
 namespace ddpscope::sim::validate {
 
-// Runs `ddpscope run` with `runArgs` (PlannedRun::runArgs), its output to `log`; returns the exit
-// code, or an error when it could not be started.
+// Runs `ddpscope run` (torch engine: PYTHON torch_ddp_job.py) with `runArgs`
+// (PlannedRun::runArgs), its output to `log`; returns the exit code, or an error when it could not
+// be started.
 using Runner = std::function<StatusOr<int>(const std::vector<std::string>& runArgs,
                                            const std::filesystem::path& log)>;
 
@@ -46,8 +47,15 @@ struct TrainOptions {
   ProgressCallback progress;  // optional: called once per run, in plan order
 };
 
-// Trains the plan's runs in order. A run that exits non-zero or writes no trace stops it with an
-// error naming the configuration, the exit code and the log. Returns the time the runs took.
+// Torch engine: imports the job's per-rank profiler traces (<torchPrefix>-rank<R>.json) into
+// run.trace, compute spans named by the zoo model's layers, with the run's settings as metadata
+// (model, world_size, batch_per_rank, global_batch, image_size, warmup, the DDP settings), as
+// `ddpscope import-torch --model ...` does.
+Status importTorchRun(const PlannedRun& run, int warmup);
+
+// Trains the plan's runs in order (torch engine: each job's traces are imported, importTorchRun). A
+// run that exits non-zero or writes no trace stops it with an error naming the configuration, the
+// exit code and the log. Returns the time the runs took.
 StatusOr<Nanos> trainRuns(const RunPlan& plan, const Runner& runner, const TrainOptions& options);
 
 // Reads the plan's traces, calibrates per world size (writing the calibrated cluster files into

@@ -15,6 +15,7 @@
 #include <QTest>
 #include <QUrl>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "gui/model/trace_loader.h"
 #include "gui/model/whatif.h"
@@ -59,11 +60,15 @@ traces::Timeline importDirectly(const QStringList& paths, traces::KinetoImportRe
   return std::move(timeline).value();
 }
 
-std::vector<int64_t> truthBucketBytes() {
+std::vector<std::optional<int64_t>> truthBucketBytes() {
   QFile file(kTorchDir + "ddp_gloo_truth.json");
   if (!file.open(QIODevice::ReadOnly)) qFatal("cannot read ddp_gloo_truth.json");
-  return nlohmann::json::parse(file.readAll().toStdString())["bucket_bytes"]
-      .get<std::vector<int64_t>>();
+  std::vector<std::optional<int64_t>> bytes;
+  const nlohmann::json truth = nlohmann::json::parse(file.readAll().toStdString());
+  for (const auto& b : truth["bucket_bytes"]) {
+    bytes.push_back(b.get<int64_t>());
+  }
+  return bytes;
 }
 
 // The document of an imported run holds exactly the importer's timeline: every rank, the

@@ -146,8 +146,12 @@ std::vector<std::vector<float>> gradients(TrainableModel& m) {
 
 // The synchronized gradient of iteration 1, which starts from identical parameters on both
 // sides, so training has not amplified any rounding yet: relative error against the reference
-// and the reference's own relative noise floor over sample orders (1, 2, 4 shards), on every
-// rank.
+// and the reference's own relative noise floor, on every rank. The floor covers what an equivalent
+// run may legitimately change: the sample order (1, 2, 4 shards) and, when DDP runs
+// SyncBatchNorm against a plain-BatchNorm reference, SyncBatchNorm's float32 statistics (the
+// reference once more with SyncBatchNorm over one rank). BatchNorm's backward subtracts per-channel
+// means, so a 1-ulp change in a statistic costs ~1e-5 relative in early layers' gradients; how
+// much the sample order costs depends on the CPU's BLAS kernels (1e-6 to 2e-5 on AMD EPYC hosts).
 struct GradientComparison {
   double error = INFINITY;
   double floor = INFINITY;
@@ -175,10 +179,19 @@ GradientComparison firstGradientVersusReference(TrainingOptions o, TrainingOptio
       });
       EXPECT_TRUE(r.isOk()) << r.status().message();
     }
-    if (refGrads.size() == 3) {
+    if (o.build.syncBatchNorm && !ref.build.syncBatchNorm) {
+      TrainingOptions statsRef = ref;
+      statsRef.build.syncBatchNorm = true;
+      auto r = trainReference(statsRef, 1, nullptr, [&](int64_t, TrainableModel& m) {
+        refGrads.push_back(gradients(m));
+      });
+      EXPECT_TRUE(r.isOk()) << r.status().message();
+    }
+    if (refGrads.size() >= 3) {
       error = relativeGradientError(ddpGrad, refGrads[0]);
-      floor = std::max(relativeGradientError(refGrads[1], refGrads[0]),
-                       relativeGradientError(refGrads[2], refGrads[0]));
+      floor = 0;
+      for (size_t i = 1; i < refGrads.size(); ++i)
+        floor = std::max(floor, relativeGradientError(refGrads[i], refGrads[0]));
     }
   }
   out.error = fromRankZero(error);
@@ -220,8 +233,9 @@ TEST(MpiEngineTest, Resnet18WithSyncBatchNormEqualsSingleProcessPlainBatchNormDo
   EXPECT_LE(syncGrad.error, syncGrad.tolerance());
 
   // Plain BatchNorm normalizes each rank's B/N samples with their own statistics: it fails the
-  // same checks, the first gradient by orders of magnitude (measured: 7.5 relative at world 2
-  // against a tolerance of 7e-5).
+  // same checks, the first gradient by orders of magnitude (measured on an AMD EPYC: 7.47
+  // relative at world 2, 1.5e3 at world 4, against a tolerance of 4e-6; SyncBatchNorm 1.28e-5
+  // against 5.0e-5).
   o.build.syncBatchNorm = false;
   const Comparison plain = ddpVersusReference(o, &reference);
   EXPECT_GT(plain.diff, plain.tolerance());

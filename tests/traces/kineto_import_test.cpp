@@ -16,6 +16,9 @@
 #include <vector>
 
 #include "cli/cli.h"
+#include "models/model_spec.h"
+#include "sim/replay/calibrate.h"
+#include "sim/replay/measured_profile.h"
 #include "traces/chrome_reader.h"
 
 namespace ddpscope::traces {
@@ -35,6 +38,11 @@ std::vector<ImportLayer> fixtureLayers() {
   std::vector<ImportLayer> layers;
   for (const auto& l : model["layers"]) layers.push_back({l["name"], l["type"]});
   return layers;
+}
+
+// Bucket bytes as the summary holds them (nullopt: unknown).
+std::vector<std::optional<int64_t>> knownBytes(const std::vector<int64_t>& bytes) {
+  return {bytes.begin(), bytes.end()};
 }
 
 nlohmann::json readTruth() {
@@ -61,7 +69,7 @@ const Lane* findLane(const RankTrack& track, std::string_view name) {
 
 TEST(KinetoImportTest, GlooFixtureBucketsEqualDdpGroundTruth) {
   const nlohmann::json truth = readTruth();
-  const auto expected = truth["bucket_bytes"].get<std::vector<int64_t>>();
+  const auto expected = knownBytes(truth["bucket_bytes"].get<std::vector<int64_t>>());
   ASSERT_EQ(truth["bucket_count"].get<size_t>(), expected.size());
   ASSERT_GE(expected.size(), 2u);  // the fixture is meant to exercise several buckets
 
@@ -210,7 +218,7 @@ TEST(KinetoImportTest, ModelLayersNameTheComputeSpans) {
   }
   // Naming changes names only: the buckets are the same.
   EXPECT_EQ(summarizeImport(*timeline).bucketBytes,
-            readTruth()["bucket_bytes"].get<std::vector<int64_t>>());
+            knownBytes(readTruth()["bucket_bytes"].get<std::vector<int64_t>>()));
 }
 
 TEST(KinetoImportTest, RejectsModelThatIsNotTheTracedOne) {
@@ -254,7 +262,8 @@ TEST(KinetoImportTest, GpuStyleTraceUsesNcclKernelsAndParamCommsBytes) {
   }
   const KinetoImportSummary summary = summarizeImport(*timeline);
   ASSERT_FALSE(summary.bucketBytes.empty());
-  EXPECT_EQ(summary.bucketBytes.front(), 1048576 * 4);  // In msg nelems × sizeof(Float)
+  EXPECT_EQ(summary.bucketBytes.front(),
+            std::optional<int64_t>(1048576 * 4));  // In msg nelems × sizeof(Float)
   EXPECT_THAT(report.notes, ::testing::Contains(HasSubstr("not imported")));
 }
 
@@ -344,7 +353,7 @@ TEST(ImportTorchCommandTest, WritesTraceAndPrintsSummary) {
   auto reread = readChromeTrace(output);
   ASSERT_TRUE(reread.isOk()) << reread.status().message();
   EXPECT_EQ(summarizeImport(*reread).bucketBytes,
-            readTruth()["bucket_bytes"].get<std::vector<int64_t>>());
+            knownBytes(readTruth()["bucket_bytes"].get<std::vector<int64_t>>()));
   EXPECT_EQ(reread->metadata().getString("source"), "pytorch-profiler");
 
   CliResult withMeta = runCli({"import-torch", kRank0, kRank1, "-o", output, "--model-file", kModel,
@@ -386,7 +395,7 @@ TEST(ImportTorchCommandTest, BucketPlanOfTheExportedModelPredictsTheImportedBuck
   EXPECT_EQ(planned, readTruth()["bucket_bytes"].get<std::vector<int64_t>>());
   auto timeline = importKinetoTraces({kRank0, kRank1});
   ASSERT_TRUE(timeline.isOk()) << timeline.status().message();
-  EXPECT_EQ(summarizeImport(*timeline).bucketBytes, planned);
+  EXPECT_EQ(summarizeImport(*timeline).bucketBytes, knownBytes(planned));
 }
 
 TEST(ImportTorchCommandTest, BadInputExitsTwoWithMessage) {
@@ -408,6 +417,233 @@ TEST(ImportTorchCommandTest, BadInputExitsTwoWithMessage) {
   EXPECT_EQ(help.code, 0);
   EXPECT_THAT(help.out, HasSubstr("ddpscope import-torch"));
   EXPECT_THAT(help.out, HasSubstr("--allow-missing-ranks"));
+}
+
+// ---- real torch 2.15 traces (tests/data/torch-2.15/gen_traces.py: torch 2.15.0 from PyPI,
+// Kineto's own export_chrome_trace(), 2-rank gloo DDP on CPU) ----
+
+const std::string k215Dir = std::string(DDPSCOPE_TEST_DATA_DIR) + "/torch-2.15/";
+
+nlohmann::json readTruth215() {
+  std::ifstream in(k215Dir + "ddp_gloo_truth.json");
+  return nlohmann::json::parse(in);
+}
+
+std::vector<std::string> traces215(const std::string& variant) {
+  return {k215Dir + "ddp_gloo_" + variant + "_rank0.json.gz",
+          k215Dir + "ddp_gloo_" + variant + "_rank1.json.gz"};
+}
+
+std::vector<ImportLayer> layers215() {
+  std::ifstream in(k215Dir + "ddp_gloo_model.json");
+  const nlohmann::json model = nlohmann::json::parse(in);
+  std::vector<ImportLayer> layers;
+  for (const auto& l : model["layers"]) layers.push_back({l["name"], l["type"]});
+  return layers;
+}
+
+// Each rank's steps equal the profiler's own ProfilerStep ranges (prof.events(), recorded by
+// the generator), to the trace's µs-with-3-decimals resolution; the bucket count is DDP's.
+void expectStepsAndBucketCount(const KinetoImportSummary& summary, const std::string& variant) {
+  const nlohmann::json truth = readTruth215();
+  const nlohmann::json& ranks = truth["traces"][variant];
+  EXPECT_EQ(summary.rankCount, 2);
+  EXPECT_EQ(summary.iterationCount, truth["steps_per_trace"].get<int>());
+  ASSERT_EQ(summary.iterations.size(), 2 * truth["steps_per_trace"].get<size_t>());
+  for (const auto& it : summary.iterations) {
+    const auto& steps = ranks[it.rank]["step_ns"];
+    ASSERT_TRUE(steps.contains(std::to_string(it.index))) << it.index;
+    EXPECT_NEAR(static_cast<double>(it.step.count()), steps[std::to_string(it.index)].get<double>(),
+                1.0)
+        << "rank " << it.rank << " iteration " << it.index;
+    EXPECT_EQ(it.bucketBytes.size(), truth["bucket_count"].get<size_t>());
+  }
+}
+
+TEST(KinetoImport215Test, RecordShapesTraceGivesDdpsOwnBucketBytes) {
+  const nlohmann::json truth = readTruth215();
+  EXPECT_THAT(truth["torch_version"].get<std::string>(), ::testing::StartsWith("2.15"));
+  KinetoImportReport report;
+  auto timeline = importKinetoTraces(traces215("shapes"), {}, &report);
+  ASSERT_TRUE(timeline.isOk()) << timeline.status().message();
+  EXPECT_EQ(report.collectivesWithUnknownBytes, 0);
+  const KinetoImportSummary summary = summarizeImport(*timeline);
+  expectStepsAndBucketCount(summary, "shapes");
+  // gloo:all_reduce carries Input Dims [[n]] and Input type ["float"]: the bytes DDP's
+  // logging data reports (ddp._get_ddp_logging_data()["rebuilt_bucket_sizes"])
+  EXPECT_EQ(summary.bucketBytes, knownBytes(truth["bucket_bytes"].get<std::vector<int64_t>>()));
+  EXPECT_TRUE(summary.bucketsConsistent);
+}
+
+TEST(KinetoImport215Test, DefaultProfilerTraceHasUnknownBytesNeverZero) {
+  KinetoImportReport report;
+  auto timeline = importKinetoTraces(traces215("default"), {}, &report);
+  ASSERT_TRUE(timeline.isOk()) << timeline.status().message();
+  const KinetoImportSummary summary = summarizeImport(*timeline);
+  expectStepsAndBucketCount(summary, "default");
+  for (const auto& b : summary.bucketBytes) EXPECT_EQ(b, std::nullopt);
+  EXPECT_GT(report.collectivesWithUnknownBytes, 0);
+  EXPECT_THAT(report.notes.back(), HasSubstr("bytes unknown"));
+  for (const Lane& lane : timeline->rank(0).lanes) {
+    if (lane.kind != LaneKind::kComm) continue;
+    for (const Span& s : lane.spans) EXPECT_FALSE(s.args.contains(kArgBytes)) << s.name;
+  }
+}
+
+TEST(KinetoImport215Test, DefaultProfilerTraceTakesBytesFromTheBucketPlan) {
+  const nlohmann::json truth = readTruth215();
+  const std::string output = tempPath("215_plan.json");
+  // the job's bucket_cap_mb: ddpscope's plan of the exported model is DDP's own layout
+  CliResult r = runCli({"import-torch", traces215("default")[0], traces215("default")[1], "-o",
+                        output, "--model-file", k215Dir + "ddp_gloo_model.json", "--bucket-cap-mb",
+                        "0.05", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json out = nlohmann::json::parse(r.out);
+  EXPECT_EQ(out["bucket_bytes"], truth["bucket_bytes"]);
+  EXPECT_EQ(out["collectives_with_unknown_bytes"], 0);
+  EXPECT_EQ(out["collectives_sized_from_plan"], 2 * 4 * truth["bucket_count"].get<int>());
+  for (const auto& row : out["per_iteration"])
+    EXPECT_EQ(row["bucket_bytes"], truth["bucket_bytes"]);
+  std::remove(output.c_str());
+
+  // the default bucket_cap_mb (25) plans 2 buckets, the trace has 5 per iteration: an error
+  CliResult wrong = runCli({"import-torch", traces215("default")[0], traces215("default")[1], "-o",
+                            output, "--model-file", k215Dir + "ddp_gloo_model.json"});
+  EXPECT_EQ(wrong.code, 2);
+  EXPECT_THAT(wrong.err, HasSubstr("ddp_gloo_default_rank0.json.gz: rank 0 iteration 2: 5 bucket "
+                                   "allreduce(s) in the trace but the bucket plan of model "
+                                   "'ddp-gloo-mlp' (bucket_cap_mb 25"));
+  EXPECT_THAT(wrong.err, HasSubstr("has 2 bucket(s)"));
+}
+
+TEST(KinetoImport215Test, UnknownBytesAreTextUnknownAndJsonNull) {
+  const std::string output = tempPath("215_default.json");
+  CliResult text = runCli(
+      {"import-torch", traces215("default")[0], traces215("default")[1], "-o", output, "--quiet"});
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("bucket 0: unknown (no message size in the trace)"));
+  EXPECT_THAT(text.out, ::testing::Not(HasSubstr(" 0 B")));
+  CliResult json = runCli(
+      {"import-torch", traces215("default")[0], traces215("default")[1], "-o", output, "--json"});
+  ASSERT_EQ(json.code, 0) << json.err;
+  const nlohmann::json out = nlohmann::json::parse(json.out);
+  ASSERT_EQ(out["bucket_bytes"].size(), 5u);
+  for (const auto& b : out["bucket_bytes"]) EXPECT_TRUE(b.is_null());
+  EXPECT_GT(out["collectives_with_unknown_bytes"].get<int>(), 0);
+  std::remove(output.c_str());
+}
+
+// With layer names but no sizes (library use without a plan), the profile keeps the sizes
+// unknown and no alpha/beta is fitted to them (the lead's import once fitted alpha = 19 ms and
+// beta = 1e6 GB/s to 0-byte collectives).
+TEST(KinetoImport215Test, NoCostModelIsFittedToUnknownSizes) {
+  KinetoImportOptions options;
+  options.layers = layers215();
+  auto timeline = importKinetoTraces(traces215("default"), options);
+  ASSERT_TRUE(timeline.isOk()) << timeline.status().message();
+  auto model = models::loadModelFile(k215Dir + "ddp_gloo_model.json");
+  ASSERT_TRUE(model.isOk()) << model.status().message();
+  auto profile = sim::replay::buildProfile(*timeline, *model, "imported.json");
+  ASSERT_TRUE(profile.isOk()) << profile.status().message();
+  EXPECT_GT(profile->collectivesWithUnknownBytes, 0);
+  EXPECT_TRUE(profile->collectives.empty());
+  auto fit = sim::replay::fitAlphaBeta({{&*profile, &*model}});
+  ASSERT_FALSE(fit.isOk());
+  EXPECT_THAT(fit.status().message(),
+              HasSubstr("imported.json: " + std::to_string(profile->collectivesWithUnknownBytes) +
+                        " collective(s) have no message size"));
+  EXPECT_THAT(fit.status().message(), HasSubstr("no cost model is fitted to unknown sizes"));
+}
+
+// ---- real GPU traces (NCCL 2.17, from HTA's test data; tests/data/hta/README.md) ----
+
+// The 2-GPU resnet50 job: its record_param_comms sizes are the bucket plan ddpscope computes for
+// the zoo's resnet50 at DDP's defaults, and the import reports HTA's own overlap number.
+TEST(KinetoImportGpuTest, RealResnet50TraceBucketsEqualThePlanAndOverlapEqualsHta) {
+  const std::string trace = std::string(DDPSCOPE_TEST_DATA_DIR) + "/hta/resnet_2gpu_rank0.json.gz";
+  const std::string output = tempPath("resnet.json");
+  CliResult r = runCli({"import-torch", trace, "-o", output, "--allow-missing-ranks", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json out = nlohmann::json::parse(r.out);
+  CliResult plan = runCli({"buckets", "--model", "resnet50", "--json"});
+  ASSERT_EQ(plan.code, 0) << plan.err;
+  nlohmann::json planned = nlohmann::json::array();
+  const nlohmann::json planJson = nlohmann::json::parse(plan.out);
+  for (const auto& b : planJson["buckets"]) planned.push_back(b["bytes"]);
+  EXPECT_EQ(out["bucket_bytes"], planned);
+  EXPECT_EQ(out["iterations"], 3);
+  std::ifstream in(std::string(DDPSCOPE_TEST_DATA_DIR) + "/hta/hta_overlap.json");
+  const nlohmann::json hta = nlohmann::json::parse(in);
+  EXPECT_EQ(out["hta_overlap_percent"]["0"], hta["traces"]["hta/resnet_2gpu_rank0.json.gz"]["0"]);
+  std::remove(output.c_str());
+}
+
+// A hand-written GPU trace in the shape current PyTorch writes (NCCL >= 2.19 kernel names
+// ncclDevKernel_*, record_param_comms with In msg nelems, a CUDA graph replay whose kernels
+// carry the cudaGraphLaunch's correlation and no record_param_comms).
+TEST(KinetoImportGpuTest, NcclDevKernelsRecordParamCommsAndCudaGraphs) {
+  const std::string kernel =
+      "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+  const std::string path = writeTemp(
+      "nccl219.json",
+      R"({"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 1,
+        "nccl_version": "2.21.5"}, "traceEvents": [
+      {"ph":"X","cat":"user_annotation","name":"ProfilerStep#7","pid":1,"tid":1,"ts":0,"dur":100},
+      {"ph":"X","cat":"cpu_op","name":"record_param_comms","pid":1,"tid":2,"ts":40,"dur":2,
+       "args":{"Collective name":"allreduce","dtype":"BFloat16","In msg nelems":1000}},
+      {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":2,"ts":41,"dur":1,
+       "args":{"correlation":5}},
+      {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":10,"dur":1,
+       "args":{"correlation":4}},
+      {"ph":"X","cat":"user_annotation","name":"ProfilerStep#8","pid":1,"tid":1,"ts":100,"dur":100},
+      {"ph":"X","cat":"cuda_runtime","name":"cudaGraphLaunch","pid":1,"tid":1,"ts":110,"dur":3,
+       "args":{"correlation":9}},
+      {"ph":"X","cat":"kernel","name":"sm90_xmma_gemm_bf16bf16","pid":0,"tid":7,"ts":20,"dur":40,
+       "args":{"device":0,"stream":7,"correlation":4}},
+      {"ph":"X","cat":"kernel","name":"KERNEL","pid":0,"tid":13,"ts":45,"dur":30,
+       "args":{"device":0,"stream":13,"correlation":5}},
+      {"ph":"X","cat":"kernel","name":"sm90_xmma_gemm_bf16bf16","pid":0,"tid":7,"ts":120,"dur":40,
+       "args":{"device":0,"stream":7,"correlation":9,"graph node id":3}},
+      {"ph":"X","cat":"kernel","name":"KERNEL","pid":0,"tid":13,"ts":130,"dur":50,
+       "args":{"device":0,"stream":13,"correlation":9,"graph node id":4}}]})");
+  {
+    std::ifstream in(path);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (size_t at; (at = text.find("KERNEL")) != std::string::npos;) {
+      text.replace(at, 6, kernel);
+    }
+    std::ofstream(path) << text;
+  }
+  KinetoImportReport report;
+  auto timeline = importKinetoTraces({path}, {}, &report);
+  ASSERT_TRUE(timeline.isOk()) << timeline.status().message();
+  const KinetoImportSummary summary = summarizeImport(*timeline);
+  ASSERT_EQ(summary.iterations.size(), 2u);
+  // step 7: the kernel's size from record_param_comms (1000 bf16 = 2000 B); step 8 (graph
+  // replay): no record_param_comms, so unknown
+  EXPECT_EQ(summary.iterations[0].bucketBytes,
+            (std::vector<std::optional<int64_t>>{int64_t{2000}}));
+  EXPECT_EQ(summary.iterations[1].bucketBytes, (std::vector<std::optional<int64_t>>{std::nullopt}));
+  EXPECT_EQ(report.collectivesWithUnknownBytes, 1);
+  // HTA: kernels launched before ProfilerStep#8 only: comm [45,75), compute [20,60) → 15/30
+  ASSERT_EQ(report.htaOverlap.size(), 1u);
+  EXPECT_EQ(formatPercent(report.htaOverlap.at(0)), "50.00");
+  std::remove(path.c_str());
+}
+
+// `ddpscope overlap` on the real resnet50 trace: HTA's 14.31, the filter flagged in JSON, the
+// unfiltered ProfilerStep rows with --iterations.
+TEST(KinetoImportGpuTest, OverlapCommandPrintsHtasNumber) {
+  const std::string trace = std::string(DDPSCOPE_TEST_DATA_DIR) + "/hta/resnet_2gpu_rank0.json.gz";
+  CliResult text = runCli({"overlap", trace, "--iterations"});
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("14.31\n"));
+  EXPECT_THAT(text.out, HasSubstr("  iter 6"));
+  CliResult json = runCli({"overlap", trace, "--json"});
+  ASSERT_EQ(json.code, 0) << json.err;
+  const nlohmann::json out = nlohmann::json::parse(json.out);
+  EXPECT_EQ(out["ranks"][0]["overlap_percent"], 14.31);
+  EXPECT_EQ(out["ranks"][0]["hta_last_step_dropped"], true);
 }
 
 }  // namespace

@@ -210,12 +210,14 @@ TEST(OverlapTest, ClassifiesKernelsLikeHta) {
 // The Kineto fixture, computed by hand with HTA's definition (µs, relative to the base time).
 // GPU compute kernels on stream 7 (the Memcpy and the gpu_user_annotation count as neither):
 //   [120,170) 50 + [210.5,290.75) 80.25 + [300,340.125) 40.125 + [445,465) 20
-//   + [520,570) 50 + [610,690) 80                          ∪compute = 320.375
-// NCCL kernels on stream 20: [270,370) 100 + [650,730) 80    ∪comm    = 180
-// ∩: [270,290.75) 20.75 + [300,340.125) 40.125 + [650,690) 40 = 100.875
-// HTA: 100 × 100.875 / 180 = 56.041666… → "56.04"; exposed = 79.125.
+//   + [520,570) 50 + [610,690) 80
+// NCCL kernels on stream 20: [270,370) 100 + [650,730) 80
 // Per ProfilerStep: #1 [100,500): compute 190.375, comm 100, ∩ 60.875 → 60.875 %;
 //                   #2 [500,900): compute 130, comm 80, ∩ 40 → 50 %.
+// The whole-trace headline is HTA 0.5.0's (run on this file by tests/data/hta/record_hta.py:
+// NaN): the trace has two ProfilerSteps, so HTA keeps only kernels whose launch (same
+// correlation) starts before ProfilerStep#2, and this hand-written file has one launch
+// (correlation 11, the [120,170) kernel): no communication is left → "n/a".
 TEST(OverlapTest, KinetoFixtureMatchesHtaDefinition) {
   StatusOr<Timeline> timeline = readChromeTrace(testDataPath("kineto_ddp_small.json"));
   ASSERT_TRUE(timeline.isOk()) << timeline.status().message();
@@ -223,12 +225,12 @@ TEST(OverlapTest, KinetoFixtureMatchesHtaDefinition) {
   ASSERT_EQ(result.size(), 1u);
   const RankOverlap& rank = result[0];
   EXPECT_EQ(rank.rank, 1);
-  EXPECT_EQ(rank.total.compute, Nanos(320'375));
-  EXPECT_EQ(rank.total.comm, Nanos(180'000));
-  EXPECT_EQ(rank.total.overlapped, Nanos(100'875));
-  EXPECT_EQ(rank.total.exposedComm, Nanos(79'125));
-  EXPECT_NEAR(rank.total.overlapPercent, 56.041666666666667, 1e-12);
-  EXPECT_EQ(formatPercent(rank.total), "56.04");
+  EXPECT_TRUE(rank.kineto);
+  EXPECT_TRUE(rank.htaDroppedLastStep);
+  EXPECT_EQ(rank.total.compute, Nanos(50'000));
+  EXPECT_EQ(rank.total.comm, Nanos(0));
+  EXPECT_FALSE(rank.total.hasCommunication);
+  EXPECT_EQ(formatPercent(rank.total), "n/a");
 
   ASSERT_EQ(rank.iterations.size(), 2u);
   EXPECT_EQ(rank.iterations[0].index, 1);

@@ -1,6 +1,11 @@
 #!/usr/bin/env python3
 """Generates the PyTorch-profiler fixtures of a real 2-rank DDP job (tests/data/torch/).
 
+Unit-test fixtures only: they are the legacy profiler's events rewritten in Kineto's schema by
+our own writer, not what a Kineto build writes. The evidence that import-torch reads real
+current PyTorch traces is tests/data/torch-2.15/ (gen_traces.py: torch 2.15 from PyPI, Kineto's
+own export_chrome_trace()).
+
 Runs a real DistributedDataParallel job on CPU (gloo backend, two processes launched with
 torch.multiprocessing, rendezvous through a file:// init method) with an MLP whose
 parameters fall into three buckets at bucket_cap_mb=0.05 (DDP's first bucket is capped at

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,10 @@ std::string flagValue(const std::vector<std::string>& args, const std::string& f
   auto it = std::find(args.begin(), args.end(), flag);
   if (it == args.end() || it + 1 == args.end()) return "";
   return *(it + 1);
+}
+
+std::string traceName(const PlannedRun& run) {
+  return run.trace.filename().string();
 }
 
 TEST(ValidateGridTest, CiPlanHasSixteenRunsInGridOrder) {
@@ -143,6 +149,99 @@ TEST(ValidateGridTest, RunArgumentsInTodaysOrder) {
                 "--nproc", "1", "--", "--model", "gpt2:layers=2,embd=128,heads=4,vocab=2048,seq=64",
                 "--batch", "4", "--iterations", "10", "--warmup", "2", "--trace",
                 (std::filesystem::path("out") / "gpt2-tiny-w1-cap25-fuoff.json").string()}));
+}
+
+TEST(ValidateGridTest, TorchFullPlanSpreadsTheNoiseRunsEvenly) {
+  const Grid grid = torchFullGrid();
+  EXPECT_EQ(grid.engine, Engine::kTorch);
+  const RunPlan plan = planRuns(grid, {"out", std::nullopt});
+  EXPECT_EQ(plan.engine, Engine::kTorch);
+  // 2 models x worlds 1, 2 x caps 1, 5, 25, 100 x find_unused off/on, once; 4 noise runs of
+  // each model's cap-25 world-2 run.
+  ASSERT_EQ(plan.configs.size(), 32u);
+  ASSERT_EQ(plan.runs.size(), 40u);
+  const std::vector<GridConfig> probes = noiseProbes(grid);
+  ASSERT_EQ(probes.size(), 2u);
+  EXPECT_EQ(probes[0].name(), "mlp-wide-w2-cap25-fuoff");
+  EXPECT_EQ(probes[1].name(), "resnet18-w2-cap25-fuoff");
+  size_t regular = 0;
+  size_t noise = 0;
+  for (size_t i = 0; i < plan.runs.size(); ++i) {
+    const PlannedRun& run = plan.runs[i];
+    if (!run.noise) {
+      EXPECT_EQ(run.config.name(), plan.configs[regular].name()) << i;
+      EXPECT_EQ(run.repeat, 0);
+      ++regular;
+      continue;
+    }
+    // Noise run k (round-robin over the probes) comes right before regular run
+    // floor((k + 1) * 32 / 9).
+    EXPECT_EQ(regular, (noise + 1) * 32 / 9) << "noise run " << noise << " at " << i;
+    EXPECT_EQ(run.config.name(), probes[noise % 2].name());
+    EXPECT_EQ(run.repeat, 1 + static_cast<int>(noise / 2));
+    EXPECT_EQ(run.trace.filename().string(),
+              probes[noise % 2].name() + "-r" + std::to_string(run.repeat + 1) + ".json");
+    ++noise;
+  }
+  EXPECT_EQ(noise, 8u);
+  // Never two noise runs in a row: host drift is sampled all along the grid.
+  for (size_t i = 1; i < plan.runs.size(); ++i) {
+    EXPECT_FALSE(plan.runs[i].noise && plan.runs[i - 1].noise) << i;
+  }
+}
+
+TEST(ValidateGridTest, TorchRunArgumentsAreTheJobScriptsFlags) {
+  const RunPlan plan = planRuns(torchFullGrid(), {"out", std::nullopt});
+  const PlannedRun* run = nullptr;
+  const PlannedRun* cap25 = nullptr;
+  for (const PlannedRun& r : plan.runs) {
+    if (r.config.name() == "resnet18-w2-cap5-fuon") run = &r;
+    if (r.config.name() == "mlp-wide-w1-cap25-fuoff") cap25 = &r;
+  }
+  ASSERT_NE(run, nullptr);
+  ASSERT_NE(cap25, nullptr);
+  const std::string prefix =
+      (std::filesystem::path("out") / "torch" / "resnet18-w2-cap5-fuon").string();
+  EXPECT_EQ(run->torchPrefix.string(), prefix);
+  EXPECT_EQ(run->runArgs, (std::vector<std::string>{
+                              "--model", "resnet18", "--world", "2", "--batch-per-rank", "4",
+                              "--warmup", "2", "--iterations", "10", "--out", prefix,
+                              "--bucket-cap-mb", "5", "--image-size", "32", "--find-unused"}));
+  // Cap 25 left unset, as the runtime's runs do.
+  EXPECT_FALSE(hasFlag(cap25->runArgs, "--bucket-cap-mb"));
+  EXPECT_EQ(flagValue(cap25->runArgs, "--batch-per-rank"), "16");
+  const RunPlan ci = planRuns(torchCiGrid(), {"out", std::nullopt});
+  EXPECT_EQ(ci.configs.size(), 8u);
+  EXPECT_EQ(ci.runs.size(), 10u);
+}
+
+TEST(ValidateGridTest, RuntimeGridsKeepTheirPlansAndProbeTheLargestWorld) {
+  EXPECT_EQ(fullGrid().noiseRuns, 0);
+  EXPECT_EQ(ciGrid().noiseRuns, 0);
+  const std::vector<GridConfig> probes = noiseProbes(fullGrid());
+  ASSERT_EQ(probes.size(), 3u);
+  EXPECT_EQ(probes[2].name(), "gpt2-tiny-w4-cap25-fuoff");
+  EXPECT_TRUE(probes[2].calibration);
+  Grid withNoise = ciGrid();
+  withNoise.noiseRuns = 1;
+  const RunPlan plan = planRuns(withNoise, {"out", std::nullopt});
+  ASSERT_EQ(plan.runs.size(), 18u);
+  // Two noise runs among 16: before regular runs 5 and 10 (floor(16/3), floor(32/3)).
+  EXPECT_TRUE(plan.runs[5].noise);
+  EXPECT_EQ(plan.runs[5].config.name(), "mlp-wide-w2-cap25-fuoff");
+  EXPECT_TRUE(plan.runs[11].noise);
+  EXPECT_EQ(plan.runs[11].config.name(), "gpt2-tiny-w2-cap25-fuoff");
+  EXPECT_EQ(plan.runs[11].runArgs[0], "--nproc");
+  EXPECT_EQ(traceName(plan.runs[11]), "gpt2-tiny-w2-cap25-fuoff-r2.json");
+}
+
+TEST(ValidateGridTest, TheEmbeddedJobScriptIsTheCommittedFile) {
+  std::ifstream in(std::string(DDPSCOPE_SOURCE_DIR) + "/sim/validate/torch_ddp_job.py");
+  ASSERT_TRUE(in);
+  std::ostringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(torchJobScript(), text.str());
+  EXPECT_EQ(torchJobScript().rfind("#!/usr/bin/env python3", 0), 0u);
 }
 
 }  // namespace

@@ -82,9 +82,9 @@ TEST(ValidateReportTest, CsvHasOneLinePerRowInRowOrder) {
   writeCsv(report, csv);
   EXPECT_EQ(csv.str(),
             "model,world,bucket_cap_mb,find_unused_parameters,calibration,measured_ms,predicted_ms,"
-            "error_percent\n"
-            "mlp,1,5,0,0,1,1.1,10\n"
-            "mlp,2,25,0,1,2,1.5,-25\n");
+            "error_percent,runs\n"
+            "mlp,1,5,0,0,1,1.1,10,1\n"
+            "mlp,2,25,0,1,2,1.5,-25,1\n");
 }
 
 TEST(ValidateReportTest, JsonHasTheSummaryAndTheRows) {
@@ -110,7 +110,66 @@ TEST(ValidateReportTest, JsonHasTheSummaryAndTheRows) {
   EXPECT_DOUBLE_EQ(r["measured_ms"].get<double>(), 5.0);
   EXPECT_DOUBLE_EQ(r["predicted_ms"].get<double>(), 4.75);
   EXPECT_DOUBLE_EQ(r["error_percent"].get<double>(), -5.0);
+  EXPECT_EQ(r["runs"], 1);
   EXPECT_EQ(out.str().back(), '\n');
+  // Held-out |errors| 10, 25, 25, 5: the nearest-rank p95 of four is the largest.
+  EXPECT_DOUBLE_EQ(j["p95_error_percent"].get<double>(), 25.0);
+  EXPECT_EQ(j["engine"], "runtime");
+  EXPECT_TRUE(j["torch"].is_null());
+  // No configuration ran twice: the noise floor is unknown, not 0.
+  EXPECT_TRUE(j["noise_floor"].is_null());
+  EXPECT_TRUE(j["mape_over_noise_floor"].is_null());
+}
+
+TEST(ValidateReportTest, Percentile95IsTheNearestRank) {
+  std::vector<double> twenty;
+  for (int i = 20; i >= 1; --i) twenty.push_back(i);  // unsorted on purpose
+  EXPECT_DOUBLE_EQ(percentile95(twenty), 19.0);       // rank ceil(0.95 * 20) = 19
+  twenty.push_back(21);
+  EXPECT_DOUBLE_EQ(percentile95(twenty), 20.0);  // rank ceil(19.95) = 20
+  EXPECT_DOUBLE_EQ(percentile95({7.5}), 7.5);
+  EXPECT_DOUBLE_EQ(percentile95({}), 0.0);
+}
+
+TEST(ValidateReportTest, NoiseFloorPoolsEveryOrderedPairOfRunsOfOneConfiguration) {
+  const auto ms = [](int64_t v) { return Nanos::fromMillis(v); };
+  // (100, 110): 10 % and 100/110 - 1; a single run: no pair; (50, 50, 60): 0, 0, 20, 20 and
+  // 1/6 twice.
+  const NoiseFloor f = noiseFloor({{ms(100), ms(110)}, {ms(200)}, {ms(50), ms(50), ms(60)}});
+  EXPECT_EQ(f.configurations, 2u);
+  EXPECT_EQ(f.runs, 5u);
+  EXPECT_EQ(f.pairs, 8u);
+  const double expected = (10.0 + 100.0 * 10 / 110 + 0 + 0 + 20 + 20 + 100.0 / 6 + 100.0 / 6) / 8;
+  EXPECT_NEAR(f.mapePercent, expected, 1e-12);
+  EXPECT_DOUBLE_EQ(f.p95Percent, 20.0);
+  const NoiseFloor none = noiseFloor({{ms(100)}, {}});
+  EXPECT_EQ(none.pairs, 0u);
+  EXPECT_EQ(none.configurations, 0u);
+  EXPECT_EQ(none.mapePercent, 0.0);
+}
+
+TEST(ValidateReportTest, JsonHasTheNoiseFloorAndTheRatioToIt) {
+  Report report;
+  report.grid = "full";
+  report.engine = Engine::kTorch;
+  report.torchVersion = "2.15.0";
+  report.rows = handMadeRows();
+  report.summary = summarize(report.rows);
+  report.noise = noiseFloor({{Nanos::fromMillis(100), Nanos::fromMillis(110)}});
+  std::ostringstream out;
+  writeJson(report, out);
+  const nlohmann::json j = nlohmann::json::parse(out.str());
+  EXPECT_EQ(j["engine"], "torch");
+  EXPECT_EQ(j["torch"], "2.15.0");
+  ASSERT_TRUE(j["noise_floor"].is_object());
+  EXPECT_DOUBLE_EQ(j["noise_floor"]["mape_percent"].get<double>(), report.noise.mapePercent);
+  EXPECT_DOUBLE_EQ(j["noise_floor"]["p95_percent"].get<double>(), 10.0);
+  EXPECT_EQ(j["noise_floor"]["pairs"], 2);
+  EXPECT_EQ(j["noise_floor"]["configurations"], 1);
+  EXPECT_EQ(j["noise_floor"]["runs"], 2);
+  EXPECT_DOUBLE_EQ(j["mape_over_noise_floor"].get<double>(), 16.25 / report.noise.mapePercent);
+  ASSERT_TRUE(mapeOverNoise(report).has_value());
+  EXPECT_DOUBLE_EQ(*mapeOverNoise(report), 16.25 / report.noise.mapePercent);
 }
 
 }  // namespace

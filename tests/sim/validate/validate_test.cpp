@@ -9,8 +9,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
+
+#include "sim/replay/measured_profile.h"
 
 namespace ddpscope::sim::validate {
 namespace {
@@ -18,6 +22,10 @@ namespace {
 namespace fs = std::filesystem;
 
 const fs::path kTrace = fs::path(DDPSCOPE_SOURCE_DIR) / "tests/data/replay/mlp-wide-w2.json.gz";
+// A real PyTorch 2.15 DDP job by torch_ddp_job.py (tests/data/validate/README.md): mlp-wide,
+// world 2, bucket_cap_mb 5, find_unused off, 2 warm-up + 2 iterations.
+const fs::path kTorchJob =
+    fs::path(DDPSCOPE_SOURCE_DIR) / "tests/data/validate/torch/mlp-wide-w2-cap5-fuoff";
 
 // A fresh, empty directory for one test.
 fs::path freshDir(const std::string& name) {
@@ -165,6 +173,100 @@ TEST(ValidateAnalyzeTest, MissingTraceIsAnErrorNamingIt) {
   ASSERT_FALSE(report.isOk());
   EXPECT_NE(report.status().message().find("mlp-wide-w1-cap5-fuoff.json"), std::string::npos)
       << report.status().message();
+  fs::remove_all(dir);
+}
+
+// The torch engine's grid reduced to the configuration of the committed job.
+Grid torchJobGrid() {
+  Grid grid = torchCiGrid();
+  grid.worlds = {2};
+  grid.caps = {5};
+  grid.findUnused = {false};
+  grid.noiseRuns = 0;
+  return grid;
+}
+
+// The value after `flag` in a run's arguments.
+std::string argValue(const std::vector<std::string>& args, const std::string& flag) {
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] == flag) return args[i + 1];
+  }
+  return {};
+}
+
+TEST(ValidateTorchTest, ARealJobIsImportedWithItsSettingsAndDdpsOwnBuckets) {
+  const fs::path dir = freshDir("torchimport");
+  const RunPlan plan = planRuns(torchJobGrid(), {dir, std::nullopt});
+  ASSERT_EQ(plan.runs.size(), 1u);
+  // The job's files are where the plan puts them: the runner "trains" by copying them.
+  auto copiesJob = [&](const std::vector<std::string>& args, const fs::path&) -> StatusOr<int> {
+    EXPECT_EQ(argValue(args, "--bucket-cap-mb"), "5");
+    const std::string out = argValue(args, "--out");
+    for (const char* suffix : {"-rank0.json.gz", "-rank1.json.gz", "-job.json"}) {
+      fs::copy_file(kTorchJob.string() + suffix, out + suffix);
+    }
+    return 0;
+  };
+  auto ran = trainRuns(plan, copiesJob, {});
+  ASSERT_TRUE(ran.isOk()) << ran.status().message();
+  const PlannedRun& run = plan.runs[0];
+  ASSERT_TRUE(fs::exists(run.trace));
+  auto loaded = replay::loadProfile(run.trace.string(), std::nullopt);
+  ASSERT_TRUE(loaded.isOk()) << loaded.status().message();
+  const replay::MeasuredProfile& p = loaded->profile;
+  EXPECT_EQ(p.settings.model, "mlp-wide");
+  EXPECT_EQ(p.settings.worldSize, 2);
+  EXPECT_EQ(p.settings.batchPerRank, 16);
+  EXPECT_EQ(p.settings.warmup, 2);
+  EXPECT_DOUBLE_EQ(p.settings.ddp.bucketCapMb, 5.0);
+  EXPECT_TRUE(p.settings.ddp.bucketCapSetByUser);
+  EXPECT_FALSE(p.settings.ddp.findUnusedParameters);
+  EXPECT_EQ(p.numRanks, 2);
+  // ProfilerStep#0..3: iterations after the warm-up and the rebuild are measured.
+  EXPECT_EQ(p.measuredIterations, (std::vector<int64_t>{3}));
+  EXPECT_GT(p.measuredStep.count(), 0);
+  // Every layer was named by the zoo model: one forward sample per rank per measured iteration.
+  ASSERT_EQ(p.forward.size(), loaded->model.layers.size());
+  for (const auto& samples : p.forward) EXPECT_EQ(samples.size(), 2u);
+  // The gradient allreduces of the measured iteration are DDP's own rebuilt buckets, as the job
+  // read them from ddp._get_ddp_logging_data() (exact).
+  std::ifstream jobFile(kTorchJob.string() + "-job.json");
+  const nlohmann::json job = nlohmann::json::parse(jobFile);
+  std::vector<int64_t> rebuilt;
+  std::istringstream sizes(job["rebuilt_bucket_sizes"].get<std::string>());
+  for (std::string item; std::getline(sizes, item, ',');) rebuilt.push_back(std::stoll(item));
+  ASSERT_FALSE(rebuilt.empty());
+  std::vector<int64_t> measured;
+  for (const replay::CollectiveSample& c : p.collectives) {
+    if (c.measured && c.category == traces::Category::kAllreduce) measured.push_back(c.bytes);
+  }
+  EXPECT_EQ(measured, rebuilt);
+  fs::remove_all(dir);
+}
+
+TEST(ValidateTorchTest, FailingJobAndMissingRankTraceNameTheRun) {
+  const fs::path dir = freshDir("torchfail");
+  const RunPlan plan = planRuns(torchJobGrid(), {dir, std::nullopt});
+  const fs::path log = dir / "mlp-wide-w2-cap5-fuoff.log";
+  auto failing = [](const std::vector<std::string>&, const fs::path&) -> StatusOr<int> {
+    return 1;
+  };
+  auto failed = trainRuns(plan, failing, {});
+  ASSERT_FALSE(failed.isOk());
+  EXPECT_EQ(failed.status().message(),
+            "the torch job failed for mlp-wide-w2-cap5-fuoff (exit 1); see " + log.string());
+  // Exit 0 but only rank 0's trace: the missing rank is named.
+  auto rank0Only = [](const std::vector<std::string>& args, const fs::path&) -> StatusOr<int> {
+    fs::copy_file(kTorchJob.string() + "-rank0.json.gz",
+                  argValue(args, "--out") + "-rank0.json.gz");
+    return 0;
+  };
+  auto missing = trainRuns(plan, rank0Only, {});
+  ASSERT_FALSE(missing.isOk());
+  EXPECT_EQ(missing.status().message(),
+            (dir / "torch" / "mlp-wide-w2-cap5-fuoff").string() +
+                "-rank1.json: the torch job wrote no profiler trace for rank 1; see " +
+                log.string());
   fs::remove_all(dir);
 }
 

@@ -1,0 +1,117 @@
+// Zero-shot against published real DDP measurements (tests/data/published/): the file's schema
+// (every row typed, sourced and simulatable; bad rows rejected naming the field), then the
+// simulator's error per row, the MAPE and the cap-to-cap signs — printed, not asserted (they are
+// what the README reports; the goal is MAPE <= 10 % and every sign right).
+#include "sim/validate/published.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace ddpscope::sim::validate {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kPublished =
+    std::string(DDPSCOPE_SOURCE_DIR) + "/tests/data/published/ddp_iterations.json";
+
+TEST(PublishedTest, TheCommittedRowsAreWellFormedAndSourced) {
+  auto rows = loadPublishedRows(kPublished);
+  ASSERT_TRUE(rows.isOk()) << rows.status().message();
+  ASSERT_FALSE(rows->empty());
+  for (const PublishedRow& r : *rows) {
+    EXPECT_GT(r.publishedStepMs(), 0) << r.id;
+    EXPECT_FALSE(r.sourceWhere.empty()) << r.id;
+    // A published diff against cap 25 belongs to a row of another cap, in a comparison.
+    if (r.publishedDiffVsCap25Percent) {
+      EXPECT_TRUE(r.comparison.has_value()) << r.id;
+      ASSERT_TRUE(r.bucketCapMb.has_value()) << r.id;
+      EXPECT_NE(*r.bucketCapMb, 25.0) << r.id;
+    }
+  }
+  // Every comparison has rows of at least two caps.
+  auto report = zeroShot(*rows);
+  ASSERT_TRUE(report.isOk()) << report.status().message();
+  for (const PublishedRow& r : *rows) {
+    if (!r.comparison) continue;
+    bool paired = false;
+    for (const CapPair& p : report->pairs) paired |= p.comparison == *r.comparison;
+    EXPECT_TRUE(paired) << r.id;
+  }
+}
+
+TEST(PublishedTest, ThroughputBecomesAStepTimeOfAllGpus) {
+  PublishedRow r;
+  r.gpus = 8;
+  r.batchPerGpu = 256;
+  r.unit = "img/s";
+  r.value = 2048;
+  EXPECT_DOUBLE_EQ(r.publishedStepMs(), 1000.0);
+  r.unit = "s/iter";
+  r.value = 0.104;
+  EXPECT_DOUBLE_EQ(r.publishedStepMs(), 104.0);
+}
+
+// Writes `text` as a published file and returns the load's error message.
+std::string loadError(const std::string& name, const std::string& text) {
+  const fs::path path =
+      fs::temp_directory_path() / ("ddpscope_published_" + name + std::to_string(::getpid()));
+  std::ofstream(path) << text;
+  auto rows = loadPublishedRows(path.string());
+  fs::remove(path);
+  return rows.isOk() ? std::string("(loaded)") : rows.status().message();
+}
+
+const char* kRow =
+    R"({"id": "a", "model": "resnet50", "cluster": "dgx-v100", "gpu": "V100", "gpus": 8,
+        "nodes": 1, "batch_per_gpu": 32, "precision": "fp32", "interconnect": "NVLink",
+        "bucket_cap_mb": null, "backend": "nccl", "metric": "p50", "unit": "s/iter",
+        "value": 0.1, "comparison": null, "source_url": "https://example.org/x",
+        "source_where": "table 1")";
+
+TEST(PublishedTest, BadRowsAreRejectedNamingTheField) {
+  const std::string head = R"({"description": "d", "fields": {}, "rows": [)";
+  EXPECT_EQ(loadError("ok", head + kRow + "}]}"), "(loaded)");
+  EXPECT_NE(loadError("unit", head + kRow + R"(, "unit": "ms"}]})").find("rows[0].unit"),
+            std::string::npos);
+  EXPECT_NE(loadError("value", head + kRow + R"(, "value": 0}]})").find("rows[0].value"),
+            std::string::npos);
+  EXPECT_NE(loadError("url", head + kRow + R"(, "source_url": "somewhere"}]})")
+                .find("rows[0].source_url"),
+            std::string::npos);
+  EXPECT_NE(
+      loadError("where", head + kRow + R"(, "source_where": ""}]})").find("rows[0].source_where"),
+      std::string::npos);
+  EXPECT_NE(loadError("typo", head + kRow + R"(, "bucket_cap": 25}]})").find("bucket_cap"),
+            std::string::npos);
+  EXPECT_NE(loadError("nodes", head + kRow + R"(, "nodes": 3}]})").find("rows[0].gpus"),
+            std::string::npos);
+  EXPECT_NE(loadError("dup", head + kRow + "}, " + kRow + "}]}").find("rows[1].id"),
+            std::string::npos);
+  EXPECT_NE(loadError("empty", head + "]}").find("rows"), std::string::npos);
+}
+
+TEST(PublishedTest, ZeroShotErrorPerRowAndMape) {
+  auto rows = loadPublishedRows(kPublished);
+  ASSERT_TRUE(rows.isOk()) << rows.status().message();
+  auto report = zeroShot(*rows);
+  ASSERT_TRUE(report.isOk()) << report.status().message();
+  ASSERT_EQ(report->rows.size(), rows->size());
+  double sum = 0;
+  for (const ZeroShotRow& z : report->rows) {
+    EXPECT_GT(z.predictedMs, 0) << z.row->id;
+    EXPECT_DOUBLE_EQ(z.errorPercent, 100.0 * (z.predictedMs - z.publishedMs) / z.publishedMs);
+    sum += std::abs(z.errorPercent);
+  }
+  EXPECT_DOUBLE_EQ(report->mapePercent, sum / static_cast<double>(report->rows.size()));
+  // Reported, not asserted: the numbers the README's table shows.
+  std::printf("[ zero-shot ]\n%s", formatZeroShotMarkdown(*report).c_str());
+}
+
+}  // namespace
+}  // namespace ddpscope::sim::validate
