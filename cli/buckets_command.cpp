@@ -26,7 +26,8 @@ ArgParser makeParser() {
   ArgParser parser(
       "ddpscope buckets",
       "(--model NAME | --model-file PATH) [--bucket-cap-mb X] [--first-bucket-mb Y]\n"
-      "       [--find-unused] [--static-graph] [--semantics 1.13|current] [--iteration 1|steady]\n"
+      "       [--bucket-cap-mb-list L,...] [--find-unused] [--static-graph]\n"
+      "       [--semantics 2.15|1.13|1.5] [--iteration 1|steady]\n"
       "       [--ready-order i,j,... | --ready-order-file PATH] [--json]",
       "Prints PyTorch DDP's bucket plan for a model, exactly as DistributedDataParallel builds "
       "it:\n"

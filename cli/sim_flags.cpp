@@ -77,7 +77,12 @@ StatusOr<std::vector<sim::CompileMode>> parseCompileModes(const std::string& tex
 ddp::DdpSettingSet ddpFlagSet(bool sweep) {
   using ddp::DdpSetting;
   const ddp::DdpSettingSet all = ddp::DdpSettingSet::all();
-  return sweep ? all.without(DdpSetting::kBucketCapMb).without(DdpSetting::kFindUnused) : all;
+  // A sweep varies bucket_cap_mb (and find_unused) itself; a bucket_cap_mb_list would override
+  // every point of the cap axis, so sweep does not take it.
+  return sweep ? all.without(DdpSetting::kBucketCapMb)
+                     .without(DdpSetting::kFindUnused)
+                     .without(DdpSetting::kBucketCapMbList)
+               : all;
 }
 
 StatusOr<SimulationRequest> parseSimulationRequest(const ParsedArgs& args, bool sweep,

@@ -17,7 +17,8 @@ Status runSimulateCommand(const std::vector<std::string>& argv, CommandIo io) {
       "ddpscope simulate",
       "(--model M | --model-file F) (--cluster C | --cluster-file F) [--nodes N | --world-size W]\n"
       "       [--bucket-cap-mb X] [--find-unused] [--static-graph] [--no-sync-steps K]\n"
-      "       [--comm-hook fp16|bf16|powersgd:R] [--semantics 1.13|current] [--batch B]\n"
+      "       [--comm-hook fp16|bf16|powersgd:R] [--semantics 2.15|1.13|1.5] [--batch B]\n"
+      "       [PyTorch 2.15: --bucket-cap-mb-list L,... --batched-grad-copy ...]\n"
       "       [--iterations I] [--all-ranks --jitter PCT --seed S] [--strategy ddp|dp]\n"
       "       [--trace out.json] [--json]",
       "Simulates DDP training iterations of a model on a described cluster: the same reducer\n"

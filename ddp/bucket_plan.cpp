@@ -268,9 +268,12 @@ std::vector<int64_t> constructionLimits(const DdpConfig& config) {
     case SemanticsProfile::kV1_13:
       if (config.dynamicFindUnused()) return {config.firstBucketBytes, cap};
       return {kMaxBucketBytes};
-    case SemanticsProfile::kCurrent:
+    case SemanticsProfile::kV2_15:
+      // bucket_cap_mb_list: the list itself, whatever find_unused / static_graph say
+      // (_BucketCapacityConfig.compute_bucket_size_limits, case 1).
+      if (!config.bucketCapMbList.empty()) return config.bucketLimitsList();
       if (config.dynamicFindUnused()) {
-        if (config.bucketCapSetByUser) return {cap};
+        if (config.capGivenByUser()) return {cap};
         return {config.firstBucketBytes, cap};
       }
       return {kMaxBucketBytes};
@@ -285,8 +288,10 @@ std::vector<int64_t> rebuildLimits(const DdpConfig& config) {
       return {kLegacyFirstBucketBytes, cap};
     case SemanticsProfile::kV1_13:
       return {config.firstBucketBytes, cap};
-    case SemanticsProfile::kCurrent:
-      if (config.bucketCapSetByUser) return {cap, cap};
+    case SemanticsProfile::kV2_15:
+      // The list again, now in gradient-ready order (the Reducer's bucket_bytes_cap_list).
+      if (!config.bucketCapMbList.empty()) return config.bucketLimitsList();
+      if (config.capGivenByUser()) return {cap, cap};
       return {config.firstBucketBytes, cap};
   }
   return {config.firstBucketBytes, cap};
@@ -393,6 +398,15 @@ std::vector<int64_t> collectiveBytesForBucket(const Bucket& bucket,
   return {uncompressed * elementBytes, pElems * elementBytes, qElems * elementBytes};
 }
 
+std::vector<int64_t> collectiveBytesForBucket(const Bucket& bucket,
+                                              std::span<const models::ParamSpec> params,
+                                              const DdpConfig& config, int64_t syncedIteration) {
+  if (config.mixedPrecision.enabled && !bucket.sparse) {
+    return {bucket.numel * models::dtypeBytes(config.mixedPrecision.reduceDtype)};
+  }
+  return collectiveBytesForBucket(bucket, params, config.commHook, syncedIteration);
+}
+
 std::vector<int64_t> coalescedBroadcastBytes(std::span<const models::ParamSpec> tensors,
                                              int64_t groupBytes) {
   std::vector<int64_t> out;
@@ -427,6 +441,7 @@ nlohmann::json bucketPlanJson(const models::ModelSpec& model, const DdpConfig& c
   out["first_bucket_bytes"] = config.firstBucketBytes;
   out["iteration"] = steady ? "steady" : "1";
   out["semantics"] = std::string(semanticsProfileName(config.profile));
+  if (!config.bucketCapMbList.empty()) out["bucket_cap_mb_list"] = config.bucketCapMbList;
   out["size_limits"] =
       steady && rebuildEligible(config) ? rebuildLimits(config) : constructionLimits(config);
   nlohmann::json buckets = nlohmann::json::array();

@@ -101,11 +101,15 @@ StatusOr<BucketPlan> computeBucketAssignment(std::span<const models::ParamSpec> 
                                              std::span<const int64_t> limits,
                                              std::span<const int> tensorIndices = {});
 
-// Byte limits per the version matrix (§1.3).
+// Byte limits per the version matrix (§1.3, Appendix B).
 //   construction: [maxsize] unless find_unused && !static_graph; then [first, cap]
-//                 (current profile with a user-set cap: [cap]; 1.5 profile: always [1 MiB, cap]).
-//   rebuild:      [first, cap] (current profile with a user-set cap: [cap, cap];
+//                 (2.15 profile with a user-set cap: [cap]; 1.5 profile: always [1 MiB, cap]).
+//   rebuild:      [first, cap] (2.15 profile with a user-set cap: [cap, cap];
 //                 1.5 profile: first fixed at 1 MiB).
+//   2.15 with bucket_cap_mb_list: the list (in bytes) for both, always: at construction it is
+//   applied in definition order and the buckets reversed after (list[0] limits the
+//   first-defined parameters, reduced last); in the rebuild it is applied in gradient-ready
+//   order (list[0] limits the first-reduced bucket). The cursor sticks at the last value.
 std::vector<int64_t> constructionLimits(const DdpConfig& config);
 std::vector<int64_t> rebuildLimits(const DdpConfig& config);
 // static_graph || !find_unused_parameters (the has_rebuilt part is the Reducer's state).
@@ -162,6 +166,13 @@ StatusOr<BucketPlan> planForIteration(
 std::vector<int64_t> collectiveBytesForBucket(const Bucket& bucket,
                                               std::span<const models::ParamSpec> params,
                                               const CommHook& hook, int64_t syncedIteration);
+
+// The same for a whole configuration: with mixed_precision the bucket (numel elements) is
+// reduced in reduce_dtype: {numel * element size of reduce_dtype}; otherwise as above with
+// config.commHook.
+std::vector<int64_t> collectiveBytesForBucket(const Bucket& bucket,
+                                              std::span<const models::ParamSpec> params,
+                                              const DdpConfig& config, int64_t syncedIteration);
 
 // §3.11 coalesced broadcast (module-state sync at construction, buffer sync before forward):
 // byte sizes of the broadcasts in issue order. Tensors are grouped by the same routine with the

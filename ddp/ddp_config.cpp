@@ -1,5 +1,6 @@
 #include "ddp/ddp_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -12,14 +13,23 @@ const char* boolName(bool value) {
   return value ? "true" : "false";
 }
 
+constexpr int64_t kBytesPerMiB = 1024 * 1024;
+constexpr int64_t kMaxListMiB = int64_t{1} << 42;  // keeps MiB * 2^20 far below 2^63
+
+bool isFloatDtype(models::DType dtype) {
+  return dtype == models::DType::kFloat32 || dtype == models::DType::kFloat16 ||
+         dtype == models::DType::kBFloat16 || dtype == models::DType::kFloat64;
+}
+
 }  // namespace
 
 StatusOr<SemanticsProfile> parseSemanticsProfile(std::string_view name) {
-  if (name == "current" || name == "2.4") return SemanticsProfile::kCurrent;
+  if (name == "2.15" || name == "current" || name == "2.4") return SemanticsProfile::kV2_15;
   if (name == "1.13") return SemanticsProfile::kV1_13;
   if (name == "1.5" || name == "legacy") return SemanticsProfile::kV1_5;
   return invalidArgument(
-      "semantics profile: expected one of \"1.5\", \"1.13\", \"current\", got \"" +
+      "semantics profile: expected one of \"2.15\" (or \"current\"), \"1.13\", \"1.5\", got "
+      "\"" +
       std::string(name) + "\"");
 }
 
@@ -29,8 +39,8 @@ std::string_view semanticsProfileName(SemanticsProfile profile) {
       return "1.5";
     case SemanticsProfile::kV1_13:
       return "1.13";
-    case SemanticsProfile::kCurrent:
-      return "current";
+    case SemanticsProfile::kV2_15:
+      return "2.15";
   }
   return "?";
 }
@@ -64,8 +74,19 @@ std::string_view commHookKindName(CommHookKind kind) {
 }
 
 int64_t DdpConfig::bucketCapBytes() const {
+  // distributed.py _BucketCapacityConfig: the list's maximum replaces bucket_cap_mb.
+  if (!bucketCapMbList.empty()) {
+    return *std::max_element(bucketCapMbList.begin(), bucketCapMbList.end()) * kBytesPerMiB;
+  }
   // Python: int(bucket_cap_mb * 1024 * 1024); the product is a float, int() truncates.
   return static_cast<int64_t>(bucketCapMb * 1024.0 * 1024.0);
+}
+
+std::vector<int64_t> DdpConfig::bucketLimitsList() const {
+  std::vector<int64_t> out;
+  out.reserve(bucketCapMbList.size());
+  for (int64_t mib : bucketCapMbList) out.push_back(mib * kBytesPerMiB);
+  return out;
 }
 
 Status DdpConfig::validate() const {
@@ -77,6 +98,37 @@ Status DdpConfig::validate() const {
   if (bucketCapMb * 1024.0 * 1024.0 >= 9223372036854775807.0) {
     return invalidArgument("bucket_cap_mb: " + formatShortest(bucketCapMb) +
                            " MiB does not fit in a 64-bit byte count");
+  }
+  for (int64_t mib : bucketCapMbList) {
+    if (mib <= 0 || mib > kMaxListMiB) {
+      return invalidArgument("bucket_cap_mb_list: expected positive integers (MiB) up to " +
+                             std::to_string(kMaxListMiB) + ", got " + std::to_string(mib));
+    }
+  }
+  if (profile != SemanticsProfile::kV2_15) {
+    const char* newer = !bucketCapMbList.empty()    ? "bucket_cap_mb_list"
+                        : batchedGradCopy           ? "batched_grad_copy"
+                        : skipAllReduceUnusedParams ? "skip_all_reduce_unused_params"
+                        : lazyBucketAllocation      ? "lazy_bucket_allocation"
+                        : mixedPrecision.enabled    ? "mixed_precision"
+                                                    : nullptr;
+    if (newer != nullptr) {
+      return invalidArgument(std::string(newer) +
+                             ": a PyTorch 2.15 argument, not available with semantics " +
+                             std::string(semanticsProfileName(profile)) + " (use semantics 2.15)");
+    }
+  }
+  if (mixedPrecision.enabled) {
+    if (!isFloatDtype(mixedPrecision.paramDtype) || !isFloatDtype(mixedPrecision.reduceDtype)) {
+      return invalidArgument(
+          "mixed_precision: param_dtype and reduce_dtype must be floating point");
+    }
+    if (commHook.present()) {
+      return invalidArgument(
+          "mixed_precision: DDP registers its own communication hook for mixed precision; a "
+          "comm_hook (" +
+          std::string(commHookKindName(commHook.kind)) + ") cannot be combined with it");
+    }
   }
   if (firstBucketBytes <= 0) {
     return invalidArgument("first_bucket_bytes: expected a positive number of bytes, got " +
@@ -128,6 +180,19 @@ std::string DdpConfig::toString() const {
       << " no_sync_period=" << noSyncPeriod << " comm_hook=" << commHookKindName(commHook.kind)
       << " world_size=" << worldSize << " broadcast_buffers=" << boolName(broadcastBuffers)
       << " semantics=" << semanticsProfileName(profile);
+  if (!bucketCapMbList.empty()) {
+    out << " bucket_cap_mb_list=[";
+    for (size_t i = 0; i < bucketCapMbList.size(); ++i) out << (i ? "," : "") << bucketCapMbList[i];
+    out << "]";
+  }
+  if (!initSyncBuffers) out << " init_sync_buffers=false";
+  if (batchedGradCopy) out << " batched_grad_copy=true";
+  if (skipAllReduceUnusedParams) out << " skip_all_reduce_unused_params=true";
+  if (lazyBucketAllocation) out << " lazy_bucket_allocation=true";
+  if (mixedPrecision.enabled) {
+    out << " mixed_precision=" << models::dtypeName(mixedPrecision.paramDtype) << ":"
+        << models::dtypeName(mixedPrecision.reduceDtype);
+  }
   if (commHook.kind == CommHookKind::kPowerSgd) {
     out << " powersgd_rank=" << commHook.powerSgdRank
         << " start_powersgd_iter=" << commHook.powerSgdStartIter;

@@ -29,7 +29,29 @@ constexpr DdpSettingSpec kSpecs[] = {
     {DdpSetting::kNoBroadcastBuffers, "no-broadcast-buffers", "",
      "broadcast_buffers=False (no buffer broadcast before each forward)", false},
     {DdpSetting::kSemantics, "semantics", "PROFILE",
-     "PyTorch behaviour profile: 1.5, 1.13 or current (default current)", true},
+     "PyTorch DDP behaviour to follow: 2.15 (also 'current'), 1.13 or 1.5 (default 2.15)", true},
+    {DdpSetting::kBucketCapMbList, "bucket-cap-mb-list", "L,...",
+     "bucket_cap_mb_list: per-bucket caps in whole MiB (2.15; overrides --bucket-cap-mb, "
+     "effective cap = max)",
+     true},
+    {DdpSetting::kBatchedGradCopy, "batched-grad-copy", "",
+     "batched_grad_copy=True: one batched copy + one divide per bucket instead of per-gradient "
+     "copies (2.15)",
+     false},
+    {DdpSetting::kSkipAllReduceUnused, "skip-all-reduce-unused-params", "",
+     "skip_all_reduce_unused_params=True: no allreduce for buckets whose parameters are all "
+     "unused (2.15)",
+     false},
+    {DdpSetting::kNoForwardSyncBuffers, "no-forward-sync-buffers", "",
+     "forward_sync_buffers=False: no buffer broadcast before each forward; construction still "
+     "syncs them (2.15)",
+     false},
+    {DdpSetting::kLazyBucketAllocation, "lazy-bucket-allocation", "",
+     "lazy_bucket_allocation=True: memory only, no change to the simulated timing (2.15)", false},
+    {DdpSetting::kMixedPrecision, "mixed-precision", "P[:R]",
+     "mixed_precision: param_dtype P, reduce_dtype R (fp16, bf16, fp32; R defaults to P): "
+     "buckets reduced in R (2.15)",
+     false},
 };
 
 std::string flagName(DdpSetting id) {
@@ -43,6 +65,66 @@ StatusOr<double> positiveNumber(DdpSetting id, std::string_view text) {
                            std::string(text) + "'");
   }
   return *value;
+}
+
+// "1,4,25" → {1, 4, 25}: positive whole MiB (PyTorch's list[int]).
+StatusOr<std::vector<int64_t>> parseCapList(std::string_view text, const std::string& what) {
+  std::vector<int64_t> out;
+  std::string_view rest = text;
+  if (!rest.empty() && rest.front() == '[' && rest.back() == ']') {
+    rest = rest.substr(1, rest.size() - 2);
+  }
+  while (true) {
+    const size_t comma = rest.find(',');
+    std::string_view item = trimString(rest.substr(0, comma));
+    auto value = parseInt64(item);
+    if (!value || *value <= 0 || *value > (int64_t{1} << 42)) {
+      return invalidArgument(what + ": expected a comma-separated list of positive whole MiB " +
+                             "(e.g. 1,4,25), got '" + std::string(text) + "'");
+    }
+    out.push_back(*value);
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  return out;
+}
+
+StatusOr<models::DType> parseFloatDtype(std::string_view name) {
+  if (name == "fp16" || name == "float16" || name == "half") return models::DType::kFloat16;
+  if (name == "bf16" || name == "bfloat16") return models::DType::kBFloat16;
+  if (name == "fp32" || name == "float32" || name == "float") return models::DType::kFloat32;
+  return invalidArgument("");
+}
+
+// "fp16", "bf16:fp32", "float16:float32" → MixedPrecision.
+StatusOr<MixedPrecision> parseMixedPrecision(std::string_view text, const std::string& what) {
+  const std::string error =
+      what + ": expected P or P:R with P, R in fp16, bf16, fp32, got '" + std::string(text) + "'";
+  MixedPrecision mp;
+  mp.enabled = true;
+  const size_t colon = text.find(':');
+  auto param = parseFloatDtype(text.substr(0, colon));
+  if (!param.isOk()) return invalidArgument(error);
+  mp.paramDtype = *param;
+  mp.reduceDtype = *param;
+  if (colon != std::string_view::npos) {
+    auto reduce = parseFloatDtype(text.substr(colon + 1));
+    if (!reduce.isOk()) return invalidArgument(error);
+    mp.reduceDtype = *reduce;
+  }
+  return mp;
+}
+
+std::string mixedPrecisionText(const MixedPrecision& mp) {
+  if (!mp.enabled) return "none";
+  return std::string(models::dtypeName(mp.paramDtype)) + ":" +
+         std::string(models::dtypeName(mp.reduceDtype));
+}
+
+std::string capListText(const std::vector<int64_t>& list) {
+  std::string out;
+  for (size_t i = 0; i < list.size(); ++i) out += (i ? "," : "") + std::to_string(list[i]);
+  return out;
 }
 
 StatusOr<int64_t> positiveInteger(DdpSetting id, std::string_view text) {
@@ -160,12 +242,36 @@ Status applyDdpSetting(DdpSetting id, std::string_view text, DdpConfig& config) 
       return Status::ok();
     }
     case DdpSetting::kNoBroadcastBuffers:
+      // The deprecated broadcast_buffers=False: no forward sync and no buffers in the
+      // construction sync (unless forward_sync_buffers is given too: it wins).
       config.broadcastBuffers = false;
+      config.initSyncBuffers = false;
       return Status::ok();
+    case DdpSetting::kNoForwardSyncBuffers:
+      config.broadcastBuffers = false;
+      config.initSyncBuffers = true;
+      return Status::ok();
+    case DdpSetting::kBucketCapMbList: {
+      ASSIGN_OR_RETURN(config.bucketCapMbList, parseCapList(text, flagName(id)));
+      return Status::ok();
+    }
+    case DdpSetting::kBatchedGradCopy:
+      config.batchedGradCopy = true;
+      return Status::ok();
+    case DdpSetting::kSkipAllReduceUnused:
+      config.skipAllReduceUnusedParams = true;
+      return Status::ok();
+    case DdpSetting::kLazyBucketAllocation:
+      config.lazyBucketAllocation = true;
+      return Status::ok();
+    case DdpSetting::kMixedPrecision: {
+      ASSIGN_OR_RETURN(config.mixedPrecision, parseMixedPrecision(text, flagName(id)));
+      return Status::ok();
+    }
     case DdpSetting::kSemantics: {
       auto profile = parseSemanticsProfile(text);
       if (!profile.isOk()) {
-        return invalidArgument(flagName(id) + ": expected 1.5, 1.13 or current, got '" +
+        return invalidArgument(flagName(id) + ": expected 2.15 (or current), 1.13 or 1.5, got '" +
                                std::string(text) + "'");
       }
       config.profile = *profile;
@@ -207,9 +313,21 @@ std::vector<std::string> ddpSettingsFlags(const DdpConfig& config) {
     }
     option(DdpSetting::kCommHook, hook);
   }
-  if (!config.broadcastBuffers) out.push_back(flagName(DdpSetting::kNoBroadcastBuffers));
+  if (!config.broadcastBuffers) {
+    out.push_back(flagName(config.initSyncBuffers ? DdpSetting::kNoForwardSyncBuffers
+                                                  : DdpSetting::kNoBroadcastBuffers));
+  }
   if (config.profile != defaults.profile) {
     option(DdpSetting::kSemantics, std::string(semanticsProfileName(config.profile)));
+  }
+  if (!config.bucketCapMbList.empty()) {
+    option(DdpSetting::kBucketCapMbList, capListText(config.bucketCapMbList));
+  }
+  if (config.batchedGradCopy) out.push_back(flagName(DdpSetting::kBatchedGradCopy));
+  if (config.skipAllReduceUnusedParams) out.push_back(flagName(DdpSetting::kSkipAllReduceUnused));
+  if (config.lazyBucketAllocation) out.push_back(flagName(DdpSetting::kLazyBucketAllocation));
+  if (config.mixedPrecision.enabled) {
+    option(DdpSetting::kMixedPrecision, mixedPrecisionText(config.mixedPrecision));
   }
   return out;
 }
@@ -222,8 +340,21 @@ std::string ddpSettingsText(const DdpConfig& config) {
   out += std::string(", find_unused_parameters=") + py(config.findUnusedParameters) +
          ", static_graph=" + py(config.staticGraph) +
          ", gradient_as_bucket_view=" + py(config.gradientAsBucketView) +
-         ", broadcast_buffers=" + py(config.broadcastBuffers) + "); first bucket " +
-         formatBytes(config.firstBucketBytes) + "; ";
+         (config.initSyncBuffers || config.broadcastBuffers
+              ? ", forward_sync_buffers=" + std::string(py(config.broadcastBuffers))
+              : std::string(", broadcast_buffers=False"));
+  if (!config.bucketCapMbList.empty()) {
+    out += ", bucket_cap_mb_list=[" + capListText(config.bucketCapMbList) + "]";
+  }
+  if (config.batchedGradCopy) out += ", batched_grad_copy=True";
+  if (config.skipAllReduceUnusedParams) out += ", skip_all_reduce_unused_params=True";
+  if (config.lazyBucketAllocation) out += ", lazy_bucket_allocation=True";
+  if (config.mixedPrecision.enabled) {
+    out += ", mixed_precision=(param " +
+           std::string(models::dtypeName(config.mixedPrecision.paramDtype)) + ", reduce " +
+           std::string(models::dtypeName(config.mixedPrecision.reduceDtype)) + ")";
+  }
+  out += "); first bucket " + formatBytes(config.firstBucketBytes) + "; ";
   out += config.noSyncPeriod > 1 ? "no_sync() for " + std::to_string(config.noSyncPeriod - 1) +
                                        " of every " + std::to_string(config.noSyncPeriod) + " steps"
                                  : std::string("every step synchronized");
@@ -251,6 +382,12 @@ nlohmann::json ddpSettingsJson(const DdpConfig& config) {
       {"broadcast_buffers", config.broadcastBuffers},
       {"semantics", std::string(semanticsProfileName(config.profile))},
       {"set_last_bucket_cap", config.setLastBucketCap},
+      {"init_sync_buffers", config.initSyncBuffers},
+      {"bucket_cap_mb_list", config.bucketCapMbList},
+      {"batched_grad_copy", config.batchedGradCopy},
+      {"skip_all_reduce_unused_params", config.skipAllReduceUnusedParams},
+      {"lazy_bucket_allocation", config.lazyBucketAllocation},
+      {"mixed_precision", mixedPrecisionText(config.mixedPrecision)},
   };
   if (config.commHook.kind == CommHookKind::kPowerSgd) {
     out["powersgd_rank"] = config.commHook.powerSgdRank;
@@ -276,7 +413,14 @@ constexpr std::string_view kSettingKeys[] = {"bucket_cap_mb",
                                              "comm_hook",
                                              "broadcast_buffers",
                                              "semantics",
-                                             "set_last_bucket_cap"};
+                                             "set_last_bucket_cap",
+                                             "forward_sync_buffers",
+                                             "init_sync_buffers",
+                                             "bucket_cap_mb_list",
+                                             "batched_grad_copy",
+                                             "skip_all_reduce_unused_params",
+                                             "lazy_bucket_allocation",
+                                             "mixed_precision"};
 }  // namespace
 
 bool containsDdpSettings(const nlohmann::json& object) {
@@ -317,12 +461,62 @@ StatusOr<DdpConfig> readDdpSettingsJson(const nlohmann::json& object, const std:
       {"find_unused", &c.findUnusedParameters},  // legacy
       {"static_graph", &c.staticGraph},
       {"gradient_as_bucket_view", &c.gradientAsBucketView},
-      {"broadcast_buffers", &c.broadcastBuffers},
       {"set_last_bucket_cap", &c.setLastBucketCap},
+      {"batched_grad_copy", &c.batchedGradCopy},
+      {"skip_all_reduce_unused_params", &c.skipAllReduceUnusedParams},
+      {"lazy_bucket_allocation", &c.lazyBucketAllocation},
   };
   for (const auto& [key, target] : flags) {
     ASSIGN_OR_RETURN(std::optional<bool> value, readBool(object, origin, key));
     if (value) *target = *value;
+  }
+  // Buffer sync: broadcast_buffers (or 2.15's forward_sync_buffers) is the per-forward sync;
+  // without init_sync_buffers (files written before it existed) construction follows it, as
+  // the deprecated broadcast_buffers argument did.
+  for (const char* key : {"broadcast_buffers", "forward_sync_buffers"}) {
+    ASSIGN_OR_RETURN(std::optional<bool> value, readBool(object, origin, key));
+    if (value) {
+      c.broadcastBuffers = *value;
+      c.initSyncBuffers = *value;
+      break;
+    }
+  }
+  ASSIGN_OR_RETURN(std::optional<bool> initSync, readBool(object, origin, "init_sync_buffers"));
+  if (initSync) c.initSyncBuffers = *initSync;
+  if (const Json* list = findJsonMember(object, "bucket_cap_mb_list")) {
+    const char* expected = "an array of positive integers (MiB)";
+    if (list->is_array()) {
+      c.bucketCapMbList.clear();
+      for (const Json& item : *list) {
+        if (!item.is_number_integer() || item.get<int64_t>() <= 0) {
+          return in.error("bucket_cap_mb_list", expected, list);
+        }
+        c.bucketCapMbList.push_back(item.get<int64_t>());
+      }
+    } else if (list->is_string()) {  // trace metadata: the array's JSON text
+      const std::string text = list->get<std::string>();
+      if (text == "[]" || text.empty()) {
+        c.bucketCapMbList.clear();
+      } else {
+        auto parsed = parseCapList(text, "bucket_cap_mb_list");
+        if (!parsed.isOk()) return in.error("bucket_cap_mb_list", expected, list);
+        c.bucketCapMbList = *parsed;
+      }
+    } else {
+      return in.error("bucket_cap_mb_list", expected, list);
+    }
+  }
+  if (const Json* mp = findJsonMember(object, "mixed_precision")) {
+    const char* expected = "\"none\" or \"PARAM:REDUCE\" (float16, bfloat16, float32)";
+    if (!mp->is_string()) return in.error("mixed_precision", expected, mp);
+    const std::string text = mp->get<std::string>();
+    if (text == "none") {
+      c.mixedPrecision = MixedPrecision();
+    } else {
+      auto parsed = parseMixedPrecision(text, "mixed_precision");
+      if (!parsed.isOk()) return in.error("mixed_precision", expected, mp);
+      c.mixedPrecision = *parsed;
+    }
   }
   for (const char* key : {"no_sync_steps", "no_sync"}) {  // no_sync: legacy
     if (findJsonMember(object, key) != nullptr) {
@@ -360,7 +554,9 @@ StatusOr<DdpConfig> readDdpSettingsJson(const nlohmann::json& object, const std:
   if (const Json* semantics = findJsonMember(object, "semantics")) {
     auto profile = semantics->is_string() ? parseSemanticsProfile(semantics->get<std::string>())
                                           : StatusOr<SemanticsProfile>(invalidArgument(""));
-    if (!profile.isOk()) return in.error("semantics", "one of 1.5, 1.13, current", semantics);
+    if (!profile.isOk()) {
+      return in.error("semantics", "one of 2.15 (or current), 1.13, 1.5", semantics);
+    }
     c.profile = *profile;
   }
   if (Status status = validateDdpConfig(c); !status.isOk()) {

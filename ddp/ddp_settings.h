@@ -10,8 +10,15 @@
 //
 // Canonical keys use PyTorch's argument names where PyTorch has the argument
 // (bucket_cap_mb, find_unused_parameters, static_graph, gradient_as_bucket_view,
-// broadcast_buffers) and ddpscope's otherwise (first_bucket_bytes, no_sync_steps, comm_hook,
-// powersgd_*, semantics, bucket_cap_set_by_user, set_last_bucket_cap). Booleans are written as
+// broadcast_buffers, bucket_cap_mb_list, batched_grad_copy, skip_all_reduce_unused_params,
+// lazy_bucket_allocation, mixed_precision) and ddpscope's otherwise (first_bucket_bytes,
+// no_sync_steps, comm_hook, powersgd_*, semantics, bucket_cap_set_by_user,
+// set_last_bucket_cap, init_sync_buffers). broadcast_buffers holds the per-forward buffer sync
+// (PyTorch 2.15's forward_sync_buffers, also read as an alias); init_sync_buffers whether
+// construction syncs buffers (false only for the deprecated broadcast_buffers=False).
+// bucket_cap_mb_list is an array of integers ([] = not given; its JSON text "[1,4]" is read
+// too, as trace metadata stores it); mixed_precision is "none" or "PARAM:REDUCE" with PyTorch
+// dtype names ("float16:float32"). Booleans are written as
 // JSON booleans; readers also accept 0/1 (trace metadata stores integers). Keys written by
 // earlier ddpscope versions are read as aliases: find_unused, no_sync, first_bucket_mb.
 #pragma once
@@ -39,6 +46,13 @@ enum class DdpSetting {
   kCommHook,
   kNoBroadcastBuffers,
   kSemantics,
+  // PyTorch 2.15 arguments (need semantics 2.15, the default).
+  kBucketCapMbList,
+  kBatchedGradCopy,
+  kSkipAllReduceUnused,
+  kNoForwardSyncBuffers,
+  kLazyBucketAllocation,
+  kMixedPrecision,
 };
 
 struct DdpSettingSpec {
@@ -83,8 +97,10 @@ std::vector<std::string> ddpSettingsFlags(const DdpConfig& config);
 
 // The settings as a PyTorch user writes them, for stated assumptions and the GUI:
 //   "DDP(bucket_cap_mb=None (25 MiB), find_unused_parameters=False, static_graph=False,
-//    gradient_as_bucket_view=False, broadcast_buffers=True); first bucket 1 MiB; every step
-//    synchronized; no comm hook; PyTorch semantics: current"
+//    gradient_as_bucket_view=False, forward_sync_buffers=True); first bucket 1 MiB; every step
+//    synchronized; comm hook none; PyTorch semantics 2.15"
+// (broadcast_buffers=False is spelled as such: it also drops buffers from the init sync; the
+// 2.15 arguments appear only when set).
 std::string ddpSettingsText(const DdpConfig& config);
 
 // The canonical JSON object of every setting (worldSize excluded: it is the layout's).

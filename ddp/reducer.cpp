@@ -44,6 +44,7 @@ StatusOr<Reducer> Reducer::create(std::vector<models::ParamSpec> params, DdpConf
   reducer.m_localUsed.assign(numParams, 0);
   reducer.m_hookCount.assign(numParams, 0);
   reducer.m_countdown.assign(numParams, 0);
+  reducer.m_unusedFlag.assign(numParams, 0);
   reducer.resetBucketCounting();
   return reducer;
 }
@@ -70,6 +71,21 @@ void Reducer::resetBucketCounting() {
     m_pending[static_cast<size_t>(bucket.index)] = static_cast<int>(bucket.params.size());
   }
   if (m_config.staticGraph) m_countdown = m_hookCount;
+  m_deferred.assign(m_plan.buckets.size(), {});
+  m_skipped.clear();
+}
+
+void Reducer::setUnused(std::vector<int> unused) {
+  m_unused = std::move(unused);
+  std::fill(m_unusedFlag.begin(), m_unusedFlag.end(), 0);
+  for (int p : m_unused) m_unusedFlag[static_cast<size_t>(p)] = 1;
+}
+
+bool Reducer::bucketAllUnused(const Bucket& bucket) const {
+  for (int p : bucket.params) {
+    if (!m_unusedFlag[static_cast<size_t>(p)]) return false;
+  }
+  return true;
 }
 
 Status Reducer::prepareForward(int64_t iteration, bool syncEnabled, bool gradEnabled) {
@@ -133,7 +149,7 @@ Status Reducer::prepareForBackward(std::span<const int> unusedParams) {
 
   if (m_config.dynamicFindUnused()) {
     std::vector<char> seen(m_params.size(), 0);
-    m_unused.clear();
+    std::vector<int> unused;
     for (int p : unusedParams) {
       if (p < 0 || p >= numParams()) {
         return invalidArgument("unused parameters: index " + std::to_string(p) +
@@ -144,8 +160,9 @@ Status Reducer::prepareForBackward(std::span<const int> unusedParams) {
                                " appears twice");
       }
       seen[static_cast<size_t>(p)] = 1;
-      m_unused.push_back(p);
+      unused.push_back(p);
     }
+    setUnused(std::move(unused));
     if (m_unused.empty() && !m_warnedNoUnused) {
       m_warnedNoUnused = true;
       m_actions->warning(
@@ -202,7 +219,7 @@ Status Reducer::markParamReady(int paramIndex) {
 }
 
 double Reducer::copyScale() const {
-  return m_config.commHook.present() ? 1.0 : 1.0 / static_cast<double>(m_config.worldSize);
+  return m_config.hookDivides() ? 1.0 : 1.0 / static_cast<double>(m_config.worldSize);
 }
 
 CopyKind Reducer::copyKindFor(int paramIndex, bool gradDefined) {
@@ -234,11 +251,18 @@ Status Reducer::markVariableReady(int paramIndex, bool gradDefined) {
   copy.slot = location.slot;
   copy.scale = copyScale();
   copy.kind = copyKindFor(paramIndex, gradDefined);
-  m_actions->copyIntoBucket(copy);
+  if (m_config.batchedGradCopy && copy.kind != CopyKind::kZeroFill && !m_params[i].sparseGrad) {
+    m_deferred[static_cast<size_t>(location.bucket)].push_back(copy);
+  } else {
+    m_actions->copyIntoBucket(copy);
+  }
 
   int& pendingCount = m_pending[static_cast<size_t>(location.bucket)];
   DDPSCOPE_CHECK_GT(pendingCount, 0);
-  if (--pendingCount == 0) markBucketReady(location.bucket);
+  if (--pendingCount == 0) {
+    if (m_config.batchedGradCopy) flushBatchedCopies(location.bucket);
+    markBucketReady(location.bucket);
+  }
 
   if (m_nextBucket == m_plan.numBuckets()) {
     if (m_config.dynamicFindUnused()) {
@@ -251,6 +275,31 @@ Status Reducer::markVariableReady(int paramIndex, bool gradDefined) {
   return Status::ok();
 }
 
+int64_t Reducer::launchBytes(const Bucket& bucket) const {
+  // Mixed precision: the hook reduces the bucket's elements in reduce_dtype.
+  if (m_config.mixedPrecision.enabled && !bucket.sparse) {
+    return bucket.numel * models::dtypeBytes(m_config.mixedPrecision.reduceDtype);
+  }
+  return bucket.bytes;
+}
+
+void Reducer::flushBatchedCopies(int bucketIndex) {
+  const Bucket& bucket = m_plan.buckets[static_cast<size_t>(bucketIndex)];
+  BatchedBucketCopy batch;
+  batch.bucketIndex = bucketIndex;
+  batch.copies = std::move(m_deferred[static_cast<size_t>(bucketIndex)]);
+  m_deferred[static_cast<size_t>(bucketIndex)].clear();
+  for (const BucketCopy& copy : batch.copies) {
+    if (copy.kind == CopyKind::kCopy) {
+      batch.copyBytes += m_params[static_cast<size_t>(copy.paramIndex)].bytes();
+    }
+  }
+  // The flat div_ runs over the whole bucket, all-unused ones included (PyTorch 2.15 profile:
+  // one divide per bucket); with a hook the hook divides instead.
+  batch.divideBytes = m_config.hookDivides() || bucket.sparse ? 0 : bucket.bytes;
+  m_actions->batchedCopyIntoBucket(batch);
+}
+
 void Reducer::markBucketReady(int bucketIndex) {
   // A later bucket that is ready early waits; the bucket at next_bucket launches itself and
   // every ready successor, so collectives go out in index order on every rank.
@@ -258,7 +307,14 @@ void Reducer::markBucketReady(int bucketIndex) {
   const int numBuckets = m_plan.numBuckets();
   while (m_nextBucket < numBuckets && m_pending[static_cast<size_t>(m_nextBucket)] == 0) {
     const Bucket& bucket = m_plan.buckets[static_cast<size_t>(m_nextBucket)];
-    m_actions->launchBucket(bucket.index, bucket.bytes);
+    if (m_config.skipAllReduceUnusedParams && !m_unused.empty() && bucketAllUnused(bucket)) {
+      // skip_all_reduce_unused_params: nothing of this bucket was used on this rank (and, as
+      // PyTorch requires, on any rank): no collective.
+      m_skipped.push_back(bucket.index);
+      m_actions->skipBucket(bucket.index);
+    } else {
+      m_actions->launchBucket(bucket.index, launchBytes(bucket));
+    }
     ++m_nextBucket;
   }
 }
@@ -283,10 +339,11 @@ void Reducer::runDelayedAllReduce() {
   m_usedMapLaunched = true;
   m_actions->launchUsedMapAllreduce(4 * static_cast<int64_t>(numParams()));
   // Parameters whose hook never fired in iteration 1 are unused for good.
-  m_unused.clear();
+  std::vector<int> unused;
   for (int p = 0; p < numParams(); ++p) {
-    if (m_hookCount[static_cast<size_t>(p)] == 0) m_unused.push_back(p);
+    if (m_hookCount[static_cast<size_t>(p)] == 0) unused.push_back(p);
   }
+  setUnused(std::move(unused));
   for (int p = 0; p < numParams(); ++p) {
     m_requireFinalize = true;
     const ParamLocation& location = m_plan.locate(p);
@@ -300,7 +357,7 @@ void Reducer::runDelayedAllReduce() {
   }
   for (const Bucket& bucket : m_plan.buckets) {
     m_pending[static_cast<size_t>(bucket.index)] = 0;
-    m_actions->launchBucket(bucket.index, bucket.bytes);
+    m_actions->launchBucket(bucket.index, launchBytes(bucket));
   }
   m_nextBucket = m_plan.numBuckets();
   runFinalize();
@@ -316,6 +373,8 @@ void Reducer::runFinalize() {
   info.syncedIteration = m_numSyncedIterations;
   info.numBuckets = m_plan.numBuckets();
   info.copyBack = !m_config.gradientAsBucketView;
+  info.batchedCopyBack = m_config.batchedGradCopy;
+  info.skippedBuckets = m_skipped;
   info.usedMapReduced = m_usedMapLaunched;
   if (m_config.findUnusedParameters || m_config.staticGraph) {
     for (int p = 0; p < numParams(); ++p) {

@@ -14,10 +14,10 @@
 //                                           DDPSink's delayed reduction runs). Harmless
 //                                           otherwise: with nothing queued it does nothing.
 // Actions out, through ReducerActions, in the exact order PyTorch issues them (§3.2-§3.9):
-// copies into bucket views, bucket launches strictly in bucket-index order (a bucket that
-// becomes ready early waits for its predecessors, §3.5), the used-map allreduce (last in a
-// dynamic find_unused iteration, first in static-graph iteration 1's delayed reduction), the
-// one-time rebuild, and finalize.
+// copies into bucket views (with batched_grad_copy one batch per bucket when it is ready), bucket
+// launches strictly in bucket-index order (a bucket that becomes ready early waits for its
+// predecessors, §3.5), the used-map allreduce (last in a dynamic find_unused iteration, first in
+// static-graph iteration 1's delayed reduction), the one-time rebuild, and finalize.
 //
 // Complexity: O(1) amortized per hook plus O(bucket count) per launch sweep; prepareForBackward
 // is O(P + B); the rebuild is O(P + B log B) once. Invariants: buckets launch in index order,
@@ -54,6 +54,16 @@ struct BucketCopy {
   bool zeroFill() const { return kind == CopyKind::kZeroFill; }
 };
 
+// batched_grad_copy (2.15): the copies of one bucket deferred until the bucket is ready, then
+// flushed as one batched copy (torch._foreach_copy_) plus one flat divide of the whole bucket.
+// Zero-fills of unused parameters and sparse gradients are not deferred.
+struct BatchedBucketCopy {
+  int bucketIndex = 0;
+  std::vector<BucketCopy> copies;  // the per-gradient copies it replaces, in hook order
+  int64_t copyBytes = 0;           // bytes of the gradients copied (kCopy entries)
+  int64_t divideBytes = 0;         // the flat divide (bucket bytes); 0 when a hook divides
+};
+
 // What finalize_backward does (§3.7): wait each bucket's future in index order, then per
 // parameter copy the reduced slice back into .grad unless gradient_as_bucket_view (globally
 // unused parameters keep their .grad; only the driver, who sees the reduced used map, knows which).
@@ -66,6 +76,10 @@ struct FinalizeInfo {
   // A locally unused parameter exists while the used map was allreduced: finalize waits for the
   // map and does a blocking device-to-host copy (the lazy wait of §3.7).
   bool blockingUsedMapWait = false;
+  // batched_grad_copy: the copy back is one batched copy per bucket (of its used parameters).
+  bool batchedCopyBack = false;
+  // skip_all_reduce_unused_params: buckets that launched no collective this iteration.
+  std::vector<int> skippedBuckets;
 };
 
 // Receiver of the Reducer's actions. Default implementations do nothing.
@@ -73,8 +87,18 @@ class ReducerActions {
  public:
   virtual ~ReducerActions() = default;
   virtual void copyIntoBucket(const BucketCopy& /*copy*/) {}
-  // Issue the bucket's collective (through the comm hook; see collectiveBytesForBucket).
+  // batched_grad_copy: one bucket's deferred copies, flushed when it is ready (before its
+  // launch). The default performs them one by one, so a receiver that only implements
+  // copyIntoBucket stays correct.
+  virtual void batchedCopyIntoBucket(const BatchedBucketCopy& batch) {
+    for (const BucketCopy& copy : batch.copies) copyIntoBucket(copy);
+  }
+  // Issue the bucket's collective (through the comm hook; see collectiveBytesForBucket). `bytes`
+  // is the bucket's size as reduced: Bucket::bytes, or numel x reduce_dtype with mixed precision.
   virtual void launchBucket(int /*bucketIndex*/, int64_t /*bytes*/) {}
+  // skip_all_reduce_unused_params: the bucket's turn came and every parameter in it is unused
+  // on this rank, so no collective is issued for it.
+  virtual void skipBucket(int /*bucketIndex*/) {}
   // SUM allreduce of the int32[P] local-used map: 4 * P bytes.
   virtual void launchUsedMapAllreduce(int64_t /*bytes*/) {}
   // Every bucket launched: the driver must call finalizeBackward() when the current backward
@@ -153,6 +177,10 @@ class Reducer {
   bool shouldRebuild() const { return rebuildEligible(m_config) && !m_hasRebuilt; }
   Status markVariableReady(int paramIndex, bool gradDefined);
   void markBucketReady(int bucketIndex);
+  void flushBatchedCopies(int bucketIndex);
+  int64_t launchBytes(const Bucket& bucket) const;
+  bool bucketAllUnused(const Bucket& bucket) const;
+  void setUnused(std::vector<int> unused);
   void runDelayedAllReduce();
   void runFinalize();
   void resetBucketCounting();
@@ -191,6 +219,9 @@ class Reducer {
   std::vector<int> m_hookCount;     // static graph: hooks per parameter in iteration 1
   std::vector<int> m_countdown;     // static graph: remaining hooks this iteration
   std::vector<int> m_unused;        // unused parameters (dynamic: per iteration; static: fixed)
+  std::vector<char> m_unusedFlag;   // per parameter: in m_unused
+  std::vector<std::vector<BucketCopy>> m_deferred;  // batched_grad_copy: per bucket
+  std::vector<int> m_skipped;                       // buckets skipped this iteration
   std::vector<int> m_readyLog;
   std::vector<int> m_rebuildRecord;
   std::vector<int64_t> m_bufferBroadcastBytes;  // coalesced groups, empty without buffers

@@ -164,7 +164,7 @@ Status Engine::broadcastModelState() {
     return Status::ok();
   };
   for (Param& p : m_model.params()) RETURN_IF_ERROR(addTensor(p.value));
-  if (m_options.ddp.broadcastBuffers) {
+  if (m_options.ddp.initSyncBuffers) {
     for (Buffer& b : m_model.buffers()) RETURN_IF_ERROR(addTensor(b.value));
   }
   for (Group& g : groups) {

@@ -141,7 +141,12 @@ void ScriptBuilder::issueBlockingBroadcast(CollectiveKind kind, int64_t bytes) {
 }
 
 void ScriptBuilder::copyIntoBucket(const ddp::BucketCopy& copy) {
-  const int64_t bytes = m_facts.paramBytes[static_cast<size_t>(copy.paramIndex)];
+  int64_t bytes = m_facts.paramBytes[static_cast<size_t>(copy.paramIndex)];
+  const ddp::MixedPrecision& mp = m_reducer->config().mixedPrecision;
+  if (mp.enabled) {  // the gradient and the bucket are in param_dtype
+    bytes = m_model.params[static_cast<size_t>(copy.paramIndex)].numel() *
+            models::dtypeBytes(mp.paramDtype);
+  }
   switch (copy.kind) {
     case ddp::CopyKind::kCopy:
       // The autograd hook launches this copy.
@@ -164,9 +169,23 @@ void ScriptBuilder::copyIntoBucket(const ddp::BucketCopy& copy) {
   }
 }
 
+void ScriptBuilder::batchedCopyIntoBucket(const ddp::BatchedBucketCopy& batch) {
+  // batched_grad_copy: one _foreach_copy_ of the bucket's gradients, one flat div_.
+  if (batch.copyBytes > 0) {
+    addOp(OpKind::kCopy, -1, m_compute.copyTime(batch.copyBytes).count(), CopyRole::kIntoBucket,
+          batch.bucketIndex);
+  }
+  if (batch.divideBytes > 0) {
+    addOp(OpKind::kCopy, -1, m_compute.copyTime(batch.divideBytes).count(), CopyRole::kScale,
+          batch.bucketIndex);
+  }
+}
+
 void ScriptBuilder::launchBucket(int bucketIndex, int64_t /*bytes*/) {
   const ddp::Bucket& bucket = m_reducer->plan().buckets[static_cast<size_t>(bucketIndex)];
-  const ddp::CommHook& hook = m_reducer->config().commHook;
+  const ddp::DdpConfig& config = m_reducer->config();
+  const ddp::CommHook& hook = config.commHook;
+  const ddp::MixedPrecision& mp = config.mixedPrecision;
   if ((hook.kind == ddp::CommHookKind::kFp16 || hook.kind == ddp::CommHookKind::kBf16) &&
       !bucket.sparse) {
     // The hook casts (and divides) the flat bucket on the current stream before the
@@ -179,8 +198,14 @@ void ScriptBuilder::launchBucket(int bucketIndex, int64_t /*bytes*/) {
     addOp(OpKind::kCopy, -1, m_compute.copyTime(bucket.bytes).count(), CopyRole::kScale,
           bucketIndex);
   }
+  if (mp.enabled && mp.paramDtype != mp.reduceDtype && !bucket.sparse) {
+    // Mixed precision's hook: bucket.buffer().to(reduce_dtype) before the allreduce.
+    addOp(OpKind::kCopy, -1,
+          m_compute.copyTime(bucket.numel * models::dtypeBytes(mp.paramDtype)).count(),
+          CopyRole::kCast, bucketIndex);
+  }
   const std::vector<int64_t> parts = ddp::collectiveBytesForBucket(
-      bucket, m_reducer->params(), hook, m_reducer->syncedIterations());
+      bucket, m_reducer->params(), config, m_reducer->syncedIterations());
   for (size_t part = 0; part < parts.size(); ++part) {
     CollectiveDesc desc;
     desc.kind = CollectiveKind::kBucket;
@@ -227,6 +252,18 @@ void ScriptBuilder::finalize(const ddp::FinalizeInfo& info) {
       ++m_waits;
     }
     if (!info.copyBack) continue;
+    if (info.batchedCopyBack) {  // one _foreach_copy_ of the bucket's used gradients
+      int64_t bytes = 0;
+      for (int p : bucket.params) {
+        if (!m_unusedMark[static_cast<size_t>(p)])
+          bytes += m_facts.paramBytes[static_cast<size_t>(p)];
+      }
+      if (bytes > 0) {
+        addOp(OpKind::kCopy, -1, m_compute.copyTime(bytes).count(), CopyRole::kCopyBack,
+              bucket.index);
+      }
+      continue;
+    }
     for (int p : bucket.params) {
       if (m_unusedMark[static_cast<size_t>(p)]) continue;  // .grad left untouched
       addOp(OpKind::kCopy, p,

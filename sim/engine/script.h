@@ -17,10 +17,14 @@
 //
 // Costs (each op's nominal work at compute scale 1, without contention): layer kernels from
 // ComputeModel::layerTimes; every copy-into-bucket, zero-fill (unused parameter), in-place scale
-// and copy-back kernel costs copyTime(parameter bytes); the fp16/bf16 hook's cast
-// copyTime(bucket bytes); the traversal graphTraversalTime(executed layers + P) (one autograd node
-// per layer plus one AccumulateGrad per parameter); the optimizer one optimizerTime(all parameter
-// bytes) kernel. Collectives carry their CommModel estimate (through the EstimateCache).
+// and copy-back kernel costs copyTime(parameter bytes) (with batched_grad_copy: one
+// copyTime(bytes copied) batched copy plus one copyTime(bucket bytes) divide per bucket when it
+// is ready, and one batched copy back per bucket); the fp16/bf16 hook's cast, and mixed
+// precision's cast to a different reduce dtype, copyTime(bucket bytes); a bucket skipped by
+// skip_all_reduce_unused_params issues nothing; the traversal graphTraversalTime(executed layers +
+// P) (one autograd node per layer plus one AccumulateGrad per parameter); the optimizer one
+// optimizerTime(all parameter bytes) kernel. Collectives carry their CommModel estimate (through
+// the EstimateCache).
 //
 // Complexity: O(L + P + C) ops per iteration (L layers, P parameters, C collectives) plus
 // O(P + B) Reducer work per iteration and usage class.
@@ -199,6 +203,7 @@ class ScriptBuilder final : public ddp::ReducerActions {
 
   // ---- ReducerActions ----
   void copyIntoBucket(const ddp::BucketCopy& copy) override;
+  void batchedCopyIntoBucket(const ddp::BatchedBucketCopy& batch) override;
   void launchBucket(int bucketIndex, int64_t bytes) override;
   void launchUsedMapAllreduce(int64_t bytes) override;
   void rebuildBuckets(const ddp::BucketPlan& newPlan, const ddp::RebuildSync& sync) override;

@@ -42,6 +42,7 @@ std::vector<Case> cases() {
   a.expected.noSyncPeriod = 2;
   a.expected.commHook.kind = ddp::CommHookKind::kFp16;
   a.expected.broadcastBuffers = false;
+  a.expected.initSyncBuffers = false;  // the deprecated broadcast_buffers=False
   a.expected.profile = ddp::SemanticsProfile::kV1_13;
   out.push_back(a);
   Case b;
@@ -51,6 +52,18 @@ std::vector<Case> cases() {
   b.expected.commHook.powerSgdRank = 4;
   b.expected.profile = ddp::SemanticsProfile::kV1_5;
   out.push_back(b);
+  Case c;  // PyTorch 2.15's arguments
+  c.flags = {"--bucket-cap-mb-list",      "1,4",
+             "--batched-grad-copy",       "--skip-all-reduce-unused-params",
+             "--no-forward-sync-buffers", "--lazy-bucket-allocation",
+             "--mixed-precision",         "bf16:fp32"};
+  c.expected.bucketCapMbList = {1, 4};
+  c.expected.batchedGradCopy = true;
+  c.expected.skipAllReduceUnusedParams = true;
+  c.expected.broadcastBuffers = false;
+  c.expected.lazyBucketAllocation = true;
+  c.expected.mixedPrecision = {true, models::DType::kBFloat16, models::DType::kFloat32};
+  out.push_back(c);
   return out;
 }
 

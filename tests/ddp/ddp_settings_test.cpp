@@ -58,6 +58,23 @@ std::vector<DdpConfig> variedConfigs() {
   c.profile = SemanticsProfile::kV1_5;
   c.setBucketCapMb(1.1);
   out.push_back(c);
+  // The PyTorch 2.15 arguments.
+  c = DdpConfig();
+  c.bucketCapMbList = {1, 4, 25};
+  c.batchedGradCopy = true;
+  c.skipAllReduceUnusedParams = true;
+  c.findUnusedParameters = true;
+  c.lazyBucketAllocation = true;
+  c.mixedPrecision = {true, models::DType::kBFloat16, models::DType::kFloat32};
+  out.push_back(c);
+  c = DdpConfig();
+  c.broadcastBuffers = false;  // deprecated broadcast_buffers=False: no init sync either
+  c.initSyncBuffers = false;
+  c.mixedPrecision = {true, models::DType::kFloat16, models::DType::kFloat16};
+  out.push_back(c);
+  c = DdpConfig();
+  c.broadcastBuffers = false;  // forward_sync_buffers=False
+  out.push_back(c);
   return out;
 }
 
@@ -174,8 +191,79 @@ TEST(DdpSettingsTest, FlagErrorsNameTheFlag) {
   EXPECT_EQ(applyDdpSetting(DdpSetting::kCommHook, "int8", c).message(),
             "--comm-hook: expected fp16, bf16, powersgd:R, allreduce or none, got 'int8'");
   EXPECT_EQ(applyDdpSetting(DdpSetting::kSemantics, "2.0", c).message(),
-            "--semantics: expected 1.5, 1.13 or current, got '2.0'");
+            "--semantics: expected 2.15 (or current), 1.13 or 1.5, got '2.0'");
   EXPECT_EQ(c, DdpConfig());  // failed flags change nothing
+}
+
+}  // namespace
+}  // namespace ddpscope::ddp
+
+namespace ddpscope::ddp {
+namespace {
+
+TEST(DdpSettings215Test, FlagsSetTheArgumentsAndBadValuesNameTheFlag) {
+  DdpConfig c;
+  ASSERT_TRUE(applyDdpSetting(DdpSetting::kBucketCapMbList, "1, 4,25", c).isOk());
+  EXPECT_EQ(c.bucketCapMbList, (std::vector<int64_t>{1, 4, 25}));
+  EXPECT_EQ(c.bucketCapBytes(), 25 * 1048576);  // the effective cap is the maximum
+  EXPECT_TRUE(c.capGivenByUser());
+  ASSERT_TRUE(applyDdpSetting(DdpSetting::kMixedPrecision, "bf16:fp32", c).isOk());
+  EXPECT_EQ(c.mixedPrecision.paramDtype, models::DType::kBFloat16);
+  EXPECT_EQ(c.mixedPrecision.reduceDtype, models::DType::kFloat32);
+  ASSERT_TRUE(applyDdpSetting(DdpSetting::kMixedPrecision, "fp16", c).isOk());
+  EXPECT_EQ(c.mixedPrecision.reduceDtype, models::DType::kFloat16);
+  // broadcast_buffers=False drops buffers from the construction sync; forward_sync_buffers=False
+  // does not, and wins when both are given (flags apply in --help order).
+  DdpConfig b;
+  ASSERT_TRUE(applyDdpSetting(DdpSetting::kNoBroadcastBuffers, "", b).isOk());
+  EXPECT_FALSE(b.broadcastBuffers);
+  EXPECT_FALSE(b.initSyncBuffers);
+  ASSERT_TRUE(applyDdpSetting(DdpSetting::kNoForwardSyncBuffers, "", b).isOk());
+  EXPECT_FALSE(b.broadcastBuffers);
+  EXPECT_TRUE(b.initSyncBuffers);
+
+  DdpConfig d;
+  EXPECT_EQ(applyDdpSetting(DdpSetting::kBucketCapMbList, "1,0", d).message(),
+            "--bucket-cap-mb-list: expected a comma-separated list of positive whole MiB (e.g. "
+            "1,4,25), got '1,0'");
+  EXPECT_EQ(applyDdpSetting(DdpSetting::kBucketCapMbList, "2.5", d).message(),
+            "--bucket-cap-mb-list: expected a comma-separated list of positive whole MiB (e.g. "
+            "1,4,25), got '2.5'");
+  EXPECT_EQ(applyDdpSetting(DdpSetting::kMixedPrecision, "int8", d).message(),
+            "--mixed-precision: expected P or P:R with P, R in fp16, bf16, fp32, got 'int8'");
+  EXPECT_EQ(d, DdpConfig());
+}
+
+TEST(DdpSettings215Test, NewArgumentsNeedThe215ProfileAndMixedPrecisionNoHook) {
+  DdpConfig c;
+  c.profile = SemanticsProfile::kV1_13;
+  c.batchedGradCopy = true;
+  EXPECT_EQ(validateDdpConfig(c).message(),
+            "batched_grad_copy: a PyTorch 2.15 argument, not available with semantics 1.13 (use "
+            "semantics 2.15)");
+  c = DdpConfig();
+  c.mixedPrecision.enabled = true;
+  c.commHook.kind = CommHookKind::kFp16;
+  EXPECT_NE(validateDdpConfig(c).message().find("mixed_precision"), std::string::npos);
+  EXPECT_TRUE(validateDdpConfig(DdpConfig()).isOk());
+  EXPECT_EQ(DdpConfig().profile, SemanticsProfile::kV2_15);
+  EXPECT_EQ(semanticsProfileName(DdpConfig().profile), "2.15");
+}
+
+TEST(DdpSettings215Test, ReadsTraceMetadataStringsAndRejectsBadValues) {
+  // Trace metadata stores arrays as their JSON text (traces/args_json.h).
+  Json meta = {{"bucket_cap_mb_list", "[1,4,25]"},
+               {"mixed_precision", "float16:float32"},
+               {"forward_sync_buffers", 0}};
+  StatusOr<DdpConfig> c = readDdpSettingsJson(meta, "trace.json");
+  ASSERT_TRUE(c.isOk()) << c.status().message();
+  EXPECT_EQ(c->bucketCapMbList, (std::vector<int64_t>{1, 4, 25}));
+  EXPECT_TRUE(c->mixedPrecision.enabled);
+  EXPECT_FALSE(c->broadcastBuffers);
+  StatusOr<DdpConfig> bad = readDdpSettingsJson({{"bucket_cap_mb_list", {1, -2}}}, "run.json");
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("bucket_cap_mb_list"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("run.json"), std::string::npos);
 }
 
 }  // namespace
