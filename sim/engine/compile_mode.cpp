@@ -128,6 +128,12 @@ Status validateCompileMode(CompileMode mode, const ddp::DdpConfig& config) {
         "--compile compiled-autograd: comm hooks are not modelled with the python reducer (it "
         "calls them per gradient); use --comm-hook none");
   }
+  if (mode == CompileMode::kCompiledAutograd && !config.bucketCapMbList.empty()) {
+    // torch 2.15 distributed.py: "when using bucket_cap_mb_list, python reducer is not supported".
+    return invalidArgument(
+        "--compile compiled-autograd: --bucket-cap-mb-list is not supported with the python "
+        "reducer (PyTorch 2.15 asserts it); use --bucket-cap-mb");
+  }
   return Status::ok();
 }
 

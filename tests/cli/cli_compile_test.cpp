@@ -128,6 +128,9 @@ TEST(CliCompileTest, BadValues) {
                   "compiled-autograd", "--comm-hook", "fp16"},
                  "comm hooks");
   expectBadInput({"simulate", "--model", "gpt2-small", "--cluster", "dgx-a100", "--compile",
+                  "compiled-autograd", "--bucket-cap-mb-list", "1,25"},
+                 "--bucket-cap-mb-list is not supported with the python reducer");
+  expectBadInput({"simulate", "--model", "gpt2-small", "--cluster", "dgx-a100", "--compile",
                   "whole-graph", "--strategy", "dp"},
                  "--strategy ddp");
   expectBadInput({"simulate", "--model", "gpt2-small", "--cluster", "dgx-a100", "--compile",
