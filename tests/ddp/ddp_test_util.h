@@ -3,15 +3,28 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "ddp/reducer.h"
+#include "io/file_input.h"
 #include "models/model_spec.h"
 
 namespace ddpscope::ddp::testing {
 
 inline constexpr int64_t kMiB = 1024 * 1024;
+
+// A reference file under tests/data (recorded from real PyTorch by its committed script), parsed;
+// a discarded (null) json when it cannot be read or parsed, which the tests report by path.
+inline std::string referenceDataPath(const std::string& relativePath) {
+  return std::string(DDPSCOPE_TEST_DATA_DIR) + "/" + relativePath;
+}
+inline nlohmann::json loadReferenceJson(const std::string& relativePath) {
+  auto text = io::readFileBytes(referenceDataPath(relativePath));
+  if (!text.isOk()) return nlohmann::json();
+  return nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+}
 
 inline models::ParamSpec makeParam(std::string name, std::vector<int64_t> shape,
                                    models::DType dtype = models::DType::kFloat32,

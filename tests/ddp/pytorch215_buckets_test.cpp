@@ -12,15 +12,14 @@
 // Parameterized over the file's contents: a model or case added to the file is checked here.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 
 #include "ddp/bucket_plan.h"
 #include "ddp/ddp_settings.h"
 #include "ddp/reducer.h"
+#include "ddp_test_util.h"
 #include "models/zoo.h"
 
 namespace ddpscope::ddp {
@@ -29,17 +28,11 @@ namespace {
 using nlohmann::json;
 
 std::string dataPath() {
-  return std::string(DDPSCOPE_TEST_DATA_DIR) + "/torch-2.15/buckets.json";
+  return testing::referenceDataPath("torch-2.15/buckets.json");
 }
 
 const json& referenceData() {
-  static const json data = [] {
-    std::ifstream in(dataPath());
-    if (!in) return json();
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    return json::parse(buffer.str(), nullptr, /*allow_exceptions=*/false);
-  }();
+  static const json data = testing::loadReferenceJson("torch-2.15/buckets.json");
   return data;
 }
 

@@ -4,11 +4,10 @@
 // to the file is checked without touching this test.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "ddp/bucket_plan.h"
+#include "ddp_test_util.h"
 
 namespace ddpscope::ddp {
 namespace {
@@ -19,17 +18,11 @@ const char* const kVariants[] = {"find_unused_true", "find_unused_false_initial"
                                  "find_unused_false_rebuilt", "reverse_order_approx"};
 
 std::string dataPath() {
-  return std::string(DDPSCOPE_TEST_DATA_DIR) + "/pytorch-1.13-buckets.json";
+  return testing::referenceDataPath("pytorch-1.13-buckets.json");
 }
 
 const json& referenceData() {
-  static const json data = [] {
-    std::ifstream in(dataPath());
-    if (!in) return json();
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    return json::parse(buffer.str(), nullptr, /*allow_exceptions=*/false);
-  }();
+  static const json data = testing::loadReferenceJson("pytorch-1.13-buckets.json");
   return data;
 }
 
