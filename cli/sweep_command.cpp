@@ -179,6 +179,9 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
                        {"bucket_cap_mb", r.capMb},
                        {"step_time_ns", r.summary.stepTime.count()},
                        {"default_step_time_ns", rows[b.baseline].summary.stepTime.count()},
+                       {"default_bucket_cap_mb", rows[b.baseline].capDefault
+                                                     ? nlohmann::json(nullptr)
+                                                     : nlohmann::json(rows[b.baseline].capMb)},
                        {"gain_percent", b.gainPercent}});
     }
     out["model"] = req.model.name;
@@ -222,12 +225,13 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
     const auto& r = rows[b.point];
     char line[256];
     std::snprintf(line, sizeof(line),
-                  "  world %5d%s%s: bucket_cap_mb %-5s %10.3f ms/step, %.1f%% %s than 25 "
+                  "  world %5d%s%s: bucket_cap_mb %-5s %10.3f ms/step, %.1f%% %s than %s "
                   "(%.3f ms)\n",
                   r.layout.worldSize(), r.findUnused ? " find_unused" : "",
                   severalModes ? (" " + std::string(sim::compileModeName(r.compile))).c_str() : "",
                   formatShortest(r.capMb).c_str(), r.summary.stepTime.toMillis(),
                   std::abs(b.gainPercent), b.gainPercent < 0 ? "slower" : "faster",
+                  rows[b.baseline].capDefault ? "the default None" : "25",
                   rows[b.baseline].summary.stepTime.toMillis());
     o << line;
   }

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "base/strings.h"
+#include "ddp/bucket_plan.h"
 
 namespace ddpscope::sim {
 namespace {}  // namespace
@@ -21,9 +22,28 @@ SimOptions sweepPointOptions(const SimOptions& base, double capMb, bool findUnus
 
 SimOptions sweepPointOptions(const SimOptions& base, const SweepPoint& point) {
   SimOptions o = sweepPointOptions(base, point.capMb, point.findUnused);
+  if (point.capDefault) {
+    o.ddp.bucketCapMb = ddp::DdpConfig::kDefaultBucketCapMb;
+    o.ddp.bucketCapSetByUser = false;
+  }
   o.compile = point.compile;
   return o;
 }
+
+namespace {
+
+// Whether leaving bucket_cap_mb out gives other bucket limits than passing `capMb` explicitly.
+bool defaultDiffersFromExplicit(const ddp::DdpConfig& base, double capMb) {
+  ddp::DdpConfig unset = base;
+  unset.bucketCapMb = ddp::DdpConfig::kDefaultBucketCapMb;
+  unset.bucketCapSetByUser = false;
+  ddp::DdpConfig given = base;
+  given.setBucketCapMb(capMb);
+  return ddp::constructionLimits(unset) != ddp::constructionLimits(given) ||
+         ddp::rebuildLimits(unset) != ddp::rebuildLimits(given);
+}
+
+}  // namespace
 
 StatusOr<SweepResult> runSweep(const SweepRequest& request) {
   if (request.model == nullptr || request.cluster == nullptr) {
@@ -39,17 +59,23 @@ StatusOr<SweepResult> runSweep(const SweepRequest& request) {
   for (const WorldLayout& layout : request.layouts) {
     for (bool fu : request.findUnused) {
       for (CompileMode mode : modes) {
-        for (double cap : request.capsMb) out.points.push_back({layout, cap, fu, false, {}, mode});
+        for (double cap : request.capsMb) out.points.push_back({layout, cap, fu, false, false, {}, mode});
       }
     }
   }
-  const bool baselineSwept = std::find(request.capsMb.begin(), request.capsMb.end(),
-                                       request.baselineCapMb) != request.capsMb.end();
+  const bool defaultBaseline =
+      defaultDiffersFromExplicit(request.base.ddp, ddp::DdpConfig::kDefaultBucketCapMb);
+  const double baselineCap =
+      defaultBaseline ? ddp::DdpConfig::kDefaultBucketCapMb : request.baselineCapMb;
+  const bool baselineSwept =
+      !defaultBaseline &&
+      std::find(request.capsMb.begin(), request.capsMb.end(), baselineCap) != request.capsMb.end();
   if (!baselineSwept) {
     for (const WorldLayout& layout : request.layouts) {
       for (bool fu : request.findUnused) {
         for (CompileMode mode : modes) {
-          out.points.push_back({layout, request.baselineCapMb, fu, true, {}, mode});
+          SweepPoint p{layout, baselineCap, fu, true, defaultBaseline, {}, mode};
+          out.points.push_back(p);
         }
       }
     }
@@ -105,7 +131,8 @@ StatusOr<SweepResult> runSweep(const SweepRequest& request) {
               p.findUnused != fu || p.compile != mode) {
             continue;
           }
-          if (p.capMb == request.baselineCapMb && !baseline) baseline = i;
+          const bool isBaseline = defaultBaseline ? p.capDefault : p.capMb == baselineCap;
+          if (isBaseline && !baseline) baseline = i;
           if (p.baselineOnly) continue;
           if (!best || p.summary.stepTime < out.points[*best].summary.stepTime) best = i;
         }

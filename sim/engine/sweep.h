@@ -4,11 +4,13 @@
 // sweep benchmark.
 //
 // Points come out in request order: layouts, then find_unused values, then compile modes, then
-// caps. When the baseline cap (25, PyTorch's default) is not among the swept caps it is
-// simulated too, once per (layout, find_unused, compile mode), as extra points after the swept
-// ones (baselineOnly): they are not candidates for the best. Each point's options are the base
-// options with its cap (DdpConfig::setBucketCapMb: given by the user), find_unused and compile
-// mode set.
+// caps. The baseline is PyTorch's default: bucket_cap_mb left out (None), which is 25 MiB but,
+// from PyTorch 2.4 on (profile 2.15), keeps a 1 MiB first bucket that an explicit 25 does not.
+// When the swept caps have no point equal to it (an explicit 25 under profile 1.13 is; under 2.15
+// it is not), it is simulated too, once per (layout, find_unused, compile mode), as extra points
+// after the swept ones (baselineOnly, capDefault): they are not candidates for the best. Each
+// swept point's options are the base options with its cap (DdpConfig::setBucketCapMb: given by
+// the user), find_unused and compile mode set.
 //
 // Threads take points from a shared counter; results land in their slots, so the output does not
 // depend on the thread count or scheduling. Complexity: one simulate() per point.
@@ -35,8 +37,8 @@ struct SweepRequest {
   std::vector<double> capsMb;
   std::vector<bool> findUnused = {false};
   std::vector<CompileMode> compileModes;  // empty: base.compile only
-  double baselineCapMb = 25;
-  unsigned threads = 0;  // 0 = std::thread::hardware_concurrency()
+  double baselineCapMb = 25;  // ignored when the profile tells the default from an explicit 25
+  unsigned threads = 0;       // 0 = std::thread::hardware_concurrency()
   // Called after each finished point with (finished, total), from the worker threads but
   // serialized.
   std::function<void(size_t finished, size_t total)> progress;
@@ -47,6 +49,7 @@ struct SweepPoint {
   double capMb = 0;
   bool findUnused = false;
   bool baselineOnly = false;
+  bool capDefault = false;  // bucket_cap_mb left out (None): PyTorch's default, capMb = 25
   SimSummary summary;
   CompileMode compile = CompileMode::kNone;
 };

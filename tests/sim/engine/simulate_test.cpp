@@ -8,6 +8,7 @@
 #include "models/zoo.h"
 #include "sim/cost/cluster.h"
 #include "sim/engine/ddp_simulator.h"
+#include "sim/engine/sweep.h"
 #include "traces/overlap.h"
 
 namespace ddpscope::sim {
@@ -129,6 +130,37 @@ TEST(SimulateTest, ContentionOverrideChangesStepOnlyWithOverlap) {
   if (none->summary.overlapped.count() > 0) {
     EXPECT_GT(heavy->summary.stepTime, none->summary.stepTime);
   }
+}
+
+TEST(SweepTest, BaselineIsPyTorchsDefaultCapLeftOutNotAnExplicit25) {
+  // PyTorch >= 2.4: bucket_cap_mb=None keeps a 1 MiB first bucket, an explicit 25 does not, so
+  // "the default" of a 2.15 sweep is its own point; under 1.13 the two are one plan and the
+  // swept 25 is the baseline.
+  const Fixture f = load("resnet50", "dgx-v100");
+  SweepRequest request;
+  request.model = &f.model;
+  request.cluster = &f.cluster;
+  request.layouts = {nodes(f.cluster, 2)};
+  request.capsMb = {1, 25, 100};
+  request.threads = 1;
+  auto swept = runSweep(request);
+  ASSERT_TRUE(swept.isOk()) << swept.status().toString();
+  ASSERT_EQ(swept->points.size(), 4u);
+  const SweepPoint& baseline = swept->points[swept->best.front().baseline];
+  EXPECT_TRUE(baseline.baselineOnly && baseline.capDefault);
+  SimOptions unset;  // bucket_cap_mb left out
+  auto expected = simulate(f.model, f.cluster, nodes(f.cluster, 2), unset);
+  ASSERT_TRUE(expected.isOk());
+  EXPECT_EQ(baseline.summary.stepTime, expected->summary.stepTime);
+  EXPECT_NE(baseline.summary.stepTime, swept->points[1].summary.stepTime);  // explicit 25
+  EXPECT_EQ(baseline.summary.numBuckets, 5);
+  EXPECT_EQ(swept->points[1].summary.numBuckets, 4);
+
+  request.base.ddp.profile = ddp::SemanticsProfile::kV1_13;
+  auto legacy = runSweep(request);
+  ASSERT_TRUE(legacy.isOk());
+  ASSERT_EQ(legacy->points.size(), 3u);
+  EXPECT_EQ(legacy->best.front().baseline, 1u);
 }
 
 }  // namespace
