@@ -59,7 +59,8 @@ StatusOr<SweepResult> runSweep(const SweepRequest& request) {
   for (const WorldLayout& layout : request.layouts) {
     for (bool fu : request.findUnused) {
       for (CompileMode mode : modes) {
-        for (double cap : request.capsMb) out.points.push_back({layout, cap, fu, false, false, {}, mode});
+        for (double cap : request.capsMb)
+          out.points.push_back({layout, cap, fu, false, false, {}, mode});
       }
     }
   }
