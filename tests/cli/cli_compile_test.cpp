@@ -18,17 +18,11 @@ using testing::CliResult;
 using testing::expectBadInput;
 using ::testing::HasSubstr;
 using testing::runCliForTest;
+using testing::runCliJson;
 using testing::scratchDir;
 
-json runJson(const std::vector<std::string>& args) {
-  CliResult r = runCliForTest(args);
-  EXPECT_EQ(r.exitCode, 0) << r.err;
-  if (r.exitCode != 0) return json();
-  return json::parse(r.out);
-}
-
 json simulateJson(const std::string& mode) {
-  return runJson(
+  return runCliJson(
       {"simulate", "--model", "gpt2-small", "--cluster", "dgx-a100", "--compile", mode, "--json"});
 }
 
@@ -51,7 +45,7 @@ TEST(CliCompileTest, SimulateStatesTheModeAndItsEffect) {
   EXPECT_GT(whole["step_time_ns"].get<int64_t>(), eager["step_time_ns"].get<int64_t>());
   // The default omits nothing else: --compile none is the eager simulation.
   const json plain =
-      runJson({"simulate", "--model", "gpt2-small", "--cluster", "dgx-a100", "--json"});
+      runCliJson({"simulate", "--model", "gpt2-small", "--cluster", "dgx-a100", "--json"});
   EXPECT_EQ(plain["step_time_ns"], eager["step_time_ns"]);
 }
 
@@ -68,8 +62,8 @@ TEST(CliCompileTest, TextAndTraceNameTheMode) {
 }
 
 TEST(CliCompileTest, SweepCarriesTheMode) {
-  const json out = runJson({"sweep", "--model", "gpt2-small", "--cluster", "dgx-a100",
-                            "--bucket-cap-mb", "5,100", "--compile", "whole-graph", "--json"});
+  const json out = runCliJson({"sweep", "--model", "gpt2-small", "--cluster", "dgx-a100",
+                               "--bucket-cap-mb", "5,100", "--compile", "whole-graph", "--json"});
   ASSERT_FALSE(out.is_null());
   EXPECT_EQ(out["workload"]["compile"], "whole-graph");
   for (const auto& row : out["rows"]) EXPECT_EQ(row["overlapped_ns"], 0) << row.dump();
@@ -77,8 +71,8 @@ TEST(CliCompileTest, SweepCarriesTheMode) {
 
 TEST(CliCompileTest, SweepComparesModesWithABestCapEach) {
   const json out =
-      runJson({"sweep", "--model", "gpt2-small", "--cluster", "dgx-a100", "--bucket-cap-mb",
-               "1,5,25,100", "--compile", "none,whole-graph,ddp-optimizer", "--json"});
+      runCliJson({"sweep", "--model", "gpt2-small", "--cluster", "dgx-a100", "--bucket-cap-mb",
+                  "1,5,25,100", "--compile", "none,whole-graph,ddp-optimizer", "--json"});
   ASSERT_FALSE(out.is_null());
   ASSERT_EQ(out["rows"].size(), 3u * 4u);
   ASSERT_EQ(out["best"].size(), 3u);
@@ -91,8 +85,8 @@ TEST(CliCompileTest, SweepComparesModesWithABestCapEach) {
   EXPECT_EQ(out["best"][1]["bucket_cap_mb"], 100);
   EXPECT_LT(out["best"][0]["bucket_cap_mb"].get<double>(), 100);
   // The same eager rows as a sweep without --compile.
-  const json eager = runJson({"sweep", "--model", "gpt2-small", "--cluster", "dgx-a100",
-                              "--bucket-cap-mb", "1,5,25,100", "--json"});
+  const json eager = runCliJson({"sweep", "--model", "gpt2-small", "--cluster", "dgx-a100",
+                                 "--bucket-cap-mb", "1,5,25,100", "--json"});
   for (size_t i = 0; i < 4; ++i) {
     EXPECT_EQ(out["rows"][i]["step_time_ns"], eager["rows"][i]["step_time_ns"]);
   }

@@ -15,18 +15,12 @@ using testing::CliResult;
 using testing::expectBadInput;
 using ::testing::HasSubstr;
 using testing::runCliForTest;
+using testing::runCliJson;
 using testing::scratchDir;
 using testing::writeScratchFile;
 
-json runJson(const std::vector<std::string>& args) {
-  CliResult r = runCliForTest(args);
-  EXPECT_EQ(r.exitCode, 0) << r.err;
-  if (r.exitCode != 0) return json();
-  return json::parse(r.out);
-}
-
 TEST(CliAllreduceTest, DgxA100LargeMessageBusbwNearPublished) {
-  json out = runJson({"allreduce", "--cluster", "dgx-a100", "--bytes", "1G,4G", "--json"});
+  json out = runCliJson({"allreduce", "--cluster", "dgx-a100", "--bytes", "1G,4G", "--json"});
   ASSERT_EQ(out["results"].size(), 2u);
   for (const auto& r : out["results"]) {
     // nccl-tests on 8x A100 SXM: ~230-232 GB/s busbw (nccl-cost-model.md §3.1).
@@ -37,8 +31,8 @@ TEST(CliAllreduceTest, DgxA100LargeMessageBusbwNearPublished) {
 }
 
 TEST(CliAllreduceTest, TimeGrowsWithSize) {
-  json out = runJson({"allreduce", "--cluster", "dgx-h100", "--nodes", "4", "--bytes",
-                      "4K,64K,1M,25M,256M", "--json"});
+  json out = runCliJson({"allreduce", "--cluster", "dgx-h100", "--nodes", "4", "--bytes",
+                         "4K,64K,1M,25M,256M", "--json"});
   double prev = 0;
   for (const auto& r : out["results"]) {
     EXPECT_GE(r["time_us"].get<double>(), prev);
@@ -60,14 +54,14 @@ TEST(CliAllreduceTest, BadInputs) {
 
 TEST(CliSimulateTest, SummaryAgreesWithTraceOverlap) {
   std::string trace = (scratchDir() / "sim_gpt2.json").string();
-  json sim = runJson({"simulate", "--model", "gpt2-small", "--cluster", "dgx-a100", "--nodes", "2",
-                      "--trace", trace, "--json"});
+  json sim = runCliJson({"simulate", "--model", "gpt2-small", "--cluster", "dgx-a100", "--nodes",
+                         "2", "--trace", trace, "--json"});
   ASSERT_FALSE(sim.is_null());
   EXPECT_GT(sim["step_time_ns"].get<int64_t>(), 0);
   EXPECT_GE(sim["exposed_comm_ns"].get<int64_t>(), 0);
   EXPECT_EQ(sim["world_size"], 16);
   EXPECT_EQ(sim["num_buckets"], 13);
-  json overlap = runJson({"overlap", trace, "--json"});
+  json overlap = runCliJson({"overlap", trace, "--json"});
   ASSERT_FALSE(overlap.is_null());
   ASSERT_GE(overlap["ranks"].size(), 1u);
   // The trace holds every simulated iteration; the summary covers the steady ones. Compare the
@@ -109,8 +103,8 @@ TEST(CliSimulateTest, TextSummaryNamesTheSetting) {
 TEST(CliSimulateTest, SummaryShowsDdpCostTerms) {
   // resnet50 (161 gradients) at cap 1 on dgx-v100: the cluster's ddp_overheads, charged per
   // allreduce, per gradient, per bucket and per step.
-  json out = runJson({"simulate", "--model", "resnet50", "--cluster", "dgx-v100", "--bucket-cap-mb",
-                      "1", "--json", "--quiet"});
+  json out = runCliJson({"simulate", "--model", "resnet50", "--cluster", "dgx-v100",
+                         "--bucket-cap-mb", "1", "--json", "--quiet"});
   ASSERT_TRUE(out.is_object());
   const json& terms = out["ddp_overheads"];
   EXPECT_EQ(terms["allreduce_launch_us"], 42);
@@ -163,7 +157,7 @@ TEST(CliCalibrateTest, FitsDdpOverheadsBackFromATrace) {
                                  "--world-size", "2", "--trace", trace, "--quiet"});
   ASSERT_EQ(sim.exitCode, 0) << sim.err;
   const std::string out = (scratchDir() / "fitted-overheads.json").string();
-  json cal = runJson({"calibrate", trace, "-o", out, "--json", "--quiet"});
+  json cal = runCliJson({"calibrate", trace, "-o", out, "--json", "--quiet"});
   ASSERT_TRUE(cal.is_object());
   const json& fit = cal["calibration"]["ddp_overheads"];
   json written = json::parse(std::ifstream(out));
@@ -193,8 +187,8 @@ TEST(CliSimulateTest, BadInputs) {
 }
 
 TEST(CliSweepTest, JsonRowsAndBestPerWorldSize) {
-  json out = runJson({"sweep", "--model", "gpt2-small", "--cluster", "dgx-a100", "--nodes", "1,4",
-                      "--bucket-cap-mb", "5,25,100", "--find-unused", "both", "--json"});
+  json out = runCliJson({"sweep", "--model", "gpt2-small", "--cluster", "dgx-a100", "--nodes",
+                         "1,4", "--bucket-cap-mb", "5,25,100", "--find-unused", "both", "--json"});
   ASSERT_FALSE(out.is_null());
   EXPECT_EQ(out["rows"].size(), 2u * 3u * 2u);
   ASSERT_EQ(out["best"].size(), 4u);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -26,6 +27,14 @@ inline CliResult runCliForTest(const std::vector<std::string>& args) {
   std::ostringstream out, err;
   int code = runCli(args, out, err);
   return {code, out.str(), err.str()};
+}
+
+// A command that must succeed and print JSON: its parsed output (null after a failed check).
+inline nlohmann::json runCliJson(const std::vector<std::string>& args) {
+  CliResult r = runCliForTest(args);
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  if (r.exitCode != 0) return nlohmann::json();
+  return nlohmann::json::parse(r.out);
 }
 
 // A scratch directory unique to the running test binary.
