@@ -132,6 +132,57 @@ TEST(SimulateTest, ContentionOverrideChangesStepOnlyWithOverlap) {
   }
 }
 
+TEST(SimulateTest, NcclCtasOnDgxV100SlowResnet50AndNothingAtWorldSizeOne) {
+  // dgx-v100 (80 SMs): NCCL's ring on one DGX-1 launches 12 CTAs per resnet50 bucket (the
+  // model's runtime channels; none lowered at these sizes), so compute runs on 68 SMs while a
+  // bucket is on the wire: 12/68 = 17.6 % slower instead of the flat 15 % (the step: 94.505 →
+  // 94.539 ms at cap 25). At world size 1 NCCL
+  // launches no kernel for an in-place sum (enqueue.cc: nRanks == 1 → no kernel, in 2.4.8 and
+  // 2.30), so nothing changes there.
+  Fixture f = load("resnet50", "dgx-v100");
+  ASSERT_TRUE(f.cluster.ncclSmContention);
+  SimOptions options;
+  options.recordTrace = false;
+  options.dtype = "fp32";
+  for (int world : {1, 8}) {
+    WorldLayout layout;
+    layout.gpusPerNode = world;
+    f.cluster.ncclSmContention = true;
+    StatusOr<SimResult> with = simulate(f.model, f.cluster, layout, options);
+    f.cluster.ncclSmContention = false;
+    StatusOr<SimResult> without = simulate(f.model, f.cluster, layout, options);
+    ASSERT_TRUE(with.isOk() && without.isOk());
+    const SimSummary::CommDevice& d = with->summary.commDevice;
+    if (world == 1) {
+      EXPECT_EQ(d.maxCtas, 0);
+      EXPECT_EQ(with->summary.stepTime, without->summary.stepTime);
+      continue;
+    }
+    EXPECT_EQ(d.smCount, 80);
+    EXPECT_EQ(d.minCtas, 1);  // the buffer broadcast: a few KiB, NCCL lowers it to one channel
+    EXPECT_EQ(d.maxCtas, 12);
+    EXPECT_DOUBLE_EQ(d.minContention, 0.15);  // 1/79 is under the flat floor
+    EXPECT_DOUBLE_EQ(d.maxContention, 12.0 / 68.0);
+    EXPECT_EQ(without->summary.commDevice.smCount, 0);
+    EXPECT_EQ(without->summary.commDevice.maxCtas, 12);  // reported, not charged
+    EXPECT_GT(with->summary.stepTime, without->summary.stepTime);
+    std::printf(
+        "[ measured ] resnet50 fp32 on 8 V100: %.3f ms with NCCL's SM share, %.3f without\n",
+        with->summary.stepTime.toMillis(), without->summary.stepTime.toMillis());
+  }
+}
+
+TEST(SimulateTest, AnExplicitContentionReplacesTheSmShare) {
+  const Fixture f = load("resnet50", "dgx-v100");
+  SimOptions options;
+  options.recordTrace = false;
+  options.contentionSlowdown = 0.15;
+  StatusOr<SimResult> result = simulate(f.model, f.cluster, nodes(f.cluster, 1), options);
+  ASSERT_TRUE(result.isOk()) << result.status().toString();
+  EXPECT_EQ(result->summary.commDevice.smCount, 0);
+  EXPECT_DOUBLE_EQ(result->summary.commDevice.maxContention, 0.15);
+}
+
 TEST(SweepTest, BaselineIsPyTorchsDefaultCapLeftOutNotAnExplicit25) {
   // PyTorch >= 2.4: bucket_cap_mb=None keeps a 1 MiB first bucket, an explicit 25 does not, so
   // "the default" of a 2.15 sweep is its own point; under 1.13 the two are one plan and the
