@@ -127,6 +127,10 @@ TEST(SimulateTest, ContentionOverrideChangesStepOnlyWithOverlap) {
   options.contentionSlowdown = 0.5;
   StatusOr<SimResult> heavy = simulate(f.model, f.cluster, nodes(f.cluster, 4), options);
   ASSERT_TRUE(none.isOk() && heavy.isOk());
+  // An explicit contention replaces NCCL's SM share (nccl_sm_contention) too.
+  EXPECT_EQ(heavy->summary.commDevice.smCount, 0);
+  EXPECT_GT(heavy->summary.commDevice.maxCtas, 0);
+  EXPECT_DOUBLE_EQ(heavy->summary.commDevice.maxContention, 0.5);
   if (none->summary.overlapped.count() > 0) {
     EXPECT_GT(heavy->summary.stepTime, none->summary.stepTime);
   }
@@ -170,17 +174,6 @@ TEST(SimulateTest, NcclCtasOnDgxV100SlowResnet50AndNothingAtWorldSizeOne) {
         "[ measured ] resnet50 fp32 on 8 V100: %.3f ms with NCCL's SM share, %.3f without\n",
         with->summary.stepTime.toMillis(), without->summary.stepTime.toMillis());
   }
-}
-
-TEST(SimulateTest, AnExplicitContentionReplacesTheSmShare) {
-  const Fixture f = load("resnet50", "dgx-v100");
-  SimOptions options;
-  options.recordTrace = false;
-  options.contentionSlowdown = 0.15;
-  StatusOr<SimResult> result = simulate(f.model, f.cluster, nodes(f.cluster, 1), options);
-  ASSERT_TRUE(result.isOk()) << result.status().toString();
-  EXPECT_EQ(result->summary.commDevice.smCount, 0);
-  EXPECT_DOUBLE_EQ(result->summary.commDevice.maxContention, 0.15);
 }
 
 TEST(SweepTest, BaselineIsPyTorchsDefaultCapLeftOutNotAnExplicit25) {
