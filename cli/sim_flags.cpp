@@ -236,6 +236,23 @@ std::string formatDdpCosts(const sim::SimSummary& s) {
                   "host stall", s.hostStall.toMillis());
     o << line;
   }
+  const sim::SimSummary::CommDevice& d = s.commDevice;
+  if (d.maxCtas > 0) {  // NCCL collectives: their CTAs on the device
+    o << "NCCL CTAs on the device (per collective; they hold whole SMs while it runs):\n";
+    if (d.smCount > 0) {
+      std::snprintf(line, sizeof(line),
+                    "  %-22s %2d .. %-2d of %d SMs: compute %.1f .. %.1f %% slower while one runs "
+                    "(flat contention %.1f %%)\n",
+                    "CTAs per call", d.minCtas, d.maxCtas, d.smCount, 100.0 * d.minContention,
+                    100.0 * d.maxContention, 100.0 * d.flatContention);
+    } else {
+      std::snprintf(line, sizeof(line),
+                    "  %-22s %2d .. %-2d (SM share not modelled: nccl_sm_contention off or "
+                    "contention overridden; flat %.1f %%)\n",
+                    "CTAs per call", d.minCtas, d.maxCtas, 100.0 * d.flatContention);
+    }
+    o << line;
+  }
   const double pct = s.plainStep.count() > 0 ? 100.0 * static_cast<double>(s.ddpOverhead.count()) /
                                                    static_cast<double>(s.plainStep.count())
                                              : 0.0;

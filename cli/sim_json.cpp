@@ -58,6 +58,13 @@ nlohmann::json simSummaryJson(const SimulationRequest& request, const sim::World
                              {"waits", h.waits},
                              {"step_overhead_ns", h.stepOverhead.count()},
                              {"total_ns", h.total().count()}};
+    const sim::SimSummary::CommDevice& d = s.commDevice;
+    out["comm_device"] = {{"sm_count", d.smCount},
+                          {"min_ctas", d.minCtas},
+                          {"max_ctas", d.maxCtas},
+                          {"flat_contention", d.flatContention},
+                          {"min_contention", d.minContention},
+                          {"max_contention", d.maxContention}};
     out["host_stall_ns"] = s.hostStall.count();
     out["plain_step_ns"] = s.plainStep.count();
     out["ddp_overhead_ns"] = s.ddpOverhead.count();

@@ -26,8 +26,10 @@ Status runSimulateCommand(const std::vector<std::string>& argv, CommandIo io) {
       "and NCCL's cost model. Prints step time, exposed communication and overlap, and what\n"
       "DDP costs besides the wire: the host time of each allreduce launch, autograd hook,\n"
       "copy-back launch and finalize wait and of DDP's forward wrapper (the cluster's\n"
-      "ddp_overheads), the host stall they cause and the step against plain training; --trace\n"
-      "writes a Chrome/Perfetto timeline (pid = rank; compute, comm and host lanes).");
+      "ddp_overheads), the host stall they cause, the CTAs each NCCL call holds on the GPU\n"
+      "and how much they slow compute while it runs (nccl_sm_contention), and the step\n"
+      "against plain training; --trace writes a Chrome/Perfetto timeline (pid = rank;\n"
+      "compute, comm and host lanes).");
   addSimulationFlags(parser, /*sweep=*/false);
   parser.option("trace", "PATH", "write the Chrome trace here (.json; .json.gz compresses)")
       .flag("json", "machine-readable summary")

@@ -118,7 +118,13 @@ struct ClusterSpec {
   AlphaBetaSpec alphaBeta;           // used when commModel == kAlphaBeta
   NcclSettings nccl;                 // used when commModel == kNccl
   double contentionSlowdown = 0.15;  // compute slows by this fraction while a collective runs
-  DdpOverheads ddpOverheads;         // "ddp_overheads" (absent: all 0)
+  // NCCL's CTAs hold whole SMs while their collective runs (spec nccl-cost-model.md §5.1: they
+  // do not share an SM with compute kernels, nccl#689), so compute has smCount − ctas SMs left:
+  // while a collective whose call launches `ctas` CTAs (NCCL's own count, §1.8) is in flight,
+  // compute slows by at least ctas / (smCount − ctas) — a floor under contentionSlowdown.
+  // "nccl_sm_contention"; needs device.smCount > 0 (false: the flat contention only).
+  bool ncclSmContention = false;
+  DdpOverheads ddpOverheads;  // "ddp_overheads" (absent: all 0)
 };
 
 // A cluster plus how many of its nodes/ranks a simulation uses.

@@ -32,10 +32,11 @@ class ClusterParser : private io::JsonReader {
 
   StatusOr<ClusterSpec> parse(std::string_view text) {
     ASSIGN_OR_RETURN(Json root, parseJsonObject(text, origin()));
-    RETURN_IF_ERROR(checkKeys(root, "",
-                              {"name", "description", "device", "gpus_per_node", "intra_node",
-                               "inter_node", "cpu_vendor", "nccl_version", "comm_model",
-                               "alpha_beta", "nccl", "contention_slowdown", "ddp_overheads"}));
+    RETURN_IF_ERROR(
+        checkKeys(root, "",
+                  {"name", "description", "device", "gpus_per_node", "intra_node", "inter_node",
+                   "cpu_vendor", "nccl_version", "comm_model", "alpha_beta", "nccl",
+                   "contention_slowdown", "nccl_sm_contention", "ddp_overheads"}));
     ClusterSpec spec;
     spec.origin = origin();
     ASSIGN_OR_RETURN(spec.name, requiredString(root, "", "name"));
@@ -50,7 +51,12 @@ class ClusterParser : private io::JsonReader {
     spec.commModel = commModel == "nccl" ? CommModelKind::kNccl : CommModelKind::kAlphaBeta;
     ASSIGN_OR_RETURN(spec.contentionSlowdown,
                      number(root, "", "contention_slowdown", 0, 10, 0.15, "a number in [0, 10]"));
+    ASSIGN_OR_RETURN(spec.ncclSmContention, boolean(root, "", "nccl_sm_contention", false));
     RETURN_IF_ERROR(parseDevice(root, spec));
+    if (spec.ncclSmContention && spec.device.smCount <= 0) {
+      return error("nccl_sm_contention", "false for a device without SMs (device.sm_count is 0)",
+                   find(root, "nccl_sm_contention"));
+    }
     RETURN_IF_ERROR(parseIntraNode(root, spec));
     RETURN_IF_ERROR(parseInterNode(root, spec));
     RETURN_IF_ERROR(parseNcclVersion(root, spec));

@@ -37,6 +37,12 @@ int minIterations(const ddp::DdpConfig& config) {
   return static_cast<int>(ddp::rebuildIteration(config) + k);
 }
 
+double collectiveContention(double contention, int smCount, int ctas) {
+  if (smCount <= 0 || ctas <= 0) return contention;
+  const int held = std::min(ctas, smCount - 1);
+  return std::max(contention, static_cast<double>(held) / static_cast<double>(smCount - held));
+}
+
 int defaultIterations(const ddp::DdpConfig& config) {
   const int64_t k = std::max<int64_t>(config.noSyncPeriod, 1);
   return static_cast<int>(std::max<int64_t>(4, ddp::rebuildIteration(config) + 2 * k));
@@ -135,6 +141,22 @@ void writeMetadata(traces::Timeline& timeline, const Workload& workload, const S
   }
 }
 
+// SimSummary::commDevice over the steady iterations (summary.firstSteadyIteration onwards).
+void summarizeCommDevice(SimSummary& summary, int smCount, double contention,
+                         const std::vector<std::pair<int, int>>& ctasPerIteration) {
+  SimSummary::CommDevice& d = summary.commDevice;
+  d.smCount = smCount;
+  d.flatContention = contention;
+  for (size_t i = 0; i < ctasPerIteration.size(); ++i) {
+    const auto [fewest, most] = ctasPerIteration[i];
+    if (static_cast<int64_t>(i) + 1 < summary.firstSteadyIteration || most == 0) continue;
+    d.minCtas = d.maxCtas == 0 ? fewest : std::min(d.minCtas, fewest);
+    d.maxCtas = std::max(d.maxCtas, most);
+  }
+  d.minContention = collectiveContention(contention, smCount, d.minCtas);
+  d.maxContention = collectiveContention(contention, smCount, d.maxCtas);
+}
+
 }  // namespace
 
 StatusOr<SimResult> simulateDdp(const models::ModelSpec& model, const WorldLayout& layout,
@@ -197,11 +219,16 @@ StatusOr<SimResult> simulateDdp(const models::ModelSpec& model, const WorldLayou
   if (timeline) {
     writeMetadata(*timeline, summary.workload, options, iterations, contentionSlowdown);
   }
-  Replayer replayer(model, numRanks, contentionSlowdown, timeline, host);
+  if (options.smContentionSms < 0) {
+    return invalidArgument("SM count for NCCL's SM contention: expected >= 0, got " +
+                           std::to_string(options.smContentionSms));
+  }
+  Replayer replayer(model, numRanks, contentionSlowdown, timeline, host, options.smContentionSms);
   RankZeroRecorder recorder;
   ComputeJitter jitter(options, numRanks);
 
   std::vector<int64_t> fusedBucketBytes;  // compiled-autograd
+  std::vector<std::pair<int, int>> ctasPerIteration;
   summary.iterations.reserve(static_cast<size_t>(iterations));
   for (int64_t i = 1; i <= iterations; ++i) {
     for (UsageClass& cls : classes) {
@@ -230,6 +257,14 @@ StatusOr<SimResult> simulateDdp(const models::ModelSpec& model, const WorldLayou
             "mismatch collectives)");
       }
     }
+    std::pair<int, int> ctas{0, 0};  // fewest, most CTAs of this iteration's NCCL calls
+    for (const CollectiveDesc& desc : reference.collectives) {
+      const int k = desc.estimate->ctas;
+      if (k <= 0) continue;
+      ctas = ctas.second == 0 ? std::pair{k, k}
+                              : std::pair{std::min(ctas.first, k), std::max(ctas.second, k)};
+    }
+    ctasPerIteration.push_back(ctas);
     if (options.allRanks) jitter.draw(replayer.scales());
     IterationSummary iteration;
     if (classes.size() == 1) {
@@ -256,6 +291,7 @@ StatusOr<SimResult> simulateDdp(const models::ModelSpec& model, const WorldLayou
   }
   RETURN_IF_ERROR(internal::finishSummary(
       summary, static_cast<int>(std::max<int64_t>(config.noSyncPeriod, 1))));
+  summarizeCommDevice(summary, options.smContentionSms, contentionSlowdown, ctasPerIteration);
   return result;
 }
 

@@ -27,10 +27,12 @@
 //
 // Contention (nccl-cost-model.md §5): while a collective is in flight on a rank, that rank's
 // compute-stream kernels (forward, backward, copies, optimizer) progress at 1/(1 + c) of their
-// speed. A kernel with w ns of work that starts at t is integrated piecewise over the rank's
-// busy intervals: outside them it does 1 ns of work per ns, inside them 1/(1 + c) — a kernel
-// straddling a boundary is slowed only for the overlapped part. Collectives themselves are not
-// slowed. Host work (graph traversal) is not slowed.
+// speed, c = the flat contention, or per collective max(contention, k / (SMs − k)) when NCCL's k
+// CTAs are counted as holding k of the GPU's SMs (options.smContentionSms). A kernel with w ns of
+// work that starts at t is integrated piecewise over the rank's busy intervals: outside them it
+// does 1 ns of work per ns, inside them 1/(1 + c) — a kernel straddling a boundary is slowed only
+// for the overlapped part. Collectives themselves are not slowed. Host work (graph traversal) is
+// not slowed.
 //
 // All-ranks mode (options.allRanks): every rank replays its own script (ranks whose layers'
 // UsePattern.ranks agree share one Reducer and one script) with its compute times scaled by
@@ -110,6 +112,11 @@ struct SimOptions {
   int iterations = 0;
   bool syncBatchNorm = false;  // SyncBatchNorm: a blocking small allreduce per BN layer
   std::optional<double> contentionSlowdown;  // nullopt = the cluster's value (simulate())
+  // SM occupancy by NCCL's CTAs (cluster.h ncclSmContention): > 0 = the GPU's SM count; while a
+  // collective whose estimate launches k CTAs is in flight, compute slows by
+  // max(contention, k / (smCount − k)) instead of the flat contention. 0 = off. simulate() sets
+  // it from a cluster with nccl_sm_contention unless contentionSlowdown overrides the cluster's.
+  int smContentionSms = 0;
   Strategy strategy = Strategy::kDdp;
   // All-ranks mode: every rank simulated; each rank's compute is scaled by a seeded factor
   // 1 + U(−jitter, +jitter); stragglers (rank, slowdown fraction, e.g. 0.2 = 20 % slower) are
@@ -180,7 +187,16 @@ struct SimSummary {
   DdpOverheads overheads;     // the per-event terms used (µs)
   bool hostRunsAhead = true;  // HostModel::runsAhead
   DdpHostCosts ddpHost;       // host time per term per step (counts: the last steady iteration)
-  Nanos hostStall;            // compute stream waiting for the host per step (host costs exposed)
+  // NCCL's CTAs on the device (options.smContentionSms), over the steady iterations' collectives
+  // on rank 0: the fewest and most CTAs a call launched and the compute slowdown they imposed
+  // (max(flat, k / (SMs − k))); smCount 0 = not modelled (ctas still reported).
+  struct CommDevice {
+    int smCount = 0;
+    int minCtas = 0, maxCtas = 0;
+    double flatContention = 0;
+    double minContention = 0, maxContention = 0;
+  } commDevice;
+  Nanos hostStall;  // compute stream waiting for the host per step (host costs exposed)
   // Plain training without DDP: Σ forward + backward kernels + optimizer (nominal, no
   // contention, no DDP copies or host costs); ddpOverhead = stepTime − plainStep (world size 1:
   // DDP's overhead over plain training).
@@ -196,6 +212,11 @@ struct SimResult {
 // options.dtype as resolved.
 Workload describeWorkload(const models::ModelSpec& model, const WorldLayout& layout,
                           const SimOptions& options, const ComputeModel& compute);
+
+// The compute slowdown while a collective runs whose NCCL call launches `ctas` CTAs on a GPU of
+// `smCount` SMs: max(contention, ctas / (smCount − ctas)) — compute keeps smCount − ctas SMs
+// (CTAs are clamped to smCount − 1). smCount ≤ 0 or ctas ≤ 0: `contention`.
+double collectiveContention(double contention, int smCount, int ctas);
 
 // Fewest iterations that reach steady state: rebuildIteration + K (K = no_sync period; the
 // rebuild iteration is 0 when buckets are never rebuilt).

@@ -57,10 +57,11 @@ void ComputeJitter::draw(std::vector<double>& scales) {
 // ---- Replayer -----------------------------------------------------------------------------------
 
 Replayer::Replayer(const models::ModelSpec& model, int numRanks, double contention,
-                   traces::Timeline* timeline, const HostModel& host)
+                   traces::Timeline* timeline, const HostModel& host, int smCount)
     : m_model(model),
       m_numRanks(numRanks),
       m_slowdown(1.0 + contention),
+      m_smCount(smCount),
       m_timeline(timeline),
       m_hostAhead(host.runsAhead) {
   m_cursor.assign(static_cast<size_t>(numRanks), 0);
@@ -90,7 +91,7 @@ inline int64_t Replayer::scaled(int r, int64_t workNs) const {
 inline int64_t Replayer::runKernel(int r, int64_t startNs, int64_t workNs, int known) {
   int& busyIdx = m_busyIdx[static_cast<size_t>(r)];
   while (busyIdx < known && m_collEnd[static_cast<size_t>(busyIdx)] <= startNs) ++busyIdx;
-  if (workNs == 0 || m_slowdown == 1.0) return startNs + workNs;
+  if (workNs == 0 || (m_slowdown == 1.0 && m_smCount <= 0)) return startNs + workNs;
   double pos = static_cast<double>(startNs);
   double remaining = static_cast<double>(workNs);
   bool slowed = false;
@@ -104,9 +105,10 @@ inline int64_t Replayer::runKernel(int r, int64_t startNs, int64_t workNs, int k
       remaining -= busyBegin - pos;
       pos = busyBegin;
     }
-    const double capacity = (busyEnd - pos) / m_slowdown;  // work done inside the interval
+    const double slowdown = m_collSlowdown[static_cast<size_t>(k)];
+    const double capacity = (busyEnd - pos) / slowdown;  // work done inside the interval
     if (remaining <= capacity) {
-      pos += remaining * m_slowdown;
+      pos += remaining * slowdown;
       remaining = 0;
       break;
     }

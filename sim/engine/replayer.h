@@ -69,8 +69,10 @@ class Replayer {
   // flight on the rank.
   // `host`: the host thread's model (ddp_simulator.h "Host"); its costs are in the scripts' ops
   // (Op::hostNs), whether the host runs ahead is read here.
+  // `smCount` > 0: collective k slows compute by collectiveContention(contention, smCount, its
+  // estimate's CTAs) instead of `contention` (NCCL's CTAs hold SMs; ddp_simulator.h).
   Replayer(const models::ModelSpec& model, int numRanks, double contention,
-           traces::Timeline* timeline, const HostModel& host = {});
+           traces::Timeline* timeline, const HostModel& host = {}, int smCount = 0);
 
   // Per-rank compute-time factors for the next iteration (1.0 unless set).
   std::vector<double>& scales() { return m_scale; }
@@ -83,6 +85,7 @@ class Replayer {
     const int numCollectives = static_cast<int>(reference.collectives.size());
     m_numCollectives = numCollectives;
     m_collEnd.assign(static_cast<size_t>(numCollectives), 0);
+    m_collSlowdown.assign(static_cast<size_t>(numCollectives), m_slowdown);
     m_prevEnd.assign(static_cast<size_t>(numCollectives), 0);
     m_launch.assign(static_cast<size_t>(numCollectives) * static_cast<size_t>(m_numRanks), 0);
     if (m_timeline) {
@@ -108,6 +111,10 @@ class Replayer {
       const int64_t startNs = std::max(arrivalNs, m_commFreeNs);
       m_prevEnd[static_cast<size_t>(k)] = m_commFreeNs;
       const int64_t endNs = startNs + desc.estimate->time.count();
+      if (m_smCount > 0) {
+        m_collSlowdown[static_cast<size_t>(k)] =
+            1.0 + collectiveContention(m_slowdown - 1.0, m_smCount, desc.estimate->ctas);
+      }
       m_collEnd[static_cast<size_t>(k)] = endNs;
       m_commFreeNs = endNs;
       for (int r = 0; r < m_numRanks; ++r) {
@@ -173,7 +180,8 @@ class Replayer {
 
   const models::ModelSpec& m_model;
   int m_numRanks;
-  double m_slowdown;
+  double m_slowdown;  // 1 + the flat contention
+  int m_smCount;      // > 0: per-collective SM contention (m_collSlowdown)
   traces::Timeline* m_timeline;
   bool m_hostAhead;
   int64_t m_iteration = 0;
@@ -193,8 +201,9 @@ class Replayer {
   int64_t m_hostStallNs = 0;
   // Per collective of the iteration.
   std::vector<int64_t> m_collEnd;
-  std::vector<int64_t> m_prevEnd;  // comm stream free before collective k
-  std::vector<int64_t> m_launch;   // [rank × collective] issue times
+  std::vector<double> m_collSlowdown;  // 1 + the compute slowdown while collective k runs
+  std::vector<int64_t> m_prevEnd;      // comm stream free before collective k
+  std::vector<int64_t> m_launch;       // [rank × collective] issue times
 };
 
 }  // namespace ddpscope::sim::internal

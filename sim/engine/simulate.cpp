@@ -13,6 +13,9 @@ StatusOr<SimResult> simulate(const models::ModelSpec& model, const ClusterSpec& 
                              const ComputeModel* compute) {
   SimOptions resolved = options;
   if (resolved.dtype.empty()) resolved.dtype = defaultDtype(cluster.device);
+  if (cluster.ncclSmContention && !options.contentionSlowdown && resolved.smContentionSms == 0) {
+    resolved.smContentionSms = cluster.device.smCount;
+  }
   if (!resolved.host) {
     HostModel host;
     host.ddp = cluster.ddpOverheads;

@@ -129,6 +129,14 @@ TEST(CliSimulateTest, SummaryShowsDdpCostTerms) {
   EXPECT_THAT(text.out, HasSubstr("DDP host costs per step"));
   EXPECT_THAT(text.out, HasSubstr("allreduce launches"));
   EXPECT_THAT(text.out, HasSubstr("over plain training"));
+  // NCCL's CTAs on the device: 12 ring CTAs of the V100's 80 SMs, 12/68 = 17.6 % (over the flat
+  // 15 %), in the text and in the JSON.
+  EXPECT_THAT(text.out, HasSubstr("of 80 SMs: compute"));
+  EXPECT_THAT(text.out, HasSubstr("17.6 % slower while one runs (flat contention 15.0 %)"));
+  const json& d = out["comm_device"];
+  EXPECT_EQ(d["sm_count"], 80);
+  EXPECT_EQ(d["max_ctas"], 12);
+  EXPECT_DOUBLE_EQ(d["max_contention"].get<double>(), 12.0 / 68.0);
 }
 
 TEST(CliSimulateTest, ClusterWithoutDdpOverheadsSaysSo) {

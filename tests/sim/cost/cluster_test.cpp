@@ -239,6 +239,35 @@ TEST(ClusterJsonTest, GpuBuiltinsCarryDdpOverheadsAndNameTheirSource) {
   }
 }
 
+TEST(ClusterJsonTest, NcclSmContentionOnGpuBuiltinsCitedAndRefusedWithoutSms) {
+  // Every GPU built-in counts NCCL's CTAs as holding SMs and its description cites why; the CPU
+  // profile has no SMs and does not.
+  for (const std::string& name : builtinClusterNames()) {
+    auto cluster = loadBuiltinCluster(name);
+    ASSERT_TRUE(cluster.isOk()) << name;
+    const bool gpu = cluster->device.arch != GpuArch::kCpu;
+    EXPECT_EQ(cluster->ncclSmContention, gpu) << name;
+    if (gpu) {
+      EXPECT_THAT(cluster->description, HasSubstr("nccl#689")) << name;
+    }
+  }
+  Json doc = Json::parse(builtinClusterJson("dgx-a100"));
+  doc.erase("nccl_sm_contention");
+  auto off = parseClusterJson(doc.dump(), "mine.json");
+  ASSERT_TRUE(off.isOk()) << off.status().toString();
+  EXPECT_FALSE(off->ncclSmContention);  // absent: flat contention only
+  doc["nccl_sm_contention"] = "yes";
+  auto typo = parseClusterJson(doc.dump(), "mine.json");
+  ASSERT_FALSE(typo.isOk());
+  EXPECT_THAT(typo.status().message(), HasSubstr("mine.json: nccl_sm_contention"));
+  Json cpu = Json::parse(builtinClusterJson("cpu-mpi"));
+  cpu["nccl_sm_contention"] = true;
+  auto refused = parseClusterJson(cpu.dump(), "cpu.json");
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("cpu.json: nccl_sm_contention: expected false for a device without SMs"));
+}
+
 TEST(ClusterJsonTest, MalformedJsonNamesTheFileAndTheByte) {
   auto cluster = parseClusterJson("{\"name\": \"x\",", "clusters/broken.json");
   ASSERT_FALSE(cluster.isOk());

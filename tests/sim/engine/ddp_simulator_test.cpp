@@ -852,5 +852,75 @@ TEST(DdpSimulatorTest, DataParallelSlowerThanDdpOnOneNode) {
   EXPECT_FALSE(simulateDataParallel(*model, layoutOf(2, 8), options, compute, comm).isOk());
 }
 
+// A comm model whose every call launches `ctas` CTAs (as NCCL's enqueue would report them).
+class CtasCommModel final : public AlphaBetaCommModel {
+ public:
+  CtasCommModel(int worldSize, int64_t alphaNs, int ctas)
+      : AlphaBetaCommModel(worldSize, alphaNs, 0), m_ctas(ctas) {}
+  CollectiveEstimate estimate(Collective collective, int64_t bytes) const override {
+    CollectiveEstimate est = AlphaBetaCommModel::estimate(collective, bytes);
+    est.ctas = m_ctas;
+    return est;
+  }
+
+ private:
+  int m_ctas;
+};
+
+TEST(DdpSimulatorTest, NcclCtasHoldSmsAndSlowComputeByTheirShare) {
+  // fc1's bucket goes on the wire at fc1's backward end; its 30 µs collective covers fc0's whole
+  // 10 µs backward kernel. Flat contention 0.15. With the SM term on an 80-SM GPU, 20 CTAs leave
+  // compute 60 SMs: 80/60 = 1 + 1/3 slower (13.333 µs); 4 CTAs (4/76 = 5.3 %) stay under the flat
+  // 15 % (11.5 µs); without the SM term, 11.5 µs whatever the CTAs.
+  models::ModelSpec model = testing::uniformMlp(2, 1024);
+  FixedComputeModel compute;
+  compute.backwardNs = 10000;
+  compute.optimizerNs = 0;
+  SimOptions options;
+  options.ddp.setBucketCapMb(1);
+  struct Case {
+    int ctas, smCount;
+    int64_t fc0Ns;
+    double maxContention;
+  };
+  for (const Case& c :
+       {Case{20, 80, 13333, 20.0 / 60.0}, Case{4, 80, 11500, 0.15}, Case{20, 0, 11500, 0.15}}) {
+    CtasCommModel comm(8, 30000, c.ctas);
+    options.smContentionSms = c.smCount;
+    const SimResult result = run(model, options, compute, comm, 0.15);
+    const int64_t last = result.summary.iterations.back().index;
+    const auto backward = spansInIteration(result.timeline, 0, Category::kBackward, last);
+    ASSERT_EQ(backward.size(), 2u);
+    EXPECT_EQ(backward[1]->name, "fc0");
+    EXPECT_EQ(backward[1]->duration.count(), c.fc0Ns) << c.ctas << " CTAs, " << c.smCount;
+    const SimSummary::CommDevice& d = result.summary.commDevice;
+    EXPECT_EQ(d.smCount, c.smCount);
+    EXPECT_EQ(d.minCtas, c.ctas);
+    EXPECT_EQ(d.maxCtas, c.ctas);
+    EXPECT_DOUBLE_EQ(d.flatContention, 0.15);
+    EXPECT_DOUBLE_EQ(d.maxContention, c.maxContention);
+  }
+}
+
+TEST(DdpSimulatorTest, CollectiveContentionIsTheSmShareOverTheFlatFloor) {
+  EXPECT_DOUBLE_EQ(collectiveContention(0.15, 80, 12), 12.0 / 68.0);
+  EXPECT_DOUBLE_EQ(collectiveContention(0.15, 108, 24), 24.0 / 84.0);
+  EXPECT_DOUBLE_EQ(collectiveContention(0.15, 108, 8), 0.15);  // 8/100 under the flat floor
+  EXPECT_DOUBLE_EQ(collectiveContention(0.15, 0, 24), 0.15);   // no SM count: off
+  EXPECT_DOUBLE_EQ(collectiveContention(0.15, 80, 0), 0.15);   // α–β, world 1: no CTAs
+  EXPECT_DOUBLE_EQ(collectiveContention(0.0, 4, 10), 3.0);     // clamped to 3 of 4 SMs
+}
+
+TEST(DdpSimulatorTest, NegativeSmCountIsAnError) {
+  models::ModelSpec model = testing::uniformMlp(2, 1024);
+  FixedComputeModel compute;
+  AlphaBetaCommModel comm(8, 1000, 0);
+  SimOptions options;
+  options.smContentionSms = -1;
+  StatusOr<SimResult> result = simulateDdp(model, layoutOf(1, 8), options, compute, comm, 0.15);
+  ASSERT_FALSE(result.isOk());
+  EXPECT_THAT(result.status().message(), ::testing::HasSubstr("SM count"));
+}
+
 }  // namespace
 }  // namespace ddpscope::sim

@@ -127,8 +127,52 @@ TEST(SimulateTest, ContentionOverrideChangesStepOnlyWithOverlap) {
   options.contentionSlowdown = 0.5;
   StatusOr<SimResult> heavy = simulate(f.model, f.cluster, nodes(f.cluster, 4), options);
   ASSERT_TRUE(none.isOk() && heavy.isOk());
+  // An explicit contention replaces NCCL's SM share (nccl_sm_contention) too.
+  EXPECT_EQ(heavy->summary.commDevice.smCount, 0);
+  EXPECT_GT(heavy->summary.commDevice.maxCtas, 0);
+  EXPECT_DOUBLE_EQ(heavy->summary.commDevice.maxContention, 0.5);
   if (none->summary.overlapped.count() > 0) {
     EXPECT_GT(heavy->summary.stepTime, none->summary.stepTime);
+  }
+}
+
+TEST(SimulateTest, NcclCtasOnDgxV100SlowResnet50AndNothingAtWorldSizeOne) {
+  // dgx-v100 (80 SMs): NCCL's ring on one DGX-1 launches 12 CTAs per resnet50 bucket (the
+  // model's runtime channels; none lowered at these sizes), so compute runs on 68 SMs while a
+  // bucket is on the wire: 12/68 = 17.6 % slower instead of the flat 15 % (the step: 94.505 →
+  // 94.539 ms at cap 25). At world size 1 NCCL
+  // launches no kernel for an in-place sum (enqueue.cc: nRanks == 1 → no kernel, in 2.4.8 and
+  // 2.30), so nothing changes there.
+  Fixture f = load("resnet50", "dgx-v100");
+  ASSERT_TRUE(f.cluster.ncclSmContention);
+  SimOptions options;
+  options.recordTrace = false;
+  options.dtype = "fp32";
+  for (int world : {1, 8}) {
+    WorldLayout layout;
+    layout.gpusPerNode = world;
+    f.cluster.ncclSmContention = true;
+    StatusOr<SimResult> with = simulate(f.model, f.cluster, layout, options);
+    f.cluster.ncclSmContention = false;
+    StatusOr<SimResult> without = simulate(f.model, f.cluster, layout, options);
+    ASSERT_TRUE(with.isOk() && without.isOk());
+    const SimSummary::CommDevice& d = with->summary.commDevice;
+    if (world == 1) {
+      EXPECT_EQ(d.maxCtas, 0);
+      EXPECT_EQ(with->summary.stepTime, without->summary.stepTime);
+      continue;
+    }
+    EXPECT_EQ(d.smCount, 80);
+    EXPECT_EQ(d.minCtas, 1);  // the buffer broadcast: a few KiB, NCCL lowers it to one channel
+    EXPECT_EQ(d.maxCtas, 12);
+    EXPECT_DOUBLE_EQ(d.minContention, 0.15);  // 1/79 is under the flat floor
+    EXPECT_DOUBLE_EQ(d.maxContention, 12.0 / 68.0);
+    EXPECT_EQ(without->summary.commDevice.smCount, 0);
+    EXPECT_EQ(without->summary.commDevice.maxCtas, 12);  // reported, not charged
+    EXPECT_GT(with->summary.stepTime, without->summary.stepTime);
+    std::printf(
+        "[ measured ] resnet50 fp32 on 8 V100: %.3f ms with NCCL's SM share, %.3f without\n",
+        with->summary.stepTime.toMillis(), without->summary.stepTime.toMillis());
   }
 }
 
