@@ -16,7 +16,7 @@ OUT_DIR/bench.json.
 import argparse
 import json
 import os
-import sys
+import socket
 import time
 
 import torch
@@ -65,6 +65,8 @@ def new_job(cap_mb):
 def worker(rank, args):
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(args.port)
+    # Loopback: a CI container's hostname need not resolve to a reachable interface.
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
     dist.init_process_group("gloo", rank=rank, world_size=args.world)
     torch.set_num_threads(1)
     data = batches(rank, args.iterations)
@@ -119,8 +121,12 @@ def main():
     ap.add_argument("--iterations", type=int, default=6)
     ap.add_argument("--mode", choices=["check", "bench"], default="check")
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--port", type=int, default=29500 + os.getpid() % 1000)
+    ap.add_argument("--port", type=int, default=0, help="rendezvous port (default: a free one)")
     args = ap.parse_args()
+    if args.port == 0:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            args.port = s.getsockname()[1]
     mp.spawn(worker, args=(args,), nprocs=args.world, join=True)
 
 

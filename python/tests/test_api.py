@@ -2,8 +2,6 @@
 messages."""
 
 import builtins
-import gzip
-import json
 import os
 
 import pytest
