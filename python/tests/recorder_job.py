@@ -9,7 +9,7 @@ OUT_DIR/result.json: whether the parameters are bitwise identical, DDP's own log
 (_get_ddp_logging_data: construction and rebuilt bucket sizes) and the torch version.
 
 bench: alternates plain and recorded training runs (A B A B ...), `--repeats` pairs of
-`--iterations` steps each, and rank 0 writes each run's per-step times (ns) to
+`--iterations` steps each, and rank 0 writes each run's per-step wall and CPU times (ns) to
 OUT_DIR/bench.json.
 """
 
@@ -43,16 +43,20 @@ def batches(rank, iterations):
             for _ in range(iterations)]
 
 
-def train(ddp, optimizer, data, step_times=None):
+def train(ddp, optimizer, data, step_times=None, cpu_times=None):
+    """`step_times`: wall ns per step; `cpu_times`: this process's CPU ns per step (all its
+    threads: less sensitive to a loaded host than wall time)."""
     loss_fn = nn.CrossEntropyLoss()
     for x, y in data:
         t0 = time.perf_counter_ns()
+        c0 = time.process_time_ns()
         optimizer.zero_grad(set_to_none=True)
         loss = loss_fn(ddp(x), y)
         loss.backward()
         optimizer.step()
         if step_times is not None:
             step_times.append(time.perf_counter_ns() - t0)
+            cpu_times.append(time.process_time_ns() - c0)
 
 
 def new_job(cap_mb):
@@ -97,15 +101,15 @@ def worker(rank, args):
             for mode in ("plain", "recorded"):
                 ddp, opt = new_job(cap_mb)
                 train(ddp, opt, data[:2])  # warm-up (and DDP's bucket rebuild)
-                times = []
+                times, cpu = [], []
                 dist.barrier()
                 if mode == "plain":
-                    train(ddp, opt, data, times)
+                    train(ddp, opt, data, times, cpu)
                 else:
                     with ddpscope.torch.record(ddp, path=os.path.join(args.out, "bench.trace.json"),
                                                optimizer=opt):
-                        train(ddp, opt, data, times)
-                runs.append({"mode": mode, "repeat": k, "step_ns": times})
+                        train(ddp, opt, data, times, cpu)
+                runs.append({"mode": mode, "repeat": k, "step_ns": times, "cpu_ns": cpu})
         if rank == 0:
             with open(os.path.join(args.out, "bench.json"), "w") as f:
                 json.dump({"torch": torch.__version__, "world_size": args.world,
