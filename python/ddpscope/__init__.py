@@ -1,0 +1,32 @@
+"""ddpscope from Python: PyTorch DDP's bucket plans, a DDP simulator and trace tools.
+
+    import ddpscope
+    model = ddpscope.Model.zoo("gpt2-small")          # or Model.from_torch(module, example)
+    r = ddpscope.simulate(model, cluster="dgx-a100", nodes=4, bucket_cap_mb=50)
+    print(r.step_time_ms, r.exposed_comm_ms, r.overlap_percent)
+    rows = ddpscope.sweep(model, cluster="dgx-a100", nodes=4, bucket_cap_mb=[5, 25, 50, 100])
+
+    with ddpscope.torch.record(ddp_model, path="run.json"):   # a live DDP job, every rank
+        train()
+
+Settings are the ``ddpscope`` CLI's flags as keyword arguments (``bucket_cap_mb=50`` is
+``--bucket-cap-mb 50``); errors raise :class:`ddpscope.Error` with the CLI's message.
+"""
+
+from ._api import (Error, Model, SimResult, buckets, calibrate, cli, import_torch, models, overlap,
+                   replay, simulate, sweep)
+
+__version__ = "0.1.0"
+
+__all__ = ["Error", "Model", "SimResult", "buckets", "calibrate", "cli", "import_torch", "models",
+           "overlap", "replay", "simulate", "sweep", "torch", "export"]
+
+
+def __getattr__(name):
+    # ddpscope.torch (the live recorder) imports torch: only when asked for.
+    # ddpscope.export (the exporter) likewise.
+    if name in ("torch", "export"):
+        import importlib
+
+        return importlib.import_module("." + name, __name__)
+    raise AttributeError("module 'ddpscope' has no attribute %r" % name)

@@ -1,0 +1,376 @@
+"""The ddpscope Python API: models, bucket plans, simulation, sweeps, traces.
+
+Every setting is a keyword argument named like the CLI flag it stands for, with dashes as
+underscores (``bucket_cap_mb=50`` is ``--bucket-cap-mb 50``; ``find_unused=True`` is
+``--find-unused``; a list is a comma list). The CLI's own parser reads them, so a setting means,
+defaults and fails exactly as on the command line, and every error is a :class:`ddpscope.Error`
+carrying the message the ``ddpscope`` command prints. See ``ddpscope <command> --help`` for the
+full list of settings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
+
+from . import _core
+
+Error = _core.Error
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+# Python spellings that differ from the CLI flag: torch="2.15" picks PyTorch's semantics.
+_ALIASES = {"torch": "semantics"}
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _flags(settings: Dict[str, Any]) -> List[str]:
+    """Keyword arguments -> CLI flags: True is a switch, False/None leave the flag out, a list
+    or tuple becomes a comma list."""
+    out: List[str] = []
+    for key, value in settings.items():
+        key = _ALIASES.get(key, key)
+        if value is None or value is False:
+            continue
+        flag = "--" + key.replace("_", "-")
+        if value is True:
+            out.append(flag)
+        elif isinstance(value, (list, tuple)):
+            out += [flag, ",".join(_text(v) for v in value)]
+        else:
+            out += [flag, _text(value)]
+    return out
+
+
+def _run_json(command: str, args: List[str]) -> Any:
+    """Runs `ddpscope COMMAND ARGS... --json` in-process; returns its JSON, or raises Error."""
+    code, out, err = _core.run_cli([command] + args + ["--json"])
+    if code != 0:
+        raise Error(_cli_message(command, err.decode("utf-8", "replace")), code)
+    return json.loads(out.decode("utf-8"))
+
+
+def _cli_message(command: str, stderr: str) -> str:
+    """The message of "ddpscope COMMAND: error: MESSAGE" (the CLI's error line)."""
+    prefix = "ddpscope %s: error: " % command
+    lines = [l for l in stderr.splitlines() if l.strip()]
+    for line in lines:
+        if line.startswith(prefix):
+            return line[len(prefix):]
+    return lines[-1] if lines else "ddpscope %s failed" % command
+
+
+def _cluster_flags(cluster: Optional[PathLike]) -> List[str]:
+    if cluster is None:
+        return []
+    text = os.fspath(cluster)
+    if text.endswith(".json") or os.sep in text:
+        return ["--cluster-file", text]
+    return ["--cluster", text]
+
+
+class Model:
+    """A model as ddpscope sees it: parameters in ``model.parameters()`` order, layers in
+    execution order with FLOPs and bytes, the gradient-ready order (models/FORMAT.md).
+
+    Make one with :meth:`zoo`, :meth:`load` or :meth:`from_torch`; pass it (or a zoo name or
+    shorthand string) wherever a ``model`` is taken."""
+
+    def __init__(self, info: Dict[str, Any], flags: List[str], json_text: Optional[str]):
+        self._info = info
+        self._flags = flags  # how the CLI names it: ["--model", NAME] or ["--model-file", PATH]
+        self._json_text = json_text  # the JSON it came from (None: a shorthand)
+        self._tempdir: Optional[tempfile.TemporaryDirectory] = None
+
+    @classmethod
+    def zoo(cls, name: str) -> "Model":
+        """A zoo model ("resnet50", see :func:`models`) or a shorthand
+        ("gpt2:layers=2,embd=64,heads=4,vocab=512,seq=32", "mlp:in=I,hidden=H,depth=D,out=O")."""
+        info = _core.resolve_model(name)
+        return cls(info, ["--model", name], _core.zoo_json(name) or None)
+
+    @classmethod
+    def load(cls, path: PathLike) -> "Model":
+        """A model JSON file (models/FORMAT.md); a parameter list suffices."""
+        path = os.fspath(path)
+        info = _core.load_model_file(path)
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        return cls(info, ["--model-file", path], text)
+
+    @classmethod
+    def from_json(cls, spec: Union[str, Dict[str, Any]], origin: str = "<model json>") -> "Model":
+        """A model from its JSON document (text or dict), as :meth:`save` writes it."""
+        text = spec if isinstance(spec, str) else json.dumps(spec)
+        info = _core.parse_model_json(text, origin)
+        return cls(info, [], text)
+
+    @classmethod
+    def from_torch(cls, module: Any, example_inputs: Any, name: Optional[str] = None,
+                   measure: bool = False, repeat: int = 5) -> "Model":
+        """Exports a ``torch.nn.Module`` in-process: one forward and one backward of
+        ``example_inputs`` (a tensor, batch first) record the layers in execution order, the
+        parameters in ``module.parameters()`` order, the real gradient-ready order, FLOPs and
+        bytes. ``measure=True`` also measures per-layer forward/backward times (median of
+        ``repeat`` runs). Raises :class:`ddpscope.export.ExportError` naming an unsupported
+        module."""
+        from . import export
+
+        spec = export.export_model(module, example_inputs, name or type(module).__name__,
+                                   measure=measure, repeat=repeat)
+        return cls.from_json(spec, origin="Model.from_torch(%s)" % type(module).__name__)
+
+    # ---- what it holds ----
+    @property
+    def name(self) -> str:
+        return self._info["name"]
+
+    @property
+    def num_params(self) -> int:
+        """Number of scalar parameters."""
+        return self._info["num_params"]
+
+    @property
+    def num_tensors(self) -> int:
+        """Number of parameter tensors (DDP buckets these)."""
+        return self._info["num_tensors"]
+
+    @property
+    def total_bytes(self) -> int:
+        """Bytes of all parameters (= of all gradients)."""
+        return self._info["total_bytes"]
+
+    @property
+    def param_names(self) -> List[str]:
+        return list(self._info["param_names"])
+
+    @property
+    def layer_names(self) -> List[str]:
+        return list(self._info["layer_names"])
+
+    @property
+    def grad_ready_order(self) -> List[int]:
+        """Parameter indices in the order autograd makes their gradients ready."""
+        return list(self._info["grad_ready_order"])
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The model JSON document (models/FORMAT.md)."""
+        if self._json_text is None:
+            raise Error("model '%s' is a shorthand: it has no JSON form (use its name)"
+                        % self.name, 2)
+        return json.loads(self._json_text)
+
+    def save(self, path: PathLike) -> None:
+        """Writes the model JSON (models/FORMAT.md), for `ddpscope --model-file`."""
+        doc = self.to_dict()
+        with open(os.fspath(path), "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=1)
+            f.write("\n")
+
+    def cli_flags(self) -> List[str]:
+        """The CLI flags that name this model (a model from JSON is written to a temporary
+        file, kept while the Model lives)."""
+        if not self._flags:
+            self._tempdir = tempfile.TemporaryDirectory(prefix="ddpscope-model-")
+            path = os.path.join(self._tempdir.name, "model.json")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(self._json_text or "")
+            self._flags = ["--model-file", path]
+        return list(self._flags)
+
+    def __repr__(self) -> str:
+        return "Model(%r: %d tensors, %d parameters, %d layers)" % (
+            self.name, self.num_tensors, self.num_params, len(self.layer_names))
+
+
+ModelLike = Union[Model, str]
+
+
+def _model_flags(model: Optional[ModelLike]) -> List[str]:
+    if model is None:
+        return []
+    if isinstance(model, Model):
+        return model.cli_flags()
+    if isinstance(model, (str, os.PathLike)):
+        return ["--model", os.fspath(model)]
+    raise TypeError("model: expected a ddpscope.Model or a name, got %s" % type(model).__name__)
+
+
+def models() -> List[str]:
+    """Names of the zoo models."""
+    return list(_core.zoo_names())
+
+
+def buckets(model: ModelLike, bucket_cap_mb: Optional[float] = None, find_unused: bool = False,
+            torch: Optional[str] = None, **settings: Any) -> Dict[str, Any]:
+    """DDP's exact bucket plan for ``model`` (``ddpscope buckets --json``): buckets in reduction
+    order, each with its parameter indices (flat-buffer order), bytes and size limit.
+
+    ``torch``: the PyTorch semantics ("2.15", "1.13", "1.5"; default 2.15). Other settings:
+    ``first_bucket_mb``, ``static_graph``, ``bucket_cap_mb_list``, ``iteration`` ("1" or
+    "steady"), ``ready_order`` (a list of parameter indices)..."""
+    flags = _model_flags(model) + _flags(dict(bucket_cap_mb=bucket_cap_mb, find_unused=find_unused,
+                                              torch=torch, **settings))
+    return _run_json("buckets", flags)
+
+
+class SimResult:
+    """One simulation (``ddpscope simulate``): steady-state step time, exposed communication,
+    overlap, the collectives with their timings, and the trace."""
+
+    def __init__(self, sim: Any):
+        self._sim = sim
+        self._summary = sim.summary()
+
+    @property
+    def step_time_ms(self) -> float:
+        """Steady-state step time (ms)."""
+        return self._summary["step_time_ns"] / 1e6
+
+    @property
+    def exposed_comm_ms(self) -> float:
+        """Communication not hidden behind compute, per step (ms)."""
+        return self._summary["exposed_comm_ns"] / 1e6
+
+    @property
+    def comm_ms(self) -> float:
+        return self._summary["comm_ns"] / 1e6
+
+    @property
+    def overlap_percent(self) -> float:
+        """|compute ∩ comm| / |comm| in % (HTA's definition), steady state."""
+        return self._summary["overlap_percent"]
+
+    @property
+    def num_buckets(self) -> int:
+        return self._summary["num_buckets"]
+
+    @property
+    def bucket_bytes(self) -> List[int]:
+        return list(self._summary["bucket_bytes"])
+
+    def collectives(self) -> List[Dict[str, Any]]:
+        """Every collective of rank 0 in every simulated iteration: name, category, start_ns,
+        end_ns, duration_ns, and bucket, bytes, iteration where the simulator records them."""
+        return self._sim.collectives()
+
+    @property
+    def buckets(self) -> List[Dict[str, Any]]:
+        """The bucket allreduces of the last simulated (steady) iteration, in launch order:
+        bucket index, bytes, start_ns, end_ns, duration_ns (timeline time)."""
+        rows = [c for c in self.collectives() if c.get("category") == "allreduce"
+                and "bucket" in c]
+        if not rows:
+            return []
+        last = max(c.get("iteration", 0) for c in rows)
+        return [c for c in rows if c.get("iteration", 0) == last]
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The summary ``ddpscope simulate --json`` prints (times in ns)."""
+        return json.loads(json.dumps(self._summary))
+
+    def save_trace(self, path: PathLike) -> None:
+        """Writes the Chrome/Perfetto trace (pid = rank; compute, comm and host lanes)."""
+        self._sim.save_trace(os.fspath(path))
+
+    def __repr__(self) -> str:
+        return "SimResult(%s on %s x%d: step %.3f ms, exposed comm %.3f ms, overlap %.1f %%)" % (
+            self._summary["model"], self._summary["cluster"], self._summary["world_size"],
+            self.step_time_ms, self.exposed_comm_ms, self.overlap_percent)
+
+
+def simulate(model: ModelLike, cluster: Optional[PathLike] = "dgx-h100",
+             nodes: Optional[int] = None, **settings: Any) -> SimResult:
+    """Simulates DDP training of ``model`` on ``cluster`` (a built-in name or a cluster JSON
+    file) with ``nodes`` nodes (or ``world_size=W``); settings as ``ddpscope simulate`` takes
+    them: ``bucket_cap_mb``, ``find_unused``, ``static_graph``, ``no_sync_steps``,
+    ``comm_hook``, ``torch``/``semantics``, ``batch``, ``seq_len``, ``dtype``, ``iterations``,
+    ``all_ranks``, ``jitter``, ``seed``, ``compile``, ``compute_from``..."""
+    flags = _model_flags(model) + _cluster_flags(cluster) + _flags(dict(nodes=nodes, **settings))
+    return SimResult(_core.simulate(flags))
+
+
+def _rows(rows: List[Dict[str, Any]]) -> Any:
+    try:
+        import pandas
+    except ImportError:
+        return rows
+    return pandas.DataFrame(rows)
+
+
+def sweep(model: ModelLike, cluster: Optional[PathLike] = "dgx-h100",
+          bucket_cap_mb: Optional[Sequence[float]] = None,
+          nodes: Union[int, Sequence[int], None] = None,
+          find_unused: Union[bool, str, None] = None, best: bool = False,
+          **settings: Any) -> Any:
+    """One simulation per (layout, find_unused, compile mode, bucket cap) (``ddpscope sweep``).
+
+    Returns one row per swept point (the ``simulate`` summary keys, without its iterations):
+    a pandas DataFrame when pandas is installed, a list of dicts otherwise. ``best=True``
+    returns the best cap per (layout, find_unused, compile mode) with its gain over the
+    default instead. ``find_unused``: True, False or "both"."""
+    if isinstance(nodes, int):
+        nodes = [nodes]
+    flags = _model_flags(model) + _cluster_flags(cluster) + _flags(dict(
+        bucket_cap_mb=list(bucket_cap_mb) if bucket_cap_mb is not None else None, nodes=nodes,
+        **settings))
+    if find_unused is not None:
+        flags += ["--find-unused", _text(find_unused)]
+    out = _run_json("sweep", flags)
+    return _rows(out["best"] if best else out["rows"])
+
+
+def overlap(trace_path: PathLike) -> Dict[str, Any]:
+    """Overlap of communication with computation in a trace (``ddpscope overlap --json``): per
+    rank and per iteration, HTA's definition."""
+    return _run_json("overlap", [os.fspath(trace_path)])
+
+
+def replay(trace_path: PathLike, model: Optional[ModelLike] = None,
+           cluster: Optional[PathLike] = None, **what_if: Any) -> Dict[str, Any]:
+    """Re-simulates a measured run with its measured per-layer times (``ddpscope replay
+    --json``): the measured step time, the replay at the run's own settings, and with any
+    ``what_if`` settings given (``world_size=8``, ``bucket_cap_mb=5``, ...) the what-if."""
+    flags = ["--trace", os.fspath(trace_path)] + _model_flags(model) + _cluster_flags(cluster)
+    return _run_json("replay", flags + _flags(what_if))
+
+
+def import_torch(paths: Union[PathLike, Iterable[PathLike]], output: PathLike,
+                 model: Optional[ModelLike] = None, **settings: Any) -> Dict[str, Any]:
+    """Imports the PyTorch profiler (Kineto) traces of a DDP job, one per rank, into a ddpscope
+    trace at ``output`` (``ddpscope import-torch --json``). ``model`` names the compute spans by
+    its layers (replay and calibrate need it); DDP settings (``bucket_cap_mb``, ...) and
+    ``batch_per_rank`` record what the profiler does not."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    flags = [os.fspath(p) for p in paths] + ["--output", os.fspath(output)]
+    return _run_json("import-torch", flags + _model_flags(model) + _flags(settings))
+
+
+def calibrate(traces: Union[PathLike, Iterable[PathLike]], out: PathLike,
+              model: Optional[ModelLike] = None, **settings: Any) -> Dict[str, Any]:
+    """Fits a cluster's cost-model constants to measured runs and writes the cluster JSON to
+    ``out`` (``ddpscope calibrate --json``); ``base="cpu-mpi"``, ``name=...`` as the CLI."""
+    if isinstance(traces, (str, os.PathLike)):
+        traces = [traces]
+    flags = [os.fspath(t) for t in traces] + ["--out", os.fspath(out)] + _model_flags(model)
+    return _run_json("calibrate", flags + _flags(settings) + ["--quiet"])
+
+
+def cli(*args: str) -> str:
+    """Runs ``ddpscope ARGS...`` in-process and returns its standard output; raises Error with
+    the CLI's message when it fails."""
+    code, out, err = _core.run_cli(list(args))
+    if code != 0:
+        command = args[0] if args else ""
+        raise Error(_cli_message(command, err.decode("utf-8", "replace")), code)
+    return out.decode("utf-8")

@@ -1,0 +1,316 @@
+// ddpscope._core: the C++ side of the Python package (pybind11).
+//
+// What it binds, and why this shape:
+//   - models: the one model resolver (zoo name, shorthand, file), the file loader and the JSON
+//     parser (Model.from_torch hands the exporter's JSON to the same parser the CLI uses);
+//   - run_cli: the `ddpscope` command in-process (cli/cli.h runCli). The Python API turns its
+//     keyword arguments into the CLI's flags (bucket_cap_mb=50 -> --bucket-cap-mb 50), so every
+//     setting is spelled, validated and reported by the one settings module, and every error a
+//     Python user sees is the CLI's message (ddp/ddp_settings.h, DESIGN.md "one source of truth");
+//   - simulate: the same calls `ddpscope simulate` makes (cli/sim_flags.h parseSimulationRequest,
+//     sim::makeWorldLayout, sim::simulate, cli/sim_json.h simSummaryJson), keeping the timeline
+//     so that SimResult.save_trace and the per-collective timings need no second simulation;
+//   - write_trace: builds a traces::Timeline from the live recorder's spans and writes it with
+//     the Chrome writer every other producer uses.
+// Errors come back as ddpscope._core.Error(message, exit_code): the CLI's message and exit code.
+#include <pybind11/eval.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "base/nanos.h"
+#include "base/status.h"
+#include "cli/arg_parser.h"
+#include "cli/cli.h"
+#include "cli/common.h"
+#include "cli/sim_flags.h"
+#include "cli/sim_json.h"
+#include "models/model_resolver.h"
+#include "models/model_spec.h"
+#include "models/zoo.h"
+#include "sim/engine/ddp_simulator.h"
+#include "traces/chrome_writer.h"
+#include "traces/timeline.h"
+
+namespace py = pybind11;
+
+namespace ddpscope::python {
+namespace {
+
+// The Python exception type (set in the module init); carries the CLI's exit code.
+PyObject* g_errorType = nullptr;
+
+[[noreturn]] void throwStatus(const Status& status) {
+  py::object type = py::reinterpret_borrow<py::object>(g_errorType);
+  py::object error = type(status.message(), status.exitCode());
+  PyErr_SetObject(g_errorType, error.ptr());
+  throw py::error_already_set();
+}
+
+template <typename T>
+T valueOrThrow(StatusOr<T> result) {
+  if (!result.isOk()) throwStatus(result.status());
+  return std::move(result).value();
+}
+
+// nlohmann::json -> Python objects (dict, list, int, float, str, bool, None).
+py::object toPython(const nlohmann::json& j) {
+  switch (j.type()) {
+    case nlohmann::json::value_t::object: {
+      py::dict d;
+      for (const auto& [key, value] : j.items()) d[py::str(key)] = toPython(value);
+      return d;
+    }
+    case nlohmann::json::value_t::array: {
+      py::list l;
+      for (const auto& value : j) l.append(toPython(value));
+      return l;
+    }
+    case nlohmann::json::value_t::string:
+      return py::str(j.get<std::string>());
+    case nlohmann::json::value_t::boolean:
+      return py::bool_(j.get<bool>());
+    case nlohmann::json::value_t::number_integer:
+      return py::int_(j.get<int64_t>());
+    case nlohmann::json::value_t::number_unsigned:
+      return py::int_(j.get<uint64_t>());
+    case nlohmann::json::value_t::number_float:
+      return py::float_(j.get<double>());
+    default:
+      return py::none();
+  }
+}
+
+// The result of `ddpscope <command> ...` run in-process: exit code, stdout, stderr.
+py::tuple runCli(const std::vector<std::string>& args) {
+  std::ostringstream out;
+  std::ostringstream err;
+  int code = 0;
+  {
+    py::gil_scoped_release release;
+    code = cli::runCli(args, out, err);
+  }
+  return py::make_tuple(code, py::bytes(out.str()), py::bytes(err.str()));
+}
+
+// One simulation and what it produced.
+class Simulation {
+ public:
+  Simulation(sim::SimResult result, nlohmann::json summary)
+      : m_result(std::move(result)), m_summary(std::move(summary)) {}
+
+  py::object summary() const { return toPython(m_summary); }
+
+  // Every communication span of rank 0 (the timeline's first rank): one dict per collective.
+  py::list collectives() const {
+    py::list out;
+    const traces::Timeline& t = m_result.timeline;
+    if (t.rankCount() == 0) return out;
+    const traces::RankTrack& rank = t.rank(0);
+    for (const traces::Lane& lane : rank.lanes) {
+      if (lane.kind != traces::LaneKind::kComm) continue;
+      for (const traces::Span& s : lane.spans) {
+        if (!traces::isCommunication(s.category)) continue;
+        py::dict d;
+        d["name"] = s.name;
+        d["category"] = traces::categoryName(s.category);
+        d["lane"] = lane.name;
+        d["start_ns"] = s.start.count();
+        d["end_ns"] = s.end().count();
+        d["duration_ns"] = s.duration.count();
+        for (const auto& [key, value] : s.args) {
+          if (key != traces::kArgBucket && key != traces::kArgBytes && key != traces::kArgIteration)
+            continue;
+          std::visit([&](const auto& v) { d[py::str(key)] = v; }, value);
+        }
+        out.append(std::move(d));
+      }
+    }
+    return out;
+  }
+
+  void saveTrace(const std::string& path) const {
+    if (m_result.timeline.rankCount() == 0) {
+      throwStatus(invalidArgument("save_trace: this simulation recorded no trace"));
+    }
+    const Status status = traces::writeChromeTrace(m_result.timeline, path);
+    if (!status.isOk()) throwStatus(status);
+  }
+
+ private:
+  sim::SimResult m_result;
+  nlohmann::json m_summary;
+};
+
+// `ddpscope simulate` without its output flags: `flags` are the CLI's flags (model, cluster,
+// layout, DDP and simulator settings).
+Simulation simulate(const std::vector<std::string>& flags) {
+  cli::ArgParser parser("ddpscope simulate", "", "");
+  cli::addSimulationFlags(parser, /*sweep=*/false);
+  const cli::ParsedArgs args = valueOrThrow(parser.parse(flags));
+  cli::SimulationRequest req = valueOrThrow(cli::parseSimulationRequest(args, /*sweep=*/false));
+  const cli::LayoutFlags layoutFlags = valueOrThrow(cli::parseLayoutFlags(args));
+  const sim::WorldLayout layout =
+      valueOrThrow(sim::makeWorldLayout(req.cluster, layoutFlags.nodes, layoutFlags.worldSize));
+  req.options.recordTrace = true;
+  StatusOr<sim::SimResult> result = [&] {
+    py::gil_scoped_release release;
+    return cli::runSimulation(req, layout, req.options);
+  }();
+  sim::SimResult r = valueOrThrow(std::move(result));
+  nlohmann::json summary = cli::simSummaryJson(req, layout, r.summary);
+  return Simulation(std::move(r), std::move(summary));
+}
+
+traces::Category categoryOrThrow(const std::string& name) {
+  const std::optional<traces::Category> c = traces::parseCategory(name);
+  if (!c) throwStatus(invalidArgument("write_trace: unknown span category '" + name + "'"));
+  return *c;
+}
+
+traces::Args argsFromDict(const py::dict& d) {
+  traces::Args args;
+  for (const auto& [key, value] : d) {
+    const std::string k = py::str(key);
+    if (py::isinstance<py::bool_>(value)) {
+      args.set(k, static_cast<int64_t>(value.cast<bool>()));
+    } else if (py::isinstance<py::int_>(value)) {
+      args.set(k, value.cast<int64_t>());
+    } else if (py::isinstance<py::float_>(value)) {
+      args.set(k, value.cast<double>());
+    } else {
+      args.set(k, std::string(py::str(value)));
+    }
+  }
+  return args;
+}
+
+// Writes a trace from plain Python data (the recorder's):
+//   metadata: {key: int|float|str|bool}
+//   ranks: [{"rank": R, "lanes": [{"name", "kind", "spans": [(name, category, start_ns,
+//            duration_ns, {args})]}], "iterations": [(index, start_ns, duration_ns)]}]
+// Spans are sorted per lane by start (the recorder's threads append out of order).
+void writeTrace(const std::string& path, const std::string& name, const py::dict& metadata,
+                const py::list& ranks) {
+  traces::Timeline t;
+  t.setName(name);
+  t.mutableMetadata() = argsFromDict(metadata);
+  for (const auto& rankObj : ranks) {
+    const py::dict rank = rankObj.cast<py::dict>();
+    const int rankId = rank["rank"].cast<int>();
+    t.addRank(rankId);
+    for (const auto& laneObj : rank["lanes"].cast<py::list>()) {
+      const py::dict lane = laneObj.cast<py::dict>();
+      const std::string kindName = lane["kind"].cast<std::string>();
+      const std::optional<traces::LaneKind> kind = traces::parseLaneKind(kindName);
+      if (!kind) throwStatus(invalidArgument("write_trace: unknown lane kind '" + kindName + "'"));
+      std::vector<traces::Span> spans;
+      for (const auto& spanObj : lane["spans"].cast<py::list>()) {
+        const py::tuple s = spanObj.cast<py::tuple>();
+        traces::Span span;
+        span.name = s[0].cast<std::string>();
+        span.category = categoryOrThrow(s[1].cast<std::string>());
+        span.start = Nanos(s[2].cast<int64_t>());
+        span.duration = Nanos(s[3].cast<int64_t>());
+        if (s.size() > 4) span.args = argsFromDict(s[4].cast<py::dict>());
+        spans.push_back(std::move(span));
+      }
+      std::stable_sort(
+          spans.begin(), spans.end(),
+          [](const traces::Span& a, const traces::Span& b) { return a.start < b.start; });
+      const traces::LaneHandle handle = t.addLane(rankId, lane["name"].cast<std::string>(), *kind);
+      for (traces::Span& span : spans) t.addSpan(handle, std::move(span));
+    }
+    if (rank.contains("iterations")) {
+      for (const auto& itObj : rank["iterations"].cast<py::list>()) {
+        const py::tuple it = itObj.cast<py::tuple>();
+        t.addIteration(rankId, it[0].cast<int64_t>(), Nanos(it[1].cast<int64_t>()),
+                       Nanos(it[2].cast<int64_t>()));
+      }
+    }
+  }
+  const Status status = traces::writeChromeTrace(t, path);
+  if (!status.isOk()) throwStatus(status);
+}
+
+// The model as the Python Model class shows it.
+py::dict modelInfo(const models::ModelSpec& m) {
+  py::dict d;
+  d["name"] = m.name;
+  d["num_params"] = m.numParams();
+  d["num_tensors"] = m.numTensors();
+  d["total_bytes"] = m.totalBytes();
+  py::list params;
+  for (const auto& p : m.params) params.append(p.name);
+  d["param_names"] = params;
+  py::list layers;
+  for (const auto& l : m.layers) layers.append(l.name);
+  d["layer_names"] = layers;
+  d["grad_ready_order"] = m.gradReadyOrder();
+  return d;
+}
+
+}  // namespace
+}  // namespace ddpscope::python
+
+PYBIND11_MODULE(_core, m) {
+  using namespace ddpscope;
+  using namespace ddpscope::python;
+  m.doc() = "ddpscope's C++ core (models, DDP bucket plans, simulator, traces) for Python";
+
+  // class Error(Exception) with .exit_code, defined in Python so that it pickles and prints
+  // like any exception.
+  py::dict scope;
+  py::exec(R"(
+class Error(Exception):
+    """A ddpscope error: the message the `ddpscope` CLI prints, and its exit code
+    (2 = bad input: a flag, file or field; 1 = another failure)."""
+
+    def __init__(self, message, exit_code=1):
+        super().__init__(message)
+        self.exit_code = exit_code
+)",
+           py::globals(), scope);
+  py::object error = scope["Error"];
+  error.attr("__module__") = "ddpscope";
+  g_errorType = error.ptr();
+  Py_INCREF(g_errorType);
+  m.attr("Error") = error;
+
+  m.def("run_cli", &runCli, py::arg("args"),
+        "Runs `ddpscope ARGS...` in-process; returns (exit_code, stdout bytes, stderr bytes).");
+  m.def(
+      "resolve_model",
+      [](const std::string& text) { return modelInfo(valueOrThrow(models::resolveModel(text))); },
+      py::arg("text"), "Resolves a zoo name, shorthand or model file as --model does.");
+  m.def(
+      "load_model_file",
+      [](const std::string& path) { return modelInfo(valueOrThrow(models::loadModelFile(path))); },
+      py::arg("path"), "Loads a model JSON file as --model-file does.");
+  m.def(
+      "parse_model_json",
+      [](const std::string& text, const std::string& origin) {
+        return modelInfo(valueOrThrow(models::parseModelJson(text, origin)));
+      },
+      py::arg("text"), py::arg("origin"), "Parses model JSON text (models/FORMAT.md).");
+  m.def("zoo_names", &models::zooModelNames, "Names of the embedded zoo models.");
+  m.def(
+      "zoo_json", [](const std::string& name) { return std::string(models::zooModelJson(name)); },
+      py::arg("name"), "The JSON text of a zoo model ('' when not in the zoo).");
+
+  py::class_<Simulation>(m, "Simulation")
+      .def("summary", &Simulation::summary, "The summary `ddpscope simulate --json` prints.")
+      .def("collectives", &Simulation::collectives,
+           "Rank 0's collectives: name, category, lane, start/end/duration (ns), bucket, bytes, "
+           "iteration.")
+      .def("save_trace", &Simulation::saveTrace, py::arg("path"),
+           "Writes the Chrome trace (.json; .json.gz compresses).");
+  m.def("simulate", &simulate, py::arg("flags"),
+        "Runs `ddpscope simulate FLAGS...` in-process and keeps its timeline.");
+  m.def("write_trace", &writeTrace, py::arg("path"), py::arg("name"), py::arg("metadata"),
+        py::arg("ranks"), "Writes a ddpscope Chrome trace from recorded spans.");
+}

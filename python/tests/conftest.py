@@ -1,0 +1,67 @@
+"""pytest setup for the ddpscope package.
+
+The package is imported from PYTHONPATH (scripts/test points it at <build>/python, where the
+build puts _core next to the package's sources; after `pip install .` the installed one). The
+`ddpscope` CLI binary the API is compared with: $DDPSCOPE_CLI, else the `ddpscope` next to the
+package's build (<build>/bin/ddpscope), else the one on PATH.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+import ddpscope
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+DATA = os.path.join(ROOT, "tests", "data")
+
+
+def _find_cli():
+    if os.environ.get("DDPSCOPE_CLI"):
+        return os.environ["DDPSCOPE_CLI"]
+    pkg = os.path.dirname(os.path.abspath(ddpscope.__file__))
+    candidate = os.path.join(os.path.dirname(os.path.dirname(pkg)), "bin", "ddpscope")
+    if os.path.exists(candidate):
+        return candidate
+    return shutil.which("ddpscope")
+
+
+class Cli:
+    """The `ddpscope` binary, run as a user runs it."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def run(self, *args):
+        return subprocess.run([self.path] + list(args), capture_output=True, text=True)
+
+    def json(self, *args):
+        r = self.run(*args, "--json")
+        assert r.returncode == 0, "ddpscope %s: rc %d: %s" % (" ".join(args), r.returncode,
+                                                             r.stderr)
+        return json.loads(r.stdout)
+
+    def error(self, *args):
+        """(exit code, message) of a failing command: "ddpscope CMD: error: MESSAGE"."""
+        r = self.run(*args)
+        assert r.returncode != 0, "ddpscope %s succeeded" % " ".join(args)
+        prefix = "ddpscope %s: error: " % args[0]
+        line = next(l for l in r.stderr.splitlines() if l.startswith(prefix))
+        return r.returncode, line[len(prefix):]
+
+
+@pytest.fixture(scope="session")
+def cli():
+    path = _find_cli()
+    if not path:
+        pytest.fail("no ddpscope CLI binary: set DDPSCOPE_CLI")
+    return Cli(path)
+
+
+@pytest.fixture(scope="session")
+def data_dir():
+    return DATA

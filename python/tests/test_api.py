@@ -1,0 +1,202 @@
+"""Every API function against the `ddpscope` CLI on the same inputs: same numbers, same
+messages."""
+
+import builtins
+import os
+
+import pytest
+
+import ddpscope
+
+
+def test_models_are_the_zoo(cli):
+    assert ddpscope.models() == [m["name"] for m in cli.json("models")]
+
+
+def test_model_zoo_and_shorthand():
+    m = ddpscope.Model.zoo("resnet18")
+    assert m.name == "resnet18"
+    assert m.num_tensors == len(m.param_names) == 62
+    assert m.num_params == 11689512  # torchvision's resnet18
+    assert m.total_bytes == 4 * m.num_params
+    assert sorted(m.grad_ready_order) == list(range(m.num_tensors))
+    s = ddpscope.Model.zoo("mlp:in=8,hidden=16,depth=2,out=4")
+    assert s.num_params == (8 * 16 + 16) + (16 * 4 + 4)  # depth 2: two Linear layers
+    with pytest.raises(ddpscope.Error, match="shorthand"):
+        s.to_dict()
+
+
+def test_model_errors_are_the_clis(cli):
+    code, message = cli.error("buckets", "--model", "no-such-model")
+    with pytest.raises(ddpscope.Error) as e:
+        ddpscope.Model.zoo("no-such-model")
+    assert str(e.value) == message
+    assert e.value.exit_code == code == 2
+    code, message = cli.error("buckets", "--model-file", "/nonexistent/model.json")
+    with pytest.raises(ddpscope.Error) as e:
+        ddpscope.Model.load("/nonexistent/model.json")
+    assert str(e.value) == message
+
+
+def test_model_save_load_round_trip(tmp_path, cli):
+    path = tmp_path / "resnet18.json"
+    ddpscope.Model.zoo("resnet18").save(path)
+    loaded = ddpscope.Model.load(path)
+    assert loaded.param_names == ddpscope.Model.zoo("resnet18").param_names
+    assert ddpscope.buckets(loaded, bucket_cap_mb=10) == cli.json(
+        "buckets", "--model-file", str(path), "--bucket-cap-mb", "10")
+
+
+@pytest.mark.parametrize("kwargs,flags", [
+    ({}, []),
+    ({"bucket_cap_mb": 10}, ["--bucket-cap-mb", "10"]),
+    ({"bucket_cap_mb": 2.5, "find_unused": True, "torch": "1.13"},
+     ["--bucket-cap-mb", "2.5", "--find-unused", "--semantics", "1.13"]),
+    ({"bucket_cap_mb": 5, "iteration": 1}, ["--bucket-cap-mb", "5", "--iteration", "1"]),
+    ({"bucket_cap_mb_list": [1, 4, 25]}, ["--bucket-cap-mb-list", "1,4,25"]),
+])
+def test_buckets_equal_the_cli(cli, kwargs, flags):
+    assert ddpscope.buckets("resnet50", **kwargs) == cli.json("buckets", "--model", "resnet50",
+                                                              *flags)
+
+
+def test_buckets_errors_are_the_clis(cli):
+    for kwargs, flags in [({"bucket_cap_mb": 0}, ["--bucket-cap-mb", "0"]),
+                          ({"torch": "3.0"}, ["--semantics", "3.0"]),
+                          ({"no_such_setting": 1}, ["--no-such-setting", "1"])]:
+        code, message = cli.error("buckets", "--model", "resnet18", *flags)
+        with pytest.raises(ddpscope.Error) as e:
+            ddpscope.buckets("resnet18", **kwargs)
+        assert (str(e.value), e.value.exit_code) == (message, code)
+
+
+def test_simulate_equals_the_cli(cli, tmp_path):
+    trace = tmp_path / "cli.json"
+    expected = cli.json("simulate", "--model", "gpt2-small", "--cluster", "dgx-a100", "--nodes",
+                        "4", "--bucket-cap-mb", "50", "--trace", str(trace))
+    r = ddpscope.simulate("gpt2-small", cluster="dgx-a100", nodes=4, bucket_cap_mb=50)
+    expected.pop("trace")
+    assert r.to_dict() == expected
+    assert r.step_time_ms == expected["step_time_ns"] / 1e6
+    assert r.exposed_comm_ms == expected["exposed_comm_ns"] / 1e6
+    assert r.overlap_percent == expected["overlap_percent"]
+    assert r.bucket_bytes == expected["bucket_bytes"]
+    # Same inputs, byte-identical trace (DESIGN.md "Time, order, determinism").
+    mine = tmp_path / "api.json"
+    r.save_trace(mine)
+    assert mine.read_bytes() == trace.read_bytes()
+    # Per-bucket timings: the steady iteration's bucket allreduces, in launch order, with the
+    # steady plan's bytes, one after another on the comm stream.
+    b = r.buckets
+    assert sorted(x["bytes"] for x in b) == sorted(expected["bucket_bytes"])
+    assert all(x["end_ns"] - x["start_ns"] == x["duration_ns"] > 0 for x in b)
+    assert all(b[i]["end_ns"] <= b[i + 1]["start_ns"] for i in range(len(b) - 1))
+    assert {x["iteration"] for x in b} == {expected["iterations"][-1]["index"]}
+
+
+def test_simulate_with_a_model_object_and_settings(cli):
+    model = ddpscope.Model.zoo("resnet50")
+    r = ddpscope.simulate(model, cluster="dgx-h100", world_size=16, bucket_cap_mb=10,
+                          find_unused=True, batch=64, iterations=5)
+    expected = cli.json("simulate", "--model", "resnet50", "--cluster", "dgx-h100",
+                        "--world-size", "16", "--bucket-cap-mb", "10", "--find-unused",
+                        "--batch", "64", "--iterations", "5")
+    assert r.to_dict() == expected
+
+
+def test_simulate_errors_are_the_clis(cli):
+    code, message = cli.error("simulate", "--model", "resnet18", "--cluster", "dgx-a100",
+                              "--nodes", "0")
+    with pytest.raises(ddpscope.Error) as e:
+        ddpscope.simulate("resnet18", cluster="dgx-a100", nodes=0)
+    assert (str(e.value), e.value.exit_code) == (message, code)
+    code, message = cli.error("simulate", "--model", "resnet18", "--cluster", "no-such-cluster")
+    with pytest.raises(ddpscope.Error) as e:
+        ddpscope.simulate("resnet18", cluster="no-such-cluster")
+    assert str(e.value) == message
+
+
+def test_sweep_equals_the_cli(cli):
+    flags = ["sweep", "--model", "gpt2-small", "--cluster", "dgx-a100", "--nodes", "1,2",
+             "--bucket-cap-mb", "5,25,100", "--find-unused", "both"]
+    expected = cli.json(*flags)
+    kwargs = dict(cluster="dgx-a100", nodes=[1, 2], bucket_cap_mb=[5, 25, 100],
+                  find_unused="both")
+    rows = ddpscope.sweep("gpt2-small", **kwargs)
+    as_list = rows.to_dict("records") if hasattr(rows, "to_dict") else rows
+    assert len(as_list) == len(expected["rows"]) == 12
+    for mine, theirs in zip(as_list, expected["rows"]):
+        for key in ("world_size", "bucket_cap_mb", "find_unused_parameters", "step_time_ns",
+                    "exposed_comm_ns", "overlap_percent"):
+            assert mine[key] == theirs[key], key
+    best = ddpscope.sweep("gpt2-small", best=True, **kwargs)
+    best = best.to_dict("records") if hasattr(best, "to_dict") else best
+    assert best == expected["best"]
+
+
+def test_sweep_is_a_dataframe_with_pandas_else_a_list(monkeypatch):
+    try:
+        import pandas
+    except ImportError:
+        pandas = None
+    rows = ddpscope.sweep("resnet18", cluster="dgx-a100", bucket_cap_mb=[10, 25])
+    if pandas is not None:
+        assert isinstance(rows, pandas.DataFrame)
+        assert list(rows["bucket_cap_mb"]) == [10, 25]
+    real_import = builtins.__import__
+
+    def no_pandas(name, *args, **kwargs):
+        if name == "pandas":
+            raise ImportError("no pandas")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_pandas)
+    rows = ddpscope.sweep("resnet18", cluster="dgx-a100", bucket_cap_mb=[10, 25])
+    assert isinstance(rows, list) and [r["bucket_cap_mb"] for r in rows] == [10, 25]
+
+
+def test_overlap_equals_the_cli(cli, data_dir, tmp_path):
+    run = os.path.join(data_dir, "replay", "mlp-wide-w2.json.gz")
+    assert ddpscope.overlap(run) == cli.json("overlap", run)
+    sim = tmp_path / "sim.json"
+    ddpscope.simulate("resnet18", cluster="dgx-a100", world_size=8).save_trace(sim)
+    assert ddpscope.overlap(sim) == cli.json("overlap", str(sim))
+    code, message = cli.error("overlap", str(tmp_path / "missing.json"))
+    with pytest.raises(ddpscope.Error) as e:
+        ddpscope.overlap(tmp_path / "missing.json")
+    assert str(e.value) == message
+
+
+def test_replay_equals_the_cli(cli, data_dir):
+    run = os.path.join(data_dir, "replay", "mlp-wide-w2.json.gz")
+    assert ddpscope.replay(run) == cli.json("replay", "--trace", run)
+    assert ddpscope.replay(run, world_size=4, bucket_cap_mb=5) == cli.json(
+        "replay", "--trace", run, "--world-size", "4", "--bucket-cap-mb", "5")
+
+
+def test_import_torch_equals_the_cli(cli, data_dir, tmp_path):
+    traces = [os.path.join(data_dir, "torch", "ddp_gloo_rank%d.json.gz" % r) for r in (0, 1)]
+    model_file = os.path.join(data_dir, "torch", "ddp_gloo_model.json")
+    expected = cli.json("import-torch", *traces, "-o", str(tmp_path / "cli.json"),
+                        "--model-file", model_file, "--batch-per-rank", "8")
+    mine = ddpscope.import_torch(traces, output=tmp_path / "api.json",
+                                 model=ddpscope.Model.load(model_file), batch_per_rank=8)
+    for d in (expected, mine):
+        d.pop("output", None)
+        d.pop("model_file", None)
+    assert mine == expected
+    assert (tmp_path / "api.json").read_bytes() == (tmp_path / "cli.json").read_bytes()
+
+
+def test_calibrate_equals_the_cli(cli, data_dir, tmp_path):
+    run = os.path.join(data_dir, "replay", "mlp-wide-w2.json.gz")
+    expected = cli.json("calibrate", run, "-o", str(tmp_path / "cli.json"), "--name", "fit")
+    mine = ddpscope.calibrate(run, out=tmp_path / "api.json", name="fit")
+    expected.pop("output")
+    mine.pop("output")
+    assert mine == expected
+    assert (tmp_path / "api.json").read_bytes() == (tmp_path / "cli.json").read_bytes()
+
+
+def test_cli_passthrough(cli):
+    assert ddpscope.cli("models") == cli.run("models").stdout

@@ -1,0 +1,73 @@
+"""Model.from_torch (the in-process exporter) against the zoo, with whatever torch this Python
+has (CI: Debian's torch 1.13; also run against torch 2.x from PyPI). The comparison rules are
+tests/models/export_test.py's (imported, not copied)."""
+
+import importlib.util
+import os
+
+import pytest
+
+import ddpscope
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+def _export_test():
+    path = os.path.join(ROOT, "tests", "models", "export_test.py")
+    spec = importlib.util.spec_from_file_location("ddpscope_export_test", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.FAILURES.clear()
+    return module
+
+
+def _assert_like_zoo(model, zoo_name):
+    et = _export_test()
+    et.compare_with_zoo(model.to_dict(), et.zoo(zoo_name), None)
+    assert et.FAILURES == []
+
+
+def test_from_torch_mlp_matches_the_zoo(cli, tmp_path):
+    et = _export_test()
+    torch.manual_seed(0)
+    model = ddpscope.Model.from_torch(et.mlp_tiny_factory(), torch.randn(20, 10), "mlp-tiny")
+    _assert_like_zoo(model, "mlp-tiny")
+    assert model.name == "mlp-tiny"
+    assert model.param_names == ddpscope.Model.zoo("mlp-tiny").param_names
+    # The same plan and the same simulated step as the zoo model, through the CLI too.
+    for cap in (1, 25):
+        assert ddpscope.buckets(model, bucket_cap_mb=cap)["buckets"] == ddpscope.buckets(
+            "mlp-tiny", bucket_cap_mb=cap)["buckets"]
+    model.save(tmp_path / "m.json")
+    assert ddpscope.simulate(model, cluster="dgx-a100", world_size=2).to_dict()[
+        "step_time_ns"] == cli.json("simulate", "--model-file", str(tmp_path / "m.json"),
+                                    "--cluster", "dgx-a100", "--world-size", "2")["step_time_ns"]
+
+
+def test_from_torch_resnet18_matches_the_zoo():
+    torchvision = pytest.importorskip("torchvision")
+    model = ddpscope.Model.from_torch(torchvision.models.resnet18(), torch.randn(2, 3, 224, 224),
+                                      "resnet18")
+    _assert_like_zoo(model, "resnet18")
+    assert ddpscope.buckets(model, bucket_cap_mb=25) == ddpscope.buckets("resnet18",
+                                                                         bucket_cap_mb=25)
+
+
+def test_from_torch_measures_layers_on_request():
+    et = _export_test()
+    model = ddpscope.Model.from_torch(et.mlp_tiny_factory(), torch.randn(20, 10), measure=True,
+                                      repeat=2)
+    layers = model.to_dict()["layers"]
+    assert all(l["measured"]["forward_ms"] >= 0 for l in layers)
+    assert all(l["measured"]["backward_ms"] >= 0 for l in layers if l.get("params"))
+
+
+def test_from_torch_unsupported_module_names_it():
+    et = _export_test()
+    with pytest.raises(ddpscope.export.ExportError,
+                       match=r"module '1' \(Unsupported\) owns parameters scale directly"):
+        ddpscope.Model.from_torch(et.unsupported_factory(), torch.randn(2, 3))
