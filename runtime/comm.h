@@ -103,6 +103,9 @@ class Communicator {
   virtual void setObserver(CommObserver* observer) = 0;
   // How long wait() waits before failing with Unavailable (default 60 s).
   virtual void setTimeout(Nanos timeout) = 0;
+  // The collective the comm thread is inside now ("allreduce of bucket 0 in iteration 3"),
+  // empty when idle. Thread-safe; for fault messages (a rank terminated while it waits).
+  virtual std::string inFlight() const { return {}; }
   // Ends the job immediately with `exitCode` (MPI_Abort / _exit): for fatal paths where a peer
   // may be blocked in a collective and would otherwise wait forever.
   [[noreturn]] virtual void abort(int exitCode) = 0;

@@ -1,6 +1,7 @@
 #include "runtime/training.h"
 
 #include <dlfcn.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -95,6 +96,14 @@ StatusOr<TrainingResult> trainDistributed(Communicator& comm, const TrainingOpti
                    rank, static_cast<long long>(i));
       std::fflush(stderr);
       _exit(9);
+    }
+    if (rank == options.faultStopRank && i == options.faultStopIteration) {
+      std::fprintf(stderr,
+                   "ddpscope-run: rank %d: fault injection: stopping (SIGSTOP) at iteration "
+                   "%lld\n",
+                   rank, static_cast<long long>(i));
+      std::fflush(stderr);
+      ::raise(SIGSTOP);
     }
     const std::vector<int64_t> indices = schedule.batch(i - 1);
     const Batch batch = model->makeBatch(indices, options.dataSeed);

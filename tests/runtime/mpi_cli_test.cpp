@@ -1,16 +1,25 @@
 // End-to-end tests of the ddpscope-run worker and `ddpscope run`, each launching mpirun as a
-// child process: what every rank prints, exit codes, the bounded exit after a killed rank with
-// its flushed partial trace, the printed bucket plans against `ddpscope buckets`, and the
-// parameters of a DDP run against the single-process reference.
+// child process: what every rank prints, exit codes, the bounded exit after a killed or stopped
+// rank with its flushed partial trace, a launcher killed by SIGTERM / SIGINT, outputs that
+// cannot be written, the bounded profiler of a long run, the printed bucket plans against
+// `ddpscope buckets`, and the parameters of a DDP run against the single-process reference.
+// Fault tests check that no process of the job is left (each job's command line carries a
+// unique scratch path, searched for in /proc).
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "runtime/param_dump.h"
 #include "traces/chrome_reader.h"
@@ -72,6 +81,12 @@ size_t count(const std::string& text, const std::string& needle) {
   return n;
 }
 
+nlohmann::json parseJsonOutput(const std::string& output) {
+  const size_t start = output.find('{');
+  if (start == std::string::npos) return nlohmann::json();
+  return nlohmann::json::parse(output.substr(start, output.rfind('}') - start + 1), nullptr, false);
+}
+
 TEST(MpiCliTest, KilledRankEndsTheJobWithinSixtySecondsAndRankZeroFlushesItsTrace) {
   const fs::path trace = scratch("killed.json");
   fs::remove(trace);
@@ -96,6 +111,194 @@ TEST(MpiCliTest, KilledRankEndsTheJobWithinSixtySecondsAndRankZeroFlushesItsTrac
   ASSERT_EQ(timeline->rankCount(), 1);
   EXPECT_GE(timeline->iterations(0).size(), 2u);
   EXPECT_GT(timeline->spanCount(), 20u);
+}
+
+// Live processes whose command line contains `marker` (zombies have an empty command line),
+// whose argv[0] ends with `program` when given.
+std::vector<pid_t> processesWith(const std::string& marker, const std::string& program = "") {
+  std::vector<pid_t> found;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(name));
+    if (pid == ::getpid()) continue;
+    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
+    const std::string cmdline((std::istreambuf_iterator<char>(in)), {});
+    if (cmdline.find(marker) == std::string::npos) continue;
+    const std::string argv0 = cmdline.substr(0, cmdline.find('\0'));
+    if (!program.empty() && !argv0.ends_with(program)) continue;
+    found.push_back(pid);
+  }
+  return found;
+}
+
+// Starts `argv` with stdout and stderr to `logPath`; returns its pid.
+pid_t spawn(std::vector<std::string> argv, const fs::path& logPath) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    std::FILE* log = std::fopen(logPath.c_str(), "w");
+    if (log) {
+      ::dup2(::fileno(log), 1);
+      ::dup2(::fileno(log), 2);
+    }
+    std::vector<char*> args;
+    for (std::string& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+// Waits up to `limitSeconds` for `pid`; its exit code (128 + signal), or -1 if still running.
+int waitFor(pid_t pid, double limitSeconds) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(limitSeconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return -1;
+}
+
+// What the ranks' fault messages must say: rank `rank` names the collective it was blocked in,
+// in its own timeout error or in its termination message.
+bool rankNamesTheCollective(const std::string& output, int rank, int64_t iteration) {
+  const std::regex line("ddpscope-run: rank " + std::to_string(rank) +
+                        ": [^\n]*allreduce of bucket [0-9]+ in iteration " +
+                        std::to_string(iteration) + "[^0-9]");
+  return std::regex_search(output, line);
+}
+
+TEST(MpiCliTest, StoppedRankEndsTheJobWithinTheTimeoutNamingTheCollectiveAndLeavesNoProcess) {
+  const fs::path trace = scratch("stopped.json");
+  fs::remove(trace);
+  // Three ranks: rank 1 stops (SIGSTOP) at the start of iteration 3; ranks 0 and 2 are then
+  // blocked in iteration 3's first allreduce until --comm-timeout-s.
+  const double timeoutS = 3;
+  const ProcessRun r = run(kDdpscope +
+                           " run --nproc 3 -- --model mlp-tiny --batch 12 --iterations 40 "
+                           "--comm-timeout-s 3 --trace " +
+                           trace.string() + " --fault-stop-rank 1 --fault-stop-iteration 3");
+  std::printf("[ measured ] stopped rank: job exited with %d after %.2f s (timeout %.0f s)\n",
+              r.exitCode, r.seconds, timeoutS);
+  EXPECT_NE(r.exitCode, 0) << r.output;
+  // Bounded: the timeout plus start-up and tear-down (a hang would sit here until ctest's limit).
+  EXPECT_LT(r.seconds, timeoutS + 30) << r.output;
+  EXPECT_NE(r.output.find("rank 1: fault injection: stopping (SIGSTOP) at iteration 3"),
+            std::string::npos)
+      << r.output;
+  EXPECT_TRUE(rankNamesTheCollective(r.output, 0, 3)) << r.output;
+  EXPECT_TRUE(rankNamesTheCollective(r.output, 2, 3)) << r.output;
+  // Rank 0's partial trace parses and holds its first two iterations.
+  auto timeline = traces::readChromeTrace(trace.string());
+  ASSERT_TRUE(timeline.isOk()) << timeline.status().message() << r.output;
+  EXPECT_GE(timeline->iterations(0).size(), 2u);
+  EXPECT_TRUE(processesWith(trace.string()).empty()) << r.output;
+}
+
+TEST(MpiCliTest, LauncherStoppedBySigtermOrSigintTakesItsRanksDownAndLeavesNoProcess) {
+  for (const int sig : {SIGTERM, SIGINT}) {
+    const std::string label = sig == SIGTERM ? "SIGTERM" : "SIGINT";
+    const fs::path trace = scratch("launcher_" + label + ".json");
+    const fs::path log = scratch("launcher_" + label + ".log");
+    fs::remove(trace);
+    const pid_t launcher = spawn({kDdpscope, "run", "--nproc", "2", "--", "--model", "mlp-tiny",
+                                  "--iterations", "100000000", "--trace", trace.string()},
+                                 log);
+    // Both ranks up, then time for MPI_Init and the first iterations.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (processesWith(trace.string(), "ddpscope-run").size() < 2 &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ASSERT_EQ(processesWith(trace.string(), "ddpscope-run").size(), 2u) << label;
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    const auto start = std::chrono::steady_clock::now();
+    ASSERT_EQ(::kill(launcher, sig), 0);
+    const int code = waitFor(launcher, 30);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::ifstream in(log);
+    const std::string output((std::istreambuf_iterator<char>(in)), {});
+    std::printf("[ measured ] launcher %s: exited with %d %.2f s after the signal\n", label.c_str(),
+                code, seconds);
+    if (code < 0) ::kill(launcher, SIGKILL);
+    EXPECT_EQ(code, 128 + sig) << label << "\n" << output;
+    EXPECT_NE(output.find("ddpscope run: interrupted by " + label), std::string::npos) << output;
+    // The ranks were stopped by mpirun's SIGTERM and flushed what they had recorded.
+    EXPECT_NE(output.find("rank 0: terminated by signal 15"), std::string::npos) << output;
+    auto timeline = traces::readChromeTrace(trace.string());
+    ASSERT_TRUE(timeline.isOk()) << timeline.status().message() << output;
+    EXPECT_GE(timeline->iterations(0).size(), 1u);
+    EXPECT_TRUE(processesWith(trace.string()).empty()) << label << "\n" << output;
+  }
+}
+
+TEST(MpiCliTest, UnwritableOutputsFailWithThePathAndTheReason) {
+  // Caught before training: a missing directory, a file where a directory should be, and a
+  // directory no one may create files in (sysfs: fails as root too).
+  const fs::path notADirectory = scratch("plain_file");
+  std::ofstream(notADirectory) << "x";
+  struct Case {
+    std::string flag;
+    std::string path;
+    std::string reason;
+  };
+  std::vector<Case> cases = {
+      {"--trace", "/nonexistent/ddpscope/t.json", "No such file or directory"},
+      {"--summary", notADirectory.string() + "/s.json", "Not a directory"},
+  };
+  if (fs::exists("/sys/kernel")) cases.push_back({"--trace", "/sys/kernel/t.json", ""});
+  for (const Case& c : cases) {
+    const ProcessRun r = run(kDdpscope + " run --nproc 2 -- --model mlp-tiny --iterations 2 " +
+                             c.flag + " " + c.path);
+    EXPECT_EQ(r.exitCode, 2) << r.output;
+    const std::string message =
+        "ddpscope-run: error: " + c.flag + ": " + c.path + ": cannot open for writing: " + c.reason;
+    EXPECT_EQ(count(r.output, message), 1u) << r.output;
+  }
+  // Found when writing: /dev/full takes the open and refuses every byte.
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  ProcessRun r =
+      run(kDdpscope + " run --nproc 2 -- --model mlp-tiny --iterations 2 --trace /dev/full");
+  EXPECT_EQ(r.exitCode, 1) << r.output;
+  EXPECT_NE(r.output.find("ddpscope-run: error: /dev/full: write failed: No space left on device"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("trace written to"), std::string::npos) << r.output;
+  r = run(kDdpscope + " run --nproc 2 -- --model mlp-tiny --iterations 2 --summary /dev/full");
+  EXPECT_EQ(r.exitCode, 1) << r.output;
+  EXPECT_NE(r.output.find("--summary: /dev/full: write failed: No space left on device"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(MpiCliTest, LongRunKeepsTheLastKIterationsAndItsTraceReadsBack) {
+  const fs::path trace = scratch("long.json");
+  const ProcessRun r = run(kDdpscope +
+                           " run --nproc 2 -- --model mlp-tiny --iterations 300 "
+                           "--trace-iterations 20 --json --trace " +
+                           trace.string());
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  const nlohmann::json json = parseJsonOutput(r.output);
+  ASSERT_TRUE(json.contains("iterations")) << r.output;
+  ASSERT_EQ(json.at("iterations").size(), 20u);
+  EXPECT_EQ(json.at("iterations").front().at("iteration").get<int>(), 281);
+  EXPECT_EQ(json.at("trace_iterations").get<int>(), 20);
+  auto timeline = traces::readChromeTrace(trace.string());
+  ASSERT_TRUE(timeline.isOk()) << timeline.status().message();
+  ASSERT_EQ(timeline->rankCount(), 2);
+  for (int rank = 0; rank < 2; ++rank) {
+    const auto iterations = timeline->iterations(rank);
+    ASSERT_EQ(iterations.size(), 20u) << rank;
+    EXPECT_EQ(iterations.front().index, 281) << rank;
+    EXPECT_EQ(iterations.back().index, 300) << rank;
+  }
+  EXPECT_EQ(timeline->metadata().getInt("trace_dropped_iterations"), 280);
 }
 
 TEST(MpiCliTest, UnusedParameterWithoutFindUnusedPrintsE1OnEveryRankAndExitsNonZero) {
@@ -131,12 +334,6 @@ TEST(MpiCliTest, MismatchedModelsPrintE4AndE5OnEveryRank) {
                           "sizes of the same param in process 0."),
             std::string::npos)
       << r.output;
-}
-
-nlohmann::json parseJsonOutput(const std::string& output) {
-  const size_t start = output.find('{');
-  if (start == std::string::npos) return nlohmann::json();
-  return nlohmann::json::parse(output.substr(start, output.rfind('}') - start + 1), nullptr, false);
 }
 
 TEST(MpiCliTest, DumpedPlansEqualDdpscopeBuckets) {
