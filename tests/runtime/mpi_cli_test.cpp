@@ -238,6 +238,40 @@ TEST(MpiCliTest, LauncherStoppedBySigtermOrSigintTakesItsRanksDownAndLeavesNoPro
   }
 }
 
+TEST(MpiCliTest, RanksADeadMpirunLeavesBehindAreKilledByTheLauncherAStoppedOneIncluded) {
+  const fs::path trace = scratch("orphans.json");
+  const fs::path log = scratch("orphans.log");
+  const pid_t launcher = spawn({kDdpscope, "run", "--nproc", "2", "--", "--model", "mlp-tiny",
+                                "--iterations", "100000000", "--trace", trace.string()},
+                               log);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (processesWith(trace.string(), "ddpscope-run").size() < 2 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const std::vector<pid_t> ranks = processesWith(trace.string(), "ddpscope-run");
+  ASSERT_EQ(ranks.size(), 2u);
+  pid_t mpirun = 0;
+  for (pid_t pid : processesWith(trace.string())) {
+    if (pid != launcher && pid != ranks[0] && pid != ranks[1]) mpirun = pid;
+  }
+  ASSERT_NE(mpirun, 0);
+  // A rank stopped from outside (it ignores everything but SIGKILL now), then mpirun dies
+  // without taking its ranks down.
+  ASSERT_EQ(::kill(ranks[0], SIGSTOP), 0);
+  ASSERT_EQ(::kill(mpirun, SIGKILL), 0);
+  const int code = waitFor(launcher, 30);
+  if (code < 0) ::kill(launcher, SIGKILL);
+  std::ifstream in(log);
+  const std::string output((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(code, 128 + SIGKILL) << output;  // mpirun's own end, passed on
+  const size_t line = output.find("ddpscope run: killed ");
+  ASSERT_NE(line, std::string::npos) << output;
+  const std::string killed = output.substr(line, output.find('\n', line) - line) + " ";
+  EXPECT_NE(killed.find(" " + std::to_string(ranks[0]) + " "), std::string::npos) << killed;
+  EXPECT_TRUE(processesWith(trace.string()).empty()) << output;
+}
+
 TEST(MpiCliTest, UnwritableOutputsFailWithThePathAndTheReason) {
   // Caught before training: a missing directory, a file where a directory should be, and a
   // directory no one may create files in (sysfs: fails as root too).
