@@ -1,11 +1,13 @@
 // ddpscope-run: the runtime worker, one MPI rank per process (see run_worker.h for the flags).
 // main() owns MPI, the fault paths and the outputs; training is runtime::trainDistributed.
 //
-// Exit paths: success → 0; bad flags → 2 (printed once, by rank 0); an error every rank
-// reaches at the same point (E1, E4/E5, bad batch) → every rank prints it and exits 1 after
-// MPI_Finalize; a communication failure or collective timeout (a dead or hung peer) → the rank
-// prints it, flushes its partial trace and aborts the job (MPI_Abort); SIGTERM from mpirun (it
-// kills the survivors when a rank dies) → the partial trace is flushed by the signal thread.
+// Exit paths: success → 0; bad flags or an output path that cannot be created → 2, before
+// training (printed once, by rank 0); an error every rank reaches at the same point (E1, E4/E5,
+// bad batch) → every rank prints it and exits 1 after MPI_Finalize; an output that fails while
+// written (/dev/full, a full disk) → 1; a communication failure or collective timeout (a dead or
+// stopped peer) → the rank prints it, flushes its partial trace and aborts the job (MPI_Abort);
+// SIGTERM from mpirun (it kills the survivors when a rank dies or aborts) → the signal thread
+// names the collective in flight and flushes the partial trace.
 #include <cstdio>
 #include <iostream>
 #include <mutex>
@@ -280,13 +282,14 @@ int runWorker(int argc, char** argv) {
   setTerminationHandler([&profiler, &flags, c = comm->get(), rank, world](int sig) {
     // What this rank was blocked in names the fault: the collective a dead or stopped peer
     // never joined.
-    const std::string inFlight = c->inFlight();
-    std::fprintf(
-        stderr,
-        "ddpscope-run: rank %d: terminated by signal %d %s (mpirun ends the job when a "
-        "rank dies, aborts or times out); flushing the trace recorded so far\n",
-        rank, sig,
-        inFlight.empty() ? "with no collective in flight" : ("while in the " + inFlight).c_str());
+    const std::optional<std::string> inFlight = c->inFlight();
+    std::string where;
+    if (inFlight)
+      where = inFlight->empty() ? " with no collective in flight" : " while in the " + *inFlight;
+    std::fprintf(stderr,
+                 "ddpscope-run: rank %d: terminated by signal %d%s (mpirun ends the job when a "
+                 "rank dies, aborts or times out); flushing the trace recorded so far\n",
+                 rank, sig, where.c_str());
     flushPartialTrace(profiler, flags, rank, world);
   });
   // Before any return below: the handler refers to the profiler and the communicator.

@@ -44,7 +44,9 @@ ArgParser makeParser() {
           "--comm-timeout-s, naming the collective, bucket and iteration, and flush their partial\n"
           "traces; SIGINT / SIGTERM to this command stop mpirun and its ranks (SIGKILL after " +
           std::to_string(kTerminationGraceSeconds) +
-          " s);\nno process of the job outlives this command, and its exit code is then non-zero.");
+          " s);\nno process of the job outlives this command, and after a fault or a signal its "
+          "exit\n"
+          "code is non-zero.");
   return parser;
 }
 

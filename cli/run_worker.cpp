@@ -49,7 +49,9 @@ ArgParser makeParser() {
       .option("momentum", "M", "SGD momentum (default 0)")
       .option("seq-len", "T", "tokens per sample for transformers (default: the model's)")
       .option("image-size", "PX", "image side for vision models (default: the model's)")
-      .option("trace", "PATH", "merged Chrome trace of all ranks (pid = rank), written by rank 0")
+      .option("trace", "PATH",
+              "merged Chrome trace of all ranks (pid = rank), written by rank 0 (a path that "
+              "cannot be created fails before training; the file appears only once complete)")
       .option("trace-iterations", "K",
               "the profiler is a ring buffer: it keeps the spans of the last K iterations "
               "(default " +

@@ -175,7 +175,7 @@ class ThreadedCommunicator final : public Communicator {
     m_observer = observer;
   }
   void setTimeout(Nanos timeout) override { m_timeoutNs.store(timeout.count()); }
-  std::string inFlight() const override {
+  std::optional<std::string> inFlight() const override {
     std::lock_guard lock(m_mutex);
     return m_inFlight;
   }

@@ -89,20 +89,17 @@ StatusOr<TrainingResult> trainDistributed(Communicator& comm, const TrainingOpti
   TrainingResult result;
   result.initialPlan = engine->initialPlan();
   for (int64_t i = 1; i <= options.iterations; ++i) {
-    if (rank == options.faultKillRank && i == options.faultKillIteration) {
-      std::fprintf(stderr,
-                   "ddpscope-run: rank %d: fault injection: exiting with code 9 at "
-                   "iteration %lld\n",
-                   rank, static_cast<long long>(i));
+    auto announceFault = [rank, i](const char* what) {
+      std::fprintf(stderr, "ddpscope-run: rank %d: fault injection: %s at iteration %lld\n", rank,
+                   what, static_cast<long long>(i));
       std::fflush(stderr);
+    };
+    if (rank == options.faultKillRank && i == options.faultKillIteration) {
+      announceFault("exiting with code 9");
       _exit(9);
     }
     if (rank == options.faultStopRank && i == options.faultStopIteration) {
-      std::fprintf(stderr,
-                   "ddpscope-run: rank %d: fault injection: stopping (SIGSTOP) at iteration "
-                   "%lld\n",
-                   rank, static_cast<long long>(i));
-      std::fflush(stderr);
+      announceFault("stopping (SIGSTOP)");
       ::raise(SIGSTOP);
     }
     const std::vector<int64_t> indices = schedule.batch(i - 1);

@@ -5,47 +5,29 @@
 // iterations of each rank. Peak RSS is reported in README (measured with /usr/bin/time -v), not
 // asserted here: the bound itself is asserted structurally in profiler_test.cpp.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <QString>
-#include <array>
-#include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 
 #include "cli/run_worker.h"
 #include "gui/model/trace_document.h"
 #include "gui/model/trace_loader.h"
+#include "tests/runtime/job_test_util.h"
 
 namespace ddpscope::runtime {
 namespace {
 
 namespace fs = std::filesystem;
 
-const bool kEnvironmentReady = [] {
-  ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
-  ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
-  ::setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 0);
-  ::setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
-  return true;
-}();
-
 TEST(LongRunTest, TenThousandIterationsAtTwoRanksLeaveATraceOfTheLastKThatTheGuiOpens) {
   const fs::path trace =
       fs::temp_directory_path() / ("ddpscope_long_run_" + std::to_string(::getpid()) + ".json");
-  const std::string command = std::string(DDPSCOPE_CLI) +
-                              " run --nproc 2 -- --model mlp-tiny --iterations 10000 --trace " +
-                              trace.string() + " 2>&1";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string output;
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
-    output.append(buffer.data(), n);
-  const int status = ::pclose(pipe);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << output;
+  const test_util::ProcessRun r = test_util::run(
+      std::string(DDPSCOPE_CLI) + " run --nproc 2 -- --model mlp-tiny --iterations 10000 --trace " +
+      trace.string());
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  const std::string& output = r.output;
   EXPECT_NE(output.find("(medians over iterations 9001-10000: the profiler keeps the last 1000"),
             std::string::npos)
       << output;

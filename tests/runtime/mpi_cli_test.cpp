@@ -22,43 +22,20 @@
 #include <vector>
 
 #include "runtime/param_dump.h"
+#include "tests/runtime/job_test_util.h"
 #include "traces/chrome_reader.h"
 
 namespace ddpscope::runtime {
 namespace {
 
 namespace fs = std::filesystem;
-
-// CI runs as root on few cores: allow it for every mpirun this binary starts (ctest sets these
-// too; this keeps a manual run working).
-const bool kEnvironmentReady = [] {
-  ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
-  ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
-  ::setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 0);
-  ::setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
-  return true;
-}();
-
-struct ProcessRun {
-  int exitCode = -1;
-  std::string output;  // stdout + stderr
-  double seconds = 0;
-};
-
-ProcessRun run(const std::string& command) {
-  ProcessRun r;
-  const auto start = std::chrono::steady_clock::now();
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) return r;
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
-    r.output.append(buffer.data(), n);
-  const int status = ::pclose(pipe);
-  r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return r;
-}
+using test_util::processesWith;
+using test_util::ProcessRun;
+using test_util::readText;
+using test_util::run;
+using test_util::spawn;
+using test_util::waitFor;
+using test_util::waitForProcesses;
 
 std::string mpirun(int np) {
   return std::string(DDPSCOPE_MPIEXEC) + " -np " + std::to_string(np) +
@@ -113,57 +90,6 @@ TEST(MpiCliTest, KilledRankEndsTheJobWithinSixtySecondsAndRankZeroFlushesItsTrac
   EXPECT_GT(timeline->spanCount(), 20u);
 }
 
-// Live processes whose command line contains `marker` (zombies have an empty command line),
-// whose argv[0] ends with `program` when given.
-std::vector<pid_t> processesWith(const std::string& marker, const std::string& program = "") {
-  std::vector<pid_t> found;
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    const pid_t pid = static_cast<pid_t>(std::stol(name));
-    if (pid == ::getpid()) continue;
-    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
-    const std::string cmdline((std::istreambuf_iterator<char>(in)), {});
-    if (cmdline.find(marker) == std::string::npos) continue;
-    const std::string argv0 = cmdline.substr(0, cmdline.find('\0'));
-    if (!program.empty() && !argv0.ends_with(program)) continue;
-    found.push_back(pid);
-  }
-  return found;
-}
-
-// Starts `argv` with stdout and stderr to `logPath`; returns its pid.
-pid_t spawn(std::vector<std::string> argv, const fs::path& logPath) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    std::FILE* log = std::fopen(logPath.c_str(), "w");
-    if (log) {
-      ::dup2(::fileno(log), 1);
-      ::dup2(::fileno(log), 2);
-    }
-    std::vector<char*> args;
-    for (std::string& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-// Waits up to `limitSeconds` for `pid`; its exit code (128 + signal), or -1 if still running.
-int waitFor(pid_t pid, double limitSeconds) {
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::duration<double>(limitSeconds);
-  while (std::chrono::steady_clock::now() < deadline) {
-    int status = 0;
-    if (::waitpid(pid, &status, WNOHANG) == pid) {
-      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return -1;
-}
-
 // What the ranks' fault messages must say: rank `rank` names the collective it was blocked in,
 // in its own timeout error or in its termination message.
 bool rankNamesTheCollective(const std::string& output, int rank, int64_t iteration) {
@@ -210,20 +136,14 @@ TEST(MpiCliTest, LauncherStoppedBySigtermOrSigintTakesItsRanksDownAndLeavesNoPro
                                   "--iterations", "100000000", "--trace", trace.string()},
                                  log);
     // Both ranks up, then time for MPI_Init and the first iterations.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (processesWith(trace.string(), "ddpscope-run").size() < 2 &&
-           std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    ASSERT_EQ(processesWith(trace.string(), "ddpscope-run").size(), 2u) << label;
+    ASSERT_EQ(waitForProcesses(trace.string(), "ddpscope-run", 2, 30).size(), 2u) << label;
     std::this_thread::sleep_for(std::chrono::seconds(2));
     const auto start = std::chrono::steady_clock::now();
     ASSERT_EQ(::kill(launcher, sig), 0);
     const int code = waitFor(launcher, 30);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::ifstream in(log);
-    const std::string output((std::istreambuf_iterator<char>(in)), {});
+    const std::string output = readText(log);
     std::printf("[ measured ] launcher %s: exited with %d %.2f s after the signal\n", label.c_str(),
                 code, seconds);
     if (code < 0) ::kill(launcher, SIGKILL);
@@ -244,12 +164,7 @@ TEST(MpiCliTest, RanksADeadMpirunLeavesBehindAreKilledByTheLauncherAStoppedOneIn
   const pid_t launcher = spawn({kDdpscope, "run", "--nproc", "2", "--", "--model", "mlp-tiny",
                                 "--iterations", "100000000", "--trace", trace.string()},
                                log);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (processesWith(trace.string(), "ddpscope-run").size() < 2 &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  const std::vector<pid_t> ranks = processesWith(trace.string(), "ddpscope-run");
+  const std::vector<pid_t> ranks = waitForProcesses(trace.string(), "ddpscope-run", 2, 30);
   ASSERT_EQ(ranks.size(), 2u);
   pid_t mpirun = 0;
   for (pid_t pid : processesWith(trace.string())) {
@@ -262,8 +177,7 @@ TEST(MpiCliTest, RanksADeadMpirunLeavesBehindAreKilledByTheLauncherAStoppedOneIn
   ASSERT_EQ(::kill(mpirun, SIGKILL), 0);
   const int code = waitFor(launcher, 30);
   if (code < 0) ::kill(launcher, SIGKILL);
-  std::ifstream in(log);
-  const std::string output((std::istreambuf_iterator<char>(in)), {});
+  const std::string output = readText(log);
   EXPECT_EQ(code, 128 + SIGKILL) << output;  // mpirun's own end, passed on
   const size_t line = output.find("ddpscope run: killed ");
   ASSERT_NE(line, std::string::npos) << output;
