@@ -117,6 +117,26 @@ inline std::vector<pid_t> waitForProcesses(const std::string& marker, const std:
   return found;
 }
 
+// Waits up to `limitSeconds` until process `pid` catches `signal` (its handler is installed:
+// /proc/<pid>/status SigCgt); false when it did not in time or is gone.
+inline bool waitUntilCatching(pid_t pid, int signal, double limitSeconds) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(limitSeconds);
+  const std::string statusPath = "/proc/" + std::to_string(pid) + "/status";
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::ifstream status(statusPath);
+    if (!status) return false;
+    std::string line;
+    while (std::getline(status, line)) {
+      if (line.rfind("SigCgt:", 0) != 0) continue;
+      const unsigned long long caught = std::stoull(line.substr(7), nullptr, 16);
+      if (caught & (1ULL << (signal - 1))) return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
 inline std::string readText(const std::filesystem::path& path) {
   std::ifstream in(path);
   return std::string((std::istreambuf_iterator<char>(in)), {});

@@ -36,6 +36,7 @@ using test_util::run;
 using test_util::spawn;
 using test_util::waitFor;
 using test_util::waitForProcesses;
+using test_util::waitUntilCatching;
 
 std::string mpirun(int np) {
   return std::string(DDPSCOPE_MPIEXEC) + " -np " + std::to_string(np) +
@@ -135,9 +136,12 @@ TEST(MpiCliTest, LauncherStoppedBySigtermOrSigintTakesItsRanksDownAndLeavesNoPro
     const pid_t launcher = spawn({kDdpscope, "run", "--nproc", "2", "--", "--model", "mlp-tiny",
                                   "--iterations", "100000000", "--trace", trace.string()},
                                  log);
-    // Both ranks up, then time for MPI_Init and the first iterations.
-    ASSERT_EQ(waitForProcesses(trace.string(), "ddpscope-run", 2, 30).size(), 2u) << label;
-    std::this_thread::sleep_for(std::chrono::seconds(2));
+    // Both ranks up and past MPI_Init (their SIGTERM guard is installed), then a moment for
+    // the first iterations.
+    const std::vector<pid_t> ranks = waitForProcesses(trace.string(), "ddpscope-run", 2, 30);
+    ASSERT_EQ(ranks.size(), 2u) << label;
+    for (pid_t rank : ranks) ASSERT_TRUE(waitUntilCatching(rank, SIGTERM, 30)) << label;
+    std::this_thread::sleep_for(std::chrono::seconds(1));
     const auto start = std::chrono::steady_clock::now();
     ASSERT_EQ(::kill(launcher, sig), 0);
     const int code = waitFor(launcher, 30);
