@@ -1,13 +1,14 @@
 // ddpscope-run: the runtime worker, one MPI rank per process (see run_worker.h for the flags).
 // main() owns MPI, the fault paths and the outputs; training is runtime::trainDistributed.
 //
-// Exit paths: success → 0; bad flags → 2 (printed once, by rank 0); an error every rank
-// reaches at the same point (E1, E4/E5, bad batch) → every rank prints it and exits 1 after
-// MPI_Finalize; a communication failure or collective timeout (a dead or hung peer) → the rank
-// prints it, flushes its partial trace and aborts the job (MPI_Abort); SIGTERM from mpirun (it
-// kills the survivors when a rank dies) → the partial trace is flushed by the signal thread.
+// Exit paths: success → 0; bad flags or an output path that cannot be created → 2, before
+// training (printed once, by rank 0); an error every rank reaches at the same point (E1, E4/E5,
+// bad batch) → every rank prints it and exits 1 after MPI_Finalize; an output that fails while
+// written (/dev/full, a full disk) → 1; a communication failure or collective timeout (a dead or
+// stopped peer) → the rank prints it, flushes its partial trace and aborts the job (MPI_Abort);
+// SIGTERM from mpirun (it kills the survivors when a rank dies or aborts) → the signal thread
+// names the collective in flight and flushes the partial trace.
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -17,6 +18,7 @@
 #include "cli/run_worker.h"
 #include "ddp/bucket_plan.h"
 #include "ddp/ddp_settings.h"
+#include "io/file_output.h"
 #include "runtime/fault_guard.h"
 #include "runtime/mpi/mpi_communicator.h"
 #include "runtime/param_dump.h"
@@ -69,7 +71,8 @@ traces::Args runMetadata(const WorkerFlags& flags, int world, const std::string&
                     {"sync_batchnorm", int64_t{flags.training.build.syncBatchNorm}},
                     // What replay / calibrate need to re-simulate the run at its own settings.
                     {"seq_len", flags.training.build.inputs.seqLen},
-                    {"image_size", flags.training.build.inputs.imageSize}};
+                    {"image_size", flags.training.build.inputs.imageSize},
+                    {"trace_iterations", flags.traceIterations}};
   // The DDP settings under their canonical keys (ddp/ddp_settings.h).
   for (const auto& [key, value] : traces::argsFromJson(ddp::ddpSettingsJson(flags.training.ddp))) {
     meta.append(key, value);
@@ -81,12 +84,28 @@ Status writeTimeline(const traces::Timeline& timeline, const std::string& path) 
   return traces::writeChromeTrace(timeline, path);
 }
 
+// Before any training: every output path can be created (an hour-long run must not end in "cannot
+// write"). Opening an io::OutputFile and dropping it unclosed leaves the path untouched. Every
+// rank checks (they share the file system here), so every rank fails alike with exit 2.
+Status checkOutputPaths(const WorkerFlags& flags) {
+  for (const auto& [flag, path] :
+       {std::pair<const char*, const std::string&>{"--trace", flags.tracePath},
+        {"--summary", flags.summaryPath},
+        {"--dump-params", flags.dumpParamsPath}}) {
+    if (path.empty()) continue;
+    StatusOr<std::unique_ptr<io::OutputFile>> probe = io::OutputFile::open(path);
+    if (!probe.isOk()) return invalidArgument(std::string(flag) + ": " + probe.status().message());
+  }
+  return Status::ok();
+}
+
 // The partial trace of this rank (fault paths): rank 0 writes --trace, others --trace.rank<r>.
 void flushPartialTrace(const Profiler& profiler, const WorkerFlags& flags, int rank, int world) {
   if (flags.tracePath.empty()) return;
   const std::string path =
       rank == 0 ? flags.tracePath : flags.tracePath + ".rank" + std::to_string(rank);
   traces::Args metadata = runMetadata(flags, world, flags.backend);
+  metadata.append("trace_dropped_iterations", profiler.droppedIterations());
   metadata.append("partial", int64_t{1});
   const traces::Timeline timeline = mergeRankTracks({profiler.snapshot()}, std::move(metadata));
   const Status status = writeTimeline(timeline, path);
@@ -129,15 +148,21 @@ Status writeOutputs(const WorkerFlags& flags, const traces::Timeline& timeline,
           r.rank, r.overlapPercent, r.exposedComm.toMillis());
       std::cout << line;
     }
+    if (!summary.iterations.empty() && summary.iterations.front().index > flags.warmup + 1) {
+      std::cout << "  (medians over iterations " << summary.iterations.front().index << "-"
+                << summary.iterations.back().index << ": the profiler keeps the last "
+                << flags.traceIterations << " iterations; --trace-iterations 0 keeps all)\n";
+    }
     if (!flags.tracePath.empty()) std::cout << "trace written to " << flags.tracePath << "\n";
   }
   if (flags.json || !flags.summaryPath.empty()) {
     traces::Args extra = runMetadata(flags, world, backend);
     const std::string json = summaryToJson(summary, extra);
     if (!flags.summaryPath.empty()) {
-      std::ofstream out(flags.summaryPath);
-      out << json << "\n";
-      if (!out) return invalidArgument(flags.summaryPath + ": cannot write the summary");
+      ASSIGN_OR_RETURN(std::unique_ptr<io::OutputFile> out,
+                       io::OutputFile::open(flags.summaryPath));
+      out->stream() << json << "\n";
+      RETURN_IF_ERROR(out->close().withContext("--summary"));
     }
     if (flags.json) std::cout << json << "\n";
   }
@@ -162,14 +187,16 @@ Status writeOutputs(const WorkerFlags& flags, const traces::Timeline& timeline,
 
 int runReference(const WorkerFlags& flags) {
   Profiler profiler(0, layerNames(flags.training.model), [] { return steadyNow(); });
+  profiler.setRetainedIterations(flags.traceIterations);
   StatusOr<TrainingResult> result =
       trainReference(flags.training, 1, flags.training.profile ? &profiler : nullptr);
   if (!result.isOk()) {
     std::fprintf(stderr, "ddpscope-run: error: %s\n", result.status().message().c_str());
     return result.status().exitCode();
   }
-  const traces::Timeline timeline =
-      mergeRankTracks({profiler.snapshot()}, runMetadata(flags, 1, "none (reference)"));
+  traces::Args metadata = runMetadata(flags, 1, "none (reference)");
+  metadata.append("trace_dropped_iterations", profiler.droppedIterations());
+  const traces::Timeline timeline = mergeRankTracks({profiler.snapshot()}, std::move(metadata));
   const Status status = writeOutputs(flags, timeline, *result, 1, "none (reference)");
   if (!status.isOk()) {
     std::fprintf(stderr, "ddpscope-run: error: %s\n", status.message().c_str());
@@ -202,6 +229,10 @@ int runWorker(int argc, char** argv) {
   if (flags.help) {
     if (rank == 0) std::cout << flags.helpText;
     return 0;
+  }
+  if (Status paths = checkOutputPaths(flags); !paths.isOk()) {
+    if (rank == 0) std::fprintf(stderr, "ddpscope-run: error: %s\n", paths.message().c_str());
+    return paths.exitCode();
   }
   if (flags.reference) {
     if (world != 1) {
@@ -247,13 +278,28 @@ int runWorker(int argc, char** argv) {
   }
   (*comm)->setTimeout(flags.commTimeout);
   Profiler profiler(rank, layerNames(flags.training.model), [c = comm->get()] { return c->now(); });
-  setTerminationHandler([&profiler, &flags, rank, world](int sig) {
+  profiler.setRetainedIterations(flags.traceIterations);
+  setTerminationHandler([&profiler, &flags, c = comm->get(), rank, world](int sig) {
+    // What this rank was blocked in names the fault: the collective a dead or stopped peer
+    // never joined.
+    const std::optional<std::string> inFlight = c->inFlight();
+    std::string where;
+    if (inFlight)
+      where = inFlight->empty() ? " with no collective in flight" : " while in the " + *inFlight;
     std::fprintf(stderr,
-                 "ddpscope-run: rank %d: terminated by signal %d (mpirun ends the job when a "
-                 "rank dies or aborts); flushing the trace recorded so far\n",
-                 rank, sig);
+                 "ddpscope-run: rank %d: terminated by signal %d%s (mpirun ends the job when a "
+                 "rank dies, aborts or times out); flushing the trace recorded so far\n",
+                 rank, sig, where.c_str());
     flushPartialTrace(profiler, flags, rank, world);
   });
+  // Before any return below: the handler refers to the profiler and the communicator.
+  struct Detach {
+    Communicator* comm;
+    ~Detach() {
+      setTerminationHandler(nullptr);
+      comm->setObserver(nullptr);
+    }
+  } detach{comm->get()};
 
   Status status = Status::ok();
   (*comm)->setObserver(nullptr);
@@ -271,8 +317,9 @@ int runWorker(int argc, char** argv) {
     if (status.isOk()) result = std::move(trained).value();
   }
   if (status.isOk()) {
-    StatusOr<traces::Timeline> timeline =
-        gatherTimeline(**comm, profiler, runMetadata(flags, world, flags.backend));
+    traces::Args metadata = runMetadata(flags, world, flags.backend);
+    metadata.append("trace_dropped_iterations", profiler.droppedIterations());
+    StatusOr<traces::Timeline> timeline = gatherTimeline(**comm, profiler, std::move(metadata));
     status = timeline.status();
     if (status.isOk() && rank == 0) {
       status = writeOutputs(flags, *timeline, *result, world, flags.backend);
@@ -282,13 +329,6 @@ int runWorker(int argc, char** argv) {
       }
     }
   }
-  struct Detach {
-    Communicator* comm;
-    ~Detach() {
-      setTerminationHandler(nullptr);
-      comm->setObserver(nullptr);
-    }
-  } detach{comm->get()};
   if (status.isOk()) return 0;
 
   // Bad input is the same on every rank: say it once.

@@ -3,10 +3,13 @@
 // --oversubscribe (more ranks than cores), --bind-to none (ranks float over the cores),
 // --allow-run-as-root when running as root (containers, CI), one BLAS thread per rank, and
 // idle ranks yielding the CPU. The worker's output goes straight to this process's stdout /
-// stderr (the child inherits them).
+// stderr (the child inherits them). No process outlives the command: SIGINT / SIGTERM / SIGHUP
+// are forwarded to mpirun as SIGTERM (SIGKILL after a grace period), and any rank left behind
+// (one that was stopped, one whose mpirun died) is SIGKILLed when mpirun has exited (process.h).
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <ostream>
 #include <thread>
@@ -36,7 +39,14 @@ ArgParser makeParser() {
           "GPUs: ddpscope run --nproc 2 -- --model gpt2-small --backend nccl --dtype bf16 (one\n"
           "GPU per rank; every worker flag, --backend and --dtype included, is passed through).\n"
           "Run 'ddpscope-run --help' (or 'ddpscope run --nproc 1 -- --help') for the worker's "
-          "flags.");
+          "flags.\n"
+          "Faults: a rank that dies or stops (SIGSTOP) makes the others fail within the worker's\n"
+          "--comm-timeout-s, naming the collective, bucket and iteration, and flush their partial\n"
+          "traces; SIGINT / SIGTERM to this command stop mpirun and its ranks (SIGKILL after " +
+          std::to_string(kTerminationGraceSeconds) +
+          " s);\nno process of the job outlives this command, and after a fault or a signal its "
+          "exit\n"
+          "code is non-zero.");
   return parser;
 }
 
@@ -138,7 +148,24 @@ Status runRunCommand(const std::vector<std::string>& argv, CommandIo io) {
   if (static_cast<unsigned>(nproc) > std::thread::hardware_concurrency()) {
     env.push_back({"OMPI_MCA_mpi_yield_when_idle", "1", false});  // oversubscribed: yield
   }
-  ASSIGN_OR_RETURN(const int code, runChildProcess(std::move(command), env));
+  ChildReport report;
+  ASSIGN_OR_RETURN(int code, runChildProcess(std::move(command), env, std::nullopt, &report));
+  if (report.terminationSignal != 0) {
+    // Ctrl-C or a kill of this launcher: mpirun got SIGTERM and stopped its ranks (each
+    // flushes its partial trace); whatever outlived it was SIGKILLed (process.h).
+    io.err << "ddpscope run: interrupted by SIG" << sigabbrev_np(report.terminationSignal)
+           << ": stopped mpirun and its ranks"
+           << (report.childKilled ? " (mpirun outlived the grace period: SIGKILL)" : "") << "\n";
+    code = 128 + report.terminationSignal;
+  }
+  if (!report.strayPids.empty()) {
+    io.err << "ddpscope run: killed " << report.strayPids.size()
+           << " process(es) the job left behind (SIGKILL; a stopped rank cannot end otherwise):";
+    for (int pid : report.strayPids) io.err << " " << pid;
+    io.err << "\n";
+    if (code == 0) code = 1;
+  }
+  io.err.flush();
   if (io.exitCode) *io.exitCode = code;
   return Status::ok();
 }

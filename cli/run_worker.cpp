@@ -1,6 +1,8 @@
 #include "cli/run_worker.h"
 
 #include <nlohmann/json.hpp>
+#include <tuple>
+#include <utility>
 
 #include "cli/arg_parser.h"
 #include "cli/ddp_flags.h"
@@ -47,7 +49,15 @@ ArgParser makeParser() {
       .option("momentum", "M", "SGD momentum (default 0)")
       .option("seq-len", "T", "tokens per sample for transformers (default: the model's)")
       .option("image-size", "PX", "image side for vision models (default: the model's)")
-      .option("trace", "PATH", "merged Chrome trace of all ranks (pid = rank), written by rank 0")
+      .option("trace", "PATH",
+              "merged Chrome trace of all ranks (pid = rank), written by rank 0 (a path that "
+              "cannot be created fails before training; the file appears only once complete)")
+      .option("trace-iterations", "K",
+              "the profiler is a ring buffer: it keeps the spans of the last K iterations "
+              "(default " +
+                  std::to_string(kDefaultTraceIterations) +
+                  "; 0 keeps all), so memory and the trace stay bounded on long runs; the "
+                  "summary's medians cover those K")
       .option("summary", "PATH", "summary JSON (step, forward, backward, comm, overlap)")
       .flag("json", "print the summary JSON on stdout (rank 0)")
       .option("dump-params", "PATH", "rank 0 writes the final parameters (binary)")
@@ -57,8 +67,22 @@ ArgParser makeParser() {
       .option("comm-timeout-s", "S", "fail a collective that takes longer (default 60)")
       .flag("no-profile", "do not record spans")
       .option("fault-kill-rank", "R", "test only: rank R exits with code 9 ...")
-      .option("fault-kill-iteration", "I", "test only: ... at the start of iteration I");
+      .option("fault-kill-iteration", "I", "test only: ... at the start of iteration I")
+      .option("fault-stop-rank", "R", "test only: rank R stops itself with SIGSTOP ...")
+      .option("fault-stop-iteration", "I", "test only: ... at the start of iteration I");
   return parser;
+}
+
+// --fault-<kind>-rank R and --fault-<kind>-iteration I (both or neither): {R, I}, or {-1, 0}.
+StatusOr<std::pair<int, int64_t>> parseFault(const ParsedArgs& args, const std::string& kind) {
+  const std::string rankFlag = "fault-" + kind + "-rank";
+  const std::string iterationFlag = "fault-" + kind + "-iteration";
+  if (args.has(rankFlag) != args.has(iterationFlag)) {
+    return invalidArgument("--" + rankFlag + " and --" + iterationFlag + " go together");
+  }
+  ASSIGN_OR_RETURN(int64_t rank, args.nonNegativeInt(rankFlag, -1));
+  ASSIGN_OR_RETURN(int64_t iteration, args.nonNegativeInt(iterationFlag, 0));
+  return std::pair<int, int64_t>(static_cast<int>(rank), iteration);
 }
 
 }  // namespace
@@ -121,6 +145,8 @@ StatusOr<WorkerFlags> parseWorkerFlags(const std::vector<std::string>& argv) {
   t.profile = !args.has("no-profile");
 
   flags.tracePath = args.value("trace").value_or("");
+  ASSIGN_OR_RETURN(flags.traceIterations,
+                   args.nonNegativeInt("trace-iterations", kDefaultTraceIterations));
   flags.summaryPath = args.value("summary").value_or("");
   flags.dumpParamsPath = args.value("dump-params").value_or("");
   flags.json = args.has("json");
@@ -128,12 +154,8 @@ StatusOr<WorkerFlags> parseWorkerFlags(const std::vector<std::string>& argv) {
   flags.reference = args.has("world-size-reference");
   ASSIGN_OR_RETURN(double timeoutS, args.positiveDouble("comm-timeout-s", 60.0));
   flags.commTimeout = Nanos::fromSecondsDouble(timeoutS);
-  if (args.has("fault-kill-rank") != args.has("fault-kill-iteration")) {
-    return invalidArgument("--fault-kill-rank and --fault-kill-iteration go together");
-  }
-  ASSIGN_OR_RETURN(int64_t killRank, args.nonNegativeInt("fault-kill-rank", -1));
-  t.faultKillRank = static_cast<int>(killRank);
-  ASSIGN_OR_RETURN(t.faultKillIteration, args.nonNegativeInt("fault-kill-iteration", 0));
+  ASSIGN_OR_RETURN(std::tie(t.faultKillRank, t.faultKillIteration), parseFault(args, "kill"));
+  ASSIGN_OR_RETURN(std::tie(t.faultStopRank, t.faultStopIteration), parseFault(args, "stop"));
   return flags;
 }
 

@@ -12,12 +12,17 @@
 
 namespace ddpscope::cli {
 
+inline constexpr int64_t kDefaultTraceIterations = 1000;
+
 struct WorkerFlags {
   runtime::TrainingOptions training;
   std::string backend = "mpi";  // --backend: "mpi" (CPU model) or "nccl" (CUDA model)
   std::string modelText;
   int64_t warmup = 0;
   std::string tracePath;
+  // --trace-iterations: the profiler keeps the spans of the last K iterations (0: all), so a
+  // long run's memory and trace stay bounded (runtime/profiler.h).
+  int64_t traceIterations = kDefaultTraceIterations;
   std::string summaryPath;
   std::string dumpParamsPath;
   bool json = false;

@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -103,6 +104,10 @@ class Communicator {
   virtual void setObserver(CommObserver* observer) = 0;
   // How long wait() waits before failing with Unavailable (default 60 s).
   virtual void setTimeout(Nanos timeout) = 0;
+  // The collective the comm thread is inside now ("allreduce of bucket 0 in iteration 3"),
+  // empty when idle, nullopt when the backend does not track it (NCCL: its watchdog names
+  // the collective instead). Thread-safe; for fault messages (a rank terminated while it waits).
+  virtual std::optional<std::string> inFlight() const { return std::nullopt; }
   // Ends the job immediately with `exitCode` (MPI_Abort / _exit): for fatal paths where a peer
   // may be blocked in a collective and would otherwise wait forever.
   [[noreturn]] virtual void abort(int exitCode) = 0;

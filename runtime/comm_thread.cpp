@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <deque>
 #include <functional>
@@ -44,9 +45,10 @@ class QueuedWork final : public CommWork {
     std::unique_lock lock(m_mutex);
     const auto timeout = std::chrono::nanoseconds(m_timeoutNs->load());
     if (!m_cv.wait_for(lock, timeout, [&] { return m_done; })) {
-      return unavailable("rank " + std::to_string(m_rank) + ": timed out after " +
-                         std::to_string(timeout.count() / 1000000000) + " s waiting for the " +
-                         describe(m_tag) +
+      char seconds[32];
+      std::snprintf(seconds, sizeof(seconds), "%g", static_cast<double>(timeout.count()) / 1e9);
+      return unavailable("rank " + std::to_string(m_rank) + ": timed out after " + seconds +
+                         " s waiting for the " + describe(m_tag) +
                          ": a peer rank died or stopped making progress (collective timeout)");
     }
     return m_status;
@@ -64,8 +66,10 @@ class QueuedWork final : public CommWork {
     return m_end;
   }
 
-  // Comm thread only.
-  void execute(CollectiveBackend& backend, const Status& brokenBy, CommObserver* observer) {
+  // Comm thread only. `returned` runs when the backend call has returned, before the work
+  // completes (so a waiter never sees the work done while it is still reported in flight).
+  void execute(CollectiveBackend& backend, const Status& brokenBy, CommObserver* observer,
+               const std::function<void()>& returned = {}) {
     const Nanos start = backend.now();
     Status status = brokenBy.isOk() ? m_run(backend)
                                     : unavailable(
@@ -73,6 +77,7 @@ class QueuedWork final : public CommWork {
                                           "failure: " +
                                           brokenBy.message());
     const Nanos end = backend.now();
+    if (returned) returned();
     if (!status.isOk() && brokenBy.isOk()) status = status.withContext(describe(m_tag));
     if (observer && m_tag.record && status.isOk())
       observer->onCollective(m_tag, m_bytes, start, end);
@@ -89,6 +94,7 @@ class QueuedWork final : public CommWork {
     std::lock_guard lock(m_mutex);
     return m_status;
   }
+  const CommTag& tag() const { return m_tag; }
 
  private:
   CommTag m_tag;
@@ -169,6 +175,10 @@ class ThreadedCommunicator final : public Communicator {
     m_observer = observer;
   }
   void setTimeout(Nanos timeout) override { m_timeoutNs.store(timeout.count()); }
+  std::optional<std::string> inFlight() const override {
+    std::lock_guard lock(m_mutex);
+    return m_inFlight;
+  }
   [[noreturn]] void abort(int exitCode) override {
     m_backend->abort(exitCode);
     std::_Exit(exitCode);  // not reached: backends do not return
@@ -205,8 +215,12 @@ class ThreadedCommunicator final : public Communicator {
         work = std::move(m_queue.front());
         m_queue.pop_front();
         observer = m_observer;
+        m_inFlight = describe(work->tag());
       }
-      work->execute(*m_backend, broken, observer);
+      work->execute(*m_backend, broken, observer, [this] {
+        std::lock_guard lock(m_mutex);
+        m_inFlight.clear();
+      });
       // After a failed collective the ranks no longer agree on the sequence: later ones would
       // only hang, so they fail at once with the first error.
       if (broken.isOk() && !work->status().isOk()) broken = work->status();
@@ -215,9 +229,10 @@ class ThreadedCommunicator final : public Communicator {
 
   std::unique_ptr<CollectiveBackend> m_backend;
   std::atomic<int64_t> m_timeoutNs{Nanos::fromSeconds(60).count()};
-  std::mutex m_mutex;
+  mutable std::mutex m_mutex;
   std::condition_variable m_cv;
   std::deque<std::shared_ptr<QueuedWork>> m_queue;
+  std::string m_inFlight;  // describe() of the work the comm thread runs; guarded by m_mutex
   CommObserver* m_observer = nullptr;
   bool m_stop = false;
   std::thread m_thread;

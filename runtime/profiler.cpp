@@ -27,6 +27,48 @@ Profiler::Profiler(int rank, std::vector<std::string> layerNames, std::function<
       {"ddp", LaneKind::kHost, {}},
       {std::string(traces::kIterationLaneName), LaneKind::kHost, {}},
   };
+  m_spans.resize(m_track.lanes.size());
+}
+
+void Profiler::setRetainedIterations(int64_t iterations) {
+  std::lock_guard lock(m_mutex);
+  m_retainedIterations = std::max<int64_t>(0, iterations);
+  dropOldIterations();
+}
+
+int64_t Profiler::retainedIterations() const {
+  std::lock_guard lock(m_mutex);
+  return m_retainedIterations;
+}
+
+int64_t Profiler::droppedIterations() const {
+  std::lock_guard lock(m_mutex);
+  return m_droppedIterations;
+}
+
+size_t Profiler::spanCount() const {
+  std::lock_guard lock(m_mutex);
+  size_t count = 0;
+  for (const auto& lane : m_spans) count += lane.size();
+  return count;
+}
+
+void Profiler::dropOldIterations() {
+  if (m_retainedIterations == 0) return;
+  bool dropped = false;
+  while (static_cast<int64_t>(m_iterationStarts.size()) > m_retainedIterations) {
+    m_iterationStarts.pop_front();
+    ++m_droppedIterations;
+    dropped = true;
+  }
+  if (!dropped) return;
+  m_retainedFrom = m_iterationStarts.front();
+  // Insertion order is start order up to nesting (a window is added after the spans inside
+  // it), so popping from the front while the front is old drops nearly all; snapshot()
+  // filters the rest, and they go when the span ahead of them does.
+  for (auto& lane : m_spans) {
+    while (!lane.empty() && lane.front().start < m_retainedFrom) lane.pop_front();
+  }
 }
 
 void Profiler::setEnabled(bool enabled) {
@@ -87,13 +129,17 @@ void Profiler::addSpan(ProfLane lane, std::string name, Category category, Nanos
                        Args args) {
   std::lock_guard lock(m_mutex);
   if (!m_enabled) return;
-  m_track.lanes[static_cast<size_t>(lane)].spans.push_back(
+  m_spans[static_cast<size_t>(lane)].push_back(
       Span{std::move(name), category, start, end - start, std::move(args)});
 }
 
 void Profiler::addIteration(int64_t index, Nanos start, Nanos end) {
   addSpan(ProfLane::kIterations, "ProfilerStep#" + std::to_string(index), Category::kIteration,
           start, end, Args{{std::string(traces::kArgIteration), index}});
+  std::lock_guard lock(m_mutex);
+  if (!m_enabled) return;
+  m_iterationStarts.push_back(start);
+  dropOldIterations();
 }
 
 RankTrack Profiler::snapshot() const {
@@ -101,6 +147,13 @@ RankTrack Profiler::snapshot() const {
   {
     std::lock_guard lock(m_mutex);
     track = m_track;
+    for (size_t lane = 0; lane < m_spans.size(); ++lane) {
+      std::vector<Span>& spans = track.lanes[lane].spans;
+      spans.reserve(m_spans[lane].size());
+      for (const Span& span : m_spans[lane]) {
+        if (span.start >= m_retainedFrom) spans.push_back(span);
+      }
+    }
   }
   for (auto& lane : track.lanes) {
     for (auto& span : lane.spans) span.start += m_clockOffset;

@@ -11,6 +11,15 @@
 //                            for the buckets and the copy back), rebuild, buffer broadcasts
 //   3 "iterations" kHost     ProfilerStep#N markers (Timeline::addIteration)
 // Spans are added from the training thread and the comm thread: a mutex guards the track.
+//
+// Bounded memory (long runs): with setRetainedIterations(K) the profiler is a ring buffer of
+// the last K iterations. When iteration i ends (addIteration), spans that start before
+// iteration i-K+1 began are dropped from the front of each lane (O(dropped)); snapshot() also
+// leaves out any such span still queued behind a newer one, so the track holds exactly the
+// spans of the last K iterations (and nothing recorded before them). Memory is then
+// O(K x spans per iteration) however long the run; K = 0 keeps everything. A ring buffer
+// rather than streaming to disk: the merged trace needs every rank's spans on rank 0 with
+// clock offsets applied, and the steady state the tool asks about is the recent iterations.
 // Times are the process's steady clock; clockOffset (rank 0's clock − ours, measured at start
 // with a barrier) is added when the track is exported, so merged ranks share rank 0's clock.
 //
@@ -22,6 +31,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <mutex>
 #include <span>
@@ -68,6 +78,14 @@ class Profiler final : public LayerObserver, public CommObserver {
                traces::Args args = {});
   void addIteration(int64_t index, Nanos start, Nanos end);
 
+  // Keep only the spans of the last `iterations` iterations (0: all, the default).
+  void setRetainedIterations(int64_t iterations);
+  int64_t retainedIterations() const;
+  // Iterations whose spans were dropped so far (the first droppedIterations() iterations).
+  int64_t droppedIterations() const;
+  // Spans held now (all lanes), the quantity the ring buffer bounds.
+  size_t spanCount() const;
+
   // A copy of this rank's track, shifted by the clock offset (rank id = rank()).
   traces::RankTrack snapshot() const;
 
@@ -80,8 +98,15 @@ class Profiler final : public LayerObserver, public CommObserver {
   Nanos m_forwardStart;   // training thread only
   Nanos m_backwardStart;  // training thread only
   const std::string& layerName(int layerIndex) const;
+  void dropOldIterations();  // m_mutex held
+
   mutable std::mutex m_mutex;
-  traces::RankTrack m_track;
+  traces::RankTrack m_track;  // name, rank and lane names/kinds; the spans are in m_spans
+  std::vector<std::deque<traces::Span>> m_spans;  // per lane, in insertion order
+  std::deque<Nanos> m_iterationStarts;            // of the retained iterations, oldest first
+  int64_t m_retainedIterations = 0;
+  int64_t m_droppedIterations = 0;
+  Nanos m_retainedFrom{INT64_MIN};  // spans starting earlier are dropped
 };
 
 // Compact binary encoding of a rank's track (little-endian host order; the gather happens

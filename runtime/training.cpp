@@ -1,6 +1,7 @@
 #include "runtime/training.h"
 
 #include <dlfcn.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -88,13 +89,18 @@ StatusOr<TrainingResult> trainDistributed(Communicator& comm, const TrainingOpti
   TrainingResult result;
   result.initialPlan = engine->initialPlan();
   for (int64_t i = 1; i <= options.iterations; ++i) {
-    if (rank == options.faultKillRank && i == options.faultKillIteration) {
-      std::fprintf(stderr,
-                   "ddpscope-run: rank %d: fault injection: exiting with code 9 at "
-                   "iteration %lld\n",
-                   rank, static_cast<long long>(i));
+    auto announceFault = [rank, i](const char* what) {
+      std::fprintf(stderr, "ddpscope-run: rank %d: fault injection: %s at iteration %lld\n", rank,
+                   what, static_cast<long long>(i));
       std::fflush(stderr);
+    };
+    if (rank == options.faultKillRank && i == options.faultKillIteration) {
+      announceFault("exiting with code 9");
       _exit(9);
+    }
+    if (rank == options.faultStopRank && i == options.faultStopIteration) {
+      announceFault("stopping (SIGSTOP)");
+      ::raise(SIGSTOP);
     }
     const std::vector<int64_t> indices = schedule.batch(i - 1);
     const Batch batch = model->makeBatch(indices, options.dataSeed);

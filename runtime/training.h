@@ -42,10 +42,13 @@ struct TrainingOptions {
   double momentum = 0.0;
   uint64_t dataSeed = 1;  // synthetic data and sampler shuffle (seed + epoch)
   bool profile = true;
-  // Test-only fault injection: rank faultKillRank calls _exit(9) at the start of iteration
-  // faultKillIteration.
+  // Test-only fault injection at the start of an iteration: rank faultKillRank calls _exit(9)
+  // at iteration faultKillIteration; rank faultStopRank stops itself with SIGSTOP (a hung rank
+  // that never returns) at iteration faultStopIteration.
   int faultKillRank = -1;
   int64_t faultKillIteration = 0;
+  int faultStopRank = -1;
+  int64_t faultStopIteration = 0;
 };
 
 struct TrainingResult {

@@ -199,8 +199,8 @@ ChromeTraceWriter::ChromeTraceWriter(std::ostream& out) : m_out(&out) {
   m_buffer += "{\"traceEvents\":[\n";
 }
 
-ChromeTraceWriter::ChromeTraceWriter(std::unique_ptr<io::OutputFile> file, std::string path)
-    : m_file(std::move(file)), m_out(&m_file->stream()), m_path(std::move(path)) {
+ChromeTraceWriter::ChromeTraceWriter(std::unique_ptr<io::OutputFile> file)
+    : m_file(std::move(file)), m_out(&m_file->stream()) {
   m_buffer.reserve(kFlushBytes + 4096);
   m_buffer += "{\"traceEvents\":[\n";
 }
@@ -209,7 +209,7 @@ ChromeTraceWriter::~ChromeTraceWriter() = default;
 
 StatusOr<std::unique_ptr<ChromeTraceWriter>> ChromeTraceWriter::open(const std::string& path) {
   ASSIGN_OR_RETURN(std::unique_ptr<io::OutputFile> file, io::OutputFile::open(path));
-  return std::unique_ptr<ChromeTraceWriter>(new ChromeTraceWriter(std::move(file), path));
+  return std::unique_ptr<ChromeTraceWriter>(new ChromeTraceWriter(std::move(file)));
 }
 
 void ChromeTraceWriter::beginEvent() {
@@ -325,12 +325,10 @@ Status ChromeTraceWriter::finish() {
   m_buffer += "\n}\n";
   flush();
   m_out->flush();
-  bool ok = static_cast<bool>(*m_out);
-  if (m_file) ok = m_file->close() && ok;
-  if (!ok) {
-    return internalError((m_path.empty() ? std::string("trace stream") : m_path) +
-                         ": write failed");
-  }
+  // A file reports its own errors with the system's reason (and is renamed into place only
+  // when every write succeeded); a caller's stream only says whether it failed.
+  if (m_file) return m_file->close();
+  if (!*m_out) return internalError("trace stream: write failed");
   return Status::ok();
 }
 

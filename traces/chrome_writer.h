@@ -47,7 +47,9 @@ class ChromeTraceWriter {
  public:
   // Writes to `out`, which must outlive the writer.
   explicit ChromeTraceWriter(std::ostream& out);
-  // Opens `path` for writing (gzip when it ends in ".gz"). The error names the path.
+  // Opens `path` for writing (gzip when it ends in ".gz"). The error names the path. The
+  // trace appears at `path` only when finish() succeeds (io/file_output.h: temporary file +
+  // rename); a writer destroyed before that leaves the path untouched.
   static StatusOr<std::unique_ptr<ChromeTraceWriter>> open(const std::string& path);
   ~ChromeTraceWriter();
   ChromeTraceWriter(const ChromeTraceWriter&) = delete;
@@ -70,14 +72,13 @@ class ChromeTraceWriter {
   int64_t bytesWritten() const { return m_bytesWritten; }
 
  private:
-  ChromeTraceWriter(std::unique_ptr<io::OutputFile> file, std::string path);
+  explicit ChromeTraceWriter(std::unique_ptr<io::OutputFile> file);
   void beginEvent();
   void flushIfLarge();
   void flush();
 
-  std::unique_ptr<io::OutputFile> m_file;  // only for open()
+  std::unique_ptr<io::OutputFile> m_file;  // only for open(); names the path in errors
   std::ostream* m_out;
-  std::string m_path;  // for error messages; empty for a caller's stream
   std::string m_buffer;
   std::string m_traceName;
   Args m_metadata;

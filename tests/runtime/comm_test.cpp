@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <thread>
 
 #include "runtime/loopback_comm.h"
 #include "runtime_test_util.h"
@@ -128,11 +129,22 @@ TEST(LoopbackCommTest, WaitTimesOutWithAMessageNamingTheCollective) {
   EXPECT_NE(status.message().find("allreduce of bucket 3 in iteration 5"), std::string::npos)
       << status.message();
   EXPECT_NE(status.message().find("timed out"), std::string::npos);
+  EXPECT_EQ(status.message(),
+            "rank 0: timed out after 0.1 s waiting for the allreduce of bucket 3 in iteration 5: "
+            "a peer rank died or stopped making progress (collective timeout)");
+  // What a termination message names: the collective the comm thread is blocked in (it took
+  // the work from the queue at once; the bound only covers a starved thread).
+  for (int i = 0; i < 500 && group[0]->inFlight() == ""; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(group[0]->inFlight(), "allreduce of bucket 3 in iteration 5");
+  EXPECT_EQ(group[1]->inFlight(), "");
   // Let the peer arrive so the comm threads can be joined.
   ASSERT_TRUE(group[1]->allreduce(std::span<float>(b), CommTag{}).isOk());
   group[0]->setTimeout(Nanos::fromSeconds(60));
   EXPECT_TRUE(work->wait().isOk());
   EXPECT_EQ(a[0], 2.0f);
+  EXPECT_EQ(group[0]->inFlight(), "");  // cleared before the work completes
 }
 
 TEST(LoopbackCommTest, AFailedCollectiveFailsTheFollowingOnes) {

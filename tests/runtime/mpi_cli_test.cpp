@@ -1,55 +1,42 @@
 // End-to-end tests of the ddpscope-run worker and `ddpscope run`, each launching mpirun as a
-// child process: what every rank prints, exit codes, the bounded exit after a killed rank with
-// its flushed partial trace, the printed bucket plans against `ddpscope buckets`, and the
-// parameters of a DDP run against the single-process reference.
+// child process: what every rank prints, exit codes, the bounded exit after a killed or stopped
+// rank with its flushed partial trace, a launcher killed by SIGTERM / SIGINT, outputs that
+// cannot be written, the bounded profiler of a long run, the printed bucket plans against
+// `ddpscope buckets`, and the parameters of a DDP run against the single-process reference.
+// Fault tests check that no process of the job is left (each job's command line carries a
+// unique scratch path, searched for in /proc).
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "runtime/param_dump.h"
+#include "tests/runtime/job_test_util.h"
 #include "traces/chrome_reader.h"
 
 namespace ddpscope::runtime {
 namespace {
 
 namespace fs = std::filesystem;
-
-// CI runs as root on few cores: allow it for every mpirun this binary starts (ctest sets these
-// too; this keeps a manual run working).
-const bool kEnvironmentReady = [] {
-  ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
-  ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
-  ::setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 0);
-  ::setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
-  return true;
-}();
-
-struct ProcessRun {
-  int exitCode = -1;
-  std::string output;  // stdout + stderr
-  double seconds = 0;
-};
-
-ProcessRun run(const std::string& command) {
-  ProcessRun r;
-  const auto start = std::chrono::steady_clock::now();
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) return r;
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
-    r.output.append(buffer.data(), n);
-  const int status = ::pclose(pipe);
-  r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return r;
-}
+using test_util::processesWith;
+using test_util::ProcessRun;
+using test_util::readText;
+using test_util::run;
+using test_util::spawn;
+using test_util::waitFor;
+using test_util::waitForProcesses;
+using test_util::waitUntilCatching;
 
 std::string mpirun(int np) {
   return std::string(DDPSCOPE_MPIEXEC) + " -np " + std::to_string(np) +
@@ -70,6 +57,12 @@ size_t count(const std::string& text, const std::string& needle) {
   for (size_t pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1))
     ++n;
   return n;
+}
+
+nlohmann::json parseJsonOutput(const std::string& output) {
+  const size_t start = output.find('{');
+  if (start == std::string::npos) return nlohmann::json();
+  return nlohmann::json::parse(output.substr(start, output.rfind('}') - start + 1), nullptr, false);
 }
 
 TEST(MpiCliTest, KilledRankEndsTheJobWithinSixtySecondsAndRankZeroFlushesItsTrace) {
@@ -96,6 +89,168 @@ TEST(MpiCliTest, KilledRankEndsTheJobWithinSixtySecondsAndRankZeroFlushesItsTrac
   ASSERT_EQ(timeline->rankCount(), 1);
   EXPECT_GE(timeline->iterations(0).size(), 2u);
   EXPECT_GT(timeline->spanCount(), 20u);
+}
+
+// What the ranks' fault messages must say: rank `rank` names the collective it was blocked in,
+// in its own timeout error or in its termination message.
+bool rankNamesTheCollective(const std::string& output, int rank, int64_t iteration) {
+  const std::regex line("ddpscope-run: rank " + std::to_string(rank) +
+                        ": [^\n]*allreduce of bucket [0-9]+ in iteration " +
+                        std::to_string(iteration) + "[^0-9]");
+  return std::regex_search(output, line);
+}
+
+TEST(MpiCliTest, StoppedRankEndsTheJobWithinTheTimeoutNamingTheCollectiveAndLeavesNoProcess) {
+  const fs::path trace = scratch("stopped.json");
+  fs::remove(trace);
+  // Three ranks: rank 1 stops (SIGSTOP) at the start of iteration 3; ranks 0 and 2 are then
+  // blocked in iteration 3's first allreduce until --comm-timeout-s.
+  const double timeoutS = 3;
+  const ProcessRun r = run(kDdpscope +
+                           " run --nproc 3 -- --model mlp-tiny --batch 12 --iterations 40 "
+                           "--comm-timeout-s 3 --trace " +
+                           trace.string() + " --fault-stop-rank 1 --fault-stop-iteration 3");
+  std::printf("[ measured ] stopped rank: job exited with %d after %.2f s (timeout %.0f s)\n",
+              r.exitCode, r.seconds, timeoutS);
+  EXPECT_NE(r.exitCode, 0) << r.output;
+  // Bounded: the timeout plus start-up and tear-down (a hang would sit here until ctest's limit).
+  EXPECT_LT(r.seconds, timeoutS + 30) << r.output;
+  EXPECT_NE(r.output.find("rank 1: fault injection: stopping (SIGSTOP) at iteration 3"),
+            std::string::npos)
+      << r.output;
+  EXPECT_TRUE(rankNamesTheCollective(r.output, 0, 3)) << r.output;
+  EXPECT_TRUE(rankNamesTheCollective(r.output, 2, 3)) << r.output;
+  // Rank 0's partial trace parses and holds its first two iterations.
+  auto timeline = traces::readChromeTrace(trace.string());
+  ASSERT_TRUE(timeline.isOk()) << timeline.status().message() << r.output;
+  EXPECT_GE(timeline->iterations(0).size(), 2u);
+  EXPECT_TRUE(processesWith(trace.string()).empty()) << r.output;
+}
+
+TEST(MpiCliTest, LauncherStoppedBySigtermOrSigintTakesItsRanksDownAndLeavesNoProcess) {
+  for (const int sig : {SIGTERM, SIGINT}) {
+    const std::string label = sig == SIGTERM ? "SIGTERM" : "SIGINT";
+    const fs::path trace = scratch("launcher_" + label + ".json");
+    const fs::path log = scratch("launcher_" + label + ".log");
+    fs::remove(trace);
+    const pid_t launcher = spawn({kDdpscope, "run", "--nproc", "2", "--", "--model", "mlp-tiny",
+                                  "--iterations", "100000000", "--trace", trace.string()},
+                                 log);
+    // Both ranks up and past MPI_Init (their SIGTERM guard is installed), then a moment for
+    // the first iterations.
+    const std::vector<pid_t> ranks = waitForProcesses(trace.string(), "ddpscope-run", 2, 30);
+    ASSERT_EQ(ranks.size(), 2u) << label;
+    for (pid_t rank : ranks) ASSERT_TRUE(waitUntilCatching(rank, SIGTERM, 30)) << label;
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    const auto start = std::chrono::steady_clock::now();
+    ASSERT_EQ(::kill(launcher, sig), 0);
+    const int code = waitFor(launcher, 30);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const std::string output = readText(log);
+    std::printf("[ measured ] launcher %s: exited with %d %.2f s after the signal\n", label.c_str(),
+                code, seconds);
+    if (code < 0) ::kill(launcher, SIGKILL);
+    EXPECT_EQ(code, 128 + sig) << label << "\n" << output;
+    EXPECT_NE(output.find("ddpscope run: interrupted by " + label), std::string::npos) << output;
+    // The ranks were stopped by mpirun's SIGTERM and flushed what they had recorded.
+    EXPECT_NE(output.find("rank 0: terminated by signal 15"), std::string::npos) << output;
+    auto timeline = traces::readChromeTrace(trace.string());
+    ASSERT_TRUE(timeline.isOk()) << timeline.status().message() << output;
+    EXPECT_GE(timeline->iterations(0).size(), 1u);
+    EXPECT_TRUE(processesWith(trace.string()).empty()) << label << "\n" << output;
+  }
+}
+
+TEST(MpiCliTest, RanksADeadMpirunLeavesBehindAreKilledByTheLauncherAStoppedOneIncluded) {
+  const fs::path trace = scratch("orphans.json");
+  const fs::path log = scratch("orphans.log");
+  const pid_t launcher = spawn({kDdpscope, "run", "--nproc", "2", "--", "--model", "mlp-tiny",
+                                "--iterations", "100000000", "--trace", trace.string()},
+                               log);
+  const std::vector<pid_t> ranks = waitForProcesses(trace.string(), "ddpscope-run", 2, 30);
+  ASSERT_EQ(ranks.size(), 2u);
+  pid_t mpirun = 0;
+  for (pid_t pid : processesWith(trace.string())) {
+    if (pid != launcher && pid != ranks[0] && pid != ranks[1]) mpirun = pid;
+  }
+  ASSERT_NE(mpirun, 0);
+  // A rank stopped from outside (it ignores everything but SIGKILL now), then mpirun dies
+  // without taking its ranks down.
+  ASSERT_EQ(::kill(ranks[0], SIGSTOP), 0);
+  ASSERT_EQ(::kill(mpirun, SIGKILL), 0);
+  const int code = waitFor(launcher, 30);
+  if (code < 0) ::kill(launcher, SIGKILL);
+  const std::string output = readText(log);
+  EXPECT_EQ(code, 128 + SIGKILL) << output;  // mpirun's own end, passed on
+  const size_t line = output.find("ddpscope run: killed ");
+  ASSERT_NE(line, std::string::npos) << output;
+  const std::string killed = output.substr(line, output.find('\n', line) - line) + " ";
+  EXPECT_NE(killed.find(" " + std::to_string(ranks[0]) + " "), std::string::npos) << killed;
+  EXPECT_TRUE(processesWith(trace.string()).empty()) << output;
+}
+
+TEST(MpiCliTest, UnwritableOutputsFailWithThePathAndTheReason) {
+  // Caught before training: a missing directory, a file where a directory should be, and a
+  // directory no one may create files in (sysfs: fails as root too).
+  const fs::path notADirectory = scratch("plain_file");
+  std::ofstream(notADirectory) << "x";
+  struct Case {
+    std::string flag;
+    std::string path;
+    std::string reason;
+  };
+  std::vector<Case> cases = {
+      {"--trace", "/nonexistent/ddpscope/t.json", "No such file or directory"},
+      {"--summary", notADirectory.string() + "/s.json", "Not a directory"},
+  };
+  if (fs::exists("/sys/kernel")) cases.push_back({"--trace", "/sys/kernel/t.json", ""});
+  for (const Case& c : cases) {
+    const ProcessRun r = run(kDdpscope + " run --nproc 2 -- --model mlp-tiny --iterations 2 " +
+                             c.flag + " " + c.path);
+    EXPECT_EQ(r.exitCode, 2) << r.output;
+    const std::string message =
+        "ddpscope-run: error: " + c.flag + ": " + c.path + ": cannot open for writing: " + c.reason;
+    EXPECT_EQ(count(r.output, message), 1u) << r.output;
+  }
+  // Found when writing: /dev/full takes the open and refuses every byte.
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  ProcessRun r =
+      run(kDdpscope + " run --nproc 2 -- --model mlp-tiny --iterations 2 --trace /dev/full");
+  EXPECT_EQ(r.exitCode, 1) << r.output;
+  EXPECT_NE(r.output.find("ddpscope-run: error: /dev/full: write failed: No space left on device"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("trace written to"), std::string::npos) << r.output;
+  r = run(kDdpscope + " run --nproc 2 -- --model mlp-tiny --iterations 2 --summary /dev/full");
+  EXPECT_EQ(r.exitCode, 1) << r.output;
+  EXPECT_NE(r.output.find("--summary: /dev/full: write failed: No space left on device"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(MpiCliTest, LongRunKeepsTheLastKIterationsAndItsTraceReadsBack) {
+  const fs::path trace = scratch("long.json");
+  const ProcessRun r = run(kDdpscope +
+                           " run --nproc 2 -- --model mlp-tiny --iterations 300 "
+                           "--trace-iterations 20 --json --trace " +
+                           trace.string());
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  const nlohmann::json json = parseJsonOutput(r.output);
+  ASSERT_TRUE(json.contains("iterations")) << r.output;
+  ASSERT_EQ(json.at("iterations").size(), 20u);
+  EXPECT_EQ(json.at("iterations").front().at("iteration").get<int>(), 281);
+  EXPECT_EQ(json.at("trace_iterations").get<int>(), 20);
+  auto timeline = traces::readChromeTrace(trace.string());
+  ASSERT_TRUE(timeline.isOk()) << timeline.status().message();
+  ASSERT_EQ(timeline->rankCount(), 2);
+  for (int rank = 0; rank < 2; ++rank) {
+    const auto iterations = timeline->iterations(rank);
+    ASSERT_EQ(iterations.size(), 20u) << rank;
+    EXPECT_EQ(iterations.front().index, 281) << rank;
+    EXPECT_EQ(iterations.back().index, 300) << rank;
+  }
+  EXPECT_EQ(timeline->metadata().getInt("trace_dropped_iterations"), 280);
 }
 
 TEST(MpiCliTest, UnusedParameterWithoutFindUnusedPrintsE1OnEveryRankAndExitsNonZero) {
@@ -131,12 +286,6 @@ TEST(MpiCliTest, MismatchedModelsPrintE4AndE5OnEveryRank) {
                           "sizes of the same param in process 0."),
             std::string::npos)
       << r.output;
-}
-
-nlohmann::json parseJsonOutput(const std::string& output) {
-  const size_t start = output.find('{');
-  if (start == std::string::npos) return nlohmann::json();
-  return nlohmann::json::parse(output.substr(start, output.rfind('}') - start + 1), nullptr, false);
 }
 
 TEST(MpiCliTest, DumpedPlansEqualDdpscopeBuckets) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "traces/overlap.h"
@@ -131,6 +132,92 @@ TEST(ProfilerTest, WarmupIterationsAreLeftOutOfTheMedians) {
   const RunSummary summary = summarize(mergeRankTracks({p.snapshot()}, {}), 1);
   EXPECT_EQ(summary.iterations.size(), 2u);
   EXPECT_EQ(summary.medianStep, Nanos::fromMillis(11));
+}
+
+// Iteration `index` at [index * 100 µs, index * 100 µs + 40 µs): 7 spans, the DDP lane's
+// "backward" window added after the bucket copy nested in it (as the engine does).
+constexpr size_t kSpansPerIteration = 7;
+void recordNumberedIteration(Profiler& p, int64_t index) {
+  const Nanos base = Nanos::fromMicros(index * 100);
+  auto at = [base](int64_t us) { return base + Nanos::fromMicros(us); };
+  p.addSpan(ProfLane::kCompute, "fc1", Category::kForward, at(0), at(10));
+  p.addSpan(ProfLane::kDdp, "forward", Category::kForward, at(0), at(10));
+  p.addSpan(ProfLane::kCompute, "fc1 (backward)", Category::kBackward, at(10), at(30));
+  p.addSpan(ProfLane::kDdp, "copy bucket 0", Category::kCopy, at(12), at(13));
+  p.addSpan(ProfLane::kDdp, "backward", Category::kBackward, at(10), at(30));
+  p.onCollective(CommTag{"allreduce", Category::kAllreduce, 0, index, true}, 4096, at(15), at(25));
+  p.addIteration(index, at(0), at(40));
+}
+
+size_t spansIn(const traces::RankTrack& track) {
+  size_t n = 0;
+  for (const auto& lane : track.lanes) n += lane.spans.size();
+  return n;
+}
+
+TEST(ProfilerTest, RingBufferKeepsExactlyTheLastKIterations) {
+  Nanos clock;
+  Profiler p = makeProfiler(0, &clock);
+  p.setRetainedIterations(3);
+  // Before training (the initial parameter broadcast): dropped with iteration 1.
+  p.onCollective(CommTag{"broadcast_params", Category::kBroadcast, -1, 0, true}, 64, Nanos(0),
+                 Nanos(10));
+  for (int64_t i = 1; i <= 4; ++i) recordNumberedIteration(p, i);
+  // A span of iteration 2 reported late, queued behind iteration 4's: gone once 2 is dropped.
+  p.addSpan(ProfLane::kCompute, "late (iteration 2)", Category::kCompute, Nanos::fromMicros(205),
+            Nanos::fromMicros(206));
+  EXPECT_EQ(spansIn(p.snapshot()), 3 * kSpansPerIteration + 1);
+  for (int64_t i = 5; i <= 10; ++i) recordNumberedIteration(p, i);
+
+  EXPECT_EQ(p.droppedIterations(), 7);
+  const traces::RankTrack track = p.snapshot();
+  EXPECT_EQ(spansIn(track), 3 * kSpansPerIteration);
+  const auto& iterations = track.lanes[static_cast<size_t>(ProfLane::kIterations)].spans;
+  ASSERT_EQ(iterations.size(), 3u);
+  EXPECT_EQ(iterations[0].name, "ProfilerStep#8");
+  EXPECT_EQ(iterations[2].name, "ProfilerStep#10");
+  for (const auto& lane : track.lanes) {
+    for (const auto& span : lane.spans) {
+      EXPECT_GE(span.start, Nanos::fromMicros(800)) << span.name;
+    }
+  }
+  // The summary of the kept iterations: indices 8-10, step 40 µs each.
+  const RunSummary summary = summarize(mergeRankTracks({track}, {}), 0);
+  ASSERT_EQ(summary.iterations.size(), 3u);
+  EXPECT_EQ(summary.iterations.front().index, 8);
+  EXPECT_EQ(summary.medianStep, Nanos::fromMicros(40));
+}
+
+TEST(ProfilerTest, RingBufferHoldsAtMostKIterationsOfSpansThroughTenThousandIterations) {
+  Nanos clock;
+  Profiler p = makeProfiler(0, &clock);
+  constexpr int64_t kKept = 50;
+  p.setRetainedIterations(kKept);
+  size_t largest = 0;
+  for (int64_t i = 1; i <= 10'000; ++i) {
+    recordNumberedIteration(p, i);
+    const size_t held = p.spanCount();
+    ASSERT_EQ(held, static_cast<size_t>(std::min(i, kKept)) * kSpansPerIteration) << i;
+    largest = std::max(largest, held);
+  }
+  EXPECT_EQ(largest, kKept * kSpansPerIteration);
+  EXPECT_EQ(p.droppedIterations(), 10'000 - kKept);
+  EXPECT_EQ(p.snapshot().lanes[static_cast<size_t>(ProfLane::kIterations)].spans.size(),
+            static_cast<size_t>(kKept));
+}
+
+TEST(ProfilerTest, ZeroRetainedIterationsKeepsEverything) {
+  Nanos clock;
+  Profiler p = makeProfiler(0, &clock);
+  EXPECT_EQ(p.retainedIterations(), 0);
+  for (int64_t i = 1; i <= 10; ++i) recordNumberedIteration(p, i);
+  EXPECT_EQ(p.droppedIterations(), 0);
+  EXPECT_EQ(p.spanCount(), 10 * kSpansPerIteration);
+  EXPECT_EQ(spansIn(p.snapshot()), 10 * kSpansPerIteration);
+  // Lowering the bound later drops at once.
+  p.setRetainedIterations(2);
+  EXPECT_EQ(p.spanCount(), 2 * kSpansPerIteration);
+  EXPECT_EQ(p.droppedIterations(), 8);
 }
 
 }  // namespace

@@ -174,7 +174,31 @@ TEST(ChromeWriterTest, EmptyTimelineIsValidJson) {
 TEST(ChromeWriterTest, WriteToUnwritablePathNamesThePath) {
   Status status = writeChromeTrace(makeGoldenTimeline(), "/nonexistent-dir/out.json");
   ASSERT_FALSE(status.isOk());
-  EXPECT_NE(status.message().find("/nonexistent-dir/out.json"), std::string::npos);
+  EXPECT_EQ(status.message(),
+            "/nonexistent-dir/out.json: cannot open for writing: No such file or directory");
+}
+
+TEST(ChromeWriterTest, FullDeviceIsAnErrorNotATraceReportedAsWritten) {
+  if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  const Status status = writeChromeTrace(makeGoldenTimeline(), "/dev/full");
+  ASSERT_FALSE(status.isOk());
+  EXPECT_EQ(status.message(), "/dev/full: write failed: No space left on device");
+}
+
+TEST(ChromeWriterTest, AnUnfinishedWriterLeavesThePreviousFileInPlace) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "ddpscope_writer_unfinished.json").string();
+  ASSERT_TRUE(writeChromeTrace(Timeline(), path).isOk());
+  const StatusOr<std::string> before = readFileToString(path);
+  ASSERT_TRUE(before.isOk());
+  {
+    StatusOr<std::unique_ptr<ChromeTraceWriter>> writer = ChromeTraceWriter::open(path);
+    ASSERT_TRUE(writer.isOk()) << writer.status().message();
+    (*writer)->beginRank(0);
+    (*writer)->declareLane(0, 0, "compute", LaneKind::kCompute, 0);
+  }  // destroyed without finish(): an interrupted write
+  EXPECT_EQ(readFileToString(path).value(), *before);
+  std::filesystem::remove(path);
 }
 
 #ifdef DDPSCOPE_HAVE_ZLIB
