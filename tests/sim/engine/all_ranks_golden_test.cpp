@@ -1,0 +1,159 @@
+// All-ranks mode must stay bit-identical while its hot path is reworked for scale (issue 14):
+// 64-rank jittered runs (host running ahead and host as the stream, stragglers, contention,
+// several usage classes) are fingerprinted — the whole Chrome trace and every field of every
+// iteration summary — and compared with the fingerprints the pre-optimisation replayer produced
+// (commit b301f31). The cost models are the idealised ones of sim_test_models.h, so changes to
+// the cluster cost formulas do not move these numbers; a change here means the replayer's timing
+// changed.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/zoo.h"
+#include "sim/engine/ddp_simulator.h"
+#include "tests/sim/engine/sim_test_models.h"
+#include "traces/chrome_writer.h"
+
+namespace ddpscope::sim {
+namespace {
+
+using testing::AlphaBetaCommModel;
+using testing::FixedComputeModel;
+
+uint64_t fnv1a(std::string_view bytes, uint64_t hash = 0xcbf29ce484222325ULL) {
+  for (unsigned char c : bytes) {
+    hash ^= c;
+    hash *= 0x100000001b3ULL;
+  }
+  return hash;
+}
+
+// Every number of the summary that the replayer produces, as text.
+std::string summaryText(const SimSummary& s) {
+  std::string out;
+  auto add = [&out](int64_t v) { out += std::to_string(v) + ","; };
+  add(s.stepTime.count());
+  add(s.firstIteration.count());
+  add(s.hostStall.count());
+  out += std::to_string(s.overlapPercent) + ";";
+  for (const IterationSummary& it : s.iterations) {
+    for (Nanos n : {it.start, it.stepTime, it.maxRankStepTime, it.forward, it.backward,
+                    it.optimizer, it.comm, it.exposedComm, it.overlapped, it.idle, it.hostStall}) {
+      add(n.count());
+    }
+    add(it.collectives);
+    for (const std::string& entry : it.collectiveSequence) out += entry + ",";
+    out += "|";
+  }
+  return out;
+}
+
+struct Fingerprint {
+  uint64_t summary = 0;
+  uint64_t trace = 0;
+};
+
+Fingerprint fingerprint(const models::ModelSpec& model, const SimOptions& options,
+                        const ComputeModel& compute, const CommModel& comm, double contention) {
+  WorldLayout layout;
+  layout.nodes = 8;
+  layout.gpusPerNode = 8;
+  StatusOr<SimResult> traced = simulateDdp(model, layout, options, compute, comm, contention);
+  EXPECT_TRUE(traced.isOk()) << traced.status().toString();
+  if (!traced.isOk()) return {};
+  EXPECT_EQ(traced->summary.simulatedRanks, 64);
+  EXPECT_EQ(traced->timeline.rankCount(), 64);
+  // The metrics-only path (what sweeps and the CLI without --trace run) gives the same summary.
+  SimOptions metricsOnly = options;
+  metricsOnly.recordTrace = false;
+  StatusOr<SimResult> bare = simulateDdp(model, layout, metricsOnly, compute, comm, contention);
+  EXPECT_TRUE(bare.isOk()) << bare.status().toString();
+  const std::string text = summaryText(traced->summary);
+  if (bare.isOk()) {
+    EXPECT_EQ(summaryText(bare->summary), text);
+  }
+  return {fnv1a(text), fnv1a(traces::chromeTraceToString(traced->timeline))};
+}
+
+// gpt2-small's layers with uneven per-layer times (deterministic), so kernels straddle
+// collective boundaries and collectives queue behind each other.
+FixedComputeModel unevenCompute(size_t layers) {
+  FixedComputeModel compute;
+  compute.copyFixedNs = 1500;
+  compute.copyBytesPerNs = 400;
+  compute.optimizerNs = 900000;
+  for (size_t i = 0; i < layers; ++i) {
+    const int64_t f = 8000 + static_cast<int64_t>((i * 7919) % 61000);
+    compute.perLayer.push_back(LayerTimes{Nanos(f), Nanos(2 * f + 333)});
+  }
+  return compute;
+}
+
+HostModel gpuHost() {
+  HostModel host;
+  host.runsAhead = true;
+  host.kernelLaunch = Nanos(4200);
+  host.ddp.allreduceLaunchUs = 77.5;
+  host.ddp.gradHookUs = 15;
+  host.ddp.copyBackUs = 7.6;
+  host.ddp.finalizeWaitUs = 1;
+  host.ddp.stepOverheadUs = 460;
+  return host;
+}
+
+TEST(AllRanksGoldenTest, Gpt2SmallHostAheadJitterStraggler) {
+  StatusOr<models::ModelSpec> model = models::loadZooModel("gpt2-small");
+  ASSERT_TRUE(model.isOk());
+  const FixedComputeModel compute = unevenCompute(model->layers.size());
+  AlphaBetaCommModel comm(64, 35000, 30.0);
+  SimOptions options;
+  options.allRanks = true;
+  options.jitterPercent = 5;
+  options.seed = 7;
+  options.stragglers = {{3, 0.2}, {40, 0.07}};
+  options.host = gpuHost();
+  const Fingerprint fp = fingerprint(*model, options, compute, comm, 0.15);
+  EXPECT_EQ(fp.summary, 0x7ce48b366d0f73c1ULL);
+  EXPECT_EQ(fp.trace, 0x3f3f67ba4b04961cULL);
+}
+
+TEST(AllRanksGoldenTest, Gpt2SmallHostIsStreamJitter) {
+  StatusOr<models::ModelSpec> model = models::loadZooModel("gpt2-small");
+  ASSERT_TRUE(model.isOk());
+  const FixedComputeModel compute = unevenCompute(model->layers.size());
+  AlphaBetaCommModel comm(64, 50000, 12.0);
+  SimOptions options;
+  options.allRanks = true;
+  options.jitterPercent = 8;
+  options.seed = 11;
+  options.ddp.setBucketCapMb(10);
+  HostModel host = gpuHost();
+  host.runsAhead = false;
+  options.host = host;
+  const Fingerprint fp = fingerprint(*model, options, compute, comm, 0.1);
+  EXPECT_EQ(fp.summary, 0xe4e58435e8a90e32ULL);
+  EXPECT_EQ(fp.trace, 0x2f474b64153199ffULL);
+}
+
+TEST(AllRanksGoldenTest, UsageClassesFindUnusedJitter) {
+  models::ModelSpec model = testing::uniformMlp(12, 1024);
+  model.layers[3].use = models::UsePattern{1, 0, {0, 1, 2, 3, 8, 9, 10, 11, 40}};
+  model.layers[7].use = models::UsePattern{2, 1, {}};
+  FixedComputeModel compute = unevenCompute(model.layers.size());
+  AlphaBetaCommModel comm(64, 20000, 8.0);
+  SimOptions options;
+  options.allRanks = true;
+  options.jitterPercent = 3;
+  options.seed = 5;
+  options.ddp.findUnusedParameters = true;
+  options.ddp.setBucketCapMb(5);
+  options.iterations = 5;
+  const Fingerprint fp = fingerprint(model, options, compute, comm, 0.2);
+  EXPECT_EQ(fp.summary, 0x2527c94e3c3027d3ULL);
+  EXPECT_EQ(fp.trace, 0x02affd10d98ce6e7ULL);
+}
+
+}  // namespace
+}  // namespace ddpscope::sim
