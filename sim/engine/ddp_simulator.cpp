@@ -8,6 +8,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -135,6 +136,16 @@ void writeMetadata(traces::Timeline& timeline, const Workload& workload, const S
   }
 }
 
+// Threads for the all-ranks replay: below ~1,000 ranks a collective's share of work per thread
+// (ranks × ops between two issues) is too small to pay for the fork/join.
+int replayThreads(const SimOptions& options, int numRanks) {
+  constexpr int kMinRanksForThreads = 1024;
+  if (!options.allRanks || options.recordTrace || numRanks < kMinRanksForThreads) return 1;
+  const unsigned threads =
+      options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  return static_cast<int>(std::min<unsigned>(threads, 64));
+}
+
 }  // namespace
 
 StatusOr<SimResult> simulateDdp(const models::ModelSpec& model, const WorldLayout& layout,
@@ -197,7 +208,8 @@ StatusOr<SimResult> simulateDdp(const models::ModelSpec& model, const WorldLayou
   if (timeline) {
     writeMetadata(*timeline, summary.workload, options, iterations, contentionSlowdown);
   }
-  Replayer replayer(model, numRanks, contentionSlowdown, timeline, host);
+  Replayer replayer(model, numRanks, contentionSlowdown, timeline, host,
+                    replayThreads(options, numRanks));
   RankZeroRecorder recorder;
   ComputeJitter jitter(options, numRanks);
 

@@ -17,7 +17,8 @@
 // never by times, so nothing competes and no tie needs breaking: a rank's ops run in stream
 // order, collectives run strictly in issue order, ranks in rank order, and spans are added to the
 // timeline in that order. Times are int64 ns; a kernel scaled by jitter or slowed by contention
-// is computed in double and rounded to ns (llround). Same inputs and seed → the same timeline.
+// is computed in double and rounded to ns (half away from zero, as llround). Same inputs and seed
+// → the same timeline.
 //
 // Contention: runKernel implements the model stated in ddp_simulator.h by integrating a kernel's
 // work piecewise over the rank's busy intervals. A kernel that runs before the rank's issue of
@@ -25,27 +26,41 @@
 // can overlap.
 //
 // Complexity: O(L + P + C) per iteration and simulated rank (L layers, P parameters, C
-// collectives) with flat per-rank arrays: collective ends and a rank's busy starts never
-// decrease, so the first collective a kernel may overlap (m_busyIdx) only moves forward;
-// recording a trace adds one span per op.
+// collectives): collective ends and a rank's busy starts never decrease, so the first collective a
+// kernel may overlap (RankState::busyIdx) only moves forward; recording a trace adds one span per
+// op. Memory: 48 B of state per rank plus the busy starts, 8 B per (collective, rank) of the
+// iteration, stored collective-major so that the loop over ranks at collective k reads rows k−1,
+// k−2, … sequentially (rank-major rows cost a cache miss per rank and collective at 65,536 ranks).
 //
 // Invariants (the output's are listed in ddp_simulator.h): a rank's script stops exactly at its
 // issue of the collective being timed, and a wait only names a collective already timed (both
-// checked); m_busyIdx never moves back within an iteration.
+// checked); busyIdx never moves back within an iteration.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <vector>
 
 #include "models/model_spec.h"
 #include "sim/engine/accounting.h"
+#include "sim/engine/chunk_pool.h"
 #include "sim/engine/ddp_simulator.h"
 #include "sim/engine/script.h"
 #include "traces/timeline.h"
 
 namespace ddpscope::sim::internal {
+
+// std::llround for the replayer's per-kernel times, inline: libm's llround is a call that cost a
+// quarter of an all-ranks run's instructions. Exact for every finite |x| < 2^63: the truncation t
+// is exact, x − t is exact (Sterbenz; for |x| ≥ 2^52, x is an integer and x − t = 0), and a
+// fraction of exactly ±0.5 rounds away from zero.
+inline int64_t roundHalfAwayFromZero(double x) {
+  const auto t = static_cast<int64_t>(x);
+  const double fraction = x - static_cast<double>(t);
+  return t + (fraction >= 0.5) - (fraction <= -0.5);
+}
 
 // Draws the compute-time factors of all-ranks mode as ddp_simulator.h defines them (jitter ×
 // straggler slowdown): one uniform from std::mt19937_64(options.seed) per (rank, iteration), in
@@ -69,8 +84,10 @@ class Replayer {
   // flight on the rank.
   // `host`: the host thread's model (ddp_simulator.h "Host"); its costs are in the scripts' ops
   // (Op::hostNs), whether the host runs ahead is read here.
+  // `threads` > 1 (metrics only: `timeline` null) replays contiguous chunks of ranks on that many
+  // threads between the collectives; the result does not depend on it.
   Replayer(const models::ModelSpec& model, int numRanks, double contention,
-           traces::Timeline* timeline, const HostModel& host = {});
+           traces::Timeline* timeline, const HostModel& host = {}, int threads = 1);
 
   // Per-rank compute-time factors for the next iteration (1.0 unless set).
   std::vector<double>& scales() { return m_scale; }
@@ -81,88 +98,115 @@ class Replayer {
                     RankZeroRecorder& recorder, IterationSummary& out) {
     m_iteration = iteration;
     const int numCollectives = static_cast<int>(reference.collectives.size());
-    m_numCollectives = numCollectives;
     m_collEnd.assign(static_cast<size_t>(numCollectives), 0);
-    m_prevEnd.assign(static_cast<size_t>(numCollectives), 0);
-    m_launch.assign(static_cast<size_t>(numCollectives) * static_cast<size_t>(m_numRanks), 0);
+    // Every entry is written (as the rank's issue) before it is read.
+    m_busyStart.resize(static_cast<size_t>(numCollectives) * static_cast<size_t>(m_numRanks));
     if (m_timeline) {
       m_bucketHook.assign(static_cast<size_t>(m_numRanks) * m_model.params.size(), 0);
     }
     recorder.beginIteration();
-    for (int r = 0; r < m_numRanks; ++r) {
-      m_pos[static_cast<size_t>(r)] = 0;
-      m_busyIdx[static_cast<size_t>(r)] = 0;
-      m_iterStart[static_cast<size_t>(r)] = m_cursor[static_cast<size_t>(r)];
-      m_host[static_cast<size_t>(r)] = m_cursor[static_cast<size_t>(r)];  // the step syncs
+    for (RankState& rank : m_ranks) {
+      rank.pos = 0;
+      rank.busyIdx = 0;
+      rank.iterStart = rank.cursor;
+      rank.host = rank.cursor;  // the step syncs
     }
     m_hostStallNs = 0;
     for (int k = 0; k < numCollectives; ++k) {
-      int64_t arrivalNs = 0;
-      for (int r = 0; r < m_numRanks; ++r) {
-        advance(r, scriptOf(r), k, k, recorder);
-        const int64_t launchNs = m_issueAt[static_cast<size_t>(r)];
-        m_launch[launchIndex(r, k)] = launchNs;
-        arrivalNs = std::max(arrivalNs, launchNs);
-      }
+      int64_t* busy = busyRow(k);
+      const int64_t arrivalNs = maxOverRankChunks([&](int begin, int end) {
+        int64_t chunkArrivalNs = 0;
+        for (int r = begin; r < end; ++r) {
+          const int64_t launchNs = advance(r, scriptOf(r), k, k, recorder);
+          busy[r] = launchNs;
+          chunkArrivalNs = std::max(chunkArrivalNs, launchNs);
+        }
+        return chunkArrivalNs;
+      });
       const CollectiveDesc& desc = reference.collectives[static_cast<size_t>(k)];
-      const int64_t startNs = std::max(arrivalNs, m_commFreeNs);
-      m_prevEnd[static_cast<size_t>(k)] = m_commFreeNs;
+      const int64_t prevEndNs = m_commFreeNs;
+      const int64_t startNs = std::max(arrivalNs, prevEndNs);
       const int64_t endNs = startNs + desc.estimate->time.count();
       m_collEnd[static_cast<size_t>(k)] = endNs;
       m_commFreeNs = endNs;
       for (int r = 0; r < m_numRanks; ++r) {
-        const int64_t spanStart = busyStart(r, k);
+        // From here on row k holds the rank's busy start of collective k (its issue or the end
+        // of collective k−1, whichever is later): what contention and its comm span use.
+        const int64_t spanStart = std::max(busy[r], prevEndNs);
+        busy[r] = spanStart;
         if (r == 0) recorder.add(desc.category(), Nanos(spanStart), Nanos(endNs - spanStart));
         if (m_timeline) emitCollective(r, k, desc, spanStart, endNs);
-        if (desc.blocking) {
-          m_cursor[static_cast<size_t>(r)] = std::max(m_cursor[static_cast<size_t>(r)], endNs);
-        }
-        ++m_pos[static_cast<size_t>(r)];  // past the issue op
+        RankState& rank = m_ranks[static_cast<size_t>(r)];
+        if (desc.blocking) rank.cursor = std::max(rank.cursor, endNs);
+        ++rank.pos;  // past the issue op
       }
       out.collectiveSequence.push_back(sequenceEntry(desc.sequenceKind(), desc.bytes));
     }
-    int64_t maxStepNs = 0;
-    for (int r = 0; r < m_numRanks; ++r) {
-      advance(r, scriptOf(r), -1, numCollectives, recorder);
-      int64_t& cursor = m_cursor[static_cast<size_t>(r)];
-      // Every collective of the step has ended before the step does.
-      if (numCollectives > 0) cursor = std::max(cursor, m_collEnd.back());
-      const int64_t startNs = m_iterStart[static_cast<size_t>(r)];
-      maxStepNs = std::max(maxStepNs, cursor - startNs);
-      if (m_timeline)
-        m_timeline->addIteration(r, iteration, Nanos(startNs), Nanos(cursor - startNs));
-    }
+    const int64_t maxStepNs = maxOverRankChunks([&](int begin, int end) {
+      int64_t chunkMaxStepNs = 0;
+      for (int r = begin; r < end; ++r) {
+        advance(r, scriptOf(r), -1, numCollectives, recorder);
+        RankState& rank = m_ranks[static_cast<size_t>(r)];
+        // Every collective of the step has ended before the step does.
+        if (numCollectives > 0) rank.cursor = std::max(rank.cursor, m_collEnd.back());
+        chunkMaxStepNs = std::max(chunkMaxStepNs, rank.cursor - rank.iterStart);
+        if (m_timeline) {
+          m_timeline->addIteration(r, iteration, Nanos(rank.iterStart),
+                                   Nanos(rank.cursor - rank.iterStart));
+        }
+      }
+      return chunkMaxStepNs;
+    });
     out.index = iteration;
     out.collectives = numCollectives;
     out.synced = reference.synced;
     out.rebuilt = reference.rebuilt;
-    recorder.finishIteration(Nanos(m_iterStart[0]), Nanos(m_cursor[0]), out);
+    recorder.finishIteration(Nanos(m_ranks[0].iterStart), Nanos(m_ranks[0].cursor), out);
     out.maxRankStepTime = Nanos(maxStepNs);
     out.ddpHost = scriptOf(0).ddpHost;
     out.hostStall = Nanos(m_hostStallNs);
   }
 
  private:
-  size_t launchIndex(int r, int k) const {
-    return static_cast<size_t>(r) * static_cast<size_t>(m_numCollectives) + static_cast<size_t>(k);
-  }
-  // Rank r's NCCL kernel for collective k runs from its own issue (or the end of collective k−1,
-  // whichever is later) to the collective's end.
-  int64_t busyStart(int r, int k) const {
-    return std::max(m_launch[launchIndex(r, k)], m_prevEnd[static_cast<size_t>(k)]);
+  // Runs chunkFn(begin, end) over contiguous chunks of the ranks (one per thread; rank 0 in the
+  // calling thread's chunk) and returns the largest value a chunk returned.
+  template <typename ChunkFn>
+  int64_t maxOverRankChunks(ChunkFn chunkFn) {
+    if (!m_pool) return chunkFn(0, m_numRanks);
+    const int chunks = m_pool->threads();
+    m_chunkResult.assign(static_cast<size_t>(chunks), 0);
+    m_pool->run([&](int c) {
+      const int begin = static_cast<int>(int64_t{m_numRanks} * c / chunks);
+      const int end = static_cast<int>(int64_t{m_numRanks} * (c + 1) / chunks);
+      m_chunkResult[static_cast<size_t>(c)] = chunkFn(begin, end);
+    });
+    return *std::max_element(m_chunkResult.begin(), m_chunkResult.end());
   }
 
-  // scaled and runKernel are on the per-op path. Declared inline (and defined in replayer.cpp,
-  // next to advance(), their only caller) so the compiler can inline them into it; out of line
-  // they cost ~3 % more instructions in sim_bench's BM_AllRanks4096.
-  inline int64_t scaled(int r, int64_t workNs) const;
-  // End of a kernel of `workNs` starting at `startNs` on rank r, slowed by m_slowdown inside the
-  // rank's busy intervals of collectives [busyIdx, known).
-  inline int64_t runKernel(int r, int64_t startNs, int64_t workNs, int known);
-  // Runs rank r's script until the issue op of collective `stopAt` (−1: to the end).
-  void advance(int r, const Script& script, int stopAt, int known, RankZeroRecorder& recorder);
-  template <bool kHostAhead>
-  void advanceRank(int r, const Script& script, int stopAt, int known, RankZeroRecorder& recorder);
+  // A rank's replay state, 48 bytes in one array: the lockstep loop over ranks touches each
+  // rank's state once per collective.
+  struct RankState {
+    int64_t cursor = 0;     // compute stream free at
+    int64_t host = 0;       // host thread free at (== cursor when !m_hostAhead)
+    int64_t hook = 0;       // end of the last backward kernel (hook time)
+    int64_t iterStart = 0;  // this iteration's start
+    int32_t pos = 0;        // next op of the current script
+    int32_t busyIdx = 0;    // first collective whose end may be after the cursor
+  };
+
+  // Row k of m_busyStart: one entry per rank (k-major, so the lockstep loop over ranks walks it
+  // sequentially).
+  int64_t* busyRow(int k) {
+    return m_busyStart.data() + static_cast<size_t>(k) * static_cast<size_t>(m_numRanks);
+  }
+  // Runs rank r's script until the issue op of collective `stopAt` (−1: to the end); returns the
+  // rank's issue time of `stopAt` (0 when −1).
+  int64_t advance(int r, const Script& script, int stopAt, int known, RankZeroRecorder& recorder);
+  // kScaled: the rank's scale is not 1; kDetail: rank 0 (recorded for the summary) or a trace is
+  // written; the other ranks of a metrics-only run take the lean instantiation.
+  template <bool kHostAhead, bool kScaled, bool kDetail>
+  int64_t advanceRank(int r, const Script& script, int stopAt, int known,
+                      RankZeroRecorder& recorder);
   size_t bucketHookIndex(int r, int bucket) const {
     return static_cast<size_t>(r) * m_model.params.size() + static_cast<size_t>(bucket);
   }
@@ -177,24 +221,20 @@ class Replayer {
   traces::Timeline* m_timeline;
   bool m_hostAhead;
   int64_t m_iteration = 0;
-  int m_numCollectives = 0;
   int64_t m_commFreeNs = 0;
   uint64_t m_flowId = 0;
-  // Per rank.
-  std::vector<int64_t> m_cursor;   // compute stream free at
-  std::vector<int64_t> m_host;     // host thread free at (== m_cursor when !m_hostAhead)
-  std::vector<int64_t> m_issueAt;  // when the rank issued the collective advance() stopped at
-  std::vector<int> m_pos;          // next op of the current script
-  std::vector<int> m_busyIdx;      // first collective whose end may be after the cursor
-  std::vector<int64_t> m_hook;     // end of the last backward kernel (hook time)
-  std::vector<int64_t> m_iterStart;
-  std::vector<double> m_scale;        // compute-time factor this iteration
+  std::unique_ptr<ChunkPool> m_pool;   // null: one thread
+  std::vector<int64_t> m_chunkResult;  // per chunk of maxOverRankChunks
+  std::vector<RankState> m_ranks;
+  std::vector<double> m_scale;        // per rank: compute-time factor this iteration
   std::vector<int64_t> m_bucketHook;  // trace only: [rank × P] hook time of a bucket's last copy
   int64_t m_hostStallNs = 0;
   // Per collective of the iteration.
   std::vector<int64_t> m_collEnd;
-  std::vector<int64_t> m_prevEnd;  // comm stream free before collective k
-  std::vector<int64_t> m_launch;   // [rank × collective] issue times
+  // [collective × rank]: while collective k is timed, row k holds each rank's issue time; once it
+  // is timed, the rank's busy start of k: its NCCL kernel runs from its own issue (or the end of
+  // collective k−1, whichever is later) to the collective's end.
+  std::vector<int64_t> m_busyStart;
 };
 
 }  // namespace ddpscope::sim::internal
