@@ -1,6 +1,7 @@
 #include "sim/engine/replayer.h"
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -92,23 +93,59 @@ struct KernelContext {
 };
 
 // Below 2^53 ns (104 days) int64 ↔ double conversions and sums of two times are exact, so the
-// integer fast path of kernelEnd decides exactly as the double arithmetic would.
+// integer fast paths of kernelEnd decide exactly as the double arithmetic of its loop would.
 constexpr int64_t kExactDoubleNs = int64_t{1} << 53;
+constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+
+// The rank's first busy interval that may still overlap its cursor: collective idx, the first
+// whose end is after the cursor. Its bounds are kept in the forms the fast paths compare with;
+// without contention (or when idx == known) there is nothing to overlap and every bound is kNever.
+struct BusyWindow {
+  int32_t idx = 0;
+  int64_t endNs = kNever;         // the collective's end (seek when a kernel starts at or after it)
+  int64_t clearUntilNs = kNever;  // a kernel ending by then is not slowed: min(begin, 2^53 − 1)
+  int64_t insideFromNs = kNever;  // a kernel starting at or after it starts inside the interval
+                                  // (kNever when the end is past the exact range)
+  double endDouble = 0;           // endNs as double
+};
+
+// Moves the window to the first collective that ends after `startNs`.
+inline void seekBusyWindow(const KernelContext& c, BusyWindow& w, int64_t startNs) {
+  if (c.slowdown == 1.0) return;  // no contention: the window stays empty
+  while (w.idx < c.known && c.collEnd[w.idx] <= startNs) ++w.idx;
+  if (w.idx < c.known) {
+    const int64_t beginNs = c.busyCol[static_cast<size_t>(w.idx) * c.stride];
+    w.endNs = c.collEnd[w.idx];
+    w.clearUntilNs = std::min(beginNs, kExactDoubleNs - 1);
+    w.insideFromNs = w.endNs < kExactDoubleNs ? beginNs : kNever;
+    w.endDouble = static_cast<double>(w.endNs);
+  } else {
+    w.endNs = w.clearUntilNs = w.insideFromNs = kNever;
+  }
+}
 
 // End of a kernel of `workNs` starting at `startNs`, slowed by `slowdown` inside the rank's busy
-// intervals of collectives [busyIdx, known) (ddp_simulator.h "Contention").
-inline int64_t kernelEnd(const KernelContext& c, int32_t& busyIdx, int64_t startNs,
-                         int64_t workNs) {
-  while (busyIdx < c.known && c.collEnd[busyIdx] <= startNs) ++busyIdx;
+// intervals of collectives [w.idx, known) (ddp_simulator.h "Contention"). The loop integrates the
+// work piecewise in double; the two fast paths in front of it are the loop's own first step for
+// the common cases (the kernel ends before the next busy interval; it starts and ends inside one),
+// decided with the same comparisons, so the result is the same to the bit.
+inline int64_t kernelEnd(const KernelContext& c, BusyWindow& w, int64_t startNs, int64_t workNs) {
+  if (startNs >= w.endNs) seekBusyWindow(c, w, startNs);
   const int64_t endNs = startNs + workNs;
-  if (workNs == 0 || c.slowdown == 1.0 || busyIdx == c.known) return endNs;
-  // Common case: the kernel ends before the rank's next busy interval begins.
-  const int64_t firstBusyNs = c.busyCol[static_cast<size_t>(busyIdx) * c.stride];
-  if (endNs < kExactDoubleNs && firstBusyNs >= endNs) return endNs;
+  if (endNs <= w.clearUntilNs) return endNs;
+  if (startNs >= w.insideFromNs) {
+    // Starts inside interval idx: the loop's first step, where busyBegin ≤ pos < busyEnd (a
+    // kernel of 0 ns ends where it starts, as the loop's early return has it).
+    const double pos = static_cast<double>(startNs);
+    const double remaining = static_cast<double>(workNs);
+    const double capacity = (w.endDouble - pos) / c.slowdown;
+    if (remaining <= capacity) return roundHalfAwayFromZero(pos + remaining * c.slowdown);
+  }
+  if (workNs == 0 || c.slowdown == 1.0) return endNs;
   double pos = static_cast<double>(startNs);
   double remaining = static_cast<double>(workNs);
   bool slowed = false;
-  for (int k = busyIdx; k < c.known; ++k) {
+  for (int k = w.idx; k < c.known; ++k) {
     const double busyEnd = static_cast<double>(c.collEnd[k]);
     if (busyEnd <= pos) continue;
     const double busyBegin = static_cast<double>(c.busyCol[static_cast<size_t>(k) * c.stride]);
@@ -160,7 +197,6 @@ int64_t Replayer::advanceRank(int r, const Script& script, int stopAt, int known
   // through a reference into m_ranks would make the compiler reload it per op.
   RankState& state = m_ranks[static_cast<size_t>(r)];
   int pos = state.pos;
-  int32_t busyIdx = state.busyIdx;
   int64_t cursor = state.cursor;
   int64_t host = state.host;
   int64_t hook = state.hook;
@@ -168,13 +204,16 @@ int64_t Replayer::advanceRank(int r, const Script& script, int stopAt, int known
   const double scale = m_scale[static_cast<size_t>(r)];
   const KernelContext context{m_collEnd.data(), m_busyStart.data() + r,
                               static_cast<size_t>(m_numRanks), m_slowdown, known};
+  BusyWindow busy;
+  busy.idx = state.busyIdx;
+  seekBusyWindow(context, busy, cursor);
   // Jitter × straggler factor: a kernel of w ns nominal takes round(w · scale).
   auto scaled = [scale](int64_t workNs) {
     return kScaled ? roundHalfAwayFromZero(static_cast<double>(workNs) * scale) : workNs;
   };
   auto saveState = [&] {
     state.pos = pos;
-    state.busyIdx = busyIdx;
+    state.busyIdx = busy.idx;
     state.cursor = cursor;
     state.host = host;
     if (kDetail) {
@@ -209,7 +248,7 @@ int64_t Replayer::advanceRank(int r, const Script& script, int stopAt, int known
         if (kDetail) stall += host - cursor;
         cursor = host;
       }
-      const int64_t endNs = kernelEnd(context, busyIdx, cursor, scaled(op.workNs));
+      const int64_t endNs = kernelEnd(context, busy, cursor, scaled(op.workNs));
       if (kDetail) {
         const Category category = kernelCategory(op.kind);
         if (r == 0) recorder.add(category, Nanos(cursor), Nanos(endNs - cursor));
