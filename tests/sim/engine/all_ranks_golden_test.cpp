@@ -7,12 +7,15 @@
 // changed.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "models/zoo.h"
 #include "sim/engine/ddp_simulator.h"
+#include "sim/engine/replayer.h"
 #include "tests/sim/engine/sim_test_models.h"
 #include "traces/chrome_writer.h"
 
@@ -153,6 +156,70 @@ TEST(AllRanksGoldenTest, UsageClassesFindUnusedJitter) {
   const Fingerprint fp = fingerprint(model, options, compute, comm, 0.2);
   EXPECT_EQ(fp.summary, 0x2527c94e3c3027d3ULL);
   EXPECT_EQ(fp.trace, 0x02affd10d98ce6e7ULL);
+}
+
+}  // namespace
+}  // namespace ddpscope::sim
+
+namespace ddpscope::sim {
+namespace {
+
+TEST(AllRanksGoldenTest, RoundHalfAwayFromZeroMatchesLlround) {
+  std::vector<double> values = {0.0,
+                                0.49999999999999994,
+                                0.5,
+                                1.5,
+                                2.5,
+                                -0.5,
+                                -1.5,
+                                -0.49999999999999994,
+                                4503599627370495.5,
+                                4503599627370497.0,
+                                9007199254740993.0,
+                                1e18,
+                                -1e18};
+  std::mt19937_64 rng(3);
+  for (int i = 0; i < 200000; ++i) {
+    const double work = static_cast<double>(rng() % 100000000);
+    const double scale = 0.9 + static_cast<double>(rng() >> 11) * 0x1.0p-53 * 0.2;
+    values.push_back(work * scale);
+    values.push_back(static_cast<double>(rng() % 1000000) + 0.5);  // exact ties
+  }
+  for (double x : values) {
+    ASSERT_EQ(internal::roundHalfAwayFromZero(x), std::llround(x)) << x;
+  }
+}
+
+// Metrics-only all-ranks runs from 1,024 ranks on replay chunks of ranks on several threads: the
+// result does not depend on how many.
+TEST(AllRanksGoldenTest, ThreadCountDoesNotChangeTheResult) {
+  StatusOr<models::ModelSpec> model = models::loadZooModel("gpt2-small");
+  ASSERT_TRUE(model.isOk());
+  const FixedComputeModel compute = unevenCompute(model->layers.size());
+  AlphaBetaCommModel comm(2048, 35000, 30.0);
+  SimOptions options;
+  options.allRanks = true;
+  options.jitterPercent = 5;
+  options.seed = 9;
+  options.stragglers = {{1500, 0.1}};
+  options.host = gpuHost();
+  options.recordTrace = false;
+  WorldLayout layout;
+  layout.nodes = 256;
+  layout.gpusPerNode = 8;
+  std::string reference;
+  for (unsigned threads : {1u, 2u, 3u, 7u}) {
+    options.threads = threads;
+    StatusOr<SimResult> result = simulateDdp(*model, layout, options, compute, comm, 0.15);
+    ASSERT_TRUE(result.isOk()) << result.status().toString();
+    EXPECT_EQ(result->summary.simulatedRanks, 2048);
+    const std::string text = summaryText(result->summary);
+    if (reference.empty()) reference = text;
+    EXPECT_EQ(text, reference) << threads << " threads";
+  }
+  // The straggler (rank 1500, in whichever chunk) sets the pace.
+  const SimSummary& s = simulateDdp(*model, layout, options, compute, comm, 0.15)->summary;
+  EXPECT_GT(s.iterations.back().maxRankStepTime, s.iterations.back().stepTime);
 }
 
 }  // namespace
