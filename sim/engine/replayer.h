@@ -39,6 +39,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <random>
 #include <vector>
@@ -60,6 +61,102 @@ inline int64_t roundHalfAwayFromZero(double x) {
   const auto t = static_cast<int64_t>(x);
   const double fraction = x - static_cast<double>(t);
   return t + (fraction >= 0.5) - (fraction <= -0.5);
+}
+
+// What advanceRank reads besides the rank's own state, hoisted into one place so the per-op loop
+// keeps it in registers.
+struct KernelContext {
+  const int64_t* collEnd;  // ends of the collectives timed so far
+  const int64_t* busyCol;  // the rank's column of busyStart: busyCol[k * stride]
+  size_t stride;           // ranks per busyStart row
+  double slowdown;         // 1 + contention
+  int known;               // collectives [0, known) are timed
+};
+
+// Below 2^53 ns (104 days) int64 ↔ double conversions and sums of two times are exact, so the
+// integer fast paths of kernelEnd decide exactly as the double arithmetic of its loop would.
+constexpr int64_t kExactDoubleNs = int64_t{1} << 53;
+constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+
+// The rank's first busy interval that may still overlap its cursor: collective idx, the first
+// whose end is after the cursor. Its bounds are kept in the forms the fast paths compare with;
+// without contention (or when idx == known) there is nothing to overlap and every bound is kNever.
+struct BusyWindow {
+  int32_t idx = 0;
+  int64_t endNs = kNever;         // the collective's end (seek when a kernel starts at or after it)
+  int64_t clearUntilNs = kNever;  // a kernel ending by then is not slowed: min(begin, 2^53 − 1)
+  int64_t insideFromNs = kNever;  // a kernel starting at or after it starts inside the interval
+                                  // (kNever when the end is past the exact range)
+  double endDouble = 0;           // endNs as double
+};
+
+// The contention model itself (ddp_simulator.h "Contention"): a kernel of `workNs` starting at
+// `startNs` integrated piecewise in double over the rank's busy intervals of collectives
+// [firstIdx, known) — firstIdx being the first collective that ends after `startNs` — and rounded
+// to ns. kernelEnd's fast paths must agree with it to the bit (tested).
+inline int64_t integrateKernel(const KernelContext& c, int32_t firstIdx, int64_t startNs,
+                               int64_t workNs) {
+  const int64_t endNs = startNs + workNs;
+  if (workNs == 0 || c.slowdown == 1.0) return endNs;
+  double pos = static_cast<double>(startNs);
+  double remaining = static_cast<double>(workNs);
+  bool slowed = false;
+  for (int k = firstIdx; k < c.known; ++k) {
+    const double busyEnd = static_cast<double>(c.collEnd[k]);
+    if (busyEnd <= pos) continue;
+    const double busyBegin = static_cast<double>(c.busyCol[static_cast<size_t>(k) * c.stride]);
+    if (busyBegin >= pos + remaining) break;
+    slowed = true;
+    if (busyBegin > pos) {
+      remaining -= busyBegin - pos;
+      pos = busyBegin;
+    }
+    const double capacity = (busyEnd - pos) / c.slowdown;  // work done inside the interval
+    if (remaining <= capacity) {
+      pos += remaining * c.slowdown;
+      remaining = 0;
+      break;
+    }
+    remaining -= capacity;
+    pos = busyEnd;
+  }
+  if (!slowed) return endNs;
+  return roundHalfAwayFromZero(pos + remaining);
+}
+
+// Moves the window to the first collective that ends after `startNs`.
+inline void seekBusyWindow(const KernelContext& c, BusyWindow& w, int64_t startNs) {
+  if (c.slowdown == 1.0) return;  // no contention: the window stays empty
+  while (w.idx < c.known && c.collEnd[w.idx] <= startNs) ++w.idx;
+  if (w.idx < c.known) {
+    const int64_t beginNs = c.busyCol[static_cast<size_t>(w.idx) * c.stride];
+    w.endNs = c.collEnd[w.idx];
+    w.clearUntilNs = std::min(beginNs, kExactDoubleNs - 1);
+    w.insideFromNs = w.endNs < kExactDoubleNs ? beginNs : kNever;
+    w.endDouble = static_cast<double>(w.endNs);
+  } else {
+    w.endNs = w.clearUntilNs = w.insideFromNs = kNever;
+  }
+}
+
+// End of a kernel of `workNs` starting at `startNs`, slowed by `slowdown` inside the rank's busy
+// intervals of collectives [w.idx, known) (ddp_simulator.h "Contention"). The loop integrates the
+// work piecewise in double; the two fast paths in front of it are the loop's own first step for
+// the common cases (the kernel ends before the next busy interval; it starts and ends inside one),
+// decided with the same comparisons, so the result is the same to the bit.
+inline int64_t kernelEnd(const KernelContext& c, BusyWindow& w, int64_t startNs, int64_t workNs) {
+  if (startNs >= w.endNs) seekBusyWindow(c, w, startNs);
+  const int64_t endNs = startNs + workNs;
+  if (endNs <= w.clearUntilNs) return endNs;
+  if (startNs >= w.insideFromNs) {
+    // Starts inside interval idx: the loop's first step, where busyBegin ≤ pos < busyEnd (a
+    // kernel of 0 ns ends where it starts, as the loop's early return has it).
+    const double pos = static_cast<double>(startNs);
+    const double remaining = static_cast<double>(workNs);
+    const double capacity = (w.endDouble - pos) / c.slowdown;
+    if (remaining <= capacity) return roundHalfAwayFromZero(pos + remaining * c.slowdown);
+  }
+  return integrateKernel(c, w.idx, startNs, workNs);
 }
 
 // Draws the compute-time factors of all-ranks mode as ddp_simulator.h defines them (jitter ×
