@@ -112,8 +112,9 @@ int64_t Replayer::advanceRank(int r, const Script& script, int stopAt, int known
   int64_t hook = state.hook;
   int64_t stall = 0;  // rank 0 only (kDetail)
   const double scale = m_scale[static_cast<size_t>(r)];
-  const KernelContext context{m_collEnd.data(), m_busyStart.data() + r,
-                              static_cast<size_t>(m_numRanks), m_slowdown, known};
+  const KernelContext context{
+      m_collEnd.data(),      m_busyStart.data() + r, static_cast<size_t>(m_numRanks),
+      m_collSlowdown.data(), m_slowdown != 1.0,      known};
   BusyWindow busy;
   busy.idx = state.busyIdx;
   seekBusyWindow(context, busy, cursor);

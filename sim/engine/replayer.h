@@ -69,8 +69,11 @@ struct KernelContext {
   const int64_t* collEnd;  // ends of the collectives timed so far
   const int64_t* busyCol;  // the rank's column of busyStart: busyCol[k * stride]
   size_t stride;           // ranks per busyStart row
-  double slowdown;         // 1 + contention
-  int known;               // collectives [0, known) are timed
+  // 1 + the compute slowdown while collective k runs (the same for every k with a flat
+  // contention); read only when `contended`.
+  const double* collSlowdown;
+  bool contended;  // false: no collective slows compute (every kernel runs at full speed)
+  int known;       // collectives [0, known) are timed
 };
 
 // Below 2^53 ns (104 days) int64 ↔ double conversions and sums of two times are exact, so the
@@ -88,6 +91,7 @@ struct BusyWindow {
   int64_t insideFromNs = kNever;  // a kernel starting at or after it starts inside the interval
                                   // (kNever when the end is past the exact range)
   double endDouble = 0;           // endNs as double
+  double slowdown = 1.0;          // collSlowdown[idx]
 };
 
 // The contention model itself (ddp_simulator.h "Contention"): a kernel of `workNs` starting at
@@ -97,7 +101,7 @@ struct BusyWindow {
 inline int64_t integrateKernel(const KernelContext& c, int32_t firstIdx, int64_t startNs,
                                int64_t workNs) {
   const int64_t endNs = startNs + workNs;
-  if (workNs == 0 || c.slowdown == 1.0) return endNs;
+  if (workNs == 0 || !c.contended) return endNs;
   double pos = static_cast<double>(startNs);
   double remaining = static_cast<double>(workNs);
   bool slowed = false;
@@ -111,9 +115,10 @@ inline int64_t integrateKernel(const KernelContext& c, int32_t firstIdx, int64_t
       remaining -= busyBegin - pos;
       pos = busyBegin;
     }
-    const double capacity = (busyEnd - pos) / c.slowdown;  // work done inside the interval
+    const double slowdown = c.collSlowdown[k];
+    const double capacity = (busyEnd - pos) / slowdown;  // work done inside the interval
     if (remaining <= capacity) {
-      pos += remaining * c.slowdown;
+      pos += remaining * slowdown;
       remaining = 0;
       break;
     }
@@ -126,7 +131,7 @@ inline int64_t integrateKernel(const KernelContext& c, int32_t firstIdx, int64_t
 
 // Moves the window to the first collective that ends after `startNs`.
 inline void seekBusyWindow(const KernelContext& c, BusyWindow& w, int64_t startNs) {
-  if (c.slowdown == 1.0) return;  // no contention: the window stays empty
+  if (!c.contended) return;  // the window stays empty
   while (w.idx < c.known && c.collEnd[w.idx] <= startNs) ++w.idx;
   if (w.idx < c.known) {
     const int64_t beginNs = c.busyCol[static_cast<size_t>(w.idx) * c.stride];
@@ -134,6 +139,7 @@ inline void seekBusyWindow(const KernelContext& c, BusyWindow& w, int64_t startN
     w.clearUntilNs = std::min(beginNs, kExactDoubleNs - 1);
     w.insideFromNs = w.endNs < kExactDoubleNs ? beginNs : kNever;
     w.endDouble = static_cast<double>(w.endNs);
+    w.slowdown = c.collSlowdown[w.idx];
   } else {
     w.endNs = w.clearUntilNs = w.insideFromNs = kNever;
   }
@@ -153,8 +159,8 @@ inline int64_t kernelEnd(const KernelContext& c, BusyWindow& w, int64_t startNs,
     // kernel of 0 ns ends where it starts, as the loop's early return has it).
     const double pos = static_cast<double>(startNs);
     const double remaining = static_cast<double>(workNs);
-    const double capacity = (w.endDouble - pos) / c.slowdown;
-    if (remaining <= capacity) return roundHalfAwayFromZero(pos + remaining * c.slowdown);
+    const double capacity = (w.endDouble - pos) / w.slowdown;
+    if (remaining <= capacity) return roundHalfAwayFromZero(pos + remaining * w.slowdown);
   }
   return integrateKernel(c, w.idx, startNs, workNs);
 }
@@ -196,6 +202,7 @@ class Replayer {
     m_iteration = iteration;
     const int numCollectives = static_cast<int>(reference.collectives.size());
     m_collEnd.assign(static_cast<size_t>(numCollectives), 0);
+    m_collSlowdown.assign(static_cast<size_t>(numCollectives), m_slowdown);
     // Every entry is written (as the rank's issue) before it is read.
     m_busyStart.resize(static_cast<size_t>(numCollectives) * static_cast<size_t>(m_numRanks));
     if (m_timeline) {
@@ -328,6 +335,7 @@ class Replayer {
   int64_t m_hostStallNs = 0;
   // Per collective of the iteration.
   std::vector<int64_t> m_collEnd;
+  std::vector<double> m_collSlowdown;  // 1 + the compute slowdown while collective k runs
   // [collective × rank]: while collective k is timed, row k holds each rank's issue time; once it
   // is timed, the rank's busy start of k: its NCCL kernel runs from its own issue (or the end of
   // collective k−1, whichever is later) to the collective's end.

@@ -207,8 +207,17 @@ TEST(AllRanksGoldenTest, KernelEndFastPathsAgreeWithTheIntegration) {
       busyStarts.push_back(beginNs);
       ends.push_back(beginNs + 1 + static_cast<int64_t>(rng() % 80000));
     }
-    const double slowdown = trial % 10 == 0 ? 1.0 : 1.0 + static_cast<double>(rng() % 60) / 97.0;
-    const internal::KernelContext context{ends.data(), busyStarts.data(), 1, slowdown, collectives};
+    // Flat contention, none, or one per collective (some 1: NCCL's SM share can be below it).
+    std::vector<double> slowdowns(static_cast<size_t>(collectives),
+                                  1.0 + static_cast<double>(rng() % 60) / 97.0);
+    if (trial % 3 == 1) {
+      for (double& x : slowdowns) {
+        x = rng() % 4 == 0 ? 1.0 : 1.0 + static_cast<double>(rng() % 60) / 97.0;
+      }
+    }
+    const bool contended = trial % 10 != 0;
+    const internal::KernelContext context{ends.data(),      busyStarts.data(), 1,
+                                          slowdowns.data(), contended,         collectives};
     int64_t cursor = static_cast<int64_t>(rng() % 1200000);
     internal::BusyWindow window;
     internal::seekBusyWindow(context, window, cursor);
