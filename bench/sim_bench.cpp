@@ -9,8 +9,12 @@
 //                          192 configurations of gpt2-xl; one benchmark iteration = the whole
 //                          sweep, wall time. threads:1 single-threaded, threads:0 all cores (what
 //                          the CLI and the GUI run). Counter per_config_us.
-// BM_AllRanks4096          all-ranks mode, 512 nodes × 8 = 4096 ranks, ±5 % jitter, gpt2-small,
-//                          no trace: every rank replays every iteration. Goal ≤ 1 s.
+// BM_AllRanks4096/threads:T  all-ranks mode, 512 nodes × 8 = 4096 ranks, ±5 % jitter, gpt2-small,
+//                          no trace: every rank replays every iteration. Goal ≤ 0.2 s (issue 14).
+// BM_AllRanks65536Gpt2Xl/threads:T  the same for gpt2-xl on 8,192 DGX H100 nodes = 65,536 ranks,
+//                          the CLI's `simulate --model gpt2-xl --cluster dgx-h100 --nodes 8192
+//                          --all-ranks --jitter 5`. Goal ≤ 2 s, ≤ 2 GB peak RSS (issue 14).
+//                          threads:1 one thread, threads:0 all cores (what the CLI runs).
 // Every benchmark checks its result (positive steady step time, expected bucket and rank
 // counts) in the same run and fails the run otherwise.
 #include <benchmark/benchmark.h>
@@ -43,15 +47,22 @@ const models::ModelSpec& zooModel(const char* name) {
   return cache.back().second;
 }
 
+ClusterSpec builtinCluster(const char* name) {
+  StatusOr<ClusterSpec> spec = loadBuiltinCluster(name);
+  if (!spec.isOk()) {
+    std::fprintf(stderr, "%s\n", spec.status().toString().c_str());
+    std::abort();
+  }
+  return std::move(spec).value();
+}
+
 const ClusterSpec& dgxA100() {
-  static const ClusterSpec cluster = [] {
-    StatusOr<ClusterSpec> spec = loadBuiltinCluster("dgx-a100");
-    if (!spec.isOk()) {
-      std::fprintf(stderr, "%s\n", spec.status().toString().c_str());
-      std::abort();
-    }
-    return std::move(spec).value();
-  }();
+  static const ClusterSpec cluster = builtinCluster("dgx-a100");
+  return cluster;
+}
+
+const ClusterSpec& dgxH100() {
+  static const ClusterSpec cluster = builtinCluster("dgx-h100");
   return cluster;
 }
 
@@ -63,8 +74,8 @@ WorldLayout nodes(int n) {
 }
 
 bool runOne(benchmark::State& state, const models::ModelSpec& model, const WorldLayout& layout,
-            const SimOptions& options, int expectRanks) {
-  StatusOr<SimResult> result = simulate(model, dgxA100(), layout, options);
+            const SimOptions& options, int expectRanks, const ClusterSpec& cluster = dgxA100()) {
+  StatusOr<SimResult> result = simulate(model, cluster, layout, options);
   if (!result.isOk()) {
     state.SkipWithError(result.status().toString().c_str());
     return false;
@@ -139,13 +150,43 @@ void BM_AllRanks4096(benchmark::State& state) {
   options.allRanks = true;
   options.jitterPercent = 5;
   options.seed = 7;
+  options.threads = static_cast<unsigned>(state.range(0));
   for (auto _ : state) {
     if (!runOne(state, model, nodes(512), options, 4096)) return;
   }
   state.SetItemsProcessed(state.iterations());
   state.counters["ranks"] = 4096;
 }
-BENCHMARK(BM_AllRanks4096)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AllRanks4096)
+    ->Arg(1)
+    ->Arg(0)
+    ->ArgName("threads")
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+void BM_AllRanks65536Gpt2Xl(benchmark::State& state) {
+  const models::ModelSpec& model = zooModel("gpt2-xl");
+  SimOptions options;
+  options.recordTrace = false;
+  options.allRanks = true;
+  options.jitterPercent = 5;
+  options.seed = 7;
+  options.threads = static_cast<unsigned>(state.range(0));
+  WorldLayout layout;
+  layout.nodes = 8192;
+  layout.gpusPerNode = dgxH100().gpusPerNode;
+  for (auto _ : state) {
+    if (!runOne(state, model, layout, options, 65536, dgxH100())) return;
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["ranks"] = 65536;
+}
+BENCHMARK(BM_AllRanks65536Gpt2Xl)
+    ->Arg(1)
+    ->Arg(0)
+    ->ArgName("threads")
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

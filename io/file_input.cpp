@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 
 #ifdef DDPSCOPE_HAVE_ZLIB
 #include <zlib.h>
@@ -51,6 +52,60 @@ StatusOr<std::string> gunzipBytes(std::string_view bytes, const std::string& sou
 #else
   (void)bytes;
   return unimplemented(sourceName +
+                       ": gzip-compressed trace, but ddpscope was built without zlib; "
+                       "decompress it with gunzip first");
+#endif
+}
+
+StatusOr<int64_t> gunzippedSize(const std::string& path, int64_t limit) {
+#ifdef DDPSCOPE_HAVE_ZLIB
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
+                                                       &std::fclose);
+  if (!file) return notFound(path + ": cannot open file (" + std::strerror(errno) + ")");
+  z_stream stream{};
+  if (inflateInit2(&stream, 15 + 32) != Z_OK) return internalError(path + ": inflateInit failed");
+  std::unique_ptr<z_stream, int (*)(z_stream*)> guard(&stream, &inflateEnd);
+  char in[1 << 16];
+  char out[1 << 16];
+  int64_t total = 0;
+  bool eof = false;
+  bool ended = false;  // the last inflate() finished a gzip member
+  while (true) {
+    if (stream.avail_in == 0 && !eof) {
+      const size_t count = std::fread(in, 1, sizeof(in), file.get());
+      if (count == 0) {
+        if (std::ferror(file.get())) return invalidArgument(path + ": read error");
+        eof = true;
+      }
+      stream.next_in = reinterpret_cast<Bytef*>(in);
+      stream.avail_in = static_cast<uInt>(count);
+    }
+    if (ended) {
+      if (stream.avail_in == 0) {
+        if (eof) break;
+        continue;
+      }
+      inflateReset(&stream);  // another gzip member follows
+      ended = false;
+    }
+    stream.next_out = reinterpret_cast<Bytef*>(out);
+    stream.avail_out = sizeof(out);
+    const int rc = inflate(&stream, Z_NO_FLUSH);
+    total += static_cast<int64_t>(sizeof(out) - stream.avail_out);
+    if (total > limit) return limit + 1;
+    if (rc == Z_STREAM_END) {
+      ended = true;
+    } else if (rc == Z_BUF_ERROR) {  // no progress: more input needed
+      if (eof || stream.avail_in != 0) return invalidArgument(path + ": gzip: truncated input");
+    } else if (rc != Z_OK) {
+      return invalidArgument(path +
+                             ": gzip: " + (stream.msg != nullptr ? stream.msg : "corrupt data"));
+    }
+  }
+  return total;
+#else
+  (void)limit;
+  return unimplemented(path +
                        ": gzip-compressed trace, but ddpscope was built without zlib; "
                        "decompress it with gunzip first");
 #endif

@@ -17,6 +17,7 @@
 //                   (built without zlib: DDPSCOPE_HAVE_ZLIB is io's private definition).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -30,6 +31,11 @@ bool looksGzipped(std::string_view bytes);
 // Decompresses gzip bytes: one member or several concatenated ones (as `cat a.gz b.gz`
 // makes). Errors name `sourceName`; without zlib it returns Unimplemented.
 StatusOr<std::string> gunzipBytes(std::string_view bytes, const std::string& sourceName);
+
+// The uncompressed size of the gzip file at `path`, inflated in 64 KiB pieces (memory O(1)) and
+// counted up to `limit`: returns the size, or limit + 1 as soon as it exceeds `limit` (a gzip
+// bomb costs at most limit bytes of inflating). Errors as readFileBytes and gunzipBytes give them.
+StatusOr<int64_t> gunzippedSize(const std::string& path, int64_t limit);
 
 // The bytes of the file at `path`, as they are on disk.
 StatusOr<std::string> readFileBytes(const std::string& path);

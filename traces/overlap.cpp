@@ -201,8 +201,11 @@ IntervalSet::IntervalSet(std::vector<Interval> disjoint) : m_intervals(std::move
 
 IntervalSet IntervalSet::unionOf(std::vector<Interval> intervals) {
   std::erase_if(intervals, [](const Interval& i) { return i.end <= i.start; });
-  std::sort(intervals.begin(), intervals.end(),
-            [](const Interval& a, const Interval& b) { return a.start < b.start; });
+  auto byStart = [](const Interval& a, const Interval& b) { return a.start < b.start; };
+  // Callers often pass one stream's spans, already in order: O(n) then.
+  if (!std::is_sorted(intervals.begin(), intervals.end(), byStart)) {
+    std::sort(intervals.begin(), intervals.end(), byStart);
+  }
   std::vector<Interval> merged;
   merged.reserve(intervals.size());
   for (const Interval& interval : intervals) {

@@ -99,7 +99,7 @@ class IntervalSet {
  public:
   IntervalSet() = default;
   // Merges any intervals (overlapping, touching, unsorted); empty ones are dropped.
-  // O(n log n).
+  // O(n log n); O(n) when they come sorted by start.
   static IntervalSet unionOf(std::vector<Interval> intervals);
   // Intersection of two sets. O(n + m).
   static IntervalSet intersectionOf(const IntervalSet& a, const IntervalSet& b);

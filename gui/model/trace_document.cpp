@@ -106,6 +106,8 @@ std::shared_ptr<const TraceDocument> TraceDocument::build(traces::Timeline timel
         size_t level = std::min<size_t>(stack.size(), 65535);
         if (levels.size() <= level) levels.resize(level + 1);
         levels[level].spans.push_back(static_cast<int32_t>(i));
+        levels[level].startNs.push_back(span.start.count());
+        levels[level].endNs.push_back(span.end().count());
         spanLevel[i] = static_cast<uint16_t>(level);
         stack.push_back(span.end());
         if (!haveTime || span.start < doc->m_start) doc->m_start = span.start;
@@ -163,22 +165,29 @@ int TraceDocument::spanLevel(SpanRef ref) const {
 
 std::pair<size_t, size_t> TraceDocument::visibleRange(int row, int level, Nanos t0,
                                                       Nanos t1) const {
-  const std::vector<int32_t>& ids = levels(row).at(static_cast<size_t>(level)).spans;
-  const std::vector<Span>& spans = lane(row).spans;
+  const std::vector<int64_t>& starts = levels(row).at(static_cast<size_t>(level)).startNs;
   size_t first = firstEndingAfter(row, level, 0, t0);
-  auto last = std::lower_bound(
-      ids.begin() + static_cast<std::ptrdiff_t>(first), ids.end(), t1,
-      [&](int32_t id, Nanos t) { return spans[static_cast<size_t>(id)].start < t; });
-  return {first, static_cast<size_t>(last - ids.begin())};
+  auto last = std::lower_bound(starts.begin() + static_cast<std::ptrdiff_t>(first), starts.end(),
+                               t1.count());
+  return {first, static_cast<size_t>(last - starts.begin())};
 }
 
 size_t TraceDocument::firstEndingAfter(int row, int level, size_t from, Nanos time) const {
-  const std::vector<int32_t>& ids = levels(row).at(static_cast<size_t>(level)).spans;
-  const std::vector<Span>& spans = lane(row).spans;
-  auto it = std::upper_bound(
-      ids.begin() + static_cast<std::ptrdiff_t>(std::min(from, ids.size())), ids.end(), time,
-      [&](Nanos t, int32_t id) { return t < spans[static_cast<size_t>(id)].end(); });
-  return static_cast<size_t>(it - ids.begin());
+  const std::vector<int64_t>& ends = levels(row).at(static_cast<size_t>(level)).endNs;
+  const int64_t t = time.count();
+  const size_t n = ends.size();
+  size_t lo = std::min(from, n);
+  // Gallop: find hi with ends[hi] > t (or n), then binary-search [lo, hi).
+  size_t step = 1;
+  size_t hi = lo;
+  while (hi < n && ends[hi] <= t) {
+    lo = hi + 1;
+    hi = std::min(n, hi + step);
+    step *= 2;
+  }
+  auto it = std::upper_bound(ends.begin() + static_cast<std::ptrdiff_t>(lo),
+                             ends.begin() + static_cast<std::ptrdiff_t>(hi), t);
+  return static_cast<size_t>(it - ends.begin());
 }
 
 std::optional<SpanRef> TraceDocument::spanAt(int row, int level, Nanos time) const {

@@ -7,11 +7,13 @@
 #include <QMetaObject>
 #include <QPointer>
 #include <QtConcurrent/QtConcurrentRun>
+#include <algorithm>
 #include <iterator>
 #include <optional>
 #include <string>
 #include <utility>
 
+#include "io/file_input.h"
 #include "traces/chrome_reader.h"
 #include "traces/kineto_import.h"
 
@@ -38,6 +40,7 @@ struct ReadTrace {
 };
 
 StatusOr<ReadTrace> readTrace(const QString& path, bool keepTimeline) {
+  RETURN_IF_ERROR(checkTraceSize(path));
   traces::ChromeReadReport report;
   ASSIGN_OR_RETURN(traces::Timeline timeline, traces::readChromeTrace(str(path), {}, &report));
   ReadTrace trace;
@@ -89,7 +92,10 @@ LoadedRun runOfTimeline(ReadTrace trace) {
 
 StatusOr<LoadedRun> importRun(const RunSource& source) {
   std::vector<std::string> files;
-  for (const QString& file : source.files) files.push_back(str(file));
+  for (const QString& file : source.files) {
+    RETURN_IF_ERROR(checkTraceSize(file));
+    files.push_back(str(file));
+  }
   traces::KinetoImportReport report;
   ASSIGN_OR_RETURN(traces::Timeline timeline, traces::importKinetoTraces(files, {}, &report));
   LoadedRun run;
@@ -140,11 +146,61 @@ void runOnWorker(TraceLoader* loader, Work work, Done done) {
 
 }  // namespace
 
+int64_t maxTraceBytes() {
+  bool ok = false;
+  const qint64 mb = qEnvironmentVariableIntValue(kMaxTraceMbVariable, &ok);
+  if (ok && mb > 0) return mb * 1'000'000;
+  return kDefaultMaxTraceBytes;
+}
+
+Status checkTraceSize(const QString& path) {
+  QFileInfo info(path);
+  if (!info.exists()) return Status::ok();  // opening it gives the error
+  const std::string name = str(path);
+  if (info.isDir()) return invalidArgument(name + ": is a directory, not a trace file");
+  QFile file(path);
+  if (!file.open(QIODevice::ReadOnly)) {
+    return invalidArgument(name + ": cannot open: " + str(file.errorString()));
+  }
+  const int64_t limit = maxTraceBytes();
+  auto mb = [](int64_t bytes) { return std::to_string((bytes + 500'000) / 1'000'000) + " MB"; };
+  const std::string advice =
+      " is more than the GUI opens (" + mb(limit) + "; opening takes about " +
+      std::to_string(kMemoryPerTraceByte) +
+      " bytes of memory per byte of JSON). Cut the trace (fewer ranks or iterations, e.g. "
+      "`ddpscope simulate --iterations`), or raise the limit with " +
+      kMaxTraceMbVariable + "=MB if the machine has the memory.";
+  unsigned char head[2] = {0, 0};
+  const bool gzipped =
+      file.read(reinterpret_cast<char*>(head), 2) == 2 && head[0] == 0x1f && head[1] == 0x8b;
+  if (!gzipped) {
+    if (file.size() <= limit) return Status::ok();
+    return invalidArgument(name + ": " + mb(file.size()) + " of trace JSON" + advice);
+  }
+  // gzip: the trailer's size (of the last member, modulo 4 GiB) is the size when the file is a
+  // single member too small to wrap (deflate inflates at most ~1032×); otherwise, or when the
+  // trailer says too big, count by inflating (memory O(1), at most `limit` bytes of work).
+  constexpr int64_t kNoWrapCompressedBytes = (int64_t{1} << 32) / 1032;
+  unsigned char trailer[4] = {0, 0, 0, 0};
+  if (file.size() >= 18 && file.size() <= kNoWrapCompressedBytes && file.seek(file.size() - 4) &&
+      file.read(reinterpret_cast<char*>(trailer), 4) == 4) {
+    const int64_t isize = int64_t{trailer[0]} | int64_t{trailer[1]} << 8 |
+                          int64_t{trailer[2]} << 16 | int64_t{trailer[3]} << 24;
+    if (isize <= limit) return Status::ok();
+  }
+  file.close();
+  ASSIGN_OR_RETURN(const int64_t plainBytes, io::gunzippedSize(name, limit));
+  if (plainBytes <= limit) return Status::ok();
+  return invalidArgument(name + ": more than " + mb(limit) + " of trace JSON (uncompressed)" +
+                         advice);
+}
+
 StatusOr<TraceDocumentPtr> loadTraceDocument(const QString& path, const LoadProgress& progress) {
   auto report = [&](int percent, const char* stage) {
     if (progress) progress(percent, QString::fromUtf8(stage));
   };
   std::string name = path.toStdString();
+  RETURN_IF_ERROR(checkTraceSize(path));
   QFile file(path);
   if (!file.open(QIODevice::ReadOnly)) {
     return invalidArgument(name + ": cannot open: " + file.errorString().toStdString());

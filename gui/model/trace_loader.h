@@ -34,6 +34,23 @@ using LoadProgress = std::function<void(int percent, const QString& stage)>;
 // read, `file` being the last; called from the worker thread.
 using FilesProgress = std::function<void(int filesDone, int fileCount, const QString& file)>;
 
+// Huge inputs: a trace opens in memory (the file's bytes, then the parsed timeline and its
+// index, about kMemoryPerTraceByte bytes per byte of JSON at the peak), so files above
+// maxTraceBytes() of JSON are refused before they are parsed, with a message that names the
+// file, its size, the limit and the way out. A gzip file counts with its uncompressed size:
+// its trailer's when that is exact, else counted by inflating up to the limit (io::
+// gunzippedSize; a truncated or corrupt gzip file gives its gzip error here).
+inline constexpr int64_t kDefaultMaxTraceBytes = 1'000'000'000;  // 1 GB of JSON
+// Measured: a 1.05 GB simulated trace (scripts/make-large-trace) opened at 3.57 GB peak RSS.
+inline constexpr int kMemoryPerTraceByte = 4;
+inline constexpr const char* kMaxTraceMbVariable = "DDPSCOPE_GUI_MAX_TRACE_MB";
+// The limit: $DDPSCOPE_GUI_MAX_TRACE_MB (decimal MB) when set to a positive integer, else
+// kDefaultMaxTraceBytes.
+int64_t maxTraceBytes();
+// ok, or InvalidArgument when `path` holds more trace JSON than maxTraceBytes() (a directory:
+// too; a missing file: ok, opening it reports that).
+Status checkTraceSize(const QString& path);
+
 StatusOr<TraceDocumentPtr> loadTraceDocument(const QString& path,
                                              const LoadProgress& progress = {});
 

@@ -25,7 +25,10 @@ void printUsage(FILE* out) {
       "Opens Chrome/Perfetto traces written by `ddpscope simulate --trace`, `ddpscope-run`\n"
       "and the PyTorch profiler (Kineto). A directory (its *.json, *.json.gz files) or several\n"
       "per-rank PyTorch profiler traces open as one multi-rank run; `FILE FILE_B` compares\n"
-      "FILE_B against FILE.\n");
+      "FILE_B against FILE.\n"
+      "Traces of more than 1000 MB of JSON (a .json.gz by its uncompressed size) are refused\n"
+      "with a message before they are read: opening takes ~4x the JSON size in memory. Set\n"
+      "DDPSCOPE_GUI_MAX_TRACE_MB=MB to change the limit.\n");
 }
 
 // Runs the event loop until `signal` fires or `timeoutMs` passes.

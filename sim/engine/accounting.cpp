@@ -34,12 +34,30 @@ void RankZeroRecorder::beginIteration() {
   m_optimizer = Nanos::zero();
 }
 
+namespace {
+
+// Adds [start, end) to a list that unionOf will merge, merging it into the last entry already
+// when it arrives in start order (one stream's spans do): the list stays short and sorted, and
+// its union is the same set. Empty intervals are dropped, as unionOf drops them.
+void addMerging(std::vector<traces::Interval>& list, Nanos start, Nanos end) {
+  if (end <= start) return;
+  if (!list.empty() && start >= list.back().start) {
+    if (start <= list.back().end) {
+      list.back().end = maxNanos(list.back().end, end);
+      return;
+    }
+  }
+  list.push_back({start, end});
+}
+
+}  // namespace
+
 void RankZeroRecorder::add(Category category, Nanos start, Nanos duration) {
   const Nanos end = start + duration;
-  if (traces::isComputation(category)) m_compute.push_back({start, end});
-  if (traces::isCommunication(category)) m_comm.push_back({start, end});
+  if (traces::isComputation(category)) addMerging(m_compute, start, end);
+  if (traces::isCommunication(category)) addMerging(m_comm, start, end);
   if (category != Category::kIteration && category != Category::kOther) {
-    m_device.push_back({start, end});
+    addMerging(m_device, start, end);
   }
   if (category == Category::kForward) {
     m_forwardFirst = minNanos(m_forwardFirst, start);

@@ -8,6 +8,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -157,6 +158,16 @@ void summarizeCommDevice(SimSummary& summary, int smCount, double contention,
   d.maxContention = collectiveContention(contention, smCount, d.maxCtas);
 }
 
+// Threads for the all-ranks replay: below ~1,000 ranks a collective's share of work per thread
+// (ranks × ops between two issues) is too small to pay for the fork/join.
+int replayThreads(const SimOptions& options, int numRanks) {
+  constexpr int kMinRanksForThreads = 1024;
+  if (!options.allRanks || options.recordTrace || numRanks < kMinRanksForThreads) return 1;
+  const unsigned threads =
+      options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  return static_cast<int>(std::min<unsigned>(threads, 64));
+}
+
 }  // namespace
 
 StatusOr<SimResult> simulateDdp(const models::ModelSpec& model, const WorldLayout& layout,
@@ -223,7 +234,8 @@ StatusOr<SimResult> simulateDdp(const models::ModelSpec& model, const WorldLayou
     return invalidArgument("SM count for NCCL's SM contention: expected >= 0, got " +
                            std::to_string(options.smContentionSms));
   }
-  Replayer replayer(model, numRanks, contentionSlowdown, timeline, host, options.smContentionSms);
+  Replayer replayer(model, numRanks, contentionSlowdown, timeline, host, options.smContentionSms,
+                    replayThreads(options, numRanks));
   RankZeroRecorder recorder;
   ComputeJitter jitter(options, numRanks);
 

@@ -127,6 +127,9 @@ struct SimOptions {
   uint64_t seed = 1;
   std::vector<std::pair<int, double>> stragglers;
   bool recordTrace = true;  // false: metrics only (sweeps)
+  // All-ranks mode without a trace, from 1,024 ranks on: threads that replay chunks of the ranks
+  // (0 = std::thread::hardware_concurrency()). The result does not depend on it.
+  unsigned threads = 0;
   // Optional: called after each simulated iteration with (iterations done, iterations); the CLI
   // shows progress of long all-ranks simulations with it.
   std::function<void(int done, int total)> progress;

@@ -1,6 +1,7 @@
 #include "sim/engine/replayer.h"
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -57,20 +58,18 @@ void ComputeJitter::draw(std::vector<double>& scales) {
 // ---- Replayer -----------------------------------------------------------------------------------
 
 Replayer::Replayer(const models::ModelSpec& model, int numRanks, double contention,
-                   traces::Timeline* timeline, const HostModel& host, int smCount)
+                   traces::Timeline* timeline, const HostModel& host, int smCount, int threads)
     : m_model(model),
       m_numRanks(numRanks),
       m_slowdown(1.0 + contention),
       m_smCount(smCount),
       m_timeline(timeline),
       m_hostAhead(host.runsAhead) {
-  m_cursor.assign(static_cast<size_t>(numRanks), 0);
-  m_host.assign(static_cast<size_t>(numRanks), 0);
-  m_issueAt.assign(static_cast<size_t>(numRanks), 0);
-  m_pos.assign(static_cast<size_t>(numRanks), 0);
-  m_busyIdx.assign(static_cast<size_t>(numRanks), 0);
-  m_hook.assign(static_cast<size_t>(numRanks), 0);
-  m_iterStart.assign(static_cast<size_t>(numRanks), 0);
+  m_ranks.assign(static_cast<size_t>(numRanks), RankState{});
+  // A trace is written in rank order by one thread; the chunks need ranks to share.
+  if (!timeline && threads > 1 && numRanks >= 2 * threads) {
+    m_pool = std::make_unique<ChunkPool>(threads);
+  }
   m_scale.assign(static_cast<size_t>(numRanks), 1.0);
   if (m_timeline) {
     for (int r = 0; r < numRanks; ++r) {
@@ -82,73 +81,104 @@ Replayer::Replayer(const models::ModelSpec& model, int numRanks, double contenti
   }
 }
 
-inline int64_t Replayer::scaled(int r, int64_t workNs) const {
-  const double scale = m_scale[static_cast<size_t>(r)];
-  if (scale == 1.0) return workNs;
-  return std::llround(static_cast<double>(workNs) * scale);
-}
-
-inline int64_t Replayer::runKernel(int r, int64_t startNs, int64_t workNs, int known) {
-  int& busyIdx = m_busyIdx[static_cast<size_t>(r)];
-  while (busyIdx < known && m_collEnd[static_cast<size_t>(busyIdx)] <= startNs) ++busyIdx;
-  if (workNs == 0 || (m_slowdown == 1.0 && m_smCount <= 0)) return startNs + workNs;
-  double pos = static_cast<double>(startNs);
-  double remaining = static_cast<double>(workNs);
-  bool slowed = false;
-  for (int k = busyIdx; k < known; ++k) {
-    const double busyEnd = static_cast<double>(m_collEnd[static_cast<size_t>(k)]);
-    if (busyEnd <= pos) continue;
-    const double busyBegin = static_cast<double>(busyStart(r, k));
-    if (busyBegin >= pos + remaining) break;
-    slowed = true;
-    if (busyBegin > pos) {
-      remaining -= busyBegin - pos;
-      pos = busyBegin;
+int64_t Replayer::advance(int r, const Script& script, int stopAt, int known,
+                          RankZeroRecorder& recorder) {
+  const bool isScaled = m_scale[static_cast<size_t>(r)] != 1.0;
+  // Rank 0 feeds the summary and a trace records every rank: both take the detailed path.
+  if (r == 0 || m_timeline) {
+    if (m_hostAhead) {
+      return isScaled ? advanceRank<true, true, true>(r, script, stopAt, known, recorder)
+                      : advanceRank<true, false, true>(r, script, stopAt, known, recorder);
     }
-    const double slowdown = m_collSlowdown[static_cast<size_t>(k)];
-    const double capacity = (busyEnd - pos) / slowdown;  // work done inside the interval
-    if (remaining <= capacity) {
-      pos += remaining * slowdown;
-      remaining = 0;
-      break;
-    }
-    remaining -= capacity;
-    pos = busyEnd;
+    return isScaled ? advanceRank<false, true, true>(r, script, stopAt, known, recorder)
+                    : advanceRank<false, false, true>(r, script, stopAt, known, recorder);
   }
-  if (!slowed) return startNs + workNs;
-  return std::llround(pos + remaining);
-}
-
-void Replayer::advance(int r, const Script& script, int stopAt, int known,
-                       RankZeroRecorder& recorder) {
   if (m_hostAhead) {
-    advanceRank<true>(r, script, stopAt, known, recorder);
-  } else {
-    advanceRank<false>(r, script, stopAt, known, recorder);
+    return isScaled ? advanceRank<true, true, false>(r, script, stopAt, known, recorder)
+                    : advanceRank<true, false, false>(r, script, stopAt, known, recorder);
   }
+  return isScaled ? advanceRank<false, true, false>(r, script, stopAt, known, recorder)
+                  : advanceRank<false, false, false>(r, script, stopAt, known, recorder);
 }
 
-template <bool kHostAhead>
-void Replayer::advanceRank(int r, const Script& script, int stopAt, int known,
-                           RankZeroRecorder& recorder) {
-  // The rank's cursors live in locals while its ops run (written back at every exit): stores
-  // through references to the member vectors would make the compiler reload them per op.
-  int& pos = m_pos[static_cast<size_t>(r)];
-  int64_t cursor = m_cursor[static_cast<size_t>(r)];
-  int64_t host = m_host[static_cast<size_t>(r)];
-  int64_t stall = 0;
-  // (No lambda captures the cursors by reference: they would have to live in memory.)
-  // A DDP host cost: the host does op.hostNs of work (when it is the stream: after the stream);
-  // returns when it is done.
+template <bool kHostAhead, bool kScaled, bool kDetail>
+int64_t Replayer::advanceRank(int r, const Script& script, int stopAt, int known,
+                              RankZeroRecorder& recorder) {
+  // The rank's state lives in locals while its ops run (written back at every exit): stores
+  // through a reference into m_ranks would make the compiler reload it per op.
+  RankState& state = m_ranks[static_cast<size_t>(r)];
+  int pos = state.pos;
+  int64_t cursor = state.cursor;
+  int64_t host = state.host;
+  int64_t hook = state.hook;
+  int64_t stall = 0;  // rank 0 only (kDetail)
+  const double scale = m_scale[static_cast<size_t>(r)];
+  const KernelContext context{m_collEnd.data(),
+                              m_busyStart.data() + r,
+                              static_cast<size_t>(m_numRanks),
+                              m_collSlowdown.data(),
+                              m_slowdown != 1.0 || m_smCount > 0,
+                              known};
+  BusyWindow busy;
+  busy.idx = state.busyIdx;
+  seekBusyWindow(context, busy, cursor);
+  // Jitter × straggler factor: a kernel of w ns nominal takes round(w · scale).
+  auto scaled = [scale](int64_t workNs) {
+    return kScaled ? roundHalfAwayFromZero(static_cast<double>(workNs) * scale) : workNs;
+  };
+  auto saveState = [&] {
+    state.pos = pos;
+    state.busyIdx = busy.idx;
+    state.cursor = cursor;
+    state.host = host;
+    if (kDetail) {
+      state.hook = hook;
+      if (r == 0) m_hostStallNs += stall;
+    }
+  };
+  // (No lambda captures the cursors by reference on the per-op path: they would have to live in
+  // memory.) A DDP host cost: the host does op.hostNs of work (when it is the stream: after the
+  // stream); returns when it is done.
   auto chargeHost = [this, r](const Op& op, int64_t hostNs, int64_t cursorNs) {
     if (!kHostAhead) hostNs = std::max(hostNs, cursorNs);
-    if (m_timeline) emitHostSpan(r, op, hostNs);
+    if (kDetail && m_timeline) emitHostSpan(r, op, hostNs);
     return hostNs + op.hostNs;
   };
 
+  const Op* ops = script.ops.data();
   const int numOps = static_cast<int>(script.ops.size());
   for (; pos < numOps; ++pos) {
-    const Op& op = script.ops[static_cast<size_t>(pos)];
+    const Op& op = ops[pos];
+    if (op.kind < OpKind::kHost) {  // a kernel on the compute stream
+      if (kHostAhead) {
+        // The host launches the kernel (after DDP's hook for a copy into a bucket).
+        if (kDetail && m_timeline && op.ddpHost) emitHostSpan(r, op, host);
+        host += op.hostNs;
+        if (host > cursor) {
+          if (kDetail) stall += host - cursor;
+          cursor = host;
+        }
+      } else if (op.hostNs > 0) {
+        host = chargeHost(op, host, cursor);
+        if (kDetail) stall += host - cursor;
+        cursor = host;
+      }
+      const int64_t endNs = kernelEnd(context, busy, cursor, scaled(op.workNs));
+      if (kDetail) {
+        const Category category = kernelCategory(op.kind);
+        if (r == 0) recorder.add(category, Nanos(cursor), Nanos(endNs - cursor));
+        if (op.kind == OpKind::kBackward) hook = endNs;
+        if (m_timeline) {
+          if (op.kind == OpKind::kCopy && op.bucket >= 0) {
+            m_bucketHook[bucketHookIndex(r, op.bucket)] = hook;
+          }
+          emitKernel(r, op, category, cursor, endNs);
+        }
+      }
+      cursor = endNs;
+      if (!kHostAhead) host = endNs;
+      continue;
+    }
     switch (op.kind) {
       case OpKind::kIssue: {
         DDPSCOPE_CHECK_EQ(op.index, stopAt);
@@ -156,14 +186,11 @@ void Replayer::advanceRank(int r, const Script& script, int stopAt, int known,
         // launched it.
         if (op.hostNs > 0) host = chargeHost(op, host, cursor);
         if (!kHostAhead && host > cursor) {
-          stall += host - cursor;  // the launch holds the CPU rank
+          if (kDetail) stall += host - cursor;  // the launch holds the CPU rank
           cursor = host;
         }
-        m_issueAt[static_cast<size_t>(r)] = std::max(cursor, host);
-        m_cursor[static_cast<size_t>(r)] = cursor;
-        m_host[static_cast<size_t>(r)] = host;
-        if (r == 0) m_hostStallNs += stall;
-        return;
+        saveState();
+        return std::max(cursor, host);
       }
       case OpKind::kWait:
         DDPSCOPE_CHECK_LT(op.index, known);
@@ -172,16 +199,16 @@ void Replayer::advanceRank(int r, const Script& script, int stopAt, int known,
         if (op.hostNs > 0) {
           host = chargeHost(op, host, cursor);
           if (!kHostAhead) {
-            stall += host - cursor;
+            if (kDetail) stall += host - cursor;
             cursor = host;
           }
         }
         break;
-      case OpKind::kHost: {
+      default: {  // kHost
         // Host work the stream waits for: it starts when both are free.
-        const int64_t durNs = scaled(r, op.workNs);
+        const int64_t durNs = scaled(op.workNs);
         const int64_t startNs = std::max(cursor, host);
-        if (m_timeline) {
+        if (kDetail && m_timeline) {
           m_timeline->addSpan({r, 2},
                               op.index == kHostGraphCall ? "compiled graph call"
                               : op.index == kDdpForwardWrapper
@@ -190,47 +217,18 @@ void Replayer::advanceRank(int r, const Script& script, int stopAt, int known,
                               Category::kOther, Nanos(startNs), Nanos(durNs),
                               {{std::string(traces::kArgIteration), m_iteration}});
         }
-        if (op.index == kDdpForwardWrapper) {
+        if (kDetail && op.index == kDdpForwardWrapper) {
           stall += startNs + durNs - cursor;  // the stream waits for the wrapper
         }
         cursor = startNs + durNs;
         host = cursor;
         break;
       }
-      default: {
-        if (kHostAhead) {
-          // The host launches the kernel (after DDP's hook for a copy into a bucket).
-          if (m_timeline && op.ddpHost) emitHostSpan(r, op, host);
-          host += op.hostNs;
-          if (host > cursor) {
-            stall += host - cursor;
-            cursor = host;
-          }
-        } else if (op.hostNs > 0) {
-          host = chargeHost(op, host, cursor);
-          stall += host - cursor;
-          cursor = host;
-        }
-        const int64_t endNs = runKernel(r, cursor, scaled(r, op.workNs), known);
-        const Category category = kernelCategory(op.kind);
-        if (r == 0) recorder.add(category, Nanos(cursor), Nanos(endNs - cursor));
-        if (op.kind == OpKind::kBackward) m_hook[static_cast<size_t>(r)] = endNs;
-        if (m_timeline) {
-          if (op.kind == OpKind::kCopy && op.bucket >= 0) {
-            m_bucketHook[bucketHookIndex(r, op.bucket)] = m_hook[static_cast<size_t>(r)];
-          }
-          emitKernel(r, op, category, cursor, endNs);
-        }
-        cursor = endNs;
-        if (!kHostAhead) host = endNs;
-        break;
-      }
     }
   }
-  m_cursor[static_cast<size_t>(r)] = cursor;
-  m_host[static_cast<size_t>(r)] = host;
-  if (r == 0) m_hostStallNs += stall;
+  saveState();
   DDPSCOPE_CHECK_EQ(stopAt, -1);
+  return 0;
 }
 
 void Replayer::emitHostSpan(int r, const Op& op, int64_t startNs) {

@@ -17,7 +17,8 @@
 // never by times, so nothing competes and no tie needs breaking: a rank's ops run in stream
 // order, collectives run strictly in issue order, ranks in rank order, and spans are added to the
 // timeline in that order. Times are int64 ns; a kernel scaled by jitter or slowed by contention
-// is computed in double and rounded to ns (llround). Same inputs and seed → the same timeline.
+// is computed in double and rounded to ns (half away from zero, as llround). Same inputs and seed
+// → the same timeline.
 //
 // Contention: runKernel implements the model stated in ddp_simulator.h by integrating a kernel's
 // work piecewise over the rank's busy intervals. A kernel that runs before the rank's issue of
@@ -25,27 +26,144 @@
 // can overlap.
 //
 // Complexity: O(L + P + C) per iteration and simulated rank (L layers, P parameters, C
-// collectives) with flat per-rank arrays: collective ends and a rank's busy starts never
-// decrease, so the first collective a kernel may overlap (m_busyIdx) only moves forward;
-// recording a trace adds one span per op.
+// collectives): collective ends and a rank's busy starts never decrease, so the first collective a
+// kernel may overlap (RankState::busyIdx) only moves forward; recording a trace adds one span per
+// op. Memory: 48 B of state per rank plus the busy starts, 8 B per (collective, rank) of the
+// iteration, stored collective-major so that the loop over ranks at collective k reads rows k−1,
+// k−2, … sequentially (rank-major rows cost a cache miss per rank and collective at 65,536 ranks).
 //
 // Invariants (the output's are listed in ddp_simulator.h): a rank's script stops exactly at its
 // issue of the collective being timed, and a wait only names a collective already timed (both
-// checked); m_busyIdx never moves back within an iteration.
+// checked); busyIdx never moves back within an iteration.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
+#include <memory>
 #include <random>
 #include <vector>
 
 #include "models/model_spec.h"
 #include "sim/engine/accounting.h"
+#include "sim/engine/chunk_pool.h"
 #include "sim/engine/ddp_simulator.h"
 #include "sim/engine/script.h"
 #include "traces/timeline.h"
 
 namespace ddpscope::sim::internal {
+
+// std::llround for the replayer's per-kernel times, inline: libm's llround is a call that cost a
+// quarter of an all-ranks run's instructions. Exact for every finite |x| < 2^63: the truncation t
+// is exact, x − t is exact (Sterbenz; for |x| ≥ 2^52, x is an integer and x − t = 0), and a
+// fraction of exactly ±0.5 rounds away from zero.
+inline int64_t roundHalfAwayFromZero(double x) {
+  const auto t = static_cast<int64_t>(x);
+  const double fraction = x - static_cast<double>(t);
+  return t + (fraction >= 0.5) - (fraction <= -0.5);
+}
+
+// What advanceRank reads besides the rank's own state, hoisted into one place so the per-op loop
+// keeps it in registers.
+struct KernelContext {
+  const int64_t* collEnd;  // ends of the collectives timed so far
+  const int64_t* busyCol;  // the rank's column of busyStart: busyCol[k * stride]
+  size_t stride;           // ranks per busyStart row
+  // 1 + the compute slowdown while collective k runs (the same for every k with a flat
+  // contention); read only when `contended`.
+  const double* collSlowdown;
+  bool contended;  // false: no collective slows compute (every kernel runs at full speed)
+  int known;       // collectives [0, known) are timed
+};
+
+// Below 2^53 ns (104 days) int64 ↔ double conversions and sums of two times are exact, so the
+// integer fast paths of kernelEnd decide exactly as the double arithmetic of its loop would.
+constexpr int64_t kExactDoubleNs = int64_t{1} << 53;
+constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+
+// The rank's first busy interval that may still overlap its cursor: collective idx, the first
+// whose end is after the cursor. Its bounds are kept in the forms the fast paths compare with;
+// without contention (or when idx == known) there is nothing to overlap and every bound is kNever.
+struct BusyWindow {
+  int32_t idx = 0;
+  int64_t endNs = kNever;         // the collective's end (seek when a kernel starts at or after it)
+  int64_t clearUntilNs = kNever;  // a kernel ending by then is not slowed: min(begin, 2^53 − 1)
+  int64_t insideFromNs = kNever;  // a kernel starting at or after it starts inside the interval
+                                  // (kNever when the end is past the exact range)
+  double endDouble = 0;           // endNs as double
+  double slowdown = 1.0;          // collSlowdown[idx]
+};
+
+// The contention model itself (ddp_simulator.h "Contention"): a kernel of `workNs` starting at
+// `startNs` integrated piecewise in double over the rank's busy intervals of collectives
+// [firstIdx, known) — firstIdx being the first collective that ends after `startNs` — and rounded
+// to ns. kernelEnd's fast paths must agree with it to the bit (tested).
+inline int64_t integrateKernel(const KernelContext& c, int32_t firstIdx, int64_t startNs,
+                               int64_t workNs) {
+  const int64_t endNs = startNs + workNs;
+  if (workNs == 0 || !c.contended) return endNs;
+  double pos = static_cast<double>(startNs);
+  double remaining = static_cast<double>(workNs);
+  bool slowed = false;
+  for (int k = firstIdx; k < c.known; ++k) {
+    const double busyEnd = static_cast<double>(c.collEnd[k]);
+    if (busyEnd <= pos) continue;
+    const double busyBegin = static_cast<double>(c.busyCol[static_cast<size_t>(k) * c.stride]);
+    if (busyBegin >= pos + remaining) break;
+    slowed = true;
+    if (busyBegin > pos) {
+      remaining -= busyBegin - pos;
+      pos = busyBegin;
+    }
+    const double slowdown = c.collSlowdown[k];
+    const double capacity = (busyEnd - pos) / slowdown;  // work done inside the interval
+    if (remaining <= capacity) {
+      pos += remaining * slowdown;
+      remaining = 0;
+      break;
+    }
+    remaining -= capacity;
+    pos = busyEnd;
+  }
+  if (!slowed) return endNs;
+  return roundHalfAwayFromZero(pos + remaining);
+}
+
+// Moves the window to the first collective that ends after `startNs`.
+inline void seekBusyWindow(const KernelContext& c, BusyWindow& w, int64_t startNs) {
+  if (!c.contended) return;  // the window stays empty
+  while (w.idx < c.known && c.collEnd[w.idx] <= startNs) ++w.idx;
+  if (w.idx < c.known) {
+    const int64_t beginNs = c.busyCol[static_cast<size_t>(w.idx) * c.stride];
+    w.endNs = c.collEnd[w.idx];
+    w.clearUntilNs = std::min(beginNs, kExactDoubleNs - 1);
+    w.insideFromNs = w.endNs < kExactDoubleNs ? beginNs : kNever;
+    w.endDouble = static_cast<double>(w.endNs);
+    w.slowdown = c.collSlowdown[w.idx];
+  } else {
+    w.endNs = w.clearUntilNs = w.insideFromNs = kNever;
+  }
+}
+
+// End of a kernel of `workNs` starting at `startNs`, slowed by `slowdown` inside the rank's busy
+// intervals of collectives [w.idx, known) (ddp_simulator.h "Contention"). The loop integrates the
+// work piecewise in double; the two fast paths in front of it are the loop's own first step for
+// the common cases (the kernel ends before the next busy interval; it starts and ends inside one),
+// decided with the same comparisons, so the result is the same to the bit.
+inline int64_t kernelEnd(const KernelContext& c, BusyWindow& w, int64_t startNs, int64_t workNs) {
+  if (startNs >= w.endNs) seekBusyWindow(c, w, startNs);
+  const int64_t endNs = startNs + workNs;
+  if (endNs <= w.clearUntilNs) return endNs;
+  if (startNs >= w.insideFromNs) {
+    // Starts inside interval idx: the loop's first step, where busyBegin ≤ pos < busyEnd (a
+    // kernel of 0 ns ends where it starts, as the loop's early return has it).
+    const double pos = static_cast<double>(startNs);
+    const double remaining = static_cast<double>(workNs);
+    const double capacity = (w.endDouble - pos) / w.slowdown;
+    if (remaining <= capacity) return roundHalfAwayFromZero(pos + remaining * w.slowdown);
+  }
+  return integrateKernel(c, w.idx, startNs, workNs);
+}
 
 // Draws the compute-time factors of all-ranks mode as ddp_simulator.h defines them (jitter ×
 // straggler slowdown): one uniform from std::mt19937_64(options.seed) per (rank, iteration), in
@@ -71,8 +189,11 @@ class Replayer {
   // (Op::hostNs), whether the host runs ahead is read here.
   // `smCount` > 0: collective k slows compute by collectiveContention(contention, smCount, its
   // estimate's CTAs) instead of `contention` (NCCL's CTAs hold SMs; ddp_simulator.h).
+  // `threads` > 1 (metrics only: `timeline` null) replays contiguous chunks of ranks on that many
+  // threads between the collectives; the result does not depend on it.
   Replayer(const models::ModelSpec& model, int numRanks, double contention,
-           traces::Timeline* timeline, const HostModel& host = {}, int smCount = 0);
+           traces::Timeline* timeline, const HostModel& host = {}, int smCount = 0,
+           int threads = 1);
 
   // Per-rank compute-time factors for the next iteration (1.0 unless set).
   std::vector<double>& scales() { return m_scale; }
@@ -83,33 +204,35 @@ class Replayer {
                     RankZeroRecorder& recorder, IterationSummary& out) {
     m_iteration = iteration;
     const int numCollectives = static_cast<int>(reference.collectives.size());
-    m_numCollectives = numCollectives;
     m_collEnd.assign(static_cast<size_t>(numCollectives), 0);
     m_collSlowdown.assign(static_cast<size_t>(numCollectives), m_slowdown);
-    m_prevEnd.assign(static_cast<size_t>(numCollectives), 0);
-    m_launch.assign(static_cast<size_t>(numCollectives) * static_cast<size_t>(m_numRanks), 0);
+    // Every entry is written (as the rank's issue) before it is read.
+    m_busyStart.resize(static_cast<size_t>(numCollectives) * static_cast<size_t>(m_numRanks));
     if (m_timeline) {
       m_bucketHook.assign(static_cast<size_t>(m_numRanks) * m_model.params.size(), 0);
     }
     recorder.beginIteration();
-    for (int r = 0; r < m_numRanks; ++r) {
-      m_pos[static_cast<size_t>(r)] = 0;
-      m_busyIdx[static_cast<size_t>(r)] = 0;
-      m_iterStart[static_cast<size_t>(r)] = m_cursor[static_cast<size_t>(r)];
-      m_host[static_cast<size_t>(r)] = m_cursor[static_cast<size_t>(r)];  // the step syncs
+    for (RankState& rank : m_ranks) {
+      rank.pos = 0;
+      rank.busyIdx = 0;
+      rank.iterStart = rank.cursor;
+      rank.host = rank.cursor;  // the step syncs
     }
     m_hostStallNs = 0;
     for (int k = 0; k < numCollectives; ++k) {
-      int64_t arrivalNs = 0;
-      for (int r = 0; r < m_numRanks; ++r) {
-        advance(r, scriptOf(r), k, k, recorder);
-        const int64_t launchNs = m_issueAt[static_cast<size_t>(r)];
-        m_launch[launchIndex(r, k)] = launchNs;
-        arrivalNs = std::max(arrivalNs, launchNs);
-      }
+      int64_t* busy = busyRow(k);
+      const int64_t arrivalNs = maxOverRankChunks([&](int begin, int end) {
+        int64_t chunkArrivalNs = 0;
+        for (int r = begin; r < end; ++r) {
+          const int64_t launchNs = advance(r, scriptOf(r), k, k, recorder);
+          busy[r] = launchNs;
+          chunkArrivalNs = std::max(chunkArrivalNs, launchNs);
+        }
+        return chunkArrivalNs;
+      });
       const CollectiveDesc& desc = reference.collectives[static_cast<size_t>(k)];
-      const int64_t startNs = std::max(arrivalNs, m_commFreeNs);
-      m_prevEnd[static_cast<size_t>(k)] = m_commFreeNs;
+      const int64_t prevEndNs = m_commFreeNs;
+      const int64_t startNs = std::max(arrivalNs, prevEndNs);
       const int64_t endNs = startNs + desc.estimate->time.count();
       if (m_smCount > 0) {
         m_collSlowdown[static_cast<size_t>(k)] =
@@ -118,58 +241,83 @@ class Replayer {
       m_collEnd[static_cast<size_t>(k)] = endNs;
       m_commFreeNs = endNs;
       for (int r = 0; r < m_numRanks; ++r) {
-        const int64_t spanStart = busyStart(r, k);
+        // From here on row k holds the rank's busy start of collective k (its issue or the end
+        // of collective k−1, whichever is later): what contention and its comm span use.
+        const int64_t spanStart = std::max(busy[r], prevEndNs);
+        busy[r] = spanStart;
         if (r == 0) recorder.add(desc.category(), Nanos(spanStart), Nanos(endNs - spanStart));
         if (m_timeline) emitCollective(r, k, desc, spanStart, endNs);
-        if (desc.blocking) {
-          m_cursor[static_cast<size_t>(r)] = std::max(m_cursor[static_cast<size_t>(r)], endNs);
-        }
-        ++m_pos[static_cast<size_t>(r)];  // past the issue op
+        RankState& rank = m_ranks[static_cast<size_t>(r)];
+        if (desc.blocking) rank.cursor = std::max(rank.cursor, endNs);
+        ++rank.pos;  // past the issue op
       }
       out.collectiveSequence.push_back(sequenceEntry(desc.sequenceKind(), desc.bytes));
     }
-    int64_t maxStepNs = 0;
-    for (int r = 0; r < m_numRanks; ++r) {
-      advance(r, scriptOf(r), -1, numCollectives, recorder);
-      int64_t& cursor = m_cursor[static_cast<size_t>(r)];
-      // Every collective of the step has ended before the step does.
-      if (numCollectives > 0) cursor = std::max(cursor, m_collEnd.back());
-      const int64_t startNs = m_iterStart[static_cast<size_t>(r)];
-      maxStepNs = std::max(maxStepNs, cursor - startNs);
-      if (m_timeline)
-        m_timeline->addIteration(r, iteration, Nanos(startNs), Nanos(cursor - startNs));
-    }
+    const int64_t maxStepNs = maxOverRankChunks([&](int begin, int end) {
+      int64_t chunkMaxStepNs = 0;
+      for (int r = begin; r < end; ++r) {
+        advance(r, scriptOf(r), -1, numCollectives, recorder);
+        RankState& rank = m_ranks[static_cast<size_t>(r)];
+        // Every collective of the step has ended before the step does.
+        if (numCollectives > 0) rank.cursor = std::max(rank.cursor, m_collEnd.back());
+        chunkMaxStepNs = std::max(chunkMaxStepNs, rank.cursor - rank.iterStart);
+        if (m_timeline) {
+          m_timeline->addIteration(r, iteration, Nanos(rank.iterStart),
+                                   Nanos(rank.cursor - rank.iterStart));
+        }
+      }
+      return chunkMaxStepNs;
+    });
     out.index = iteration;
     out.collectives = numCollectives;
     out.synced = reference.synced;
     out.rebuilt = reference.rebuilt;
-    recorder.finishIteration(Nanos(m_iterStart[0]), Nanos(m_cursor[0]), out);
+    recorder.finishIteration(Nanos(m_ranks[0].iterStart), Nanos(m_ranks[0].cursor), out);
     out.maxRankStepTime = Nanos(maxStepNs);
     out.ddpHost = scriptOf(0).ddpHost;
     out.hostStall = Nanos(m_hostStallNs);
   }
 
  private:
-  size_t launchIndex(int r, int k) const {
-    return static_cast<size_t>(r) * static_cast<size_t>(m_numCollectives) + static_cast<size_t>(k);
-  }
-  // Rank r's NCCL kernel for collective k runs from its own issue (or the end of collective k−1,
-  // whichever is later) to the collective's end.
-  int64_t busyStart(int r, int k) const {
-    return std::max(m_launch[launchIndex(r, k)], m_prevEnd[static_cast<size_t>(k)]);
+  // Runs chunkFn(begin, end) over contiguous chunks of the ranks (one per thread; rank 0 in the
+  // calling thread's chunk) and returns the largest value a chunk returned.
+  template <typename ChunkFn>
+  int64_t maxOverRankChunks(ChunkFn chunkFn) {
+    if (!m_pool) return chunkFn(0, m_numRanks);
+    const int chunks = m_pool->threads();
+    m_chunkResult.assign(static_cast<size_t>(chunks), 0);
+    m_pool->run([&](int c) {
+      const int begin = static_cast<int>(int64_t{m_numRanks} * c / chunks);
+      const int end = static_cast<int>(int64_t{m_numRanks} * (c + 1) / chunks);
+      m_chunkResult[static_cast<size_t>(c)] = chunkFn(begin, end);
+    });
+    return *std::max_element(m_chunkResult.begin(), m_chunkResult.end());
   }
 
-  // scaled and runKernel are on the per-op path. Declared inline (and defined in replayer.cpp,
-  // next to advance(), their only caller) so the compiler can inline them into it; out of line
-  // they cost ~3 % more instructions in sim_bench's BM_AllRanks4096.
-  inline int64_t scaled(int r, int64_t workNs) const;
-  // End of a kernel of `workNs` starting at `startNs` on rank r, slowed by m_slowdown inside the
-  // rank's busy intervals of collectives [busyIdx, known).
-  inline int64_t runKernel(int r, int64_t startNs, int64_t workNs, int known);
-  // Runs rank r's script until the issue op of collective `stopAt` (−1: to the end).
-  void advance(int r, const Script& script, int stopAt, int known, RankZeroRecorder& recorder);
-  template <bool kHostAhead>
-  void advanceRank(int r, const Script& script, int stopAt, int known, RankZeroRecorder& recorder);
+  // A rank's replay state, 48 bytes in one array: the lockstep loop over ranks touches each
+  // rank's state once per collective.
+  struct RankState {
+    int64_t cursor = 0;     // compute stream free at
+    int64_t host = 0;       // host thread free at (== cursor when !m_hostAhead)
+    int64_t hook = 0;       // end of the last backward kernel (hook time)
+    int64_t iterStart = 0;  // this iteration's start
+    int32_t pos = 0;        // next op of the current script
+    int32_t busyIdx = 0;    // first collective whose end may be after the cursor
+  };
+
+  // Row k of m_busyStart: one entry per rank (k-major, so the lockstep loop over ranks walks it
+  // sequentially).
+  int64_t* busyRow(int k) {
+    return m_busyStart.data() + static_cast<size_t>(k) * static_cast<size_t>(m_numRanks);
+  }
+  // Runs rank r's script until the issue op of collective `stopAt` (−1: to the end); returns the
+  // rank's issue time of `stopAt` (0 when −1).
+  int64_t advance(int r, const Script& script, int stopAt, int known, RankZeroRecorder& recorder);
+  // kScaled: the rank's scale is not 1; kDetail: rank 0 (recorded for the summary) or a trace is
+  // written; the other ranks of a metrics-only run take the lean instantiation.
+  template <bool kHostAhead, bool kScaled, bool kDetail>
+  int64_t advanceRank(int r, const Script& script, int stopAt, int known,
+                      RankZeroRecorder& recorder);
   size_t bucketHookIndex(int r, int bucket) const {
     return static_cast<size_t>(r) * m_model.params.size() + static_cast<size_t>(bucket);
   }
@@ -185,25 +333,21 @@ class Replayer {
   traces::Timeline* m_timeline;
   bool m_hostAhead;
   int64_t m_iteration = 0;
-  int m_numCollectives = 0;
   int64_t m_commFreeNs = 0;
   uint64_t m_flowId = 0;
-  // Per rank.
-  std::vector<int64_t> m_cursor;   // compute stream free at
-  std::vector<int64_t> m_host;     // host thread free at (== m_cursor when !m_hostAhead)
-  std::vector<int64_t> m_issueAt;  // when the rank issued the collective advance() stopped at
-  std::vector<int> m_pos;          // next op of the current script
-  std::vector<int> m_busyIdx;      // first collective whose end may be after the cursor
-  std::vector<int64_t> m_hook;     // end of the last backward kernel (hook time)
-  std::vector<int64_t> m_iterStart;
-  std::vector<double> m_scale;        // compute-time factor this iteration
+  std::unique_ptr<ChunkPool> m_pool;   // null: one thread
+  std::vector<int64_t> m_chunkResult;  // per chunk of maxOverRankChunks
+  std::vector<RankState> m_ranks;
+  std::vector<double> m_scale;        // per rank: compute-time factor this iteration
   std::vector<int64_t> m_bucketHook;  // trace only: [rank × P] hook time of a bucket's last copy
   int64_t m_hostStallNs = 0;
   // Per collective of the iteration.
   std::vector<int64_t> m_collEnd;
   std::vector<double> m_collSlowdown;  // 1 + the compute slowdown while collective k runs
-  std::vector<int64_t> m_prevEnd;      // comm stream free before collective k
-  std::vector<int64_t> m_launch;       // [rank × collective] issue times
+  // [collective × rank]: while collective k is timed, row k holds each rank's issue time; once it
+  // is timed, the rank's busy start of k: its NCCL kernel runs from its own issue (or the end of
+  // collective k−1, whichever is later) to the collective's end.
+  std::vector<int64_t> m_busyStart;
 };
 
 }  // namespace ddpscope::sim::internal

@@ -17,6 +17,7 @@ SimOptions sweepPointOptions(const SimOptions& base, double capMb, bool findUnus
   o.ddp.setBucketCapMb(capMb);
   o.ddp.findUnusedParameters = findUnused;
   o.recordTrace = false;
+  o.threads = 1;  // the sweep already runs one point per core
   return o;
 }
 
