@@ -1,6 +1,7 @@
 #include "traces/kineto_import.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -614,9 +615,17 @@ class LanePlacer {
 
 }  // namespace
 
-StatusOr<Timeline> importKinetoTraces(const std::vector<std::string>& paths,
-                                      const KinetoImportOptions& options,
-                                      KinetoImportReport* reportOut) {
+namespace {
+
+// Reads source `index` (a file, or bytes in memory) into a one-rank timeline.
+using TraceSourceReader = std::function<StatusOr<Timeline>(size_t index, ChromeReadReport*)>;
+
+// The import proper: `paths` name the sources (files or in-memory traces) in messages and
+// metadata; `readSource` reads one at a time, so only one source's bytes are held at once.
+StatusOr<Timeline> importSources(const std::vector<std::string>& paths,
+                                 const TraceSourceReader& readSource,
+                                 const KinetoImportOptions& options,
+                                 KinetoImportReport* reportOut) {
   if (paths.empty()) return invalidArgument("no trace files given");
   KinetoImportReport report;
   std::vector<RankBuild> builds;
@@ -627,7 +636,7 @@ StatusOr<Timeline> importKinetoTraces(const std::vector<std::string>& paths,
   size_t filesRead = 0;
   for (const std::string& path : paths) {
     ChromeReadReport readReport;
-    ASSIGN_OR_RETURN(Timeline source, readChromeTrace(path, {}, &readReport));
+    ASSIGN_OR_RETURN(Timeline source, readSource(filesRead, &readReport));
     if (options.progress) options.progress(++filesRead, paths.size(), path);
     if (!readReport.singleRankTrace || source.rankCount() != 1) {
       return invalidArgument(
@@ -788,6 +797,33 @@ StatusOr<Timeline> importKinetoTraces(const std::vector<std::string>& paths,
   }
   if (reportOut != nullptr) *reportOut = std::move(report);
   return timeline;
+}
+
+}  // namespace
+
+StatusOr<Timeline> importKinetoTraces(const std::vector<std::string>& paths,
+                                      const KinetoImportOptions& options,
+                                      KinetoImportReport* report) {
+  return importSources(
+      paths,
+      [&](size_t index, ChromeReadReport* readReport) {
+        return readChromeTrace(paths[index], {}, readReport);
+      },
+      options, report);
+}
+
+StatusOr<Timeline> importKinetoTraceBytes(const std::vector<KinetoTraceBytes>& traces,
+                                          const KinetoImportOptions& options,
+                                          KinetoImportReport* report) {
+  std::vector<std::string> names;
+  names.reserve(traces.size());
+  for (const auto& t : traces) names.push_back(t.name);
+  return importSources(
+      names,
+      [&](size_t index, ChromeReadReport* readReport) {
+        return parseChromeTrace(traces[index].bytes, traces[index].name, {}, readReport);
+      },
+      options, report);
 }
 
 KinetoImportSummary summarizeImport(const Timeline& timeline) {
