@@ -197,9 +197,10 @@ class KeyReader {
       : m_text(text), m_args(args), m_allowed(std::move(allowed)) {}
 
   // Sizes are bounded so that a product of three (batch * seq * embd, a weight's bytes) fits in
-  // int64, and layer counts so that building the spec stays quick.
+  // int64, and layer counts (a real GPT has at most ~128) so that building the spec stays quick:
+  // 2180 GPT-2 blocks took over 1 s under ASan.
   static constexpr int64_t kMaxSize = int64_t{1} << 20;
-  static constexpr int64_t kMaxLayers = 4096;
+  static constexpr int64_t kMaxLayers = 1024;
 
   Status readInt(const std::string& key, int64_t* target, int64_t minValue = 1,
                  int64_t maxValue = kMaxSize) {
