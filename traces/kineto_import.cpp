@@ -639,11 +639,11 @@ StatusOr<Timeline> importSources(const std::vector<std::string>& paths,
   std::optional<int64_t> worldSize;
   std::string worldSizeFile;
   std::string backend;
-  size_t filesRead = 0;
-  for (const std::string& path : paths) {
+  for (size_t index = 0; index < paths.size(); ++index) {
+    const std::string& path = paths[index];
     ChromeReadReport readReport;
-    ASSIGN_OR_RETURN(Timeline source, readSource(filesRead, &readReport));
-    if (options.progress) options.progress(++filesRead, paths.size(), path);
+    ASSIGN_OR_RETURN(Timeline source, readSource(index, &readReport));
+    if (options.progress) options.progress(index + 1, paths.size(), path);
     if (!readReport.singleRankTrace || source.rankCount() != 1) {
       return invalidArgument(
           path +
