@@ -71,6 +71,11 @@ StatusOr<std::vector<int>> parseIndexList(const std::string& text, const std::st
 
 StatusOr<std::vector<int>> readIndexListFile(const std::string& path) {
   ASSIGN_OR_RETURN(std::string text, readFileToString(path));
+  return parseIndexListDocument(text, path);
+}
+
+StatusOr<std::vector<int>> parseIndexListDocument(const std::string& text,
+                                                  const std::string& path) {
   std::string_view trimmed = trimString(text);
   if (!trimmed.empty() && (trimmed.front() == '[' || trimmed.front() == '{')) {
     nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);

@@ -23,6 +23,8 @@ StatusOr<std::vector<int>> parseIndexList(const std::string& text, const std::st
 // Reads a ready order file: a JSON array of ints, a JSON object with "grad_ready_order",
 // or plain text of ints separated by commas/whitespace.
 StatusOr<std::vector<int>> readIndexListFile(const std::string& path);
+// The same for a file's text already in memory; `path` names it in errors.
+StatusOr<std::vector<int>> parseIndexListDocument(const std::string& text, const std::string& path);
 
 }  // namespace ddpscope::cli
 

@@ -196,13 +196,25 @@ class KeyReader {
   KeyReader(std::string_view text, ShorthandArgs& args, std::vector<std::string> allowed)
       : m_text(text), m_args(args), m_allowed(std::move(allowed)) {}
 
-  Status readInt(const std::string& key, int64_t* target, int64_t minValue = 1) {
+  // Sizes are bounded so that a product of three (batch * seq * embd, a weight's bytes) fits in
+  // int64, and layer counts (a real GPT has at most ~128) so that building the spec stays quick:
+  // 2180 GPT-2 blocks took over 1 s under ASan.
+  static constexpr int64_t kMaxSize = int64_t{1} << 20;
+  static constexpr int64_t kMaxLayers = 1024;
+
+  Status readInt(const std::string& key, int64_t* target, int64_t minValue = 1,
+                 int64_t maxValue = kMaxSize) {
     auto it = m_args.values.find(key);
     if (it == m_args.values.end()) return Status::ok();
     std::optional<int64_t> value = parseInt64(it->second);
     if (!value || *value < minValue) {
       return invalidArgument("model shorthand '" + std::string(m_text) + "': " + key +
                              ": expected an integer >= " + std::to_string(minValue) + "; got '" +
+                             it->second + "'");
+    }
+    if (*value > maxValue) {
+      return invalidArgument("model shorthand '" + std::string(m_text) + "': " + key +
+                             ": expected an integer <= " + std::to_string(maxValue) + "; got '" +
                              it->second + "'");
     }
     *target = *value;
@@ -331,7 +343,7 @@ StatusOr<ModelSpec> parseModelShorthand(std::string_view text) {
     RETURN_IF_ERROR(r.checkUnknown());
     Gpt2Config c;
     c.name = name;
-    RETURN_IF_ERROR(r.readInt("layers", &c.nLayer, 0));
+    RETURN_IF_ERROR(r.readInt("layers", &c.nLayer, 0, KeyReader::kMaxLayers));
     RETURN_IF_ERROR(r.readInt("embd", &c.nEmbd));
     RETURN_IF_ERROR(r.readInt("heads", &c.nHead));
     RETURN_IF_ERROR(r.readInt("vocab", &c.vocab));
@@ -356,7 +368,7 @@ StatusOr<ModelSpec> parseModelShorthand(std::string_view text) {
     c.name = name;
     RETURN_IF_ERROR(r.readInt("in", &c.in));
     RETURN_IF_ERROR(r.readInt("hidden", &c.hidden));
-    RETURN_IF_ERROR(r.readInt("depth", &c.depth));
+    RETURN_IF_ERROR(r.readInt("depth", &c.depth, 1, KeyReader::kMaxLayers));
     RETURN_IF_ERROR(r.readInt("out", &c.out));
     RETURN_IF_ERROR(r.readInt("batch", &c.batch));
     return makeMlpSpec(c);

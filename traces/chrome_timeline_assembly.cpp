@@ -27,7 +27,13 @@ StatusOr<Timeline> assembleTimeline(RawTrace&& trace, const ChromeReadOptions& o
   // rank id per process
   std::vector<int> processRank(trace.processes.size(), 0);
   if (singleRank) {
-    int rank = static_cast<int>(options.rank.value_or(trace.distributedRank.value_or(0)));
+    const int64_t rankId = options.rank.value_or(trace.distributedRank.value_or(0));
+    if (rankId < 0 || rankId > INT32_MAX) {
+      return invalidArgument(diagnostics.source +
+                             ": distributedInfo.rank: expected a rank in 0..2147483647, got " +
+                             std::to_string(rankId));
+    }
+    const int rank = static_cast<int>(rankId);
     std::fill(processRank.begin(), processRank.end(), rank);
     timeline.addRank(rank);
   } else {

@@ -1,6 +1,8 @@
 #include "traces/kineto_import.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -16,6 +18,11 @@
 
 namespace ddpscope::traces {
 namespace {
+
+// distributedInfo.world_size is read from the file: at most this many ranks (ids are ints).
+constexpr int64_t kMaxWorldSize = INT32_MAX;
+// A "ranks ... missing" error names at most this many.
+constexpr int64_t kMaxListedRanks = 16;
 
 // Bytes per element of a Kineto "dtype" ("Float", "BFloat16", ...) or a record_shapes
 // "Input type" ("float", "c10::Half", "long int", ...). nullopt when unknown.
@@ -614,9 +621,17 @@ class LanePlacer {
 
 }  // namespace
 
-StatusOr<Timeline> importKinetoTraces(const std::vector<std::string>& paths,
-                                      const KinetoImportOptions& options,
-                                      KinetoImportReport* reportOut) {
+namespace {
+
+// Reads source `index` (a file, or bytes in memory) into a one-rank timeline.
+using TraceSourceReader = std::function<StatusOr<Timeline>(size_t index, ChromeReadReport*)>;
+
+// The import proper: `paths` name the sources (files or in-memory traces) in messages and
+// metadata; `readSource` reads one at a time, so only one source's bytes are held at once.
+StatusOr<Timeline> importSources(const std::vector<std::string>& paths,
+                                 const TraceSourceReader& readSource,
+                                 const KinetoImportOptions& options,
+                                 KinetoImportReport* reportOut) {
   if (paths.empty()) return invalidArgument("no trace files given");
   KinetoImportReport report;
   std::vector<RankBuild> builds;
@@ -624,11 +639,11 @@ StatusOr<Timeline> importKinetoTraces(const std::vector<std::string>& paths,
   std::optional<int64_t> worldSize;
   std::string worldSizeFile;
   std::string backend;
-  size_t filesRead = 0;
-  for (const std::string& path : paths) {
+  for (size_t index = 0; index < paths.size(); ++index) {
+    const std::string& path = paths[index];
     ChromeReadReport readReport;
-    ASSIGN_OR_RETURN(Timeline source, readChromeTrace(path, {}, &readReport));
-    if (options.progress) options.progress(++filesRead, paths.size(), path);
+    ASSIGN_OR_RETURN(Timeline source, readSource(index, &readReport));
+    if (options.progress) options.progress(index + 1, paths.size(), path);
     if (!readReport.singleRankTrace || source.rankCount() != 1) {
       return invalidArgument(
           path +
@@ -641,6 +656,11 @@ StatusOr<Timeline> importKinetoTraces(const std::vector<std::string>& paths,
       return invalidArgument(path +
                              ": distributedInfo.rank / world_size missing: cannot tell which rank "
                              "this file holds (profile after init_process_group)");
+    }
+    if (ws && (*ws < 1 || *ws > kMaxWorldSize)) {
+      // Rank ids are ints everywhere; the import never walks the world rank by rank.
+      return invalidArgument(path + ": distributedInfo.world_size: expected a rank count in 1.." +
+                             std::to_string(kMaxWorldSize) + ", got " + std::to_string(*ws));
     }
     if (ws) {
       if (worldSize && *worldSize != *ws) {
@@ -677,20 +697,25 @@ StatusOr<Timeline> importKinetoTraces(const std::vector<std::string>& paths,
     builds.push_back(std::move(build));
   }
   const int64_t world = worldSize.value_or(static_cast<int64_t>(builds.size()));
-  std::vector<std::string> missing;
-  for (int64_t r = 0; r < world; ++r) {
-    if (fileOfRank.count(static_cast<int>(r)) == 0) missing.push_back(std::to_string(r));
-  }
   for (const auto& [rank, file] : fileOfRank) {
     if (rank < 0 || rank >= world) {
       return invalidArgument(file + ": distributedInfo.rank " + std::to_string(rank) +
                              " is outside world_size " + std::to_string(world));
     }
   }
-  if (!missing.empty() && !options.allowMissingRanks) {
+  // Every file's rank is in [0, world) and distinct: world - files ranks are missing. Only the
+  // first few are named, found in at most files + kMaxListedRanks steps whatever the world size.
+  const int64_t missingCount = world - static_cast<int64_t>(fileOfRank.size());
+  if (missingCount > 0 && !options.allowMissingRanks) {
     std::string list;
-    for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
-    return invalidArgument("rank" + std::string(missing.size() > 1 ? "s " : " ") + list +
+    int64_t listed = 0;
+    for (int64_t r = 0; r < world && listed < kMaxListedRanks; ++r) {
+      if (fileOfRank.count(static_cast<int>(r)) > 0) continue;
+      list += (list.empty() ? "" : ", ") + std::to_string(r);
+      ++listed;
+    }
+    if (missingCount > listed) list += ", ... (" + std::to_string(missingCount) + " in all)";
+    return invalidArgument("rank" + std::string(missingCount > 1 ? "s " : " ") + list +
                            " of world_size " + std::to_string(world) +
                            " missing: give one trace per rank (or allow missing ranks)");
   }
@@ -783,11 +808,38 @@ StatusOr<Timeline> importKinetoTraces(const std::vector<std::string>& paths,
                "the bucket plan"
              : ""));
   }
-  if (!missing.empty()) {
-    report.notes.push_back(std::to_string(missing.size()) + " rank(s) of the world not imported");
+  if (missingCount > 0) {
+    report.notes.push_back(std::to_string(missingCount) + " rank(s) of the world not imported");
   }
   if (reportOut != nullptr) *reportOut = std::move(report);
   return timeline;
+}
+
+}  // namespace
+
+StatusOr<Timeline> importKinetoTraces(const std::vector<std::string>& paths,
+                                      const KinetoImportOptions& options,
+                                      KinetoImportReport* report) {
+  return importSources(
+      paths,
+      [&](size_t index, ChromeReadReport* readReport) {
+        return readChromeTrace(paths[index], {}, readReport);
+      },
+      options, report);
+}
+
+StatusOr<Timeline> importKinetoTraceBytes(const std::vector<KinetoTraceBytes>& traces,
+                                          const KinetoImportOptions& options,
+                                          KinetoImportReport* report) {
+  std::vector<std::string> names;
+  names.reserve(traces.size());
+  for (const auto& t : traces) names.push_back(t.name);
+  return importSources(
+      names,
+      [&](size_t index, ChromeReadReport* readReport) {
+        return parseChromeTrace(traces[index].bytes, traces[index].name, {}, readReport);
+      },
+      options, report);
 }
 
 KinetoImportSummary summarizeImport(const Timeline& timeline) {

@@ -50,6 +50,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/nanos.h"
@@ -108,6 +109,16 @@ struct KinetoImportReport {
 StatusOr<Timeline> importKinetoTraces(const std::vector<std::string>& paths,
                                       const KinetoImportOptions& options = {},
                                       KinetoImportReport* report = nullptr);
+
+// The same import from traces already in memory (plain or gzip bytes); `name` stands for the
+// file in messages and in the "files" metadata. Used by tests and the fuzzers.
+struct KinetoTraceBytes {
+  std::string name;
+  std::string_view bytes;
+};
+StatusOr<Timeline> importKinetoTraceBytes(const std::vector<KinetoTraceBytes>& traces,
+                                          const KinetoImportOptions& options = {},
+                                          KinetoImportReport* report = nullptr);
 
 // What `ddpscope import-torch` prints, computed from an imported (or any runtime-layout)
 // timeline.

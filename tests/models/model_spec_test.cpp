@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "models/builders.h"
+
 namespace ddpscope::models {
 namespace {
 
@@ -116,6 +118,24 @@ TEST(ModelSpecTest, BackwardFlopsDefaultToTwiceForwardWithParams) {
   EXPECT_DOUBLE_EQ(noParams.backwardFlopsAt(inputs), 30.0);
   withParams.backwardFlops = CostPoly{{{5.0, 1, 0, 0}}};
   EXPECT_DOUBLE_EQ(withParams.backwardFlopsAt(inputs), 15.0);
+}
+
+// Fuzzing (fuzz/cli_args) found `mlp:in=9147482147483648`: the weight's element count overflowed
+// int64 (undefined behaviour). Sizes are bounded by 2^20, layer counts by 1024 (a 2180-layer gpt2
+// shorthand took over 1 s to build under ASan).
+TEST(ModelShorthandTest, BoundsSizesAndLayerCounts) {
+  StatusOr<ModelSpec> huge = parseModelShorthand("mlp:in=9147482147483648,depth=3");
+  ASSERT_FALSE(huge.isOk());
+  EXPECT_EQ(huge.status().message(),
+            "model shorthand 'mlp:in=9147482147483648,depth=3': in: expected an integer <= "
+            "1048576; got '9147482147483648'");
+  StatusOr<ModelSpec> deep = parseModelShorthand("gpt2:layers=1025");
+  ASSERT_FALSE(deep.isOk());
+  EXPECT_EQ(deep.status().message(),
+            "model shorthand 'gpt2:layers=1025': layers: expected an integer <= 1024; got '1025'");
+  StatusOr<ModelSpec> largest = parseModelShorthand("mlp:in=1048576,hidden=1048576,out=1048576");
+  ASSERT_TRUE(largest.isOk()) << largest.status().message();
+  EXPECT_EQ(largest->totalBytes(), largest->numParams() * 4);
 }
 
 }  // namespace

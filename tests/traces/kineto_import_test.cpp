@@ -646,5 +646,55 @@ TEST(KinetoImportGpuTest, OverlapCommandPrintsHtasNumber) {
   EXPECT_EQ(out["ranks"][0]["hta_last_step_dropped"], true);
 }
 
+// distributedInfo of the real rank-0 fixture replaced by `info` (fuzzing found both cases).
+std::string fixtureWithDistributedInfo(const nlohmann::json& info) {
+  std::ifstream in(kRank0, std::ios::binary);
+  const std::string gz((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto text = gunzipBytes(gz, kRank0);
+  EXPECT_TRUE(text.isOk()) << text.status().message();
+  nlohmann::json doc = nlohmann::json::parse(*text);
+  doc["distributedInfo"] = info;
+  return doc.dump();
+}
+
+TEST(KinetoImportTest, RejectsWorldSizeBeyondRankIds) {
+  // Was a hang: the import listed the missing ranks of a 10^15-rank world one by one.
+  const std::string text =
+      fixtureWithDistributedInfo({{"rank", 0}, {"world_size", 1000000000000000}});
+  auto result = importKinetoTraceBytes({{"rank0.json", text}});
+  ASSERT_FALSE(result.isOk());
+  EXPECT_EQ(result.status().message(),
+            "rank0.json: distributedInfo.world_size: expected a rank count in 1..2147483647, got "
+            "1000000000000000");
+}
+
+TEST(KinetoImportTest, NamesTheFirstMissingRanksOfAHugeWorld) {
+  const std::string text = fixtureWithDistributedInfo({{"rank", 0}, {"world_size", 2147483647}});
+  auto result = importKinetoTraceBytes({{"rank0.json", text}});
+  ASSERT_FALSE(result.isOk());
+  EXPECT_EQ(result.status().message(),
+            "ranks 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, ... (2147483646 in all) "
+            "of world_size 2147483647 missing: give one trace per rank (or allow missing ranks)");
+  KinetoImportOptions options;
+  options.allowMissingRanks = true;
+  KinetoImportReport report;
+  auto partial = importKinetoTraceBytes({{"rank0.json", text}}, options, &report);
+  ASSERT_TRUE(partial.isOk()) << partial.status().message();
+  EXPECT_EQ(report.worldSize, 2147483647);
+  EXPECT_THAT(report.notes, ::testing::Contains("2147483646 rank(s) of the world not imported"));
+}
+
+TEST(KinetoImportTest, RejectsNegativeRank) {
+  // Was read as a rank -3 timeline. (A rank of 2^32 + 1 is still read as rank 1: not fixed yet.)
+  const std::string text = fixtureWithDistributedInfo({{"rank", -3}, {"world_size", 2}});
+  auto read = parseChromeTrace(text, "rank.json");
+  ASSERT_FALSE(read.isOk());
+  EXPECT_EQ(read.status().message(),
+            "rank.json: distributedInfo.rank: expected a rank in 0..2147483647, got -3");
+  auto result = importKinetoTraceBytes({{"rank.json", text}});
+  ASSERT_FALSE(result.isOk());
+  EXPECT_EQ(result.status().message(), read.status().message());
+}
+
 }  // namespace
 }  // namespace ddpscope::traces

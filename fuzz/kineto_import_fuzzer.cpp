@@ -1,0 +1,68 @@
+// Fuzz target: the PyTorch profiler (Kineto) importer (traces/kineto_import.h) on one rank's trace
+// and on several ranks of one job. Input: one option byte, then the per-rank traces separated by
+// the line "\n@@RANK@@\n" (at most 4 ranks). Option bits:
+//   1  allowMissingRanks
+//   2  name compute spans by the layers of tests/data/torch-2.15/ddp_gloo_model.json (the model
+//      the committed 2.15 traces profiled), which runs the forward/backward matcher
+//   4  size bucket allreduces from that model's bucket plan (default DDP settings)
+// An accepted import must produce the ranks it reports, and `import-torch`'s summary of it.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "ddp/bucket_plan.h"
+#include "ddp/ddp_config.h"
+#include "fuzz/fuzz_util.h"
+#include "models/model_spec.h"
+#include "traces/kineto_import.h"
+
+namespace {
+
+const ddpscope::models::ModelSpec& profiledModel() {
+  static const ddpscope::models::ModelSpec model = [] {
+    auto m = ddpscope::models::loadModelFile(ddpscope::fuzz::testDataDir() +
+                                             "/torch-2.15/ddp_gloo_model.json");
+    FUZZ_CHECK(m.isOk(), m.status().message());
+    return *std::move(m);
+  }();
+  return model;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace ddpscope;
+  if (size < 1) return 0;
+  const uint8_t bits = data[0];
+  std::vector<std::string_view> pieces =
+      fuzz::splitInput(fuzz::asText(data + 1, size - 1), "\n@@RANK@@\n");
+  if (pieces.size() > 4) pieces.resize(4);
+  std::vector<traces::KinetoTraceBytes> inputs;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    inputs.push_back({"rank" + std::to_string(i) + ".json", pieces[i]});
+  }
+  traces::KinetoImportOptions options;
+  options.allowMissingRanks = (bits & 1) != 0;
+  if ((bits & 2) != 0) {
+    for (const auto& layer : profiledModel().layers)
+      options.layers.push_back({layer.name, layer.type});
+  }
+  if ((bits & 4) != 0) {
+    auto plan = ddp::steadyStatePlan(profiledModel(), ddp::DdpConfig{});
+    FUZZ_CHECK(plan.isOk(), plan.status().message());
+    options.planBucketBytes = plan->bucketBytes();
+    options.planOrigin = "model ddp_gloo_model";
+  }
+  traces::KinetoImportReport report;
+  auto timeline = traces::importKinetoTraceBytes(inputs, options, &report);
+  if (!timeline.isOk()) {
+    FUZZ_CHECK(!timeline.status().message().empty(), "an error without a message");
+    return 0;
+  }
+  FUZZ_CHECK(timeline->rankCount() == static_cast<int>(report.ranks.size()),
+             "the report's ranks differ from the timeline's");
+  FUZZ_CHECK(report.ranks.size() <= inputs.size(), "more ranks than files");
+  (void)traces::summarizeImport(*timeline);
+  return 0;
+}
