@@ -291,6 +291,23 @@ StatusOr<GradientTimeline> gradientTimeline(const models::ModelSpec& model,
   return t;
 }
 
+StatusOr<AllreduceCost> clusterAllreduceCost(const ClusterSpec& cluster, const WorldLayout& layout,
+                                             const SimOptions& options) {
+  ASSIGN_OR_RETURN(std::unique_ptr<CommModel> owned, makeCommModel(cluster, layout));
+  const std::shared_ptr<const CommModel> comm = std::move(owned);
+  const Nanos launch = Nanos::fromMicrosDouble(cluster.ddpOverheads.allreduceLaunchUs);
+  // The contention simulate() applies (ddp_simulator.h "Contention").
+  const double flat = options.contentionSlowdown.value_or(cluster.contentionSlowdown);
+  const int smCount = options.smContentionSms > 0 ? options.smContentionSms
+                      : cluster.ncclSmContention && !options.contentionSlowdown
+                          ? cluster.device.smCount
+                          : 0;
+  return AllreduceCost([comm, launch, flat, smCount](int64_t wireBytes) {
+    const CollectiveEstimate e = comm->estimate(Collective::kAllreduce, wireBytes);
+    return CollectiveCost{e.time + launch, collectiveContention(flat, smCount, e.ctas)};
+  });
+}
+
 StatusOr<PlanObjective> parsePlanObjective(const std::string& text) {
   if (text == "step") return PlanObjective::kStep;
   if (text == "exposed") return PlanObjective::kExposed;
@@ -352,18 +369,8 @@ StatusOr<PlanResult> runPlan(const PlanRequest& request) {
       compute = roofline.get();
     }
     ASSIGN_OR_RETURN(out.timeline, gradientTimeline(model, timed, *compute));
-    ASSIGN_OR_RETURN(std::unique_ptr<CommModel> comm, makeCommModel(cluster, request.layout));
-    const Nanos launch = Nanos::fromMicrosDouble(cluster.ddpOverheads.allreduceLaunchUs);
-    // The contention simulate() applies (ddp_simulator.h "Contention").
-    const double flat = request.base.contentionSlowdown.value_or(cluster.contentionSlowdown);
-    const int smCount = request.base.smContentionSms > 0 ? request.base.smContentionSms
-                        : cluster.ncclSmContention && !request.base.contentionSlowdown
-                            ? cluster.device.smCount
-                            : 0;
-    const AllreduceCost cost = [&comm, launch, flat, smCount](int64_t wireBytes) {
-      const CollectiveEstimate e = comm->estimate(Collective::kAllreduce, wireBytes);
-      return CollectiveCost{e.time + launch, collectiveContention(flat, smCount, e.ctas)};
-    };
+    ASSIGN_OR_RETURN(const AllreduceCost cost,
+                     clusterAllreduceCost(cluster, request.layout, request.base));
     ASSIGN_OR_RETURN(out.layout, planBucketLayout(out.timeline, cost));
 
     SimOptions planned = request.base;

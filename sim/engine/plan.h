@@ -82,6 +82,13 @@ struct CollectiveCost {
 };
 using AllreduceCost = std::function<CollectiveCost(int64_t wireBytes)>;
 
+// The planner's cost of a bucket collective on `cluster` at `layout` (owns the comm model): the
+// comm model's allreduce estimate plus the cluster's allreduce_launch_us, and the contention
+// simulate() applies (options.contentionSlowdown, else the cluster's; NCCL's CTAs holding SMs
+// where the cluster or options say so).
+StatusOr<AllreduceCost> clusterAllreduceCost(const ClusterSpec& cluster, const WorldLayout& layout,
+                                             const SimOptions& options);
+
 // The bucket_cap_mb_list entry (MiB) that closes a run of `runBytes` at its last gradient of
 // `lastBytes`, or 0 when no integer MiB can (see the header comment).
 int64_t closingCapMib(int64_t runBytes, int64_t lastBytes);

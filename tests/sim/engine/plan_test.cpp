@@ -233,13 +233,9 @@ TEST(PlanTest, RejectsWhatItDoesNotPlan) {
 TEST(PlanTest, EmittedListReproducesTheLayoutForEveryZooModel) {
   ASSERT_OK_AND_ASSIGN(const ClusterSpec cluster, loadBuiltinCluster("dgx-a100"));
   ASSERT_OK_AND_ASSIGN(const WorldLayout layout, makeWorldLayout(cluster, 2, std::nullopt));
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CommModel> comm, makeCommModel(cluster, layout));
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<ComputeModel> compute,
                        makeRooflineComputeModel(cluster.device, "bf16"));
-  const AllreduceCost cost = [&comm](int64_t bytes) {
-    const CollectiveEstimate e = comm->estimate(Collective::kAllreduce, bytes);
-    return CollectiveCost{e.time, collectiveContention(0.15, 108, e.ctas)};
-  };
+  ASSERT_OK_AND_ASSIGN(const AllreduceCost cost, clusterAllreduceCost(cluster, layout, {}));
   for (const std::string& name : models::zooModelNames()) {
     ASSERT_OK_AND_ASSIGN(const models::ModelSpec model, models::loadZooModel(name));
     ASSERT_OK_AND_ASSIGN(const GradientTimeline t, gradientTimeline(model, SimOptions{}, *compute));
