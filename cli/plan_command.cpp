@@ -143,6 +143,13 @@ Status runPlanCommand(const std::vector<std::string>& argv, CommandIo io) {
       nlohmann::json planned = summaryJson(r.planned);
       planned["bucket_cap_mb_list"] = r.layout.capsMib();
       planned["buckets"] = std::move(buckets);
+      nlohmann::json simulated = nlohmann::json::array();
+      for (const sim::SimulatedBucket& b : r.plannedAllreduces) {
+        simulated.push_back(
+            {{"bucket", b.bucket}, {"start_ns", b.startNs.count()}, {"end_ns", b.endNs.count()}});
+      }
+      planned["simulated_allreduces"] = std::move(simulated);
+      planned["simulated_backward_end_ns"] = r.plannedBackwardEndNs.count();
       planned["dp_comm_end_ns"] = r.layout.commEndNs.count();
       planned["dp_compute_delay_ns"] = r.layout.computeDelayNs.count();
       planned["dp_objective_ns"] = r.layout.objectiveNs.count();
@@ -185,19 +192,23 @@ Status runPlanCommand(const std::vector<std::string>& argv, CommandIo io) {
   if (r.listSupported) {
     o << "2. planned layout: " << r.layout.buckets.size()
       << " buckets, contiguous in gradient-ready order (position 0 = first gradient ready)\n"
-         "   times: the planner's model (from the backward's start; nominal backward ends at "
-      << ms(r.timeline.backwardEndNs) << " ms; one serialized comm stream)\n";
-    o << std::right << std::setw(9) << "bucket" << std::setw(13) << "gradients" << std::setw(12)
-      << "MiB" << std::setw(8) << "cap" << std::setw(11) << "ready_ms" << std::setw(11)
-      << "launch_ms" << std::setw(11) << "end_ms"
+         "   allreduce launch/end in ms from the backward's start: the planner's model (nominal "
+         "backward ends at "
+      << ms(r.timeline.backwardEndNs) << ") and the full simulation (backward ends at "
+      << ms(r.plannedBackwardEndNs) << ")\n";
+    o << std::right << std::setw(9) << "bucket" << std::setw(13) << "gradients" << std::setw(11)
+      << "MiB" << std::setw(6) << "cap" << std::setw(10) << "ready" << std::setw(10) << "launch"
+      << std::setw(10) << "end" << std::setw(12) << "sim_launch" << std::setw(10) << "sim_end"
       << "\n";
     for (size_t k = 0; k < r.layout.buckets.size(); ++k) {
       const sim::PlannedBucket& b = r.layout.buckets[k];
-      char line[160];
-      std::snprintf(line, sizeof(line), "%9zu %5d..%-6d%12.3f%8lld%11.3f%11.3f%11.3f\n", k, b.first,
-                    b.last, static_cast<double>(b.bytes) / sim::kPlanMiB,
+      const bool simulated = k < r.plannedAllreduces.size();
+      char line[192];
+      std::snprintf(line, sizeof(line), "%9zu %5d..%-6d%11.3f%6lld%10.3f%10.3f%10.3f%12.3f%10.3f\n",
+                    k, b.first, b.last, static_cast<double>(b.bytes) / sim::kPlanMiB,
                     static_cast<long long>(b.capMib), b.readyNs.toMillis(), b.startNs.toMillis(),
-                    b.endNs.toMillis());
+                    b.endNs.toMillis(), simulated ? r.plannedAllreduces[k].startNs.toMillis() : 0.0,
+                    simulated ? r.plannedAllreduces[k].endNs.toMillis() : 0.0);
       o << line;
     }
     o << "   planner's model: contention delays the backward by " << ms(r.layout.computeDelayNs)

@@ -233,6 +233,39 @@ double gainPercent(Nanos base, Nanos value) {
   return 100.0 * static_cast<double>((base - value).count()) / static_cast<double>(base.count());
 }
 
+// The allreduce of each bucket and the backward's end in `iteration` on rank 0 of `timeline`,
+// relative to the iteration's first backward kernel.
+void plannedTimes(const traces::Timeline& timeline, const IterationSummary& iteration,
+                  PlanResult& out) {
+  if (timeline.rankCount() == 0) return;
+  const Nanos begin = iteration.start, end = iteration.start + iteration.stepTime;
+  std::optional<Nanos> backwardStart;
+  Nanos backwardEnd;
+  for (const traces::Lane& lane : timeline.rank(0).lanes) {
+    for (const traces::Span& span : lane.spans) {
+      if (span.start < begin || span.start >= end) continue;
+      if (span.category == traces::Category::kBackward) {
+        if (!backwardStart || span.start < *backwardStart) backwardStart = span.start;
+        backwardEnd = std::max(backwardEnd, span.end());
+      }
+    }
+  }
+  if (!backwardStart) return;
+  out.plannedBackwardEndNs = backwardEnd - *backwardStart;
+  for (const traces::Lane& lane : timeline.rank(0).lanes) {
+    for (const traces::Span& span : lane.spans) {
+      if (span.start < begin || span.start >= end) continue;
+      if (span.category != traces::Category::kAllreduce) continue;
+      const std::optional<int64_t> bucket = span.args.getInt(traces::kArgBucket);
+      if (!bucket) continue;
+      out.plannedAllreduces.push_back(
+          {static_cast<int>(*bucket), span.start - *backwardStart, span.end() - *backwardStart});
+    }
+  }
+  std::sort(out.plannedAllreduces.begin(), out.plannedAllreduces.end(),
+            [](const SimulatedBucket& a, const SimulatedBucket& b) { return a.bucket < b.bucket; });
+}
+
 }  // namespace
 
 StatusOr<GradientTimeline> gradientTimeline(const models::ModelSpec& model,
@@ -389,9 +422,12 @@ StatusOr<PlanResult> runPlan(const PlanRequest& request) {
       return internalError("plan: bucket_cap_mb_list=[" + joinInts(planned.ddp.bucketCapMbList) +
                            "] does not rebuild the planned layout: " + plan.toString());
     }
+    SimOptions traced = planned;
+    traced.recordTrace = true;
     ASSIGN_OR_RETURN(SimResult sim,
-                     simulate(model, cluster, request.layout, planned, request.compute));
+                     simulate(model, cluster, request.layout, traced, request.compute));
     out.planned = std::move(sim.summary);
+    plannedTimes(sim.timeline, out.planned.iterations.back(), out);
     const Nanos plannedValue = objectiveValue(out.planned, request.objective);
     out.gainOverDefaultPercent = gainPercent(objectiveValue(def, request.objective), plannedValue);
     out.gainOverUniformPercent =

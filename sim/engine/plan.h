@@ -151,6 +151,13 @@ struct PlanFlag {
   double gainPercent = 0;  // 100 · (without − with) / without, by the objective
 };
 
+// One bucket's allreduce in the full simulation of the planned list (rank 0, last steady
+// iteration), times from that iteration's first backward kernel.
+struct SimulatedBucket {
+  int bucket = 0;
+  Nanos startNs, endNs;
+};
+
 struct PlanResult {
   SweepResult uniform;  // one layout: the uniform caps plus the default (bucket_cap_mb=None)
   size_t defaultPoint = 0, bestUniformPoint = 0;
@@ -160,6 +167,10 @@ struct PlanResult {
   GradientTimeline timeline;
   BucketLayout layout;  // the DP's layout (when listSupported)
   SimSummary planned;   // full simulation of bucket_cap_mb_list = layout.capsMib()
+  // Its last steady iteration: each bucket's allreduce and the backward's end, from the
+  // backward's start.
+  std::vector<SimulatedBucket> plannedAllreduces;
+  Nanos plannedBackwardEndNs;
   double gainOverDefaultPercent = 0, gainOverUniformPercent = 0;
   // The recommended call: the list (2.15) when it beats the best uniform cap by the objective,
   // else the best uniform cap; then the helping flags.

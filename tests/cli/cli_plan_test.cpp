@@ -29,7 +29,7 @@ TEST(CliPlanTest, PrintsLayoutDdpCallAndGains) {
   EXPECT_THAT(r.out, HasSubstr("default (bucket_cap_mb left out: 25 MiB, 1 MiB first bucket)"));
   EXPECT_THAT(r.out, HasSubstr("best uniform bucket_cap_mb="));
   EXPECT_THAT(r.out, HasSubstr("2. planned layout:"));
-  EXPECT_THAT(r.out, HasSubstr("launch_ms"));
+  EXPECT_THAT(r.out, HasSubstr("sim_launch   sim_end"));
   EXPECT_THAT(r.out, HasSubstr("than the default"));
   EXPECT_THAT(r.out, HasSubstr("3. DDP call for torch 2.15:\n   DistributedDataParallel(model, "));
   EXPECT_THAT(r.out, HasSubstr("static_graph=True: "));

@@ -269,6 +269,16 @@ TEST(PlanTest, RunPlanSimulatesTheListItEmits) {
   std::vector<int64_t> plannedBytes;
   for (const PlannedBucket& b : r.layout.buckets) plannedBytes.push_back(b.bytes);
   EXPECT_EQ(r.planned.bucketBytes, plannedBytes);
+  // The simulated allreduces: one per planned bucket, in bucket order on one stream.
+  ASSERT_EQ(r.plannedAllreduces.size(), r.layout.buckets.size());
+  for (size_t k = 0; k < r.plannedAllreduces.size(); ++k) {
+    EXPECT_EQ(r.plannedAllreduces[k].bucket, static_cast<int>(k));
+    EXPECT_LT(r.plannedAllreduces[k].startNs, r.plannedAllreduces[k].endNs);
+    if (k > 0) {
+      EXPECT_GE(r.plannedAllreduces[k].startNs, r.plannedAllreduces[k - 1].endNs);
+    }
+  }
+  EXPECT_GT(r.plannedBackwardEndNs, Nanos::zero());
   // The same simulation again gives the reported number (deterministic), and the gains follow
   // from the reported step times.
   SimOptions planned;
