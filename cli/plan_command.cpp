@@ -49,6 +49,14 @@ Status runPlanCommand(const std::vector<std::string>& argv, CommandIo io) {
       "that produce exactly that layout (bucket_cap_mb_list for torch 2.15, the best uniform cap\n"
       "for 1.13) plus the flags that help, each with its simulated effect.");
   addSimulationFlags(parser, /*sweep=*/true);
+  // The sweep flag set, narrowed: one layout, find_unused on or off, eager only.
+  parser.redescribe("nodes", "N", "number of nodes (default 1)")
+      .redescribe("world-size", "W", "number of ranks (a multiple of the GPUs per node)")
+      .redescribe("bucket-cap-mb", "X[,X...]",
+                  "uniform caps to compare in MiB (default 1,2,5,10,25,50,100,200)")
+      .redescribe("find-unused", "on|off",
+                  "find_unused_parameters (default off; on needs --static-graph to plan)")
+      .redescribe("compile", "none", "eager DDP only (plan refuses other modes)");
   parser.option("torch", "VERSION", "the PyTorch version to plan for: 2.15 (default) or 1.13")
       .option("objective", "step|exposed",
               "what to minimise: steady step time (default) or exposed communication")
@@ -60,7 +68,9 @@ Status runPlanCommand(const std::vector<std::string>& argv, CommandIo io) {
     return Status::ok();
   }
   ASSIGN_OR_RETURN(SimulationRequest req, parseSimulationRequest(args, /*sweep=*/true));
-  if (args.has("compile")) return invalidArgument("--compile: plan covers eager DDP only");
+  if (auto mode = args.value("compile"); mode && *mode != "none") {
+    return invalidArgument("--compile " + *mode + ": plan covers eager DDP only");
+  }
   if (auto torch = args.value("torch")) {
     if (args.has("semantics")) return invalidArgument("give either --torch or --semantics");
     if (*torch != "2.15" && *torch != "1.13") {
