@@ -427,6 +427,16 @@ StatusOr<PlanResult> runPlan(const PlanRequest& request) {
     ASSIGN_OR_RETURN(SimResult sim,
                      simulate(model, cluster, request.layout, traced, request.compute));
     out.planned = std::move(sim.summary);
+    // The simulator rebuilds from the Reducer's recorded ready order; a model whose recorded
+    // order differs from its declared one (conditionally used layers) would get other buckets.
+    std::vector<int64_t> plannedBytes;
+    for (const PlannedBucket& b : out.layout.buckets) plannedBytes.push_back(b.bytes);
+    if (out.planned.bucketBytes != plannedBytes) {
+      return invalidArgument(
+          "plan: the simulated steady-state buckets differ from the planned layout (the "
+          "gradient-ready order DDP records differs from the model's; conditionally used "
+          "layers?); not supported");
+    }
     plannedTimes(sim.timeline, out.planned.iterations.back(), out);
     const Nanos plannedValue = objectiveValue(out.planned, request.objective);
     out.gainOverDefaultPercent = gainPercent(objectiveValue(def, request.objective), plannedValue);
