@@ -451,7 +451,10 @@ StatusOr<PlanResult> runPlan(const PlanRequest& request) {
 
   // 3. Flags that help, each simulated with and without on top of what is recommended so far.
   bool anyUnused = false;
-  for (const models::LayerSpec& layer : model.layers) anyUnused |= layer.use.has_value();
+  for (const models::LayerSpec& layer : model.layers) {
+    // A pattern with period 1 on every rank runs every iteration: nothing is unused.
+    anyUnused |= layer.use.has_value() && (layer.use->period != 1 || !layer.use->ranks.empty());
+  }
   struct Candidate {
     const char* kwarg;
     bool applies;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ddp/bucket_plan.h"
+#include "models/builders.h"
 #include "models/zoo.h"
 #include "sim/cost/comm_model.h"
 #include "tests/sim/engine/sim_test_models.h"
@@ -309,6 +310,29 @@ TEST(PlanTest, RunPlanSimulatesTheListItEmits) {
   EXPECT_FALSE(old.recommendList);
   EXPECT_THAT(planDdpKwargs(old), HasSubstr("bucket_cap_mb="));
   EXPECT_THAT(planDdpKwargs(old), ::testing::Not(HasSubstr("bucket_cap_mb_list")));
+}
+
+// find_unused_parameters=False is offered when every layer runs every iteration (a use pattern
+// of period 1 on all ranks), and its effect is simulated with and without.
+TEST(PlanTest, OffersFindUnusedOffWhenNothingIsUnused) {
+  ASSERT_OK_AND_ASSIGN(const ClusterSpec cluster, loadBuiltinCluster("dgx-a100"));
+  models::BranchyMlpConfig config;
+  config.in = config.hidden = config.out = 1024;
+  config.use.period = 1;
+  const models::ModelSpec model = models::makeBranchyMlpSpec(config);
+  PlanRequest request;
+  request.model = &model;
+  request.cluster = &cluster;
+  ASSERT_OK_AND_ASSIGN(request.layout, makeWorldLayout(cluster, 1, std::nullopt));
+  request.base.ddp.findUnusedParameters = true;
+  request.base.ddp.staticGraph = true;
+  request.threads = 1;
+  ASSERT_OK_AND_ASSIGN(const PlanResult r, runPlan(request));
+  ASSERT_FALSE(r.flags.empty());
+  EXPECT_EQ(r.flags[0].kwarg, "find_unused_parameters=False");
+  // Kept in the recommendation exactly when it helps.
+  EXPECT_EQ(r.recommended.ddp.findUnusedParameters, r.flags[0].gainPercent <= 0);
+  for (const PlanFlag& f : r.flags) EXPECT_NE(f.kwarg, "static_graph=True");  // already set
 }
 
 }  // namespace
