@@ -1,7 +1,9 @@
 #include "cli/arg_parser.h"
 
+#include <algorithm>
 #include <sstream>
 
+#include "base/check.h"
 #include "base/strings.h"
 
 namespace ddpscope::cli {
@@ -64,6 +66,15 @@ ArgParser& ArgParser::flag(std::string name, std::string help) {
 
 ArgParser& ArgParser::option(std::string name, std::string valueName, std::string help) {
   m_flags.push_back({std::move(name), std::move(valueName), std::move(help)});
+  return *this;
+}
+
+ArgParser& ArgParser::redescribe(const std::string& name, std::string valueName, std::string help) {
+  auto it = std::find_if(m_flags.begin(), m_flags.end(),
+                         [&name](const FlagSpec& f) { return f.name == name; });
+  DDPSCOPE_CHECK_MSG(it != m_flags.end(), ("redescribe: no flag --" + name).c_str());
+  it->valueName = std::move(valueName);
+  it->help = std::move(help);
   return *this;
 }
 

@@ -49,6 +49,9 @@ class ArgParser {
 
   ArgParser& flag(std::string name, std::string help);                           // switch
   ArgParser& option(std::string name, std::string valueName, std::string help);  // takes a value
+  // Changes an added flag's value name and help (a command that reuses a shared flag set with
+  // narrower semantics, e.g. plan's single --nodes). CHECKs that the flag was added.
+  ArgParser& redescribe(const std::string& name, std::string valueName, std::string help);
   ArgParser& positional(std::string name, std::string help, bool required);
   // The last positional, taking every remaining argument (at least one when required).
   ArgParser& positionalList(std::string name, std::string help, bool required);

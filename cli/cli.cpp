@@ -27,6 +27,8 @@ const std::vector<Command>& commands() {
        runSimulateCommand},
       {"sweep", "simulate many bucket caps / world sizes / find_unused settings; best cap",
        runSweepCommand},
+      {"plan", "the best bucket layout for a model on a cluster and the DDP call that builds it",
+       runPlanCommand},
       {"allreduce", "predicted allreduce time, algbw and busbw per size on a cluster (NCCL model)",
        runAllreduceCommand},
       {"clusters", "list the built-in cluster descriptions", runClustersCommand},

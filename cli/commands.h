@@ -28,6 +28,7 @@ Status runAllreduceCommand(const std::vector<std::string>& args, CommandIo io);
 Status runClustersCommand(const std::vector<std::string>& args, CommandIo io);
 Status runSimulateCommand(const std::vector<std::string>& args, CommandIo io);
 Status runSweepCommand(const std::vector<std::string>& args, CommandIo io);
+Status runPlanCommand(const std::vector<std::string>& args, CommandIo io);
 }  // namespace ddpscope::cli
 
 namespace ddpscope::cli {
