@@ -11,33 +11,11 @@
 namespace ddpscope::cli {
 
 void addModelFlags(ArgParser& parser) {
-  parser.option("model", "M", std::string(models::kModelArgumentHelp))
-      .option("model-file", "PATH",
-              "a model JSON file (models/FORMAT.md); a parameter list suffices");
+  parser.options(models::modelSettingList());
 }
-
-namespace {
-
-// Exactly one of --<flag> NAME (built-in) and --<flag>-file PATH.
-template <typename T, typename ByName, typename ByFile>
-StatusOr<T> loadNamedOrFile(const ParsedArgs& args, const std::string& flag, ByName byName,
-                            ByFile byFile) {
-  auto name = args.value(flag);
-  auto file = args.value(flag + "-file");
-  if (name && file) {
-    return invalidArgument("give either --" + flag + " or --" + flag + "-file, not both");
-  }
-  if (name) return byName(*name);
-  if (file) return byFile(*file);
-  return invalidArgument("expected --" + flag + " NAME or --" + flag + "-file PATH");
-}
-
-}  // namespace
 
 StatusOr<models::ModelSpec> loadModelFromFlags(const ParsedArgs& args) {
-  return loadNamedOrFile<models::ModelSpec>(
-      args, "model", [](const std::string& n) { return models::resolveModel(n); },
-      [](const std::string& f) { return models::loadModelFile(f); });
+  return models::loadModelFromSettings(args);
 }
 
 StatusOr<std::vector<int>> parseIndexList(const std::string& text, const std::string& what) {
@@ -110,14 +88,11 @@ StatusOr<std::vector<int>> readIndexListFile(const std::string& path) {
 namespace ddpscope::cli {
 
 void addClusterFlags(ArgParser& parser) {
-  parser.option("cluster", "NAME", "a built-in cluster (see 'ddpscope clusters')")
-      .option("cluster-file", "PATH", "a cluster JSON file (sim/cost/clusters/FORMAT.md)");
+  parser.options(sim::clusterSettingList());
 }
 
 StatusOr<sim::ClusterSpec> loadClusterFromFlags(const ParsedArgs& args) {
-  return loadNamedOrFile<sim::ClusterSpec>(
-      args, "cluster", [](const std::string& n) { return sim::loadBuiltinCluster(n); },
-      [](const std::string& f) { return sim::loadClusterFile(f); });
+  return sim::loadClusterFromSettings(args);
 }
 
 StatusOr<int64_t> parseByteSize(const std::string& text, const std::string& what) {
@@ -177,17 +152,7 @@ StatusOr<std::vector<int>> parsePositiveIntList(const std::string& text, const s
 
 StatusOr<LayoutFlags> parseLayoutFlags(const ParsedArgs& args,
                                        std::optional<int> defaultWorldSize) {
-  LayoutFlags out;
-  if (args.has("nodes")) {
-    ASSIGN_OR_RETURN(int64_t n, args.positiveInt("nodes", 1));
-    out.nodes = static_cast<int>(n);
-  }
-  if (args.has("world-size")) {
-    ASSIGN_OR_RETURN(int64_t w, args.positiveInt("world-size", 1));
-    out.worldSize = static_cast<int>(w);
-  }
-  if (!out.nodes && !out.worldSize) out.worldSize = defaultWorldSize;
-  return out;
+  return sim::parseLayoutSettings(args, defaultWorldSize);
 }
 
 Status writeCsvFile(const std::string& path, const std::vector<std::string>& columns,

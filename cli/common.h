@@ -9,6 +9,7 @@
 #include "base/status.h"
 #include "cli/arg_parser.h"
 #include "models/model_spec.h"
+#include "sim/cost/cluster.h"
 
 namespace ddpscope::cli {
 
@@ -26,10 +27,6 @@ StatusOr<std::vector<int>> readIndexListFile(const std::string& path);
 
 }  // namespace ddpscope::cli
 
-namespace ddpscope::sim {
-struct ClusterSpec;
-}
-
 namespace ddpscope::cli {
 
 // Adds --cluster NAME and --cluster-file PATH.
@@ -38,10 +35,7 @@ StatusOr<sim::ClusterSpec> loadClusterFromFlags(const ParsedArgs& args);
 
 // --nodes N / --world-size W (scalars) as sim::makeWorldLayout takes them; `defaultWorldSize`
 // applies when neither is given (nullopt: makeWorldLayout's own default, one node).
-struct LayoutFlags {
-  std::optional<int> nodes;
-  std::optional<int> worldSize;
-};
+using LayoutFlags = sim::LayoutSettings;
 StatusOr<LayoutFlags> parseLayoutFlags(const ParsedArgs& args,
                                        std::optional<int> defaultWorldSize = std::nullopt);
 

@@ -2,9 +2,10 @@
 
 Every setting is a keyword argument named like the CLI flag it stands for, with dashes as
 underscores (``bucket_cap_mb=50`` is ``--bucket-cap-mb 50``; ``find_unused=True`` is
-``--find-unused``; a list is a comma list). The CLI's own parser reads them, so a setting means,
-defaults and fails exactly as on the command line, and every error is a :class:`ddpscope.Error`
-carrying the message the ``ddpscope`` command prints. See ``ddpscope <command> --help`` for the
+``--find-unused``; a list is a comma list). They reach the same settings parsers in the C++
+libraries that the CLI's flags reach, so a setting means, defaults and fails exactly as on the
+command line, and every error is a :class:`ddpscope.Error` carrying the message the ``ddpscope``
+command prints. See ``ddpscope <command> --help`` for the
 full list of settings.
 """
 
@@ -33,21 +34,45 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def _flags(settings: Dict[str, Any]) -> List[str]:
-    """Keyword arguments -> CLI flags: True is a switch, False/None leave the flag out, a list
+# Settings on their way to the C++ core: {flag name without "--": text}, True for a switch that
+# is on. The library functions take them as they are (True as ""); the functions that still run
+# a CLI command get them as flags (_argv).
+Settings = Dict[str, Union[str, bool]]
+
+
+def _settings(kwargs: Dict[str, Any]) -> Settings:
+    """Keyword arguments -> settings: True is a switch, False/None leave the setting out, a list
     or tuple becomes a comma list."""
-    out: List[str] = []
-    for key, value in settings.items():
+    out: Settings = {}
+    for key, value in kwargs.items():
         key = _ALIASES.get(key, key)
         if value is None or value is False:
             continue
-        flag = "--" + key.replace("_", "-")
+        name = key.replace("_", "-")
         if value is True:
-            out.append(flag)
+            out[name] = True
         elif isinstance(value, (list, tuple)):
-            out += [flag, ",".join(_text(v) for v in value)]
+            out[name] = ",".join(_text(v) for v in value)
         else:
-            out += [flag, _text(value)]
+            out[name] = _text(value)
+    return out
+
+
+def _core_settings(*parts: Settings) -> Dict[str, str]:
+    """Settings as the core's SettingValues takes them (a switch: "")."""
+    out: Dict[str, str] = {}
+    for part in parts:
+        for name, value in part.items():
+            out[name] = "" if value is True else value
+    return out
+
+
+def _argv(*parts: Settings) -> List[str]:
+    """Settings as CLI flags."""
+    out: List[str] = []
+    for part in parts:
+        for name, value in part.items():
+            out += ["--" + name] if value is True else ["--" + name, value]
     return out
 
 
@@ -69,13 +94,13 @@ def _cli_message(command: str, stderr: str) -> str:
     return lines[-1] if lines else "ddpscope %s failed" % command
 
 
-def _cluster_flags(cluster: Optional[PathLike]) -> List[str]:
+def _cluster_settings(cluster: Optional[PathLike]) -> Settings:
     if cluster is None:
-        return []
+        return {}
     text = os.fspath(cluster)
     if text.endswith(".json") or os.sep in text:
-        return ["--cluster-file", text]
-    return ["--cluster", text]
+        return {"cluster-file": text}
+    return {"cluster": text}
 
 
 class Model:
@@ -85,9 +110,9 @@ class Model:
     Make one with :meth:`zoo`, :meth:`load` or :meth:`from_torch`; pass it (or a zoo name or
     shorthand string) wherever a ``model`` is taken."""
 
-    def __init__(self, info: Dict[str, Any], flags: List[str], json_text: Optional[str]):
+    def __init__(self, info: Dict[str, Any], settings: Settings, json_text: Optional[str]):
         self._info = info
-        self._flags = flags  # how the CLI names it: ["--model", NAME] or ["--model-file", PATH]
+        self._settings = settings  # how the core names it: {"model": NAME} or {"model-file": PATH}
         self._json_text = json_text  # the JSON it came from (None: a shorthand)
         self._tempdir: Optional[tempfile.TemporaryDirectory] = None
 
@@ -96,7 +121,7 @@ class Model:
         """A zoo model ("resnet50", see :func:`models`) or a shorthand
         ("gpt2:layers=2,embd=64,heads=4,vocab=512,seq=32", "mlp:in=I,hidden=H,depth=D,out=O")."""
         info = _core.resolve_model(name)
-        return cls(info, ["--model", name], _core.zoo_json(name) or None)
+        return cls(info, {"model": name}, _core.zoo_json(name) or None)
 
     @classmethod
     def load(cls, path: PathLike) -> "Model":
@@ -105,14 +130,14 @@ class Model:
         info = _core.load_model_file(path)
         with open(path, encoding="utf-8") as f:
             text = f.read()
-        return cls(info, ["--model-file", path], text)
+        return cls(info, {"model-file": path}, text)
 
     @classmethod
     def from_json(cls, spec: Union[str, Dict[str, Any]], origin: str = "<model json>") -> "Model":
         """A model from its JSON document (text or dict), as :meth:`save` writes it."""
         text = spec if isinstance(spec, str) else json.dumps(spec)
         info = _core.parse_model_json(text, origin)
-        return cls(info, [], text)
+        return cls(info, {}, text)
 
     @classmethod
     def from_torch(cls, module: Any, example_inputs: Any, name: Optional[str] = None,
@@ -176,16 +201,20 @@ class Model:
             json.dump(doc, f, indent=1)
             f.write("\n")
 
-    def cli_flags(self) -> List[str]:
-        """The CLI flags that name this model (a model from JSON is written to a temporary
-        file, kept while the Model lives)."""
-        if not self._flags:
+    def settings(self) -> Dict[str, str]:
+        """The settings that name this model ({"model": NAME} or {"model-file": PATH}; a model
+        from JSON is written to a temporary file, kept while the Model lives)."""
+        if not self._settings:
             self._tempdir = tempfile.TemporaryDirectory(prefix="ddpscope-model-")
             path = os.path.join(self._tempdir.name, "model.json")
             with open(path, "w", encoding="utf-8") as f:
                 f.write(self._json_text or "")
-            self._flags = ["--model-file", path]
-        return list(self._flags)
+            self._settings = {"model-file": path}
+        return dict(self._settings)
+
+    def cli_flags(self) -> List[str]:
+        """The CLI flags that name this model (["--model", NAME] or ["--model-file", PATH])."""
+        return _argv(self.settings())
 
     def __repr__(self) -> str:
         return "Model(%r: %d tensors, %d parameters, %d layers)" % (
@@ -195,13 +224,13 @@ class Model:
 ModelLike = Union[Model, str]
 
 
-def _model_flags(model: Optional[ModelLike]) -> List[str]:
+def _model_settings(model: Optional[ModelLike]) -> Settings:
     if model is None:
-        return []
+        return {}
     if isinstance(model, Model):
-        return model.cli_flags()
+        return model.settings()
     if isinstance(model, (str, os.PathLike)):
-        return ["--model", os.fspath(model)]
+        return {"model": os.fspath(model)}
     raise TypeError("model: expected a ddpscope.Model or a name, got %s" % type(model).__name__)
 
 
@@ -218,8 +247,8 @@ def buckets(model: ModelLike, bucket_cap_mb: Optional[float] = None, find_unused
     ``torch``: the PyTorch semantics ("2.15", "1.13", "1.5"; default 2.15). Other settings:
     ``first_bucket_mb``, ``static_graph``, ``bucket_cap_mb_list``, ``iteration`` ("1" or
     "steady"), ``ready_order`` (a list of parameter indices)..."""
-    flags = _model_flags(model) + _flags(dict(bucket_cap_mb=bucket_cap_mb, find_unused=find_unused,
-                                              torch=torch, **settings))
+    flags = _argv(_model_settings(model), _settings(dict(
+        bucket_cap_mb=bucket_cap_mb, find_unused=find_unused, torch=torch, **settings)))
     return _run_json("buckets", flags)
 
 
@@ -295,8 +324,8 @@ def simulate(model: ModelLike, cluster: Optional[PathLike] = "dgx-h100",
     them: ``bucket_cap_mb``, ``find_unused``, ``static_graph``, ``no_sync_steps``,
     ``comm_hook``, ``torch``/``semantics``, ``batch``, ``seq_len``, ``dtype``, ``iterations``,
     ``all_ranks``, ``jitter``, ``seed``, ``compile``, ``compute_from``..."""
-    flags = _model_flags(model) + _cluster_flags(cluster) + _flags(dict(nodes=nodes, **settings))
-    return SimResult(_core.simulate(flags))
+    return SimResult(_core.simulate(_core_settings(
+        _model_settings(model), _cluster_settings(cluster), _settings(dict(nodes=nodes, **settings)))))
 
 
 def _rows(rows: List[Dict[str, Any]]) -> Any:
@@ -320,9 +349,9 @@ def sweep(model: ModelLike, cluster: Optional[PathLike] = "dgx-h100",
     default instead. ``find_unused``: True, False or "both"."""
     if isinstance(nodes, int):
         nodes = [nodes]
-    flags = _model_flags(model) + _cluster_flags(cluster) + _flags(dict(
+    flags = _argv(_model_settings(model), _cluster_settings(cluster), _settings(dict(
         bucket_cap_mb=list(bucket_cap_mb) if bucket_cap_mb is not None else None, nodes=nodes,
-        **settings))
+        **settings)))
     if find_unused is not None:
         flags += ["--find-unused", _text(find_unused)]
     out = _run_json("sweep", flags)
@@ -340,8 +369,9 @@ def replay(trace_path: PathLike, model: Optional[ModelLike] = None,
     """Re-simulates a measured run with its measured per-layer times (``ddpscope replay
     --json``): the measured step time, the replay at the run's own settings, and with any
     ``what_if`` settings given (``world_size=8``, ``bucket_cap_mb=5``, ...) the what-if."""
-    flags = ["--trace", os.fspath(trace_path)] + _model_flags(model) + _cluster_flags(cluster)
-    return _run_json("replay", flags + _flags(what_if))
+    flags = _argv({"trace": os.fspath(trace_path)}, _model_settings(model),
+                  _cluster_settings(cluster), _settings(what_if))
+    return _run_json("replay", flags)
 
 
 def import_torch(paths: Union[PathLike, Iterable[PathLike]], output: PathLike,
@@ -353,7 +383,7 @@ def import_torch(paths: Union[PathLike, Iterable[PathLike]], output: PathLike,
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     flags = [os.fspath(p) for p in paths] + ["--output", os.fspath(output)]
-    return _run_json("import-torch", flags + _model_flags(model) + _flags(settings))
+    return _run_json("import-torch", flags + _argv(_model_settings(model), _settings(settings)))
 
 
 def calibrate(traces: Union[PathLike, Iterable[PathLike]], out: PathLike,
@@ -362,8 +392,9 @@ def calibrate(traces: Union[PathLike, Iterable[PathLike]], out: PathLike,
     ``out`` (``ddpscope calibrate --json``); ``base="cpu-mpi"``, ``name=...`` as the CLI."""
     if isinstance(traces, (str, os.PathLike)):
         traces = [traces]
-    flags = [os.fspath(t) for t in traces] + ["--out", os.fspath(out)] + _model_flags(model)
-    return _run_json("calibrate", flags + _flags(settings) + ["--quiet"])
+    flags = [os.fspath(t) for t in traces] + ["--out", os.fspath(out)]
+    return _run_json("calibrate", flags + _argv(_model_settings(model), _settings(settings)) +
+                     ["--quiet"])
 
 
 def cli(*args: str) -> str:

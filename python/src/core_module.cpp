@@ -7,8 +7,8 @@
 //     keyword arguments into the CLI's flags (bucket_cap_mb=50 -> --bucket-cap-mb 50), so every
 //     setting is spelled, validated and reported by the one settings module, and every error a
 //     Python user sees is the CLI's message (ddp/ddp_settings.h, DESIGN.md "one source of truth");
-//   - simulate: the same calls `ddpscope simulate` makes (cli/sim_flags.h parseSimulationRequest,
-//     sim::makeWorldLayout, sim::simulate, cli/sim_json.h simSummaryJson), keeping the timeline
+//   - simulate: the library calls `ddpscope simulate` makes (sim/api: parseSimulationRequest from
+//     named settings, sim::makeWorldLayout, runSimulation, simSummaryJson), keeping the timeline
 //     so that SimResult.save_trace and the per-collective timings need no second simulation;
 //   - write_trace: builds a traces::Timeline from the live recorder's spans and writes it with
 //     the Chrome writer every other producer uses.
@@ -17,21 +17,21 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "base/nanos.h"
+#include "base/setting_values.h"
 #include "base/status.h"
-#include "cli/arg_parser.h"
 #include "cli/cli.h"
-#include "cli/common.h"
-#include "cli/sim_flags.h"
-#include "cli/sim_json.h"
 #include "models/model_resolver.h"
 #include "models/model_spec.h"
 #include "models/zoo.h"
+#include "sim/api/simulation_json.h"
+#include "sim/api/simulation_request.h"
 #include "sim/engine/ddp_simulator.h"
 #include "traces/chrome_writer.h"
 #include "traces/timeline.h"
@@ -146,23 +146,32 @@ class Simulation {
   nlohmann::json m_summary;
 };
 
-// `ddpscope simulate` without its output flags: `flags` are the CLI's flags (model, cluster,
-// layout, DDP and simulator settings).
-Simulation simulate(const std::vector<std::string>& flags) {
-  cli::ArgParser parser("ddpscope simulate", "", "");
-  cli::addSimulationFlags(parser, /*sweep=*/false);
-  const cli::ParsedArgs args = valueOrThrow(parser.parse(flags));
-  cli::SimulationRequest req = valueOrThrow(cli::parseSimulationRequest(args, /*sweep=*/false));
-  const cli::LayoutFlags layoutFlags = valueOrThrow(cli::parseLayoutFlags(args));
-  const sim::WorldLayout layout =
-      valueOrThrow(sim::makeWorldLayout(req.cluster, layoutFlags.nodes, layoutFlags.worldSize));
+// Named settings from Python: {name: text} with the CLI's flag names ("bucket-cap-mb"; a switch
+// that is on is "").
+SettingValues settingValues(const std::map<std::string, std::string>& settings) {
+  SettingValues values;
+  for (const auto& [name, text] : settings) values.set(name, text);
+  return values;
+}
+
+// One simulation as `ddpscope simulate` runs it, through the same library calls
+// (sim/api/simulation_request.h), keeping the timeline for save_trace and collectives.
+Simulation simulate(const std::map<std::string, std::string>& settings) {
+  const SettingValues values = settingValues(settings);
+  const Status names = checkSettingNames(values, sim::simulationSettingList(/*sweep=*/false),
+                                         " (see 'ddpscope simulate --help')");
+  if (!names.isOk()) throwStatus(names);
+  sim::SimulationRequest req = valueOrThrow(sim::parseSimulationRequest(values, /*sweep=*/false));
+  const sim::LayoutSettings layoutSettings = valueOrThrow(sim::parseLayoutSettings(values));
+  const sim::WorldLayout layout = valueOrThrow(
+      sim::makeWorldLayout(req.cluster, layoutSettings.nodes, layoutSettings.worldSize));
   req.options.recordTrace = true;
   StatusOr<sim::SimResult> result = [&] {
     py::gil_scoped_release release;
-    return cli::runSimulation(req, layout, req.options);
+    return sim::runSimulation(req, layout, req.options);
   }();
   sim::SimResult r = valueOrThrow(std::move(result));
-  nlohmann::json summary = cli::simSummaryJson(req, layout, r.summary);
+  nlohmann::json summary = sim::simSummaryJson(req, layout, r.summary);
   return Simulation(std::move(r), std::move(summary));
 }
 
@@ -309,8 +318,9 @@ class Error(Exception):
            "iteration.")
       .def("save_trace", &Simulation::saveTrace, py::arg("path"),
            "Writes the Chrome trace (.json; .json.gz compresses).");
-  m.def("simulate", &simulate, py::arg("flags"),
-        "Runs `ddpscope simulate FLAGS...` in-process and keeps its timeline.");
+  m.def("simulate", &simulate, py::arg("settings"),
+        "Simulates as `ddpscope simulate` does, from {flag name: text} settings (a switch: \"\"); "
+        "keeps the timeline.");
   m.def("write_trace", &writeTrace, py::arg("path"), py::arg("name"), py::arg("metadata"),
         py::arg("ranks"), "Writes a ddpscope Chrome trace from recorded spans.");
 }
