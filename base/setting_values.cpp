@@ -61,6 +61,32 @@ StatusOr<NamedOrFile> namedOrFile(const SettingValues& values, const std::string
   return out;
 }
 
+StatusOr<std::vector<double>> parsePositiveList(const std::string& text, const std::string& what) {
+  std::vector<double> out;
+  for (const std::string& part : splitString(text, ',')) {
+    auto v = parseDouble(part);
+    if (!v || *v <= 0) {
+      return invalidArgument(what + ": expected positive numbers separated by commas, got '" +
+                             part + "' in '" + text + "'");
+    }
+    out.push_back(*v);
+  }
+  return out;
+}
+
+StatusOr<std::vector<int>> parsePositiveIntList(const std::string& text, const std::string& what) {
+  std::vector<int> out;
+  for (const std::string& part : splitString(text, ',')) {
+    auto v = parseInt64(part);
+    if (!v || *v <= 0 || *v > (1 << 24)) {
+      return invalidArgument(what + ": expected positive integers separated by commas, got '" +
+                             part + "' in '" + text + "'");
+    }
+    out.push_back(static_cast<int>(*v));
+  }
+  return out;
+}
+
 Status checkSettingNames(const SettingValues& values, const std::vector<SettingSpec>& specs,
                          const std::string& hint) {
   for (const auto& [name, value] : values.values()) {

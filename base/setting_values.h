@@ -46,6 +46,11 @@ struct NamedOrFile {
 };
 StatusOr<NamedOrFile> namedOrFile(const SettingValues& values, const std::string& name);
 
+// Comma-separated list of positive numbers / integers (sweep axes); `what` names the setting in
+// errors ("--bucket-cap-mb").
+StatusOr<std::vector<double>> parsePositiveList(const std::string& text, const std::string& what);
+StatusOr<std::vector<int>> parsePositiveIntList(const std::string& text, const std::string& what);
+
 // One accepted setting: its name (the flag without "--"), the value's name in help ("MiB"; empty
 // for a switch) and its help text. Command-line flag sets and the Python API are built from
 // lists of these, so a setting is declared once.

@@ -18,71 +18,6 @@ StatusOr<models::ModelSpec> loadModelFromFlags(const ParsedArgs& args) {
   return models::loadModelFromSettings(args);
 }
 
-StatusOr<std::vector<int>> parseIndexList(const std::string& text, const std::string& what) {
-  std::vector<int> out;
-  std::string token;
-  int position = 0;
-  auto flush = [&]() -> Status {
-    if (token.empty()) return Status::ok();
-    auto v = parseInt64(token);
-    if (!v || *v < 0 || *v > INT32_MAX) {
-      return invalidArgument(what + ": entry " + std::to_string(position) +
-                             ": expected a non-negative parameter index, got '" + token + "'");
-    }
-    out.push_back(static_cast<int>(*v));
-    ++position;
-    token.clear();
-    return Status::ok();
-  };
-  for (char c : text) {
-    if (c == ',' || std::isspace(static_cast<unsigned char>(c))) {
-      RETURN_IF_ERROR(flush());
-    } else {
-      token.push_back(c);
-    }
-  }
-  RETURN_IF_ERROR(flush());
-  if (out.empty())
-    return invalidArgument(what + ": expected a list of parameter indices, got nothing");
-  return out;
-}
-
-StatusOr<std::vector<int>> readIndexListFile(const std::string& path) {
-  ASSIGN_OR_RETURN(std::string text, readFileToString(path));
-  std::string_view trimmed = trimString(text);
-  if (!trimmed.empty() && (trimmed.front() == '[' || trimmed.front() == '{')) {
-    nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (doc.is_discarded()) return invalidArgument(path + ": invalid JSON");
-    const nlohmann::json* list = &doc;
-    std::string where = path;
-    if (doc.is_object()) {
-      if (!doc.contains("grad_ready_order")) {
-        return invalidArgument(path +
-                               ": expected a JSON array of parameter indices or an object "
-                               "with \"grad_ready_order\"");
-      }
-      list = &doc["grad_ready_order"];
-      where = path + ": grad_ready_order";
-    }
-    if (!list->is_array())
-      return invalidArgument(where + ": expected an array of parameter indices");
-    std::vector<int> out;
-    for (size_t i = 0; i < list->size(); ++i) {
-      const auto& v = (*list)[i];
-      if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX) {
-        return invalidArgument(where + "[" + std::to_string(i) +
-                               "]: expected a non-negative integer parameter index, got " +
-                               v.dump());
-      }
-      out.push_back(v.get<int>());
-    }
-    if (out.empty())
-      return invalidArgument(where + ": expected a non-empty list of parameter indices");
-    return out;
-  }
-  return parseIndexList(text, path);
-}
-
 }  // namespace ddpscope::cli
 
 namespace ddpscope::cli {
@@ -122,32 +57,6 @@ StatusOr<int64_t> parseByteSize(const std::string& text, const std::string& what
     return invalidArgument(what + ": size out of range [1 B, 1 PB]: '" + text + "'");
   }
   return static_cast<int64_t>(bytes);
-}
-
-StatusOr<std::vector<double>> parsePositiveList(const std::string& text, const std::string& what) {
-  std::vector<double> out;
-  for (const std::string& part : splitString(text, ',')) {
-    auto v = parseDouble(part);
-    if (!v || *v <= 0) {
-      return invalidArgument(what + ": expected positive numbers separated by commas, got '" +
-                             part + "' in '" + text + "'");
-    }
-    out.push_back(*v);
-  }
-  return out;
-}
-
-StatusOr<std::vector<int>> parsePositiveIntList(const std::string& text, const std::string& what) {
-  std::vector<int> out;
-  for (const std::string& part : splitString(text, ',')) {
-    auto v = parseInt64(part);
-    if (!v || *v <= 0 || *v > (1 << 24)) {
-      return invalidArgument(what + ": expected positive integers separated by commas, got '" +
-                             part + "' in '" + text + "'");
-    }
-    out.push_back(static_cast<int>(*v));
-  }
-  return out;
 }
 
 StatusOr<LayoutFlags> parseLayoutFlags(const ParsedArgs& args,

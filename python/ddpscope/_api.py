@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
+import sysconfig
 import tempfile
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
@@ -74,14 +77,6 @@ def _argv(*parts: Settings) -> List[str]:
         for name, value in part.items():
             out += ["--" + name] if value is True else ["--" + name, value]
     return out
-
-
-def _run_json(command: str, args: List[str]) -> Any:
-    """Runs `ddpscope COMMAND ARGS... --json` in-process; returns its JSON, or raises Error."""
-    code, out, err = _core.run_cli([command] + args + ["--json"])
-    if code != 0:
-        raise Error(_cli_message(command, err.decode("utf-8", "replace")), code)
-    return json.loads(out.decode("utf-8"))
 
 
 def _cli_message(command: str, stderr: str) -> str:
@@ -247,9 +242,8 @@ def buckets(model: ModelLike, bucket_cap_mb: Optional[float] = None, find_unused
     ``torch``: the PyTorch semantics ("2.15", "1.13", "1.5"; default 2.15). Other settings:
     ``first_bucket_mb``, ``static_graph``, ``bucket_cap_mb_list``, ``iteration`` ("1" or
     "steady"), ``ready_order`` (a list of parameter indices)..."""
-    flags = _argv(_model_settings(model), _settings(dict(
-        bucket_cap_mb=bucket_cap_mb, find_unused=find_unused, torch=torch, **settings)))
-    return _run_json("buckets", flags)
+    return _core.buckets(_core_settings(_model_settings(model), _settings(dict(
+        bucket_cap_mb=bucket_cap_mb, find_unused=find_unused, torch=torch, **settings))))
 
 
 class SimResult:
@@ -349,29 +343,31 @@ def sweep(model: ModelLike, cluster: Optional[PathLike] = "dgx-h100",
     default instead. ``find_unused``: True, False or "both"."""
     if isinstance(nodes, int):
         nodes = [nodes]
-    flags = _argv(_model_settings(model), _cluster_settings(cluster), _settings(dict(
+    axes = _settings(dict(
         bucket_cap_mb=list(bucket_cap_mb) if bucket_cap_mb is not None else None, nodes=nodes,
-        **settings)))
+        **settings))
     if find_unused is not None:
-        flags += ["--find-unused", _text(find_unused)]
-    out = _run_json("sweep", flags)
+        axes["find-unused"] = _text(find_unused)
+    out = _core.sweep(_core_settings(_model_settings(model), _cluster_settings(cluster), axes))
     return _rows(out["best"] if best else out["rows"])
 
 
 def overlap(trace_path: PathLike) -> Dict[str, Any]:
     """Overlap of communication with computation in a trace (``ddpscope overlap --json``): per
     rank and per iteration, HTA's definition."""
-    return _run_json("overlap", [os.fspath(trace_path)])
+    return _core.overlap(os.fspath(trace_path))
 
 
 def replay(trace_path: PathLike, model: Optional[ModelLike] = None,
            cluster: Optional[PathLike] = None, **what_if: Any) -> Dict[str, Any]:
     """Re-simulates a measured run with its measured per-layer times (``ddpscope replay
     --json``): the measured step time, the replay at the run's own settings, and with any
-    ``what_if`` settings given (``world_size=8``, ``bucket_cap_mb=5``, ...) the what-if."""
-    flags = _argv({"trace": os.fspath(trace_path)}, _model_settings(model),
-                  _cluster_settings(cluster), _settings(what_if))
-    return _run_json("replay", flags)
+    ``what_if`` settings given (``world_size=8``, ``bucket_cap_mb=5``, ...) the what-if;
+    ``trace_out=PATH`` also writes the what-if's simulated trace."""
+    trace_out = what_if.pop("trace_out", None)
+    return _core.replay(_core_settings({"trace": os.fspath(trace_path)}, _model_settings(model),
+                                       _cluster_settings(cluster), _settings(what_if)),
+                        os.fspath(trace_out) if trace_out else "")
 
 
 def import_torch(paths: Union[PathLike, Iterable[PathLike]], output: PathLike,
@@ -382,8 +378,8 @@ def import_torch(paths: Union[PathLike, Iterable[PathLike]], output: PathLike,
     ``batch_per_rank`` record what the profiler does not."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    flags = [os.fspath(p) for p in paths] + ["--output", os.fspath(output)]
-    return _run_json("import-torch", flags + _argv(_model_settings(model), _settings(settings)))
+    return _core.import_torch([os.fspath(p) for p in paths], _core_settings(
+        {"output": os.fspath(output)}, _model_settings(model), _settings(settings)))
 
 
 def calibrate(traces: Union[PathLike, Iterable[PathLike]], out: PathLike,
@@ -392,16 +388,36 @@ def calibrate(traces: Union[PathLike, Iterable[PathLike]], out: PathLike,
     ``out`` (``ddpscope calibrate --json``); ``base="cpu-mpi"``, ``name=...`` as the CLI."""
     if isinstance(traces, (str, os.PathLike)):
         traces = [traces]
-    flags = [os.fspath(t) for t in traces] + ["--out", os.fspath(out)]
-    return _run_json("calibrate", flags + _argv(_model_settings(model), _settings(settings)) +
-                     ["--quiet"])
+    return _core.calibrate([os.fspath(t) for t in traces], _core_settings(
+        {"out": os.fspath(out)}, _model_settings(model), _settings(settings)))
+
+
+def _cli_executable() -> str:
+    """The `ddpscope` command-line tool: $DDPSCOPE_CLI, else the one built next to this package
+    (<build>/bin/ddpscope), else the console script `pip install` put in this interpreter's
+    scripts folder, else the one on PATH."""
+    if os.environ.get("DDPSCOPE_CLI"):
+        return os.environ["DDPSCOPE_CLI"]
+    here = os.path.dirname(os.path.abspath(__file__))
+    candidates = [os.path.join(os.path.dirname(os.path.dirname(here)), "bin", "ddpscope"),
+                  os.path.join(sysconfig.get_path("scripts"), "ddpscope")]
+    for candidate in candidates:
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    found = shutil.which("ddpscope")
+    if found is None:
+        raise Error("the ddpscope command-line tool was not found (set DDPSCOPE_CLI, or "
+                    "`pip install .` to install it as a console script)", 1)
+    return found
 
 
 def cli(*args: str) -> str:
-    """Runs ``ddpscope ARGS...`` in-process and returns its standard output; raises Error with
-    the CLI's message when it fails."""
-    code, out, err = _core.run_cli(list(args))
-    if code != 0:
+    """Runs the ``ddpscope`` command-line tool with ``ARGS...`` and returns its standard output;
+    raises Error with the CLI's message when it fails. (The rest of this API calls the C++
+    libraries directly; this runs the tool itself.)"""
+    proc = subprocess.run([_cli_executable()] + [str(a) for a in args], capture_output=True)
+    if proc.returncode != 0:
         command = args[0] if args else ""
-        raise Error(_cli_message(command, err.decode("utf-8", "replace")), code)
-    return out.decode("utf-8")
+        raise Error(_cli_message(command, proc.stderr.decode("utf-8", "replace")),
+                    proc.returncode)
+    return proc.stdout.decode("utf-8")
