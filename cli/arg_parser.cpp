@@ -8,52 +8,6 @@
 
 namespace ddpscope::cli {
 
-std::optional<std::string> ParsedArgs::value(const std::string& flag) const {
-  auto it = m_values.find(flag);
-  if (it == m_values.end()) return std::nullopt;
-  return it->second;
-}
-
-StatusOr<double> ParsedArgs::positiveDouble(const std::string& flag, double fallback) const {
-  auto text = value(flag);
-  if (!text) return fallback;
-  auto parsed = parseDouble(*text);
-  if (!parsed || *parsed <= 0) {
-    return invalidArgument("--" + flag + ": expected a positive number, got '" + *text + "'");
-  }
-  return *parsed;
-}
-
-StatusOr<int64_t> ParsedArgs::positiveInt(const std::string& flag, int64_t fallback) const {
-  auto text = value(flag);
-  if (!text) return fallback;
-  auto parsed = parseInt64(*text);
-  if (!parsed || *parsed <= 0) {
-    return invalidArgument("--" + flag + ": expected a positive integer, got '" + *text + "'");
-  }
-  return *parsed;
-}
-
-StatusOr<double> ParsedArgs::nonNegativeDouble(const std::string& flag, double fallback) const {
-  auto text = value(flag);
-  if (!text) return fallback;
-  auto parsed = parseDouble(*text);
-  if (!parsed || *parsed < 0) {
-    return invalidArgument("--" + flag + ": expected a non-negative number, got '" + *text + "'");
-  }
-  return *parsed;
-}
-
-StatusOr<int64_t> ParsedArgs::nonNegativeInt(const std::string& flag, int64_t fallback) const {
-  auto text = value(flag);
-  if (!text) return fallback;
-  auto parsed = parseInt64(*text);
-  if (!parsed || *parsed < 0) {
-    return invalidArgument("--" + flag + ": expected a non-negative integer, got '" + *text + "'");
-  }
-  return *parsed;
-}
-
 ArgParser::ArgParser(std::string command, std::string usage, std::string description)
     : m_command(std::move(command)),
       m_usage(std::move(usage)),
@@ -88,6 +42,17 @@ ArgParser& ArgParser::positionalList(std::string name, std::string help, bool re
   return *this;
 }
 
+ArgParser& ArgParser::options(const std::vector<SettingSpec>& specs) {
+  for (const SettingSpec& spec : specs) {
+    if (spec.valueName.empty()) {
+      flag(spec.name, spec.help);
+    } else {
+      option(spec.name, spec.valueName, spec.help);
+    }
+  }
+  return *this;
+}
+
 ArgParser& ArgParser::epilog(std::string text) {
   m_epilog = std::move(text);
   return *this;
@@ -118,17 +83,17 @@ StatusOr<ParsedArgs> ArgParser::parse(const std::vector<std::string>& args) cons
       }
       const FlagSpec* spec = find(name);
       if (spec == nullptr) return invalidArgument("unknown flag --" + name + seeHelp);
-      if (parsed.m_values.count(name)) return invalidArgument("--" + name + " given twice");
+      if (parsed.has(name)) return invalidArgument("--" + name + " given twice");
       if (spec->valueName.empty()) {
         if (inlineValue) return invalidArgument("--" + name + " takes no value");
-        parsed.m_values[name] = "";
+        parsed.set(name, "");
       } else if (inlineValue) {
-        parsed.m_values[name] = *inlineValue;
+        parsed.set(name, *inlineValue);
       } else {
         if (i + 1 >= args.size()) {
           return invalidArgument("--" + name + ": expected a value (" + spec->valueName + ")");
         }
-        parsed.m_values[name] = args[++i];
+        parsed.set(name, args[++i]);
       }
       continue;
     }

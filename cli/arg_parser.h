@@ -11,33 +11,21 @@
 #include <string>
 #include <vector>
 
+#include "base/setting_values.h"
 #include "base/status.h"
 
 namespace ddpscope::cli {
 
-struct FlagSpec {
-  std::string name;       // without the leading "--"
-  std::string valueName;  // empty for a boolean switch, else shown in help ("MiB")
-  std::string help;
-};
+using FlagSpec = SettingSpec;  // name without "--", value name (empty: a switch), help
 
-class ParsedArgs {
+// The parsed flags (a SettingValues: name = flag without "--") and positionals.
+class ParsedArgs : public SettingValues {
  public:
-  bool has(const std::string& flag) const { return m_values.count(flag) > 0; }
-  // The flag's value, or nullopt when absent (switches have value "").
-  std::optional<std::string> value(const std::string& flag) const;
   const std::vector<std::string>& positionals() const { return m_positionals; }
   bool helpRequested() const { return m_help; }
 
-  // Typed getters: absent → fallback; present but malformed → error naming the flag.
-  StatusOr<double> positiveDouble(const std::string& flag, double fallback) const;
-  StatusOr<int64_t> positiveInt(const std::string& flag, int64_t fallback) const;
-  StatusOr<double> nonNegativeDouble(const std::string& flag, double fallback) const;
-  StatusOr<int64_t> nonNegativeInt(const std::string& flag, int64_t fallback) const;
-
  private:
   friend class ArgParser;
-  std::map<std::string, std::string> m_values;
   std::vector<std::string> m_positionals;
   bool m_help = false;
 };
@@ -52,6 +40,8 @@ class ArgParser {
   // Changes an added flag's value name and help (a command that reuses a shared flag set with
   // narrower semantics, e.g. plan's single --nodes). CHECKs that the flag was added.
   ArgParser& redescribe(const std::string& name, std::string valueName, std::string help);
+  // Registers each spec: a switch when its valueName is empty, else an option.
+  ArgParser& options(const std::vector<SettingSpec>& specs);
   ArgParser& positional(std::string name, std::string help, bool required);
   // The last positional, taking every remaining argument (at least one when required).
   ArgParser& positionalList(std::string name, std::string help, bool required);

@@ -8,8 +8,8 @@
 #include "cli/arg_parser.h"
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "cli/ddp_flags.h"
 #include "ddp/bucket_plan.h"
+#include "ddp/bucket_plan_request.h"
 #include "ddp/ddp_config.h"
 #include "models/model_spec.h"
 
@@ -33,15 +33,7 @@ ArgParser makeParser() {
       "it:\n"
       "buckets in reduction (allreduce launch) order, each with its parameters (indices into\n"
       "model.parameters()) in flat-buffer order, its bytes and its size limit.");
-  addModelFlags(parser);
-  addDdpFlags(parser, ddp::DdpSettingSet::bucketPlan());
-  parser
-      .option("iteration", "WHICH",
-              "1 = construction plan used in iteration 1; steady = after any rebuild (default)")
-      .option("ready-order", "LIST",
-              "gradient-ready order for the rebuild, comma-separated indices")
-      .option("ready-order-file", "PATH",
-              "ready order from a file: JSON array, {\"grad_ready_order\": [...]}, or plain text")
+  parser.options(ddp::bucketPlanSettingList())
       .flag("json", "machine-readable output")
       .option("csv", "PATH", "also write the bucket table as CSV (index, tensors, bytes, ...)")
       .epilog(
@@ -63,50 +55,12 @@ Status runBucketsCommand(const std::vector<std::string>& argv, CommandIo io) {
     return Status::ok();
   }
 
-  ASSIGN_OR_RETURN(ddp::DdpConfig config, parseDdpFlags(args, ddp::DdpSettingSet::bucketPlan()));
-
-  std::string iteration = args.value("iteration").value_or("steady");
-  if (iteration != "1" && iteration != "steady") {
-    return invalidArgument("--iteration: expected 1 or steady, got '" + iteration + "'");
-  }
-  if (args.has("ready-order") && args.has("ready-order-file")) {
-    return invalidArgument("give either --ready-order or --ready-order-file, not both");
-  }
-  std::optional<std::vector<int>> readyOrder;
-  if (auto text = args.value("ready-order")) {
-    ASSIGN_OR_RETURN(readyOrder, parseIndexList(*text, "--ready-order"));
-  } else if (auto path = args.value("ready-order-file")) {
-    ASSIGN_OR_RETURN(readyOrder, readIndexListFile(*path));
-  }
-  if (readyOrder && iteration == "1") {
-    return invalidArgument(
-        "--ready-order applies to the rebuilt plan: use it with --iteration steady");
-  }
-
-  ASSIGN_OR_RETURN(models::ModelSpec model, loadModelFromFlags(args));
-
-  ddp::BucketPlan plan;
-  std::string how;
-  std::vector<int64_t> limits;
-  if (iteration == "1") {
-    ASSIGN_OR_RETURN(plan, ddp::constructionPlan(model, config));
-    limits = ddp::constructionLimits(config);
-    how = "iteration 1 (construction plan)";
-  } else {
-    std::optional<std::span<const int>> order;
-    if (readyOrder) order = std::span<const int>(*readyOrder);
-    ASSIGN_OR_RETURN(plan, ddp::steadyStatePlan(model, config, order));
-    if (ddp::rebuildEligible(config)) {
-      limits = ddp::rebuildLimits(config);
-      how = readyOrder ? "steady state (rebuilt from the given ready order)"
-                       : "steady state (rebuilt from the model's gradient-ready order)";
-    } else {
-      limits = ddp::constructionLimits(config);
-      how = "steady state (find_unused_parameters: never rebuilt, construction plan)";
-    }
-  }
-
-  const nlohmann::json planJson = ddp::bucketPlanJson(model, config, plan, iteration == "steady");
+  ASSIGN_OR_RETURN(const ddp::BucketPlanReport report, ddp::bucketPlanFromSettings(args));
+  const models::ModelSpec& model = report.model;
+  const ddp::DdpConfig& config = report.config;
+  const ddp::BucketPlan& plan = report.plan;
+  const std::vector<int64_t>& limits = report.sizeLimits;
+  const nlohmann::json planJson = ddp::bucketPlanReportJson(report);
   if (auto csv = args.value("csv")) {
     nlohmann::json rows = nlohmann::json::array();
     for (const auto& b : planJson["buckets"]) {
@@ -128,7 +82,7 @@ Status runBucketsCommand(const std::vector<std::string>& argv, CommandIo io) {
   o << "model " << model.name << ": " << model.numTensors() << " tensors, "
     << formatThousands(model.numParams()) << " parameters, " << formatBytes(model.totalBytes())
     << "\n";
-  o << "plan: " << how << ", semantics " << ddp::semanticsProfileName(config.profile)
+  o << "plan: " << report.how << ", semantics " << ddp::semanticsProfileName(config.profile)
     << ", bucket_cap " << formatBytes(config.bucketCapBytes()) << ", limits [";
   for (size_t i = 0; i < limits.size(); ++i) o << (i ? ", " : "") << formatLimit(limits[i]);
   o << "]\n";

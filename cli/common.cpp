@@ -11,103 +11,11 @@
 namespace ddpscope::cli {
 
 void addModelFlags(ArgParser& parser) {
-  parser.option("model", "M", std::string(models::kModelArgumentHelp))
-      .option("model-file", "PATH",
-              "a model JSON file (models/FORMAT.md); a parameter list suffices");
+  parser.options(models::modelSettingList());
 }
-
-namespace {
-
-// Exactly one of --<flag> NAME (built-in) and --<flag>-file PATH.
-template <typename T, typename ByName, typename ByFile>
-StatusOr<T> loadNamedOrFile(const ParsedArgs& args, const std::string& flag, ByName byName,
-                            ByFile byFile) {
-  auto name = args.value(flag);
-  auto file = args.value(flag + "-file");
-  if (name && file) {
-    return invalidArgument("give either --" + flag + " or --" + flag + "-file, not both");
-  }
-  if (name) return byName(*name);
-  if (file) return byFile(*file);
-  return invalidArgument("expected --" + flag + " NAME or --" + flag + "-file PATH");
-}
-
-}  // namespace
 
 StatusOr<models::ModelSpec> loadModelFromFlags(const ParsedArgs& args) {
-  return loadNamedOrFile<models::ModelSpec>(
-      args, "model", [](const std::string& n) { return models::resolveModel(n); },
-      [](const std::string& f) { return models::loadModelFile(f); });
-}
-
-StatusOr<std::vector<int>> parseIndexList(const std::string& text, const std::string& what) {
-  std::vector<int> out;
-  std::string token;
-  int position = 0;
-  auto flush = [&]() -> Status {
-    if (token.empty()) return Status::ok();
-    auto v = parseInt64(token);
-    if (!v || *v < 0 || *v > INT32_MAX) {
-      return invalidArgument(what + ": entry " + std::to_string(position) +
-                             ": expected a non-negative parameter index, got '" + token + "'");
-    }
-    out.push_back(static_cast<int>(*v));
-    ++position;
-    token.clear();
-    return Status::ok();
-  };
-  for (char c : text) {
-    if (c == ',' || std::isspace(static_cast<unsigned char>(c))) {
-      RETURN_IF_ERROR(flush());
-    } else {
-      token.push_back(c);
-    }
-  }
-  RETURN_IF_ERROR(flush());
-  if (out.empty())
-    return invalidArgument(what + ": expected a list of parameter indices, got nothing");
-  return out;
-}
-
-StatusOr<std::vector<int>> readIndexListFile(const std::string& path) {
-  ASSIGN_OR_RETURN(std::string text, readFileToString(path));
-  return parseIndexListDocument(text, path);
-}
-
-StatusOr<std::vector<int>> parseIndexListDocument(const std::string& text,
-                                                  const std::string& path) {
-  std::string_view trimmed = trimString(text);
-  if (!trimmed.empty() && (trimmed.front() == '[' || trimmed.front() == '{')) {
-    nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (doc.is_discarded()) return invalidArgument(path + ": invalid JSON");
-    const nlohmann::json* list = &doc;
-    std::string where = path;
-    if (doc.is_object()) {
-      if (!doc.contains("grad_ready_order")) {
-        return invalidArgument(path +
-                               ": expected a JSON array of parameter indices or an object "
-                               "with \"grad_ready_order\"");
-      }
-      list = &doc["grad_ready_order"];
-      where = path + ": grad_ready_order";
-    }
-    if (!list->is_array())
-      return invalidArgument(where + ": expected an array of parameter indices");
-    std::vector<int> out;
-    for (size_t i = 0; i < list->size(); ++i) {
-      const auto& v = (*list)[i];
-      if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX) {
-        return invalidArgument(where + "[" + std::to_string(i) +
-                               "]: expected a non-negative integer parameter index, got " +
-                               v.dump());
-      }
-      out.push_back(v.get<int>());
-    }
-    if (out.empty())
-      return invalidArgument(where + ": expected a non-empty list of parameter indices");
-    return out;
-  }
-  return parseIndexList(text, path);
+  return models::loadModelFromSettings(args);
 }
 
 }  // namespace ddpscope::cli
@@ -115,14 +23,11 @@ StatusOr<std::vector<int>> parseIndexListDocument(const std::string& text,
 namespace ddpscope::cli {
 
 void addClusterFlags(ArgParser& parser) {
-  parser.option("cluster", "NAME", "a built-in cluster (see 'ddpscope clusters')")
-      .option("cluster-file", "PATH", "a cluster JSON file (sim/cost/clusters/FORMAT.md)");
+  parser.options(sim::clusterSettingList());
 }
 
 StatusOr<sim::ClusterSpec> loadClusterFromFlags(const ParsedArgs& args) {
-  return loadNamedOrFile<sim::ClusterSpec>(
-      args, "cluster", [](const std::string& n) { return sim::loadBuiltinCluster(n); },
-      [](const std::string& f) { return sim::loadClusterFile(f); });
+  return sim::loadClusterFromSettings(args);
 }
 
 StatusOr<int64_t> parseByteSize(const std::string& text, const std::string& what) {
@@ -154,45 +59,9 @@ StatusOr<int64_t> parseByteSize(const std::string& text, const std::string& what
   return static_cast<int64_t>(bytes);
 }
 
-StatusOr<std::vector<double>> parsePositiveList(const std::string& text, const std::string& what) {
-  std::vector<double> out;
-  for (const std::string& part : splitString(text, ',')) {
-    auto v = parseDouble(part);
-    if (!v || *v <= 0) {
-      return invalidArgument(what + ": expected positive numbers separated by commas, got '" +
-                             part + "' in '" + text + "'");
-    }
-    out.push_back(*v);
-  }
-  return out;
-}
-
-StatusOr<std::vector<int>> parsePositiveIntList(const std::string& text, const std::string& what) {
-  std::vector<int> out;
-  for (const std::string& part : splitString(text, ',')) {
-    auto v = parseInt64(part);
-    if (!v || *v <= 0 || *v > (1 << 24)) {
-      return invalidArgument(what + ": expected positive integers separated by commas, got '" +
-                             part + "' in '" + text + "'");
-    }
-    out.push_back(static_cast<int>(*v));
-  }
-  return out;
-}
-
 StatusOr<LayoutFlags> parseLayoutFlags(const ParsedArgs& args,
                                        std::optional<int> defaultWorldSize) {
-  LayoutFlags out;
-  if (args.has("nodes")) {
-    ASSIGN_OR_RETURN(int64_t n, args.positiveInt("nodes", 1));
-    out.nodes = static_cast<int>(n);
-  }
-  if (args.has("world-size")) {
-    ASSIGN_OR_RETURN(int64_t w, args.positiveInt("world-size", 1));
-    out.worldSize = static_cast<int>(w);
-  }
-  if (!out.nodes && !out.worldSize) out.worldSize = defaultWorldSize;
-  return out;
+  return sim::parseLayoutSettings(args, defaultWorldSize);
 }
 
 Status writeCsvFile(const std::string& path, const std::vector<std::string>& columns,

@@ -8,7 +8,9 @@
 
 #include "base/status.h"
 #include "cli/arg_parser.h"
+#include "ddp/bucket_plan_request.h"
 #include "models/model_spec.h"
+#include "sim/cost/cluster.h"
 
 namespace ddpscope::cli {
 
@@ -17,20 +19,12 @@ void addModelFlags(ArgParser& parser);
 // Loads the model named by exactly one of --model / --model-file.
 StatusOr<models::ModelSpec> loadModelFromFlags(const ParsedArgs& args);
 
-// Parses "3,2,1,0" (commas and/or whitespace) into parameter indices; `what` names
-// the source in errors (e.g. "--ready-order").
-StatusOr<std::vector<int>> parseIndexList(const std::string& text, const std::string& what);
-// Reads a ready order file: a JSON array of ints, a JSON object with "grad_ready_order",
-// or plain text of ints separated by commas/whitespace.
-StatusOr<std::vector<int>> readIndexListFile(const std::string& path);
-// The same for a file's text already in memory; `path` names it in errors.
-StatusOr<std::vector<int>> parseIndexListDocument(const std::string& text, const std::string& path);
+// The ready-order list parsers live with the bucket plan request (ddp/bucket_plan_request.h).
+using ddp::parseIndexList;
+using ddp::readIndexListFile;
+using ddp::parseIndexListDocument;
 
 }  // namespace ddpscope::cli
-
-namespace ddpscope::sim {
-struct ClusterSpec;
-}
 
 namespace ddpscope::cli {
 
@@ -40,10 +34,7 @@ StatusOr<sim::ClusterSpec> loadClusterFromFlags(const ParsedArgs& args);
 
 // --nodes N / --world-size W (scalars) as sim::makeWorldLayout takes them; `defaultWorldSize`
 // applies when neither is given (nullopt: makeWorldLayout's own default, one node).
-struct LayoutFlags {
-  std::optional<int> nodes;
-  std::optional<int> worldSize;
-};
+using LayoutFlags = sim::LayoutSettings;
 StatusOr<LayoutFlags> parseLayoutFlags(const ParsedArgs& args,
                                        std::optional<int> defaultWorldSize = std::nullopt);
 
@@ -57,8 +48,8 @@ Status writeCsvFile(const std::string& path, const std::vector<std::string>& col
 // Parses a byte size: "1048576", "64K", "1MiB", "25M", "1.5GiB" (K/M/G are binary, as in
 // nccl-tests; a trailing "B"/"iB" is optional). `what` names the flag in errors.
 StatusOr<int64_t> parseByteSize(const std::string& text, const std::string& what);
-// Comma-separated list of positive numbers / integers for sweep flags.
-StatusOr<std::vector<double>> parsePositiveList(const std::string& text, const std::string& what);
-StatusOr<std::vector<int>> parsePositiveIntList(const std::string& text, const std::string& what);
+// Comma-separated lists of positive numbers / integers for sweep flags (base/setting_values.h).
+using ddpscope::parsePositiveIntList;
+using ddpscope::parsePositiveList;
 
 }  // namespace ddpscope::cli

@@ -14,6 +14,7 @@
 #include "ddp/bucket_plan.h"
 #include "ddp/ddp_settings.h"
 #include "models/model_spec.h"
+#include "sim/api/import_request.h"
 #include "traces/args_json.h"
 #include "traces/chrome_writer.h"
 #include "traces/kineto_import.h"
@@ -29,13 +30,6 @@ std::string bytesText(const std::optional<int64_t>& bytes) {
   o << *bytes << " B (" << std::fixed << std::setprecision(3)
     << static_cast<double>(*bytes) / (1024.0 * 1024.0) << " MiB)";
   return o.str();
-}
-
-// JSON: a number, or null when unknown.
-nlohmann::json bytesJson(const std::vector<std::optional<int64_t>>& list) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const auto& b : list) out.push_back(b ? nlohmann::json(*b) : nlohmann::json(nullptr));
-  return out;
 }
 
 }  // namespace
@@ -59,9 +53,7 @@ Status runImportTorchCommand(const std::vector<std::string>& argv, CommandIo io)
       "their count must equal the plan's buckets. Without the model the bytes are reported as\n"
       "unknown (JSON null), and replay / calibrate refuse to fit to them.");
   parser.positionalList("TRACE.json", "per-rank profiler traces (plain or .gz), any order", true)
-      .option("output", "RUN.json", "where to write the imported trace (-o works too)")
-      .flag("allow-missing-ranks", "import a subset of the job's ranks instead of failing")
-      .option("batch-per-rank", "B", "record the job's per-rank batch size in the trace")
+      .options(sim::importTorchOutputSettingList())
       .flag("json", "machine-readable summary (times in ns)")
       .flag("quiet", "no progress on stderr (shown when reading the traces takes more than 2 s)");
   addModelFlags(parser);
@@ -85,96 +77,24 @@ Status runImportTorchCommand(const std::vector<std::string>& argv, CommandIo io)
     io.out << parser.helpText();
     return Status::ok();
   }
-  const std::optional<std::string> output = args.value("output");
-  if (!output || output->empty()) {
-    return invalidArgument("-o/--output: expected the path of the trace to write (see --help)");
-  }
-
-  std::optional<ddp::DdpConfig> jobSettings;
-  if (anyDdpFlag(args, ddp::DdpSettingSet::all())) {
-    ASSIGN_OR_RETURN(jobSettings, parseDdpFlags(args, ddp::DdpSettingSet::all()));
-  }
-  traces::KinetoImportOptions options;
-  options.allowMissingRanks = args.has("allow-missing-ranks");
-  // With the model, compute spans are named by its layers (what replay / calibrate need).
-  if (args.has("model") || args.has("model-file")) {
-    ASSIGN_OR_RETURN(models::ModelSpec model, loadModelFromFlags(args));
-    for (const auto& layer : model.layers) options.layers.push_back({layer.name, layer.type});
-    if (options.layers.empty()) {
-      return invalidArgument(model.origin +
-                             ": the model lists no layers: compute spans cannot be named by layer");
-    }
-    // The bucket plan, for traces without message sizes (DDP launches bucket k k-th).
-    const ddp::DdpConfig planConfig = jobSettings.value_or(ddp::DdpConfig{});
-    ASSIGN_OR_RETURN(ddp::BucketPlan plan, ddp::steadyStatePlan(model, planConfig));
-    options.planBucketBytes = plan.bucketBytes();
-    std::ostringstream origin;
-    origin << "model '" << model.name << "' (bucket_cap_mb " << planConfig.bucketCapMb
-           << ", semantics " << ddp::semanticsProfileName(planConfig.profile) << ")";
-    options.planOrigin = origin.str();
-  }
   Progress progress =
       Progress::forCommand("import-torch", tracePaths.size(), io.err, args.has("quiet"));
-  options.progress = [&progress](size_t done, size_t, const std::string& path) {
-    progress.update(done, path);
-  };
-  traces::KinetoImportReport report;
-  ASSIGN_OR_RETURN(traces::Timeline timeline,
-                   traces::importKinetoTraces(tracePaths, options, &report));
-  // Run settings the profiler does not record, for replay / calibrate (otherData keys of
-  // `ddpscope run` traces).
-  if (auto model = args.value("model")) timeline.mutableMetadata().set("model", *model);
-  if (auto file = args.value("model-file")) timeline.mutableMetadata().set("model_file", *file);
-  if (jobSettings) {
-    for (const auto& [key, value] : traces::argsFromJson(ddp::ddpSettingsJson(*jobSettings))) {
-      timeline.mutableMetadata().set(key, value);
-    }
-  }
-  if (args.has("batch-per-rank")) {
-    ASSIGN_OR_RETURN(int64_t batch, args.positiveInt("batch-per-rank", 1));
-    timeline.mutableMetadata().set("batch_per_rank", batch);
-  }
-  RETURN_IF_ERROR(traces::writeChromeTrace(timeline, *output));
-  const traces::KinetoImportSummary summary = traces::summarizeImport(timeline);
-
+  ASSIGN_OR_RETURN(const sim::TorchImport imported,
+                   sim::importTorchTraces(
+                       tracePaths, args, [&progress](size_t done, size_t, const std::string& path) {
+                         progress.update(done, path);
+                       }));
   if (args.has("json")) {
-    nlohmann::json out;
-    out["output"] = *output;
-    out["world_size"] = report.worldSize;
-    out["ranks"] = report.ranks;
-    out["files"] = report.files;
-    out["iterations"] = summary.iterationCount;
-    out["bucket_bytes"] = bytesJson(summary.bucketBytes);
-    out["collectives_with_unknown_bytes"] = report.collectivesWithUnknownBytes;
-    out["collectives_sized_from_plan"] = report.collectivesSizedFromPlan;
-    out["buckets_consistent"] = summary.bucketsConsistent;
-    out["median_step_ns"] = summary.medianStep.count();
-    out["median_comm_ns"] = summary.medianComm.count();
-    out["median_exposed_comm_ns"] = summary.medianExposedComm.count();
-    out["overlap_percent"] = summary.overlapPercent;
-    nlohmann::json hta = nlohmann::json::object();
-    for (const auto& [rank, stats] : report.htaOverlap) {
-      hta[std::to_string(rank)] =
-          stats.hasCommunication ? nlohmann::json(std::round(stats.overlapPercent * 100.0) / 100.0)
-                                 : nlohmann::json(nullptr);
-    }
-    out["hta_overlap_percent"] = std::move(hta);
-    nlohmann::json rows = nlohmann::json::array();
-    for (const auto& it : summary.iterations) {
-      rows.push_back({{"rank", it.rank},
-                      {"iteration", it.index},
-                      {"step_ns", it.step.count()},
-                      {"bucket_bytes", bytesJson(it.bucketBytes)}});
-    }
-    out["per_iteration"] = std::move(rows);
-    out["notes"] = report.notes;
-    io.out << out.dump(2) << "\n";
+    io.out << sim::importTorchJson(imported).dump(2) << "\n";
     return Status::ok();
   }
+  const traces::KinetoImportReport& report = imported.report;
+  const traces::KinetoImportSummary& summary = imported.summary;
+  const std::string& output = imported.output;
 
   std::ostringstream o;
   o << "imported " << report.ranks.size() << " rank(s) of world size " << report.worldSize << ", "
-    << summary.iterationCount << " iteration(s) → " << *output << "\n";
+    << summary.iterationCount << " iteration(s) → " << output << "\n";
   o << "buckets per iteration (allreduce issue order): " << summary.bucketBytes.size()
     << (summary.bucketsConsistent ? "" : "  (differs between iterations: see --json)") << "\n";
   for (size_t b = 0; b < summary.bucketBytes.size(); ++b) {

@@ -12,19 +12,6 @@
 namespace ddpscope::cli {
 namespace {
 
-double round2(double v) {
-  return static_cast<double>(static_cast<int64_t>(v * 100.0 + (v >= 0 ? 0.5 : -0.5))) / 100.0;
-}
-
-nlohmann::json statsJson(const traces::OverlapStats& s) {
-  return {{"compute_ns", s.compute.count()},
-          {"comm_ns", s.comm.count()},
-          {"overlapped_ns", s.overlapped.count()},
-          {"exposed_comm_ns", s.exposedComm.count()},
-          {"overlap_percent", round2(s.overlapPercent)},
-          {"has_communication", s.hasCommunication}};
-}
-
 void printStatsRow(std::ostream& o, const std::string& label, const traces::OverlapStats& s) {
   o << std::left << std::setw(12) << label << std::right << std::fixed << std::setprecision(3)
     << std::setw(13) << s.compute.toMillis() << std::setw(13) << s.comm.toMillis() << std::setw(14)
@@ -58,26 +45,7 @@ Status runOverlapCommand(const std::vector<std::string>& argv, CommandIo io) {
   std::vector<traces::RankOverlap> ranks = traces::computeOverlap(timeline);
 
   if (args.has("json")) {
-    nlohmann::json out;
-    out["trace"] = path;
-    nlohmann::json list = nlohmann::json::array();
-    for (const auto& r : ranks) {
-      nlohmann::json row = statsJson(r.total);
-      row["rank"] = r.rank;
-      if (r.kineto) row["hta_last_step_dropped"] = r.htaDroppedLastStep;
-      nlohmann::json its = nlohmann::json::array();
-      for (const auto& it : r.iterations) {
-        nlohmann::json itRow = statsJson(it.stats);
-        itRow["iteration"] = it.index;
-        itRow["start_ns"] = it.start.count();
-        itRow["step_ns"] = it.stepTime.count();
-        if (it.ddpLoggerOverlap) itRow["ddp_logger_overlap_ns"] = it.ddpLoggerOverlap->count();
-        its.push_back(std::move(itRow));
-      }
-      row["iterations"] = std::move(its);
-      list.push_back(std::move(row));
-    }
-    out["ranks"] = std::move(list);
+    const nlohmann::json out = traces::overlapJson(path, ranks);
     io.out << out.dump(2) << "\n";
     return Status::ok();
   }

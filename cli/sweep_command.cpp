@@ -15,7 +15,7 @@
 #include "cli/common.h"
 #include "cli/progress.h"
 #include "cli/sim_flags.h"
-#include "cli/sim_json.h"
+#include "sim/api/sweep_request.h"
 #include "sim/engine/sweep.h"
 #include "sim/engine/workload.h"
 #include "traces/chrome_writer.h"
@@ -49,69 +49,20 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
     io.out << parser.helpText();
     return Status::ok();
   }
-  ASSIGN_OR_RETURN(SimulationRequest req, parseSimulationRequest(args, /*sweep=*/true));
-
-  std::vector<double> caps = {1, 2, 5, 10, 25, 50, 100, 200};
-  if (auto text = args.value("bucket-cap-mb")) {
-    ASSIGN_OR_RETURN(caps, parsePositiveList(*text, "--bucket-cap-mb"));
-  }
-  std::vector<sim::CompileMode> compileModes = {req.options.compile};
-  if (auto text = args.value("compile")) {
-    ASSIGN_OR_RETURN(compileModes, parseCompileModes(*text, /*list=*/true));
-  }
-  const bool severalModes = compileModes.size() > 1;
-  std::vector<bool> findUnused = {false};
-  if (auto fu = args.value("find-unused")) {
-    if (*fu == "on")
-      findUnused = {true};
-    else if (*fu == "off")
-      findUnused = {false};
-    else if (*fu == "both")
-      findUnused = {false, true};
-    else
-      return invalidArgument("--find-unused: expected on, off or both, got '" + *fu + "'");
-  }
-  if (args.has("nodes") && args.has("world-size")) {
-    return invalidArgument("give either --nodes or --world-size, not both");
-  }
-  std::vector<sim::WorldLayout> layouts;
-  if (auto text = args.value("world-size")) {
-    ASSIGN_OR_RETURN(std::vector<int> sizes, parsePositiveIntList(*text, "--world-size"));
-    for (int w : sizes) {
-      ASSIGN_OR_RETURN(sim::WorldLayout l, sim::makeWorldLayout(req.cluster, std::nullopt, w));
-      layouts.push_back(l);
-    }
-  } else {
-    std::vector<int> nodes = {1};
-    if (auto text = args.value("nodes")) {
-      ASSIGN_OR_RETURN(nodes, parsePositiveIntList(*text, "--nodes"));
-    }
-    for (int n : nodes) {
-      ASSIGN_OR_RETURN(sim::WorldLayout l, sim::makeWorldLayout(req.cluster, n, std::nullopt));
-      layouts.push_back(l);
-    }
-  }
-
-  // Every configuration on all cores; the default cap (25) is always simulated for the "gain"
-  // column.
-  sim::SweepRequest sweep;
-  sweep.model = &req.model;
-  sweep.cluster = &req.cluster;
-  sweep.compute = req.compute.get();
-  sweep.base = req.options;
-  sweep.layouts = layouts;
-  sweep.capsMb = caps;
-  sweep.findUnused = findUnused;
-  sweep.compileModes = compileModes;
+  ASSIGN_OR_RETURN(const sim::SweepPlan plan, sim::parseSweepPlan(args));
+  const SimulationRequest& req = plan.request;
+  const std::vector<sim::WorldLayout>& layouts = plan.layouts;
+  const std::vector<bool>& findUnused = plan.findUnused;
+  const bool severalModes = plan.compileModes.size() > 1;
   Progress progress = Progress::forCommand("sweep", 0, io.err, args.has("quiet"));
-  sweep.progress = [&progress](size_t finished, size_t total) {
-    progress.setTotal(total);
-    progress.update(finished);
-  };
-  ASSIGN_OR_RETURN(const sim::SweepResult result, sim::runSweep(sweep));
+  ASSIGN_OR_RETURN(const sim::SweepResult result,
+                   sim::runSweepPlan(plan, [&progress](size_t finished, size_t total) {
+                     progress.setTotal(total);
+                     progress.update(finished);
+                   }));
   const std::vector<sim::SweepPoint>& rows = result.points;
   const std::vector<sim::SweepBest>& best = result.best;
-  const size_t swept = layouts.size() * findUnused.size() * compileModes.size() * caps.size();
+  const size_t swept = plan.size();
 
   if (auto path = args.value("csv")) {
     std::ofstream csv(*path);
@@ -158,39 +109,7 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
   }
 
   if (args.has("json")) {
-    nlohmann::json out;
-    nlohmann::json jrows = nlohmann::json::array();
-    for (size_t i = 0; i < swept; ++i) {
-      SimulationRequest r = req;
-      r.options = sim::sweepPointOptions(req.options, rows[i]);
-      nlohmann::json row = simSummaryJson(r, rows[i].layout, rows[i].summary);
-      row.erase("iterations");
-      row.erase("workload");  // the shared "workload" below; the row has its own cap and layout
-      row["compile"] = sim::compileModeName(rows[i].compile);
-      jrows.push_back(std::move(row));
-    }
-    nlohmann::json jbest = nlohmann::json::array();
-    for (const auto& b : best) {
-      const auto& r = rows[b.point];
-      jbest.push_back({{"world_size", r.layout.worldSize()},
-                       {"nodes", r.layout.nodes},
-                       {"find_unused_parameters", r.findUnused},
-                       {"compile", sim::compileModeName(r.compile)},
-                       {"bucket_cap_mb", r.capMb},
-                       {"step_time_ns", r.summary.stepTime.count()},
-                       {"default_step_time_ns", rows[b.baseline].summary.stepTime.count()},
-                       {"default_bucket_cap_mb", rows[b.baseline].capDefault
-                                                     ? nlohmann::json(nullptr)
-                                                     : nlohmann::json(rows[b.baseline].capMb)},
-                       {"gain_percent", b.gainPercent}});
-    }
-    out["model"] = req.model.name;
-    out["cluster"] = req.cluster.name;
-    // What every row assumes besides its own bucket cap, find_unused and layout (first row's).
-    out["workload"] = sim::workloadJson(rows.front().summary.workload);
-    out["rows"] = std::move(jrows);
-    out["best"] = std::move(jbest);
-    io.out << out.dump(2) << "\n";
+    io.out << sim::sweepJson(plan, result).dump(2) << "\n";
     return Status::ok();
   }
 

@@ -565,4 +565,32 @@ StatusOr<DdpConfig> readDdpSettingsJson(const nlohmann::json& object, const std:
   return c;
 }
 
+std::vector<SettingSpec> ddpSettingList(DdpSettingSet settings) {
+  std::vector<SettingSpec> out;
+  for (const DdpSettingSpec& spec : ddpSettingSpecs()) {
+    if (!settings.contains(spec.id)) continue;
+    out.push_back({std::string(spec.flag), std::string(spec.valueName), std::string(spec.help)});
+  }
+  return out;
+}
+
+StatusOr<DdpConfig> parseDdpSettings(const SettingValues& values, DdpSettingSet settings,
+                                     DdpConfig base) {
+  for (const DdpSettingSpec& spec : ddpSettingSpecs()) {
+    if (!settings.contains(spec.id)) continue;
+    if (auto text = values.value(std::string(spec.flag))) {
+      RETURN_IF_ERROR(applyDdpSetting(spec.id, *text, base));
+    }
+  }
+  RETURN_IF_ERROR(validateDdpConfig(base));
+  return base;
+}
+
+bool anyDdpSetting(const SettingValues& values, DdpSettingSet settings) {
+  for (const DdpSettingSpec& spec : ddpSettingSpecs()) {
+    if (settings.contains(spec.id) && values.has(std::string(spec.flag))) return true;
+  }
+  return false;
+}
+
 }  // namespace ddpscope::ddp

@@ -31,6 +31,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/setting_values.h"
 #include "base/status.h"
 #include "ddp/ddp_config.h"
 
@@ -85,6 +86,18 @@ class DdpSettingSet {
 // expected: "--bucket-cap-mb: expected a positive number, got '0'". Does not validate the
 // whole config (validateDdpConfig does, once, after every flag is applied).
 Status applyDdpSetting(DdpSetting id, std::string_view text, DdpConfig& config);
+
+// The specs of `settings` as generic settings (flag names, value names, help), in --help order:
+// what a command-line flag set or the Python API registers.
+std::vector<SettingSpec> ddpSettingList(DdpSettingSet settings);
+
+// Applies every given setting of `settings` in `values` to `base`, then validates the result
+// once. Errors name the flag ("--bucket-cap-mb: expected a positive number, got '0'").
+StatusOr<DdpConfig> parseDdpSettings(const SettingValues& values, DdpSettingSet settings,
+                                     DdpConfig base = {});
+
+// Whether `values` holds any setting of `settings`.
+bool anyDdpSetting(const SettingValues& values, DdpSettingSet settings);
 
 // The cross-field validation of a complete configuration (DdpConfig::validate), run once at
 // the boundary where settings enter: after the flags, after a JSON read.

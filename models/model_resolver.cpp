@@ -31,4 +31,16 @@ StatusOr<ModelSpec> resolveModel(std::string_view text) {
                   available);
 }
 
+std::vector<SettingSpec> modelSettingList() {
+  return {
+      {"model", "M", std::string(kModelArgumentHelp)},
+      {"model-file", "PATH", "a model JSON file (models/FORMAT.md); a parameter list suffices"}};
+}
+
+StatusOr<ModelSpec> loadModelFromSettings(const SettingValues& values) {
+  ASSIGN_OR_RETURN(const NamedOrFile which, namedOrFile(values, "model"));
+  if (which.name) return resolveModel(*which.name);
+  return loadModelFile(*which.file);
+}
+
 }  // namespace ddpscope::models

@@ -9,7 +9,9 @@
 #pragma once
 
 #include <string_view>
+#include <vector>
 
+#include "base/setting_values.h"
 #include "base/status.h"
 #include "models/model_spec.h"
 
@@ -21,5 +23,11 @@ StatusOr<ModelSpec> resolveModel(std::string_view text);
 inline constexpr std::string_view kModelArgumentHelp =
     "a zoo model (see 'ddpscope models'), a shorthand (gpt2:layers=L,embd=E,heads=H,vocab=V,"
     "seq=T | mlp:in=I,hidden=H,depth=D,out=O) or a model JSON file";
+
+// The settings that name a model: "model" (resolveModel's text) and "model-file" (a model
+// JSON file).
+std::vector<SettingSpec> modelSettingList();
+// The model named by exactly one of "model" / "model-file" in `values`.
+StatusOr<ModelSpec> loadModelFromSettings(const SettingValues& values);
 
 }  // namespace ddpscope::models

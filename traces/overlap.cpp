@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <unordered_set>
 #include <variant>
 
@@ -362,6 +363,47 @@ std::vector<RankOverlap> computeOverlap(const Timeline& timeline) {
     result.push_back(std::move(rank));
   }
   return result;
+}
+
+namespace {
+
+double round2(double v) {
+  return static_cast<double>(static_cast<int64_t>(v * 100.0 + (v >= 0 ? 0.5 : -0.5))) / 100.0;
+}
+
+nlohmann::json statsJson(const traces::OverlapStats& s) {
+  return {{"compute_ns", s.compute.count()},
+          {"comm_ns", s.comm.count()},
+          {"overlapped_ns", s.overlapped.count()},
+          {"exposed_comm_ns", s.exposedComm.count()},
+          {"overlap_percent", round2(s.overlapPercent)},
+          {"has_communication", s.hasCommunication}};
+}
+
+}  // namespace
+
+nlohmann::json overlapJson(const std::string& tracePath, const std::vector<RankOverlap>& ranks) {
+  nlohmann::json out;
+  out["trace"] = tracePath;
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& r : ranks) {
+    nlohmann::json row = statsJson(r.total);
+    row["rank"] = r.rank;
+    if (r.kineto) row["hta_last_step_dropped"] = r.htaDroppedLastStep;
+    nlohmann::json its = nlohmann::json::array();
+    for (const auto& it : r.iterations) {
+      nlohmann::json itRow = statsJson(it.stats);
+      itRow["iteration"] = it.index;
+      itRow["start_ns"] = it.start.count();
+      itRow["step_ns"] = it.stepTime.count();
+      if (it.ddpLoggerOverlap) itRow["ddp_logger_overlap_ns"] = it.ddpLoggerOverlap->count();
+      its.push_back(std::move(itRow));
+    }
+    row["iterations"] = std::move(its);
+    list.push_back(std::move(row));
+  }
+  out["ranks"] = std::move(list);
+  return out;
 }
 
 }  // namespace ddpscope::traces

@@ -42,6 +42,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -124,5 +125,11 @@ HtaKernelClass htaKernelClass(std::string_view name);
 OverlapStats makeOverlapStats(Nanos compute, Nanos comm, Nanos overlapped);
 // "87.50" (2 decimals, like HTA); "n/a" when there is no communication.
 std::string formatPercent(const OverlapStats& stats);
+
+// What `ddpscope overlap --json` prints for a trace: {"trace": tracePath, "ranks": [{rank,
+// compute_ns, comm_ns, overlapped_ns, exposed_comm_ns, overlap_percent (2 decimals),
+// has_communication, hta_last_step_dropped (profiler traces), iterations: [{iteration,
+// start_ns, step_ns, the same times, ddp_logger_overlap_ns when known}]}]}.
+nlohmann::json overlapJson(const std::string& tracePath, const std::vector<RankOverlap>& ranks);
 
 }  // namespace ddpscope::traces

@@ -2,9 +2,10 @@
 
 Every setting is a keyword argument named like the CLI flag it stands for, with dashes as
 underscores (``bucket_cap_mb=50`` is ``--bucket-cap-mb 50``; ``find_unused=True`` is
-``--find-unused``; a list is a comma list). The CLI's own parser reads them, so a setting means,
-defaults and fails exactly as on the command line, and every error is a :class:`ddpscope.Error`
-carrying the message the ``ddpscope`` command prints. See ``ddpscope <command> --help`` for the
+``--find-unused``; a list is a comma list). They reach the same settings parsers in the C++
+libraries that the CLI's flags reach, so a setting means, defaults and fails exactly as on the
+command line, and every error is a :class:`ddpscope.Error` carrying the message the ``ddpscope``
+command prints. See ``ddpscope <command> --help`` for the
 full list of settings.
 """
 
@@ -12,6 +13,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
+import sysconfig
 import tempfile
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
@@ -33,30 +37,46 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def _flags(settings: Dict[str, Any]) -> List[str]:
-    """Keyword arguments -> CLI flags: True is a switch, False/None leave the flag out, a list
+# Settings on their way to the C++ core: {flag name without "--": text}, True for a switch that
+# is on. The library functions take them as they are (True as ""); the functions that still run
+# a CLI command get them as flags (_argv).
+Settings = Dict[str, Union[str, bool]]
+
+
+def _settings(kwargs: Dict[str, Any]) -> Settings:
+    """Keyword arguments -> settings: True is a switch, False/None leave the setting out, a list
     or tuple becomes a comma list."""
-    out: List[str] = []
-    for key, value in settings.items():
+    out: Settings = {}
+    for key, value in kwargs.items():
         key = _ALIASES.get(key, key)
         if value is None or value is False:
             continue
-        flag = "--" + key.replace("_", "-")
+        name = key.replace("_", "-")
         if value is True:
-            out.append(flag)
+            out[name] = True
         elif isinstance(value, (list, tuple)):
-            out += [flag, ",".join(_text(v) for v in value)]
+            out[name] = ",".join(_text(v) for v in value)
         else:
-            out += [flag, _text(value)]
+            out[name] = _text(value)
     return out
 
 
-def _run_json(command: str, args: List[str]) -> Any:
-    """Runs `ddpscope COMMAND ARGS... --json` in-process; returns its JSON, or raises Error."""
-    code, out, err = _core.run_cli([command] + args + ["--json"])
-    if code != 0:
-        raise Error(_cli_message(command, err.decode("utf-8", "replace")), code)
-    return json.loads(out.decode("utf-8"))
+def _core_settings(*parts: Settings) -> Dict[str, str]:
+    """Settings as the core's SettingValues takes them (a switch: "")."""
+    out: Dict[str, str] = {}
+    for part in parts:
+        for name, value in part.items():
+            out[name] = "" if value is True else value
+    return out
+
+
+def _argv(*parts: Settings) -> List[str]:
+    """Settings as CLI flags."""
+    out: List[str] = []
+    for part in parts:
+        for name, value in part.items():
+            out += ["--" + name] if value is True else ["--" + name, value]
+    return out
 
 
 def _cli_message(command: str, stderr: str) -> str:
@@ -69,13 +89,13 @@ def _cli_message(command: str, stderr: str) -> str:
     return lines[-1] if lines else "ddpscope %s failed" % command
 
 
-def _cluster_flags(cluster: Optional[PathLike]) -> List[str]:
+def _cluster_settings(cluster: Optional[PathLike]) -> Settings:
     if cluster is None:
-        return []
+        return {}
     text = os.fspath(cluster)
     if text.endswith(".json") or os.sep in text:
-        return ["--cluster-file", text]
-    return ["--cluster", text]
+        return {"cluster-file": text}
+    return {"cluster": text}
 
 
 class Model:
@@ -85,9 +105,9 @@ class Model:
     Make one with :meth:`zoo`, :meth:`load` or :meth:`from_torch`; pass it (or a zoo name or
     shorthand string) wherever a ``model`` is taken."""
 
-    def __init__(self, info: Dict[str, Any], flags: List[str], json_text: Optional[str]):
+    def __init__(self, info: Dict[str, Any], settings: Settings, json_text: Optional[str]):
         self._info = info
-        self._flags = flags  # how the CLI names it: ["--model", NAME] or ["--model-file", PATH]
+        self._settings = settings  # how the core names it: {"model": NAME} or {"model-file": PATH}
         self._json_text = json_text  # the JSON it came from (None: a shorthand)
         self._tempdir: Optional[tempfile.TemporaryDirectory] = None
 
@@ -96,7 +116,7 @@ class Model:
         """A zoo model ("resnet50", see :func:`models`) or a shorthand
         ("gpt2:layers=2,embd=64,heads=4,vocab=512,seq=32", "mlp:in=I,hidden=H,depth=D,out=O")."""
         info = _core.resolve_model(name)
-        return cls(info, ["--model", name], _core.zoo_json(name) or None)
+        return cls(info, {"model": name}, _core.zoo_json(name) or None)
 
     @classmethod
     def load(cls, path: PathLike) -> "Model":
@@ -105,14 +125,14 @@ class Model:
         info = _core.load_model_file(path)
         with open(path, encoding="utf-8") as f:
             text = f.read()
-        return cls(info, ["--model-file", path], text)
+        return cls(info, {"model-file": path}, text)
 
     @classmethod
     def from_json(cls, spec: Union[str, Dict[str, Any]], origin: str = "<model json>") -> "Model":
         """A model from its JSON document (text or dict), as :meth:`save` writes it."""
         text = spec if isinstance(spec, str) else json.dumps(spec)
         info = _core.parse_model_json(text, origin)
-        return cls(info, [], text)
+        return cls(info, {}, text)
 
     @classmethod
     def from_torch(cls, module: Any, example_inputs: Any, name: Optional[str] = None,
@@ -176,16 +196,20 @@ class Model:
             json.dump(doc, f, indent=1)
             f.write("\n")
 
-    def cli_flags(self) -> List[str]:
-        """The CLI flags that name this model (a model from JSON is written to a temporary
-        file, kept while the Model lives)."""
-        if not self._flags:
+    def settings(self) -> Dict[str, str]:
+        """The settings that name this model ({"model": NAME} or {"model-file": PATH}; a model
+        from JSON is written to a temporary file, kept while the Model lives)."""
+        if not self._settings:
             self._tempdir = tempfile.TemporaryDirectory(prefix="ddpscope-model-")
             path = os.path.join(self._tempdir.name, "model.json")
             with open(path, "w", encoding="utf-8") as f:
                 f.write(self._json_text or "")
-            self._flags = ["--model-file", path]
-        return list(self._flags)
+            self._settings = {"model-file": path}
+        return dict(self._settings)
+
+    def cli_flags(self) -> List[str]:
+        """The CLI flags that name this model (["--model", NAME] or ["--model-file", PATH])."""
+        return _argv(self.settings())
 
     def __repr__(self) -> str:
         return "Model(%r: %d tensors, %d parameters, %d layers)" % (
@@ -195,13 +219,13 @@ class Model:
 ModelLike = Union[Model, str]
 
 
-def _model_flags(model: Optional[ModelLike]) -> List[str]:
+def _model_settings(model: Optional[ModelLike]) -> Settings:
     if model is None:
-        return []
+        return {}
     if isinstance(model, Model):
-        return model.cli_flags()
+        return model.settings()
     if isinstance(model, (str, os.PathLike)):
-        return ["--model", os.fspath(model)]
+        return {"model": os.fspath(model)}
     raise TypeError("model: expected a ddpscope.Model or a name, got %s" % type(model).__name__)
 
 
@@ -218,9 +242,8 @@ def buckets(model: ModelLike, bucket_cap_mb: Optional[float] = None, find_unused
     ``torch``: the PyTorch semantics ("2.15", "1.13", "1.5"; default 2.15). Other settings:
     ``first_bucket_mb``, ``static_graph``, ``bucket_cap_mb_list``, ``iteration`` ("1" or
     "steady"), ``ready_order`` (a list of parameter indices)..."""
-    flags = _model_flags(model) + _flags(dict(bucket_cap_mb=bucket_cap_mb, find_unused=find_unused,
-                                              torch=torch, **settings))
-    return _run_json("buckets", flags)
+    return _core.buckets(_core_settings(_model_settings(model), _settings(dict(
+        bucket_cap_mb=bucket_cap_mb, find_unused=find_unused, torch=torch, **settings))))
 
 
 class SimResult:
@@ -295,8 +318,8 @@ def simulate(model: ModelLike, cluster: Optional[PathLike] = "dgx-h100",
     them: ``bucket_cap_mb``, ``find_unused``, ``static_graph``, ``no_sync_steps``,
     ``comm_hook``, ``torch``/``semantics``, ``batch``, ``seq_len``, ``dtype``, ``iterations``,
     ``all_ranks``, ``jitter``, ``seed``, ``compile``, ``compute_from``..."""
-    flags = _model_flags(model) + _cluster_flags(cluster) + _flags(dict(nodes=nodes, **settings))
-    return SimResult(_core.simulate(flags))
+    return SimResult(_core.simulate(_core_settings(
+        _model_settings(model), _cluster_settings(cluster), _settings(dict(nodes=nodes, **settings)))))
 
 
 def _rows(rows: List[Dict[str, Any]]) -> Any:
@@ -320,28 +343,31 @@ def sweep(model: ModelLike, cluster: Optional[PathLike] = "dgx-h100",
     default instead. ``find_unused``: True, False or "both"."""
     if isinstance(nodes, int):
         nodes = [nodes]
-    flags = _model_flags(model) + _cluster_flags(cluster) + _flags(dict(
+    axes = _settings(dict(
         bucket_cap_mb=list(bucket_cap_mb) if bucket_cap_mb is not None else None, nodes=nodes,
         **settings))
     if find_unused is not None:
-        flags += ["--find-unused", _text(find_unused)]
-    out = _run_json("sweep", flags)
+        axes["find-unused"] = _text(find_unused)
+    out = _core.sweep(_core_settings(_model_settings(model), _cluster_settings(cluster), axes))
     return _rows(out["best"] if best else out["rows"])
 
 
 def overlap(trace_path: PathLike) -> Dict[str, Any]:
     """Overlap of communication with computation in a trace (``ddpscope overlap --json``): per
     rank and per iteration, HTA's definition."""
-    return _run_json("overlap", [os.fspath(trace_path)])
+    return _core.overlap(os.fspath(trace_path))
 
 
 def replay(trace_path: PathLike, model: Optional[ModelLike] = None,
            cluster: Optional[PathLike] = None, **what_if: Any) -> Dict[str, Any]:
     """Re-simulates a measured run with its measured per-layer times (``ddpscope replay
     --json``): the measured step time, the replay at the run's own settings, and with any
-    ``what_if`` settings given (``world_size=8``, ``bucket_cap_mb=5``, ...) the what-if."""
-    flags = ["--trace", os.fspath(trace_path)] + _model_flags(model) + _cluster_flags(cluster)
-    return _run_json("replay", flags + _flags(what_if))
+    ``what_if`` settings given (``world_size=8``, ``bucket_cap_mb=5``, ...) the what-if;
+    ``trace_out=PATH`` also writes the what-if's simulated trace."""
+    trace_out = what_if.pop("trace_out", None)
+    return _core.replay(_core_settings({"trace": os.fspath(trace_path)}, _model_settings(model),
+                                       _cluster_settings(cluster), _settings(what_if)),
+                        os.fspath(trace_out) if trace_out else "")
 
 
 def import_torch(paths: Union[PathLike, Iterable[PathLike]], output: PathLike,
@@ -352,8 +378,8 @@ def import_torch(paths: Union[PathLike, Iterable[PathLike]], output: PathLike,
     ``batch_per_rank`` record what the profiler does not."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    flags = [os.fspath(p) for p in paths] + ["--output", os.fspath(output)]
-    return _run_json("import-torch", flags + _model_flags(model) + _flags(settings))
+    return _core.import_torch([os.fspath(p) for p in paths], _core_settings(
+        {"output": os.fspath(output)}, _model_settings(model), _settings(settings)))
 
 
 def calibrate(traces: Union[PathLike, Iterable[PathLike]], out: PathLike,
@@ -362,15 +388,36 @@ def calibrate(traces: Union[PathLike, Iterable[PathLike]], out: PathLike,
     ``out`` (``ddpscope calibrate --json``); ``base="cpu-mpi"``, ``name=...`` as the CLI."""
     if isinstance(traces, (str, os.PathLike)):
         traces = [traces]
-    flags = [os.fspath(t) for t in traces] + ["--out", os.fspath(out)] + _model_flags(model)
-    return _run_json("calibrate", flags + _flags(settings) + ["--quiet"])
+    return _core.calibrate([os.fspath(t) for t in traces], _core_settings(
+        {"out": os.fspath(out)}, _model_settings(model), _settings(settings)))
+
+
+def _cli_executable() -> str:
+    """The `ddpscope` command-line tool: $DDPSCOPE_CLI, else the one built next to this package
+    (<build>/bin/ddpscope), else the console script `pip install` put in this interpreter's
+    scripts folder, else the one on PATH."""
+    if os.environ.get("DDPSCOPE_CLI"):
+        return os.environ["DDPSCOPE_CLI"]
+    here = os.path.dirname(os.path.abspath(__file__))
+    candidates = [os.path.join(os.path.dirname(os.path.dirname(here)), "bin", "ddpscope"),
+                  os.path.join(sysconfig.get_path("scripts"), "ddpscope")]
+    for candidate in candidates:
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    found = shutil.which("ddpscope")
+    if found is None:
+        raise Error("the ddpscope command-line tool was not found (set DDPSCOPE_CLI, or "
+                    "`pip install .` to install it as a console script)", 1)
+    return found
 
 
 def cli(*args: str) -> str:
-    """Runs ``ddpscope ARGS...`` in-process and returns its standard output; raises Error with
-    the CLI's message when it fails."""
-    code, out, err = _core.run_cli(list(args))
-    if code != 0:
+    """Runs the ``ddpscope`` command-line tool with ``ARGS...`` and returns its standard output;
+    raises Error with the CLI's message when it fails. (The rest of this API calls the C++
+    libraries directly; this runs the tool itself.)"""
+    proc = subprocess.run([_cli_executable()] + [str(a) for a in args], capture_output=True)
+    if proc.returncode != 0:
         command = args[0] if args else ""
-        raise Error(_cli_message(command, err.decode("utf-8", "replace")), code)
-    return out.decode("utf-8")
+        raise Error(_cli_message(command, proc.stderr.decode("utf-8", "replace")),
+                    proc.returncode)
+    return proc.stdout.decode("utf-8")

@@ -1,15 +1,21 @@
 // ddpscope._core: the C++ side of the Python package (pybind11).
 //
-// What it binds, and why this shape:
+// It binds the core libraries, never the CLI (DESIGN.md: python/ depends on base, io, models,
+// ddp, traces, sim; the configure fails when ddpscope_cli reaches its link line). The Python API
+// turns its keyword arguments into named settings under the CLI's flag names
+// (bucket_cap_mb=50 -> {"bucket-cap-mb": "50"}, base/setting_values.h), which reach the same
+// library parsers the CLI's flags reach: every setting is spelled, validated and reported once,
+// and every error a Python user sees is the CLI's message. What it binds:
 //   - models: the one model resolver (zoo name, shorthand, file), the file loader and the JSON
 //     parser (Model.from_torch hands the exporter's JSON to the same parser the CLI uses);
-//   - run_cli: the `ddpscope` command in-process (cli/cli.h runCli). The Python API turns its
-//     keyword arguments into the CLI's flags (bucket_cap_mb=50 -> --bucket-cap-mb 50), so every
-//     setting is spelled, validated and reported by the one settings module, and every error a
-//     Python user sees is the CLI's message (ddp/ddp_settings.h, DESIGN.md "one source of truth");
-//   - simulate: the same calls `ddpscope simulate` makes (cli/sim_flags.h parseSimulationRequest,
-//     sim::makeWorldLayout, sim::simulate, cli/sim_json.h simSummaryJson), keeping the timeline
+//   - simulate: the library calls `ddpscope simulate` makes (sim/api: parseSimulationRequest from
+//     named settings, sim::makeWorldLayout, runSimulation, simSummaryJson), keeping the timeline
 //     so that SimResult.save_trace and the per-collective timings need no second simulation;
+//   - buckets: the bucket plan request (ddp/bucket_plan_request.h) and its JSON;
+//   - sweep: the sweep plan, its run and its JSON (sim/api/sweep_request.h);
+//   - overlap: traces' reader, computeOverlap and overlapJson;
+//   - replay: the replay report and its JSON (sim/api/replay_request.h);
+//   - import_torch, calibrate: sim/api/import_request.h, calibrate_request.h;
 //   - write_trace: builds a traces::Timeline from the live recorder's spans and writes it with
 //     the Chrome writer every other producer uses.
 // Errors come back as ddpscope._core.Error(message, exit_code): the CLI's message and exit code.
@@ -17,23 +23,29 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "base/nanos.h"
+#include "base/setting_values.h"
 #include "base/status.h"
-#include "cli/arg_parser.h"
-#include "cli/cli.h"
-#include "cli/common.h"
-#include "cli/sim_flags.h"
-#include "cli/sim_json.h"
+#include "ddp/bucket_plan_request.h"
 #include "models/model_resolver.h"
 #include "models/model_spec.h"
 #include "models/zoo.h"
+#include "sim/api/calibrate_request.h"
+#include "sim/api/import_request.h"
+#include "sim/api/replay_request.h"
+#include "sim/api/simulation_json.h"
+#include "sim/api/simulation_request.h"
+#include "sim/api/sweep_request.h"
 #include "sim/engine/ddp_simulator.h"
+#include "traces/chrome_reader.h"
 #include "traces/chrome_writer.h"
+#include "traces/overlap.h"
 #include "traces/timeline.h"
 
 namespace py = pybind11;
@@ -85,18 +97,6 @@ py::object toPython(const nlohmann::json& j) {
   }
 }
 
-// The result of `ddpscope <command> ...` run in-process: exit code, stdout, stderr.
-py::tuple runCli(const std::vector<std::string>& args) {
-  std::ostringstream out;
-  std::ostringstream err;
-  int code = 0;
-  {
-    py::gil_scoped_release release;
-    code = cli::runCli(args, out, err);
-  }
-  return py::make_tuple(code, py::bytes(out.str()), py::bytes(err.str()));
-}
-
 // One simulation and what it produced.
 class Simulation {
  public:
@@ -146,24 +146,106 @@ class Simulation {
   nlohmann::json m_summary;
 };
 
-// `ddpscope simulate` without its output flags: `flags` are the CLI's flags (model, cluster,
-// layout, DDP and simulator settings).
-Simulation simulate(const std::vector<std::string>& flags) {
-  cli::ArgParser parser("ddpscope simulate", "", "");
-  cli::addSimulationFlags(parser, /*sweep=*/false);
-  const cli::ParsedArgs args = valueOrThrow(parser.parse(flags));
-  cli::SimulationRequest req = valueOrThrow(cli::parseSimulationRequest(args, /*sweep=*/false));
-  const cli::LayoutFlags layoutFlags = valueOrThrow(cli::parseLayoutFlags(args));
-  const sim::WorldLayout layout =
-      valueOrThrow(sim::makeWorldLayout(req.cluster, layoutFlags.nodes, layoutFlags.worldSize));
+// Named settings from Python: {name: text} with the CLI's flag names ("bucket-cap-mb"; a switch
+// that is on is "").
+SettingValues settingValues(const std::map<std::string, std::string>& settings) {
+  SettingValues values;
+  for (const auto& [name, text] : settings) values.set(name, text);
+  return values;
+}
+
+void checkNames(const SettingValues& values, const std::vector<SettingSpec>& specs,
+                const std::string& command) {
+  const Status status =
+      checkSettingNames(values, specs, " (see 'ddpscope " + command + " --help')");
+  if (!status.isOk()) throwStatus(status);
+}
+
+// One simulation as `ddpscope simulate` runs it, through the same library calls
+// (sim/api/simulation_request.h), keeping the timeline for save_trace and collectives.
+Simulation simulate(const std::map<std::string, std::string>& settings) {
+  const SettingValues values = settingValues(settings);
+  checkNames(values, sim::simulationSettingList(/*sweep=*/false), "simulate");
+  sim::SimulationRequest req = valueOrThrow(sim::parseSimulationRequest(values, /*sweep=*/false));
+  const sim::LayoutSettings layoutSettings = valueOrThrow(sim::parseLayoutSettings(values));
+  const sim::WorldLayout layout = valueOrThrow(
+      sim::makeWorldLayout(req.cluster, layoutSettings.nodes, layoutSettings.worldSize));
   req.options.recordTrace = true;
   StatusOr<sim::SimResult> result = [&] {
     py::gil_scoped_release release;
-    return cli::runSimulation(req, layout, req.options);
+    return sim::runSimulation(req, layout, req.options);
   }();
   sim::SimResult r = valueOrThrow(std::move(result));
-  nlohmann::json summary = cli::simSummaryJson(req, layout, r.summary);
+  nlohmann::json summary = sim::simSummaryJson(req, layout, r.summary);
   return Simulation(std::move(r), std::move(summary));
+}
+
+// DDP's bucket plan as `ddpscope buckets --json` prints it (ddp/bucket_plan_request.h).
+py::object buckets(const std::map<std::string, std::string>& settings) {
+  const SettingValues values = settingValues(settings);
+  checkNames(values, ddp::bucketPlanSettingList(), "buckets");
+  const ddp::BucketPlanReport report = valueOrThrow(ddp::bucketPlanFromSettings(values));
+  return toPython(ddp::bucketPlanReportJson(report));
+}
+
+// `ddpscope sweep --json`'s document (sim/api/sweep_request.h): {"model", "cluster",
+// "workload", "rows", "best"}.
+py::object sweep(const std::map<std::string, std::string>& settings) {
+  const SettingValues values = settingValues(settings);
+  checkNames(values, sim::simulationSettingList(/*sweep=*/true), "sweep");
+  const sim::SweepPlan plan = valueOrThrow(sim::parseSweepPlan(values));
+  StatusOr<sim::SweepResult> result = [&] {
+    py::gil_scoped_release release;
+    return sim::runSweepPlan(plan, nullptr);
+  }();
+  return toPython(sim::sweepJson(plan, valueOrThrow(std::move(result))));
+}
+
+// `ddpscope overlap --json`'s document for a trace (traces/overlap.h).
+py::object overlap(const std::string& path) {
+  const traces::Timeline timeline = valueOrThrow(traces::readChromeTrace(path));
+  return toPython(traces::overlapJson(path, traces::computeOverlap(timeline)));
+}
+
+// `ddpscope replay --json`'s document (sim/api/replay_request.h); `traceOut` (non-empty): also
+// write the what-if's Chrome trace there, as --trace-out does.
+py::object replay(const std::map<std::string, std::string>& settings, const std::string& traceOut) {
+  const SettingValues values = settingValues(settings);
+  checkNames(values, sim::replaySettingList(), "replay");
+  StatusOr<sim::ReplayReport> result = [&] {
+    py::gil_scoped_release release;
+    return sim::runReplay(values, /*recordTrace=*/!traceOut.empty());
+  }();
+  const sim::ReplayReport report = valueOrThrow(std::move(result));
+  if (!traceOut.empty()) {
+    const Status status = traces::writeChromeTrace(report.whatIfResult->timeline, traceOut);
+    if (!status.isOk()) throwStatus(status);
+  }
+  return toPython(sim::replayJson(report));
+}
+
+// `ddpscope import-torch --json`'s document (sim/api/import_request.h); writes the trace.
+py::object importTorch(const std::vector<std::string>& paths,
+                       const std::map<std::string, std::string>& settings) {
+  const SettingValues values = settingValues(settings);
+  checkNames(values, sim::importTorchSettingList(), "import-torch");
+  StatusOr<sim::TorchImport> result = [&] {
+    py::gil_scoped_release release;
+    return sim::importTorchTraces(paths, values);
+  }();
+  return toPython(sim::importTorchJson(valueOrThrow(std::move(result))));
+}
+
+// `ddpscope calibrate --json`'s document (sim/api/calibrate_request.h); writes the cluster.
+py::object calibrate(const std::vector<std::string>& runs,
+                     const std::map<std::string, std::string>& settings) {
+  const SettingValues values = settingValues(settings);
+  checkNames(values, sim::calibrateSettingList(), "calibrate");
+  StatusOr<sim::ClusterCalibration> result = [&] {
+    py::gil_scoped_release release;
+    return sim::calibrateCluster(runs, values);
+  }();
+  return toPython(sim::calibrateJson(valueOrThrow(std::move(result))));
 }
 
 traces::Category categoryOrThrow(const std::string& name) {
@@ -281,8 +363,6 @@ class Error(Exception):
   Py_INCREF(g_errorType);
   m.attr("Error") = error;
 
-  m.def("run_cli", &runCli, py::arg("args"),
-        "Runs `ddpscope ARGS...` in-process; returns (exit_code, stdout bytes, stderr bytes).");
   m.def(
       "resolve_model",
       [](const std::string& text) { return modelInfo(valueOrThrow(models::resolveModel(text))); },
@@ -309,8 +389,23 @@ class Error(Exception):
            "iteration.")
       .def("save_trace", &Simulation::saveTrace, py::arg("path"),
            "Writes the Chrome trace (.json; .json.gz compresses).");
-  m.def("simulate", &simulate, py::arg("flags"),
-        "Runs `ddpscope simulate FLAGS...` in-process and keeps its timeline.");
+  m.def("simulate", &simulate, py::arg("settings"),
+        "Simulates as `ddpscope simulate` does, from {flag name: text} settings (a switch: \"\"); "
+        "keeps the timeline.");
+  m.def("buckets", &buckets, py::arg("settings"),
+        "DDP's bucket plan as `ddpscope buckets --json` prints it, from {flag name: text} "
+        "settings.");
+  m.def("sweep", &sweep, py::arg("settings"),
+        "`ddpscope sweep --json`'s document from {flag name: text} settings.");
+  m.def("overlap", &overlap, py::arg("path"),
+        "`ddpscope overlap --json`'s document for a trace (HTA's overlap per rank, iteration).");
+  m.def("replay", &replay, py::arg("settings"), py::arg("trace_out") = "",
+        "`ddpscope replay --json`'s document from {flag name: text} settings; trace_out: also "
+        "write the what-if's trace.");
+  m.def("import_torch", &importTorch, py::arg("paths"), py::arg("settings"),
+        "`ddpscope import-torch PATHS... --json`'s document from {flag name: text} settings.");
+  m.def("calibrate", &calibrate, py::arg("runs"), py::arg("settings"),
+        "`ddpscope calibrate RUNS... --json`'s document from {flag name: text} settings.");
   m.def("write_trace", &writeTrace, py::arg("path"), py::arg("name"), py::arg("metadata"),
         py::arg("ranks"), "Writes a ddpscope Chrome trace from recorded spans.");
 }

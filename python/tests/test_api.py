@@ -200,3 +200,54 @@ def test_calibrate_equals_the_cli(cli, data_dir, tmp_path):
 
 def test_cli_passthrough(cli):
     assert ddpscope.cli("models") == cli.run("models").stdout
+
+
+def test_errors_of_every_library_call_are_the_clis(cli, data_dir, tmp_path):
+    """Each API function reaches the library parsers the CLI's flags reach: same message, same
+    exit code, for a bad value and for an unknown setting."""
+    run = os.path.join(data_dir, "replay", "mlp-wide-w2.json.gz")
+    cases = [
+        (lambda: ddpscope.simulate("resnet18", cluster="dgx-a100", no_such_setting=1),
+         ["simulate", "--model", "resnet18", "--cluster", "dgx-a100", "--no-such-setting", "1"]),
+        (lambda: ddpscope.simulate("resnet18", cluster="dgx-a100", jitter=5),
+         ["simulate", "--model", "resnet18", "--cluster", "dgx-a100", "--jitter", "5"]),
+        (lambda: ddpscope.buckets("resnet18", ready_order=[0, 1], iteration=1),
+         ["buckets", "--model", "resnet18", "--ready-order", "0,1", "--iteration", "1"]),
+        (lambda: ddpscope.sweep("resnet18", cluster="dgx-a100", find_unused="maybe"),
+         ["sweep", "--model", "resnet18", "--cluster", "dgx-a100", "--find-unused", "maybe"]),
+        (lambda: ddpscope.sweep("resnet18", cluster="dgx-a100", bucket_cap_mb=[5, -1]),
+         ["sweep", "--model", "resnet18", "--cluster", "dgx-a100", "--bucket-cap-mb", "5,-1"]),
+        (lambda: ddpscope.sweep("resnet18", cluster="dgx-a100", trace_out="x.json"),
+         ["sweep", "--model", "resnet18", "--cluster", "dgx-a100", "--trace-out", "x.json"]),
+        (lambda: ddpscope.replay(run, world_size=0),
+         ["replay", "--trace", run, "--world-size", "0"]),
+        (lambda: ddpscope.replay(tmp_path / "missing.json"),
+         ["replay", "--trace", str(tmp_path / "missing.json")]),
+        (lambda: ddpscope.import_torch(tmp_path / "missing.json", output=tmp_path / "o.json"),
+         ["import-torch", str(tmp_path / "missing.json"), "-o", str(tmp_path / "o.json")]),
+        (lambda: ddpscope.calibrate(run, out=tmp_path / "c.json", base="no-such-cluster"),
+         ["calibrate", run, "-o", str(tmp_path / "c.json"), "--base", "no-such-cluster"]),
+    ]
+    for call, args in cases:
+        code, message = cli.error(*args)
+        with pytest.raises(ddpscope.Error) as e:
+            call()
+        assert (str(e.value), e.value.exit_code) == (message, code), args
+
+
+def test_replay_trace_out_equals_the_cli(cli, data_dir, tmp_path):
+    run = os.path.join(data_dir, "replay", "mlp-wide-w2.json.gz")
+    expected = cli.json("replay", "--trace", run, "--bucket-cap-mb", "5", "--trace-out",
+                        str(tmp_path / "cli.json"))
+    mine = ddpscope.replay(run, bucket_cap_mb=5, trace_out=tmp_path / "api.json")
+    assert mine == expected
+    assert (tmp_path / "api.json").read_bytes() == (tmp_path / "cli.json").read_bytes()
+
+
+def test_the_extension_binds_the_libraries_not_the_cli():
+    # No in-process CLI entry point: every function is a library call (python/CMakeLists.txt
+    # fails the configure when the extension links the CLI library).
+    from ddpscope import _core
+    assert not hasattr(_core, "run_cli")
+    assert {"simulate", "buckets", "sweep", "overlap", "replay", "import_torch",
+            "calibrate"} <= set(dir(_core))

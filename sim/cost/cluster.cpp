@@ -120,4 +120,30 @@ StatusOr<ClusterSpec> loadClusterFile(const std::string& path) {
   return parseClusterJson(text, path);
 }
 
+std::vector<SettingSpec> clusterSettingList() {
+  return {{"cluster", "NAME", "a built-in cluster (see 'ddpscope clusters')"},
+          {"cluster-file", "PATH", "a cluster JSON file (sim/cost/clusters/FORMAT.md)"}};
+}
+
+StatusOr<ClusterSpec> loadClusterFromSettings(const SettingValues& values) {
+  ASSIGN_OR_RETURN(const NamedOrFile which, namedOrFile(values, "cluster"));
+  if (which.name) return loadBuiltinCluster(*which.name);
+  return loadClusterFile(*which.file);
+}
+
+StatusOr<LayoutSettings> parseLayoutSettings(const SettingValues& values,
+                                             std::optional<int> defaultWorldSize) {
+  LayoutSettings out;
+  if (values.has("nodes")) {
+    ASSIGN_OR_RETURN(int64_t n, values.positiveInt("nodes", 1));
+    out.nodes = static_cast<int>(n);
+  }
+  if (values.has("world-size")) {
+    ASSIGN_OR_RETURN(int64_t w, values.positiveInt("world-size", 1));
+    out.worldSize = static_cast<int>(w);
+  }
+  if (!out.nodes && !out.worldSize) out.worldSize = defaultWorldSize;
+  return out;
+}
+
 }  // namespace ddpscope::sim

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/setting_values.h"
 #include "base/status.h"
 
 namespace ddpscope::sim {
@@ -149,5 +150,20 @@ std::vector<std::string> builtinClusterNames();
 // The JSON text of an embedded cluster ("" if there is none by that name).
 std::string_view builtinClusterJson(std::string_view name);
 StatusOr<ClusterSpec> loadBuiltinCluster(std::string_view name);
+
+// The settings that name a cluster: "cluster" (a built-in name) and "cluster-file" (a cluster
+// JSON file).
+std::vector<SettingSpec> clusterSettingList();
+// The cluster named by exactly one of "cluster" / "cluster-file" in `values`.
+StatusOr<ClusterSpec> loadClusterFromSettings(const SettingValues& values);
+
+// "nodes" N / "world-size" W (scalars) as makeWorldLayout takes them; `defaultWorldSize`
+// applies when neither is given (nullopt: makeWorldLayout's own default, one node).
+struct LayoutSettings {
+  std::optional<int> nodes;
+  std::optional<int> worldSize;
+};
+StatusOr<LayoutSettings> parseLayoutSettings(const SettingValues& values,
+                                             std::optional<int> defaultWorldSize = std::nullopt);
 
 }  // namespace ddpscope::sim

@@ -1,11 +1,14 @@
-#include "cli/sim_json.h"
+#include "sim/api/simulation_json.h"
+
+#include <nlohmann/json.hpp>
 
 #include "ddp/ddp_settings.h"
+#include "sim/engine/workload.h"
 
-namespace ddpscope::cli {
+namespace ddpscope::sim {
 
-nlohmann::json simSummaryJson(const SimulationRequest& request, const sim::WorldLayout& layout,
-                              const sim::SimSummary& s) {
+nlohmann::json simSummaryJson(const SimulationRequest& request, const WorldLayout& layout,
+                              const SimSummary& s) {
   nlohmann::json iterations = nlohmann::json::array();
   for (const auto& it : s.iterations) {
     iterations.push_back({{"index", it.index},
@@ -42,11 +45,11 @@ nlohmann::json simSummaryJson(const SimulationRequest& request, const sim::World
                         {"iterations", iterations}};
   // The DDP settings under their canonical keys (ddp/ddp_settings.h), and the whole workload.
   out.update(ddp::ddpSettingsJson(request.options.ddp));
-  out["workload"] = sim::workloadJson(s.workload);
-  if (request.options.strategy == sim::Strategy::kDdp) {
+  out["workload"] = workloadJson(s.workload);
+  if (request.options.strategy == Strategy::kDdp) {
     // DDP's costs besides the wire time (docs/JSON.md "DDP costs").
-    const sim::DdpHostCosts& h = s.ddpHost;
-    out["ddp_overheads"] = sim::ddpOverheadsJson(s.overheads);
+    const DdpHostCosts& h = s.ddpHost;
+    out["ddp_overheads"] = ddpOverheadsJson(s.overheads);
     out["ddp_overheads_set"] = s.overheads.any();
     out["ddp_host_costs"] = {{"allreduce_launch_ns", h.allreduceLaunch.count()},
                              {"launches", h.launches},
@@ -58,7 +61,7 @@ nlohmann::json simSummaryJson(const SimulationRequest& request, const sim::World
                              {"waits", h.waits},
                              {"step_overhead_ns", h.stepOverhead.count()},
                              {"total_ns", h.total().count()}};
-    const sim::SimSummary::CommDevice& d = s.commDevice;
+    const SimSummary::CommDevice& d = s.commDevice;
     out["comm_device"] = {{"sm_count", d.smCount},
                           {"min_ctas", d.minCtas},
                           {"max_ctas", d.maxCtas},
@@ -72,4 +75,4 @@ nlohmann::json simSummaryJson(const SimulationRequest& request, const sim::World
   return out;
 }
 
-}  // namespace ddpscope::cli
+}  // namespace ddpscope::sim

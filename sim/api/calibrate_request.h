@@ -1,0 +1,45 @@
+// ClusterCalibration: `ddpscope calibrate`'s computation from named settings
+// (base/setting_values.h): measured runs loaded, the cluster model fitted to them
+// (sim/replay/calibrate.h: alpha-beta, contention, compute scale, DDP host costs; the contention
+// refitted to the step times when every run has one world size > 1) and the calibrated cluster
+// JSON written to the "out" setting's path. The CLI prints a report or calibrateJson; the Python
+// package's calibrate() returns the JSON.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/setting_values.h"
+#include "base/status.h"
+#include "sim/replay/calibrate.h"
+#include "sim/replay/measured_profile.h"
+#include "sim/replay/replay.h"
+
+namespace ddpscope::sim {
+
+// "out", "base", "base-file", "name", "model", "model-file", "image-size", "seq-len".
+std::vector<SettingSpec> calibrateSettingList();
+
+struct ClusterCalibration {
+  std::vector<replay::LoadedProfile> runs;  // in the order given
+  replay::Calibration calibration;
+  std::optional<replay::StepContentionFit> stepFit;  // one world size > 1 only
+  std::string output;                                // the cluster JSON written
+  std::string clusterName;
+};
+
+// Loads `runs`, fits and writes the cluster JSON. `progress` (optional): called after each run
+// is loaded.
+StatusOr<ClusterCalibration> calibrateCluster(
+    const std::vector<std::string>& runs, const SettingValues& values,
+    std::function<void(size_t done, size_t total, const std::string& path)> progress = nullptr);
+
+// What `ddpscope calibrate --json` prints: {"runs", "calibration", "contention_refit",
+// "output", "cluster_name"}.
+nlohmann::json calibrateJson(const ClusterCalibration& result);
+
+}  // namespace ddpscope::sim

@@ -1,0 +1,133 @@
+#include "sim/api/import_request.h"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+
+#include "ddp/bucket_plan.h"
+#include "ddp/ddp_settings.h"
+#include "models/model_resolver.h"
+#include "models/model_spec.h"
+#include "traces/args_json.h"
+#include "traces/chrome_writer.h"
+#include "traces/timeline.h"
+
+namespace ddpscope::sim {
+namespace {
+
+// JSON: a number, or null when unknown.
+nlohmann::json bytesJson(const std::vector<std::optional<int64_t>>& list) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& b : list) out.push_back(b ? nlohmann::json(*b) : nlohmann::json(nullptr));
+  return out;
+}
+
+}  // namespace
+
+std::vector<SettingSpec> importTorchOutputSettingList() {
+  return {{"output", "RUN.json", "where to write the imported trace (-o works too)"},
+          {"allow-missing-ranks", "", "import a subset of the job's ranks instead of failing"},
+          {"batch-per-rank", "B", "record the job's per-rank batch size in the trace"}};
+}
+
+std::vector<SettingSpec> importTorchSettingList() {
+  std::vector<SettingSpec> out = importTorchOutputSettingList();
+  const std::vector<SettingSpec> model = models::modelSettingList();
+  out.insert(out.end(), model.begin(), model.end());
+  const std::vector<SettingSpec> ddpSettings = ddp::ddpSettingList(ddp::DdpSettingSet::all());
+  out.insert(out.end(), ddpSettings.begin(), ddpSettings.end());
+  return out;
+}
+
+StatusOr<TorchImport> importTorchTraces(
+    const std::vector<std::string>& tracePaths, const SettingValues& values,
+    std::function<void(size_t done, size_t total, const std::string& path)> progress) {
+  TorchImport result;
+  const std::optional<std::string> output = values.value("output");
+  if (!output || output->empty()) {
+    return invalidArgument("-o/--output: expected the path of the trace to write (see --help)");
+  }
+  result.output = *output;
+
+  std::optional<ddp::DdpConfig> jobSettings;
+  if (ddp::anyDdpSetting(values, ddp::DdpSettingSet::all())) {
+    ASSIGN_OR_RETURN(jobSettings, ddp::parseDdpSettings(values, ddp::DdpSettingSet::all()));
+  }
+  traces::KinetoImportOptions options;
+  options.allowMissingRanks = values.has("allow-missing-ranks");
+  // With the model, compute spans are named by its layers (what replay / calibrate need).
+  if (values.has("model") || values.has("model-file")) {
+    ASSIGN_OR_RETURN(models::ModelSpec model, models::loadModelFromSettings(values));
+    for (const auto& layer : model.layers) options.layers.push_back({layer.name, layer.type});
+    if (options.layers.empty()) {
+      return invalidArgument(model.origin +
+                             ": the model lists no layers: compute spans cannot be named by layer");
+    }
+    // The bucket plan, for traces without message sizes (DDP launches bucket k k-th).
+    const ddp::DdpConfig planConfig = jobSettings.value_or(ddp::DdpConfig{});
+    ASSIGN_OR_RETURN(ddp::BucketPlan plan, ddp::steadyStatePlan(model, planConfig));
+    options.planBucketBytes = plan.bucketBytes();
+    std::ostringstream origin;
+    origin << "model '" << model.name << "' (bucket_cap_mb " << planConfig.bucketCapMb
+           << ", semantics " << ddp::semanticsProfileName(planConfig.profile) << ")";
+    options.planOrigin = origin.str();
+  }
+  options.progress = std::move(progress);
+  ASSIGN_OR_RETURN(traces::Timeline timeline,
+                   traces::importKinetoTraces(tracePaths, options, &result.report));
+  // Run settings the profiler does not record, for replay / calibrate (otherData keys of
+  // `ddpscope run` traces).
+  if (auto model = values.value("model")) timeline.mutableMetadata().set("model", *model);
+  if (auto file = values.value("model-file")) timeline.mutableMetadata().set("model_file", *file);
+  if (jobSettings) {
+    for (const auto& [key, value] : traces::argsFromJson(ddp::ddpSettingsJson(*jobSettings))) {
+      timeline.mutableMetadata().set(key, value);
+    }
+  }
+  if (values.has("batch-per-rank")) {
+    ASSIGN_OR_RETURN(int64_t batch, values.positiveInt("batch-per-rank", 1));
+    timeline.mutableMetadata().set("batch_per_rank", batch);
+  }
+  RETURN_IF_ERROR(traces::writeChromeTrace(timeline, *output));
+  result.summary = traces::summarizeImport(timeline);
+  return result;
+}
+
+nlohmann::json importTorchJson(const TorchImport& result) {
+  const traces::KinetoImportReport& report = result.report;
+  const traces::KinetoImportSummary& summary = result.summary;
+  nlohmann::json out;
+  out["output"] = result.output;
+  out["world_size"] = report.worldSize;
+  out["ranks"] = report.ranks;
+  out["files"] = report.files;
+  out["iterations"] = summary.iterationCount;
+  out["bucket_bytes"] = bytesJson(summary.bucketBytes);
+  out["collectives_with_unknown_bytes"] = report.collectivesWithUnknownBytes;
+  out["collectives_sized_from_plan"] = report.collectivesSizedFromPlan;
+  out["buckets_consistent"] = summary.bucketsConsistent;
+  out["median_step_ns"] = summary.medianStep.count();
+  out["median_comm_ns"] = summary.medianComm.count();
+  out["median_exposed_comm_ns"] = summary.medianExposedComm.count();
+  out["overlap_percent"] = summary.overlapPercent;
+  nlohmann::json hta = nlohmann::json::object();
+  for (const auto& [rank, stats] : report.htaOverlap) {
+    hta[std::to_string(rank)] =
+        stats.hasCommunication ? nlohmann::json(std::round(stats.overlapPercent * 100.0) / 100.0)
+                               : nlohmann::json(nullptr);
+  }
+  out["hta_overlap_percent"] = std::move(hta);
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& it : summary.iterations) {
+    rows.push_back({{"rank", it.rank},
+                    {"iteration", it.index},
+                    {"step_ns", it.step.count()},
+                    {"bucket_bytes", bytesJson(it.bucketBytes)}});
+  }
+  out["per_iteration"] = std::move(rows);
+  out["notes"] = report.notes;
+  return out;
+}
+
+}  // namespace ddpscope::sim

@@ -1,0 +1,43 @@
+// TorchImport: `ddpscope import-torch`'s computation from named settings
+// (base/setting_values.h): the PyTorch profiler (Kineto) traces of a DDP job, one per rank,
+// imported into one ddpscope trace (traces/kineto_import.h), with the model's layers naming the
+// compute spans and its bucket plan sizing allreduces the profiler did not size, the job's DDP
+// settings and per-rank batch recorded in the metadata. The CLI prints a summary or
+// importTorchJson; the Python package's import_torch() returns the JSON. It lives in sim_api
+// because it joins models, ddp and traces, which only sim may all depend on.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <vector>
+
+#include "base/setting_values.h"
+#include "base/status.h"
+#include "traces/kineto_import.h"
+
+namespace ddpscope::sim {
+
+// "output", "allow-missing-ranks", "batch-per-rank".
+std::vector<SettingSpec> importTorchOutputSettingList();
+// Every setting importTorchTraces reads: importTorchOutputSettingList(), model and model-file,
+// every DDP setting (the job's, which the profiler does not record).
+std::vector<SettingSpec> importTorchSettingList();
+
+struct TorchImport {
+  std::string output;  // the trace written
+  traces::KinetoImportReport report;
+  traces::KinetoImportSummary summary;
+};
+
+// Imports `tracePaths` and writes the trace to the "output" setting's path. `progress`
+// (optional): called after each file is read.
+StatusOr<TorchImport> importTorchTraces(
+    const std::vector<std::string>& tracePaths, const SettingValues& values,
+    std::function<void(size_t done, size_t total, const std::string& path)> progress = nullptr);
+
+// What `ddpscope import-torch --json` prints (times in ns; unknown bytes null).
+nlohmann::json importTorchJson(const TorchImport& result);
+
+}  // namespace ddpscope::sim

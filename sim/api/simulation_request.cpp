@@ -1,0 +1,213 @@
+#include "sim/api/simulation_request.h"
+
+#include <algorithm>
+
+#include "base/strings.h"
+#include "models/model_resolver.h"
+#include "sim/engine/compile_mode.h"
+#include "sim/replay/measured_compute_model.h"
+#include "sim/replay/measured_profile.h"
+#include "sim/replay/replay.h"
+
+namespace ddpscope::sim {
+
+std::vector<SettingSpec> simulationSettingList(bool sweep, bool computeFrom) {
+  std::vector<SettingSpec> out = models::modelSettingList();
+  const std::vector<SettingSpec> cluster = clusterSettingList();
+  out.insert(out.end(), cluster.begin(), cluster.end());
+  auto add = [&out](std::string name, std::string valueName, std::string help) {
+    out.push_back({std::move(name), std::move(valueName), std::move(help)});
+  };
+  if (computeFrom) {
+    add("compute-from", "RUN.json",
+        "measured per-layer compute from a run's trace instead of the roofline");
+  }
+  if (sweep) {
+    add("nodes", "N[,N...]", "node counts to sweep (default 1)");
+    add("world-size", "W[,W...]",
+        "world sizes to sweep (multiples of GPUs per node; default: --nodes)");
+    add("bucket-cap-mb", "X[,X...]", "bucket caps in MiB (default 1,2,5,10,25,50,100,200)");
+    add("find-unused", "on|off|both", "find_unused_parameters (default off)");
+  } else {
+    add("nodes", "N", "number of nodes (default 1)");
+    add("world-size", "W",
+        "number of ranks (a multiple of the GPUs per node; default: one node's)");
+  }
+  const std::vector<SettingSpec> ddpSettings = ddp::ddpSettingList(simulationDdpSettings(sweep));
+  out.insert(out.end(), ddpSettings.begin(), ddpSettings.end());
+  add("batch", "B", "samples per rank per step (default: the model's)");
+  add("seq-len", "T", "tokens per sample for transformers (default: the model's)");
+  add("image-size", "PX", "image side for vision models (default: the model's)");
+  add("dtype", "DT",
+      "compute dtype: fp32, tf32, bf16, fp16 (default: the cluster's device: bf16 where it has "
+      "bf16, fp16 on V100, fp32 on CPUs; fp32 with measured compute)");
+  add("iterations", "I", "iterations to simulate (default: enough for the steady state)");
+  add("sync-batchnorm", "", "SyncBatchNorm: a blocking allreduce per BatchNorm layer");
+  add("contention", "F", "compute slowdown while a collective runs (default: cluster's)");
+  add("strategy", "S", "ddp (default) or dp (nn.DataParallel, one node)");
+  add("compile", sweep ? "MODE[,MODE...]" : "MODE",
+      std::string("how a torch.compile'd model meets DDP: none (eager, default), ddp-optimizer "
+                  "(forward split at bucket boundaries; hooks fire between sub-graphs), "
+                  "whole-graph (optimize_ddp=False: every allreduce after the backward), "
+                  "compiled-autograd (python reducer; Inductor buckets the allreduces)") +
+          (sweep ? "; a list sweeps the modes" : ""));
+  add("compile-graph-overhead", "US",
+      "host time of one compiled (sub-)graph, forward + backward call, in us (default " +
+          formatShortest(kGraphCallOverhead.toMicros()) + ", measured)");
+  add("all-ranks", "", "simulate every rank (jitter, stragglers) instead of one");
+  add("jitter", "PCT", "per-rank, per-iteration compute jitter in % (with --all-ranks; default 0)");
+  add("seed", "S", "seed for jitter (default 1)");
+  add("stragglers", "R:PCT[,...]", "ranks slower by PCT % (with --all-ranks; default none)");
+  return out;
+}
+
+StatusOr<std::vector<CompileMode>> parseCompileModes(const std::string& text, bool list) {
+  std::vector<CompileMode> modes;
+  for (const std::string& part : list ? splitString(text, ',') : std::vector<std::string>{text}) {
+    const std::optional<CompileMode> mode = parseCompileMode(part);
+    if (!mode) {
+      return invalidArgument("--compile: expected " + std::string(compileModeChoices()) +
+                             (list ? " (or a comma list of them)" : "") + ", got '" + part + "'");
+    }
+    if (std::find(modes.begin(), modes.end(), *mode) == modes.end()) modes.push_back(*mode);
+  }
+  if (modes.empty()) return invalidArgument("--compile: expected a mode, got ''");
+  return modes;
+}
+
+ddp::DdpSettingSet simulationDdpSettings(bool sweep) {
+  using ddp::DdpSetting;
+  const ddp::DdpSettingSet all = ddp::DdpSettingSet::all();
+  // A sweep varies bucket_cap_mb (and find_unused) itself; a bucket_cap_mb_list would override
+  // every point of the cap axis, so sweep does not take it.
+  return sweep ? all.without(DdpSetting::kBucketCapMb)
+                     .without(DdpSetting::kFindUnused)
+                     .without(DdpSetting::kBucketCapMbList)
+               : all;
+}
+
+StatusOr<SimulationRequest> parseSimulationRequest(const SettingValues& args, bool sweep,
+                                                   std::optional<std::string> replayTrace) {
+  SimulationRequest req;
+  const std::optional<std::string> computeFrom =
+      replayTrace ? replayTrace : args.value("compute-from");
+  req.computeFrom = computeFrom;
+  SimOptions& o = req.options;
+  ASSIGN_OR_RETURN(o.inputs.batch, args.positiveInt("batch", 0));
+  ASSIGN_OR_RETURN(o.inputs.seqLen, args.positiveInt("seq-len", 0));
+  ASSIGN_OR_RETURN(o.inputs.imageSize, args.positiveInt("image-size", 0));
+  if (auto dtype = args.value("dtype")) {
+    if (*dtype != "fp32" && *dtype != "tf32" && *dtype != "bf16" && *dtype != "fp16") {
+      return invalidArgument("--dtype: expected fp32, tf32, bf16 or fp16, got '" + *dtype + "'");
+    }
+    o.dtype = *dtype;
+  }
+  if (args.has("iterations")) {
+    ASSIGN_OR_RETURN(int64_t it, args.positiveInt("iterations", 4));
+    if (it > 10000) return invalidArgument("--iterations: expected at most 10000");
+    o.iterations = static_cast<int>(it);
+  } else {
+    o.iterations = 0;  // automatic: defaultIterations (past the rebuild, two no_sync cycles)
+  }
+  o.syncBatchNorm = args.has("sync-batchnorm");
+  if (auto c = args.value("contention")) {
+    auto v = parseDouble(*c);
+    if (!v || *v < 0 || *v > 10) {
+      return invalidArgument("--contention: expected a slowdown fraction in [0, 10], got '" + *c +
+                             "'");
+    }
+    o.contentionSlowdown = *v;
+  }
+  std::string strategy = args.value("strategy").value_or("ddp");
+  if (strategy == "ddp") {
+    o.strategy = Strategy::kDdp;
+  } else if (strategy == "dp") {
+    o.strategy = Strategy::kDataParallel;
+  } else {
+    return invalidArgument("--strategy: expected ddp or dp, got '" + strategy + "'");
+  }
+  if (auto modes = args.value("compile")) {
+    ASSIGN_OR_RETURN(const std::vector<CompileMode> parsed, parseCompileModes(*modes, sweep));
+    o.compile = parsed.front();  // sweep: the first; the caller sweeps the list
+  }
+  if (auto us = args.value("compile-graph-overhead")) {
+    auto v = parseDouble(*us);
+    if (!v || *v < 0 || *v > 1e6) {
+      return invalidArgument(
+          "--compile-graph-overhead: expected microseconds in [0, 1000000], got '" + *us + "'");
+    }
+    o.compileGraphOverhead = Nanos::fromMicrosDouble(*v);
+  }
+  o.allRanks = args.has("all-ranks");
+  if (auto j = args.value("jitter")) {
+    auto v = parseDouble(*j);
+    if (!v || *v < 0 || *v >= 100) {
+      return invalidArgument("--jitter: expected a percentage in [0, 100), got '" + *j + "'");
+    }
+    o.jitterPercent = *v;
+  }
+  ASSIGN_OR_RETURN(const int64_t seed, args.nonNegativeInt("seed", 1));
+  o.seed = static_cast<uint64_t>(seed);
+  if (auto s = args.value("stragglers")) {
+    for (const std::string& part : splitString(*s, ',')) {
+      auto colon = part.find(':');
+      std::optional<int64_t> rank;
+      std::optional<double> pct;
+      if (colon != std::string::npos) {
+        rank = parseInt64(part.substr(0, colon));
+        pct = parseDouble(part.substr(colon + 1));
+      }
+      if (!rank || !pct || *rank < 0 || *pct <= 0) {
+        return invalidArgument("--stragglers: expected RANK:PCT pairs like 3:20, got '" + part +
+                               "'");
+      }
+      o.stragglers.emplace_back(static_cast<int>(*rank), *pct / 100.0);
+    }
+  }
+  if ((o.jitterPercent > 0 || !o.stragglers.empty()) && !o.allRanks) {
+    return invalidArgument("--jitter and --stragglers need --all-ranks");
+  }
+  if (!computeFrom) {
+    ASSIGN_OR_RETURN(o.ddp, ddp::parseDdpSettings(args, simulationDdpSettings(sweep)));
+    ASSIGN_OR_RETURN(req.model, models::loadModelFromSettings(args));
+    ASSIGN_OR_RETURN(req.cluster, loadClusterFromSettings(args));
+    if (o.dtype.empty()) o.dtype = defaultDtype(req.cluster.device);
+    return req;
+  }
+  // Measured compute from a trace.
+  std::optional<models::ModelSpec> model;
+  if (args.has("model") || args.has("model-file")) {
+    ASSIGN_OR_RETURN(model, models::loadModelFromSettings(args));
+  }
+  ASSIGN_OR_RETURN(replay::LoadedProfile loaded, replay::loadProfile(*computeFrom, model));
+  req.model = loaded.model;
+  if (args.has("cluster") || args.has("cluster-file")) {
+    ASSIGN_OR_RETURN(req.cluster, loadClusterFromSettings(args));
+  } else {
+    ASSIGN_OR_RETURN(req.cluster, replay::selfCalibratedCluster(loaded.profile, loaded.model));
+  }
+  const replay::RunSettings run = loaded.profile.settings;
+  // replay: the flags change the run's own DDP settings; --compute-from: they start from
+  // DDP's defaults like simulate's.
+  ASSIGN_OR_RETURN(o.ddp, ddp::parseDdpSettings(args, simulationDdpSettings(sweep),
+                                                replayTrace ? run.ddp : ddp::DdpConfig()));
+  if (o.inputs.batch == 0) o.inputs.batch = run.batchPerRank;
+  if (o.inputs.seqLen == 0) o.inputs.seqLen = run.seqLen;
+  if (o.inputs.imageSize == 0) o.inputs.imageSize = run.imageSize;
+  if (!args.has("dtype")) o.dtype = "fp32";
+  replay::MeasuredComputeOptions mo;
+  mo.contentionSlowdown = o.contentionSlowdown.value_or(req.cluster.contentionSlowdown);
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<replay::MeasuredComputeModel> compute,
+      replay::MeasuredComputeModel::create(loaded.profile, loaded.model, req.cluster.device, mo));
+  req.compute = std::move(compute);
+  req.measured = std::make_shared<const replay::LoadedProfile>(std::move(loaded));
+  return req;
+}
+
+StatusOr<SimResult> runSimulation(const SimulationRequest& request, const WorldLayout& layout,
+                                  const SimOptions& options) {
+  return sim::simulate(request.model, request.cluster, layout, options, request.compute.get());
+}
+
+}  // namespace ddpscope::sim

@@ -1,0 +1,68 @@
+// SimulationRequest: every setting of one simulation (model, cluster, DDP and simulator settings,
+// measured compute), parsed and validated from named settings (base/setting_values.h).
+//
+// This is the one home of the simulation settings: `ddpscope simulate`, `sweep` and `replay`
+// register simulationSettingList() as their flags and parse argv's values here; the Python
+// package passes its keyword arguments under the same names and gets the same errors. The layout
+// (nodes, world size) and the output (trace, JSON) are the caller's.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/setting_values.h"
+#include "base/status.h"
+#include "ddp/ddp_settings.h"
+#include "models/model_spec.h"
+#include "sim/compute/compute_model.h"
+#include "sim/cost/cluster.h"
+#include "sim/engine/ddp_simulator.h"
+
+namespace ddpscope::sim::replay {
+struct LoadedProfile;
+}
+
+namespace ddpscope::sim {
+
+// The settings of a simulation, in --help order. `sweep` = true: "bucket-cap-mb", "nodes" and
+// "world-size" take comma lists and "find-unused" takes on|off|both; otherwise they are scalars
+// and "find-unused" is a switch. `computeFrom`: add "compute-from" RUN.json (measured compute
+// from a trace; replay names the trace itself).
+std::vector<SettingSpec> simulationSettingList(bool sweep, bool computeFrom = true);
+
+// The DDP settings simulate / replay (all) and sweep (all but the swept bucket cap and
+// find_unused) offer.
+ddp::DdpSettingSet simulationDdpSettings(bool sweep);
+
+struct SimulationRequest {
+  models::ModelSpec model;
+  ClusterSpec cluster;
+  SimOptions options;  // everything but layout-dependent fields
+  // Measured compute ("compute-from" / replay's trace): a MeasuredComputeModel of the trace;
+  // null = the cluster's roofline. With it, the model defaults to the trace's (metadata
+  // "model"), the cluster to cpu-mpi calibrated on the trace's own collectives, and "batch",
+  // "seq-len", "image-size" to the trace's per-rank values.
+  std::shared_ptr<const ComputeModel> compute;
+  std::optional<std::string> computeFrom;                 // the trace path
+  std::shared_ptr<const replay::LoadedProfile> measured;  // its model and profile
+};
+
+// Parses the scalar settings (model, cluster, DDP settings, batch, dtype, all-ranks...). In
+// sweep mode the list settings (bucket-cap-mb, find-unused, nodes, world-size) are left for the
+// caller. `replayTrace` (replay): the trace to take measured compute from, whose own DDP
+// settings the given ones then change; otherwise "compute-from", with DDP's defaults as the base.
+// Names are not checked here (the CLI's parser rejects unknown flags; see checkSettingNames).
+StatusOr<SimulationRequest> parseSimulationRequest(
+    const SettingValues& values, bool sweep, std::optional<std::string> replayTrace = std::nullopt);
+
+// "compile"'s value: one mode, or with `list` (sweep) a comma list (duplicates dropped).
+// Errors name --compile and the choices.
+StatusOr<std::vector<CompileMode>> parseCompileModes(const std::string& text, bool list);
+
+// Runs the strategy with the request's compute model (measured or roofline) and cluster.
+StatusOr<SimResult> runSimulation(const SimulationRequest& request, const WorldLayout& layout,
+                                  const SimOptions& options);
+
+}  // namespace ddpscope::sim

@@ -1,0 +1,45 @@
+// SweepPlan: the axes of `ddpscope sweep` (bucket caps, layouts, find_unused, compile modes) and
+// the shared simulation request, parsed from named settings (base/setting_values.h); its run and
+// the result's JSON ({"model", "cluster", "workload", "rows", "best"}, docs/JSON.md). The CLI
+// prints the result as a table, CSV or this JSON; the Python package's sweep() returns the JSON.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <nlohmann/json_fwd.hpp>
+#include <vector>
+
+#include "base/setting_values.h"
+#include "base/status.h"
+#include "sim/api/simulation_request.h"
+#include "sim/engine/sweep.h"
+
+namespace ddpscope::sim {
+
+struct SweepPlan {
+  SimulationRequest request;  // every setting but the axes
+  std::vector<double> capsMb = {1, 2, 5, 10, 25, 50, 100, 200};
+  std::vector<CompileMode> compileModes;
+  std::vector<bool> findUnused = {false};
+  std::vector<WorldLayout> layouts;
+  // Configurations swept: layouts x findUnused x compileModes x capsMb (the result may hold
+  // more points: the default cap is always simulated for the gain).
+  size_t size() const {
+    return layouts.size() * findUnused.size() * compileModes.size() * capsMb.size();
+  }
+};
+
+// Parses simulationSettingList(/*sweep=*/true)'s settings: the request and the axes
+// "bucket-cap-mb", "compile", "find-unused" (on|off|both), "nodes" / "world-size" (lists).
+StatusOr<SweepPlan> parseSweepPlan(const SettingValues& values);
+
+// Every configuration of the plan on all cores (sim/engine/sweep.h runSweep).
+StatusOr<SweepResult> runSweepPlan(const SweepPlan& plan,
+                                   std::function<void(size_t finished, size_t total)> progress);
+
+// {"model", "cluster", "workload" (the first row's), "rows": the first plan.size() points as
+// simSummaryJson without "iterations" and "workload" plus "compile", "best": per (layout,
+// find_unused, compile mode) the best cap with its gain over the default}.
+nlohmann::json sweepJson(const SweepPlan& plan, const SweepResult& result);
+
+}  // namespace ddpscope::sim
