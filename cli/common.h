@@ -21,8 +21,8 @@ StatusOr<models::ModelSpec> loadModelFromFlags(const ParsedArgs& args);
 
 // The ready-order list parsers live with the bucket plan request (ddp/bucket_plan_request.h).
 using ddp::parseIndexList;
-using ddp::readIndexListFile;
 using ddp::parseIndexListDocument;
+using ddp::readIndexListFile;
 
 }  // namespace ddpscope::cli
 

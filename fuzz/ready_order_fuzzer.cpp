@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "base/status.h"
-#include "ddp/bucket_plan_request.h"
 #include "ddp/bucket_plan.h"
+#include "ddp/bucket_plan_request.h"
 #include "ddp/ddp_config.h"
 #include "fuzz/fuzz_util.h"
 #include "models/model_spec.h"

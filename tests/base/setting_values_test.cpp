@@ -36,10 +36,9 @@ TEST(SettingValuesTest, NamedOrFileTakesExactlyOne) {
             std::optional<std::string>("resnet50"));
   EXPECT_EQ(namedOrFile(valuesOf({{"model-file", "m.json"}}), "model").value().file,
             std::optional<std::string>("m.json"));
-  EXPECT_EQ(namedOrFile(valuesOf({{"model", "a"}, {"model-file", "b"}}), "model")
-                .status()
-                .message(),
-            "give either --model or --model-file, not both");
+  EXPECT_EQ(
+      namedOrFile(valuesOf({{"model", "a"}, {"model-file", "b"}}), "model").status().message(),
+      "give either --model or --model-file, not both");
   EXPECT_EQ(namedOrFile(valuesOf({}), "cluster").status().message(),
             "expected --cluster NAME or --cluster-file PATH");
 }
