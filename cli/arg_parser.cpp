@@ -23,15 +23,6 @@ ArgParser& ArgParser::option(std::string name, std::string valueName, std::strin
   return *this;
 }
 
-ArgParser& ArgParser::redescribe(const std::string& name, std::string valueName, std::string help) {
-  auto it = std::find_if(m_flags.begin(), m_flags.end(),
-                         [&name](const FlagSpec& f) { return f.name == name; });
-  DDPSCOPE_CHECK_MSG(it != m_flags.end(), ("redescribe: no flag --" + name).c_str());
-  it->valueName = std::move(valueName);
-  it->help = std::move(help);
-  return *this;
-}
-
 ArgParser& ArgParser::positional(std::string name, std::string help, bool required) {
   m_positionals.push_back({std::move(name), std::move(help), required});
   return *this;

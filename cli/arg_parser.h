@@ -37,9 +37,6 @@ class ArgParser {
 
   ArgParser& flag(std::string name, std::string help);                           // switch
   ArgParser& option(std::string name, std::string valueName, std::string help);  // takes a value
-  // Changes an added flag's value name and help (a command that reuses a shared flag set with
-  // narrower semantics, e.g. plan's single --nodes). CHECKs that the flag was added.
-  ArgParser& redescribe(const std::string& name, std::string valueName, std::string help);
   // Registers each spec: a switch when its valueName is empty, else an option.
   ArgParser& options(const std::vector<SettingSpec>& specs);
   ArgParser& positional(std::string name, std::string help, bool required);

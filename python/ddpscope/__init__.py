@@ -5,6 +5,7 @@
     r = ddpscope.simulate(model, cluster="dgx-a100", nodes=4, bucket_cap_mb=50)
     print(r.step_time_ms, r.exposed_comm_ms, r.overlap_percent)
     rows = ddpscope.sweep(model, cluster="dgx-a100", nodes=4, bucket_cap_mb=[5, 25, 50, 100])
+    print(ddpscope.plan(model, cluster="dgx-a100", nodes=4)["ddp_kwargs"])
 
     with ddpscope.torch.record(ddp_model, path="run.json"):   # a live DDP job, every rank
         train()
@@ -14,12 +15,12 @@ Settings are the ``ddpscope`` CLI's flags as keyword arguments (``bucket_cap_mb=
 """
 
 from ._api import (Error, Model, SimResult, buckets, calibrate, cli, import_torch, models, overlap,
-                   replay, simulate, sweep)
+                   plan, replay, simulate, sweep)
 
 __version__ = "0.1.0"
 
 __all__ = ["Error", "Model", "SimResult", "buckets", "calibrate", "cli", "import_torch", "models",
-           "overlap", "replay", "simulate", "sweep", "torch", "export"]
+           "overlap", "plan", "replay", "simulate", "sweep", "torch", "export"]
 
 
 def __getattr__(name):

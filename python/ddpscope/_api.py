@@ -352,6 +352,24 @@ def sweep(model: ModelLike, cluster: Optional[PathLike] = "dgx-h100",
     return _rows(out["best"] if best else out["rows"])
 
 
+def plan(model: ModelLike, cluster: Optional[PathLike] = "dgx-h100",
+         nodes: Optional[int] = None, torch: Optional[str] = None,
+         objective: Optional[str] = None, **settings: Any) -> Dict[str, Any]:
+    """The best bucket layout for a model on a cluster (``ddpscope plan --json``).
+
+    Returns a dict: ``default`` and ``best_uniform`` (full simulations), ``planned`` (the
+    per-bucket layout with its ``bucket_cap_mb_list``, per-bucket launch/end times and gains;
+    None for ``torch="1.13"``, which has no list), ``flags`` (each helpful DDP flag simulated with
+    and without) and ``ddp_kwargs``, the keyword arguments to paste into
+    ``DistributedDataParallel(model, ...)``. ``torch``: "2.15" (default) or "1.13";
+    ``objective``: "step" (default) or "exposed"; ``bucket_cap_mb``: the uniform caps to
+    compare; other settings as for :func:`simulate`."""
+    values = _settings(dict(nodes=nodes, objective=objective, **settings))
+    if torch is not None:
+        values["torch"] = _text(torch)  # plan's own --torch (elsewhere torch= is --semantics)
+    return _core.plan(_core_settings(_model_settings(model), _cluster_settings(cluster), values))
+
+
 def overlap(trace_path: PathLike) -> Dict[str, Any]:
     """Overlap of communication with computation in a trace (``ddpscope overlap --json``): per
     rank and per iteration, HTA's definition."""

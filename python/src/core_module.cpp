@@ -13,6 +13,7 @@
 //     so that SimResult.save_trace and the per-collective timings need no second simulation;
 //   - buckets: the bucket plan request (ddp/bucket_plan_request.h) and its JSON;
 //   - sweep: the sweep plan, its run and its JSON (sim/api/sweep_request.h);
+//   - plan: the bucket planner's input, run and JSON (sim/api/plan_request.h);
 //   - overlap: traces' reader, computeOverlap and overlapJson;
 //   - replay: the replay report and its JSON (sim/api/replay_request.h);
 //   - import_torch, calibrate: sim/api/import_request.h, calibrate_request.h;
@@ -38,6 +39,7 @@
 #include "models/zoo.h"
 #include "sim/api/calibrate_request.h"
 #include "sim/api/import_request.h"
+#include "sim/api/plan_request.h"
 #include "sim/api/replay_request.h"
 #include "sim/api/simulation_json.h"
 #include "sim/api/simulation_request.h"
@@ -199,6 +201,19 @@ py::object sweep(const std::map<std::string, std::string>& settings) {
     return sim::runSweepPlan(plan, nullptr);
   }();
   return toPython(sim::sweepJson(plan, valueOrThrow(std::move(result))));
+}
+
+// `ddpscope plan --json`'s document (sim/api/plan_request.h): the default, the best uniform cap,
+// the planned bucket_cap_mb_list layout and the DDP keyword arguments.
+py::object plan(const std::map<std::string, std::string>& settings) {
+  const SettingValues values = settingValues(settings);
+  checkNames(values, sim::planSettingList(), "plan");
+  const sim::PlanInput input = valueOrThrow(sim::parsePlanInput(values));
+  StatusOr<sim::PlanResult> result = [&] {
+    py::gil_scoped_release release;
+    return sim::runPlanInput(input);
+  }();
+  return toPython(sim::planJson(input, valueOrThrow(std::move(result))));
 }
 
 // `ddpscope overlap --json`'s document for a trace (traces/overlap.h).
@@ -397,6 +412,8 @@ class Error(Exception):
         "settings.");
   m.def("sweep", &sweep, py::arg("settings"),
         "`ddpscope sweep --json`'s document from {flag name: text} settings.");
+  m.def("plan", &plan, py::arg("settings"),
+        "`ddpscope plan --json`'s document from {flag name: text} settings.");
   m.def("overlap", &overlap, py::arg("path"),
         "`ddpscope overlap --json`'s document for a trace (HTA's overlap per rank, iteration).");
   m.def("replay", &replay, py::arg("settings"), py::arg("trace_out") = "",

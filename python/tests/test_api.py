@@ -134,6 +134,27 @@ def test_sweep_equals_the_cli(cli):
     assert best == expected["best"]
 
 
+def test_plan_equals_the_cli(cli):
+    expected = cli.json("plan", "--model", "gpt2-small", "--cluster", "dgx-a100", "--nodes", "4")
+    mine = ddpscope.plan("gpt2-small", cluster="dgx-a100", nodes=4)
+    assert mine == expected
+    assert mine["ddp_kwargs"].startswith("bucket_cap_mb_list=[")
+    old = ddpscope.plan("resnet18", cluster="dgx-a100", nodes=2, torch="1.13",
+                        bucket_cap_mb=[10, 25])
+    assert old == cli.json("plan", "--model", "resnet18", "--cluster", "dgx-a100", "--nodes", "2",
+                           "--torch", "1.13", "--bucket-cap-mb", "10,25")
+    assert old["planned"] is None
+
+
+def test_plan_errors_are_the_clis(cli):
+    for kwargs, flags in [(dict(torch="2.0"), ["--torch", "2.0"]),
+                          (dict(objective="fast"), ["--objective", "fast"])]:
+        with pytest.raises(ddpscope.Error) as e:
+            ddpscope.plan("resnet18", cluster="dgx-a100", **kwargs)
+        code, message = cli.error("plan", "--model", "resnet18", "--cluster", "dgx-a100", *flags)
+        assert (str(e.value), e.value.exit_code) == (message, code)
+
+
 def test_sweep_is_a_dataframe_with_pandas_else_a_list(monkeypatch):
     try:
         import pandas

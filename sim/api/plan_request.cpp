@@ -1,0 +1,172 @@
+#include "sim/api/plan_request.h"
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "ddp/ddp_config.h"
+#include "sim/engine/workload.h"
+
+namespace ddpscope::sim {
+namespace {
+
+nlohmann::json summaryJson(const SimSummary& s) {
+  return {{"step_time_ns", s.stepTime.count()}, {"exposed_comm_ns", s.exposedComm.count()},
+          {"comm_ns", s.comm.count()},          {"overlap_percent", s.overlapPercent},
+          {"num_buckets", s.numBuckets},        {"bucket_bytes", s.bucketBytes}};
+}
+
+void redescribe(std::vector<SettingSpec>& specs, const std::string& name, std::string valueName,
+                std::string help) {
+  for (SettingSpec& s : specs) {
+    if (s.name == name) {
+      s.valueName = std::move(valueName);
+      s.help = std::move(help);
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<SettingSpec> planSettingList() {
+  // The sweep's settings, narrowed: one layout, find_unused on or off, eager only.
+  std::vector<SettingSpec> specs = simulationSettingList(/*sweep=*/true);
+  redescribe(specs, "nodes", "N", "number of nodes (default 1)");
+  redescribe(specs, "world-size", "W", "number of ranks (a multiple of the GPUs per node)");
+  redescribe(specs, "bucket-cap-mb", "X[,X...]",
+             "uniform caps to compare in MiB (default 1,2,5,10,25,50,100,200)");
+  redescribe(specs, "find-unused", "on|off",
+             "find_unused_parameters (default off; on needs --static-graph to plan)");
+  redescribe(specs, "compile", "none", "eager DDP only (plan refuses other modes)");
+  specs.push_back({"torch", "VERSION", "the PyTorch version to plan for: 2.15 (default) or 1.13"});
+  specs.push_back({"objective", "step|exposed",
+                   "what to minimise: steady step time (default) or exposed communication"});
+  return specs;
+}
+
+StatusOr<PlanInput> parsePlanInput(const SettingValues& values) {
+  PlanInput in;
+  ASSIGN_OR_RETURN(in.request, parseSimulationRequest(values, /*sweep=*/true));
+  SimulationRequest& req = in.request;
+  if (auto mode = values.value("compile"); mode && *mode != "none") {
+    return invalidArgument("--compile " + *mode + ": plan covers eager DDP only");
+  }
+  if (auto torch = values.value("torch")) {
+    if (values.has("semantics")) return invalidArgument("give either --torch or --semantics");
+    if (*torch != "2.15" && *torch != "1.13") {
+      return invalidArgument("--torch: expected 2.15 or 1.13, got '" + *torch + "'");
+    }
+    ASSIGN_OR_RETURN(req.options.ddp.profile, ddp::parseSemanticsProfile(*torch));
+  }
+  if (req.options.ddp.profile == ddp::SemanticsProfile::kV1_5) {
+    return invalidArgument("--semantics 1.5: plan supports torch 1.13 and 2.15");
+  }
+  PlanRequest& plan = in.plan;
+  if (auto text = values.value("objective")) {
+    ASSIGN_OR_RETURN(plan.objective, parsePlanObjective(*text));
+  }
+  if (auto text = values.value("bucket-cap-mb")) {
+    ASSIGN_OR_RETURN(plan.uniformCapsMb, parsePositiveList(*text, "--bucket-cap-mb"));
+  }
+  if (auto fu = values.value("find-unused")) {
+    if (*fu != "on" && *fu != "off") {
+      return invalidArgument("--find-unused: expected on or off, got '" + *fu + "'");
+    }
+    req.options.ddp.findUnusedParameters = *fu == "on";
+  }
+  if (values.has("nodes") && values.has("world-size")) {
+    return invalidArgument("give either --nodes or --world-size, not both");
+  }
+  std::optional<int> nodes, worldSize;
+  for (const char* flag : {"nodes", "world-size"}) {
+    if (auto text = values.value(flag)) {
+      ASSIGN_OR_RETURN(std::vector<int> v, parsePositiveIntList(*text, std::string("--") + flag));
+      if (v.size() != 1) {
+        return invalidArgument(std::string("--") + flag + ": plan takes one value, got '" + *text +
+                               "'");
+      }
+      (std::string(flag) == "nodes" ? nodes : worldSize) = v[0];
+    }
+  }
+  if (!nodes && !worldSize) nodes = 1;
+  ASSIGN_OR_RETURN(plan.layout, makeWorldLayout(req.cluster, nodes, worldSize));
+  plan.base = req.options;
+  return in;
+}
+
+StatusOr<PlanResult> runPlanInput(const PlanInput& input) {
+  PlanRequest plan = input.plan;
+  plan.model = &input.request.model;
+  plan.cluster = &input.request.cluster;
+  plan.compute = input.request.compute.get();
+  return runPlan(plan);
+}
+
+nlohmann::json planJson(const PlanInput& input, const PlanResult& r) {
+  const SimulationRequest& req = input.request;
+  const SweepPoint& def = r.uniform.points[r.defaultPoint];
+  const SweepPoint& uni = r.uniform.points[r.bestUniformPoint];
+  nlohmann::json out;
+  out["model"] = req.model.name;
+  out["cluster"] = req.cluster.name;
+  out["nodes"] = input.plan.layout.nodes;
+  out["world_size"] = input.plan.layout.worldSize();
+  out["torch"] = std::string(ddp::semanticsProfileName(req.options.ddp.profile));
+  out["objective"] = planObjectiveName(input.plan.objective);
+  out["workload"] = workloadJson(def.summary.workload);
+  out["default"] = summaryJson(def.summary);
+  out["default"]["bucket_cap_mb"] =
+      def.capDefault ? nlohmann::json(nullptr) : nlohmann::json(def.capMb);
+  out["best_uniform"] = summaryJson(uni.summary);
+  out["best_uniform"]["bucket_cap_mb"] = uni.capMb;
+  out["best_uniform"]["gain_percent"] = r.uniformGainPercent;
+  if (r.listSupported) {
+    nlohmann::json buckets = nlohmann::json::array();
+    for (const PlannedBucket& b : r.layout.buckets) {
+      nlohmann::json params = nlohmann::json::array();
+      for (int j = b.first; j <= b.last; ++j) params.push_back(r.timeline.order[j]);
+      buckets.push_back({{"first", b.first},
+                         {"last", b.last},
+                         {"params", params},
+                         {"bytes", b.bytes},
+                         {"wire_bytes", b.wireBytes},
+                         {"cap_mib", b.capMib},
+                         {"ready_ns", b.readyNs.count()},
+                         {"start_ns", b.startNs.count()},
+                         {"end_ns", b.endNs.count()}});
+    }
+    nlohmann::json planned = summaryJson(r.planned);
+    planned["bucket_cap_mb_list"] = r.layout.capsMib();
+    planned["buckets"] = std::move(buckets);
+    nlohmann::json simulated = nlohmann::json::array();
+    for (const SimulatedBucket& b : r.plannedAllreduces) {
+      simulated.push_back(
+          {{"bucket", b.bucket}, {"start_ns", b.startNs.count()}, {"end_ns", b.endNs.count()}});
+    }
+    planned["simulated_allreduces"] = std::move(simulated);
+    planned["simulated_backward_end_ns"] = r.plannedBackwardEndNs.count();
+    planned["dp_comm_end_ns"] = r.layout.commEndNs.count();
+    planned["dp_compute_delay_ns"] = r.layout.computeDelayNs.count();
+    planned["dp_objective_ns"] = r.layout.objectiveNs.count();
+    planned["dp_backward_end_ns"] = r.timeline.backwardEndNs.count();
+    planned["gain_over_default_percent"] = r.gainOverDefaultPercent;
+    planned["gain_over_uniform_percent"] = r.gainOverUniformPercent;
+    out["planned"] = std::move(planned);
+  } else {
+    out["planned"] = nullptr;
+  }
+  nlohmann::json flags = nlohmann::json::array();
+  for (const PlanFlag& f : r.flags) {
+    flags.push_back({{"kwarg", f.kwarg},
+                     {"without", summaryJson(f.without)},
+                     {"with", summaryJson(f.with)},
+                     {"gain_percent", f.gainPercent},
+                     {"recommended", f.gainPercent > 0}});
+  }
+  out["flags"] = std::move(flags);
+  out["recommend_list"] = r.recommendList;
+  out["ddp_kwargs"] = planDdpKwargs(r);
+  return out;
+}
+
+}  // namespace ddpscope::sim
