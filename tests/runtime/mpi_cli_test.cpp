@@ -92,12 +92,15 @@ TEST(MpiCliTest, KilledRankEndsTheJobWithinSixtySecondsAndRankZeroFlushesItsTrac
 }
 
 // What the ranks' fault messages must say: rank `rank` names the collective it was blocked in,
-// in its own timeout error or in its termination message.
-bool rankNamesTheCollective(const std::string& output, int rank, int64_t iteration) {
-  const std::regex line("ddpscope-run: rank " + std::to_string(rank) +
-                        ": [^\n]*allreduce of bucket [0-9]+ in iteration " +
-                        std::to_string(iteration) + "[^0-9]");
-  return std::regex_search(output, line);
+// in its own timeout error or in its termination message, in iteration `first` or `last`.
+bool rankNamesTheCollective(const std::string& output, int rank, int64_t first, int64_t last) {
+  for (int64_t iteration = first; iteration <= last; ++iteration) {
+    const std::regex line("ddpscope-run: rank " + std::to_string(rank) +
+                          ": [^\n]*allreduce of bucket [0-9]+ in iteration " +
+                          std::to_string(iteration) + "[^0-9]");
+    if (std::regex_search(output, line)) return true;
+  }
+  return false;
 }
 
 TEST(MpiCliTest, StoppedRankEndsTheJobWithinTheTimeoutNamingTheCollectiveAndLeavesNoProcess) {
@@ -118,8 +121,12 @@ TEST(MpiCliTest, StoppedRankEndsTheJobWithinTheTimeoutNamingTheCollectiveAndLeav
   EXPECT_NE(r.output.find("rank 1: fault injection: stopping (SIGSTOP) at iteration 3"),
             std::string::npos)
       << r.output;
-  EXPECT_TRUE(rankNamesTheCollective(r.output, 0, 3)) << r.output;
-  EXPECT_TRUE(rankNamesTheCollective(r.output, 2, 3)) << r.output;
+  // A peer may finish iteration 3's first allreduce and block in iteration 4's: the stopped rank
+  // can be stopped with its part of that allreduce already sent (seen on a 2-core CI run: rank 2
+  // "in the allreduce of bucket 0 in iteration 4"), and MPI lets a rank that has what it needs
+  // return from the collective.
+  EXPECT_TRUE(rankNamesTheCollective(r.output, 0, 3, 4)) << r.output;
+  EXPECT_TRUE(rankNamesTheCollective(r.output, 2, 3, 4)) << r.output;
   // Rank 0's partial trace parses and holds its first two iterations.
   auto timeline = traces::readChromeTrace(trace.string());
   ASSERT_TRUE(timeline.isOk()) << timeline.status().message() << r.output;
