@@ -143,14 +143,20 @@ BENCHMARK(BM_Sweep192)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
-void BM_AllRanks4096(benchmark::State& state) {
-  const models::ModelSpec& model = zooModel("gpt2-small");
+// Metrics-only all-ranks replay with 5 % jitter (seed 7) on the benchmark's thread count.
+SimOptions allRanksJitterOptions(const benchmark::State& state) {
   SimOptions options;
   options.recordTrace = false;
   options.allRanks = true;
   options.jitterPercent = 5;
   options.seed = 7;
   options.threads = static_cast<unsigned>(state.range(0));
+  return options;
+}
+
+void BM_AllRanks4096(benchmark::State& state) {
+  const models::ModelSpec& model = zooModel("gpt2-small");
+  const SimOptions options = allRanksJitterOptions(state);
   for (auto _ : state) {
     if (!runOne(state, model, nodes(512), options, 4096)) return;
   }
@@ -166,12 +172,7 @@ BENCHMARK(BM_AllRanks4096)
 
 void BM_AllRanks65536Gpt2Xl(benchmark::State& state) {
   const models::ModelSpec& model = zooModel("gpt2-xl");
-  SimOptions options;
-  options.recordTrace = false;
-  options.allRanks = true;
-  options.jitterPercent = 5;
-  options.seed = 7;
-  options.threads = static_cast<unsigned>(state.range(0));
+  const SimOptions options = allRanksJitterOptions(state);
   WorldLayout layout;
   layout.nodes = 8192;
   layout.gpusPerNode = dgxH100().gpusPerNode;
