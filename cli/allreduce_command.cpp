@@ -21,7 +21,7 @@ Status runAllreduceCommand(const std::vector<std::string>& argv, CommandIo io) {
       "(NCCL's tuner model for GPU clusters, alpha-beta for CPU/MPI profiles): the chosen\n"
       "algorithm and protocol, time, algbw = S/t and busbw = algbw x 2(n-1)/n (nccl-tests).");
   addClusterFlags(parser);
-  parser.option("nodes", "N", "number of nodes (default 1)")
+  parser.option("nodes", "N", "number of nodes (default 1; gb200-nvl72: 72-GPU racks)")
       .option("world-size", "W",
               "number of ranks (a multiple of the GPUs per node; default: one node's)")
       .option("bytes", "S[,S...]", "per-rank buffer sizes: 1048576, 64K, 25MiB, 1G (binary units)")

@@ -37,6 +37,7 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
   for (const std::string& name : models::zooModelNames())
     m_model->addItem(QString::fromStdString(name));
   m_cluster = new QComboBox(controls);
+  m_cluster->setObjectName("whatIfCluster");
   for (const std::string& name : sim::builtinClusterNames())
     m_cluster->addItem(QString::fromStdString(name));
   m_worldSize = new QComboBox(controls);

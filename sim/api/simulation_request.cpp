@@ -23,13 +23,13 @@ std::vector<SettingSpec> simulationSettingList(bool sweep, bool computeFrom) {
         "measured per-layer compute from a run's trace instead of the roofline");
   }
   if (sweep) {
-    add("nodes", "N[,N...]", "node counts to sweep (default 1)");
+    add("nodes", "N[,N...]", "node counts to sweep (default 1; gb200-nvl72: 72-GPU racks)");
     add("world-size", "W[,W...]",
         "world sizes to sweep (multiples of GPUs per node; default: --nodes)");
     add("bucket-cap-mb", "X[,X...]", "bucket caps in MiB (default 1,2,5,10,25,50,100,200)");
     add("find-unused", "on|off|both", "find_unused_parameters (default off)");
   } else {
-    add("nodes", "N", "number of nodes (default 1)");
+    add("nodes", "N", "number of nodes (default 1; gb200-nvl72: 72-GPU racks)");
     add("world-size", "W",
         "number of ranks (a multiple of the GPUs per node; default: one node's)");
   }

@@ -43,8 +43,11 @@ struct IntraNodeSpec {
   double nvlinkGBpsPerLink = 0;  // NCCL's per-link value, one direction (20 for A100)
   int pcieGen = 4;               // GPU's PCIe generation (x16)
   bool nvls = false;             // NVLink SHARP available (Hopper+ with NVSwitch)
-  double bandwidthGBps = 0;      // for kSharedMemory / α–β profiles: per-rank bandwidth
-  double latencyUs = 0;          // for α–β profiles: per-hop latency
+  // OS hosts (compute trays) the node's NVLink domain spans: > 1 = a multi-node NVLink domain
+  // (GB200 NVL72: 18 trays), which NCCL's MNNVL fuses into one node for its tuner.
+  int hosts = 1;
+  double bandwidthGBps = 0;  // for kSharedMemory / α–β profiles: per-rank bandwidth
+  double latencyUs = 0;      // for α–β profiles: per-hop latency
 };
 
 struct InterNodeSpec {
@@ -52,6 +55,9 @@ struct InterNodeSpec {
   double nicGbps = 0;         // port speed in Gb/s (200 = HDR, 400 = NDR)
   std::string fabric = "ib";  // "ib", "roce", "ethernet", "tcp"
   double latencyUs = 0;       // extra per-hop latency (NCCL's latencyInter; IB reports 0)
+  // Leaf downlink : uplink bandwidth between nodes (1 = non-blocking). NICs are rails (NIC k of
+  // every node on rail k); a NIC path across nodes is costed at min(NIC, PCIe) / this.
+  double oversubscription = 1.0;
 };
 
 // Optional NCCL inputs that replace what the model derives from the topology (spec

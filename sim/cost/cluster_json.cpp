@@ -135,7 +135,7 @@ class ClusterParser : private io::JsonReader {
     const std::string path = "intra_node";
     RETURN_IF_ERROR(checkKeys(*intra, path,
                               {"type", "nvlink_links", "nvlink_link_GBps", "pcie_gen", "nvls",
-                               "bandwidth_GBps", "latency_us"}));
+                               "hosts", "bandwidth_GBps", "latency_us"}));
     IntraNodeSpec& s = spec.intraNode;
     ASSIGN_OR_RETURN(
         std::string type,
@@ -169,6 +169,21 @@ class ClusterParser : private io::JsonReader {
                    "(NVLink SHARP lives in the NVSwitch)",
                    find(*intra, "nvls"));
     }
+    ASSIGN_OR_RETURN(int64_t hosts,
+                     integer(*intra, path, "hosts", 1, 1 << 20, 1,
+                             "a positive integer (OS hosts the NVLink domain spans)"));
+    s.hosts = static_cast<int>(hosts);
+    if (s.hosts > 1 && s.type != IntraNodeLink::kNvSwitch) {
+      return error(jsonKeyPath(path, "hosts"),
+                   "1 unless type is \"nvswitch\" (only an NVSwitch fabric spans hosts)",
+                   find(*intra, "hosts"));
+    }
+    if (spec.gpusPerNode % s.hosts != 0) {
+      return error(jsonKeyPath(path, "hosts"),
+                   "a divisor of gpus_per_node (" + std::to_string(spec.gpusPerNode) +
+                       "): every host holds the same number of GPUs",
+                   find(*intra, "hosts"));
+    }
     const bool shm = s.type == IntraNodeLink::kSharedMemory;
     ASSIGN_OR_RETURN(s.bandwidthGBps,
                      shm ? positive(*intra, path, "bandwidth_GBps", std::nullopt, "GB/s per rank")
@@ -183,9 +198,10 @@ class ClusterParser : private io::JsonReader {
     ASSIGN_OR_RETURN(const Json* inter, object(root, "", "inter_node", false));
     if (inter == nullptr) return Status::ok();  // one node only
     const std::string path = "inter_node";
-    RETURN_IF_ERROR(checkKeys(*inter, path, {"nics_per_node", "nic_Gbps", "fabric", "latency_us"}));
+    RETURN_IF_ERROR(checkKeys(
+        *inter, path, {"nics_per_node", "nic_Gbps", "fabric", "latency_us", "oversubscription"}));
     InterNodeSpec& s = spec.interNode;
-    ASSIGN_OR_RETURN(int64_t nics, integer(*inter, path, "nics_per_node", 0, 64, std::nullopt,
+    ASSIGN_OR_RETURN(int64_t nics, integer(*inter, path, "nics_per_node", 0, 1024, std::nullopt,
                                            "a non-negative integer (NIC ports per node)"));
     s.nicsPerNode = static_cast<int>(nics);
     if (nics > 0) {
@@ -199,6 +215,9 @@ class ClusterParser : private io::JsonReader {
                                      std::string("ib")));
     ASSIGN_OR_RETURN(s.latencyUs, number(*inter, path, "latency_us", 0, kInf, 0.0,
                                          "a non-negative number (µs)"));
+    ASSIGN_OR_RETURN(s.oversubscription,
+                     number(*inter, path, "oversubscription", 1, 64, 1.0,
+                            "a number in [1, 64] (leaf downlink : uplink; 1 = non-blocking)"));
     return Status::ok();
   }
 

@@ -14,6 +14,10 @@ constexpr double kIntelPcieOverhead = 6.0 / 5.0;  // §1.4: GPU-to-GPU PCIe traf
 constexpr double kDupMinSpeed = 25.0;             // §1.4 ncclTopoDupChannels
 constexpr double kDupHopperMinSpeed = 50.0;
 constexpr int kDupHopperMaxChannels = 4;
+// NCCL_MAX_NVLS_ARITY (src/include/device.h, v2.30.7): the NVLS search keeps at most
+// min(32, GPUs) heads (src/graph/search.cc ncclTopoCompute: "NVLS ... search must have ngpus heads
+// at most"). Only a multi-node NVLink domain (GB200 NVL72: 72 GPUs) reaches the cap.
+constexpr int kMaxNvlsArity = 32;
 
 bool isHopperOrLater(GpuArch arch) {
   return arch == GpuArch::kHopper || arch == GpuArch::kBlackwell;
@@ -36,9 +40,12 @@ double intraCapacityGBps(const ClusterSpec& cluster) {
   return 0;
 }
 
-// GB/s of one NIC path: the NIC port (Mb/s ÷ 8000) behind the GPU's PCIe x16 link.
+// GB/s of one NIC path across nodes: the NIC port (Mb/s ÷ 8000) behind the GPU's PCIe x16 link,
+// shared by `oversubscription` NICs on the leaf's uplinks to the spine (ddpscope's extension:
+// NCCL's search sees only the NIC; 1 = non-blocking reproduces it).
 double nicPathGBps(const ClusterSpec& cluster) {
-  return std::min(cluster.interNode.nicGbps / 8.0, pcieX16GBps(cluster.intraNode.pcieGen));
+  return std::min(cluster.interNode.nicGbps / 8.0, pcieX16GBps(cluster.intraNode.pcieGen)) /
+         cluster.interNode.oversubscription;
 }
 
 int fits(double capacity, double speed) {
@@ -140,19 +147,19 @@ StatusOr<NcclTopology> deriveNcclTopology(const ClusterSpec& cluster, const Worl
                    cluster.intraNode.nvls && ppn >= 2;
   if (topo.nvlsGraph) {
     NcclGraph nvls;
-    nvls.channels = ppn;
+    nvls.channels = std::min(ppn, kMaxNvlsArity);
     if (!multiNode) {
       nvls.bwInterGBps = intraSpeedList(arch).front();
     } else {
       for (double s : interSpeedList(arch)) {
-        if (nics * fits(nicPath, s) >= ppn) {
+        if (nics * fits(nicPath, s) >= nvls.channels) {
           nvls.bwInterGBps = s;
           break;
         }
       }
     }
     for (double s : intraSpeedList(arch)) {
-      if (s <= nvls.bwInterGBps + kEps && ppn * s <= intraCap + kEps) {
+      if (s <= nvls.bwInterGBps + kEps && nvls.channels * s <= intraCap + kEps) {
         nvls.bwIntraGBps = s;
         break;
       }

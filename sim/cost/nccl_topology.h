@@ -13,7 +13,11 @@
 //     Hopper+ when the speed is < 50 and there are > 4 channels.
 //   * Tree graph = Ring graph (pattern "balanced" unless overridden). Runtime channels (CTAs) =
 //     2 × ring channels, at most MAXCHANNELS.
-//   * NVLS graph (Hopper+, NVSwitch, nvls): one channel per local GPU; bwInter = the first speed
+//   * A node whose NVLink domain spans several hosts (intra_node.hosts > 1, GB200 NVL72) is one
+//     node here, as NCCL's MNNVL fuses the hosts' topologies into one (src/graph/topo.cc, v2.30.7).
+//   * inter_node.oversubscription divides the NIC path across nodes (ddpscope's extension).
+//   * NVLS graph (Hopper+, NVSwitch, nvls): one channel per local GPU, at most 32
+//     (NCCL_MAX_NVLS_ARITY); bwInter = the first speed
 //     of the intra list on one node (the NIC-limited inter speed across nodes); bwIntra = the
 //     fastest listed speed ≤ bwInter with channels × speed ≤ the NVLink total.
 // Worked values (§1.10): DGX A100 12 × 20; DGX H100 12 × 30 and NVLS 8 ch 40/60; A100 8×HDR

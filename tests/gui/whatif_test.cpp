@@ -2,6 +2,7 @@
 // settings (the CLI runs in-process), and the sweep finds and opens configurations.
 #include "gui/model/whatif.h"
 
+#include <QComboBox>
 #include <QDir>
 #include <QLabel>
 #include <QSignalSpy>
@@ -14,6 +15,7 @@
 #include "gui/model/trace_loader.h"
 #include "gui/widgets/sweep_panel.h"
 #include "gui/widgets/whatif_panel.h"
+#include "sim/cost/cluster.h"
 
 using namespace ddpscope;
 using namespace ddpscope::gui;
@@ -29,6 +31,22 @@ nlohmann::json runCliJson(const WhatIfSettings& settings) {
   return nlohmann::json::parse(out.str());
 }
 
+// Runs a sweep of `base` over `worldSizes` on `panel`; true once it finished with a result.
+bool sweepTo(SweepPanel& panel, const WhatIfSettings& base, const QString& worldSizes) {
+  panel.setBaseSettings(base);
+  panel.setWorldSizes(worldSizes);
+  QSignalSpy finished(&panel, &SweepPanel::sweepFinished);
+  panel.runSweep();
+  return finished.wait(120000) && panel.result().has_value();
+}
+
+// `ddpscope simulate`'s step time for `base` at one sweep point's world size and cap.
+Nanos cliStepTime(WhatIfSettings base, const SweepPoint& point) {
+  base.worldSize = point.worldSize;
+  base.ddp.setBucketCapMb(point.bucketCapMb);
+  return Nanos(runCliJson(base)["step_time_ns"].get<int64_t>());
+}
+
 }  // namespace
 
 class WhatIfTest : public QObject {
@@ -41,6 +59,7 @@ class WhatIfTest : public QObject {
   void sweepMarksTheBestCapAndOpensAPoint();
   void aSimulatedTraceOpensWithEveryDdpSetting();
   void panelStatesTheWorkloadLikeTheCli();
+  void blackwellClustersAreListedAndSweep();
 };
 
 void WhatIfTest::panelMetricsEqualCliSimulate_data() {
@@ -131,22 +150,13 @@ void WhatIfTest::sweepMarksTheBestCapAndOpensAPoint() {
   SweepPanel panel;
   panel.resize(1000, 600);
   WhatIfSettings base;
-  panel.setBaseSettings(base);
-  panel.setWorldSizes("8,32");
-  QSignalSpy finished(&panel, &SweepPanel::sweepFinished);
-  panel.runSweep();
-  QVERIFY(finished.wait(60000));
-  QVERIFY(panel.result().has_value());
+  QVERIFY(sweepTo(panel, base, "8,32"));
   const SweepResult& r = *panel.result();
   QCOMPARE(r.points.size(), size_t(16));
   QCOMPARE(r.bestPerWorldSize.size(), size_t(2));
   for (const SweepPoint& p : r.points) QVERIFY(r.points[r.best].stepTime <= p.stepTime);
   // Each point equals `ddpscope simulate` at that setting (spot check the best one).
-  const SweepPoint& best = r.points[r.best];
-  WhatIfSettings s = base;
-  s.worldSize = best.worldSize;
-  s.ddp.setBucketCapMb(best.bucketCapMb);
-  QCOMPARE(best.stepTime, Nanos(runCliJson(s)["step_time_ns"].get<int64_t>()));
+  QCOMPARE(r.points[r.best].stepTime, cliStepTime(base, r.points[r.best]));
   // Clicking near a point picks that configuration.
   QSignalSpy chosen(&panel, &SweepPanel::configurationChosen);
   auto picked = panel.settingsForPoint(32, 22.0);
@@ -201,6 +211,30 @@ void WhatIfTest::panelStatesTheWorkloadLikeTheCli() {
   std::ostringstream out, err;
   QCOMPARE(cli::runCli(args, out, err), 0);
   QVERIFY2(out.str().find(text) != std::string::npos, (out.str() + "\n---\n" + text).c_str());
+}
+
+// The cluster list comes from the built-in registry: the Blackwell clusters are in it, the
+// panel simulates on them, and the sweep chart runs on an NVL72 rack and two racks.
+void WhatIfTest::blackwellClustersAreListedAndSweep() {
+  WhatIfPanel whatIf;
+  auto* clusters = whatIf.findChild<QComboBox*>("whatIfCluster");
+  QVERIFY(clusters);
+  QVERIFY(clusters->findText("dgx-b200") >= 0);
+  QVERIFY(clusters->findText("gb200-nvl72") >= 0);
+  QCOMPARE(clusters->count(), static_cast<int>(sim::builtinClusterNames().size()));
+  WhatIfSettings s;
+  s.model = "gpt2-xl";
+  s.cluster = "gb200-nvl72";
+  s.worldSize = 72;
+  whatIf.setSettings(s);
+  QCOMPARE(whatIf.settings().cluster, std::string("gb200-nvl72"));
+  QCOMPARE(whatIf.settings().worldSize, 72);
+
+  SweepPanel sweep;  // the sweep chart: one rack and two racks
+  QVERIFY(sweepTo(sweep, s, "72,144"));
+  const SweepResult& r = *sweep.result();
+  QCOMPARE(r.bestPerWorldSize.size(), size_t(2));
+  QCOMPARE(r.points[r.best].stepTime, cliStepTime(s, r.points[r.best]));
 }
 
 QTEST_MAIN(WhatIfTest)

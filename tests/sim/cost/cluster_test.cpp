@@ -198,7 +198,22 @@ INSTANTIATE_TEST_SUITE_P(
                 "ddp_overheads.step_overhead_us", "a number of µs in [0, 1e6]"},
         BadCase{"unknown DDP overhead term", [](Json& j) { j["ddp_overheads"]["hook_us"] = 1; },
                 "ddp_overheads.hook_us",
-                "unknown field; expected one of allreduce_launch_us, grad_hook_us"}),
+                "unknown field; expected one of allreduce_launch_us, grad_hook_us"},
+        BadCase{"hosts not dividing the node", [](Json& j) { j["intra_node"]["hosts"] = 3; },
+                "intra_node.hosts", "a divisor of gpus_per_node (8)"},
+        BadCase{"hosts zero", [](Json& j) { j["intra_node"]["hosts"] = 0; }, "intra_node.hosts",
+                "a positive integer (OS hosts the NVLink domain spans)"},
+        BadCase{"hosts over PCIe",
+                [](Json& j) {
+                  j["intra_node"]["type"] = "pcie";
+                  j["intra_node"]["hosts"] = 2;
+                },
+                "intra_node.hosts", "1 unless type is \"nvswitch\""},
+        BadCase{"oversubscription below one",
+                [](Json& j) { j["inter_node"]["oversubscription"] = 0.5; },
+                "inter_node.oversubscription", "a number in [1, 64] (leaf downlink : uplink"},
+        BadCase{"too many NICs", [](Json& j) { j["inter_node"]["nics_per_node"] = 2000; },
+                "inter_node.nics_per_node", "a non-negative integer (NIC ports per node)"}),
     [](const ::testing::TestParamInfo<BadCase>& info) {
       std::string name = info.param.label;
       for (char& c : name) {
@@ -206,6 +221,30 @@ INSTANTIATE_TEST_SUITE_P(
       }
       return name;
     });
+
+TEST(ClusterJsonTest, BlackwellBuiltinsDescribeTheirRackAndFabric) {
+  ClusterSpec nvl72 = *loadBuiltinCluster("gb200-nvl72");
+  EXPECT_EQ(nvl72.device.arch, GpuArch::kBlackwell);
+  EXPECT_EQ(nvl72.gpusPerNode, 72);  // one node = one rack's NVLink domain
+  EXPECT_EQ(nvl72.intraNode.hosts, 18);
+  EXPECT_EQ(nvl72.interNode.nicsPerNode, 72);
+  EXPECT_EQ(nvl72.interNode.oversubscription, 1.0);
+  EXPECT_EQ(nvl72.cpuVendor, "arm");
+  ClusterSpec b200 = *loadBuiltinCluster("dgx-b200");
+  EXPECT_EQ(b200.gpusPerNode, 8);
+  EXPECT_EQ(b200.intraNode.hosts, 1);
+  EXPECT_DOUBLE_EQ(b200.intraNode.nvlinkLinks * b200.intraNode.nvlinkGBpsPerLink, 721.8);
+  for (const ClusterSpec* c : {&nvl72, &b200}) {
+    // Each names the NCCL version of its constants and where its published comparison lives.
+    EXPECT_EQ(c->ncclVersion, "2.30.7");
+    EXPECT_THAT(c->description, HasSubstr("NCCL 2.30.7"));
+    EXPECT_THAT(c->description, HasSubstr("nccl_tests_blackwell.json"));
+  }
+  // Absent fields keep the old meaning: one host per node, a non-blocking fabric.
+  auto a100 = loadBuiltinCluster("dgx-a100");
+  EXPECT_EQ(a100->intraNode.hosts, 1);
+  EXPECT_EQ(a100->interNode.oversubscription, 1.0);
+}
 
 TEST(ClusterJsonTest, DdpOverheadsRoundTripAndDefaultToZero) {
   Json doc = Json::parse(builtinClusterJson("dgx-a100"));

@@ -78,6 +78,72 @@ TEST(NcclModelTest, H100MultiNodeGraphIs8By48) {
   EXPECT_DOUBLE_EQ(model->topology().ring.bwInterGBps, 48);
 }
 
+TEST(NcclModelTest, DgxB200GraphsUseTheSm100Lists) {
+  // 18 × 40.1 = 721.8 GB/s of NVLink (SM100_NVLINK_BW): 8 × 90 from the SM100 intra list,
+  // duplicated to 16 × 45 (ncclTopoDupChannels); NVLS one channel per GPU at 90/90.
+  auto one = ncclModel(builtin("dgx-b200"), 1);
+  EXPECT_EQ(one->topology().ring.channels, 16);
+  EXPECT_DOUBLE_EQ(one->topology().ring.bwIntraGBps, 45);
+  EXPECT_EQ(one->topology().runtimeChannels, 32);
+  ASSERT_TRUE(one->topology().nvlsGraph);
+  EXPECT_EQ(one->topology().nvls.channels, 8);
+  EXPECT_DOUBLE_EQ(one->topology().nvls.bwIntraGBps, 90);
+  EXPECT_EQ(one->topology().nvlsCtas, 24);  // NVLS_NCHANNELS_SM100_NVL (src/transport/nvls.cc)
+  // Across nodes: 8 NDR NICs behind PCIe Gen5 (48 GB/s), as on H100.
+  auto four = ncclModel(builtin("dgx-b200"), 4);
+  EXPECT_EQ(four->topology().ring.channels, 8);
+  EXPECT_DOUBLE_EQ(four->topology().ring.bwInterGBps, 48);
+  EXPECT_EQ(four->topology().nvlsCtas, 32);  // NVLS_NCHANNELS_SM100
+}
+
+TEST(NcclModelTest, Nvl72RackIsOneNodeWithAtMost32NvlsHeads) {
+  // MNNVL: the 72 GPUs of a rack are one NCCL node; the NVLS search keeps at most
+  // NCCL_MAX_NVLS_ARITY = 32 heads, each at the fastest listed speed that 32 of fit in 721.8.
+  auto rack = ncclModel(builtin("gb200-nvl72"), 1, 72);
+  ASSERT_TRUE(rack->topology().nvlsGraph);
+  EXPECT_EQ(rack->topology().nvls.channels, 32);
+  EXPECT_DOUBLE_EQ(rack->topology().nvls.bwIntraGBps, 20);
+  EXPECT_EQ(rack->topology().ring.channels, 16);
+  CollectiveEstimate e = rack->estimate(Collective::kAllreduce, 8 * kGiB);
+  EXPECT_EQ(e.algorithm, "nvls");
+  // busBw = 32 × 20 × 0.74 × 31/32 × 2 (tuning.cc, Blackwell nvlsEfficiency 0.74); algBw =
+  // busBw · R / (2(R − 1)); latency 25 µs (NVLink NVLS hop) with no base.
+  const CollectiveCandidate nvls = candidate(*rack, "nvls", "Simple");
+  EXPECT_NEAR(nvls.baseAlgBwGBps * 2 * 71 / 72, 32 * 20 * 0.74 * 31.0 / 32 * 2, 1e-3);
+  EXPECT_DOUBLE_EQ(nvls.baseLatencyUs, 25);
+  // A partial rack (one tray's 4 GPUs) is a partial node, as on any NVSwitch machine.
+  EXPECT_EQ(ncclModel(builtin("gb200-nvl72"), 1, 4)->topology().nvls.channels, 4);
+  // Racks over InfiniBand: 72 NICs give 32 channels' worth; NVLink caps the ring.
+  auto racks = ncclModel(builtin("gb200-nvl72"), 4, 72);
+  EXPECT_EQ(racks->topology().ring.channels, 16);
+  EXPECT_DOUBLE_EQ(racks->topology().ring.bwInterGBps, 45.1);
+  EXPECT_EQ(racks->topology().nvls.channels, 32);
+  EXPECT_DOUBLE_EQ(racks->topology().nvls.bwInterGBps, 48);
+}
+
+TEST(NcclModelTest, OversubscriptionDividesTheNicPathAcrossNodes) {
+  ClusterSpec cluster = builtin("dgx-b200");
+  cluster.interNode.oversubscription = 2;
+  auto blocked = ncclModel(cluster, 4);
+  EXPECT_EQ(blocked->topology().ring.channels, 8);
+  EXPECT_DOUBLE_EQ(blocked->topology().ring.bwInterGBps, 24);  // 48 / 2, an SM100 inter speed
+  // One node never touches the fabric.
+  auto one = ncclModel(cluster, 1);
+  EXPECT_EQ(one->estimate(Collective::kAllreduce, kGiB).time,
+            ncclModel(builtin("dgx-b200"), 1)->estimate(Collective::kAllreduce, kGiB).time);
+  // Across nodes it is never faster, and slower where the NIC is the bottleneck.
+  auto free = ncclModel(builtin("dgx-b200"), 4);
+  for (int64_t bytes : {kMiB, 25 * kMiB, kGiB}) {
+    EXPECT_GE(blocked->estimate(Collective::kAllreduce, bytes).time,
+              free->estimate(Collective::kAllreduce, bytes).time);
+  }
+  cluster.nccl.algorithms = {"ring"};
+  ClusterSpec freeRing = builtin("dgx-b200");
+  freeRing.nccl.algorithms = {"ring"};
+  EXPECT_GT(ncclModel(cluster, 4)->estimate(Collective::kAllreduce, 4 * kGiB).time,
+            ncclModel(freeRing, 4)->estimate(Collective::kAllreduce, 4 * kGiB).time * 1.8);
+}
+
 TEST(NcclModelTest, DgxV100And100GbeGraphs) {
   // DGX-1: 6 × 20 GB/s NVLink → 6 × 20 after the dup; 4 EDR NICs behind Gen3 → 4 × 12 = 48 GB/s
   // ("DGX-1 with 4 IB ≈ 48 GB/s", nccl-tests#29).
