@@ -143,7 +143,21 @@ Status runFromTopo(const std::vector<std::string>& argvIn, CommandIo io) {
   ASSIGN_OR_RETURN(sim::topo::TopoCluster cluster, sim::topo::clusterFromTopo(matrix, options));
   const sim::ClusterSpec& spec = cluster.spec;
 
+  // The busbw check first: a bad --nodes is an error before anything is printed.
+  const int checkNodes = nodes.value_or(spec.interNode.nicsPerNode > 0 ? 2 : 1);
+  if (checkNodes > 1 && spec.interNode.nicsPerNode == 0) {
+    return invalidArgument("--nodes " + std::to_string(checkNodes) +
+                           ": this cluster has no network (no NICs); use --nodes 1");
+  }
+  ASSIGN_OR_RETURN(sim::WorldLayout layout, sim::makeWorldLayout(spec, checkNodes, std::nullopt));
+  ASSIGN_OR_RETURN(std::unique_ptr<sim::CommModel> model, sim::makeCommModel(spec, layout));
+  sim::CollectiveEstimate e = model->estimate(sim::Collective::kAllreduce, kCheckBytes);
+
   const auto out = args.value("out");
+  std::unique_ptr<io::OutputFile> file;  // opened before printing: a bad path prints nothing
+  if (out) {
+    ASSIGN_OR_RETURN(file, io::OutputFile::open(*out));
+  }
   std::ostream& report = out ? io.out : io.err;
   report << "cluster " << spec.name << " from " << matrix.origin << ":\n"
          << "  device         " << spec.device.name << " (from built-in " << cluster.baseCluster
@@ -170,21 +184,12 @@ Status runFromTopo(const std::vector<std::string>& argvIn, CommandIo io) {
   report << "  cpu_vendor     " << spec.cpuVendor << "\n";
   for (const std::string& note : cluster.notes) report << "  note: " << note << "\n";
 
-  const int checkNodes = nodes.value_or(spec.interNode.nicsPerNode > 0 ? 2 : 1);
-  if (checkNodes > 1 && spec.interNode.nicsPerNode == 0) {
-    return invalidArgument("--nodes " + std::to_string(checkNodes) +
-                           ": this cluster has no network (no NICs); use --nodes 1");
-  }
-  ASSIGN_OR_RETURN(sim::WorldLayout layout, sim::makeWorldLayout(spec, checkNodes, std::nullopt));
-  ASSIGN_OR_RETURN(std::unique_ptr<sim::CommModel> model, sim::makeCommModel(spec, layout));
-  sim::CollectiveEstimate e = model->estimate(sim::Collective::kAllreduce, kCheckBytes);
   report << "  check          allreduce 256 MiB on " << layout.nodes << " node(s) x "
          << layout.gpusPerNode << ": busbw " << std::fixed << std::setprecision(1) << e.busbwGBps
          << " GB/s (" << e.algorithm << "/" << e.protocol << ")\n"
          << std::defaultfloat;
 
-  if (out) {
-    ASSIGN_OR_RETURN(std::unique_ptr<io::OutputFile> file, io::OutputFile::open(*out));
+  if (file) {
     file->stream() << cluster.jsonText;
     RETURN_IF_ERROR(file->close());
     io.out << "wrote " << *out << " (use: --cluster-file " << *out << ")\n";

@@ -355,9 +355,17 @@ StatusOr<TopoCluster> clusterFromTopo(const TopoMatrix& m, const TopoClusterOpti
     << "built-in cluster " << gpu.cluster << ".";
   for (const std::string& note : out.notes) d << " Not modelled: " << note << ".";
 
-  Json j = Json::parse(builtinClusterJson(gpu.cluster));
+  // Only what belongs to the GPU and the software stack comes from the base file (an allow-list,
+  // so a wiring field the base has — graph overrides, a future NVLink-domain size — never leaks
+  // into a topology that does not have it); the rest is this topology's.
+  const Json baseJson = Json::parse(builtinClusterJson(gpu.cluster));
+  auto copyFromBase = [&](Json& to, const char* key) {
+    if (baseJson.contains(key)) to[key] = baseJson[key];
+  };
+  Json j;
   j["name"] = name;
   j["description"] = d.str();
+  copyFromBase(j, "device");
   j["gpus_per_node"] = static_cast<int>(gpus.size());
   Json intraJson = {{"type", intraTypeName(intra.type)}};
   if (intra.type != IntraNodeLink::kPcie) {
@@ -373,19 +381,18 @@ StatusOr<TopoCluster> clusterFromTopo(const TopoMatrix& m, const TopoClusterOpti
   if (nicCount > 0) {
     j["inter_node"] = {
         {"nics_per_node", nicCount}, {"nic_Gbps", *options.nicGbps}, {"fabric", options.fabric}};
-  } else {
-    j.erase("inter_node");
   }
   j["cpu_vendor"] = options.cpuVendor;
-  // Graph overrides describe the base cluster's wiring, not this one's: keep only the per-call
-  // launch overhead, which belongs to the software stack.
-  if (j.contains("nccl")) {
-    Json nccl = Json::object();
-    if (j["nccl"].contains("launch_overhead_us")) {
-      nccl["launch_overhead_us"] = j["nccl"]["launch_overhead_us"];
-    }
-    j["nccl"] = nccl;
+  copyFromBase(j, "nccl_version");
+  copyFromBase(j, "comm_model");
+  // Of the NCCL block only the per-call launch overhead (software); graph overrides describe the
+  // base cluster's wiring.
+  if (baseJson.contains("nccl") && baseJson["nccl"].contains("launch_overhead_us")) {
+    j["nccl"] = {{"launch_overhead_us", baseJson["nccl"]["launch_overhead_us"]}};
   }
+  copyFromBase(j, "contention_slowdown");
+  copyFromBase(j, "nccl_sm_contention");
+  copyFromBase(j, "ddp_overheads");
   out.jsonText = j.dump(2) + "\n";
   auto spec = parseClusterJson(out.jsonText, name);
   if (!spec.isOk()) {

@@ -118,6 +118,9 @@ TEST(ClusterCliTest, BadInputIsOneClearError) {
   expectBadInput({"cluster", "from-topo", topo("dgx1-v100.txt"), "--gpu", "v100", "--nics", "none",
                   "--nodes", "2"},
                  "--nodes 2: this cluster has no network (no NICs); use --nodes 1");
+  expectBadInput({"cluster", "from-topo", topo("dgx1-v100.txt"), "--gpu", "v100", "--nic-gbps",
+                  "100", "-o", "/no/such/dir/my.json"},
+                 "/no/such/dir/my.json: cannot open for writing");
   expectBadInput({"cluster", "frobnicate"}, "unknown subcommand 'frobnicate'");
   expectBadInput({"cluster", "show", "dgx-z900"}, "unknown cluster 'dgx-z900'");
 }

@@ -279,6 +279,16 @@ TEST(ClusterFromTopoTest, ReproducesTheBuiltinClustersAllreduceWithinFivePercent
     TopoCluster built = build(s.fixture, s.options);
     auto reference = loadBuiltinCluster(s.builtin);
     ASSERT_TRUE(reference.isOk());
+    // What the topology decides is the built-in cluster's, field for field.
+    const ClusterSpec& b = built.spec;
+    EXPECT_EQ(b.gpusPerNode, reference->gpusPerNode) << s.fixture;
+    EXPECT_EQ(b.intraNode.type, reference->intraNode.type) << s.fixture;
+    EXPECT_EQ(b.intraNode.nvlinkLinks, reference->intraNode.nvlinkLinks) << s.fixture;
+    EXPECT_EQ(b.intraNode.nvlinkGBpsPerLink, reference->intraNode.nvlinkGBpsPerLink) << s.fixture;
+    EXPECT_EQ(b.intraNode.nvls, reference->intraNode.nvls) << s.fixture;
+    EXPECT_EQ(b.interNode.nicsPerNode, reference->interNode.nicsPerNode) << s.fixture;
+    EXPECT_EQ(b.interNode.nicGbps, reference->interNode.nicGbps) << s.fixture;
+    EXPECT_EQ(b.cpuVendor, reference->cpuVendor) << s.fixture;
     for (int nodes : {1, 2, 4}) {
       for (int64_t bytes :
            {int64_t{8} << 10, int64_t{1} << 20, int64_t{64} << 20, int64_t{1} << 30}) {
