@@ -86,11 +86,17 @@ StatusOr<GpuEntry> findGpu(const std::string& gpu) {
         choices);
   }
   const std::string want = lower(gpu);
-  std::vector<GpuEntry> partial;
+  // Exact name, else the names it starts ("b200" is B200-SXM-180GB, not GB200-...), else the
+  // names it is part of.
+  std::vector<GpuEntry> prefix, partial;
   for (const GpuEntry& e : catalog) {
-    if (lower(e.device) == want) return e;
-    if (lower(e.device).find(want) != std::string::npos) partial.push_back(e);
+    const std::string have = lower(e.device);
+    if (have == want) return e;
+    if (have.starts_with(want)) prefix.push_back(e);
+    if (have.find(want) != std::string::npos) partial.push_back(e);
   }
+  if (prefix.size() == 1) return prefix.front();
+  if (prefix.size() > 1) partial = prefix;
   if (partial.size() == 1) return partial.front();
   if (partial.empty()) {
     return invalidArgument("--gpu: unknown GPU '" + gpu + "'; expected one of " + choices +
@@ -109,7 +115,7 @@ struct IntraResult {
   std::string summary;  // for the description
 };
 
-// Union-find-free connectivity: BFS over NVLink edges between GPUs.
+// Whether NVLink edges alone connect all GPUs (depth-first search, O(n²)).
 bool nvlinkConnected(const TopoMatrix& m, const std::vector<int>& gpus) {
   std::vector<bool> seen(gpus.size(), false);
   std::vector<size_t> stack = {0};

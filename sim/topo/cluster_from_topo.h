@@ -3,10 +3,11 @@
 // speed, the CPU vendor). The CLI's `ddpscope cluster from-topo` only parses flags and prints.
 //
 // What comes from where:
-//   * GPU model → the device. `gpu` names a device of a built-in GPU cluster (case-insensitive;
-//     a unique part such as "h100" is enough). That cluster's JSON supplies the device block,
-//     pcie_gen, nccl_version, the NCCL launch overhead, the contention terms and the DDP host
-//     costs (`ddp_overheads`) — properties of the GPU and the software stack, not of the wiring.
+//   * GPU model → the device. `gpu` names a device of a built-in GPU cluster (case-insensitive:
+//     the exact name, else a unique prefix such as "h100", else a unique part such as "sxm4"). That
+//     cluster's JSON supplies the device block, pcie_gen, nccl_version, the NCCL launch overhead,
+//     the contention terms and the DDP host costs (`ddp_overheads`) — properties of the GPU and the
+//     software stack, not of the wiring.
 //   * GPUs per node = the matrix's GPU columns.
 //   * Intra-node link, from the GPU↔GPU entries:
 //       - NV<k> between every pair and k·(n−1) above the GPU's NVLink count → NVSwitch,

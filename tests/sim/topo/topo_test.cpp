@@ -193,6 +193,24 @@ TEST(ClusterFromTopoTest, H100NodeUsesTheEightIbRailsNotTheEthernetNics) {
   }
 }
 
+TEST(ClusterFromTopoTest, FourGpuBoardsWithoutNvswitchAreDirectMeshes) {
+  // NV4 to each of 3 peers = 12 NVLinks, all an A100 has: a mesh, not a switch.
+  TopoCluster a100 = build("a100-4gpu-nv4.txt", {.gpu = "a100-sxm4", .nicGbps = 200});
+  EXPECT_EQ(a100.spec.gpusPerNode, 4);
+  EXPECT_EQ(a100.spec.intraNode.type, IntraNodeLink::kNvLink);
+  EXPECT_EQ(a100.spec.intraNode.nvlinkLinks, 12);
+  EXPECT_EQ(a100.spec.interNode.nicsPerNode, 4);
+  EXPECT_TRUE(a100.notes.empty());
+  // NV6 x 3 = 18, an H100's count: a mesh, so no NVLS (that needs the NVSwitch).
+  TopoCluster h100 = build("h100-4gpu-nv6.txt", {.gpu = "h100", .nicGbps = 400});
+  EXPECT_EQ(h100.spec.intraNode.type, IntraNodeLink::kNvLink);
+  EXPECT_EQ(h100.spec.intraNode.nvlinkLinks, 18);
+  EXPECT_FALSE(h100.spec.intraNode.nvls);
+  ASSERT_EQ(h100.rails.size(), 4u);
+  EXPECT_EQ(h100.rails[3].gpus, (std::vector<std::string>{"GPU3"}));
+  EXPECT_EQ(load("h100-4gpu-nv6.txt").devices[2].cpuAffinity, "7,15,23,31");
+}
+
 TEST(ClusterFromTopoTest, ExplicitNicsAndNone) {
   TopoCluster c =
       build("hgx-h100-8ndr.txt",
