@@ -74,8 +74,8 @@ Status runFromTopo(const std::vector<std::string>& argvIn, CommandIo io) {
   for (const std::string& g : sim::topo::topoGpuChoices()) gpus += "\n    " + g;
   ArgParser parser(
       "ddpscope cluster from-topo",
-      "TOPO.txt --gpu MODEL [--nic-gbps G] [--nics LIST|none] [--cpu-vendor V] [--fabric F]\n"
-      "       [--name N] [-o|--out FILE] [--nodes N]",
+      "TOPO.txt --gpu MODEL [--nic-gbps G] [--nics LIST|none]\n"
+      "       [--cpu-vendor V] [--fabric F] [--name N] [-o|--out FILE] [--nodes N]",
       "Builds a cluster file (sim/cost/clusters/FORMAT.md) from the output of `nvidia-smi topo "
       "-m`\n"
       "on one node: GPUs per node from the GPU columns; NVSwitch (NV<k> to every peer), a direct\n"
