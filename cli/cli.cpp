@@ -32,6 +32,8 @@ const std::vector<Command>& commands() {
       {"allreduce", "predicted allreduce time, algbw and busbw per size on a cluster (NCCL model)",
        runAllreduceCommand},
       {"clusters", "list the built-in cluster descriptions", runClustersCommand},
+      {"cluster", "from-topo: a cluster file from `nvidia-smi topo -m`; list; show NAME",
+       runClusterCommand},
       {"overlap", "compute/communication overlap of a Chrome trace (HTA definition)",
        runOverlapCommand},
       {"run", "train for real: N MPI ranks of the DDP runtime worker (ddpscope-run)",

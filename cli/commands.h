@@ -26,6 +26,7 @@ Status runQuickstartCommand(const std::vector<std::string>& args, CommandIo io);
 namespace ddpscope::cli {
 Status runAllreduceCommand(const std::vector<std::string>& args, CommandIo io);
 Status runClustersCommand(const std::vector<std::string>& args, CommandIo io);
+Status runClusterCommand(const std::vector<std::string>& args, CommandIo io);
 Status runSimulateCommand(const std::vector<std::string>& args, CommandIo io);
 Status runSweepCommand(const std::vector<std::string>& args, CommandIo io);
 Status runPlanCommand(const std::vector<std::string>& args, CommandIo io);

@@ -1,0 +1,217 @@
+// `ddpscope cluster from-topo | list | show`: describe your own machine from the output of
+// `nvidia-smi topo -m` (the work is sim/topo/cluster_from_topo.h), list or print the built-in
+// clusters.
+#include <iomanip>
+#include <memory>
+#include <ostream>
+#include <sstream>
+
+#include "base/strings.h"
+#include "cli/arg_parser.h"
+#include "cli/commands.h"
+#include "io/file_output.h"
+#include "sim/cost/cluster.h"
+#include "sim/cost/comm_model.h"
+#include "sim/topo/cluster_from_topo.h"
+
+namespace ddpscope::cli {
+
+namespace {
+
+constexpr int64_t kCheckBytes = int64_t{256} << 20;  // the busbw check's buffer: 256 MiB
+
+void printClusterUsage(std::ostream& out) {
+  out << "usage: ddpscope cluster <subcommand> [options]\n\n"
+         "subcommands:\n"
+         "  from-topo     build a cluster file from `nvidia-smi topo -m` output and the GPU model\n"
+         "  list          list the built-in clusters (as `ddpscope clusters`)\n"
+         "  show NAME     print a built-in cluster's JSON (a starting point for your own)\n\n"
+         "Run 'ddpscope cluster <subcommand> --help' for its options.\n";
+}
+
+Status runShow(const std::vector<std::string>& argv, CommandIo io) {
+  ArgParser parser("ddpscope cluster show", "NAME",
+                   "Prints the JSON of a built-in cluster (format: sim/cost/clusters/FORMAT.md).");
+  parser.positional("NAME", "a built-in cluster (ddpscope cluster list)", true);
+  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv));
+  if (args.helpRequested()) {
+    io.out << parser.helpText();
+    return Status::ok();
+  }
+  const std::string& name = args.positionals()[0];
+  std::string_view json = sim::builtinClusterJson(name);
+  if (json.empty()) {
+    std::string names;
+    for (const std::string& n : sim::builtinClusterNames()) {
+      if (!names.empty()) names += ", ";
+      names += n;
+    }
+    return invalidArgument("unknown cluster '" + name + "'; built-in: " + names);
+  }
+  io.out << json;
+  if (!json.empty() && json.back() != '\n') io.out << "\n";
+  return Status::ok();
+}
+
+StatusOr<std::optional<std::vector<std::string>>> parseNics(const ParsedArgs& args) {
+  auto text = args.value("nics");
+  if (!text) return std::optional<std::vector<std::string>>();
+  std::vector<std::string> names;
+  if (*text == "none") return std::optional<std::vector<std::string>>(names);
+  for (const std::string& part : splitString(*text, ',')) {
+    std::string name(trimString(part));
+    if (name.empty()) {
+      return invalidArgument("--nics: expected NIC names separated by commas (or none); got '" +
+                             *text + "'");
+    }
+    names.push_back(name);
+  }
+  return std::optional<std::vector<std::string>>(names);
+}
+
+Status runFromTopo(const std::vector<std::string>& argvIn, CommandIo io) {
+  std::string gpus;
+  for (const std::string& g : sim::topo::topoGpuChoices()) gpus += "\n    " + g;
+  ArgParser parser(
+      "ddpscope cluster from-topo",
+      "TOPO.txt --gpu MODEL [--nic-gbps G] [--nics LIST|none]\n"
+      "       [--cpu-vendor V] [--fabric F] [--name N] [-o|--out FILE] [--nodes N]",
+      "Builds a cluster file (sim/cost/clusters/FORMAT.md) from the output of `nvidia-smi topo "
+      "-m`\n"
+      "on one node: GPUs per node from the GPU columns; NVSwitch (NV<k> to every peer), a direct\n"
+      "NVLink mesh (NV1/NV2 as on DGX-1) or PCIe from the GPU-GPU entries, at NCCL's per-link\n"
+      "NVLink rate for the GPU; the NICs from each GPU's closest NIC columns (rails; storage or\n"
+      "Ethernet NICs no GPU is closest to drop out). The GPU model brings the device, NCCL "
+      "version\n"
+      "and DDP host costs of the built-in cluster that has it. Prints what it derived and, as a\n"
+      "check, the predicted 256 MiB allreduce busbw on --nodes nodes. Use the file with\n"
+      "--cluster-file in simulate, sweep, plan and allreduce.");
+  parser.positional("TOPO.txt", "the output of `nvidia-smi topo -m` (a pasted copy is fine)", true)
+      .option("gpu", "MODEL",
+              "the GPU (required; topo -m does not print it): a built-in device name or a "
+              "unique part of one (h100, v100). Known:" +
+                  gpus)
+      .option("nic-gbps", "G",
+              "NIC port speed in Gb/s (required when NICs are used): 100 EDR/100GbE, 200 HDR, "
+              "400 NDR; `ibstatus` prints it")
+      .option("nics", "LIST|none",
+              "NICs to use, by legend name or column label (mlx5_0,mlx5_1 or NIC0,NIC1); none = "
+              "no network (default: each GPU's closest NICs)")
+      .option("cpu-vendor", "V", "intel (default), amd or arm: NCCL's net overhead and LL caps")
+      .option("fabric", "F", "ib (default), roce, ethernet or tcp (informational)")
+      .option("name", "N", "cluster name (default: the topology file's stem)")
+      .option("out", "FILE", "write the cluster JSON here (-o FILE works too); default: stdout")
+      .option("nodes", "N", "nodes for the busbw check (default 1; 2 when there are NICs)")
+      .epilog(
+          "example:\n"
+          "  nvidia-smi topo -m > topo.txt\n"
+          "  ddpscope cluster from-topo topo.txt --gpu h100 --nic-gbps 400 -o my.json\n"
+          "  ddpscope simulate --model gpt2-xl --cluster-file my.json --nodes 4");
+  std::vector<std::string> argv = argvIn;
+  for (std::string& a : argv) {
+    if (a == "-o") a = "--out";
+  }
+  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv));
+  if (args.helpRequested()) {
+    io.out << parser.helpText();
+    return Status::ok();
+  }
+  sim::topo::TopoClusterOptions options;
+  options.gpu = args.value("gpu").value_or("");
+  ASSIGN_OR_RETURN(options.nics, parseNics(args));
+  if (auto g = args.value("nic-gbps")) {
+    std::optional<double> v = parseDouble(*g);
+    if (!v || *v <= 0) {
+      return invalidArgument("--nic-gbps: expected a positive port speed in Gb/s; got '" + *g +
+                             "'");
+    }
+    options.nicGbps = *v;
+  }
+  options.cpuVendor = args.value("cpu-vendor").value_or("intel");
+  options.fabric = args.value("fabric").value_or("ib");
+  options.name = args.value("name").value_or("");
+  std::optional<int> nodes;
+  if (auto n = args.value("nodes")) {
+    std::optional<int64_t> v = parseInt64(*n);
+    if (!v || *v < 1 || *v > 100000) {
+      return invalidArgument("--nodes: expected a positive integer; got '" + *n + "'");
+    }
+    nodes = static_cast<int>(*v);
+  }
+
+  ASSIGN_OR_RETURN(sim::topo::TopoMatrix matrix, sim::topo::loadTopoFile(args.positionals()[0]));
+  ASSIGN_OR_RETURN(sim::topo::TopoCluster cluster, sim::topo::clusterFromTopo(matrix, options));
+  const sim::ClusterSpec& spec = cluster.spec;
+
+  // The busbw check first: a bad --nodes is an error before anything is printed.
+  const int checkNodes = nodes.value_or(spec.interNode.nicsPerNode > 0 ? 2 : 1);
+  if (checkNodes > 1 && spec.interNode.nicsPerNode == 0) {
+    return invalidArgument("--nodes " + std::to_string(checkNodes) +
+                           ": this cluster has no network (no NICs); use --nodes 1");
+  }
+  ASSIGN_OR_RETURN(sim::WorldLayout layout, sim::makeWorldLayout(spec, checkNodes, std::nullopt));
+  ASSIGN_OR_RETURN(std::unique_ptr<sim::CommModel> model, sim::makeCommModel(spec, layout));
+  sim::CollectiveEstimate e = model->estimate(sim::Collective::kAllreduce, kCheckBytes);
+
+  const auto out = args.value("out");
+  std::unique_ptr<io::OutputFile> file;  // opened before printing: a bad path prints nothing
+  if (out) {
+    ASSIGN_OR_RETURN(file, io::OutputFile::open(*out));
+  }
+  std::ostream& report = out ? io.out : io.err;
+  report << "cluster " << spec.name << " from " << matrix.origin << ":\n"
+         << "  device         " << spec.device.name << " (from built-in " << cluster.baseCluster
+         << ")\n"
+         << "  gpus_per_node  " << spec.gpusPerNode << "\n"
+         << "  intra_node     " << sim::intraNodeLinkName(spec.intraNode.type);
+  if (spec.intraNode.type != sim::IntraNodeLink::kPcie) {
+    report << ", " << spec.intraNode.nvlinkLinks << " NVLinks x "
+           << formatShortest(spec.intraNode.nvlinkGBpsPerLink) << " GB/s"
+           << (spec.intraNode.nvls ? ", NVLS" : "");
+  }
+  report << ", PCIe Gen" << spec.intraNode.pcieGen << "\n";
+  if (spec.interNode.nicsPerNode > 0) {
+    report << "  inter_node     " << spec.interNode.nicsPerNode << " NICs x "
+           << formatShortest(spec.interNode.nicGbps) << " Gb/s " << spec.interNode.fabric << "\n";
+    for (const sim::topo::TopoRail& r : cluster.rails) {
+      report << "    " << std::left << std::setw(12) << r.nic << std::right;
+      for (size_t i = 0; i < r.gpus.size(); ++i) report << (i ? ", " : "") << r.gpus[i];
+      report << " (" << sim::topo::linkKindName(r.path) << ")\n";
+    }
+  } else {
+    report << "  inter_node     none (one node)\n";
+  }
+  report << "  cpu_vendor     " << spec.cpuVendor << "\n";
+  for (const std::string& note : cluster.notes) report << "  note: " << note << "\n";
+
+  report << "  check          allreduce 256 MiB on " << layout.nodes << " node(s) x "
+         << layout.gpusPerNode << ": busbw " << std::fixed << std::setprecision(1) << e.busbwGBps
+         << " GB/s (" << e.algorithm << "/" << e.protocol << ")\n"
+         << std::defaultfloat;
+
+  if (file) {
+    file->stream() << cluster.jsonText;
+    RETURN_IF_ERROR(file->close());
+    io.out << "wrote " << *out << " (use: --cluster-file " << *out << ")\n";
+  } else {
+    io.out << cluster.jsonText;
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status runClusterCommand(const std::vector<std::string>& argv, CommandIo io) {
+  if (argv.empty() || argv[0] == "--help" || argv[0] == "-h" || argv[0] == "help") {
+    printClusterUsage(io.out);
+    return Status::ok();
+  }
+  const std::vector<std::string> rest(argv.begin() + 1, argv.end());
+  if (argv[0] == "from-topo") return runFromTopo(rest, io);
+  if (argv[0] == "list") return runClustersCommand(rest, io);
+  if (argv[0] == "show") return runShow(rest, io);
+  return invalidArgument("unknown subcommand '" + argv[0] +
+                         "'; expected from-topo, list or show (see 'ddpscope cluster --help')");
+}
+
+}  // namespace ddpscope::cli

@@ -1,0 +1,129 @@
+// `ddpscope cluster from-topo | list | show`: a cluster file from a real published
+// `nvidia-smi topo -m` (tests/data/topo/) simulates and costs allreduce as the built-in cluster
+// of the same machine does; bad input is one clear error line.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "tests/cli/cli_test_util.h"
+
+namespace ddpscope::cli::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using json = nlohmann::json;
+
+std::string topo(const std::string& name) {
+  return std::string(DDPSCOPE_TEST_DATA_DIR) + "/topo/" + name;
+}
+
+// Runs from-topo and returns the written cluster file's path.
+std::string fromTopo(const std::string& fixture, std::vector<std::string> flags) {
+  const std::string out = (scratchDir() / (fixture + ".json")).string();
+  std::vector<std::string> args = {"cluster", "from-topo", topo(fixture), "-o", out};
+  args.insert(args.end(), flags.begin(), flags.end());
+  CliResult r = runCliForTest(args);
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("wrote " + out));
+  return out;
+}
+
+struct SameMachine {
+  std::string fixture;
+  std::vector<std::string> flags;
+  std::string builtin;
+  std::string model;
+};
+
+// The acceptance check: simulate and allreduce on the built cluster within 5 % of the
+// built-in cluster for the same machine.
+TEST(ClusterCliTest, FromTopoReproducesTheBuiltinClusterWithinFivePercent) {
+  const std::vector<SameMachine> machines = {
+      {"dgx1-v100.txt", {"--gpu", "v100", "--nic-gbps", "100"}, "dgx-v100", "resnet50"},
+      {"dgx-a100.txt",
+       {"--gpu", "A100-SXM4", "--nic-gbps", "200", "--cpu-vendor", "amd"},
+       "dgx-a100",
+       "gpt2-small"},
+      {"hgx-h100-8ndr.txt", {"--gpu", "h100", "--nic-gbps", "400"}, "dgx-h100", "gpt2-xl"},
+  };
+  for (const SameMachine& m : machines) {
+    const std::string file = fromTopo(m.fixture, m.flags);
+    for (const std::string nodes : {"1", "2"}) {
+      json want = runCliJson({"simulate", "--model", m.model, "--cluster", m.builtin, "--nodes",
+                              nodes, "--json", "--quiet"});
+      json got = runCliJson({"simulate", "--model", m.model, "--cluster-file", file, "--nodes",
+                             nodes, "--json", "--quiet"});
+      ASSERT_TRUE(want.is_object() && got.is_object()) << m.fixture;
+      const double w = want["step_time_ns"].get<double>();
+      EXPECT_NEAR(got["step_time_ns"].get<double>(), w, 0.05 * w)
+          << m.fixture << " vs " << m.builtin << " on " << nodes << " node(s)";
+      json wantAr = runCliJson({"allreduce", "--cluster", m.builtin, "--nodes", nodes, "--bytes",
+                                "8K,1M,64M,1G", "--json"});
+      json gotAr = runCliJson({"allreduce", "--cluster-file", file, "--nodes", nodes, "--bytes",
+                               "8K,1M,64M,1G", "--json"});
+      ASSERT_EQ(wantAr["results"].size(), 4u);
+      ASSERT_EQ(gotAr["results"].size(), 4u);
+      for (size_t i = 0; i < 4; ++i) {
+        const double wb = wantAr["results"][i]["busbw_gbps"].get<double>();
+        EXPECT_NEAR(gotAr["results"][i]["busbw_gbps"].get<double>(), wb, 0.05 * wb)
+            << m.fixture << " " << wantAr["results"][i]["bytes"];
+      }
+    }
+  }
+}
+
+TEST(ClusterCliTest, FromTopoPrintsWhatItDerivedAndTheJsonToStdout) {
+  CliResult r = runCliForTest({"cluster", "from-topo", topo("dgx1-v100.txt"), "--gpu", "v100",
+                               "--nic-gbps", "100", "--name", "my-dgx1"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  json j = json::parse(r.out);  // stdout is the cluster file alone
+  EXPECT_EQ(j["name"], "my-dgx1");
+  EXPECT_EQ(j["intra_node"]["type"], "nvlink");
+  EXPECT_EQ(j["intra_node"]["nvlink_links"], 6);
+  EXPECT_EQ(j["inter_node"]["nics_per_node"], 4);
+  EXPECT_THAT(r.err, HasSubstr("intra_node     nvlink, 6 NVLinks x 20 GB/s, PCIe Gen3"));
+  EXPECT_THAT(r.err, HasSubstr("mlx5_0      GPU0, GPU1 (PIX)"));
+  EXPECT_THAT(r.err, HasSubstr("check          allreduce 256 MiB on 2 node(s) x 8: busbw"));
+}
+
+TEST(ClusterCliTest, ShowAndList) {
+  CliResult show = runCliForTest({"cluster", "show", "dgx-h100"});
+  ASSERT_EQ(show.exitCode, 0) << show.err;
+  EXPECT_EQ(json::parse(show.out)["name"], "dgx-h100");
+  CliResult list = runCliForTest({"cluster", "list"});
+  ASSERT_EQ(list.exitCode, 0) << list.err;
+  EXPECT_THAT(list.out, HasSubstr("dgx-a100"));
+  CliResult help = runCliForTest({"cluster", "from-topo", "--help"});
+  ASSERT_EQ(help.exitCode, 0);
+  EXPECT_THAT(help.out, HasSubstr("--nic-gbps G"));
+  EXPECT_THAT(help.out, HasSubstr("H100-SXM5-80GB (dgx-h100)"));
+}
+
+TEST(ClusterCliTest, BadInputIsOneClearError) {
+  expectBadInput({"cluster", "from-topo", topo("dgx1-v100.txt"), "--nic-gbps", "100"},
+                 "ddpscope cluster: error: --gpu: required");
+  expectBadInput({"cluster", "from-topo", topo("dgx1-v100.txt"), "--gpu", "v100"},
+                 "--nic-gbps: required");
+  expectBadInput(
+      {"cluster", "from-topo", topo("dgx1-v100.txt"), "--gpu", "v100", "--nic-gbps", "fast"},
+      "--nic-gbps: expected a positive port speed in Gb/s; got 'fast'");
+  expectBadInput({"cluster", "from-topo", "/no/such/topo.txt", "--gpu", "v100"},
+                 "/no/such/topo.txt");
+  const std::string bad = writeScratchFile("bad-topo.txt",
+                                           "        GPU0    GPU1\n"
+                                           "GPU0     X      NV4\n"
+                                           "GPU1    NV4      Y\n");
+  expectBadInput({"cluster", "from-topo", bad, "--gpu", "v100", "--nics", "none"},
+                 bad + ":3: unknown link token 'Y' in row GPU1, column GPU1");
+  expectBadInput({"cluster", "from-topo", topo("dgx1-v100.txt"), "--gpu", "v100", "--nics", "none",
+                  "--nodes", "2"},
+                 "--nodes 2: this cluster has no network (no NICs); use --nodes 1");
+  expectBadInput({"cluster", "from-topo", topo("dgx1-v100.txt"), "--gpu", "v100", "--nic-gbps",
+                  "100", "-o", "/no/such/dir/my.json"},
+                 "/no/such/dir/my.json: cannot open for writing");
+  expectBadInput({"cluster", "frobnicate"}, "unknown subcommand 'frobnicate'");
+  expectBadInput({"cluster", "show", "dgx-z900"}, "unknown cluster 'dgx-z900'");
+}
+
+}  // namespace
+}  // namespace ddpscope::cli::testing
