@@ -1,8 +1,10 @@
 #include "traces/chrome_tokenizer.h"
 
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -19,33 +21,40 @@ namespace {
 
 using Json = nlohmann::json;
 
+// Equal to a literal of N − 1 characters, for a key of that size: a fixed-size memcmp compiles
+// to integer compares (this runs for every key of every event).
+template <size_t N>
+bool keyIs(std::string_view key, const char (&word)[N]) {
+  return std::memcmp(key.data(), word, N - 1) == 0;
+}
+
 EventField eventFieldFromKey(std::string_view key) {
   switch (key.size()) {
     case 1:
-      if (key == "s") return EventField::kScope;
+      if (key[0] == 's') return EventField::kScope;
       break;
     case 2:
-      if (key == "ph") return EventField::kPh;
-      if (key == "ts") return EventField::kTs;
-      if (key == "id") return EventField::kId;
-      if (key == "bp") return EventField::kBp;
+      if (keyIs(key, "ph")) return EventField::kPh;
+      if (keyIs(key, "ts")) return EventField::kTs;
+      if (keyIs(key, "id")) return EventField::kId;
+      if (keyIs(key, "bp")) return EventField::kBp;
       break;
     case 3:
-      if (key == "pid") return EventField::kPid;
-      if (key == "tid") return EventField::kTid;
-      if (key == "dur") return EventField::kDur;
-      if (key == "cat") return EventField::kCat;
+      if (keyIs(key, "pid")) return EventField::kPid;
+      if (keyIs(key, "tid")) return EventField::kTid;
+      if (keyIs(key, "dur")) return EventField::kDur;
+      if (keyIs(key, "cat")) return EventField::kCat;
       break;
     case 4:
-      if (key == "name") return EventField::kName;
-      if (key == "args") return EventField::kArgs;
+      if (keyIs(key, "name")) return EventField::kName;
+      if (keyIs(key, "args")) return EventField::kArgs;
       break;
     case 7:
-      if (key == "bind_id") return EventField::kBindId;
-      if (key == "flow_in") return EventField::kFlowIn;
+      if (keyIs(key, "bind_id")) return EventField::kBindId;
+      if (keyIs(key, "flow_in")) return EventField::kFlowIn;
       break;
     case 8:
-      if (key == "flow_out") return EventField::kFlowOut;
+      if (keyIs(key, "flow_out")) return EventField::kFlowOut;
       break;
     default:
       break;
@@ -426,6 +435,13 @@ bool TraceSaxHandler::finishEvent() {
 // Drives a SAX handler over JSON text with nlohmann's callback sequence and values, or
 // declines (see chrome_tokenizer.h). One pass, an explicit container stack (no recursion),
 // one reused buffer for string tokens and one for number text.
+// Bytes a string token copies as they are: printable ASCII but '"' and '\\'.
+constexpr auto kPlainStringByte = [] {
+  std::array<bool, 256> plain{};
+  for (int c = 0x20; c < 0x80; ++c) plain[static_cast<size_t>(c)] = c != '"' && c != '\\';
+  return plain;
+}();
+
 template <typename Sax>
 class FastJsonScanner {
  public:
@@ -554,11 +570,7 @@ bool FastJsonScanner<Sax>::scanString() {
   m_string.clear();
   while (true) {
     const char* run = m_p;
-    while (m_p < m_end) {
-      const auto u = static_cast<unsigned char>(*m_p);
-      if (u < 0x20 || u >= 0x80 || u == '"' || u == '\\') break;
-      ++m_p;
-    }
+    while (m_p < m_end && kPlainStringByte[static_cast<unsigned char>(*m_p)]) ++m_p;
     m_string.append(run, static_cast<size_t>(m_p - run));
     if (m_p == m_end) return false;
     const auto u = static_cast<unsigned char>(*m_p);
