@@ -43,6 +43,15 @@ struct FieldValue {
     text.clear();
   }
   bool present() const { return kind != Kind::kMissing; }
+  // Becomes `other` (whose text is left with this one's old buffer, for reuse).
+  void take(FieldValue& other) {
+    kind = other.kind;
+    i = other.i;
+    u = other.u;
+    d = other.d;
+    b = other.b;
+    text.swap(other.text);
+  }
   // The value as error messages show it: 12, 1.5, "abc" (quoted, cut after 60 characters),
   // true, null, an object, an array; "nothing" when missing.
   std::string repr() const;

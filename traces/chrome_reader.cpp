@@ -82,13 +82,39 @@ StatusOr<Timeline> parseChromeTrace(std::string_view bytes, const std::string& s
     ASSIGN_OR_RETURN(std::string plain, io::gunzipBytes(bytes, sourceName));
     return parseChromeTrace(plain, sourceName, options, report);
   }
-  if (report != nullptr) *report = ChromeReadReport{};
-  chrome_detail::ChromeReadDiagnostics diagnostics{sourceName, report};
-  chrome_detail::RawTrace trace;
-  chrome_detail::ChromeEventHandler events(diagnostics, trace);
-  RETURN_IF_ERROR(chrome_detail::tokenizeChromeTrace(bytes, diagnostics, trace, events));
-  return chrome_detail::assembleTimeline(std::move(trace), options, diagnostics);
+  return chrome_detail::parsePlainChromeTrace(bytes, sourceName, options, report,
+                                              chrome_detail::JsonScanner::kAuto);
 }
+
+namespace chrome_detail {
+
+StatusOr<Timeline> parsePlainChromeTrace(std::string_view text, const std::string& sourceName,
+                                         const ChromeReadOptions& options, ChromeReadReport* report,
+                                         JsonScanner scanner) {
+  // One pass with fresh state; `declined` is null for nlohmann's parser.
+  auto parse = [&](bool* declined) -> StatusOr<Timeline> {
+    if (report != nullptr) *report = ChromeReadReport{};
+    ChromeReadDiagnostics diagnostics{sourceName, report};
+    RawTrace trace;
+    ChromeEventHandler events(diagnostics, trace);
+    if (declined != nullptr) {
+      RETURN_IF_ERROR(tokenizeChromeTraceFast(text, diagnostics, trace, events, declined));
+      if (*declined) return Timeline();  // discarded
+    } else {
+      RETURN_IF_ERROR(tokenizeChromeTrace(text, diagnostics, trace, events));
+    }
+    return assembleTimeline(std::move(trace), options, diagnostics);
+  };
+  if (scanner == JsonScanner::kNlohmann) return parse(nullptr);
+  bool declined = false;
+  StatusOr<Timeline> fast = parse(&declined);
+  if (!declined) return fast;
+  if (scanner == JsonScanner::kFastOnly)
+    return unimplemented(sourceName + ": fast scanner declined");
+  return parse(nullptr);  // from scratch: what the fast scanner filled is discarded
+}
+
+}  // namespace chrome_detail
 
 StatusOr<Timeline> readChromeTrace(const std::string& path, const ChromeReadOptions& options,
                                    ChromeReadReport* report) {

@@ -1,8 +1,10 @@
 // Tolerant Chrome Trace Event JSON reader → Timeline.
 //
 // Accepts a bare event array or {"traceEvents": [...], "otherData": {...}, ...}; gzip input
-// is detected by its magic bytes (needs zlib). The file is parsed with nlohmann's SAX
-// interface: no DOM of the whole file is built, each event is decoded as it streams by.
+// is detected by its magic bytes (needs zlib). The file is parsed by SAX callbacks: no DOM of
+// the whole file is built, each event is decoded as it streams by. A fast scanner of our own
+// drives them; on JSON it leaves to nlohmann (invalid JSON included) nlohmann's SAX parser
+// parses the text again, so results and error messages are nlohmann's (chrome_tokenizer.h).
 //
 // Phases: X; B/E (matched per pid/tid stack); i/I (zero-length spans; scope g/p go to an
 // "instants" lane of the process); C (one counter per numeric series); M (process_name,

@@ -1,6 +1,10 @@
 #include "traces/chrome_tokenizer.h"
 
+#include <array>
+#include <charconv>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -17,33 +21,40 @@ namespace {
 
 using Json = nlohmann::json;
 
+// Equal to a literal of N − 1 characters, for a key of that size: a fixed-size memcmp compiles
+// to integer compares (this runs for every key of every event).
+template <size_t N>
+bool keyIs(std::string_view key, const char (&word)[N]) {
+  return std::memcmp(key.data(), word, N - 1) == 0;
+}
+
 EventField eventFieldFromKey(std::string_view key) {
   switch (key.size()) {
     case 1:
-      if (key == "s") return EventField::kScope;
+      if (key[0] == 's') return EventField::kScope;
       break;
     case 2:
-      if (key == "ph") return EventField::kPh;
-      if (key == "ts") return EventField::kTs;
-      if (key == "id") return EventField::kId;
-      if (key == "bp") return EventField::kBp;
+      if (keyIs(key, "ph")) return EventField::kPh;
+      if (keyIs(key, "ts")) return EventField::kTs;
+      if (keyIs(key, "id")) return EventField::kId;
+      if (keyIs(key, "bp")) return EventField::kBp;
       break;
     case 3:
-      if (key == "pid") return EventField::kPid;
-      if (key == "tid") return EventField::kTid;
-      if (key == "dur") return EventField::kDur;
-      if (key == "cat") return EventField::kCat;
+      if (keyIs(key, "pid")) return EventField::kPid;
+      if (keyIs(key, "tid")) return EventField::kTid;
+      if (keyIs(key, "dur")) return EventField::kDur;
+      if (keyIs(key, "cat")) return EventField::kCat;
       break;
     case 4:
-      if (key == "name") return EventField::kName;
-      if (key == "args") return EventField::kArgs;
+      if (keyIs(key, "name")) return EventField::kName;
+      if (keyIs(key, "args")) return EventField::kArgs;
       break;
     case 7:
-      if (key == "bind_id") return EventField::kBindId;
-      if (key == "flow_in") return EventField::kFlowIn;
+      if (keyIs(key, "bind_id")) return EventField::kBindId;
+      if (keyIs(key, "flow_in")) return EventField::kFlowIn;
       break;
     case 8:
-      if (key == "flow_out") return EventField::kFlowOut;
+      if (keyIs(key, "flow_out")) return EventField::kFlowOut;
       break;
     default:
       break;
@@ -143,7 +154,7 @@ class TraceSaxHandler {
       return true;
     }
     m_scratch.kind = FieldValue::Kind::kString;
-    m_scratch.text = std::move(value);
+    m_scratch.text.swap(value);
     return onScalar(m_scratch);
   }
   bool binary(binary_t& /*value*/) { return true; }
@@ -227,9 +238,11 @@ bool TraceSaxHandler::key(string_t& key) {
     return true;
   }
   if (!m_stack.empty() && m_stack.back() == Ctx::kEvent) {
+    // An event's keys are read through m_eventField only (its args object pushes kArgs).
     m_eventField = eventFieldFromKey(key);
+    return true;
   }
-  m_key = std::move(key);
+  m_key.swap(key);
   return true;
 }
 
@@ -381,7 +394,7 @@ bool TraceSaxHandler::onScalar(FieldValue& value) {
       return fail(invalidArgument(m_diagnostics.source + ": " + eventPath() +
                                   ": expected an event object, got " + value.repr()));
     case Ctx::kEvent:
-      if (FieldValue* field = m_event.field(m_eventField)) std::swap(*field, value);
+      if (FieldValue* field = m_event.field(m_eventField)) field->take(value);
       return true;
     case Ctx::kArgs:
       addArgValue(m_event.args, m_key, value);
@@ -417,6 +430,341 @@ bool TraceSaxHandler::finishEvent() {
   return true;
 }
 
+// ---- the fast scanner ----
+
+// Drives a SAX handler over JSON text with nlohmann's callback sequence and values, or
+// declines (see chrome_tokenizer.h). One pass, an explicit container stack (no recursion),
+// one reused buffer for string tokens and one for number text.
+// Bytes a string token copies as they are: printable ASCII but '"' and '\\'.
+constexpr auto kPlainStringByte = [] {
+  std::array<bool, 256> plain{};
+  for (int c = 0x20; c < 0x80; ++c) plain[static_cast<size_t>(c)] = c != '"' && c != '\\';
+  return plain;
+}();
+
+template <typename Sax>
+class FastJsonScanner {
+ public:
+  enum class Outcome : uint8_t { kDone, kStopped, kDeclined };
+
+  FastJsonScanner(std::string_view text, Sax& sax)
+      : m_p(text.data()), m_end(text.data() + text.size()), m_sax(sax) {}
+
+  Outcome run();
+
+ private:
+  static constexpr std::size_t kUnknownSize = static_cast<std::size_t>(-1);
+
+  void skipSpace() {
+    while (m_p < m_end && (*m_p == ' ' || *m_p == '\n' || *m_p == '\r' || *m_p == '\t')) ++m_p;
+  }
+  // After the opening quote; leaves m_p after the closing quote. False: decline.
+  bool scanString();
+  bool scanEscape();
+  bool scanUtf8();
+  bool scanHex4(uint32_t& codepoint);
+  // A number token → its SAX callback. Declined: *declined.
+  bool scanNumber(bool* declined);
+  bool scanLiteral(std::string_view word) {
+    if (static_cast<size_t>(m_end - m_p) < word.size() ||
+        std::string_view(m_p, word.size()) != word) {
+      return false;
+    }
+    m_p += word.size();
+    return true;
+  }
+
+  const char* m_p;
+  const char* m_end;
+  Sax& m_sax;
+  std::string m_string;
+  std::string m_number;
+  std::vector<uint8_t> m_inObject;  // the open containers, innermost last: 1 object, 0 array
+};
+
+template <typename Sax>
+typename FastJsonScanner<Sax>::Outcome FastJsonScanner<Sax>::run() {
+  skipSpace();
+  if (m_p == m_end || (*m_p != '{' && *m_p != '[')) return Outcome::kDeclined;
+  enum class Next : uint8_t { kValue, kKey, kAfterValue };
+  Next next = Next::kValue;
+  while (true) {
+    switch (next) {
+      case Next::kValue: {
+        skipSpace();
+        if (m_p == m_end) return Outcome::kDeclined;
+        const char c = *m_p;
+        if (c == '{' || c == '[') {
+          ++m_p;
+          const bool object = c == '{';
+          if (!(object ? m_sax.start_object(kUnknownSize) : m_sax.start_array(kUnknownSize))) {
+            return Outcome::kStopped;
+          }
+          skipSpace();
+          if (m_p < m_end && *m_p == (object ? '}' : ']')) {
+            ++m_p;
+            if (!(object ? m_sax.end_object() : m_sax.end_array())) return Outcome::kStopped;
+            next = Next::kAfterValue;
+          } else {
+            m_inObject.push_back(object ? 1 : 0);
+            next = object ? Next::kKey : Next::kValue;
+          }
+          continue;
+        }
+        if (c == '"') {
+          ++m_p;
+          if (!scanString()) return Outcome::kDeclined;
+          if (!m_sax.string(m_string)) return Outcome::kStopped;
+        } else if (c == '-' || (c >= '0' && c <= '9')) {
+          bool declined = false;
+          const bool ok = scanNumber(&declined);
+          if (declined) return Outcome::kDeclined;
+          if (!ok) return Outcome::kStopped;
+        } else if (c == 't' || c == 'f') {
+          const bool value = c == 't';
+          if (!scanLiteral(value ? "true" : "false")) return Outcome::kDeclined;
+          if (!m_sax.boolean(value)) return Outcome::kStopped;
+        } else if (c == 'n') {
+          if (!scanLiteral("null")) return Outcome::kDeclined;
+          if (!m_sax.null()) return Outcome::kStopped;
+        } else {
+          return Outcome::kDeclined;
+        }
+        next = Next::kAfterValue;
+        continue;
+      }
+      case Next::kKey:
+        skipSpace();
+        if (m_p == m_end || *m_p != '"') return Outcome::kDeclined;
+        ++m_p;
+        if (!scanString()) return Outcome::kDeclined;
+        if (!m_sax.key(m_string)) return Outcome::kStopped;
+        skipSpace();
+        if (m_p == m_end || *m_p != ':') return Outcome::kDeclined;
+        ++m_p;
+        next = Next::kValue;
+        continue;
+      case Next::kAfterValue: {
+        skipSpace();
+        if (m_inObject.empty()) return m_p == m_end ? Outcome::kDone : Outcome::kDeclined;
+        if (m_p == m_end) return Outcome::kDeclined;
+        const bool object = m_inObject.back() != 0;
+        if (*m_p == ',') {
+          ++m_p;
+          next = object ? Next::kKey : Next::kValue;
+        } else if (*m_p == (object ? '}' : ']')) {
+          ++m_p;
+          m_inObject.pop_back();
+          if (!(object ? m_sax.end_object() : m_sax.end_array())) return Outcome::kStopped;
+        } else {
+          return Outcome::kDeclined;
+        }
+        continue;
+      }
+    }
+  }
+}
+
+template <typename Sax>
+bool FastJsonScanner<Sax>::scanString() {
+  m_string.clear();
+  while (true) {
+    const char* run = m_p;
+    while (m_p < m_end && kPlainStringByte[static_cast<unsigned char>(*m_p)]) ++m_p;
+    m_string.append(run, static_cast<size_t>(m_p - run));
+    if (m_p == m_end) return false;
+    const auto u = static_cast<unsigned char>(*m_p);
+    if (u == '"') {
+      ++m_p;
+      return true;
+    }
+    if (u == '\\') {
+      if (!scanEscape()) return false;
+    } else if (u >= 0x80) {
+      if (!scanUtf8()) return false;
+    } else {
+      return false;  // a control character must be escaped
+    }
+  }
+}
+
+template <typename Sax>
+bool FastJsonScanner<Sax>::scanHex4(uint32_t& codepoint) {
+  if (m_end - m_p < 4) return false;
+  codepoint = 0;
+  for (int i = 0; i < 4; ++i) {
+    const char c = *m_p++;
+    uint32_t digit;
+    if (c >= '0' && c <= '9') {
+      digit = static_cast<uint32_t>(c - '0');
+    } else if (c >= 'a' && c <= 'f') {
+      digit = static_cast<uint32_t>(c - 'a' + 10);
+    } else if (c >= 'A' && c <= 'F') {
+      digit = static_cast<uint32_t>(c - 'A' + 10);
+    } else {
+      return false;
+    }
+    codepoint = codepoint * 16 + digit;
+  }
+  return true;
+}
+
+// At a backslash: appends what the escape stands for (UTF-8 for \u, surrogate pairs joined).
+template <typename Sax>
+bool FastJsonScanner<Sax>::scanEscape() {
+  ++m_p;
+  if (m_p == m_end) return false;
+  const char c = *m_p++;
+  switch (c) {
+    case '"':
+    case '\\':
+    case '/':
+      m_string += c;
+      return true;
+    case 'b':
+      m_string += '\b';
+      return true;
+    case 'f':
+      m_string += '\f';
+      return true;
+    case 'n':
+      m_string += '\n';
+      return true;
+    case 'r':
+      m_string += '\r';
+      return true;
+    case 't':
+      m_string += '\t';
+      return true;
+    case 'u':
+      break;
+    default:
+      return false;
+  }
+  uint32_t codepoint = 0;
+  if (!scanHex4(codepoint)) return false;
+  if (codepoint >= 0xDC00 && codepoint <= 0xDFFF) return false;  // a lone low surrogate
+  if (codepoint >= 0xD800 && codepoint <= 0xDBFF) {
+    uint32_t low = 0;
+    if (m_end - m_p < 2 || m_p[0] != '\\' || m_p[1] != 'u') return false;
+    m_p += 2;
+    if (!scanHex4(low) || low < 0xDC00 || low > 0xDFFF) return false;
+    codepoint = 0x10000 + ((codepoint - 0xD800) << 10) + (low - 0xDC00);
+  }
+  auto byte = [this](uint32_t b) { m_string += static_cast<char>(b); };
+  if (codepoint < 0x80) {
+    byte(codepoint);
+  } else if (codepoint < 0x800) {
+    byte(0xC0 | (codepoint >> 6));
+    byte(0x80 | (codepoint & 0x3F));
+  } else if (codepoint < 0x10000) {
+    byte(0xE0 | (codepoint >> 12));
+    byte(0x80 | ((codepoint >> 6) & 0x3F));
+    byte(0x80 | (codepoint & 0x3F));
+  } else {
+    byte(0xF0 | (codepoint >> 18));
+    byte(0x80 | ((codepoint >> 12) & 0x3F));
+    byte(0x80 | ((codepoint >> 6) & 0x3F));
+    byte(0x80 | (codepoint & 0x3F));
+  }
+  return true;
+}
+
+// At a byte ≥ 0x80: one well-formed UTF-8 sequence (RFC 3629, the ranges nlohmann checks),
+// appended as is.
+template <typename Sax>
+bool FastJsonScanner<Sax>::scanUtf8() {
+  const auto lead = static_cast<unsigned char>(*m_p);
+  int continuation = 0;
+  unsigned char secondLow = 0x80;
+  unsigned char secondHigh = 0xBF;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    continuation = 1;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    continuation = 2;
+    if (lead == 0xE0) secondLow = 0xA0;
+    if (lead == 0xED) secondHigh = 0x9F;
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    continuation = 3;
+    if (lead == 0xF0) secondLow = 0x90;
+    if (lead == 0xF4) secondHigh = 0x8F;
+  } else {
+    return false;
+  }
+  if (m_end - m_p <= continuation) return false;
+  for (int i = 1; i <= continuation; ++i) {
+    const auto b = static_cast<unsigned char>(m_p[i]);
+    const unsigned char low = i == 1 ? secondLow : 0x80;
+    const unsigned char high = i == 1 ? secondHigh : 0xBF;
+    if (b < low || b > high) return false;
+  }
+  m_string.append(m_p, static_cast<size_t>(continuation + 1));
+  m_p += continuation + 1;
+  return true;
+}
+
+// JSON's number grammar; nlohmann's classes: no fraction or exponent → int64 when negative,
+// uint64 otherwise, when the value fits (else a double); with them → a double. Doubles are
+// correctly rounded (as strtod); out of range declines (nlohmann errors or reads underflow
+// as strtod does: left to it).
+template <typename Sax>
+bool FastJsonScanner<Sax>::scanNumber(bool* declined) {
+  const char* start = m_p;
+  const bool negative = *m_p == '-';
+  if (negative) ++m_p;
+  auto digit = [this]() { return m_p < m_end && *m_p >= '0' && *m_p <= '9'; };
+  if (!digit()) {
+    *declined = true;
+    return false;
+  }
+  uint64_t magnitude = 0;
+  bool overflow = false;
+  if (*m_p == '0') {
+    ++m_p;
+  } else {
+    while (digit()) {
+      const auto d = static_cast<uint64_t>(*m_p - '0');
+      if (magnitude > (UINT64_MAX - d) / 10) overflow = true;
+      magnitude = magnitude * 10 + d;
+      ++m_p;
+    }
+  }
+  bool isFloat = false;
+  if (m_p < m_end && *m_p == '.') {
+    ++m_p;
+    if (!digit()) {
+      *declined = true;
+      return false;
+    }
+    while (digit()) ++m_p;
+    isFloat = true;
+  }
+  if (m_p < m_end && (*m_p == 'e' || *m_p == 'E')) {
+    ++m_p;
+    if (m_p < m_end && (*m_p == '+' || *m_p == '-')) ++m_p;
+    if (!digit()) {
+      *declined = true;
+      return false;
+    }
+    while (digit()) ++m_p;
+    isFloat = true;
+  }
+  if (!isFloat && !overflow) {
+    if (!negative) return m_sax.number_unsigned(magnitude);
+    if (magnitude <= static_cast<uint64_t>(INT64_MAX) + 1) {
+      return m_sax.number_integer(static_cast<int64_t>(0 - magnitude));
+    }
+  }
+  double value = 0;
+  const auto [ptr, ec] = std::from_chars(start, m_p, value);
+  if (ec != std::errc() || ptr != m_p || !std::isfinite(value)) {
+    *declined = true;
+    return false;
+  }
+  m_number.assign(start, m_p);
+  return m_sax.number_float(value, m_number);
+}
+
 }  // namespace
 
 std::string FieldValue::repr() const {
@@ -444,6 +792,29 @@ std::string FieldValue::repr() const {
       return "an array";
   }
   return "?";
+}
+
+Status tokenizeChromeTraceFast(std::string_view text, ChromeReadDiagnostics& diagnostics,
+                               RawTrace& trace, ChromeEventHandler& events, bool* declined) {
+  TraceSaxHandler handler(diagnostics, trace, events);
+  *declined = false;
+  using Scanner = FastJsonScanner<TraceSaxHandler>;
+  Scanner::Outcome outcome = Scanner::Outcome::kDone;
+  try {
+    outcome = Scanner(text, handler).run();
+  } catch (const std::exception& ex) {
+    return invalidArgument(diagnostics.source + ": " + ex.what());
+  }
+  if (outcome == Scanner::Outcome::kDeclined) {
+    *declined = true;
+    return Status::ok();
+  }
+  if (outcome == Scanner::Outcome::kStopped) {
+    Status status = handler.status();
+    if (status.isOk()) status = invalidArgument(diagnostics.source + ": invalid JSON");
+    return status;
+  }
+  return Status::ok();
 }
 
 Status tokenizeChromeTrace(std::string_view text, ChromeReadDiagnostics& diagnostics,

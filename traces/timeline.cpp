@@ -46,8 +46,14 @@ const char* categoryName(Category category) {
 }
 
 std::optional<Category> parseCategory(std::string_view name) {
-  for (int i = 0; i < kCategoryCount; ++i) {
-    if (name == kCategoryNames[static_cast<size_t>(i)]) return static_cast<Category>(i);
+  // Called once per span by the Chrome reader: compare lengths before bytes.
+  static constexpr auto kNames = [] {
+    std::array<std::string_view, kCategoryCount> names{};
+    for (size_t i = 0; i < names.size(); ++i) names[i] = kCategoryNames[i];
+    return names;
+  }();
+  for (size_t i = 0; i < kNames.size(); ++i) {
+    if (name.size() == kNames[i].size() && name == kNames[i]) return static_cast<Category>(i);
   }
   return std::nullopt;
 }
