@@ -72,8 +72,16 @@ std::vector<std::string> WhatIfSettings::cliArgs() const {
 
 std::string WhatIfSettings::describe() const {
   std::ostringstream out;
-  out << model << " · " << cluster << " · " << worldSize << " ranks · cap "
-      << formatShortest(ddp.bucketCapMb) << " MiB";
+  out << model << " · " << cluster << " · " << worldSize << " ranks · ";
+  if (ddp.bucketCapMbList.empty()) {
+    out << "cap " << formatShortest(ddp.bucketCapMb) << " MiB";
+  } else {
+    out << "caps [";
+    for (size_t i = 0; i < ddp.bucketCapMbList.size(); ++i) {
+      out << (i > 0 ? ", " : "") << ddp.bucketCapMbList[i];
+    }
+    out << "] MiB";
+  }
   if (ddp.findUnusedParameters) out << " · find_unused";
   if (ddp.staticGraph) out << " · static_graph";
   if (ddp.noSyncPeriod > 1) out << " · no_sync " << ddp.noSyncPeriod;
@@ -155,7 +163,29 @@ void WhatIfRunner::launch() {
   }));
 }
 
-// ---- sweep ----
+// ---- sweep and plan ----
+
+namespace {
+
+// Appends the points of one simulator sweep (its default-only baselines left out) and the best
+// point of each of its layouts.
+void appendSweepPoints(const sim::SweepResult& swept, SweepResult& out) {
+  std::vector<size_t> slot(swept.points.size(), 0);  // sim point → index into out.points
+  for (size_t i = 0; i < swept.points.size(); ++i) {
+    const sim::SweepPoint& p = swept.points[i];
+    if (p.baselineOnly) continue;
+    slot[i] = out.points.size();
+    out.points.push_back({p.layout.worldSize(), p.capMb, p.summary.stepTime, p.summary.exposedComm,
+                          p.summary.overlapPercent});
+  }
+  for (const sim::SweepBest& b : swept.best) out.bestPerWorldSize.push_back(slot[b.point]);
+  out.best = 0;
+  for (size_t i = 0; i < out.points.size(); ++i) {
+    if (out.points[i].stepTime < out.points[out.best].stepTime) out.best = i;
+  }
+}
+
+}  // namespace
 
 StatusOr<SweepResult> runSweep(const WhatIfSettings& base, const std::vector<double>& capsMb,
                                const std::vector<int>& worldSizes) {
@@ -175,23 +205,43 @@ StatusOr<SweepResult> runSweep(const WhatIfSettings& base, const std::vector<dou
     request.layouts.push_back(layout);
   }
   ASSIGN_OR_RETURN(const sim::SweepResult swept, sim::runSweep(request));
-
   SweepResult out;
   out.capsMb = capsMb;
   out.worldSizes = worldSizes;
-  std::vector<size_t> slot(swept.points.size(), 0);  // sim point → index into out.points
-  for (size_t i = 0; i < swept.points.size(); ++i) {
-    const sim::SweepPoint& p = swept.points[i];
-    if (p.baselineOnly) continue;
-    slot[i] = out.points.size();
-    out.points.push_back({p.layout.worldSize(), p.capMb, p.summary.stepTime, p.summary.exposedComm,
-                          p.summary.overlapPercent});
-  }
-  for (const sim::SweepBest& b : swept.best) out.bestPerWorldSize.push_back(slot[b.point]);
-  for (size_t i = 0; i < out.points.size(); ++i) {
-    if (out.points[i].stepTime < out.points[out.best].stepTime) out.best = i;
+  appendSweepPoints(swept, out);
+  return out;
+}
+
+StatusOr<PlanOutcome> runPlan(const WhatIfSettings& base, const std::vector<double>& capsMb,
+                              const std::vector<int>& worldSizes) {
+  if (capsMb.empty() || worldSizes.empty()) return invalidArgument("plan: nothing to plan");
+  ASSIGN_OR_RETURN(models::ModelSpec model, specCache().model(base.model));
+  ASSIGN_OR_RETURN(sim::ClusterSpec cluster, specCache().cluster(base.cluster));
+  ASSIGN_OR_RETURN(sim::SimOptions options, makeOptions(base));
+  options.ddp.bucketCapMbList.clear();  // planned
+  PlanOutcome out;
+  out.sweep.capsMb = capsMb;
+  out.sweep.worldSizes = worldSizes;
+  for (int worldSize : worldSizes) {
+    sim::PlanRequest request;
+    request.model = &model;
+    request.cluster = &cluster;
+    request.base = options;
+    request.uniformCapsMb = capsMb;
+    ASSIGN_OR_RETURN(request.layout, sim::makeWorldLayout(cluster, std::nullopt, worldSize));
+    ASSIGN_OR_RETURN(sim::PlanResult plan, sim::runPlan(request));
+    appendSweepPoints(plan.uniform, out.sweep);
+    out.plans.push_back(std::move(plan));
   }
   return out;
+}
+
+WhatIfSettings plannedSettings(const WhatIfSettings& base, int worldSize,
+                               const sim::PlanResult& plan) {
+  WhatIfSettings s = base;
+  s.worldSize = worldSize;
+  s.ddp.bucketCapMbList = plan.layout.capsMib();
+  return s;
 }
 
 }  // namespace ddpscope::gui
