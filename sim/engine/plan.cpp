@@ -482,7 +482,11 @@ StatusOr<PlanResult> runPlan(const PlanRequest& request) {
     flag.with = std::move(sim.summary);
     flag.gainPercent = gainPercent(objectiveValue(flag.without, request.objective),
                                    objectiveValue(flag.with, request.objective));
-    if (flag.gainPercent > 0) {
+    if (with.ddp.staticGraph && !with.ddp.findUnusedParameters &&
+        !out.recommended.ddp.staticGraph) {
+      flag.note = kStaticGraphNoSteadyEffect;
+    }
+    if (flag.included()) {
       out.recommended = with;
       recommendedSummary = flag.with;
     }
@@ -500,7 +504,7 @@ std::string planDdpKwargs(const PlanResult& result) {
     out = "bucket_cap_mb=" + formatShortest(p.capMb);
   }
   for (const PlanFlag& f : result.flags) {
-    if (f.gainPercent > 0) out += ", " + f.kwarg;
+    if (f.included()) out += ", " + f.kwarg;
   }
   return out;
 }

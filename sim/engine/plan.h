@@ -144,12 +144,33 @@ struct PlanRequest {
   unsigned threads = 0;  // the uniform sweep's threads (0 = all cores)
 };
 
-// A DDP keyword argument that helps, with the full simulation with and without it.
+// A DDP keyword argument that may help, with the full simulation with and without it.
 struct PlanFlag {
   std::string kwarg;  // e.g. "static_graph=True"
   SimSummary without, with;
   double gainPercent = 0;  // 100 · (without − with) / without, by the objective
+  // Why the flag cannot change the steady-state step (empty when it can): static_graph=True
+  // with find_unused_parameters=False (kStaticGraphNoSteadyEffect).
+  std::string note;
+  // In the recommended call: it helps by the objective and nothing says it cannot.
+  bool included() const { return gainPercent > 0 && note.empty(); }
 };
+
+// static_graph=True at steady state when find_unused_parameters=False, from torch 2.15's
+// torch/nn/parallel/distributed.py (_pre_forward, _post_forward, _DDPSink) and the Reducer
+// (shared/spec/ddp-semantics.md §3.6-3.9): every iteration after the first calls
+// prepare_for_backward([]) either way, wraps no output in DDPSink, issues no used-map allreduce
+// (only dynamic find-unused does) and never blocks on the used map; the bucket rebuild happens
+// once either way (iteration 3 instead of 2). What static_graph changes is iteration 1 (hooks
+// only count; every allreduce is delayed to the end of the backward) and that a parameter may
+// fire its hook several times (reentrant checkpointing). The simulator models exactly that, so
+// its steady-state gain is 0 for such a model; the plan says so instead of offering the flag.
+inline constexpr const char* kStaticGraphNoSteadyEffect =
+    "no steady-state effect: with find_unused_parameters=False, torch 2.15 runs the same "
+    "per-iteration path with or without it (prepare_for_backward([]), no DDPSink, no used-map "
+    "allreduce, one bucket rebuild); it only delays iteration 1's allreduces to the end of its "
+    "backward. Set it for activation checkpointing or parameters used twice in one backward, "
+    "not for speed";
 
 // One bucket's allreduce in the full simulation of the planned list (rank 0, last steady
 // iteration), times from that iteration's first backward kernel.
