@@ -158,12 +158,12 @@ struct PlanFlag {
 
 // static_graph=True at steady state when find_unused_parameters=False, from torch 2.15's
 // torch/nn/parallel/distributed.py (_pre_forward, _post_forward, _DDPSink) and the Reducer
-// (shared/spec/ddp-semantics.md §3.6-3.9): every iteration after the first calls
-// prepare_for_backward([]) either way, wraps no output in DDPSink, issues no used-map allreduce
-// (only dynamic find-unused does) and never blocks on the used map; the bucket rebuild happens
-// once either way (iteration 3 instead of 2). What static_graph changes is iteration 1 (hooks
-// only count; every allreduce is delayed to the end of the backward) and that a parameter may
-// fire its hook several times (reentrant checkpointing). The simulator models exactly that, so
+// (mark_variable_ready, finalize_backward; ddp/reducer.cpp follows them): every iteration after the
+// first calls prepare_for_backward([]) either way, wraps no output in DDPSink, issues no used-map
+// allreduce (only dynamic find-unused does) and never blocks on the used map; the bucket rebuild
+// happens once either way (iteration 3 instead of 2). What static_graph changes is iteration 1
+// (hooks only count; every allreduce is delayed to the end of the backward) and that a parameter
+// may fire its hook several times (reentrant checkpointing). The simulator models exactly that, so
 // its steady-state gain is 0 for such a model; the plan says so instead of offering the flag.
 inline constexpr const char* kStaticGraphNoSteadyEffect =
     "no steady-state effect: with find_unused_parameters=False, torch 2.15 runs the same "

@@ -120,7 +120,8 @@ TEST(CliPlanTest, PlansARecordedRuntimeRun) {
 
   CliResult text = runCliForTest({"plan", "--trace", kRuntimeTrace});
   ASSERT_EQ(text.exitCode, 0) << text.err;
-  EXPECT_THAT(text.out, HasSubstr("plan: mlp-wide on cpu-mpi"));
+  // Communication: cpu-mpi calibrated on the run's own collectives (replay's default).
+  EXPECT_THAT(text.out, HasSubstr("plan: mlp-wide on calibrated:" + kRuntimeTrace));
   EXPECT_THAT(text.out, HasSubstr("from the recorded run " + kRuntimeTrace +
                                   ": measured step 159.032 ms (median of the slowest rank)"));
   // Flags given change the run's settings; the world size too.
