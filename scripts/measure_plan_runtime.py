@@ -8,9 +8,12 @@ trains the model at 2 ranks (`ddpscope run --nproc 2 -- ...`, MPI) under each co
 interleaved A B C A B C ... for --repeats rounds, so slow drifts of a shared host hit every
 configuration alike. Each run reports its median step over its measured iterations (after a
 warm-up that covers the bucket rebuild); the script reports, per configuration, the median over
-runs with the min and max, the measured gain over the default next to the predicted one, and the
-default's own spread (max-min over its runs, relative to its median) as the noise floor: a
-measured gain smaller than that floor is noise, not an effect.
+runs with the min and max, the measured gain over the default (of the medians, and paired: the
+median over rounds of each round's gain over that round's default run, which cancels drifts
+slower than a round) next to the predicted one, and the default's own spread (max-min over its
+runs, relative to its median). A configuration counts as faster or slower only if its paired
+gain has the same sign in every round (a sign test: p = 2/2^n for n rounds); otherwise the
+host's noise hides the difference.
 
 --from-trace adds (D) the plan of a recorded run: one default run is recorded first
 (`ddpscope run ... --trace`), `ddpscope plan --trace` plans it with its measured compute and
@@ -81,6 +84,38 @@ def gain(base, value):
     return 100.0 * (base - value) / base
 
 
+def paired(runs, config):
+    """Per-round gains over the same round's default run: (median, min, max) in %."""
+    gains = [gain(d, x) for d, x in zip(runs["default"], runs[config])]
+    return statistics.median(gains), min(gains), max(gains)
+
+
+def report(results):
+    """Prints the results as a Markdown table and one noise line per model."""
+    print("| model | configuration | measured median ms (min..max) | gain of medians | "
+          "paired gain, median (min..max) | predicted ms | predicted gain |")
+    print("|---|---|---|---|---|---|---|")
+    for name, e in results["models"].items():
+        for c in e["configs"]:
+            r = e["configs"][c]
+            label = LABELS[c].format(cap=e["best_uniform_cap_mb"], caps=e["planned_caps_mb"],
+                                     trace_caps=e.get("trace_planned_caps_mb"))
+            runs = {k: v["runs_ms"] for k, v in e["configs"].items()}
+            pm, plo, phi = paired(runs, c)
+            print(f"| {name} | {label} | {r['median_ms']:.1f} ({r['min_ms']:.1f}..{r['max_ms']:.1f})"
+                  f" | {r['measured_gain_percent']:+.1f} % | {pm:+.1f} % ({plo:+.1f}..{phi:+.1f})"
+                  f" | {r['predicted_ms']:.1f} | {r['predicted_gain_percent']:+.1f} % |")
+    for name, e in results["models"].items():
+        runs = {k: v["runs_ms"] for k, v in e["configs"].items()}
+        # Sign test: a configuration is faster (slower) only if it won (lost) every round.
+        hidden = [c for c in list(e["configs"])[1:] if paired(runs, c)[1] <= 0 <= paired(runs, c)[2]]
+        print(f"{name}: default's spread over its runs {e['default_spread_percent']:.1f} %; "
+              f"load average {e['load_average_before'][0]:.2f} before, "
+              f"{e['load_average_after'][0]:.2f} after; "
+              + (f"no consistent sign over the rounds (noise): {', '.join(hidden)}" if hidden
+                 else "every configuration won or lost every round"))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ddpscope", default=os.path.join(ROOT, "build", "release", "bin", "ddpscope"))
@@ -91,7 +126,13 @@ def main():
     ap.add_argument("--from-trace", action="store_true",
                     help="also measure the plan of a recorded default run (plan --trace)")
     ap.add_argument("--out", help="write the results as JSON here")
+    ap.add_argument("--report", metavar="RESULTS.json",
+                    help="print the tables of a results file written by --out, run nothing")
     args = ap.parse_args()
+    if args.report:
+        with open(args.report) as f:
+            report(json.load(f))
+        return
     if args.repeats < 1:
         sys.exit("--repeats: expected at least 1")
     names = [m for m in args.models.split(",") if m]
@@ -158,24 +199,7 @@ def main():
             }
         results["models"][name] = entry
 
-    print("| model | configuration | measured median ms (min..max) | measured gain | "
-          "predicted ms | predicted gain |")
-    print("|---|---|---|---|---|---|")
-    for name, e in results["models"].items():
-        for c in configs:
-            r = e["configs"][c]
-            label = LABELS[c].format(cap=e["best_uniform_cap_mb"], caps=e["planned_caps_mb"],
-                                     trace_caps=e["trace_planned_caps_mb"])
-            print(f"| {name} | {label} | {r['median_ms']:.1f} ({r['min_ms']:.1f}..{r['max_ms']:.1f})"
-                  f" | {r['measured_gain_percent']:+.1f} % | {r['predicted_ms']:.1f} | "
-                  f"{r['predicted_gain_percent']:+.1f} % |")
-    for name, e in results["models"].items():
-        hidden = [c for c in configs[1:]
-                  if abs(e["configs"][c]["measured_gain_percent"]) < e["default_spread_percent"]]
-        print(f"{name}: default's spread over its runs {e['default_spread_percent']:.1f} %; "
-              f"load average {e['load_average_before'][0]:.2f} before, "
-              f"{e['load_average_after'][0]:.2f} after; "
-              + (f"within the noise: {', '.join(hidden)}" if hidden else "gains above the noise"))
+    report(results)
     if args.out:
         with open(args.out, "w") as f:
             json.dump(results, f, indent=1)
