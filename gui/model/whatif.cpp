@@ -185,23 +185,36 @@ void appendSweepPoints(const sim::SweepResult& swept, SweepResult& out) {
   }
 }
 
+// The model, cluster and simulator options of a sweep's or plan's base settings.
+struct LoadedBase {
+  models::ModelSpec model;
+  sim::ClusterSpec cluster;
+  sim::SimOptions options;
+};
+
+StatusOr<LoadedBase> loadBase(const WhatIfSettings& base) {
+  LoadedBase out;
+  ASSIGN_OR_RETURN(out.model, specCache().model(base.model));
+  ASSIGN_OR_RETURN(out.cluster, specCache().cluster(base.cluster));
+  ASSIGN_OR_RETURN(out.options, makeOptions(base));
+  return out;
+}
+
 }  // namespace
 
 StatusOr<SweepResult> runSweep(const WhatIfSettings& base, const std::vector<double>& capsMb,
                                const std::vector<int>& worldSizes) {
   if (capsMb.empty() || worldSizes.empty()) return invalidArgument("sweep: nothing to sweep");
-  ASSIGN_OR_RETURN(models::ModelSpec model, specCache().model(base.model));
-  ASSIGN_OR_RETURN(sim::ClusterSpec cluster, specCache().cluster(base.cluster));
-  ASSIGN_OR_RETURN(sim::SimOptions options, makeOptions(base));
+  ASSIGN_OR_RETURN(const LoadedBase loaded, loadBase(base));
   sim::SweepRequest request;
-  request.model = &model;
-  request.cluster = &cluster;
-  request.base = options;
+  request.model = &loaded.model;
+  request.cluster = &loaded.cluster;
+  request.base = loaded.options;
   request.capsMb = capsMb;
   request.findUnused = {base.ddp.findUnusedParameters};
   for (int worldSize : worldSizes) {
     ASSIGN_OR_RETURN(sim::WorldLayout layout,
-                     sim::makeWorldLayout(cluster, std::nullopt, worldSize));
+                     sim::makeWorldLayout(loaded.cluster, std::nullopt, worldSize));
     request.layouts.push_back(layout);
   }
   ASSIGN_OR_RETURN(const sim::SweepResult swept, sim::runSweep(request));
@@ -215,20 +228,18 @@ StatusOr<SweepResult> runSweep(const WhatIfSettings& base, const std::vector<dou
 StatusOr<PlanOutcome> runPlan(const WhatIfSettings& base, const std::vector<double>& capsMb,
                               const std::vector<int>& worldSizes) {
   if (capsMb.empty() || worldSizes.empty()) return invalidArgument("plan: nothing to plan");
-  ASSIGN_OR_RETURN(models::ModelSpec model, specCache().model(base.model));
-  ASSIGN_OR_RETURN(sim::ClusterSpec cluster, specCache().cluster(base.cluster));
-  ASSIGN_OR_RETURN(sim::SimOptions options, makeOptions(base));
-  options.ddp.bucketCapMbList.clear();  // planned
+  ASSIGN_OR_RETURN(const LoadedBase loaded, loadBase(base));
   PlanOutcome out;
   out.sweep.capsMb = capsMb;
   out.sweep.worldSizes = worldSizes;
   for (int worldSize : worldSizes) {
     sim::PlanRequest request;
-    request.model = &model;
-    request.cluster = &cluster;
-    request.base = options;
+    request.model = &loaded.model;
+    request.cluster = &loaded.cluster;
+    request.base = loaded.options;
+    request.base.ddp.bucketCapMbList.clear();  // planned
     request.uniformCapsMb = capsMb;
-    ASSIGN_OR_RETURN(request.layout, sim::makeWorldLayout(cluster, std::nullopt, worldSize));
+    ASSIGN_OR_RETURN(request.layout, sim::makeWorldLayout(loaded.cluster, std::nullopt, worldSize));
     ASSIGN_OR_RETURN(sim::PlanResult plan, sim::runPlan(request));
     appendSweepPoints(plan.uniform, out.sweep);
     out.plans.push_back(std::move(plan));

@@ -141,32 +141,42 @@ std::optional<std::vector<int>> SweepPanel::parseWorldSizes() {
   return worldSizes;
 }
 
+template <typename T, typename Job, typename Show>
+void SweepPanel::runOnWorker(const QString& errorPrefix, Job job, Show show,
+                             void (SweepPanel::*done)()) {
+  m_run->setEnabled(false);
+  m_planButton->setEnabled(false);
+  using Result = std::shared_ptr<StatusOr<T>>;
+  auto* watcher = new QFutureWatcher<Result>(this);
+  connect(watcher, &QFutureWatcher<Result>::finished, this,
+          [this, watcher, show, errorPrefix, done]() {
+            Result result = watcher->result();
+            watcher->deleteLater();
+            m_run->setEnabled(true);
+            m_planButton->setEnabled(true);
+            if (!result->isOk()) {
+              m_status->setText(
+                  tr("<span style='color:#c62828'>%1%2</span>")
+                      .arg(errorPrefix,
+                           QString::fromStdString(result->status().message()).toHtmlEscaped()));
+            } else {
+              show(**result);
+            }
+            emit(this->*done)();
+          });
+  watcher->setFuture(QtConcurrent::run([job]() { return std::make_shared<StatusOr<T>>(job()); }));
+}
+
 void SweepPanel::runSweep() {
   const std::optional<std::vector<int>> parsed = parseWorldSizes();
   if (!parsed) return;
   const std::vector<int> worldSizes = *parsed;
   std::vector<double> caps(std::begin(kTypicalBucketCapsMb), std::end(kTypicalBucketCapsMb));
-  m_run->setEnabled(false);
   m_status->setText(tr("sweeping %1 configurations…").arg(caps.size() * worldSizes.size()));
-  using Result = std::shared_ptr<StatusOr<SweepResult>>;
-  auto* watcher = new QFutureWatcher<Result>(this);
-  connect(watcher, &QFutureWatcher<Result>::finished, this, [this, watcher]() {
-    Result result = watcher->result();
-    watcher->deleteLater();
-    m_run->setEnabled(true);
-    if (!result->isOk()) {
-      m_status->setText(
-          tr("<span style='color:#c62828'>%1</span>")
-              .arg(QString::fromStdString(result->status().message()).toHtmlEscaped()));
-    } else {
-      showResult(**result);
-    }
-    emit sweepFinished();
-  });
-  WhatIfSettings base = m_base;
-  watcher->setFuture(QtConcurrent::run([base, caps, worldSizes]() {
-    return std::make_shared<StatusOr<SweepResult>>(gui::runSweep(base, caps, worldSizes));
-  }));
+  const WhatIfSettings base = m_base;
+  runOnWorker<SweepResult>(
+      QString(), [base, caps, worldSizes]() { return gui::runSweep(base, caps, worldSizes); },
+      [this](const SweepResult& result) { showResult(result); }, &SweepPanel::sweepFinished);
 }
 
 void SweepPanel::showResult(const SweepResult& result) {
@@ -278,30 +288,15 @@ void SweepPanel::runPlan() {
   if (!parsed) return;
   const std::vector<int> worldSizes = *parsed;
   std::vector<double> caps(std::begin(kTypicalBucketCapsMb), std::end(kTypicalBucketCapsMb));
-  m_run->setEnabled(false);
-  m_planButton->setEnabled(false);
   m_status->setText(tr("planning buckets at %n world size(s)…", "", int(worldSizes.size())));
-  using Result = std::shared_ptr<StatusOr<PlanOutcome>>;
-  auto* watcher = new QFutureWatcher<Result>(this);
   const WhatIfSettings base = m_base;
-  connect(watcher, &QFutureWatcher<Result>::finished, this, [this, watcher, base]() {
-    Result result = watcher->result();
-    watcher->deleteLater();
-    m_run->setEnabled(true);
-    m_planButton->setEnabled(true);
-    if (!result->isOk()) {
-      m_status->setText(
-          tr("<span style='color:#c62828'>plan: %1</span>")
-              .arg(QString::fromStdString(result->status().message()).toHtmlEscaped()));
-    } else {
-      m_planBase = base;
-      showPlan(**result);
-    }
-    emit planFinished();
-  });
-  watcher->setFuture(QtConcurrent::run([base, caps, worldSizes]() {
-    return std::make_shared<StatusOr<PlanOutcome>>(gui::runPlan(base, caps, worldSizes));
-  }));
+  runOnWorker<PlanOutcome>(
+      tr("plan: "), [base, caps, worldSizes]() { return gui::runPlan(base, caps, worldSizes); },
+      [this, base](const PlanOutcome& outcome) {
+        m_planBase = base;
+        showPlan(outcome);
+      },
+      &SweepPanel::planFinished);
 }
 
 void SweepPanel::showPlan(const PlanOutcome& outcome) {

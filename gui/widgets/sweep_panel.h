@@ -61,6 +61,11 @@ class SweepPanel : public QWidget {
 
  private:
   std::optional<std::vector<int>> parseWorldSizes();
+  // Runs `job` (→ StatusOr<T>) on a worker with the buttons disabled; back on the UI thread, shows
+  // its error (after `errorPrefix`) in the status line or passes its value to `show`, then emits
+  // `done`.
+  template <typename T, typename Job, typename Show>
+  void runOnWorker(const QString& errorPrefix, Job job, Show show, void (SweepPanel::*done)());
   void showResult(const SweepResult& result);
   void showPlan(const PlanOutcome& outcome);
   void showPlanDetails(size_t index);
