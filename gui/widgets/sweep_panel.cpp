@@ -89,8 +89,9 @@ SweepPanel::SweepPanel(QWidget* parent) : QWidget(parent) {
   m_planSummary->setObjectName("planSummary");
   m_planSummary->setWordWrap(true);
   m_planSummary->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  planBar->addWidget(m_planSummary, 1);
+  planBar->addStretch(1);
   planLayout->addLayout(planBar);
+  planLayout->addWidget(m_planSummary);  // its own row: two lines, the DDP call on the second
   m_planTable = new QTableWidget(m_planArea);
   m_planTable->setObjectName("planTable");
   m_planTable->setEditTriggers(QAbstractItemView::NoEditTriggers);
