@@ -36,15 +36,23 @@ Status runPlanCommand(const std::vector<std::string>& argv, CommandIo io) {
       "ddpscope plan",
       "(--model M | --model-file F) (--cluster C | --cluster-file F)\n"
       "       [--nodes N | --world-size W] [--torch 1.13|2.15] [--objective step|exposed]\n"
-      "       [--bucket-cap-mb X,...] [...simulate flags] [--json]",
+      "       [--bucket-cap-mb X,...] [...simulate flags] [--json]\n"
+      "       ddpscope plan --trace RUN.json [--cluster C | --cluster-file F] [...the same flags]",
       "Plans DDP's gradient buckets for a model on a cluster: the default and the best uniform\n"
       "bucket_cap_mb, the best per-bucket layout (an exact dynamic program over the bucket\n"
       "layouts PyTorch can build, then a full simulation of it), and the DDP keyword arguments\n"
       "that produce exactly that layout (bucket_cap_mb_list for torch 2.15, the best uniform cap\n"
-      "for 1.13) plus the flags that help, each with its simulated effect.");
+      "for 1.13) plus the flags that help, each with its simulated effect.\n"
+      "With --trace, plans a recorded run (a 'ddpscope run' trace, or a PyTorch profiler trace\n"
+      "after 'ddpscope import-torch --model-file ...'): its model, measured per-layer compute,\n"
+      "world size and DDP settings, and cpu-mpi calibrated on its own collectives unless\n"
+      "--cluster is given (as 'ddpscope replay').");
   parser.options(sim::planSettingList())
       .flag("json", "machine-readable output")
-      .epilog("example: ddpscope plan --model gpt2-small --cluster dgx-a100 --nodes 4");
+      .epilog(
+          "example: ddpscope plan --model gpt2-small --cluster dgx-a100 --nodes 4\n"
+          "         ddpscope run --nproc 2 -- --model mlp-wide --iterations 10 --trace run.json\n"
+          "         ddpscope plan --trace run.json");
   ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv));
   if (args.helpRequested()) {
     io.out << parser.helpText();
@@ -67,6 +75,12 @@ Status runPlanCommand(const std::vector<std::string>& argv, CommandIo io) {
   o << "plan: " << req.model.name << " on " << req.cluster.name << ", " << plan.layout.nodes
     << " node(s), world size " << plan.layout.worldSize() << ", torch " << torch << ", objective: "
     << (plan.objective == sim::PlanObjective::kStep ? "step time" : "exposed comm") << "\n";
+  if (input.fromTrace) {
+    o << "from the recorded run " << *req.computeFrom << ": measured step "
+      << ms(input.measuredStep) << " ms (median of the slowest rank), replayed at its own "
+      << "settings " << ms(input.replayedStep) << " ms; compute as measured, communication from "
+      << req.cluster.name << "\n";
+  }
   o << sim::workloadText(def.summary.workload) << "\n";
   o << "1. uniform bucket_cap_mb (steady state, full simulation)\n";
   o << "   default (bucket_cap_mb left out"
@@ -119,8 +133,12 @@ Status runPlanCommand(const std::vector<std::string>& argv, CommandIo io) {
   for (const sim::PlanFlag& f : r.flags) {
     o << "   " << f.kwarg << ": " << ms(f.without.stepTime) << " -> " << ms(f.with.stepTime)
       << " ms/step, exposed comm " << ms(f.without.exposedComm) << " -> " << ms(f.with.exposedComm)
-      << " ms: " << percent(f.gainPercent) << (f.gainPercent > 0 ? " (included)" : " (left out)")
-      << "\n";
+      << " ms: ";
+    if (!f.note.empty()) {
+      o << "left out, " << f.note << "\n";
+    } else {
+      o << percent(f.gainPercent) << (f.included() ? " (included)" : " (left out)") << "\n";
+    }
   }
   io.out << o.str();
   return Status::ok();

@@ -72,8 +72,16 @@ std::vector<std::string> WhatIfSettings::cliArgs() const {
 
 std::string WhatIfSettings::describe() const {
   std::ostringstream out;
-  out << model << " · " << cluster << " · " << worldSize << " ranks · cap "
-      << formatShortest(ddp.bucketCapMb) << " MiB";
+  out << model << " · " << cluster << " · " << worldSize << " ranks · ";
+  if (ddp.bucketCapMbList.empty()) {
+    out << "cap " << formatShortest(ddp.bucketCapMb) << " MiB";
+  } else {
+    out << "caps [";
+    for (size_t i = 0; i < ddp.bucketCapMbList.size(); ++i) {
+      out << (i > 0 ? ", " : "") << ddp.bucketCapMbList[i];
+    }
+    out << "] MiB";
+  }
   if (ddp.findUnusedParameters) out << " · find_unused";
   if (ddp.staticGraph) out << " · static_graph";
   if (ddp.noSyncPeriod > 1) out << " · no_sync " << ddp.noSyncPeriod;
@@ -155,30 +163,13 @@ void WhatIfRunner::launch() {
   }));
 }
 
-// ---- sweep ----
+// ---- sweep and plan ----
 
-StatusOr<SweepResult> runSweep(const WhatIfSettings& base, const std::vector<double>& capsMb,
-                               const std::vector<int>& worldSizes) {
-  if (capsMb.empty() || worldSizes.empty()) return invalidArgument("sweep: nothing to sweep");
-  ASSIGN_OR_RETURN(models::ModelSpec model, specCache().model(base.model));
-  ASSIGN_OR_RETURN(sim::ClusterSpec cluster, specCache().cluster(base.cluster));
-  ASSIGN_OR_RETURN(sim::SimOptions options, makeOptions(base));
-  sim::SweepRequest request;
-  request.model = &model;
-  request.cluster = &cluster;
-  request.base = options;
-  request.capsMb = capsMb;
-  request.findUnused = {base.ddp.findUnusedParameters};
-  for (int worldSize : worldSizes) {
-    ASSIGN_OR_RETURN(sim::WorldLayout layout,
-                     sim::makeWorldLayout(cluster, std::nullopt, worldSize));
-    request.layouts.push_back(layout);
-  }
-  ASSIGN_OR_RETURN(const sim::SweepResult swept, sim::runSweep(request));
+namespace {
 
-  SweepResult out;
-  out.capsMb = capsMb;
-  out.worldSizes = worldSizes;
+// Appends the points of one simulator sweep (its default-only baselines left out) and the best
+// point of each of its layouts.
+void appendSweepPoints(const sim::SweepResult& swept, SweepResult& out) {
   std::vector<size_t> slot(swept.points.size(), 0);  // sim point → index into out.points
   for (size_t i = 0; i < swept.points.size(); ++i) {
     const sim::SweepPoint& p = swept.points[i];
@@ -188,10 +179,80 @@ StatusOr<SweepResult> runSweep(const WhatIfSettings& base, const std::vector<dou
                           p.summary.overlapPercent});
   }
   for (const sim::SweepBest& b : swept.best) out.bestPerWorldSize.push_back(slot[b.point]);
+  out.best = 0;
   for (size_t i = 0; i < out.points.size(); ++i) {
     if (out.points[i].stepTime < out.points[out.best].stepTime) out.best = i;
   }
+}
+
+// The model, cluster and simulator options of a sweep's or plan's base settings.
+struct LoadedBase {
+  models::ModelSpec model;
+  sim::ClusterSpec cluster;
+  sim::SimOptions options;
+};
+
+StatusOr<LoadedBase> loadBase(const WhatIfSettings& base) {
+  LoadedBase out;
+  ASSIGN_OR_RETURN(out.model, specCache().model(base.model));
+  ASSIGN_OR_RETURN(out.cluster, specCache().cluster(base.cluster));
+  ASSIGN_OR_RETURN(out.options, makeOptions(base));
   return out;
+}
+
+}  // namespace
+
+StatusOr<SweepResult> runSweep(const WhatIfSettings& base, const std::vector<double>& capsMb,
+                               const std::vector<int>& worldSizes) {
+  if (capsMb.empty() || worldSizes.empty()) return invalidArgument("sweep: nothing to sweep");
+  ASSIGN_OR_RETURN(const LoadedBase loaded, loadBase(base));
+  sim::SweepRequest request;
+  request.model = &loaded.model;
+  request.cluster = &loaded.cluster;
+  request.base = loaded.options;
+  request.capsMb = capsMb;
+  request.findUnused = {base.ddp.findUnusedParameters};
+  for (int worldSize : worldSizes) {
+    ASSIGN_OR_RETURN(sim::WorldLayout layout,
+                     sim::makeWorldLayout(loaded.cluster, std::nullopt, worldSize));
+    request.layouts.push_back(layout);
+  }
+  ASSIGN_OR_RETURN(const sim::SweepResult swept, sim::runSweep(request));
+  SweepResult out;
+  out.capsMb = capsMb;
+  out.worldSizes = worldSizes;
+  appendSweepPoints(swept, out);
+  return out;
+}
+
+StatusOr<PlanOutcome> runPlan(const WhatIfSettings& base, const std::vector<double>& capsMb,
+                              const std::vector<int>& worldSizes) {
+  if (capsMb.empty() || worldSizes.empty()) return invalidArgument("plan: nothing to plan");
+  ASSIGN_OR_RETURN(const LoadedBase loaded, loadBase(base));
+  PlanOutcome out;
+  out.sweep.capsMb = capsMb;
+  out.sweep.worldSizes = worldSizes;
+  for (int worldSize : worldSizes) {
+    sim::PlanRequest request;
+    request.model = &loaded.model;
+    request.cluster = &loaded.cluster;
+    request.base = loaded.options;
+    request.base.ddp.bucketCapMbList.clear();  // planned
+    request.uniformCapsMb = capsMb;
+    ASSIGN_OR_RETURN(request.layout, sim::makeWorldLayout(loaded.cluster, std::nullopt, worldSize));
+    ASSIGN_OR_RETURN(sim::PlanResult plan, sim::runPlan(request));
+    appendSweepPoints(plan.uniform, out.sweep);
+    out.plans.push_back(std::move(plan));
+  }
+  return out;
+}
+
+WhatIfSettings plannedSettings(const WhatIfSettings& base, int worldSize,
+                               const sim::PlanResult& plan) {
+  WhatIfSettings s = base;
+  s.worldSize = worldSize;
+  s.ddp.bucketCapMbList = plan.layout.capsMib();
+  return s;
 }
 
 }  // namespace ddpscope::gui

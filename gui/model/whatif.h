@@ -17,6 +17,12 @@
 // runSweep(): step time and exposed communication over bucket caps × world sizes through
 // sim::runSweep (on all cores, no trace, as `ddpscope sweep`), with the best (lowest step time)
 // point per world size and overall.
+//
+// runPlan(): the bucket planner behind `ddpscope plan` (sim::runPlan: the uniform caps, the
+// exact DP over the bucket_cap_mb_list layouts torch 2.15 can build, a full simulation of the
+// chosen one) at each world size, with the sweep's caps and the step-time objective; its uniform
+// points come from the plans' own sweeps, so the curves and the planned layouts shown together
+// are one computation.
 #pragma once
 
 #include <QElapsedTimer>
@@ -31,6 +37,7 @@
 #include "ddp/ddp_config.h"
 #include "gui/model/trace_document.h"
 #include "sim/engine/ddp_simulator.h"
+#include "sim/engine/plan.h"
 
 namespace ddpscope::gui {
 
@@ -118,6 +125,21 @@ struct SweepResult {
 
 StatusOr<SweepResult> runSweep(const WhatIfSettings& base, const std::vector<double>& capsMb,
                                const std::vector<int>& worldSizes);
+
+struct PlanOutcome {
+  SweepResult sweep;                   // the uniform caps of every plan (no default points)
+  std::vector<sim::PlanResult> plans;  // one per sweep.worldSizes entry
+};
+
+// Plans `base` (its bucket cap is ignored: the plan compares the default, the uniform caps and
+// the planned list) at each world size.
+StatusOr<PlanOutcome> runPlan(const WhatIfSettings& base, const std::vector<double>& capsMb,
+                              const std::vector<int>& worldSizes);
+
+// `base` with the plan's bucket_cap_mb_list at `worldSize`: the settings whose simulation is
+// the plan's full simulation (its timeline is the planned layout's).
+WhatIfSettings plannedSettings(const WhatIfSettings& base, int worldSize,
+                               const sim::PlanResult& plan);
 
 }  // namespace ddpscope::gui
 

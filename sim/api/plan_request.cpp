@@ -5,7 +5,10 @@
 #include <string>
 
 #include "ddp/ddp_config.h"
+#include "ddp/ddp_settings.h"
 #include "sim/engine/workload.h"
+#include "sim/replay/measured_profile.h"
+#include "sim/replay/replay.h"
 
 namespace ddpscope::sim {
 namespace {
@@ -30,7 +33,12 @@ void redescribe(std::vector<SettingSpec>& specs, const std::string& name, std::s
 
 std::vector<SettingSpec> planSettingList() {
   // The sweep's settings, narrowed: one layout, find_unused on or off, eager only.
-  std::vector<SettingSpec> specs = simulationSettingList(/*sweep=*/true);
+  std::vector<SettingSpec> specs = {
+      {"trace", "RUN.json",
+       "plan from a recorded run: its model, measured compute, world size and DDP settings "
+       "(a 'ddpscope run' trace or an 'import-torch'ed PyTorch profiler trace)"}};
+  const std::vector<SettingSpec> simulation = simulationSettingList(/*sweep=*/true);
+  specs.insert(specs.end(), simulation.begin(), simulation.end());
   redescribe(specs, "nodes", "N", "number of nodes (default 1)");
   redescribe(specs, "world-size", "W", "number of ranks (a multiple of the GPUs per node)");
   redescribe(specs, "bucket-cap-mb", "X[,X...]",
@@ -46,8 +54,20 @@ std::vector<SettingSpec> planSettingList() {
 
 StatusOr<PlanInput> parsePlanInput(const SettingValues& values) {
   PlanInput in;
-  ASSIGN_OR_RETURN(in.request, parseSimulationRequest(values, /*sweep=*/true));
+  const std::optional<std::string> trace = values.value("trace");
+  if (trace && values.has("compute-from")) {
+    return invalidArgument("give either --trace or --compute-from (--trace takes the compute too)");
+  }
+  ASSIGN_OR_RETURN(in.request, parseSimulationRequest(values, /*sweep=*/true, trace));
   SimulationRequest& req = in.request;
+  std::optional<int> traceWorldSize;
+  if (trace) {
+    // The run's settings are the base (replay's rule); the caps are what plan chooses.
+    const replay::MeasuredProfile& profile = req.measured->profile;
+    req.options.ddp.bucketCapMbList.clear();
+    if (!values.has("sync-batchnorm")) req.options.syncBatchNorm = profile.settings.syncBatchNorm;
+    traceWorldSize = profile.settings.worldSize;
+  }
   if (auto mode = values.value("compile"); mode && *mode != "none") {
     return invalidArgument("--compile " + *mode + ": plan covers eager DDP only");
   }
@@ -88,9 +108,29 @@ StatusOr<PlanInput> parsePlanInput(const SettingValues& values) {
       (std::string(flag) == "nodes" ? nodes : worldSize) = v[0];
     }
   }
-  if (!nodes && !worldSize) nodes = 1;
+  if (!nodes && !worldSize) {
+    if (traceWorldSize) {
+      worldSize = traceWorldSize;
+    } else {
+      nodes = 1;
+    }
+  }
   ASSIGN_OR_RETURN(plan.layout, makeWorldLayout(req.cluster, nodes, worldSize));
   plan.base = req.options;
+  if (trace) {
+    // The run at its own settings, as `ddpscope replay` prints it first.
+    const replay::MeasuredProfile& profile = req.measured->profile;
+    ASSIGN_OR_RETURN(const WorldLayout own,
+                     makeWorldLayout(req.cluster, std::nullopt, profile.settings.worldSize));
+    SimOptions ownOptions = replay::ownSettingsOptions(profile);
+    ownOptions.contentionSlowdown = req.options.contentionSlowdown;
+    ASSIGN_OR_RETURN(const replay::StepPrediction replayed,
+                     replay::predictStep(req.model, req.cluster, own, ownOptions, req.compute.get(),
+                                         profile.rankMaxFactor));
+    in.fromTrace = true;
+    in.measuredStep = profile.measuredStep;
+    in.replayedStep = replayed.step;
+  }
   return in;
 }
 
@@ -161,11 +201,20 @@ nlohmann::json planJson(const PlanInput& input, const PlanResult& r) {
                      {"without", summaryJson(f.without)},
                      {"with", summaryJson(f.with)},
                      {"gain_percent", f.gainPercent},
-                     {"recommended", f.gainPercent > 0}});
+                     {"recommended", f.included()},
+                     {"note", f.note.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.note)}});
   }
   out["flags"] = std::move(flags);
   out["recommend_list"] = r.recommendList;
   out["ddp_kwargs"] = planDdpKwargs(r);
+  if (input.fromTrace) {
+    out["trace"] = {{"path", *req.computeFrom},
+                    {"measured_step_ns", input.measuredStep.count()},
+                    {"replayed_step_ns", input.replayedStep.count()},
+                    {"run_settings", ddp::ddpSettingsJson(req.measured->profile.settings.ddp)}};
+  } else {
+    out["trace"] = nullptr;
+  }
   return out;
 }
 

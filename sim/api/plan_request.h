@@ -2,6 +2,13 @@
 // layout, plus "torch" and "objective"), parsed from named settings (base/setting_values.h); its
 // run (sim/engine/plan.h runPlan) and the result's JSON (docs/JSON.md "plan"). The CLI prints the
 // result as text or this JSON; the Python package's plan() returns the JSON.
+//
+// From a recorded run ("trace": a `ddpscope run` trace, the Python recorder's, or a PyTorch
+// profiler trace after `ddpscope import-torch`): the request is replay's (parseSimulationRequest
+// with the trace): the trace's model, its measured per-layer compute and copy costs, cpu-mpi
+// calibrated on its own collectives unless a cluster is given, its per-rank batch and inputs, its
+// DDP settings (the given flags change them; the caps are planned) and, unless --nodes or
+// --world-size is given, its world size.
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
@@ -17,14 +24,21 @@ namespace ddpscope::sim {
 struct PlanInput {
   SimulationRequest request;  // model, cluster, DDP settings (the profile is the torch version)
   PlanRequest plan;           // layout, caps, objective; its pointers are set by runPlanInput
+  // With "trace": the recorded run's step time as measured and as replayed at its own settings
+  // (replay::predictStep), so the plan's numbers can be judged against the run's.
+  bool fromTrace = false;
+  Nanos measuredStep;
+  Nanos replayedStep;
 };
 
-// simulationSettingList(/*sweep=*/true) with "nodes", "world-size", "bucket-cap-mb",
-// "find-unused" and "compile" described as plan reads them, then "torch" and "objective".
+// "trace", then simulationSettingList(/*sweep=*/true) with "nodes", "world-size",
+// "bucket-cap-mb", "find-unused" and "compile" described as plan reads them, then "torch" and
+// "objective".
 std::vector<SettingSpec> planSettingList();
 
-// Parses planSettingList()'s settings (names are not checked here; see checkSettingNames).
-// Errors name the flag ("--torch: expected 2.15 or 1.13, got '2.0'").
+// Parses planSettingList()'s settings (names are not checked here; see checkSettingNames) and,
+// with "trace", loads the run and replays it at its own settings. Errors name the flag
+// ("--torch: expected 2.15 or 1.13, got '2.0'") or the trace.
 StatusOr<PlanInput> parsePlanInput(const SettingValues& values);
 
 // runPlan on the input's model, cluster and compute model.
@@ -32,7 +46,8 @@ StatusOr<PlanResult> runPlanInput(const PlanInput& input);
 
 // {"model", "cluster", "nodes", "world_size", "torch", "objective", "workload", "default",
 // "best_uniform", "planned" (null without bucket_cap_mb_list), "flags", "recommend_list",
-// "ddp_kwargs"}.
+// "ddp_kwargs", "trace" (null without: {"path", "measured_step_ns", "replayed_step_ns",
+// "run_settings"})}.
 nlohmann::json planJson(const PlanInput& input, const PlanResult& result);
 
 }  // namespace ddpscope::sim

@@ -25,6 +25,13 @@ std::string joinInts(const std::vector<int64_t>& values, const char* sep = ", ")
 
 }  // namespace
 
+const char* const kStaticGraphNoSteadyEffect =
+    "no steady-state gain: with find_unused_parameters=False, torch 2.15 issues the same "
+    "collectives on the same buckets with or without it (no DDPSink, no used-map allreduce); it "
+    "delays iteration 1's allreduces to the end of its backward and adds one used-map read per "
+    "parameter at finalize (a small host cost not simulated). Set it for activation "
+    "checkpointing or parameters used twice in one backward, not for speed";
+
 int64_t closingCapMib(int64_t runBytes, int64_t lastBytes) {
   const int64_t mib = runBytes / kPlanMiB;  // the largest limit the run still reaches
   if (mib < 1) return 0;
@@ -482,7 +489,11 @@ StatusOr<PlanResult> runPlan(const PlanRequest& request) {
     flag.with = std::move(sim.summary);
     flag.gainPercent = gainPercent(objectiveValue(flag.without, request.objective),
                                    objectiveValue(flag.with, request.objective));
-    if (flag.gainPercent > 0) {
+    if (with.ddp.staticGraph && !with.ddp.findUnusedParameters &&
+        !out.recommended.ddp.staticGraph) {
+      flag.note = kStaticGraphNoSteadyEffect;
+    }
+    if (flag.included()) {
       out.recommended = with;
       recommendedSummary = flag.with;
     }
@@ -500,7 +511,7 @@ std::string planDdpKwargs(const PlanResult& result) {
     out = "bucket_cap_mb=" + formatShortest(p.capMb);
   }
   for (const PlanFlag& f : result.flags) {
-    if (f.gainPercent > 0) out += ", " + f.kwarg;
+    if (f.included()) out += ", " + f.kwarg;
   }
   return out;
 }

@@ -144,12 +144,30 @@ struct PlanRequest {
   unsigned threads = 0;  // the uniform sweep's threads (0 = all cores)
 };
 
-// A DDP keyword argument that helps, with the full simulation with and without it.
+// A DDP keyword argument that may help, with the full simulation with and without it.
 struct PlanFlag {
   std::string kwarg;  // e.g. "static_graph=True"
   SimSummary without, with;
   double gainPercent = 0;  // 100 · (without − with) / without, by the objective
+  // Why the flag cannot change the steady-state step (empty when it can): static_graph=True
+  // with find_unused_parameters=False (kStaticGraphNoSteadyEffect).
+  std::string note;
+  // In the recommended call: it helps by the objective and nothing says it cannot.
+  bool included() const { return gainPercent > 0 && note.empty(); }
 };
+
+// static_graph=True at steady state when find_unused_parameters=False, from torch 2.15's
+// torch/nn/parallel/distributed.py (_pre_forward, _post_forward, _DDPSink) and the Reducer
+// (mark_variable_ready, finalize_backward; ddp/reducer.cpp follows them), checked on real torch
+// 2.15 by tests/data/torch-2.15/static_graph_ops.py: every iteration after the first calls
+// prepare_for_backward([]) either way, wraps no output in DDPSink, issues the same collectives
+// of the same sizes (no used-map allreduce: only dynamic find-unused has one) and has the same
+// buckets. What static_graph changes is iteration 1 (hooks only count; every allreduce waits
+// for the end of the backward), that a parameter may fire its hook several times (reentrant
+// checkpointing), and one host read of the used map per parameter in finalize (select + item;
+// ~4 µs each under the profiler on the CPU measured): a small cost the simulator does not
+// model. So it never gains at steady state; the plan says so instead of offering it.
+extern const char* const kStaticGraphNoSteadyEffect;
 
 // One bucket's allreduce in the full simulation of the planned list (rank 0, last steady
 // iteration), times from that iteration's first backward kernel.

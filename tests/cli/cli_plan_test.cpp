@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -87,6 +88,79 @@ TEST(CliPlanTest, BadInput) {
                  "--torch: expected 2.15 or 1.13, got '3.0'");
   expectBadInput({"plan", "--model", "gpt2-small", "--cluster", "dgx-a100", "--find-unused", "on"},
                  "find_unused_parameters=True without static_graph");
+}
+
+// --trace: plan a recorded run. tests/data/replay/mlp-wide-w2.json.gz is a real `ddpscope run
+// --nproc 2 -- --model mlp-wide --batch 16` (tests/cli/replay_cli_test.cpp): the plan takes its
+// model, world size, per-rank batch and measured compute, and says what the run measured.
+const std::string kDataDir = std::string(DDPSCOPE_SOURCE_DIR) + "/tests/data";
+const std::string kRuntimeTrace = kDataDir + "/replay/mlp-wide-w2.json.gz";
+
+TEST(CliPlanTest, PlansARecordedRuntimeRun) {
+  json plan = runCliJson({"plan", "--trace", kRuntimeTrace, "--json"});
+  ASSERT_TRUE(plan.is_object());
+  EXPECT_EQ(plan["model"], "mlp-wide");
+  EXPECT_EQ(plan["world_size"], 2);
+  EXPECT_EQ(plan["workload"]["batch_per_rank"], 8);
+  ASSERT_TRUE(plan["trace"].is_object());
+  EXPECT_EQ(plan["trace"]["path"], kRuntimeTrace);
+  // The run's median step (replay_cli_test's number) and its replay at its own settings.
+  EXPECT_NEAR(plan["trace"]["measured_step_ns"].get<int64_t>() / 1e6, 159.032, 0.001);
+  const double replayed = plan["trace"]["replayed_step_ns"].get<int64_t>() / 1e6;
+  EXPECT_LE(std::abs(replayed - 159.032) / 159.032, 0.03);
+  // The same replay `ddpscope replay` prints.
+  json replay = runCliJson({"replay", "--trace", kRuntimeTrace, "--json"});
+  EXPECT_DOUBLE_EQ(replay["replayed_step_ms"].get<double>(), replayed);
+  // Measured compute: the plan's default equals simulate --compute-from at the run's settings.
+  json simulated =
+      runCliJson({"simulate", "--compute-from", kRuntimeTrace, "--world-size", "2", "--json"});
+  EXPECT_EQ(plan["default"]["step_time_ns"], simulated["step_time_ns"]);
+  ASSERT_TRUE(plan["planned"].is_object());
+  EXPECT_EQ(plan["planned"]["bucket_cap_mb_list"].size(), plan["planned"]["buckets"].size());
+
+  CliResult text = runCliForTest({"plan", "--trace", kRuntimeTrace});
+  ASSERT_EQ(text.exitCode, 0) << text.err;
+  // Communication: cpu-mpi calibrated on the run's own collectives (replay's default).
+  EXPECT_THAT(text.out, HasSubstr("plan: mlp-wide on calibrated:" + kRuntimeTrace));
+  EXPECT_THAT(text.out, HasSubstr("from the recorded run " + kRuntimeTrace +
+                                  ": measured step 159.032 ms (median of the slowest rank)"));
+  // Flags given change the run's settings; the world size too.
+  json bigger = runCliJson({"plan", "--trace", kRuntimeTrace, "--world-size", "4", "--json"});
+  EXPECT_EQ(bigger["world_size"], 4);
+}
+
+// A real PyTorch 2.15 profiler trace (tests/data/torch-2.15, gloo, 2 ranks) after import-torch.
+TEST(CliPlanTest, PlansAnImportedPyTorchTrace) {
+  const std::string dir = kDataDir + "/torch-2.15/";
+  const std::string run = (testing::scratchDir() / "plan_imported.json").string();
+  CliResult imported = runCliForTest({"import-torch", dir + "ddp_gloo_shapes_rank0.json.gz",
+                                      dir + "ddp_gloo_shapes_rank1.json.gz", "--model-file",
+                                      dir + "ddp_gloo_model.json", "--bucket-cap-mb", "0.05",
+                                      "--batch-per-rank", "16", "-o", run});
+  ASSERT_EQ(imported.exitCode, 0) << imported.err;
+  json plan =
+      runCliJson({"plan", "--trace", run, "--model-file", dir + "ddp_gloo_model.json", "--json"});
+  ASSERT_TRUE(plan.is_object());
+  EXPECT_EQ(plan["world_size"], 2);
+  EXPECT_EQ(plan["workload"]["batch_per_rank"], 16);
+  // The run's own DDP settings are the base: its bucket_cap_mb 0.05.
+  EXPECT_EQ(plan["trace"]["run_settings"]["bucket_cap_mb"], 0.05);
+  EXPECT_GT(plan["trace"]["measured_step_ns"].get<int64_t>(), 0);
+  ASSERT_TRUE(plan["planned"].is_object());
+}
+
+TEST(CliPlanTest, TraceBadInput) {
+  expectBadInput({"plan", "--trace", kRuntimeTrace, "--compute-from", kRuntimeTrace},
+                 "give either --trace or --compute-from");
+  expectBadInput({"plan", "--trace", kRuntimeTrace, "--model", "resnet18"},
+                 "forward span '0' names no layer of model 'resnet18'");
+  CliResult r = runCliForTest({"plan", "--trace", "no/such/run.json"});
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_THAT(r.err, HasSubstr("no/such/run.json"));
+  // A trace without our lanes (a golden simulator trace has no measured iterations to plan).
+  r = runCliForTest({"plan", "--trace", kDataDir + "/traces/tiny.json.gz"});
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_THAT(r.err, HasSubstr("tiny.json.gz"));
 }
 
 }  // namespace

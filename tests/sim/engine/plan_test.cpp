@@ -302,6 +302,14 @@ TEST(PlanTest, RunPlanSimulatesTheListItEmits) {
   std::vector<std::string> offered;
   for (const PlanFlag& f : r.flags) offered.push_back(f.kwarg);
   EXPECT_THAT(offered, ::testing::ElementsAre("static_graph=True", "gradient_as_bucket_view=True"));
+  // static_graph=True has no steady-state effect with find_unused_parameters=False (torch 2.15
+  // runs the same per-iteration path): the simulation agrees, the plan says so and leaves it out.
+  const PlanFlag& staticGraph = r.flags[0];
+  EXPECT_EQ(staticGraph.with.stepTime, staticGraph.without.stepTime);
+  EXPECT_EQ(staticGraph.with.exposedComm, staticGraph.without.exposedComm);
+  EXPECT_EQ(staticGraph.note, kStaticGraphNoSteadyEffect);
+  EXPECT_FALSE(staticGraph.included());
+  EXPECT_THAT(kwargs, ::testing::Not(HasSubstr("static_graph")));
 
   // torch 1.13 has no bucket_cap_mb_list: the best uniform cap is the answer.
   request.base.ddp.profile = ddp::SemanticsProfile::kV1_13;
