@@ -72,6 +72,45 @@ TEST(ClusterCliTest, FromTopoReproducesTheBuiltinClusterWithinFivePercent) {
   }
 }
 
+// --nvlink-hosts: one GB200 tray's matrix (constructed, tests/data/topo/README.md) and the 18
+// trays of its NVLink domain give the NVL72 rack: simulate and allreduce within 5 % of
+// gb200-nvl72 on one and two racks.
+TEST(ClusterCliTest, FromTopoWithNvlinkHostsReproducesTheNvl72Rack) {
+  const std::string file = (scratchDir() / "gb200-nvl72-from-tray.json").string();
+  CliResult summary = runCliForTest({"cluster", "from-topo", topo("gb200-tray-constructed.txt"),
+                                     "--gpu", "gb200", "--nic-gbps", "400", "--cpu-vendor", "arm",
+                                     "--nvlink-hosts", "18", "-o", file});
+  ASSERT_EQ(summary.exitCode, 0) << summary.err;
+  EXPECT_THAT(summary.out, HasSubstr("wrote " + file));
+  EXPECT_THAT(summary.out, HasSubstr("gpus_per_node  72 (18 hosts x 4 on one NVLink domain)"));
+  EXPECT_THAT(summary.out, HasSubstr("inter_node     72 NICs x 400 Gb/s"));
+  for (const std::string nodes : {"1", "2"}) {
+    json want = runCliJson({"allreduce", "--cluster", "gb200-nvl72", "--nodes", nodes, "--bytes",
+                            "8K,1M,64M,1G", "--json"});
+    json got = runCliJson({"allreduce", "--cluster-file", file, "--nodes", nodes, "--bytes",
+                           "8K,1M,64M,1G", "--json"});
+    ASSERT_EQ(want["results"].size(), 4u);
+    ASSERT_EQ(got["results"].size(), 4u);
+    for (size_t i = 0; i < 4; ++i) {
+      const double wb = want["results"][i]["busbw_gbps"].get<double>();
+      EXPECT_NEAR(got["results"][i]["busbw_gbps"].get<double>(), wb, 0.05 * wb)
+          << nodes << " rack(s), " << want["results"][i]["bytes"];
+    }
+    json wantSim = runCliJson({"simulate", "--model", "gpt2-xl", "--cluster", "gb200-nvl72",
+                               "--nodes", nodes, "--json", "--quiet"});
+    json gotSim = runCliJson({"simulate", "--model", "gpt2-xl", "--cluster-file", file, "--nodes",
+                              nodes, "--json", "--quiet"});
+    const double w = wantSim["step_time_ns"].get<double>();
+    EXPECT_NEAR(gotSim["step_time_ns"].get<double>(), w, 0.05 * w) << nodes << " rack(s)";
+  }
+  expectBadInput({"cluster", "from-topo", topo("dgx1-v100.txt"), "--gpu", "v100", "--nic-gbps",
+                  "100", "--nvlink-hosts", "2"},
+                 "--nvlink-hosts 2: an NVLink domain spans hosts only through NVLink switches");
+  expectBadInput({"cluster", "from-topo", topo("gb200-tray-constructed.txt"), "--gpu", "gb200",
+                  "--nic-gbps", "400", "--nvlink-hosts", "many"},
+                 "--nvlink-hosts: expected a positive number of hosts; got 'many'");
+}
+
 TEST(ClusterCliTest, FromTopoPrintsWhatItDerivedAndTheJsonToStdout) {
   CliResult r = runCliForTest({"cluster", "from-topo", topo("dgx1-v100.txt"), "--gpu", "v100",
                                "--nic-gbps", "100", "--name", "my-dgx1"});
