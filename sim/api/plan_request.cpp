@@ -31,7 +31,7 @@ void redescribe(std::vector<SettingSpec>& specs, const std::string& name, std::s
 std::vector<SettingSpec> planSettingList() {
   // The sweep's settings, narrowed: one layout, find_unused on or off, eager only.
   std::vector<SettingSpec> specs = simulationSettingList(/*sweep=*/true);
-  redescribe(specs, "nodes", "N", "number of nodes (default 1)");
+  redescribe(specs, "nodes", "N", "number of nodes (default 1; gb200-nvl72: 72-GPU racks)");
   redescribe(specs, "world-size", "W", "number of ranks (a multiple of the GPUs per node)");
   redescribe(specs, "bucket-cap-mb", "X[,X...]",
              "uniform caps to compare in MiB (default 1,2,5,10,25,50,100,200)");
