@@ -2,6 +2,7 @@
 // `nvidia-smi topo -m` (the work is sim/topo/cluster_from_topo.h), list or print the built-in
 // clusters.
 #include <iomanip>
+#include <limits>
 #include <memory>
 #include <ostream>
 #include <sstream>
@@ -75,7 +76,8 @@ Status runFromTopo(const std::vector<std::string>& argvIn, CommandIo io) {
   ArgParser parser(
       "ddpscope cluster from-topo",
       "TOPO.txt --gpu MODEL [--nic-gbps G] [--nics LIST|none]\n"
-      "       [--cpu-vendor V] [--fabric F] [--name N] [-o|--out FILE] [--nodes N]",
+      "       [--nvlink-hosts H] [--cpu-vendor V] [--fabric F] [--name N] [-o|--out FILE]\n"
+      "       [--nodes N]",
       "Builds a cluster file (sim/cost/clusters/FORMAT.md) from the output of `nvidia-smi topo "
       "-m`\n"
       "on one node: GPUs per node from the GPU columns; NVSwitch (NV<k> to every peer), a direct\n"
@@ -97,6 +99,10 @@ Status runFromTopo(const std::vector<std::string>& argvIn, CommandIo io) {
       .option("nics", "LIST|none",
               "NICs to use, by legend name or column label (mlx5_0,mlx5_1 or NIC0,NIC1); none = "
               "no network (default: each GPU's closest NICs)")
+      .option("nvlink-hosts", "H",
+              "hosts one NVLink domain spans, of which TOPO.txt shows one (default 1; a GB200 "
+              "NVL72 rack: 18 trays of 4 GPUs): the node becomes the whole domain, H x the "
+              "host's GPUs and NICs (NCCL's multi-node NVLink); needs NV<k> to every peer")
       .option("cpu-vendor", "V", "intel (default), amd or arm: NCCL's net overhead and LL caps")
       .option("fabric", "F", "ib (default), roce, ethernet or tcp (informational)")
       .option("name", "N", "cluster name (default: the topology file's stem)")
@@ -106,7 +112,9 @@ Status runFromTopo(const std::vector<std::string>& argvIn, CommandIo io) {
           "example:\n"
           "  nvidia-smi topo -m > topo.txt\n"
           "  ddpscope cluster from-topo topo.txt --gpu h100 --nic-gbps 400 -o my.json\n"
-          "  ddpscope simulate --model gpt2-xl --cluster-file my.json --nodes 4");
+          "  ddpscope simulate --model gpt2-xl --cluster-file my.json --nodes 4\n"
+          "  ddpscope cluster from-topo tray.txt --gpu gb200 --nvlink-hosts 18 --nic-gbps 400 \\\n"
+          "      --cpu-vendor arm -o nvl72.json    # one GB200 tray's topo -m, a 72-GPU rack");
   std::vector<std::string> argv = argvIn;
   for (std::string& a : argv) {
     if (a == "-o") a = "--out";
@@ -130,6 +138,14 @@ Status runFromTopo(const std::vector<std::string>& argvIn, CommandIo io) {
   options.cpuVendor = args.value("cpu-vendor").value_or("intel");
   options.fabric = args.value("fabric").value_or("ib");
   options.name = args.value("name").value_or("");
+  if (auto h = args.value("nvlink-hosts")) {
+    std::optional<int64_t> v = parseInt64(*h);
+    if (!v || *v < std::numeric_limits<int>::min() || *v > std::numeric_limits<int>::max()) {
+      return invalidArgument("--nvlink-hosts: expected a positive number of hosts; got '" + *h +
+                             "'");
+    }
+    options.nvlinkHosts = static_cast<int>(*v);  // the range is clusterFromTopo's to check
+  }
   std::optional<int> nodes;
   if (auto n = args.value("nodes")) {
     std::optional<int64_t> v = parseInt64(*n);
@@ -162,7 +178,12 @@ Status runFromTopo(const std::vector<std::string>& argvIn, CommandIo io) {
   report << "cluster " << spec.name << " from " << matrix.origin << ":\n"
          << "  device         " << spec.device.name << " (from built-in " << cluster.baseCluster
          << ")\n"
-         << "  gpus_per_node  " << spec.gpusPerNode << "\n"
+         << "  gpus_per_node  " << spec.gpusPerNode;
+  if (spec.intraNode.hosts > 1) {
+    report << " (" << spec.intraNode.hosts << " hosts x " << spec.gpusPerNode / spec.intraNode.hosts
+           << " on one NVLink domain)";
+  }
+  report << "\n"
          << "  intra_node     " << sim::intraNodeLinkName(spec.intraNode.type);
   if (spec.intraNode.type != sim::IntraNodeLink::kPcie) {
     report << ", " << spec.intraNode.nvlinkLinks << " NVLinks x "

@@ -263,6 +263,18 @@ void SweepPanel::showResult(const SweepResult& result) {
                         .arg(top.exposedComm.toMillis(), 0, 'f', 3));
 }
 
+void SweepPanel::setBaseSettings(const WhatIfSettings& base) {
+  if (base.cluster != m_base.cluster) {
+    auto before = sim::loadBuiltinCluster(m_base.cluster);
+    auto after = sim::loadBuiltinCluster(base.cluster);
+    if (before.isOk() && after.isOk() &&
+        m_worldSizes->text().toStdString() == defaultSweepWorldSizes(*before)) {
+      m_worldSizes->setText(QString::fromStdString(defaultSweepWorldSizes(*after)));
+    }
+  }
+  m_base = base;
+}
+
 std::optional<WhatIfSettings> SweepPanel::settingsForPoint(int worldSize, double capMb) const {
   if (!m_result) return std::nullopt;
   const SweepPoint* nearest = nullptr;

@@ -18,6 +18,7 @@
 #include <optional>
 
 #include "gui/model/whatif.h"
+#include "gui/model/world_sizes.h"
 
 class QLineEdit;
 class QPushButton;
@@ -33,8 +34,9 @@ class SweepPanel : public QWidget {
  public:
   explicit SweepPanel(QWidget* parent = nullptr);
 
-  // Base settings (model, cluster, flags) come from the what-if panel.
-  void setBaseSettings(const WhatIfSettings& base) { m_base = base; }
+  // Base settings (model, cluster, flags) come from the what-if panel. A new cluster replaces
+  // the world sizes with its defaults (defaultSweepWorldSizes) unless the user edited them.
+  void setBaseSettings(const WhatIfSettings& base);
   void setWorldSizes(const QString& commaList);
   // Starts the sweep on a worker; sweepFinished() when done.
   void runSweep();

@@ -6,13 +6,16 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPushButton>
+#include <QSignalBlocker>
 #include <QSlider>
 #include <QSpinBox>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <cmath>
 
 #include "base/check.h"
 #include "ddp/ddp_settings.h"
+#include "gui/model/world_sizes.h"
 #include "gui/widgets/time_axis.h"
 #include "gui/widgets/timeline_view.h"
 #include "models/zoo.h"
@@ -23,7 +26,6 @@ namespace ddpscope::gui {
 
 namespace {
 constexpr int kCapCount = static_cast<int>(std::size(kTypicalBucketCapsMb));
-const int kWorldSizes[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
 }  // namespace
 
 WhatIfPanel::WhatIfPanel(QWidget* parent)
@@ -41,7 +43,10 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
   for (const std::string& name : sim::builtinClusterNames())
     m_cluster->addItem(QString::fromStdString(name));
   m_worldSize = new QComboBox(controls);
-  for (int w : kWorldSizes) m_worldSize->addItem(QString::number(w), w);
+  m_worldSize->setObjectName("whatIfWorldSize");
+  offerWorldSizes();
+  // Before every other connection: the world sizes follow the cluster before it re-simulates.
+  connect(m_cluster, &QComboBox::currentIndexChanged, this, &WhatIfPanel::offerWorldSizes);
   m_cap = new QSlider(Qt::Horizontal, controls);
   m_cap->setRange(0, kCapCount - 1);
   m_cap->setTickPosition(QSlider::TicksBelow);
@@ -120,6 +125,21 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
   });
   m_changeClock.start();
   m_runner->request(settings());
+}
+
+void WhatIfPanel::offerWorldSizes() {
+  auto cluster = sim::loadBuiltinCluster(m_cluster->currentText().toStdString());
+  if (!cluster.isOk()) return;  // the list holds built-in names only
+  const int current = m_worldSize->count() > 0 ? m_worldSize->currentData().toInt() : 0;
+  std::vector<int> sizes = offeredWorldSizes(*cluster);
+  const int keep = current > 0 ? fittingWorldSize(*cluster, current) : 0;
+  if (keep > 0 && std::find(sizes.begin(), sizes.end(), keep) == sizes.end()) {
+    sizes.insert(std::upper_bound(sizes.begin(), sizes.end(), keep), keep);
+  }
+  const QSignalBlocker blocker(m_worldSize);  // one re-simulation, by the cluster's change
+  m_worldSize->clear();
+  for (int w : sizes) m_worldSize->addItem(QString::number(w), w);
+  if (keep > 0) m_worldSize->setCurrentIndex(m_worldSize->findData(keep));
 }
 
 void WhatIfPanel::updateCapLabel() {

@@ -1,5 +1,6 @@
 // WhatIfPanel: live re-simulation. Controls for model, cluster, world size, bucket cap (a
 // slider over the typical values 1–200 MiB), find_unused, static_graph, no_sync K and comm hook;
+// the world sizes offered follow the cluster's GPUs per node (gui/model/world_sizes.h);
 // every change asks the WhatIfRunner (debounced, coalesced, on a worker thread) and the panel's
 // timeline and metrics update when the result arrives. The panel measures change → repaint
 // (the timeline is repainted synchronously before the clock stops) and shows it.
@@ -57,6 +58,9 @@ class WhatIfPanel : public QWidget {
   void onChanged();
   void onResult(const WhatIfResultPtr& result);
   void updateCapLabel();
+  // Fills the world-size list for the chosen cluster (gui/model/world_sizes.h), keeping the
+  // current size if the cluster accepts it, else the largest offered size below it.
+  void offerWorldSizes();
 
   WhatIfRunner* m_runner;
   ZoomStack* m_zoom;

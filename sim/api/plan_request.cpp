@@ -39,7 +39,7 @@ std::vector<SettingSpec> planSettingList() {
        "(a 'ddpscope run' trace or an 'import-torch'ed PyTorch profiler trace)"}};
   const std::vector<SettingSpec> simulation = simulationSettingList(/*sweep=*/true);
   specs.insert(specs.end(), simulation.begin(), simulation.end());
-  redescribe(specs, "nodes", "N", "number of nodes (default 1)");
+  redescribe(specs, "nodes", "N", "number of nodes (default 1; gb200-nvl72: 72-GPU racks)");
   redescribe(specs, "world-size", "W", "number of ranks (a multiple of the GPUs per node)");
   redescribe(specs, "bucket-cap-mb", "X[,X...]",
              "uniform caps to compare in MiB (default 1,2,5,10,25,50,100,200)");

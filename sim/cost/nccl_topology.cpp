@@ -158,7 +158,12 @@ StatusOr<NcclTopology> deriveNcclTopology(const ClusterSpec& cluster, const Worl
         }
       }
     }
-    for (double s : intraSpeedList(arch)) {
+    // ncclTopoCompute searches every graph, NVLS included, with one speed list: the intra list
+    // when all ranks are on one node (system->inter == 0), else the inter list
+    // (src/graph/search.cc:1153-1161, v2.30.7). Pass 1 sets bwIntra = bwInter = one speed of that
+    // list; pass 2 raises only NVLS's bwInter (search.cc:1274-1278).
+    const std::span<const double> speeds = multiNode ? interSpeedList(arch) : intraSpeedList(arch);
+    for (double s : speeds) {
       if (s <= nvls.bwInterGBps + kEps && nvls.channels * s <= intraCap + kEps) {
         nvls.bwIntraGBps = s;
         break;

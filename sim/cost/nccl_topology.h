@@ -19,7 +19,8 @@
 //   * NVLS graph (Hopper+, NVSwitch, nvls): one channel per local GPU, at most 32
 //     (NCCL_MAX_NVLS_ARITY); bwInter = the first speed
 //     of the intra list on one node (the NIC-limited inter speed across nodes); bwIntra = the
-//     fastest listed speed ≤ bwInter with channels × speed ≤ the NVLink total.
+//     fastest speed ≤ bwInter with channels × speed ≤ the NVLink total, from the list every
+//     graph is searched with (intra on one node, inter across nodes: search.cc:1153-1161).
 // Worked values (§1.10): DGX A100 12 × 20; DGX H100 12 × 30 and NVLS 8 ch 40/60; A100 8×HDR
 // 8 × 24; H100 8×NDR 8 × 48. Explicit overrides (ClusterSpec::nccl) win field by field.
 #pragma once

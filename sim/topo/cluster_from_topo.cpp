@@ -333,6 +333,16 @@ StatusOr<TopoCluster> clusterFromTopo(const TopoMatrix& m, const TopoClusterOpti
     return invalidArgument("--fabric: expected ib, roce, ethernet or tcp; got '" + options.fabric +
                            "'");
   }
+  if (options.nvlinkHosts < 1) {
+    return invalidArgument("--nvlink-hosts: expected a positive number of hosts; got " +
+                           std::to_string(options.nvlinkHosts));
+  }
+  if (options.nvlinkHosts > 1 && intra.type != IntraNodeLink::kNvSwitch) {
+    return invalidArgument("--nvlink-hosts " + std::to_string(options.nvlinkHosts) +
+                           ": an NVLink domain spans hosts only through NVLink switches, but " +
+                           m.origin + " shows " + intra.summary +
+                           "; expected NV<k> to every peer, as on a GB200 tray");
+  }
   if (options.nicGbps && *options.nicGbps <= 0) {
     return invalidArgument("--nic-gbps: expected a positive port speed in Gb/s; got " +
                            formatShortest(*options.nicGbps));
@@ -342,13 +352,19 @@ StatusOr<TopoCluster> clusterFromTopo(const TopoMatrix& m, const TopoClusterOpti
   if (name.empty()) name = std::filesystem::path(m.origin).stem().string();
   if (name.empty()) name = "from-topo";
 
+  const int hosts = options.nvlinkHosts;
+  const int hostGpus = static_cast<int>(gpus.size());
   std::ostringstream d;
   d << "Built by `ddpscope cluster from-topo` from "
-    << std::filesystem::path(m.origin).filename().string() << ": " << gpus.size() << "x "
-    << gpu.device << ", " << intra.summary;
+    << std::filesystem::path(m.origin).filename().string() << ": " << hostGpus << "x " << gpu.device
+    << ", " << intra.summary;
+  if (hosts > 1) {
+    d << "; one NVLink domain of " << hosts << " such hosts = one node of " << hosts * hostGpus
+      << " GPUs (NCCL MNNVL fuses the hosts' topologies into one node)";
+  }
   if (nicCount > 0) {
-    d << "; " << nicCount << " NIC(s) x " << formatShortest(*options.nicGbps) << " Gb/s "
-      << options.fabric << " (";
+    d << "; " << nicCount << " NIC(s)" << (hosts > 1 ? " per host" : "") << " x "
+      << formatShortest(*options.nicGbps) << " Gb/s " << options.fabric << " (";
     for (size_t i = 0; i < nics.rails.size(); ++i) {
       d << (i > 0 ? ", " : "") << nics.rails[i].nic << ": " << joinNames(nics.rails[i].gpus) << " "
         << linkKindName(nics.rails[i].path);
@@ -372,7 +388,7 @@ StatusOr<TopoCluster> clusterFromTopo(const TopoMatrix& m, const TopoClusterOpti
   j["name"] = name;
   j["description"] = d.str();
   copyFromBase(j, "device");
-  j["gpus_per_node"] = static_cast<int>(gpus.size());
+  j["gpus_per_node"] = hosts * hostGpus;
   Json intraJson = {{"type", intraTypeName(intra.type)}};
   if (intra.type != IntraNodeLink::kPcie) {
     intraJson["nvlink_links"] = intra.links;
@@ -383,10 +399,12 @@ StatusOr<TopoCluster> clusterFromTopo(const TopoMatrix& m, const TopoClusterOpti
       (base.device.arch == GpuArch::kHopper || base.device.arch == GpuArch::kBlackwell)) {
     intraJson["nvls"] = true;
   }
+  if (hosts > 1) intraJson["hosts"] = hosts;
   j["intra_node"] = intraJson;
   if (nicCount > 0) {
-    j["inter_node"] = {
-        {"nics_per_node", nicCount}, {"nic_Gbps", *options.nicGbps}, {"fabric", options.fabric}};
+    j["inter_node"] = {{"nics_per_node", hosts * nicCount},
+                       {"nic_Gbps", *options.nicGbps},
+                       {"fabric", options.fabric}};
   }
   j["cpu_vendor"] = options.cpuVendor;
   copyFromBase(j, "nccl_version");

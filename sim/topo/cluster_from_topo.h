@@ -24,6 +24,11 @@
 //     GPU is closest to drop out (DGX A100's mlx5_8/9, an H100 node's mlx5_eth*). `nics`
 //     replaces the set by name; an empty list = no network (one node only). The NIC port speed
 //     is not in the matrix: `nicGbps` is required when NICs are used.
+//   * NVLink domain across hosts (`nvlinkHosts` N > 1): the matrix shows one host (a GB200
+//     compute tray: 4 GPUs) of an NVLink domain that spans N hosts (the NVL72 rack: 18 trays).
+//     The cluster's node is then the whole domain, as NCCL's MNNVL fuses the hosts into one node
+//     (FORMAT.md `intra_node.hosts`): gpus_per_node and nics_per_node are N × the host's, and
+//     intra_node.hosts = N. Needs the NVSwitch case above (only NVLink switches span hosts).
 //   * What the format cannot carry (a GPU whose closest NIC is beyond PXB, so NCCL would not use
 //     GPUDirect RDMA; GPU pairs across the CPU interconnect in a PCIe-only box; unequal rails) is
 //     reported in `notes` and in the description, not modelled.
@@ -46,6 +51,7 @@ struct TopoClusterOptions {
   std::string cpuVendor = "intel";               // "intel" | "amd" | "arm"
   std::string fabric = "ib";                     // "ib" | "roce" | "ethernet" | "tcp"
   std::string name;                              // cluster name ("" = the topology file's stem)
+  int nvlinkHosts = 1;  // hosts the NVLink domain spans; the matrix shows one of them (NVL72: 18)
 };
 
 // One NIC in use and the GPUs that have it as (one of) their closest NICs.

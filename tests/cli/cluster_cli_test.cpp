@@ -35,6 +35,33 @@ struct SameMachine {
   std::string model;
 };
 
+// `simulate` step time of `model` and `allreduce` busbw (8 KiB to 1 GiB) on the cluster file
+// `file`, within 5 % of the built-in cluster `builtin`, on one and two nodes.
+void expectSameAsBuiltin(const std::string& file, const std::string& builtin,
+                         const std::string& model, const std::string& what) {
+  for (const std::string nodes : {"1", "2"}) {
+    SCOPED_TRACE(what + " vs " + builtin + " on " + nodes + " node(s)");
+    json want = runCliJson({"simulate", "--model", model, "--cluster", builtin, "--nodes", nodes,
+                            "--json", "--quiet"});
+    json got = runCliJson({"simulate", "--model", model, "--cluster-file", file, "--nodes", nodes,
+                           "--json", "--quiet"});
+    ASSERT_TRUE(want.is_object() && got.is_object());
+    const double w = want["step_time_ns"].get<double>();
+    EXPECT_NEAR(got["step_time_ns"].get<double>(), w, 0.05 * w);
+    json wantAr = runCliJson(
+        {"allreduce", "--cluster", builtin, "--nodes", nodes, "--bytes", "8K,1M,64M,1G", "--json"});
+    json gotAr = runCliJson({"allreduce", "--cluster-file", file, "--nodes", nodes, "--bytes",
+                             "8K,1M,64M,1G", "--json"});
+    ASSERT_EQ(wantAr["results"].size(), 4u);
+    ASSERT_EQ(gotAr["results"].size(), 4u);
+    for (size_t i = 0; i < 4; ++i) {
+      const double wb = wantAr["results"][i]["busbw_gbps"].get<double>();
+      EXPECT_NEAR(gotAr["results"][i]["busbw_gbps"].get<double>(), wb, 0.05 * wb)
+          << wantAr["results"][i]["bytes"];
+    }
+  }
+}
+
 // The acceptance check: simulate and allreduce on the built cluster within 5 % of the
 // built-in cluster for the same machine.
 TEST(ClusterCliTest, FromTopoReproducesTheBuiltinClusterWithinFivePercent) {
@@ -47,29 +74,29 @@ TEST(ClusterCliTest, FromTopoReproducesTheBuiltinClusterWithinFivePercent) {
       {"hgx-h100-8ndr.txt", {"--gpu", "h100", "--nic-gbps", "400"}, "dgx-h100", "gpt2-xl"},
   };
   for (const SameMachine& m : machines) {
-    const std::string file = fromTopo(m.fixture, m.flags);
-    for (const std::string nodes : {"1", "2"}) {
-      json want = runCliJson({"simulate", "--model", m.model, "--cluster", m.builtin, "--nodes",
-                              nodes, "--json", "--quiet"});
-      json got = runCliJson({"simulate", "--model", m.model, "--cluster-file", file, "--nodes",
-                             nodes, "--json", "--quiet"});
-      ASSERT_TRUE(want.is_object() && got.is_object()) << m.fixture;
-      const double w = want["step_time_ns"].get<double>();
-      EXPECT_NEAR(got["step_time_ns"].get<double>(), w, 0.05 * w)
-          << m.fixture << " vs " << m.builtin << " on " << nodes << " node(s)";
-      json wantAr = runCliJson({"allreduce", "--cluster", m.builtin, "--nodes", nodes, "--bytes",
-                                "8K,1M,64M,1G", "--json"});
-      json gotAr = runCliJson({"allreduce", "--cluster-file", file, "--nodes", nodes, "--bytes",
-                               "8K,1M,64M,1G", "--json"});
-      ASSERT_EQ(wantAr["results"].size(), 4u);
-      ASSERT_EQ(gotAr["results"].size(), 4u);
-      for (size_t i = 0; i < 4; ++i) {
-        const double wb = wantAr["results"][i]["busbw_gbps"].get<double>();
-        EXPECT_NEAR(gotAr["results"][i]["busbw_gbps"].get<double>(), wb, 0.05 * wb)
-            << m.fixture << " " << wantAr["results"][i]["bytes"];
-      }
-    }
+    expectSameAsBuiltin(fromTopo(m.fixture, m.flags), m.builtin, m.model, m.fixture);
   }
+}
+
+// --nvlink-hosts: one GB200 tray's matrix (constructed, tests/data/topo/README.md) and the 18
+// trays of its NVLink domain give the NVL72 rack: simulate and allreduce within 5 % of
+// gb200-nvl72 on one and two racks.
+TEST(ClusterCliTest, FromTopoWithNvlinkHostsReproducesTheNvl72Rack) {
+  const std::string file = (scratchDir() / "gb200-nvl72-from-tray.json").string();
+  CliResult summary = runCliForTest({"cluster", "from-topo", topo("gb200-tray-constructed.txt"),
+                                     "--gpu", "gb200", "--nic-gbps", "400", "--cpu-vendor", "arm",
+                                     "--nvlink-hosts", "18", "-o", file});
+  ASSERT_EQ(summary.exitCode, 0) << summary.err;
+  EXPECT_THAT(summary.out, HasSubstr("wrote " + file));
+  EXPECT_THAT(summary.out, HasSubstr("gpus_per_node  72 (18 hosts x 4 on one NVLink domain)"));
+  EXPECT_THAT(summary.out, HasSubstr("inter_node     72 NICs x 400 Gb/s"));
+  expectSameAsBuiltin(file, "gb200-nvl72", "gpt2-xl", "gb200-tray-constructed.txt");
+  expectBadInput({"cluster", "from-topo", topo("dgx1-v100.txt"), "--gpu", "v100", "--nic-gbps",
+                  "100", "--nvlink-hosts", "2"},
+                 "--nvlink-hosts 2: an NVLink domain spans hosts only through NVLink switches");
+  expectBadInput({"cluster", "from-topo", topo("gb200-tray-constructed.txt"), "--gpu", "gb200",
+                  "--nic-gbps", "400", "--nvlink-hosts", "many"},
+                 "--nvlink-hosts: expected a positive number of hosts; got 'many'");
 }
 
 TEST(ClusterCliTest, FromTopoPrintsWhatItDerivedAndTheJsonToStdout) {

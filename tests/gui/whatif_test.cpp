@@ -5,6 +5,7 @@
 #include <QComboBox>
 #include <QDir>
 #include <QLabel>
+#include <QLineEdit>
 #include <QSignalSpy>
 #include <QTest>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 #include "cli/cli.h"
 #include "ddp/ddp_settings.h"
 #include "gui/model/trace_loader.h"
+#include "gui/model/world_sizes.h"
 #include "gui/widgets/sweep_panel.h"
 #include "gui/widgets/whatif_panel.h"
 #include "sim/cost/cluster.h"
@@ -60,6 +62,9 @@ class WhatIfTest : public QObject {
   void aSimulatedTraceOpensWithEveryDdpSetting();
   void panelStatesTheWorkloadLikeTheCli();
   void blackwellClustersAreListedAndSweep();
+  void offeredWorldSizesFollowGpusPerNode();
+  void worldSizeListFollowsTheChosenCluster();
+  void sweepDefaultsFollowTheCluster();
 };
 
 void WhatIfTest::panelMetricsEqualCliSimulate_data() {
@@ -235,6 +240,97 @@ void WhatIfTest::blackwellClustersAreListedAndSweep() {
   const SweepResult& r = *sweep.result();
   QCOMPARE(r.bestPerWorldSize.size(), size_t(2));
   QCOMPARE(r.points[r.best].stepTime, cliStepTime(s, r.points[r.best]));
+}
+
+namespace {
+
+sim::ClusterSpec builtinCluster(const std::string& name) {
+  auto cluster = sim::loadBuiltinCluster(name);
+  if (!cluster.isOk()) qFatal("%s", cluster.status().message().c_str());
+  return *cluster;
+}
+
+std::vector<int> comboWorldSizes(const QComboBox& box) {
+  std::vector<int> sizes;
+  for (int i = 0; i < box.count(); ++i) sizes.push_back(box.itemData(i).toInt());
+  return sizes;
+}
+
+}  // namespace
+
+// Offered world sizes are part of one node or whole nodes of the cluster, and each one is a
+// layout the simulator accepts (128/256/512 are not, on a 72-GPU NVL72 rack).
+void WhatIfTest::offeredWorldSizesFollowGpusPerNode() {
+  QCOMPARE(offeredWorldSizes(builtinCluster("dgx-a100")),
+           (std::vector<int>{1, 2, 4, 8, 16, 32, 64, 128, 256, 512}));
+  QCOMPARE(offeredWorldSizes(builtinCluster("gb200-nvl72")),
+           (std::vector<int>{1, 2, 4, 8, 16, 32, 64, 72, 144, 288, 576, 1152, 2304, 4608}));
+  QCOMPARE(offeredWorldSizes(builtinCluster("cpu-mpi")),
+           (std::vector<int>{1, 2, 4, 8, 16, 32, 64, 128, 256}));
+  for (const std::string& name : sim::builtinClusterNames()) {
+    const sim::ClusterSpec cluster = builtinCluster(name);
+    for (int w : offeredWorldSizes(cluster)) {
+      QVERIFY2(sim::makeWorldLayout(cluster, std::nullopt, w).isOk(),
+               (name + " " + std::to_string(w)).c_str());
+    }
+  }
+  const sim::ClusterSpec nvl72 = builtinCluster("gb200-nvl72");
+  QCOMPARE(fittingWorldSize(nvl72, 144), 144);
+  QCOMPARE(fittingWorldSize(nvl72, 64), 64);  // part of one rack
+  QCOMPARE(fittingWorldSize(nvl72, 128), 72);
+  QCOMPARE(fittingWorldSize(nvl72, 512), 288);
+  QCOMPARE(fittingWorldSize(builtinCluster("dgx-a100"), 72), 72);  // 9 nodes
+  QCOMPARE(defaultSweepWorldSizes(builtinCluster("dgx-a100")), std::string("8,16,32,64"));
+  QCOMPARE(defaultSweepWorldSizes(nvl72), std::string("72,144,288,576"));
+}
+
+// Choosing a cluster refills the panel's world-size list; a size the new cluster rejects
+// becomes the largest offered size below it, one the cluster accepts is kept.
+void WhatIfTest::worldSizeListFollowsTheChosenCluster() {
+  WhatIfPanel panel;
+  auto* clusters = panel.findChild<QComboBox*>("whatIfCluster");
+  auto* worlds = panel.findChild<QComboBox*>("whatIfWorldSize");
+  QVERIFY(clusters && worlds);
+  QCOMPARE(panel.settings().cluster, std::string("dgx-a100"));
+  QCOMPARE(comboWorldSizes(*worlds), offeredWorldSizes(builtinCluster("dgx-a100")));
+  worlds->setCurrentIndex(worlds->findData(128));
+  QCOMPARE(panel.settings().worldSize, 128);
+
+  clusters->setCurrentText("gb200-nvl72");
+  QCOMPARE(comboWorldSizes(*worlds), offeredWorldSizes(builtinCluster("gb200-nvl72")));
+  QCOMPARE(worlds->findData(128), -1);
+  QCOMPARE(panel.settings().worldSize, 72);
+  QSignalSpy shown(&panel, &WhatIfPanel::resultShown);
+  QVERIFY(shown.wait(60000));
+  QCOMPARE(panel.current()->settings.cluster, std::string("gb200-nvl72"));
+  QCOMPARE(panel.current()->settings.worldSize, 72);
+
+  worlds->setCurrentIndex(worlds->findData(144));
+  clusters->setCurrentText("dgx-h100");  // 144 = 18 nodes of 8: kept, listed in order
+  QCOMPARE(panel.settings().worldSize, 144);
+  std::vector<int> expected = offeredWorldSizes(builtinCluster("dgx-h100"));
+  expected.insert(expected.begin() + 8, 144);  // after 128
+  QCOMPARE(comboWorldSizes(*worlds), expected);
+}
+
+// The sweep's world sizes follow a new cluster while they are the previous cluster's defaults;
+// sizes the user typed are kept.
+void WhatIfTest::sweepDefaultsFollowTheCluster() {
+  SweepPanel sweep;
+  auto* edit = sweep.findChild<QLineEdit*>();
+  QVERIFY(edit);
+  QCOMPARE(edit->text(), QString("8,16,32,64"));
+  WhatIfSettings s;
+  s.cluster = "gb200-nvl72";
+  sweep.setBaseSettings(s);
+  QCOMPARE(edit->text(), QString("72,144,288,576"));
+  s.cluster = "dgx-b200";
+  sweep.setBaseSettings(s);
+  QCOMPARE(edit->text(), QString("8,16,32,64"));
+  sweep.setWorldSizes("16,24");
+  s.cluster = "gb200-nvl72";
+  sweep.setBaseSettings(s);
+  QCOMPARE(edit->text(), QString("16,24"));
 }
 
 QTEST_MAIN(WhatIfTest)

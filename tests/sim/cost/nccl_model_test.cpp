@@ -121,6 +121,29 @@ TEST(NcclModelTest, Nvl72RackIsOneNodeWithAtMost32NvlsHeads) {
   EXPECT_DOUBLE_EQ(racks->topology().nvls.bwInterGBps, 48);
 }
 
+TEST(NcclModelTest, MultiNodeNvlsSpeedsComeFromTheInterList) {
+  // ncclTopoCompute searches a multi-node NVLS graph with the inter-node speed list
+  // (src/graph/search.cc:1153-1161, v2.30.7), as every other graph; one node uses the intra list.
+  // Each expected speed below is in the inter list only, so the intra list cannot produce it.
+  // DGX B200, 2 nodes: 8 heads, fastest inter speed ≤ the 48 GB/s NIC path with 8 × s ≤ 721.8.
+  auto b200 = ncclModel(builtin("dgx-b200"), 2);
+  ASSERT_TRUE(b200->topology().nvlsGraph);
+  EXPECT_EQ(b200->topology().nvls.channels, 8);
+  EXPECT_DOUBLE_EQ(b200->topology().nvls.bwIntraGBps, 48);  // intra list: 45
+  EXPECT_DOUBLE_EQ(b200->topology().nvls.bwInterGBps, 48);
+  // NVLSTree on 2 nodes: 48 × 0.74 × 7/8 × 2 per channel (under the 2-node cap of 96).
+  EXPECT_NEAR(candidate(*b200, "nvls_tree", "Simple").baseAlgBwGBps * 30.0 / 16.0,
+              8 * 48 * 0.74 * 7.0 / 8 * 2, 1e-3);
+  // DGX H100, 2 nodes: 8 × 48 = 384 > 370.8 of NVLink, so 45 (intra list: 40).
+  EXPECT_DOUBLE_EQ(ncclModel(builtin("dgx-h100"), 2)->topology().nvls.bwIntraGBps, 45);
+  // NVL72 racks: 32 heads, 32 × s ≤ 721.8 → 22 (intra list: 20).
+  EXPECT_DOUBLE_EQ(ncclModel(builtin("gb200-nvl72"), 4, 72)->topology().nvls.bwIntraGBps, 22);
+  // One node keeps the intra list: B200 90, H100 40, one NVL72 rack 20.
+  EXPECT_DOUBLE_EQ(ncclModel(builtin("dgx-b200"), 1)->topology().nvls.bwIntraGBps, 90);
+  EXPECT_DOUBLE_EQ(ncclModel(builtin("dgx-h100"), 1)->topology().nvls.bwIntraGBps, 40);
+  EXPECT_DOUBLE_EQ(ncclModel(builtin("gb200-nvl72"), 1, 72)->topology().nvls.bwIntraGBps, 20);
+}
+
 TEST(NcclModelTest, OversubscriptionDividesTheNicPathAcrossNodes) {
   ClusterSpec cluster = builtin("dgx-b200");
   cluster.interNode.oversubscription = 2;
