@@ -36,6 +36,10 @@ struct ChildReport {
 };
 
 inline constexpr int kTerminationGraceSeconds = 10;
+// How long mpirun lets a rank flush its partial trace between its SIGTERM and its SIGKILL
+// (`ddpscope run` sets OpenMPI's odls_base_sigkill_timeout; below kTerminationGraceSeconds, so
+// mpirun ends before this process gives up on it).
+inline constexpr int kRankFlushGraceSeconds = 5;
 
 // Runs `command` (command[0] is an executable path) with `env` applied, stdout and stderr to
 // `logPath` when given (else inherited), and waits. Returns its exit code, 128 + the signal when

@@ -142,9 +142,13 @@ Status runRunCommand(const std::vector<std::string>& argv, CommandIo io) {
   }
   io.out.flush();
   io.err.flush();
-  std::vector<ChildEnv> env = {{"OPENBLAS_NUM_THREADS", "1"},  // one BLAS thread per rank
-                               {"OMPI_ALLOW_RUN_AS_ROOT", "1", false},
-                               {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", false}};
+  std::vector<ChildEnv> env = {
+      {"OPENBLAS_NUM_THREADS", "1"},  // one BLAS thread per rank
+      {"OMPI_ALLOW_RUN_AS_ROOT", "1", false},
+      {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", false},
+      // mpirun SIGKILLs a rank this long after its SIGTERM (OpenMPI's
+      // default, 1 s, cut rank 0's trace flush short on a loaded host).
+      {"OMPI_MCA_odls_base_sigkill_timeout", std::to_string(kRankFlushGraceSeconds), false}};
   if (static_cast<unsigned>(nproc) > std::thread::hardware_concurrency()) {
     env.push_back({"OMPI_MCA_mpi_yield_when_idle", "1", false});  // oversubscribed: yield
   }

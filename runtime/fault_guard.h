@@ -1,6 +1,7 @@
 // Termination-signal guard: when mpirun aborts a job (a peer rank died, MPI_Abort, Ctrl-C) it
-// sends SIGTERM (then, 1 s later, SIGKILL) to the surviving ranks. To flush the trace recorded
-// so far, installTerminationSignalGuard() installs a SIGTERM / SIGINT / SIGHUP handler that only
+// sends SIGTERM (then, odls_base_sigkill_timeout later, SIGKILL: 1 s by default, 5 s under
+// `ddpscope run`) to the surviving ranks. To flush the trace recorded so far,
+// installTerminationSignalGuard() installs a SIGTERM / SIGINT / SIGHUP handler that only
 // writes the signal number into a self-pipe (async-signal-safe, whichever thread receives it:
 // MPI's own threads do not keep a blocked mask), and a dedicated thread blocked on that pipe
 // runs the registered handler outside signal context (so it may allocate, lock and write files),
