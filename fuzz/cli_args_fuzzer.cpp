@@ -69,7 +69,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
        fuzz::splitInput(fuzz::asText(data + 1, size - 1), std::string_view("\0", 1))) {
     argv.emplace_back(piece);
   }
-  const ArgParser parser = makeParser(command);
+  // parse() is const: the three parsers are built once per process, not once per input.
+  static const ArgParser parsers[3] = {makeParser(0), makeParser(1), makeParser(2)};
+  const ArgParser& parser = parsers[command];
   auto args = parser.parse(argv);
   if (!args.isOk()) {
     FUZZ_CHECK(args.status().message().find("ddpscope") != std::string::npos ||

@@ -1,56 +1,109 @@
 #include "io/file_input.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
+
+#include "base/strings.h"
 
 #ifdef DDPSCOPE_HAVE_ZLIB
 #include <zlib.h>
 #endif
 
 namespace ddpscope::io {
+namespace {
+
+// "1000 MB" for a whole number of decimal MB, else "<n> bytes".
+[[maybe_unused]] std::string describeBytes(int64_t bytes) {
+  constexpr int64_t kBytesPerMb = 1'000'000;
+  if (bytes > 0 && bytes % kBytesPerMb == 0) return std::to_string(bytes / kBytesPerMb) + " MB";
+  return std::to_string(bytes) + " bytes";
+}
+
+}  // namespace
 
 bool looksGzipped(std::string_view bytes) {
   return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
          static_cast<unsigned char>(bytes[1]) == 0x8b;
 }
 
+StatusOr<int64_t> maxGunzipBytes() {
+  const char* text = std::getenv(kMaxGunzipMbVariable);
+  if (text == nullptr) return kDefaultMaxGunzipBytes;
+  constexpr int64_t kBytesPerMb = 1'000'000;
+  const std::optional<int64_t> mb = parseInt64(text);
+  if (!mb || *mb < 1 || *mb > INT64_MAX / kBytesPerMb) {
+    return invalidArgument(std::string(kMaxGunzipMbVariable) +
+                           ": expected a positive whole number of MB (the most bytes a gzip "
+                           "input may inflate to), got '" +
+                           text + "'");
+  }
+  return *mb * kBytesPerMb;
+}
+
 StatusOr<std::string> gunzipBytes(std::string_view bytes, const std::string& sourceName) {
+  ASSIGN_OR_RETURN(const int64_t limit, maxGunzipBytes());
+  return gunzipBytes(bytes, sourceName, limit);
+}
+
+StatusOr<std::string> gunzipBytes(std::string_view bytes, const std::string& sourceName,
+                                  int64_t maxPlainBytes) {
 #ifdef DDPSCOPE_HAVE_ZLIB
+  const size_t limit = static_cast<size_t>(std::max<int64_t>(maxPlainBytes, 0));
   std::string out;
-  out.reserve(bytes.size() * 4);
+  out.reserve(std::min(bytes.size() * 4, limit));
   z_stream stream{};
   // 15 + 32: the largest window, and zlib detects the gzip (or zlib) header itself.
   if (inflateInit2(&stream, 15 + 32) != Z_OK)
     return internalError(sourceName + ": inflateInit failed");
-  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
-  stream.avail_in = static_cast<uInt>(bytes.size());
+  std::unique_ptr<z_stream, int (*)(z_stream*)> guard(&stream, &inflateEnd);
+  // zlib counts input in uInt (32 bits): more than 4 GiB of gzip goes in slices.
+  constexpr size_t kMaxSlice = size_t{1} << 30;
+  size_t fed = 0;  // bytes handed to zlib so far
+  const auto feed = [&] {
+    if (stream.avail_in != 0 || fed == bytes.size()) return;
+    const size_t slice = std::min(bytes.size() - fed, kMaxSlice);
+    stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data() + fed));
+    stream.avail_in = static_cast<uInt>(slice);
+    fed += slice;
+  };
   char buffer[1 << 16];
   while (true) {
+    feed();
     stream.next_out = reinterpret_cast<Bytef*>(buffer);
     stream.avail_out = sizeof(buffer);
-    int rc = inflate(&stream, Z_NO_FLUSH);
-    out.append(buffer, sizeof(buffer) - stream.avail_out);
+    const int rc = inflate(&stream, Z_NO_FLUSH);
+    const size_t produced = sizeof(buffer) - stream.avail_out;
+    if (produced > limit - out.size()) {
+      return invalidArgument(sourceName + ": gzip: inflates to more than " +
+                             describeBytes(maxPlainBytes) +
+                             " (the limit for gzip input, against gzip bombs); set " +
+                             kMaxGunzipMbVariable + "=MB to raise it");
+    }
+    out.append(buffer, produced);
     if (rc == Z_STREAM_END) {
+      feed();
       if (stream.avail_in == 0) break;
       inflateReset(&stream);  // another gzip member follows
       continue;
     }
     if (rc != Z_OK) {
-      std::string message = stream.msg != nullptr ? stream.msg : "corrupt data";
-      inflateEnd(&stream);
-      return invalidArgument(sourceName + ": gzip: " + message);
+      return invalidArgument(sourceName +
+                             ": gzip: " + (stream.msg != nullptr ? stream.msg : "corrupt data"));
     }
-    if (stream.avail_in == 0 && stream.avail_out != 0) {
-      inflateEnd(&stream);
+    if (stream.avail_in == 0 && fed == bytes.size() && stream.avail_out != 0) {
       return invalidArgument(sourceName + ": gzip: truncated input");
     }
   }
-  inflateEnd(&stream);
   return out;
 #else
   (void)bytes;
+  (void)maxPlainBytes;
   return unimplemented(sourceName +
                        ": gzip-compressed trace, but ddpscope was built without zlib; "
                        "decompress it with gunzip first");

@@ -27,7 +27,10 @@ StatusOr<Timeline> assembleTimeline(RawTrace&& trace, const ChromeReadOptions& o
   // rank id per process
   std::vector<int> processRank(trace.processes.size(), 0);
   if (singleRank) {
-    const int64_t rankId = options.rank.value_or(trace.distributedRank.value_or(0));
+    // Not options.rank.value_or(...): optional<int>::value_or returns an int, which truncated a
+    // distributedInfo.rank of 2^32 + 1 to rank 1 before the range check below.
+    const int64_t rankId =
+        options.rank.has_value() ? int64_t{*options.rank} : trace.distributedRank.value_or(0);
     if (rankId < 0 || rankId > INT32_MAX) {
       return invalidArgument(diagnostics.source +
                              ": distributedInfo.rank: expected a rank in 0..2147483647, got " +

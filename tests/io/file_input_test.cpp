@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #ifdef DDPSCOPE_HAVE_ZLIB
@@ -148,6 +150,94 @@ TEST(FileInputTest, GunzipBytesNamesTheSource) {
   StatusOr<std::string> cut = gunzipBytes(std::string_view(gz).substr(0, 12), "mem.gz");
   ASSERT_FALSE(cut.isOk());
   EXPECT_EQ(cut.status().message(), "mem.gz: gzip: truncated input");
+}
+
+// Sets an environment variable for one test (unset: nullptr) and restores it.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : m_name(name) {
+    if (const char* old = std::getenv(name)) m_old = old;
+    if (value != nullptr) {
+      ::setenv(name, value, 1);
+    } else {
+      ::unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (m_old) {
+      ::setenv(m_name.c_str(), m_old->c_str(), 1);
+    } else {
+      ::unsetenv(m_name.c_str());
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string m_name;
+  std::optional<std::string> m_old;
+};
+
+TEST(FileInputTest, GunzipBytesStopsAtTheLimit) {
+  // 1 MB of zeros deflates to about 1 KB: a small gzip bomb.
+  const std::string plain(1'000'000, '0');
+  const std::string gz = gzipMember(plain);
+  ASSERT_LT(gz.size(), 2'000u);
+  StatusOr<std::string> exact = gunzipBytes(gz, "bomb.gz", 1'000'000);
+  ASSERT_TRUE(exact.isOk()) << exact.status().message();
+  EXPECT_EQ(*exact, plain);
+  StatusOr<std::string> over = gunzipBytes(gz, "bomb.gz", 999'999);
+  ASSERT_FALSE(over.isOk());
+  EXPECT_EQ(over.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(over.status().message(),
+            "bomb.gz: gzip: inflates to more than 999999 bytes (the limit for gzip input, against "
+            "gzip bombs); set DDPSCOPE_MAX_GUNZIP_MB=MB to raise it");
+  // Concatenated members count together.
+  StatusOr<std::string> two = gunzipBytes(gz + gz, "two.gz", 1'500'000);
+  ASSERT_FALSE(two.isOk());
+  EXPECT_EQ(two.status().message(),
+            "two.gz: gzip: inflates to more than 1500000 bytes (the limit for gzip input, against "
+            "gzip bombs); set DDPSCOPE_MAX_GUNZIP_MB=MB to raise it");
+}
+
+TEST(FileInputTest, GzipLimitComesFromTheEnvironment) {
+  {
+    ScopedEnv unset(kMaxGunzipMbVariable, nullptr);
+    StatusOr<int64_t> limit = maxGunzipBytes();
+    ASSERT_TRUE(limit.isOk()) << limit.status().message();
+    EXPECT_EQ(*limit, kDefaultMaxGunzipBytes);
+  }
+  ScopedEnv one(kMaxGunzipMbVariable, "1");
+  StatusOr<int64_t> limit = maxGunzipBytes();
+  ASSERT_TRUE(limit.isOk()) << limit.status().message();
+  EXPECT_EQ(*limit, 1'000'000);
+  // The file readers use it, and the error names the file.
+  TempFile file("bomb.json.gz", gzipMember(std::string(1'000'001, ' ')));
+  StatusOr<std::string> read = readMaybeGzippedFile(file.path());
+  ASSERT_FALSE(read.isOk());
+  EXPECT_EQ(read.status().message(),
+            file.path() +
+                ": gzip: inflates to more than 1 MB (the limit for gzip input, against gzip "
+                "bombs); set DDPSCOPE_MAX_GUNZIP_MB=MB to raise it");
+  TempFile fits("fits.json.gz", gzipMember(std::string(1'000'000, ' ')));
+  StatusOr<std::string> ok = readMaybeGzippedFile(fits.path());
+  ASSERT_TRUE(ok.isOk()) << ok.status().message();
+  EXPECT_EQ(ok->size(), 1'000'000u);
+}
+
+TEST(FileInputTest, BadGzipLimitIsAnErrorNamingTheVariable) {
+  for (const char* value : {"", "0", "-5", "abc", "1.5", "9223372036855"}) {
+    ScopedEnv bad(kMaxGunzipMbVariable, value);
+    StatusOr<int64_t> limit = maxGunzipBytes();
+    ASSERT_FALSE(limit.isOk()) << value;
+    EXPECT_EQ(limit.status().message(),
+              std::string("DDPSCOPE_MAX_GUNZIP_MB: expected a positive whole number of MB (the "
+                          "most bytes a gzip input may inflate to), got '") +
+                  value + "'");
+    StatusOr<std::string> read = gunzipBytes(gzipMember("hello"), "mem.gz");
+    ASSERT_FALSE(read.isOk()) << value;
+    EXPECT_EQ(read.status().message(), limit.status().message());
+  }
 }
 
 #else

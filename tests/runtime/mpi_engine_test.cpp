@@ -5,10 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
+#include "base/strings.h"
 #include "ddp/bucket_plan.h"
 #include "models/builders.h"
 #include "models/zoo.h"
@@ -410,7 +413,16 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s\n", comm.status().message().c_str());
       return 1;
     }
-    (*comm)->setTimeout(ddpscope::Nanos::fromSeconds(60));
+    // 60 s unless DDPSCOPE_TEST_COMM_TIMEOUT_S says otherwise: under ThreadSanitizer (the tsan
+    // preset sets it) rank 0's single-process reference runs 5-15x slower while the other ranks
+    // wait for its broadcast.
+    int64_t timeoutS = 60;
+    if (const char* text = std::getenv("DDPSCOPE_TEST_COMM_TIMEOUT_S")) {
+      const auto parsed = ddpscope::parseInt64(text);
+      DDPSCOPE_CHECK(parsed.has_value() && *parsed > 0);
+      timeoutS = *parsed;
+    }
+    (*comm)->setTimeout(ddpscope::Nanos::fromSeconds(timeoutS));
     g_comm = comm->get();
     code = RUN_ALL_TESTS();
     g_comm = nullptr;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -685,7 +686,7 @@ TEST(KinetoImportTest, NamesTheFirstMissingRanksOfAHugeWorld) {
 }
 
 TEST(KinetoImportTest, RejectsNegativeRank) {
-  // Was read as a rank -3 timeline. (A rank of 2^32 + 1 is still read as rank 1: not fixed yet.)
+  // Was read as a rank -3 timeline.
   const std::string text = fixtureWithDistributedInfo({{"rank", -3}, {"world_size", 2}});
   auto read = parseChromeTrace(text, "rank.json");
   ASSERT_FALSE(read.isOk());
@@ -694,6 +695,28 @@ TEST(KinetoImportTest, RejectsNegativeRank) {
   auto result = importKinetoTraceBytes({{"rank.json", text}});
   ASSERT_FALSE(result.isOk());
   EXPECT_EQ(result.status().message(), read.status().message());
+}
+
+TEST(KinetoImportTest, RejectsRankBeyondInt) {
+  // Was read as rank 1: optional<int>::value_or(int64_t) truncated 2^32 + 1 before the range
+  // check; with a rank-0 file the two-rank import even succeeded.
+  for (const int64_t rank : {int64_t{4294967297}, int64_t{2147483648}, INT64_MAX}) {
+    const std::string text = fixtureWithDistributedInfo({{"rank", rank}, {"world_size", 2}});
+    auto read = parseChromeTrace(text, "rank1.json");
+    ASSERT_FALSE(read.isOk()) << rank;
+    EXPECT_EQ(read.status().message(),
+              "rank1.json: distributedInfo.rank: expected a rank in 0..2147483647, got " +
+                  std::to_string(rank));
+    const std::string rank0 = fixtureWithDistributedInfo({{"rank", 0}, {"world_size", 2}});
+    auto result = importKinetoTraceBytes({{"rank0.json", rank0}, {"rank1.json", text}});
+    ASSERT_FALSE(result.isOk()) << rank;
+    EXPECT_EQ(result.status().message(), read.status().message());
+  }
+  // The largest rank id still reads (as the only rank of an incomplete world).
+  const std::string text = fixtureWithDistributedInfo({{"rank", 2147483647}, {"world_size", 2}});
+  auto read = parseChromeTrace(text, "rank.json");
+  ASSERT_TRUE(read.isOk()) << read.status().message();
+  EXPECT_EQ(read->rank(0).rank, 2147483647);
 }
 
 }  // namespace
