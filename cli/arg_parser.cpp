@@ -56,11 +56,19 @@ const FlagSpec* ArgParser::find(const std::string& name) const {
   return nullptr;
 }
 
+ArgParser& ArgParser::shortAlias(std::string shortFlag, std::string longName) {
+  m_shortAliases[std::move(shortFlag)] = std::move(longName);
+  return *this;
+}
+
 StatusOr<ParsedArgs> ArgParser::parse(const std::vector<std::string>& args) const {
   ParsedArgs parsed;
   const std::string seeHelp = " (see '" + m_command + " --help')";
   for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
+    std::string arg = args[i];
+    if (auto alias = m_shortAliases.find(arg); alias != m_shortAliases.end()) {
+      arg = "--" + alias->second;
+    }
     if (arg == "--help" || arg == "-h") {
       parsed.m_help = true;
       return parsed;

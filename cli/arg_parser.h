@@ -44,6 +44,8 @@ class ArgParser {
   ArgParser& positionalList(std::string name, std::string help, bool required);
   // Free text appended after the flag list (examples, notes).
   ArgParser& epilog(std::string text);
+  // `shortFlag` (e.g. "-o") given as an argument means --`longName`.
+  ArgParser& shortAlias(std::string shortFlag, std::string longName);
 
   StatusOr<ParsedArgs> parse(const std::vector<std::string>& args) const;
   std::string helpText() const;
@@ -57,6 +59,7 @@ class ArgParser {
   std::string m_description;
   std::string m_epilog;
   std::vector<FlagSpec> m_flags;
+  std::map<std::string, std::string> m_shortAliases;  // "-o" -> "out"
   struct Positional {
     std::string name;
     std::string help;

@@ -45,11 +45,8 @@ Status runCalibrateCommand(const std::vector<std::string>& argv, CommandIo io) {
           "example: ddpscope calibrate run-w2.json run-w4.json -o cpu-calibrated.json\n"
           "         ddpscope simulate --cluster-file cpu-calibrated.json --model mlp-wide "
           "--world-size 4");
-  std::vector<std::string> flags = argv;
-  for (std::string& a : flags) {
-    if (a == "-o") a = "--out";
-  }
-  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(flags));
+  parser.shortAlias("-o", "out");
+  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv));
   if (args.helpRequested()) {
     io.out << parser.helpText();
     return Status::ok();

@@ -115,11 +115,8 @@ Status runFromTopo(const std::vector<std::string>& argvIn, CommandIo io) {
           "  ddpscope simulate --model gpt2-xl --cluster-file my.json --nodes 4\n"
           "  ddpscope cluster from-topo tray.txt --gpu gb200 --nvlink-hosts 18 --nic-gbps 400 \\\n"
           "      --cpu-vendor arm -o nvl72.json    # one GB200 tray's topo -m, a 72-GPU rack");
-  std::vector<std::string> argv = argvIn;
-  for (std::string& a : argv) {
-    if (a == "-o") a = "--out";
-  }
-  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv));
+  parser.shortAlias("-o", "out");
+  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argvIn));
   if (args.helpRequested()) {
     io.out << parser.helpText();
     return Status::ok();

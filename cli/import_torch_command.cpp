@@ -67,11 +67,8 @@ Status runImportTorchCommand(const std::vector<std::string>& argv, CommandIo io)
       "      --bucket-cap-mb 25 --batch-per-rank 32\n"
       "Traces come from torch.profiler.profile(...) (record_shapes=True records message sizes)\n"
       "with prof.step() called every iteration and export_chrome_trace() on every rank.");
-  std::vector<std::string> flags = argv;
-  for (std::string& a : flags) {
-    if (a == "-o") a = "--output";
-  }
-  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(flags));
+  parser.shortAlias("-o", "output");
+  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv));
   const std::vector<std::string>& tracePaths = args.positionals();
   if (args.helpRequested()) {
     io.out << parser.helpText();
