@@ -81,58 +81,86 @@ Replayer::Replayer(const models::ModelSpec& model, int numRanks, double contenti
   }
 }
 
-int64_t Replayer::advance(int r, const Script& script, int stopAt, int known,
-                          RankZeroRecorder& recorder) {
+int64_t Replayer::advanceOne(int r, const Script& script, int stopAt, int known,
+                             RankZeroRecorder& recorder) {
   const bool isScaled = m_scale[static_cast<size_t>(r)] != 1.0;
+  int64_t launchNs = 0;
   // Rank 0 feeds the summary and a trace records every rank: both take the detailed path.
   if (r == 0 || m_timeline) {
     if (m_hostAhead) {
-      return isScaled ? advanceRank<true, true, true>(r, script, stopAt, known, recorder)
-                      : advanceRank<true, false, true>(r, script, stopAt, known, recorder);
+      isScaled ? advanceLanes<true, true, true, 1>(r, script, stopAt, known, recorder, &launchNs)
+               : advanceLanes<true, false, true, 1>(r, script, stopAt, known, recorder, &launchNs);
+    } else {
+      isScaled ? advanceLanes<false, true, true, 1>(r, script, stopAt, known, recorder, &launchNs)
+               : advanceLanes<false, false, true, 1>(r, script, stopAt, known, recorder, &launchNs);
     }
-    return isScaled ? advanceRank<false, true, true>(r, script, stopAt, known, recorder)
-                    : advanceRank<false, false, true>(r, script, stopAt, known, recorder);
+  } else if (m_hostAhead) {
+    isScaled ? advanceLanes<true, true, false, 1>(r, script, stopAt, known, recorder, &launchNs)
+             : advanceLanes<true, false, false, 1>(r, script, stopAt, known, recorder, &launchNs);
+  } else {
+    isScaled ? advanceLanes<false, true, false, 1>(r, script, stopAt, known, recorder, &launchNs)
+             : advanceLanes<false, false, false, 1>(r, script, stopAt, known, recorder, &launchNs);
   }
-  if (m_hostAhead) {
-    return isScaled ? advanceRank<true, true, false>(r, script, stopAt, known, recorder)
-                    : advanceRank<true, false, false>(r, script, stopAt, known, recorder);
-  }
-  return isScaled ? advanceRank<false, true, false>(r, script, stopAt, known, recorder)
-                  : advanceRank<false, false, false>(r, script, stopAt, known, recorder);
+  return launchNs;
 }
 
-template <bool kHostAhead, bool kScaled, bool kDetail>
-int64_t Replayer::advanceRank(int r, const Script& script, int stopAt, int known,
-                              RankZeroRecorder& recorder) {
-  // The rank's state lives in locals while its ops run (written back at every exit): stores
-  // through a reference into m_ranks would make the compiler reload it per op.
-  RankState& state = m_ranks[static_cast<size_t>(r)];
-  int pos = state.pos;
-  int64_t cursor = state.cursor;
-  int64_t host = state.host;
-  int64_t hook = state.hook;
-  int64_t stall = 0;  // rank 0 only (kDetail)
-  const double scale = m_scale[static_cast<size_t>(r)];
-  const KernelContext context{m_collEnd.data(),
-                              m_busyStart.data() + r,
-                              static_cast<size_t>(m_numRanks),
-                              m_collSlowdown.data(),
-                              m_slowdown != 1.0 || m_smCount > 0,
-                              known};
-  BusyWindow busy;
-  busy.idx = state.busyIdx;
-  seekBusyWindow(context, busy, cursor);
+void Replayer::advanceBatch(int r, const Script& script, int stopAt, int known,
+                            RankZeroRecorder& recorder, int64_t* launchOut) {
+  bool isScaled = false;
+  for (int l = 0; l < kLanes; ++l) isScaled |= m_scale[static_cast<size_t>(r + l)] != 1.0;
+  if (m_hostAhead) {
+    isScaled
+        ? advanceLanes<true, true, false, kLanes>(r, script, stopAt, known, recorder, launchOut)
+        : advanceLanes<true, false, false, kLanes>(r, script, stopAt, known, recorder, launchOut);
+  } else {
+    isScaled
+        ? advanceLanes<false, true, false, kLanes>(r, script, stopAt, known, recorder, launchOut)
+        : advanceLanes<false, false, false, kLanes>(r, script, stopAt, known, recorder, launchOut);
+  }
+}
+
+template <bool kHostAhead, bool kScaled, bool kDetail, int kN>
+void Replayer::advanceLanes(int r, const Script& script, int stopAt, int known,
+                            RankZeroRecorder& recorder, int64_t* launchOut) {
+  static_assert(kN == 1 || !kDetail, "only a single rank is replayed in detail");
+  // The ranks' state lives in locals while their ops run (written back at every exit): stores
+  // through a reference into m_ranks would make the compiler reload it per op. Lane l is rank
+  // r + l; the lanes stand at the same op (they ran the same script to the same collective).
+  const int pos0 = m_ranks[static_cast<size_t>(r)].pos;
+  int pos = pos0;
+  int64_t cursor[kN];
+  int64_t host[kN];
+  double scale[kN];
+  KernelContext context[kN] = {};
+  BusyWindow busy[kN] = {};
+  for (int l = 0; l < kN; ++l) {
+    const RankState& state = m_ranks[static_cast<size_t>(r + l)];
+    DDPSCOPE_CHECK_EQ(state.pos, pos0);
+    cursor[l] = state.cursor;
+    host[l] = state.host;
+    scale[l] = m_scale[static_cast<size_t>(r + l)];
+    context[l] = KernelContext{
+        m_collEnd.data(),      m_busyStart.data() + r + l,         static_cast<size_t>(m_numRanks),
+        m_collSlowdown.data(), m_slowdown != 1.0 || m_smCount > 0, known};
+    busy[l].idx = state.busyIdx;
+    seekBusyWindow(context[l], busy[l], cursor[l]);
+  }
+  int64_t hook = m_ranks[static_cast<size_t>(r)].hook;  // kDetail only
+  int64_t stall = 0;                                    // rank 0 only (kDetail)
   // Jitter × straggler factor: a kernel of w ns nominal takes round(w · scale).
-  auto scaled = [scale](int64_t workNs) {
-    return kScaled ? roundHalfAwayFromZero(static_cast<double>(workNs) * scale) : workNs;
+  auto scaled = [](double laneScale, int64_t workNs) {
+    return kScaled ? roundHalfAwayFromZero(static_cast<double>(workNs) * laneScale) : workNs;
   };
   auto saveState = [&] {
-    state.pos = pos;
-    state.busyIdx = busy.idx;
-    state.cursor = cursor;
-    state.host = host;
+    for (int l = 0; l < kN; ++l) {
+      RankState& state = m_ranks[static_cast<size_t>(r + l)];
+      state.pos = pos;
+      state.busyIdx = busy[l].idx;
+      state.cursor = cursor[l];
+      state.host = host[l];
+    }
     if (kDetail) {
-      state.hook = hook;
+      m_ranks[static_cast<size_t>(r)].hook = hook;
       if (r == 0) m_hostStallNs += stall;
     }
   };
@@ -150,33 +178,38 @@ int64_t Replayer::advanceRank(int r, const Script& script, int stopAt, int known
   for (; pos < numOps; ++pos) {
     const Op& op = ops[pos];
     if (op.kind < OpKind::kHost) {  // a kernel on the compute stream
-      if (kHostAhead) {
-        // The host launches the kernel (after DDP's hook for a copy into a bucket).
-        if (kDetail && m_timeline && op.ddpHost) emitHostSpan(r, op, host);
-        host += op.hostNs;
-        if (host > cursor) {
-          if (kDetail) stall += host - cursor;
-          cursor = host;
-        }
-      } else if (op.hostNs > 0) {
-        host = chargeHost(op, host, cursor);
-        if (kDetail) stall += host - cursor;
-        cursor = host;
-      }
-      const int64_t endNs = kernelEnd(context, busy, cursor, scaled(op.workNs));
-      if (kDetail) {
-        const Category category = kernelCategory(op.kind);
-        if (r == 0) recorder.add(category, Nanos(cursor), Nanos(endNs - cursor));
-        if (op.kind == OpKind::kBackward) hook = endNs;
-        if (m_timeline) {
-          if (op.kind == OpKind::kCopy && op.bucket >= 0) {
-            m_bucketHook[bucketHookIndex(r, op.bucket)] = hook;
+      // Unrolled: the lanes' independent chains sit side by side in the loop body.
+#pragma GCC unroll 8
+      for (int l = 0; l < kN; ++l) {
+        if (kHostAhead) {
+          // The host launches the kernel (after DDP's hook for a copy into a bucket).
+          if (kDetail && m_timeline && op.ddpHost) emitHostSpan(r, op, host[l]);
+          host[l] += op.hostNs;
+          if (host[l] > cursor[l]) {
+            if (kDetail) stall += host[l] - cursor[l];
+            cursor[l] = host[l];
           }
-          emitKernel(r, op, category, cursor, endNs);
+        } else if (op.hostNs > 0) {
+          host[l] = chargeHost(op, host[l], cursor[l]);
+          if (kDetail) stall += host[l] - cursor[l];
+          cursor[l] = host[l];
         }
+        const int64_t endNs =
+            kernelEnd(context[l], busy[l], cursor[l], scaled(scale[l], op.workNs));
+        if (kDetail) {
+          const Category category = kernelCategory(op.kind);
+          if (r == 0) recorder.add(category, Nanos(cursor[l]), Nanos(endNs - cursor[l]));
+          if (op.kind == OpKind::kBackward) hook = endNs;
+          if (m_timeline) {
+            if (op.kind == OpKind::kCopy && op.bucket >= 0) {
+              m_bucketHook[bucketHookIndex(r, op.bucket)] = hook;
+            }
+            emitKernel(r, op, category, cursor[l], endNs);
+          }
+        }
+        cursor[l] = endNs;
+        if (!kHostAhead) host[l] = endNs;
       }
-      cursor = endNs;
-      if (!kHostAhead) host = endNs;
       continue;
     }
     switch (op.kind) {
@@ -184,51 +217,58 @@ int64_t Replayer::advanceRank(int r, const Script& script, int stopAt, int known
         DDPSCOPE_CHECK_EQ(op.index, stopAt);
         // The collective is enqueued when the stream reaches the issue point and the host has
         // launched it.
-        if (op.hostNs > 0) host = chargeHost(op, host, cursor);
-        if (!kHostAhead && host > cursor) {
-          if (kDetail) stall += host - cursor;  // the launch holds the CPU rank
-          cursor = host;
+        for (int l = 0; l < kN; ++l) {
+          if (op.hostNs > 0) host[l] = chargeHost(op, host[l], cursor[l]);
+          if (!kHostAhead && host[l] > cursor[l]) {
+            if (kDetail) stall += host[l] - cursor[l];  // the launch holds the CPU rank
+            cursor[l] = host[l];
+          }
+          launchOut[l] = std::max(cursor[l], host[l]);
         }
         saveState();
-        return std::max(cursor, host);
+        return;
       }
       case OpKind::kWait:
         DDPSCOPE_CHECK_LT(op.index, known);
-        cursor = std::max(cursor, m_collEnd[static_cast<size_t>(op.index)]);
-        if (!kHostAhead) host = cursor;  // the wait blocks the host
-        if (op.hostNs > 0) {
-          host = chargeHost(op, host, cursor);
-          if (!kHostAhead) {
-            if (kDetail) stall += host - cursor;
-            cursor = host;
+        for (int l = 0; l < kN; ++l) {
+          cursor[l] = std::max(cursor[l], m_collEnd[static_cast<size_t>(op.index)]);
+          if (!kHostAhead) host[l] = cursor[l];  // the wait blocks the host
+          if (op.hostNs > 0) {
+            host[l] = chargeHost(op, host[l], cursor[l]);
+            if (!kHostAhead) {
+              if (kDetail) stall += host[l] - cursor[l];
+              cursor[l] = host[l];
+            }
           }
         }
         break;
       default: {  // kHost
         // Host work the stream waits for: it starts when both are free.
-        const int64_t durNs = scaled(op.workNs);
-        const int64_t startNs = std::max(cursor, host);
-        if (kDetail && m_timeline) {
-          m_timeline->addSpan({r, 2},
-                              op.index == kHostGraphCall ? "compiled graph call"
-                              : op.index == kDdpForwardWrapper
-                                  ? "DDP forward wrapper (_pre_forward, _post_forward)"
-                                  : "find_unused_parameters graph traversal",
-                              Category::kOther, Nanos(startNs), Nanos(durNs),
-                              {{std::string(traces::kArgIteration), m_iteration}});
+        for (int l = 0; l < kN; ++l) {
+          const int64_t durNs = scaled(scale[l], op.workNs);
+          const int64_t startNs = std::max(cursor[l], host[l]);
+          if (kDetail && m_timeline) {
+            m_timeline->addSpan({r, 2},
+                                op.index == kHostGraphCall ? "compiled graph call"
+                                : op.index == kDdpForwardWrapper
+                                    ? "DDP forward wrapper (_pre_forward, _post_forward)"
+                                    : "find_unused_parameters graph traversal",
+                                Category::kOther, Nanos(startNs), Nanos(durNs),
+                                {{std::string(traces::kArgIteration), m_iteration}});
+          }
+          if (kDetail && op.index == kDdpForwardWrapper) {
+            stall += startNs + durNs - cursor[l];  // the stream waits for the wrapper
+          }
+          cursor[l] = startNs + durNs;
+          host[l] = cursor[l];
         }
-        if (kDetail && op.index == kDdpForwardWrapper) {
-          stall += startNs + durNs - cursor;  // the stream waits for the wrapper
-        }
-        cursor = startNs + durNs;
-        host = cursor;
         break;
       }
     }
   }
   saveState();
   DDPSCOPE_CHECK_EQ(stopAt, -1);
-  return 0;
+  for (int l = 0; l < kN; ++l) launchOut[l] = 0;
 }
 
 void Replayer::emitHostSpan(int r, const Op& op, int64_t startNs) {

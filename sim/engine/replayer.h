@@ -32,6 +32,12 @@
 // iteration, stored collective-major so that the loop over ranks at collective k reads rows k−1,
 // k−2, … sequentially (rank-major rows cost a cache miss per rank and collective at 65,536 ranks).
 //
+// Lanes: in a metrics-only run the ranks after rank 0 are replayed kLanes at a time when they
+// share a script (advanceLanes): one op, then the same op on the next rank, and so on. Each
+// rank's times are computed exactly as alone (same operations in the same order on its own
+// values); only the interleaving changes, which lets the processor overlap the ranks'
+// latency-bound chains (65,536 ranks of gpt2-xl: 3.9 → 2.9 s of CPU on the team's EPYC).
+//
 // Invariants (the output's are listed in ddp_simulator.h): a rank's script stops exactly at its
 // issue of the collective being timed, and a wait only names a collective already timed (both
 // checked); busyIdx never moves back within an iteration.
@@ -223,10 +229,10 @@ class Replayer {
       int64_t* busy = busyRow(k);
       const int64_t arrivalNs = maxOverRankChunks([&](int begin, int end) {
         int64_t chunkArrivalNs = 0;
-        for (int r = begin; r < end; ++r) {
-          const int64_t launchNs = advance(r, scriptOf(r), k, k, recorder);
-          busy[r] = launchNs;
-          chunkArrivalNs = std::max(chunkArrivalNs, launchNs);
+        for (int r = begin; r < end;) {
+          const int lanes = advance(r, end, scriptOf, k, k, recorder, busy + r);
+          for (int l = 0; l < lanes; ++l) chunkArrivalNs = std::max(chunkArrivalNs, busy[r + l]);
+          r += lanes;
         }
         return chunkArrivalNs;
       });
@@ -255,15 +261,18 @@ class Replayer {
     }
     const int64_t maxStepNs = maxOverRankChunks([&](int begin, int end) {
       int64_t chunkMaxStepNs = 0;
-      for (int r = begin; r < end; ++r) {
-        advance(r, scriptOf(r), -1, numCollectives, recorder);
-        RankState& rank = m_ranks[static_cast<size_t>(r)];
-        // Every collective of the step has ended before the step does.
-        if (numCollectives > 0) rank.cursor = std::max(rank.cursor, m_collEnd.back());
-        chunkMaxStepNs = std::max(chunkMaxStepNs, rank.cursor - rank.iterStart);
-        if (m_timeline) {
-          m_timeline->addIteration(r, iteration, Nanos(rank.iterStart),
-                                   Nanos(rank.cursor - rank.iterStart));
+      for (int r = begin; r < end;) {
+        int64_t unused[kLanes];
+        const int lanes = advance(r, end, scriptOf, -1, numCollectives, recorder, unused);
+        for (const int last = r + lanes; r < last; ++r) {
+          RankState& rank = m_ranks[static_cast<size_t>(r)];
+          // Every collective of the step has ended before the step does.
+          if (numCollectives > 0) rank.cursor = std::max(rank.cursor, m_collEnd.back());
+          chunkMaxStepNs = std::max(chunkMaxStepNs, rank.cursor - rank.iterStart);
+          if (m_timeline) {
+            m_timeline->addIteration(r, iteration, Nanos(rank.iterStart),
+                                     Nanos(rank.cursor - rank.iterStart));
+          }
         }
       }
       return chunkMaxStepNs;
@@ -310,14 +319,44 @@ class Replayer {
   int64_t* busyRow(int k) {
     return m_busyStart.data() + static_cast<size_t>(k) * static_cast<size_t>(m_numRanks);
   }
-  // Runs rank r's script until the issue op of collective `stopAt` (−1: to the end); returns the
-  // rank's issue time of `stopAt` (0 when −1).
-  int64_t advance(int r, const Script& script, int stopAt, int known, RankZeroRecorder& recorder);
-  // kScaled: the rank's scale is not 1; kDetail: rank 0 (recorded for the summary) or a trace is
-  // written; the other ranks of a metrics-only run take the lean instantiation.
-  template <bool kHostAhead, bool kScaled, bool kDetail>
-  int64_t advanceRank(int r, const Script& script, int stopAt, int known,
-                      RankZeroRecorder& recorder);
+  // Ranks replayed together by advanceLanes: their ops' time chains are independent, so the
+  // processor overlaps them (one rank's chain — int64 → double → rounded int64 per kernel — is
+  // latency bound).
+  static constexpr int kLanes = 4;
+
+  // Runs rank r's script — and, when they can go with it, those of ranks r+1 … (at most kLanes
+  // in all, all < end, all with the same script, none of them rank 0 or traced) — until the issue
+  // op of collective `stopAt` (−1: to the end). Writes each rank's issue time of `stopAt` (0 when
+  // −1) to launchOut[0 …] and returns how many ranks it ran.
+  template <typename ScriptOf>
+  int advance(int r, int end, ScriptOf& scriptOf, int stopAt, int known, RankZeroRecorder& recorder,
+              int64_t* launchOut) {
+    const Script& script = scriptOf(r);
+    int lanes = 1;
+    if (r != 0 && !m_timeline && end - r >= kLanes) {
+      while (lanes < kLanes && &scriptOf(r + lanes) == &script) ++lanes;
+      if (lanes < kLanes) lanes = 1;
+    }
+    if (lanes == kLanes) {
+      advanceBatch(r, script, stopAt, known, recorder, launchOut);
+    } else {
+      launchOut[0] = advanceOne(r, script, stopAt, known, recorder);
+    }
+    return lanes;
+  }
+  // One rank (advance's rank r alone); returns its issue time of `stopAt` (0 when −1).
+  int64_t advanceOne(int r, const Script& script, int stopAt, int known,
+                     RankZeroRecorder& recorder);
+  // Ranks r … r + kLanes − 1, none of them rank 0, no trace.
+  void advanceBatch(int r, const Script& script, int stopAt, int known, RankZeroRecorder& recorder,
+                    int64_t* launchOut);
+  // The replay of kN ranks with the same script in lockstep over its ops; each rank's times are
+  // those it would get alone. kScaled: some rank's scale is not 1 (a scale of 1 then changes
+  // nothing: round(w · 1.0) = w); kDetail (kN = 1 only): rank 0 (recorded for the summary) or a
+  // trace is written; the other ranks of a metrics-only run take the lean instantiations.
+  template <bool kHostAhead, bool kScaled, bool kDetail, int kN>
+  void advanceLanes(int r, const Script& script, int stopAt, int known, RankZeroRecorder& recorder,
+                    int64_t* launchOut);
   size_t bucketHookIndex(int r, int bucket) const {
     return static_cast<size_t>(r) * m_model.params.size() + static_cast<size_t>(bucket);
   }
