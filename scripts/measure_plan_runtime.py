@@ -15,6 +15,12 @@ runs, relative to its median). A configuration counts as faster or slower only i
 gain has the same sign in every round (a sign test: p = 2/2^n for n rounds); otherwise the
 host's noise hides the difference.
 
+When the plan does not recommend its list (its gain is below the noise it assumes, so it keeps
+a uniform bucket_cap_mb), (E) measures what it recommends instead — its `ddp_kwargs`: the best
+uniform cap with the flags it recommends (gradient_as_bucket_view, static_graph) — predicted by
+`ddpscope simulate` with those settings. The list (C) is still measured, labelled as not
+recommended.
+
 --from-trace adds (D) the plan of a recorded run: one default run is recorded first
 (`ddpscope run ... --trace`), `ddpscope plan --trace` plans it with its measured compute and
 cpu-mpi calibrated on its own collectives, and D joins the rounds (A B C D ...).
@@ -44,7 +50,8 @@ MODELS = {
 }
 LABELS = {"default": "default (bucket_cap_mb left out)",
           "best_uniform": "best uniform bucket_cap_mb={cap:g}",
-          "planned": "planned bucket_cap_mb_list={caps}",
+          "planned": "planned bucket_cap_mb_list={caps}{not_recommended}",
+          "recommended": "recommended by the plan: {kwargs}",
           "planned_from_trace": "planned from the recorded run: bucket_cap_mb_list={trace_caps}"}
 
 
@@ -66,17 +73,38 @@ def caps_flag(plan):
     return ["--bucket-cap-mb-list", ",".join(str(c) for c in plan["planned"]["bucket_cap_mb_list"])]
 
 
+# The runtime flag of each DDP keyword the plan may recommend.
+FLAG_OF_KWARG = {"gradient_as_bucket_view=True": "--gradient-as-bucket-view",
+                 "static_graph=True": "--static-graph"}
+
+
+def recommended_flags(plan):
+    """The runtime flags of the plan's ddp_kwargs: its layout and the flags it recommends."""
+    flags = caps_flag(plan) if plan["recommend_list"] else [
+        "--bucket-cap-mb", f"{plan['best_uniform']['bucket_cap_mb']:g}"]
+    for f in plan["flags"]:
+        if f["recommended"]:
+            if f["kwarg"] not in FLAG_OF_KWARG:
+                sys.exit(f"plan recommends {f['kwarg']}: no runtime flag known for it")
+            flags.append(FLAG_OF_KWARG[f["kwarg"]])
+    return flags
+
+
 def config_flags(plan, trace_plan, config):
     if config == "default":
         return []
+    if config == "recommended":
+        return recommended_flags(plan)
     if config == "best_uniform":
         return ["--bucket-cap-mb", f"{plan['best_uniform']['bucket_cap_mb']:g}"]
     return caps_flag(plan if config == "planned" else trace_plan)
 
 
-def predicted_ns(plan, trace_plan, config):
+def predicted_ns(plan, trace_plan, config, recommended_ns=None):
     if config == "planned_from_trace":
         return trace_plan["planned"]["step_time_ns"]
+    if config == "recommended":
+        return recommended_ns
     return plan["default" if config == "default" else config]["step_time_ns"]
 
 
@@ -98,8 +126,11 @@ def report(results):
     for name, e in results["models"].items():
         for c in e["configs"]:
             r = e["configs"][c]
-            label = LABELS[c].format(cap=e["best_uniform_cap_mb"], caps=e["planned_caps_mb"],
-                                     trace_caps=e.get("trace_planned_caps_mb"))
+            label = LABELS[c].format(
+                cap=e["best_uniform_cap_mb"], caps=e["planned_caps_mb"],
+                trace_caps=e.get("trace_planned_caps_mb"), kwargs=e.get("plan_ddp_kwargs"),
+                not_recommended="" if e.get("plan_recommends_list", True)
+                else " (not recommended by the plan)")
             runs = {k: v["runs_ms"] for k, v in e["configs"].items()}
             pm, plo, phi = paired(runs, c)
             print(f"| {name} | {label} | {r['median_ms']:.1f} ({r['min_ms']:.1f}..{r['max_ms']:.1f})"
@@ -109,10 +140,13 @@ def report(results):
         runs = {k: v["runs_ms"] for k, v in e["configs"].items()}
         # Sign test: a configuration is faster (slower) only if it won (lost) every round.
         hidden = [c for c in list(e["configs"])[1:] if paired(runs, c)[1] <= 0 <= paired(runs, c)[2]]
+        rounds = len(runs["default"])
         print(f"{name}: default's spread over its runs {e['default_spread_percent']:.1f} %; "
               f"load average {e['load_average_before'][0]:.2f} before, "
               f"{e['load_average_after'][0]:.2f} after; "
-              + (f"no consistent sign over the rounds (noise): {', '.join(hidden)}" if hidden
+              + (f"{rounds} round(s): too few for a sign test (p = 2/2^n needs n >= 3)"
+                 if rounds < 3
+                 else f"no consistent sign over the rounds (noise): {', '.join(hidden)}" if hidden
                  else "every configuration won or lost every round"))
 
 
@@ -142,8 +176,8 @@ def main():
     if not os.access(args.ddpscope, os.X_OK):
         sys.exit(f"--ddpscope: '{args.ddpscope}' is not an executable file (build it first)")
 
-    configs = ["default", "best_uniform", "planned"] + (["planned_from_trace"] if args.from_trace
-                                                         else [])
+    base_configs = ["default", "best_uniform", "planned"] + (["planned_from_trace"]
+                                                              if args.from_trace else [])
     results = {"host": os.uname().nodename, "cpus": os.cpu_count(), "repeats": args.repeats,
                "iterations": args.iterations, "warmup": args.warmup, "models": {}}
     for name in names:
@@ -154,6 +188,14 @@ def main():
         plan_cmd = [args.ddpscope, "plan", "--model", model, "--cluster", "cpu-mpi",
                     "--world-size", "2", "--batch", str(global_batch // 2), "--json"] + extra
         plan = plan_json(plan_cmd)
+        configs = list(base_configs)
+        recommended_ns = None
+        if not plan["recommend_list"]:
+            configs.append("recommended")
+            sim_cmd = [args.ddpscope, "simulate", "--model", model, "--cluster", "cpu-mpi",
+                       "--world-size", "2", "--batch", str(global_batch // 2), "--json"] + extra + \
+                recommended_flags(plan)
+            recommended_ns = run_json(sim_cmd)["step_time_ns"]
         trace_plan, trace_plan_cmd = None, None
         if args.from_trace:
             trace = os.path.join(tempfile.mkdtemp(prefix="ddpscope-plan-"), "default.json")
@@ -185,11 +227,12 @@ def main():
             "trace_planned_caps_mb": trace_plan["planned"]["bucket_cap_mb_list"] if trace_plan
             else None,
             "plan_recommends_list": plan["recommend_list"],
+            "plan_ddp_kwargs": plan["ddp_kwargs"],
             "load_average_before": load_before, "load_average_after": load_after,
             "seconds": round(time.time() - started, 1),
             "default_spread_percent": noise, "configs": {}}
         for c in configs:
-            pred = predicted_ns(plan, trace_plan, c) / 1e6
+            pred = predicted_ns(plan, trace_plan, c, recommended_ns) / 1e6
             base = (trace_plan if c == "planned_from_trace" else plan)["default"]["step_time_ns"]
             entry["configs"][c] = {
                 "runs_ms": runs[c], "median_ms": med[c], "min_ms": min(runs[c]),
