@@ -79,7 +79,10 @@ StatusOr<std::string> gunzipBytes(std::string_view bytes, const std::string& sou
 StatusOr<Timeline> parseChromeTrace(std::string_view bytes, const std::string& sourceName,
                                     const ChromeReadOptions& options, ChromeReadReport* report) {
   if (io::looksGzipped(bytes)) {
-    ASSIGN_OR_RETURN(std::string plain, io::gunzipBytes(bytes, sourceName));
+    ASSIGN_OR_RETURN(std::string plain,
+                     options.maxGunzipBytes > 0
+                         ? io::gunzipBytes(bytes, sourceName, options.maxGunzipBytes)
+                         : io::gunzipBytes(bytes, sourceName));
     return parseChromeTrace(plain, sourceName, options, report);
   }
   return chrome_detail::parsePlainChromeTrace(bytes, sourceName, options, report,
@@ -120,6 +123,11 @@ StatusOr<Timeline> readChromeTrace(const std::string& path, const ChromeReadOpti
                                    ChromeReadReport* report) {
   // Inflated here when gzip; parseChromeTrace checks the text for gzip magic again, as it
   // does for any bytes it is given.
+  if (options.maxGunzipBytes > 0) {
+    // parseChromeTrace inflates with the caller's limit.
+    ASSIGN_OR_RETURN(std::string bytes, io::readFileBytes(path));
+    return parseChromeTrace(bytes, path, options, report);
+  }
   ASSIGN_OR_RETURN(std::string text, io::readMaybeGzippedFile(path));
   return parseChromeTrace(text, path, options, report);
 }

@@ -50,6 +50,9 @@ namespace ddpscope::traces {
 struct ChromeReadOptions {
   // Read as one rank with this id (overrides distributedInfo.rank).
   std::optional<int> rank;
+  // > 0: the most bytes a gzip input may inflate to, instead of io::maxGunzipBytes() (the GUI
+  // passes its own largest trace, DDPSCOPE_GUI_MAX_TRACE_MB, so one variable raises both).
+  int64_t maxGunzipBytes = 0;
 };
 
 // What the reader skipped or guessed; optional output.

@@ -823,7 +823,9 @@ StatusOr<Timeline> importKinetoTraces(const std::vector<std::string>& paths,
   return importSources(
       paths,
       [&](size_t index, ChromeReadReport* readReport) {
-        return readChromeTrace(paths[index], {}, readReport);
+        ChromeReadOptions read;
+        read.maxGunzipBytes = options.maxGunzipBytes;
+        return readChromeTrace(paths[index], read, readReport);
       },
       options, report);
 }
@@ -837,7 +839,9 @@ StatusOr<Timeline> importKinetoTraceBytes(const std::vector<KinetoTraceBytes>& t
   return importSources(
       names,
       [&](size_t index, ChromeReadReport* readReport) {
-        return parseChromeTrace(traces[index].bytes, traces[index].name, {}, readReport);
+        ChromeReadOptions read;
+        read.maxGunzipBytes = options.maxGunzipBytes;
+        return parseChromeTrace(traces[index].bytes, traces[index].name, read, readReport);
       },
       options, report);
 }

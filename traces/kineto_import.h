@@ -85,6 +85,8 @@ struct KinetoImportOptions {
   // iteration and planOrigin). Traced sizes are kept; disagreements are counted.
   std::vector<int64_t> planBucketBytes;
   std::string planOrigin;  // "model X (bucket_cap_mb Y)", for messages
+  // > 0: the most bytes a gzip file may inflate to (ChromeReadOptions::maxGunzipBytes).
+  int64_t maxGunzipBytes = 0;
   // Optional: called after each file is read, with (files read, files, its path).
   std::function<void(size_t done, size_t total, const std::string& path)> progress;
 };

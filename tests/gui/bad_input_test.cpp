@@ -225,6 +225,13 @@ void BadInputTest::traceUnderTheLimitOpens() {
   QVERIFY((*doc)->spanCount() > 0);
   QVERIFY(checkTraceSize(dataPath("torch/ddp_gloo_rank0.json.gz")).isOk());
   QVERIFY(!checkTraceSize(QString(DDPSCOPE_TEST_DATA_DIR)).isOk());  // a directory
+  // A .json.gz inflates under the GUI's limit, not the CLI's DDPSCOPE_MAX_GUNZIP_MB: a user who
+  // raises DDPSCOPE_GUI_MAX_TRACE_MB needs nothing else (here the CLI would refuse its setting).
+  qputenv(io::kMaxGunzipMbVariable, "not a number");
+  StatusOr<TraceDocumentPtr> gz = loadTraceDocument(dataPath("torch/ddp_gloo_rank0.json.gz"));
+  qunsetenv(io::kMaxGunzipMbVariable);
+  QVERIFY2(gz.isOk(), gz.status().message().c_str());
+  QCOMPARE((*gz)->spanCount(), (*doc)->spanCount());
 }
 
 QTEST_MAIN(BadInputTest)

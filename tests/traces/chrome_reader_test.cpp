@@ -416,6 +416,33 @@ TEST(ChromeReaderTest, ReadsGzipByMagicBytes) {
   std::filesystem::remove(path);
 }
 
+// ChromeReadOptions::maxGunzipBytes replaces the environment's limit (the GUI passes its own).
+TEST(ChromeReaderTest, GzipLimitFromTheOptionsReplacesTheEnvironments) {
+  const std::string path = testDataPath("tiny.json.gz");
+  StatusOr<std::string> bytes = readFileToString(path);
+  ASSERT_TRUE(bytes.isOk());
+  ChromeReadOptions options;
+  options.maxGunzipBytes = 10;
+  for (StatusOr<Timeline> read :
+       {readChromeTrace(path, options), parseChromeTrace(*bytes, path, options)}) {
+    ASSERT_FALSE(read.isOk());
+    EXPECT_EQ(read.status().message(),
+              path +
+                  ": gzip: inflates to more than 10 bytes (the limit for gzip input, against "
+                  "gzip bombs); set DDPSCOPE_MAX_GUNZIP_MB=MB to raise it");
+  }
+  // A limit the environment would refuse: the option wins, and a good one reads the trace.
+  ::setenv("DDPSCOPE_MAX_GUNZIP_MB", "not a number", 1);
+  options.maxGunzipBytes = 1'000'000;
+  StatusOr<Timeline> read = readChromeTrace(path, options);
+  StatusOr<Timeline> fromEnv = readChromeTrace(path);
+  ::unsetenv("DDPSCOPE_MAX_GUNZIP_MB");
+  ASSERT_TRUE(read.isOk()) << read.status().message();
+  EXPECT_EQ(read->spanCount(), 2u);
+  ASSERT_FALSE(fromEnv.isOk());
+  EXPECT_NE(fromEnv.status().message().find("DDPSCOPE_MAX_GUNZIP_MB"), std::string::npos);
+}
+
 TEST(ChromeReaderTest, ReadsCommittedGzipFixture) {
   StatusOr<Timeline> read = readChromeTrace(testDataPath("tiny.json.gz"));
   ASSERT_TRUE(read.isOk()) << read.status().message();

@@ -68,6 +68,22 @@ const Lane* findLane(const RankTrack& track, std::string_view name) {
   return nullptr;
 }
 
+// The caller's gzip limit (what the GUI passes: its own largest trace) reaches every file read.
+TEST(KinetoImportTest, GzipLimitFromTheOptionsReachesEveryFile) {
+  KinetoImportOptions options;
+  options.maxGunzipBytes = 1000;
+  StatusOr<Timeline> small = importKinetoTraces({kRank0, kRank1}, options);
+  ASSERT_FALSE(small.isOk());
+  EXPECT_EQ(small.status().message(),
+            kRank0 +
+                ": gzip: inflates to more than 1000 bytes (the limit for gzip input, against gzip "
+                "bombs); set DDPSCOPE_MAX_GUNZIP_MB=MB to raise it");
+  options.maxGunzipBytes = 100'000'000;
+  StatusOr<Timeline> fits = importKinetoTraces({kRank0, kRank1}, options);
+  ASSERT_TRUE(fits.isOk()) << fits.status().message();
+  EXPECT_EQ(fits->rankCount(), 2);
+}
+
 TEST(KinetoImportTest, GlooFixtureBucketsEqualDdpGroundTruth) {
   const nlohmann::json truth = readTruth();
   const auto expected = knownBytes(truth["bucket_bytes"].get<std::vector<int64_t>>());
