@@ -73,11 +73,14 @@ StatusOr<std::optional<std::vector<std::string>>> parseNics(const ParsedArgs& ar
 Status runFromTopo(const std::vector<std::string>& argvIn, CommandIo io) {
   std::string gpus;
   for (const std::string& g : sim::topo::topoGpuChoices()) gpus += "\n    " + g;
+  std::string cpus;
+  for (const std::string& c : sim::topo::topoCpuChoices()) cpus += "\n    " + c;
   ArgParser parser(
       "ddpscope cluster from-topo",
       "TOPO.txt --gpu MODEL [--nic-gbps G] [--nics LIST|none]\n"
-      "       [--nvlink-hosts H] [--cpu-vendor V] [--fabric F] [--name N] [-o|--out FILE]\n"
-      "       [--nodes N]",
+      "       [--nvlink-hosts H] [--cpu CPU] [--cpu-vendor V] [--fabric F] [--name N]\n"
+      "       [-o|--out FILE]"
+      " [--nodes N]",
       "Builds a cluster file (sim/cost/clusters/FORMAT.md) from the output of `nvidia-smi topo "
       "-m`\n"
       "on one node: GPUs per node from the GPU columns; NVSwitch (NV<k> to every peer), a direct\n"
@@ -103,7 +106,14 @@ Status runFromTopo(const std::vector<std::string>& argvIn, CommandIo io) {
               "hosts one NVLink domain spans, of which TOPO.txt shows one (default 1; a GB200 "
               "NVL72 rack: 18 trays of 4 GPUs): the node becomes the whole domain, H x the "
               "host's GPUs and NICs (NCCL's multi-node NVLink); needs NV<k> to every peer")
-      .option("cpu-vendor", "V", "intel (default), amd or arm: NCCL's net overhead and LL caps")
+      .option("cpu", "CPU",
+              "the CPU, for NCCL's inter-CPU link speed, which bounds the ring of a PCIe node "
+              "whose GPUs are on different sockets (SYS between GPUs): intel (= intel-skl, the "
+              "default), amd or arm (the vendor's value), or for Intel the model, as NCCL's "
+              "value depends on it (CPUID model in /proc/cpuinfo):" +
+                  cpus)
+      .option("cpu-vendor", "V",
+              "intel (default), amd or arm: NCCL's net overhead and LL caps (--cpu implies it)")
       .option("fabric", "F", "ib (default), roce, ethernet or tcp (informational)")
       .option("name", "N", "cluster name (default: the topology file's stem)")
       .option("out", "FILE", "write the cluster JSON here (-o FILE works too); default: stdout")
@@ -114,7 +124,9 @@ Status runFromTopo(const std::vector<std::string>& argvIn, CommandIo io) {
           "  ddpscope cluster from-topo topo.txt --gpu h100 --nic-gbps 400 -o my.json\n"
           "  ddpscope simulate --model gpt2-xl --cluster-file my.json --nodes 4\n"
           "  ddpscope cluster from-topo tray.txt --gpu gb200 --nvlink-hosts 18 --nic-gbps 400 \\\n"
-          "      --cpu-vendor arm -o nvl72.json    # one GB200 tray's topo -m, a 72-GPU rack");
+          "      --cpu-vendor arm -o nvl72.json    # one GB200 tray's topo -m, a 72-GPU rack\n"
+          "  ddpscope cluster from-topo pcie.txt --gpu a100-pcie --cpu intel-srp --nics none\n"
+          "      # 8 PCIe GPUs on two Sapphire Rapids sockets: the ring crosses UPI at 22 GB/s");
   parser.shortAlias("-o", "out");
   ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argvIn));
   if (args.helpRequested()) {
@@ -132,7 +144,8 @@ Status runFromTopo(const std::vector<std::string>& argvIn, CommandIo io) {
     }
     options.nicGbps = *v;
   }
-  options.cpuVendor = args.value("cpu-vendor").value_or("intel");
+  options.cpuVendor = args.value("cpu-vendor").value_or("");
+  options.cpu = args.value("cpu").value_or("");
   options.fabric = args.value("fabric").value_or("ib");
   options.name = args.value("name").value_or("");
   if (auto h = args.value("nvlink-hosts")) {
@@ -187,7 +200,12 @@ Status runFromTopo(const std::vector<std::string>& argvIn, CommandIo io) {
            << formatShortest(spec.intraNode.nvlinkGBpsPerLink) << " GB/s"
            << (spec.intraNode.nvls ? ", NVLS" : "");
   }
-  report << ", PCIe Gen" << spec.intraNode.pcieGen << "\n";
+  report << ", PCIe Gen" << spec.intraNode.pcieGen;
+  if (spec.intraNode.interCpuGBps > 0) {
+    report << ", across the CPU interconnect at " << formatShortest(spec.intraNode.interCpuGBps)
+           << " GB/s (SYS)";
+  }
+  report << "\n";
   if (spec.interNode.nicsPerNode > 0) {
     report << "  inter_node     " << spec.interNode.nicsPerNode << " NICs x "
            << formatShortest(spec.interNode.nicGbps) << " Gb/s " << spec.interNode.fabric << "\n";

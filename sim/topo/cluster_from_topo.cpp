@@ -113,7 +113,59 @@ struct IntraResult {
   IntraNodeLink type = IntraNodeLink::kPcie;
   int links = 0;
   std::string summary;  // for the description
+  std::string sysPair;  // PCIe only: the first GPU pair across the CPU interconnect ("" = none)
 };
+
+// NCCL's speed of the link between two CPUs (LINK_SYS), GB/s one way, by CPU: the constants of
+// src/graph/topo.h:26-34 as src/graph/topo.cc:60-84 ncclTopoGetInterCpuBw picks them (v2.30.7).
+// For Intel it depends on the model NCCL reads from CPUID (topo.cc:745-751: family 6, model id
+// >= 0xCF ERP, >= 0x8F SRP, >= 0x55 SKL, else BDW). POWER (P9_BW 32) and Zhaoxin (ZPI_BW 6,
+// Yongfeng 9) are left out: the cluster format's cpu_vendor has no value for them.
+struct CpuKind {
+  std::string_view name;
+  std::string_view vendor;  // the cluster file's cpu_vendor
+  double interCpuGBps;
+  std::string_view what;
+};
+constexpr CpuKind kCpuKinds[] = {
+    {"intel-bdw", "intel", 6.0, "Intel before Skylake-SP, CPUID model < 0x55 (BDW_QPI_BW)"},
+    {"intel-skl", "intel", 10.0,
+     "Intel Skylake-SP, Cascade Lake, Cooper Lake, Ice Lake-SP: model 0x55-0x8E (SKL_QPI_BW)"},
+    {"intel-srp", "intel", 22.0,
+     "Intel Sapphire Rapids, Granite Rapids: model 0x8F-0xCE (SRP_QPI_BW)"},
+    {"intel-erp", "intel", 40.0, "Intel Emerald Rapids: model >= 0xCF (ERP_QPI_BW)"},
+    {"amd", "amd", 16.0, "AMD x86, any model (AMD_BW)"},
+    {"arm", "arm", 6.0, "ARM, any model, Grace included (ARM_BW)"},
+};
+// Without --cpu: the vendor's kind. Intel's is Skylake-SP..Ice Lake-SP, the CPUs of most PCIe GPU
+// servers of the V100/A100 generation (a 10 GB/s SYS link is what NCCL printed for such a box in
+// NVIDIA/nccl-tests#307's topology log).
+constexpr std::string_view kDefaultIntelCpu = "intel-skl";
+
+StatusOr<CpuKind> resolveCpu(const TopoClusterOptions& options) {
+  const std::string& vendor = options.cpuVendor;
+  if (!vendor.empty() && vendor != "intel" && vendor != "amd" && vendor != "arm") {
+    return invalidArgument("--cpu-vendor: expected intel, amd or arm; got '" + vendor + "'");
+  }
+  std::string want = options.cpu;
+  if (want.empty()) {
+    want = vendor.empty() || vendor == "intel" ? std::string(kDefaultIntelCpu) : vendor;
+  } else if (want == "intel") {
+    want = std::string(kDefaultIntelCpu);
+  }
+  for (const CpuKind& k : kCpuKinds) {
+    if (k.name != want) continue;
+    if (!vendor.empty() && vendor != k.vendor) {
+      return invalidArgument("--cpu " + options.cpu + " is an " + std::string(k.vendor) +
+                             " CPU, but --cpu-vendor says " + vendor + "; give one of them");
+    }
+    return k;
+  }
+  std::vector<std::string> names;
+  for (const CpuKind& k : kCpuKinds) names.emplace_back(k.name);
+  return invalidArgument("--cpu: unknown CPU '" + options.cpu + "'; expected intel (= " +
+                         std::string(kDefaultIntelCpu) + "), " + joinNames(names));
+}
 
 // Whether NVLink edges alone connect all GPUs (depth-first search, O(n²)).
 bool nvlinkConnected(const TopoMatrix& m, const std::vector<int>& gpus) {
@@ -197,15 +249,11 @@ StatusOr<IntraResult> intraNode(const TopoMatrix& m, const std::vector<int>& gpu
         "NVLink joins only some of the GPUs (islands); a ring through all of them "
         "crosses PCIe, so the node is costed as PCIe");
   }
-  for (size_t a = 0; a < n; ++a) {
+  for (size_t a = 0; a < n && out.sysPair.empty(); ++a) {
     for (size_t b = a + 1; b < n; ++b) {
       if (m.links[gpus[a]][gpus[b]].kind == LinkKind::kSys) {
-        notes.push_back(m.devices[gpus[a]].label + " and " + m.devices[gpus[b]].label +
-                        " talk across the CPU interconnect (SYS): NCCL's ring is then bounded "
-                        "by the inter-CPU link (spec nccl-cost-model.md §1.4: Skylake UPI 10, "
-                        "AMD 16 GB/s), which the cluster format does not carry; the model uses "
-                        "the PCIe x16 rate");
-        return out;
+        out.sysPair = m.devices[gpus[a]].label + " and " + m.devices[gpus[b]].label;
+        break;
       }
     }
   }
@@ -294,6 +342,15 @@ std::string intraTypeName(IntraNodeLink type) {
 
 }  // namespace
 
+std::vector<std::string> topoCpuChoices() {
+  std::vector<std::string> out;
+  for (const CpuKind& k : kCpuKinds) {
+    out.push_back(std::string(k.name) + ": " + formatShortest(k.interCpuGBps) + " GB/s, " +
+                  std::string(k.what));
+  }
+  return out;
+}
+
 std::vector<std::string> topoGpuChoices() {
   std::vector<std::string> out;
   auto catalog = gpuCatalog();
@@ -324,10 +381,8 @@ StatusOr<TopoCluster> clusterFromTopo(const TopoMatrix& m, const TopoClusterOpti
                            ") but not their port speed (ibstatus prints it: 100 EDR, 200 HDR, "
                            "400 NDR); or pass --nics none for one node without a network");
   }
-  if (options.cpuVendor != "intel" && options.cpuVendor != "amd" && options.cpuVendor != "arm") {
-    return invalidArgument("--cpu-vendor: expected intel, amd or arm; got '" + options.cpuVendor +
-                           "'");
-  }
+  ASSIGN_OR_RETURN(CpuKind cpu, resolveCpu(options));
+  const std::string cpuVendor(cpu.vendor);
   if (options.fabric != "ib" && options.fabric != "roce" && options.fabric != "ethernet" &&
       options.fabric != "tcp") {
     return invalidArgument("--fabric: expected ib, roce, ethernet or tcp; got '" + options.fabric +
@@ -373,7 +428,13 @@ StatusOr<TopoCluster> clusterFromTopo(const TopoMatrix& m, const TopoClusterOpti
   } else {
     d << "; no network (one node)";
   }
-  d << "; CPU " << options.cpuVendor << ". Device, NCCL version and DDP host costs from the "
+  d << "; CPU " << cpu.name;
+  if (!intra.sysPair.empty()) {
+    d << "; " << intra.sysPair << " (and the other pairs marked SYS) talk across the CPU "
+      << "interconnect: NCCL's " << formatShortest(cpu.interCpuGBps) << " GB/s for " << cpu.what
+      << " bounds the ring (intra_node.inter_cpu_GBps)";
+  }
+  d << ". Device, NCCL version and DDP host costs from the "
     << "built-in cluster " << gpu.cluster << ".";
   for (const std::string& note : out.notes) d << " Not modelled: " << note << ".";
 
@@ -400,13 +461,14 @@ StatusOr<TopoCluster> clusterFromTopo(const TopoMatrix& m, const TopoClusterOpti
     intraJson["nvls"] = true;
   }
   if (hosts > 1) intraJson["hosts"] = hosts;
+  if (!intra.sysPair.empty()) intraJson["inter_cpu_GBps"] = cpu.interCpuGBps;
   j["intra_node"] = intraJson;
   if (nicCount > 0) {
     j["inter_node"] = {{"nics_per_node", hosts * nicCount},
                        {"nic_Gbps", *options.nicGbps},
                        {"fabric", options.fabric}};
   }
-  j["cpu_vendor"] = options.cpuVendor;
+  j["cpu_vendor"] = cpuVendor;
   copyFromBase(j, "nccl_version");
   copyFromBase(j, "comm_model");
   // Of the NCCL block only the per-call launch overhead (software); graph overrides describe the
