@@ -54,33 +54,12 @@ Status runShow(const std::vector<std::string>& argv, CommandIo io) {
   return Status::ok();
 }
 
-StatusOr<std::optional<std::vector<std::string>>> parseNics(const ParsedArgs& args) {
-  auto text = args.value("nics");
-  if (!text) return std::optional<std::vector<std::string>>();
-  std::vector<std::string> names;
-  if (*text == "none") return std::optional<std::vector<std::string>>(names);
-  for (const std::string& part : splitString(*text, ',')) {
-    std::string name(trimString(part));
-    if (name.empty()) {
-      return invalidArgument("--nics: expected NIC names separated by commas (or none); got '" +
-                             *text + "'");
-    }
-    names.push_back(name);
-  }
-  return std::optional<std::vector<std::string>>(names);
-}
-
 Status runFromTopo(const std::vector<std::string>& argvIn, CommandIo io) {
-  std::string gpus;
-  for (const std::string& g : sim::topo::topoGpuChoices()) gpus += "\n    " + g;
-  std::string cpus;
-  for (const std::string& c : sim::topo::topoCpuChoices()) cpus += "\n    " + c;
   ArgParser parser(
       "ddpscope cluster from-topo",
       "TOPO.txt --gpu MODEL [--nic-gbps G] [--nics LIST|none]\n"
       "       [--nvlink-hosts H] [--cpu CPU] [--cpu-vendor V] [--fabric F] [--name N]\n"
-      "       [-o|--out FILE]"
-      " [--nodes N]",
+      "       [-o|--out FILE] [--nodes N]",
       "Builds a cluster file (sim/cost/clusters/FORMAT.md) from the output of `nvidia-smi topo "
       "-m`\n"
       "on one node: GPUs per node from the GPU columns; NVSwitch (NV<k> to every peer), a direct\n"
@@ -92,30 +71,7 @@ Status runFromTopo(const std::vector<std::string>& argvIn, CommandIo io) {
       "check, the predicted 256 MiB allreduce busbw on --nodes nodes. Use the file with\n"
       "--cluster-file in simulate, sweep, plan and allreduce.");
   parser.positional("TOPO.txt", "the output of `nvidia-smi topo -m` (a pasted copy is fine)", true)
-      .option("gpu", "MODEL",
-              "the GPU (required; topo -m does not print it): a built-in device name or a "
-              "unique part of one (h100, v100). Known:" +
-                  gpus)
-      .option("nic-gbps", "G",
-              "NIC port speed in Gb/s (required when NICs are used): 100 EDR/100GbE, 200 HDR, "
-              "400 NDR; `ibstatus` prints it")
-      .option("nics", "LIST|none",
-              "NICs to use, by legend name or column label (mlx5_0,mlx5_1 or NIC0,NIC1); none = "
-              "no network (default: each GPU's closest NICs)")
-      .option("nvlink-hosts", "H",
-              "hosts one NVLink domain spans, of which TOPO.txt shows one (default 1; a GB200 "
-              "NVL72 rack: 18 trays of 4 GPUs): the node becomes the whole domain, H x the "
-              "host's GPUs and NICs (NCCL's multi-node NVLink); needs NV<k> to every peer")
-      .option("cpu", "CPU",
-              "the CPU, for NCCL's inter-CPU link speed, which bounds the ring of a PCIe node "
-              "whose GPUs are on different sockets (SYS between GPUs): intel (= intel-skl, the "
-              "default), amd or arm (the vendor's value), or for Intel the model, as NCCL's "
-              "value depends on it (CPUID model in /proc/cpuinfo):" +
-                  cpus)
-      .option("cpu-vendor", "V",
-              "intel (default), amd or arm: NCCL's net overhead and LL caps (--cpu implies it)")
-      .option("fabric", "F", "ib (default), roce, ethernet or tcp (informational)")
-      .option("name", "N", "cluster name (default: the topology file's stem)")
+      .options(sim::topo::topoClusterSettingList())
       .option("out", "FILE", "write the cluster JSON here (-o FILE works too); default: stdout")
       .option("nodes", "N", "nodes for the busbw check (default 1; 2 when there are NICs)")
       .epilog(
@@ -133,29 +89,8 @@ Status runFromTopo(const std::vector<std::string>& argvIn, CommandIo io) {
     io.out << parser.helpText();
     return Status::ok();
   }
-  sim::topo::TopoClusterOptions options;
-  options.gpu = args.value("gpu").value_or("");
-  ASSIGN_OR_RETURN(options.nics, parseNics(args));
-  if (auto g = args.value("nic-gbps")) {
-    std::optional<double> v = parseDouble(*g);
-    if (!v || *v <= 0) {
-      return invalidArgument("--nic-gbps: expected a positive port speed in Gb/s; got '" + *g +
-                             "'");
-    }
-    options.nicGbps = *v;
-  }
-  options.cpuVendor = args.value("cpu-vendor").value_or("");
-  options.cpu = args.value("cpu").value_or("");
-  options.fabric = args.value("fabric").value_or("ib");
-  options.name = args.value("name").value_or("");
-  if (auto h = args.value("nvlink-hosts")) {
-    std::optional<int64_t> v = parseInt64(*h);
-    if (!v || *v < std::numeric_limits<int>::min() || *v > std::numeric_limits<int>::max()) {
-      return invalidArgument("--nvlink-hosts: expected a positive number of hosts; got '" + *h +
-                             "'");
-    }
-    options.nvlinkHosts = static_cast<int>(*v);  // the range is clusterFromTopo's to check
-  }
+  ASSIGN_OR_RETURN(sim::topo::TopoClusterOptions options,
+                   sim::topo::parseTopoClusterSettings(args));
   std::optional<int> nodes;
   if (auto n = args.value("nodes")) {
     std::optional<int64_t> v = parseInt64(*n);

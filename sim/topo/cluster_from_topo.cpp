@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstddef>
 #include <filesystem>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -341,6 +342,79 @@ std::string intraTypeName(IntraNodeLink type) {
 }
 
 }  // namespace
+
+std::vector<SettingSpec> topoClusterSettingList() {
+  std::string gpus;
+  for (const std::string& g : topoGpuChoices()) gpus += "\n    " + g;
+  std::string cpus;
+  for (const std::string& c : topoCpuChoices()) cpus += "\n    " + c;
+  return {
+      {"gpu", "MODEL",
+       "the GPU (required; topo -m does not print it): a built-in device name or a unique part "
+       "of one (h100, v100). Known:" +
+           gpus},
+      {"nic-gbps", "G",
+       "NIC port speed in Gb/s (required when NICs are used): 100 EDR/100GbE, 200 HDR, 400 NDR; "
+       "`ibstatus` prints it"},
+      {"nics", "LIST|none",
+       "NICs to use, by legend name or column label (mlx5_0,mlx5_1 or NIC0,NIC1); none = no "
+       "network (default: each GPU's closest NICs)"},
+      {"nvlink-hosts", "H",
+       "hosts one NVLink domain spans, of which TOPO.txt shows one (default 1; a GB200 NVL72 "
+       "rack: 18 trays of 4 GPUs): the node becomes the whole domain, H x the host's GPUs and "
+       "NICs (NCCL's multi-node NVLink); needs NV<k> to every peer"},
+      {"cpu", "CPU",
+       "the CPU, for NCCL's inter-CPU link speed, which bounds the ring of a PCIe node whose "
+       "GPUs are on different sockets (SYS between GPUs): intel (= intel-skl, the default), amd "
+       "or arm (the vendor's value), or for Intel the model, as NCCL's value depends on it "
+       "(CPUID model in /proc/cpuinfo):" +
+           cpus},
+      {"cpu-vendor", "V",
+       "intel (default), amd or arm: NCCL's net overhead and LL caps (--cpu implies it)"},
+      {"fabric", "F", "ib (default), roce, ethernet or tcp (informational)"},
+      {"name", "N", "cluster name (default: the topology file's stem)"},
+  };
+}
+
+StatusOr<TopoClusterOptions> parseTopoClusterSettings(const SettingValues& values) {
+  TopoClusterOptions options;
+  options.gpu = values.value("gpu").value_or("");
+  if (auto text = values.value("nics")) {
+    std::vector<std::string> names;
+    if (*text != "none") {
+      for (const std::string& part : splitString(*text, ',')) {
+        std::string name(trimString(part));
+        if (name.empty()) {
+          return invalidArgument("--nics: expected NIC names separated by commas (or none); got '" +
+                                 *text + "'");
+        }
+        names.push_back(name);
+      }
+    }
+    options.nics = names;
+  }
+  if (auto g = values.value("nic-gbps")) {
+    std::optional<double> v = parseDouble(*g);
+    if (!v || *v <= 0) {
+      return invalidArgument("--nic-gbps: expected a positive port speed in Gb/s; got '" + *g +
+                             "'");
+    }
+    options.nicGbps = *v;
+  }
+  options.cpuVendor = values.value("cpu-vendor").value_or("");
+  options.cpu = values.value("cpu").value_or("");
+  options.fabric = values.value("fabric").value_or("ib");
+  options.name = values.value("name").value_or("");
+  if (auto h = values.value("nvlink-hosts")) {
+    std::optional<int64_t> v = parseInt64(*h);
+    if (!v || *v < std::numeric_limits<int>::min() || *v > std::numeric_limits<int>::max()) {
+      return invalidArgument("--nvlink-hosts: expected a positive number of hosts; got '" + *h +
+                             "'");
+    }
+    options.nvlinkHosts = static_cast<int>(*v);  // the range is clusterFromTopo's to check
+  }
+  return options;
+}
 
 std::vector<std::string> topoCpuChoices() {
   std::vector<std::string> out;
