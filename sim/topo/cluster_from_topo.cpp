@@ -266,9 +266,15 @@ struct NicChoice {
   std::vector<TopoRail> rails;
 };
 
+// Grace superchips (GH200, GB200) attach the GPU to its Grace CPU over NVLink-C2C, not PCIe.
+bool c2cAttached(const std::string& device) {
+  const std::string d = lower(device);
+  return d.starts_with("gh200") || d.starts_with("gb200");
+}
+
 StatusOr<NicChoice> chooseNics(const TopoMatrix& m, const std::vector<int>& gpus,
                                const std::optional<std::vector<std::string>>& requested,
-                               std::vector<std::string>& notes) {
+                               bool c2cGpu, std::vector<std::string>& notes) {
   NicChoice out;
   std::vector<int> candidates = m.nicIndices();
   if (requested) {
@@ -305,7 +311,18 @@ StatusOr<NicChoice> chooseNics(const TopoMatrix& m, const std::vector<int>& gpus
       farGpus.push_back(m.devices[g].label + " " + std::string(linkKindName(best)));
     }
   }
-  if (!farGpus.empty()) {
+  if (!farGpus.empty() && c2cGpu) {
+    // NCCL's GDR rule (src/graph/paths.cc ncclTopoCheckGdr, v2.30.7): GDR up to path P2C when
+    // NCCL_NET_GDR_C2C is on (its default 1, paths.cc:465 and 511), where P2C is a GPU reaching
+    // a NIC through its own CPU over C2C (paths.cc:203-208 mergePathType: C2C + PHB = P2C); only a
+    // NIC behind the other CPU (SYS) loses it. `nvidia-smi topo -m` prints those NICs as SYS
+    // either way, so the "beyond PXB" rule below does not apply.
+    notes.push_back("the GPUs reach their NICs through their Grace CPU over NVLink-C2C (" +
+                    joinNames(farGpus) +
+                    " in the matrix): NCCL uses GPUDirect RDMA to a NIC on the GPU's own CPU "
+                    "(path P2C, NCCL_NET_GDR_C2C=1 by default) but not to one behind the other "
+                    "CPU (SYS); the matrix does not show which CPU each NIC hangs off");
+  } else if (!farGpus.empty()) {
     notes.push_back("the closest NIC is beyond PXB for " + joinNames(farGpus) +
                     ": NCCL uses GPUDirect RDMA only up to PXB by default (NCCL_NET_GDR_LEVEL), "
                     "so that network traffic goes through host memory");
@@ -444,7 +461,8 @@ StatusOr<TopoCluster> clusterFromTopo(const TopoMatrix& m, const TopoClusterOpti
   TopoCluster out;
   out.baseCluster = gpu.cluster;
   ASSIGN_OR_RETURN(IntraResult intra, intraNode(m, gpus, gpu.device, *gen, out.notes));
-  ASSIGN_OR_RETURN(NicChoice nics, chooseNics(m, gpus, options.nics, out.notes));
+  ASSIGN_OR_RETURN(NicChoice nics,
+                   chooseNics(m, gpus, options.nics, c2cAttached(gpu.device), out.notes));
   out.rails = nics.rails;
   const int nicCount = static_cast<int>(nics.nics.size());
   if (nicCount > 0 && !options.nicGbps) {

@@ -261,6 +261,23 @@ TEST(ClusterFromTopoTest, PcieBoxAcrossSocketsCarriesTheInterCpuBandwidth) {
   EXPECT_THAT(c->spec.description, HasSubstr("Not modelled: "));
 }
 
+// NCCL's GDR rule on Grace superchips: NICs reached over NVLink-C2C keep GPUDirect RDMA
+// (ncclTopoCheckGdr, NCCL_NET_GDR_C2C=1), though topo -m prints them as SYS.
+TEST(ClusterFromTopoTest, Gb200TrayNicsAtSysAreNotMarkedWithoutGdr) {
+  TopoCluster tray =
+      build("gb200-tray-constructed.txt", {.gpu = "gb200", .nicGbps = 400, .cpuVendor = "arm"});
+  ASSERT_EQ(tray.notes.size(), 1u);
+  EXPECT_THAT(tray.notes[0], HasSubstr("the GPUs reach their NICs through their Grace CPU over "
+                                       "NVLink-C2C (GPU0 SYS, GPU1 SYS, GPU2 SYS, GPU3 SYS in the "
+                                       "matrix): NCCL uses GPUDirect RDMA to a NIC on the GPU's "
+                                       "own CPU (path P2C, NCCL_NET_GDR_C2C=1 by default)"));
+  EXPECT_THAT(tray.notes[0], ::testing::Not(HasSubstr("only up to PXB")));
+  // The same matrix with a PCIe-attached GPU: NICs at SYS are beyond NCCL's PXB level.
+  TopoCluster h100 = build("gb200-tray-constructed.txt", {.gpu = "h100", .nicGbps = 400});
+  ASSERT_EQ(h100.notes.size(), 1u);
+  EXPECT_THAT(h100.notes[0], HasSubstr("NCCL uses GPUDirect RDMA only up to PXB by default"));
+}
+
 TEST(ClusterFromTopoTest, CpuPicksNcclsInterCpuSpeedAndItsVendor) {
   struct Case {
     const char* cpu;
