@@ -54,30 +54,12 @@ Status runShow(const std::vector<std::string>& argv, CommandIo io) {
   return Status::ok();
 }
 
-StatusOr<std::optional<std::vector<std::string>>> parseNics(const ParsedArgs& args) {
-  auto text = args.value("nics");
-  if (!text) return std::optional<std::vector<std::string>>();
-  std::vector<std::string> names;
-  if (*text == "none") return std::optional<std::vector<std::string>>(names);
-  for (const std::string& part : splitString(*text, ',')) {
-    std::string name(trimString(part));
-    if (name.empty()) {
-      return invalidArgument("--nics: expected NIC names separated by commas (or none); got '" +
-                             *text + "'");
-    }
-    names.push_back(name);
-  }
-  return std::optional<std::vector<std::string>>(names);
-}
-
 Status runFromTopo(const std::vector<std::string>& argvIn, CommandIo io) {
-  std::string gpus;
-  for (const std::string& g : sim::topo::topoGpuChoices()) gpus += "\n    " + g;
   ArgParser parser(
       "ddpscope cluster from-topo",
       "TOPO.txt --gpu MODEL [--nic-gbps G] [--nics LIST|none]\n"
-      "       [--nvlink-hosts H] [--cpu-vendor V] [--fabric F] [--name N] [-o|--out FILE]\n"
-      "       [--nodes N]",
+      "       [--nvlink-hosts H] [--cpu CPU] [--cpu-vendor V] [--fabric F] [--name N]\n"
+      "       [-o|--out FILE] [--nodes N]",
       "Builds a cluster file (sim/cost/clusters/FORMAT.md) from the output of `nvidia-smi topo "
       "-m`\n"
       "on one node: GPUs per node from the GPU columns; NVSwitch (NV<k> to every peer), a direct\n"
@@ -89,23 +71,7 @@ Status runFromTopo(const std::vector<std::string>& argvIn, CommandIo io) {
       "check, the predicted 256 MiB allreduce busbw on --nodes nodes. Use the file with\n"
       "--cluster-file in simulate, sweep, plan and allreduce.");
   parser.positional("TOPO.txt", "the output of `nvidia-smi topo -m` (a pasted copy is fine)", true)
-      .option("gpu", "MODEL",
-              "the GPU (required; topo -m does not print it): a built-in device name or a "
-              "unique part of one (h100, v100). Known:" +
-                  gpus)
-      .option("nic-gbps", "G",
-              "NIC port speed in Gb/s (required when NICs are used): 100 EDR/100GbE, 200 HDR, "
-              "400 NDR; `ibstatus` prints it")
-      .option("nics", "LIST|none",
-              "NICs to use, by legend name or column label (mlx5_0,mlx5_1 or NIC0,NIC1); none = "
-              "no network (default: each GPU's closest NICs)")
-      .option("nvlink-hosts", "H",
-              "hosts one NVLink domain spans, of which TOPO.txt shows one (default 1; a GB200 "
-              "NVL72 rack: 18 trays of 4 GPUs): the node becomes the whole domain, H x the "
-              "host's GPUs and NICs (NCCL's multi-node NVLink); needs NV<k> to every peer")
-      .option("cpu-vendor", "V", "intel (default), amd or arm: NCCL's net overhead and LL caps")
-      .option("fabric", "F", "ib (default), roce, ethernet or tcp (informational)")
-      .option("name", "N", "cluster name (default: the topology file's stem)")
+      .options(sim::topo::topoClusterSettingList())
       .option("out", "FILE", "write the cluster JSON here (-o FILE works too); default: stdout")
       .option("nodes", "N", "nodes for the busbw check (default 1; 2 when there are NICs)")
       .epilog(
@@ -114,35 +80,17 @@ Status runFromTopo(const std::vector<std::string>& argvIn, CommandIo io) {
           "  ddpscope cluster from-topo topo.txt --gpu h100 --nic-gbps 400 -o my.json\n"
           "  ddpscope simulate --model gpt2-xl --cluster-file my.json --nodes 4\n"
           "  ddpscope cluster from-topo tray.txt --gpu gb200 --nvlink-hosts 18 --nic-gbps 400 \\\n"
-          "      --cpu-vendor arm -o nvl72.json    # one GB200 tray's topo -m, a 72-GPU rack");
+          "      --cpu-vendor arm -o nvl72.json    # one GB200 tray's topo -m, a 72-GPU rack\n"
+          "  ddpscope cluster from-topo pcie.txt --gpu a100-pcie --cpu intel-srp --nics none\n"
+          "      # 8 PCIe GPUs on two Sapphire Rapids sockets: the ring crosses UPI at 22 GB/s");
   parser.shortAlias("-o", "out");
   ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argvIn));
   if (args.helpRequested()) {
     io.out << parser.helpText();
     return Status::ok();
   }
-  sim::topo::TopoClusterOptions options;
-  options.gpu = args.value("gpu").value_or("");
-  ASSIGN_OR_RETURN(options.nics, parseNics(args));
-  if (auto g = args.value("nic-gbps")) {
-    std::optional<double> v = parseDouble(*g);
-    if (!v || *v <= 0) {
-      return invalidArgument("--nic-gbps: expected a positive port speed in Gb/s; got '" + *g +
-                             "'");
-    }
-    options.nicGbps = *v;
-  }
-  options.cpuVendor = args.value("cpu-vendor").value_or("intel");
-  options.fabric = args.value("fabric").value_or("ib");
-  options.name = args.value("name").value_or("");
-  if (auto h = args.value("nvlink-hosts")) {
-    std::optional<int64_t> v = parseInt64(*h);
-    if (!v || *v < std::numeric_limits<int>::min() || *v > std::numeric_limits<int>::max()) {
-      return invalidArgument("--nvlink-hosts: expected a positive number of hosts; got '" + *h +
-                             "'");
-    }
-    options.nvlinkHosts = static_cast<int>(*v);  // the range is clusterFromTopo's to check
-  }
+  ASSIGN_OR_RETURN(sim::topo::TopoClusterOptions options,
+                   sim::topo::parseTopoClusterSettings(args));
   std::optional<int> nodes;
   if (auto n = args.value("nodes")) {
     std::optional<int64_t> v = parseInt64(*n);
@@ -187,7 +135,12 @@ Status runFromTopo(const std::vector<std::string>& argvIn, CommandIo io) {
            << formatShortest(spec.intraNode.nvlinkGBpsPerLink) << " GB/s"
            << (spec.intraNode.nvls ? ", NVLS" : "");
   }
-  report << ", PCIe Gen" << spec.intraNode.pcieGen << "\n";
+  report << ", PCIe Gen" << spec.intraNode.pcieGen;
+  if (spec.intraNode.interCpuGBps > 0) {
+    report << ", across the CPU interconnect at " << formatShortest(spec.intraNode.interCpuGBps)
+           << " GB/s (SYS)";
+  }
+  report << "\n";
   if (spec.interNode.nicsPerNode > 0) {
     report << "  inter_node     " << spec.interNode.nicsPerNode << " NICs x "
            << formatShortest(spec.interNode.nicGbps) << " Gb/s " << spec.interNode.fabric << "\n";

@@ -410,6 +410,31 @@ def calibrate(traces: Union[PathLike, Iterable[PathLike]], out: PathLike,
         {"out": os.fspath(out)}, _model_settings(model), _settings(settings)))
 
 
+def cluster_from_topo(topo: PathLike, gpu: Optional[str] = None,
+                      out: Optional[PathLike] = None, **settings: Any) -> Dict[str, Any]:
+    """A cluster description from the output of ``nvidia-smi topo -m``, as ``ddpscope cluster
+    from-topo`` builds it: ``topo`` is that output's file path, or the text itself (any string
+    with a line break). Settings as the command's flags: ``gpu`` (required: a built-in device or
+    a unique part of one, "h100"), ``nic_gbps``, ``nics`` (names; ``[]`` or "none": no
+    network), ``nvlink_hosts``, ``cpu`` ("intel-srp", "amd", ...), ``cpu_vendor``, ``fabric``,
+    ``name``. Returns the cluster file as a dict; ``out`` also writes it there, byte for byte
+    what ``-o`` writes, so that ``simulate(model, cluster=out)`` uses it. Errors raise
+    :class:`Error` with the CLI's message."""
+    if settings.get("nics") is not None and not isinstance(settings["nics"], str) \
+            and len(settings["nics"]) == 0:
+        settings["nics"] = "none"
+    is_text = isinstance(topo, str) and "\n" in topo
+    text = _core.cluster_from_topo(topo if is_text else os.fspath(topo), is_text,
+                                   _core_settings(_settings(dict(gpu=gpu, **settings))))
+    if out is not None:
+        try:
+            with open(os.fspath(out), "w", encoding="utf-8", newline="") as f:
+                f.write(text)
+        except OSError as e:
+            raise Error("%s: cannot open for writing: %s" % (os.fspath(out), e.strerror), 2)
+    return json.loads(text)
+
+
 def _cli_executable() -> str:
     """The `ddpscope` command-line tool: $DDPSCOPE_CLI, else the one built next to this package
     (<build>/bin/ddpscope), else the console script `pip install` put in this interpreter's

@@ -17,6 +17,7 @@
 //   - overlap: traces' reader, computeOverlap and overlapJson;
 //   - replay: the replay report and its JSON (sim/api/replay_request.h);
 //   - import_torch, calibrate: sim/api/import_request.h, calibrate_request.h;
+//   - cluster_from_topo: sim/topo (the settings and the builder `ddpscope cluster from-topo` uses);
 //   - write_trace: builds a traces::Timeline from the live recorder's spans and writes it with
 //     the Chrome writer every other producer uses.
 // Errors come back as ddpscope._core.Error(message, exit_code): the CLI's message and exit code.
@@ -45,6 +46,8 @@
 #include "sim/api/simulation_request.h"
 #include "sim/api/sweep_request.h"
 #include "sim/engine/ddp_simulator.h"
+#include "sim/topo/cluster_from_topo.h"
+#include "sim/topo/topo_matrix.h"
 #include "traces/chrome_reader.h"
 #include "traces/chrome_writer.h"
 #include "traces/overlap.h"
@@ -251,6 +254,23 @@ py::object importTorch(const std::vector<std::string>& paths,
   return toPython(sim::importTorchJson(valueOrThrow(std::move(result))));
 }
 
+// `ddpscope cluster from-topo` (sim/topo/cluster_from_topo.h): the cluster file's text (what
+// `-o FILE` writes, byte for byte) built
+// from a `nvidia-smi topo -m` file (`isText` false: `topo` is its path) or its text, with the
+// command's flags as settings. Text has no file name: its origin in messages is "<topo text>"
+// and the cluster's default name "from-topo".
+std::string clusterFromTopo(const std::string& topo, bool isText,
+                            const std::map<std::string, std::string>& settings) {
+  const SettingValues values = settingValues(settings);
+  checkNames(values, sim::topo::topoClusterSettingList(), "cluster from-topo");
+  sim::topo::TopoClusterOptions options = valueOrThrow(sim::topo::parseTopoClusterSettings(values));
+  const sim::topo::TopoMatrix matrix = valueOrThrow(
+      isText ? sim::topo::parseTopoMatrix(topo, "<topo text>") : sim::topo::loadTopoFile(topo));
+  if (isText && options.name.empty()) options.name = "from-topo";
+  const sim::topo::TopoCluster cluster = valueOrThrow(sim::topo::clusterFromTopo(matrix, options));
+  return cluster.jsonText;
+}
+
 // `ddpscope calibrate --json`'s document (sim/api/calibrate_request.h); writes the cluster.
 py::object calibrate(const std::vector<std::string>& runs,
                      const std::map<std::string, std::string>& settings) {
@@ -423,6 +443,10 @@ class Error(Exception):
         "`ddpscope import-torch PATHS... --json`'s document from {flag name: text} settings.");
   m.def("calibrate", &calibrate, py::arg("runs"), py::arg("settings"),
         "`ddpscope calibrate RUNS... --json`'s document from {flag name: text} settings.");
+  m.def("cluster_from_topo", &clusterFromTopo, py::arg("topo"), py::arg("is_text"),
+        py::arg("settings"),
+        "`ddpscope cluster from-topo -o FILE`'s file text from a topo -m file path (is_text "
+        "false) or its text, and {flag name: text} settings.");
   m.def("write_trace", &writeTrace, py::arg("path"), py::arg("name"), py::arg("metadata"),
         py::arg("ranks"), "Writes a ddpscope Chrome trace from recorded spans.");
 }

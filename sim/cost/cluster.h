@@ -46,6 +46,12 @@ struct IntraNodeSpec {
   // OS hosts (compute trays) the node's NVLink domain spans: > 1 = a multi-node NVLink domain
   // (GB200 NVL72: 18 trays), which NCCL's MNNVL fuses into one node for its tuner.
   int hosts = 1;
+  // GB/s of the CPU interconnect (QPI/UPI/Infinity Fabric) the node's GPU ring crosses, one
+  // direction: > 0 only for a PCIe node whose GPUs hang off more than one CPU (`nvidia-smi topo
+  // -m` SYS between GPUs). NCCL gives its SYS links this value by CPU (src/graph/topo.cc
+  // ncclTopoGetInterCpuBw, v2.30.7) and the ring/tree search fits its channels into it.
+  // 0 = the ring does not cross it.
+  double interCpuGBps = 0;
   double bandwidthGBps = 0;  // for kSharedMemory / α–β profiles: per-rank bandwidth
   double latencyUs = 0;      // for α–β profiles: per-hop latency
 };

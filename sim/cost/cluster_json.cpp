@@ -135,7 +135,7 @@ class ClusterParser : private io::JsonReader {
     const std::string path = "intra_node";
     RETURN_IF_ERROR(checkKeys(*intra, path,
                               {"type", "nvlink_links", "nvlink_link_GBps", "pcie_gen", "nvls",
-                               "hosts", "bandwidth_GBps", "latency_us"}));
+                               "hosts", "inter_cpu_GBps", "bandwidth_GBps", "latency_us"}));
     IntraNodeSpec& s = spec.intraNode;
     ASSIGN_OR_RETURN(
         std::string type,
@@ -183,6 +183,15 @@ class ClusterParser : private io::JsonReader {
                    "a divisor of gpus_per_node (" + std::to_string(spec.gpusPerNode) +
                        "): every host holds the same number of GPUs",
                    find(*intra, "hosts"));
+    }
+    ASSIGN_OR_RETURN(s.interCpuGBps,
+                     number(*intra, path, "inter_cpu_GBps", 0, kInf, 0.0,
+                            "a non-negative number (GB/s of the CPU interconnect, one way)"));
+    if (s.interCpuGBps > 0 && s.type != IntraNodeLink::kPcie) {
+      return error(jsonKeyPath(path, "inter_cpu_GBps"),
+                   "0 unless type is \"pcie\" (an NVLink ring never crosses the CPU "
+                   "interconnect)",
+                   find(*intra, "inter_cpu_GBps"));
     }
     const bool shm = s.type == IntraNodeLink::kSharedMemory;
     ASSIGN_OR_RETURN(s.bandwidthGBps,

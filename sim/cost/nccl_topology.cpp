@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <span>
 #include <string>
 
@@ -113,16 +114,29 @@ StatusOr<NcclTopology> deriveNcclTopology(const ClusterSpec& cluster, const Worl
   // compute capability ≥ 7.0, and a NIC path ≤ PXB (true for every layout we describe).
   topo.ll128 = topo.intraNvlink && arch != GpuArch::kCpu;
 
+  // A PCIe node whose GPUs hang off several CPUs: the ring (and the tree, searched alike) crosses
+  // the CPU interconnect. NCCL makes it a LINK_SYS of ncclTopoGetInterCpuBw's speed between
+  // every pair of CPUs (src/graph/topo.cc:60-84 and 272-280, v2.30.7), routes GPU pairs that
+  // cannot use P2P through the CPU (paths.cc:762-773 addInterStep: the path's bw is the min of
+  // its links) and the search charges each channel's speed to every link it follows
+  // (search.cc:81-110 followPath), so a ring that enters the other socket once and comes back
+  // once fits floor(inter-CPU bw / speed) channels. The Intel 6/5 PCIe overhead applies only to
+  // PHB paths (search.cc:88), not to this SYS one; it stays in intraCap for the GPUs under one CPU.
+  const double interCpu = cluster.intraNode.interCpuGBps;
+  auto sysFits = [&](double s) {
+    return interCpu > 0 ? fits(interCpu, s) : std::numeric_limits<int>::max();
+  };
   Search ring;
   if (!multiNode) {
-    ring = searchBest(intraSpeedList(arch), searchMax, [&](double s) { return fits(intraCap, s); });
+    ring = searchBest(intraSpeedList(arch), searchMax,
+                      [&](double s) { return std::min(fits(intraCap, s), sysFits(s)); });
   } else {
     // A rail-aligned channel enters the node on one GPU's NIC and leaves on another's; each GPU
     // forwards over its intra-node link in all channels but the one it exits, so a channel
     // costs (ppn−1)/ppn · s of every GPU's intra-node capacity.
     const double intraShare = ppn > 1 ? static_cast<double>(ppn - 1) / ppn : 0.0;
     ring = searchBest(interSpeedList(arch), searchMax, [&](double s) {
-      int byNics = nics * fits(nicPath, s);
+      int byNics = std::min(nics * fits(nicPath, s), sysFits(s));
       return intraShare > 0 ? std::min(byNics, fits(intraCap, s * intraShare)) : byNics;
     });
   }

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstddef>
 #include <filesystem>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -113,7 +114,59 @@ struct IntraResult {
   IntraNodeLink type = IntraNodeLink::kPcie;
   int links = 0;
   std::string summary;  // for the description
+  std::string sysPair;  // PCIe only: the first GPU pair across the CPU interconnect ("" = none)
 };
+
+// NCCL's speed of the link between two CPUs (LINK_SYS), GB/s one way, by CPU: the constants of
+// src/graph/topo.h:26-34 as src/graph/topo.cc:60-84 ncclTopoGetInterCpuBw picks them (v2.30.7).
+// For Intel it depends on the model NCCL reads from CPUID (topo.cc:745-751: family 6, model id
+// >= 0xCF ERP, >= 0x8F SRP, >= 0x55 SKL, else BDW). POWER (P9_BW 32) and Zhaoxin (ZPI_BW 6,
+// Yongfeng 9) are left out: the cluster format's cpu_vendor has no value for them.
+struct CpuKind {
+  std::string_view name;
+  std::string_view vendor;  // the cluster file's cpu_vendor
+  double interCpuGBps;
+  std::string_view what;
+};
+constexpr CpuKind kCpuKinds[] = {
+    {"intel-bdw", "intel", 6.0, "Intel before Skylake-SP, CPUID model < 0x55 (BDW_QPI_BW)"},
+    {"intel-skl", "intel", 10.0,
+     "Intel Skylake-SP, Cascade Lake, Cooper Lake, Ice Lake-SP: model 0x55-0x8E (SKL_QPI_BW)"},
+    {"intel-srp", "intel", 22.0,
+     "Intel Sapphire Rapids, Granite Rapids: model 0x8F-0xCE (SRP_QPI_BW)"},
+    {"intel-erp", "intel", 40.0, "Intel Emerald Rapids: model >= 0xCF (ERP_QPI_BW)"},
+    {"amd", "amd", 16.0, "AMD x86, any model (AMD_BW)"},
+    {"arm", "arm", 6.0, "ARM, any model, Grace included (ARM_BW)"},
+};
+// Without --cpu: the vendor's kind. Intel's is Skylake-SP..Ice Lake-SP, the CPUs of most PCIe GPU
+// servers of the V100/A100 generation (a 10 GB/s SYS link is what NCCL printed for such a box in
+// NVIDIA/nccl-tests#307's topology log).
+constexpr std::string_view kDefaultIntelCpu = "intel-skl";
+
+StatusOr<CpuKind> resolveCpu(const TopoClusterOptions& options) {
+  const std::string& vendor = options.cpuVendor;
+  if (!vendor.empty() && vendor != "intel" && vendor != "amd" && vendor != "arm") {
+    return invalidArgument("--cpu-vendor: expected intel, amd or arm; got '" + vendor + "'");
+  }
+  std::string want = options.cpu;
+  if (want.empty()) {
+    want = vendor.empty() || vendor == "intel" ? std::string(kDefaultIntelCpu) : vendor;
+  } else if (want == "intel") {
+    want = std::string(kDefaultIntelCpu);
+  }
+  for (const CpuKind& k : kCpuKinds) {
+    if (k.name != want) continue;
+    if (!vendor.empty() && vendor != k.vendor) {
+      return invalidArgument("--cpu " + options.cpu + " is an " + std::string(k.vendor) +
+                             " CPU, but --cpu-vendor says " + vendor + "; give one of them");
+    }
+    return k;
+  }
+  std::vector<std::string> names;
+  for (const CpuKind& k : kCpuKinds) names.emplace_back(k.name);
+  return invalidArgument("--cpu: unknown CPU '" + options.cpu + "'; expected intel (= " +
+                         std::string(kDefaultIntelCpu) + "), " + joinNames(names));
+}
 
 // Whether NVLink edges alone connect all GPUs (depth-first search, O(n²)).
 bool nvlinkConnected(const TopoMatrix& m, const std::vector<int>& gpus) {
@@ -197,15 +250,11 @@ StatusOr<IntraResult> intraNode(const TopoMatrix& m, const std::vector<int>& gpu
         "NVLink joins only some of the GPUs (islands); a ring through all of them "
         "crosses PCIe, so the node is costed as PCIe");
   }
-  for (size_t a = 0; a < n; ++a) {
+  for (size_t a = 0; a < n && out.sysPair.empty(); ++a) {
     for (size_t b = a + 1; b < n; ++b) {
       if (m.links[gpus[a]][gpus[b]].kind == LinkKind::kSys) {
-        notes.push_back(m.devices[gpus[a]].label + " and " + m.devices[gpus[b]].label +
-                        " talk across the CPU interconnect (SYS): NCCL's ring is then bounded "
-                        "by the inter-CPU link (spec nccl-cost-model.md §1.4: Skylake UPI 10, "
-                        "AMD 16 GB/s), which the cluster format does not carry; the model uses "
-                        "the PCIe x16 rate");
-        return out;
+        out.sysPair = m.devices[gpus[a]].label + " and " + m.devices[gpus[b]].label;
+        break;
       }
     }
   }
@@ -217,9 +266,15 @@ struct NicChoice {
   std::vector<TopoRail> rails;
 };
 
+// Grace superchips (GH200, GB200) attach the GPU to its Grace CPU over NVLink-C2C, not PCIe.
+bool c2cAttached(const std::string& device) {
+  const std::string d = lower(device);
+  return d.starts_with("gh200") || d.starts_with("gb200");
+}
+
 StatusOr<NicChoice> chooseNics(const TopoMatrix& m, const std::vector<int>& gpus,
                                const std::optional<std::vector<std::string>>& requested,
-                               std::vector<std::string>& notes) {
+                               bool c2cGpu, std::vector<std::string>& notes) {
   NicChoice out;
   std::vector<int> candidates = m.nicIndices();
   if (requested) {
@@ -256,7 +311,18 @@ StatusOr<NicChoice> chooseNics(const TopoMatrix& m, const std::vector<int>& gpus
       farGpus.push_back(m.devices[g].label + " " + std::string(linkKindName(best)));
     }
   }
-  if (!farGpus.empty()) {
+  if (!farGpus.empty() && c2cGpu) {
+    // NCCL's GDR rule (src/graph/paths.cc ncclTopoCheckGdr, v2.30.7): GDR up to path P2C when
+    // NCCL_NET_GDR_C2C is on (its default 1, paths.cc:465 and 511), where P2C is a GPU reaching
+    // a NIC through its own CPU over C2C (paths.cc:203-208 mergePathType: C2C + PHB = P2C); only a
+    // NIC behind the other CPU (SYS) loses it. `nvidia-smi topo -m` prints those NICs as SYS
+    // either way, so the "beyond PXB" rule below does not apply.
+    notes.push_back("the GPUs reach their NICs through their Grace CPU over NVLink-C2C (" +
+                    joinNames(farGpus) +
+                    " in the matrix): NCCL uses GPUDirect RDMA to a NIC on the GPU's own CPU "
+                    "(path P2C, NCCL_NET_GDR_C2C=1 by default) but not to one behind the other "
+                    "CPU (SYS); the matrix does not show which CPU each NIC hangs off");
+  } else if (!farGpus.empty()) {
     notes.push_back("the closest NIC is beyond PXB for " + joinNames(farGpus) +
                     ": NCCL uses GPUDirect RDMA only up to PXB by default (NCCL_NET_GDR_LEVEL), "
                     "so that network traffic goes through host memory");
@@ -294,6 +360,88 @@ std::string intraTypeName(IntraNodeLink type) {
 
 }  // namespace
 
+std::vector<SettingSpec> topoClusterSettingList() {
+  std::string gpus;
+  for (const std::string& g : topoGpuChoices()) gpus += "\n    " + g;
+  std::string cpus;
+  for (const std::string& c : topoCpuChoices()) cpus += "\n    " + c;
+  return {
+      {"gpu", "MODEL",
+       "the GPU (required; topo -m does not print it): a built-in device name or a unique part "
+       "of one (h100, v100). Known:" +
+           gpus},
+      {"nic-gbps", "G",
+       "NIC port speed in Gb/s (required when NICs are used): 100 EDR/100GbE, 200 HDR, 400 NDR; "
+       "`ibstatus` prints it"},
+      {"nics", "LIST|none",
+       "NICs to use, by legend name or column label (mlx5_0,mlx5_1 or NIC0,NIC1); none = no "
+       "network (default: each GPU's closest NICs)"},
+      {"nvlink-hosts", "H",
+       "hosts one NVLink domain spans, of which TOPO.txt shows one (default 1; a GB200 NVL72 "
+       "rack: 18 trays of 4 GPUs): the node becomes the whole domain, H x the host's GPUs and "
+       "NICs (NCCL's multi-node NVLink); needs NV<k> to every peer"},
+      {"cpu", "CPU",
+       "the CPU, for NCCL's inter-CPU link speed, which bounds the ring of a PCIe node whose "
+       "GPUs are on different sockets (SYS between GPUs): intel (= intel-skl, the default), amd "
+       "or arm (the vendor's value), or for Intel the model, as NCCL's value depends on it "
+       "(CPUID model in /proc/cpuinfo):" +
+           cpus},
+      {"cpu-vendor", "V",
+       "intel (default), amd or arm: NCCL's net overhead and LL caps (--cpu implies it)"},
+      {"fabric", "F", "ib (default), roce, ethernet or tcp (informational)"},
+      {"name", "N", "cluster name (default: the topology file's stem)"},
+  };
+}
+
+StatusOr<TopoClusterOptions> parseTopoClusterSettings(const SettingValues& values) {
+  TopoClusterOptions options;
+  options.gpu = values.value("gpu").value_or("");
+  if (auto text = values.value("nics")) {
+    std::vector<std::string> names;
+    if (*text != "none") {
+      for (const std::string& part : splitString(*text, ',')) {
+        std::string name(trimString(part));
+        if (name.empty()) {
+          return invalidArgument("--nics: expected NIC names separated by commas (or none); got '" +
+                                 *text + "'");
+        }
+        names.push_back(name);
+      }
+    }
+    options.nics = names;
+  }
+  if (auto g = values.value("nic-gbps")) {
+    std::optional<double> v = parseDouble(*g);
+    if (!v || *v <= 0) {
+      return invalidArgument("--nic-gbps: expected a positive port speed in Gb/s; got '" + *g +
+                             "'");
+    }
+    options.nicGbps = *v;
+  }
+  options.cpuVendor = values.value("cpu-vendor").value_or("");
+  options.cpu = values.value("cpu").value_or("");
+  options.fabric = values.value("fabric").value_or("ib");
+  options.name = values.value("name").value_or("");
+  if (auto h = values.value("nvlink-hosts")) {
+    std::optional<int64_t> v = parseInt64(*h);
+    if (!v || *v < std::numeric_limits<int>::min() || *v > std::numeric_limits<int>::max()) {
+      return invalidArgument("--nvlink-hosts: expected a positive number of hosts; got '" + *h +
+                             "'");
+    }
+    options.nvlinkHosts = static_cast<int>(*v);  // the range is clusterFromTopo's to check
+  }
+  return options;
+}
+
+std::vector<std::string> topoCpuChoices() {
+  std::vector<std::string> out;
+  for (const CpuKind& k : kCpuKinds) {
+    out.push_back(std::string(k.name) + ": " + formatShortest(k.interCpuGBps) + " GB/s, " +
+                  std::string(k.what));
+  }
+  return out;
+}
+
 std::vector<std::string> topoGpuChoices() {
   std::vector<std::string> out;
   auto catalog = gpuCatalog();
@@ -313,7 +461,8 @@ StatusOr<TopoCluster> clusterFromTopo(const TopoMatrix& m, const TopoClusterOpti
   TopoCluster out;
   out.baseCluster = gpu.cluster;
   ASSIGN_OR_RETURN(IntraResult intra, intraNode(m, gpus, gpu.device, *gen, out.notes));
-  ASSIGN_OR_RETURN(NicChoice nics, chooseNics(m, gpus, options.nics, out.notes));
+  ASSIGN_OR_RETURN(NicChoice nics,
+                   chooseNics(m, gpus, options.nics, c2cAttached(gpu.device), out.notes));
   out.rails = nics.rails;
   const int nicCount = static_cast<int>(nics.nics.size());
   if (nicCount > 0 && !options.nicGbps) {
@@ -324,10 +473,8 @@ StatusOr<TopoCluster> clusterFromTopo(const TopoMatrix& m, const TopoClusterOpti
                            ") but not their port speed (ibstatus prints it: 100 EDR, 200 HDR, "
                            "400 NDR); or pass --nics none for one node without a network");
   }
-  if (options.cpuVendor != "intel" && options.cpuVendor != "amd" && options.cpuVendor != "arm") {
-    return invalidArgument("--cpu-vendor: expected intel, amd or arm; got '" + options.cpuVendor +
-                           "'");
-  }
+  ASSIGN_OR_RETURN(CpuKind cpu, resolveCpu(options));
+  const std::string cpuVendor(cpu.vendor);
   if (options.fabric != "ib" && options.fabric != "roce" && options.fabric != "ethernet" &&
       options.fabric != "tcp") {
     return invalidArgument("--fabric: expected ib, roce, ethernet or tcp; got '" + options.fabric +
@@ -373,7 +520,13 @@ StatusOr<TopoCluster> clusterFromTopo(const TopoMatrix& m, const TopoClusterOpti
   } else {
     d << "; no network (one node)";
   }
-  d << "; CPU " << options.cpuVendor << ". Device, NCCL version and DDP host costs from the "
+  d << "; CPU " << cpu.name;
+  if (!intra.sysPair.empty()) {
+    d << "; " << intra.sysPair << " (and the other pairs marked SYS) talk across the CPU "
+      << "interconnect: NCCL's " << formatShortest(cpu.interCpuGBps) << " GB/s for " << cpu.what
+      << " bounds the ring (intra_node.inter_cpu_GBps)";
+  }
+  d << ". Device, NCCL version and DDP host costs from the "
     << "built-in cluster " << gpu.cluster << ".";
   for (const std::string& note : out.notes) d << " Not modelled: " << note << ".";
 
@@ -400,13 +553,14 @@ StatusOr<TopoCluster> clusterFromTopo(const TopoMatrix& m, const TopoClusterOpti
     intraJson["nvls"] = true;
   }
   if (hosts > 1) intraJson["hosts"] = hosts;
+  if (!intra.sysPair.empty()) intraJson["inter_cpu_GBps"] = cpu.interCpuGBps;
   j["intra_node"] = intraJson;
   if (nicCount > 0) {
     j["inter_node"] = {{"nics_per_node", hosts * nicCount},
                        {"nic_Gbps", *options.nicGbps},
                        {"fabric", options.fabric}};
   }
-  j["cpu_vendor"] = options.cpuVendor;
+  j["cpu_vendor"] = cpuVendor;
   copyFromBase(j, "nccl_version");
   copyFromBase(j, "comm_model");
   // Of the NCCL block only the per-call launch overhead (software); graph overrides describe the

@@ -29,15 +29,17 @@
 //     The cluster's node is then the whole domain, as NCCL's MNNVL fuses the hosts into one node
 //     (FORMAT.md `intra_node.hosts`): gpus_per_node and nics_per_node are N × the host's, and
 //     intra_node.hosts = N. Needs the NVSwitch case above (only NVLink switches span hosts).
+//   * GPU pairs across the CPU interconnect (SYS) in a PCIe node: intra_node.inter_cpu_GBps =
+//     NCCL's SYS link speed for the CPU (`cpu`, see topoCpuChoices), which bounds the ring.
 //   * What the format cannot carry (a GPU whose closest NIC is beyond PXB, so NCCL would not use
-//     GPUDirect RDMA; GPU pairs across the CPU interconnect in a PCIe-only box; unequal rails) is
-//     reported in `notes` and in the description, not modelled.
+//     GPUDirect RDMA; unequal rails) is reported in `notes` and in the description, not modelled.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "base/setting_values.h"
 #include "base/status.h"
 #include "sim/cost/cluster.h"
 #include "sim/topo/topo_matrix.h"
@@ -48,9 +50,12 @@ struct TopoClusterOptions {
   std::string gpu;                               // device name or a unique part of one ("h100")
   std::optional<std::vector<std::string>> nics;  // NIC names/labels to use; {} = no network
   std::optional<double> nicGbps;                 // port speed, Gb/s (100 EDR, 200 HDR, 400 NDR)
-  std::string cpuVendor = "intel";               // "intel" | "amd" | "arm"
-  std::string fabric = "ib";                     // "ib" | "roce" | "ethernet" | "tcp"
-  std::string name;                              // cluster name ("" = the topology file's stem)
+  std::string cpuVendor;  // "intel" | "amd" | "arm"; "" = --cpu's vendor (default intel)
+  // The CPU, for NCCL's inter-CPU link speed (topoCpuChoices: intel-bdw, intel-skl, intel-srp,
+  // intel-erp, amd, arm; "intel" = intel-skl); "" = the vendor's (intel: intel-skl).
+  std::string cpu;
+  std::string fabric = "ib";  // "ib" | "roce" | "ethernet" | "tcp"
+  std::string name;           // cluster name ("" = the topology file's stem)
   int nvlinkHosts = 1;  // hosts the NVLink domain spans; the matrix shows one of them (NVL72: 18)
 };
 
@@ -68,6 +73,16 @@ struct TopoCluster {
   std::vector<TopoRail> rails;
   std::vector<std::string> notes;  // what the format cannot carry (see above)
 };
+
+// The settings `ddpscope cluster from-topo` and `ddpscope.cluster_from_topo` take (name = the
+// flag without "--", value name, help): gpu, nic-gbps, nics, nvlink-hosts, cpu, cpu-vendor,
+// fabric, name. Declared once here for both.
+std::vector<SettingSpec> topoClusterSettingList();
+// TopoClusterOptions from those settings; a malformed value is an error naming its flag.
+StatusOr<TopoClusterOptions> parseTopoClusterSettings(const SettingValues& values);
+
+// The CPUs `cpu` may name, each with NCCL's inter-CPU speed and what it covers, for help.
+std::vector<std::string> topoCpuChoices();
 
 // Built-in GPU devices `gpu` may name ("A100-SXM4-80GB (dgx-a100)", ...), for help and errors.
 std::vector<std::string> topoGpuChoices();

@@ -113,6 +113,26 @@ TEST(ClusterCliTest, FromTopoPrintsWhatItDerivedAndTheJsonToStdout) {
   EXPECT_THAT(r.err, HasSubstr("check          allreduce 256 MiB on 2 node(s) x 8: busbw"));
 }
 
+// A published dual-socket PCIe box (nccl-tests#293): the file carries the socket link and the
+// cost of crossing it shows in allreduce.
+TEST(ClusterCliTest, FromTopoPcieAcrossSocketsCarriesTheInterCpuBandwidth) {
+  CliResult r = runCliForTest({"cluster", "from-topo", topo("a100-pcie-2gpu-2socket-amd.txt"),
+                               "--gpu", "a100-pcie", "--cpu", "amd", "--nics", "none"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["intra_node"]["type"], "pcie");
+  EXPECT_EQ(j["intra_node"]["inter_cpu_GBps"], 16.0);
+  EXPECT_EQ(j["cpu_vendor"], "amd");
+  EXPECT_THAT(r.err, HasSubstr("intra_node     pcie, PCIe Gen4, across the CPU interconnect at "
+                               "16 GB/s (SYS)"));
+  const std::string amd = fromTopo("a100-pcie-2gpu-2socket-amd.txt",
+                                   {"--gpu", "a100-pcie", "--cpu", "amd", "--nics", "none"});
+  json ar = runCliJson({"allreduce", "--cluster-file", amd, "--bytes", "1G", "--json"});
+  ASSERT_EQ(ar["results"].size(), 1u);
+  // 4 channels x 4 GB/s = AMD_BW 16 (not the 24 of PCIe Gen4), less the per-call overhead.
+  EXPECT_NEAR(ar["results"][0]["busbw_gbps"].get<double>(), 16, 0.2);
+}
+
 TEST(ClusterCliTest, ShowAndList) {
   CliResult show = runCliForTest({"cluster", "show", "dgx-h100"});
   ASSERT_EQ(show.exitCode, 0) << show.err;
@@ -124,6 +144,7 @@ TEST(ClusterCliTest, ShowAndList) {
   ASSERT_EQ(help.exitCode, 0);
   EXPECT_THAT(help.out, HasSubstr("--nic-gbps G"));
   EXPECT_THAT(help.out, HasSubstr("H100-SXM5-80GB (dgx-h100)"));
+  EXPECT_THAT(help.out, HasSubstr("intel-srp: 22 GB/s"));
 }
 
 TEST(ClusterCliTest, BadInputIsOneClearError) {
@@ -148,6 +169,12 @@ TEST(ClusterCliTest, BadInputIsOneClearError) {
   expectBadInput({"cluster", "from-topo", topo("dgx1-v100.txt"), "--gpu", "v100", "--nic-gbps",
                   "100", "-o", "/no/such/dir/my.json"},
                  "/no/such/dir/my.json: cannot open for writing");
+  expectBadInput({"cluster", "from-topo", topo("a100-pcie-2gpu-2socket-amd.txt"), "--gpu",
+                  "a100-pcie", "--nics", "none", "--cpu", "epyc"},
+                 "--cpu: unknown CPU 'epyc'; expected intel (= intel-skl), intel-bdw");
+  expectBadInput({"cluster", "from-topo", topo("a100-pcie-2gpu-2socket-amd.txt"), "--gpu",
+                  "a100-pcie", "--nics", "none", "--cpu", "arm", "--cpu-vendor", "intel"},
+                 "--cpu arm is an arm CPU, but --cpu-vendor says intel");
   expectBadInput({"cluster", "frobnicate"}, "unknown subcommand 'frobnicate'");
   expectBadInput({"cluster", "show", "dgx-z900"}, "unknown cluster 'dgx-z900'");
 }

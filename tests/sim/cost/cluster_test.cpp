@@ -168,6 +168,20 @@ INSTANTIATE_TEST_SUITE_P(
                 "inter_node.nic_gbps", "unknown field; expected one of nics_per_node, nic_Gbps"},
         BadCase{"nvls on Ampere", [](Json& j) { j["intra_node"]["nvls"] = true; },
                 "intra_node.nvls", "hopper or blackwell"},
+        BadCase{"inter-CPU bandwidth on NVSwitch",
+                [](Json& j) { j["intra_node"]["inter_cpu_GBps"] = 10; },
+                "intra_node.inter_cpu_GBps", "0 unless type is \"pcie\""},
+        BadCase{"negative inter-CPU bandwidth",
+                [](Json& j) {
+                  j["intra_node"] = {{"type", "pcie"}, {"inter_cpu_GBps", -16}};
+                },
+                "intra_node.inter_cpu_GBps",
+                "expected a non-negative number (GB/s of the CPU interconnect, one way)"},
+        BadCase{"inter-CPU bandwidth as string",
+                [](Json& j) {
+                  j["intra_node"] = {{"type", "pcie"}, {"inter_cpu_GBps", "UPI"}};
+                },
+                "intra_node.inter_cpu_GBps", "expected a non-negative number"},
         BadCase{"intra type typo", [](Json& j) { j["intra_node"]["type"] = "nvswich"; },
                 "intra_node.type", "expected one of nvswitch, nvlink, pcie, shared_memory"},
         BadCase{"cpu arch with NCCL", [](Json& j) { j["device"]["arch"] = "cpu"; }, "device.arch",
