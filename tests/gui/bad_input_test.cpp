@@ -94,6 +94,10 @@ void BadInputTest::corruptInputsShowAnErrorDialog() {
     QByteArray bytes;
     QString expected;  // substring of the message
   };
+  // A NUL inside a string: the length comes from the array (a hand-counted 58 read 2 bytes past
+  // the 57-byte literal; found by ASan).
+  static constexpr char kNulInString[] =
+      "{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"a\0b\",\"ts\":1,\"dur\":1}]}";
   const std::vector<Case> cases = {
       {"empty.json", QByteArray(), "the file is empty"},
       {"garbage.json", garbage, "invalid JSON at byte"},
@@ -101,8 +105,7 @@ void BadInputTest::corruptInputsShowAnErrorDialog() {
       {"corrupt.json.gz", corruptGz, "gzip"},
       {"cut_mid_event.json", good.left(good.size() * 2 / 3), "invalid JSON at byte"},
       {"deep.json", deep, "[0]: expected an event object, got an array"},
-      {"nul_in_string.json",
-       QByteArray("{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"a\0b\",\"ts\":1,\"dur\":1}]}", 58),
+      {"nul_in_string.json", QByteArray(kNulInString, sizeof(kNulInString) - 1),
        "invalid JSON at byte"},
   };
   MainWindow window;  // the real error dialog: no error hook
