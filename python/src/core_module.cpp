@@ -255,9 +255,8 @@ py::object importTorch(const std::vector<std::string>& paths,
 }
 
 // `ddpscope cluster from-topo` (sim/topo/cluster_from_topo.h): the cluster file's text (what
-// `-o FILE` writes, byte for byte) built
-// from a `nvidia-smi topo -m` file (`isText` false: `topo` is its path) or its text, with the
-// command's flags as settings. Text has no file name: its origin in messages is "<topo text>"
+// `-o FILE` writes, byte for byte) built from a `nvidia-smi topo -m` file (`isText` false: `topo`
+// is its path) or its text, with the command's flags as settings. Text has no file name: its origin in messages is "<topo text>"
 // and the cluster's default name "from-topo".
 std::string clusterFromTopo(const std::string& topo, bool isText,
                             const std::map<std::string, std::string>& settings) {
