@@ -49,6 +49,7 @@ CollectiveEstimate AlphaBetaCommModel::estimate(Collective collective, int64_t b
   const double timeUs = steps * m_alphaUs + wireFraction * s / (m_betaGBps * 1e3);
   result.time = Nanos::fromMicrosDouble(timeUs);
   result.algorithm = "alpha_beta";
+  result.latencySource = "alpha_beta";
   result.algbwGBps = s / (timeUs * 1e3);
   result.busbwGBps = result.algbwGBps * wireFraction;
   return result;

@@ -89,6 +89,32 @@ struct NcclSettings {
   double launchOverheadUs = 0;
 };
 
+// Measured latency of one NCCL call (µs), fitted to all_reduce_perf rows: base + intra-node
+// steps × intraStepUs + inter-node steps × interStepUs, the steps counted as NCCL's tuner counts
+// them for the (algorithm, protocol) it picks (ring allreduce 2(n-1) steps, 2(nodes-1) of them
+// across nodes; tree 2(ppn-1) inside and 2 log2(nodes) across; NVLS 1 inside, 1 across).
+// docs/spec/nccl-latency.md has the rows and the fit.
+struct LatencyFit {
+  double baseUs = 0;
+  double intraStepUs = 0;
+  double interStepUs = 0;
+};
+
+// "measured_latency": when present, the time of every NCCL call is this latency plus the
+// tuner's bytes / algBw for the pair the tuner picks; NCCL's tuner latencies still choose the
+// pair. Per-protocol fits override the shared one for that protocol.
+struct MeasuredLatency {
+  bool present = false;
+  LatencyFit fit;                            // every protocol without its own
+  std::map<std::string, LatencyFit> byProto;  // "LL", "LL128", "Simple"
+  std::string source;    // which measurements (row ids / URLs)
+  std::string ncclEra;   // NCCL version(s) and years the measurements stand for
+  const LatencyFit& forProtocol(const std::string& proto) const {
+    auto it = byProto.find(proto);
+    return it == byProto.end() ? fit : it->second;
+  }
+};
+
 // How collectives are costed: NCCL's tuner model, or a plain α–β model (CPU/MPI profiles).
 enum class CommModelKind { kNccl, kAlphaBeta };
 
@@ -130,6 +156,7 @@ struct ClusterSpec {
   CommModelKind commModel = CommModelKind::kNccl;
   AlphaBetaSpec alphaBeta;           // used when commModel == kAlphaBeta
   NcclSettings nccl;                 // used when commModel == kNccl
+  MeasuredLatency measuredLatency;   // "measured_latency" (kNccl only)
   double contentionSlowdown = 0.15;  // compute slows by this fraction while a collective runs
   // NCCL's CTAs hold whole SMs while their collective runs (spec nccl-cost-model.md §5.1: they
   // do not share an SM with compute kernels, nccl#689), so compute has smCount − ctas SMs left:

@@ -36,7 +36,8 @@ class ClusterParser : private io::JsonReader {
         checkKeys(root, "",
                   {"name", "description", "device", "gpus_per_node", "intra_node", "inter_node",
                    "cpu_vendor", "nccl_version", "comm_model", "alpha_beta", "nccl",
-                   "contention_slowdown", "nccl_sm_contention", "ddp_overheads"}));
+                   "contention_slowdown", "nccl_sm_contention", "ddp_overheads",
+                   "measured_latency"}));
     ClusterSpec spec;
     spec.origin = origin();
     ASSIGN_OR_RETURN(spec.name, requiredString(root, "", "name"));
@@ -63,6 +64,7 @@ class ClusterParser : private io::JsonReader {
     RETURN_IF_ERROR(parseAlphaBeta(root, spec));
     RETURN_IF_ERROR(parseNccl(root, spec));
     RETURN_IF_ERROR(parseDdpOverheads(root, spec));
+    RETURN_IF_ERROR(parseMeasuredLatency(root, spec));
     return spec;
   }
 
@@ -345,6 +347,54 @@ class ClusterParser : private io::JsonReader {
     ASSIGN_OR_RETURN(o.copyBackUs, number(*ddp, path, "copy_back_us", 0, 1e6, 0.0, what));
     ASSIGN_OR_RETURN(o.finalizeWaitUs, number(*ddp, path, "finalize_wait_us", 0, 1e6, 0.0, what));
     ASSIGN_OR_RETURN(o.stepOverheadUs, number(*ddp, path, "step_overhead_us", 0, 1e6, 0.0, what));
+    return Status::ok();
+  }
+
+  Status parseLatencyFit(const Json& object, const std::string& path, LatencyFit& fit) const {
+    RETURN_IF_ERROR(checkKeys(object, path, {"base_us", "intra_step_us", "inter_step_us"}));
+    const std::string what = "a number of µs in [0, 1e4]";
+    ASSIGN_OR_RETURN(fit.baseUs, number(object, path, "base_us", 0, 1e4, std::nullopt, what));
+    ASSIGN_OR_RETURN(fit.intraStepUs,
+                     number(object, path, "intra_step_us", 0, 1e4, std::nullopt, what));
+    ASSIGN_OR_RETURN(fit.interStepUs, number(object, path, "inter_step_us", 0, 1e4, 0.0, what));
+    return Status::ok();
+  }
+
+  Status parseMeasuredLatency(const Json& root, ClusterSpec& spec) const {
+    ASSIGN_OR_RETURN(const Json* m, object(root, "", "measured_latency", false));
+    if (m == nullptr) return Status::ok();
+    const std::string path = "measured_latency";
+    if (spec.commModel != CommModelKind::kNccl) {
+      return error(path, "absent when comm_model is \"alpha_beta\" (it times NCCL calls)", m);
+    }
+    RETURN_IF_ERROR(checkKeys(*m, path,
+                              {"source", "nccl_era", "base_us", "intra_step_us", "inter_step_us",
+                               "protocols"}));
+    MeasuredLatency& ml = spec.measuredLatency;
+    ASSIGN_OR_RETURN(ml.source, requiredString(*m, path, "source"));
+    ASSIGN_OR_RETURN(ml.ncclEra, requiredString(*m, path, "nccl_era"));
+    Json shared = Json::object();
+    for (const char* key : {"base_us", "intra_step_us", "inter_step_us"}) {
+      if (const Json* v = find(*m, key)) shared[key] = *v;
+    }
+    RETURN_IF_ERROR(parseLatencyFit(shared, path, ml.fit));
+    ASSIGN_OR_RETURN(const Json* protos, object(*m, path, "protocols", false));
+    if (protos != nullptr) {
+      const std::string protosPath = jsonKeyPath(path, "protocols");
+      RETURN_IF_ERROR(checkKeys(*protos, protosPath, {"LL", "LL128", "Simple"}));
+      for (auto it = protos->begin(); it != protos->end(); ++it) {
+        ASSIGN_OR_RETURN(const Json* p, object(*protos, protosPath, it.key(), true));
+        RETURN_IF_ERROR(parseLatencyFit(*p, jsonKeyPath(protosPath, it.key()),
+                                        ml.byProto[it.key()]));
+      }
+    }
+    if (spec.nccl.launchOverheadUs > 0) {
+      return error("nccl.launch_overhead_us",
+                   "absent (or 0) when measured_latency is given: measured times already hold "
+                   "the launch and kernel start",
+                   nullptr);
+    }
+    ml.present = true;
     return Status::ok();
   }
 

@@ -28,6 +28,9 @@ struct CollectiveEstimate {
   int ctas = 0;           // CTAs (SMs) NCCL launches for this call (contention model input)
   double algbwGBps = 0;   // bytes / time
   double busbwGBps = 0;   // algbw × nccl-tests factor (2(n−1)/n for allreduce)
+  // Where the latency part comes from: "tuner" (NCCL's tuner constants + launch overhead),
+  // "measured" (the cluster's measured_latency fit), "alpha_beta", "" (no time).
+  std::string latencySource;
 };
 
 // One (algorithm, protocol) pair as NCCL's tuner sees it for one call (spec §1.1, §1.10).
@@ -41,6 +44,11 @@ struct CollectiveCandidate {
   double algBwGBps = 0;      // at this size (Tree correction applied)
   double tunerTimeUs = 0;    // latency + bytes / algBw: NCCL's predicted time
   double timeUs = 0;         // what estimate() uses: non-decreasing in bytes, + launch overhead
+                             // (measured latency: its latency + bytes / algBw instead)
+  double measuredLatencyUs = 0;  // the cluster's measured latency at this pair's steps (0: none)
+  double baseOffsetUs = 0;       // the tuner's base latency of this pair minus Ring/LL's
+  int intraSteps = 0;            // latency steps inside a node / across nodes (NCCL's count)
+  int interSteps = 0;
   int ctas = 0;              // CTAs this call would launch (§1.8)
 };
 

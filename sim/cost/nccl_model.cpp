@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <utility>
@@ -73,7 +74,21 @@ bool isX86(const std::string& vendor) {
   return vendor == "intel" || vendor == "amd";
 }
 
+// Bytes up to which the pick's switches are searched (16 GiB: above it no pick changes).
+constexpr int64_t kSwitchSearchMaxBytes = int64_t{1} << 34;
+const double kSwitchGridStep = std::pow(2.0, 0.25);
+
 }  // namespace
+
+void NcclCommModel::setMeasuredLatency(const MeasuredLatency& measured, const NcclConstants& c,
+                                       double startUs, int proto, Entry& e) {
+  // The pair's start cost above Ring/LL's in the tuner (never below: the fit is Ring/LL's).
+  e.baseOffsetUs = std::max(0.0, startUs - c.baseLatencyUs[kRing][kLL]);
+  if (!measured.present) return;
+  const LatencyFit& fit = measured.forProtocol(std::string(protoName(proto)));
+  e.measuredLatencyUs = fit.baseUs + e.baseOffsetUs + e.intraSteps * fit.intraStepUs +
+                        e.interSteps * fit.interStepUs;
+}
 
 StatusOr<std::unique_ptr<NcclCommModel>> NcclCommModel::create(const ClusterSpec& cluster,
                                                                const WorldLayout& layout) {
@@ -122,6 +137,7 @@ StatusOr<std::unique_ptr<NcclCommModel>> NcclCommModel::create(const ClusterSpec
   auto model = std::unique_ptr<NcclCommModel>(
       new NcclCommModel(cluster, layout, c, std::move(topology).value()));
   model->buildTables();
+  if (cluster.measuredLatency.present) model->buildSwitches();
   for (int coll = 0; coll < 4; ++coll) {
     bool any = false;
     for (const auto& row : model->m_tables[coll]) {
@@ -256,20 +272,31 @@ NcclCommModel::Entry NcclCommModel::allreduceEntry(int algo, int proto) const {
       }
       e.latencyUs =
           base + (nSteps - nInterSteps) * std::max(intraLat, overhead) + nInterSteps * interLat;
+      e.intraSteps = nSteps - nInterSteps;
+      e.interSteps = nInterSteps;
       break;
     }
     case kTree:
       e.latencyUs = base + 2 * ((ppn - 1) * intraLat + log2Nodes * interLat);
+      e.intraSteps = 2 * (ppn - 1);
+      e.interSteps = 2 * log2Nodes;
       break;
     case kNvls:
       e.latencyUs = base + intraLat + (multiNode ? interLat : 0);
+      e.intraSteps = 1;
+      e.interSteps = multiNode ? 1 : 0;
       break;
     case kNvlsTree:
       e.latencyUs = base + intraLat + 2 * log2Nodes * interLat;
+      e.intraSteps = 1;
+      e.interSteps = 2 * log2Nodes;
       break;
     default:
       break;
   }
+  // NVLS's start cost is its one NVLink hop (NCCL 2.30's base for it is 0).
+  const double start = base + (algo == kNvls || algo == kNvlsTree ? intraLat : 0.0);
+  setMeasuredLatency(m_cluster.measuredLatency, c, start, proto, e);
   e.enabled = true;
   return e;
 }
@@ -317,14 +344,17 @@ NcclCommModel::Entry NcclCommModel::ringOnlyEntry(Collective collective, int alg
   }
   e.latencyUs = c.baseLatencyUs[kRing][proto] + (hops - interHops) * std::max(intraLat, overhead) +
                 interHops * interLat;
+  e.intraSteps = hops - interHops;
+  e.interSteps = interHops;
+  setMeasuredLatency(m_cluster.measuredLatency, c, c.baseLatencyUs[kRing][proto], proto, e);
   e.enabled = e.algBwGBps > 0;
   return e;
 }
 
 double NcclCommModel::tunerTimeUs(Collective collective, int algo, int proto, double bytes,
-                                  double* latencyUs, double* algBwGBps) const {
+                                  double* latencyUs, double* algBwGBps, bool measured) const {
   const Entry& e = m_tables[static_cast<int>(collective)][algo][proto];
-  double lat = e.latencyUs;
+  double lat = measured ? e.measuredLatencyUs : e.latencyUs;
   double bw = e.algBwGBps;
   if (collective == Collective::kAllreduce) {
     const auto b = static_cast<int64_t>(bytes);
@@ -333,7 +363,7 @@ double NcclCommModel::tunerTimeUs(Collective collective, int algo, int proto, do
     if (algo == kTree || (algo == kNvlsTree && blackwellX86)) {
       bw *= treeCorrectionFactor(proto, treeCorrectionIndex(b));
     }
-    if (algo == kRing && proto == kSimple && m_layout.nodes > 1 &&
+    if (!measured && algo == kRing && proto == kSimple && m_layout.nodes > 1 &&
         b >= kRingPlateauBytesPerChannelRank * m_topology.runtimeChannels * m_layout.worldSize()) {
       lat *=
           m_cluster.device.arch == GpuArch::kVolta ? kRingPlateauFactorVolta : kRingPlateauFactor;
@@ -344,15 +374,76 @@ double NcclCommModel::tunerTimeUs(Collective collective, int algo, int proto, do
   return lat + bytes / (1000.0 * bw);
 }
 
-double NcclCommModel::monotoneTimeUs(Collective collective, int algo, int proto,
-                                     double bytes) const {
-  double best = tunerTimeUs(collective, algo, proto, bytes);
-  for (int64_t step : m_stepSizes) {
-    if (static_cast<double>(step) > bytes) {
-      best = std::min(best, tunerTimeUs(collective, algo, proto, static_cast<double>(step)));
+double NcclCommModel::monotoneTimeUs(Collective collective, int algo, int proto, double bytes,
+                                     bool measured) const {
+  double best = tunerTimeUs(collective, algo, proto, bytes, nullptr, nullptr, measured);
+  for (double step : m_stepSizes) {
+    if (step > bytes) {
+      best = std::min(best, tunerTimeUs(collective, algo, proto, step, nullptr, nullptr, measured));
     }
   }
   return best;
+}
+
+std::pair<int, int> NcclCommModel::tunerChoice(Collective collective, double bytes) const {
+  double bestUs = std::numeric_limits<double>::infinity();
+  std::pair<int, int> best{-1, -1};
+  for (int a = 0; a < kNumAlgos; ++a) {
+    for (int p = 0; p < kNumProtos; ++p) {
+      if (!m_tables[static_cast<int>(collective)][a][p].enabled) continue;
+      double t = monotoneTimeUs(collective, a, p, bytes);
+      if (t < bestUs) {
+        bestUs = t;
+        best = {a, p};
+      }
+    }
+  }
+  return best;
+}
+
+double NcclCommModel::measuredChoiceTimeUs(Collective collective, double bytes) const {
+  auto [a, p] = tunerChoice(collective, bytes);
+  return monotoneTimeUs(collective, a, p, bytes, true);
+}
+
+void NcclCommModel::buildSwitches() {
+  // Probe sizes: a 2^(1/4) grid and every size where a correction starts.
+  std::vector<int64_t> probes;
+  for (double v = 1; v <= static_cast<double>(kSwitchSearchMaxBytes); v *= kSwitchGridStep) {
+    probes.push_back(static_cast<int64_t>(std::ceil(v)));
+  }
+  for (double step : m_stepSizes) probes.push_back(static_cast<int64_t>(step));
+  std::sort(probes.begin(), probes.end());
+  probes.erase(std::unique(probes.begin(), probes.end()), probes.end());
+  for (int coll = 0; coll < 4; ++coll) {
+    const auto collective = static_cast<Collective>(coll);
+    // Where the pick changes between two probes, the first size with the new pick is a probe
+    // too (bisection): a drop there then lowers every size before it.
+    std::vector<int64_t> sizes;
+    std::pair<int, int> before = tunerChoice(collective, static_cast<double>(probes.front()));
+    for (size_t i = 0; i < probes.size(); ++i) {
+      const std::pair<int, int> now = tunerChoice(collective, static_cast<double>(probes[i]));
+      if (i > 0 && now != before) {
+        int64_t lo = probes[i - 1];
+        int64_t hi = probes[i];
+        while (hi - lo > 1) {
+          const int64_t mid = lo + (hi - lo) / 2;
+          (tunerChoice(collective, static_cast<double>(mid)) == before ? lo : hi) = mid;
+        }
+        if (hi != probes[i]) sizes.push_back(hi);
+      }
+      sizes.push_back(probes[i]);
+      before = now;
+    }
+    std::vector<Switch>& out = m_switches[coll];
+    out.resize(sizes.size());
+    double suffixMin = std::numeric_limits<double>::infinity();
+    for (size_t i = sizes.size(); i-- > 0;) {
+      suffixMin =
+          std::min(suffixMin, measuredChoiceTimeUs(collective, static_cast<double>(sizes[i])));
+      out[i] = {sizes[i], suffixMin};
+    }
+  }
 }
 
 int NcclCommModel::ctasFor(int algo, int proto, double bytes) const {
@@ -382,6 +473,7 @@ std::vector<CollectiveCandidate> NcclCommModel::candidates(Collective collective
                                                            int64_t bytes) const {
   std::vector<CollectiveCandidate> out;
   const double b = static_cast<double>(std::max<int64_t>(bytes, 0));
+  const bool measured = m_cluster.measuredLatency.present;
   for (int a = 0; a < kNumAlgos; ++a) {
     for (int p = 0; p < kNumProtos; ++p) {
       const Entry& e = m_tables[static_cast<int>(collective)][a][p];
@@ -393,7 +485,13 @@ std::vector<CollectiveCandidate> NcclCommModel::candidates(Collective collective
         cand.baseLatencyUs = e.latencyUs;
         cand.baseAlgBwGBps = e.algBwGBps;
         cand.tunerTimeUs = tunerTimeUs(collective, a, p, b, &cand.latencyUs, &cand.algBwGBps);
-        cand.timeUs = monotoneTimeUs(collective, a, p, b) + m_cluster.nccl.launchOverheadUs;
+        cand.timeUs = measured ? monotoneTimeUs(collective, a, p, b, true)
+                               : monotoneTimeUs(collective, a, p, b) +
+                                     m_cluster.nccl.launchOverheadUs;
+        cand.measuredLatencyUs = e.measuredLatencyUs;
+        cand.intraSteps = e.intraSteps;
+        cand.baseOffsetUs = e.baseOffsetUs;
+        cand.interSteps = e.interSteps;
         cand.ctas = ctasFor(a, p, b);
       }
       out.push_back(std::move(cand));
@@ -428,7 +526,17 @@ CollectiveEstimate NcclCommModel::estimate(Collective collective, int64_t bytes)
     }
   }
   DDPSCOPE_CHECK_MSG(bestAlgo >= 0, "NCCL model: no enabled (algorithm, protocol) pair");
-  bestUs += m_cluster.nccl.launchOverheadUs;
+  if (m_cluster.measuredLatency.present) {
+    bestUs = monotoneTimeUs(collective, bestAlgo, bestProto, b, true);
+    const std::vector<Switch>& probes = m_switches[static_cast<int>(collective)];
+    auto it = std::upper_bound(probes.begin(), probes.end(), bytes,
+                               [](int64_t v, const Switch& s) { return v < s.bytes; });
+    if (it != probes.end()) bestUs = std::min(bestUs, it->floorUs);
+    result.latencySource = "measured";
+  } else {
+    bestUs += m_cluster.nccl.launchOverheadUs;
+    result.latencySource = "tuner";
+  }
   result.time = Nanos::fromMicrosDouble(bestUs);
   result.algorithm = std::string(algoName(bestAlgo));
   result.protocol = std::string(protoName(bestProto));

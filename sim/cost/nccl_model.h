@@ -15,6 +15,14 @@
 //   * Broadcast, AllGather and ReduceScatter use Ring only (LL/LL128/Simple): R−1 hops (inter-node
 //     hops nNodes−1), algBw = busBw / busBandwidthFactor. S is nccl-tests' S (AllGather /
 //     ReduceScatter: the whole gathered array).
+//   * With the cluster's measured_latency (ClusterSpec::MeasuredLatency), the tuner still picks
+//     the pair, but the pair's time is the measured latency at its step count (plus the tuner's
+//     start cost of the pair above Ring/LL's, the pair the small-message measurements mostly
+//     ran with; NVLS's start is its NVLink hop) plus the tuner's
+//     bytes / algBw (no launch overhead, no ring plateau: the measurements hold both). Where the
+//     pick changes, a time just above can be below the time just below; as for one pair's
+//     corrections, a size's time is at most the time of any larger probe size (a 2^(1/4) grid
+//     and the correction sizes, computed once per model), so it stays non-decreasing.
 // CollNet, PAT and NCCL_ALGO tuner plugins are not modelled. Cost: O(1) per call (12 pairs).
 #pragma once
 
@@ -48,6 +56,16 @@ class NcclCommModel final : public CommModel {
     bool enabled = false;
     double latencyUs = 0;
     double algBwGBps = 0;
+    int intraSteps = 0;  // steps NCCL's tuner counts inside a node / across nodes (latency)
+    int interSteps = 0;
+    double measuredLatencyUs = 0;  // ClusterSpec::measuredLatency at these steps (if present)
+    double baseOffsetUs = 0;  // the tuner's start cost of this pair above Ring/LL's (>= 0)
+  };
+  // Measured latency only: at a probe size, the least measured time of any size >= it (a
+  // size's time is at most that of a larger one, as monotoneTimeUs does for one pair).
+  struct Switch {
+    int64_t bytes = 0;
+    double floorUs = 0;  // suffix minimum of the measured time from `bytes` on
   };
   using Table = std::array<std::array<Entry, nccl::kNumProtos>, nccl::kNumAlgos>;
 
@@ -58,11 +76,21 @@ class NcclCommModel final : public CommModel {
   Entry ringOnlyEntry(Collective collective, int algo, int proto) const;
   bool allowedByFilters(int algo, int proto) const;
 
-  // NCCL's predicted time (µs) for one pair at this size, and the latency / bandwidth used.
+  // NCCL's predicted time (µs) for one pair at this size, and the latency / bandwidth used;
+  // `measured`: with the measured latency in place of the tuner's.
   double tunerTimeUs(Collective collective, int algo, int proto, double bytes,
-                     double* latencyUs = nullptr, double* algBwGBps = nullptr) const;
+                     double* latencyUs = nullptr, double* algBwGBps = nullptr,
+                     bool measured = false) const;
   // tunerTimeUs made non-decreasing in bytes (see the class comment).
-  double monotoneTimeUs(Collective collective, int algo, int proto, double bytes) const;
+  double monotoneTimeUs(Collective collective, int algo, int proto, double bytes,
+                        bool measured = false) const;
+  // The tuner's pick at this size (algorithm, protocol).
+  std::pair<int, int> tunerChoice(Collective collective, double bytes) const;
+  // The measured time of the tuner's pick, before the switch floors.
+  double measuredChoiceTimeUs(Collective collective, double bytes) const;
+  void buildSwitches();
+  static void setMeasuredLatency(const MeasuredLatency& measured, const nccl::NcclConstants& c,
+                                 double startUs, int proto, Entry& e);
   int ctasFor(int algo, int proto, double bytes) const;
 
   ClusterSpec m_cluster;
@@ -71,6 +99,7 @@ class NcclCommModel final : public CommModel {
   nccl::NcclTopology m_topology;
   std::array<Table, 4> m_tables;    // by Collective
   std::vector<double> m_stepSizes;  // byte counts where a size correction starts
+  std::array<std::vector<Switch>, 4> m_switches;  // by Collective: probes, ascending
 };
 
 }  // namespace ddpscope::sim

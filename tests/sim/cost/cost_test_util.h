@@ -29,6 +29,7 @@ inline ClusterSpec builtin(std::string_view name) {
 // Intel CPUs (net overhead 1 µs, llMaxBw row 0 across nodes).
 inline ClusterSpec tunerExact(ClusterSpec cluster) {
   cluster.nccl.launchOverheadUs = 0;
+  cluster.measuredLatency = MeasuredLatency{};
   cluster.cpuVendor = "intel";
   return cluster;
 }

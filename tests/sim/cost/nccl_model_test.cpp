@@ -356,8 +356,42 @@ TEST(NcclModelTest, PredictedTimesH100MultiNode) {
 
 // ---- selection, CTAs, corrections ----------------------------------------------------------
 
+// With measured_latency the tuner still picks; the pick's time is the measured latency at its
+// steps plus the tuner's bytes / algBw, with no launch overhead.
+TEST(NcclModelTest, MeasuredLatencyTimesTheTunersPick) {
+  const ClusterSpec measured = builtin("dgx-a100");
+  ASSERT_TRUE(measured.measuredLatency.present);
+  const LatencyFit& f = measured.measuredLatency.fit;
+  for (int nodes : {1, 2, 4}) {
+    auto withFit = ncclModel(measured, nodes);
+    auto tuner = ncclModel(tunerExact(measured), nodes);
+    for (int64_t bytes : {int64_t{8}, int64_t{1024}}) {
+      SCOPED_TRACE(std::to_string(nodes) + " nodes, " + std::to_string(bytes) + " B");
+      const CollectiveEstimate e = withFit->estimate(Collective::kAllreduce, bytes);
+      const CollectiveEstimate t = tuner->estimate(Collective::kAllreduce, bytes);
+      EXPECT_EQ(e.algorithm, t.algorithm);
+      EXPECT_EQ(e.protocol, t.protocol);
+      EXPECT_EQ(e.latencySource, "measured");
+      EXPECT_EQ(t.latencySource, "tuner");
+      const CollectiveCandidate c = candidate(*withFit, e.algorithm, e.protocol, bytes);
+      const double latency = f.baseUs + c.baseOffsetUs + c.intraSteps * f.intraStepUs +
+                             c.interSteps * f.interStepUs;
+      EXPECT_NEAR(c.measuredLatencyUs, latency, 1e-9);
+      EXPECT_NEAR(e.time.toMicros(), latency + bytes / (1000.0 * c.algBwGBps), 1e-3);
+    }
+  }
+  // Ring on one node: 2(n-1) steps, all inside the node.
+  ClusterSpec ring = measured;
+  ring.nccl.algorithms = {"ring"};
+  const CollectiveCandidate r = candidate(*ncclModel(ring, 1), "ring", "LL", 8);
+  EXPECT_EQ(r.intraSteps, 14);
+  EXPECT_EQ(r.interSteps, 0);
+}
+
 TEST(NcclModelTest, ChoosesTheCandidateWithTheSmallestTime) {
-  auto model = ncclModel(builtin("dgx-a100"), 4);
+  ClusterSpec tuner = tunerExact(builtin("dgx-a100"));
+  tuner.nccl.launchOverheadUs = 4;
+  auto model = ncclModel(tuner, 4);
   for (int64_t bytes : {int64_t{8}, 64 * kKiB, kMiB, 25 * kMiB, kGiB}) {
     CollectiveEstimate e = model->estimate(Collective::kAllreduce, bytes);
     double best = 1e300;
@@ -563,13 +597,15 @@ TEST(NcclModelTest, TimeIsMonotoneInBytes) {
   }
 }
 
+// The tuner's own times (measured latencies per pick are not monotone in the NIC speed: a faster
+// NIC can move the tuner to a pair whose real latency is higher, as on real clusters).
 TEST(NcclModelTest, MoreNicBandwidthIsNeverSlower) {
   const std::vector<int64_t> sizes = sweepSizes();
   for (const char* name : {"dgx-a100", "dgx-h100", "dgx-v100", "pcie-a100-100gbe"}) {
     for (int nodes : {2, 4, 16}) {
       std::unique_ptr<NcclCommModel> slower;
       for (double gbps : {10.0, 25.0, 50.0, 100.0, 200.0, 400.0, 800.0, 1600.0}) {
-        ClusterSpec cluster = builtin(name);
+        ClusterSpec cluster = tunerExact(builtin(name));
         cluster.interNode.nicGbps = gbps;
         auto faster = ncclModel(cluster, nodes);
         ASSERT_NE(faster, nullptr);
