@@ -1,0 +1,136 @@
+#include "sim/cost/nccl_tests_log.h"
+
+#include <algorithm>
+#include <optional>
+#include <regex>
+#include <set>
+
+#include "base/strings.h"
+
+namespace ddpscope::sim {
+
+namespace {
+
+std::vector<std::string> words(std::string_view line) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
+    size_t j = i;
+    while (j < line.size() && line[j] != ' ' && line[j] != '\t' && line[j] != '\r') ++j;
+    if (j > i) out.emplace_back(line.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
+bool isWord(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+// The #wrong column: an integer, N/A, or (old nccl-tests) a float error like 0e+00.
+bool isWrongColumn(const std::string& s) {
+  return s == "N/A" || parseDouble(s).has_value();
+}
+
+}  // namespace
+
+StatusOr<NcclTestsLog> parseNcclTestsLog(std::string_view text, const std::string& origin) {
+  NcclTestsLog log;
+  log.origin = origin;
+  std::set<std::string> hosts;
+  std::set<int> ranks;
+  const std::regex rankLine(R"(#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s*(.*))");
+  const std::regex versionLine(R"(NCCL version (\d+\.\d+\.\d+))");
+  int lineNo = 0;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string line(text.substr(pos, end - pos));
+    pos = end + 1;
+    ++lineNo;
+    if (line.find("all_reduce_perf") != std::string::npos) log.test = "all_reduce_perf";
+    std::smatch m;
+    if (log.ncclVersion.empty() && std::regex_search(line, m, versionLine)) {
+      log.ncclVersion = m[1];
+    }
+    const std::string_view trimmed = trimString(line);
+    if (trimmed.empty()) continue;
+    if (trimmed[0] == '#') {
+      if (std::regex_search(line, m, rankLine)) {
+        ranks.insert(std::stoi(m[1]));
+        hosts.insert(m[2]);
+        if (m[1] == "0") log.gpu = std::string(trimString(std::string(m[3])));
+      }
+      continue;
+    }
+    const std::vector<std::string> w = words(trimmed);
+    // A row starts with two integers (size, count) followed by a type and an op name.
+    if (w.size() < 2 || !parseInt64(w[0]) || !parseInt64(w[1])) continue;
+    const std::string where = origin + ":" + std::to_string(lineNo);
+    // size count type redop [root] time algbw busbw wrong [time algbw busbw wrong]
+    if (w.size() < 8 || !isWord(w[2]) || !isWord(w[3])) {
+      return invalidArgument(where + ": expected an nccl-tests row 'size count type redop [root] " +
+                             "time algbw busbw #wrong [time algbw busbw #wrong]'; got '" +
+                             std::string(trimmed) + "'");
+    }
+    size_t first = 4;
+    const size_t rest = w.size() - 4;
+    if (rest == 9 || rest == 5) first = 5;  // root column present
+    else if (rest != 8 && rest != 4) {
+      return invalidArgument(where + ": expected 4 or 8 columns after 'size count type redop' " +
+                             "(plus an optional root); got " + std::to_string(rest) + " in '" +
+                             std::string(trimmed) + "'");
+    }
+    NcclTestsRow row;
+    row.line = lineNo;
+    row.bytes = *parseInt64(w[0]);
+    auto column = [&](size_t i, const char* name) -> StatusOr<double> {
+      std::optional<double> v = parseDouble(w[i]);
+      if (!v || !(*v >= 0)) {
+        return invalidArgument(where + ": " + name + ": expected a non-negative number; got '" +
+                               w[i] + "'");
+      }
+      return *v;
+    };
+    if (row.bytes < 0) {
+      return invalidArgument(where + ": size: expected a byte count >= 0; got '" + w[0] + "'");
+    }
+    ASSIGN_OR_RETURN(row.outOfPlaceUs, column(first, "out-of-place time"));
+    ASSIGN_OR_RETURN(row.outOfPlaceBusbw, column(first + 2, "out-of-place busbw"));
+    if (!isWrongColumn(w[first + 3])) {
+      return invalidArgument(where + ": #wrong: expected a count, an error or N/A; got '" +
+                             w[first + 3] + "'");
+    }
+    if (w.size() >= first + 8) {
+      ASSIGN_OR_RETURN(row.inPlaceUs, column(first + 4, "in-place time"));
+      ASSIGN_OR_RETURN(row.inPlaceBusbw, column(first + 6, "in-place busbw"));
+    }
+    if (row.bytes > 0 && !(row.timeUs() > 0)) {
+      return invalidArgument(where + ": time: expected a positive time (µs) for " +
+                             std::to_string(row.bytes) + " bytes");
+    }
+    log.rows.push_back(row);
+  }
+  // Rows with 0 bytes time nothing: drop them.
+  log.rows.erase(std::remove_if(log.rows.begin(), log.rows.end(),
+                                [](const NcclTestsRow& r) { return r.bytes == 0; }),
+                 log.rows.end());
+  if (log.rows.empty()) {
+    return invalidArgument(origin + ": no nccl-tests result rows found (expected lines like "
+                           "'   1024   256   float   sum   -1   31.2   0.03   0.06   0   ...')");
+  }
+  log.ranks = static_cast<int>(ranks.size());
+  log.nodes = static_cast<int>(hosts.size());
+  return log;
+}
+
+StatusOr<NcclTestsLog> loadNcclTestsLog(const std::string& path) {
+  ASSIGN_OR_RETURN(std::string text, readFileToString(path));
+  return parseNcclTestsLog(text, path);
+}
+
+}  // namespace ddpscope::sim

@@ -1,0 +1,178 @@
+// The nccl-tests log reader and `cluster calibrate --nccl-tests` on real published logs
+// (tests/data/published/nccl-tests-logs/, sources in its README.md).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "base/strings.h"
+#include "sim/cost/comm_model.h"
+#include "sim/cost/latency_fit.h"
+#include "sim/cost/nccl_tests_log.h"
+#include "tests/sim/cost/cost_test_util.h"
+
+namespace ddpscope::sim {
+namespace {
+
+using namespace testing;  // NOLINT(google-build-using-namespace)
+
+std::string logPath(const std::string& name) {
+  return std::string(DDPSCOPE_SOURCE_DIR) + "/tests/data/published/nccl-tests-logs/" + name;
+}
+
+NcclTestsLog load(const std::string& name) {
+  auto log = loadNcclTestsLog(logPath(name));
+  EXPECT_TRUE(log.isOk()) << log.status().toString();
+  return log.isOk() ? *log : NcclTestsLog{};
+}
+
+TEST(NcclTestsLogTest, ReadsTheFourPublishedLogs) {
+  struct Expect {
+    const char* file;
+    int ranks, nodes;
+    const char* gpu;
+    const char* nccl;
+    size_t rows;
+    int64_t lastBytes;
+  };
+  for (const Expect& x : {
+           Expect{"konnase-v100x8-1node.txt", 8, 1, "Tesla V100-SXM2-16GB", "", 25, 134217728},
+           Expect{"aws-dlami-p3dn-v100-2x8.txt", 16, 2, "Tesla V100-SXM2-32GB", "2.4.8", 28,
+                  1073741824},
+           Expect{"aws-dlami-p4d-a100-2x8.txt", 16, 2, "A100-SXM4-40GB", "2.7.8", 28, 1073741824},
+           Expect{"gcp-a3mega-h100-2x8.txt", 16, 2, "NVIDIA H100 80GB HBM3", "", 31,
+                  8589934592}}) {
+    SCOPED_TRACE(x.file);
+    NcclTestsLog log = load(x.file);
+    EXPECT_EQ(log.ranks, x.ranks);
+    EXPECT_EQ(log.nodes, x.nodes);
+    EXPECT_EQ(log.gpu, x.gpu);
+    EXPECT_EQ(log.ncclVersion, x.nccl);
+    EXPECT_EQ(log.rows.size(), x.rows);
+    ASSERT_FALSE(log.rows.empty());
+    EXPECT_EQ(log.rows.front().bytes, 8);
+    EXPECT_EQ(log.rows.back().bytes, x.lastBytes);
+  }
+  // Both time columns of one row, old layout (no root column, float error column).
+  NcclTestsLog v100 = load("konnase-v100x8-1node.txt");
+  EXPECT_DOUBLE_EQ(v100.rows[0].outOfPlaceUs, 48.46);
+  EXPECT_DOUBLE_EQ(v100.rows[0].inPlaceUs, 48.17);
+  // New layout (root column, integer #wrong).
+  NcclTestsLog h100 = load("gcp-a3mega-h100-2x8.txt");
+  EXPECT_DOUBLE_EQ(h100.rows[0].outOfPlaceUs, 135.8);
+  EXPECT_DOUBLE_EQ(h100.rows[0].inPlaceUs, 123.5);
+  EXPECT_DOUBLE_EQ(h100.rows.back().outOfPlaceBusbw, 338.82);
+}
+
+TEST(NcclTestsLogTest, MalformedRowsNameTheirLine) {
+  const std::string head =
+      "# nThread 1 nGpus 1 minBytes 8 maxBytes 128 step: 2(factor) warmup iters: 5 iters: 20\n"
+      "#  Rank  0 Group  0 Pid  1 on a device  0 [0x07] NVIDIA H100 80GB HBM3\n"
+      "#  Rank  1 Group  0 Pid  2 on a device  1 [0x08] NVIDIA H100 80GB HBM3\n";
+  const std::string good =
+      "           8             2     float     sum      -1    31.09    0.00    0.00      0    "
+      "30.58    0.00    0.00      0\n";
+  auto ok = parseNcclTestsLog(head + good, "ar.txt");
+  ASSERT_TRUE(ok.isOk()) << ok.status().toString();
+  EXPECT_EQ(ok->ranks, 2);
+  EXPECT_EQ(ok->nodes, 1);
+
+  auto cut = parseNcclTestsLog(head + good + "          16             4     float     sum\n",
+                               "ar.txt");
+  ASSERT_FALSE(cut.isOk());
+  EXPECT_NE(cut.status().message().find("ar.txt:5: expected an nccl-tests row"),
+            std::string::npos)
+      << cut.status().message();
+
+  auto badTime = parseNcclTestsLog(
+      head + "          16             4     float     sum      -1    abc    0.00    0.00      0\n",
+      "ar.txt");
+  ASSERT_FALSE(badTime.isOk());
+  EXPECT_NE(badTime.status().message().find("ar.txt:4: out-of-place time: expected a "
+                                            "non-negative number; got 'abc'"),
+            std::string::npos)
+      << badTime.status().message();
+
+  auto columns = parseNcclTestsLog(
+      head + "          16             4     float     sum   1.0  2.0  3.0  0  4.0  5.0  6.0\n",
+      "ar.txt");
+  ASSERT_FALSE(columns.isOk());
+  EXPECT_NE(columns.status().message().find("ar.txt:4: expected 4 or 8 columns"),
+            std::string::npos)
+      << columns.status().message();
+
+  auto none = parseNcclTestsLog(head + "# Avg bus bandwidth    : 0.01\n", "ar.txt");
+  ASSERT_FALSE(none.isOk());
+  EXPECT_NE(none.status().message().find("ar.txt: no nccl-tests result rows found"),
+            std::string::npos);
+}
+
+TEST(NcclTestsLogTest, CalibrateNeedsRanks) {
+  auto log = parseNcclTestsLog(
+      "           8             2     float     sum    31.09    0.00    0.00  0    30.58    0.00  "
+      "  0.00  0\n",
+      "pasted.txt");
+  ASSERT_TRUE(log.isOk());
+  auto cal = calibrateFromNcclTests(*log, std::string(builtinClusterJson("dgx-h100")),
+                                    "cluster:dgx-h100", {});
+  ASSERT_FALSE(cal.isOk());
+  EXPECT_NE(cal.status().message().find("give the GPUs of the run with --ranks"),
+            std::string::npos)
+      << cal.status().message();
+  NcclTestsCalibrationOptions options;
+  options.ranks = 8;
+  auto withRanks = calibrateFromNcclTests(*log, std::string(builtinClusterJson("dgx-h100")),
+                                          "cluster:dgx-h100", options);
+  EXPECT_TRUE(withRanks.isOk()) << withRanks.status().toString();
+  auto cpu = calibrateFromNcclTests(*log, std::string(builtinClusterJson("cpu-mpi")),
+                                    "cluster:cpu-mpi", options);
+  ASSERT_FALSE(cpu.isOk());
+  EXPECT_NE(cpu.status().message().find("expected a GPU cluster timed by NCCL"), std::string::npos);
+}
+
+// The calibrated cluster against every row of its own log. What the fit claims is asserted:
+// latency-bound sizes (<= 64 KiB, the rows the latency is fitted to) within ±25 % (the bar of
+// the published rows) and the largest size (the saturated bandwidth; fitted on the 3 largest by
+// their median) within ±10 % (the bar of the published busbw checks). The sizes between are
+// printed, not asserted: there the tuner's bandwidth ramps up faster than real NCCL does, by up
+// to 76 % on the A3 Mega log (docs/spec/nccl-latency.md, "What the model misses").
+void expectCalibrationMeetsItsLog(const std::string& file, const std::string& base,
+                                  const std::string& forcedAlgo = "") {
+  SCOPED_TRACE(file);
+  NcclTestsLog log = load(file);
+  NcclTestsCalibrationOptions options;
+  options.forcedAlgo = forcedAlgo;
+  auto cal = calibrateFromNcclTests(log, std::string(builtinClusterJson(base)), "cluster:" + base,
+                                    options);
+  ASSERT_TRUE(cal.isOk()) << cal.status().toString();
+  std::printf("%s on %s: base %.2f intra %.2f inter %.2f us (fitted %d%d%d), bandwidth x%.3f\n",
+              file.c_str(), base.c_str(), cal->latency.fit.baseUs, cal->latency.fit.intraStepUs,
+              cal->latency.fit.interStepUs, cal->latency.baseFitted, cal->latency.intraFitted,
+              cal->latency.interFitted, cal->bandwidthScale);
+  const int64_t largest = log.rows.back().bytes;
+  for (const CalibrationCheck& c : cal->checks) {
+    std::printf("  %12lld  measured %10.2f  predicted %10.2f  %+6.1f %%  %s/%s\n",
+                static_cast<long long>(c.bytes), c.measuredUs, c.predictedUs, c.errorPercent,
+                c.algorithm.c_str(), c.protocol.c_str());
+    if (c.bytes <= 64 * kKiB) {
+      EXPECT_LE(std::abs(c.errorPercent), 25.0) << c.bytes << " bytes (line " << c.line << ")";
+    } else if (c.bytes == largest) {
+      EXPECT_LE(std::abs(c.errorPercent), 10.0) << c.bytes << " bytes (line " << c.line << ")";
+    }
+  }
+  // The written cluster loads and names its source.
+  EXPECT_TRUE(cal->spec.measuredLatency.present);
+  EXPECT_NE(cal->spec.measuredLatency.source.find(file), std::string::npos);
+}
+
+TEST(NcclTestsLogTest, CalibrateOnPublishedLogs) {
+  expectCalibrationMeetsItsLog("konnase-v100x8-1node.txt", "dgx-v100");
+  // NCCL_ALGO=ring; NCCL 2.4's NCCL_TREE_THRESHOLD=0 (every size on the ring).
+  expectCalibrationMeetsItsLog("aws-dlami-p4d-a100-2x8.txt", "dgx-a100", "ring");
+  expectCalibrationMeetsItsLog("aws-dlami-p3dn-v100-2x8.txt", "dgx-v100", "ring");
+  expectCalibrationMeetsItsLog("gcp-a3mega-h100-2x8.txt", "dgx-h100");
+}
+
+}  // namespace
+}  // namespace ddpscope::sim
