@@ -154,15 +154,8 @@ TEST(NcclPublishedTest, DgxA100EightGpusSmallMessagesStayInThePublishedBand) {
 }
 
 TEST(NcclPublishedTest, TwoDgxA100NodesSmallMessage) {
-  // §3.3: ~25–50 µs for 2–4 nodes with the default choice.
-  for (int nodes : {2, 4}) {
-    auto model = commModel(builtin("dgx-a100"), nodes, 8);
-    for (int64_t bytes : {int64_t{8}, int64_t{1024}, 64 * kKiB}) {
-      double us = allreduceUs(*model, bytes);
-      EXPECT_GE(us, 25.0 / kLatencyFactor) << nodes << " nodes, " << bytes << " B";
-      EXPECT_LE(us, 50.0 * kLatencyFactor) << nodes << " nodes, " << bytes << " B";
-    }
-  }
+  // (The "~25-50 µs on 2-4 nodes" band once checked here was an estimate without a measured
+  // row; measured rows are in nccl_tests_small.json, NcclLatencyPublishedTest.)
   // 2× DGX A100 with 8× 100G, Ring forced, 8–512 B: ~93 µs (nccl#812, NCCL 2.16.5).
   ClusterSpec ring = builtin("dgx-a100");
   ring.interNode.nicGbps = 100;
