@@ -51,9 +51,28 @@ Status runAllreduceCommand(const std::vector<std::string>& argv, CommandIo io) {
   o << "allreduce on " << cluster.name << ": " << layout.nodes << " node(s) x "
     << layout.gpusPerNode << " = " << layout.worldSize() << " ranks, NCCL " << cluster.ncclVersion
     << " model\n";
+  const sim::MeasuredLatency& measured = cluster.measuredLatency;
+  if (cluster.commModel == sim::CommModelKind::kNccl) {
+    o << "  pick: NCCL " << cluster.ncclVersion << " tuner (algorithm, protocol, channels)\n";
+    if (measured.present) {
+      o << "  time: measured latency (base " << formatShortest(measured.fit.baseUs)
+        << " us + " << formatShortest(measured.fit.intraStepUs) << " us per step in a node + "
+        << formatShortest(measured.fit.interStepUs)
+        << " us per step across nodes) + bytes / the tuner's algbw\n"
+        << "  latency measured on: " << measured.source << "\n"
+        << "  stands for: " << measured.ncclEra << "\n";
+    } else {
+      o << "  time: the tuner's own latency + bytes / algbw + "
+        << formatShortest(cluster.nccl.launchOverheadUs)
+        << " us launch (no measured_latency in this cluster: small sizes are the tuner's "
+           "guess)\n";
+    }
+  } else {
+    o << "  time: alpha-beta ring model (alpha_beta in the cluster)\n";
+  }
   o << std::right << std::setw(14) << "bytes" << std::setw(11) << "algorithm" << std::setw(9)
     << "protocol" << std::setw(13) << "time_us" << std::setw(13) << "algbw_GB/s" << std::setw(13)
-    << "busbw_GB/s"
+    << "busbw_GB/s" << std::setw(10) << "latency"
     << "\n";
   for (int64_t bytes : sizes) {
     sim::CollectiveEstimate e = model->estimate(sim::Collective::kAllreduce, bytes);
@@ -64,15 +83,17 @@ Status runAllreduceCommand(const std::vector<std::string>& argv, CommandIo io) {
                     {"time_us", timeUs},
                     {"algbw_gbps", e.algbwGBps},
                     {"busbw_gbps", e.busbwGBps},
-                    {"ctas", e.ctas}});
+                    {"ctas", e.ctas},
+                    {"latency_source", e.latencySource}});
     o << std::setw(14) << bytes << std::setw(11) << e.algorithm << std::setw(9)
       << (e.protocol.empty() ? "-" : e.protocol) << std::fixed << std::setprecision(2)
       << std::setw(13) << timeUs << std::setw(13) << e.algbwGBps << std::setw(13) << e.busbwGBps
-      << "\n";
+      << std::setw(10) << (e.latencySource.empty() ? "-" : e.latencySource) << "\n";
   }
   if (auto csv = args.value("csv")) {
     RETURN_IF_ERROR(writeCsvFile(
-        *csv, {"bytes", "algorithm", "protocol", "time_us", "algbw_gbps", "busbw_gbps", "ctas"},
+        *csv, {"bytes", "algorithm", "protocol", "time_us", "algbw_gbps", "busbw_gbps", "ctas",
+         "latency_source"},
         rows));
   }
   if (args.has("json")) {
@@ -82,6 +103,13 @@ Status runAllreduceCommand(const std::vector<std::string>& argv, CommandIo io) {
                           {"world_size", layout.worldSize()},
                           {"nccl_version", cluster.ncclVersion},
                           {"results", rows}};
+    if (measured.present) {
+      out["measured_latency"] = {{"base_us", measured.fit.baseUs},
+                                 {"intra_step_us", measured.fit.intraStepUs},
+                                 {"inter_step_us", measured.fit.interStepUs},
+                                 {"source", measured.source},
+                                 {"nccl_era", measured.ncclEra}};
+    }
     io.out << out.dump(2) << "\n";
   } else {
     io.out << o.str();

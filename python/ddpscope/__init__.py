@@ -14,13 +14,13 @@ Settings are the ``ddpscope`` CLI's flags as keyword arguments (``bucket_cap_mb=
 ``--bucket-cap-mb 50``); errors raise :class:`ddpscope.Error` with the CLI's message.
 """
 
-from ._api import (Error, Model, SimResult, buckets, calibrate, cli, cluster_from_topo,
-                   import_torch, models, overlap, plan, replay, simulate, sweep)
+from ._api import (Error, Model, SimResult, buckets, calibrate, cli, cluster_calibrate,
+                   cluster_from_topo, import_torch, models, overlap, plan, replay, simulate, sweep)
 
 __version__ = "0.1.0"
 
-__all__ = ["Error", "Model", "SimResult", "buckets", "calibrate", "cli", "cluster_from_topo",
-           "import_torch", "models", "overlap", "plan", "replay", "simulate", "sweep", "torch",
+__all__ = ["Error", "Model", "SimResult", "buckets", "calibrate", "cli", "cluster_calibrate",
+           "cluster_from_topo", "import_torch", "models", "overlap", "plan", "replay", "simulate", "sweep", "torch",
            "export"]
 
 

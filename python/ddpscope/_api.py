@@ -435,6 +435,33 @@ def cluster_from_topo(topo: PathLike, gpu: Optional[str] = None,
     return json.loads(text)
 
 
+def cluster_calibrate(nccl_tests: PathLike, cluster: str = "dgx-h100",
+                      cluster_file: Optional[PathLike] = None, ranks: Optional[int] = None,
+                      nodes: Optional[int] = None, nccl_algo: Optional[str] = None,
+                      name: Optional[str] = None, out: Optional[PathLike] = None
+                      ) -> Dict[str, Any]:
+    """``ddpscope cluster calibrate --nccl-tests LOG``: fits ``cluster`` (a built-in) or
+    ``cluster_file``'s allreduce latency and bandwidth to an ``all_reduce_perf`` log. Returns
+    the ``--json`` document (``latency``, ``bandwidth_scale``, ``checks`` against every row of
+    the log, ``notes``) with the calibrated cluster as a dict under ``cluster_json``; ``out``
+    also writes that cluster file, byte for byte what ``-o`` writes. ``ranks``/``nodes`` for a
+    log without ``# Rank`` lines, ``nccl_algo`` the NCCL_ALGO the run forced. Errors raise
+    :class:`Error` with the CLI's message (a malformed row names its line)."""
+    base = os.fspath(cluster_file) if cluster_file is not None else cluster
+    doc = _core.cluster_calibrate_nccl_tests(os.fspath(nccl_tests), base, cluster_file is not None,
+                                             int(ranks or 0), int(nodes or 0), nccl_algo or "",
+                                             name or "")
+    text = doc.pop("cluster_json_text")
+    if out is not None:
+        try:
+            with open(os.fspath(out), "w", encoding="utf-8", newline="") as f:
+                f.write(text)
+        except OSError as e:
+            raise Error("%s: cannot open for writing: %s" % (os.fspath(out), e.strerror), 2)
+    doc["cluster_json"] = json.loads(text)
+    return doc
+
+
 def _cli_executable() -> str:
     """The `ddpscope` command-line tool: $DDPSCOPE_CLI, else the one built next to this package
     (<build>/bin/ddpscope), else the console script `pip install` put in this interpreter's

@@ -1,0 +1,56 @@
+"""ddpscope.cluster_calibrate against `ddpscope cluster calibrate --nccl-tests` on the committed
+published all_reduce_perf logs (tests/data/published/nccl-tests-logs/README.md names each source):
+the same cluster file, byte for byte, and the CLI's errors as ddpscope.Error."""
+
+import json
+import os
+
+import pytest
+
+import ddpscope
+
+
+def log(data_dir, name):
+    return os.path.join(data_dir, "published", "nccl-tests-logs", name)
+
+
+@pytest.mark.parametrize("fixture,base,algo", [
+    ("konnase-v100x8-1node.txt", "dgx-v100", None),
+    ("aws-dlami-p4d-a100-2x8.txt", "dgx-a100", "ring"),
+])
+def test_same_cluster_file_as_the_cli(cli, data_dir, tmp_path, fixture, base, algo):
+    cli_out = tmp_path / "cli.json"
+    flags = ["--nccl-algo", algo] if algo else []
+    r = cli.run("cluster", "calibrate", "--nccl-tests", log(data_dir, fixture), "--cluster", base,
+                "-o", str(cli_out), *flags)
+    assert r.returncode == 0, r.stderr
+    py_out = tmp_path / "py.json"
+    doc = ddpscope.cluster_calibrate(log(data_dir, fixture), cluster=base, nccl_algo=algo,
+                                     out=py_out)
+    assert py_out.read_bytes() == cli_out.read_bytes()
+    assert doc["cluster_json"] == json.loads(cli_out.read_text())
+    assert doc["cluster_json"]["name"] == base + "-calibrated"
+    # Every row of the log is checked; the smallest sizes are latency-bound and met.
+    assert len(doc["checks"]) > 20
+    assert abs(doc["checks"][0]["error_percent"]) <= 25
+    # The calibrated file works where a cluster file is accepted.
+    r = cli.run("allreduce", "--cluster-file", str(py_out), "--bytes", "8")
+    assert r.returncode == 0, r.stderr
+    assert "measured" in r.stdout
+
+
+def test_errors(cli, tmp_path):
+    bad = tmp_path / "ar.txt"
+    bad.write_text("#  Rank  0 Group  0 Pid  1 on a device  0 [0x07] NVIDIA H100\n"
+                   "#  Rank  1 Group  0 Pid  2 on a device  1 [0x08] NVIDIA H100\n"
+                   "   8   2   float   sum   -1   31.0   0.00   0.00   0   30.5   0.00   0.00   0\n"
+                   "  16   4   float   sum\n")
+    with pytest.raises(ddpscope.Error) as e:
+        ddpscope.cluster_calibrate(bad)
+    assert "ar.txt:4: expected an nccl-tests row" in str(e.value)
+    r = cli.run("cluster", "calibrate", "--nccl-tests", str(bad))
+    assert r.returncode != 0
+    assert "ar.txt:4: expected an nccl-tests row" in r.stderr
+    with pytest.raises(ddpscope.Error) as e:
+        ddpscope.cluster_calibrate(bad, cluster="no-such")
+    assert "unknown cluster 'no-such'" in str(e.value)
