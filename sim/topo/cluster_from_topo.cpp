@@ -571,6 +571,8 @@ StatusOr<TopoCluster> clusterFromTopo(const TopoMatrix& m, const TopoClusterOpti
   copyFromBase(j, "contention_slowdown");
   copyFromBase(j, "nccl_sm_contention");
   copyFromBase(j, "ddp_overheads");
+  // The measured per-call latency of the GPU's built-in cluster (its NCCL era and NVLink hop).
+  copyFromBase(j, "measured_latency");
   out.jsonText = j.dump(2) + "\n";
   auto spec = parseClusterJson(out.jsonText, name);
   if (!spec.isOk()) {
