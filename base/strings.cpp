@@ -33,6 +33,19 @@ std::string_view trimString(std::string_view text) {
   return text.substr(b, e - b + 1);
 }
 
+std::vector<std::string_view> splitWhitespace(std::string_view line) {
+  std::vector<std::string_view> out;
+  auto isSpace = [](char c) { return c == ' ' || c == '\t' || c == '\r'; };
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && isSpace(line[i])) ++i;
+    const size_t start = i;
+    while (i < line.size() && !isSpace(line[i])) ++i;
+    if (i > start) out.push_back(line.substr(start, i - start));
+  }
+  return out;
+}
+
 std::optional<int64_t> parseInt64(std::string_view text) {
   text = trimString(text);
   if (text.empty()) return std::nullopt;

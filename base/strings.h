@@ -13,6 +13,8 @@ namespace ddpscope {
 
 std::vector<std::string> splitString(std::string_view text, char sep);
 std::string_view trimString(std::string_view text);
+// The words of a line: runs of characters between spaces, tabs and carriage returns.
+std::vector<std::string_view> splitWhitespace(std::string_view line);
 // Parses a whole string as a base-10 int64; nullopt if anything else is in it.
 std::optional<int64_t> parseInt64(std::string_view text);
 // Parses a whole string as a finite double; nullopt otherwise.

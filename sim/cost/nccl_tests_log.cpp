@@ -11,27 +11,14 @@ namespace ddpscope::sim {
 
 namespace {
 
-std::vector<std::string> words(std::string_view line) {
-  std::vector<std::string> out;
-  size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
-    size_t j = i;
-    while (j < line.size() && line[j] != ' ' && line[j] != '\t' && line[j] != '\r') ++j;
-    if (j > i) out.emplace_back(line.substr(i, j - i));
-    i = j;
-  }
-  return out;
-}
-
-bool isWord(const std::string& s) {
+bool isWord(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
   });
 }
 
 // The #wrong column: an integer, N/A, or (old nccl-tests) a float error like 0e+00.
-bool isWrongColumn(const std::string& s) {
+bool isWrongColumn(std::string_view s) {
   return s == "N/A" || parseDouble(s).has_value();
 }
 
@@ -42,7 +29,8 @@ StatusOr<NcclTestsLog> parseNcclTestsLog(std::string_view text, const std::strin
   log.origin = origin;
   std::set<std::string> hosts;
   std::set<int> ranks;
-  const std::regex rankLine(R"(#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s*(.*))");
+  const std::regex rankLine(
+      R"(#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s*(.*))");
   const std::regex versionLine(R"(NCCL version (\d+\.\d+\.\d+))");
   int lineNo = 0;
   size_t pos = 0;
@@ -67,7 +55,7 @@ StatusOr<NcclTestsLog> parseNcclTestsLog(std::string_view text, const std::strin
       }
       continue;
     }
-    const std::vector<std::string> w = words(trimmed);
+    const std::vector<std::string_view> w = splitWhitespace(trimmed);
     // A row starts with two integers (size, count) followed by a type and an op name.
     if (w.size() < 2 || !parseInt64(w[0]) || !parseInt64(w[1])) continue;
     const std::string where = origin + ":" + std::to_string(lineNo);
@@ -79,7 +67,8 @@ StatusOr<NcclTestsLog> parseNcclTestsLog(std::string_view text, const std::strin
     }
     size_t first = 4;
     const size_t rest = w.size() - 4;
-    if (rest == 9 || rest == 5) first = 5;  // root column present
+    if (rest == 9 || rest == 5)
+      first = 5;  // root column present
     else if (rest != 8 && rest != 4) {
       return invalidArgument(where + ": expected 4 or 8 columns after 'size count type redop' " +
                              "(plus an optional root); got " + std::to_string(rest) + " in '" +
@@ -92,18 +81,19 @@ StatusOr<NcclTestsLog> parseNcclTestsLog(std::string_view text, const std::strin
       std::optional<double> v = parseDouble(w[i]);
       if (!v || !(*v >= 0)) {
         return invalidArgument(where + ": " + name + ": expected a non-negative number; got '" +
-                               w[i] + "'");
+                               std::string(w[i]) + "'");
       }
       return *v;
     };
     if (row.bytes < 0) {
-      return invalidArgument(where + ": size: expected a byte count >= 0; got '" + w[0] + "'");
+      return invalidArgument(where + ": size: expected a byte count >= 0; got '" +
+                             std::string(w[0]) + "'");
     }
     ASSIGN_OR_RETURN(row.outOfPlaceUs, column(first, "out-of-place time"));
     ASSIGN_OR_RETURN(row.outOfPlaceBusbw, column(first + 2, "out-of-place busbw"));
     if (!isWrongColumn(w[first + 3])) {
       return invalidArgument(where + ": #wrong: expected a count, an error or N/A; got '" +
-                             w[first + 3] + "'");
+                             std::string(w[first + 3]) + "'");
     }
     if (w.size() >= first + 8) {
       ASSIGN_OR_RETURN(row.inPlaceUs, column(first + 4, "in-place time"));
@@ -120,7 +110,8 @@ StatusOr<NcclTestsLog> parseNcclTestsLog(std::string_view text, const std::strin
                                 [](const NcclTestsRow& r) { return r.bytes == 0; }),
                  log.rows.end());
   if (log.rows.empty()) {
-    return invalidArgument(origin + ": no nccl-tests result rows found (expected lines like "
+    return invalidArgument(origin +
+                           ": no nccl-tests result rows found (expected lines like "
                            "'   1024   256   float   sum   -1   31.2   0.03   0.06   0   ...')");
   }
   log.ranks = static_cast<int>(ranks.size());

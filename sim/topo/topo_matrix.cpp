@@ -18,18 +18,6 @@ constexpr const char* kLinkTokens = "X, NV<n>, PIX, PXB, PHB, NODE or SYS";
 // The affinity titles newer drivers print after the device columns, in their order.
 constexpr std::string_view kAffinityTitles[] = {"CPU Affinity", "NUMA Affinity", "GPU NUMA ID"};
 
-std::vector<std::string_view> tokens(std::string_view line) {
-  std::vector<std::string_view> out;
-  size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
-    size_t start = i;
-    while (i < line.size() && line[i] != ' ' && line[i] != '\t') ++i;
-    if (i > start) out.push_back(line.substr(start, i - start));
-  }
-  return out;
-}
-
 bool isGpuLabel(std::string_view label) {
   if (label.size() < 4 || label.substr(0, 3) != "GPU") return false;
   for (char c : label.substr(3)) {
@@ -62,7 +50,7 @@ class Parser {
     m.origin = m_origin;
     size_t i = 0;
     for (; i < lines.size(); ++i) {
-      std::vector<std::string_view> t = tokens(lines[i]);
+      std::vector<std::string_view> t = splitWhitespace(lines[i]);
       // The header starts with a GPU label and, unlike a row, has no link token after it.
       if (!t.empty() && isGpuLabel(t[0]) && (t.size() == 1 || !parseLinkToken(t[1]))) break;
     }
@@ -78,7 +66,7 @@ class Parser {
     m.links.assign(n, std::vector<TopoLink>(n));
     ++i;
     for (size_t r = 0; r < n; ++r, ++i) {
-      if (i >= lines.size() || tokens(lines[i]).empty()) {
+      if (i >= lines.size() || splitWhitespace(lines[i]).empty()) {
         std::string missing;
         for (size_t k = r; k < n; ++k) {
           if (k > r) missing += ", ";
@@ -94,7 +82,7 @@ class Parser {
     RETURN_IF_ERROR(checkSymmetric(m));
     // The NIC legend (newer drivers): "  NIC0: mlx5_0".
     for (; i < lines.size(); ++i) {
-      std::vector<std::string_view> t = tokens(lines[i]);
+      std::vector<std::string_view> t = splitWhitespace(lines[i]);
       if (t.size() != 2 || t[0].size() < 2 || t[0].back() != ':') continue;
       std::string_view label = t[0].substr(0, t[0].size() - 1);
       for (TopoDevice& d : m.devices) {
@@ -124,7 +112,7 @@ class Parser {
 
   // Fills m.devices from the header; returns the number of affinity titles after them.
   StatusOr<int> parseHeader(std::string_view line, TopoMatrix& m) const {
-    std::vector<std::string_view> t = tokens(line);
+    std::vector<std::string_view> t = splitWhitespace(line);
     size_t k = 0;
     bool sawNic = false;
     int nextGpu = 0;
@@ -183,7 +171,7 @@ class Parser {
     TopoDevice& dev = m.devices[r];
     dev.line = lineNo;
     const size_t n = m.devices.size();
-    std::vector<std::string_view> t = tokens(line);
+    std::vector<std::string_view> t = splitWhitespace(line);
     if (t[0] != dev.label) {
       return invalidArgument(at(lineNo) + "row '" + std::string(t[0]) + "' where row " +
                              std::to_string(r + 1) + " should be '" + dev.label +

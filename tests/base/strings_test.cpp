@@ -23,6 +23,9 @@ TEST(StringsTest, ParsesFiniteDoublesOnly) {
 
 TEST(StringsTest, SplitsAndFormats) {
   EXPECT_EQ(splitString("a,b,,c", ','), (std::vector<std::string>{"a", "b", "", "c"}));
+  EXPECT_EQ(splitWhitespace("  8\t 2  float\r"),
+            (std::vector<std::string_view>{"8", "2", "float"}));
+  EXPECT_TRUE(splitWhitespace(" \t\r").empty());
   EXPECT_EQ(formatThousands(25557032), "25,557,032");
   EXPECT_EQ(formatThousands(-1000), "-1,000");
   EXPECT_EQ(formatBytes(512), "512 B");
