@@ -2,12 +2,10 @@
 // output of `nvidia-smi topo -m` (the work is sim/topo/cluster_from_topo.h), fit a cluster's
 // collective times to your own nccl-tests output (sim/cost/latency_fit.h), list or print the
 // built-in clusters.
-#include <algorithm>
-#include <cctype>
 #include <iomanip>
-#include <nlohmann/json.hpp>
 #include <limits>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <sstream>
 
@@ -18,7 +16,6 @@
 #include "sim/cost/cluster.h"
 #include "sim/cost/comm_model.h"
 #include "sim/cost/latency_fit.h"
-#include "sim/cost/nccl_tests_log.h"
 #include "sim/topo/cluster_from_topo.h"
 
 namespace ddpscope::cli {
@@ -31,7 +28,8 @@ void printClusterUsage(std::ostream& out) {
   out << "usage: ddpscope cluster <subcommand> [options]\n\n"
          "subcommands:\n"
          "  from-topo     build a cluster file from `nvidia-smi topo -m` output and the GPU model\n"
-         "  calibrate     fit a cluster's allreduce latency and bandwidth to all_reduce_perf output\n"
+         "  calibrate     fit a cluster's allreduce latency and bandwidth to all_reduce_perf "
+         "output\n"
          "  list          list the built-in clusters (as `ddpscope clusters`)\n"
          "  show NAME     print a built-in cluster's JSON (a starting point for your own)\n\n"
          "Run 'ddpscope cluster <subcommand> --help' for its options.\n";
@@ -184,21 +182,14 @@ Status runCalibrate(const std::vector<std::string>& argvIn, CommandIo io) {
       "       [--nccl-algo A] [--name N] [-o|--out FILE] [--json]",
       "Fits a cluster's allreduce times to the output of nccl-tests' all_reduce_perf on your\n"
       "machines and writes the calibrated cluster. The latency (base + per-step cost inside and\n"
-      "across nodes, steps as NCCL's tuner counts them) is fitted to the latency-bound sizes; the\n"
-      "bandwidth (the speeds NCCL's tuner reads at the log's layout) to its 3 largest sizes (>= 64 MiB). A\n"
-      "term one log cannot separate (one GPU count: base and per-step; one node: the inter-node\n"
-      "step) is kept from BASE and reported. NCCL's tuner still picks algorithm and protocol.\n"
-      "Ranks and nodes come from the log's '# Rank N ... on HOST' lines. Prints the fit and the\n"
+      "across nodes, steps as NCCL's tuner counts them) is fitted to the latency-bound sizes,\n"
+      "the bandwidth (the speeds NCCL's tuner reads at the log's layout) to its largest sizes\n"
+      "(up to 3, >= 64 MiB). A term one log cannot separate (one GPU count: base and per-step;\n"
+      "one node: the inter-node step) is kept from BASE and reported. NCCL's tuner still picks\n"
+      "algorithm and protocol. Ranks and nodes come from the log's '# Rank N ... on HOST' lines.\n"
+      "Prints the fit and the "
       "calibrated cluster against every row of the log.");
-  parser.option("nccl-tests", "LOG", "all_reduce_perf output (a pasted copy is fine)")
-      .option("cluster", "BASE", "the built-in cluster to start from (default dgx-h100)")
-      .option("cluster-file", "F", "a cluster JSON file to start from instead")
-      .option("ranks", "N", "GPUs in the run, when the log has no '# Rank' lines")
-      .option("nodes", "N", "nodes of the run, when the log has no '# Rank' lines (default 1)")
-      .option("nccl-algo", "A",
-              "the NCCL_ALGO the run forced (ring, tree, nvls, nvls_tree): the fit times the log's\n"
-              "sizes with it; the written cluster leaves the choice to the tuner")
-      .option("name", "N", "the new cluster's name (default BASE-calibrated)")
+  parser.options(sim::ncclTestsCalibrationSettingList())
       .option("out", "FILE", "write the cluster JSON here (-o FILE works too); default: stdout")
       .flag("json", "print the fit and the checks as JSON (the cluster goes to --out)")
       .epilog(
@@ -212,49 +203,9 @@ Status runCalibrate(const std::vector<std::string>& argvIn, CommandIo io) {
     io.out << parser.helpText();
     return Status::ok();
   }
-  const auto logPath = args.value("nccl-tests");
-  if (!logPath) return invalidArgument("expected --nccl-tests LOG (all_reduce_perf output)");
-  if (args.has("cluster") && args.has("cluster-file")) {
-    return invalidArgument("--cluster and --cluster-file: give one base cluster, not both");
-  }
-  sim::NcclTestsCalibrationOptions options;
-  auto intFlag = [&](const char* flag, std::optional<int>& dst) -> Status {
-    if (auto v = args.value(flag)) {
-      std::optional<int64_t> n = parseInt64(*v);
-      if (!n || *n < 1 || *n > 1000000) {
-        return invalidArgument(std::string("--") + flag + ": expected a positive integer; got '" +
-                               *v + "'");
-      }
-      dst = static_cast<int>(*n);
-    }
-    return Status::ok();
-  };
-  RETURN_IF_ERROR(intFlag("ranks", options.ranks));
-  RETURN_IF_ERROR(intFlag("nodes", options.nodes));
-  options.name = args.value("name").value_or("");
-  if (auto algo = args.value("nccl-algo")) {
-    options.forcedAlgo = *algo;
-    std::transform(options.forcedAlgo.begin(), options.forcedAlgo.end(), options.forcedAlgo.begin(),
-                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-  }
-  std::string baseJson;
-  std::string baseOrigin;
-  if (auto file = args.value("cluster-file")) {
-    ASSIGN_OR_RETURN(baseJson, readFileToString(*file));
-    baseOrigin = *file;
-  } else {
-    const std::string name = args.value("cluster").value_or("dgx-h100");
-    baseJson = std::string(sim::builtinClusterJson(name));
-    if (baseJson.empty()) {
-      std::string names;
-      for (const std::string& n : sim::builtinClusterNames()) names += (names.empty() ? "" : ", ") + n;
-      return invalidArgument("--cluster: unknown cluster '" + name + "'; built-in: " + names);
-    }
-    baseOrigin = "cluster:" + name;
-  }
-  ASSIGN_OR_RETURN(sim::NcclTestsLog log, sim::loadNcclTestsLog(*logPath));
-  ASSIGN_OR_RETURN(sim::NcclTestsCalibration cal,
-                   sim::calibrateFromNcclTests(log, baseJson, baseOrigin, options));
+  ASSIGN_OR_RETURN(sim::NcclTestsCalibrationRun run, sim::calibrateFromNcclTestsSettings(args));
+  const sim::NcclTestsLog& log = run.log;
+  const sim::NcclTestsCalibration& cal = run.calibration;
   const auto out = args.value("out");
   std::unique_ptr<io::OutputFile> file;
   if (out) {
@@ -268,8 +219,8 @@ Status runCalibrate(const std::vector<std::string>& argvIn, CommandIo io) {
   } else {
     std::ostream& report = out ? io.out : io.err;
     report << "cluster " << cal.spec.name << " from " << log.origin << ": " << log.rows.size()
-           << " sizes, " << cal.layout.worldSize() << " GPUs on " << cal.layout.nodes
-           << " node(s)" << (log.gpu.empty() ? "" : ", " + log.gpu)
+           << " sizes, " << cal.layout.worldSize() << " GPUs on " << cal.layout.nodes << " node(s)"
+           << (log.gpu.empty() ? "" : ", " + log.gpu)
            << (log.ncclVersion.empty() ? "" : ", NCCL " + log.ncclVersion) << "\n";
     auto term = [&](const char* name, double v, bool fitted) {
       report << "  " << std::left << std::setw(15) << name << std::right << std::fixed
@@ -288,7 +239,8 @@ Status runCalibrate(const std::vector<std::string>& argvIn, CommandIo io) {
     }
     for (const std::string& note : cal.notes) report << "  note: " << note << "\n";
     report << "  " << std::setw(12) << "bytes" << std::setw(12) << "measured_us" << std::setw(13)
-           << "predicted_us" << std::setw(9) << "error" << "  pick\n";
+           << "predicted_us" << std::setw(9) << "error"
+           << "  pick\n";
     for (const sim::CalibrationCheck& c : cal.checks) {
       report << "  " << std::setw(12) << c.bytes << std::fixed << std::setprecision(2)
              << std::setw(12) << c.measuredUs << std::setw(13) << c.predictedUs
@@ -318,8 +270,9 @@ Status runClusterCommand(const std::vector<std::string>& argv, CommandIo io) {
   if (argv[0] == "calibrate") return runCalibrate(rest, io);
   if (argv[0] == "list") return runClustersCommand(rest, io);
   if (argv[0] == "show") return runShow(rest, io);
-  return invalidArgument("unknown subcommand '" + argv[0] +
-                         "'; expected from-topo, calibrate, list or show (see 'ddpscope cluster --help')");
+  return invalidArgument(
+      "unknown subcommand '" + argv[0] +
+      "'; expected from-topo, calibrate, list or show (see 'ddpscope cluster --help')");
 }
 
 }  // namespace ddpscope::cli

@@ -410,6 +410,15 @@ def calibrate(traces: Union[PathLike, Iterable[PathLike]], out: PathLike,
         {"out": os.fspath(out)}, _model_settings(model), _settings(settings)))
 
 
+def _write_text(out: PathLike, text: str) -> None:
+    """Writes a cluster file byte for byte as the CLI's ``-o`` does."""
+    try:
+        with open(os.fspath(out), "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+    except OSError as e:
+        raise Error("%s: cannot open for writing: %s" % (os.fspath(out), e.strerror), 2)
+
+
 def cluster_from_topo(topo: PathLike, gpu: Optional[str] = None,
                       out: Optional[PathLike] = None, **settings: Any) -> Dict[str, Any]:
     """A cluster description from the output of ``nvidia-smi topo -m``, as ``ddpscope cluster
@@ -427,11 +436,7 @@ def cluster_from_topo(topo: PathLike, gpu: Optional[str] = None,
     text = _core.cluster_from_topo(topo if is_text else os.fspath(topo), is_text,
                                    _core_settings(_settings(dict(gpu=gpu, **settings))))
     if out is not None:
-        try:
-            with open(os.fspath(out), "w", encoding="utf-8", newline="") as f:
-                f.write(text)
-        except OSError as e:
-            raise Error("%s: cannot open for writing: %s" % (os.fspath(out), e.strerror), 2)
+        _write_text(out, text)
     return json.loads(text)
 
 
@@ -447,17 +452,14 @@ def cluster_calibrate(nccl_tests: PathLike, cluster: str = "dgx-h100",
     also writes that cluster file, byte for byte what ``-o`` writes. ``ranks``/``nodes`` for a
     log without ``# Rank`` lines, ``nccl_algo`` the NCCL_ALGO the run forced. Errors raise
     :class:`Error` with the CLI's message (a malformed row names its line)."""
-    base = os.fspath(cluster_file) if cluster_file is not None else cluster
-    doc = _core.cluster_calibrate_nccl_tests(os.fspath(nccl_tests), base, cluster_file is not None,
-                                             int(ranks or 0), int(nodes or 0), nccl_algo or "",
-                                             name or "")
+    base = (dict(cluster_file=os.fspath(cluster_file)) if cluster_file is not None
+            else dict(cluster=cluster))
+    doc = _core.cluster_calibrate_nccl_tests(_core_settings(_settings(dict(
+        nccl_tests=os.fspath(nccl_tests), ranks=ranks, nodes=nodes, nccl_algo=nccl_algo,
+        name=name, **base))))
     text = doc.pop("cluster_json_text")
     if out is not None:
-        try:
-            with open(os.fspath(out), "w", encoding="utf-8", newline="") as f:
-                f.write(text)
-        except OSError as e:
-            raise Error("%s: cannot open for writing: %s" % (os.fspath(out), e.strerror), 2)
+        _write_text(out, text)
     doc["cluster_json"] = json.loads(text)
     return doc
 

@@ -45,10 +45,8 @@
 #include "sim/api/simulation_json.h"
 #include "sim/api/simulation_request.h"
 #include "sim/api/sweep_request.h"
-#include "sim/engine/ddp_simulator.h"
-#include "base/strings.h"
 #include "sim/cost/latency_fit.h"
-#include "sim/cost/nccl_tests_log.h"
+#include "sim/engine/ddp_simulator.h"
 #include "sim/topo/cluster_from_topo.h"
 #include "sim/topo/topo_matrix.h"
 #include "traces/chrome_reader.h"
@@ -259,8 +257,8 @@ py::object importTorch(const std::vector<std::string>& paths,
 
 // `ddpscope cluster from-topo` (sim/topo/cluster_from_topo.h): the cluster file's text (what
 // `-o FILE` writes, byte for byte) built from a `nvidia-smi topo -m` file (`isText` false: `topo`
-// is its path) or its text, with the command's flags as settings. Text has no file name: its origin in messages is "<topo text>"
-// and the cluster's default name "from-topo".
+// is its path) or its text, with the command's flags as settings. Text has no file name: its origin
+// in messages is "<topo text>" and the cluster's default name "from-topo".
 std::string clusterFromTopo(const std::string& topo, bool isText,
                             const std::map<std::string, std::string>& settings) {
   const SettingValues values = settingValues(settings);
@@ -273,32 +271,15 @@ std::string clusterFromTopo(const std::string& topo, bool isText,
   return cluster.jsonText;
 }
 
-// `ddpscope cluster calibrate --nccl-tests LOG --json`'s document (sim/cost/latency_fit.h),
-// with the calibrated cluster's JSON text under "cluster_json_text". `base` names a built-in
-// cluster, or a cluster file when `baseIsFile`.
-py::object clusterCalibrateNcclTests(const std::string& logPath, const std::string& base,
-                                     bool baseIsFile, int ranks, int nodes,
-                                     const std::string& ncclAlgo, const std::string& name) {
-  std::string baseJson;
-  std::string origin;
-  if (baseIsFile) {
-    baseJson = valueOrThrow(readFileToString(base));
-    origin = base;
-  } else {
-    baseJson = std::string(sim::builtinClusterJson(base));
-    if (baseJson.empty()) throwStatus(invalidArgument("cluster: unknown cluster '" + base + "'"));
-    origin = "cluster:" + base;
-  }
-  sim::NcclTestsCalibrationOptions options;
-  if (ranks > 0) options.ranks = ranks;
-  if (nodes > 0) options.nodes = nodes;
-  options.forcedAlgo = ncclAlgo;
-  options.name = name;
-  const sim::NcclTestsLog log = valueOrThrow(sim::loadNcclTestsLog(logPath));
-  const sim::NcclTestsCalibration cal =
-      valueOrThrow(sim::calibrateFromNcclTests(log, baseJson, origin, options));
-  nlohmann::json doc = sim::ncclTestsCalibrationJson(log, cal);
-  doc["cluster_json_text"] = cal.jsonText;
+// `ddpscope cluster calibrate --nccl-tests LOG --json`'s document (sim/cost/latency_fit.h) from
+// {flag name: text} settings, with the calibrated cluster's file text under "cluster_json_text".
+py::object clusterCalibrateNcclTests(const std::map<std::string, std::string>& settings) {
+  const SettingValues values = settingValues(settings);
+  checkNames(values, sim::ncclTestsCalibrationSettingList(), "cluster calibrate");
+  const sim::NcclTestsCalibrationRun run =
+      valueOrThrow(sim::calibrateFromNcclTestsSettings(values));
+  nlohmann::json doc = sim::ncclTestsCalibrationJson(run.log, run.calibration);
+  doc["cluster_json_text"] = run.calibration.jsonText;
   return toPython(doc);
 }
 
@@ -474,11 +455,9 @@ class Error(Exception):
         "`ddpscope import-torch PATHS... --json`'s document from {flag name: text} settings.");
   m.def("calibrate", &calibrate, py::arg("runs"), py::arg("settings"),
         "`ddpscope calibrate RUNS... --json`'s document from {flag name: text} settings.");
-  m.def("cluster_calibrate_nccl_tests", &clusterCalibrateNcclTests, py::arg("log"),
-        py::arg("base"), py::arg("base_is_file"), py::arg("ranks"), py::arg("nodes"),
-        py::arg("nccl_algo"), py::arg("name"),
-        "`ddpscope cluster calibrate --nccl-tests LOG --json`'s document, with the cluster's "
-        "file text under cluster_json_text.");
+  m.def("cluster_calibrate_nccl_tests", &clusterCalibrateNcclTests, py::arg("settings"),
+        "`ddpscope cluster calibrate --json`'s document from {flag name: text} settings, with "
+        "the cluster's file text under cluster_json_text.");
   m.def("cluster_from_topo", &clusterFromTopo, py::arg("topo"), py::arg("is_text"),
         py::arg("settings"),
         "`ddpscope cluster from-topo -o FILE`'s file text from a topo -m file path (is_text "

@@ -53,4 +53,4 @@ def test_errors(cli, tmp_path):
     assert "ar.txt:4: expected an nccl-tests row" in r.stderr
     with pytest.raises(ddpscope.Error) as e:
         ddpscope.cluster_calibrate(bad, cluster="no-such")
-    assert "unknown cluster 'no-such'" in str(e.value)
+    assert 'no built-in cluster named "no-such"' in str(e.value)

@@ -101,7 +101,10 @@ std::string_view builtinClusterJson(std::string_view name) {
   return file == nullptr ? std::string_view() : file->text;
 }
 
-StatusOr<ClusterSpec> loadBuiltinCluster(std::string_view name) {
+namespace {
+
+// The embedded cluster's text, or NotFound listing the built-ins.
+StatusOr<ClusterText> builtinClusterText(std::string_view name) {
   const EmbeddedFile* file = findClusterFile(name);
   if (file == nullptr) {
     std::string available;
@@ -112,7 +115,14 @@ StatusOr<ClusterSpec> loadBuiltinCluster(std::string_view name) {
     return notFound("no built-in cluster named \"" + std::string(name) +
                     "\"; available: " + available);
   }
-  return parseClusterJson(file->text, "cluster:" + std::string(name));
+  return ClusterText{std::string(file->text), "cluster:" + std::string(name)};
+}
+
+}  // namespace
+
+StatusOr<ClusterSpec> loadBuiltinCluster(std::string_view name) {
+  ASSIGN_OR_RETURN(ClusterText text, builtinClusterText(name));
+  return parseClusterJson(text.json, text.origin);
 }
 
 StatusOr<ClusterSpec> loadClusterFile(const std::string& path) {
@@ -129,6 +139,13 @@ StatusOr<ClusterSpec> loadClusterFromSettings(const SettingValues& values) {
   ASSIGN_OR_RETURN(const NamedOrFile which, namedOrFile(values, "cluster"));
   if (which.name) return loadBuiltinCluster(*which.name);
   return loadClusterFile(*which.file);
+}
+
+StatusOr<ClusterText> loadClusterTextFromSettings(const SettingValues& values) {
+  ASSIGN_OR_RETURN(const NamedOrFile which, namedOrFile(values, "cluster"));
+  if (which.name) return builtinClusterText(*which.name);
+  ASSIGN_OR_RETURN(std::string json, readFileToString(*which.file));
+  return ClusterText{std::move(json), *which.file};
 }
 
 StatusOr<LayoutSettings> parseLayoutSettings(const SettingValues& values,

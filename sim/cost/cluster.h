@@ -105,10 +105,10 @@ struct LatencyFit {
 // pair. Per-protocol fits override the shared one for that protocol.
 struct MeasuredLatency {
   bool present = false;
-  LatencyFit fit;                            // every protocol without its own
+  LatencyFit fit;                             // every protocol without its own
   std::map<std::string, LatencyFit> byProto;  // "LL", "LL128", "Simple"
-  std::string source;    // which measurements (row ids / URLs)
-  std::string ncclEra;   // NCCL version(s) and years the measurements stand for
+  std::string source;                         // which measurements (row ids / URLs)
+  std::string ncclEra;  // NCCL version(s) and years the measurements stand for
   const LatencyFit& forProtocol(const std::string& proto) const {
     auto it = byProto.find(proto);
     return it == byProto.end() ? fit : it->second;
@@ -195,6 +195,13 @@ StatusOr<ClusterSpec> loadBuiltinCluster(std::string_view name);
 std::vector<SettingSpec> clusterSettingList();
 // The cluster named by exactly one of "cluster" / "cluster-file" in `values`.
 StatusOr<ClusterSpec> loadClusterFromSettings(const SettingValues& values);
+// The same cluster's JSON text and its origin (file path or "cluster:NAME"), for tools that
+// write a new cluster from it (`cluster calibrate`).
+struct ClusterText {
+  std::string json;
+  std::string origin;
+};
+StatusOr<ClusterText> loadClusterTextFromSettings(const SettingValues& values);
 
 // "nodes" N / "world-size" W (scalars) as makeWorldLayout takes them; `defaultWorldSize`
 // applies when neither is given (nullopt: makeWorldLayout's own default, one node).

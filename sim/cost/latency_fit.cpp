@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -34,9 +35,7 @@ struct RowPick {
   int interSteps = 0;
   double bandwidthUs = 0;
   double latencyUs = 0;  // measured time − bandwidth part
-  double offsetUs = 0;   // the tuner's base latency of the pick minus Ring/LL's
-  std::string algorithm;
-  std::string protocol;
+  double offsetUs = 0;   // the tuner's start cost of the pick above Ring/LL's
 };
 
 ClusterSpec tunerOnly(ClusterSpec cluster) {
@@ -60,8 +59,6 @@ StatusOr<RowPick> pickFor(const ClusterSpec& base, const TimedAllreduce& row) {
       p.bandwidthUs = static_cast<double>(row.bytes) / (1000.0 * cand.algBwGBps);
       p.latencyUs = row.timeUs - p.bandwidthUs;
       p.offsetUs = cand.baseOffsetUs;
-      p.algorithm = e.algorithm;
-      p.protocol = e.protocol;
       return p;
     }
   }
@@ -70,17 +67,18 @@ StatusOr<RowPick> pickFor(const ClusterSpec& base, const TimedAllreduce& row) {
 
 // Solves the weighted normal equations for the free terms (indices into {base, intra, inter});
 // nullopt when they are singular or a solved term is negative.
-std::optional<LatencyFit> solve(const std::vector<std::array<double, 4>>& rows,  // 1, intra, inter, L
-                                const std::vector<int>& free, const LatencyFit& prior) {
+std::optional<LatencyFit> solve(
+    const std::vector<std::array<double, 4>>& rows,  // 1, intra, inter, L
+    const std::vector<int>& free, const LatencyFit& prior) {
   const size_t k = free.size();
-  double priorTerms[3] = {prior.baseUs, prior.intraStepUs, prior.interStepUs};
   if (k == 0 || k > 3) return std::nullopt;
+  const double priorTerms[3] = {prior.baseUs, prior.intraStepUs, prior.interStepUs};
   std::array<std::array<double, 4>, 3> a{};  // k rows of [normal matrix | right-hand side]
+  bool isFree[3] = {false, false, false};
+  for (int f : free) isFree[f] = true;
   for (const auto& r : rows) {
     const double w = 1.0 / (r[3] * r[3]);  // relative residuals
     double target = r[3];
-    bool isFree[3] = {false, false, false};
-    for (int f : free) isFree[f] = true;
     for (int t = 0; t < 3; ++t) {
       if (!isFree[t]) target -= r[t] * priorTerms[t];
     }
@@ -106,7 +104,7 @@ std::optional<LatencyFit> solve(const std::vector<std::array<double, 4>>& rows, 
       for (size_t c = col; c <= k; ++c) a[r][c] -= f * a[col][c];
     }
   }
-  double terms[3] = {prior.baseUs, prior.intraStepUs, prior.interStepUs};
+  double terms[3] = {priorTerms[0], priorTerms[1], priorTerms[2]};
   for (size_t i = 0; i < k; ++i) {
     terms[free[i]] = a[i][k] / a[i][i];
     if (!(terms[free[i]] >= 0)) return std::nullopt;
@@ -121,7 +119,8 @@ StatusOr<LatencyFitResult> fitLatency(const ClusterSpec& cluster,
                                       const LatencyFit& prior) {
   const std::string where = cluster.origin.empty() ? cluster.name : cluster.origin;
   if (cluster.commModel != CommModelKind::kNccl) {
-    return invalidArgument(where + ": a latency fit needs a cluster timed by NCCL (comm_model "
+    return invalidArgument(where +
+                           ": a latency fit needs a cluster timed by NCCL (comm_model "
                            "\"nccl\")");
   }
   LatencyFitResult out;
@@ -140,16 +139,16 @@ StatusOr<LatencyFitResult> fitLatency(const ClusterSpec& cluster,
     ++out.rowsUsed;
   }
   if (design.empty()) {
-    return invalidArgument(where + ": no latency-bound row to fit (" +
-                           std::to_string(out.rowsSkipped) +
-                           " rows spend over a quarter of their time on bandwidth); add sizes <= 64 KiB");
+    return invalidArgument(
+        where + ": no latency-bound row to fit (" + std::to_string(out.rowsSkipped) +
+        " rows spend over a quarter of their time on bandwidth); add sizes <= 64 KiB");
   }
-  // Most terms first; a term the rows cannot separate comes from the prior.
-  std::vector<std::vector<int>> tries = {{0, 1, 2}, {1, 2}, {2}, {0, 1}, {1}, {0}};
+  // Most terms first; a term the rows cannot separate comes from the prior. The inter-node step
+  // is free exactly when some row crosses nodes.
+  const std::vector<std::vector<int>> tries = {{0, 1, 2}, {1, 2}, {2}, {0, 1}, {1}, {0}};
   for (const std::vector<int>& free : tries) {
     const bool wantsInter = std::find(free.begin(), free.end(), 2) != free.end();
     if (wantsInter != anyInter) continue;
-    if (!anyInter && free.empty()) continue;
     if (auto fit = solve(design, free, prior)) {
       out.fit = *fit;
       for (int f : free) {
@@ -158,7 +157,7 @@ StatusOr<LatencyFitResult> fitLatency(const ClusterSpec& cluster,
       return out;
     }
   }
-  // Nothing solvable with non-negative terms: the prior's base and intra, inter as solved alone.
+  // No set of terms solves with non-negative values: the prior, nothing fitted.
   out.fit = prior;
   return out;
 }
@@ -226,7 +225,8 @@ StatusOr<NcclTestsCalibration> calibrateFromNcclTests(const NcclTestsLog& log,
   }
   if (nodes < 1 || ranks % nodes != 0) {
     return invalidArgument(log.origin + ": " + std::to_string(ranks) + " ranks do not split " +
-                           "evenly over " + std::to_string(nodes) + " node(s); check --ranks / --nodes");
+                           "evenly over " + std::to_string(nodes) +
+                           " node(s); check --ranks / --nodes");
   }
   out.layout = WorldLayout{nodes, ranks / nodes};
   if (out.layout.gpusPerNode > base.gpusPerNode) {
@@ -341,6 +341,45 @@ StatusOr<NcclTestsCalibration> calibrateFromNcclTests(const NcclTestsLog& log,
     out.checks.push_back(c);
   }
   return out;
+}
+
+std::vector<SettingSpec> ncclTestsCalibrationSettingList() {
+  return {{"nccl-tests", "LOG", "all_reduce_perf output (a pasted copy is fine)"},
+          {"cluster", "BASE", "the built-in cluster to start from (default dgx-h100)"},
+          {"cluster-file", "F", "a cluster JSON file to start from instead"},
+          {"ranks", "N", "GPUs in the run, when the log has no '# Rank' lines"},
+          {"nodes", "N", "nodes of the run, when the log has no '# Rank' lines (default 1)"},
+          {"nccl-algo", "A",
+           "NCCL_ALGO of the run (ring, tree, nvls, nvls_tree); the written cluster lets the "
+           "tuner pick"},
+          {"name", "N", "the new cluster's name (default BASE-calibrated)"}};
+}
+
+StatusOr<NcclTestsCalibrationRun> calibrateFromNcclTestsSettings(const SettingValues& values) {
+  const auto logPath = values.value("nccl-tests");
+  if (!logPath) return invalidArgument("expected --nccl-tests LOG (all_reduce_perf output)");
+  NcclTestsCalibrationOptions options;
+  for (const char* flag : {"ranks", "nodes"}) {
+    if (!values.has(flag)) continue;
+    ASSIGN_OR_RETURN(int64_t n, values.positiveInt(flag, 1));
+    if (n > (int64_t{1} << 20)) {
+      return invalidArgument(std::string("--") + flag + ": expected at most 1048576; got " +
+                             std::to_string(n));
+    }
+    (std::string(flag) == "ranks" ? options.ranks : options.nodes) = static_cast<int>(n);
+  }
+  options.name = values.value("name").value_or("");
+  options.forcedAlgo = values.value("nccl-algo").value_or("");
+  std::transform(options.forcedAlgo.begin(), options.forcedAlgo.end(), options.forcedAlgo.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  SettingValues base = values;
+  if (!base.has("cluster") && !base.has("cluster-file")) base.set("cluster", "dgx-h100");
+  ASSIGN_OR_RETURN(ClusterText baseText, loadClusterTextFromSettings(base));
+  NcclTestsCalibrationRun run;
+  ASSIGN_OR_RETURN(run.log, loadNcclTestsLog(*logPath));
+  ASSIGN_OR_RETURN(run.calibration,
+                   calibrateFromNcclTests(run.log, baseText.json, baseText.origin, options));
+  return run;
 }
 
 nlohmann::json ncclTestsCalibrationJson(const NcclTestsLog& log, const NcclTestsCalibration& cal) {

@@ -8,8 +8,8 @@
 // tuner counts them (NcclCommModel: ring allreduce 2(n−1), 2(nodes−1) of them across nodes).
 //
 // fitLatency: weighted least squares on the latency-bound rows (the bandwidth part at most a
-// quarter of the measured time), residuals relative to the measured latency. A term the rows cannot tell
-// apart from the others (one GPU count: base and intra_step move together; one node: no
+// quarter of the measured time), residuals relative to the measured latency. A term the rows cannot
+// tell apart from the others (one GPU count: base and intra_step move together; one node: no
 // inter_step) is taken from `prior` and reported as such. docs/spec/nccl-latency.md.
 #pragma once
 
@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "base/setting_values.h"
 #include "base/status.h"
 #include "sim/cost/cluster.h"
 #include "sim/cost/nccl_tests_log.h"
@@ -50,10 +51,10 @@ StatusOr<LatencyFitResult> fitLatency(const ClusterSpec& cluster,
                                       const LatencyFit& prior);
 
 struct NcclTestsCalibrationOptions {
-  std::string name;              // the new cluster's name (default: BASE-calibrated)
-  std::optional<int> ranks;      // when the log has no rank lines
-  std::optional<int> nodes;      // when the log has no rank lines
-  std::string forcedAlgo;        // NCCL_ALGO of the run ("ring", ...): the fit's pick; "" = tuner
+  std::string name;          // the new cluster's name (default: BASE-calibrated)
+  std::optional<int> ranks;  // when the log has no rank lines
+  std::optional<int> nodes;  // when the log has no rank lines
+  std::string forcedAlgo;    // NCCL_ALGO of the run ("ring", ...): the fit's pick; "" = tuner
 };
 
 struct CalibrationCheck {
@@ -82,6 +83,18 @@ StatusOr<NcclTestsCalibration> calibrateFromNcclTests(const NcclTestsLog& log,
                                                       const std::string& baseJson,
                                                       const std::string& baseOrigin,
                                                       const NcclTestsCalibrationOptions& options);
+
+// The settings of `ddpscope cluster calibrate` (and ddpscope.cluster_calibrate): "nccl-tests"
+// LOG, the base cluster ("cluster" NAME, default dgx-h100, or "cluster-file" PATH), "ranks",
+// "nodes", "nccl-algo", "name".
+std::vector<SettingSpec> ncclTestsCalibrationSettingList();
+
+struct NcclTestsCalibrationRun {
+  NcclTestsLog log;
+  NcclTestsCalibration calibration;
+};
+// Reads the log and the base cluster the settings name and calibrates.
+StatusOr<NcclTestsCalibrationRun> calibrateFromNcclTestsSettings(const SettingValues& values);
 
 // `ddpscope cluster calibrate --json`'s document (without the cluster itself): the log, the fit,
 // the notes and the checks.
