@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <iterator>
 #include <limits>
 #include <string>
 #include <utility>
@@ -74,9 +73,10 @@ bool isX86(const std::string& vendor) {
   return vendor == "intel" || vendor == "amd";
 }
 
-// Bytes up to which the pick's switches are searched (16 GiB: above it no pick changes).
-constexpr int64_t kSwitchSearchMaxBytes = int64_t{1} << 34;
-const double kSwitchGridStep = std::pow(2.0, 0.25);
+// Measured-time caps (NcclCommModel::buildMeasuredCaps): probe sizes up to 16 GiB on a 2^(1/4)
+// grid.
+constexpr int64_t kCapProbeMaxBytes = int64_t{1} << 34;
+const double kCapProbeStep = std::pow(2.0, 0.25);
 
 }  // namespace
 
@@ -86,8 +86,8 @@ void NcclCommModel::setMeasuredLatency(const MeasuredLatency& measured, const Nc
   e.baseOffsetUs = std::max(0.0, startUs - c.baseLatencyUs[kRing][kLL]);
   if (!measured.present) return;
   const LatencyFit& fit = measured.forProtocol(std::string(protoName(proto)));
-  e.measuredLatencyUs = fit.baseUs + e.baseOffsetUs + e.intraSteps * fit.intraStepUs +
-                        e.interSteps * fit.interStepUs;
+  e.measuredLatencyUs =
+      fit.baseUs + e.baseOffsetUs + e.intraSteps * fit.intraStepUs + e.interSteps * fit.interStepUs;
 }
 
 StatusOr<std::unique_ptr<NcclCommModel>> NcclCommModel::create(const ClusterSpec& cluster,
@@ -137,7 +137,7 @@ StatusOr<std::unique_ptr<NcclCommModel>> NcclCommModel::create(const ClusterSpec
   auto model = std::unique_ptr<NcclCommModel>(
       new NcclCommModel(cluster, layout, c, std::move(topology).value()));
   model->buildTables();
-  if (cluster.measuredLatency.present) model->buildSwitches();
+  if (cluster.measuredLatency.present) model->buildMeasuredCaps();
   for (int coll = 0; coll < 4; ++coll) {
     bool any = false;
     for (const auto& row : model->m_tables[coll]) {
@@ -401,15 +401,10 @@ std::pair<int, int> NcclCommModel::tunerChoice(Collective collective, double byt
   return best;
 }
 
-double NcclCommModel::measuredChoiceTimeUs(Collective collective, double bytes) const {
-  auto [a, p] = tunerChoice(collective, bytes);
-  return monotoneTimeUs(collective, a, p, bytes, true);
-}
-
-void NcclCommModel::buildSwitches() {
+void NcclCommModel::buildMeasuredCaps() {
   // Probe sizes: a 2^(1/4) grid and every size where a correction starts.
   std::vector<int64_t> probes;
-  for (double v = 1; v <= static_cast<double>(kSwitchSearchMaxBytes); v *= kSwitchGridStep) {
+  for (double v = 1; v <= static_cast<double>(kCapProbeMaxBytes); v *= kCapProbeStep) {
     probes.push_back(static_cast<int64_t>(std::ceil(v)));
   }
   for (double step : m_stepSizes) probes.push_back(static_cast<int64_t>(step));
@@ -435,12 +430,13 @@ void NcclCommModel::buildSwitches() {
       sizes.push_back(probes[i]);
       before = now;
     }
-    std::vector<Switch>& out = m_switches[coll];
+    std::vector<MeasuredCap>& out = m_measuredCaps[coll];
     out.resize(sizes.size());
     double suffixMin = std::numeric_limits<double>::infinity();
     for (size_t i = sizes.size(); i-- > 0;) {
-      suffixMin =
-          std::min(suffixMin, measuredChoiceTimeUs(collective, static_cast<double>(sizes[i])));
+      const auto [a, p] = tunerChoice(collective, static_cast<double>(sizes[i]));
+      suffixMin = std::min(suffixMin,
+                           monotoneTimeUs(collective, a, p, static_cast<double>(sizes[i]), true));
       out[i] = {sizes[i], suffixMin};
     }
   }
@@ -485,12 +481,12 @@ std::vector<CollectiveCandidate> NcclCommModel::candidates(Collective collective
         cand.baseLatencyUs = e.latencyUs;
         cand.baseAlgBwGBps = e.algBwGBps;
         cand.tunerTimeUs = tunerTimeUs(collective, a, p, b, &cand.latencyUs, &cand.algBwGBps);
-        cand.timeUs = measured ? monotoneTimeUs(collective, a, p, b, true)
-                               : monotoneTimeUs(collective, a, p, b) +
-                                     m_cluster.nccl.launchOverheadUs;
+        cand.timeUs = measured
+                          ? monotoneTimeUs(collective, a, p, b, true)
+                          : monotoneTimeUs(collective, a, p, b) + m_cluster.nccl.launchOverheadUs;
         cand.measuredLatencyUs = e.measuredLatencyUs;
-        cand.intraSteps = e.intraSteps;
         cand.baseOffsetUs = e.baseOffsetUs;
+        cand.intraSteps = e.intraSteps;
         cand.interSteps = e.interSteps;
         cand.ctas = ctasFor(a, p, b);
       }
@@ -511,30 +507,18 @@ CollectiveEstimate NcclCommModel::estimate(Collective collective, int64_t bytes)
     return result;
   }
   const double b = static_cast<double>(bytes);
-  double bestUs = std::numeric_limits<double>::infinity();
-  int bestAlgo = -1;
-  int bestProto = -1;
-  for (int a = 0; a < kNumAlgos; ++a) {
-    for (int p = 0; p < kNumProtos; ++p) {
-      if (!m_tables[static_cast<int>(collective)][a][p].enabled) continue;
-      double t = monotoneTimeUs(collective, a, p, b);
-      if (t < bestUs) {
-        bestUs = t;
-        bestAlgo = a;
-        bestProto = p;
-      }
-    }
-  }
+  const auto [bestAlgo, bestProto] = tunerChoice(collective, b);
   DDPSCOPE_CHECK_MSG(bestAlgo >= 0, "NCCL model: no enabled (algorithm, protocol) pair");
+  double bestUs = 0;
   if (m_cluster.measuredLatency.present) {
     bestUs = monotoneTimeUs(collective, bestAlgo, bestProto, b, true);
-    const std::vector<Switch>& probes = m_switches[static_cast<int>(collective)];
-    auto it = std::upper_bound(probes.begin(), probes.end(), bytes,
-                               [](int64_t v, const Switch& s) { return v < s.bytes; });
-    if (it != probes.end()) bestUs = std::min(bestUs, it->floorUs);
+    const std::vector<MeasuredCap>& caps = m_measuredCaps[static_cast<int>(collective)];
+    auto it = std::upper_bound(caps.begin(), caps.end(), bytes,
+                               [](int64_t v, const MeasuredCap& c) { return v < c.bytes; });
+    if (it != caps.end()) bestUs = std::min(bestUs, it->capUs);
     result.latencySource = "measured";
   } else {
-    bestUs += m_cluster.nccl.launchOverheadUs;
+    bestUs = monotoneTimeUs(collective, bestAlgo, bestProto, b) + m_cluster.nccl.launchOverheadUs;
     result.latencySource = "tuner";
   }
   result.time = Nanos::fromMicrosDouble(bestUs);

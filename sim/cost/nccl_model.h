@@ -21,8 +21,9 @@
 //     ran with; NVLS's start is its NVLink hop) plus the tuner's
 //     bytes / algBw (no launch overhead, no ring plateau: the measurements hold both). Where the
 //     pick changes, a time just above can be below the time just below; as for one pair's
-//     corrections, a size's time is at most the time of any larger probe size (a 2^(1/4) grid
-//     and the correction sizes, computed once per model), so it stays non-decreasing.
+//     corrections, a size's time is at most the time of any larger probe size (a 2^(1/4) grid,
+//     the correction sizes and the sizes where the pick changes, computed once per model), so it
+//     stays non-decreasing.
 // CollNet, PAT and NCCL_ALGO tuner plugins are not modelled. Cost: O(1) per call (12 pairs).
 #pragma once
 
@@ -59,13 +60,13 @@ class NcclCommModel final : public CommModel {
     int intraSteps = 0;  // steps NCCL's tuner counts inside a node / across nodes (latency)
     int interSteps = 0;
     double measuredLatencyUs = 0;  // ClusterSpec::measuredLatency at these steps (if present)
-    double baseOffsetUs = 0;  // the tuner's start cost of this pair above Ring/LL's (>= 0)
+    double baseOffsetUs = 0;       // the tuner's start cost of this pair above Ring/LL's (>= 0)
   };
-  // Measured latency only: at a probe size, the least measured time of any size >= it (a
-  // size's time is at most that of a larger one, as monotoneTimeUs does for one pair).
-  struct Switch {
-    int64_t bytes = 0;
-    double floorUs = 0;  // suffix minimum of the measured time from `bytes` on
+  // Measured latency only: a size's time is at most the measured time of any larger probe
+  // size (as monotoneTimeUs does for one pair), so it never falls where the pick changes.
+  struct MeasuredCap {
+    int64_t bytes = 0;  // a probe size
+    double capUs = 0;   // the least measured time of any probe size >= bytes
   };
   using Table = std::array<std::array<Entry, nccl::kNumProtos>, nccl::kNumAlgos>;
 
@@ -84,11 +85,11 @@ class NcclCommModel final : public CommModel {
   // tunerTimeUs made non-decreasing in bytes (see the class comment).
   double monotoneTimeUs(Collective collective, int algo, int proto, double bytes,
                         bool measured = false) const;
-  // The tuner's pick at this size (algorithm, protocol).
+  // The tuner's pick at this size (algorithm, protocol; -1, -1 when no pair is enabled).
   std::pair<int, int> tunerChoice(Collective collective, double bytes) const;
-  // The measured time of the tuner's pick, before the switch floors.
-  double measuredChoiceTimeUs(Collective collective, double bytes) const;
-  void buildSwitches();
+  // m_measuredCaps: probes on a 2^(1/4) grid, the correction sizes and the first size of each
+  // new pick between two probes (bisection). Once per model, only with measured latency.
+  void buildMeasuredCaps();
   static void setMeasuredLatency(const MeasuredLatency& measured, const nccl::NcclConstants& c,
                                  double startUs, int proto, Entry& e);
   int ctasFor(int algo, int proto, double bytes) const;
@@ -99,7 +100,7 @@ class NcclCommModel final : public CommModel {
   nccl::NcclTopology m_topology;
   std::array<Table, 4> m_tables;    // by Collective
   std::vector<double> m_stepSizes;  // byte counts where a size correction starts
-  std::array<std::vector<Switch>, 4> m_switches;  // by Collective: probes, ascending
+  std::array<std::vector<MeasuredCap>, 4> m_measuredCaps;  // by Collective, ascending bytes
 };
 
 }  // namespace ddpscope::sim
