@@ -55,8 +55,8 @@ Status runAllreduceCommand(const std::vector<std::string>& argv, CommandIo io) {
   if (cluster.commModel == sim::CommModelKind::kNccl) {
     o << "  pick: NCCL " << cluster.ncclVersion << " tuner (algorithm, protocol, channels)\n";
     if (measured.present) {
-      o << "  time: measured latency (base " << formatShortest(measured.fit.baseUs)
-        << " us + " << formatShortest(measured.fit.intraStepUs) << " us per step in a node + "
+      o << "  time: measured latency (base " << formatShortest(measured.fit.baseUs) << " us + "
+        << formatShortest(measured.fit.intraStepUs) << " us per step in a node + "
         << formatShortest(measured.fit.interStepUs)
         << " us per step across nodes) + bytes / the tuner's algbw\n"
         << "  latency measured on: " << measured.source << "\n"
@@ -91,10 +91,10 @@ Status runAllreduceCommand(const std::vector<std::string>& argv, CommandIo io) {
       << std::setw(10) << (e.latencySource.empty() ? "-" : e.latencySource) << "\n";
   }
   if (auto csv = args.value("csv")) {
-    RETURN_IF_ERROR(writeCsvFile(
-        *csv, {"bytes", "algorithm", "protocol", "time_us", "algbw_gbps", "busbw_gbps", "ctas",
-         "latency_source"},
-        rows));
+    RETURN_IF_ERROR(writeCsvFile(*csv,
+                                 {"bytes", "algorithm", "protocol", "time_us", "algbw_gbps",
+                                  "busbw_gbps", "ctas", "latency_source"},
+                                 rows));
   }
   if (args.has("json")) {
     nlohmann::json out = {{"cluster", cluster.name},

@@ -32,12 +32,11 @@ class ClusterParser : private io::JsonReader {
 
   StatusOr<ClusterSpec> parse(std::string_view text) {
     ASSIGN_OR_RETURN(Json root, parseJsonObject(text, origin()));
-    RETURN_IF_ERROR(
-        checkKeys(root, "",
-                  {"name", "description", "device", "gpus_per_node", "intra_node", "inter_node",
-                   "cpu_vendor", "nccl_version", "comm_model", "alpha_beta", "nccl",
-                   "contention_slowdown", "nccl_sm_contention", "ddp_overheads",
-                   "measured_latency"}));
+    RETURN_IF_ERROR(checkKeys(
+        root, "",
+        {"name", "description", "device", "gpus_per_node", "intra_node", "inter_node", "cpu_vendor",
+         "nccl_version", "comm_model", "alpha_beta", "nccl", "contention_slowdown",
+         "nccl_sm_contention", "ddp_overheads", "measured_latency"}));
     ClusterSpec spec;
     spec.origin = origin();
     ASSIGN_OR_RETURN(spec.name, requiredString(root, "", "name"));
@@ -367,9 +366,9 @@ class ClusterParser : private io::JsonReader {
     if (spec.commModel != CommModelKind::kNccl) {
       return error(path, "absent when comm_model is \"alpha_beta\" (it times NCCL calls)", m);
     }
-    RETURN_IF_ERROR(checkKeys(*m, path,
-                              {"source", "nccl_era", "base_us", "intra_step_us", "inter_step_us",
-                               "protocols"}));
+    RETURN_IF_ERROR(checkKeys(
+        *m, path,
+        {"source", "nccl_era", "base_us", "intra_step_us", "inter_step_us", "protocols"}));
     MeasuredLatency& ml = spec.measuredLatency;
     ASSIGN_OR_RETURN(ml.source, requiredString(*m, path, "source"));
     ASSIGN_OR_RETURN(ml.ncclEra, requiredString(*m, path, "nccl_era"));
@@ -384,8 +383,8 @@ class ClusterParser : private io::JsonReader {
       RETURN_IF_ERROR(checkKeys(*protos, protosPath, {"LL", "LL128", "Simple"}));
       for (auto it = protos->begin(); it != protos->end(); ++it) {
         ASSIGN_OR_RETURN(const Json* p, object(*protos, protosPath, it.key(), true));
-        RETURN_IF_ERROR(parseLatencyFit(*p, jsonKeyPath(protosPath, it.key()),
-                                        ml.byProto[it.key()]));
+        RETURN_IF_ERROR(
+            parseLatencyFit(*p, jsonKeyPath(protosPath, it.key()), ml.byProto[it.key()]));
       }
     }
     if (spec.nccl.launchOverheadUs > 0) {

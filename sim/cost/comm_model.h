@@ -35,21 +35,21 @@ struct CollectiveEstimate {
 
 // One (algorithm, protocol) pair as NCCL's tuner sees it for one call (spec §1.1, §1.10).
 struct CollectiveCandidate {
-  std::string algorithm;     // "ring", "tree", "nvls", "nvls_tree"
-  std::string protocol;      // "LL", "LL128", "Simple"
-  bool enabled = false;      // false: NCCL would not consider it (rules of §1.8, filters)
-  double baseLatencyUs = 0;  // tuner latency before the size-dependent plateau factor
-  double baseAlgBwGBps = 0;  // tuner algorithm bandwidth before the Tree correction
-  double latencyUs = 0;      // at this size (ring plateau applied)
-  double algBwGBps = 0;      // at this size (Tree correction applied)
-  double tunerTimeUs = 0;    // latency + bytes / algBw: NCCL's predicted time
-  double timeUs = 0;         // what estimate() uses: non-decreasing in bytes, + launch overhead
-                             // (measured latency: its latency + bytes / algBw instead)
+  std::string algorithm;         // "ring", "tree", "nvls", "nvls_tree"
+  std::string protocol;          // "LL", "LL128", "Simple"
+  bool enabled = false;          // false: NCCL would not consider it (rules of §1.8, filters)
+  double baseLatencyUs = 0;      // tuner latency before the size-dependent plateau factor
+  double baseAlgBwGBps = 0;      // tuner algorithm bandwidth before the Tree correction
+  double latencyUs = 0;          // at this size (ring plateau applied)
+  double algBwGBps = 0;          // at this size (Tree correction applied)
+  double tunerTimeUs = 0;        // latency + bytes / algBw: NCCL's predicted time
+  double timeUs = 0;             // what estimate() uses: non-decreasing in bytes, + launch overhead
+                                 // (measured latency: its latency + bytes / algBw instead)
   double measuredLatencyUs = 0;  // the cluster's measured latency at this pair's steps (0: none)
   double baseOffsetUs = 0;       // the tuner's base latency of this pair minus Ring/LL's
   int intraSteps = 0;            // latency steps inside a node / across nodes (NCCL's count)
   int interSteps = 0;
-  int ctas = 0;              // CTAs this call would launch (§1.8)
+  int ctas = 0;  // CTAs this call would launch (§1.8)
 };
 
 class CommModel {

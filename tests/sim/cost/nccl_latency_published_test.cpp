@@ -164,22 +164,24 @@ TEST(NcclLatencyPublishedTest, EveryRowWithinTolerance) {
     const CollectiveEstimate e = model->estimate(Collective::kAllreduce, t.bytes);
     const double predicted = e.time.toMicros();
     const double error = (predicted - t.timeUs) / t.timeUs;
-    std::printf("%-40s %-11s %3dx%-2d %8lld B  measured %8.2f  predicted %8.2f us  %+6.1f %%  %s/%s\n",
-                t.id.c_str(), row["cluster"].get<std::string>().c_str(), t.layout.nodes,
-                t.layout.gpusPerNode, static_cast<long long>(t.bytes), t.timeUs, predicted,
-                100 * error, e.algorithm.c_str(), e.protocol.c_str());
+    std::printf(
+        "%-40s %-11s %3dx%-2d %8lld B  measured %8.2f  predicted %8.2f us  %+6.1f %%  %s/%s\n",
+        t.id.c_str(), row["cluster"].get<std::string>().c_str(), t.layout.nodes,
+        t.layout.gpusPerNode, static_cast<long long>(t.bytes), t.timeUs, predicted, 100 * error,
+        e.algorithm.c_str(), e.protocol.c_str());
     if (row.value("anomalous", false)) {
       // Flagged in the file with its source's reason (notes): reported, never asserted met.
       if (std::abs(error) > kTolerance) ++missedAsExpected;
     } else {
-      EXPECT_LE(std::abs(error), kTolerance) << "measured " << t.timeUs << " us, predicted "
-                                             << predicted << " us";
+      EXPECT_LE(std::abs(error), kTolerance)
+          << "measured " << t.timeUs << " us, predicted " << predicted << " us";
       ++checked;
     }
   }
-  std::printf("%d rows within ±25 %% asserted, %d flagged rows missed, %d rows on "
-              "machines no built-in describes\n",
-              checked, missedAsExpected, notDescribed);
+  std::printf(
+      "%d rows within ±25 %% asserted, %d flagged rows missed, %d rows on "
+      "machines no built-in describes\n",
+      checked, missedAsExpected, notDescribed);
   EXPECT_GT(checked, 50);
 }
 

@@ -374,8 +374,8 @@ TEST(NcclModelTest, MeasuredLatencyTimesTheTunersPick) {
       EXPECT_EQ(e.latencySource, "measured");
       EXPECT_EQ(t.latencySource, "tuner");
       const CollectiveCandidate c = candidate(*withFit, e.algorithm, e.protocol, bytes);
-      const double latency = f.baseUs + c.baseOffsetUs + c.intraSteps * f.intraStepUs +
-                             c.interSteps * f.interStepUs;
+      const double latency =
+          f.baseUs + c.baseOffsetUs + c.intraSteps * f.intraStepUs + c.interSteps * f.interStepUs;
       EXPECT_NEAR(c.measuredLatencyUs, latency, 1e-9);
       EXPECT_NEAR(e.time.toMicros(), latency + bytes / (1000.0 * c.algBwGBps), 1e-3);
     }

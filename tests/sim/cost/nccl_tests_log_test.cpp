@@ -1,5 +1,7 @@
 // The nccl-tests log reader and `cluster calibrate --nccl-tests` on real published logs
 // (tests/data/published/nccl-tests-logs/, sources in its README.md).
+#include "sim/cost/nccl_tests_log.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,7 +11,6 @@
 #include "base/strings.h"
 #include "sim/cost/comm_model.h"
 #include "sim/cost/latency_fit.h"
-#include "sim/cost/nccl_tests_log.h"
 #include "tests/sim/cost/cost_test_util.h"
 
 namespace ddpscope::sim {
@@ -36,13 +37,12 @@ TEST(NcclTestsLogTest, ReadsTheFourPublishedLogs) {
     size_t rows;
     int64_t lastBytes;
   };
-  for (const Expect& x : {
-           Expect{"konnase-v100x8-1node.txt", 8, 1, "Tesla V100-SXM2-16GB", "", 25, 134217728},
-           Expect{"aws-dlami-p3dn-v100-2x8.txt", 16, 2, "Tesla V100-SXM2-32GB", "2.4.8", 28,
-                  1073741824},
-           Expect{"aws-dlami-p4d-a100-2x8.txt", 16, 2, "A100-SXM4-40GB", "2.7.8", 28, 1073741824},
-           Expect{"gcp-a3mega-h100-2x8.txt", 16, 2, "NVIDIA H100 80GB HBM3", "", 31,
-                  8589934592}}) {
+  for (const Expect& x :
+       {Expect{"konnase-v100x8-1node.txt", 8, 1, "Tesla V100-SXM2-16GB", "", 25, 134217728},
+        Expect{"aws-dlami-p3dn-v100-2x8.txt", 16, 2, "Tesla V100-SXM2-32GB", "2.4.8", 28,
+               1073741824},
+        Expect{"aws-dlami-p4d-a100-2x8.txt", 16, 2, "A100-SXM4-40GB", "2.7.8", 28, 1073741824},
+        Expect{"gcp-a3mega-h100-2x8.txt", 16, 2, "NVIDIA H100 80GB HBM3", "", 31, 8589934592}}) {
     SCOPED_TRACE(x.file);
     NcclTestsLog log = load(x.file);
     EXPECT_EQ(log.ranks, x.ranks);
@@ -78,11 +78,10 @@ TEST(NcclTestsLogTest, MalformedRowsNameTheirLine) {
   EXPECT_EQ(ok->ranks, 2);
   EXPECT_EQ(ok->nodes, 1);
 
-  auto cut = parseNcclTestsLog(head + good + "          16             4     float     sum\n",
-                               "ar.txt");
+  auto cut =
+      parseNcclTestsLog(head + good + "          16             4     float     sum\n", "ar.txt");
   ASSERT_FALSE(cut.isOk());
-  EXPECT_NE(cut.status().message().find("ar.txt:5: expected an nccl-tests row"),
-            std::string::npos)
+  EXPECT_NE(cut.status().message().find("ar.txt:5: expected an nccl-tests row"), std::string::npos)
       << cut.status().message();
 
   auto badTime = parseNcclTestsLog(
@@ -98,8 +97,7 @@ TEST(NcclTestsLogTest, MalformedRowsNameTheirLine) {
       head + "          16             4     float     sum   1.0  2.0  3.0  0  4.0  5.0  6.0\n",
       "ar.txt");
   ASSERT_FALSE(columns.isOk());
-  EXPECT_NE(columns.status().message().find("ar.txt:4: expected 4 or 8 columns"),
-            std::string::npos)
+  EXPECT_NE(columns.status().message().find("ar.txt:4: expected 4 or 8 columns"), std::string::npos)
       << columns.status().message();
 
   auto none = parseNcclTestsLog(head + "# Avg bus bandwidth    : 0.01\n", "ar.txt");
@@ -117,8 +115,7 @@ TEST(NcclTestsLogTest, CalibrateNeedsRanks) {
   auto cal = calibrateFromNcclTests(*log, std::string(builtinClusterJson("dgx-h100")),
                                     "cluster:dgx-h100", {});
   ASSERT_FALSE(cal.isOk());
-  EXPECT_NE(cal.status().message().find("give the GPUs of the run with --ranks"),
-            std::string::npos)
+  EXPECT_NE(cal.status().message().find("give the GPUs of the run with --ranks"), std::string::npos)
       << cal.status().message();
   NcclTestsCalibrationOptions options;
   options.ranks = 8;
