@@ -73,7 +73,7 @@ bool isX86(const std::string& vendor) {
   return vendor == "intel" || vendor == "amd";
 }
 
-// Measured-time caps (NcclCommModel::buildMeasuredCaps): probe sizes up to 16 GiB on a 2^(1/4)
+// Measured-time caps (NcclCommModel::measuredCaps): probe sizes up to 16 GiB on a 2^(1/4)
 // grid.
 constexpr int64_t kCapProbeMaxBytes = int64_t{1} << 34;
 const double kCapProbeStep = std::pow(2.0, 0.25);
@@ -137,7 +137,6 @@ StatusOr<std::unique_ptr<NcclCommModel>> NcclCommModel::create(const ClusterSpec
   auto model = std::unique_ptr<NcclCommModel>(
       new NcclCommModel(cluster, layout, c, std::move(topology).value()));
   model->buildTables();
-  if (cluster.measuredLatency.present) model->buildMeasuredCaps();
   for (int coll = 0; coll < 4; ++coll) {
     bool any = false;
     for (const auto& row : model->m_tables[coll]) {
@@ -178,6 +177,25 @@ void NcclCommModel::buildTables() {
   m_stepSizes.push_back(kRingPlateauBytesPerChannelRank * m_topology.runtimeChannels *
                         m_layout.worldSize());
   std::sort(m_stepSizes.begin(), m_stepSizes.end());
+  // Each pair's least time at the step sizes from index k on (monotoneTimeUs's min over the
+  // larger step sizes, looked up instead of recomputed per call).
+  const size_t n = m_stepSizes.size();
+  for (int coll = 0; coll < 4; ++coll) {
+    for (int a = 0; a < kNumAlgos; ++a) {
+      for (int p = 0; p < kNumProtos; ++p) {
+        for (int measured = 0; measured < 2; ++measured) {
+          std::vector<double>& suffix = m_stepSuffixMinUs[stepSuffixIndex(coll, a, p, measured)];
+          suffix.assign(n + 1, std::numeric_limits<double>::infinity());
+          if (!m_tables[coll][a][p].enabled) continue;
+          for (size_t k = n; k-- > 0;) {
+            suffix[k] = std::min(suffix[k + 1],
+                                 tunerTimeUs(static_cast<Collective>(coll), a, p, m_stepSizes[k],
+                                             nullptr, nullptr, measured != 0));
+          }
+        }
+      }
+    }
+  }
 }
 
 bool NcclCommModel::allowedByFilters(int algo, int proto) const {
@@ -376,13 +394,11 @@ double NcclCommModel::tunerTimeUs(Collective collective, int algo, int proto, do
 
 double NcclCommModel::monotoneTimeUs(Collective collective, int algo, int proto, double bytes,
                                      bool measured) const {
-  double best = tunerTimeUs(collective, algo, proto, bytes, nullptr, nullptr, measured);
-  for (double step : m_stepSizes) {
-    if (step > bytes) {
-      best = std::min(best, tunerTimeUs(collective, algo, proto, step, nullptr, nullptr, measured));
-    }
-  }
-  return best;
+  const double raw = tunerTimeUs(collective, algo, proto, bytes, nullptr, nullptr, measured);
+  const size_t larger = static_cast<size_t>(
+      std::upper_bound(m_stepSizes.begin(), m_stepSizes.end(), bytes) - m_stepSizes.begin());
+  return std::min(raw, m_stepSuffixMinUs[stepSuffixIndex(static_cast<int>(collective), algo, proto,
+                                                         measured ? 1 : 0)][larger]);
 }
 
 std::pair<int, int> NcclCommModel::tunerChoice(Collective collective, double bytes) const {
@@ -401,45 +417,46 @@ std::pair<int, int> NcclCommModel::tunerChoice(Collective collective, double byt
   return best;
 }
 
-void NcclCommModel::buildMeasuredCaps() {
-  // Probe sizes: a 2^(1/4) grid and every size where a correction starts.
-  std::vector<int64_t> probes;
-  for (double v = 1; v <= static_cast<double>(kCapProbeMaxBytes); v *= kCapProbeStep) {
-    probes.push_back(static_cast<int64_t>(std::ceil(v)));
-  }
-  for (double step : m_stepSizes) probes.push_back(static_cast<int64_t>(step));
-  std::sort(probes.begin(), probes.end());
-  probes.erase(std::unique(probes.begin(), probes.end()), probes.end());
-  for (int coll = 0; coll < 4; ++coll) {
-    const auto collective = static_cast<Collective>(coll);
+const std::vector<NcclCommModel::MeasuredCap>& NcclCommModel::measuredCaps(
+    Collective collective) const {
+  const int coll = static_cast<int>(collective);
+  std::call_once(m_measuredCapsOnce[coll], [&] {
+    // Probe sizes: a 2^(1/4) grid and every size where a correction starts.
+    std::vector<int64_t> probes;
+    for (double v = 1; v <= static_cast<double>(kCapProbeMaxBytes); v *= kCapProbeStep) {
+      probes.push_back(static_cast<int64_t>(std::ceil(v)));
+    }
+    for (double step : m_stepSizes) probes.push_back(static_cast<int64_t>(step));
+    std::sort(probes.begin(), probes.end());
+    probes.erase(std::unique(probes.begin(), probes.end()), probes.end());
     // Where the pick changes between two probes, the first size with the new pick is a probe
     // too (bisection): a drop there then lowers every size before it.
-    std::vector<int64_t> sizes;
-    std::pair<int, int> before = tunerChoice(collective, static_cast<double>(probes.front()));
-    for (size_t i = 0; i < probes.size(); ++i) {
-      const std::pair<int, int> now = tunerChoice(collective, static_cast<double>(probes[i]));
-      if (i > 0 && now != before) {
-        int64_t lo = probes[i - 1];
-        int64_t hi = probes[i];
+    std::vector<std::pair<int64_t, std::pair<int, int>>> picks;  // (size, tuner's pick)
+    for (int64_t probe : probes) {
+      const std::pair<int, int> now = tunerChoice(collective, static_cast<double>(probe));
+      if (!picks.empty() && now != picks.back().second) {
+        const std::pair<int, int> before = picks.back().second;
+        int64_t lo = picks.back().first;
+        int64_t hi = probe;
         while (hi - lo > 1) {
           const int64_t mid = lo + (hi - lo) / 2;
           (tunerChoice(collective, static_cast<double>(mid)) == before ? lo : hi) = mid;
         }
-        if (hi != probes[i]) sizes.push_back(hi);
+        if (hi != probe) picks.emplace_back(hi, tunerChoice(collective, static_cast<double>(hi)));
       }
-      sizes.push_back(probes[i]);
-      before = now;
+      picks.emplace_back(probe, now);
     }
     std::vector<MeasuredCap>& out = m_measuredCaps[coll];
-    out.resize(sizes.size());
+    out.resize(picks.size());
     double suffixMin = std::numeric_limits<double>::infinity();
-    for (size_t i = sizes.size(); i-- > 0;) {
-      const auto [a, p] = tunerChoice(collective, static_cast<double>(sizes[i]));
-      suffixMin = std::min(suffixMin,
-                           monotoneTimeUs(collective, a, p, static_cast<double>(sizes[i]), true));
-      out[i] = {sizes[i], suffixMin};
+    for (size_t i = picks.size(); i-- > 0;) {
+      const auto [bytes, pick] = picks[i];
+      suffixMin = std::min(suffixMin, monotoneTimeUs(collective, pick.first, pick.second,
+                                                     static_cast<double>(bytes), true));
+      out[i] = {bytes, suffixMin};
     }
-  }
+  });
+  return m_measuredCaps[coll];
 }
 
 int NcclCommModel::ctasFor(int algo, int proto, double bytes) const {
@@ -512,7 +529,7 @@ CollectiveEstimate NcclCommModel::estimate(Collective collective, int64_t bytes)
   double bestUs = 0;
   if (m_cluster.measuredLatency.present) {
     bestUs = monotoneTimeUs(collective, bestAlgo, bestProto, b, true);
-    const std::vector<MeasuredCap>& caps = m_measuredCaps[static_cast<int>(collective)];
+    const std::vector<MeasuredCap>& caps = measuredCaps(collective);
     auto it = std::upper_bound(caps.begin(), caps.end(), bytes,
                                [](int64_t v, const MeasuredCap& c) { return v < c.bytes; });
     if (it != caps.end()) bestUs = std::min(bestUs, it->capUs);

@@ -22,14 +22,15 @@
 //     bytes / algBw (no launch overhead, no ring plateau: the measurements hold both). Where the
 //     pick changes, a time just above can be below the time just below; as for one pair's
 //     corrections, a size's time is at most the time of any larger probe size (a 2^(1/4) grid,
-//     the correction sizes and the sizes where the pick changes, computed once per model), so it
-//     stays non-decreasing.
+//     the correction sizes and the sizes where the pick changes, computed once per model and
+//     collective), so it stays non-decreasing.
 // CollNet, PAT and NCCL_ALGO tuner plugins are not modelled. Cost: O(1) per call (12 pairs).
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "base/status.h"
@@ -87,9 +88,10 @@ class NcclCommModel final : public CommModel {
                         bool measured = false) const;
   // The tuner's pick at this size (algorithm, protocol; -1, -1 when no pair is enabled).
   std::pair<int, int> tunerChoice(Collective collective, double bytes) const;
-  // m_measuredCaps: probes on a 2^(1/4) grid, the correction sizes and the first size of each
-  // new pick between two probes (bisection). Once per model, only with measured latency.
-  void buildMeasuredCaps();
+  // The caps of one collective: probes on a 2^(1/4) grid, the correction sizes and the first
+  // size of each new pick between two probes (bisection). Built on the collective's first
+  // measured estimate (most simulations time only allreduce), once, thread-safe.
+  const std::vector<MeasuredCap>& measuredCaps(Collective collective) const;
   static void setMeasuredLatency(const MeasuredLatency& measured, const nccl::NcclConstants& c,
                                  double startUs, int proto, Entry& e);
   int ctasFor(int algo, int proto, double bytes) const;
@@ -100,7 +102,14 @@ class NcclCommModel final : public CommModel {
   nccl::NcclTopology m_topology;
   std::array<Table, 4> m_tables;    // by Collective
   std::vector<double> m_stepSizes;  // byte counts where a size correction starts
-  std::array<std::vector<MeasuredCap>, 4> m_measuredCaps;  // by Collective, ascending bytes
+  // By (collective, algorithm, protocol, measured): [k] = the pair's least time at
+  // m_stepSizes[k..]; +inf past the end and for disabled pairs.
+  static constexpr int stepSuffixIndex(int coll, int algo, int proto, int measured) {
+    return ((coll * nccl::kNumAlgos + algo) * nccl::kNumProtos + proto) * 2 + measured;
+  }
+  std::array<std::vector<double>, 4 * nccl::kNumAlgos * nccl::kNumProtos * 2> m_stepSuffixMinUs;
+  mutable std::array<std::vector<MeasuredCap>, 4> m_measuredCaps;  // by Collective, ascending
+  mutable std::array<std::once_flag, 4> m_measuredCapsOnce;
 };
 
 }  // namespace ddpscope::sim
