@@ -1,8 +1,8 @@
 // ddpscope._core: the C++ side of the Python package (pybind11).
 //
-// It binds the core libraries, never the CLI (DESIGN.md: python/ depends on base, io, models,
-// ddp, traces, sim; the configure fails when ddpscope_cli reaches its link line). The Python API
-// turns its keyword arguments into named settings under the CLI's flag names
+// It binds the core libraries, never the CLI (docs/ARCHITECTURE.md: python/ depends on base, io,
+// models, ddp, traces, sim; the configure fails when ddpscope_cli reaches its link line). The
+// Python API turns its keyword arguments into named settings under the CLI's flag names
 // (bucket_cap_mb=50 -> {"bucket-cap-mb": "50"}, base/setting_values.h), which reach the same
 // library parsers the CLI's flags reach: every setting is spelled, validated and reported once,
 // and every error a Python user sees is the CLI's message. What it binds:
