@@ -4,6 +4,9 @@
 //   * BuiltinFitsAreTheFitOfTheRows: each built-in cluster's measured_latency is what fitLatency
 //     makes of that cluster's rows (or, for a cluster without rows, its prior's): the numbers
 //     in sim/cost/clusters/*.json cannot drift from the data. The test prints each fit as JSON.
+//   * DgxA100HeldOutGpuCounts: the one cross-validation the rows allow. Every other check here
+//     predicts rows that were also fitted; this one fits dgx-a100 without its 6-, 7- and
+//     8-GPU rows (nccl-tests#123) and predicts them, extrapolating the per-step cost.
 //   * EveryRowWithinTolerance: every row <= 1 MiB on a machine a built-in cluster describes is
 //     predicted by `ddpscope allreduce` (the cluster as shipped, the row's forced algorithm)
 //     within ±25 %; a row it misses must be flagged `anomalous` in the file, with its reason in
@@ -143,6 +146,34 @@ TEST(NcclLatencyPublishedTest, BuiltinFitsAreTheFitOfTheRows) {
   }
 }
 
+TEST(NcclLatencyPublishedTest, DgxA100HeldOutGpuCounts) {
+  const Json doc = publishedRows();
+  std::vector<TimedAllreduce> train;
+  std::vector<TimedAllreduce> heldOut;
+  for (const Json& r : allRows(doc)) {
+    if (!describedBy(r, "dgx-a100") || !usedInFit(r)) continue;
+    const bool held = r["id"].get<std::string>().rfind("nccltests123-", 0) == 0 && r["gpus"] >= 6;
+    (held ? heldOut : train).push_back(timed(r));
+  }
+  ASSERT_EQ(heldOut.size(), 3u);
+  auto fit = fitLatency(builtin("dgx-a100"), train, LatencyFit{});
+  ASSERT_TRUE(fit.isOk()) << fit.status().toString();
+  EXPECT_TRUE(fit->baseFitted && fit->intraFitted && fit->interFitted);
+  ClusterSpec c = builtin("dgx-a100");
+  c.measuredLatency.fit = fit->fit;
+  for (const TimedAllreduce& t : heldOut) {
+    ClusterSpec ring = c;
+    ring.nccl.algorithms = {t.forcedAlgo};
+    auto model = commModel(ring, t.layout.nodes, t.layout.gpusPerNode);
+    ASSERT_NE(model, nullptr);
+    const double predicted = model->estimate(Collective::kAllreduce, t.bytes).time.toMicros();
+    const double error = (predicted - t.timeUs) / t.timeUs;
+    std::printf("held out %-36s measured %6.2f  predicted %6.2f us  %+5.1f %%\n", t.id.c_str(),
+                t.timeUs, predicted, 100 * error);
+    EXPECT_LE(std::abs(error), kTolerance) << t.id;
+  }
+}
+
 TEST(NcclLatencyPublishedTest, EveryRowWithinTolerance) {
   const Json doc = publishedRows();
   int checked = 0;
@@ -171,6 +202,7 @@ TEST(NcclLatencyPublishedTest, EveryRowWithinTolerance) {
         e.algorithm.c_str(), e.protocol.c_str());
     if (row.value("anomalous", false)) {
       // Flagged in the file with its source's reason (notes): reported, never asserted met.
+      EXPECT_FALSE(row.value("notes", std::string()).empty()) << "a flagged row needs its reason";
       if (std::abs(error) > kTolerance) ++missedAsExpected;
     } else {
       EXPECT_LE(std::abs(error), kTolerance)
