@@ -349,8 +349,8 @@ class ClusterParser : private io::JsonReader {
     return Status::ok();
   }
 
+  // base_us, intra_step_us, inter_step_us of `object` (its keys checked by the caller).
   Status parseLatencyFit(const Json& object, const std::string& path, LatencyFit& fit) const {
-    RETURN_IF_ERROR(checkKeys(object, path, {"base_us", "intra_step_us", "inter_step_us"}));
     const std::string what = "a number of µs in [0, 1e4]";
     ASSIGN_OR_RETURN(fit.baseUs, number(object, path, "base_us", 0, 1e4, std::nullopt, what));
     ASSIGN_OR_RETURN(fit.intraStepUs,
@@ -372,19 +372,16 @@ class ClusterParser : private io::JsonReader {
     MeasuredLatency& ml = spec.measuredLatency;
     ASSIGN_OR_RETURN(ml.source, requiredString(*m, path, "source"));
     ASSIGN_OR_RETURN(ml.ncclEra, requiredString(*m, path, "nccl_era"));
-    Json shared = Json::object();
-    for (const char* key : {"base_us", "intra_step_us", "inter_step_us"}) {
-      if (const Json* v = find(*m, key)) shared[key] = *v;
-    }
-    RETURN_IF_ERROR(parseLatencyFit(shared, path, ml.fit));
+    RETURN_IF_ERROR(parseLatencyFit(*m, path, ml.fit));
     ASSIGN_OR_RETURN(const Json* protos, object(*m, path, "protocols", false));
     if (protos != nullptr) {
       const std::string protosPath = jsonKeyPath(path, "protocols");
       RETURN_IF_ERROR(checkKeys(*protos, protosPath, {"LL", "LL128", "Simple"}));
       for (auto it = protos->begin(); it != protos->end(); ++it) {
+        const std::string protoPath = jsonKeyPath(protosPath, it.key());
         ASSIGN_OR_RETURN(const Json* p, object(*protos, protosPath, it.key(), true));
-        RETURN_IF_ERROR(
-            parseLatencyFit(*p, jsonKeyPath(protosPath, it.key()), ml.byProto[it.key()]));
+        RETURN_IF_ERROR(checkKeys(*p, protoPath, {"base_us", "intra_step_us", "inter_step_us"}));
+        RETURN_IF_ERROR(parseLatencyFit(*p, protoPath, ml.byProto[it.key()]));
       }
     }
     if (spec.nccl.launchOverheadUs > 0) {

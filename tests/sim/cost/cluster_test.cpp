@@ -227,7 +227,34 @@ INSTANTIATE_TEST_SUITE_P(
                 [](Json& j) { j["inter_node"]["oversubscription"] = 0.5; },
                 "inter_node.oversubscription", "a number in [1, 64] (leaf downlink : uplink"},
         BadCase{"too many NICs", [](Json& j) { j["inter_node"]["nics_per_node"] = 2000; },
-                "inter_node.nics_per_node", "a non-negative integer (NIC ports per node)"}),
+                "inter_node.nics_per_node", "a non-negative integer (NIC ports per node)"},
+        BadCase{"measured latency without its source",
+                [](Json& j) { j["measured_latency"].erase("source"); }, "measured_latency.source",
+                "expected a non-empty string; got nothing"},
+        BadCase{"negative measured step",
+                [](Json& j) { j["measured_latency"]["intra_step_us"] = -1; },
+                "measured_latency.intra_step_us", "a number of µs in [0, 1e4]"},
+        BadCase{"measured latency key typo", [](Json& j) { j["measured_latency"]["step_us"] = 2; },
+                "measured_latency.step_us", "unknown field; expected one of source, nccl_era"},
+        BadCase{"measured protocol typo",
+                [](Json& j) {
+                  j["measured_latency"]["protocols"] = {
+                      {"LL64", {{"base_us", 1}, {"intra_step_us", 1}}}};
+                },
+                "measured_latency.protocols.LL64", "unknown field; expected one of LL, LL128"},
+        BadCase{"launch overhead on top of measured latency",
+                [](Json& j) { j["nccl"]["launch_overhead_us"] = 4; }, "nccl.launch_overhead_us",
+                "absent (or 0) when measured_latency is given"},
+        BadCase{"measured latency on an alpha-beta cluster",
+                [](Json& j) {
+                  j["comm_model"] = "alpha_beta";
+                  j["alpha_beta"] = {{"intra_alpha_us", 1},
+                                     {"intra_beta_GBps", 10},
+                                     {"inter_alpha_us", 1},
+                                     {"inter_beta_GBps", 10}};
+                  j.erase("nccl");
+                },
+                "measured_latency", "absent when comm_model is \"alpha_beta\""}),
     [](const ::testing::TestParamInfo<BadCase>& info) {
       std::string name = info.param.label;
       for (char& c : name) {
