@@ -212,6 +212,14 @@ StatusOr<NcclTestsCalibration> calibrateFromNcclTests(const NcclTestsLog& log,
   if (!log.test.empty() && log.test != "all_reduce_perf") {
     return invalidArgument(log.origin + ": expected all_reduce_perf output; this is " + log.test);
   }
+  for (const NcclTestsRow& r : log.rows) {  // a log that does not name its test
+    if (r.redop == "none" || r.root != -1) {
+      return invalidArgument(log.origin + ":" + std::to_string(r.line) + ": redop " + r.redop +
+                             ", root " + std::to_string(r.root) +
+                             ": not an allreduce row (all_reduce_perf prints a reduction and "
+                             "root -1)");
+    }
+  }
   int ranks = options.ranks.value_or(log.ranks);
   int nodes = options.nodes.value_or(log.nodes > 0 ? log.nodes : 1);
   if (options.ranks && log.ranks > 0 && *options.ranks != log.ranks) {

@@ -28,10 +28,12 @@ StatusOr<NcclTestsLog> parseNcclTestsLog(std::string_view text, const std::strin
   NcclTestsLog log;
   log.origin = origin;
   std::set<std::string> hosts;
-  std::set<int> ranks;
+  std::set<int64_t> ranks;
   const std::regex rankLine(
       R"(#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s*(.*))");
   const std::regex versionLine(R"(NCCL version (\d+\.\d+\.\d+))");
+  // The test binary, from the command line or "# Collective test starting: all_reduce_perf".
+  const std::regex testName(R"(\b([a-z_]+_perf)\b)");
   int lineNo = 0;
   size_t pos = 0;
   while (pos <= text.size()) {
@@ -40,8 +42,8 @@ StatusOr<NcclTestsLog> parseNcclTestsLog(std::string_view text, const std::strin
     const std::string line(text.substr(pos, end - pos));
     pos = end + 1;
     ++lineNo;
-    if (line.find("all_reduce_perf") != std::string::npos) log.test = "all_reduce_perf";
     std::smatch m;
+    if (log.test.empty() && std::regex_search(line, m, testName)) log.test = m[1];
     if (log.ncclVersion.empty() && std::regex_search(line, m, versionLine)) {
       log.ncclVersion = m[1];
     }
@@ -49,7 +51,12 @@ StatusOr<NcclTestsLog> parseNcclTestsLog(std::string_view text, const std::strin
     if (trimmed.empty()) continue;
     if (trimmed[0] == '#') {
       if (std::regex_search(line, m, rankLine)) {
-        ranks.insert(std::stoi(m[1]));
+        const std::optional<int64_t> rank = parseInt64(std::string(m[1]));
+        if (!rank || *rank > (int64_t{1} << 24)) {
+          return invalidArgument(origin + ":" + std::to_string(lineNo) +
+                                 ": rank: expected a rank number; got '" + std::string(m[1]) + "'");
+        }
+        ranks.insert(*rank);
         hosts.insert(m[2]);
         if (m[1] == "0") log.gpu = std::string(trimString(std::string(m[3])));
       }
@@ -67,9 +74,9 @@ StatusOr<NcclTestsLog> parseNcclTestsLog(std::string_view text, const std::strin
     }
     size_t first = 4;
     const size_t rest = w.size() - 4;
-    if (rest == 9 || rest == 5)
+    if (rest == 9 || rest == 5) {
       first = 5;  // root column present
-    else if (rest != 8 && rest != 4) {
+    } else if (rest != 8 && rest != 4) {
       return invalidArgument(where + ": expected 4 or 8 columns after 'size count type redop' " +
                              "(plus an optional root); got " + std::to_string(rest) + " in '" +
                              std::string(trimmed) + "'");
@@ -77,6 +84,15 @@ StatusOr<NcclTestsLog> parseNcclTestsLog(std::string_view text, const std::strin
     NcclTestsRow row;
     row.line = lineNo;
     row.bytes = *parseInt64(w[0]);
+    row.redop = std::string(w[3]);
+    if (first == 5) {
+      const std::optional<int64_t> root = parseInt64(w[4]);
+      if (!root) {
+        return invalidArgument(where + ": root: expected an integer (-1 for allreduce); got '" +
+                               std::string(w[4]) + "'");
+      }
+      row.root = *root;
+    }
     auto column = [&](size_t i, const char* name) -> StatusOr<double> {
       std::optional<double> v = parseDouble(w[i]);
       if (!v || !(*v >= 0)) {

@@ -25,7 +25,9 @@ namespace ddpscope::sim {
 struct NcclTestsRow {
   int line = 0;  // 1-based line in the log
   int64_t bytes = 0;
-  double outOfPlaceUs = 0;     // time columns (µs); 0 when the column is absent
+  std::string redop;        // "sum", "prod", ... ("none" for all_gather, broadcast)
+  int64_t root = -1;        // the root column (nccl-tests >= 2.10); -1 for allreduce or when absent
+  double outOfPlaceUs = 0;  // time columns (µs); 0 when the column is absent
   double outOfPlaceBusbw = 0;  // GB/s
   double inPlaceUs = 0;
   double inPlaceBusbw = 0;
@@ -35,7 +37,7 @@ struct NcclTestsRow {
 
 struct NcclTestsLog {
   std::string origin;
-  std::string test;         // "all_reduce_perf" when the log names it, else ""
+  std::string test;         // the first "<name>_perf" the log names ("" when none)
   int ranks = 0;            // "# Rank N ..." lines (0: the log has none)
   int nodes = 0;            // distinct hosts of those lines (0: unknown)
   std::string gpu;          // the device name of rank 0 ("" if not printed)

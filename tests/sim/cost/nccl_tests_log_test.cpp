@@ -128,6 +128,39 @@ TEST(NcclTestsLogTest, CalibrateNeedsRanks) {
   EXPECT_NE(cpu.status().message().find("expected a GPU cluster timed by NCCL"), std::string::npos);
 }
 
+// Another collective's table is refused, whether the log names its test or only its rows show it
+// (all_gather_perf prints redop "none"; reduce_perf and broadcast_perf a root >= 0).
+TEST(NcclTestsLogTest, CalibrateRefusesOtherCollectives) {
+  const std::string ranks =
+      "#  Rank  0 Group  0 Pid  1 on a device  0 [0x07] NVIDIA H100 80GB HBM3\n"
+      "#  Rank  1 Group  0 Pid  2 on a device  1 [0x08] NVIDIA H100 80GB HBM3\n";
+  const std::string base(builtinClusterJson("dgx-h100"));
+  auto named = parseNcclTestsLog(
+      "$ ./build/all_gather_perf -b 8 -e 128 -g 2\n" + ranks +
+          "   8   1   float   none   -1   9.1   0.00   0.00   0   9.0   0.00   0.00   0\n",
+      "ag.txt");
+  ASSERT_TRUE(named.isOk()) << named.status().toString();
+  EXPECT_EQ(named->test, "all_gather_perf");
+  auto cal = calibrateFromNcclTests(*named, base, "cluster:dgx-h100", {});
+  ASSERT_FALSE(cal.isOk());
+  EXPECT_NE(cal.status().message().find("ag.txt: expected all_reduce_perf output; this is "
+                                        "all_gather_perf"),
+            std::string::npos)
+      << cal.status().message();
+
+  for (const char* row : {"   8   2   float   none   -1   9.1   0.00   0.00   0\n",
+                          "   8   2   float   sum     0   9.1   0.00   0.00   0\n"}) {
+    auto unnamed = parseNcclTestsLog(ranks + row, "pasted.txt");
+    ASSERT_TRUE(unnamed.isOk()) << unnamed.status().toString();
+    EXPECT_EQ(unnamed->test, "");
+    auto refused = calibrateFromNcclTests(*unnamed, base, "cluster:dgx-h100", {});
+    ASSERT_FALSE(refused.isOk()) << row;
+    EXPECT_NE(refused.status().message().find("pasted.txt:3: redop "), std::string::npos)
+        << refused.status().message();
+    EXPECT_NE(refused.status().message().find("not an allreduce row"), std::string::npos);
+  }
+}
+
 // The calibrated cluster against every row of its own log. What the fit claims is asserted:
 // latency-bound sizes (<= 64 KiB, the rows the latency is fitted to) within ±25 % (the bar of
 // the published rows) and the largest size (the saturated bandwidth; fitted on the 3 largest by
