@@ -83,6 +83,11 @@ def cluster_json():
     return {p.stem: p.read_bytes() for p in sorted((ROOT / "sim/cost/clusters").glob("*.json"))}
 
 
+def nccl_tests_log():
+    logs = sorted((DATA / "published" / "nccl-tests-logs").glob("*.txt"))
+    return {p.stem: p.read_bytes() for p in small_files(logs)}
+
+
 def chrome_traces():
     seeds = {}
     for p in sorted((DATA / "traces").glob("*.json*")) + sorted(
@@ -165,6 +170,7 @@ TARGETS = {
     "kineto_import": kineto_import,
     "ready_order": ready_order,
     "cli_args": cli_args,
+    "nccl_tests_log": nccl_tests_log,
 }
 
 

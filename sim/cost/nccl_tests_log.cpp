@@ -1,9 +1,11 @@
 #include "sim/cost/nccl_tests_log.h"
 
 #include <algorithm>
+#include <cctype>
 #include <optional>
-#include <regex>
 #include <set>
+#include <string_view>
+#include <vector>
 
 #include "base/strings.h"
 
@@ -22,6 +24,70 @@ bool isWrongColumn(std::string_view s) {
   return s == "N/A" || parseDouble(s).has_value();
 }
 
+constexpr size_t kMaxTestNameChars = 64;  // "all_reduce_perf", "sendrecv_perf", ...
+
+bool isTestNameChar(char c) {
+  return (c >= 'a' && c <= 'z') || c == '_';
+}
+
+// The first "<name>_perf" word of the line (the test binary), or "".
+std::string_view testName(std::string_view line) {
+  constexpr std::string_view kSuffix = "_perf";
+  for (size_t at = line.find(kSuffix); at != std::string_view::npos;
+       at = line.find(kSuffix, at + 1)) {
+    const size_t end = at + kSuffix.size();
+    size_t begin = at;
+    while (begin > 0 && isTestNameChar(line[begin - 1])) --begin;
+    const bool wordEnd = end == line.size() ||
+                         !(std::isalnum(static_cast<unsigned char>(line[end])) || line[end] == '_');
+    if (begin < at && wordEnd && end - begin <= kMaxTestNameChars) {
+      return line.substr(begin, end - begin);
+    }
+  }
+  return {};
+}
+
+// "2.18.3" from "... NCCL version 2.18.3+cuda12.2 ...", or "".
+std::string_view ncclVersion(std::string_view line) {
+  constexpr std::string_view kPrefix = "NCCL version ";
+  const size_t at = line.find(kPrefix);
+  if (at == std::string_view::npos) return {};
+  const size_t begin = at + kPrefix.size();
+  size_t end = begin;
+  while (end < line.size() &&
+         (std::isdigit(static_cast<unsigned char>(line[end])) || line[end] == '.')) {
+    ++end;
+  }
+  return line.substr(begin, end - begin);
+}
+
+// One "# Rank R [Group G] Pid P on HOST device D [BUS] GPU NAME" line of nccl-tests' header.
+struct RankLine {
+  std::string_view rank;
+  std::string_view host;
+  std::string_view gpu;
+};
+
+std::optional<RankLine> rankLine(std::string_view line) {
+  const std::vector<std::string_view> w = splitWhitespace(line.substr(line.find('#') + 1));
+  size_t i = 0;
+  auto expect = [&](std::string_view word) { return i < w.size() && w[i++] == word; };
+  RankLine out;
+  if (!expect("Rank") || i >= w.size()) return std::nullopt;
+  out.rank = w[i++];
+  if (i < w.size() && w[i] == "Group") i += 2;
+  if (!expect("Pid") || i >= w.size()) return std::nullopt;
+  ++i;
+  if (!expect("on") || i >= w.size()) return std::nullopt;
+  out.host = w[i++];
+  if (!expect("device") || i >= w.size()) return std::nullopt;
+  const size_t bus = line.find('[', static_cast<size_t>(w[i].data() - line.data()));
+  const size_t busEnd = bus == std::string_view::npos ? bus : line.find(']', bus);
+  if (busEnd == std::string_view::npos) return std::nullopt;
+  out.gpu = trimString(line.substr(busEnd + 1));
+  return out;
+}
+
 }  // namespace
 
 StatusOr<NcclTestsLog> parseNcclTestsLog(std::string_view text, const std::string& origin) {
@@ -29,36 +95,29 @@ StatusOr<NcclTestsLog> parseNcclTestsLog(std::string_view text, const std::strin
   log.origin = origin;
   std::set<std::string> hosts;
   std::set<int64_t> ranks;
-  const std::regex rankLine(
-      R"(#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s*(.*))");
-  const std::regex versionLine(R"(NCCL version (\d+\.\d+\.\d+))");
-  // The test binary, from the command line or "# Collective test starting: all_reduce_perf".
-  const std::regex testName(R"(\b([a-z_]+_perf)\b)");
   int lineNo = 0;
   size_t pos = 0;
   while (pos <= text.size()) {
     size_t end = text.find('\n', pos);
     if (end == std::string_view::npos) end = text.size();
-    const std::string line(text.substr(pos, end - pos));
+    const std::string_view line = text.substr(pos, end - pos);
     pos = end + 1;
     ++lineNo;
-    std::smatch m;
-    if (log.test.empty() && std::regex_search(line, m, testName)) log.test = m[1];
-    if (log.ncclVersion.empty() && std::regex_search(line, m, versionLine)) {
-      log.ncclVersion = m[1];
-    }
+    if (log.test.empty()) log.test = std::string(testName(line));
+    if (log.ncclVersion.empty()) log.ncclVersion = std::string(ncclVersion(line));
     const std::string_view trimmed = trimString(line);
     if (trimmed.empty()) continue;
     if (trimmed[0] == '#') {
-      if (std::regex_search(line, m, rankLine)) {
-        const std::optional<int64_t> rank = parseInt64(std::string(m[1]));
-        if (!rank || *rank > (int64_t{1} << 24)) {
+      if (const std::optional<RankLine> r = rankLine(trimmed)) {
+        const std::optional<int64_t> rank = parseInt64(r->rank);
+        if (!rank || *rank < 0 || *rank > (int64_t{1} << 24)) {
           return invalidArgument(origin + ":" + std::to_string(lineNo) +
-                                 ": rank: expected a rank number; got '" + std::string(m[1]) + "'");
+                                 ": rank: expected a rank number; got '" + std::string(r->rank) +
+                                 "'");
         }
         ranks.insert(*rank);
-        hosts.insert(m[2]);
-        if (m[1] == "0") log.gpu = std::string(trimString(std::string(m[3])));
+        hosts.insert(std::string(r->host));
+        if (*rank == 0) log.gpu = std::string(r->gpu);
       }
       continue;
     }

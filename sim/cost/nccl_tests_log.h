@@ -1,10 +1,9 @@
 // Reads the result table nccl-tests' all_reduce_perf prints (NVIDIA/nccl-tests, src/common.cu):
 //
 //   #  Rank  0 Group  0 Pid  1234 on  node-a device  0 [0x07] NVIDIA H100 80GB HBM3
-//   #                                        out-of-place                       in-place
-//   #       size   count   type  redop  root    time  algbw  busbw #wrong    time  algbw  busbw
-//   #wrong
-//              8       2  float    sum    -1   31.09   0.00   0.00      0   30.58   0.00   0.00 0
+//   #                                 out-of-place                  in-place
+//   #  size  count   type  redop  root   time  algbw  busbw #wrong  time  algbw  busbw #wrong
+//      8         2  float    sum    -1  31.09   0.00   0.00      0  30.58  0.00   0.00      0
 //
 // Any sizes, any GPU count; the `root` column (nccl-tests ≥ 2.10) may be absent and `#wrong` may
 // read N/A (-c 0) or an old float error. Lines that are not table rows (NCCL INFO output, shell

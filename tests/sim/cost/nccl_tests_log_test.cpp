@@ -106,6 +106,22 @@ TEST(NcclTestsLogTest, MalformedRowsNameTheirLine) {
             std::string::npos);
 }
 
+// Megabyte-long lines (a pasted binary, a runaway log) are read in linear time and stack: the
+// first reader used std::regex, whose recursion overflowed the stack on a 2 MB rank line.
+TEST(NcclTestsLogTest, LongLinesAreReadNotRecursedInto) {
+  const std::string longName(2000000, 'A');
+  const std::string text =
+      "#  Rank  0 Group  0 Pid  1 on a device  0 [0x07] " + longName + "\n" +
+      std::string(3000000, 'x') + "_perf\n" +
+      "   8   2   float   sum   -1   9.1   0.00   0.00   0   9.0   0.00   0.00   0\n";
+  auto log = parseNcclTestsLog(text, "long.txt");
+  ASSERT_TRUE(log.isOk()) << log.status().toString();
+  EXPECT_EQ(log->ranks, 1);
+  EXPECT_EQ(log->gpu.size(), longName.size());
+  EXPECT_EQ(log->test, "");  // not a test binary's name
+  EXPECT_EQ(log->rows.size(), 1u);
+}
+
 TEST(NcclTestsLogTest, CalibrateNeedsRanks) {
   auto log = parseNcclTestsLog(
       "           8             2     float     sum    31.09    0.00    0.00  0    30.58    0.00  "
