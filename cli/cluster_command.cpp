@@ -215,7 +215,7 @@ Status runCalibrate(const std::vector<std::string>& argvIn, CommandIo io) {
   if (args.has("json")) {
     nlohmann::json j = sim::ncclTestsCalibrationJson(log, cal);
     if (!file) j["cluster_json"] = nlohmann::json::parse(cal.jsonText);
-    io.out << j.dump(2) << "\n";
+    io.out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     std::ostream& report = out ? io.out : io.err;
     report << "cluster " << cal.spec.name << " from " << log.origin << ": " << log.rows.size()

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string_view>
@@ -12,6 +13,14 @@
 namespace ddpscope::sim {
 
 namespace {
+
+// `text` with every invalid UTF-8 byte as U+FFFD (nlohmann's own replacement): the GPU name goes
+// into the calibrated cluster's JSON, which must stay valid whatever the log held.
+std::string validUtf8(std::string_view text) {
+  const std::string quoted = nlohmann::json(std::string(text))
+                                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return nlohmann::json::parse(quoted).get<std::string>();
+}
 
 bool isWord(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
@@ -117,7 +126,7 @@ StatusOr<NcclTestsLog> parseNcclTestsLog(std::string_view text, const std::strin
         }
         ranks.insert(*rank);
         hosts.insert(std::string(r->host));
-        if (*rank == 0) log.gpu = std::string(r->gpu);
+        if (*rank == 0) log.gpu = validUtf8(r->gpu);
       }
       continue;
     }
