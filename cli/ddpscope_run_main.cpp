@@ -91,7 +91,8 @@ Status checkOutputPaths(const WorkerFlags& flags) {
   for (const auto& [flag, path] :
        {std::pair<const char*, const std::string&>{"--trace", flags.tracePath},
         {"--summary", flags.summaryPath},
-        {"--dump-params", flags.dumpParamsPath}}) {
+        {"--dump-params", flags.dumpParamsPath},
+        {"--dump-start", flags.dumpStartPath}}) {
     if (path.empty()) continue;
     StatusOr<std::unique_ptr<io::OutputFile>> probe = io::OutputFile::open(path);
     if (!probe.isOk()) return invalidArgument(std::string(flag) + ": " + probe.status().message());
@@ -115,8 +116,36 @@ void flushPartialTrace(const Profiler& profiler, const WorkerFlags& flags, int r
   std::fflush(stderr);
 }
 
+// --dump-start: records rank 0's initial parameters (at iteration 1, after DDP's broadcast) and
+// its first flags.dumpStartBatches batches into `dump`, in that order.
+runtime::BatchCallback startRecorder(const WorkerFlags& flags, ParamDump* dump) {
+  return [dump, k = flags.dumpStartBatches](int64_t iteration, runtime::TrainableModel& model,
+                                            const runtime::Batch& batch) -> Status {
+    if (iteration > k) return Status::ok();
+    if (iteration == 1) {
+      runtime::GradDevice& device = model.device();
+      RETURN_IF_ERROR(device.synchronize());
+      for (const runtime::Param& p : model.params()) {
+        std::vector<float> values(static_cast<size_t>(p.value.numel()));
+        RETURN_IF_ERROR(device.toHost(values.data(), p.value.data(), p.value.numel()));
+        dump->names.push_back(p.name);
+        dump->values.push_back(std::move(values));
+      }
+    }
+    const std::string prefix = "batch" + std::to_string(iteration);
+    for (const auto& [suffix, tensor] :
+         {std::pair<const char*, const runtime::Tensor*>{".inputs", &batch.inputs},
+          {".targets", &batch.targets}}) {
+      dump->names.push_back(prefix + suffix);
+      dump->values.emplace_back(tensor->data(), tensor->data() + tensor->numel());
+    }
+    return Status::ok();
+  };
+}
+
 Status writeOutputs(const WorkerFlags& flags, const traces::Timeline& timeline,
-                    const TrainingResult& result, int world, const std::string& backend) {
+                    const TrainingResult& result, int world, const std::string& backend,
+                    const ParamDump* startDump = nullptr) {
   if (!flags.tracePath.empty()) RETURN_IF_ERROR(writeTimeline(timeline, flags.tracePath));
   const RunSummary summary = summarize(timeline, flags.warmup);
   if (!flags.json && !flags.dumpPlan) {
@@ -157,7 +186,10 @@ Status writeOutputs(const WorkerFlags& flags, const traces::Timeline& timeline,
   }
   if (flags.json || !flags.summaryPath.empty()) {
     traces::Args extra = runMetadata(flags, world, backend);
-    const std::string json = summaryToJson(summary, extra);
+    // Every iteration's loss (rank 0's shard; warm-ups included), for numerics checks.
+    nlohmann::json withLosses = nlohmann::json::parse(summaryToJson(summary, extra));
+    withLosses["losses"] = result.losses;
+    const std::string json = withLosses.dump(2);
     if (!flags.summaryPath.empty()) {
       ASSIGN_OR_RETURN(std::unique_ptr<io::OutputFile> out,
                        io::OutputFile::open(flags.summaryPath));
@@ -181,13 +213,18 @@ Status writeOutputs(const WorkerFlags& flags, const traces::Timeline& timeline,
     dump.values = result.params;
     RETURN_IF_ERROR(writeParamDump(flags.dumpParamsPath, dump));
   }
+  if (startDump != nullptr && !flags.dumpStartPath.empty()) {
+    RETURN_IF_ERROR(writeParamDump(flags.dumpStartPath, *startDump).withContext("--dump-start"));
+  }
   std::cout.flush();
   return Status::ok();
 }
 
-int runReference(const WorkerFlags& flags) {
+int runReference(WorkerFlags flags) {
   Profiler profiler(0, layerNames(flags.training.model), [] { return steadyNow(); });
   profiler.setRetainedIterations(flags.traceIterations);
+  ParamDump startDump;
+  if (!flags.dumpStartPath.empty()) flags.training.onBatch = startRecorder(flags, &startDump);
   StatusOr<TrainingResult> result =
       trainReference(flags.training, 1, flags.training.profile ? &profiler : nullptr);
   if (!result.isOk()) {
@@ -197,7 +234,7 @@ int runReference(const WorkerFlags& flags) {
   traces::Args metadata = runMetadata(flags, 1, "none (reference)");
   metadata.append("trace_dropped_iterations", profiler.droppedIterations());
   const traces::Timeline timeline = mergeRankTracks({profiler.snapshot()}, std::move(metadata));
-  const Status status = writeOutputs(flags, timeline, *result, 1, "none (reference)");
+  const Status status = writeOutputs(flags, timeline, *result, 1, "none (reference)", &startDump);
   if (!status.isOk()) {
     std::fprintf(stderr, "ddpscope-run: error: %s\n", status.message().c_str());
     return status.exitCode();
@@ -310,6 +347,10 @@ int runWorker(int argc, char** argv) {
     profiler.setClockOffset(*offset);
   }
   std::optional<TrainingResult> result;
+  ParamDump startDump;
+  if (rank == 0 && !flags.dumpStartPath.empty()) {
+    flags.training.onBatch = startRecorder(flags, &startDump);
+  }
   if (status.isOk()) {
     StatusOr<TrainingResult> trained =
         trainDistributed(**comm, flags.training, flags.training.profile ? &profiler : nullptr);
@@ -322,7 +363,7 @@ int runWorker(int argc, char** argv) {
     StatusOr<traces::Timeline> timeline = gatherTimeline(**comm, profiler, std::move(metadata));
     status = timeline.status();
     if (status.isOk() && rank == 0) {
-      status = writeOutputs(flags, *timeline, *result, world, flags.backend);
+      status = writeOutputs(flags, *timeline, *result, world, flags.backend, &startDump);
       if (!status.isOk()) {
         std::fprintf(stderr, "ddpscope-run: error: %s\n", status.message().c_str());
         return status.exitCode();

@@ -61,6 +61,11 @@ ArgParser makeParser() {
       .option("summary", "PATH", "summary JSON (step, forward, backward, comm, overlap)")
       .flag("json", "print the summary JSON on stdout (rank 0)")
       .option("dump-params", "PATH", "rank 0 writes the final parameters (binary)")
+      .option("dump-start", "PATH",
+              "rank 0 writes the initial parameters and its first batches (binary, as "
+              "--dump-params: parameters by name, then batch<i>.inputs / batch<i>.targets), to "
+              "check the numerics against PyTorch; the summary carries every iteration's loss")
+      .option("dump-start-batches", "K", "batches --dump-start records (default 2)")
       .flag("dump-plan", "print the iteration-1 and steady bucket plans as JSON (rank 0)")
       .flag("world-size-reference",
             "run the single-process reference instead: one process, batch B, no DDP")
@@ -149,6 +154,11 @@ StatusOr<WorkerFlags> parseWorkerFlags(const std::vector<std::string>& argv) {
                    args.nonNegativeInt("trace-iterations", kDefaultTraceIterations));
   flags.summaryPath = args.value("summary").value_or("");
   flags.dumpParamsPath = args.value("dump-params").value_or("");
+  flags.dumpStartPath = args.value("dump-start").value_or("");
+  ASSIGN_OR_RETURN(flags.dumpStartBatches, args.positiveInt("dump-start-batches", 2));
+  if (args.has("dump-start-batches") && flags.dumpStartPath.empty()) {
+    return invalidArgument("--dump-start-batches: only with --dump-start PATH");
+  }
   flags.json = args.has("json");
   flags.dumpPlan = args.has("dump-plan");
   flags.reference = args.has("world-size-reference");

@@ -25,6 +25,10 @@ struct WorkerFlags {
   int64_t traceIterations = kDefaultTraceIterations;
   std::string summaryPath;
   std::string dumpParamsPath;
+  // --dump-start PATH: rank 0 writes the initial parameters and its first dumpStartBatches
+  // batches (runtime/param_dump.h's format), for a numerics check against another framework.
+  std::string dumpStartPath;
+  int64_t dumpStartBatches = 2;
   bool json = false;
   bool dumpPlan = false;
   bool reference = false;  // --world-size-reference

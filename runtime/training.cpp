@@ -104,6 +104,7 @@ StatusOr<TrainingResult> trainDistributed(Communicator& comm, const TrainingOpti
     }
     const std::vector<int64_t> indices = schedule.batch(i - 1);
     const Batch batch = model->makeBatch(indices, options.dataSeed);
+    if (options.onBatch) RETURN_IF_ERROR(options.onBatch(i, *model, batch));
     ASSIGN_OR_RETURN(StepResult step, engine->step(batch));
     result.losses.push_back(step.loss);
   }
@@ -144,6 +145,7 @@ StatusOr<TrainingResult> trainReference(const TrainingOptions& options, int shar
       indices.insert(indices.end(), part.begin(), part.end());
     }
     const Batch batch = model->makeBatch(indices, options.dataSeed);
+    if (options.onBatch) RETURN_IF_ERROR(options.onBatch(i, *model, batch));
     const Nanos forwardStart = clock();
     ASSIGN_OR_RETURN(ForwardResult forward, model->forward(batch, i, /*rank=*/0));
     const Nanos backwardStart = clock();

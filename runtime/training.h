@@ -31,6 +31,12 @@ class Profiler;
 using ModelFactory = std::function<StatusOr<std::unique_ptr<TrainableModel>>(
     const models::ModelSpec& spec, const BuildOptions& options)>;
 
+// Called on every rank before each iteration's forward with the batch that rank trains on; at
+// iteration 1 the parameters are the initial ones (after DDP's broadcast). An error stops
+// training. ddpscope-run --dump-start records the start of a run with it.
+using BatchCallback =
+    std::function<Status(int64_t iteration, TrainableModel& model, const Batch& batch)>;
+
 struct TrainingOptions {
   models::ModelSpec model;
   BuildOptions build;       // seed (parameter init), syncBatchNorm, seq / image size, dtype
@@ -42,6 +48,7 @@ struct TrainingOptions {
   double momentum = 0.0;
   uint64_t dataSeed = 1;  // synthetic data and sampler shuffle (seed + epoch)
   bool profile = true;
+  BatchCallback onBatch;  // optional
   // Test-only fault injection at the start of an iteration: rank faultKillRank calls _exit(9)
   // at iteration faultKillIteration; rank faultStopRank stops itself with SIGSTOP (a hung rank
   // that never returns) at iteration faultStopIteration.

@@ -12,6 +12,7 @@
 
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -345,6 +346,51 @@ TEST(MpiCliTest, DdpRunParametersEqualTheWorldSizeReference) {
   std::printf("[ measured ] gpt2 tiny world 4 via ddpscope-run: max |DDP - reference| = %.3g\n",
               *diff);
   EXPECT_LE(*diff, 1e-5);
+}
+
+// --dump-start records what another framework needs to train the same first steps: the initial
+// parameters (by name, as --dump-params writes them) and rank 0's first K batches; the summary
+// carries every iteration's loss.
+TEST(MpiCliTest, DumpStartHoldsTheInitialParametersAndRankZerosBatches) {
+  const fs::path start = scratch("start.bin");
+  const fs::path summary = scratch("start-summary.json");
+  const fs::path initial = scratch("initial.bin");
+  const std::string model = " --model gpt2:layers=1,embd=32,heads=2,vocab=64,seq=8 ";
+  const ProcessRun a =
+      run(mpirun(2) + kWorker + model + "--batch 4 --iterations 3 --no-profile --dump-start " +
+          start.string() + " --dump-start-batches 2 --summary " + summary.string());
+  ASSERT_EQ(a.exitCode, 0) << a.output;
+  // The parameters of a run that never stepped: what --dump-start must hold first.
+  const ProcessRun b = run(kWorker + model +
+                           "--batch 4 --iterations 1 --lr 0 --no-profile "
+                           "--world-size-reference --dump-params " +
+                           initial.string());
+  ASSERT_EQ(b.exitCode, 0) << b.output;
+  auto dump = readParamDump(start.string());
+  auto init = readParamDump(initial.string());
+  ASSERT_TRUE(dump.isOk() && init.isOk()) << dump.status().message();
+  const size_t params = init->names.size();
+  ASSERT_EQ(dump->names.size(), params + 4);  // + batch1/2 inputs and targets
+  for (size_t i = 0; i < params; ++i) {
+    EXPECT_EQ(dump->names[i], init->names[i]);
+    EXPECT_EQ(dump->values[i], init->values[i]) << init->names[i];
+  }
+  EXPECT_EQ(dump->names[params], "batch1.inputs");
+  EXPECT_EQ(dump->names[params + 3], "batch2.targets");
+  // Rank 0 trains on 2 of the 4 samples: 2 x 8 token ids, each in [0, 64).
+  ASSERT_EQ(dump->values[params].size(), 16u);
+  for (float id : dump->values[params]) {
+    EXPECT_TRUE(id >= 0 && id < 64 && id == std::floor(id)) << id;
+  }
+  std::ifstream in(summary);
+  const nlohmann::json json = nlohmann::json::parse(in);
+  ASSERT_EQ(json.at("losses").size(), 3u);
+  EXPECT_GT(json.at("losses")[0].get<double>(), 0.0);
+
+  const ProcessRun bad = run(kWorker + model + "--dump-start-batches 2");
+  EXPECT_EQ(bad.exitCode, 2);
+  EXPECT_NE(bad.output.find("--dump-start-batches: only with --dump-start PATH"), std::string::npos)
+      << bad.output;
 }
 
 TEST(MpiCliTest, DdpscopeRunLaunchesTheWorkerAndReturnsItsExitCode) {
