@@ -72,7 +72,7 @@ StatusOr<ClusterCalibration> calibrateCluster(
   }
   std::vector<replay::ProfileRef> refs;
   for (const auto& p : loaded) refs.push_back({&p.profile, &p.model});
-  ASSIGN_OR_RETURN(result.calibration, replay::calibrate(refs, base.device));
+  ASSIGN_OR_RETURN(result.calibration, replay::calibrate(refs, base.device, /*allowOneRank=*/true));
   replay::Calibration& cal = result.calibration;
   {
     // DDP's host costs come from the traces' host spans (the profiles keep none of them).
@@ -102,9 +102,13 @@ StatusOr<ClusterCalibration> calibrateCluster(
   }
   result.clusterName = values.value("name").value_or(std::filesystem::path(*out).stem().string());
   std::ostringstream desc;
-  desc << base.name << " calibrated by ddpscope calibrate on " << runs.size()
-       << " run(s): alpha-beta fit R^2 " << cal.comm.r2 << ", contention "
-       << cal.contention.slowdown << ", compute scale " << cal.compute.scale;
+  desc << base.name << " calibrated by ddpscope calibrate on " << runs.size() << " run(s): ";
+  if (cal.comm.samples > 0) {
+    desc << "alpha-beta fit R^2 " << cal.comm.r2;
+  } else {
+    desc << "one-rank runs, network model kept from " << base.name;
+  }
+  desc << ", contention " << cal.contention.slowdown << ", compute scale " << cal.compute.scale;
   const nlohmann::json baseJson = nlohmann::json::parse(baseText, nullptr, false);
   if (baseJson.is_discarded()) return invalidArgument(baseOrigin + ": not valid JSON");
   const nlohmann::json j =

@@ -221,12 +221,15 @@ ContentionFit fitContention(const std::vector<ProfileRef>& runs, const DeviceSpe
 ComputeScaleFit fitComputeScale(const std::vector<ProfileRef>& runs, const DeviceSpec& device,
                                 double contention) {
   ComputeScaleFit fit;
-  auto roofline = RooflineComputeModel::create(device, "fp32");
-  if (!roofline.isOk()) return fit;
   double measuredSum = 0, roofSum = 0;
   for (size_t ri = 0; ri < runs.size(); ++ri) {
     const MeasuredProfile& p = *runs[ri].profile;
     const models::ModelSpec& model = *runs[ri].model;
+    // Against the roofline of the precision the run computed in (a bf16 run on a GPU against
+    // the bf16 peak, not the fp32 one); an unknown or unsupported one falls back to fp32.
+    auto roofline = RooflineComputeModel::create(device, p.settings.dtype);
+    if (!roofline.isOk()) roofline = RooflineComputeModel::create(device, "fp32");
+    if (!roofline.isOk()) continue;
     auto measured = MeasuredComputeModel::create(p, model, device, {contention, CrossRank::kMean});
     if (!measured.isOk()) continue;
     const models::ModelInputs inputs = measuredInputs(p, model);
@@ -249,11 +252,14 @@ ComputeScaleFit fitComputeScale(const std::vector<ProfileRef>& runs, const Devic
   return fit;
 }
 
-StatusOr<Calibration> calibrate(const std::vector<ProfileRef>& runs, const DeviceSpec& device) {
+StatusOr<Calibration> calibrate(const std::vector<ProfileRef>& runs, const DeviceSpec& device,
+                                bool allowOneRank) {
   Calibration cal;
   for (const ProfileRef& r : runs)
     cal.maxWorldSize = std::max(cal.maxWorldSize, r.profile->settings.worldSize);
-  ASSIGN_OR_RETURN(cal.comm, fitAlphaBeta(runs));
+  if (!(allowOneRank && cal.maxWorldSize == 1)) {
+    ASSIGN_OR_RETURN(cal.comm, fitAlphaBeta(runs));
+  }
   cal.contention = fitContention(runs, device);
   cal.compute = fitComputeScale(runs, device, cal.contention.slowdown);
   return cal;
@@ -300,13 +306,15 @@ ClusterSpec applyCalibration(const ClusterSpec& base, const Calibration& cal,
                              const std::string& name) {
   ClusterSpec c = base;
   c.name = name;
-  c.commModel = CommModelKind::kAlphaBeta;
-  const bool hadAlphaBeta = base.commModel == CommModelKind::kAlphaBeta;
-  c.alphaBeta.intraAlphaUs = cal.comm.alphaUs;
-  c.alphaBeta.intraBetaGBps = cal.comm.betaGBps;
-  if (!hadAlphaBeta || c.alphaBeta.interBetaGBps <= 0) {
-    c.alphaBeta.interAlphaUs = cal.comm.alphaUs;
-    c.alphaBeta.interBetaGBps = cal.comm.betaGBps;
+  if (cal.comm.samples > 0) {
+    c.commModel = CommModelKind::kAlphaBeta;
+    const bool hadAlphaBeta = base.commModel == CommModelKind::kAlphaBeta;
+    c.alphaBeta.intraAlphaUs = cal.comm.alphaUs;
+    c.alphaBeta.intraBetaGBps = cal.comm.betaGBps;
+    if (!hadAlphaBeta || c.alphaBeta.interBetaGBps <= 0) {
+      c.alphaBeta.interAlphaUs = cal.comm.alphaUs;
+      c.alphaBeta.interBetaGBps = cal.comm.betaGBps;
+    }
   }
   c.contentionSlowdown = cal.contention.slowdown;
   c.gpusPerNode = std::max(c.gpusPerNode, cal.maxWorldSize);
@@ -335,11 +343,13 @@ nlohmann::json calibratedClusterJson(const nlohmann::json& base, const ClusterSp
   j["name"] = name;
   j["description"] = description;
   j["gpus_per_node"] = spec.gpusPerNode;
-  j["comm_model"] = "alpha_beta";
-  j["alpha_beta"] = {{"intra_alpha_us", round(spec.alphaBeta.intraAlphaUs, 3)},
-                     {"intra_beta_GBps", round(spec.alphaBeta.intraBetaGBps, 4)},
-                     {"inter_alpha_us", round(spec.alphaBeta.interAlphaUs, 3)},
-                     {"inter_beta_GBps", round(spec.alphaBeta.interBetaGBps, 4)}};
+  if (cal.comm.samples > 0) {  // else the base's communication model stays as it is
+    j["comm_model"] = "alpha_beta";
+    j["alpha_beta"] = {{"intra_alpha_us", round(spec.alphaBeta.intraAlphaUs, 3)},
+                       {"intra_beta_GBps", round(spec.alphaBeta.intraBetaGBps, 4)},
+                       {"inter_alpha_us", round(spec.alphaBeta.interAlphaUs, 3)},
+                       {"inter_beta_GBps", round(spec.alphaBeta.interBetaGBps, 4)}};
+  }
   j["contention_slowdown"] = round(spec.contentionSlowdown, 4);
   for (auto& [dtype, peak] : spec.device.peakTflops) {
     j["device"]["peak_tflops"][dtype] = round(peak, 6);
@@ -405,14 +415,20 @@ nlohmann::json calibrationJson(const Calibration& c) {
 std::string formatCalibration(const Calibration& cal) {
   std::ostringstream o;
   char line[256];
-  std::snprintf(line, sizeof(line),
-                "communication (alpha-beta ring, %d collectives): alpha %.2f us, beta %.4f GB/s\n",
-                cal.comm.samples, cal.comm.alphaUs, cal.comm.betaGBps);
-  o << line;
-  std::snprintf(line, sizeof(line),
-                "  fit: R^2 %.4f, RMS residual %.1f us, median |relative residual| %.1f %%\n",
-                cal.comm.r2, cal.comm.rmsResidualUs, 100 * cal.comm.medianAbsRelative);
-  o << line;
+  if (cal.comm.samples == 0) {
+    o << "communication: not fitted: every run has one rank (no collective between ranks); the "
+         "base cluster's network model is kept\n";
+  } else {
+    std::snprintf(
+        line, sizeof(line),
+        "communication (alpha-beta ring, %d collectives): alpha %.2f us, beta %.4f GB/s\n",
+        cal.comm.samples, cal.comm.alphaUs, cal.comm.betaGBps);
+    o << line;
+    std::snprintf(line, sizeof(line),
+                  "  fit: R^2 %.4f, RMS residual %.1f us, median |relative residual| %.1f %%\n",
+                  cal.comm.r2, cal.comm.rmsResidualUs, 100 * cal.comm.medianAbsRelative);
+    o << line;
+  }
   for (const SizeRangeResidual& r : cal.comm.ranges) {
     std::snprintf(line, sizeof(line),
                   "  %-16s %5d samples, mean (model - measured)/measured %+.1f %%\n",

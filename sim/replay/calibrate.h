@@ -116,11 +116,16 @@ struct Calibration {
   int maxWorldSize = 1;
 };
 
-StatusOr<Calibration> calibrate(const std::vector<ProfileRef>& runs, const DeviceSpec& device);
+// allowOneRank: when every run has one rank (the GPU kit's runs on one GPU), fit compute,
+// contention and host costs and leave the network unfitted (comm.samples == 0) instead of
+// failing; applyCalibration then keeps the base cluster's communication model.
+StatusOr<Calibration> calibrate(const std::vector<ProfileRef>& runs, const DeviceSpec& device,
+                                bool allowOneRank = false);
 
 // The calibrated cluster as a struct: α–β comm model with the fit (intra node; across nodes
-// keeps the base's values, or the fit when it has none), contention, peaks scaled by 1/s,
-// gpus_per_node ≥ the largest world measured (one machine), the fitted ddp_overheads terms.
+// keeps the base's values, or the fit when it has none) — or, with no fit (comm.samples == 0),
+// the base's communication model unchanged —, contention, peaks scaled by 1/s, gpus_per_node ≥
+// the largest world measured (one machine), the fitted ddp_overheads terms.
 ClusterSpec applyCalibration(const ClusterSpec& base, const Calibration& calibration,
                              const std::string& name);
 // The same as cluster JSON, starting from the base cluster's JSON document (kept otherwise).

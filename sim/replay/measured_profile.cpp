@@ -103,6 +103,7 @@ StatusOr<RunSettings> readRunSettings(const traces::Timeline& timeline, const st
   if (auto v = metaNumber(meta, "seq_len")) s.seqLen = static_cast<int64_t>(*v);
   if (auto v = metaNumber(meta, "image_size")) s.imageSize = static_cast<int64_t>(*v);
   if (auto v = metaNumber(meta, "warmup")) s.warmup = static_cast<int64_t>(*v);
+  if (auto d = meta.getString("dtype")) s.dtype = std::string(*d);
   // The DDP settings under their canonical keys (ddp/ddp_settings.h), the same reader for
   // runtime, simulated and imported traces.
   ASSIGN_OR_RETURN(s.ddp,

@@ -58,6 +58,7 @@ struct RunSettings {
   int64_t imageSize = 0;       // "image_size" (0 = the model's default)
   int64_t warmup = 0;          // "warmup"
   bool syncBatchNorm = false;  // "sync_batchnorm"
+  std::string dtype = "fp32";  // "dtype": the matrix-product precision the run computed in
   ddp::DdpConfig ddp;          // bucket_cap_mb, find_unused_parameters, static_graph, ...
 };
 // Reads RunSettings from a timeline's metadata; `origin` names the trace in errors.
