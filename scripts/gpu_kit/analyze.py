@@ -1,0 +1,573 @@
+#!/usr/bin/env python3
+"""The comparison half of the GPU evidence kit (scripts/gpu-kit). Standard library only.
+
+  analyze.py provenance OUT --kit KIT --mode gpu|cpu   OUT/provenance.json: machine, GPU, driver,
+                                                       torch, NCCL, date, kit
+  analyze.py analyze OUT --ddpscope BIN [--expect F]   OUT/report.json and OUT/report.md from what
+                                                       `gpu-kit run` wrote into OUT
+  analyze.py check-schema FILE                         one torch_job.py result against schema.json
+
+What `analyze` computes, per model, from the files of a run:
+  gtest          the GPU tests' counts (passed, failed, skipped) from their XML
+  runtime        ddpscope-run's median step (cap 25 and cap 1, two interleaved rounds)
+  runtime/torch  that step over torch's: eager (no DDP) and DDP with the default cap
+  bucket cost    torch DDP at world size 1: (step at cap 1 - step at cap 25) / (buckets at cap 1 -
+                 buckets at cap 25), with the spread of the interleaved rounds as noise floor
+  layers         per-layer forward and backward GPU kernel time of the profiled torch steps
+                 (kernels attributed to the innermost "ddpscope.layer:<path>" range of their
+                 launch; backward kernels through the autograd sequence number of the forward op
+                 that made the node) against `ddpscope simulate` at world size 1 on the cluster
+                 matching the GPU (dgx-h100, hgx-h200), same batch, shape and bf16
+  import         `ddpscope import-torch` of every trace: buckets, step, overlap
+  replay         `ddpscope replay` of the runtime's own trace at its own settings: error
+
+With --expect, the report's numbers must equal the expected file's (exact for integers, 1e-6
+relative for floats): the dry run checks the comparison code that way on a committed sample.
+"""
+import glob
+import gzip
+import json
+import math
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from datetime import datetime, timezone
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def sh(cmd, timeout=60):
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        return r.returncode, r.stdout, r.stderr
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return -1, "", str(e)
+
+
+# ---- provenance ----------------------------------------------------------------------------
+
+def provenance(out, kit, mode):
+    p = {"date_utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "mode": mode,
+         "host": {"machine": platform.machine(), "kernel": platform.release(),
+                  "cpus": os.cpu_count(), "python": platform.python_version()},
+         "command": "scripts/gpu-kit run " + ("--cpu " if mode == "cpu" else "") + "OUT"}
+    rc, so, _ = sh(["nvidia-smi", "--query-gpu=name,driver_version,memory.total,clocks.max.sm,"
+                    "clocks.max.mem,power.limit,pci.bus_id", "--format=csv,noheader"])
+    if rc == 0 and so.strip():
+        f = [x.strip() for x in so.strip().splitlines()[0].split(",")]
+        keys = ["name", "driver", "memory", "max_sm_clock", "max_mem_clock", "power_limit",
+                "pci_bus"]
+        p["gpu"] = dict(zip(keys, f))
+        p["gpu_count"] = len(so.strip().splitlines())
+    rc, so, _ = sh(["nvidia-smi"])
+    m = re.search(r"CUDA Version:\s*([0-9.]+)", so or "")
+    if m:
+        p["driver_cuda"] = m.group(1)
+    try:
+        import torch  # noqa: F401 (only the versions)
+        p["torch"] = torch.__version__
+        p["torch_cuda"] = getattr(torch.version, "cuda", None)
+        if torch.cuda.is_available():
+            v = torch.cuda.nccl.version()
+            p["nccl"] = ".".join(str(x) for x in v) if isinstance(v, tuple) else str(v)
+            p["gpu_torch"] = torch.cuda.get_device_name(0)
+    except Exception as e:  # noqa: BLE001 (recorded, not fatal)
+        p["torch_error"] = str(e)
+    man = os.path.join(kit, "MANIFEST.txt")
+    if os.path.exists(man):
+        with open(man) as f:
+            p["kit"] = [line.rstrip("\n") for line in f][:2]
+    with open(os.path.join(out, "provenance.json"), "w") as f:
+        json.dump(p, f, indent=1)
+    print(json.dumps(p, indent=1))
+
+
+# ---- helpers -------------------------------------------------------------------------------
+
+def load_json(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        return json.load(f)
+
+
+def median(xs):
+    return statistics.median(xs) if xs else None
+
+
+def rel(a, b):
+    """(a - b) / b, or None."""
+    if a is None or b is None or b == 0:
+        return None
+    return (a - b) / b
+
+
+def rnd(x, n=4):
+    return None if x is None else round(x, n)
+
+
+def parse_list(text):
+    return [int(v) for v in re.findall(r"\d+", text or "")]
+
+
+# ---- the GPU tests -------------------------------------------------------------------------
+
+def gtest_counts(out):
+    res = {}
+    paths = glob.glob(os.path.join(out, "gtest-*.xml")) + \
+        glob.glob(os.path.join(out, "gtest-*.xml.gz"))
+    for path in sorted(paths):
+        name = re.sub(r"\.xml(\.gz)?$", "", os.path.basename(path)[6:])
+        try:
+            opener = gzip.open if path.endswith(".gz") else open
+            with opener(path, "rb") as f:
+                root = ET.parse(f).getroot()
+        except (ET.ParseError, OSError) as e:
+            res[name] = {"error": str(e)}
+            continue
+        cases = root.iter("testcase")
+        c = {"tests": 0, "failed": 0, "skipped": 0, "failures": []}
+        for case in cases:
+            c["tests"] += 1
+            if case.find("failure") is not None:
+                c["failed"] += 1
+                c["failures"].append(case.get("classname", "") + "." + case.get("name", ""))
+            elif case.find("skipped") is not None or case.get("result") == "skipped":
+                c["skipped"] += 1
+        c["passed"] = c["tests"] - c["failed"] - c["skipped"]
+        res[name] = c
+    return res
+
+
+# ---- the runtime ---------------------------------------------------------------------------
+
+def runtime_steps(out, model):
+    res = {}
+    for cap in ("25", "1"):
+        meds = []
+        for path in sorted(glob.glob(os.path.join(out, f"runtime-{model}-cap{cap}-r*.json"))):
+            try:
+                meds.append(load_json(path)["median_step_ms"])
+            except (OSError, ValueError, KeyError):
+                pass
+        if meds:
+            res[f"cap{cap}"] = {"median_step_ms": rnd(median(meds)), "runs": [rnd(m) for m in meds]}
+    return res
+
+
+# ---- per-layer kernel time from a Kineto trace ---------------------------------------------
+
+LAUNCH = re.compile(r"^(cuda|cu)(LaunchKernel|LaunchKernelExC|LaunchCooperativeKernel|"
+                    r"MemcpyAsync|MemsetAsync|GraphLaunch|LaunchKernelEx)")
+
+
+def layer_times(trace_path):
+    """Per layer: forward and backward GPU kernel time (us per step) of a torch_job trace."""
+    d = load_json(trace_path)
+    ev = [e for e in d.get("traceEvents", []) if e.get("ph") == "X"]
+    steps = {e["name"] for e in ev if e.get("cat") in ("user_annotation", "cpu_op")
+             and e.get("name", "").startswith("ProfilerStep#")}
+    nsteps = max(1, len(steps))
+    layers_by_tid = {}
+    for e in ev:
+        if e.get("cat") == "user_annotation" and e["name"].startswith("ddpscope.layer:"):
+            layers_by_tid.setdefault(e["tid"], []).append((e["ts"], e["ts"] + e["dur"],
+                                                           e["name"][15:]))
+
+    def innermost(tid, ts):
+        best = None
+        for a, b, name in layers_by_tid.get(tid, ()):
+            if a <= ts <= b and (best is None or b - a < best[1] - best[0]):
+                best = (a, b, name)
+        return best[2] if best else None
+
+    seq_layer = {}
+    for e in ev:
+        if e.get("cat") != "cpu_op":
+            continue
+        seq = (e.get("args") or {}).get("Sequence number")
+        if seq is None or e["name"].startswith("autograd::engine"):
+            continue
+        layer = innermost(e["tid"], e["ts"])
+        if layer is not None:
+            seq_layer.setdefault(seq, layer)
+    bwd = []  # (start, end, tid, layer)
+    for e in ev:
+        if e.get("cat") == "cpu_op" and e["name"].startswith("autograd::engine::evaluate_function"):
+            seq = (e.get("args") or {}).get("Sequence number")
+            bwd.append((e["ts"], e["ts"] + e["dur"], e["tid"], seq_layer.get(seq)))
+    corr = {}
+    for e in ev:
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and LAUNCH.match(e.get("name", "")):
+            c = (e.get("args") or {}).get("correlation")
+            if c is None:
+                continue
+            fwd = innermost(e["tid"], e["ts"])
+            if fwd is not None:
+                corr[c] = ("forward", fwd)
+                continue
+            owner = None
+            for a, b, tid, layer in bwd:
+                if tid == e["tid"] and a <= e["ts"] <= b:
+                    if owner is None or b - a < owner[1] - owner[0]:
+                        owner = (a, b, layer)
+            if owner is not None:
+                corr[c] = ("backward", owner[2] or "(autograd, no layer)")
+            else:
+                corr[c] = ("other", "(outside layers)")
+    per = {}
+    totals = {"forward": 0.0, "backward": 0.0, "other": 0.0, "communication": 0.0}
+    for e in ev:
+        if e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset"):
+            continue
+        name = e.get("name", "")
+        dur = float(e.get("dur", 0))
+        if "nccl" in name.lower():
+            totals["communication"] += dur
+            continue
+        phase, layer = corr.get((e.get("args") or {}).get("correlation"), ("other", "(unmatched)"))
+        totals[phase] += dur
+        if phase in ("forward", "backward"):
+            per.setdefault(layer, {"forward": 0.0, "backward": 0.0})[phase] += dur
+    scale = 1.0 / nsteps
+    return ({k: {p: v * scale for p, v in t.items()} for k, t in per.items()},
+            {k: v * scale for k, v in totals.items()}, nsteps)
+
+
+def simulated_layers(ddpscope, model, job, cluster, out):
+    """Per-layer forward/backward (us) and the step of `ddpscope simulate` at world size 1."""
+    trace = os.path.join(out, f"sim-{model}-{cluster}.json")
+    cmd = [ddpscope, "simulate", "--model", model, "--cluster", cluster, "--world-size", "1",
+           "--batch", str(job["batch"]), "--dtype", "bf16" if job["dtype"] == "bf16" else "fp32",
+           "--trace", trace, "--json"]
+    if job.get("seq_len"):
+        cmd += ["--seq-len", str(job["seq_len"])]
+    if job.get("image_size"):
+        cmd += ["--image-size", str(job["image_size"])]
+    rc, so, se = sh(cmd, timeout=120)
+    if rc != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: exit {rc}: {se.strip()[-300:]}")
+    summary = json.loads(so)
+    d = load_json(trace)
+    os.remove(trace)
+    ev = d["traceEvents"] if isinstance(d, dict) else d
+    first = None
+    per = {}
+    for e in ev:
+        if e.get("ph") != "X" or e.get("cat") not in ("forward", "backward") or e.get("pid", 0) != 0:
+            continue
+        it = (e.get("args") or {}).get("iteration")
+        if first is None:
+            first = it
+        if it != first:  # one iteration (the compute of every iteration is the same)
+            continue
+        per.setdefault(e["name"], {"forward": 0.0, "backward": 0.0})[e["cat"]] += float(e["dur"])
+    return per, summary
+
+
+def compare_layers(measured, simulated):
+    rows = []
+    for name, m in measured.items():
+        s = simulated.get(name)
+        if s is None:
+            continue
+        for phase in ("forward", "backward"):
+            if m[phase] > 0 and s[phase] > 0:
+                rows.append((name, phase, m[phase], s[phase]))
+    out = {}
+    for phase in ("forward", "backward"):
+        errs = [abs(s - m) / m for _, p, m, s in rows if p == phase]
+        wm = sum(m for _, p, m, _s in rows if p == phase)
+        ws = sum(s for _, p, _m, s in rows if p == phase)
+        out[phase] = {"layers": len(errs),
+                      "median_abs_error": rnd(median(errs)),
+                      "p90_abs_error": rnd(sorted(errs)[int(0.9 * (len(errs) - 1))] if errs else None),
+                      "matched_measured_us": rnd(wm, 1), "matched_simulated_us": rnd(ws, 1),
+                      "matched_total_error": rnd(rel(ws, wm))}
+    worst = sorted(rows, key=lambda r: -abs(r[3] - r[2]))[:8]
+    out["largest_gaps"] = [{"layer": n, "phase": p, "measured_us": rnd(m, 1),
+                            "simulated_us": rnd(s, 1), "error": rnd(rel(s, m))}
+                           for n, p, m, s in worst]
+    return out
+
+
+def cluster_for(gpu_name):
+    n = (gpu_name or "").upper()
+    if "H200" in n:
+        return "hgx-h200"
+    if "H100" in n:
+        return "dgx-h100"
+    if "B200" in n:
+        return "dgx-b200"
+    if "A100" in n:
+        return "dgx-a100"
+    return "dgx-h100"
+
+
+# ---- import-torch and replay ---------------------------------------------------------------
+
+def import_trace(ddpscope, trace, out):
+    run = os.path.join(out, os.path.basename(trace).replace("-rank0.json.gz", "-imported.json"))
+    rc, so, se = sh([ddpscope, "import-torch", trace, "-o", run, "--json", "--quiet"], timeout=120)
+    if rc != 0:
+        return {"error": se.strip()[-400:]}
+    s = json.loads(so)
+    os.remove(run)
+    keep = {}
+    for k in ("ranks", "iterations", "median_step_ns", "bucket_bytes", "buckets_consistent",
+              "comm_ns", "exposed_comm_ns", "overlap_percent", "hta_overlap"):
+        if k in s:
+            keep[k] = s[k]
+    if not keep:
+        keep = {k: v for k, v in s.items() if not isinstance(v, (list, dict))}
+    return keep
+
+
+def replay_runtime(ddpscope, trace, model, cluster):
+    """`ddpscope replay` of the runtime's own trace at its own settings (world size 1: the
+    cluster only names the device; there is no communication to model)."""
+    rc, so, se = sh([ddpscope, "replay", "--trace", trace, "--model", model, "--cluster", cluster,
+                     "--world-size", "1", "--json"], timeout=120)
+    if rc != 0:
+        return {"error": se.strip()[-400:]}
+    s = json.loads(so)
+    return {"measured_step_ms": rnd(s["measured_step_ms"]),
+            "replayed_step_ms": rnd(s["replayed_step_ms"]),
+            "error": rnd(s["replay_error_percent"] / 100)}
+
+
+# ---- analyze -------------------------------------------------------------------------------
+
+def analyze(out, ddpscope):
+    report = {"schema": "ddpscope.gpu-kit.report/1", "models": {}, "notes": []}
+    prov_path = os.path.join(out, "provenance.json")
+    prov = load_json(prov_path) if os.path.exists(prov_path) else {}
+    report["provenance"] = prov
+    report["gtest"] = gtest_counts(out)
+    gpu_name = (prov.get("gpu") or {}).get("name")
+    cluster = cluster_for(gpu_name)
+    report["cluster"] = cluster
+    for job_path in sorted(glob.glob(os.path.join(out, "*.json"))):
+        base = os.path.basename(job_path)
+        if base.startswith(("runtime-", "numerics-", "provenance", "report", "sim-")) or \
+                base.endswith("-imported.json") or "-numerics-" in base:
+            continue
+        try:
+            job = load_json(job_path)
+        except ValueError:
+            continue
+        if job.get("schema") != "ddpscope.gpu-kit.torch/1":
+            continue
+        model = job["model"]
+        r = {"torch": {"median_step_ms": {k: rnd(v) for k, v in job["median_step_ms"].items()},
+                       "batch": job["batch"], "dtype": job["dtype"],
+                       "seq_len": job.get("seq_len"), "image_size": job.get("image_size")}}
+        # Noise floor: the spread of one configuration's per-round medians.
+        k = job["steps_per_round"]
+        spread = {}
+        for name, xs in job["step_ms"].items():
+            rounds = [median(xs[i:i + k]) for i in range(0, len(xs), k)]
+            spread[name] = rnd((max(rounds) - min(rounds)) / median(rounds)) if rounds else None
+        r["torch"]["round_spread"] = spread
+        # DDP at world size 1 computes what eager computes: the first losses must agree.
+        losses = job.get("first_losses", {})
+        if "eager" in losses:
+            worst = 0.0
+            for name, ls in losses.items():
+                for a, b in zip(ls, losses["eager"]):
+                    worst = max(worst, abs(a - b) / max(abs(b), 1e-12))
+            r["torch"]["ddp_vs_eager_first_losses_max_rel"] = rnd(worst, 8)
+        # Per-bucket host cost from cap 1 against cap 25.
+        med = job["median_step_ms"]
+        nb = {name: len(parse_list(b.get("rebuilt_bucket_sizes")) or parse_list(b.get("bucket_sizes")))
+              for name, b in job.get("buckets", {}).items()}
+        r["torch"]["buckets"] = nb
+        if "ddp-cap1" in med and "ddp-cap25" in med and nb.get("ddp-cap1", 0) > nb.get("ddp-cap25", 0):
+            extra = med["ddp-cap1"] - med["ddp-cap25"]
+            r["bucket_cost"] = {
+                "cap1_minus_cap25_ms": rnd(extra),
+                "cap1_over_cap25": rnd(rel(med["ddp-cap1"], med["ddp-cap25"])),
+                "extra_buckets": nb["ddp-cap1"] - nb["ddp-cap25"],
+                "per_extra_bucket_us": rnd(1e3 * extra / (nb["ddp-cap1"] - nb["ddp-cap25"]), 2),
+                "noise_floor": rnd(max(spread.get("ddp-cap1") or 0, spread.get("ddp-cap25") or 0))}
+        if "eager" in med and "ddp-default" in med:
+            r["torch"]["ddp_over_eager"] = rnd(rel(med["ddp-default"], med["eager"]))
+        # Our runtime against torch.
+        rt = runtime_steps(out, model)
+        if rt:
+            r["runtime"] = rt
+            if "cap25" in rt:
+                s = rt["cap25"]["median_step_ms"]
+                r["runtime_over_torch"] = {"eager": rnd(s / med["eager"]) if med.get("eager") else None,
+                                           "ddp_default": rnd(s / med["ddp-default"])
+                                           if med.get("ddp-default") else None}
+            trace = os.path.join(out, f"runtime-{model}.json")
+            if not os.path.exists(trace):
+                trace += ".gz"
+            if os.path.exists(trace):
+                r["runtime_replay"] = replay_runtime(ddpscope, trace, model, cluster)
+        # Per-layer compute against the simulator, and import of every trace.
+        r["import"] = {}
+        for cfg, tr in sorted(job.get("traces", {}).items()):
+            path = os.path.join(out, tr)
+            if os.path.exists(path):
+                r["import"][cfg] = import_trace(ddpscope, path, out)
+        tr = job.get("traces", {}).get("ddp-default")
+        if tr and os.path.exists(os.path.join(out, tr)):
+            try:
+                per, totals, nsteps = layer_times(os.path.join(out, tr))
+                sim, summ = simulated_layers(ddpscope, model, job, cluster, out)
+                cmp_ = compare_layers(per, sim)
+                sim_fwd = sum(v["forward"] for v in sim.values())
+                sim_bwd = sum(v["backward"] for v in sim.values())
+                cmp_["totals"] = {
+                    "profiled_steps": nsteps,
+                    "measured_forward_us": rnd(totals["forward"], 1),
+                    "measured_backward_us": rnd(totals["backward"], 1),
+                    "measured_other_us": rnd(totals["other"], 1),
+                    "measured_nccl_us": rnd(totals["communication"], 1),
+                    "simulated_forward_us": rnd(sim_fwd, 1),
+                    "simulated_backward_us": rnd(sim_bwd, 1),
+                    "forward_error": rnd(rel(sim_fwd, totals["forward"])),
+                    "backward_error": rnd(rel(sim_bwd, totals["backward"])),
+                    "simulated_step_ms": rnd(summ["step_time_ns"] / 1e6),
+                    "measured_step_ms": med.get("ddp-default"),
+                    "step_error": rnd(rel(summ["step_time_ns"] / 1e6, med.get("ddp-default")))}
+                r["layers"] = cmp_
+            except Exception as e:  # noqa: BLE001 (the report says what failed)
+                r["layers"] = {"error": f"{type(e).__name__}: {e}"}
+        report["models"][model] = r
+    report["numerics"] = {}
+    for path in sorted(glob.glob(os.path.join(out, "*-numerics-*.json"))):
+        n = load_json(path)
+        report["numerics"][f"{n['model']}-{n['dtype']}"] = {
+            "first_loss_runtime_vs_torch": rnd(n["runtime_vs_torch"][0], 8),
+            "max_runtime_vs_torch": rnd(max(n["runtime_vs_torch"]), 8),
+            "max_torch_vs_fp64": rnd(max(n["torch_vs_fp64"]), 8),
+            "max_runtime_vs_fp64": rnd(max(n["runtime_vs_fp64"]), 8),
+            "steps": len(n["torch_losses"])}
+    if prov.get("gpu_count", 0) <= 1:
+        report["notes"].append(
+            "one GPU: NCCL collectives between ranks (bandwidth, latency, contention with "
+            "compute across GPUs) are not measured; world size 1 DDP runs its allreduces on "
+            "one rank, which NCCL completes without moving data between GPUs")
+    with open(os.path.join(out, "report.json"), "w") as f:
+        json.dump(report, f, indent=1, sort_keys=True)
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write(markdown(report))
+    return report
+
+
+def fmt(x, pct=False):
+    if x is None:
+        return "n/a"
+    return f"{100 * x:+.1f} %" if pct else (f"{x:.3f}" if isinstance(x, float) else str(x))
+
+
+def markdown(rep):
+    p = rep.get("provenance", {})
+    g = p.get("gpu", {})
+    lines = [f"# GPU kit report: {g.get('name', 'no GPU')} (driver {g.get('driver', 'n/a')}, "
+             f"torch {p.get('torch', 'n/a')}, NCCL {p.get('nccl', 'n/a')}, {p.get('date_utc', '')})",
+             "", "| tests | passed | failed | skipped |", "| --- | --- | --- | --- |"]
+    for name, c in rep.get("gtest", {}).items():
+        lines.append(f"| {name} | {c.get('passed')} | {c.get('failed')} | {c.get('skipped')} |")
+    lines += ["", "| model | torch eager ms | torch DDP ms | runtime ms | runtime/torch DDP | "
+              "runtime replay err | cap1-cap25 per extra bucket us (noise) | fwd err | bwd err | "
+              "layer med err f/b | step err (simulate) |", "| --- " * 11 + "|"]
+    for m, r in rep.get("models", {}).items():
+        t = r["torch"]["median_step_ms"]
+        rt = (r.get("runtime") or {}).get("cap25", {}).get("median_step_ms")
+        bc = r.get("bucket_cost", {})
+        lt = (r.get("layers") or {}).get("totals", {})
+        lf = (r.get("layers") or {}).get("forward", {})
+        lb = (r.get("layers") or {}).get("backward", {})
+        lines.append(
+            f"| {m} | {fmt(t.get('eager'))} | {fmt(t.get('ddp-default'))} | {fmt(rt)} | "
+            f"{fmt((r.get('runtime_over_torch') or {}).get('ddp_default'))} | "
+            f"{fmt((r.get('runtime_replay') or {}).get('error'), True)} | "
+            f"{fmt(bc.get('per_extra_bucket_us'))} ({fmt(bc.get('noise_floor'), True)}) | "
+            f"{fmt(lt.get('forward_error'), True)} | {fmt(lt.get('backward_error'), True)} | "
+            f"{fmt(lf.get('median_abs_error'), True)} / {fmt(lb.get('median_abs_error'), True)} | "
+            f"{fmt(lt.get('step_error'), True)} |")
+    if rep.get("numerics"):
+        lines += ["", "| numerics (losses of the first steps) | step 1 runtime vs torch | "
+                  "max runtime vs torch | max torch vs float64 | max runtime vs float64 |",
+                  "| --- | --- | --- | --- | --- |"]
+        for k, v in rep["numerics"].items():
+            lines.append(f"| {k} | {v['first_loss_runtime_vs_torch']:.2e} | "
+                         f"{v['max_runtime_vs_torch']:.2e} | {v['max_torch_vs_fp64']:.2e} | "
+                         f"{v['max_runtime_vs_fp64']:.2e} |")
+    for n in rep.get("notes", []):
+        lines += ["", "- " + n]
+    return "\n".join(lines) + "\n"
+
+
+def compare_expected(report, expected, path=""):
+    errs = []
+    if isinstance(expected, dict):
+        for k, v in expected.items():
+            if k not in report:
+                errs.append(f"{path}/{k}: missing")
+            else:
+                errs += compare_expected(report[k], v, f"{path}/{k}")
+    elif isinstance(expected, float):
+        if not isinstance(report, (int, float)) or \
+                abs(report - expected) > 1e-6 * max(1.0, abs(expected)):
+            errs.append(f"{path}: {report} != {expected}")
+    elif report != expected:
+        errs.append(f"{path}: {report!r} != {expected!r}")
+    return errs
+
+
+def check_schema(path):
+    with open(os.path.join(HERE, "schema.json")) as f:
+        schema = json.load(f)
+    doc = load_json(path)
+    errs = []
+    for key, typ in schema["required"].items():
+        if key not in doc:
+            errs.append(f"{path}: no field '{key}'")
+        elif not isinstance(doc[key], {"string": str, "object": dict, "integer": int,
+                                       "number": (int, float), "array": list}[typ]):
+            errs.append(f"{path}: field '{key}' is not a {typ}")
+    if doc.get("schema") != schema["schema"]:
+        errs.append(f"{path}: schema '{doc.get('schema')}', expected '{schema['schema']}'")
+    for name, xs in (doc.get("step_ms") or {}).items():
+        if not xs or any(not isinstance(x, (int, float)) or x <= 0 or math.isnan(x) for x in xs):
+            errs.append(f"{path}: step_ms.{name} holds a value that is not a positive time")
+    if errs:
+        raise SystemExit("\n".join(errs))
+    print(f"analyze: {path} follows {schema['schema']}")
+
+
+def main(argv):
+    if len(argv) < 3:
+        raise SystemExit(__doc__)
+    verb, out = argv[1], argv[2]
+    opts = dict(zip(argv[3::2], argv[4::2]))
+    if verb == "provenance":
+        provenance(out, opts.get("--kit", ""), opts.get("--mode", "gpu"))
+    elif verb == "analyze":
+        t0 = time.time()
+        rep = analyze(out, opts.get("--ddpscope", "ddpscope"))
+        print(markdown(rep))
+        print(f"analyze: {time.time() - t0:.1f} s")
+        if "--expect" in opts:
+            errs = compare_expected(rep, load_json(opts["--expect"]))
+            if errs:
+                raise SystemExit("analyze: the report differs from " + opts["--expect"] + ":\n  " +
+                                 "\n  ".join(errs))
+            print("analyze: report equals " + opts["--expect"])
+    elif verb == "check-schema":
+        check_schema(out)
+    else:
+        raise SystemExit(f"analyze.py: unknown verb '{verb}'")
+
+
+if __name__ == "__main__":
+    main(sys.argv)
