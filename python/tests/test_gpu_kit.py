@@ -1,0 +1,129 @@
+"""Unit tests of the GPU kit's comparison code (scripts/gpu_kit/analyze.py) on hand-made inputs
+with known answers; the dry run (scripts/gpu-kit dry-run) checks it on the H100's real data."""
+import gzip
+import importlib.util
+import json
+import os
+import struct
+
+import pytest
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+
+
+def load(name):
+    spec = importlib.util.spec_from_file_location(
+        name, os.path.join(ROOT, "scripts", "gpu_kit", name + ".py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+analyze = load("analyze")
+
+
+def x(cat, name, ts, dur, tid=1, **args):
+    return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "pid": 1, "tid": tid,
+            "args": args}
+
+
+def test_layer_times_attributes_kernels_to_the_innermost_layer_and_backward_by_sequence(tmp_path):
+    fwd_tid, bwd_tid = 1, 2
+    ev = [
+        x("user_annotation", "ProfilerStep#1", 0, 1000),
+        x("user_annotation", "ddpscope.layer:block", 10, 200, fwd_tid),
+        x("user_annotation", "ddpscope.layer:block.fc", 20, 50, fwd_tid),
+        # a forward op inside block.fc that creates autograd node 7, and its kernel launch
+        x("cpu_op", "aten::addmm", 25, 30, fwd_tid, **{"Sequence number": 7}),
+        x("cuda_runtime", "cudaLaunchKernel", 30, 5, fwd_tid, correlation=100),
+        # a launch in block but outside block.fc (the block's own residual add)
+        x("cuda_runtime", "cudaLaunchKernel", 100, 5, fwd_tid, correlation=101),
+        # the backward node of sequence 7 on the autograd thread, with its launch
+        x("cpu_op", "autograd::engine::evaluate_function: AddmmBackward0", 400, 60, bwd_tid,
+          **{"Sequence number": 7}),
+        x("cuda_runtime", "cudaLaunchKernel", 410, 5, bwd_tid, correlation=102),
+        # a launch outside every layer (the optimizer)
+        x("cuda_runtime", "cudaLaunchKernel", 900, 5, fwd_tid, correlation=103),
+        x("kernel", "gemm", 40, 70, 7, correlation=100),
+        x("kernel", "add", 120, 11, 7, correlation=101),
+        x("kernel", "gemm_bwd", 420, 130, 7, correlation=102),
+        x("kernel", "sgd", 910, 9, 7, correlation=103),
+        x("kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 600, 40, 8, correlation=104),
+    ]
+    path = tmp_path / "t.json.gz"
+    with gzip.open(path, "wt") as f:
+        json.dump({"traceEvents": ev}, f)
+    per, totals, steps = analyze.layer_times(str(path))
+    assert steps == 1
+    assert per == {"block.fc": {"forward": 70.0, "backward": 130.0},
+                   "block": {"forward": 11.0, "backward": 0.0}}
+    assert totals == {"forward": 81.0, "backward": 130.0, "other": 9.0, "communication": 40.0}
+
+
+def test_compare_layers_reports_the_per_layer_errors():
+    measured = {"a": {"forward": 100.0, "backward": 200.0}, "b": {"forward": 50.0, "backward": 0.0},
+                "only-measured": {"forward": 10.0, "backward": 10.0}}
+    simulated = {"a": {"forward": 50.0, "backward": 300.0}, "b": {"forward": 75.0, "backward": 1.0}}
+    c = analyze.compare_layers(measured, simulated)
+    assert c["forward"]["layers"] == 2
+    assert c["forward"]["median_abs_error"] == pytest.approx(0.5)  # |-0.5| and |+0.5|
+    assert c["forward"]["matched_total_error"] == pytest.approx((125 - 150) / 150, abs=1e-4)
+    assert c["backward"]["layers"] == 1  # b has no measured backward
+    assert c["backward"]["median_abs_error"] == pytest.approx(0.5)
+
+
+def test_gtest_counts_read_plain_and_gzip_xml(tmp_path):
+    xml = ('<testsuites><testsuite name="S">'
+           '<testcase classname="S" name="ok" result="completed"/>'
+           '<testcase classname="S" name="bad"><failure message="x"/></testcase>'
+           '<testcase classname="S" name="skip"><skipped/></testcase>'
+           '</testsuite></testsuites>')
+    (tmp_path / "gtest-a.xml").write_text(xml)
+    with gzip.open(tmp_path / "gtest-b.xml.gz", "wt") as f:
+        f.write(xml)
+    counts = analyze.gtest_counts(str(tmp_path))
+    for name in ("a", "b"):
+        assert counts[name] == {"tests": 3, "passed": 1, "failed": 1, "skipped": 1,
+                                "failures": ["S.bad"]}
+
+
+def test_compare_expected_names_every_difference():
+    report = {"a": 1, "b": {"c": 0.5, "d": "x"}}
+    assert analyze.compare_expected(report, {"a": 1, "b": {"c": 0.5000000001}}) == []
+    errs = analyze.compare_expected(report, {"a": 2, "b": {"c": 0.6, "e": 1}})
+    assert errs == ["/a: 1 != 2", "/b/c: 0.5 != 0.6", "/b/e: missing"]
+
+
+def test_check_schema_rejects_a_result_without_step_times(tmp_path):
+    good = {"schema": "ddpscope.gpu-kit.torch/1", "model": "resnet50", "device": {},
+            "dtype": "bf16", "batch": 32, "warmup": 3, "rounds": 4, "steps_per_round": 5,
+            "step_ms": {"eager": [1.0, 2.0]}, "median_step_ms": {"eager": 1.5},
+            "first_losses": {}, "buckets": {}, "traces": {}, "trace_notes": {}}
+    p = tmp_path / "r.json"
+    p.write_text(json.dumps(good))
+    analyze.check_schema(str(p))
+    bad = dict(good, step_ms={"eager": [1.0, 0.0]})
+    del bad["batch"]
+    p.write_text(json.dumps(bad))
+    with pytest.raises(SystemExit) as e:
+        analyze.check_schema(str(p))
+    assert "no field 'batch'" in str(e.value)
+    assert "step_ms.eager holds a value that is not a positive time" in str(e.value)
+
+
+def test_read_param_dump_reads_the_runtimes_format(tmp_path):
+    torch = pytest.importorskip("torch")
+    job = load("torch_job")
+    p = tmp_path / "d.bin"
+    with open(p, "wb") as f:
+        f.write(b"DSPARAM1" + struct.pack("<I", 2))
+        for name, values in (("w", [1.5, -2.0, 3.25]), ("batch1.targets", [7.0])):
+            f.write(struct.pack("<I", len(name)) + name.encode())
+            f.write(struct.pack("<Q", len(values)) + struct.pack(f"<{len(values)}f", *values))
+    d = job.read_param_dump(str(p))
+    assert list(d) == ["w", "batch1.targets"]
+    assert d["w"].tolist() == [1.5, -2.0, 3.25] and d["w"].dtype == torch.float32
+    p.write_bytes(b"NOTADUMP")
+    with pytest.raises(SystemExit) as e:
+        job.read_param_dump(str(p))
+    assert "not a ddpscope parameter dump" in str(e.value)
