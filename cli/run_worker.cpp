@@ -14,11 +14,13 @@ namespace {
 // Every DDP setting but those the runtime's Engine does not implement: the communication hook,
 // and PyTorch 2.15's skip_all_reduce_unused_params and mixed_precision. (batched_grad_copy runs
 // as the same copies issued when the bucket is ready; lazy_bucket_allocation changes nothing.)
+// --autocast describes PyTorch's autograd, not the runtime's (its --dtype sets the precision).
 ddp::DdpSettingSet workerDdpSettings() {
   return ddp::DdpSettingSet::all()
       .without(ddp::DdpSetting::kCommHook)
       .without(ddp::DdpSetting::kSkipAllReduceUnused)
-      .without(ddp::DdpSetting::kMixedPrecision);
+      .without(ddp::DdpSetting::kMixedPrecision)
+      .without(ddp::DdpSetting::kAutocast);
 }
 
 ArgParser makeParser() {

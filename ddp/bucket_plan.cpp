@@ -332,7 +332,7 @@ StatusOr<BucketPlan> steadyStatePlan(const models::ModelSpec& model, const DdpCo
                                      std::optional<std::span<const int>> readyOrder) {
   if (!rebuildEligible(config)) return constructionPlan(model, config);
   if (readyOrder) return rebuiltPlan(model, config, *readyOrder);
-  const std::vector<int> order = model.gradReadyOrder();
+  const std::vector<int> order = model.gradReadyOrder(config.autocast);
   return rebuiltPlan(model, config, order);
 }
 

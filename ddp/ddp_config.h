@@ -115,6 +115,11 @@ struct DdpConfig {
   // and released after backward: peak memory only, no change to the modelled schedule.
   bool lazyBucketAllocation = false;
   MixedPrecision mixedPrecision;
+  // The forward runs under torch.autocast (bf16 / fp16 AMP). Not a DDP argument, but it changes
+  // the rebuilt buckets: autocast casts each nn.Linear's weight and bias to the low precision, and
+  // autograd then makes the weight's gradient ready before the bias's (the reverse of float32).
+  // Measured with PyTorch 2.11 on an H100 and 2.15 on a CPU (tests/data/gpu/h100).
+  bool autocast = false;
   // DDP_SET_LAST_BUCKET_CAP=1: rebuild in reversed ready order and reverse the result.
   bool setLastBucketCap = false;
   SemanticsProfile profile = SemanticsProfile::kCurrent;

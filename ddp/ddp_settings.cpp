@@ -52,6 +52,10 @@ constexpr DdpSettingSpec kSpecs[] = {
      "mixed_precision: param_dtype P, reduce_dtype R (fp16, bf16, fp32; R defaults to P): "
      "buckets reduced in R (2.15)",
      false},
+    {DdpSetting::kAutocast, "autocast", "",
+     "the forward runs under torch.autocast (bf16/fp16 AMP): an nn.Linear's weight gradient is "
+     "ready before its bias, which moves the rebuilt buckets' boundaries",
+     true},
 };
 
 std::string flagName(DdpSetting id) {
@@ -268,6 +272,9 @@ Status applyDdpSetting(DdpSetting id, std::string_view text, DdpConfig& config) 
       ASSIGN_OR_RETURN(config.mixedPrecision, parseMixedPrecision(text, flagName(id)));
       return Status::ok();
     }
+    case DdpSetting::kAutocast:
+      config.autocast = true;
+      return Status::ok();
     case DdpSetting::kSemantics: {
       auto profile = parseSemanticsProfile(text);
       if (!profile.isOk()) {
@@ -329,6 +336,7 @@ std::vector<std::string> ddpSettingsFlags(const DdpConfig& config) {
   if (config.mixedPrecision.enabled) {
     option(DdpSetting::kMixedPrecision, mixedPrecisionText(config.mixedPrecision));
   }
+  if (config.autocast) out.push_back(flagName(DdpSetting::kAutocast));
   return out;
 }
 
@@ -366,6 +374,7 @@ std::string ddpSettingsText(const DdpConfig& config) {
   }
   out += "; PyTorch semantics " + std::string(semanticsProfileName(config.profile));
   if (config.setLastBucketCap) out += "; DDP_SET_LAST_BUCKET_CAP=1";
+  if (config.autocast) out += "; forward under torch.autocast";
   return out;
 }
 
@@ -389,6 +398,8 @@ nlohmann::json ddpSettingsJson(const DdpConfig& config) {
       {"lazy_bucket_allocation", config.lazyBucketAllocation},
       {"mixed_precision", mixedPrecisionText(config.mixedPrecision)},
   };
+  // Only when set: outputs (and trace hashes) of runs without it stay as they were.
+  if (config.autocast) out["autocast"] = true;
   if (config.commHook.kind == CommHookKind::kPowerSgd) {
     out["powersgd_rank"] = config.commHook.powerSgdRank;
     out["powersgd_start_iter"] = config.commHook.powerSgdStartIter;
@@ -420,7 +431,8 @@ constexpr std::string_view kSettingKeys[] = {"bucket_cap_mb",
                                              "batched_grad_copy",
                                              "skip_all_reduce_unused_params",
                                              "lazy_bucket_allocation",
-                                             "mixed_precision"};
+                                             "mixed_precision",
+                                             "autocast"};
 }  // namespace
 
 bool containsDdpSettings(const nlohmann::json& object) {
@@ -465,6 +477,7 @@ StatusOr<DdpConfig> readDdpSettingsJson(const nlohmann::json& object, const std:
       {"batched_grad_copy", &c.batchedGradCopy},
       {"skip_all_reduce_unused_params", &c.skipAllReduceUnusedParams},
       {"lazy_bucket_allocation", &c.lazyBucketAllocation},
+      {"autocast", &c.autocast},
   };
   for (const auto& [key, target] : flags) {
     ASSIGN_OR_RETURN(std::optional<bool> value, readBool(object, origin, key));

@@ -54,6 +54,9 @@ enum class DdpSetting {
   kNoForwardSyncBuffers,
   kLazyBucketAllocation,
   kMixedPrecision,
+  // Not a DDP argument: the training loop's torch.autocast, which changes autograd's
+  // gradient-ready order and with it the rebuilt buckets.
+  kAutocast,
 };
 
 struct DdpSettingSpec {

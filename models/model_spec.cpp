@@ -129,7 +129,7 @@ int64_t ModelSpec::totalBytes() const {
   return total;
 }
 
-std::vector<int> ModelSpec::gradReadyOrder() const {
+std::vector<int> ModelSpec::gradReadyOrder(bool autocast) const {
   const int numParamTensors = static_cast<int>(params.size());
   // A shared parameter's gradient is complete only after its earliest-executed owner's
   // backward (the last one autograd reaches), so it is listed there.
@@ -144,7 +144,13 @@ std::vector<int> ModelSpec::gradReadyOrder() const {
   std::vector<int> order;
   order.reserve(params.size());
   for (int layer = static_cast<int>(layers.size()) - 1; layer >= 0; --layer) {
-    for (int param : layers[layer].gradReadyOrder) {
+    std::vector<int> layerOrder = layers[layer].gradReadyOrder;
+    if (autocast && layers[layer].type == "Linear") {
+      std::stable_partition(layerOrder.begin(), layerOrder.end(), [&](int param) {
+        return param >= 0 && param < numParamTensors && params[param].name.ends_with(".weight");
+      });
+    }
+    for (int param : layerOrder) {
       if (param >= 0 && param < numParamTensors && earliestOwner[param] == layer) {
         order.push_back(param);
       }

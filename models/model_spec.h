@@ -124,7 +124,9 @@ struct ModelSpec {
   // (a parameter shared by several layers is ready at its earliest-executed
   // owner). Parameters owned by no layer come last, in reverse registration
   // order. Without layers: reverse registration order.
-  std::vector<int> gradReadyOrder() const;
+  // autocast: the order under torch.autocast, where an nn.Linear ("Linear" layer) makes its
+  // weight's gradient ready before its bias's.
+  std::vector<int> gradReadyOrder(bool autocast = false) const;
 
   // Index of the parameter or layer with this name, or -1.
   int findParam(std::string_view paramName) const;

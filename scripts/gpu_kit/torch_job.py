@@ -271,8 +271,9 @@ class BertEmbeddings(nn.Module):
     def forward(self, ids):
         pos = torch.arange(ids.shape[1], device=ids.device)
         types = torch.zeros_like(ids)
-        x = self.word_embeddings(ids) + self.position_embeddings(pos) + \
-            self.token_type_embeddings(types)
+        # Hugging Face's order (token types, then positions): it sets the gradient-ready order.
+        x = self.word_embeddings(ids) + self.token_type_embeddings(types)
+        x = x + self.position_embeddings(pos)
         return self.dropout(self.LayerNorm(x))
 
 

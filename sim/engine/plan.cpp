@@ -280,7 +280,7 @@ StatusOr<GradientTimeline> gradientTimeline(const models::ModelSpec& model,
                                             const ComputeModel& compute) {
   RETURN_IF_ERROR(checkScope(model, options));
   GradientTimeline t;
-  t.order = model.gradReadyOrder();
+  t.order = model.gradReadyOrder(options.ddp.autocast);
   const int64_t synced = steadySyncedIteration(options);
   // With gradient_as_bucket_view and a comm hook the Reducer neither copies nor scales.
   const bool perGradientKernel =

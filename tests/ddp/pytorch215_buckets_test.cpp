@@ -117,6 +117,8 @@ DdpConfig configFor(const json& kwargs) {
     } else if (key == "broadcast_buffers") {
       config.broadcastBuffers = value.get<bool>();
       config.initSyncBuffers = value.get<bool>();
+    } else if (key == "autocast") {  // the forward under torch.autocast (not a DDP argument)
+      config.autocast = value.get<bool>();
     } else {
       ADD_FAILURE() << "the test does not know the DDP argument " << key;
     }
@@ -330,7 +332,7 @@ TEST(BucketPlanPyTorch215FileTest, IsFromTorch215AndCoversTheArguments) {
   }
   for (const char* argument : {"bucket_cap_mb", "bucket_cap_mb_list", "find_unused_parameters",
                                "skip_all_reduce_unused_params", "batched_grad_copy",
-                               "forward_sync_buffers", "broadcast_buffers"}) {
+                               "forward_sync_buffers", "broadcast_buffers", "autocast"}) {
     EXPECT_TRUE(arguments.count(argument)) << argument;
   }
   EXPECT_GE(allCases().size(), 60u);
@@ -349,6 +351,16 @@ TEST(BucketPlanPyTorch215FileTest, ZooReadyOrderIsPyTorchsHookOrder) {
     const json& record = spec["cases"]["default"];
     EXPECT_EQ(loaded->gradReadyOrder(), record["grad_ready_order"].get<std::vector<int>>())
         << model;
+    // Under torch.autocast every nn.Linear's weight gradient comes before its bias's (GPT-2's
+    // Conv1D layers, an addmm of their own, keep their order).
+    if (spec["cases"].contains("autocast_bf16")) {
+      EXPECT_EQ(loaded->gradReadyOrder(/*autocast=*/true),
+                spec["cases"]["autocast_bf16"]["grad_ready_order"].get<std::vector<int>>())
+          << model << " under autocast";
+      const bool hasLinear = std::any_of(loaded->layers.begin(), loaded->layers.end(),
+                                         [](const auto& l) { return l.type == "Linear"; });
+      EXPECT_EQ(loaded->gradReadyOrder(true) != loaded->gradReadyOrder(false), hasLinear) << model;
+    }
   }
 }
 

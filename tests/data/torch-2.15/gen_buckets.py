@@ -73,6 +73,15 @@ BUFFER_CASES = [
                                                  "reduce_dtype": "float32"}}),
 ]
 
+# The forward under torch.autocast (CPU, bfloat16): not a DDP argument, but it changes autograd's
+# gradient-ready order and with it the rebuilt buckets. "autocast" is taken out of the DDP
+# arguments and wraps the forward instead.
+AUTOCAST_CASES = [
+    ("autocast_bf16", {"autocast": True}),
+    ("autocast_bf16_cap1", {"autocast": True, "bucket_cap_mb": 1}),
+]
+AUTOCAST_MODELS = ("mlp-wide", "resnet50", "gpt2-small", "bert-base")
+
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int32": 4, "int64": 8}
 
 
@@ -183,6 +192,7 @@ def collectives_of(prof):
 
 def make_kwargs(kwargs):
     kw = dict(kwargs)
+    kw.pop("autocast", None)
     if "mixed_precision" in kw:
         from torch.nn.parallel.distributed import _MixedPrecision
 
@@ -205,10 +215,13 @@ def run_case(model_name, kwargs, iterations):
     from torch.profiler import ProfilerActivity, profile
 
     torch.manual_seed(1 + dist.get_rank())
+    autocast = kwargs.get("autocast", False)
     for it in range(iterations):
         ready.clear()
         with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
-            loss_of(ddp(make_input())).backward()
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+                out = ddp(make_input())
+            loss_of(out).backward()
         comms, counts = collectives_of(prof)
         record["collectives"].append(comms)
         record["copy_counts"].append(counts)
@@ -250,7 +263,7 @@ def describe_model(model_name):
             "total_bytes": sum(p.numel() * p.element_size() for p in model.parameters())}
 
 
-def worker(rank, world, init_file, models, out_file):
+def worker(rank, world, init_file, models, out_file, only_cases=None):
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method="file://" + init_file, rank=rank,
                             world_size=world)
@@ -263,6 +276,10 @@ def worker(rank, world, init_file, models, out_file):
             cases = CASES + BUFFER_CASES
         if model_name == "mlp-tiny":
             cases = CASES + BUFFER_CASES[3:]
+        if model_name in AUTOCAST_MODELS:
+            cases = cases + AUTOCAST_CASES
+        if only_cases:
+            cases = [c for c in cases if c[0] in only_cases]
         entry = describe_model(model_name)
         entry["baseline_copy_counts"] = baseline_counts(model_name, 3)
         entry["cases"] = {}
@@ -316,13 +333,31 @@ def main():
     parser.add_argument("--models", default="mlp-tiny,mlp-wide,mlp-unused,resnet18,resnet50,"
                         "mobilenet_v2,vgg16,gpt2-small,bert-base")
     parser.add_argument("--out", default=os.path.join(here, "buckets.json"))
+    parser.add_argument("--cases", help="only these cases (comma-separated names)")
+    parser.add_argument("--merge", action="store_true",
+                        help="add the cases run to the existing --out file instead of replacing "
+                             "it (its versions must be this torch's)")
     args = parser.parse_args()
     models = args.models.split(",")
+    only = set(args.cases.split(",")) if args.cases else None
     with tempfile.TemporaryDirectory() as tmp:
         raw = os.path.join(tmp, "raw.json")
-        mp.spawn(worker, args=(2, os.path.join(tmp, "rendezvous"), models, raw), nprocs=2)
+        mp.spawn(worker, args=(2, os.path.join(tmp, "rendezvous"), models, raw, only), nprocs=2)
         with open(raw) as f:
             result = json.load(f)
+    old = None
+    if args.merge:
+        with open(args.out) as f:
+            old = json.load(f)
+        if old["torch_version"] != torch.__version__:
+            raise SystemExit(f"--merge: {args.out} is from torch {old['torch_version']}, this is "
+                             f"{torch.__version__}")
+        for name, entry in result.items():
+            if name in old["models"]:
+                old["models"][name]["cases"].update(entry["cases"])
+            else:
+                old["models"][name] = entry
+        result = old["models"]
     import platform
 
     versions = {"torch": torch.__version__}
@@ -350,6 +385,10 @@ def main():
         "generated_by": "tests/data/torch-2.15/gen_buckets.py",
         "models": result,
     }
+    if old is not None:  # the file's versions stay; the merged cases say which ones they ran on
+        data["versions"] = old["versions"]
+        data["merged"] = old.get("merged", []) + [
+            {"models": models, "cases": sorted(only) if only else "all", "versions": versions}]
     with open(args.out, "w") as f:
         f.write(dumps_compact(data))
     print("wrote", args.out)
