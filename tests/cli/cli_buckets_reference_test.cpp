@@ -167,3 +167,54 @@ INSTANTIATE_TEST_SUITE_P(Reference, ZooSteadyStateTest, ::testing::ValuesIn(zooC
 
 }  // namespace
 }  // namespace ddpscope::cli
+
+namespace ddpscope::cli {
+namespace {
+
+// PyTorch 2.11 DDP on an H100 under bf16 autocast (tests/data/gpu/h100/run4: scripts/gpu-kit's
+// torch_job.py, world size 1, NCCL): the rebuilt bucket sizes DDP reported
+// (_get_ddp_logging_data()["rebuilt_bucket_sizes"]) equal `ddpscope buckets --autocast` for
+// every model and cap; without --autocast, 5 of the 9 differ (bert-base at every cap, resnet50
+// at the default cap and cap 1: an nn.Linear's weight ready before its bias).
+TEST(BucketsReferenceTest, AutocastPlansEqualPyTorch211OnAnH100) {
+  const std::string dir = std::string(DDPSCOPE_SOURCE_DIR) + "/tests/data/gpu/h100/run4/";
+  int differWithoutAutocast = 0;
+  for (const char* model : {"resnet50", "gpt2-small", "bert-base"}) {
+    std::ifstream in(dir + model + ".json");
+    const json job = json::parse(in);
+    ASSERT_EQ(job["dtype"], "bf16");
+    for (const auto& [config, cap] : {std::pair<std::string, std::string>{"ddp-default", ""},
+                                      {"ddp-cap25", "25"},
+                                      {"ddp-cap1", "1"}}) {
+      SCOPED_TRACE(std::string(model) + " " + config);
+      std::vector<int64_t> real;
+      const std::string sizes = job["buckets"][config]["rebuilt_bucket_sizes"];
+      for (size_t i = 0; i < sizes.size();) {
+        size_t end = sizes.find(',', i);
+        if (end == std::string::npos) end = sizes.size();
+        real.push_back(std::stoll(sizes.substr(i, end - i)));
+        i = end + 1;
+      }
+      ASSERT_FALSE(real.empty());
+      for (bool autocast : {true, false}) {
+        std::vector<std::string> args = {"buckets", "--model", model, "--json"};
+        if (!cap.empty()) args.insert(args.end(), {"--bucket-cap-mb", cap});
+        if (autocast) args.push_back("--autocast");
+        const CliResult r = runCliForTest(args);
+        ASSERT_EQ(r.exitCode, 0) << r.err;
+        const json plan = json::parse(r.out);
+        std::vector<int64_t> ours;
+        for (const json& b : plan["buckets"]) ours.push_back(b["bytes"]);
+        if (autocast) {
+          EXPECT_EQ(ours, real);
+        } else if (ours != real) {
+          ++differWithoutAutocast;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(differWithoutAutocast, 5);
+}
+
+}  // namespace
+}  // namespace ddpscope::cli
