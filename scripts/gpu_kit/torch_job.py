@@ -47,11 +47,18 @@ except ImportError as e:  # the kit reports exit 3 as "torch missing"
     print(f"torch_job: cannot import torch: {e}", file=sys.stderr)
     sys.exit(3)
 
+# The ResNet skeleton `ddpscope validate --torch` trains too: next to this file in the kit
+# (scripts/gpu-kit build copies it), in sim/validate/ in a checkout.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [_HERE, os.path.join(_HERE, "..", "..", "sim", "validate")]
+from torch_ddp_job import ResNet  # noqa: E402
+
 
 # ---- models (the zoo's shapes, module names and parameter order) ---------------------------
 
 class Bottleneck(nn.Module):
     """torchvision's ResNet v1.5 bottleneck: the stride sits on the 3x3 convolution."""
+    expansion = 4
 
     def __init__(self, cin, width, stride):
         super().__init__()
@@ -78,28 +85,8 @@ class Bottleneck(nn.Module):
         return self.relu(out + identity)
 
 
-class ResNet50(nn.Module):
-    def __init__(self, classes=1000):
-        super().__init__()
-        self.conv1 = nn.Conv2d(3, 64, 7, 2, 3, bias=False)
-        self.bn1 = nn.BatchNorm2d(64)
-        self.relu = nn.ReLU(inplace=True)
-        self.maxpool = nn.MaxPool2d(3, 2, 1)
-        cin = 64
-        for i, (blocks, width, stride) in enumerate([(3, 64, 1), (4, 128, 2), (6, 256, 2),
-                                                     (3, 512, 2)]):
-            layers = []
-            for b in range(blocks):
-                layers.append(Bottleneck(cin, width, stride if b == 0 else 1))
-                cin = width * 4
-            setattr(self, f"layer{i + 1}", nn.Sequential(*layers))
-        self.avgpool = nn.AdaptiveAvgPool2d(1)
-        self.fc = nn.Linear(2048, classes)
-
-    def forward(self, x):
-        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
-        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
-        return self.fc(torch.flatten(self.avgpool(x), 1))
+def ResNet50(classes=1000):  # noqa: N802 (a constructor, named as torchvision's class)
+    return ResNet(Bottleneck, (3, 4, 6, 3), classes)
 
 
 def attention(q, k, v, causal):
@@ -205,10 +192,13 @@ class BertSelfAttention(nn.Module):
         return attention(q, k, v, causal=False).transpose(1, 2).reshape(b, t, c)
 
 
-class BertSelfOutput(nn.Module):
-    def __init__(self, hidden):
+class BertResidualOutput(nn.Module):
+    """Hugging Face's BertSelfOutput (n_in = hidden) and BertOutput (n_in = 4 x hidden):
+    dense, dropout, residual add, LayerNorm."""
+
+    def __init__(self, n_in, hidden):
         super().__init__()
-        self.dense = nn.Linear(hidden, hidden)
+        self.dense = nn.Linear(n_in, hidden)
         self.LayerNorm = nn.LayerNorm(hidden, eps=1e-12)
         self.dropout = nn.Dropout(0.0)
 
@@ -220,7 +210,7 @@ class BertAttention(nn.Module):
     def __init__(self, hidden, heads):
         super().__init__()
         self.self = BertSelfAttention(hidden, heads)
-        self.output = BertSelfOutput(hidden)
+        self.output = BertResidualOutput(hidden, hidden)
 
     def forward(self, x):
         return self.output(self.self(x), x)
@@ -236,23 +226,12 @@ class BertIntermediate(nn.Module):
         return self.intermediate_act_fn(self.dense(x))
 
 
-class BertOutput(nn.Module):
-    def __init__(self, hidden):
-        super().__init__()
-        self.dense = nn.Linear(4 * hidden, hidden)
-        self.LayerNorm = nn.LayerNorm(hidden, eps=1e-12)
-        self.dropout = nn.Dropout(0.0)
-
-    def forward(self, h, x):
-        return self.LayerNorm(self.dropout(self.dense(h)) + x)
-
-
 class BertLayer(nn.Module):
     def __init__(self, hidden, heads):
         super().__init__()
         self.attention = BertAttention(hidden, heads)
         self.intermediate = BertIntermediate(hidden)
-        self.output = BertOutput(hidden)
+        self.output = BertResidualOutput(4 * hidden, hidden)
 
     def forward(self, x):
         a = self.attention(x)

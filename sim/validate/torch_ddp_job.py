@@ -60,6 +60,8 @@ def mlp_wide():
 
 
 class BasicBlock(nn.Module):
+    expansion = 1
+
     def __init__(self, cin, cout, stride):
         super().__init__()
         self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
@@ -82,25 +84,36 @@ class BasicBlock(nn.Module):
         return self.relu(out)
 
 
-class ResNet18(nn.Module):
-    def __init__(self, classes=1000):
+class ResNet(nn.Module):
+    """torchvision's ResNet: a 7x7 stem, four stages of `block` (widths 64..512, the first
+    block of stages 2-4 strided), average pool, fc. `block(cin, width, stride)` has
+    `block.expansion` output channels per unit of width. Also the GPU kit's resnet50
+    (scripts/gpu_kit/torch_job.py) with its bottleneck block."""
+
+    def __init__(self, block, blocks, classes=1000):
         super().__init__()
         self.conv1 = nn.Conv2d(3, 64, 7, 2, 3, bias=False)
         self.bn1 = nn.BatchNorm2d(64)
         self.relu = nn.ReLU(inplace=True)
         self.maxpool = nn.MaxPool2d(3, 2, 1)
         cin = 64
-        for i, (cout, stride) in enumerate([(64, 1), (128, 2), (256, 2), (512, 2)]):
-            setattr(self, f"layer{i + 1}",
-                    nn.Sequential(BasicBlock(cin, cout, stride), BasicBlock(cout, cout, 1)))
-            cin = cout
+        for i, (count, width) in enumerate(zip(blocks, (64, 128, 256, 512))):
+            layers = []
+            for b in range(count):
+                layers.append(block(cin, width, 2 if i > 0 and b == 0 else 1))
+                cin = width * block.expansion
+            setattr(self, f"layer{i + 1}", nn.Sequential(*layers))
         self.avgpool = nn.AdaptiveAvgPool2d(1)
-        self.fc = nn.Linear(512, classes)
+        self.fc = nn.Linear(cin, classes)
 
     def forward(self, x):
         x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
         x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
         return self.fc(torch.flatten(self.avgpool(x), 1))
+
+
+def ResNet18(classes=1000):  # noqa: N802 (a constructor, named as torchvision's class)
+    return ResNet(BasicBlock, (2, 2, 2, 2), classes)
 
 
 def make(args):
