@@ -127,3 +127,44 @@ def test_read_param_dump_reads_the_runtimes_format(tmp_path):
     with pytest.raises(SystemExit) as e:
         job.read_param_dump(str(p))
     assert "not a ddpscope parameter dump" in str(e.value)
+
+
+H100 = os.path.join(ROOT, "tests", "data", "gpu", "h100")
+
+
+def h100(*parts):
+    with open(os.path.join(H100, *parts)) as f:
+        return json.load(f)
+
+
+@pytest.mark.parametrize("model", ["resnet50", "gpt2-small", "bert-base"])
+def test_h100_imported_traces_carry_the_buckets_ddp_reported(model):
+    """import-torch of the real H100 traces (NCCL kernels' message sizes) gives, per iteration,
+    the rebuilt bucket sizes PyTorch's DDP reported for that run."""
+    import re
+    report = h100("run1", "report.json")
+    job = h100("run1", model + ".json")
+    imported = report["models"][model]["import"]["ddp-default"]
+    real = [int(v) for v in re.findall(r"\d+", job["buckets"]["ddp-default"]["rebuilt_bucket_sizes"])]
+    assert imported["bucket_bytes"] == real
+    assert imported["buckets_consistent"] is True
+
+
+@pytest.mark.parametrize("run", ["run1", "run2"])
+def test_h100_runtime_numerics_equal_pytorchs(run):
+    """From the same parameters and batches the runtime's first loss is PyTorch's (fp32: float
+    rounding; bf16: 1e-2, the precision of bf16 products) and over the first steps it stays
+    within twice PyTorch's own distance to float64 (the conditioning of a BatchNorm ResNet)."""
+    for model in ("resnet50", "gpt2-small"):
+        for dtype, first_tol in (("fp32", 1e-5), ("bf16", 1e-2)):
+            n = h100(run, f"{model}-numerics-{dtype}.json")
+            assert n["runtime_vs_torch"][0] <= first_tol, (model, dtype)
+            assert max(n["runtime_vs_fp64"]) <= 2.5 * max(n["torch_vs_fp64"]) + 1e-6, (model, dtype)
+
+
+def test_h100_gpu_tests_pass_after_the_conditioning_fix():
+    counts = analyze.gtest_counts(os.path.join(H100, "run3"))
+    assert counts["cuda_gpu_test"]["passed"] == 22 and counts["cuda_gpu_test"]["failed"] == 0
+    assert counts["runtime_nccl_test"]["passed"] == 6 and counts["runtime_nccl_test"]["failed"] == 0
+    before = analyze.gtest_counts(os.path.join(H100, "run1"))["cuda_gpu_test"]
+    assert before["failures"] == ["CudaModelTest.ForwardBackwardSgdMatchTheCpuModel"]
