@@ -14,10 +14,6 @@ void addModelFlags(ArgParser& parser) {
   parser.options(models::modelSettingList());
 }
 
-StatusOr<models::ModelSpec> loadModelFromFlags(const ParsedArgs& args) {
-  return models::loadModelFromSettings(args);
-}
-
 }  // namespace ddpscope::cli
 
 namespace ddpscope::cli {

@@ -16,8 +16,6 @@ namespace ddpscope::cli {
 
 // Adds --model NAME and --model-file PATH to a parser.
 void addModelFlags(ArgParser& parser);
-// Loads the model named by exactly one of --model / --model-file.
-StatusOr<models::ModelSpec> loadModelFromFlags(const ParsedArgs& args);
 
 // The ready-order list parsers live with the bucket plan request (ddp/bucket_plan_request.h).
 using ddp::parseIndexList;

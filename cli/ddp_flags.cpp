@@ -11,8 +11,4 @@ StatusOr<ddp::DdpConfig> parseDdpFlags(const ParsedArgs& args, ddp::DdpSettingSe
   return ddp::parseDdpSettings(args, settings, base);
 }
 
-bool anyDdpFlag(const ParsedArgs& args, ddp::DdpSettingSet settings) {
-  return ddp::anyDdpSetting(args, settings);
-}
-
 }  // namespace ddpscope::cli

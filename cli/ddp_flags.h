@@ -19,7 +19,4 @@ void addDdpFlags(ArgParser& parser, ddp::DdpSettingSet settings);
 StatusOr<ddp::DdpConfig> parseDdpFlags(const ParsedArgs& args, ddp::DdpSettingSet settings,
                                        ddp::DdpConfig base = {});
 
-// Whether any flag of `settings` was given.
-bool anyDdpFlag(const ParsedArgs& args, ddp::DdpSettingSet settings);
-
 }  // namespace ddpscope::cli

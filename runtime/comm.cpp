@@ -2,17 +2,6 @@
 
 namespace ddpscope::runtime {
 
-int64_t dataKindBytes(DataKind kind) {
-  switch (kind) {
-    case DataKind::kFloat32:
-    case DataKind::kInt32:
-      return 4;
-    case DataKind::kBytes:
-      return 1;
-  }
-  return 1;
-}
-
 Status Communicator::allreduce(std::span<float> data, CommTag tag) {
   return allreduceAsync(data, std::move(tag))->wait();
 }

@@ -36,7 +36,6 @@
 namespace ddpscope::runtime {
 
 enum class DataKind : uint8_t { kFloat32, kInt32, kBytes };
-int64_t dataKindBytes(DataKind kind);  // 4, 4, 1
 
 // What a collective is, for the profiler and for error messages.
 struct CommTag {
@@ -112,15 +111,5 @@ class Communicator {
   // may be blocked in a collective and would otherwise wait forever.
   [[noreturn]] virtual void abort(int exitCode) = 0;
 };
-
-// Typed byte views for broadcast/allgather.
-template <typename T>
-std::span<std::byte> asWritableBytes(std::span<T> values) {
-  return std::as_writable_bytes(values);
-}
-template <typename T>
-std::span<const std::byte> asBytes(std::span<const T> values) {
-  return std::as_bytes(values);
-}
 
 }  // namespace ddpscope::runtime

@@ -95,9 +95,6 @@ __global__ void scaleKernel(float* data, int64_t n, float scale) {
 __global__ void toBf16Kernel(const float* src, __nv_bfloat16* dst, int64_t n) {
   DDPSCOPE_GRID_STRIDE(i, n) dst[i] = __float2bfloat16(src[i]);
 }
-__global__ void fromBf16Kernel(const __nv_bfloat16* src, float* dst, int64_t n) {
-  DDPSCOPE_GRID_STRIDE(i, n) dst[i] = __bfloat162float(src[i]);
-}
 
 // ---- activations ------------------------------------------------------------------------------
 __device__ __forceinline__ float activate(Activation kind, float v) {
@@ -625,9 +622,6 @@ void copyOrAdd(float* dst, const float* src, int64_t n, bool accumulate, cudaStr
 }
 void floatToBf16(const float* src, void* bf16, int64_t n, cudaStream_t stream) {
   launch1d(n, stream, toBf16Kernel, src, static_cast<__nv_bfloat16*>(bf16), n);
-}
-void bf16ToFloat(const void* bf16, float* dst, int64_t n, cudaStream_t stream) {
-  launch1d(n, stream, fromBf16Kernel, static_cast<const __nv_bfloat16*>(bf16), dst, n);
 }
 
 void activationForward(Activation kind, const float* x, float* y, int64_t n, cudaStream_t stream) {

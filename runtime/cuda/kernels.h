@@ -23,9 +23,8 @@ void copyScaled(float* dst, const float* src, int64_t n, float scale, cudaStream
 void scaleInPlace(float* data, int64_t n, float scale, cudaStream_t stream);
 // dst = accumulate ? dst + src : src.
 void copyOrAdd(float* dst, const float* src, int64_t n, bool accumulate, cudaStream_t stream);
-// fp32 <-> bf16 (round to nearest even); `bf16` points at n 16-bit values.
+// fp32 -> bf16 (round to nearest even); `bf16` points at n 16-bit values.
 void floatToBf16(const float* src, void* bf16, int64_t n, cudaStream_t stream);
-void bf16ToFloat(const void* bf16, float* dst, int64_t n, cudaStream_t stream);
 
 // --- activations (formulas as runtime/cpu/dense_layers.cpp) -------------------------------------
 enum class Activation { kRelu, kRelu6, kTanh, kGeluTanh, kGeluErf };

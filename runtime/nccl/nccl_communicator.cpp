@@ -276,24 +276,4 @@ StatusOr<std::unique_ptr<Communicator>> makeNcclCommunicator(const MpiSession& s
   return finish(comm, rank, world, context, mpiComm);
 }
 
-StatusOr<std::unique_ptr<Communicator>> makeSingleRankNcclCommunicator(cuda::CudaContext& context) {
-  DDPSCOPE_NCCL_CUDA_OR_RETURN(cudaSetDevice(context.device()));
-  // ncclCommInitAll's clique of one, created nonblocking like the multi-rank communicator.
-  ncclUniqueId id{};
-  ncclResult_t result = ncclGetUniqueId(&id);
-  if (result != ncclSuccess) {
-    return ncclError(result, nullptr, "ncclGetUniqueId", __FILE__, __LINE__);
-  }
-  ncclComm_t comm = nullptr;
-  ncclConfig_t config = nonblockingConfig();
-  result = ncclCommInitRankConfig(&comm, 1, id, 0, &config);
-  if (result != ncclSuccess && result != ncclInProgress) {
-    Status status = ncclError(result, comm, "ncclCommInitRankConfig", __FILE__, __LINE__);
-    if (comm) ncclCommAbort(comm);
-    return status;
-  }
-  RETURN_IF_ERROR(awaitCreated(comm, "ncclCommInitRankConfig", __FILE__, __LINE__));
-  return finish(comm, 0, 1, context, MPI_COMM_NULL);
-}
-
 }  // namespace ddpscope::runtime::nccl

@@ -60,7 +60,4 @@ namespace ddpscope::runtime::nccl {
 // Collective over every MPI rank of `session`, each on `context`'s device.
 StatusOr<std::unique_ptr<Communicator>> makeNcclCommunicator(const MpiSession& session,
                                                              cuda::CudaContext& context);
-// World size 1 without MPI (a clique of one on context's device); gatherv is a local copy.
-StatusOr<std::unique_ptr<Communicator>> makeSingleRankNcclCommunicator(cuda::CudaContext& context);
-
 }  // namespace ddpscope::runtime::nccl
