@@ -109,7 +109,7 @@ void Profiler::onDeviceSpan(const std::string& name, Nanos start, Nanos end) {
     category = Category::kOptimizer;
   } else if (name.ends_with("(backward)")) {
     category = Category::kBackward;
-  } else if (name.starts_with("loss")) {
+  } else if (name == traces::kLossHeadSpan || name == traces::kLossHeadBackwardSpan) {
     category = Category::kForward;
   }
   addSpan(ProfLane::kCompute, name, category, start, end);

@@ -110,6 +110,11 @@ inline constexpr std::string_view kArgBucket = "bucket";
 inline constexpr std::string_view kArgBytes = "bytes";
 inline constexpr std::string_view kArgIteration = "iteration";
 
+// The CUDA runtime's loss head, which is no layer of the model: the names of its forward and
+// backward compute spans (the CPU runtime records none).
+inline constexpr std::string_view kLossHeadSpan = "loss";
+inline constexpr std::string_view kLossHeadBackwardSpan = "loss backward";
+
 struct Span {
   std::string name;
   Category category = Category::kOther;

@@ -18,6 +18,7 @@
 #include "runtime/graph/layer_config.h"
 #include "runtime/graph/layer_contract.h"
 #include "runtime/graph/model_graph.h"
+#include "traces/timeline.h"
 
 namespace ddpscope::runtime::cuda {
 
@@ -258,7 +259,7 @@ StatusOr<ForwardResult> CudaModel::forward(const Batch& batch, int64_t iteration
   if (!upload.isOk()) return upload.withContext("model " + m_spec.name);
   ForwardResult result;
   RETURN_IF_ERROR(m_graph.runForward(m_spec, iteration, rank, tiedHeadParam(), *this, &result));
-  RETURN_IF_ERROR(beginSpan(-1, false, "loss"));
+  RETURN_IF_ERROR(beginSpan(-1, false, std::string(traces::kLossHeadSpan)));
   StatusOr<double> loss =
       m_loss->forward(outputNode().output, m_targets, batch.targets, layerContext());
   RETURN_IF_ERROR(finishSpan());
@@ -269,7 +270,7 @@ Status CudaModel::backward(const std::function<Status(int paramIndex)>& onGradRe
   RETURN_IF_ERROR(startBackward(m_spec.name));
   DDPSCOPE_CUDA_RETURN_IF_ERROR(cudaSetDevice(m_context.device()));
   Node& last = outputNode();
-  RETURN_IF_ERROR(beginSpan(-1, true, "loss backward"));
+  RETURN_IF_ERROR(beginSpan(-1, true, std::string(traces::kLossHeadBackwardSpan)));
   Status lossStatus = m_loss->backward(last.output, m_targets, last.grad, 1.0f, layerContext());
   RETURN_IF_ERROR(finishSpan());
   RETURN_IF_ERROR(lossStatus.withContext("model " + m_spec.name));

@@ -228,10 +228,12 @@ StatusOr<MeasuredProfile> buildProfile(const traces::Timeline& timeline,
         const bool backward = s.category == Category::kBackward;
         const std::string layerName = backward ? stripBackwardSuffix(s.name) : s.name;
         const int layer = model.findLayer(layerName);
-        // The CUDA runtime's loss head ("loss", "loss backward") is no layer of the model: its
-        // time stays in the gap the next layer's span closes, as the CPU runtime's does (it
-        // records no span for it).
-        if (layer < 0 && (s.name == "loss" || s.name == "loss backward")) continue;
+        // The CUDA runtime's loss head is no layer of the model: its time stays in the gap the
+        // next layer's span closes, as the CPU runtime's does (it records no span for it).
+        if (layer < 0 &&
+            (s.name == traces::kLossHeadSpan || s.name == traces::kLossHeadBackwardSpan)) {
+          continue;
+        }
         if (layer < 0) {
           return invalidArgument(origin + ": rank " + std::to_string(track.rank) + " iteration " +
                                  std::to_string(it.index) + ": " +
