@@ -143,14 +143,17 @@ std::vector<int> ModelSpec::gradReadyOrder(bool autocast) const {
   }
   std::vector<int> order;
   order.reserve(params.size());
+  std::vector<int> reordered;  // a Linear layer's order under autocast: weights first
   for (int layer = static_cast<int>(layers.size()) - 1; layer >= 0; --layer) {
-    std::vector<int> layerOrder = layers[layer].gradReadyOrder;
+    const std::vector<int>* layerOrder = &layers[layer].gradReadyOrder;
     if (autocast && layers[layer].type == "Linear") {
-      std::stable_partition(layerOrder.begin(), layerOrder.end(), [&](int param) {
+      reordered = *layerOrder;
+      std::stable_partition(reordered.begin(), reordered.end(), [&](int param) {
         return param >= 0 && param < numParamTensors && params[param].name.ends_with(".weight");
       });
+      layerOrder = &reordered;
     }
-    for (int param : layerOrder) {
+    for (int param : *layerOrder) {
       if (param >= 0 && param < numParamTensors && earliestOwner[param] == layer) {
         order.push_back(param);
       }
