@@ -317,14 +317,9 @@ def import_trace(ddpscope, trace, out):
         return {"error": se.strip()[-400:]}
     s = json.loads(so)
     os.remove(run)
-    keep = {}
-    for k in ("ranks", "iterations", "median_step_ns", "bucket_bytes", "buckets_consistent",
-              "comm_ns", "exposed_comm_ns", "overlap_percent", "hta_overlap"):
-        if k in s:
-            keep[k] = s[k]
-    if not keep:
-        keep = {k: v for k, v in s.items() if not isinstance(v, (list, dict))}
-    return keep
+    return {k: s[k] for k in ("ranks", "iterations", "median_step_ns", "bucket_bytes",
+                               "buckets_consistent", "comm_ns", "exposed_comm_ns",
+                               "overlap_percent", "hta_overlap") if k in s}
 
 
 def replay_runtime(ddpscope, trace, model, cluster):

@@ -28,11 +28,9 @@ Exit codes: 0 done; 2 bad arguments; 3 torch missing.
 """
 import argparse
 import copy
-import gzip
 import json
 import math
 import os
-import shutil
 import statistics
 import sys
 import tempfile
@@ -408,11 +406,10 @@ def profile(trainer, model_name, x, y, steps, path):
     if trainer.device.type == "cuda":
         acts.append(torch.profiler.ProfilerActivity.CUDA)
     handles = layer_ranges(trainer.model)
-    plain = path[:-3]
     try:
         schedule = torch.profiler.schedule(wait=0, warmup=1, active=steps, repeat=1)
         with torch.profiler.profile(activities=acts, record_shapes=True, schedule=schedule,
-                                    on_trace_ready=lambda p: p.export_chrome_trace(plain)) as prof:
+                                    on_trace_ready=lambda p: p.export_chrome_trace(path)) as prof:
             for _ in range(steps + 1):
                 trainer.step(model_name, x, y)
                 sync(trainer.device)
@@ -420,10 +417,7 @@ def profile(trainer, model_name, x, y, steps, path):
     finally:
         for h in handles:
             h.remove()
-    with open(plain, "rb") as src, gzip.open(path, "wb", compresslevel=6) as dst:
-        shutil.copyfileobj(src, dst)
-    os.remove(plain)
-    return None
+    return None  # export_chrome_trace gzips a path that ends in .gz
 
 
 def nccl_version():
