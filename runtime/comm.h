@@ -12,7 +12,7 @@
 // Backends implement only the blocking calls (CollectiveBackend, comm_thread.h); the threaded
 // front end (makeThreadedCommunicator) adds the queue, the completion handles, the per-op
 // timing (start = when the comm thread enters the backend call, end = when it returns) and the
-// timeout watchdog. This header includes no MPI / NCCL header (DESIGN.md).
+// timeout watchdog. This header includes no MPI / NCCL header (the core builds without them).
 //
 // Errors are values: a failed collective completes its handle with the backend's Status
 // (MPI: "file:line: MPI_Allreduce failed: <MPI_Error_string>"); a wait that outlives the

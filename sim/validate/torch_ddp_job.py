@@ -24,8 +24,8 @@ bucket in current PyTorch, ddp-semantics.md Appendix B; the grid leaves cap 25 u
 
 This file is embedded in the ddpscope binary (sim/validate/CMakeLists.txt) and written next to the
 run's traces; it can be run by hand too:
-  /work/venv-torch/bin/python sim/validate/torch_ddp_job.py --model mlp-wide --world 2 \
-      --batch-per-rank 16 --warmup 2 --iterations 10 --out /tmp/mlp-w2
+  python3 sim/validate/torch_ddp_job.py --model mlp-wide --world 2 \
+      --batch-per-rank 16 --warmup 2 --iterations 10 --out mlp-w2
 Exit codes: 0 done; 3 torch is missing or too old (no Kineto export); 2 bad arguments.
 """
 import argparse
