@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "base/status.h"
-#include "ddp/bucket_plan.h"
 #include "ddp/ddp_config.h"
 #include "fuzz/fuzz_util.h"
 #include "models/model_spec.h"
+#include "sim/api/import_request.h"
 #include "traces/kineto_import.h"
 
 namespace {
@@ -49,10 +49,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       options.layers.push_back({layer.name, layer.type});
   }
   if ((bits & 4) != 0) {
-    auto plan = ddp::steadyStatePlan(profiledModel(), ddp::DdpConfig{});
+    auto plan = sim::plannedSizes(profiledModel(), ddp::DdpConfig{});
     FUZZ_CHECK(plan.isOk(), plan.status().message());
-    options.planBucketBytes = plan->bucketBytes();
-    options.planOrigin = "model ddp_gloo_model";
+    options.plan = *plan;
   }
   traces::KinetoImportReport report;
   auto timeline = traces::importKinetoTraceBytes(inputs, options, &report);

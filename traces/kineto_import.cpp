@@ -144,7 +144,7 @@ struct RankBuild {
   int rank = 0;
   std::string file;
   int64_t unknownBytes = 0;     // collectives left without a message size
-  int64_t bytesFromPlan = 0;    // bucket allreduces sized from options.planBucketBytes
+  int64_t bytesFromPlan = 0;    // collectives sized from options.plan
   int64_t disagreeingPlan = 0;  // bucket allreduces whose traced size differs from the plan
   std::vector<GroupedSpan> spans;
   std::map<int64_t, Nanos> iterationStart;  // ProfilerStep index → start
@@ -342,40 +342,71 @@ Status importOneRank(const std::string& path, const Timeline& source, RankBuild&
         {kCommGroup, Span{std::move(name), category, s.start, s.duration, std::move(args)}});
   }
   // Sizes from the bucket plan: per iteration, the k-th bucket allreduce is the plan's
-  // bucket k (DDP launches buckets strictly in index order).
+  // bucket k (DDP launches buckets strictly in index order); the iterations before the
+  // rebuild use the construction plan. The broadcasts are, per forward, the rebuild's two
+  // (once) and then the buffer groups.
   {
-    std::map<int64_t, std::vector<Span*>> bucketSpans;  // iteration → bucket allreduces
+    std::map<int64_t, std::vector<Span*>> bucketSpans;     // iteration → bucket allreduces
+    std::map<int64_t, std::vector<Span*>> broadcastSpans;  // iteration → broadcasts
     for (auto& g : out.spans) {
       if (g.group != kCommGroup) continue;
-      auto bucket = g.span.args.getInt(kArgBucket);
       auto iteration = g.span.args.getInt(kArgIteration);
-      if (bucket && iteration) bucketSpans[*iteration].push_back(&g.span);
+      if (!iteration) continue;
+      if (g.span.args.getInt(kArgBucket)) bucketSpans[*iteration].push_back(&g.span);
+      if (g.span.category == Category::kBroadcast) broadcastSpans[*iteration].push_back(&g.span);
     }
-    const std::vector<int64_t>& plan = options.planBucketBytes;
+    const PlannedSizes& plan = options.plan;
+    auto fill = [&](Span& span, int64_t bytes, const char* source) {
+      if (auto traced = span.args.getInt(kArgBytes)) {
+        if (*traced != bytes) ++out.disagreeingPlan;
+        return;
+      }
+      span.args.set(std::string(kArgBytes), bytes);
+      span.args.set("bytes_source", std::string(source));
+      ++out.bytesFromPlan;
+    };
+    // The rebuild's forward: the first iteration with the rebuild's two broadcasts on top of
+    // the buffer groups (none in the trace when profiling started after it).
+    int64_t rebuildIteration = INT64_MIN;
+    const size_t buffers = plan.bufferBroadcastBytes.size();
+    if (!plan.rebuildBroadcastBytes.empty()) {
+      for (const auto& [iteration, spans] : broadcastSpans) {
+        if (spans.size() == buffers + plan.rebuildBroadcastBytes.size()) {
+          rebuildIteration = iteration;
+          break;
+        }
+      }
+    }
+    if (!plan.bucketBytes.empty()) {
+      for (auto& [iteration, spans] : broadcastSpans) {
+        std::vector<int64_t> expected;
+        if (iteration == rebuildIteration) expected = plan.rebuildBroadcastBytes;
+        expected.insert(expected.end(), plan.bufferBroadcastBytes.begin(),
+                        plan.bufferBroadcastBytes.end());
+        if (spans.size() != expected.size()) continue;  // left as traced (or unknown)
+        for (size_t k = 0; k < spans.size(); ++k) fill(*spans[k], expected[k], "model");
+      }
+    }
     for (auto& [iteration, spans] : bucketSpans) {
       const bool anyUnknown = std::any_of(
           spans.begin(), spans.end(), [](const Span* s) { return !s->args.contains(kArgBytes); });
-      if (plan.empty()) continue;
-      if (spans.size() != plan.size()) {
+      if (plan.bucketBytes.empty()) continue;
+      const bool beforeRebuild = rebuildIteration != INT64_MIN && iteration < rebuildIteration;
+      const std::vector<int64_t>& buckets = beforeRebuild && !plan.initialBucketBytes.empty()
+                                                ? plan.initialBucketBytes
+                                                : plan.bucketBytes;
+      if (spans.size() != buckets.size()) {
         if (!anyUnknown) continue;  // the trace's own sizes stand; the plan is not needed
         return invalidArgument(
             path + ": rank " + std::to_string(out.rank) + " iteration " +
             std::to_string(iteration) + ": " + std::to_string(spans.size()) +
-            " bucket allreduce(s) in the trace but the bucket plan of " + options.planOrigin +
-            " has " + std::to_string(plan.size()) +
+            " bucket allreduce(s) in the trace but the " +
+            (beforeRebuild ? "construction" : "bucket") + " plan of " + plan.origin + " has " +
+            std::to_string(buckets.size()) +
             " bucket(s): give the model and the DDP settings the job ran with "
             "(--bucket-cap-mb, --find-unused, ...), or profile with record_shapes=True");
       }
-      for (size_t k = 0; k < spans.size(); ++k) {
-        Span& span = *spans[k];
-        if (auto traced = span.args.getInt(kArgBytes)) {
-          if (*traced != plan[k]) ++out.disagreeingPlan;
-          continue;
-        }
-        span.args.set(std::string(kArgBytes), plan[k]);
-        span.args.set("bytes_source", std::string("bucket plan"));
-        ++out.bytesFromPlan;
-      }
+      for (size_t k = 0; k < spans.size(); ++k) fill(*spans[k], buckets[k], "bucket plan");
     }
     for (const auto& g : out.spans) {
       if (g.group == kCommGroup && !g.span.args.contains(kArgBytes)) ++out.unknownBytes;
@@ -788,22 +819,22 @@ StatusOr<Timeline> importSources(const std::vector<std::string>& paths,
   }
   if (report.collectivesSizedFromPlan > 0) {
     report.notes.push_back(std::to_string(report.collectivesSizedFromPlan) +
-                           " bucket allreduce(s) carry no size in the trace: bytes from the "
-                           "bucket plan of " +
-                           options.planOrigin);
+                           " collective(s) carry no size in the trace: bytes from the bucket "
+                           "plan (allreduces) and the buffers (broadcasts) of " +
+                           options.plan.origin);
   }
   if (report.collectivesDisagreeingWithPlan > 0) {
     report.notes.push_back(std::to_string(report.collectivesDisagreeingWithPlan) +
-                           " bucket allreduce(s) of the trace differ in size from the bucket "
-                           "plan of " +
-                           options.planOrigin + ": the trace's sizes are kept");
+                           " collective(s) of the trace differ in size from the bucket plan or "
+                           "the buffers of " +
+                           options.plan.origin + ": the trace's sizes are kept");
   }
   if (report.collectivesWithUnknownBytes > 0) {
     report.notes.push_back(
         std::to_string(report.collectivesWithUnknownBytes) +
         " collective(s) carry no message size (the profiler records sizes with "
         "record_shapes=True): bytes unknown" +
-        (options.planBucketBytes.empty()
+        (options.plan.bucketBytes.empty()
              ? "; give --model/--model-file (and the job's DDP flags) to take bucket sizes from "
                "the bucket plan"
              : ""));

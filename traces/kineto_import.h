@@ -28,10 +28,10 @@
 // also copied onto NCCL kernels), else the product of its "Input Dims" × size of its first
 // "Input type" (float32 when the trace has no type, or only "TensorList": the report counts
 // these; a TensorList input — c10d::allreduce_ in torch 2.x — sums its tensors), else the bytes
-// of the record_param_comms of the same order in the same iteration, else — a bucket allreduce
-// of a trace without sizes (torch.profiler without record_shapes; real torch 2.15 CPU traces
-// carry none) — bucket k of KinetoImportOptions::planBucketBytes when given. Otherwise the size
-// is unknown: the span has no "bytes" arg (never 0), the summary says nullopt, and replay /
+// of the record_param_comms of the same order in the same iteration, else — a trace without
+// sizes (torch.profiler without record_shapes; real torch 2.15 CPU traces carry none) — from
+// KinetoImportOptions::plan when given (bucket allreduces and broadcasts). Otherwise the size is
+// unknown: the span has no "bytes" arg (never 0), the summary says nullopt, and replay /
 // calibrate refuse to fit a cost model to it. Broadcasts and collectives of integer dtype
 // (DDP's used-parameter map) get no bucket index.
 //
@@ -66,6 +66,23 @@ struct ImportLayer {
   std::string type;  // "Conv2d", "Linear", "ReLU", ...
 };
 
+// What DDP sends, from the model and the job's DDP settings (ddp::BucketPlan and the buffers),
+// for collectives whose size the trace does not carry. Per iteration the k-th bucket allreduce
+// is bucket k: of initialBucketBytes in the iterations before the rebuild (the first iteration
+// whose broadcasts are the rebuild's two plus the buffer groups; when the profile starts after
+// it, every iteration is steady), of bucketBytes after. The number of bucket allreduces must
+// equal the plan's bucket count (else InvalidArgument naming the file, rank, iteration and
+// origin). The broadcasts of an iteration are, in order, rebuildBroadcastBytes (at the rebuild)
+// and bufferBroadcastBytes (each forward that syncs buffers); an iteration with another count
+// keeps them unsized. Traced sizes are kept; disagreements are counted.
+struct PlannedSizes {
+  std::vector<int64_t> bucketBytes;            // steady state, in reduction order
+  std::vector<int64_t> initialBucketBytes;     // construction plan (empty: same as bucketBytes)
+  std::vector<int64_t> rebuildBroadcastBytes;  // the rebuild's two broadcasts (empty: none)
+  std::vector<int64_t> bufferBroadcastBytes;   // coalesced buffer groups (empty: no buffers)
+  std::string origin;                          // "model X (bucket_cap_mb Y)", for messages
+};
+
 struct KinetoImportOptions {
   // Import a subset of the ranks of a job (e.g. one rank's file) instead of failing.
   bool allowMissingRanks = false;
@@ -79,12 +96,8 @@ struct KinetoImportOptions {
   // that match no layer move to the "cpu ops" lane. An iteration where some layer of a known
   // kind stays unmatched is an error naming the file, rank, iteration and layer.
   std::vector<ImportLayer> layers;
-  // The bucket plan of the job (bytes per bucket, in reduction order: ddp::BucketPlan), used for
-  // bucket allreduces whose size the trace does not carry. Per iteration, the number of bucket
-  // allreduces must equal the plan's bucket count (else InvalidArgument naming the file, rank,
-  // iteration and planOrigin). Traced sizes are kept; disagreements are counted.
-  std::vector<int64_t> planBucketBytes;
-  std::string planOrigin;  // "model X (bucket_cap_mb Y)", for messages
+  // Sizes of the job's DDP collectives, for traces that do not carry them.
+  PlannedSizes plan;
   // > 0: the most bytes a gzip file may inflate to (ChromeReadOptions::maxGunzipBytes).
   int64_t maxGunzipBytes = 0;
   // Optional: called after each file is read, with (files read, files, its path).
@@ -97,7 +110,7 @@ struct KinetoImportReport {
   std::vector<std::string> files;           // files[i] holds ranks[i]
   int64_t collectivesWithAssumedDtype = 0;  // bytes computed with float32 for lack of a type
   int64_t collectivesWithUnknownBytes = 0;  // no size in the trace nor from the plan
-  int64_t collectivesSizedFromPlan = 0;     // bucket allreduces sized by planBucketBytes
+  int64_t collectivesSizedFromPlan = 0;     // collectives sized by options.plan
   int64_t collectivesDisagreeingWithPlan = 0;
   // Per rank: `ddpscope overlap`'s headline on the source file, i.e. HTA 0.5.0's
   // get_comm_comp_overlap (GPU kernels only; hasCommunication false on CPU traces).

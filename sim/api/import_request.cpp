@@ -25,6 +25,27 @@ nlohmann::json bytesJson(const std::vector<std::optional<int64_t>>& list) {
 
 }  // namespace
 
+StatusOr<traces::PlannedSizes> plannedSizes(const models::ModelSpec& model,
+                                            const ddp::DdpConfig& config) {
+  traces::PlannedSizes sizes;
+  ASSIGN_OR_RETURN(ddp::BucketPlan steady, ddp::steadyStatePlan(model, config));
+  ASSIGN_OR_RETURN(ddp::BucketPlan initial, ddp::constructionPlan(model, config));
+  sizes.bucketBytes = steady.bucketBytes();
+  sizes.initialBucketBytes = initial.bucketBytes();
+  if (ddp::rebuildIteration(config) > 0) {
+    const ddp::RebuildSync sync = ddp::rebuildSyncSizes(steady);
+    sizes.rebuildBroadcastBytes = {sync.indicesBytes(), sync.countsBytes()};
+  }
+  if (config.broadcastBuffers) {
+    sizes.bufferBroadcastBytes = ddp::coalescedBroadcastBytes(ddp::buffersAsTensors(model.buffers));
+  }
+  std::ostringstream origin;
+  origin << "model '" << model.name << "' (bucket_cap_mb " << config.bucketCapMb << ", semantics "
+         << ddp::semanticsProfileName(config.profile) << ")";
+  sizes.origin = origin.str();
+  return sizes;
+}
+
 std::vector<SettingSpec> importTorchOutputSettingList() {
   return {{"output", "RUN.json", "where to write the imported trace (-o works too)"},
           {"allow-missing-ranks", "", "import a subset of the job's ranks instead of failing"},
@@ -64,14 +85,8 @@ StatusOr<TorchImport> importTorchTraces(
       return invalidArgument(model.origin +
                              ": the model lists no layers: compute spans cannot be named by layer");
     }
-    // The bucket plan, for traces without message sizes (DDP launches bucket k k-th).
-    const ddp::DdpConfig planConfig = jobSettings.value_or(ddp::DdpConfig{});
-    ASSIGN_OR_RETURN(ddp::BucketPlan plan, ddp::steadyStatePlan(model, planConfig));
-    options.planBucketBytes = plan.bucketBytes();
-    std::ostringstream origin;
-    origin << "model '" << model.name << "' (bucket_cap_mb " << planConfig.bucketCapMb
-           << ", semantics " << ddp::semanticsProfileName(planConfig.profile) << ")";
-    options.planOrigin = origin.str();
+    // What DDP sends, for traces without message sizes.
+    ASSIGN_OR_RETURN(options.plan, plannedSizes(model, jobSettings.value_or(ddp::DdpConfig{})));
   }
   options.progress = std::move(progress);
   ASSIGN_OR_RETURN(traces::Timeline timeline,

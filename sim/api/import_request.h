@@ -15,6 +15,8 @@
 
 #include "base/setting_values.h"
 #include "base/status.h"
+#include "ddp/ddp_config.h"
+#include "models/model_spec.h"
 #include "traces/kineto_import.h"
 
 namespace ddpscope::sim {
@@ -24,6 +26,11 @@ std::vector<SettingSpec> importTorchOutputSettingList();
 // Every setting importTorchTraces reads: importTorchOutputSettingList(), model and model-file,
 // every DDP setting (the job's, which the profiler does not record).
 std::vector<SettingSpec> importTorchSettingList();
+
+// What the job's DDP sends (traces::PlannedSizes): its steady and construction bucket plans,
+// the rebuild's two broadcasts when it rebuilds, its buffer groups when it syncs buffers.
+StatusOr<traces::PlannedSizes> plannedSizes(const models::ModelSpec& model,
+                                            const ddp::DdpConfig& config);
 
 struct TorchImport {
   std::string output;  // the trace written

@@ -126,6 +126,16 @@ def make(args):
             nn.CrossEntropyLoss())
 
 
+def buffer_bytes(model):
+    """Bytes of the module's buffers per dtype: what DDP's buffer sync broadcasts, one coalesced
+    broadcast per dtype (each far under its 250 MiB group limit)."""
+    out = {}
+    for b in model.buffers():
+        key = str(b.dtype).replace("torch.", "")
+        out[key] = out.get(key, 0) + b.numel() * b.element_size()
+    return out
+
+
 def worker(rank, args, init_file):
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method="file://" + init_file, rank=rank,
@@ -146,7 +156,7 @@ def worker(rank, args, init_file):
         schedule = torch.profiler.schedule(wait=0, warmup=0, active=total, repeat=1)
     trace = f"{args.out}-rank{rank}.json"
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
-                                record_shapes=True, schedule=schedule,
+                                record_shapes=not args.default_profiler, schedule=schedule,
                                 on_trace_ready=lambda p: p.export_chrome_trace(trace)) as prof:
         for _ in range(total):
             start = time.perf_counter()
@@ -171,6 +181,9 @@ def worker(rank, args, init_file):
             "warmup": args.warmup,
             "iterations": args.iterations,
             "threads_per_rank": torch.get_num_threads(),
+            "record_shapes": not args.default_profiler,
+            "parameter_tensors": len(list(model.parameters())),
+            "buffer_bytes_by_dtype": buffer_bytes(model),
             "bucket_sizes": str(logging.get("bucket_sizes", "")),
             "rebuilt_bucket_sizes": str(logging.get("rebuilt_bucket_sizes", "")),
             "step_ms_per_rank": all_steps,
@@ -192,6 +205,9 @@ def main():
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--iterations", type=int, default=10)
     p.add_argument("--out", help="prefix of the files written")
+    p.add_argument("--default-profiler", action="store_true",
+                   help="profile with torch.profiler's default settings (no record_shapes: the "
+                        "collectives carry no sizes), as most users do")
     p.add_argument("--check", action="store_true",
                    help="print the torch version and whether Kineto is built in, then exit")
     args = p.parse_args()

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -531,6 +532,65 @@ TEST(KinetoImport215Test, DefaultProfilerTraceTakesBytesFromTheBucketPlan) {
                                    "allreduce(s) in the trace but the bucket plan of model "
                                    "'ddp-gloo-mlp' (bucket_cap_mb 25"));
   EXPECT_THAT(wrong.err, HasSubstr("has 2 bucket(s)"));
+}
+
+// A resnet18 job profiled from its first iteration with the default profiler settings
+// (tests/data/torch-2.15/gen_replay_traces.py): no collective carries its size. The first
+// iteration reduces with DDP's construction plan, the later ones with the rebuilt plan; the
+// forward of iteration 1 broadcasts the rebuild's bucket indices and counts; every forward
+// broadcasts the buffers, one coalesced broadcast per dtype. The truth is what the job itself
+// reported (DDP's logging data, the module's buffers). Before, the first iteration failed the
+// import ("1 bucket allreduce(s) in the trace but the bucket plan ... has 12") and the buffer
+// broadcasts stayed unsized, so replay refused the trace.
+std::vector<int64_t> sizeList(const nlohmann::json& text) {
+  std::vector<int64_t> out;
+  std::stringstream in(text.get<std::string>());
+  for (std::string item; std::getline(in, item, ',');) out.push_back(std::stoll(item));
+  return out;
+}
+
+TEST(KinetoImport215Test, DefaultProfilerTraceTakesEveryCollectiveSizeFromTheModel) {
+  const std::string dir = k215Dir + "replay/";
+  std::ifstream jobFile(dir + "resnet18-cap1-job.json");
+  const nlohmann::json job = nlohmann::json::parse(jobFile);
+  const std::vector<int64_t> initial = sizeList(job["bucket_sizes"]);
+  const std::vector<int64_t> rebuilt = sizeList(job["rebuilt_bucket_sizes"]);
+  ASSERT_EQ(initial.size(), 1u);  // torch 2.15 with an explicit cap: one bucket at first
+  const std::string output = tempPath("215_resnet18.json");
+  CliResult r = runCli({"import-torch", dir + "resnet18-cap1-rank0.json.gz",
+                        dir + "resnet18-cap1-rank1.json.gz", "-o", output, "--model", "resnet18",
+                        "--bucket-cap-mb", "1", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json out = nlohmann::json::parse(r.out);
+  EXPECT_EQ(out["collectives_with_unknown_bytes"], 0);
+  for (const auto& row : out["per_iteration"]) {
+    const std::vector<int64_t> bytes = row["bucket_bytes"].get<std::vector<int64_t>>();
+    EXPECT_EQ(bytes, row["iteration"].get<int64_t>() == 0 ? initial : rebuilt) << row;
+  }
+  const std::vector<int64_t> buffers = {job["buffer_bytes_by_dtype"]["float32"].get<int64_t>(),
+                                        job["buffer_bytes_by_dtype"]["int64"].get<int64_t>()};
+  const std::vector<int64_t> rebuildSync = {4 * (job["parameter_tensors"].get<int64_t>() + 1),
+                                            4 * static_cast<int64_t>(rebuilt.size())};
+  auto timeline = readChromeTrace(output);
+  ASSERT_TRUE(timeline.isOk()) << timeline.status().message();
+  for (int ri = 0; ri < timeline->rankCount(); ++ri) {
+    std::map<int64_t, std::vector<int64_t>> broadcasts;  // iteration → bytes, in order
+    for (const Lane& lane : timeline->rank(ri).lanes) {
+      for (const Span& s : lane.spans) {
+        if (s.category != Category::kBroadcast) continue;
+        broadcasts[*s.args.getInt(kArgIteration)].push_back(*s.args.getInt(kArgBytes));
+      }
+    }
+    for (auto& [iteration, bytes] : broadcasts) {
+      std::vector<int64_t> expected = iteration == 1 ? rebuildSync : std::vector<int64_t>{};
+      expected.insert(expected.end(), buffers.begin(), buffers.end());
+      std::sort(bytes.begin(), bytes.end());  // two gloo threads: lanes, not issue order
+      std::sort(expected.begin(), expected.end());
+      EXPECT_EQ(bytes, expected) << "rank " << ri << " iteration " << iteration;
+    }
+    EXPECT_EQ(broadcasts.size(), 16u);  // every iteration, 0..15
+  }
+  std::remove(output.c_str());
 }
 
 TEST(KinetoImport215Test, UnknownBytesAreTextUnknownAndJsonNull) {
