@@ -80,6 +80,35 @@ std::string layerList(const models::ModelSpec& model) {
   return out;
 }
 
+// The fraction of `span` that is its own when the rank's collectives that run at the same time
+// share it equally: the integral over the span of 1 / (collectives in flight), divided by its
+// length (1 when nothing overlaps it; 1 for an empty span). `comm` is sorted by start.
+double ownShareOfSpan(const Span& span, const std::vector<const Span*>& comm) {
+  const int64_t s = span.start.count(), e = span.end().count();
+  if (e <= s) return 1;
+  std::vector<int64_t> cuts = {s, e};
+  std::vector<std::pair<int64_t, int64_t>> others;
+  for (const Span* o : comm) {
+    if (o->start.count() >= e) break;
+    const int64_t os = o->start.count(), oe = o->end().count();
+    if (o == &span || oe <= s) continue;
+    others.emplace_back(os, oe);
+    if (os > s) cuts.push_back(os);
+    if (oe < e) cuts.push_back(oe);
+  }
+  if (others.empty()) return 1;
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  double own = 0;
+  for (size_t i = 0; i + 1 < cuts.size(); ++i) {
+    const int64_t a = cuts[i], b = cuts[i + 1];
+    int inFlight = 1;
+    for (const auto& [os, oe] : others) inFlight += (os <= a && oe >= b) ? 1 : 0;
+    own += static_cast<double>(b - a) / inFlight;
+  }
+  return own / static_cast<double>(e - s);
+}
+
 }  // namespace
 
 StatusOr<RunSettings> readRunSettings(const traces::Timeline& timeline, const std::string& origin) {
@@ -149,6 +178,7 @@ StatusOr<MeasuredProfile> buildProfile(const traces::Timeline& timeline,
   double sx = 0, sy = 0, sxx = 0, sxy = 0;
   // Collectives per rank: (iteration, ordinal) → span.
   std::map<std::pair<int64_t, int>, std::vector<std::pair<int, const Span*>>> collectiveByKey;
+  std::map<int, std::vector<const Span*>> commByRank;  // each rank's comm spans, by start
   std::map<int64_t, Nanos> stepByIteration;
   std::map<int, std::vector<double>> rankSteps;
   bool anyIteration = false;
@@ -173,6 +203,7 @@ StatusOr<MeasuredProfile> buildProfile(const traces::Timeline& timeline,
     std::sort(spans.compute.begin(), spans.compute.end(), byStart);
     std::sort(spans.copies.begin(), spans.copies.end(), byStart);
     std::sort(spans.comm.begin(), spans.comm.end(), byStart);
+    commByRank[track.rank] = spans.comm;
     std::vector<std::pair<int64_t, int64_t>> commIntervals;
     for (const Span* s : spans.comm) commIntervals.emplace_back(s->start.count(), s->end().count());
     const auto commMerged = mergeIntervals(std::move(commIntervals));
@@ -251,7 +282,14 @@ StatusOr<MeasuredProfile> buildProfile(const traces::Timeline& timeline,
           if (c.start >= prevEnd && !isCopyBack(c)) copiesBetween += c.duration;
           ++copyCursor;
         }
-        Nanos attributed = s.end() - prevEnd - copiesBetween;
+        // So is a blocking collective in the gap before a forward span (DDP's buffer broadcast
+        // before the first layer, SyncBatchNorm's allreduces): the simulator times it itself.
+        // Backward gaps keep theirs: the bucket allreduces there run beside the host.
+        const Nanos commBefore =
+            backward || s.start <= prevEnd
+                ? Nanos::zero()
+                : Nanos(coveredLength(commMerged, prevEnd.count(), s.start.count()));
+        Nanos attributed = s.end() - prevEnd - copiesBetween - commBefore;
         if (attributed < s.duration) attributed = s.duration;
         const int64_t lo = s.end().count() - attributed.count();
         const double overlap =
@@ -329,13 +367,17 @@ StatusOr<MeasuredProfile> buildProfile(const traces::Timeline& timeline,
     c.iteration = key.first;
     c.measured = key.first > skip;
     bool consistent = true;
+    double sharedFraction = 0;
     for (const auto& [rank, span] : members) {
       if (span->args.getInt(traces::kArgBytes) != bytes) consistent = false;
       c.start = std::max(c.start, span->start);
       c.end = std::max(c.end, span->end());
+      sharedFraction += ownShareOfSpan(*span, commByRank[rank]);
     }
     if (!consistent) continue;  // ranks disagree on what this collective was: not a sample
-    c.duration = std::max(Nanos::zero(), c.end - c.start);
+    sharedFraction /= static_cast<double>(members.size());
+    c.duration = Nanos(static_cast<int64_t>(std::llround(
+        static_cast<double>(std::max(Nanos::zero(), c.end - c.start).count()) * sharedFraction)));
     p.collectives.push_back(std::move(c));
   }
   return p;

@@ -82,9 +82,13 @@ struct CollectiveSample {
   std::string name;
   int64_t bytes = 0;
   int64_t iteration = 0;
-  Nanos start;            // latest start over ranks (when the last rank joined)
-  Nanos end;              // latest end over ranks
-  Nanos duration;         // end − start (≥ 0)
+  Nanos start;  // latest start over ranks (when the last rank joined)
+  Nanos end;    // latest end over ranks
+  // end − start (≥ 0), less the time it shared with the rank's other collectives: a stretch
+  // where k collectives were in flight counts 1/k (the mean over ranks of that share). Gloo
+  // runs two collectives at once on separate threads; the simulator's one serialized comm
+  // stream then takes each one's own cost, not its time stretched by the other.
+  Nanos duration;
   bool measured = false;  // in a measured iteration
 };
 
