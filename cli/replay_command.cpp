@@ -68,8 +68,9 @@ Status runReplayCommand(const std::vector<std::string>& argv, CommandIo io) {
   io.out << "  measured iterations " << profile.measuredIterations.front() << ".."
          << profile.measuredIterations.back() << " (" << profile.measuredIterations.size()
          << "), cluster " << req.cluster.name << " (alpha " << req.cluster.alphaBeta.intraAlphaUs
-         << " us, beta " << req.cluster.alphaBeta.intraBetaGBps << " GB/s, contention "
-         << req.cluster.contentionSlowdown << ")\n";
+         << " us, beta " << req.cluster.alphaBeta.intraBetaGBps << " GB/s, base "
+         << req.cluster.alphaBeta.baseUs << " us, contention " << req.cluster.contentionSlowdown
+         << ")\n";
   io.out << sim::workloadText(ownResult.result.summary.workload);
   std::snprintf(line, sizeof(line), "  %-28s %10.3f ms\n", "measured step time (median)",
                 report.measuredStep.toMillis());

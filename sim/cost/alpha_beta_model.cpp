@@ -14,7 +14,7 @@ StatusOr<std::unique_ptr<AlphaBetaCommModel>> AlphaBetaCommModel::create(
                            std::to_string(layout.gpusPerNode) + " rank(s) does not fit nodes of " +
                            std::to_string(cluster.gpusPerNode) + " ranks");
   }
-  if (ab.intraAlphaUs < 0 || ab.intraBetaGBps <= 0) {
+  if (ab.intraAlphaUs < 0 || ab.intraBetaGBps <= 0 || ab.baseUs < 0) {
     return invalidArgument(where + ": alpha_beta needs intra_alpha_us ≥ 0 and intra_beta_GBps > 0");
   }
   double alpha = ab.intraAlphaUs;
@@ -28,7 +28,8 @@ StatusOr<std::unique_ptr<AlphaBetaCommModel>> AlphaBetaCommModel::create(
     alpha = std::max(alpha, ab.interAlphaUs);
     beta = std::min(beta, ab.interBetaGBps);
   }
-  return std::unique_ptr<AlphaBetaCommModel>(new AlphaBetaCommModel(layout, alpha, beta));
+  return std::unique_ptr<AlphaBetaCommModel>(
+      new AlphaBetaCommModel(layout, alpha, beta, ab.baseUs));
 }
 
 CollectiveEstimate AlphaBetaCommModel::estimate(Collective collective, int64_t bytes) const {
@@ -46,7 +47,8 @@ CollectiveEstimate AlphaBetaCommModel::estimate(Collective collective, int64_t b
   const double steps = collective == Collective::kAllreduce ? 2.0 * (n - 1) : n - 1.0;
   // Bytes each rank moves over its link, in units of S: busBandwidthFactor by definition.
   const double wireFraction = busBandwidthFactor(collective, n);
-  const double timeUs = steps * m_alphaUs + wireFraction * s / (m_betaGBps * 1e3);
+  const double baseUs = bytes >= kAlphaBetaBaseMinBytes ? m_baseUs : 0.0;
+  const double timeUs = baseUs + steps * m_alphaUs + wireFraction * s / (m_betaGBps * 1e3);
   result.time = Nanos::fromMicrosDouble(timeUs);
   result.algorithm = "alpha_beta";
   result.latencySource = "alpha_beta";

@@ -5,7 +5,8 @@
 //   AllReduce     (ring reduce-scatter + all-gather)  2(n−1)·α + 2(n−1)/n · S/β
 //   AllGather, ReduceScatter (S = whole array)          (n−1)·α +  (n−1)/n · S/β
 //   Broadcast     (pipelined chain)                      (n−1)·α +            S/β
-// so busbw = S/t × busBandwidthFactor tends to β for large S. World size 1 costs zero time.
+// so busbw = S/t × busBandwidthFactor tends to β for large S; collectives of at least
+// kAlphaBetaBaseMinBytes add the fixed alpha_beta.base_us. World size 1 costs zero time.
 // β is in GB/s (1e9 B/s), α in µs. O(1) per call.
 #pragma once
 
@@ -29,12 +30,13 @@ class AlphaBetaCommModel final : public CommModel {
   double betaGBps() const { return m_betaGBps; }
 
  private:
-  AlphaBetaCommModel(const WorldLayout& layout, double alphaUs, double betaGBps)
-      : m_layout(layout), m_alphaUs(alphaUs), m_betaGBps(betaGBps) {}
+  AlphaBetaCommModel(const WorldLayout& layout, double alphaUs, double betaGBps, double baseUs)
+      : m_layout(layout), m_alphaUs(alphaUs), m_betaGBps(betaGBps), m_baseUs(baseUs) {}
 
   WorldLayout m_layout;
   double m_alphaUs;
   double m_betaGBps;
+  double m_baseUs;
 };
 
 }  // namespace ddpscope::sim

@@ -123,7 +123,12 @@ struct AlphaBetaSpec {
   double intraBetaGBps = 0;  // per-rank bandwidth inside a node
   double interAlphaUs = 0;   // per step latency across nodes
   double interBetaGBps = 0;  // per-rank bandwidth across nodes
+  // Fixed cost per collective of at least kAlphaBetaBaseMinBytes (the bandwidth regime, where
+  // DDP's bucket allreduces are): what a call costs beyond its per-step latency and its bytes
+  // (gloo: chunking, thread hand-offs, buffer set-up). 0 = none.
+  double baseUs = 0;
 };
+inline constexpr int64_t kAlphaBetaBaseMinBytes = 64 * 1024;
 
 // What real DDP pays besides the wire time (issue 12 §2), all host time on the thread that runs
 // autograd (PyTorch's reducer hooks run there): µs per event. The simulator charges them to a

@@ -255,7 +255,8 @@ class ClusterParser : private io::JsonReader {
     }
     const std::string path = "alpha_beta";
     RETURN_IF_ERROR(checkKeys(
-        *value, path, {"intra_alpha_us", "intra_beta_GBps", "inter_alpha_us", "inter_beta_GBps"}));
+        *value, path,
+        {"intra_alpha_us", "intra_beta_GBps", "inter_alpha_us", "inter_beta_GBps", "base_us"}));
     AlphaBetaSpec& ab = spec.alphaBeta;
     ASSIGN_OR_RETURN(ab.intraAlphaUs, number(*value, path, "intra_alpha_us", 0, kInf, std::nullopt,
                                              "a non-negative number (µs)"));
@@ -263,6 +264,8 @@ class ClusterParser : private io::JsonReader {
                      positive(*value, path, "intra_beta_GBps", std::nullopt, "GB/s per rank"));
     ASSIGN_OR_RETURN(ab.interAlphaUs, number(*value, path, "inter_alpha_us", 0, kInf, 0.0,
                                              "a non-negative number (µs)"));
+    ASSIGN_OR_RETURN(ab.baseUs, number(*value, path, "base_us", 0, kInf, 0.0,
+                                       "a non-negative number (µs per collective of ≥ 64 KiB)"));
     const bool multi = spec.interNode.nicsPerNode > 0;
     ASSIGN_OR_RETURN(ab.interBetaGBps,
                      multi ? positive(*value, path, "inter_beta_GBps", std::nullopt,

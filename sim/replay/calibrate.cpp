@@ -88,22 +88,35 @@ StatusOr<AlphaBetaFit> fitAlphaBeta(const std::vector<ProfileRef>& runs) {
   // without small collectives fall back to the joint fit; α < 0 is refitted with α = 0.
   std::vector<double> latency;
   for (const CommPoint& p : points) {
-    if (p.bytes < 64 * 1024 && p.steps > 0) latency.push_back(p.tUs / p.steps);
+    if (p.bytes < kAlphaBetaBaseMinBytes && p.steps > 0) latency.push_back(p.tUs / p.steps);
   }
-  double alpha = 0, k = 0;
+  double alpha = 0, k = 0, base = 0;
   bool haveAlpha = false;
   if (!latency.empty()) {
     alpha = median(latency);
     haveAlpha = true;
-    double sxx = 0, sxy = 0;
+    // The bandwidth regime: t − α·steps = base + k·x, least squares with an intercept (the
+    // per-call cost, AlphaBetaSpec::baseUs) when its sizes differ and the intercept is ≥ 0,
+    // else through the origin.
+    double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
     for (const CommPoint& p : points) {
-      if (p.bytes < 64 * 1024) continue;
-      sxx += p.x * p.x, sxy += p.x * (p.tUs - alpha * p.steps);
+      if (p.bytes < kAlphaBetaBaseMinBytes) continue;
+      const double y = p.tUs - alpha * p.steps;
+      n += 1, sx += p.x, sy += y, sxx += p.x * p.x, sxy += p.x * y;
     }
-    k = sxx > 0 ? sxy / sxx : 0;
+    const double det = n * sxx - sx * sx;
+    if (n >= 2 && det > 1e-9 * n * sxx) {
+      k = (n * sxy - sx * sy) / det;
+      base = (sy - k * sx) / n;
+    }
+    if (base <= 0 || k <= 0) {
+      base = 0;
+      k = sxx > 0 ? sxy / sxx : 0;
+    }
     if (k <= 0) haveAlpha = false;
   }
   if (!haveAlpha) {
+    base = 0;
     double a11 = 0, a12 = 0, a22 = 0, b1 = 0, b2 = 0;
     for (const CommPoint& p : points) {
       a11 += p.steps * p.steps, a12 += p.steps * p.x, a22 += p.x * p.x;
@@ -128,6 +141,7 @@ StatusOr<AlphaBetaFit> fitAlphaBeta(const std::vector<ProfileRef>& runs) {
   AlphaBetaFit fit;
   fit.alphaUs = alpha;
   fit.betaGBps = 1.0 / (k * 1e3);  // t[µs] = S / (β · 1e3 B/µs)
+  fit.baseUs = base;
   fit.samples = static_cast<int>(points.size());
   double mean = 0;
   for (const CommPoint& p : points) mean += p.tUs;
@@ -136,7 +150,8 @@ StatusOr<AlphaBetaFit> fitAlphaBeta(const std::vector<ProfileRef>& runs) {
   std::vector<double> rel;
   std::map<std::string, std::pair<int, double>> ranges;
   for (const CommPoint& p : points) {
-    const double model = alpha * p.steps + k * p.x;
+    const double model =
+        alpha * p.steps + k * p.x + (p.bytes >= kAlphaBetaBaseMinBytes ? base : 0.0);
     ssRes += (model - p.tUs) * (model - p.tUs);
     ssTot += (p.tUs - mean) * (p.tUs - mean);
     if (p.tUs > 0) {
@@ -311,6 +326,7 @@ ClusterSpec applyCalibration(const ClusterSpec& base, const Calibration& cal,
     const bool hadAlphaBeta = base.commModel == CommModelKind::kAlphaBeta;
     c.alphaBeta.intraAlphaUs = cal.comm.alphaUs;
     c.alphaBeta.intraBetaGBps = cal.comm.betaGBps;
+    c.alphaBeta.baseUs = cal.comm.baseUs;
     if (!hadAlphaBeta || c.alphaBeta.interBetaGBps <= 0) {
       c.alphaBeta.interAlphaUs = cal.comm.alphaUs;
       c.alphaBeta.interBetaGBps = cal.comm.betaGBps;
@@ -349,6 +365,7 @@ nlohmann::json calibratedClusterJson(const nlohmann::json& base, const ClusterSp
                        {"intra_beta_GBps", round(spec.alphaBeta.intraBetaGBps, 4)},
                        {"inter_alpha_us", round(spec.alphaBeta.interAlphaUs, 3)},
                        {"inter_beta_GBps", round(spec.alphaBeta.interBetaGBps, 4)}};
+    if (spec.alphaBeta.baseUs > 0) j["alpha_beta"]["base_us"] = round(spec.alphaBeta.baseUs, 3);
   }
   j["contention_slowdown"] = round(spec.contentionSlowdown, 4);
   for (auto& [dtype, peak] : spec.device.peakTflops) {
@@ -396,6 +413,7 @@ nlohmann::json calibrationJson(const Calibration& c) {
   return {{"comm",
            {{"alpha_us", c.comm.alphaUs},
             {"beta_GBps", c.comm.betaGBps},
+            {"base_us", c.comm.baseUs},
             {"samples", c.comm.samples},
             {"r2", c.comm.r2},
             {"rms_residual_us", c.comm.rmsResidualUs},
@@ -419,10 +437,10 @@ std::string formatCalibration(const Calibration& cal) {
     o << "communication: not fitted: every run has one rank (no collective between ranks); the "
          "base cluster's network model is kept\n";
   } else {
-    std::snprintf(
-        line, sizeof(line),
-        "communication (alpha-beta ring, %d collectives): alpha %.2f us, beta %.4f GB/s\n",
-        cal.comm.samples, cal.comm.alphaUs, cal.comm.betaGBps);
+    std::snprintf(line, sizeof(line),
+                  "communication (alpha-beta ring, %d collectives): alpha %.2f us, beta %.4f GB/s, "
+                  "base %.1f us per collective of >= 64 KiB\n",
+                  cal.comm.samples, cal.comm.alphaUs, cal.comm.betaGBps, cal.comm.baseUs);
     o << line;
     std::snprintf(line, sizeof(line),
                   "  fit: R^2 %.4f, RMS residual %.1f us, median |relative residual| %.1f %%\n",

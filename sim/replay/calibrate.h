@@ -54,6 +54,7 @@ struct SizeRangeResidual {
 struct AlphaBetaFit {
   double alphaUs = 0;
   double betaGBps = 0;
+  double baseUs = 0;  // AlphaBetaSpec::baseUs: the intercept of the ≥ 64 KiB fit (≥ 0)
   int samples = 0;
   double r2 = 0;
   double rmsResidualUs = 0;

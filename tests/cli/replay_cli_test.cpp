@@ -50,6 +50,45 @@ TEST(ReplayCliTest, CudaRuntimeTracesFromAnH100ReplayWithinThreePercent) {
   }
 }
 
+// Real torch 2.15 profiler traces of 2-rank gloo DDP jobs, recorded with the profiler's default
+// settings (no record_shapes: no collective carries its size) by
+// tests/data/torch-2.15/gen_replay_traces.py, imported as the import tells a user to: with
+// --model and the job's cap. Until the import took the broadcasts' sizes from the model's buffers
+// (and the first iteration's from the construction plan), resnet18 could not be replayed at all.
+// Until replay took each of gloo's two concurrent collectives at its own share of the time, left
+// the buffer broadcast out of the first layer's time and fitted a per-collective base cost,
+// mlp-wide replayed +53 % (cap 1) and +8 % (cap 25), resnet18 +19 % and +17 %.
+// Noise floor: seven recordings of the same jobs on the same host replay with standard deviations
+// of 2.0 % to 3.2 % per configuration (mean |error| 2.6 % over all 24). So each fixture must
+// replay within twice that floor (6 %), and the four together within the goal of 3 % on average.
+TEST(ReplayCliTest, RealTorchTracesWithoutShapesReplayAtTheirOwnSettings) {
+  const std::string dir = std::string(DDPSCOPE_SOURCE_DIR) + "/tests/data/torch-2.15/replay/";
+  double sumAbs = 0;
+  int runs = 0;
+  for (const std::string model : {"mlp-wide", "resnet18"}) {
+    for (const std::string cap : {"1", "25"}) {
+      SCOPED_TRACE(model + " cap " + cap);
+      const std::string name = model + "-cap" + cap;
+      const std::string run = (scratchDir() / (name + ".json")).string();
+      CliResult imported = runCliForTest({"import-torch", dir + name + "-rank0.json.gz",
+                                          dir + name + "-rank1.json.gz", "--model", model,
+                                          "--bucket-cap-mb", cap, "-o", run, "--json"});
+      ASSERT_EQ(imported.exitCode, 0) << imported.err;
+      const auto summary = nlohmann::json::parse(imported.out);
+      EXPECT_EQ(summary["collectives_with_unknown_bytes"], 0);
+      CliResult r = runCliForTest({"replay", "--trace", run, "--json"});
+      ASSERT_EQ(r.exitCode, 0) << r.err;
+      const auto j = nlohmann::json::parse(r.out);
+      EXPECT_EQ(j["measured_iterations"].size(), 13u);  // 3..15
+      const double error = j["replay_error_percent"].get<double>();
+      EXPECT_LE(std::abs(error), 6.0) << r.out;
+      sumAbs += std::abs(error);
+      ++runs;
+    }
+  }
+  EXPECT_LE(sumAbs / runs, 3.0);
+}
+
 TEST(ReplayCliTest, WhatIfChangesOnlyTheGivenSettings) {
   CliResult r = runCliForTest(
       {"replay", "--trace", kTrace, "--world-size", "4", "--bucket-cap-mb", "1", "--json"});

@@ -4,6 +4,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include "sim/cost/cluster.h"
 #include "tests/sim/cost/cost_test_util.h"
 
 namespace ddpscope::sim {
@@ -82,6 +85,33 @@ TEST(AlphaBetaModelTest, RejectsMissingInterNodeParameters) {
   auto model = makeCommModel(cluster, WorldLayout{2, 4});
   ASSERT_FALSE(model.isOk());
   EXPECT_THAT(model.status().message(), ::testing::HasSubstr("inter_beta_GBps"));
+}
+
+// alpha_beta.base_us: a fixed cost per collective of ≥ 64 KiB (what `calibrate` fits on gloo's
+// bucket allreduces), none below; read from the cluster JSON, negative values rejected by name.
+TEST(AlphaBetaModelTest, BaseCostAppliesFrom64KiB) {
+  ClusterSpec cluster = builtin("cpu-mpi");
+  cluster.alphaBeta.baseUs = 800;
+  auto model = makeCommModel(cluster, WorldLayout{1, 4});
+  ASSERT_TRUE(model.isOk());
+  const auto plain = commModel(builtin("cpu-mpi"), 1, 4);
+  for (int64_t bytes : {int64_t{1024}, kAlphaBetaBaseMinBytes - 1}) {
+    EXPECT_EQ((*model)->estimate(Collective::kAllreduce, bytes).time,
+              plain->estimate(Collective::kAllreduce, bytes).time);
+  }
+  for (int64_t bytes : {kAlphaBetaBaseMinBytes, int64_t{1'000'000}}) {
+    EXPECT_EQ((*model)->estimate(Collective::kAllreduce, bytes).time,
+              plain->estimate(Collective::kAllreduce, bytes).time + Nanos::fromMicros(800));
+  }
+  nlohmann::json j = nlohmann::json::parse(std::string(builtinClusterJson("cpu-mpi")));
+  j["alpha_beta"]["base_us"] = 812.5;
+  auto parsed = parseClusterJson(j.dump(), "mine.json");
+  ASSERT_TRUE(parsed.isOk()) << parsed.status().message();
+  EXPECT_DOUBLE_EQ(parsed->alphaBeta.baseUs, 812.5);
+  j["alpha_beta"]["base_us"] = -1;
+  auto bad = parseClusterJson(j.dump(), "mine.json");
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_THAT(bad.status().message(), ::testing::HasSubstr("alpha_beta.base_us"));
 }
 
 }  // namespace
