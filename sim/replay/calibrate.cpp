@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <tuple>
 
@@ -21,6 +22,8 @@ struct CommPoint {
   double tUs = 0;
   int64_t bytes = 0;
 };
+
+constexpr int64_t kBaseIdentifiedBelowBytes = 4 * 1024 * 1024;
 
 std::optional<CommPoint> commPoint(const CollectiveSample& c, int n) {
   const double dn = n;
@@ -96,16 +99,20 @@ StatusOr<AlphaBetaFit> fitAlphaBeta(const std::vector<ProfileRef>& runs) {
     alpha = median(latency);
     haveAlpha = true;
     // The bandwidth regime: t − α·steps = base + k·x, least squares with an intercept (the
-    // per-call cost, AlphaBetaSpec::baseUs) when its sizes differ and the intercept is ≥ 0,
-    // else through the origin.
+    // per-call cost, AlphaBetaSpec::baseUs) when the intercept is identified — at least two
+    // different sizes under 4 MiB, where a fixed cost is a sizable part of the time (fitted on
+    // large messages alone it is their noise extrapolated to zero) — and ≥ 0; else through the
+    // origin.
     double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+    std::set<int64_t> smallSizes;
     for (const CommPoint& p : points) {
       if (p.bytes < kAlphaBetaBaseMinBytes) continue;
+      if (p.bytes < kBaseIdentifiedBelowBytes) smallSizes.insert(p.bytes);
       const double y = p.tUs - alpha * p.steps;
       n += 1, sx += p.x, sy += y, sxx += p.x * p.x, sxy += p.x * y;
     }
     const double det = n * sxx - sx * sx;
-    if (n >= 2 && det > 1e-9 * n * sxx) {
+    if (smallSizes.size() >= 2 && det > 1e-9 * n * sxx) {
       k = (n * sxy - sx * sy) / det;
       base = (sy - k * sx) / n;
     }

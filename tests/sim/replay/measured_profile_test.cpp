@@ -316,6 +316,14 @@ TEST(CalibrateTest, AlphaBetaFitsTheBaseCostOfLargeCollectives) {
   EXPECT_NEAR(fit->betaGBps, 2.0, 2e-4);
   EXPECT_NEAR(fit->baseUs, 850, 0.1);
   EXPECT_NEAR(fit->r2, 1.0, 1e-6);
+  // Not identified from one size under 4 MiB (the validate grid's cap-25 calibration runs:
+  // a 1 MiB first bucket and buckets of 15-30 MiB fitted a base of 3.9 ms): no base.
+  MeasuredProfile large = syntheticCommProfile(2, 50, 2.0, 850);
+  std::erase_if(large.collectives,
+                [](const CollectiveSample& c) { return c.bytes == int64_t{1} << 16; });
+  auto unidentified = fitAlphaBeta({{&large, &model}});
+  ASSERT_TRUE(unidentified.isOk());
+  EXPECT_EQ(unidentified->baseUs, 0);
   // A negative intercept is no cost: refitted through the origin with base 0.
   MeasuredProfile fast = syntheticCommProfile(2, 50, 2.0);
   for (CollectiveSample& c : fast.collectives) {
