@@ -117,8 +117,24 @@ Status runAllreduceCommand(const std::vector<std::string>& argv, CommandIo io) {
   return Status::ok();
 }
 
+namespace {
+
+// The one-line summary of a cluster's description: its title, the text before the first ':'
+// ("NVIDIA DGX H100: 8x H100 SXM5 ..." → "NVIDIA DGX H100"), at most 40 characters.
+std::string clusterSummary(const std::string& description) {
+  std::string title = description.substr(0, description.find(':'));
+  if (title.size() > 40) title = title.substr(0, 37) + "...";
+  return title;
+}
+
+}  // namespace
+
 Status runClustersCommand(const std::vector<std::string>& argv, CommandIo io) {
-  ArgParser parser("ddpscope clusters", "[--json]", "Lists the built-in cluster descriptions.");
+  ArgParser parser("ddpscope clusters", "[--json]",
+                   "Lists the built-in clusters, one line each: GPUs per node, GPU, intra-node\n"
+                   "link, NICs x Gb/s per node, NCCL version (- for the alpha-beta model) and a\n"
+                   "one-line summary. 'ddpscope cluster show NAME' prints a cluster's full\n"
+                   "description, sources and every parameter.");
   parser.flag("json", "machine-readable output");
   ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv));
   if (args.helpRequested()) {
@@ -127,9 +143,10 @@ Status runClustersCommand(const std::vector<std::string>& argv, CommandIo io) {
   }
   nlohmann::json list = nlohmann::json::array();
   std::ostringstream o;
-  o << std::left << std::setw(18) << "cluster" << std::setw(18) << "device" << std::right
-    << std::setw(9) << "gpus/node" << std::setw(7) << "nics" << std::setw(9) << "Gb/s"
-    << "  description\n";
+  o << std::left << std::setw(18) << "cluster" << std::right << std::setw(9) << "GPUs/node"
+    << "  " << std::left << std::setw(16) << "GPU" << std::setw(15) << "intra-node" << std::setw(14)
+    << "NICs x Gb/s" << std::setw(8) << "NCCL"
+    << "summary\n";
   for (const std::string& name : sim::builtinClusterNames()) {
     ASSIGN_OR_RETURN(sim::ClusterSpec c, sim::loadBuiltinCluster(name));
     list.push_back({{"name", c.name},
@@ -140,10 +157,15 @@ Status runClustersCommand(const std::vector<std::string>& argv, CommandIo io) {
                     {"intra_node", std::string(sim::intraNodeLinkName(c.intraNode.type))},
                     {"nccl_version", c.ncclVersion},
                     {"description", c.description}});
-    o << std::left << std::setw(18) << c.name << std::setw(18) << c.device.name << std::right
-      << std::setw(9) << c.gpusPerNode << std::setw(7) << c.interNode.nicsPerNode << std::setw(9)
-      << c.interNode.nicGbps << "  " << c.description << "\n";
+    std::ostringstream nics;
+    nics << c.interNode.nicsPerNode << " x " << c.interNode.nicGbps;
+    o << std::left << std::setw(18) << c.name << std::right << std::setw(9) << c.gpusPerNode << "  "
+      << std::left << std::setw(16) << c.device.name << std::setw(15)
+      << sim::intraNodeLinkName(c.intraNode.type) << std::setw(14) << nics.str() << std::setw(8)
+      << (c.commModel == sim::CommModelKind::kAlphaBeta ? "-" : c.ncclVersion)
+      << clusterSummary(c.description) << "\n";
   }
+  o << "description and sources: ddpscope cluster show NAME\n";
   io.out << (args.has("json") ? list.dump(2) + "\n" : o.str());
   return Status::ok();
 }

@@ -97,6 +97,29 @@ TEST(CliOutputTest, DtypeDefaultFollowsTheClustersDevice) {
               HasSubstr("default: the cluster's device: bf16 where it has bf16"));
 }
 
+// `cluster list` is a table a person can read: one short line per built-in cluster (the
+// descriptions, up to 1,700 characters each, were printed in full on each line), pointing to
+// `cluster show` for the description and sources; `clusters` prints the same.
+TEST(CliOutputTest, ClusterListIsAReadableTable) {
+  CliResult r = runCliForTest({"cluster", "list"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::vector<std::string> rows;
+  for (std::string line; std::getline(lines, line);) rows.push_back(line);
+  ASSERT_GE(rows.size(), 3u);
+  EXPECT_THAT(rows.front(), HasSubstr("GPUs/node"));
+  EXPECT_THAT(rows.front(), HasSubstr("NICs x Gb/s"));
+  EXPECT_EQ(rows.back(), "description and sources: ddpscope cluster show NAME");
+  for (const std::string& row : rows) EXPECT_LE(row.size(), 120u) << row;
+  EXPECT_THAT(r.out,
+              HasSubstr("dgx-h100                  8  H100-SXM5-80GB  nvswitch       8 x 400"));
+  EXPECT_THAT(r.out, HasSubstr("NVIDIA DGX H100\n"));
+  EXPECT_THAT(
+      r.out,
+      HasSubstr("cpu-mpi                   4  cpu-core-group  shared_memory  1 x 10        -"));
+  EXPECT_EQ(runCliForTest({"clusters"}).out, r.out);
+}
+
 TEST(CliOutputTest, EveryResultPrintingCommandHasJsonThatParses) {
   const std::string dir = scratchDir().string();
   const std::vector<std::vector<std::string>> commands = {
