@@ -746,9 +746,11 @@ StatusOr<Timeline> importSources(const std::vector<std::string>& paths,
       ++listed;
     }
     if (missingCount > listed) list += ", ... (" + std::to_string(missingCount) + " in all)";
-    return invalidArgument("rank" + std::string(missingCount > 1 ? "s " : " ") + list +
-                           " of world_size " + std::to_string(world) +
-                           " missing: give one trace per rank (or allow missing ranks)");
+    return invalidArgument(
+        "rank" + std::string(missingCount > 1 ? "s " : " ") + list + " of world_size " +
+        std::to_string(world) +
+        " missing: give one trace per rank, or import a subset with --allow-missing-ranks "
+        "(Python: allow_missing_ranks=True)");
   }
   std::sort(builds.begin(), builds.end(),
             [](const RankBuild& a, const RankBuild& b) { return a.rank < b.rank; });

@@ -263,7 +263,8 @@ TEST(KinetoImportTest, GpuStyleTraceUsesNcclKernelsAndParamCommsBytes) {
   auto missing = importKinetoTraces({path});
   ASSERT_FALSE(missing.isOk());
   EXPECT_EQ(missing.status().message(),
-            "rank 0 of world_size 2 missing: give one trace per rank (or allow missing ranks)");
+            "rank 0 of world_size 2 missing: give one trace per rank, or import a subset with "
+            "--allow-missing-ranks (Python: allow_missing_ranks=True)");
 
   KinetoImportOptions options;
   options.allowMissingRanks = true;
@@ -327,7 +328,8 @@ TEST(KinetoImportTest, RejectsMissingRank) {
   auto result = importKinetoTraces({kRank1});
   ASSERT_FALSE(result.isOk());
   EXPECT_EQ(result.status().message(),
-            "rank 0 of world_size 2 missing: give one trace per rank (or allow missing ranks)");
+            "rank 0 of world_size 2 missing: give one trace per rank, or import a subset with "
+            "--allow-missing-ranks (Python: allow_missing_ranks=True)");
 }
 
 TEST(KinetoImportTest, RejectsMismatchedWorldSize) {
@@ -751,7 +753,8 @@ TEST(KinetoImportTest, NamesTheFirstMissingRanksOfAHugeWorld) {
   ASSERT_FALSE(result.isOk());
   EXPECT_EQ(result.status().message(),
             "ranks 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, ... (2147483646 in all) "
-            "of world_size 2147483647 missing: give one trace per rank (or allow missing ranks)");
+            "of world_size 2147483647 missing: give one trace per rank, or import a subset with "
+            "--allow-missing-ranks (Python: allow_missing_ranks=True)");
   KinetoImportOptions options;
   options.allowMissingRanks = true;
   KinetoImportReport report;
