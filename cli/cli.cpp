@@ -84,7 +84,7 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
     try {
       status = c.run(rest, CommandIo{out, err, &exitCode});
     } catch (const std::exception& e) {
-      // Exceptions stop at this boundary (STYLE rule 7); reaching here is a bug.
+      // Exceptions stop at this boundary (docs/style.md §7); reaching here is a bug.
       status = internalError(std::string("unexpected exception: ") + e.what());
     }
     if (!status.isOk()) {

@@ -53,7 +53,7 @@ endfunction()
 
 # ddpscope_forbid_links(TARGET LIB...) fails the configure when any LIB is in TARGET's link
 # closure (LINK_LIBRARIES, then every library's INTERFACE_LINK_LIBRARIES and, for static
-# libraries, LINK_LIBRARIES, recursively). Enforces DESIGN.md's dependency rules at build time.
+# libraries, LINK_LIBRARIES, recursively). Enforces docs/design.md §2's dependency rules at build time.
 function(ddpscope_forbid_links target)
   set(forbidden ${ARGN})
   get_target_property(pending ${target} LINK_LIBRARIES)
@@ -66,7 +66,7 @@ function(ddpscope_forbid_links target)
     endif()
     list(APPEND seen ${lib})
     if(lib IN_LIST forbidden)
-      message(FATAL_ERROR "${target} links ${lib}, which DESIGN.md forbids (sim and runtime never depend on each other; nothing depends on cli; python binds the core libraries only)")
+      message(FATAL_ERROR "${target} links ${lib}, which docs/design.md §2 forbids (sim and runtime never depend on each other; nothing depends on cli; python binds the core libraries only)")
     endif()
     if(TARGET ${lib})
       foreach(property LINK_LIBRARIES INTERFACE_LINK_LIBRARIES)

@@ -2,7 +2,7 @@
 // buckets are allreduced.
 //
 // computeBucketAssignment() reproduces PyTorch's compute_bucket_assignment_by_size
-// (ddp-semantics.md §1.2) exactly:
+// (docs/spec/ddp-semantics.md §1.2) exactly:
 //   - one accumulator and one limit cursor per dtype (ddpscope models live on one device, so
 //     the (dtype, device) key reduces to the dtype); the cursor starts at limits[0];
 //   - each dense parameter is appended, its bytes added (no padding), the accumulator's limit set

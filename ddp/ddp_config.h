@@ -4,9 +4,9 @@
 // for gradient synchronization (bucket_cap_mb, the first-bucket size, find_unused_parameters,
 // static_graph, gradient_as_bucket_view; PyTorch 2.15's bucket_cap_mb_list, batched_grad_copy,
 // skip_all_reduce_unused_params, forward_sync_buffers, lazy_bucket_allocation and
-// mixed_precision, ddp-semantics.md Appendix B), plus the training-loop choices that interact with
-// them (a no_sync() period, a communication hook, the world size) and the PyTorch version
-// whose semantics to follow (SemanticsProfile; see docs in ddp-semantics.md §1.3).
+// mixed_precision, docs/spec/ddp-semantics.md Appendix B), plus the training-loop choices that
+// interact with them (a no_sync() period, a communication hook, the world size) and the PyTorch
+// version whose semantics to follow (SemanticsProfile; docs/spec/ddp-semantics.md §1.3).
 //
 // Units: bucketCapMb is MiB (PyTorch multiplies by 1024*1024 despite the "MB" name);
 // firstBucketBytes is bytes. A plain value type: copy freely. Flags, help, JSON keys and the

@@ -1,6 +1,7 @@
 // Reducer: DDP's per-rank gradient-synchronization state machine, free of clocks, I/O and
 // threads, shared by the runtime engine (which performs the actions on real tensors and
-// communicators) and the simulator (which gives the actions durations).
+// communicators) and the simulator (which gives the actions durations). The PyTorch behaviour
+// it reproduces is docs/spec/ddp-semantics.md; the § below are its sections.
 //
 // Events in (one call each, in the order a DDP training loop produces them):
 //   prepareForward(iteration, syncEnabled)  start of every DDP forward: with grad enabled checks

@@ -343,7 +343,8 @@ void Engine::finalize(const ddp::FinalizeInfo& info) {
   std::vector<char> skip(m_model.params().size(), 0);
   if (!m_globalUsed.empty()) {
     for (int p : info.locallyUnused) {
-      // Globally unused (no rank used it): .grad stays untouched (§3.7).
+      // Globally unused (no rank used it): .grad stays untouched
+      // (docs/spec/ddp-semantics.md §3.7).
       if (m_globalUsed[static_cast<size_t>(p)] == 0) skip[static_cast<size_t>(p)] = 1;
     }
   }

@@ -1,5 +1,5 @@
 // Engine: PyTorch DistributedDataParallel on a real model and a real Communicator, driven by
-// the shared ddp::Reducer state machine (ddp-semantics.md §2, §3).
+// the shared ddp::Reducer state machine (docs/spec/ddp-semantics.md §2, §3).
 //
 // Construction (create), collective:
 //   1. parameter-count check: allgather every rank's count; any difference is E4 on EVERY rank

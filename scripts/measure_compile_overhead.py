@@ -20,7 +20,8 @@ measures it on the installed torch, on this machine's CPU, one thread:
 Times are the thread's CPU time (time.thread_time_ns), so other processes on a shared host do
 not count. The two variants run interleaved (ABAB...) so host drift hits both alike; the
 interquartile range of the per-round differences is printed as the noise. Prints JSON.
-Run by hand: /work/venv-torch/bin/python scripts/measure_compile_overhead.py [--backend inductor]
+Run by hand, with a Python that has torch: python scripts/measure_compile_overhead.py
+[--backend inductor]
 """
 import argparse
 import json

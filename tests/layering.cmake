@@ -1,4 +1,4 @@
-# Layering check (DESIGN.md "Modules"): every #include "dir/..." in a module's sources must name
+# Layering check (docs/design.md §2): every #include "dir/..." in a module's sources must name
 # a module that module may depend on, and the core's public headers include no Qt, CUDA, NCCL,
 # MPI or nlohmann/json.hpp. Run by ctest as `layering` (cmake -DSOURCE_DIR=... -P this file);
 # prints every violation and fails when there is one.
@@ -54,4 +54,4 @@ if(violations)
   list(JOIN violations "\n  " text)
   message(FATAL_ERROR "layering violations:\n  ${text}")
 endif()
-message(STATUS "layering: every include follows DESIGN.md's module rules")
+message(STATUS "layering: every include follows docs/design.md §2's module rules")

@@ -385,7 +385,8 @@ bool TraceSaxHandler::onScalar(FieldValue& value) {
         if (value.kind == FieldValue::Kind::kString) m_trace.traceName = value.text;
         return true;
       }
-      if (m_key == "displayTimeUnit") return true;  // display only (spec §3.1)
+      // Display only (docs/spec/trace-formats.md §3.1).
+      if (m_key == "displayTimeUnit") return true;
       if (m_key == "schemaVersion") m_trace.singleRank = true;
       if (m_trace.metadata.find(m_key) == nullptr) addArgValue(m_trace.metadata, m_key, value);
       return true;

@@ -1,6 +1,6 @@
 // Chrome Trace Event JSON writer (opens in Perfetto and chrome://tracing).
 //
-// Output shape (trace-formats.md §3, §6):
+// Output shape (docs/spec/trace-formats.md §3, §6):
 //   {"traceEvents":[
 //   {"ph":"M","name":"process_name","pid":0,"tid":0,"args":{"name":"rank 0"}},
 //   {"ph":"X","name":"fwd","cat":"forward","pid":0,"tid":0,"ts":1234.567,"dur":2,"args":{...}},

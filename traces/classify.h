@@ -1,7 +1,7 @@
 // Classification of foreign (PyTorch profiler / Kineto) events into ddpscope categories.
 //
-// GPU kernels follow Holistic Trace Analysis' name rules (trace-formats.md §1.2), in HTA's
-// order communication → memory → computation → other, so that ddpscope's overlap % equals
+// GPU kernels follow Holistic Trace Analysis' name rules (docs/spec/trace-formats.md §1.2), in
+// HTA's order communication → memory → computation → other, so that ddpscope's overlap % equals
 // HTA's on the same trace:
 //   communication: starts with "nccl", "hip" or "hccl", or contains "ncclKernel";
 //   memory       : starts with "Memcpy", "Memset" or "dma" (the hip… equivalents already

@@ -1,5 +1,5 @@
 // Compute / communication overlap metrics, with Holistic Trace Analysis' exact definition
-// (trace-formats.md §1.2) as the headline number.
+// (docs/spec/trace-formats.md §1.2) as the headline number.
 //
 // Per rank, over the device-side lanes only (LaneKind kCompute and kComm; host lanes are CPU
 // ranges and are ignored, as HTA ignores CPU work):

@@ -81,7 +81,7 @@ def test_simulate_equals_the_cli(cli, tmp_path):
     assert r.exposed_comm_ms == expected["exposed_comm_ns"] / 1e6
     assert r.overlap_percent == expected["overlap_percent"]
     assert r.bucket_bytes == expected["bucket_bytes"]
-    # Same inputs, byte-identical trace (DESIGN.md "Time, order, determinism").
+    # Same inputs, byte-identical trace (docs/design.md §4 "Time, order, determinism").
     mine = tmp_path / "api.json"
     r.save_trace(mine)
     assert mine.read_bytes() == trace.read_bytes()

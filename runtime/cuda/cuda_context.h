@@ -3,13 +3,14 @@
 // steady clock the profiler uses. Owned by the process (the worker / a test), shared by the
 // CUDA model (runtime/cuda) and the NCCL communicator (runtime/nccl).
 //
-// Stream discipline (ProcessGroupNCCL's, ddp-semantics.md §3.7): every layer kernel, bucket
-// copy/scale kernel and the optimizer run on computeStream(); the NCCL communicator owns its
+// Stream discipline (ProcessGroupNCCL's, docs/spec/ddp-semantics.md §3.7): every layer kernel,
+// bucket copy/scale kernel and the optimizer run on computeStream(); the NCCL communicator owns its
 // own communication stream, which waits on an event recorded on computeStream() when a
 // collective is issued, and computeStream() waits on the collective's end event in
 // CommWork::wait().
 //
-// Only runtime/cuda and runtime/nccl include this header (DESIGN.md: only *cuda*/*nccl* see CUDA).
+// Only runtime/cuda and runtime/nccl include this header (docs/design.md §2: only *cuda*/*nccl* see
+// CUDA).
 #pragma once
 
 #include <cublas_v2.h>

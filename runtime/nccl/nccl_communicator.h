@@ -1,4 +1,4 @@
-// The NCCL backend of Communicator (ProcessGroupNCCL's model, ddp-semantics.md §3.7).
+// The NCCL backend of Communicator (ProcessGroupNCCL's model, docs/spec/ddp-semantics.md §3.7).
 //
 // Setup: rank 0 creates the ncclUniqueId and MPI_Bcasts it; every rank calls
 // ncclCommInitRankConfig on the CudaContext's device (one GPU per rank: the worker picks device =

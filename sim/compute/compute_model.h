@@ -2,8 +2,8 @@
 // find_unused graph traversal and the optimizer step take on one device.
 //
 // RooflineComputeModel: time = max(FLOPs / (eff_c × peak[dtype]), bytes / (eff_m × memBW))
-// + launch overhead (nccl-cost-model.md §4). Backward uses the layer's backward FLOPs (≈2×
-// forward for layers with parameters). MeasuredComputeModel (replay issue) takes per-layer
+// + launch overhead (docs/spec/nccl-cost-model.md §4). Backward uses the layer's backward FLOPs
+// (≈2× forward for layers with parameters). MeasuredComputeModel (replay issue) takes per-layer
 // times from a trace instead. The roofline's details (dtype peaks, small-GEMM falloff, backward
 // kernels, optimizer and traversal costs): sim/compute/roofline_compute_model.h.
 #pragma once

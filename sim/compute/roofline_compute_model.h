@@ -1,5 +1,5 @@
 // RooflineComputeModel: per-kernel time from a device's peak FLOP rate and memory bandwidth
-// (nccl-cost-model.md §4).
+// (docs/spec/nccl-cost-model.md §4).
 //
 // Algorithm, for one kernel with F FLOPs and B bytes (read + written):
 //   rate_c = eff_c × peak × 1e12 FLOP/s, where peak is the run dtype's tensor-core peak for

@@ -66,9 +66,9 @@ struct InterNodeSpec {
   double oversubscription = 1.0;
 };
 
-// Optional NCCL inputs that replace what the model derives from the topology (spec
-// nccl-cost-model.md §1.4, §1.8), e.g. values read from an NCCL_GRAPH_DUMP_FILE. Each graph
-// field left unset is derived.
+// Optional NCCL inputs that replace what the model derives from the topology
+// (docs/spec/nccl-cost-model.md §1.4, §1.8), e.g. values read from an NCCL_GRAPH_DUMP_FILE. Each
+// graph field left unset is derived.
 struct NcclGraphOverride {
   std::optional<int> channels;         // graph channels (not the runtime count, which is 2×)
   std::optional<double> bwIntra;       // per-channel speed inside a node, GB/s
@@ -130,9 +130,9 @@ struct AlphaBetaSpec {
 };
 inline constexpr int64_t kAlphaBetaBaseMinBytes = 64 * 1024;
 
-// What real DDP pays besides the wire time (issue 12 §2), all host time on the thread that runs
-// autograd (PyTorch's reducer hooks run there): µs per event. The simulator charges them to a
-// per-rank host cursor that runs ahead of a GPU's stream (ddp_simulator.h); 0 = not charged.
+// What real DDP pays besides the wire time (docs/spec/bucket-costs.md), all host time on the thread
+// that runs autograd (PyTorch's reducer hooks run there): µs per event. The simulator charges them
+// to a per-rank host cursor that runs ahead of a GPU's stream (ddp_simulator.h); 0 = not charged.
 // Defaults per built-in cluster come from real PyTorch profiler traces (the cluster's
 // description names them); `ddpscope calibrate` fits them from a trace's host spans.
 struct DdpOverheads {
@@ -163,7 +163,7 @@ struct ClusterSpec {
   NcclSettings nccl;                 // used when commModel == kNccl
   MeasuredLatency measuredLatency;   // "measured_latency" (kNccl only)
   double contentionSlowdown = 0.15;  // compute slows by this fraction while a collective runs
-  // NCCL's CTAs hold whole SMs while their collective runs (spec nccl-cost-model.md §5.1: they
+  // NCCL's CTAs hold whole SMs while their collective runs (docs/spec/nccl-cost-model.md §5.1: they
   // do not share an SM with compute kernels, nccl#689), so compute has smCount − ctas SMs left:
   // while a collective whose call launches `ctas` CTAs (NCCL's own count, §1.8) is in flight,
   // compute slows by at least ctas / (smCount − ctas) — a floor under contentionSlowdown.

@@ -20,7 +20,7 @@ std::string_view collectiveName(Collective c) {
 }
 
 double busBandwidthFactor(Collective collective, int worldSize) {
-  // nccl-tests doc/PERFORMANCE.md (spec §2).
+  // nccl-tests' bus bandwidth (doc/PERFORMANCE.md there; docs/spec/nccl-cost-model.md §2).
   if (worldSize < 1) return 0;
   const double n = worldSize;
   switch (collective) {

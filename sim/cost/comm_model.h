@@ -1,6 +1,6 @@
 // CommModel: how long one collective of a given size takes on a WorldLayout of a cluster.
 //
-// NcclCommModel reproduces NCCL's tuner (src/graph/tuning.cc, spec nccl-cost-model.md §1):
+// NcclCommModel reproduces NCCL's tuner (src/graph/tuning.cc, docs/spec/nccl-cost-model.md §1):
 // per (algorithm, protocol) a latency and an algorithm bandwidth, time = lat + bytes/algBw,
 // the size-dependent corrections, and the argmin choice NCCL makes. AlphaBetaCommModel is a
 // ring α–β model for CPU/MPI profiles. Both are pure functions of (collective, bytes).

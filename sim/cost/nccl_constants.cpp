@@ -9,7 +9,7 @@ namespace {
 
 constexpr double kNone = 0;  // a "–" in the spec: the pair is not modelled on that link class
 
-// NCCL 2.30.7 [spec §1.2, §1.3, §1.5, compact table in §7].
+// NCCL 2.30.7 [docs/spec/nccl-cost-model.md §1.2, §1.3, §1.5, compact table in §7].
 NcclConstants makeV2_30_7() {
   NcclConstants c;
   c.version = "2.30.7";

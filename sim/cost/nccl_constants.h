@@ -1,9 +1,9 @@
 // NcclConstants: the numeric tables of NCCL's tuner (src/graph/tuning.cc, search.cc), one set
 // per supported NCCL version. Private to sim_cost.
 //
-// Every value is restated from the spec (/work/shared/spec/nccl-cost-model.md); each table names
-// the section it comes from. No NCCL source is copied. Where the spec gives a value only for
-// 2.30.7, the 2.18 set reuses it; those places say so.
+// Every value is restated from docs/spec/nccl-cost-model.md, which names NCCL's sources; each
+// table names the section (§) it comes from. No NCCL source is copied. Where the spec gives a value
+// only for 2.30.7, the 2.18 set reuses it; those places say so.
 #pragma once
 
 #include <array>

@@ -13,6 +13,8 @@ namespace {
 
 using namespace nccl;  // NOLINT(google-build-using-namespace): the tables' enums
 
+// Section numbers (§) are those of docs/spec/nccl-cost-model.md.
+
 // §1.4 step C constants.
 constexpr double kTreeAllreduceFactor = 0.92;
 constexpr double kTreeLlDivisor = 3.8;

@@ -1,4 +1,4 @@
-// NcclCommModel: NCCL's tuner (src/graph/tuning.cc) restated from spec nccl-cost-model.md §1.
+// NcclCommModel: NCCL's tuner (src/graph/tuning.cc) restated from docs/spec/nccl-cost-model.md §1.
 //
 // Built once per (cluster, layout): for every (algorithm, protocol) pair a latency (µs) and an
 // algorithm bandwidth (GB/s) — §1.2–1.6 — from the graphs of NcclTopology. A call of S bytes

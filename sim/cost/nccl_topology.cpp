@@ -10,6 +10,7 @@ namespace ddpscope::sim::nccl {
 
 namespace {
 
+// Section numbers (§) are those of docs/spec/nccl-cost-model.md.
 constexpr double kEps = 1e-9;
 constexpr double kIntelPcieOverhead = 6.0 / 5.0;  // §1.4: GPU-to-GPU PCIe traffic on Intel
 constexpr double kDupMinSpeed = 25.0;             // §1.4 ncclTopoDupChannels

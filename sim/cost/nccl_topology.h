@@ -1,6 +1,6 @@
 // NcclTopology: the inputs NCCL's tuner takes from its topology search — graph channels and
 // per-channel speeds for the Ring, Tree and NVLS graphs — derived from a ClusterSpec with the
-// rules of spec nccl-cost-model.md §1.4 (step A), plus the enable rules of §1.8. Private to
+// rules of docs/spec/nccl-cost-model.md §1.4 (step A), plus the enable rules of §1.8. Private to
 // sim_cost.
 //
 // Derivation (a restatement of the search's outcome, not of its code):

@@ -2,7 +2,7 @@
 // cluster, driving the same ddp::Reducer state machine the runtime uses (launch order,
 // rebuilds and find_unused behaviour are PyTorch's by construction); it only adds time.
 //
-// Per iteration (ddp-semantics.md §3.15, §7): [rebuild: 2 blocking broadcasts] → [buffer
+// Per iteration (docs/spec/ddp-semantics.md §3.15, §7): [rebuild: 2 blocking broadcasts] → [buffer
 // broadcast] → forward (SyncBatchNorm: a blocking allreduce after each BatchNorm layer) → graph
 // traversal on the host (dynamic find_unused, synced steps) → backward, layers reversed, each
 // layer's parameters marked ready in its gradReadyOrder at the layer's backward end → Reducer →
@@ -25,14 +25,14 @@
 // event queue) and states the order rules; accounting.h turns rank 0's spans into the summary.
 // Both files state their complexity.
 //
-// Contention (nccl-cost-model.md §5): while a collective is in flight on a rank, that rank's
-// compute-stream kernels (forward, backward, copies, optimizer) progress at 1/(1 + c) of their
-// speed, c = the flat contention, or per collective max(contention, k / (SMs − k)) when NCCL's k
-// CTAs are counted as holding k of the GPU's SMs (options.smContentionSms). A kernel with w ns of
-// work that starts at t is integrated piecewise over the rank's busy intervals: outside them it
-// does 1 ns of work per ns, inside them 1/(1 + c) — a kernel straddling a boundary is slowed only
-// for the overlapped part. Collectives themselves are not slowed. Host work (graph traversal) is
-// not slowed.
+// Contention (docs/spec/nccl-cost-model.md §5): while a collective is in flight on a rank, that
+// rank's compute-stream kernels (forward, backward, copies, optimizer) progress at 1/(1 + c) of
+// their speed, c = the flat contention, or per collective max(contention, k / (SMs − k)) when
+// NCCL's k CTAs are counted as holding k of the GPU's SMs (options.smContentionSms). A kernel with
+// w ns of work that starts at t is integrated piecewise over the rank's busy intervals: outside
+// them it does 1 ns of work per ns, inside them 1/(1 + c) — a kernel straddling a boundary is
+// slowed only for the overlapped part. Collectives themselves are not slowed. Host work (graph
+// traversal) is not slowed.
 //
 // All-ranks mode (options.allRanks): every rank replays its own script (ranks whose layers'
 // UsePattern.ranks agree share one Reducer and one script) with its compute times scaled by
@@ -186,7 +186,7 @@ struct SimSummary {
   int simulatedRanks = 1;             // 1 in the fast path, worldSize in all-ranks mode
   std::vector<std::string> warnings;  // the Reducer's warn-once messages (W2)
   Workload workload;                  // what the numbers assume (workload.h)
-  // DDP's costs besides the wire time (issue 12 §2), steady-state means on rank 0.
+  // DDP's costs besides the wire time (docs/spec/bucket-costs.md), steady-state means on rank 0.
   DdpOverheads overheads;     // the per-event terms used (µs)
   bool hostRunsAhead = true;  // HostModel::runsAhead
   DdpHostCosts ddpHost;       // host time per term per step (counts: the last steady iteration)

@@ -194,7 +194,7 @@ void ScriptBuilder::launchBucket(int bucketIndex, int64_t /*bytes*/) {
           bucketIndex);
   } else if (hook.kind == ddp::CommHookKind::kAllreduce && !bucket.sparse) {
     // The built-in ALLREDUCE hook divides the flat bucket by the world size before the
-    // collective (spec §3.6): one in-place scale kernel per bucket.
+    // collective (docs/spec/ddp-semantics.md §3.6): one in-place scale kernel per bucket.
     addOp(OpKind::kCopy, -1, m_compute.copyTime(bucket.bytes).count(), CopyRole::kScale,
           bucketIndex);
   }

@@ -18,9 +18,9 @@ namespace {
 
 using Json = nlohmann::ordered_json;  // keeps the base cluster file's key order
 
-// Per GPU generation: NCCL's per-link NVLink value (GB/s, one direction; spec
-// nccl-cost-model.md §1.4) and the NVLinks one GPU has (NVIDIA datasheets: V100 SXM2 6 NVLink2,
-// A100 SXM4 12 NVLink3, H100 SXM5 18 NVLink4, B200 18 NVLink5).
+// Per GPU generation: NCCL's per-link NVLink value (GB/s, one direction;
+// docs/spec/nccl-cost-model.md §1.4) and the NVLinks one GPU has (NVIDIA datasheets: V100 SXM2 6
+// NVLink2, A100 SXM4 12 NVLink3, H100 SXM5 18 NVLink4, B200 18 NVLink5).
 struct NvlinkGeneration {
   double linkGBps;
   int maxLinks;

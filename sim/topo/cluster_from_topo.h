@@ -15,7 +15,7 @@
 //       - otherwise, NVLinks that connect all GPUs (a direct mesh such as DGX-1's hybrid cube
 //         mesh of NV1/NV2) → `nvlink`, nvlink_links = the smallest per-GPU sum of NV# (6 on DGX-1);
 //       - no NVLink, or NVLink islands (bridged pairs): the ring must cross PCIe → `pcie`.
-//     nvlink_link_GBps is NCCL's per-link value for the arch (spec nccl-cost-model.md §1.4:
+//     nvlink_link_GBps is NCCL's per-link value for the arch (docs/spec/nccl-cost-model.md §1.4:
 //     V100 20, A100 20, H100 20.6, B200 40.1). NVLS on when NVSwitch and Hopper or later.
 //     A sum of NV# above the GPU's NVLink count (V100 6, A100 12, H100 18, B200 18) is an error:
 //     the topology is not that GPU's.

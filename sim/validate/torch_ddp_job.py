@@ -20,7 +20,7 @@ parameter order and forward order so `ddpscope import-torch --model` names the l
 
 Synthetic data (fixed seed), SGD(lr=0.01, momentum=0.9), zero_grad(set_to_none=True).
 bucket_cap_mb is passed only when --bucket-cap-mb is given (an explicit cap changes the first
-bucket in current PyTorch, ddp-semantics.md Appendix B; the grid leaves cap 25 unset).
+bucket in current PyTorch, docs/spec/ddp-semantics.md Appendix B; the grid leaves cap 25 unset).
 
 This file is embedded in the ddpscope binary (sim/validate/CMakeLists.txt) and written next to the
 run's traces; it can be run by hand too:

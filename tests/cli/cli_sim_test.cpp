@@ -23,7 +23,7 @@ TEST(CliAllreduceTest, DgxA100LargeMessageBusbwNearPublished) {
   json out = runCliJson({"allreduce", "--cluster", "dgx-a100", "--bytes", "1G,4G", "--json"});
   ASSERT_EQ(out["results"].size(), 2u);
   for (const auto& r : out["results"]) {
-    // nccl-tests on 8x A100 SXM: ~230-232 GB/s busbw (nccl-cost-model.md §3.1).
+    // nccl-tests on 8x A100 SXM: ~230-232 GB/s busbw (docs/spec/nccl-cost-model.md §3.1).
     EXPECT_NEAR(r["busbw_gbps"].get<double>(), 231.0, 23.1) << r.dump();
     EXPECT_DOUBLE_EQ(r["busbw_gbps"].get<double>(), r["algbw_gbps"].get<double>() * 2.0 * 7 / 8);
   }

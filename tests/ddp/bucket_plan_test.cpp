@@ -31,7 +31,7 @@ void expectConsistent(const BucketPlan& plan, int numParams) {
   for (int count : seen) EXPECT_EQ(count, 1);
 }
 
-// ---- §1.5 worked example ----------------------------------------------------------------
+// ---- docs/spec/ddp-semantics.md §1.5 worked example -----------------------------------
 
 TEST(BucketPlanTest, WorkedExampleCaseAFirstAndCapLimits) {
   const auto params = workedExampleParams();

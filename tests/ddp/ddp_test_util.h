@@ -1,5 +1,5 @@
-// Shared fixtures for the ddp tests: the 11-parameter model of ddp-semantics.md §1.5 and a
-// ReducerActions recorder.
+// Shared fixtures for the ddp tests: the 11-parameter model of docs/spec/ddp-semantics.md §1.5 and
+// a ReducerActions recorder.
 #pragma once
 
 #include <cstdint>

@@ -78,7 +78,7 @@ TEST(ReducerTest, RebuildsAtSecondForwardWithRecordedReadyOrder) {
   EXPECT_TRUE(reducer.hasRebuilt());
   EXPECT_EQ(actions.events, (Events{"rebuild 12 3"}));
   ASSERT_EQ(actions.rebuiltPlans.size(), 1u);
-  // The §1.5 case D plan.
+  // The docs/spec/ddp-semantics.md §1.5 case D plan.
   EXPECT_EQ(reducer.plan().indexLists(), (Lists{{10, 9}, {8, 7}, {6, 5, 4, 3, 2, 1, 0}}));
   EXPECT_EQ(reducer.plan().bucketBytes(), (std::vector<int64_t>{32772000, 33587200, 9973760}));
   EXPECT_TRUE(reducer.rebuildRecord().empty());

@@ -108,7 +108,7 @@ TEST(ChromeReaderTest, AcceptsObjectFormWithOtherDataAndMetadata) {
   EXPECT_EQ(timeline.metadata().getInt("world_size"), 8);
   EXPECT_EQ(timeline.metadata().getDouble("bucket_cap_mb"), 25.5);
   EXPECT_EQ(timeline.metadata().getString("nested"), R"({"a":[1,2]})");
-  // displayTimeUnit is display-only (spec §3.1): ts stays µs
+  // displayTimeUnit is display-only (docs/spec/trace-formats.md §3.1): ts stays µs
   EXPECT_EQ(timeline.rank(0).lanes[0].spans[0].start, Nanos(1'000));
 }
 

@@ -84,7 +84,8 @@ TEST(ChromeWriterTest, MatchesGoldenFileByteForByte) {
 TEST(ChromeWriterTest, WritesViewerFriendlyStructure) {
   nlohmann::json trace = nlohmann::json::parse(chromeTraceToString(makeGoldenTimeline()));
   ASSERT_TRUE(trace["traceEvents"].is_array());
-  EXPECT_NE(trace["displayTimeUnit"], "ns");  // Perfetto would read ts as ns (spec §4.1)
+  // Perfetto would read ts as ns (docs/spec/trace-formats.md §4.1).
+  EXPECT_NE(trace["displayTimeUnit"], "ns");
   EXPECT_EQ(trace["traceName"], "golden \"small\" run");
   EXPECT_EQ(trace["otherData"]["model"], "mlp-3");
   EXPECT_EQ(trace["otherData"]["world_size"], 2);

@@ -156,8 +156,8 @@ TEST(OverlapTest, ClipsIntervalsToEachIteration) {
   EXPECT_EQ(formatPercent(rank.total), "77.78");
 }
 
-// DDP logger window (spec §1.3): end of backward compute − start of the first bucket's
-// collective; the used-map allreduce that precedes it does not count.
+// DDP logger window (docs/spec/trace-formats.md §1.3): end of backward compute − start of the first
+// bucket's collective; the used-map allreduce that precedes it does not count.
 TEST(OverlapTest, DdpLoggerWindowPerIteration) {
   Timeline timeline;
   timeline.addIteration(0, 5, us(0), us(300));

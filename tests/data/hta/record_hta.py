@@ -9,7 +9,7 @@ trace has no GPU communication kernels). Writes hta_overlap.json next to this sc
 
   {"hta_version": "0.5.0", "traces": {"<path relative to tests/data>": {"<rank>": pct|null}}}
 
-Usage: /work/venv-hta/bin/python tests/data/hta/record_hta.py [TRACE.json.gz ...]
+Usage: python tests/data/hta/record_hta.py [TRACE.json.gz ...]
 Needs `pip install holistictraceanalysis==0.5.0` (a separate venv; it pins its own pandas).
 """
 

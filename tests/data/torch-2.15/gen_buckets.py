@@ -22,7 +22,7 @@ find_unused_parameters False / True, skip_all_reduce_unused_params on a model wi
 layer, batched_grad_copy, forward_sync_buffers / broadcast_buffers, mixed_precision
 (attempted: reported if it cannot run on CPU).
 
-Usage: /work/venv-torch/bin/python tests/data/torch-2.15/gen_buckets.py [--models a,b] [--out F]
+Usage: python tests/data/torch-2.15/gen_buckets.py [--models a,b] [--out F]
 Needs torch 2.15 (PyPI), torchvision, transformers (architectures only: no weights are
 downloaded, models are built from their configs). Output: tests/data/torch-2.15/buckets.json.
 """

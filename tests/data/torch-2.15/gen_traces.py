@@ -23,7 +23,7 @@ JSON writer), gzip-compressed; nothing is rewritten. And once:
   ddp_gloo_model.json   the model (models/FORMAT.md) by models/export/torch_export.py, so that
                         import-torch --model-file can take the bucket sizes from the plan.
 
-Usage: /work/venv-torch/bin/python tests/data/torch-2.15/gen_traces.py [--out DIR]
+Usage: python tests/data/torch-2.15/gen_traces.py [--out DIR]
 Needs a torch built with Kineto (the PyPI wheel; checked with 2.15.0 CPU) and no GPU. The
 output is a measurement, not byte-reproducible; tests compare the importer with the truth
 file written in the same run.

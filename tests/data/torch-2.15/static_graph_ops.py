@@ -21,7 +21,7 @@ static_graph || find_unused: one aten::select + aten::item per parameter per ste
 host cost and never a gain. find_unused (the control) adds DDPSink, the unused-parameter search
 and the used-map allreduce.
 
-Usage: /work/venv-torch/bin/python tests/data/torch-2.15/static_graph_ops.py [--out FILE]
+Usage: python tests/data/torch-2.15/static_graph_ops.py [--out FILE]
 (default: static_graph_ops.json next to this script). Needs a torch with Kineto (the PyPI
 wheel; checked with 2.15.0 CPU).
 """

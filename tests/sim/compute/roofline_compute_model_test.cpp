@@ -230,7 +230,7 @@ TEST(RooflineComputeModelTest, RejectsBadDtypeAndDevice) {
   EXPECT_FALSE(makeRooflineComputeModel(negativeLaunch, "bf16").isOk());
 }
 
-// A100 SXM4 80 GB from nccl-cost-model.md §4: 312 bf16 / 156 tf32 / 19.5 fp32 TFLOP/s,
+// A100 SXM4 80 GB from docs/spec/nccl-cost-model.md §4: 312 bf16 / 156 tf32 / 19.5 fp32 TFLOP/s,
 // 2039 GB/s; MAMF efficiency ~0.87 on large GEMMs, ~0.85–0.9 of bandwidth on copies.
 DeviceSpec a100() {
   DeviceSpec device;

@@ -46,7 +46,8 @@ TEST(ClusterJsonTest, EveryBuiltinClusterLoadsAndBuildsAModel) {
 }
 
 TEST(ClusterJsonTest, BuiltinDevicesCarrySpecRooflineNumbers) {
-  // Spec §4: peaks, HBM bandwidth, MAMF efficiencies; memory efficiency 0.9.
+  // docs/spec/nccl-cost-model.md §4: peaks, HBM bandwidth, MAMF efficiencies; memory efficiency
+  // 0.9.
   ClusterSpec a100 = builtin("dgx-a100");
   EXPECT_EQ(a100.device.arch, GpuArch::kAmpere);
   EXPECT_DOUBLE_EQ(a100.device.peakTflops.at("bf16"), 312);

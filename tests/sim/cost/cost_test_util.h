@@ -25,8 +25,8 @@ inline ClusterSpec builtin(std::string_view name) {
   return cluster.isOk() ? *cluster : ClusterSpec{};
 }
 
-// The assumptions of the spec's worked examples (§1.10): the tuner alone (no launch overhead),
-// Intel CPUs (net overhead 1 µs, llMaxBw row 0 across nodes).
+// The assumptions of the worked examples of docs/spec/nccl-cost-model.md §1.10: the tuner alone
+// (no launch overhead), Intel CPUs (net overhead 1 µs, llMaxBw row 0 across nodes).
 inline ClusterSpec tunerExact(ClusterSpec cluster) {
   cluster.nccl.launchOverheadUs = 0;
   cluster.measuredLatency = MeasuredLatency{};

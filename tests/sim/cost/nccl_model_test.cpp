@@ -1,5 +1,5 @@
-// NcclCommModel against the spec's worked examples (nccl-cost-model.md §1.10), the topology
-// rules (§1.4), CTA counts (§1.8), versions (§1.9) and the model's invariants.
+// NcclCommModel against the spec's worked examples (docs/spec/nccl-cost-model.md §1.10), the
+// topology rules (§1.4), CTA counts (§1.8), versions (§1.9) and the model's invariants.
 #include "sim/cost/nccl_model.h"
 
 #include <gmock/gmock.h>

@@ -1,4 +1,4 @@
-// The shipped clusters against published nccl-tests measurements (spec nccl-cost-model.md §3).
+// The shipped clusters against published nccl-tests measurements (docs/spec/nccl-cost-model.md §3).
 //
 // Acceptance bars: saturated AllReduce busbw within 10 % of the published peak (1–8 GiB), and
 // latency-bound times (≤ 64 KiB) within 2× of the published time. Clusters are used as shipped

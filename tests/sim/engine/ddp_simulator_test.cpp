@@ -109,7 +109,8 @@ TEST(DdpSimulatorTest, GradientAsBucketViewSkipsCopiesAfterFirstIteration) {
   EXPECT_EQ(result.summary.iterations[0].stepTime.count(), compute1 + params * 100);
   EXPECT_EQ(result.summary.stepTime.count(), compute1 + params * 100);
   // With the ALLREDUCE comm hook the per-parameter scale is 1 (nothing runs); the hook divides
-  // each flat bucket instead: one scale kernel per bucket (spec §3.6).
+  // each flat bucket instead: one scale kernel per bucket
+  // (docs/spec/ddp-semantics.md §3.6).
   options.ddp.commHook.kind = ddp::CommHookKind::kAllreduce;
   const SimResult hooked = run(model, options, compute, comm, kNoContention);
   ASSERT_GT(hooked.summary.numBuckets, 0);
@@ -461,7 +462,7 @@ TEST(DdpSimulatorTest, SpecMlpHasSpecSizes) {
 }
 
 TEST(DdpSimulatorTest, CollectiveSequenceFindUnusedFalseMatchesSpec) {
-  // ddp-semantics.md §3.15 row 1.
+  // docs/spec/ddp-semantics.md §3.15 row 1.
   FixedComputeModel compute;
   AlphaBetaCommModel comm(2, 1000, 10.0);
   SimOptions options;

@@ -1,6 +1,6 @@
 // Idealised cost models and small models for the simulator tests: fixed per-layer times, an
 // α–β collective model (bandwidth 0 = infinite), and the 12-parameter MLP of
-// ddp-semantics.md §3.15 / Appendix A.
+// docs/spec/ddp-semantics.md §3.15 / Appendix A.
 #pragma once
 
 #include <cstdint>
@@ -85,8 +85,8 @@ inline models::LayerSpec linearLayer(models::ModelSpec& model, const std::string
   return layer;
 }
 
-// The 6-Linear MLP of ddp-semantics.md Appendix A (14,889,448 fp32 elements): rebuilt buckets
-// [out.*] 8,193,000, [big.* … l1.weight] 6,564,864, [l0.*] 131,584 elements.
+// The 6-Linear MLP of docs/spec/ddp-semantics.md Appendix A (14,889,448 fp32 elements): rebuilt
+// buckets [out.*] 8,193,000, [big.* … l1.weight] 6,564,864, [l0.*] 131,584 elements.
 inline models::ModelSpec specMlp() {
   models::ModelSpec model;
   model.name = "spec_mlp";
