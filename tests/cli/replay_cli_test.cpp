@@ -33,7 +33,7 @@ TEST(ReplayCliTest, OwnSettingsReproduceTheMeasuredStepWithinThreePercent) {
 // --backend nccl --dtype bf16` at world size 1, scripts/gpu-kit run). They carry the loss head's
 // spans ("loss", "loss backward"), which are no layer of the model: replay failed on them
 // ("forward span 'loss' names no layer") until it left them in the next layer's gap. Measured
-// at its own settings: resnet50 +0.79 %, gpt2-small +0.27 %.
+// at its own settings: resnet50 +0.79 %, gpt2-small +0.26 %.
 TEST(ReplayCliTest, CudaRuntimeTracesFromAnH100ReplayWithinThreePercent) {
   const std::string dir = std::string(DDPSCOPE_SOURCE_DIR) + "/tests/data/gpu/h100/run1/";
   for (const auto& [model, measuredMs] :
