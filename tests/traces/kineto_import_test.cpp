@@ -576,18 +576,22 @@ TEST(KinetoImport215Test, DefaultProfilerTraceTakesEveryCollectiveSizeFromTheMod
   auto timeline = readChromeTrace(output);
   ASSERT_TRUE(timeline.isOk()) << timeline.status().message();
   for (int ri = 0; ri < timeline->rankCount(); ++ri) {
-    std::map<int64_t, std::vector<int64_t>> broadcasts;  // iteration → bytes, in order
+    // iteration → (start, bytes): the lanes (gloo's two threads) merged back into time order
+    std::map<int64_t, std::vector<std::pair<Nanos, int64_t>>> broadcasts;
     for (const Lane& lane : timeline->rank(ri).lanes) {
       for (const Span& s : lane.spans) {
         if (s.category != Category::kBroadcast) continue;
-        broadcasts[*s.args.getInt(kArgIteration)].push_back(*s.args.getInt(kArgBytes));
+        broadcasts[*s.args.getInt(kArgIteration)].emplace_back(s.start, *s.args.getInt(kArgBytes));
       }
     }
-    for (auto& [iteration, bytes] : broadcasts) {
+    for (auto& [iteration, started] : broadcasts) {
+      std::sort(started.begin(), started.end());
+      std::vector<int64_t> bytes;
+      for (const auto& [start, b] : started) bytes.push_back(b);
+      // issue order: the rebuild's indices and counts, then float32 before int64 (DDP groups
+      // the buffers by dtype in order of their first buffer: running_mean comes first)
       std::vector<int64_t> expected = iteration == 1 ? rebuildSync : std::vector<int64_t>{};
       expected.insert(expected.end(), buffers.begin(), buffers.end());
-      std::sort(bytes.begin(), bytes.end());  // two gloo threads: lanes, not issue order
-      std::sort(expected.begin(), expected.end());
       EXPECT_EQ(bytes, expected) << "rank " << ri << " iteration " << iteration;
     }
     EXPECT_EQ(broadcasts.size(), 16u);  // every iteration, 0..15
