@@ -80,33 +80,41 @@ std::string layerList(const models::ModelSpec& model) {
   return out;
 }
 
-// The fraction of `span` that is its own when the rank's collectives that run at the same time
-// share it equally: the integral over the span of 1 / (collectives in flight), divided by its
-// length (1 when nothing overlaps it; 1 for an empty span). `comm` is sorted by start.
-double ownShareOfSpan(const Span& span, const std::vector<const Span*>& comm) {
-  const int64_t s = span.start.count(), e = span.end().count();
-  if (e <= s) return 1;
-  std::vector<int64_t> cuts = {s, e};
-  std::vector<std::pair<int64_t, int64_t>> others;
-  for (const Span* o : comm) {
-    if (o->start.count() >= e) break;
-    const int64_t os = o->start.count(), oe = o->end().count();
-    if (o == &span || oe <= s) continue;
-    others.emplace_back(os, oe);
-    if (os > s) cuts.push_back(os);
-    if (oe < e) cuts.push_back(oe);
+// Each comm span's own share of its length when the rank's collectives that run at the same
+// time share it equally: the integral over the span of 1 / (collectives in flight), divided by
+// its length (1 when nothing overlaps it, and for an empty span). One sweep over the rank's
+// spans: O(N log N + N·k) for N spans and at most k in flight at once.
+std::map<const Span*, double> ownShares(const std::vector<const Span*>& comm) {
+  std::vector<std::pair<int64_t, const Span*>> events;  // (time, span): start, then end
+  events.reserve(2 * comm.size());
+  for (const Span* s : comm) {
+    events.emplace_back(s->start.count(), s);
+    events.emplace_back(s->end().count(), s);
   }
-  if (others.empty()) return 1;
-  std::sort(cuts.begin(), cuts.end());
-  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
-  double own = 0;
-  for (size_t i = 0; i + 1 < cuts.size(); ++i) {
-    const int64_t a = cuts[i], b = cuts[i + 1];
-    int inFlight = 1;
-    for (const auto& [os, oe] : others) inFlight += (os <= a && oe >= b) ? 1 : 0;
-    own += static_cast<double>(b - a) / inFlight;
+  std::stable_sort(events.begin(), events.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::map<const Span*, double> own;
+  std::vector<const Span*> active;
+  int64_t previous = 0;
+  for (const auto& [t, span] : events) {
+    if (!active.empty() && t > previous) {
+      const double share = static_cast<double>(t - previous) / static_cast<double>(active.size());
+      for (const Span* a : active) own[a] += share;
+    }
+    previous = t;
+    auto it = std::find(active.begin(), active.end(), span);
+    if (it == active.end()) {
+      active.push_back(span);
+    } else {
+      active.erase(it);
+    }
   }
-  return own / static_cast<double>(e - s);
+  std::map<const Span*, double> fraction;
+  for (const Span* s : comm) {
+    const double length = static_cast<double>(s->duration.count());
+    fraction[s] = length > 0 ? own[s] / length : 1.0;
+  }
+  return fraction;
 }
 
 }  // namespace
@@ -178,7 +186,7 @@ StatusOr<MeasuredProfile> buildProfile(const traces::Timeline& timeline,
   double sx = 0, sy = 0, sxx = 0, sxy = 0;
   // Collectives per rank: (iteration, ordinal) → span.
   std::map<std::pair<int64_t, int>, std::vector<std::pair<int, const Span*>>> collectiveByKey;
-  std::map<int, std::vector<const Span*>> commByRank;  // each rank's comm spans, by start
+  std::map<const Span*, double> commShare;  // every comm span: ownShares on its rank
   std::map<int64_t, Nanos> stepByIteration;
   std::map<int, std::vector<double>> rankSteps;
   bool anyIteration = false;
@@ -203,7 +211,7 @@ StatusOr<MeasuredProfile> buildProfile(const traces::Timeline& timeline,
     std::sort(spans.compute.begin(), spans.compute.end(), byStart);
     std::sort(spans.copies.begin(), spans.copies.end(), byStart);
     std::sort(spans.comm.begin(), spans.comm.end(), byStart);
-    commByRank[track.rank] = spans.comm;
+    for (const auto& [span, share] : ownShares(spans.comm)) commShare[span] = share;
     std::vector<std::pair<int64_t, int64_t>> commIntervals;
     for (const Span* s : spans.comm) commIntervals.emplace_back(s->start.count(), s->end().count());
     const auto commMerged = mergeIntervals(std::move(commIntervals));
@@ -372,7 +380,7 @@ StatusOr<MeasuredProfile> buildProfile(const traces::Timeline& timeline,
       if (span->args.getInt(traces::kArgBytes) != bytes) consistent = false;
       c.start = std::max(c.start, span->start);
       c.end = std::max(c.end, span->end());
-      sharedFraction += ownShareOfSpan(*span, commByRank[rank]);
+      sharedFraction += commShare.at(span);
     }
     if (!consistent) continue;  // ranks disagree on what this collective was: not a sample
     sharedFraction /= static_cast<double>(members.size());
