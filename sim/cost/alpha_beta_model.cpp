@@ -15,7 +15,9 @@ StatusOr<std::unique_ptr<AlphaBetaCommModel>> AlphaBetaCommModel::create(
                            std::to_string(cluster.gpusPerNode) + " ranks");
   }
   if (ab.intraAlphaUs < 0 || ab.intraBetaGBps <= 0 || ab.baseUs < 0) {
-    return invalidArgument(where + ": alpha_beta needs intra_alpha_us ≥ 0 and intra_beta_GBps > 0");
+    return invalidArgument(where +
+                           ": alpha_beta needs intra_alpha_us ≥ 0, intra_beta_GBps > 0 and "
+                           "base_us ≥ 0");
   }
   double alpha = ab.intraAlphaUs;
   double beta = ab.intraBetaGBps;

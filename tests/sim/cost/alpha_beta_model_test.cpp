@@ -108,6 +108,10 @@ TEST(AlphaBetaModelTest, BaseCostAppliesFrom64KiB) {
   auto parsed = parseClusterJson(j.dump(), "mine.json");
   ASSERT_TRUE(parsed.isOk()) << parsed.status().message();
   EXPECT_DOUBLE_EQ(parsed->alphaBeta.baseUs, 812.5);
+  cluster.alphaBeta.baseUs = -1;  // a spec built in code, not read from JSON
+  auto negative = makeCommModel(cluster, WorldLayout{1, 4});
+  ASSERT_FALSE(negative.isOk());
+  EXPECT_THAT(negative.status().message(), ::testing::HasSubstr("base_us ≥ 0"));
   j["alpha_beta"]["base_us"] = -1;
   auto bad = parseClusterJson(j.dump(), "mine.json");
   ASSERT_FALSE(bad.isOk());
