@@ -23,10 +23,7 @@ NODES = (1, 4, 16)
 
 def zoo(binary):
     out = subprocess.run([binary, "models", "--json"], check=True, capture_output=True, text=True)
-    models = json.loads(out.stdout)
-    if isinstance(models, dict):
-        models = models.get("models", [])
-    return [m["name"] for m in models if m["name"] != "mlp-tiny"]
+    return [m["name"] for m in json.loads(out.stdout) if m["name"] != "mlp-tiny"]
 
 
 def plan(binary, model, cluster, nodes):
