@@ -140,6 +140,15 @@ Status runPlanCommand(const std::vector<std::string>& argv, CommandIo io) {
       o << percent(f.gainPercent) << (f.included() ? " (included)" : " (left out)") << "\n";
     }
   }
+  o << "\n4. layouts to measure in your own job (predicted, not measured: "
+       "ddpscope.torch.tune times them\n   in interleaved rounds of real training steps and keeps "
+       "the winner only when it beats the\n   current settings by more than the measured noise)\n";
+  for (const sim::PlanCandidate& c : sim::planCandidates(input, r)) {
+    o << std::right << std::setw(12) << ms(c.predictedStep) << " ms/step " << std::setw(4)
+      << c.bucketBytes.size() << " buckets  " << c.label
+      << (c.current && c.label != "current" ? " (current)" : "")
+      << ": DistributedDataParallel(model" << (c.kwargs.empty() ? "" : ", " + c.kwargs) << ")\n";
+  }
   io.out << o.str();
   return Status::ok();
 }

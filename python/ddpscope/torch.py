@@ -396,3 +396,9 @@ def record(ddp_model: Any, path: str = "run.json", optimizer: Any = None,
                 t["iterations"] = [(i, s - origin, d) for i, s, d in t["iterations"]]
             _core.write_trace(rec.path, "ddpscope.torch.record", rec.metadata(), tracks)
         dist.barrier(group=gather_group)
+
+
+# The tuner builds on the recorder (ddpscope/tune.py imports record from here).
+from .tune import TuneError, TuneResult, tune  # noqa: E402
+
+__all__ += ["tune", "TuneError", "TuneResult"]

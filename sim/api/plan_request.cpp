@@ -1,9 +1,12 @@
 #include "sim/api/plan_request.h"
 
+#include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
+#include "base/strings.h"
 #include "ddp/ddp_config.h"
 #include "ddp/ddp_settings.h"
 #include "sim/engine/workload.h"
@@ -130,8 +133,138 @@ StatusOr<PlanInput> parsePlanInput(const SettingValues& values) {
     in.fromTrace = true;
     in.measuredStep = profile.measuredStep;
     in.replayedStep = replayed.step;
+    in.replayedSummary = replayed.result.summary;
+    in.rankMaxFactor = own.worldSize() > 1 ? std::max(1.0, profile.rankMaxFactor) : 1.0;
   }
   return in;
+}
+
+namespace {
+
+std::string capsText(const std::vector<int64_t>& caps) {
+  std::string out = "[";
+  for (size_t i = 0; i < caps.size(); ++i) out += (i ? ", " : "") + std::to_string(caps[i]);
+  return out + "]";
+}
+
+// The candidate's DDP keyword arguments as text: what differs from DDP's defaults.
+std::string candidateKwargs(const PlanCandidate& c) {
+  std::vector<std::string> parts;
+  if (!c.capListMib.empty()) {
+    parts.push_back("bucket_cap_mb_list=" + capsText(c.capListMib));
+  } else if (c.capMb) {
+    parts.push_back("bucket_cap_mb=" + formatShortest(*c.capMb));
+  }
+  if (c.staticGraph) parts.push_back("static_graph=True");
+  if (c.gradientAsBucketView) parts.push_back("gradient_as_bucket_view=True");
+  std::string out;
+  for (const std::string& p : parts) out += (out.empty() ? "" : ", ") + p;
+  return out;
+}
+
+Nanos scaled(Nanos step, double factor) {
+  return Nanos(static_cast<int64_t>(std::llround(static_cast<double>(step.count()) * factor)));
+}
+
+}  // namespace
+
+std::vector<PlanCandidate> planCandidates(const PlanInput& input, const PlanResult& r, int keep) {
+  const ddp::DdpConfig& base = input.plan.base.ddp;
+  const double factor = input.fromTrace ? input.rankMaxFactor : 1.0;
+  auto make = [&](std::string label, const SimSummary& s) {
+    PlanCandidate c;
+    c.label = std::move(label);
+    c.gradientAsBucketView = base.gradientAsBucketView;
+    c.staticGraph = base.staticGraph;
+    c.predictedStep = scaled(s.stepTime, factor);
+    c.bucketBytes = s.bucketBytes;
+    return c;
+  };
+  std::vector<PlanCandidate> all;
+  if (input.fromTrace) {
+    const ddp::DdpConfig& own = input.request.measured->profile.settings.ddp;
+    PlanCandidate c = make("current", input.replayedSummary);
+    c.current = true;
+    c.capListMib = own.bucketCapMbList;
+    if (own.bucketCapMbList.empty() && own.bucketCapSetByUser) c.capMb = own.bucketCapMb;
+    c.gradientAsBucketView = own.gradientAsBucketView;
+    c.staticGraph = own.staticGraph;
+    c.predictedStep = input.replayedStep;
+    all.push_back(std::move(c));
+  }
+  for (size_t i = 0; i < r.uniform.points.size(); ++i) {
+    const SweepPoint& p = r.uniform.points[i];
+    const bool isDefault = i == r.defaultPoint;
+    PlanCandidate c = make(
+        isDefault ? std::string("default") : "bucket_cap_mb=" + formatShortest(p.capMb), p.summary);
+    if (!p.capDefault) c.capMb = p.capMb;
+    c.current = isDefault && !input.fromTrace;
+    all.push_back(std::move(c));
+  }
+  if (r.listSupported) {
+    PlanCandidate c = make("planned list", r.planned);
+    c.capListMib = r.layout.capsMib();
+    all.push_back(std::move(c));
+  }
+  // The recommendation so far plus each flag that helps, cumulatively (as runPlan simulates
+  // them); find_unused_parameters is the job's to choose, so nothing past that flag is proposed.
+  PlanCandidate recommended =
+      make("", r.recommendList ? r.planned : r.uniform.points[r.bestUniformPoint].summary);
+  if (r.recommendList) {
+    recommended.capListMib = r.layout.capsMib();
+  } else {
+    recommended.capMb = r.uniform.points[r.bestUniformPoint].capMb;
+  }
+  for (const PlanFlag& f : r.flags) {
+    if (!f.included()) continue;
+    if (f.kwarg.rfind("find_unused_parameters", 0) == 0) break;
+    if (f.kwarg.rfind("static_graph", 0) == 0) recommended.staticGraph = true;
+    if (f.kwarg.rfind("gradient_as_bucket_view", 0) == 0) recommended.gradientAsBucketView = true;
+    recommended.predictedStep = scaled(f.with.stepTime, factor);
+    recommended.bucketBytes = f.with.bucketBytes;
+    recommended.label =
+        (r.recommendList ? std::string("planned list") : "best uniform") + " + " + f.kwarg;
+    all.push_back(recommended);
+  }
+  // One per (buckets, flags), the first named; then the current and the `keep` fastest others.
+  std::vector<PlanCandidate> unique;
+  for (PlanCandidate& c : all) {
+    const bool seen = std::any_of(unique.begin(), unique.end(), [&](const PlanCandidate& u) {
+      return u.bucketBytes == c.bucketBytes && u.staticGraph == c.staticGraph &&
+             u.gradientAsBucketView == c.gradientAsBucketView;
+    });
+    if (!seen) unique.push_back(std::move(c));
+  }
+  std::stable_sort(unique.begin(), unique.end(),
+                   [](const PlanCandidate& a, const PlanCandidate& b) {
+                     if (a.current != b.current) return a.current;
+                     return a.predictedStep < b.predictedStep;
+                   });
+  if (static_cast<int>(unique.size()) > keep + 1) unique.resize(static_cast<size_t>(keep) + 1);
+  for (PlanCandidate& c : unique) c.kwargs = candidateKwargs(c);
+  return unique;
+}
+
+nlohmann::json candidatesJson(const std::vector<PlanCandidate>& candidates) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const PlanCandidate& c : candidates) {
+    nlohmann::json kwargs = nlohmann::json::object();
+    if (!c.capListMib.empty()) {
+      kwargs["bucket_cap_mb_list"] = c.capListMib;
+    } else if (c.capMb) {
+      kwargs["bucket_cap_mb"] = *c.capMb;
+    }
+    kwargs["gradient_as_bucket_view"] = c.gradientAsBucketView;
+    kwargs["static_graph"] = c.staticGraph;
+    out.push_back({{"label", c.label},
+                   {"current", c.current},
+                   {"ddp_kwargs", std::move(kwargs)},
+                   {"kwargs", c.kwargs},
+                   {"predicted_step_ns", c.predictedStep.count()},
+                   {"num_buckets", c.bucketBytes.size()},
+                   {"bucket_bytes", c.bucketBytes}});
+  }
+  return out;
 }
 
 StatusOr<PlanResult> runPlanInput(const PlanInput& input) {
@@ -207,6 +340,7 @@ nlohmann::json planJson(const PlanInput& input, const PlanResult& r) {
   out["flags"] = std::move(flags);
   out["recommend_list"] = r.recommendList;
   out["ddp_kwargs"] = planDdpKwargs(r);
+  out["candidates"] = candidatesJson(planCandidates(input, r));
   if (input.fromTrace) {
     out["trace"] = {{"path", *req.computeFrom},
                     {"measured_step_ns", input.measuredStep.count()},

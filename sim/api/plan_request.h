@@ -12,6 +12,8 @@
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "base/setting_values.h"
@@ -29,7 +31,35 @@ struct PlanInput {
   bool fromTrace = false;
   Nanos measuredStep;
   Nanos replayedStep;
+  // The run at its own settings, unscaled (replayedStep = its stepTime × rankMaxFactor), and the
+  // run's slowest-rank factor: the candidates' predictions are scaled by it too.
+  SimSummary replayedSummary;
+  double rankMaxFactor = 1;
 };
+
+// One DDP layout worth measuring in the job (ddpscope.torch.tune measures them; `plan` prints
+// them as not measured). Its DDP keyword arguments are the run's own but for these.
+struct PlanCandidate {
+  std::string label;                // "current", "default", "bucket_cap_mb=5", "planned list", ...
+  bool current = false;             // the run's own settings (without a trace: the default)
+  std::optional<double> capMb;      // bucket_cap_mb; none = left out (the default) or a list
+  std::vector<int64_t> capListMib;  // bucket_cap_mb_list (torch 2.15), empty otherwise
+  bool gradientAsBucketView = false;
+  bool staticGraph = false;
+  Nanos predictedStep;  // steady step, scaled by the run's slowest-rank factor
+  std::vector<int64_t> bucketBytes;
+  std::string kwargs;  // "bucket_cap_mb=5, gradient_as_bucket_view=True" ("" = as DDP's defaults)
+};
+
+inline constexpr int kDefaultPlanCandidates = 3;
+
+// The current settings first, then up to `keep` other layouts by predicted step time: every
+// uniform cap of the sweep (the default included), the planned bucket_cap_mb_list (2.15) and the
+// recommendation with each flag that helps. Layouts that build the same buckets with the same
+// flags are measured once (the first named in that order, the current settings first).
+std::vector<PlanCandidate> planCandidates(const PlanInput& input, const PlanResult& result,
+                                          int keep = kDefaultPlanCandidates);
+nlohmann::json candidatesJson(const std::vector<PlanCandidate>& candidates);
 
 // "trace", then simulationSettingList(/*sweep=*/true) with "nodes", "world-size",
 // "bucket-cap-mb", "find-unused" and "compile" described as plan reads them, then "torch" and
@@ -46,8 +76,9 @@ StatusOr<PlanResult> runPlanInput(const PlanInput& input);
 
 // {"model", "cluster", "nodes", "world_size", "torch", "objective", "workload", "default",
 // "best_uniform", "planned" (null without bucket_cap_mb_list), "flags", "recommend_list",
-// "ddp_kwargs", "trace" (null without: {"path", "measured_step_ns", "replayed_step_ns",
-// "run_settings"})}.
+// "ddp_kwargs", "candidates" (planCandidates: {"label", "current", "ddp_kwargs" (an object),
+// "kwargs" (its text), "predicted_step_ns", "num_buckets", "bucket_bytes"}), "trace" (null
+// without: {"path", "measured_step_ns", "replayed_step_ns", "run_settings"})}.
 nlohmann::json planJson(const PlanInput& input, const PlanResult& result);
 
 }  // namespace ddpscope::sim

@@ -129,6 +129,59 @@ TEST(CliPlanTest, PlansARecordedRuntimeRun) {
   EXPECT_EQ(bigger["world_size"], 4);
 }
 
+// The layouts worth measuring in the job (what ddpscope.torch.tune times): the run's own settings
+// first, at their replayed step; then at most three others, fastest predicted first, no two with
+// the same buckets and flags; the text says they were not measured.
+TEST(CliPlanTest, CandidatesStartWithTheRunsOwnSettingsThenTheFastestDistinctLayouts) {
+  json plan = runCliJson({"plan", "--trace", kRuntimeTrace, "--json"});
+  const json& c = plan["candidates"];
+  ASSERT_TRUE(c.is_array());
+  ASSERT_GE(c.size(), 2u);
+  ASSERT_LE(c.size(), 4u);
+  EXPECT_EQ(c[0]["label"], "current");
+  EXPECT_TRUE(c[0]["current"].get<bool>());
+  EXPECT_EQ(c[0]["predicted_step_ns"], plan["trace"]["replayed_step_ns"]);
+  for (size_t i = 1; i < c.size(); ++i) {
+    EXPECT_FALSE(c[i]["current"].get<bool>()) << i;
+    if (i > 1) {
+      EXPECT_LE(c[i - 1]["predicted_step_ns"].get<int64_t>(),
+                c[i]["predicted_step_ns"].get<int64_t>())
+          << i;
+    }
+    for (size_t j = 0; j < i; ++j) {
+      const bool same = c[i]["bucket_bytes"] == c[j]["bucket_bytes"] &&
+                        c[i]["ddp_kwargs"]["gradient_as_bucket_view"] ==
+                            c[j]["ddp_kwargs"]["gradient_as_bucket_view"] &&
+                        c[i]["ddp_kwargs"]["static_graph"] == c[j]["ddp_kwargs"]["static_graph"];
+      EXPECT_FALSE(same) << i << " repeats " << j;
+    }
+    EXPECT_EQ(c[i]["num_buckets"], c[i]["bucket_bytes"].size()) << i;
+  }
+  // A uniform cap's keyword arguments name it, and its prediction is the sweep's.
+  bool sawBest = false;
+  for (const json& k : c) {
+    if (k["bucket_bytes"] == plan["best_uniform"]["bucket_bytes"] &&
+        !k["ddp_kwargs"]["gradient_as_bucket_view"].get<bool>() && !k["current"].get<bool>()) {
+      sawBest = true;
+    }
+  }
+  const bool bestIsCurrent = c[0]["bucket_bytes"] == plan["best_uniform"]["bucket_bytes"];
+  EXPECT_TRUE(sawBest || bestIsCurrent);
+
+  CliResult text = runCliForTest({"plan", "--trace", kRuntimeTrace});
+  ASSERT_EQ(text.exitCode, 0) << text.err;
+  EXPECT_THAT(text.out,
+              HasSubstr("4. layouts to measure in your own job (predicted, not measured"));
+  EXPECT_THAT(text.out, HasSubstr("current: DistributedDataParallel(model"));
+
+  // Without a trace the default stands for the current settings.
+  json model = runCliJson({"plan", "--model", "gpt2-small", "--cluster", "dgx-a100", "--json"});
+  EXPECT_EQ(model["candidates"][0]["label"], "default");
+  EXPECT_TRUE(model["candidates"][0]["current"].get<bool>());
+  EXPECT_EQ(model["candidates"][0]["kwargs"], "");
+  EXPECT_EQ(model["candidates"][0]["predicted_step_ns"], model["default"]["step_time_ns"]);
+}
+
 // A real PyTorch 2.15 profiler trace (tests/data/torch-2.15, gloo, 2 ranks) after import-torch.
 TEST(CliPlanTest, PlansAnImportedPyTorchTrace) {
   const std::string dir = kDataDir + "/torch-2.15/";

@@ -1,0 +1,573 @@
+"""Tune DDP inside the user's own job: ``ddpscope.torch.tune(ddp_model, train_step)``.
+
+The simulator proposes, the job measures, and the winner is kept:
+
+1. **Record.** A few of the job's steps run on a recording copy of its DDP wrapper (the same
+   module and settings, :func:`ddpscope.torch.record`), so the user's own wrapper never carries
+   the recorder's communication hook.
+2. **Propose.** Rank 0 exports the module (:meth:`ddpscope.Model.from_torch`, on a copy) and plans
+   the recorded run (``ddpscope plan --trace``: the measured compute, the collectives calibrated
+   on the run's own cost): the current settings and the few layouts predicted fastest (uniform
+   caps, the planned ``bucket_cap_mb_list`` where this torch has it, ``gradient_as_bucket_view``,
+   ``static_graph`` where the recorded steps show a static graph). ``candidates=`` replaces the
+   proposal with the user's own list.
+3. **Measure in the job.** Each candidate is a new DDP around the same module (the optimizer,
+   parameters and data stay as they are); every step is a real training step. Each wrapper is
+   warmed up (DDP's first iteration and bucket rebuild), then the candidates run in interleaved
+   rounds of equal blocks, the order rotated each round, the current settings twice per round
+   (the second block, the *control*, measures the noise). A block's first step is not timed. A
+   step's time is the slowest rank's (an elementwise maximum over the ranks at the end).
+4. **Decide.** Per round, each candidate's median step over the current settings' median is
+   one paired ratio. A candidate is eligible when it was faster in enough rounds for a one-sided
+   exact sign test to reject "not faster" at ``alpha`` and its median gain exceeds both the noise
+   floor (the median |control/current - 1| over the rounds) and ``min_gain``. The eligible
+   candidate with the largest median gain wins; with none, the current settings stay. Rank 0
+   decides and broadcasts the decision, so every rank continues with the same settings.
+
+The result holds the DDP model to continue with and a JSON report (written by rank 0) with
+predicted and measured step times per candidate, the decision, its test and confidence, the
+steps and seconds spent, and the DDP call to paste next time.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+from . import _api
+from .torch import record
+
+__all__ = ["tune", "TuneError", "TuneResult", "REPORT_FORMAT"]
+
+REPORT_FORMAT = "ddpscope-tune-report"
+REPORT_VERSION = 1
+_TUNED = ("bucket_cap_mb", "bucket_cap_mb_list", "gradient_as_bucket_view", "static_graph")
+_FALLBACK_CAPS = (None, 5.0, 100.0)  # without a prediction: the default and a small, a large cap
+
+
+class TuneError(RuntimeError):
+    """The job cannot be tuned safely; the message names the reason. The user's DDP model is
+    left as it was."""
+
+
+class TuneResult:
+    """What :func:`tune` returns: ``model`` (the DDP to continue with: the user's own object
+    when the current settings stay), ``report`` (the JSON report as a dict), ``switched``,
+    ``ddp_kwargs`` (the chosen candidate's tuned keyword arguments) and ``paste`` (the
+    ``DistributedDataParallel(...)`` call for the script)."""
+
+    def __init__(self, model: Any, report: Dict[str, Any]):
+        self.model = model
+        self.report = report
+        chosen = report["decision"]["chosen"]
+        self.switched = bool(report["decision"]["switched"])
+        self.ddp_kwargs = dict(report["candidates"][chosen]["ddp_kwargs"])
+        self.paste = report["decision"]["paste"]
+
+    def __repr__(self) -> str:
+        d = self.report["decision"]
+        return "TuneResult(%s: %s)" % ("switched" if self.switched else "kept", d["reason"])
+
+
+# ---- the job's DDP settings ----
+
+def _has_list() -> bool:
+    import inspect
+    return "bucket_cap_mb_list" in inspect.signature(nn.parallel.DistributedDataParallel).parameters
+
+
+def _torch_version() -> tuple:
+    return tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2])
+
+
+def _base_kwargs(ddp: Any) -> Dict[str, Any]:
+    """The keyword arguments that rebuild `ddp` around its module, tuned ones included."""
+    kw: Dict[str, Any] = {
+        "device_ids": getattr(ddp, "device_ids", None),
+        "output_device": getattr(ddp, "output_device", None),
+        "dim": getattr(ddp, "dim", 0),
+        "process_group": ddp.process_group,
+        "find_unused_parameters": bool(getattr(ddp, "find_unused_parameters", False)),
+        "gradient_as_bucket_view": bool(getattr(ddp, "gradient_as_bucket_view", False)),
+        "static_graph": bool(getattr(ddp, "static_graph", False)),
+    }
+    if hasattr(ddp, "forward_sync_buffers"):
+        kw["broadcast_buffers"] = bool(ddp.forward_sync_buffers)
+    elif hasattr(ddp, "broadcast_buffers"):
+        kw["broadcast_buffers"] = bool(ddp.broadcast_buffers)
+    if getattr(ddp, "bucket_bytes_cap_default", False) or (
+            not hasattr(ddp, "bucket_bytes_cap_default") and ddp.bucket_bytes_cap == 25 << 20):
+        kw["bucket_cap_mb"] = None  # left out (torch 1.13 cannot tell 25 from left out: alike)
+    else:
+        kw["bucket_cap_mb"] = ddp.bucket_bytes_cap / float(1 << 20)
+    config = getattr(ddp, "_bucket_config", None)
+    caps = getattr(config, "per_bucket_bytes_caps", ()) if config is not None else ()
+    if caps:
+        kw["bucket_cap_mb_list"] = [int(c // (1 << 20)) for c in caps]
+    for name in ("mixed_precision", "skip_all_reduce_unused_params", "batched_grad_copy",
+                 "lazy_bucket_allocation"):
+        value = getattr(ddp, name, None)
+        if value:
+            kw[name] = value
+    return kw
+
+
+def _comm_hook(ddp: Any) -> Optional[tuple]:
+    """(hook, state) of a registered communication hook, None without one; raises TuneError
+    for a hook whose state cannot be carried over."""
+    hooks = getattr(ddp, "_comm_hooks", None)
+    if hooks:
+        hook, state = hooks[-1]
+        if state is not None:
+            raise TuneError(
+                "ddpscope.torch.tune: the model's communication hook %s has state (%s): a new "
+                "DDP would start that state afresh (error feedback, step counters), so it cannot "
+                "be re-created per candidate" % (getattr(hook, "__name__", hook),
+                                                 type(state).__name__))
+        return hook, state
+    try:
+        name = ddp._get_ddp_logging_data().get("comm_hook")
+    except Exception:  # noqa: BLE001 - logging data is best effort
+        name = None
+    if name:
+        raise TuneError("ddpscope.torch.tune: the model has a communication hook (%s) that this "
+                        "torch does not expose for re-registration; tune it without the hook"
+                        % name)
+    return None
+
+
+def _check_tunable(ddp_model: Any) -> Any:
+    """The DDP wrapper inside `ddp_model`, or TuneError naming why it cannot be tuned."""
+    ddp = ddp_model
+    if hasattr(ddp_model, "_orig_mod") or type(ddp_model).__name__ == "OptimizedModule":
+        raise TuneError("ddpscope.torch.tune: a compiled model (torch.compile): re-wrapping it in "
+                        "a new DDP per candidate would recompile it each time; tune the eager "
+                        "model, then compile the result")
+    if not isinstance(ddp, nn.parallel.DistributedDataParallel):
+        raise TuneError("ddpscope.torch.tune: expected a DistributedDataParallel model, got %s"
+                        % type(ddp_model).__name__)
+    if hasattr(ddp.module, "_orig_mod") or type(ddp.module).__name__ == "OptimizedModule":
+        raise TuneError("ddpscope.torch.tune: the wrapped module is compiled (torch.compile): "
+                        "re-wrapping it in a new DDP per candidate would recompile it each time; "
+                        "tune the eager module, then compile the result")
+    if not dist.is_initialized():
+        raise TuneError("ddpscope.torch.tune: torch.distributed is not initialized")
+    return ddp
+
+
+def _param_signature(module: nn.Module) -> tuple:
+    return tuple((id(p), tuple(p.shape), p.requires_grad) for p in module.parameters())
+
+
+def _kwargs_text(kwargs: Dict[str, Any]) -> str:
+    parts = []
+    if kwargs.get("bucket_cap_mb_list"):
+        parts.append("bucket_cap_mb_list=%s" % list(kwargs["bucket_cap_mb_list"]))
+    elif kwargs.get("bucket_cap_mb") is not None:
+        parts.append("bucket_cap_mb=%s" % _number(kwargs["bucket_cap_mb"]))
+    if kwargs.get("static_graph"):
+        parts.append("static_graph=True")
+    if kwargs.get("gradient_as_bucket_view"):
+        parts.append("gradient_as_bucket_view=True")
+    return ", ".join(parts)
+
+
+def _number(x: float) -> str:
+    return ("%.6g" % x) if x != int(x) else str(int(x))
+
+
+# ---- steps and their times ----
+
+class _Runner:
+    """Runs training steps on a wrapper, timing each (wall clock on CPU, CUDA events on GPU),
+    and checks that the parameters stay the same tensors."""
+
+    def __init__(self, module: nn.Module, train_step: Callable[[Any], Any], cuda: bool):
+        self.module = module
+        self.train_step = train_step
+        self.cuda = cuda
+        self.signature = _param_signature(module)
+        self.steps = 0
+
+    def run(self, model: Any, n: int, timed: bool) -> List[int]:
+        events = []
+        times: List[int] = []
+        for _ in range(n):
+            if self.cuda:
+                start = torch.cuda.Event(enable_timing=True)
+                end = torch.cuda.Event(enable_timing=True)
+                start.record()
+                self.train_step(model)
+                end.record()
+                events.append((start, end))
+            else:
+                t0 = time.perf_counter_ns()
+                self.train_step(model)
+                times.append(time.perf_counter_ns() - t0)
+            self.steps += 1
+            if _param_signature(self.module) != self.signature:
+                raise TuneError("ddpscope.torch.tune: the module's parameters changed during a "
+                                "step (added, removed, replaced or reshaped): a DDP wrapper "
+                                "built before cannot reduce them; tune a job whose parameters "
+                                "stay the same")
+        if self.cuda:
+            torch.cuda.synchronize()
+            times = [int(s.elapsed_time(e) * 1e6) for s, e in events]
+        return times if timed else []
+
+
+def _bucket_count(ddp: Any) -> Optional[int]:
+    """How many buckets DDP itself reports (its logging data, after the rebuild)."""
+    try:
+        data = ddp._get_ddp_logging_data()
+    except Exception:  # noqa: BLE001 - logging data is best effort
+        return None
+    sizes = data.get("rebuilt_bucket_sizes") or data.get("bucket_sizes")
+    return len(str(sizes).split(",")) if sizes else None
+
+
+# ---- the proposal ----
+
+def _candidate(label: str, kwargs: Dict[str, Any], predicted_ns: Optional[int], current: bool,
+               num_buckets: Optional[int] = None) -> Dict[str, Any]:
+    tuned = {k: kwargs.get(k) for k in _TUNED if k in kwargs}
+    return {"label": label, "current": current, "ddp_kwargs": tuned, "kwargs": _kwargs_text(tuned),
+            "predicted_step_ms": None if predicted_ns is None else predicted_ns / 1e6,
+            "predicted_buckets": num_buckets}
+
+
+def _propose(base: Dict[str, Any], trace: str, module: nn.Module, example: Any,
+             max_candidates: int, static_ok: bool, cluster: Optional[str],
+             record_steps: int) -> tuple:
+    """(candidates, note) on rank 0: plan --trace on the recorded run."""
+    from .export import ExportError
+
+    try:
+        model = _api.Model.from_torch(copy.deepcopy(module), example, name=type(module).__name__)
+    except (ExportError, RuntimeError, TypeError) as e:
+        return None, "not predicted: the module could not be exported (%s)" % e
+    settings: Dict[str, Any] = {"trace": trace}
+    if cluster is not None:
+        settings.update(_api._cluster_settings(cluster))
+    try:
+        plan = _api._core.plan(_api._core_settings(model.settings(), _api._settings(settings)))
+    except Exception as e:  # noqa: BLE001 - the planner's refusal becomes the report's note
+        return None, "not predicted: ddpscope plan refused the recorded run (%s)" % e
+    out = []
+    has_list = _has_list()
+    for c in plan["candidates"]:
+        kw = dict(c["ddp_kwargs"])
+        if kw.get("bucket_cap_mb_list") and not has_list:
+            continue
+        if kw.get("static_graph") and not base["static_graph"] and not static_ok:
+            continue
+        if c["current"]:
+            kw = {k: base.get(k) for k in _TUNED if k in base}
+        else:
+            kw.setdefault("bucket_cap_mb", None)
+        out.append(_candidate(c["label"], kw, c["predicted_step_ns"], bool(c["current"]),
+                              c["num_buckets"]))
+    if not any(c["current"] for c in out):
+        out.insert(0, _candidate("current", base, None, True))
+    current = [c for c in out if c["current"]][:1]
+    others = [c for c in out if not c["current"]][:max_candidates]
+    return current + others, ("predicted by ddpscope plan --trace on the %d recorded steps "
+                              "(cluster %s)" % (record_steps, plan["cluster"]))
+
+
+def _fallback(base: Dict[str, Any], max_candidates: int) -> List[Dict[str, Any]]:
+    out = [_candidate("current", base, None, True)]
+    for cap in _FALLBACK_CAPS:
+        if len(out) > max_candidates:
+            break
+        if cap == base.get("bucket_cap_mb") and not base.get("bucket_cap_mb_list"):
+            continue
+        kw = dict(base, bucket_cap_mb=cap, bucket_cap_mb_list=None)
+        out.append(_candidate("default" if cap is None else "bucket_cap_mb=%s" % _number(cap),
+                              kw, None, False))
+    return out
+
+
+def _user_candidates(base: Dict[str, Any], given: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    out = [_candidate("current", base, None, True)]
+    for i, c in enumerate(given):
+        if not isinstance(c, dict) or not c:
+            raise TuneError("ddpscope.torch.tune: candidates[%d]: expected a dict of DDP keyword "
+                            "arguments (%s), got %r" % (i, ", ".join(_TUNED), c))
+        unknown = sorted(set(c) - set(_TUNED))
+        if unknown:
+            raise TuneError("ddpscope.torch.tune: candidates[%d]: %s cannot be tuned (only %s)"
+                            % (i, ", ".join(unknown), ", ".join(_TUNED)))
+        if c.get("bucket_cap_mb_list") and not _has_list():
+            raise TuneError("ddpscope.torch.tune: candidates[%d]: bucket_cap_mb_list needs a "
+                            "torch whose DistributedDataParallel takes it (this is %s)"
+                            % (i, torch.__version__))
+        kw = dict(base)
+        kw.update(c)
+        if c.get("bucket_cap_mb") is not None and "bucket_cap_mb_list" not in c:
+            kw["bucket_cap_mb_list"] = None
+        out.append(_candidate(_kwargs_text(kw) or "default", kw, None, False))
+    return out
+
+
+# ---- the decision ----
+
+def _sign_test_p(wins: int, n: int) -> float:
+    """P(X >= wins) for X ~ Binomial(n, 1/2): the one-sided exact sign test's p-value."""
+    return sum(math.comb(n, k) for k in range(wins, n + 1)) / float(2 ** n)
+
+
+def _decide(candidates: List[Dict[str, Any]], per_round: List[List[float]], control: List[float],
+            alpha: float, min_gain: float) -> Dict[str, Any]:
+    """per_round[c][r]: candidate c's median step in round r (ns); control[r]: the current
+    settings' second block. Fills each candidate's measured figures; returns the decision."""
+    rounds = len(control)
+    current = per_round[0]
+    noise = statistics.median(abs(control[r] / current[r] - 1.0) for r in range(rounds))
+    needed = next((w for w in range(rounds + 1) if _sign_test_p(w, rounds) <= alpha), None)
+    best, best_gain = 0, 0.0
+    for i, c in enumerate(candidates):
+        ratios = [per_round[i][r] / current[r] for r in range(rounds)]
+        wins = sum(1 for x in ratios if x < 1.0)
+        gain = 1.0 - statistics.median(ratios)
+        p = _sign_test_p(wins, rounds)
+        c["measured_step_ms"] = statistics.median(per_round[i]) / 1e6
+        c["round_step_ms"] = [x / 1e6 for x in per_round[i]]
+        c["ratio_to_current"] = ratios
+        c["median_ratio"] = statistics.median(ratios)
+        c["gain_percent"] = 100.0 * gain
+        c["rounds_faster"] = wins
+        c["p_value"] = 1.0 if c["current"] else p
+        c["eligible"] = (not c["current"] and p <= alpha and gain > noise and gain > min_gain)
+        if c["eligible"] and gain > best_gain:
+            best, best_gain = i, gain
+    for i, c in enumerate(candidates):
+        c["chosen"] = i == best
+    chosen = candidates[best]
+    if best != 0:
+        reason = ("%s was faster than the current settings in %d of %d rounds (one-sided sign "
+                  "test p = %.4f <= %g) by a median %.1f %%, above the noise floor of %.1f %%"
+                  % (chosen["label"], chosen["rounds_faster"], rounds, chosen["p_value"], alpha,
+                     100.0 * best_gain, 100.0 * noise))
+        confidence = 1.0 - chosen["p_value"]
+    else:
+        runner_up = max(candidates[1:], key=lambda c: c["gain_percent"], default=None)
+        reason = "kept the current settings: "
+        if runner_up is None:
+            reason += "nothing else to try"
+        else:
+            gain = runner_up["gain_percent"]
+            reason += ("no candidate beat them in enough rounds (the sign test at alpha %g needs "
+                       "%s of %d) by more than the noise floor of %.1f %%%s; the best, %s, was "
+                       "faster in %d of %d rounds and %s by a median %.1f %%"
+                       % (alpha, "%d" % needed if needed is not None else "more rounds than",
+                          rounds, 100.0 * noise,
+                          " and min_gain %.1f %%" % (100.0 * min_gain) if min_gain > 0 else "",
+                          runner_up["label"], runner_up["rounds_faster"], rounds,
+                          "faster" if gain >= 0 else "slower", abs(gain)))
+        confidence = None
+    return {"switched": best != 0, "chosen": best, "reason": reason,
+            "test": "one-sided exact sign test on paired per-round ratios (candidate median "
+                    "step / current median step, same round)",
+            "alpha": alpha, "rounds": rounds, "rounds_needed": needed, "min_gain": min_gain,
+            "noise_floor_percent": 100.0 * noise,
+            "noise_floor": "median over rounds of |control / current - 1|: the current settings "
+                           "timed twice per round",
+            "confidence": confidence}
+
+
+# ---- the call ----
+
+def tune(ddp_model: Any, train_step: Callable[[Any], Any], *, optimizer: Any = None,
+         candidates: Optional[Sequence[Dict[str, Any]]] = None, max_candidates: int = 3,
+         rounds: int = 8, steps_per_block: int = 4, warmup_steps: int = 2,
+         record_steps: int = 6, alpha: float = 0.05, min_gain: float = 0.0,
+         report: Optional[str] = "ddpscope-tune.json", cluster: Optional[str] = None,
+         example_inputs: Any = None) -> TuneResult:
+    """Finds the fastest DDP layout for this job by measuring it, and continues with it.
+
+    ``train_step(model)`` runs one full training step (its own batch, forward, backward,
+    optimizer step; ``model.no_sync()`` for accumulation is fine) on the DDP model it is given:
+    tune calls it on each candidate wrapper, so it must not capture ``ddp_model`` itself. Every
+    rank calls ``tune`` with the same arguments. Returns a :class:`TuneResult`; continue training
+    with ``result.model``.
+
+    ``candidates``: the DDP keyword arguments to try instead of the proposal (dicts of
+    ``bucket_cap_mb``, ``bucket_cap_mb_list``, ``gradient_as_bucket_view``, ``static_graph``);
+    ``max_candidates``: how many proposed layouts besides the current settings. ``rounds`` x
+    (candidates + 2) blocks of ``steps_per_block`` steps are measured after ``warmup_steps`` per
+    wrapper and ``record_steps`` (after 2 warm-up steps) for the proposal. ``alpha``: the sign
+    test's level; ``min_gain``: the smallest median gain (a fraction) worth switching for.
+    ``report``: where rank 0 writes the JSON report (None: not written). ``cluster``: a
+    built-in cluster or cluster file for the prediction instead of the run's own calibration.
+    ``example_inputs``: one batch for exporting the model (default: the first tensor the
+    recorded forward took). Raises :class:`TuneError` naming why a job cannot be tuned."""
+    t_start = time.perf_counter()
+    ddp = _check_tunable(ddp_model)
+    if not callable(train_step):
+        raise TuneError("ddpscope.torch.tune: train_step: expected a function of the DDP model "
+                        "that runs one training step, got %s" % type(train_step).__name__)
+    for name, value, least in (("rounds", rounds, 1), ("steps_per_block", steps_per_block, 2),
+                               ("warmup_steps", warmup_steps, 0), ("record_steps", record_steps, 1),
+                               ("max_candidates", max_candidates, 0)):
+        if not isinstance(value, int) or value < least:
+            raise TuneError("ddpscope.torch.tune: %s: expected an integer >= %d, got %r"
+                            % (name, least, value))
+    if not 0 < alpha < 1:
+        raise TuneError("ddpscope.torch.tune: alpha: expected 0 < alpha < 1, got %r" % (alpha,))
+    hook = _comm_hook(ddp)
+    module = ddp.module
+    base = _base_kwargs(ddp)
+    cuda = any(p.is_cuda for p in module.parameters())
+    group = ddp.process_group
+    rank = dist.get_rank()
+    world = dist.get_world_size(group)
+    gloo = group if str(dist.get_backend(group)) == "gloo" else dist.new_group(backend="gloo")
+    runner = _Runner(module, train_step, cuda)
+
+    def wrap(kwargs: Dict[str, Any]) -> Any:
+        kw = {k: v for k, v in kwargs.items() if v is not None or k in ("device_ids",)}
+        if not kw.get("bucket_cap_mb_list"):
+            kw.pop("bucket_cap_mb_list", None)
+        w = nn.parallel.DistributedDataParallel(module, **kw)
+        if hook is not None:
+            w.register_comm_hook(hook[1], hook[0])
+        return w
+
+    # 1. Record (on a copy of the wrapper: the recorder's hook stays on what it recorded).
+    steps: Dict[str, int] = {}
+    note = None
+    proposal = None
+    if candidates is None:
+        captured: List[Any] = [example_inputs]
+        recorder_ddp = wrap(base)
+
+        def capture(mod: Any, inputs: Any) -> None:
+            if captured[0] is None:
+                first = next((x for x in inputs if isinstance(x, torch.Tensor)), None)
+                if first is not None:
+                    captured[0] = first.detach().clone()
+
+        handle = recorder_ddp.register_forward_pre_hook(capture)
+        used: List[frozenset] = []
+        ready: set = set()
+        nodes = []
+        handles = []
+        for i, p in enumerate(module.parameters()):
+            if p.requires_grad:
+                node = p.expand_as(p).grad_fn.next_functions[0][0]
+                nodes.append(node)
+                handles.append(node.register_hook(lambda *unused, i=i: ready.add(i)))
+        tmp = tempfile.mkdtemp(prefix="ddpscope-tune-")
+        trace = os.path.join(tmp, "record.json")
+        runner.run(recorder_ddp, 2, timed=False)
+        with record(recorder_ddp, path=trace, optimizer=optimizer, warmup=0):
+            for _ in range(record_steps):
+                ready.clear()
+                runner.run(recorder_ddp, 1, timed=False)
+                used.append(frozenset(ready))
+        handle.remove()
+        for h in handles:
+            h.remove()
+        del recorder_ddp, nodes
+        steps["record"] = 2 + record_steps
+        static_ok = len(set(used)) == 1
+        if rank == 0:
+            if captured[0] is None:
+                proposal, note = None, "not predicted: the forward took no tensor to export with"
+            else:
+                proposal, note = _propose(base, trace, module, captured[0], max_candidates,
+                                          static_ok, cluster, record_steps)
+            if proposal is None:
+                proposal = _fallback(base, max_candidates)
+                note += "; measuring the default and caps 5 and 100 instead"
+        shared = [proposal, note]
+        dist.broadcast_object_list(shared, src=0, group=gloo)
+        proposal, note = shared
+        shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        proposal = _user_candidates(base, candidates)
+        note = "given by the caller (not predicted)"
+        steps["record"] = 0
+
+    # 2. One wrapper per candidate; the current settings are the user's own object.
+    wrappers = []
+    for c in proposal:
+        if c["current"]:
+            wrappers.append(ddp)
+        else:
+            kw = dict(base)
+            kw.update(c["ddp_kwargs"])
+            try:
+                wrappers.append(wrap(kw))
+            except (TypeError, ValueError, RuntimeError, AssertionError) as e:
+                raise TuneError("ddpscope.torch.tune: DistributedDataParallel(%s) failed: %s"
+                                % (c["kwargs"] or "defaults", e)) from e
+    for c, w in zip(proposal, wrappers):
+        runner.run(w, warmup_steps, timed=False)
+        c["buckets"] = _bucket_count(w)
+    steps["warmup"] = warmup_steps * len(wrappers)
+
+    # 3. Interleaved rounds, the order rotated each round; index len(proposal) is the control.
+    n = len(proposal)
+    order = list(range(n)) + [0]
+    slots = list(range(n + 1))
+    times: List[List[List[int]]] = [[[] for _ in range(rounds)] for _ in range(n + 1)]
+    for r in range(rounds):
+        k = r % len(slots)
+        for slot in slots[k:] + slots[:k]:
+            t = runner.run(wrappers[order[slot]], steps_per_block, timed=True)
+            times[slot][r] = t[1:]
+    steps["measured"] = rounds * (n + 1) * steps_per_block
+    # The slowest rank's time of every step.
+    flat = torch.tensor([x for slot in times for rt in slot for x in rt], dtype=torch.float64)
+    dist.all_reduce(flat, op=dist.ReduceOp.MAX, group=gloo)
+    it = iter(flat.tolist())
+    for slot in times:
+        for r in range(rounds):
+            slot[r] = [next(it) for _ in slot[r]]
+
+    # 4. Rank 0 decides; every rank takes its decision.
+    doc = None
+    if rank == 0:
+        per_round = [[statistics.median(times[i][r]) for r in range(rounds)] for i in range(n)]
+        control = [statistics.median(times[n][r]) for r in range(rounds)]
+        decision = _decide(proposal, per_round, control, alpha, min_gain)
+        chosen = proposal[decision["chosen"]]
+        kwargs = chosen["kwargs"]
+        decision["paste"] = "DistributedDataParallel(model%s)" % (", " + kwargs if kwargs else "")
+        decision["control_step_ms"] = statistics.median(control) / 1e6
+        steps["total"] = sum(steps.values())
+        doc = {"format": REPORT_FORMAT, "version": REPORT_VERSION, "torch": torch.__version__,
+               "world_size": world, "backend": str(dist.get_backend(group)),
+               "device": "cuda" if cuda else "cpu",
+               "timing": "CUDA events on the current stream" if cuda else "wall clock",
+               "model": type(module).__name__,
+               "settings": {"rounds": rounds, "steps_per_block": steps_per_block,
+                            "untimed_steps_per_block": 1, "warmup_steps": warmup_steps,
+                            "record_steps": record_steps, "max_candidates": max_candidates},
+               "prediction": note, "candidates": proposal, "decision": decision,
+               "steps": steps, "seconds": time.perf_counter() - t_start}
+    shared = [doc]
+    dist.broadcast_object_list(shared, src=0, group=gloo)
+    doc = shared[0]
+    if rank == 0 and report is not None:
+        with open(os.fspath(report), "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=1)
+            f.write("\n")
+    chosen_model = wrappers[doc["decision"]["chosen"]]
+    wrappers.clear()  # the other wrappers (and their buckets) go with their last reference
+    if gloo is not group:
+        dist.destroy_process_group(gloo)
+    return TuneResult(chosen_model, doc)

@@ -1,0 +1,330 @@
+#!/usr/bin/env python3
+"""Real DDP jobs on gloo (CPU) for ddpscope.torch.tune's tests and measurements.
+
+    tune_job.py OUT_DIR --case CASE [--world 2] [--model NAME] [--steps N] [...]
+
+Cases (rank 0 writes OUT_DIR/result.json):
+  poor      a deep, thin MLP (hundreds of small gradient tensors) started with
+            bucket_cap_mb=0.0001: one bucket, one gloo allreduce per tensor. The planner
+            proposes; tune must move to a layout with far fewer buckets.
+  nothing   the same model at DDP's defaults, against given candidates that are far worse
+            (bucket_cap_mb=0.0001): tune must keep its settings. Also a one-tensor model with
+            the proposal: nothing else to try.
+  equal     a model with a BatchNorm (buffers), an unused branch (find_unused_parameters=True)
+            and 2-micro-batch gradient accumulation (no_sync): N steps untuned, and the same N
+            steps with tune in the middle (its steps count), from the same weights and data;
+            the parameters and buffers after both, compared bitwise.
+  refuse    each refusal: a compiled model, a stateful communication hook, parameters that
+            change between steps, a model that is not DDP, bad arguments.
+  measure   (the measurements of docs/tuning.md) --model mlp-wide|resnet18|gpt2-small: tune from
+            DDP's defaults, then --steps steps with what tune chose, interleaved with the same
+            steps untuned (A B A B, --repeats pairs), rank 0 writes every step time.
+Every case records, per rank, the chosen wrapper's DDP settings and bucket sizes, so the test
+can check that all ranks continue with the same ones.
+"""
+
+import argparse
+import json
+import os
+import socket
+import time
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn as nn
+
+import ddpscope.torch
+
+
+class Deep(nn.Module):
+    """`depth` Linear(width, width) layers: 2·depth small gradient tensors."""
+
+    def __init__(self, depth=150, width=128):
+        super().__init__()
+        torch.manual_seed(7)
+        self.layers = nn.Sequential(*[nn.Sequential(nn.Linear(width, width), nn.Tanh())
+                                      for _ in range(depth)])
+
+    def forward(self, x):
+        return self.layers(x)
+
+
+class WithUnused(nn.Module):
+    """A BatchNorm (running-stat buffers) and a branch never used (find_unused_parameters)."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(11)
+        self.a = nn.Linear(64, 128)
+        self.bn = nn.BatchNorm1d(128)
+        self.b = nn.Linear(128, 128)
+        self.c = nn.Linear(128, 10)
+        self.unused = nn.Linear(128, 128)
+
+    def forward(self, x):
+        return self.c(torch.relu(self.b(torch.relu(self.bn(self.a(x))))))
+
+
+class Batches:
+    """Deterministic batches by global step index, per rank: the tuned and untuned runs see the
+    same data in the same order."""
+
+    def __init__(self, rank, shape, classes, seed=100):
+        self.rank, self.shape, self.classes, self.seed = rank, shape, classes, seed
+        self.step = 0
+
+    def next(self):
+        g = torch.Generator().manual_seed(self.seed + 1000 * self.rank + self.step)
+        self.step += 1
+        x = torch.randn(*self.shape, generator=g)
+        y = torch.randint(0, self.classes, (self.shape[0],), generator=g)
+        return x, y
+
+
+def make_step(optimizer, data, loss_fn=None, micro=1):
+    loss_fn = loss_fn or nn.MSELoss()
+
+    def step(model):
+        optimizer.zero_grad(set_to_none=True)
+        for m in range(micro):
+            x, y = data.next()
+            out = model(x)
+            target = y if isinstance(loss_fn, nn.CrossEntropyLoss) else torch.zeros_like(out)
+            if m + 1 < micro:
+                with model.no_sync():
+                    loss_fn(out, target).backward()
+            else:
+                loss_fn(out, target).backward()
+        optimizer.step()
+    return step
+
+
+def ddp_state(model):
+    """What a rank continues with: the tuned settings and DDP's own bucket sizes."""
+    logging = model._get_ddp_logging_data()
+    return {"bucket_bytes_cap": int(model.bucket_bytes_cap),
+            "gradient_as_bucket_view": bool(model.gradient_as_bucket_view),
+            "static_graph": bool(getattr(model, "static_graph", False)),
+            "bucket_sizes": logging.get("rebuilt_bucket_sizes") or logging.get("bucket_sizes")}
+
+
+def gather(state):
+    states = [None] * dist.get_world_size()
+    dist.all_gather_object(states, state)
+    return states
+
+
+def case_poor(rank, args):
+    model = Deep()
+    ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.0001)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    data = Batches(rank, (8, 128), 10)
+    step = make_step(opt, data)
+    result = ddpscope.torch.tune(ddp, step, optimizer=opt, rounds=6, steps_per_block=3,
+                                 report=os.path.join(args.out, "report.json"))
+    return {"switched": result.switched, "same_object": result.model is ddp,
+            "ranks": gather(ddp_state(result.model)), "paste": result.paste,
+            "initial_buckets": len(ddp._get_ddp_logging_data()["rebuilt_bucket_sizes"].split(","))}
+
+
+def case_nothing(rank, args):
+    ddp = nn.parallel.DistributedDataParallel(Deep())
+    opt = torch.optim.SGD(ddp.module.parameters(), lr=0.01)
+    step = make_step(opt, Batches(rank, (8, 128), 10))
+    worse = ddpscope.torch.tune(ddp, step, candidates=[{"bucket_cap_mb": 0.0001}], rounds=6,
+                                steps_per_block=3, report=os.path.join(args.out, "report.json"))
+    one = nn.parallel.DistributedDataParallel(nn.Linear(256, 256))
+    opt1 = torch.optim.SGD(one.module.parameters(), lr=0.01)
+    single = ddpscope.torch.tune(one, make_step(opt1, Batches(rank, (8, 256), 10)), rounds=2,
+                                 steps_per_block=2, report=os.path.join(args.out, "single.json"))
+    return {"switched": worse.switched, "same_object": worse.model is ddp,
+            "ranks": gather(ddp_state(worse.model)),
+            "single_switched": single.switched, "single_same_object": single.model is one,
+            "single_candidates": len(single.report["candidates"]),
+            "single_reason": single.report["decision"]["reason"]}
+
+
+def _equal_job(rank, tuned):
+    model = WithUnused()
+    ddp = nn.parallel.DistributedDataParallel(model, find_unused_parameters=True,
+                                              bucket_cap_mb=0.01)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    data = Batches(rank, (16, 64), 10)
+    step = make_step(opt, data, nn.CrossEntropyLoss(), micro=2)
+    total = 0
+    if tuned:
+        result = ddpscope.torch.tune(ddp, step, optimizer=opt, rounds=2, steps_per_block=2,
+                                     warmup_steps=1, record_steps=2, report=None,
+                                     candidates=[{"bucket_cap_mb": 25},
+                                                 {"bucket_cap_mb": 25,
+                                                  "gradient_as_bucket_view": True}])
+        total = result.report["steps"]["total"] if rank == 0 else None
+        total = gather(total)[0]
+        ddp = result.model
+    steps_done = total
+    for _ in range(40 - steps_done):
+        step(ddp)
+    return model, total
+
+
+def case_equal(rank, args):
+    plain, _ = _equal_job(rank, tuned=False)
+    tuned, spent = _equal_job(rank, tuned=True)
+    same = [name for (name, a), (_, b) in zip(plain.state_dict().items(),
+                                              tuned.state_dict().items()) if not torch.equal(a, b)]
+    diffs = [float((a.float() - b.float()).abs().max()) for a, b in
+             zip(plain.state_dict().values(), tuned.state_dict().values())]
+    moved = not torch.equal(WithUnused().a.weight, plain.a.weight)
+    return {"differing": gather(same), "max_abs_diff": max(diffs), "trained": moved,
+            "tuning_steps": spent, "unused_grad_none": tuned.unused.weight.grad is None}
+
+
+def case_refuse(rank, args):
+    out = {}
+
+    def refusal(name, fn):
+        try:
+            fn()
+            out[name] = None
+        except ddpscope.torch.TuneError as e:
+            out[name] = str(e)
+
+    model = Deep(depth=4)
+    ddp = nn.parallel.DistributedDataParallel(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    step = make_step(opt, Batches(rank, (8, 128), 10))
+    if hasattr(torch, "compile") and int(torch.__version__.split(".")[0]) >= 2:
+        compiled = torch.compile(ddp)
+    else:  # torch 1.13 has no torch.compile: what it returns, an OptimizedModule with _orig_mod
+        compiled = type("OptimizedModule", (nn.Module,), {})()
+        compiled._orig_mod = ddp
+    refusal("compiled", lambda: ddpscope.torch.tune(compiled, step))
+    refusal("not_ddp", lambda: ddpscope.torch.tune(model, step))
+    refusal("rounds", lambda: ddpscope.torch.tune(ddp, step, rounds=0))
+    refusal("candidate_key", lambda: ddpscope.torch.tune(ddp, step, candidates=[{"lr": 1}]))
+
+    from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powersgd
+    hooked = nn.parallel.DistributedDataParallel(Deep(depth=4))
+    state = powersgd.PowerSGDState(process_group=None, matrix_approximation_rank=1,
+                                   start_powerSGD_iter=2)
+    hooked.register_comm_hook(state, powersgd.powerSGD_hook)
+    refusal("stateful_hook", lambda: ddpscope.torch.tune(hooked, step))
+
+    growing = Deep(depth=4)
+    gddp = nn.parallel.DistributedDataParallel(growing)
+    gopt = torch.optim.SGD(growing.parameters(), lr=0.01)
+    inner = make_step(gopt, Batches(rank, (8, 128), 10))
+    calls = [0]
+
+    def grows(m):
+        inner(m)
+        calls[0] += 1
+        if calls[0] == 3:
+            growing.extra = nn.Parameter(torch.zeros(4))
+
+    refusal("parameters_change", lambda: ddpscope.torch.tune(
+        gddp, grows, candidates=[{"bucket_cap_mb": 1}], rounds=2, steps_per_block=2, report=None))
+    return out
+
+
+def case_measure(rank, args):
+    """Tune from DDP's defaults, then A B A B: `steps` tuned steps against `steps` untuned."""
+    import ddpscope.export  # noqa: F401 (zoo-like builders below)
+    torch.set_num_threads(1)
+    module, shape, classes, loss = build(args.model)
+    ddp = nn.parallel.DistributedDataParallel(module)
+    opt = torch.optim.SGD(module.parameters(), lr=1e-3)
+    data = Batches(rank, shape, classes)
+    step = make_step(opt, data, loss)
+    t0 = time.perf_counter()
+    result = ddpscope.torch.tune(ddp, step, optimizer=opt,
+                                 report=os.path.join(args.out, "report.json"))
+    tune_seconds = time.perf_counter() - t0
+    runs = []
+    for k in range(args.repeats):
+        for mode in ("default", "tuned"):
+            model = ddp if mode == "default" else result.model
+            for _ in range(2):
+                step(model)
+            times = []
+            for _ in range(args.steps):
+                dist.barrier()
+                t = time.perf_counter_ns()
+                step(model)
+                times.append(time.perf_counter_ns() - t)
+            t = torch.tensor(times, dtype=torch.float64)
+            dist.all_reduce(t, op=dist.ReduceOp.MAX)
+            runs.append({"mode": mode, "repeat": k, "step_ns": t.tolist()})
+    return {"model": args.model, "tune_seconds": tune_seconds, "switched": result.switched,
+            "paste": result.paste, "runs": runs, "ranks": gather(ddp_state(result.model))}
+
+
+def build(name):
+    """(module, input shape, classes, loss) for the measured models, as ddpscope's zoo has them."""
+    torch.manual_seed(0)
+    if name == "mlp-wide":
+        layers = [nn.Linear(1024, 4096), nn.ReLU()]
+        for _ in range(4):
+            layers += [nn.Linear(4096, 4096), nn.ReLU()]
+        layers += [nn.Linear(4096, 1000)]
+        return nn.Sequential(*layers), (32, 1024), 1000, nn.CrossEntropyLoss()
+    if name == "resnet18":
+        import torchvision
+        return torchvision.models.resnet18(), (16, 3, 224, 224), 1000, nn.CrossEntropyLoss()
+    if name == "gpt2-small":
+        from transformers import GPT2Config, GPT2Model
+
+        class Lm(nn.Module):
+            def __init__(self):
+                super().__init__()
+                cfg = GPT2Config(n_layer=4, n_embd=256, n_head=4, vocab_size=8192, n_positions=128)
+                self.body = GPT2Model(cfg)
+                self.head = nn.Linear(256, 8192, bias=False)
+
+            def forward(self, x):
+                return self.head(self.body(inputs_embeds=x).last_hidden_state).mean(dim=1)
+
+        return Lm(), (8, 128, 256), 8192, nn.CrossEntropyLoss()
+    raise SystemExit("unknown model %r" % name)
+
+
+CASES = {"poor": case_poor, "nothing": case_nothing, "equal": case_equal, "refuse": case_refuse,
+         "measure": case_measure}
+
+
+def worker(rank, args):
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(args.port)
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    dist.init_process_group("gloo", rank=rank, world_size=args.world)
+    if args.case != "measure":
+        torch.set_num_threads(1)
+    result = CASES[args.case](rank, args)
+    if rank == 0:
+        result["torch"] = torch.__version__
+        result["world_size"] = args.world
+        with open(os.path.join(args.out, "result.json"), "w") as f:
+            json.dump(result, f, indent=1)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser()
+    p.add_argument("out")
+    p.add_argument("--case", required=True, choices=sorted(CASES))
+    p.add_argument("--world", type=int, default=2)
+    p.add_argument("--model", default="mlp-wide")
+    p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--repeats", type=int, default=3)
+    args = p.parse_args()
+    args.port = free_port()
+    os.makedirs(args.out, exist_ok=True)
+    mp.spawn(worker, args=(args,), nprocs=args.world)
