@@ -73,6 +73,22 @@ def _supported_types():
     return types
 
 
+def _is_conv1d_linear(module):
+    """transformers' Conv1D (GPT-2's attention and MLP projections): a Linear whose weight is
+    stored transposed ([in, out], `nf` outputs); it costs what a Linear of those sizes costs."""
+    weight = getattr(module, "weight", None)
+    return (type(module).__name__ == "Conv1D" and isinstance(getattr(module, "nf", None), int)
+            and isinstance(weight, torch.Tensor) and weight.dim() == 2
+            and weight.shape[1] == module.nf)
+
+
+def _linear_sizes(module):
+    """(in_features, out_features, has bias) of an nn.Linear or a transformers Conv1D."""
+    if isinstance(module, nn.Linear):
+        return module.in_features, module.out_features, module.bias is not None
+    return int(module.weight.shape[0]), int(module.nf), getattr(module, "bias", None) is not None
+
+
 def _param_free_types():
     return {
         nn.ReLU: "ReLU", nn.ReLU6: "ReLU6", nn.GELU: "GELU", nn.Tanh: "Tanh",
@@ -160,10 +176,10 @@ def _layer_cost(module, type_, in_shape, out_shape, param_bytes):
     """(flops, activation bytes) of one forward call, at the example size (gen_zoo rules)."""
     n_in = _numel(in_shape)
     n_out = _numel(out_shape)
-    if isinstance(module, nn.Linear):
-        rows = n_out // module.out_features
-        flops = rows * (2 * module.in_features * module.out_features +
-                        (module.out_features if module.bias is not None else 0))
+    if isinstance(module, nn.Linear) or _is_conv1d_linear(module):
+        fan_in, fan_out, bias = _linear_sizes(module)
+        rows = n_out // fan_out
+        flops = rows * (2 * fan_in * fan_out + (fan_out if bias else 0))
         return flops, (n_in + n_out) * FP32_BYTES
     if isinstance(module, (nn.Conv1d, nn.Conv2d)):
         k = _numel(module.kernel_size)
@@ -201,9 +217,9 @@ def _pair(k):
 
 
 def _attrs(module):
-    if isinstance(module, nn.Linear):
-        return {"in_features": module.in_features, "out_features": module.out_features,
-                "bias": 1 if module.bias is not None else 0}
+    if isinstance(module, nn.Linear) or _is_conv1d_linear(module):
+        fan_in, fan_out, bias = _linear_sizes(module)
+        return {"in_features": fan_in, "out_features": fan_out, "bias": 1 if bias else 0}
     if isinstance(module, (nn.Conv1d, nn.Conv2d)):
         return {"in_channels": module.in_channels, "out_channels": module.out_channels,
                 "kernel_size": module.kernel_size[0], "stride": module.stride[0],
@@ -242,6 +258,8 @@ def _leaf_layers(model):
             continue
         # isinstance: subclasses (NonDynamicallyQuantizableLinear) compute what their base does.
         kind = next((t for cls, t in supported.items() if isinstance(module, cls)), None)
+        if kind is None and _is_conv1d_linear(module):
+            kind = "Linear"
         if kind is not None:
             layers.append((path, module, kind))
             for sub in module.modules():

@@ -39,6 +39,7 @@ import shutil
 import statistics
 import tempfile
 import time
+import warnings
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import torch
@@ -102,10 +103,12 @@ def _base_kwargs(ddp: Any) -> Dict[str, Any]:
         "gradient_as_bucket_view": bool(getattr(ddp, "gradient_as_bucket_view", False)),
         "static_graph": bool(getattr(ddp, "static_graph", False)),
     }
-    if hasattr(ddp, "forward_sync_buffers"):
-        kw["broadcast_buffers"] = bool(ddp.forward_sync_buffers)
-    elif hasattr(ddp, "broadcast_buffers"):
-        kw["broadcast_buffers"] = bool(ddp.broadcast_buffers)
+    # Buffers: current torch keeps forward_sync_buffers (broadcast_buffers is deprecated there);
+    # a job that syncs none keeps broadcast_buffers=False, which also skips the sync at
+    # construction (rank-local buffers stay rank-local in every candidate).
+    sync = getattr(ddp, "forward_sync_buffers", getattr(ddp, "broadcast_buffers", True))
+    if not sync:
+        kw["broadcast_buffers"] = False
     if getattr(ddp, "bucket_bytes_cap_default", False) or (
             not hasattr(ddp, "bucket_bytes_cap_default") and ddp.bucket_bytes_cap == 25 << 20):
         kw["bucket_cap_mb"] = None  # left out (torch 1.13 cannot tell 25 from left out: alike)
@@ -440,7 +443,9 @@ def tune(ddp_model: Any, train_step: Callable[[Any], Any], *, optimizer: Any = N
         kw = {k: v for k, v in kwargs.items() if v is not None or k in ("device_ids",)}
         if not kw.get("bucket_cap_mb_list"):
             kw.pop("bucket_cap_mb_list", None)
-        w = nn.parallel.DistributedDataParallel(module, **kw)
+        with warnings.catch_warnings():  # broadcast_buffers=False's deprecation (see above)
+            warnings.simplefilter("ignore", FutureWarning)
+            w = nn.parallel.DistributedDataParallel(module, **kw)
         if hook is not None:
             w.register_comm_hook(hook[1], hook[0])
         return w
@@ -514,9 +519,8 @@ def tune(ddp_model: Any, train_step: Callable[[Any], Any], *, optimizer: Any = N
             except (TypeError, ValueError, RuntimeError, AssertionError) as e:
                 raise TuneError("ddpscope.torch.tune: DistributedDataParallel(%s) failed: %s"
                                 % (c["kwargs"] or "defaults", e)) from e
-    for c, w in zip(proposal, wrappers):
+    for w in wrappers:
         runner.run(w, warmup_steps, timed=False)
-        c["buckets"] = _bucket_count(w)
     steps["warmup"] = warmup_steps * len(wrappers)
 
     # 3. Interleaved rounds, the order rotated each round; index len(proposal) is the control.
@@ -530,6 +534,8 @@ def tune(ddp_model: Any, train_step: Callable[[Any], Any], *, optimizer: Any = N
             t = runner.run(wrappers[order[slot]], steps_per_block, timed=True)
             times[slot][r] = t[1:]
     steps["measured"] = rounds * (n + 1) * steps_per_block
+    for c, w in zip(proposal, wrappers):  # DDP logs its rebuilt buckets a forward after the rebuild
+        c["buckets"] = _bucket_count(w)
     # The slowest rank's time of every step.
     flat = torch.tensor([x for slot in times for rt in slot for x in rt], dtype=torch.float64)
     dist.all_reduce(flat, op=dist.ReduceOp.MAX, group=gloo)

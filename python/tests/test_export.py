@@ -71,3 +71,31 @@ def test_from_torch_unsupported_module_names_it():
     with pytest.raises(ddpscope.export.ExportError,
                        match=r"module '1' \(Unsupported\) owns parameters scale directly"):
         ddpscope.Model.from_torch(et.unsupported_factory(), torch.randn(2, 3))
+
+
+class Conv1D(torch.nn.Module):
+    """transformers.pytorch_utils.Conv1D's layout (GPT-2's projections): weight [in, out]."""
+
+    def __init__(self, nf, nx):
+        super().__init__()
+        self.nf = nf
+        self.weight = torch.nn.Parameter(torch.randn(nx, nf) * 0.02)
+        self.bias = torch.nn.Parameter(torch.zeros(nf))
+
+    def forward(self, x):
+        out = torch.addmm(self.bias, x.view(-1, x.size(-1)), self.weight)
+        return out.view(x.size()[:-1] + (self.nf,))
+
+
+def test_from_torch_costs_a_transformers_conv1d_as_the_linear_it_is():
+    conv = ddpscope.Model.from_torch(torch.nn.Sequential(Conv1D(48, 16), torch.nn.GELU()),
+                                     torch.randn(4, 16), name="c")
+    linear = ddpscope.Model.from_torch(torch.nn.Sequential(torch.nn.Linear(16, 48),
+                                                           torch.nn.GELU()),
+                                       torch.randn(4, 16), name="c")
+    a, b = conv.to_dict()["layers"][0], linear.to_dict()["layers"][0]
+    assert a["type"] == b["type"] == "Linear"
+    assert a["attrs"] == b["attrs"] == {"in_features": 16, "out_features": 48, "bias": 1}
+    for key in ("flops", "backward_flops", "bytes"):
+        assert a[key] == b[key], key
+    assert conv.total_bytes == linear.total_bytes

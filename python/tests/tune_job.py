@@ -70,14 +70,16 @@ class Batches:
     """Deterministic batches by global step index, per rank: the tuned and untuned runs see the
     same data in the same order."""
 
-    def __init__(self, rank, shape, classes, seed=100):
+    def __init__(self, rank, shape, classes, seed=100, tokens=0):
         self.rank, self.shape, self.classes, self.seed = rank, shape, classes, seed
+        self.tokens = tokens  # > 0: inputs are token ids below it
         self.step = 0
 
     def next(self):
         g = torch.Generator().manual_seed(self.seed + 1000 * self.rank + self.step)
         self.step += 1
-        x = torch.randn(*self.shape, generator=g)
+        x = (torch.randint(0, self.tokens, self.shape, generator=g) if self.tokens
+             else torch.randn(*self.shape, generator=g))
         y = torch.randint(0, self.classes, (self.shape[0],), generator=g)
         return x, y
 
@@ -230,12 +232,11 @@ def case_refuse(rank, args):
 
 def case_measure(rank, args):
     """Tune from DDP's defaults, then A B A B: `steps` tuned steps against `steps` untuned."""
-    import ddpscope.export  # noqa: F401 (zoo-like builders below)
     torch.set_num_threads(1)
     module, shape, classes, loss = build(args.model)
     ddp = nn.parallel.DistributedDataParallel(module)
     opt = torch.optim.SGD(module.parameters(), lr=1e-3)
-    data = Batches(rank, shape, classes)
+    data = Batches(rank, shape, classes, tokens=classes if args.model == "gpt2-small" else 0)
     step = make_step(opt, data, loss)
     t0 = time.perf_counter()
     result = ddpscope.torch.tune(ddp, step, optimizer=opt,
@@ -261,17 +262,19 @@ def case_measure(rank, args):
 
 
 def build(name):
-    """(module, input shape, classes, loss) for the measured models, as ddpscope's zoo has them."""
+    """(module, input shape, classes, loss) of the measured models: mlp-wide and resnet18 as the
+    validation grid runs them (sim/validate/torch_ddp_job.py: 8 x Linear(1024, 1024), batch 16;
+    ResNet-18 on 64-pixel images, batch 8), and a small GPT-2 (transformers' GPT2Model, 4 layers,
+    256 wide, 128 tokens, an 8,192-token head; batch 8)."""
     torch.manual_seed(0)
     if name == "mlp-wide":
-        layers = [nn.Linear(1024, 4096), nn.ReLU()]
-        for _ in range(4):
-            layers += [nn.Linear(4096, 4096), nn.ReLU()]
-        layers += [nn.Linear(4096, 1000)]
-        return nn.Sequential(*layers), (32, 1024), 1000, nn.CrossEntropyLoss()
+        layers = []
+        for i in range(8):
+            layers += [nn.Linear(1024, 1024)] + ([nn.ReLU(inplace=True)] if i < 7 else [])
+        return nn.Sequential(*layers), (16, 1024), 1024, nn.MSELoss()
     if name == "resnet18":
         import torchvision
-        return torchvision.models.resnet18(), (16, 3, 224, 224), 1000, nn.CrossEntropyLoss()
+        return torchvision.models.resnet18(), (8, 3, 64, 64), 1000, nn.CrossEntropyLoss()
     if name == "gpt2-small":
         from transformers import GPT2Config, GPT2Model
 
@@ -283,9 +286,9 @@ def build(name):
                 self.head = nn.Linear(256, 8192, bias=False)
 
             def forward(self, x):
-                return self.head(self.body(inputs_embeds=x).last_hidden_state).mean(dim=1)
+                return self.head(self.body(input_ids=x).last_hidden_state).mean(dim=1)
 
-        return Lm(), (8, 128, 256), 8192, nn.CrossEntropyLoss()
+        return Lm(), (8, 128), 8192, nn.CrossEntropyLoss()
     raise SystemExit("unknown model %r" % name)
 
 
