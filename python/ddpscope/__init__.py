@@ -9,6 +9,7 @@
 
     with ddpscope.torch.record(ddp_model, path="run.json"):   # a live DDP job, every rank
         train()
+    ddp_model = ddpscope.torch.tune(ddp_model, train_step).model   # measured in the job itself
 
 Settings are the ``ddpscope`` CLI's flags as keyword arguments (``bucket_cap_mb=50`` is
 ``--bucket-cap-mb 50``); errors raise :class:`ddpscope.Error` with the CLI's message.

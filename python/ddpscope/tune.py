@@ -112,8 +112,10 @@ def _base_kwargs(ddp: Any) -> Dict[str, Any]:
     if getattr(ddp, "bucket_bytes_cap_default", False) or (
             not hasattr(ddp, "bucket_bytes_cap_default") and ddp.bucket_bytes_cap == 25 << 20):
         kw["bucket_cap_mb"] = None  # left out (torch 1.13 cannot tell 25 from left out: alike)
-    else:
-        kw["bucket_cap_mb"] = ddp.bucket_bytes_cap / float(1 << 20)
+    else:  # the MiB the user wrote when it maps to the same bytes (0.05, not 0.0499992)
+        mb = ddp.bucket_bytes_cap / float(1 << 20)
+        short = float("%.4g" % mb)
+        kw["bucket_cap_mb"] = short if int(short * (1 << 20)) == ddp.bucket_bytes_cap else mb
     config = getattr(ddp, "_bucket_config", None)
     caps = getattr(config, "per_bucket_bytes_caps", ()) if config is not None else ()
     if caps:
@@ -277,16 +279,19 @@ def _propose(base: Dict[str, Any], trace: str, module: nn.Module, example: Any,
             continue
         if c["current"]:
             kw = {k: base.get(k) for k in _TUNED if k in base}
-        else:
+        else:  # what the plan leaves out is DDP's default, not the job's setting
             kw.setdefault("bucket_cap_mb", None)
+            kw.setdefault("bucket_cap_mb_list", None)
         out.append(_candidate(c["label"], kw, c["predicted_step_ns"], bool(c["current"]),
                               c["num_buckets"]))
     if not any(c["current"] for c in out):
         out.insert(0, _candidate("current", base, None, True))
     current = [c for c in out if c["current"]][:1]
     others = [c for c in out if not c["current"]][:max_candidates]
-    return current + others, ("predicted by ddpscope plan --trace on the %d recorded steps "
-                              "(cluster %s)" % (record_steps, plan["cluster"]))
+    where = ("cpu-mpi's model calibrated on the run's own collectives"
+             if str(plan["cluster"]).startswith("calibrated:") else "cluster " + plan["cluster"])
+    return current + others, ("predicted by ddpscope plan --trace on the %d recorded steps (%s)"
+                              % (record_steps, where))
 
 
 def _fallback(base: Dict[str, Any], max_candidates: int) -> List[Dict[str, Any]]:

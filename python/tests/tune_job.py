@@ -17,8 +17,8 @@ Cases (rank 0 writes OUT_DIR/result.json):
   refuse    each refusal: a compiled model, a stateful communication hook, parameters that
             change between steps, a model that is not DDP, bad arguments.
   measure   (the measurements of docs/tuning.md) --model mlp-wide|resnet18|gpt2-small: tune from
-            DDP's defaults, then --steps steps with what tune chose, interleaved with the same
-            steps untuned (A B A B, --repeats pairs), rank 0 writes every step time.
+            DDP's defaults (or --start-cap), then --steps steps with what tune chose, interleaved
+            with the same steps untuned (A B A B, --repeats pairs), rank 0 writes every step time.
 Every case records, per rank, the chosen wrapper's DDP settings and bucket sizes, so the test
 can check that all ranks continue with the same ones.
 """
@@ -234,7 +234,8 @@ def case_measure(rank, args):
     """Tune from DDP's defaults, then A B A B: `steps` tuned steps against `steps` untuned."""
     torch.set_num_threads(1)
     module, shape, classes, loss = build(args.model)
-    ddp = nn.parallel.DistributedDataParallel(module)
+    start = {} if args.start_cap is None else {"bucket_cap_mb": args.start_cap}
+    ddp = nn.parallel.DistributedDataParallel(module, **start)
     opt = torch.optim.SGD(module.parameters(), lr=1e-3)
     data = Batches(rank, shape, classes, tokens=classes if args.model == "gpt2-small" else 0)
     step = make_step(opt, data, loss)
@@ -244,7 +245,8 @@ def case_measure(rank, args):
     tune_seconds = time.perf_counter() - t0
     runs = []
     for k in range(args.repeats):
-        for mode in ("default", "tuned"):
+        # A B, B A, A B, ...: neither setting always runs first in its pair.
+        for mode in (("default", "tuned") if k % 2 == 0 else ("tuned", "default")):
             model = ddp if mode == "default" else result.model
             for _ in range(2):
                 step(model)
@@ -265,7 +267,7 @@ def build(name):
     """(module, input shape, classes, loss) of the measured models: mlp-wide and resnet18 as the
     validation grid runs them (sim/validate/torch_ddp_job.py: 8 x Linear(1024, 1024), batch 16;
     ResNet-18 on 64-pixel images, batch 8), and a small GPT-2 (transformers' GPT2Model, 4 layers,
-    256 wide, 128 tokens, an 8,192-token head; batch 8)."""
+    256 wide, 64 tokens, a 4,096-token vocabulary and head; batch 8)."""
     torch.manual_seed(0)
     if name == "mlp-wide":
         layers = []
@@ -281,14 +283,14 @@ def build(name):
         class Lm(nn.Module):
             def __init__(self):
                 super().__init__()
-                cfg = GPT2Config(n_layer=4, n_embd=256, n_head=4, vocab_size=8192, n_positions=128)
+                cfg = GPT2Config(n_layer=4, n_embd=256, n_head=4, vocab_size=4096, n_positions=64)
                 self.body = GPT2Model(cfg)
-                self.head = nn.Linear(256, 8192, bias=False)
+                self.head = nn.Linear(256, 4096, bias=False)
 
             def forward(self, x):
                 return self.head(self.body(input_ids=x).last_hidden_state).mean(dim=1)
 
-        return Lm(), (8, 128), 8192, nn.CrossEntropyLoss()
+        return Lm(), (8, 64), 4096, nn.CrossEntropyLoss()
     raise SystemExit("unknown model %r" % name)
 
 
@@ -327,6 +329,8 @@ if __name__ == "__main__":
     p.add_argument("--model", default="mlp-wide")
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--start-cap", type=float, default=None,
+                   help="measure: the job's bucket_cap_mb before tuning (default: left out)")
     args = p.parse_args()
     args.port = free_port()
     os.makedirs(args.out, exist_ok=True)
