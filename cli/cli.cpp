@@ -46,6 +46,8 @@ const std::vector<Command>& commands() {
        runValidateCommand},
       {"import-torch", "PyTorch profiler traces of a DDP job -> ddpscope trace, buckets",
        runImportTorchCommand},
+      {"tune-report", "what ddpscope.torch.tune measured in a job and why it kept or switched",
+       runTuneReportCommand},
   };
   return kCommands;
 }

@@ -19,6 +19,7 @@ struct CommandIo {
 Status runModelsCommand(const std::vector<std::string>& args, CommandIo io);
 Status runBucketsCommand(const std::vector<std::string>& args, CommandIo io);
 Status runOverlapCommand(const std::vector<std::string>& args, CommandIo io);
+Status runTuneReportCommand(const std::vector<std::string>& args, CommandIo io);
 Status runQuickstartCommand(const std::vector<std::string>& args, CommandIo io);
 
 }  // namespace ddpscope::cli

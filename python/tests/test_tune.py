@@ -100,6 +100,14 @@ def test_nothing_helps_keeps_the_settings(nothing):
     assert result["single_reason"] == "kept the current settings: nothing else to try"
 
 
+def test_the_cli_opens_the_report(poor, nothing, cli):
+    for out, paste in ((poor[0], poor[1]["paste"]), (nothing[0], "DistributedDataParallel(model)")):
+        r = cli.run("tune-report", os.path.join(out, "report.json"))
+        assert r.returncode == 0, r.stderr
+        assert "next time: " + paste in r.stdout
+        assert "decision: " in r.stdout
+
+
 def test_reports_validate_against_the_schema(poor, nothing, schema):
     for out, name in ((poor[0], "report.json"), (nothing[0], "report.json"),
                       (nothing[0], "single.json")):
