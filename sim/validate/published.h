@@ -74,7 +74,7 @@ struct ZeroShotReport {
 StatusOr<ZeroShotReport> zeroShot(const std::vector<PublishedRow>& rows);
 
 // The report as a Markdown table (one line per row, then MAPE and the cap-to-cap signs), as the
-// README shows it.
+// docs/validation.md shows it.
 std::string formatZeroShotMarkdown(const ZeroShotReport& report);
 
 }  // namespace ddpscope::sim::validate

@@ -2,8 +2,8 @@
 // trace it leaves opens the way the GUI opens it (gui_model's loadTraceDocument: the Chrome
 // reader, the document's rows and the overlap figures). With the profiler's ring buffer
 // (--trace-iterations, default kDefaultTraceIterations) the trace holds exactly the last K
-// iterations of each rank. Peak RSS is reported in README (measured with /usr/bin/time -v), not
-// asserted here: the bound itself is asserted structurally in profiler_test.cpp.
+// iterations of each rank. Peak RSS is reported in docs/guide.md (measured with /usr/bin/time -v),
+// not asserted here: the bound itself is asserted structurally in profiler_test.cpp.
 #include <gtest/gtest.h>
 
 #include <QString>

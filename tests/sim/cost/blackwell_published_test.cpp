@@ -3,7 +3,7 @@
 // number are in the file). Bars: busbw within 10 % at >= 64 MB, time within 2x at <= 64 KiB.
 // Rows the model meets are asserted within the bar; rows it misses carry the physical reason in
 // the file and are asserted to miss in the stated direction, so a model change that moves them
-// must update the table (and the README's table) rather than pass silently.
+// must update the table (and docs/guide.md's table) rather than pass silently.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>

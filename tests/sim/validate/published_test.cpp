@@ -1,7 +1,7 @@
 // Zero-shot against published real DDP measurements (tests/data/published/): the file's schema
 // (every row typed, sourced and simulatable; bad rows rejected naming the field), then the
 // simulator's error per row, the MAPE and the cap-to-cap signs — printed, not asserted (they are
-// what the README reports; the goal is MAPE <= 10 % and every sign right).
+// what docs/validation.md reports; the goal is MAPE <= 10 % and every sign right).
 #include "sim/validate/published.h"
 
 #include <gtest/gtest.h>
@@ -109,7 +109,7 @@ TEST(PublishedTest, ZeroShotErrorPerRowAndMape) {
     sum += std::abs(z.errorPercent);
   }
   EXPECT_DOUBLE_EQ(report->mapePercent, sum / static_cast<double>(report->rows.size()));
-  // Reported, not asserted: the numbers the README's table shows.
+  // Reported, not asserted: the numbers docs/validation.md's table shows.
   std::printf("[ zero-shot ]\n%s", formatZeroShotMarkdown(*report).c_str());
 }
 
