@@ -1,15 +1,23 @@
-// All-ranks mode must stay bit-identical while its hot path is reworked for scale (issue 14):
-// 64-rank jittered runs (host running ahead and host as the stream, stragglers, contention,
-// several usage classes) are fingerprinted — the whole Chrome trace and every field of every
-// iteration summary — and compared with the fingerprints the pre-optimisation replayer produced
-// (commit b301f31). The cost models are the idealised ones of sim_test_models.h, so changes to
-// the cluster cost formulas do not move these numbers; a change here means the replayer's timing
-// changed.
+// All-ranks mode must stay bit-identical while its hot path is reworked for scale: 64-rank
+// jittered runs (host running ahead and host as the stream, stragglers, contention, several usage
+// classes) are written out as readable text — every field of every iteration summary, and per rank
+// and lane of the Chrome trace its span count, busy time and last end, then a hash of the whole
+// trace — and compared with the text files in tests/data/sim/all_ranks_golden/, first produced by
+// the pre-optimisation replayer (commit b301f31; these files hash to the fingerprints that replayer
+// gave). A failure prints the first lines that differ, so it shows what changed. The cost models
+// are the idealised ones of sim_test_models.h, so changes to the cluster cost formulas do not move
+// these numbers; a change here means the replayer's timing changed. After an intended change,
+// DDPSCOPE_UPDATE_GOLDENS=1 rewrites the files (review the diff).
 #include <gtest/gtest.h>
 
+#include <cinttypes>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -25,6 +33,9 @@ namespace {
 using testing::AlphaBetaCommModel;
 using testing::FixedComputeModel;
 
+const std::string kGoldenDir =
+    std::string(DDPSCOPE_SOURCE_DIR) + "/tests/data/sim/all_ranks_golden/";
+
 uint64_t fnv1a(std::string_view bytes, uint64_t hash = 0xcbf29ce484222325ULL) {
   for (unsigned char c : bytes) {
     hash ^= c;
@@ -33,7 +44,8 @@ uint64_t fnv1a(std::string_view bytes, uint64_t hash = 0xcbf29ce484222325ULL) {
   return hash;
 }
 
-// Every number of the summary that the replayer produces, as text.
+// Every number of the summary that the replayer produces, as compact text (the traced and the
+// metrics-only runs, and runs on different thread counts, must give the same).
 std::string summaryText(const SimSummary& s) {
   std::string out;
   auto add = [&out](int64_t v) { out += std::to_string(v) + ","; };
@@ -53,31 +65,96 @@ std::string summaryText(const SimSummary& s) {
   return out;
 }
 
-struct Fingerprint {
-  uint64_t summary = 0;
-  uint64_t trace = 0;
-};
+// The same numbers, one field per line, as the golden files hold them.
+std::string summaryReport(const SimSummary& s) {
+  std::ostringstream o;
+  o << "step_time_ns " << s.stepTime.count() << "\nfirst_iteration_ns " << s.firstIteration.count()
+    << "\nhost_stall_ns " << s.hostStall.count() << "\noverlap_percent "
+    << std::to_string(s.overlapPercent) << "\n";
+  int index = 0;
+  for (const IterationSummary& it : s.iterations) {
+    o << "iteration " << ++index << ": start " << it.start.count() << ", step "
+      << it.stepTime.count() << ", max_rank_step " << it.maxRankStepTime.count() << ", forward "
+      << it.forward.count() << ", backward " << it.backward.count() << ", optimizer "
+      << it.optimizer.count() << ", comm " << it.comm.count() << ", exposed "
+      << it.exposedComm.count() << ", overlapped " << it.overlapped.count() << ", idle "
+      << it.idle.count() << ", host_stall " << it.hostStall.count() << ", collectives "
+      << it.collectives << "\n  sequence";
+    for (const std::string& entry : it.collectiveSequence) o << " " << entry;
+    o << "\n";
+  }
+  return o.str();
+}
 
-Fingerprint fingerprint(const models::ModelSpec& model, const SimOptions& options,
-                        const ComputeModel& compute, const CommModel& comm, double contention) {
+// Per rank and lane: spans, busy time (sum of durations) and the last end; then the whole trace's
+// hash (its bytes must stay identical; the digest above it says where a change is).
+std::string traceReport(const traces::Timeline& timeline) {
+  std::ostringstream o;
+  for (size_t r = 0; r < timeline.rankCount(); ++r) {
+    const traces::RankTrack& rank = timeline.rank(r);
+    for (const traces::Lane& lane : rank.lanes) {
+      int64_t busy = 0, last = 0;
+      for (const traces::Span& span : lane.spans) {
+        busy += span.duration.count();
+        last = std::max(last, span.end().count());
+      }
+      o << "rank " << rank.rank << " " << lane.name << ": " << lane.spans.size() << " spans, busy "
+        << busy << " ns, last end " << last << " ns\n";
+    }
+  }
+  char hash[64];
+  std::snprintf(hash, sizeof(hash), "trace fnv1a 0x%016" PRIx64 "\n",
+                fnv1a(traces::chromeTraceToString(timeline)));
+  return o.str() + hash;
+}
+
+// Compares `text` with the golden file `name` (or rewrites it with DDPSCOPE_UPDATE_GOLDENS=1),
+// reporting the first differing line of each.
+void expectGolden(const std::string& name, const std::string& text) {
+  const std::string path = kGoldenDir + name;
+  if (const char* update = std::getenv("DDPSCOPE_UPDATE_GOLDENS"); update && *update == '1') {
+    std::ofstream(path) << text;
+    return;
+  }
+  std::ifstream in(path);
+  ASSERT_TRUE(in.good()) << path << ": missing (DDPSCOPE_UPDATE_GOLDENS=1 writes it)";
+  std::stringstream golden;
+  golden << in.rdbuf();
+  if (golden.str() == text) return;
+  std::istringstream want(golden.str()), got(text);
+  std::string a, b;
+  int line = 0;
+  while (true) {
+    const bool moreA = static_cast<bool>(std::getline(want, a));
+    const bool moreB = static_cast<bool>(std::getline(got, b));
+    ++line;
+    if (!moreA && !moreB) break;
+    if (!moreA || !moreB || a != b) {
+      ADD_FAILURE() << path << ":" << line << " differs\n  golden: " << (moreA ? a : "(end)")
+                    << "\n  now:    " << (moreB ? b : "(end)");
+      return;
+    }
+  }
+}
+
+void expectGoldenRun(const std::string& name, const models::ModelSpec& model,
+                     const SimOptions& options, const ComputeModel& compute, const CommModel& comm,
+                     double contention) {
   WorldLayout layout;
   layout.nodes = 8;
   layout.gpusPerNode = 8;
   StatusOr<SimResult> traced = simulateDdp(model, layout, options, compute, comm, contention);
-  EXPECT_TRUE(traced.isOk()) << traced.status().toString();
-  if (!traced.isOk()) return {};
+  ASSERT_TRUE(traced.isOk()) << traced.status().toString();
   EXPECT_EQ(traced->summary.simulatedRanks, 64);
   EXPECT_EQ(traced->timeline.rankCount(), 64);
   // The metrics-only path (what sweeps and the CLI without --trace run) gives the same summary.
   SimOptions metricsOnly = options;
   metricsOnly.recordTrace = false;
   StatusOr<SimResult> bare = simulateDdp(model, layout, metricsOnly, compute, comm, contention);
-  EXPECT_TRUE(bare.isOk()) << bare.status().toString();
-  const std::string text = summaryText(traced->summary);
-  if (bare.isOk()) {
-    EXPECT_EQ(summaryText(bare->summary), text);
-  }
-  return {fnv1a(text), fnv1a(traces::chromeTraceToString(traced->timeline))};
+  ASSERT_TRUE(bare.isOk()) << bare.status().toString();
+  EXPECT_EQ(summaryText(bare->summary), summaryText(traced->summary));
+  expectGolden(name + ".summary.txt", summaryReport(traced->summary));
+  expectGolden(name + ".trace.txt", traceReport(traced->timeline));
 }
 
 // gpt2-small's layers with uneven per-layer times (deterministic), so kernels straddle
@@ -117,9 +194,7 @@ TEST(AllRanksGoldenTest, Gpt2SmallHostAheadJitterStraggler) {
   options.seed = 7;
   options.stragglers = {{3, 0.2}, {40, 0.07}};
   options.host = gpuHost();
-  const Fingerprint fp = fingerprint(*model, options, compute, comm, 0.15);
-  EXPECT_EQ(fp.summary, 0x7ce48b366d0f73c1ULL);
-  EXPECT_EQ(fp.trace, 0x3f3f67ba4b04961cULL);
+  expectGoldenRun("gpt2_host_ahead_jitter_straggler", *model, options, compute, comm, 0.15);
 }
 
 TEST(AllRanksGoldenTest, Gpt2SmallHostIsStreamJitter) {
@@ -135,9 +210,7 @@ TEST(AllRanksGoldenTest, Gpt2SmallHostIsStreamJitter) {
   HostModel host = gpuHost();
   host.runsAhead = false;
   options.host = host;
-  const Fingerprint fp = fingerprint(*model, options, compute, comm, 0.1);
-  EXPECT_EQ(fp.summary, 0xe4e58435e8a90e32ULL);
-  EXPECT_EQ(fp.trace, 0x2f474b64153199ffULL);
+  expectGoldenRun("gpt2_host_is_stream_jitter", *model, options, compute, comm, 0.1);
 }
 
 TEST(AllRanksGoldenTest, UsageClassesFindUnusedJitter) {
@@ -153,9 +226,7 @@ TEST(AllRanksGoldenTest, UsageClassesFindUnusedJitter) {
   options.ddp.findUnusedParameters = true;
   options.ddp.setBucketCapMb(5);
   options.iterations = 5;
-  const Fingerprint fp = fingerprint(model, options, compute, comm, 0.2);
-  EXPECT_EQ(fp.summary, 0x2527c94e3c3027d3ULL);
-  EXPECT_EQ(fp.trace, 0x02affd10d98ce6e7ULL);
+  expectGoldenRun("usage_classes_find_unused_jitter", model, options, compute, comm, 0.2);
 }
 
 }  // namespace
