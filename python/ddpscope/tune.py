@@ -376,11 +376,13 @@ def _decide(candidates: List[Dict[str, Any]], per_round: List[List[float]], cont
             reason += "nothing else to try"
         else:
             gain = runner_up["gain_percent"]
-            reason += ("no candidate beat them in enough rounds (the sign test at alpha %g needs "
-                       "%s of %d) by more than the noise floor of %.1f %%%s; the best, %s, was "
+            test = ("the sign test at alpha %g needs %d of %d" % (alpha, needed, rounds)
+                    if needed is not None else
+                    "the sign test at alpha %g cannot reject with %d rounds" % (alpha, rounds))
+            reason += ("no candidate beat them in enough rounds (%s) by more than the noise "
+                       "floor of %.1f %%%s; the best, %s, was "
                        "faster in %d of %d rounds and %s by a median %.1f %%"
-                       % (alpha, "%d" % needed if needed is not None else "more rounds than",
-                          rounds, 100.0 * noise,
+                       % (test, 100.0 * noise,
                           " and min_gain %.1f %%" % (100.0 * min_gain) if min_gain > 0 else "",
                           runner_up["label"], runner_up["rounds_faster"], rounds,
                           "faster" if gain >= 0 else "slower", abs(gain)))
