@@ -531,6 +531,18 @@ def numerics(args, device):
           f"{max(result['runtime_vs_fp64']):.2e}")
 
 
+def open_device(parser, args):
+    """The device --device names (the first GPU, made current) and --out created; a parser
+    error when torch sees no GPU."""
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: torch sees no CUDA device")
+    device = torch.device("cuda", 0) if args.device == "cuda" else torch.device("cpu")
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    os.makedirs(args.out, exist_ok=True)
+    return device
+
+
 def parse_caps(text):
     caps = []
     for c in text.split(","):
@@ -572,12 +584,7 @@ def main():
             args.warmup < 0 or args.trace_steps < 0:
         p.error("--batch, --seq-len, --image-size, --rounds and --steps must be positive")
     caps = parse_caps(args.caps)
-    if args.device == "cuda" and not torch.cuda.is_available():
-        p.error("--device cuda: torch sees no CUDA device")
-    device = torch.device("cuda", 0) if args.device == "cuda" else torch.device("cpu")
-    if device.type == "cuda":
-        torch.cuda.set_device(device)
-    os.makedirs(args.out, exist_ok=True)
+    device = open_device(p, args)
     if args.numerics_from:
         if not args.numerics_summary:
             p.error("--numerics-from needs --numerics-summary")

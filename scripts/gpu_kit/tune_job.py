@@ -55,12 +55,7 @@ def main():
     p.add_argument("--steps", type=int, default=10, help="timed steps per block before/after")
     p.add_argument("--out", required=True)
     args = p.parse_args()
-    if args.device == "cuda" and not torch.cuda.is_available():
-        p.error("--device cuda: torch sees no CUDA device")
-    device = torch.device("cuda", 0) if args.device == "cuda" else torch.device("cpu")
-    if device.type == "cuda":
-        torch.cuda.set_device(device)
-    os.makedirs(args.out, exist_ok=True)
+    device = torch_job.open_device(p, args)
     autocast = torch.bfloat16 if args.dtype == "bf16" and device.type == "cuda" else None
 
     with tempfile.TemporaryDirectory() as tmp:
