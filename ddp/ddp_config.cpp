@@ -13,7 +13,6 @@ const char* boolName(bool value) {
   return value ? "true" : "false";
 }
 
-constexpr int64_t kBytesPerMiB = 1024 * 1024;
 constexpr int64_t kMaxListMiB = int64_t{1} << 42;  // keeps MiB * 2^20 far below 2^63
 
 bool isFloatDtype(models::DType dtype) {

@@ -80,6 +80,7 @@ struct DdpConfig {
   static constexpr int64_t kDefaultFirstBucketBytes = 1048576;  // dist._DEFAULT_FIRST_BUCKET_BYTES
   static constexpr int64_t kMaxBucketBytes = std::numeric_limits<int64_t>::max();  // sys.maxsize
   static constexpr int64_t kBroadcastBucketBytes = 250LL * 1024 * 1024;  // coalesced broadcasts
+  static constexpr int64_t kBytesPerMiB = 1024 * 1024;  // bucket caps are MiB (see Units)
 
   // bucket_cap_mb in MiB. bucketCapSetByUser distinguishes "left at default" (None in current
   // PyTorch) from an explicit value, which changes the limits in the current profile.

@@ -11,7 +11,7 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr double kBytesPerMiB = 1024.0 * 1024.0;
+constexpr double kBytesPerMiB = static_cast<double>(DdpConfig::kBytesPerMiB);
 
 constexpr DdpSettingSpec kSpecs[] = {
     {DdpSetting::kBucketCapMb, "bucket-cap-mb", "X",

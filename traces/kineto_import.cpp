@@ -26,19 +26,6 @@ constexpr int64_t kMaxListedRanks = 16;
 
 // Bytes per element of a Kineto "dtype" ("Float", "BFloat16", ...) or a record_shapes
 // "Input type" ("float", "c10::Half", "long int", ...). nullopt when unknown.
-std::optional<int64_t> dtypeBytes(std::string_view dtype) {
-  static const std::map<std::string_view, int64_t> kSizes = {
-      {"Float", 4},    {"float", 4},         {"float32", 4},  {"Int", 4},       {"int", 4},
-      {"int32", 4},    {"Double", 8},        {"double", 8},   {"float64", 8},   {"Long", 8},
-      {"long int", 8}, {"int64", 8},         {"Half", 2},     {"c10::Half", 2}, {"float16", 2},
-      {"BFloat16", 2}, {"c10::BFloat16", 2}, {"bfloat16", 2}, {"Short", 2},     {"short int", 2},
-      {"Byte", 1},     {"unsigned char", 1}, {"uint8", 1},    {"Char", 1},      {"signed char", 1},
-      {"int8", 1},     {"Bool", 1},          {"bool", 1},
-  };
-  auto it = kSizes.find(dtype);
-  if (it == kSizes.end()) return std::nullopt;
-  return it->second;
-}
 
 bool isIntegerDtype(std::string_view dtype) {
   return dtype == "Int" || dtype == "int" || dtype == "Long" || dtype == "long int" ||
@@ -57,7 +44,7 @@ MessageSize messageSizeFromArgs(const Args& args) {
   MessageSize size;
   if (auto dtype = args.getString("dtype")) size.dtype = std::string(*dtype);
   if (auto nelems = args.getInt("In msg nelems")) {
-    size.bytes = *nelems * dtypeBytes(size.dtype).value_or(4);
+    size.bytes = *nelems * kinetoDtypeBytes(size.dtype).value_or(4);
     return size;
   }
   auto dims = args.getString("Input Dims");
@@ -92,7 +79,7 @@ MessageSize messageSizeFromArgs(const Args& args) {
       }
     }
   }
-  size.bytes = elements * dtypeBytes(size.dtype).value_or(4);
+  size.bytes = elements * kinetoDtypeBytes(size.dtype).value_or(4);
   return size;
 }
 
@@ -651,6 +638,20 @@ class LanePlacer {
 };
 
 }  // namespace
+
+std::optional<int64_t> kinetoDtypeBytes(std::string_view dtype) {
+  static const std::map<std::string_view, int64_t> kSizes = {
+      {"Float", 4},    {"float", 4},         {"float32", 4},  {"Int", 4},       {"int", 4},
+      {"int32", 4},    {"Double", 8},        {"double", 8},   {"float64", 8},   {"Long", 8},
+      {"long int", 8}, {"int64", 8},         {"Half", 2},     {"c10::Half", 2}, {"float16", 2},
+      {"BFloat16", 2}, {"c10::BFloat16", 2}, {"bfloat16", 2}, {"Short", 2},     {"short int", 2},
+      {"Byte", 1},     {"unsigned char", 1}, {"uint8", 1},    {"Char", 1},      {"signed char", 1},
+      {"int8", 1},     {"Bool", 1},          {"bool", 1},
+  };
+  auto it = kSizes.find(dtype);
+  if (it == kSizes.end()) return std::nullopt;
+  return it->second;
+}
 
 namespace {
 

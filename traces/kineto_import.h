@@ -118,6 +118,10 @@ struct KinetoImportReport {
   std::vector<std::string> notes;  // one line each
 };
 
+// Bytes per element of a dtype as PyTorch's profiler names it in a collective's arguments
+// ("Float", "c10::BFloat16", "long int", ...); nullopt for a name it does not know.
+std::optional<int64_t> kinetoDtypeBytes(std::string_view dtype);
+
 // Reads the per-rank traces (plain or gzip) and builds the Timeline described above.
 // Metadata: source "pytorch-profiler", world_size, backend (when known), files (a JSON array
 // text, in rank order).

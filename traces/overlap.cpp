@@ -13,11 +13,6 @@ namespace ddpscope::traces {
 namespace {
 
 // Collectives that carry gradient buckets (DDP logger's "first bucket" communication).
-bool isBucketCollective(Category category) {
-  return isCommunication(category) && category != Category::kUsedMapAllreduce &&
-         category != Category::kBroadcast;
-}
-
 // ---- HTA 0.5.0's preprocessing of Kineto traces (see overlap.h) ----
 
 bool isKinetoDeviceCat(std::optional<std::string_view> cat) {

@@ -5,6 +5,7 @@
 #include <map>
 #include <string_view>
 
+#include "traces/kineto_import.h"
 #include "traces/overlap.h"
 
 namespace ddpscope::traces {
@@ -12,22 +13,10 @@ namespace ddpscope::traces {
 namespace {
 
 // Collectives that carry gradient buckets (as in overlap.cpp's DDP logger metric).
-bool isBucketCollective(Category category) {
-  return isCommunication(category) && category != Category::kUsedMapAllreduce &&
-         category != Category::kBroadcast;
-}
-
-int64_t dtypeBytes(std::string_view dtype) {
-  if (dtype == "Double" || dtype == "Long" || dtype == "double" || dtype == "int64") return 8;
-  if (dtype == "Half" || dtype == "BFloat16" || dtype == "half" || dtype == "bfloat16") return 2;
-  if (dtype == "Byte" || dtype == "Char" || dtype == "Bool" || dtype == "uint8") return 1;
-  return 4;  // Float, Int and unknown
-}
-
 int64_t spanBytes(const Span& span) {
   if (auto bytes = span.args.getInt(kArgBytes)) return *bytes;
   if (auto nelems = span.args.getInt("In msg nelems")) {
-    return *nelems * dtypeBytes(span.args.getString("dtype").value_or("Float"));
+    return *nelems * kinetoDtypeBytes(span.args.getString("dtype").value_or("Float")).value_or(4);
   }
   return 0;
 }

@@ -58,6 +58,11 @@ std::optional<Category> parseCategory(std::string_view name) {
   return std::nullopt;
 }
 
+bool isBucketCollective(Category category) {
+  return isCommunication(category) && category != Category::kUsedMapAllreduce &&
+         category != Category::kBroadcast;
+}
+
 bool isCommunication(Category category) {
   switch (category) {
     case Category::kAllreduce:

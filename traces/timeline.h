@@ -66,6 +66,9 @@ inline constexpr int kCategoryCount = static_cast<int>(Category::kOther) + 1;
 const char* categoryName(Category category);
 std::optional<Category> parseCategory(std::string_view name);
 bool isCommunication(Category category);
+// A bucket's gradient collective: communication other than the used-map allreduce and the
+// broadcasts (buffers, the rebuild).
+bool isBucketCollective(Category category);
 bool isComputation(Category category);
 bool isMemory(Category category);
 
