@@ -20,12 +20,12 @@ void printUsage(FILE* out) {
   std::fprintf(
       out,
       "usage: ddpscope-gui [PATH...] [--compare] [--tab "
-      "timeline|overlap|compare|whatif|sweep]\n"
+      "timeline|overlap|compare|whatif|sweep|tuning]\n"
       "                    [--iteration N] [--size WxH] [--screenshot OUT.png|OUT.svg]\n"
       "Opens Chrome/Perfetto traces written by `ddpscope simulate --trace`, `ddpscope-run`\n"
       "and the PyTorch profiler (Kineto). A directory (its *.json, *.json.gz files) or several\n"
       "per-rank PyTorch profiler traces open as one multi-rank run; `FILE FILE_B` compares\n"
-      "FILE_B against FILE.\n"
+      "FILE_B against FILE. A report of ddpscope.torch.tune opens in the Tuning tab.\n"
       "Traces of more than 1000 MB of JSON (a .json.gz by its uncompressed size) are refused\n"
       "with a message before they are read: opening takes ~4x the JSON size in memory. Set\n"
       "DDPSCOPE_GUI_MAX_TRACE_MB=MB to change the limit.\n");
@@ -94,7 +94,7 @@ int runGuiApp(const QStringList& arguments) {
   }
   window.show();
 
-  static const QStringList kTabs = {"timeline", "overlap", "compare", "whatif", "sweep"};
+  static const QStringList kTabs = {"timeline", "overlap", "compare", "whatif", "sweep", "tuning"};
   if (compare) tab = "compare";
   if (!tab.isEmpty()) {
     int index = kTabs.indexOf(tab);

@@ -5,6 +5,7 @@
 #include <QDockWidget>
 #include <QDragEnterEvent>
 #include <QDropEvent>
+#include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFutureWatcher>
@@ -26,12 +27,14 @@
 #include <QTreeView>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
+#include <optional>
 
 #include "gui/model/time_scale.h"
 #include "gui/widgets/panels.h"
 #include "gui/widgets/sweep_panel.h"
 #include "gui/widgets/time_axis.h"
 #include "gui/widgets/timeline_view.h"
+#include "gui/widgets/tune_panel.h"
 #include "gui/widgets/whatif_panel.h"
 
 namespace ddpscope::gui {
@@ -66,11 +69,13 @@ MainWindow::MainWindow(QWidget* parent)
   m_compare = new ComparePanel(m_tabs);
   m_whatIf = new WhatIfPanel(m_tabs);
   m_sweep = new SweepPanel(m_tabs);
+  m_tune = new TunePanel(m_tabs);
   m_tabs->addTab(timelineTab, tr("Timeline"));
   m_tabs->addTab(m_overlap, tr("Overlap"));
   m_tabs->addTab(m_compare, tr("Compare"));
   m_tabs->addTab(m_whatIf, tr("What-if"));
   m_tabs->addTab(m_sweep, tr("Sweep"));
+  m_tabs->addTab(m_tune, tr("Tuning"));
   setCentralWidget(m_tabs);
 
   // Docks: lanes, search, details.
@@ -243,6 +248,13 @@ void MainWindow::buildMenus() {
     QStringList paths = QFileDialog::getOpenFileNames(this, tr("Open run B"), QString(), filter);
     if (!paths.isEmpty()) openPaths(paths, 1);
   });
+  QAction* openTune = file->addAction(tr("Open &tune report…"), this, [this]() {
+    const QString path =
+        QFileDialog::getOpenFileName(this, tr("Open a report of ddpscope.torch.tune"), QString(),
+                                     tr("Tune reports (*.json);;All files (*)"));
+    if (!path.isEmpty()) openTuneReport(path);
+  });
+  openTune->setObjectName("openTuneReportAction");
   m_recentMenu = file->addMenu(tr("Open &recent"));
   rebuildRecentMenu();
   file->addSeparator();
@@ -324,8 +336,23 @@ bool MainWindow::openFileBlocking(const QString& path, int slot) {
   return openPathsBlocking({path}, slot);
 }
 
+namespace {
+
+// A report of ddpscope.torch.tune (its "format" leads the file) rather than a trace.
+bool looksLikeTuneReport(const QString& path) {
+  QFile file(path);
+  if (!file.open(QIODevice::ReadOnly)) return false;
+  return file.read(256).contains(sim::kTuneReportFormat);
+}
+
+}  // namespace
+
 void MainWindow::openPaths(const QStringList& paths, int slot) {
   if (paths.isEmpty()) return;
+  if (paths.size() == 1 && looksLikeTuneReport(paths.front())) {
+    openTuneReport(paths.front());
+    return;
+  }
   m_statusLabel->setText(tr("opening %1…").arg(describePaths(paths)));
   m_progress->setVisible(true);
   m_progress->setRange(0, 100);
@@ -334,6 +361,7 @@ void MainWindow::openPaths(const QStringList& paths, int slot) {
 }
 
 bool MainWindow::openPathsBlocking(const QStringList& paths, int slot) {
+  if (paths.size() == 1 && looksLikeTuneReport(paths.front())) return openTuneReport(paths.front());
   StatusOr<std::vector<LoadedRun>> runs = loadTraces(paths, kRunSlots - slot);
   if (!runs.isOk()) {
     reportError(tr("Cannot open %1").arg(QFileInfo(describePaths(paths)).fileName()),
@@ -403,6 +431,15 @@ void MainWindow::reportError(const QString& title, const QString& message) {
   m_statusLabel->setText(title + ": " + message);
   emit errorReported(message);
   if (m_errorHandler) m_errorHandler(title, message);
+}
+
+bool MainWindow::openTuneReport(const QString& path) {
+  if (std::optional<QString> error = m_tune->openReport(path)) {
+    reportError(tr("Cannot open the tune report"), *error);
+    return false;
+  }
+  showTab(kTuneTab);
+  return true;
 }
 
 void MainWindow::showTab(Tab tab) {

@@ -1,4 +1,5 @@
-// MainWindow of ddpscope-gui: tabs Timeline, Overlap, Compare, What-if, Sweep; docks for lanes,
+// MainWindow of ddpscope-gui: tabs Timeline, Overlap, Compare, What-if, Sweep, Tuning (a report of
+// ddpscope.torch.tune: File ▸ Open tune report); docks for lanes,
 // search results and the selected span's details.
 //
 // Opening: File ▸ Open (run A; several files may be picked), File ▸ Open folder (run A),
@@ -39,11 +40,12 @@ class OverlapPanel;
 class ComparePanel;
 class WhatIfPanel;
 class SweepPanel;
+class TunePanel;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
  public:
-  enum Tab { kTimelineTab, kOverlapTab, kCompareTab, kWhatIfTab, kSweepTab };
+  enum Tab { kTimelineTab, kOverlapTab, kCompareTab, kWhatIfTab, kSweepTab, kTuneTab };
   using ErrorHandler = std::function<void(const QString& title, const QString& message)>;
 
   explicit MainWindow(QWidget* parent = nullptr);
@@ -56,6 +58,8 @@ class MainWindow : public QMainWindow {
   // Files and folders as one or two runs from `slot` (loadTraces), on the worker.
   void openPaths(const QStringList& paths, int slot = 0);
   bool openPathsBlocking(const QStringList& paths, int slot = 0);
+  // A report of ddpscope.torch.tune in the Tuning tab (shown); false after reporting the error.
+  bool openTuneReport(const QString& path);
   void setDocument(int slot, TraceDocumentPtr document, const QString& label);
   TraceDocumentPtr document(int slot = 0) const { return slot == 0 ? m_docA : m_docB; }
 
@@ -76,6 +80,7 @@ class MainWindow : public QMainWindow {
   ComparePanel* comparePanel() const { return m_compare; }
   WhatIfPanel* whatIfPanel() const { return m_whatIf; }
   SweepPanel* sweepPanel() const { return m_sweep; }
+  TunePanel* tunePanel() const { return m_tune; }
   TraceLoader* loader() const { return m_loader; }
   QStringList recentFiles() const;
 
@@ -108,6 +113,7 @@ class MainWindow : public QMainWindow {
   ComparePanel* m_compare;
   WhatIfPanel* m_whatIf;
   SweepPanel* m_sweep;
+  TunePanel* m_tune;
   QTreeView* m_laneTree;
   QTableView* m_searchTable;
   QLineEdit* m_search;

@@ -6,10 +6,13 @@
 #include <QChartView>
 #include <QDropEvent>
 #include <QFile>
+#include <QLabel>
 #include <QMimeData>
 #include <QPointer>
 #include <QSignalSpy>
 #include <QStandardPaths>
+#include <QTabWidget>
+#include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTextStream>
@@ -18,6 +21,7 @@
 #include "gui/widgets/app_main.h"
 #include "gui/widgets/panels.h"
 #include "gui/widgets/timeline_view.h"
+#include "gui/widgets/tune_panel.h"
 
 using namespace ddpscope;
 using namespace ddpscope::gui;
@@ -61,6 +65,8 @@ class MainWindowTest : public QObject {
   void screenshotModeWritesAnImage();
   void screenshotModeFailsOnAMalformedFile();
   void overlapPanelDeletesTheChartItReplaces();
+  void opensATuneReportInTheTuningTab();
+  void aBadTuneReportShowsTheReadersError();
 };
 
 void MainWindowTest::eachMalformedFileShowsAnErrorAndLeavesTheWindowUsable() {
@@ -180,6 +186,55 @@ void MainWindowTest::overlapPanelDeletesTheChartItReplaces() {
     QVERIFY(before.isNull());
     QVERIFY(view->chart() != nullptr);
   }
+}
+
+// A report ddpscope.torch.tune wrote in a real 2-rank gloo job (tests/data/tune): opened like a
+// trace (File ▸ Open, drop, command line) it goes to the Tuning tab, one row per candidate.
+void MainWindowTest::opensATuneReportInTheTuningTab() {
+  MainWindow window;
+  QStringList dialogs;
+  window.setErrorHandler([&](const QString&, const QString& message) { dialogs << message; });
+  const QString path = QString(DDPSCOPE_TEST_DATA_DIR) + "/tune/poor-layout-report.json";
+  QVERIFY(window.openPathsBlocking({path}));
+  QVERIFY(dialogs.isEmpty());
+  QCOMPARE(window.findChild<QTabWidget*>()->currentIndex(), int(MainWindow::kTuneTab));
+  QTableWidget* table = window.tunePanel()->table();
+  QCOMPARE(table->rowCount(), 4);
+  QCOMPARE(table->item(0, 0)->text(), QString("current"));
+  QCOMPARE(table->item(0, 1)->text(), QString("269"));
+  QCOMPARE(table->item(0, 7)->text(), QString("current"));
+  int chosen = -1;
+  for (int row = 0; row < table->rowCount(); ++row) {
+    if (table->item(row, 7)->text().contains("chosen")) chosen = row;
+  }
+  QVERIFY(chosen > 0);
+  QCOMPARE(table->item(chosen, 5)->text(), QString("6 of 6"));
+  QVERIFY(table->item(chosen, 0)->font().bold());
+  QVERIFY(window.tunePanel()->decision()->text().contains(
+      "Next time: DistributedDataParallel(model, bucket_cap_mb=" +
+      table->item(chosen, 0)->text().mid(14)));
+  QVERIFY(window.tunePanel()->header()->text().contains("Deep, world size 2, gloo on cpu"));
+}
+
+void MainWindowTest::aBadTuneReportShowsTheReadersError() {
+  QTemporaryDir dir;
+  const QString path = dir.filePath("broken.json");
+  QFile in(QString(DDPSCOPE_TEST_DATA_DIR) + "/tune/poor-layout-report.json");
+  QVERIFY(in.open(QIODevice::ReadOnly));
+  QByteArray text = in.readAll();
+  text.replace("\"measured_step_ms\"", "\"measured_step\"");
+  QFile out(path);
+  QVERIFY(out.open(QIODevice::WriteOnly));
+  out.write(text);
+  out.close();
+  MainWindow window;
+  QStringList dialogs;
+  window.setErrorHandler([&](const QString&, const QString& message) { dialogs << message; });
+  QVERIFY(!window.openTuneReport(path));
+  QCOMPARE(dialogs.size(), 1);
+  QVERIFY2(dialogs.first().contains("candidates[0].measured_step_ms"), qPrintable(dialogs.first()));
+  QVERIFY2(dialogs.first().contains("broken.json"), qPrintable(dialogs.first()));
+  QCOMPARE(window.tunePanel()->table()->rowCount(), 0);
 }
 
 QTEST_MAIN(MainWindowTest)
