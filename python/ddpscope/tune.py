@@ -203,7 +203,6 @@ class _Runner:
         self.train_step = train_step
         self.cuda = cuda
         self.signature = _param_signature(module)
-        self.steps = 0
 
     def run(self, model: Any, n: int, timed: bool) -> List[int]:
         events = []
@@ -220,7 +219,6 @@ class _Runner:
                 t0 = time.perf_counter_ns()
                 self.train_step(model)
                 times.append(time.perf_counter_ns() - t0)
-            self.steps += 1
             if _param_signature(self.module) != self.signature:
                 raise TuneError("ddpscope.torch.tune: the module's parameters changed during a "
                                 "step (added, removed, replaced or reshaped): a DDP wrapper "
@@ -447,7 +445,7 @@ def tune(ddp_model: Any, train_step: Callable[[Any], Any], *, optimizer: Any = N
     runner = _Runner(module, train_step, cuda)
 
     def wrap(kwargs: Dict[str, Any]) -> Any:
-        kw = {k: v for k, v in kwargs.items() if v is not None or k in ("device_ids",)}
+        kw = {k: v for k, v in kwargs.items() if v is not None}
         if not kw.get("bucket_cap_mb_list"):
             kw.pop("bucket_cap_mb_list", None)
         with warnings.catch_warnings():  # broadcast_buffers=False's deprecation (see above)
@@ -472,29 +470,20 @@ def tune(ddp_model: Any, train_step: Callable[[Any], Any], *, optimizer: Any = N
                     captured[0] = first.detach().clone()
 
         handle = recorder_ddp.register_forward_pre_hook(capture)
-        used: List[frozenset] = []
-        ready: set = set()
-        nodes = []
-        handles = []
-        for i, p in enumerate(module.parameters()):
-            if p.requires_grad:
-                node = p.expand_as(p).grad_fn.next_functions[0][0]
-                nodes.append(node)
-                handles.append(node.register_hook(lambda *unused, i=i: ready.add(i)))
         tmp = tempfile.mkdtemp(prefix="ddpscope-tune-")
         trace = os.path.join(tmp, "record.json")
         runner.run(recorder_ddp, 2, timed=False)
-        with record(recorder_ddp, path=trace, optimizer=optimizer, warmup=0):
-            for _ in range(record_steps):
-                ready.clear()
-                runner.run(recorder_ddp, 1, timed=False)
-                used.append(frozenset(ready))
+        with record(recorder_ddp, path=trace, optimizer=optimizer, warmup=0) as rec:
+            runner.run(recorder_ddp, record_steps, timed=False)
         handle.remove()
-        for h in handles:
-            h.remove()
-        del recorder_ddp, nodes
+        del recorder_ddp
         steps["record"] = 2 + record_steps
-        static_ok = len(set(used)) == 1
+        # static_graph only when every recorded forward used the same parameters (the
+        # recorder's gradient-ready times, per iteration).
+        used: Dict[int, set] = {}
+        for it, index, _t in rec.ready:
+            used.setdefault(it, set()).add(index)
+        static_ok = len({frozenset(u) for u in used.values()}) == 1
         if rank == 0:
             if captured[0] is None:
                 proposal, note = None, "not predicted: the forward took no tensor to export with"
