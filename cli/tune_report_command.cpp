@@ -2,6 +2,7 @@
 // (sim/api/tune_report.h reads and checks the report).
 #include <cstdio>
 #include <sstream>
+#include <string>
 
 #include "cli/arg_parser.h"
 #include "cli/commands.h"
@@ -52,11 +53,16 @@ Status runTuneReportCommand(const std::vector<std::string>& argv, CommandIo io) 
     o << line;
   }
   o << "\ndecision: " << r.reason << "\n";
+  auto oneDecimal = [](double x) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.1f", x);
+    return std::string(text);
+  };
   o << "test: " << r.test << ", alpha " << r.alpha << "; noise floor "
-    << (std::snprintf(line, sizeof(line), "%.1f", r.noiseFloorPercent), line) << " %\n";
+    << oneDecimal(r.noiseFloorPercent) << " %\n";
   o << "cost: " << r.stepsTotal << " training steps (" << r.stepsRecord << " recorded, "
-    << r.stepsWarmup << " warm-up, " << r.stepsMeasured << " measured), "
-    << (std::snprintf(line, sizeof(line), "%.1f", r.seconds), line) << " s\n";
+    << r.stepsWarmup << " warm-up, " << r.stepsMeasured << " measured), " << oneDecimal(r.seconds)
+    << " s\n";
   o << "next time: " << r.paste << "\n";
   io.out << o.str();
   return Status::ok();
