@@ -99,3 +99,20 @@ def test_from_torch_costs_a_transformers_conv1d_as_the_linear_it_is():
     for key in ("flops", "backward_flops", "bytes"):
         assert a[key] == b[key], key
     assert conv.total_bytes == linear.total_bytes
+
+
+def test_from_torch_exports_a_real_transformers_gpt2():
+    # The real Conv1D (where transformers is installed; Debian's CI torch has none): every
+    # projection becomes a Linear of its weight's [in, out] shape, no parameter left out.
+    transformers = pytest.importorskip("transformers")
+    config = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=512,
+                                     n_positions=32)
+    module = transformers.GPT2Model(config)
+    model = ddpscope.Model.from_torch(module, torch.randint(0, 512, (2, 32)), name="gpt2-tiny")
+    assert model.total_bytes == sum(p.numel() * p.element_size() for p in module.parameters())
+    layers = {l["name"]: l for l in model.to_dict()["layers"]}
+    for name, m in module.named_modules():
+        if type(m).__name__ == "Conv1D":
+            assert layers[name]["type"] == "Linear"
+            assert layers[name]["attrs"]["in_features"] == m.weight.shape[0]
+            assert layers[name]["attrs"]["out_features"] == m.weight.shape[1]
