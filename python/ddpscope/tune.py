@@ -260,11 +260,8 @@ def _propose(base: Dict[str, Any], trace: str, module: nn.Module, example: Any,
         model = _api.Model.from_torch(copy.deepcopy(module), example, name=type(module).__name__)
     except (ExportError, RuntimeError, TypeError) as e:
         return None, "not predicted: the module could not be exported (%s)" % e
-    settings: Dict[str, Any] = {"trace": trace}
-    if cluster is not None:
-        settings.update(_api._cluster_settings(cluster))
-    try:
-        plan = _api._core.plan(_api._core_settings(model.settings(), _api._settings(settings)))
+    try:  # cluster None: cpu-mpi's model calibrated on the recorded run (plan --trace's rule)
+        plan = _api.plan(model, cluster=cluster, trace=trace)
     except Exception as e:  # noqa: BLE001 - the planner's refusal becomes the report's note
         return None, "not predicted: ddpscope plan refused the recorded run (%s)" % e
     out = []
