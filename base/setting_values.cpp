@@ -1,5 +1,7 @@
 #include "base/setting_values.h"
 
+#include <filesystem>
+
 #include "base/strings.h"
 
 namespace ddpscope {
@@ -50,15 +52,16 @@ StatusOr<int64_t> SettingValues::nonNegativeInt(const std::string& name, int64_t
   return *parsed;
 }
 
-StatusOr<NamedOrFile> namedOrFile(const SettingValues& values, const std::string& name) {
-  NamedOrFile out{values.value(name), values.value(name + "-file")};
-  if (out.name && out.file) {
-    return invalidArgument("give either --" + name + " or --" + name + "-file, not both");
-  }
-  if (!out.name && !out.file) {
-    return invalidArgument("expected --" + name + " NAME or --" + name + "-file PATH");
-  }
-  return out;
+bool looksLikeFile(const std::string& text) {
+  std::error_code ec;
+  return text.find('/') != std::string::npos || text.ends_with(".json") ||
+         std::filesystem::is_regular_file(text, ec);
+}
+
+StatusOr<std::string> requiredNameOrFile(const SettingValues& values, const std::string& name) {
+  std::optional<std::string> text = values.value(name);
+  if (!text || text->empty()) return invalidArgument("expected --" + name + " NAME|FILE");
+  return *text;
 }
 
 StatusOr<std::vector<double>> parsePositiveList(const std::string& text, const std::string& what) {

@@ -37,14 +37,13 @@ class SettingValues {
   std::map<std::string, std::string> m_values;
 };
 
-// Which of the pair --<name> NAME (built in) / --<name>-file PATH was given: exactly one must
-// be ("give either --model or --model-file, not both", "expected --model NAME or --model-file
-// PATH").
-struct NamedOrFile {
-  std::optional<std::string> name;
-  std::optional<std::string> file;
-};
-StatusOr<NamedOrFile> namedOrFile(const SettingValues& values, const std::string& name);
+// Whether the text of a setting that takes "a name or a file" (--model, --cluster, --base) is
+// to be read as a file: any text with a '/', ending in ".json", or naming an existing regular
+// file. Callers try their built-in names first.
+bool looksLikeFile(const std::string& text);
+
+// The required text of --<name> ("expected --cluster NAME|FILE" when absent).
+StatusOr<std::string> requiredNameOrFile(const SettingValues& values, const std::string& name);
 
 // Comma-separated list of positive numbers / integers (sweep axes); `what` names the setting in
 // errors ("--bucket-cap-mb").

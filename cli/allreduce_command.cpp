@@ -15,8 +15,7 @@ namespace ddpscope::cli {
 // Prints the cost model's prediction for one allreduce per size, as nccl-tests reports it.
 Status runAllreduceCommand(const std::vector<std::string>& argv, CommandIo io) {
   ArgParser parser(
-      "ddpscope allreduce",
-      "(--cluster C | --cluster-file F) [--nodes N | --world-size W] --bytes S[,S...] [--json]",
+      "ddpscope allreduce", "--cluster C [--nodes N | --world-size W] --bytes S[,S...] [--json]",
       "Predicts one allreduce per buffer size with the cluster's collective cost model\n"
       "(NCCL's tuner model for GPU clusters, alpha-beta for CPU/MPI profiles): the chosen\n"
       "algorithm and protocol, time, algbw = S/t and busbw = algbw x 2(n-1)/n (nccl-tests).");
@@ -28,7 +27,7 @@ Status runAllreduceCommand(const std::vector<std::string>& argv, CommandIo io) {
       .flag("json", "machine-readable output")
       .option("csv", "PATH", "also write the table as CSV")
       .epilog("example: ddpscope allreduce --cluster dgx-h100 --nodes 4 --bytes 1M,25M,1G");
-  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv));
+  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv, io.err));
   if (args.helpRequested()) {
     io.out << parser.helpText();
     return Status::ok();
@@ -129,14 +128,14 @@ std::string clusterSummary(const std::string& description) {
 
 }  // namespace
 
-Status runClustersCommand(const std::vector<std::string>& argv, CommandIo io) {
-  ArgParser parser("ddpscope clusters", "[--json]",
+Status runClusterListCommand(const std::vector<std::string>& argv, CommandIo io) {
+  ArgParser parser("ddpscope cluster list", "[--json]",
                    "Lists the built-in clusters, one line each: GPUs per node, GPU, intra-node\n"
                    "link, NICs x Gb/s per node, NCCL version (- for the alpha-beta model) and a\n"
                    "one-line summary. 'ddpscope cluster show NAME' prints a cluster's full\n"
                    "description, sources and every parameter.");
   parser.flag("json", "machine-readable output");
-  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv));
+  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv, io.err));
   if (args.helpRequested()) {
     io.out << parser.helpText();
     return Status::ok();

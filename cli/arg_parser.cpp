@@ -1,12 +1,24 @@
 #include "cli/arg_parser.h"
 
 #include <algorithm>
+#include <ostream>
 #include <sstream>
 
 #include "base/check.h"
 #include "base/strings.h"
 
 namespace ddpscope::cli {
+
+namespace {
+
+// Flags every command renamed in one step (the one grammar: --torch-version for the PyTorch
+// version, --model and --cluster take a name or a file, -o is always --out).
+constexpr std::pair<const char*, const char*> kRenamedFlags[] = {
+    {"semantics", "torch-version"}, {"model-file", "model"}, {"cluster-file", "cluster"},
+    {"base-file", "base"},          {"output", "out"},
+};
+
+}  // namespace
 
 ArgParser::ArgParser(std::string command, std::string usage, std::string description)
     : m_command(std::move(command)),
@@ -61,7 +73,32 @@ ArgParser& ArgParser::shortAlias(std::string shortFlag, std::string longName) {
   return *this;
 }
 
-StatusOr<ParsedArgs> ArgParser::parse(const std::vector<std::string>& args) const {
+ArgParser& ArgParser::deprecatedAlias(std::string oldName, std::string newName) {
+  DDPSCOPE_CHECK_MSG(find(newName) != nullptr, "deprecated alias of an unknown flag");
+  m_deprecated[std::move(oldName)] = std::move(newName);
+  return *this;
+}
+
+std::string ArgParser::renamedTo(const std::string& oldName) const {
+  if (find(oldName) != nullptr) return "";
+  if (auto it = m_deprecated.find(oldName); it != m_deprecated.end()) return it->second;
+  for (const auto& [from, to] : kRenamedFlags) {
+    if (oldName == from && find(to) != nullptr) return to;
+  }
+  return "";
+}
+
+std::vector<std::pair<std::string, std::string>> ArgParser::oldSpellings() const {
+  std::vector<std::pair<std::string, std::string>> out(m_deprecated.begin(), m_deprecated.end());
+  for (const auto& [from, to] : kRenamedFlags) {
+    if (m_deprecated.count(from) == 0 && !renamedTo(from).empty()) out.emplace_back(from, to);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+StatusOr<ParsedArgs> ArgParser::parse(const std::vector<std::string>& args,
+                                      std::ostream& notes) const {
   ParsedArgs parsed;
   const std::string seeHelp = " (see '" + m_command + " --help')";
   for (size_t i = 0; i < args.size(); ++i) {
@@ -79,6 +116,11 @@ StatusOr<ParsedArgs> ArgParser::parse(const std::vector<std::string>& args) cons
       if (auto eq = name.find('='); eq != std::string::npos) {
         inlineValue = name.substr(eq + 1);
         name = name.substr(0, eq);
+      }
+      if (std::string renamed = renamedTo(name); !renamed.empty()) {
+        notes << m_command << ": note: --" << name
+              << " is deprecated and goes in the next release; use --" << renamed << "\n";
+        name = renamed;
       }
       const FlagSpec* spec = find(name);
       if (spec == nullptr) return invalidArgument("unknown flag --" + name + seeHelp);
@@ -129,6 +171,11 @@ std::string ArgParser::helpText() const {
         << "\n";
   }
   if (!m_epilog.empty()) out << "\n" << m_epilog << "\n";
+  if (const auto old = oldSpellings(); !old.empty()) {
+    out << "\nold spellings, accepted with a note until the next release:";
+    for (const auto& [from, to] : old) out << " --" << from << " (--" << to << ")";
+    out << "\n";
+  }
   return out.str();
 }
 

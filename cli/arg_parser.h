@@ -4,8 +4,16 @@
 // parse() fills a ParsedArgs or returns an InvalidArgument Status that names the
 // flag and what was expected ("--bucket-cap-mb: expected a positive number, got
 // 'abc'"). `--flag=value` and `--flag value` are both accepted. --help is built in.
+//
+// Renamed flags: an old spelling keeps working for one release. It means its new flag, and
+// parse() writes one line about it to `notes` (the command's stderr):
+//   ddpscope plan: note: --torch is deprecated and goes in the next release; use --torch-version
+// The spellings every command renamed at once (kRenamedFlags in arg_parser.cpp: --semantics,
+// --model-file, --cluster-file, --base-file, --output) apply wherever their new flag exists;
+// a command adds its own with deprecatedAlias().
 #pragma once
 
+#include <iosfwd>
 #include <map>
 #include <optional>
 #include <string>
@@ -46,13 +54,20 @@ class ArgParser {
   ArgParser& epilog(std::string text);
   // `shortFlag` (e.g. "-o") given as an argument means --`longName`.
   ArgParser& shortAlias(std::string shortFlag, std::string longName);
+  // `--oldName` means --`newName` (a registered flag) for one more release, with a note.
+  ArgParser& deprecatedAlias(std::string oldName, std::string newName);
 
-  StatusOr<ParsedArgs> parse(const std::vector<std::string>& args) const;
+  // Deprecation notes go to `notes`, one line each.
+  StatusOr<ParsedArgs> parse(const std::vector<std::string>& args, std::ostream& notes) const;
   std::string helpText() const;
   const std::string& command() const { return m_command; }
 
  private:
   const FlagSpec* find(const std::string& name) const;
+  // The new name of an old spelling this parser accepts ("" if none).
+  std::string renamedTo(const std::string& oldName) const;
+  // The old spellings this parser accepts, {old, new}, for --help.
+  std::vector<std::pair<std::string, std::string>> oldSpellings() const;
 
   std::string m_command;
   std::string m_usage;
@@ -60,6 +75,7 @@ class ArgParser {
   std::string m_epilog;
   std::vector<FlagSpec> m_flags;
   std::map<std::string, std::string> m_shortAliases;  // "-o" -> "out"
+  std::map<std::string, std::string> m_deprecated;    // "torch" -> "torch-version"
   struct Positional {
     std::string name;
     std::string help;

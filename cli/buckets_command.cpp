@@ -25,9 +25,9 @@ std::string formatLimit(int64_t limitBytes) {
 ArgParser makeParser() {
   ArgParser parser(
       "ddpscope buckets",
-      "(--model NAME | --model-file PATH) [--bucket-cap-mb X] [--first-bucket-mb Y]\n"
+      "--model M [--bucket-cap-mb X] [--first-bucket-mb Y]\n"
       "       [--bucket-cap-mb-list L,...] [--find-unused] [--static-graph]\n"
-      "       [--semantics 2.15|1.13|1.5] [--iteration 1|steady]\n"
+      "       [--torch-version 2.15|1.13|1.5] [--iteration 1|steady]\n"
       "       [--ready-order i,j,... | --ready-order-file PATH] [--json]",
       "Prints PyTorch DDP's bucket plan for a model, exactly as DistributedDataParallel builds "
       "it:\n"
@@ -49,7 +49,7 @@ ArgParser makeParser() {
 
 Status runBucketsCommand(const std::vector<std::string>& argv, CommandIo io) {
   ArgParser parser = makeParser();
-  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv));
+  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv, io.err));
   if (args.helpRequested()) {
     io.out << parser.helpText();
     return Status::ok();

@@ -27,8 +27,8 @@ namespace ddpscope::cli {
 Status runCalibrateCommand(const std::vector<std::string>& argv, CommandIo io) {
   ArgParser parser(
       "ddpscope calibrate",
-      "RUN.json [RUN2.json ...] -o cluster.json [--base CLUSTER | --base-file F] [--name N]\n"
-      "       [--model M | --model-file F]",
+      "RUN.json [RUN2.json ...] -o cluster.json [--base CLUSTER|FILE] [--name N]\n"
+      "       [--model M]",
       "Fits the cluster model to measured runs (traces of 'ddpscope run', or any trace with the\n"
       "same lanes): the alpha-beta ring model from every collective's duration vs bytes (least\n"
       "squares over all runs and world sizes), the contention factor (how much slower layers run\n"
@@ -43,10 +43,10 @@ Status runCalibrateCommand(const std::vector<std::string>& argv, CommandIo io) {
       .flag("quiet", "no progress on stderr (shown when loading the runs takes more than 2 s)")
       .epilog(
           "example: ddpscope calibrate run-w2.json run-w4.json -o cpu-calibrated.json\n"
-          "         ddpscope simulate --cluster-file cpu-calibrated.json --model mlp-wide "
+          "         ddpscope simulate --cluster cpu-calibrated.json --model mlp-wide "
           "--world-size 4");
   parser.shortAlias("-o", "out");
-  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv));
+  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv, io.err));
   if (args.helpRequested()) {
     io.out << parser.helpText();
     return Status::ok();
@@ -87,7 +87,7 @@ Status runCalibrateCommand(const std::vector<std::string>& argv, CommandIo io) {
     report << line;
   }
   const std::string* out = &result.output;
-  io.out << report.str() << "wrote " << *out << " (use: --cluster-file " << *out << ")\n";
+  io.out << report.str() << "wrote " << *out << " (use: --cluster " << *out << ")\n";
   return Status::ok();
 }
 

@@ -3,6 +3,8 @@
 #include <exception>
 #include <functional>
 #include <ostream>
+#include <string>
+#include <vector>
 
 #include "cli/build_info.h"
 #include "cli/commands.h"
@@ -20,7 +22,8 @@ const std::vector<Command>& commands() {
   static const std::vector<Command> kCommands = {
       {"quickstart", "the main job on an embedded default: the zoo and a bucket plan",
        runQuickstartCommand},
-      {"models", "list the embedded model zoo with parameter and tensor counts", runModelsCommand},
+      {"model", "list: the embedded model zoo; show M: one model's parameters and layers",
+       runModelCommand},
       {"buckets", "PyTorch DDP's exact bucket plan for a model (iteration 1 or steady state)",
        runBucketsCommand},
       {"simulate", "simulate DDP iterations of a model on a cluster: step time, exposed comm",
@@ -31,8 +34,7 @@ const std::vector<Command>& commands() {
        runPlanCommand},
       {"allreduce", "predicted allreduce time, algbw and busbw per size on a cluster (NCCL model)",
        runAllreduceCommand},
-      {"clusters", "list the built-in cluster descriptions", runClustersCommand},
-      {"cluster", "from-topo: a cluster file from `nvidia-smi topo -m`; list; show NAME",
+      {"cluster", "list; show NAME; from-topo (from `nvidia-smi topo -m`); calibrate (nccl-tests)",
        runClusterCommand},
       {"overlap", "compute/communication overlap of a Chrome trace (HTA definition)",
        runOverlapCommand},
@@ -51,6 +53,17 @@ const std::vector<Command>& commands() {
   };
   return kCommands;
 }
+
+// Commands renamed in the one grammar (nouns with verbs): the old name still works for one
+// release, with a note.
+struct RenamedCommand {
+  const char* old;
+  std::vector<std::string> now;
+};
+const RenamedCommand kRenamedCommands[] = {
+    {"models", {"model", "list"}},
+    {"clusters", {"cluster", "list"}},
+};
 
 void printTopLevelHelp(std::ostream& out) {
   out << "usage: ddpscope <command> [options]\n\n"
@@ -78,9 +91,18 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
     for (const char* line : kBuildFeatures) out << "  " << line << "\n";
     return 0;
   }
+  std::vector<std::string> argv = args;
+  for (const RenamedCommand& r : kRenamedCommands) {
+    if (argv[0] != r.old) continue;
+    const std::string now = r.now[0] + " " + r.now[1];
+    err << "ddpscope: note: 'ddpscope " << r.old
+        << "' is deprecated and goes in the next release; use 'ddpscope " << now << "'\n";
+    argv.erase(argv.begin());
+    argv.insert(argv.begin(), r.now.begin(), r.now.end());
+  }
   for (const auto& c : commands()) {
-    if (args[0] != c.name) continue;
-    std::vector<std::string> rest(args.begin() + 1, args.end());
+    if (argv[0] != c.name) continue;
+    std::vector<std::string> rest(argv.begin() + 1, argv.end());
     Status status;
     int exitCode = 0;
     try {
@@ -95,7 +117,7 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
     }
     return exitCode;
   }
-  err << "ddpscope: error: unknown command '" << args[0] << "' (see 'ddpscope --help')\n";
+  err << "ddpscope: error: unknown command '" << argv[0] << "' (see 'ddpscope --help')\n";
   return 2;
 }
 

@@ -30,7 +30,7 @@ void printClusterUsage(std::ostream& out) {
          "  from-topo     build a cluster file from `nvidia-smi topo -m` output and the GPU model\n"
          "  calibrate     fit a cluster's allreduce latency and bandwidth to all_reduce_perf "
          "output\n"
-         "  list          list the built-in clusters (as `ddpscope clusters`)\n"
+         "  list          the built-in clusters, one line each\n"
          "  show NAME     print a built-in cluster's JSON (a starting point for your own)\n\n"
          "Run 'ddpscope cluster <subcommand> --help' for its options.\n";
 }
@@ -39,7 +39,7 @@ Status runShow(const std::vector<std::string>& argv, CommandIo io) {
   ArgParser parser("ddpscope cluster show", "NAME",
                    "Prints the JSON of a built-in cluster (format: sim/cost/clusters/FORMAT.md).");
   parser.positional("NAME", "a built-in cluster (ddpscope cluster list)", true);
-  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv));
+  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv, io.err));
   if (args.helpRequested()) {
     io.out << parser.helpText();
     return Status::ok();
@@ -74,7 +74,7 @@ Status runFromTopo(const std::vector<std::string>& argvIn, CommandIo io) {
       "version\n"
       "and DDP host costs of the built-in cluster that has it. Prints what it derived and, as a\n"
       "check, the predicted 256 MiB allreduce busbw on --nodes nodes. Use the file with\n"
-      "--cluster-file in simulate, sweep, plan and allreduce.");
+      "--cluster in simulate, sweep, plan and allreduce.");
   parser.positional("TOPO.txt", "the output of `nvidia-smi topo -m` (a pasted copy is fine)", true)
       .options(sim::topo::topoClusterSettingList())
       .option("out", "FILE", "write the cluster JSON here (-o FILE works too); default: stdout")
@@ -83,13 +83,13 @@ Status runFromTopo(const std::vector<std::string>& argvIn, CommandIo io) {
           "example:\n"
           "  nvidia-smi topo -m > topo.txt\n"
           "  ddpscope cluster from-topo topo.txt --gpu h100 --nic-gbps 400 -o my.json\n"
-          "  ddpscope simulate --model gpt2-xl --cluster-file my.json --nodes 4\n"
+          "  ddpscope simulate --model gpt2-xl --cluster my.json --nodes 4\n"
           "  ddpscope cluster from-topo tray.txt --gpu gb200 --nvlink-hosts 18 --nic-gbps 400 \\\n"
           "      --cpu-vendor arm -o nvl72.json    # one GB200 tray's topo -m, a 72-GPU rack\n"
           "  ddpscope cluster from-topo pcie.txt --gpu a100-pcie --cpu intel-srp --nics none\n"
           "      # 8 PCIe GPUs on two Sapphire Rapids sockets: the ring crosses UPI at 22 GB/s");
   parser.shortAlias("-o", "out");
-  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argvIn));
+  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argvIn, io.err));
   if (args.helpRequested()) {
     io.out << parser.helpText();
     return Status::ok();
@@ -168,7 +168,7 @@ Status runFromTopo(const std::vector<std::string>& argvIn, CommandIo io) {
   if (file) {
     file->stream() << cluster.jsonText;
     RETURN_IF_ERROR(file->close());
-    io.out << "wrote " << *out << " (use: --cluster-file " << *out << ")\n";
+    io.out << "wrote " << *out << " (use: --cluster " << *out << ")\n";
   } else {
     io.out << cluster.jsonText;
   }
@@ -178,7 +178,7 @@ Status runFromTopo(const std::vector<std::string>& argvIn, CommandIo io) {
 Status runCalibrate(const std::vector<std::string>& argvIn, CommandIo io) {
   ArgParser parser(
       "ddpscope cluster calibrate",
-      "--nccl-tests LOG [--cluster BASE | --cluster-file F] [--ranks N] [--nodes N]\n"
+      "--nccl-tests LOG [--cluster BASE|FILE] [--ranks N] [--nodes N]\n"
       "       [--nccl-algo A] [--name N] [-o|--out FILE] [--json]",
       "Fits a cluster's allreduce times to the output of nccl-tests' all_reduce_perf on your\n"
       "machines and writes the calibrated cluster. The latency (base + per-step cost inside and\n"
@@ -196,9 +196,9 @@ Status runCalibrate(const std::vector<std::string>& argvIn, CommandIo io) {
           "example:\n"
           "  ./build/all_reduce_perf -b 8 -e 1G -f 2 -g 8 > ar.txt\n"
           "  ddpscope cluster calibrate --nccl-tests ar.txt --cluster dgx-h100 -o mine.json\n"
-          "  ddpscope sweep --model gpt2-xl --cluster-file mine.json --nodes 4");
+          "  ddpscope sweep --model gpt2-xl --cluster mine.json --nodes 4");
   parser.shortAlias("-o", "out");
-  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argvIn));
+  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argvIn, io.err));
   if (args.helpRequested()) {
     io.out << parser.helpText();
     return Status::ok();
@@ -253,7 +253,7 @@ Status runCalibrate(const std::vector<std::string>& argvIn, CommandIo io) {
   if (file) {
     file->stream() << cal.jsonText;
     RETURN_IF_ERROR(file->close());
-    io.out << "wrote " << *out << " (use: --cluster-file " << *out << ")\n";
+    io.out << "wrote " << *out << " (use: --cluster " << *out << ")\n";
   }
   return Status::ok();
 }
@@ -268,7 +268,7 @@ Status runClusterCommand(const std::vector<std::string>& argv, CommandIo io) {
   const std::vector<std::string> rest(argv.begin() + 1, argv.end());
   if (argv[0] == "from-topo") return runFromTopo(rest, io);
   if (argv[0] == "calibrate") return runCalibrate(rest, io);
-  if (argv[0] == "list") return runClustersCommand(rest, io);
+  if (argv[0] == "list") return runClusterListCommand(rest, io);
   if (argv[0] == "show") return runShow(rest, io);
   return invalidArgument(
       "unknown subcommand '" + argv[0] +

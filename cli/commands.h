@@ -16,7 +16,7 @@ struct CommandIo {
 };
 
 // Each returns OK after writing its output, or the error to report (exit code from the Status).
-Status runModelsCommand(const std::vector<std::string>& args, CommandIo io);
+Status runModelCommand(const std::vector<std::string>& args, CommandIo io);
 Status runBucketsCommand(const std::vector<std::string>& args, CommandIo io);
 Status runOverlapCommand(const std::vector<std::string>& args, CommandIo io);
 Status runTuneReportCommand(const std::vector<std::string>& args, CommandIo io);
@@ -26,7 +26,7 @@ Status runQuickstartCommand(const std::vector<std::string>& args, CommandIo io);
 
 namespace ddpscope::cli {
 Status runAllreduceCommand(const std::vector<std::string>& args, CommandIo io);
-Status runClustersCommand(const std::vector<std::string>& args, CommandIo io);
+Status runClusterListCommand(const std::vector<std::string>& args, CommandIo io);
 Status runClusterCommand(const std::vector<std::string>& args, CommandIo io);
 Status runSimulateCommand(const std::vector<std::string>& args, CommandIo io);
 Status runSweepCommand(const std::vector<std::string>& args, CommandIo io);

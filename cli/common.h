@@ -14,7 +14,7 @@
 
 namespace ddpscope::cli {
 
-// Adds --model NAME and --model-file PATH to a parser.
+// Adds --model M (a zoo name, a shorthand or a model file) to a parser.
 void addModelFlags(ArgParser& parser);
 
 // The ready-order list parsers live with the bucket plan request (ddp/bucket_plan_request.h).
@@ -26,7 +26,7 @@ using ddp::readIndexListFile;
 
 namespace ddpscope::cli {
 
-// Adds --cluster NAME and --cluster-file PATH.
+// Adds --cluster C (a built-in name or a cluster file).
 void addClusterFlags(ArgParser& parser);
 StatusOr<sim::ClusterSpec> loadClusterFromFlags(const ParsedArgs& args);
 

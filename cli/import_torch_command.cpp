@@ -37,14 +37,14 @@ std::string bytesText(const std::optional<int64_t>& bytes) {
 Status runImportTorchCommand(const std::vector<std::string>& argv, CommandIo io) {
   ArgParser parser(
       "ddpscope import-torch",
-      "TRACE.json[.gz] [MORE_RANK_TRACES...] -o RUN.json [--model M | --model-file F]\n"
+      "TRACE.json[.gz] [MORE_RANK_TRACES...] -o RUN.json [--model M]\n"
       "       [--bucket-cap-mb X] [--batch-per-rank B] [--allow-missing-ranks] [--json]",
       "Imports the PyTorch profiler (Kineto) traces of a DDP job, one file per rank, into a\n"
       "ddpscope trace (lanes compute / comm / ddp / iterations, as `ddpscope run` writes) that\n"
       "opens in ddpscope-gui and feeds `ddpscope overlap`; prints the ranks, iterations, the\n"
       "gradient buckets of each iteration (allreduce bytes in issue order), the median step\n"
       "time, communication, exposed communication and overlap % (HTA definition).\n"
-      "With --model / --model-file (e.g. from models/export/torch_export.py) the compute spans\n"
+      "With --model (a zoo name or a model file, e.g. from ddpscope.export) the compute spans\n"
       "of CPU traces are named by the model's layers, which `ddpscope replay` / `calibrate`\n"
       "need; a trace of another model is an error.\n"
       "Message sizes: a trace profiled without record_shapes carries none. Then, with the\n"
@@ -63,12 +63,12 @@ Status runImportTorchCommand(const std::vector<std::string>& argv, CommandIo io)
   parser.epilog(
       "Example:\n"
       "  ddpscope import-torch rank0.json.gz rank1.json.gz -o run.json\n"
-      "  ddpscope import-torch r0.json.gz r1.json.gz -o run.json --model-file m.json \\\n"
+      "  ddpscope import-torch r0.json.gz r1.json.gz -o run.json --model m.json \\\n"
       "      --bucket-cap-mb 25 --batch-per-rank 32\n"
       "Traces come from torch.profiler.profile(...) (record_shapes=True records message sizes)\n"
       "with prof.step() called every iteration and export_chrome_trace() on every rank.");
-  parser.shortAlias("-o", "output");
-  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv));
+  parser.shortAlias("-o", "out");
+  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv, io.err));
   const std::vector<std::string>& tracePaths = args.positionals();
   if (args.helpRequested()) {
     io.out << parser.helpText();

@@ -1,3 +1,5 @@
+// `ddpscope model list | show`: the embedded zoo, and one model (a zoo name, a shorthand or a
+// model file) as ddpscope sees it: its inputs, parameters, buffers and layers.
 #include <iomanip>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -7,17 +9,28 @@
 #include "cli/arg_parser.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "models/model_resolver.h"
 #include "models/zoo.h"
 
 namespace ddpscope::cli {
 
-Status runModelsCommand(const std::vector<std::string>& argv, CommandIo io) {
-  ArgParser parser("ddpscope models", "[--json]",
+namespace {
+
+void printModelUsage(std::ostream& out) {
+  out << "usage: ddpscope model <subcommand> [options]\n\n"
+         "subcommands:\n"
+         "  list          the embedded model zoo with parameter and tensor counts\n"
+         "  show M        one model: inputs, parameters, buffers and layers with their FLOPs\n\n"
+         "Run 'ddpscope model <subcommand> --help' for its options.\n";
+}
+
+Status runList(const std::vector<std::string>& argv, CommandIo io) {
+  ArgParser parser("ddpscope model list", "[--json] [--csv PATH]",
                    "Lists the embedded model zoo: parameter (element) and tensor counts equal\n"
                    "the originals (torchvision, Hugging Face), as model.parameters() gives them.");
   parser.flag("json", "machine-readable output: a JSON list of models")
       .option("csv", "PATH", "also write the table as CSV");
-  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv));
+  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv, io.err));
   if (args.helpRequested()) {
     io.out << parser.helpText();
     return Status::ok();
@@ -52,6 +65,91 @@ Status runModelsCommand(const std::vector<std::string>& argv, CommandIo io) {
     io.out << table.str();
   }
   return Status::ok();
+}
+
+int64_t layerParams(const models::ModelSpec& model, const models::LayerSpec& layer) {
+  int64_t n = 0;
+  for (int p : layer.params) n += model.params[static_cast<size_t>(p)].numel();
+  return n;
+}
+
+Status runShow(const std::vector<std::string>& argv, CommandIo io) {
+  ArgParser parser("ddpscope model show", "M [--json]",
+                   "One model as ddpscope sees it: its default inputs, parameter and buffer\n"
+                   "counts, and its layers in execution order with their parameters and forward\n"
+                   "FLOPs at the default inputs (multiply-add = 2).");
+  parser.positional("M", std::string(models::kModelArgumentHelp), true)
+      .flag("json", "machine-readable output");
+  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv, io.err));
+  if (args.helpRequested()) {
+    io.out << parser.helpText();
+    return Status::ok();
+  }
+  ASSIGN_OR_RETURN(const models::ModelSpec model, models::resolveModel(args.positionals()[0]));
+  const models::ModelInputs& in = model.defaultInputs;
+  nlohmann::json layers = nlohmann::json::array();
+  for (const models::LayerSpec& layer : model.layers) {
+    layers.push_back({{"name", layer.name},
+                      {"type", layer.type},
+                      {"num_params", layerParams(model, layer)},
+                      {"forward_flops", layer.forwardFlops.evaluate(in)}});
+  }
+  if (args.has("json")) {
+    nlohmann::json doc = {
+        {"name", model.name},
+        {"origin", model.origin},
+        {"description", model.description},
+        {"inputs", {{"batch", in.batch}, {"seq_len", in.seqLen}, {"image_size", in.imageSize}}},
+        {"num_params", model.numParams()},
+        {"num_tensors", model.numTensors()},
+        {"total_bytes", model.totalBytes()},
+        {"num_buffers", model.buffers.size()},
+        {"forward_flops", model.forwardFlops(in)},
+        {"layers", layers}};
+    io.out << doc.dump(2) << "\n";
+    return Status::ok();
+  }
+  io.out << model.name << " (" << model.origin << ")";
+  if (!model.description.empty()) io.out << ": " << model.description;
+  io.out << "\n  default inputs  batch " << in.batch;
+  if (in.seqLen > 0) io.out << ", " << in.seqLen << " tokens";
+  if (in.imageSize > 0) io.out << ", " << in.imageSize << " px";
+  io.out << "\n  parameters      " << formatThousands(model.numParams()) << " in "
+         << model.numTensors() << " tensors, " << formatBytes(model.totalBytes()) << "\n"
+         << "  buffers         " << model.buffers.size() << "\n"
+         << "  layers          " << model.layers.size();
+  if (!model.layers.empty()) {
+    io.out << ", forward " << std::fixed << std::setprecision(2) << model.forwardFlops(in) / 1e9
+           << " GFLOP per step\n\n"
+           << std::right << std::setw(5) << "#"
+           << "  " << std::left << std::setw(40) << "layer" << std::setw(18) << "type" << std::right
+           << std::setw(14) << "parameters" << std::setw(14) << "fwd GFLOP"
+           << "\n";
+    for (size_t i = 0; i < model.layers.size(); ++i) {
+      const models::LayerSpec& layer = model.layers[i];
+      io.out << std::right << std::setw(5) << i << "  " << std::left << std::setw(40) << layer.name
+             << std::setw(18) << layer.type << std::right << std::setw(14)
+             << formatThousands(layerParams(model, layer)) << std::setw(14) << std::fixed
+             << std::setprecision(3) << layer.forwardFlops.evaluate(in) / 1e9 << "\n";
+    }
+  } else {
+    io.out << " (a parameter list: no compute model)\n";
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status runModelCommand(const std::vector<std::string>& argv, CommandIo io) {
+  if (argv.empty() || argv[0] == "--help" || argv[0] == "-h" || argv[0] == "help") {
+    printModelUsage(io.out);
+    return Status::ok();
+  }
+  const std::vector<std::string> rest(argv.begin() + 1, argv.end());
+  if (argv[0] == "list") return runList(rest, io);
+  if (argv[0] == "show") return runShow(rest, io);
+  return invalidArgument("unknown subcommand '" + argv[0] +
+                         "'; expected list or show (see 'ddpscope model --help')");
 }
 
 }  // namespace ddpscope::cli

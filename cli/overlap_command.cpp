@@ -35,7 +35,7 @@ Status runOverlapCommand(const std::vector<std::string>& argv, CommandIo io) {
   parser.positional("TRACE.json", "a Chrome trace (bare array or {\"traceEvents\": [...]})", true)
       .flag("iterations", "also print each iteration (from iteration / ProfilerStep markers)")
       .flag("json", "machine-readable output (times in ns)");
-  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv));
+  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv, io.err));
   if (args.helpRequested()) {
     io.out << parser.helpText();
     return Status::ok();

@@ -34,17 +34,16 @@ std::string percent(double gain) {
 Status runPlanCommand(const std::vector<std::string>& argv, CommandIo io) {
   ArgParser parser(
       "ddpscope plan",
-      "(--model M | --model-file F) (--cluster C | --cluster-file F)\n"
-      "       [--nodes N | --world-size W] [--torch 1.13|2.15] [--objective step|exposed]\n"
-      "       [--bucket-cap-mb X,...] [...simulate flags] [--json]\n"
-      "       ddpscope plan --trace RUN.json [--cluster C | --cluster-file F] [...the same flags]",
+      "--model M --cluster C [--nodes N | --world-size W] [--torch-version 1.13|2.15]\n"
+      "       [--objective step|exposed] [--bucket-cap-mb X,...] [...simulate flags] [--json]\n"
+      "       ddpscope plan --from-trace RUN.json [--cluster C] [...the same flags]",
       "Plans DDP's gradient buckets for a model on a cluster: the default and the best uniform\n"
       "bucket_cap_mb, the best per-bucket layout (an exact dynamic program over the bucket\n"
       "layouts PyTorch can build, then a full simulation of it), and the DDP keyword arguments\n"
       "that produce exactly that layout (bucket_cap_mb_list for torch 2.15, the best uniform cap\n"
       "for 1.13) plus the flags that help, each with its simulated effect.\n"
-      "With --trace, plans a recorded run (a 'ddpscope run' trace, or a PyTorch profiler trace\n"
-      "after 'ddpscope import-torch --model-file ...'): its model, measured per-layer compute,\n"
+      "With --from-trace, plans a recorded run (a 'ddpscope run' trace, or a PyTorch profiler\n"
+      "trace after 'ddpscope import-torch --model m.json ...'): its model, measured compute,\n"
       "world size and DDP settings, and cpu-mpi calibrated on its own collectives unless\n"
       "--cluster is given (as 'ddpscope replay').");
   parser.options(sim::planSettingList())
@@ -52,8 +51,10 @@ Status runPlanCommand(const std::vector<std::string>& argv, CommandIo io) {
       .epilog(
           "example: ddpscope plan --model gpt2-small --cluster dgx-a100 --nodes 4\n"
           "         ddpscope run --nproc 2 -- --model mlp-wide --iterations 10 --trace run.json\n"
-          "         ddpscope plan --trace run.json");
-  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv));
+          "         ddpscope plan --from-trace run.json")
+      .deprecatedAlias("trace", "from-trace")
+      .deprecatedAlias("torch", "torch-version");
+  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv, io.err));
   if (args.helpRequested()) {
     io.out << parser.helpText();
     return Status::ok();

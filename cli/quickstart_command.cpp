@@ -21,7 +21,7 @@ Status runQuickstartCommand(const std::vector<std::string>& argv, CommandIo io) 
       .option("out", "DIR", "directory for the traces (default ddpscope-out)")
       .flag("json", "the sweep's JSON (ddpscope sweep --json) instead of the table")
       .flag("quiet", "no progress on stderr");
-  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv));
+  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv, io.err));
   if (args.helpRequested()) {
     io.out << parser.helpText();
     return Status::ok();

@@ -18,13 +18,46 @@
 #include "traces/chrome_writer.h"
 
 namespace ddpscope::cli {
-Status runReplayCommand(const std::vector<std::string>& argv, CommandIo io) {
+namespace {
+
+// Before the one grammar, replay read its input with --trace and wrote with --trace-out. Until
+// the next release, a command line without --from-trace keeps those meanings (with a note):
+// --trace IN becomes --from-trace IN and --trace-out OUT becomes --trace OUT.
+std::vector<std::string> oldReplaySpellings(const std::vector<std::string>& argv,
+                                            std::ostream& notes) {
+  auto named = [](const std::string& arg, const std::string& flag) {
+    return arg == flag || arg.starts_with(flag + "=");
+  };
+  for (const std::string& arg : argv) {
+    if (named(arg, "--from-trace")) return argv;
+  }
+  std::vector<std::string> out;
+  bool noted = false;
+  for (const std::string& arg : argv) {
+    std::string now = arg;
+    if (named(arg, "--trace")) {
+      now = "--from-trace" + arg.substr(7);
+    } else if (named(arg, "--trace-out")) {
+      now = "--trace" + arg.substr(11);
+    }
+    if (now != arg && !noted) {
+      notes << "ddpscope replay: note: --trace RUN.json as the input and --trace-out are "
+               "deprecated and go in the next release; use --from-trace RUN.json and --trace "
+               "OUT.json\n";
+      noted = true;
+    }
+    out.push_back(std::move(now));
+  }
+  return out;
+}
+
+}  // namespace
+
+Status runReplayCommand(const std::vector<std::string>& argvIn, CommandIo io) {
   ArgParser parser(
       "ddpscope replay",
-      "--trace RUN.json [--model M | --model-file F] [--cluster C | --cluster-file F]\n"
-      "       [--world-size W | --nodes N] [--bucket-cap-mb X] [--find-unused] [...simulate "
-      "flags]\n"
-      "       [--trace-out out.json] [--json]",
+      "--from-trace RUN.json [--model M] [--cluster C] [--world-size W | --nodes N]\n"
+      "       [--bucket-cap-mb X] [--find-unused] [...simulate flags] [--trace OUT.json] [--json]",
       "Re-simulates a measured run (a trace written by 'ddpscope run', or any trace with the\n"
       "same lanes) with its measured per-layer forward/backward times, copy and optimizer\n"
       "times. Prints the measured step time against the replay at the run's own settings, then\n"
@@ -32,19 +65,22 @@ Status runReplayCommand(const std::vector<std::string>& argv, CommandIo io) {
       "or, by default, from cpu-mpi calibrated on the run's own collectives (alpha-beta fit and\n"
       "contention). The per-rank batch stays the trace's unless --batch is given.");
   parser.options(sim::replaySettingList())
-      .option("trace-out", "PATH", "write the what-if's simulated Chrome trace here")
+      .option("trace", "PATH", "write the what-if's simulated Chrome trace here")
       .flag("json", "machine-readable output")
       .epilog(
           "example: ddpscope run --nproc 2 -- --model mlp-wide --iterations 10 --trace run.json\n"
-          "         ddpscope replay --trace run.json --world-size 4 --bucket-cap-mb 5");
-  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv));
+          "         ddpscope replay --from-trace run.json --world-size 4 --bucket-cap-mb 5\n"
+          "old spellings, accepted with a note until the next release: --trace RUN.json as the\n"
+          "input (without --from-trace), --trace-out (--trace)");
+  const std::vector<std::string> argv = oldReplaySpellings(argvIn, io.err);
+  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv, io.err));
   if (args.helpRequested()) {
     io.out << parser.helpText();
     return Status::ok();
   }
   ASSIGN_OR_RETURN(const sim::ReplayReport report,
-                   sim::runReplay(args, /*recordTrace=*/args.has("trace-out")));
-  if (auto path = args.value("trace-out")) {
+                   sim::runReplay(args, /*recordTrace=*/args.has("trace")));
+  if (auto path = args.value("trace")) {
     RETURN_IF_ERROR(traces::writeChromeTrace(report.whatIfResult->timeline, *path));
   }
   if (args.has("json")) {
@@ -93,7 +129,7 @@ Status runReplayCommand(const std::vector<std::string>& argv, CommandIo io) {
                   report.whatIfVsMeasuredPercent);
     io.out << line;
   }
-  if (auto path = args.value("trace-out")) io.out << "trace written to " << *path << "\n";
+  if (auto path = args.value("trace")) io.out << "trace written to " << *path << "\n";
   return Status::ok();
 }
 

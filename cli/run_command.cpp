@@ -115,7 +115,7 @@ Status runRunCommand(const std::vector<std::string>& argv, CommandIo io) {
     }
   }
   ArgParser parser = makeParser();
-  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(own));
+  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(own, io.err));
   if (args.helpRequested()) {
     io.out << parser.helpText();
     return Status::ok();

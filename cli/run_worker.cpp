@@ -1,5 +1,6 @@
 #include "cli/run_worker.h"
 
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <tuple>
 #include <utility>
@@ -96,7 +97,7 @@ StatusOr<std::pair<int, int64_t>> parseFault(const ParsedArgs& args, const std::
 
 StatusOr<WorkerFlags> parseWorkerFlags(const std::vector<std::string>& argv) {
   const ArgParser parser = makeParser();
-  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv));
+  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv, std::cerr));
   WorkerFlags flags;
   if (args.helpRequested()) {
     flags.help = true;

@@ -15,9 +15,9 @@ namespace ddpscope::cli {
 Status runSimulateCommand(const std::vector<std::string>& argv, CommandIo io) {
   ArgParser parser(
       "ddpscope simulate",
-      "(--model M | --model-file F) (--cluster C | --cluster-file F) [--nodes N | --world-size W]\n"
+      "--model M --cluster C [--nodes N | --world-size W]\n"
       "       [--bucket-cap-mb X] [--find-unused] [--static-graph] [--no-sync-steps K]\n"
-      "       [--comm-hook fp16|bf16|powersgd:R] [--semantics 2.15|1.13|1.5] [--batch B]\n"
+      "       [--comm-hook fp16|bf16|powersgd:R] [--torch-version 2.15|1.13|1.5] [--batch B]\n"
       "       [PyTorch 2.15: --bucket-cap-mb-list L,... --batched-grad-copy ...]\n"
       "       [--iterations I] [--all-ranks --jitter PCT --seed S] [--strategy ddp|dp]\n"
       "       [--trace out.json] [--json]",
@@ -37,7 +37,7 @@ Status runSimulateCommand(const std::vector<std::string>& argv, CommandIo io) {
       .epilog(
           "example: ddpscope simulate --model gpt2-small --cluster dgx-a100 --nodes 4 \\\n"
           "           --bucket-cap-mb 50 --trace gpt2.json");
-  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv));
+  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv, io.err));
   if (args.helpRequested()) {
     io.out << parser.helpText();
     return Status::ok();

@@ -26,7 +26,7 @@ namespace {}  // namespace
 Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
   ArgParser parser(
       "ddpscope sweep",
-      "(--model M | --model-file F) (--cluster C | --cluster-file F)\n"
+      "--model M --cluster C\n"
       "       [--nodes N,... | --world-size W,...] [--bucket-cap-mb X,...] [--find-unused "
       "on|off|both]\n"
       "       [--compile MODE,...]\n"
@@ -44,7 +44,7 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
       .epilog(
           "example: ddpscope sweep --model gpt2-xl --cluster dgx-h100 --nodes 1,2,4,8 \\\n"
           "           --bucket-cap-mb 1,5,25,100 --find-unused both");
-  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv));
+  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv, io.err));
   if (args.helpRequested()) {
     io.out << parser.helpText();
     return Status::ok();

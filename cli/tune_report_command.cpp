@@ -19,7 +19,7 @@ Status runTuneReportCommand(const std::vector<std::string>& argv, CommandIo io) 
       "and the sign test's p-value; then the decision, its reason and the DDP call to paste.\n"
       "The report's schema is docs/schemas/tune-report.schema.json (docs/tuning.md).");
   parser.positional("REPORT.json", "a report written by ddpscope.torch.tune(report=...)", true);
-  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv));
+  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv, io.err));
   if (args.helpRequested()) {
     io.out << parser.helpText();
     return Status::ok();

@@ -1,8 +1,8 @@
-// `ddpscope validate [--torch PYTHON] [--grid full|ci] [--out DIR] [--reuse]`: the validation
+// `ddpscope validate [--python PYTHON] [--grid full|ci] [--out DIR] [--reuse]`: the validation
 // harness's command line. The harness itself (grid, run plan, calibration per world size, held-out
 // predictions, noise floor, report and result files) is sim/validate/validate.h; this file parses
 // the flags, trains each planned run with `ddpscope run` (this binary, in a child process) or,
-// with --torch, the embedded torch_ddp_job.py under that python, and prints the report.
+// with --python, the embedded torch_ddp_job.py under that python, and prints the report.
 #include <unistd.h>
 
 #include <algorithm>
@@ -41,16 +41,16 @@ StatusOr<int> spawnRun(const std::vector<std::string>& runArgs, const fs::path& 
 const std::vector<ChildEnv> kTorchEnv = {
     {"OMP_NUM_THREADS", "1"}, {"OPENBLAS_NUM_THREADS", "1"}, {"MKL_NUM_THREADS", "1"}};
 
-// --torch PYTHON: a path (with a '/') as given, else the first executable of that name on PATH.
+// --python PYTHON: a path (with a '/') as given, else the first executable of that name on PATH.
 StatusOr<std::string> resolvePython(const std::string& python) {
   auto executable = [](const fs::path& p) {
     std::error_code ec;
     return fs::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0;
   };
-  if (python.empty()) return invalidArgument("--torch: expected the path of a python with torch");
+  if (python.empty()) return invalidArgument("--python: expected the path of a python with torch");
   if (python.find('/') != std::string::npos) {
     if (!executable(python)) {
-      return invalidArgument("--torch: '" + python + "' is not an executable file");
+      return invalidArgument("--python: '" + python + "' is not an executable file");
     }
     return python;
   }
@@ -63,7 +63,7 @@ StatusOr<std::string> resolvePython(const std::string& python) {
     if (end > begin && executable(candidate)) return candidate.string();
     begin = end + 1;
   }
-  return invalidArgument("--torch: no executable '" + python + "' on PATH");
+  return invalidArgument("--python: no executable '" + python + "' on PATH");
 }
 
 // The last non-empty line of a log, for an error message.
@@ -90,7 +90,7 @@ StatusOr<fs::path> prepareTorchJob(const std::string& python, const fs::path& di
                    runChildProcess({python, script.string(), "--check"}, kTorchEnv, log.string()));
   if (code != 0) {
     const std::string why = lastLine(log);
-    return invalidArgument("--torch: '" + python + "' cannot run the PyTorch job (exit " +
+    return invalidArgument("--python: '" + python + "' cannot run the PyTorch job (exit " +
                            std::to_string(code) + (why.empty() ? "" : ": " + why) + "); see " +
                            log.string());
   }
@@ -101,7 +101,7 @@ StatusOr<fs::path> prepareTorchJob(const std::string& python, const fs::path& di
 
 Status runValidateCommand(const std::vector<std::string>& argv, CommandIo io) {
   ArgParser parser(
-      "ddpscope validate", "[--torch PYTHON] [--grid full|ci] [--out DIR] [--reuse] [--json]",
+      "ddpscope validate", "[--python PYTHON] [--grid full|ci] [--out DIR] [--reuse] [--json]",
       "The validation harness: trains for real on this machine (ddpscope run, CPU runtime under\n"
       "MPI) over a grid — models mlp-wide, resnet18 (32x32 images), a 2-layer GPT-2; world sizes\n"
       "1, 2, 4; bucket_cap_mb 1, 5, 25, 100; find_unused off/on — calibrates per world size on\n"
@@ -119,28 +119,30 @@ Status runValidateCommand(const std::vector<std::string>& argv, CommandIo io) {
       "run at the largest world size trained again, spread evenly over the grid so drift hits\n"
       "every configuration alike). A MAPE near the noise floor is host noise, not model error.\n"
       "\n"
-      "--torch PYTHON trains with real PyTorch DDP instead (gloo, CPU, one process and one thread\n"
+      "--python PYTHON trains with real PyTorch DDP instead (gloo, CPU, one process and one "
+      "thread\n"
       "per rank; a python whose torch has the Kineto profiler, e.g. torch from PyPI): the\n"
       "embedded torch_ddp_job.py (written into DIR) trains models mlp-wide and resnet18 (32x32\n"
       "images) at world sizes 1 and 2, bucket_cap_mb 1, 5, 25, 100, find_unused off/on, once\n"
       "each, plus 4 noise runs per model, profiles every iteration (record_shapes=True) and its\n"
       "per-rank traces are imported as 'import-torch --model' does; calibration and predictions\n"
-      "as above. '--grid ci' with --torch: mlp-wide, caps 5 and 25, 2 noise runs.");
-  parser.option("torch", "PYTHON", "train with real PyTorch DDP under this python (see above)")
+      "as above. '--grid ci' with --python: mlp-wide, caps 5 and 25, 2 noise runs.");
+  parser.option("python", "PYTHON", "train with real PyTorch DDP under this python (see above)")
       .option("grid", "full|ci", "which grid (default full)")
       .option("out", "DIR", "traces, logs, calibrated clusters and results (default validate-out)")
       .flag("reuse", "reuse traces already in DIR instead of running them again")
       .option("repeat", "R", "train each configuration R times (default: full 2, ci 1)")
       .option("noise-runs", "N",
               "noise runs per model (default: runtime grids 0, their repeats give the floor; "
-              "--torch full 4, ci 2)")
-      .option("mpirun", "PATH", "the mpirun to use (passed to ddpscope run; not with --torch)")
+              "--python full 4, ci 2)")
+      .option("mpirun", "PATH", "the mpirun to use (passed to ddpscope run; not with --python)")
       .flag("quiet", "no progress on stderr (one line per trained configuration otherwise)")
       .flag("json",
             "print validate.json (MAPE, p95, noise floor, worst, rows) on stdout instead of the "
             "report")
-      .option("csv", "PATH", "also write validate.csv (one row per configuration) to PATH");
-  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv));
+      .option("csv", "PATH", "also write validate.csv (one row per configuration) to PATH")
+      .deprecatedAlias("torch", "python");
+  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv, io.err));
   if (args.helpRequested()) {
     io.out << parser.helpText();
     return Status::ok();
@@ -149,9 +151,9 @@ Status runValidateCommand(const std::vector<std::string>& argv, CommandIo io) {
   if (gridName != "full" && gridName != "ci") {
     return invalidArgument("--grid: expected full or ci, got '" + gridName + "'");
   }
-  const std::optional<std::string> torch = args.value("torch");
+  const std::optional<std::string> torch = args.value("python");
   if (torch && args.has("mpirun")) {
-    return invalidArgument("--mpirun: only for ddpscope's runtime; --torch runs gloo jobs");
+    return invalidArgument("--mpirun: only for ddpscope's runtime; --python runs gloo jobs");
   }
   std::string python;
   if (torch) {

@@ -18,7 +18,7 @@
 
 namespace ddpscope::ddp {
 
-// The settings of a bucket-plan request, in --help order: model, model-file, the DDP settings
+// The settings of a bucket-plan request, in --help order: model, the DDP settings
 // that change the plan (DdpSettingSet::bucketPlan()), iteration, ready-order, ready-order-file.
 std::vector<SettingSpec> bucketPlanSettingList();
 

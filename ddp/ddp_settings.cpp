@@ -28,7 +28,7 @@ constexpr DdpSettingSpec kSpecs[] = {
      "communication hook: fp16 | bf16 | powersgd:R | allreduce | none (default none)", false},
     {DdpSetting::kNoBroadcastBuffers, "no-broadcast-buffers", "",
      "broadcast_buffers=False (no buffer broadcast before each forward)", false},
-    {DdpSetting::kSemantics, "semantics", "PROFILE",
+    {DdpSetting::kSemantics, "torch-version", "VERSION",
      "PyTorch DDP behaviour to follow: 2.15 (also 'current'), 1.13 or 1.5 (default 2.15)", true},
     {DdpSetting::kBucketCapMbList, "bucket-cap-mb-list", "L,...",
      "bucket_cap_mb_list: per-bucket caps in whole MiB (2.15; overrides --bucket-cap-mb, "

@@ -5,6 +5,7 @@
 // --model values that could name a file are not resolved (see resolvable()).
 #include <cstdint>
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -72,7 +73,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // parse() is const: the three parsers are built once per process, not once per input.
   static const ArgParser parsers[3] = {makeParser(0), makeParser(1), makeParser(2)};
   const ArgParser& parser = parsers[command];
-  auto args = parser.parse(argv);
+  std::ostringstream notes;
+  auto args = parser.parse(argv, notes);
   if (!args.isOk()) {
     FUZZ_CHECK(args.status().message().find("ddpscope") != std::string::npos ||
                    args.status().message().find("--") != std::string::npos ||
@@ -106,7 +108,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The whole request (model from the zoo or a shorthand, a built-in cluster, every setting),
   // unless a value would be read from a file.
   const auto model = args->value("model");
-  if (model && resolvable(*model) && !args->has("model-file") && !args->has("cluster-file") &&
+  const auto cluster = args->value("cluster");
+  if (model && resolvable(*model) && !(cluster && looksLikeFile(*cluster)) &&
       !args->has("compute-from")) {
     check(cli::parseSimulationRequest(*args, sweep));
   }

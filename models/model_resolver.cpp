@@ -1,6 +1,5 @@
 #include "models/model_resolver.h"
 
-#include <filesystem>
 #include <string>
 
 #include "base/strings.h"
@@ -15,11 +14,7 @@ StatusOr<ModelSpec> resolveModel(std::string_view text) {
   if (isModelShorthand(trimmed)) return parseModelShorthand(trimmed);
   if (!zooModelJson(trimmed).empty()) return loadZooModel(trimmed);
   const std::string path(trimmed);
-  std::error_code ec;
-  if (path.find('/') != std::string::npos || path.ends_with(".json") ||
-      std::filesystem::is_regular_file(path, ec)) {
-    return loadModelFile(path);
-  }
+  if (looksLikeFile(path)) return loadModelFile(path);
   std::string available;
   for (const std::string& known : zooModelNames()) {
     if (!available.empty()) available += ", ";
@@ -32,15 +27,12 @@ StatusOr<ModelSpec> resolveModel(std::string_view text) {
 }
 
 std::vector<SettingSpec> modelSettingList() {
-  return {
-      {"model", "M", std::string(kModelArgumentHelp)},
-      {"model-file", "PATH", "a model JSON file (models/FORMAT.md); a parameter list suffices"}};
+  return {{"model", "M", std::string(kModelArgumentHelp)}};
 }
 
 StatusOr<ModelSpec> loadModelFromSettings(const SettingValues& values) {
-  ASSIGN_OR_RETURN(const NamedOrFile which, namedOrFile(values, "model"));
-  if (which.name) return resolveModel(*which.name);
-  return loadModelFile(*which.file);
+  ASSIGN_OR_RETURN(const std::string text, requiredNameOrFile(values, "model"));
+  return resolveModel(text);
 }
 
 }  // namespace ddpscope::models

@@ -21,13 +21,13 @@ StatusOr<ModelSpec> resolveModel(std::string_view text);
 
 // The help line commands show for a model argument.
 inline constexpr std::string_view kModelArgumentHelp =
-    "a zoo model (see 'ddpscope models'), a shorthand (gpt2:layers=L,embd=E,heads=H,vocab=V,"
+    "a zoo model (see 'ddpscope model list'), a shorthand (gpt2:layers=L,embd=E,heads=H,vocab=V,"
     "seq=T | mlp:in=I,hidden=H,depth=D,out=O) or a model JSON file";
 
-// The settings that name a model: "model" (resolveModel's text) and "model-file" (a model
-// JSON file).
+// The setting that names a model: "model" (resolveModel's text: a shorthand, a zoo name or a
+// file).
 std::vector<SettingSpec> modelSettingList();
-// The model named by exactly one of "model" / "model-file" in `values`.
+// The model "model" names in `values` (required).
 StatusOr<ModelSpec> loadModelFromSettings(const SettingValues& values);
 
 }  // namespace ddpscope::models

@@ -22,7 +22,7 @@ NODES = (1, 4, 16)
 
 
 def zoo(binary):
-    out = subprocess.run([binary, "models", "--json"], check=True, capture_output=True, text=True)
+    out = subprocess.run([binary, "model", "list", "--json"], check=True, capture_output=True, text=True)
     return [m["name"] for m in json.loads(out.stdout) if m["name"] != "mlp-tiny"]
 
 

@@ -5,8 +5,8 @@
     scripts/cli_docs.py --ddpscope BIN --check                           fail on drift
     scripts/cli_docs.py --ddpscope BIN --self-test                       the check can fail
 
-The commands are the ones `ddpscope --help` lists, and `ddpscope cluster`'s subcommands as
-`ddpscope cluster --help` lists them. Each page is the command's --help verbatim; README.md is
+The commands are the ones `ddpscope --help` lists, and the subcommands of the nouns (`model`,
+`cluster`) as their --help lists them. Each page is the command's --help verbatim; README.md is
 the top-level help with a link per command. --check regenerates in memory and names every page
 that is missing, extra or different (the ctest docs.cli_reference); --self-test plants a
 change in a copy and expects --check to catch it.
@@ -32,8 +32,9 @@ def help_text(binary, args):
     return r.stdout
 
 
-def listed(text, section):
-    """The first word of each indented line after the line `section`."""
+def listed(text, section, required=True):
+    """The first word of each indented line after the line `section` (none: [] when not
+    `required`)."""
     names, inside = [], False
     for line in text.splitlines():
         if line.strip() == section:
@@ -45,7 +46,7 @@ def listed(text, section):
                     break
                 continue
             names.append(line.split()[0])
-    if not names:
+    if not names and required:
         sys.exit("cli_docs: no '%s' list in the help text" % section)
     return names
 
@@ -60,19 +61,19 @@ def generate(binary):
     """{file name: contents} of docs/cli/."""
     top = help_text(binary, [])
     pages = {}
+    titles = {}
     commands = listed(top, "commands:")
     for command in commands:
         pages[command + ".md"] = page([command], help_text(binary, [command]))
-        if command == "cluster":
-            for sub in listed(help_text(binary, ["cluster"]), "subcommands:"):
-                if sub in ("list", "show"):  # no options of their own beyond cluster's page
-                    continue
-                pages["cluster-" + sub + ".md"] = page(["cluster", sub],
-                                                    help_text(binary, ["cluster", sub]))
+        titles[command + ".md"] = command
+        # Nouns with verbs (model list, cluster show, ...): a page per subcommand.
+        for sub in listed(help_text(binary, [command]), "subcommands:", required=False):
+            name = command + "-" + sub + ".md"
+            pages[name] = page([command, sub], help_text(binary, [command, sub]))
+            titles[name] = command + " " + sub
     index = [HEADER % "", "\n# ddpscope command reference\n\n```text\n", top, "```\n\n"]
     for name in sorted(pages):
-        command = name[:-3].replace("cluster-", "cluster ")
-        index.append("- [`ddpscope %s`](%s)\n" % (command, name))
+        index.append("- [`ddpscope %s`](%s)\n" % (titles[name], name))
     pages["README.md"] = "".join(index)
     return pages
 

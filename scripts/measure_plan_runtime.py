@@ -200,7 +200,7 @@ def main():
         if args.from_trace:
             trace = os.path.join(tempfile.mkdtemp(prefix="ddpscope-plan-"), "default.json")
             run_json(run_base + ["--trace", trace])
-            trace_plan_cmd = [args.ddpscope, "plan", "--trace", trace, "--json"]
+            trace_plan_cmd = [args.ddpscope, "plan", "--from-trace", trace, "--json"]
             trace_plan = plan_json(trace_plan_cmd)
         runs = {c: [] for c in configs}
         cmds = {}

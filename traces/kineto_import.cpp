@@ -838,7 +838,7 @@ StatusOr<Timeline> importSources(const std::vector<std::string>& paths,
         " collective(s) carry no message size (the profiler records sizes with "
         "record_shapes=True): bytes unknown" +
         (options.plan.bucketBytes.empty()
-             ? "; give --model/--model-file (and the job's DDP flags) to take bucket sizes from "
+             ? "; give --model (and the job's DDP flags) to take bucket sizes from "
                "the bucket plan"
              : ""));
   }

@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sysconfig
 import tempfile
+import warnings
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
 from . import _core
@@ -25,8 +26,28 @@ Error = _core.Error
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-# Python spellings that differ from the CLI flag: torch="2.15" picks PyTorch's semantics.
-_ALIASES = {"torch": "semantics"}
+# Keyword names follow the CLI's flags (bucket_cap_mb is --bucket-cap-mb). Old names from before
+# the one grammar still work for one release, with a DeprecationWarning naming the new one.
+_RENAMED = {"torch": "torch_version", "semantics": "torch_version", "model_file": "model",
+            "cluster_file": "cluster", "output": "out", "trace_out": "trace"}
+
+
+def _renamed(old: str, new: str) -> None:
+    warnings.warn("ddpscope: %s= is deprecated and goes in the next release; use %s=" % (old, new),
+                  DeprecationWarning, stacklevel=4)
+
+
+def _take_renamed(kwargs: Dict[str, Any], *olds: str) -> None:
+    """Moves each old keyword in ``kwargs`` to its new name (warning); both given is an error."""
+    for old in olds:
+        if old in kwargs:
+            new = _RENAMED[old]
+            value = kwargs.pop(old)
+            if kwargs.get(new) is not None and value is not None:
+                raise TypeError("give %s= or its old name %s=, not both" % (new, old))
+            _renamed(old, new)
+            if value is not None:
+                kwargs[new] = value
 
 
 def _text(value: Any) -> str:
@@ -47,8 +68,9 @@ def _settings(kwargs: Dict[str, Any]) -> Settings:
     """Keyword arguments -> settings: True is a switch, False/None leave the setting out, a list
     or tuple becomes a comma list."""
     out: Settings = {}
+    kwargs = dict(kwargs)
+    _take_renamed(kwargs, *[k for k in _RENAMED if k in kwargs])
     for key, value in kwargs.items():
-        key = _ALIASES.get(key, key)
         if value is None or value is False:
             continue
         name = key.replace("_", "-")
@@ -92,10 +114,7 @@ def _cli_message(command: str, stderr: str) -> str:
 def _cluster_settings(cluster: Optional[PathLike]) -> Settings:
     if cluster is None:
         return {}
-    text = os.fspath(cluster)
-    if text.endswith(".json") or os.sep in text:
-        return {"cluster-file": text}
-    return {"cluster": text}
+    return {"cluster": os.fspath(cluster)}
 
 
 class Model:
@@ -107,7 +126,7 @@ class Model:
 
     def __init__(self, info: Dict[str, Any], settings: Settings, json_text: Optional[str]):
         self._info = info
-        self._settings = settings  # how the core names it: {"model": NAME} or {"model-file": PATH}
+        self._settings = settings  # how the core names it: {"model": NAME or PATH}
         self._json_text = json_text  # the JSON it came from (None: a shorthand)
         self._tempdir: Optional[tempfile.TemporaryDirectory] = None
 
@@ -125,7 +144,7 @@ class Model:
         info = _core.load_model_file(path)
         with open(path, encoding="utf-8") as f:
             text = f.read()
-        return cls(info, {"model-file": path}, text)
+        return cls(info, {"model": path}, text)
 
     @classmethod
     def from_json(cls, spec: Union[str, Dict[str, Any]], origin: str = "<model json>") -> "Model":
@@ -190,25 +209,25 @@ class Model:
         return json.loads(self._json_text)
 
     def save(self, path: PathLike) -> None:
-        """Writes the model JSON (models/FORMAT.md), for `ddpscope --model-file`."""
+        """Writes the model JSON (models/FORMAT.md), for `ddpscope --model`."""
         doc = self.to_dict()
         with open(os.fspath(path), "w", encoding="utf-8") as f:
             json.dump(doc, f, indent=1)
             f.write("\n")
 
     def settings(self) -> Dict[str, str]:
-        """The settings that name this model ({"model": NAME} or {"model-file": PATH}; a model
+        """The settings that name this model ({"model": NAME or PATH}; a model
         from JSON is written to a temporary file, kept while the Model lives)."""
         if not self._settings:
             self._tempdir = tempfile.TemporaryDirectory(prefix="ddpscope-model-")
             path = os.path.join(self._tempdir.name, "model.json")
             with open(path, "w", encoding="utf-8") as f:
                 f.write(self._json_text or "")
-            self._settings = {"model-file": path}
+            self._settings = {"model": path}
         return dict(self._settings)
 
     def cli_flags(self) -> List[str]:
-        """The CLI flags that name this model (["--model", NAME] or ["--model-file", PATH])."""
+        """The CLI flags that name this model (["--model", NAME or PATH])."""
         return _argv(self.settings())
 
     def __repr__(self) -> str:
@@ -235,15 +254,16 @@ def models() -> List[str]:
 
 
 def buckets(model: ModelLike, bucket_cap_mb: Optional[float] = None, find_unused: bool = False,
-            torch: Optional[str] = None, **settings: Any) -> Dict[str, Any]:
+            torch_version: Optional[str] = None, **settings: Any) -> Dict[str, Any]:
     """DDP's exact bucket plan for ``model`` (``ddpscope buckets --json``): buckets in reduction
     order, each with its parameter indices (flat-buffer order), bytes and size limit.
 
-    ``torch``: the PyTorch semantics ("2.15", "1.13", "1.5"; default 2.15). Other settings:
+    ``torch_version``: the PyTorch semantics ("2.15", "1.13", "1.5"; default 2.15). Other settings:
     ``first_bucket_mb``, ``static_graph``, ``bucket_cap_mb_list``, ``iteration`` ("1" or
     "steady"), ``ready_order`` (a list of parameter indices)..."""
     return _core.buckets(_core_settings(_model_settings(model), _settings(dict(
-        bucket_cap_mb=bucket_cap_mb, find_unused=find_unused, torch=torch, **settings))))
+        bucket_cap_mb=bucket_cap_mb, find_unused=find_unused, torch_version=torch_version,
+        **settings))))
 
 
 class SimResult:
@@ -316,7 +336,7 @@ def simulate(model: ModelLike, cluster: Optional[PathLike] = "dgx-h100",
     """Simulates DDP training of ``model`` on ``cluster`` (a built-in name or a cluster JSON
     file) with ``nodes`` nodes (or ``world_size=W``); settings as ``ddpscope simulate`` takes
     them: ``bucket_cap_mb``, ``find_unused``, ``static_graph``, ``no_sync_steps``,
-    ``comm_hook``, ``torch``/``semantics``, ``batch``, ``seq_len``, ``dtype``, ``iterations``,
+    ``comm_hook``, ``torch_version``, ``batch``, ``seq_len``, ``dtype``, ``iterations``,
     ``all_ranks``, ``jitter``, ``seed``, ``compile``, ``compute_from``..."""
     return SimResult(_core.simulate(_core_settings(
         _model_settings(model), _cluster_settings(cluster), _settings(dict(nodes=nodes, **settings)))))
@@ -353,20 +373,19 @@ def sweep(model: ModelLike, cluster: Optional[PathLike] = "dgx-h100",
 
 
 def plan(model: ModelLike, cluster: Optional[PathLike] = "dgx-h100",
-         nodes: Optional[int] = None, torch: Optional[str] = None,
+         nodes: Optional[int] = None, torch_version: Optional[str] = None,
          objective: Optional[str] = None, **settings: Any) -> Dict[str, Any]:
     """The best bucket layout for a model on a cluster (``ddpscope plan --json``).
 
     Returns a dict: ``default`` and ``best_uniform`` (full simulations), ``planned`` (the
     per-bucket layout with its ``bucket_cap_mb_list``, per-bucket launch/end times and gains;
-    None for ``torch="1.13"``, which has no list), ``flags`` (each helpful DDP flag simulated with
+    None for ``torch_version="1.13"``, which has no list), ``flags`` (each helpful DDP flag simulated with
     and without) and ``ddp_kwargs``, the keyword arguments to paste into
-    ``DistributedDataParallel(model, ...)``. ``torch``: "2.15" (default) or "1.13";
+    ``DistributedDataParallel(model, ...)``. ``torch_version``: "2.15" (default) or "1.13";
     ``objective``: "step" (default) or "exposed"; ``bucket_cap_mb``: the uniform caps to
     compare; other settings as for :func:`simulate`."""
-    values = _settings(dict(nodes=nodes, objective=objective, **settings))
-    if torch is not None:
-        values["torch"] = _text(torch)  # plan's own --torch (elsewhere torch= is --semantics)
+    values = _settings(dict(nodes=nodes, objective=objective, torch_version=torch_version,
+                            **settings))
     return _core.plan(_core_settings(_model_settings(model), _cluster_settings(cluster), values))
 
 
@@ -381,23 +400,30 @@ def replay(trace_path: PathLike, model: Optional[ModelLike] = None,
     """Re-simulates a measured run with its measured per-layer times (``ddpscope replay
     --json``): the measured step time, the replay at the run's own settings, and with any
     ``what_if`` settings given (``world_size=8``, ``bucket_cap_mb=5``, ...) the what-if;
-    ``trace_out=PATH`` also writes the what-if's simulated trace."""
-    trace_out = what_if.pop("trace_out", None)
-    return _core.replay(_core_settings({"trace": os.fspath(trace_path)}, _model_settings(model),
-                                       _cluster_settings(cluster), _settings(what_if)),
+    ``trace=PATH`` also writes the what-if's simulated trace."""
+    _take_renamed(what_if, "trace_out")
+    trace_out = what_if.pop("trace", None)
+    return _core.replay(_core_settings({"from-trace": os.fspath(trace_path)},
+                                       _model_settings(model), _cluster_settings(cluster),
+                                       _settings(what_if)),
                         os.fspath(trace_out) if trace_out else "")
 
 
-def import_torch(paths: Union[PathLike, Iterable[PathLike]], output: PathLike,
+def import_torch(paths: Union[PathLike, Iterable[PathLike]], out: Optional[PathLike] = None,
                  model: Optional[ModelLike] = None, **settings: Any) -> Dict[str, Any]:
     """Imports the PyTorch profiler (Kineto) traces of a DDP job, one per rank, into a ddpscope
-    trace at ``output`` (``ddpscope import-torch --json``). ``model`` names the compute spans by
+    trace at ``out`` (``ddpscope import-torch --json``). ``model`` names the compute spans by
     its layers (replay and calibrate need it); DDP settings (``bucket_cap_mb``, ...) and
     ``batch_per_rank`` record what the profiler does not."""
+    settings = dict(settings, out=out)
+    _take_renamed(settings, "output")
+    out = settings.pop("out")
+    if out is None:
+        raise TypeError("import_torch: out= (the trace to write) is required")
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     return _core.import_torch([os.fspath(p) for p in paths], _core_settings(
-        {"output": os.fspath(output)}, _model_settings(model), _settings(settings)))
+        {"out": os.fspath(out)}, _model_settings(model), _settings(settings)))
 
 
 def calibrate(traces: Union[PathLike, Iterable[PathLike]], out: PathLike,
@@ -440,20 +466,22 @@ def cluster_from_topo(topo: PathLike, gpu: Optional[str] = None,
     return json.loads(text)
 
 
-def cluster_calibrate(nccl_tests: PathLike, cluster: str = "dgx-h100",
+def cluster_calibrate(nccl_tests: PathLike, cluster: PathLike = "dgx-h100",
                       cluster_file: Optional[PathLike] = None, ranks: Optional[int] = None,
                       nodes: Optional[int] = None, nccl_algo: Optional[str] = None,
                       name: Optional[str] = None, out: Optional[PathLike] = None
                       ) -> Dict[str, Any]:
-    """``ddpscope cluster calibrate --nccl-tests LOG``: fits ``cluster`` (a built-in) or
-    ``cluster_file``'s allreduce latency and bandwidth to an ``all_reduce_perf`` log. Returns
+    """``ddpscope cluster calibrate --nccl-tests LOG``: fits ``cluster``'s (a built-in or a
+    cluster file) allreduce latency and bandwidth to an ``all_reduce_perf`` log. Returns
     the ``--json`` document (``latency``, ``bandwidth_scale``, ``checks`` against every row of
     the log, ``notes``) with the calibrated cluster as a dict under ``cluster_json``; ``out``
     also writes that cluster file, byte for byte what ``-o`` writes. ``ranks``/``nodes`` for a
     log without ``# Rank`` lines, ``nccl_algo`` the NCCL_ALGO the run forced. Errors raise
     :class:`Error` with the CLI's message (a malformed row names its line)."""
-    base = (dict(cluster_file=os.fspath(cluster_file)) if cluster_file is not None
-            else dict(cluster=cluster))
+    if cluster_file is not None:
+        _renamed("cluster_file", "cluster")
+        cluster = cluster_file
+    base = dict(cluster=os.fspath(cluster))
     doc = _core.cluster_calibrate_nccl_tests(_core_settings(_settings(dict(
         nccl_tests=os.fspath(nccl_tests), ranks=ranks, nodes=nodes, nccl_algo=nccl_algo,
         name=name, **base))))

@@ -492,11 +492,20 @@ def main(argv=None):
                     help="float32 (default) or int64 for token ids")
     ap.add_argument("--vocab", type=int, default=1000, help="token id range for int64 inputs")
     ap.add_argument("--name", help="model name (default: the factory's name)")
-    ap.add_argument("-o", "--output", required=True, help="where to write the model JSON")
+    ap.add_argument("-o", "--out", help="where to write the model JSON")
+    ap.add_argument("--output", help=argparse.SUPPRESS)  # the old spelling, until the next release
     ap.add_argument("--measure", action="store_true",
                     help="also measure per-layer forward/backward wall times on this machine")
     ap.add_argument("--repeat", type=int, default=5, help="runs for --measure (median)")
     args = ap.parse_args(argv)
+    if args.output is not None:
+        print("ddpscope.export: note: --output is deprecated and goes in the next release; use "
+              "--out", file=sys.stderr)
+        if args.out is not None:
+            ap.error("give --out or its old spelling --output, not both")
+        args.out = args.output
+    if args.out is None:
+        ap.error("the following arguments are required: -o/--out")
     try:
         try:
             shape = [int(v) for v in args.input_shape.split(",")]
@@ -522,10 +531,10 @@ def main(argv=None):
     except ExportError as e:
         print("torch_export: error: %s" % e, file=sys.stderr)
         return 2
-    with open(args.output, "w") as f:
+    with open(args.out, "w") as f:
         json.dump(spec, f, indent=1)
         f.write("\n")
-    print("wrote %s: %d parameters, %d layers" % (args.output, len(spec["parameters"]),
+    print("wrote %s: %d parameters, %d layers" % (args.out, len(spec["parameters"]),
                                                    len(spec["layers"])))
     return 0
 

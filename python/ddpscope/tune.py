@@ -261,7 +261,7 @@ def _propose(base: Dict[str, Any], trace: str, module: nn.Module, example: Any,
     except (ExportError, RuntimeError, TypeError) as e:
         return None, "not predicted: the module could not be exported (%s)" % e
     try:  # cluster None: cpu-mpi's model calibrated on the recorded run (plan --trace's rule)
-        plan = _api.plan(model, cluster=cluster, trace=trace)
+        plan = _api.plan(model, cluster=cluster, from_trace=trace)
     except Exception as e:  # noqa: BLE001 - the planner's refusal becomes the report's note
         return None, "not predicted: ddpscope plan refused the recorded run (%s)" % e
     out = []

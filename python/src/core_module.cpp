@@ -227,7 +227,7 @@ py::object overlap(const std::string& path) {
 }
 
 // `ddpscope replay --json`'s document (sim/api/replay_request.h); `traceOut` (non-empty): also
-// write the what-if's Chrome trace there, as --trace-out does.
+// write the what-if's Chrome trace there, as replay --trace does.
 py::object replay(const std::map<std::string, std::string>& settings, const std::string& traceOut) {
   const SettingValues values = settingValues(settings);
   checkNames(values, sim::replaySettingList(), "replay");
@@ -417,7 +417,7 @@ class Error(Exception):
   m.def(
       "load_model_file",
       [](const std::string& path) { return modelInfo(valueOrThrow(models::loadModelFile(path))); },
-      py::arg("path"), "Loads a model JSON file as --model-file does.");
+      py::arg("path"), "Loads a model JSON file as --model FILE does.");
   m.def(
       "parse_model_json",
       [](const std::string& text, const std::string& origin) {

@@ -10,7 +10,7 @@ import ddpscope
 
 
 def test_models_are_the_zoo(cli):
-    assert ddpscope.models() == [m["name"] for m in cli.json("models")]
+    assert ddpscope.models() == [m["name"] for m in cli.json("model", "list")]
 
 
 def test_model_zoo_and_shorthand():
@@ -32,7 +32,7 @@ def test_model_errors_are_the_clis(cli):
         ddpscope.Model.zoo("no-such-model")
     assert str(e.value) == message
     assert e.value.exit_code == code == 2
-    code, message = cli.error("buckets", "--model-file", "/nonexistent/model.json")
+    code, message = cli.error("buckets", "--model", "/nonexistent/model.json")
     with pytest.raises(ddpscope.Error) as e:
         ddpscope.Model.load("/nonexistent/model.json")
     assert str(e.value) == message
@@ -44,14 +44,14 @@ def test_model_save_load_round_trip(tmp_path, cli):
     loaded = ddpscope.Model.load(path)
     assert loaded.param_names == ddpscope.Model.zoo("resnet18").param_names
     assert ddpscope.buckets(loaded, bucket_cap_mb=10) == cli.json(
-        "buckets", "--model-file", str(path), "--bucket-cap-mb", "10")
+        "buckets", "--model", str(path), "--bucket-cap-mb", "10")
 
 
 @pytest.mark.parametrize("kwargs,flags", [
     ({}, []),
     ({"bucket_cap_mb": 10}, ["--bucket-cap-mb", "10"]),
-    ({"bucket_cap_mb": 2.5, "find_unused": True, "torch": "1.13"},
-     ["--bucket-cap-mb", "2.5", "--find-unused", "--semantics", "1.13"]),
+    ({"bucket_cap_mb": 2.5, "find_unused": True, "torch_version": "1.13"},
+     ["--bucket-cap-mb", "2.5", "--find-unused", "--torch-version", "1.13"]),
     ({"bucket_cap_mb": 5, "iteration": 1}, ["--bucket-cap-mb", "5", "--iteration", "1"]),
     ({"bucket_cap_mb_list": [1, 4, 25]}, ["--bucket-cap-mb-list", "1,4,25"]),
 ])
@@ -62,7 +62,7 @@ def test_buckets_equal_the_cli(cli, kwargs, flags):
 
 def test_buckets_errors_are_the_clis(cli):
     for kwargs, flags in [({"bucket_cap_mb": 0}, ["--bucket-cap-mb", "0"]),
-                          ({"torch": "3.0"}, ["--semantics", "3.0"]),
+                          ({"torch_version": "3.0"}, ["--torch-version", "3.0"]),
                           ({"no_such_setting": 1}, ["--no-such-setting", "1"])]:
         code, message = cli.error("buckets", "--model", "resnet18", *flags)
         with pytest.raises(ddpscope.Error) as e:
@@ -139,15 +139,15 @@ def test_plan_equals_the_cli(cli):
     mine = ddpscope.plan("gpt2-small", cluster="dgx-a100", nodes=4)
     assert mine == expected
     assert mine["ddp_kwargs"].startswith("bucket_cap_mb_list=[")
-    old = ddpscope.plan("resnet18", cluster="dgx-a100", nodes=2, torch="1.13",
+    old = ddpscope.plan("resnet18", cluster="dgx-a100", nodes=2, torch_version="1.13",
                         bucket_cap_mb=[10, 25])
     assert old == cli.json("plan", "--model", "resnet18", "--cluster", "dgx-a100", "--nodes", "2",
-                           "--torch", "1.13", "--bucket-cap-mb", "10,25")
+                           "--torch-version", "1.13", "--bucket-cap-mb", "10,25")
     assert old["planned"] is None
 
 
 def test_plan_errors_are_the_clis(cli):
-    for kwargs, flags in [(dict(torch="2.0"), ["--torch", "2.0"]),
+    for kwargs, flags in [(dict(torch_version="2.0"), ["--torch-version", "2.0"]),
                           (dict(objective="fast"), ["--objective", "fast"])]:
         with pytest.raises(ddpscope.Error) as e:
             ddpscope.plan("resnet18", cluster="dgx-a100", **kwargs)
@@ -190,17 +190,17 @@ def test_overlap_equals_the_cli(cli, data_dir, tmp_path):
 
 def test_replay_equals_the_cli(cli, data_dir):
     run = os.path.join(data_dir, "replay", "mlp-wide-w2.json.gz")
-    assert ddpscope.replay(run) == cli.json("replay", "--trace", run)
+    assert ddpscope.replay(run) == cli.json("replay", "--from-trace", run)
     assert ddpscope.replay(run, world_size=4, bucket_cap_mb=5) == cli.json(
-        "replay", "--trace", run, "--world-size", "4", "--bucket-cap-mb", "5")
+        "replay", "--from-trace", run, "--world-size", "4", "--bucket-cap-mb", "5")
 
 
 def test_import_torch_equals_the_cli(cli, data_dir, tmp_path):
     traces = [os.path.join(data_dir, "torch", "ddp_gloo_rank%d.json.gz" % r) for r in (0, 1)]
     model_file = os.path.join(data_dir, "torch", "ddp_gloo_model.json")
     expected = cli.json("import-torch", *traces, "-o", str(tmp_path / "cli.json"),
-                        "--model-file", model_file, "--batch-per-rank", "8")
-    mine = ddpscope.import_torch(traces, output=tmp_path / "api.json",
+                        "--model", model_file, "--batch-per-rank", "8")
+    mine = ddpscope.import_torch(traces, out=tmp_path / "api.json",
                                  model=ddpscope.Model.load(model_file), batch_per_rank=8)
     for d in (expected, mine):
         d.pop("output", None)
@@ -220,7 +220,7 @@ def test_calibrate_equals_the_cli(cli, data_dir, tmp_path):
 
 
 def test_cli_passthrough(cli):
-    assert ddpscope.cli("models") == cli.run("models").stdout
+    assert ddpscope.cli("model", "list") == cli.run("model", "list").stdout
 
 
 def test_errors_of_every_library_call_are_the_clis(cli, data_dir, tmp_path):
@@ -238,13 +238,13 @@ def test_errors_of_every_library_call_are_the_clis(cli, data_dir, tmp_path):
          ["sweep", "--model", "resnet18", "--cluster", "dgx-a100", "--find-unused", "maybe"]),
         (lambda: ddpscope.sweep("resnet18", cluster="dgx-a100", bucket_cap_mb=[5, -1]),
          ["sweep", "--model", "resnet18", "--cluster", "dgx-a100", "--bucket-cap-mb", "5,-1"]),
-        (lambda: ddpscope.sweep("resnet18", cluster="dgx-a100", trace_out="x.json"),
-         ["sweep", "--model", "resnet18", "--cluster", "dgx-a100", "--trace-out", "x.json"]),
+        (lambda: ddpscope.sweep("resnet18", cluster="dgx-a100", trace_path="x.json"),
+         ["sweep", "--model", "resnet18", "--cluster", "dgx-a100", "--trace-path", "x.json"]),
         (lambda: ddpscope.replay(run, world_size=0),
-         ["replay", "--trace", run, "--world-size", "0"]),
+         ["replay", "--from-trace", run, "--world-size", "0"]),
         (lambda: ddpscope.replay(tmp_path / "missing.json"),
-         ["replay", "--trace", str(tmp_path / "missing.json")]),
-        (lambda: ddpscope.import_torch(tmp_path / "missing.json", output=tmp_path / "o.json"),
+         ["replay", "--from-trace", str(tmp_path / "missing.json")]),
+        (lambda: ddpscope.import_torch(tmp_path / "missing.json", out=tmp_path / "o.json"),
          ["import-torch", str(tmp_path / "missing.json"), "-o", str(tmp_path / "o.json")]),
         (lambda: ddpscope.calibrate(run, out=tmp_path / "c.json", base="no-such-cluster"),
          ["calibrate", run, "-o", str(tmp_path / "c.json"), "--base", "no-such-cluster"]),
@@ -258,9 +258,9 @@ def test_errors_of_every_library_call_are_the_clis(cli, data_dir, tmp_path):
 
 def test_replay_trace_out_equals_the_cli(cli, data_dir, tmp_path):
     run = os.path.join(data_dir, "replay", "mlp-wide-w2.json.gz")
-    expected = cli.json("replay", "--trace", run, "--bucket-cap-mb", "5", "--trace-out",
+    expected = cli.json("replay", "--from-trace", run, "--bucket-cap-mb", "5", "--trace",
                         str(tmp_path / "cli.json"))
-    mine = ddpscope.replay(run, bucket_cap_mb=5, trace_out=tmp_path / "api.json")
+    mine = ddpscope.replay(run, bucket_cap_mb=5, trace=tmp_path / "api.json")
     assert mine == expected
     assert (tmp_path / "api.json").read_bytes() == (tmp_path / "cli.json").read_bytes()
 
@@ -272,3 +272,24 @@ def test_the_extension_binds_the_libraries_not_the_cli():
     assert not hasattr(_core, "run_cli")
     assert {"simulate", "buckets", "sweep", "overlap", "replay", "import_torch",
             "calibrate"} <= set(dir(_core))
+
+
+def test_old_keyword_names_still_work_with_a_deprecation_warning(cli, data_dir, tmp_path):
+    """The keywords renamed with the CLI's flags (torch= -> torch_version=, output= -> out=,
+    trace_out= -> trace=, cluster_file= -> cluster=) keep working for one release."""
+    with pytest.warns(DeprecationWarning, match=r"torch= is deprecated .*use torch_version="):
+        old = ddpscope.buckets("resnet50", bucket_cap_mb=5, torch="1.13")
+    assert old == cli.json("buckets", "--model", "resnet50", "--bucket-cap-mb", "5",
+                           "--torch-version", "1.13")
+    with pytest.warns(DeprecationWarning, match=r"torch= is deprecated .*use torch_version="):
+        assert ddpscope.plan("resnet18", cluster="dgx-a100", torch="1.13")["planned"] is None
+    run = os.path.join(data_dir, "replay", "mlp-wide-w2.json.gz")
+    with pytest.warns(DeprecationWarning, match=r"trace_out= is deprecated .*use trace="):
+        ddpscope.replay(run, bucket_cap_mb=5, trace_out=tmp_path / "old.json")
+    assert (tmp_path / "old.json").stat().st_size > 0
+    traces = [os.path.join(data_dir, "torch", "ddp_gloo_rank%d.json.gz" % r) for r in (0, 1)]
+    with pytest.warns(DeprecationWarning, match=r"output= is deprecated .*use out="):
+        ddpscope.import_torch(traces, output=tmp_path / "imported.json")
+    assert (tmp_path / "imported.json").stat().st_size > 0
+    with pytest.raises(TypeError, match="not both"):
+        ddpscope.buckets("resnet50", torch="1.13", torch_version="2.15")

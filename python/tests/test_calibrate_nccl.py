@@ -34,7 +34,7 @@ def test_same_cluster_file_as_the_cli(cli, data_dir, tmp_path, fixture, base, al
     assert len(doc["checks"]) > 20
     assert abs(doc["checks"][0]["error_percent"]) <= 25
     # The calibrated file works where a cluster file is accepted.
-    r = cli.run("allreduce", "--cluster-file", str(py_out), "--bytes", "8")
+    r = cli.run("allreduce", "--cluster", str(py_out), "--bytes", "8")
     assert r.returncode == 0, r.stderr
     assert "measured" in r.stdout
 

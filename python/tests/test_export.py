@@ -44,7 +44,7 @@ def test_from_torch_mlp_matches_the_zoo(cli, tmp_path):
             "mlp-tiny", bucket_cap_mb=cap)["buckets"]
     model.save(tmp_path / "m.json")
     assert ddpscope.simulate(model, cluster="dgx-a100", world_size=2).to_dict()[
-        "step_time_ns"] == cli.json("simulate", "--model-file", str(tmp_path / "m.json"),
+        "step_time_ns"] == cli.json("simulate", "--model", str(tmp_path / "m.json"),
                                     "--cluster", "dgx-a100", "--world-size", "2")["step_time_ns"]
 
 

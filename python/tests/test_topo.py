@@ -62,7 +62,7 @@ def test_the_written_file_simulates_as_the_cli_sees_it(cli, data_dir, tmp_path):
     out = tmp_path / "dgx1.json"
     ddpscope.cluster_from_topo(topo(data_dir, "dgx1-v100.txt"), gpu="v100", nic_gbps=100, out=out)
     py = ddpscope.simulate("resnet50", cluster=str(out), nodes=2)
-    want = cli.json("simulate", "--model", "resnet50", "--cluster-file", str(out), "--nodes", "2",
+    want = cli.json("simulate", "--model", "resnet50", "--cluster", str(out), "--nodes", "2",
                     "--quiet")
     assert py.step_time_ms == pytest.approx(want["step_time_ns"] / 1e6, rel=1e-12)
 

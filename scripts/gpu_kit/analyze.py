@@ -325,7 +325,7 @@ def import_trace(ddpscope, trace, out):
 def replay_runtime(ddpscope, trace, model, cluster):
     """`ddpscope replay` of the runtime's own trace at its own settings (world size 1: the
     cluster only names the device; there is no communication to model)."""
-    rc, so, se = sh([ddpscope, "replay", "--trace", trace, "--model", model, "--cluster", cluster,
+    rc, so, se = sh([ddpscope, "replay", "--from-trace", trace, "--model", model, "--cluster", cluster,
                      "--world-size", "1", "--json"], timeout=120)
     if rc != 0:
         return {"error": se.strip()[-400:]}

@@ -45,7 +45,7 @@ except ImportError as e:  # the kit reports exit 3 as "torch missing"
     print(f"torch_job: cannot import torch: {e}", file=sys.stderr)
     sys.exit(3)
 
-# The ResNet skeleton `ddpscope validate --torch` trains too: next to this file in the kit
+# The ResNet skeleton `ddpscope validate --python` trains too: next to this file in the kit
 # (scripts/gpu-kit build copies it), in sim/validate/ in a checkout.
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [_HERE, os.path.join(_HERE, "..", "..", "sim", "validate")]

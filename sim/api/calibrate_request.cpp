@@ -14,14 +14,15 @@
 namespace ddpscope::sim {
 
 std::vector<SettingSpec> calibrateSettingList() {
-  return {{"out", "PATH", "the cluster JSON to write (also -o)"},
-          {"base", "CLUSTER", "built-in cluster to start from (default cpu-mpi)"},
-          {"base-file", "PATH", "cluster JSON file to start from"},
-          {"name", "NAME", "name of the calibrated cluster (default: the output file's stem)"},
-          {"model", "NAME", "the runs' model when their metadata does not name it"},
-          {"model-file", "PATH", "the runs' model as a JSON file"},
-          {"image-size", "PX", "the runs' image side when the traces do not record it"},
-          {"seq-len", "T", "the runs' tokens per sample when the traces do not record it"}};
+  return {
+      {"out", "PATH", "the cluster JSON to write (also -o)"},
+      {"base", "CLUSTER", "built-in cluster or cluster JSON file to start from (default cpu-mpi)"},
+      {"name", "NAME", "name of the calibrated cluster (default: the output file's stem)"},
+      {"model", "M",
+       "the runs' model (a zoo name, shorthand or model JSON file) when their "
+       "metadata does not name it"},
+      {"image-size", "PX", "the runs' image side when the traces do not record it"},
+      {"seq-len", "T", "the runs' tokens per sample when the traces do not record it"}};
 }
 
 StatusOr<ClusterCalibration> calibrateCluster(
@@ -32,29 +33,16 @@ StatusOr<ClusterCalibration> calibrateCluster(
   auto out = values.value("out");
   if (!out) return invalidArgument("-o/--out: required (the cluster JSON to write)");
   result.output = *out;
-  if (values.has("base") && values.has("base-file")) {
-    return invalidArgument("--base and --base-file: give one");
+  SettingValues baseName;
+  baseName.set("cluster", values.value("base").value_or("cpu-mpi"));
+  StatusOr<ClusterText> baseFound = loadClusterTextFromSettings(baseName);
+  if (!baseFound.isOk()) {
+    return Status(baseFound.status().code(), "--base: " + baseFound.status().message());
   }
-  std::string baseText;
-  std::string baseOrigin;
-  if (auto file = values.value("base-file")) {
-    std::ifstream in(*file);
-    if (!in) return notFound("--base-file: cannot read '" + *file + "'");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    baseText = ss.str();
-    baseOrigin = *file;
-  } else {
-    const std::string name = values.value("base").value_or("cpu-mpi");
-    baseText = std::string(builtinClusterJson(name));
-    if (baseText.empty()) {
-      return invalidArgument("--base: unknown cluster '" + name + "' (see 'ddpscope clusters')");
-    }
-    baseOrigin = "cluster:" + name;
-  }
-  ASSIGN_OR_RETURN(ClusterSpec base, parseClusterJson(baseText, baseOrigin));
+  const ClusterText& baseText = *baseFound;
+  ASSIGN_OR_RETURN(ClusterSpec base, parseClusterJson(baseText.json, baseText.origin));
   std::optional<models::ModelSpec> model;
-  if (values.has("model") || values.has("model-file")) {
+  if (values.has("model")) {
     ASSIGN_OR_RETURN(model, models::loadModelFromSettings(values));
   }
   // The runtime's metadata does not record the image size or sequence length (0 = the model's
@@ -109,8 +97,8 @@ StatusOr<ClusterCalibration> calibrateCluster(
     desc << "one-rank runs, network model kept from " << base.name;
   }
   desc << ", contention " << cal.contention.slowdown << ", compute scale " << cal.compute.scale;
-  const nlohmann::json baseJson = nlohmann::json::parse(baseText, nullptr, false);
-  if (baseJson.is_discarded()) return invalidArgument(baseOrigin + ": not valid JSON");
+  const nlohmann::json baseJson = nlohmann::json::parse(baseText.json, nullptr, false);
+  if (baseJson.is_discarded()) return invalidArgument(baseText.origin + ": not valid JSON");
   const nlohmann::json j =
       replay::calibratedClusterJson(baseJson, base, cal, result.clusterName, desc.str());
   const std::string text = j.dump(2) + "\n";

@@ -21,7 +21,7 @@
 
 namespace ddpscope::sim {
 
-// "out", "base", "base-file", "name", "model", "model-file", "image-size", "seq-len".
+// "out", "base", "name", "model", "image-size", "seq-len".
 std::vector<SettingSpec> calibrateSettingList();
 
 struct ClusterCalibration {

@@ -47,7 +47,7 @@ StatusOr<traces::PlannedSizes> plannedSizes(const models::ModelSpec& model,
 }
 
 std::vector<SettingSpec> importTorchOutputSettingList() {
-  return {{"output", "RUN.json", "where to write the imported trace (-o works too)"},
+  return {{"out", "RUN.json", "where to write the imported trace (-o works too)"},
           {"allow-missing-ranks", "", "import a subset of the job's ranks instead of failing"},
           {"batch-per-rank", "B", "record the job's per-rank batch size in the trace"}};
 }
@@ -65,9 +65,9 @@ StatusOr<TorchImport> importTorchTraces(
     const std::vector<std::string>& tracePaths, const SettingValues& values,
     std::function<void(size_t done, size_t total, const std::string& path)> progress) {
   TorchImport result;
-  const std::optional<std::string> output = values.value("output");
+  const std::optional<std::string> output = values.value("out");
   if (!output || output->empty()) {
-    return invalidArgument("-o/--output: expected the path of the trace to write (see --help)");
+    return invalidArgument("-o/--out: expected the path of the trace to write (see --help)");
   }
   result.output = *output;
 
@@ -78,7 +78,7 @@ StatusOr<TorchImport> importTorchTraces(
   traces::KinetoImportOptions options;
   options.allowMissingRanks = values.has("allow-missing-ranks");
   // With the model, compute spans are named by its layers (what replay / calibrate need).
-  if (values.has("model") || values.has("model-file")) {
+  if (values.has("model")) {
     ASSIGN_OR_RETURN(models::ModelSpec model, models::loadModelFromSettings(values));
     for (const auto& layer : model.layers) options.layers.push_back({layer.name, layer.type});
     if (options.layers.empty()) {
@@ -94,7 +94,6 @@ StatusOr<TorchImport> importTorchTraces(
   // Run settings the profiler does not record, for replay / calibrate (otherData keys of
   // `ddpscope run` traces).
   if (auto model = values.value("model")) timeline.mutableMetadata().set("model", *model);
-  if (auto file = values.value("model-file")) timeline.mutableMetadata().set("model_file", *file);
   if (jobSettings) {
     for (const auto& [key, value] : traces::argsFromJson(ddp::ddpSettingsJson(*jobSettings))) {
       timeline.mutableMetadata().set(key, value);

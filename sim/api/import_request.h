@@ -21,9 +21,9 @@
 
 namespace ddpscope::sim {
 
-// "output", "allow-missing-ranks", "batch-per-rank".
+// "out", "allow-missing-ranks", "batch-per-rank".
 std::vector<SettingSpec> importTorchOutputSettingList();
-// Every setting importTorchTraces reads: importTorchOutputSettingList(), model and model-file,
+// Every setting importTorchTraces reads: importTorchOutputSettingList(), the model setting,
 // every DDP setting (the job's, which the profiler does not record).
 std::vector<SettingSpec> importTorchSettingList();
 
@@ -38,7 +38,7 @@ struct TorchImport {
   traces::KinetoImportSummary summary;
 };
 
-// Imports `tracePaths` and writes the trace to the "output" setting's path. `progress`
+// Imports `tracePaths` and writes the trace to the "out" setting's path. `progress`
 // (optional): called after each file is read.
 StatusOr<TorchImport> importTorchTraces(
     const std::vector<std::string>& tracePaths, const SettingValues& values,

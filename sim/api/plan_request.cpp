@@ -37,7 +37,7 @@ void redescribe(std::vector<SettingSpec>& specs, const std::string& name, std::s
 std::vector<SettingSpec> planSettingList() {
   // The sweep's settings, narrowed: one layout, find_unused on or off, eager only.
   std::vector<SettingSpec> specs = {
-      {"trace", "RUN.json",
+      {"from-trace", "RUN.json",
        "plan from a recorded run: its model, measured compute, world size and DDP settings "
        "(a 'ddpscope run' trace or an 'import-torch'ed PyTorch profiler trace)"}};
   const std::vector<SettingSpec> simulation = simulationSettingList(/*sweep=*/true);
@@ -49,7 +49,8 @@ std::vector<SettingSpec> planSettingList() {
   redescribe(specs, "find-unused", "on|off",
              "find_unused_parameters (default off; on needs --static-graph to plan)");
   redescribe(specs, "compile", "none", "eager DDP only (plan refuses other modes)");
-  specs.push_back({"torch", "VERSION", "the PyTorch version to plan for: 2.15 (default) or 1.13"});
+  redescribe(specs, "torch-version", "VERSION",
+             "the PyTorch version to plan for: 2.15 (default) or 1.13");
   specs.push_back({"objective", "step|exposed",
                    "what to minimise: steady step time (default) or exposed communication"});
   return specs;
@@ -57,9 +58,10 @@ std::vector<SettingSpec> planSettingList() {
 
 StatusOr<PlanInput> parsePlanInput(const SettingValues& values) {
   PlanInput in;
-  const std::optional<std::string> trace = values.value("trace");
+  const std::optional<std::string> trace = values.value("from-trace");
   if (trace && values.has("compute-from")) {
-    return invalidArgument("give either --trace or --compute-from (--trace takes the compute too)");
+    return invalidArgument(
+        "give either --from-trace or --compute-from (--from-trace takes the compute too)");
   }
   ASSIGN_OR_RETURN(in.request, parseSimulationRequest(values, /*sweep=*/true, trace));
   SimulationRequest& req = in.request;
@@ -74,15 +76,8 @@ StatusOr<PlanInput> parsePlanInput(const SettingValues& values) {
   if (auto mode = values.value("compile"); mode && *mode != "none") {
     return invalidArgument("--compile " + *mode + ": plan covers eager DDP only");
   }
-  if (auto torch = values.value("torch")) {
-    if (values.has("semantics")) return invalidArgument("give either --torch or --semantics");
-    if (*torch != "2.15" && *torch != "1.13") {
-      return invalidArgument("--torch: expected 2.15 or 1.13, got '" + *torch + "'");
-    }
-    ASSIGN_OR_RETURN(req.options.ddp.profile, ddp::parseSemanticsProfile(*torch));
-  }
   if (req.options.ddp.profile == ddp::SemanticsProfile::kV1_5) {
-    return invalidArgument("--semantics 1.5: plan supports torch 1.13 and 2.15");
+    return invalidArgument("--torch-version 1.5: plan supports torch 1.13 and 2.15");
   }
   PlanRequest& plan = in.plan;
   if (auto text = values.value("objective")) {

@@ -3,7 +3,7 @@
 // run (sim/engine/plan.h runPlan) and the result's JSON (docs/JSON.md "plan"). The CLI prints the
 // result as text or this JSON; the Python package's plan() returns the JSON.
 //
-// From a recorded run ("trace": a `ddpscope run` trace, the Python recorder's, or a PyTorch
+// From a recorded run ("from-trace": a `ddpscope run` trace, the Python recorder's, or a PyTorch
 // profiler trace after `ddpscope import-torch`): the request is replay's (parseSimulationRequest
 // with the trace): the trace's model, its measured per-layer compute and copy costs, cpu-mpi
 // calibrated on its own collectives unless a cluster is given, its per-rank batch and inputs, its
@@ -26,7 +26,7 @@ namespace ddpscope::sim {
 struct PlanInput {
   SimulationRequest request;  // model, cluster, DDP settings (the profile is the torch version)
   PlanRequest plan;           // layout, caps, objective; its pointers are set by runPlanInput
-  // With "trace": the recorded run's step time as measured and as replayed at its own settings
+  // With "from-trace": the recorded run's step time as measured and as replayed at its own settings
   // (replay::predictStep), so the plan's numbers can be judged against the run's.
   bool fromTrace = false;
   Nanos measuredStep;
@@ -61,14 +61,14 @@ std::vector<PlanCandidate> planCandidates(const PlanInput& input, const PlanResu
                                           int keep = kDefaultPlanCandidates);
 nlohmann::json candidatesJson(const std::vector<PlanCandidate>& candidates);
 
-// "trace", then simulationSettingList(/*sweep=*/true) with "nodes", "world-size",
+// "from-trace", then simulationSettingList(/*sweep=*/true) with "nodes", "world-size",
 // "bucket-cap-mb", "find-unused" and "compile" described as plan reads them, then "torch" and
 // "objective".
 std::vector<SettingSpec> planSettingList();
 
 // Parses planSettingList()'s settings (names are not checked here; see checkSettingNames) and,
-// with "trace", loads the run and replays it at its own settings. Errors name the flag
-// ("--torch: expected 2.15 or 1.13, got '2.0'") or the trace.
+// with "from-trace", loads the run and replays it at its own settings. Errors name the flag
+// ("--torch-version 1.5: plan supports torch 1.13 and 2.15") or the trace.
 StatusOr<PlanInput> parsePlanInput(const SettingValues& values);
 
 // runPlan on the input's model, cluster and compute model.

@@ -26,7 +26,7 @@ double percentError(Nanos predicted, Nanos measured) {
 
 std::vector<SettingSpec> replaySettingList() {
   std::vector<SettingSpec> out = {
-      {"trace", "RUN.json", "the measured run (Chrome trace, .json or .json.gz)"}};
+      {"from-trace", "RUN.json", "the measured run (Chrome trace, .json or .json.gz)"}};
   const std::vector<SettingSpec> simulation =
       simulationSettingList(/*sweep=*/false, /*computeFrom=*/false);
   out.insert(out.end(), simulation.begin(), simulation.end());
@@ -35,8 +35,8 @@ std::vector<SettingSpec> replaySettingList() {
 
 StatusOr<ReplayReport> runReplay(const SettingValues& values, bool recordTrace) {
   ReplayReport r;
-  auto trace = values.value("trace");
-  if (!trace) return invalidArgument("--trace: required (the measured run's trace)");
+  auto trace = values.value("from-trace");
+  if (!trace) return invalidArgument("--from-trace: required (the measured run's trace)");
   r.trace = *trace;
   ASSIGN_OR_RETURN(r.request, parseSimulationRequest(values, /*sweep=*/false, *trace));
   const SimulationRequest& req = r.request;

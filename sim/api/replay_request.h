@@ -18,7 +18,8 @@
 
 namespace ddpscope::sim {
 
-// "trace" (the measured run, required) and simulationSettingList(false, /*computeFrom=*/false).
+// "from-trace" (the measured run, required) and simulationSettingList(false,
+// /*computeFrom=*/false).
 std::vector<SettingSpec> replaySettingList();
 
 struct ReplayReport {

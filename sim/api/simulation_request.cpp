@@ -176,12 +176,12 @@ StatusOr<SimulationRequest> parseSimulationRequest(const SettingValues& args, bo
   }
   // Measured compute from a trace.
   std::optional<models::ModelSpec> model;
-  if (args.has("model") || args.has("model-file")) {
+  if (args.has("model")) {
     ASSIGN_OR_RETURN(model, models::loadModelFromSettings(args));
   }
   ASSIGN_OR_RETURN(replay::LoadedProfile loaded, replay::loadProfile(*computeFrom, model));
   req.model = loaded.model;
-  if (args.has("cluster") || args.has("cluster-file")) {
+  if (args.has("cluster")) {
     ASSIGN_OR_RETURN(req.cluster, loadClusterFromSettings(args));
   } else {
     ASSIGN_OR_RETURN(req.cluster, replay::selfCalibratedCluster(loaded.profile, loaded.model));

@@ -131,21 +131,31 @@ StatusOr<ClusterSpec> loadClusterFile(const std::string& path) {
 }
 
 std::vector<SettingSpec> clusterSettingList() {
-  return {{"cluster", "NAME", "a built-in cluster (see 'ddpscope clusters')"},
-          {"cluster-file", "PATH", "a cluster JSON file (sim/cost/clusters/FORMAT.md)"}};
+  return {{"cluster", "C",
+           "a built-in cluster (see 'ddpscope cluster list') or a cluster JSON file "
+           "(sim/cost/clusters/FORMAT.md)"}};
 }
 
+namespace {
+
+// --cluster's text: a built-in name first, else a file (looksLikeFile), else NotFound naming
+// the built-ins.
+StatusOr<ClusterText> clusterTextOf(const SettingValues& values) {
+  ASSIGN_OR_RETURN(const std::string text, requiredNameOrFile(values, "cluster"));
+  if (findClusterFile(text) != nullptr || !looksLikeFile(text)) return builtinClusterText(text);
+  ASSIGN_OR_RETURN(std::string json, readFileToString(text));
+  return ClusterText{std::move(json), text};
+}
+
+}  // namespace
+
 StatusOr<ClusterSpec> loadClusterFromSettings(const SettingValues& values) {
-  ASSIGN_OR_RETURN(const NamedOrFile which, namedOrFile(values, "cluster"));
-  if (which.name) return loadBuiltinCluster(*which.name);
-  return loadClusterFile(*which.file);
+  ASSIGN_OR_RETURN(ClusterText text, clusterTextOf(values));
+  return parseClusterJson(text.json, text.origin);
 }
 
 StatusOr<ClusterText> loadClusterTextFromSettings(const SettingValues& values) {
-  ASSIGN_OR_RETURN(const NamedOrFile which, namedOrFile(values, "cluster"));
-  if (which.name) return builtinClusterText(*which.name);
-  ASSIGN_OR_RETURN(std::string json, readFileToString(*which.file));
-  return ClusterText{std::move(json), *which.file};
+  return clusterTextOf(values);
 }
 
 StatusOr<LayoutSettings> parseLayoutSettings(const SettingValues& values,

@@ -195,10 +195,10 @@ std::vector<std::string> builtinClusterNames();
 std::string_view builtinClusterJson(std::string_view name);
 StatusOr<ClusterSpec> loadBuiltinCluster(std::string_view name);
 
-// The settings that name a cluster: "cluster" (a built-in name) and "cluster-file" (a cluster
-// JSON file).
+// The setting that names a cluster: "cluster", a built-in name or a cluster JSON file (a
+// built-in name wins; then any text base/setting_values.h looksLikeFile reads as a file).
 std::vector<SettingSpec> clusterSettingList();
-// The cluster named by exactly one of "cluster" / "cluster-file" in `values`.
+// The cluster "cluster" names in `values` (required).
 StatusOr<ClusterSpec> loadClusterFromSettings(const SettingValues& values);
 // The same cluster's JSON text and its origin (file path or "cluster:NAME"), for tools that
 // write a new cluster from it (`cluster calibrate`).

@@ -353,8 +353,8 @@ StatusOr<NcclTestsCalibration> calibrateFromNcclTests(const NcclTestsLog& log,
 
 std::vector<SettingSpec> ncclTestsCalibrationSettingList() {
   return {{"nccl-tests", "LOG", "all_reduce_perf output (a pasted copy is fine)"},
-          {"cluster", "BASE", "the built-in cluster to start from (default dgx-h100)"},
-          {"cluster-file", "F", "a cluster JSON file to start from instead"},
+          {"cluster", "BASE",
+           "the built-in cluster or cluster JSON file to start from (default dgx-h100)"},
           {"ranks", "N", "GPUs in the run, when the log has no '# Rank' lines"},
           {"nodes", "N", "nodes of the run, when the log has no '# Rank' lines (default 1)"},
           {"nccl-algo", "A",
@@ -381,7 +381,7 @@ StatusOr<NcclTestsCalibrationRun> calibrateFromNcclTestsSettings(const SettingVa
   std::transform(options.forcedAlgo.begin(), options.forcedAlgo.end(), options.forcedAlgo.begin(),
                  [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
   SettingValues base = values;
-  if (!base.has("cluster") && !base.has("cluster-file")) base.set("cluster", "dgx-h100");
+  if (!base.has("cluster")) base.set("cluster", "dgx-h100");
   ASSIGN_OR_RETURN(ClusterText baseText, loadClusterTextFromSettings(base));
   NcclTestsCalibrationRun run;
   ASSIGN_OR_RETURN(run.log, loadNcclTestsLog(*logPath));

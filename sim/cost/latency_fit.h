@@ -85,7 +85,7 @@ StatusOr<NcclTestsCalibration> calibrateFromNcclTests(const NcclTestsLog& log,
                                                       const NcclTestsCalibrationOptions& options);
 
 // The settings of `ddpscope cluster calibrate` (and ddpscope.cluster_calibrate): "nccl-tests"
-// LOG, the base cluster ("cluster" NAME, default dgx-h100, or "cluster-file" PATH), "ranks",
+// LOG, the base cluster ("cluster": a built-in name or a file, default dgx-h100), "ranks",
 // "nodes", "nccl-algo", "name".
 std::vector<SettingSpec> ncclTestsCalibrationSettingList();
 

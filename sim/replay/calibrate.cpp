@@ -67,7 +67,7 @@ StatusOr<AlphaBetaFit> fitAlphaBeta(const std::vector<ProfileRef>& runs) {
           r.profile->origin + ": " + std::to_string(r.profile->collectivesWithUnknownBytes) +
           " collective(s) have no message size (a PyTorch profiler trace without "
           "record_shapes): no cost model is fitted to unknown sizes; re-import with "
-          "--model/--model-file and the job's DDP flags (bucket sizes from the bucket plan), "
+          "--model and the job's DDP flags (bucket sizes from the bucket plan), "
           "or profile with record_shapes=True");
     }
     const int n = r.profile->settings.worldSize;

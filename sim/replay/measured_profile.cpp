@@ -152,14 +152,12 @@ StatusOr<RunSettings> readRunSettings(const traces::Timeline& timeline, const st
 
 StatusOr<models::ModelSpec> modelForTrace(const RunSettings& settings, const std::string& origin) {
   if (settings.model.empty()) {
-    return invalidArgument(origin +
-                           ": the trace names no model (otherData.model); give --model or "
-                           "--model-file");
+    return invalidArgument(origin + ": the trace names no model (otherData.model); give --model");
   }
   StatusOr<models::ModelSpec> model = models::resolveModel(settings.model);
   if (!model.isOk()) {
     return invalidArgument(origin + ": otherData.model '" + settings.model +
-                           "': " + model.status().message() + " (or give --model / --model-file)");
+                           "': " + model.status().message() + " (or give --model)");
   }
   return model;
 }
@@ -279,8 +277,7 @@ StatusOr<MeasuredProfile> buildProfile(const traces::Timeline& timeline,
                                  (backward ? "backward" : "forward") + " span '" + s.name +
                                  "' names no layer of model '" + model.name +
                                  "' (its layers: " + layerList(model) +
-                                 "); give the model the trace was recorded with (--model / "
-                                 "--model-file)");
+                                 "); give the model the trace was recorded with (--model)");
         }
         // Copy-ins between the previous compute span and this one are not this layer's time.
         Nanos copiesBetween;

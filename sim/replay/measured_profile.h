@@ -64,7 +64,7 @@ struct RunSettings {
 // Reads RunSettings from a timeline's metadata; `origin` names the trace in errors.
 StatusOr<RunSettings> readRunSettings(const traces::Timeline& timeline, const std::string& origin);
 
-// The model a trace was recorded with: --model / --model-file win, else metadata "model" (a
+// The model a trace was recorded with: --model wins, else metadata "model" (a
 // zoo name or a shorthand). Error when none is known.
 StatusOr<models::ModelSpec> modelForTrace(const RunSettings& settings, const std::string& origin);
 

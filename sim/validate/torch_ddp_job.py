@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""One real PyTorch DDP training run for `ddpscope validate --torch PYTHON`.
+"""One real PyTorch DDP training run for `ddpscope validate --python PYTHON`.
 
 Trains one configuration of the validation grid with real torch.nn.parallel.DistributedDataParallel
 (gloo, CPU, one process per rank, one thread per rank), profiles every iteration with

@@ -31,16 +31,15 @@ TEST(SettingValuesTest, MalformedValuesNameTheFlag) {
             "--cap: expected a positive number, got 'x'");
 }
 
-TEST(SettingValuesTest, NamedOrFileTakesExactlyOne) {
-  EXPECT_EQ(namedOrFile(valuesOf({{"model", "resnet50"}}), "model").value().name,
-            std::optional<std::string>("resnet50"));
-  EXPECT_EQ(namedOrFile(valuesOf({{"model-file", "m.json"}}), "model").value().file,
-            std::optional<std::string>("m.json"));
-  EXPECT_EQ(
-      namedOrFile(valuesOf({{"model", "a"}, {"model-file", "b"}}), "model").status().message(),
-      "give either --model or --model-file, not both");
-  EXPECT_EQ(namedOrFile(valuesOf({}), "cluster").status().message(),
-            "expected --cluster NAME or --cluster-file PATH");
+TEST(SettingValuesTest, ANameOrFileSettingIsAFileWhenItLooksLikeOne) {
+  EXPECT_FALSE(looksLikeFile("resnet50"));
+  EXPECT_FALSE(looksLikeFile("dgx-h100"));
+  EXPECT_TRUE(looksLikeFile("m.json"));
+  EXPECT_TRUE(looksLikeFile("exports/bert"));
+  EXPECT_TRUE(looksLikeFile(DDPSCOPE_SOURCE_DIR "/CMakeLists.txt"));  // an existing file
+  EXPECT_EQ(requiredNameOrFile(valuesOf({{"model", "resnet50"}}), "model").value(), "resnet50");
+  EXPECT_EQ(requiredNameOrFile(valuesOf({}), "cluster").status().message(),
+            "expected --cluster NAME|FILE");
 }
 
 TEST(SettingValuesTest, UnknownNamesAreTheClisUnknownFlag) {

@@ -86,11 +86,11 @@ TEST_P(BucketsReferenceTest, MatchesPyTorch) {
   const json& capData = reference()["models"][c.model]["caps"][c.cap];
   const json& expected = capData[c.variant];
   std::vector<std::string> args = {"buckets",
-                                   "--model-file",
+                                   "--model",
                                    paramOnlyModelFile(c.model),
                                    "--bucket-cap-mb",
                                    c.cap,
-                                   "--semantics",
+                                   "--torch-version",
                                    "1.13",
                                    "--json"};
   if (c.variant == "find_unused_true") {
@@ -151,7 +151,7 @@ TEST_P(ZooSteadyStateTest, OwnReadyOrderReproducesRebuiltBuckets) {
   const json& expected =
       reference()["models"][c.refName]["caps"][c.cap]["find_unused_false_rebuilt"];
   expectPlanEquals(runCliForTest({"buckets", "--model", c.zooName, "--bucket-cap-mb", c.cap,
-                                  "--semantics", "1.13", "--json"}),
+                                  "--torch-version", "1.13", "--json"}),
                    expected);
   if (c.cap == "25") {
     // Current PyTorch with bucket_cap_mb left at its default behaves as 1.13 here.

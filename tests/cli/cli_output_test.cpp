@@ -71,11 +71,11 @@ TEST(CliOutputTest, SweepAndReplayStateTheirWorkload) {
   EXPECT_EQ(s["rows"].size(), 2u);
   EXPECT_FALSE(s["rows"][0].contains("workload"));
 
-  CliResult replay = runCliForTest({"replay", "--trace", kRun});
+  CliResult replay = runCliForTest({"replay", "--from-trace", kRun});
   ASSERT_EQ(replay.exitCode, 0) << replay.err;
   EXPECT_THAT(replay.out, HasSubstr("workload (what the numbers assume):"));
   EXPECT_THAT(replay.out, HasSubstr("measured per-layer times of"));
-  const json r = parseJson(runCliForTest({"replay", "--trace", kRun, "--json"}));
+  const json r = parseJson(runCliForTest({"replay", "--from-trace", kRun, "--json"}));
   expectWorkloadJson(r["workload"]);
   EXPECT_EQ(r["workload"]["optimizer"], "as measured (the run's own optimizer step)");
 }
@@ -117,21 +117,21 @@ TEST(CliOutputTest, ClusterListIsAReadableTable) {
   EXPECT_THAT(
       r.out,
       HasSubstr("cpu-mpi                   4  cpu-core-group  shared_memory  1 x 10        -"));
-  EXPECT_EQ(runCliForTest({"clusters"}).out, r.out);
+  EXPECT_EQ(runCliForTest({"cluster", "list"}).out, r.out);
 }
 
 TEST(CliOutputTest, EveryResultPrintingCommandHasJsonThatParses) {
   const std::string dir = scratchDir().string();
   const std::vector<std::vector<std::string>> commands = {
-      {"models", "--json"},
-      {"clusters", "--json"},
+      {"model", "list", "--json"},
+      {"cluster", "list", "--json"},
       {"buckets", "--model", "resnet18", "--json"},
       {"simulate", "--model", "mlp-tiny", "--cluster", "dgx-a100", "--json"},
       {"sweep", "--model", "mlp-tiny", "--cluster", "dgx-a100", "--bucket-cap-mb", "1,25",
        "--json"},
       {"allreduce", "--cluster", "dgx-a100", "--bytes", "1M,64M", "--json"},
       {"overlap", kRun, "--json"},
-      {"replay", "--trace", kRun, "--json"},
+      {"replay", "--from-trace", kRun, "--json"},
       {"calibrate", kRun, "-o", dir + "/calibrated.json", "--json"},
       {"import-torch", kDataDir + "/torch/ddp_gloo_rank0.json.gz",
        kDataDir + "/torch/ddp_gloo_rank1.json.gz", "-o", dir + "/imported.json", "--json"},
@@ -158,7 +158,7 @@ TEST(CliOutputTest, CalibrateJsonHasTheFitAndTheFileWritten) {
 
 TEST(CliOutputTest, TablesAlsoComeAsCsv) {
   const std::string models = (scratchDir() / "models.csv").string();
-  ASSERT_EQ(runCliForTest({"models", "--csv", models}).exitCode, 0);
+  ASSERT_EQ(runCliForTest({"model", "list", "--csv", models}).exitCode, 0);
   std::ifstream m(models);
   std::string header, first;
   std::getline(m, header);
@@ -183,7 +183,7 @@ TEST(CliOutputTest, TablesAlsoComeAsCsv) {
   int lines = 0;
   for (std::string line; std::getline(a, line);) ++lines;
   EXPECT_EQ(lines, 3);  // header + two sizes
-  expectBadInput({"models", "--csv", "/no/such/dir/models.csv"}, "--csv: cannot write");
+  expectBadInput({"model", "list", "--csv", "/no/such/dir/models.csv"}, "--csv: cannot write");
 }
 
 // Progress goes to the error stream; off a terminal it is one plain line per step, and --quiet

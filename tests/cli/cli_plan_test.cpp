@@ -70,8 +70,8 @@ TEST(CliPlanTest, JsonParsesAndItsListRebuildsTheLayout) {
 }
 
 TEST(CliPlanTest, Torch113AnswersWithAUniformCap) {
-  json plan = runCliJson({"plan", "--model", "resnet18", "--cluster", "dgx-a100", "--torch", "1.13",
-                          "--objective", "exposed", "--json"});
+  json plan = runCliJson({"plan", "--model", "resnet18", "--cluster", "dgx-a100", "--torch-version",
+                          "1.13", "--objective", "exposed", "--json"});
   ASSERT_TRUE(plan.is_object());
   EXPECT_TRUE(plan["planned"].is_null());
   EXPECT_EQ(plan["objective"], "exposed");
@@ -84,20 +84,21 @@ TEST(CliPlanTest, BadInput) {
   expectBadInput(args, "--objective: expected step or exposed, got 'fast'");
   expectBadInput({"plan", "--model", "gpt2-small", "--cluster", "dgx-a100", "--nodes", "1,2"},
                  "--nodes: plan takes one value, got '1,2'");
-  expectBadInput({"plan", "--model", "gpt2-small", "--cluster", "dgx-a100", "--torch", "3.0"},
-                 "--torch: expected 2.15 or 1.13, got '3.0'");
+  expectBadInput(
+      {"plan", "--model", "gpt2-small", "--cluster", "dgx-a100", "--torch-version", "3.0"},
+      "--torch-version: expected 2.15 (or current), 1.13 or 1.5, got '3.0'");
   expectBadInput({"plan", "--model", "gpt2-small", "--cluster", "dgx-a100", "--find-unused", "on"},
                  "find_unused_parameters=True without static_graph");
 }
 
-// --trace: plan a recorded run. tests/data/replay/mlp-wide-w2.json.gz is a real `ddpscope run
+// --from-trace: plan a recorded run. tests/data/replay/mlp-wide-w2.json.gz is a real `ddpscope run
 // --nproc 2 -- --model mlp-wide --batch 16` (tests/cli/replay_cli_test.cpp): the plan takes its
 // model, world size, per-rank batch and measured compute, and says what the run measured.
 const std::string kDataDir = std::string(DDPSCOPE_SOURCE_DIR) + "/tests/data";
 const std::string kRuntimeTrace = kDataDir + "/replay/mlp-wide-w2.json.gz";
 
 TEST(CliPlanTest, PlansARecordedRuntimeRun) {
-  json plan = runCliJson({"plan", "--trace", kRuntimeTrace, "--json"});
+  json plan = runCliJson({"plan", "--from-trace", kRuntimeTrace, "--json"});
   ASSERT_TRUE(plan.is_object());
   EXPECT_EQ(plan["model"], "mlp-wide");
   EXPECT_EQ(plan["world_size"], 2);
@@ -109,7 +110,7 @@ TEST(CliPlanTest, PlansARecordedRuntimeRun) {
   const double replayed = plan["trace"]["replayed_step_ns"].get<int64_t>() / 1e6;
   EXPECT_LE(std::abs(replayed - 159.032) / 159.032, 0.03);
   // The same replay `ddpscope replay` prints.
-  json replay = runCliJson({"replay", "--trace", kRuntimeTrace, "--json"});
+  json replay = runCliJson({"replay", "--from-trace", kRuntimeTrace, "--json"});
   EXPECT_DOUBLE_EQ(replay["replayed_step_ms"].get<double>(), replayed);
   // Measured compute: the plan's default equals simulate --compute-from at the run's settings.
   json simulated =
@@ -118,14 +119,14 @@ TEST(CliPlanTest, PlansARecordedRuntimeRun) {
   ASSERT_TRUE(plan["planned"].is_object());
   EXPECT_EQ(plan["planned"]["bucket_cap_mb_list"].size(), plan["planned"]["buckets"].size());
 
-  CliResult text = runCliForTest({"plan", "--trace", kRuntimeTrace});
+  CliResult text = runCliForTest({"plan", "--from-trace", kRuntimeTrace});
   ASSERT_EQ(text.exitCode, 0) << text.err;
   // Communication: cpu-mpi calibrated on the run's own collectives (replay's default).
   EXPECT_THAT(text.out, HasSubstr("plan: mlp-wide on calibrated:" + kRuntimeTrace));
   EXPECT_THAT(text.out, HasSubstr("from the recorded run " + kRuntimeTrace +
                                   ": measured step 159.032 ms (median of the slowest rank)"));
   // Flags given change the run's settings; the world size too.
-  json bigger = runCliJson({"plan", "--trace", kRuntimeTrace, "--world-size", "4", "--json"});
+  json bigger = runCliJson({"plan", "--from-trace", kRuntimeTrace, "--world-size", "4", "--json"});
   EXPECT_EQ(bigger["world_size"], 4);
 }
 
@@ -133,7 +134,7 @@ TEST(CliPlanTest, PlansARecordedRuntimeRun) {
 // first, at their replayed step; then at most three others, fastest predicted first, no two with
 // the same buckets and flags; the text says they were not measured.
 TEST(CliPlanTest, CandidatesStartWithTheRunsOwnSettingsThenTheFastestDistinctLayouts) {
-  json plan = runCliJson({"plan", "--trace", kRuntimeTrace, "--json"});
+  json plan = runCliJson({"plan", "--from-trace", kRuntimeTrace, "--json"});
   const json& c = plan["candidates"];
   ASSERT_TRUE(c.is_array());
   ASSERT_GE(c.size(), 2u);
@@ -168,7 +169,7 @@ TEST(CliPlanTest, CandidatesStartWithTheRunsOwnSettingsThenTheFastestDistinctLay
   const bool bestIsCurrent = c[0]["bucket_bytes"] == plan["best_uniform"]["bucket_bytes"];
   EXPECT_TRUE(sawBest || bestIsCurrent);
 
-  CliResult text = runCliForTest({"plan", "--trace", kRuntimeTrace});
+  CliResult text = runCliForTest({"plan", "--from-trace", kRuntimeTrace});
   ASSERT_EQ(text.exitCode, 0) << text.err;
   EXPECT_THAT(text.out,
               HasSubstr("4. layouts to measure in your own job (predicted, not measured"));
@@ -186,13 +187,13 @@ TEST(CliPlanTest, CandidatesStartWithTheRunsOwnSettingsThenTheFastestDistinctLay
 TEST(CliPlanTest, PlansAnImportedPyTorchTrace) {
   const std::string dir = kDataDir + "/torch-2.15/";
   const std::string run = (testing::scratchDir() / "plan_imported.json").string();
-  CliResult imported = runCliForTest({"import-torch", dir + "ddp_gloo_shapes_rank0.json.gz",
-                                      dir + "ddp_gloo_shapes_rank1.json.gz", "--model-file",
-                                      dir + "ddp_gloo_model.json", "--bucket-cap-mb", "0.05",
-                                      "--batch-per-rank", "16", "-o", run});
+  CliResult imported =
+      runCliForTest({"import-torch", dir + "ddp_gloo_shapes_rank0.json.gz",
+                     dir + "ddp_gloo_shapes_rank1.json.gz", "--model", dir + "ddp_gloo_model.json",
+                     "--bucket-cap-mb", "0.05", "--batch-per-rank", "16", "-o", run});
   ASSERT_EQ(imported.exitCode, 0) << imported.err;
   json plan =
-      runCliJson({"plan", "--trace", run, "--model-file", dir + "ddp_gloo_model.json", "--json"});
+      runCliJson({"plan", "--from-trace", run, "--model", dir + "ddp_gloo_model.json", "--json"});
   ASSERT_TRUE(plan.is_object());
   EXPECT_EQ(plan["world_size"], 2);
   EXPECT_EQ(plan["workload"]["batch_per_rank"], 16);
@@ -203,15 +204,15 @@ TEST(CliPlanTest, PlansAnImportedPyTorchTrace) {
 }
 
 TEST(CliPlanTest, TraceBadInput) {
-  expectBadInput({"plan", "--trace", kRuntimeTrace, "--compute-from", kRuntimeTrace},
-                 "give either --trace or --compute-from");
-  expectBadInput({"plan", "--trace", kRuntimeTrace, "--model", "resnet18"},
+  expectBadInput({"plan", "--from-trace", kRuntimeTrace, "--compute-from", kRuntimeTrace},
+                 "give either --from-trace or --compute-from");
+  expectBadInput({"plan", "--from-trace", kRuntimeTrace, "--model", "resnet18"},
                  "forward span '0' names no layer of model 'resnet18'");
-  CliResult r = runCliForTest({"plan", "--trace", "no/such/run.json"});
+  CliResult r = runCliForTest({"plan", "--from-trace", "no/such/run.json"});
   EXPECT_NE(r.exitCode, 0);
   EXPECT_THAT(r.err, HasSubstr("no/such/run.json"));
   // A trace without our lanes (a golden simulator trace has no measured iterations to plan).
-  r = runCliForTest({"plan", "--trace", kDataDir + "/traces/tiny.json.gz"});
+  r = runCliForTest({"plan", "--from-trace", kDataDir + "/traces/tiny.json.gz"});
   EXPECT_NE(r.exitCode, 0);
   EXPECT_THAT(r.err, HasSubstr("tiny.json.gz"));
 }

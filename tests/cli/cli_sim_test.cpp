@@ -49,7 +49,7 @@ TEST(CliAllreduceTest, BadInputs) {
   expectBadInput({"allreduce", "--cluster", "dgx-a100"}, "--bytes");
   std::string bad =
       writeScratchFile("bad_cluster.json", R"({"name": "c", "gpus_per_node": "eight"})");
-  expectBadInput({"allreduce", "--cluster-file", bad, "--bytes", "1M"}, bad);
+  expectBadInput({"allreduce", "--cluster", bad, "--bytes", "1M"}, bad);
 }
 
 TEST(CliSimulateTest, SummaryAgreesWithTraceOverlap) {
@@ -161,7 +161,7 @@ TEST(CliCalibrateTest, FitsDdpOverheadsBackFromATrace) {
   cluster["ddp_overheads"] = known;
   const std::string clusterPath = writeScratchFile("cpu-known.json", cluster.dump());
   const std::string trace = (scratchDir() / "known-overheads.json").string();
-  CliResult sim = runCliForTest({"simulate", "--model", "mlp-wide", "--cluster-file", clusterPath,
+  CliResult sim = runCliForTest({"simulate", "--model", "mlp-wide", "--cluster", clusterPath,
                                  "--world-size", "2", "--trace", trace, "--quiet"});
   ASSERT_EQ(sim.exitCode, 0) << sim.err;
   const std::string out = (scratchDir() / "fitted-overheads.json").string();

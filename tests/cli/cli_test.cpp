@@ -22,21 +22,26 @@ const char* kTwoParams =
 TEST(CliTest, TopLevelHelpListsCommands) {
   CliResult r = runCliForTest({"--help"});
   EXPECT_EQ(r.exitCode, 0);
-  for (const char* c : {"quickstart", "models", "buckets", "overlap"}) {
-    EXPECT_THAT(r.out, HasSubstr(c));
+  for (const char* c : {"quickstart", "model", "buckets", "overlap", "cluster"}) {
+    EXPECT_THAT(r.out, HasSubstr(std::string("\n  ") + c + " "));
   }
 }
 
 TEST(CliTest, EveryCommandHasHelp) {
-  for (const char* c : {"quickstart", "models", "buckets", "overlap"}) {
-    CliResult r = runCliForTest({c, "--help"});
+  for (std::string c : {"quickstart", "model list", "model show", "buckets", "overlap",
+                        "cluster list", "cluster show"}) {
+    std::vector<std::string> args;
+    std::istringstream words(c);
+    for (std::string w; words >> w;) args.push_back(w);
+    args.push_back("--help");
+    CliResult r = runCliForTest(args);
     EXPECT_EQ(r.exitCode, 0) << c;
-    EXPECT_THAT(r.out, HasSubstr(std::string("usage: ddpscope ") + c));
+    EXPECT_THAT(r.out, HasSubstr("usage: ddpscope " + c));
   }
 }
 
 TEST(CliModelsTest, JsonListsZooWithOriginalCounts) {
-  CliResult r = runCliForTest({"models", "--json"});
+  CliResult r = runCliForTest({"model", "list", "--json"});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   json list = json::parse(r.out);
   std::map<std::string, std::pair<int64_t, int64_t>> expected = {
@@ -69,8 +74,8 @@ TEST(CliBucketsTest, CurrentSemanticsUsesCapForEveryBucketWhenUserSetsIt) {
   // Current PyTorch: an explicit bucket_cap_mb makes the rebuild limits [cap, cap].
   CliResult cur =
       runCliForTest({"buckets", "--model", "resnet18", "--bucket-cap-mb", "5", "--json"});
-  CliResult old = runCliForTest(
-      {"buckets", "--model", "resnet18", "--bucket-cap-mb", "5", "--semantics", "1.13", "--json"});
+  CliResult old = runCliForTest({"buckets", "--model", "resnet18", "--bucket-cap-mb", "5",
+                                 "--torch-version", "1.13", "--json"});
   ASSERT_EQ(cur.exitCode, 0) << cur.err;
   ASSERT_EQ(old.exitCode, 0) << old.err;
   json c = json::parse(cur.out), o = json::parse(old.out);
@@ -96,7 +101,7 @@ TEST(CliBucketsTest, ReadyOrderFileFormats) {
   for (const auto& [file, first] :
        std::vector<std::pair<std::string, int>>{{asArray, 0}, {asObject, 1}, {asText, 0}}) {
     CliResult r =
-        runCliForTest({"buckets", "--model-file", model, "--ready-order-file", file, "--json"});
+        runCliForTest({"buckets", "--model", model, "--ready-order-file", file, "--json"});
     ASSERT_EQ(r.exitCode, 0) << r.err;
     EXPECT_EQ(json::parse(r.out)["buckets"][0]["params"][0], first) << file;
   }
@@ -110,19 +115,19 @@ TEST(CliBucketsTest, TextOutputNamesParameters) {
 }
 
 TEST(CliBadInputTest, MissingModelFile) {
-  expectBadInput({"buckets", "--model-file", "/no/such/model.json"}, "/no/such/model.json");
+  expectBadInput({"buckets", "--model", "/no/such/model.json"}, "/no/such/model.json");
 }
 
 TEST(CliBadInputTest, InvalidJson) {
   std::string path = writeScratchFile("broken.json", R"({"name": "m", "parameters": [)");
-  expectBadInput({"buckets", "--model-file", path}, path);
+  expectBadInput({"buckets", "--model", path}, path);
 }
 
 TEST(CliBadInputTest, WrongTypes) {
   std::string path = writeScratchFile(
       "wrongtype.json",
       R"({"name": "m", "parameters": [{"name": "w", "shape": "10x50", "dtype": "float32"}]})");
-  expectBadInput({"buckets", "--model-file", path}, "parameters[0].shape");
+  expectBadInput({"buckets", "--model", path}, "parameters[0].shape");
 }
 
 TEST(CliBadInputTest, NegativeAndZeroBucketCap) {
@@ -136,35 +141,34 @@ TEST(CliBadInputTest, NegativeAndZeroBucketCap) {
 
 TEST(CliBadInputTest, EmptyParameterList) {
   std::string path = writeScratchFile("empty.json", R"({"name": "m", "parameters": []})");
-  expectBadInput({"buckets", "--model-file", path}, "parameters");
+  expectBadInput({"buckets", "--model", path}, "parameters");
 }
 
 TEST(CliBadInputTest, UnknownDtype) {
   std::string path = writeScratchFile(
       "dtype.json",
       R"({"name": "m", "parameters": [{"name": "w", "shape": [2], "dtype": "float33"}]})");
-  expectBadInput({"buckets", "--model-file", path}, "parameters[0].dtype");
-  expectBadInput({"buckets", "--model-file", path}, "float33");
+  expectBadInput({"buckets", "--model", path}, "parameters[0].dtype");
+  expectBadInput({"buckets", "--model", path}, "float33");
 }
 
 TEST(CliBadInputTest, ReadyOrderMissesOrRepeatsAParameter) {
   std::string model = writeScratchFile("two_b.json", kTwoParams);
-  expectBadInput({"buckets", "--model-file", model, "--ready-order", "1"},
-                 "parameter 0 is missing");
-  expectBadInput({"buckets", "--model-file", model, "--ready-order", "1,1,0"},
+  expectBadInput({"buckets", "--model", model, "--ready-order", "1"}, "parameter 0 is missing");
+  expectBadInput({"buckets", "--model", model, "--ready-order", "1,1,0"},
                  "parameter 1 appears twice");
-  expectBadInput({"buckets", "--model-file", model, "--ready-order", "0,7"}, "7");
-  expectBadInput({"buckets", "--model-file", model, "--ready-order", "0,x"}, "--ready-order");
+  expectBadInput({"buckets", "--model", model, "--ready-order", "0,7"}, "7");
+  expectBadInput({"buckets", "--model", model, "--ready-order", "0,x"}, "--ready-order");
   std::string badFile = writeScratchFile("bad_order.json", R"({"grad_ready_order": [0, "1"]})");
-  expectBadInput({"buckets", "--model-file", model, "--ready-order-file", badFile},
+  expectBadInput({"buckets", "--model", model, "--ready-order-file", badFile},
                  "grad_ready_order[1]");
 }
 
 TEST(CliBadInputTest, FlagMisuse) {
-  expectBadInput({"buckets"}, "expected --model NAME or --model-file PATH");
+  expectBadInput({"buckets"}, "expected --model NAME|FILE");
   expectBadInput({"buckets", "--model", "resnet18", "--frobnicate"}, "unknown flag --frobnicate");
   expectBadInput({"buckets", "--model"}, "--model: expected a value");
-  expectBadInput({"buckets", "--model", "resnet18", "--semantics", "2.9"}, "2.9");
+  expectBadInput({"buckets", "--model", "resnet18", "--torch-version", "2.9"}, "2.9");
   expectBadInput({"buckets", "--model", "resnet18", "--iteration", "7"}, "--iteration");
   expectBadInput({"buckets", "--model", "resnet18", "--iteration", "1", "--ready-order", "0"},
                  "--iteration steady");

@@ -43,15 +43,15 @@ void expectSameAsBuiltin(const std::string& file, const std::string& builtin,
     SCOPED_TRACE(what + " vs " + builtin + " on " + nodes + " node(s)");
     json want = runCliJson({"simulate", "--model", model, "--cluster", builtin, "--nodes", nodes,
                             "--json", "--quiet"});
-    json got = runCliJson({"simulate", "--model", model, "--cluster-file", file, "--nodes", nodes,
-                           "--json", "--quiet"});
+    json got = runCliJson(
+        {"simulate", "--model", model, "--cluster", file, "--nodes", nodes, "--json", "--quiet"});
     ASSERT_TRUE(want.is_object() && got.is_object());
     const double w = want["step_time_ns"].get<double>();
     EXPECT_NEAR(got["step_time_ns"].get<double>(), w, 0.05 * w);
     json wantAr = runCliJson(
         {"allreduce", "--cluster", builtin, "--nodes", nodes, "--bytes", "8K,1M,64M,1G", "--json"});
-    json gotAr = runCliJson({"allreduce", "--cluster-file", file, "--nodes", nodes, "--bytes",
-                             "8K,1M,64M,1G", "--json"});
+    json gotAr = runCliJson(
+        {"allreduce", "--cluster", file, "--nodes", nodes, "--bytes", "8K,1M,64M,1G", "--json"});
     ASSERT_EQ(wantAr["results"].size(), 4u);
     ASSERT_EQ(gotAr["results"].size(), 4u);
     for (size_t i = 0; i < 4; ++i) {
@@ -127,7 +127,7 @@ TEST(ClusterCliTest, FromTopoPcieAcrossSocketsCarriesTheInterCpuBandwidth) {
                                "16 GB/s (SYS)"));
   const std::string amd = fromTopo("a100-pcie-2gpu-2socket-amd.txt",
                                    {"--gpu", "a100-pcie", "--cpu", "amd", "--nics", "none"});
-  json ar = runCliJson({"allreduce", "--cluster-file", amd, "--bytes", "1G", "--json"});
+  json ar = runCliJson({"allreduce", "--cluster", amd, "--bytes", "1G", "--json"});
   ASSERT_EQ(ar["results"].size(), 1u);
   // 4 channels x 4 GB/s = AMD_BW 16 (not the 24 of PCIe Gen4), less the per-call overhead.
   EXPECT_NEAR(ar["results"][0]["busbw_gbps"].get<double>(), 16, 0.2);

@@ -19,7 +19,7 @@ const std::string kTrace =
     std::string(DDPSCOPE_SOURCE_DIR) + "/tests/data/replay/mlp-wide-w2.json.gz";
 
 TEST(ReplayCliTest, OwnSettingsReproduceTheMeasuredStepWithinThreePercent) {
-  CliResult r = runCliForTest({"replay", "--trace", kTrace, "--json"});
+  CliResult r = runCliForTest({"replay", "--from-trace", kTrace, "--json"});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["world_size"], 2);
@@ -40,8 +40,8 @@ TEST(ReplayCliTest, CudaRuntimeTracesFromAnH100ReplayWithinThreePercent) {
        {std::pair<std::string, double>{"resnet50", 64.329}, {"gpt2-small", 154.732}}) {
     SCOPED_TRACE(model);
     CliResult r =
-        runCliForTest({"replay", "--trace", dir + "runtime-" + model + ".json.gz", "--model", model,
-                       "--cluster", "dgx-h100", "--world-size", "1", "--json"});
+        runCliForTest({"replay", "--from-trace", dir + "runtime-" + model + ".json.gz", "--model",
+                       model, "--cluster", "dgx-h100", "--world-size", "1", "--json"});
     ASSERT_EQ(r.exitCode, 0) << r.err;
     const auto j = nlohmann::json::parse(r.out);
     EXPECT_EQ(j["measured_iterations"].size(), 10u);  // 4..13: the 3 warm-ups left out
@@ -76,7 +76,7 @@ TEST(ReplayCliTest, RealTorchTracesWithoutShapesReplayAtTheirOwnSettings) {
       ASSERT_EQ(imported.exitCode, 0) << imported.err;
       const auto summary = nlohmann::json::parse(imported.out);
       EXPECT_EQ(summary["collectives_with_unknown_bytes"], 0);
-      CliResult r = runCliForTest({"replay", "--trace", run, "--json"});
+      CliResult r = runCliForTest({"replay", "--from-trace", run, "--json"});
       ASSERT_EQ(r.exitCode, 0) << r.err;
       const auto j = nlohmann::json::parse(r.out);
       EXPECT_EQ(j["measured_iterations"].size(), 13u);  // 3..15
@@ -91,26 +91,26 @@ TEST(ReplayCliTest, RealTorchTracesWithoutShapesReplayAtTheirOwnSettings) {
 
 TEST(ReplayCliTest, WhatIfChangesOnlyTheGivenSettings) {
   CliResult r = runCliForTest(
-      {"replay", "--trace", kTrace, "--world-size", "4", "--bucket-cap-mb", "1", "--json"});
+      {"replay", "--from-trace", kTrace, "--world-size", "4", "--bucket-cap-mb", "1", "--json"});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_TRUE(j.contains("what_if"));
   EXPECT_EQ(j["what_if"]["world_size"], 4);
   EXPECT_EQ(j["what_if"]["num_buckets"].get<int>(), 8);  // 1 MiB cap: one 4 MiB layer each
-  r = runCliForTest({"replay", "--trace", kTrace});
+  r = runCliForTest({"replay", "--from-trace", kTrace});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("replayed at its own settings"));
   EXPECT_THAT(r.out, ::testing::Not(HasSubstr("what-if")));
 }
 
 TEST(ReplayCliTest, WrongModelIsAOneLineError) {
-  CliResult r = runCliForTest({"replay", "--trace", kTrace, "--model", "resnet18"});
+  CliResult r = runCliForTest({"replay", "--from-trace", kTrace, "--model", "resnet18"});
   EXPECT_EQ(r.exitCode, 2);
   EXPECT_THAT(r.err, HasSubstr("forward span '0' names no layer of model 'resnet18'"));
   r = runCliForTest({"replay"});
   EXPECT_EQ(r.exitCode, 2);
-  EXPECT_THAT(r.err, HasSubstr("--trace: required"));
-  r = runCliForTest({"replay", "--trace", "no/such/run.json"});
+  EXPECT_THAT(r.err, HasSubstr("--from-trace: required"));
+  r = runCliForTest({"replay", "--from-trace", "no/such/run.json"});
   EXPECT_NE(r.exitCode, 0);
   EXPECT_THAT(r.err, HasSubstr("no/such/run.json"));
 }
@@ -127,12 +127,12 @@ TEST(CalibrateCliTest, WritesAClusterThatSimulateLoads) {
   EXPECT_EQ(cluster->name, "cal");
   EXPECT_EQ(cluster->commModel, sim::CommModelKind::kAlphaBeta);
   EXPECT_GT(cluster->alphaBeta.intraBetaGBps, 0);
-  r = runCliForTest({"simulate", "--cluster-file", out, "--model", "resnet18", "--world-size", "2",
+  r = runCliForTest({"simulate", "--cluster", out, "--model", "resnet18", "--world-size", "2",
                      "--compute-from", kTrace, "--json"});
   // The trace is mlp-wide's: --model resnet18 does not match its spans.
   EXPECT_EQ(r.exitCode, 2);
   r = runCliForTest(
-      {"simulate", "--cluster-file", out, "--world-size", "2", "--compute-from", kTrace, "--json"});
+      {"simulate", "--cluster", out, "--world-size", "2", "--compute-from", kTrace, "--json"});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_GT(nlohmann::json::parse(r.out)["step_time_ns"].get<int64_t>(), 0);
   r = runCliForTest({"calibrate", kTrace});

@@ -33,7 +33,7 @@ std::vector<Case> cases() {
              "--comm-hook",
              "fp16",
              "--no-broadcast-buffers",
-             "--semantics",
+             "--torch-version",
              "1.13"};
   a.expected.setBucketCapMb(5);
   a.expected.firstBucketBytes = 524288;
@@ -46,7 +46,7 @@ std::vector<Case> cases() {
   a.expected.profile = ddp::SemanticsProfile::kV1_13;
   out.push_back(a);
   Case b;
-  b.flags = {"--static-graph", "--comm-hook", "powersgd:4", "--semantics", "1.5"};
+  b.flags = {"--static-graph", "--comm-hook", "powersgd:4", "--torch-version", "1.5"};
   b.expected.staticGraph = true;
   b.expected.commHook.kind = ddp::CommHookKind::kPowerSgd;
   b.expected.commHook.powerSgdRank = 4;
@@ -89,7 +89,7 @@ TEST(SettingsRoundTripTest, EveryDdpSettingSurvivesSimulateTraceAndReplay) {
     EXPECT_EQ(run->worldSize, 2);
 
     // Replay's own view of the run.
-    CliResult replay = runCliForTest({"replay", "--trace", trace, "--json"});
+    CliResult replay = runCliForTest({"replay", "--from-trace", trace, "--json"});
     ASSERT_EQ(replay.exitCode, 0) << replay.err;
     const auto j = nlohmann::json::parse(replay.out);
     EXPECT_EQ(j["run_settings"], ddp::ddpSettingsJson(c.expected)) << j["run_settings"].dump();

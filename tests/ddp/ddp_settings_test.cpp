@@ -191,7 +191,7 @@ TEST(DdpSettingsTest, FlagErrorsNameTheFlag) {
   EXPECT_EQ(applyDdpSetting(DdpSetting::kCommHook, "int8", c).message(),
             "--comm-hook: expected fp16, bf16, powersgd:R, allreduce or none, got 'int8'");
   EXPECT_EQ(applyDdpSetting(DdpSetting::kSemantics, "2.0", c).message(),
-            "--semantics: expected 2.15 (or current), 1.13 or 1.5, got '2.0'");
+            "--torch-version: expected 2.15 (or current), 1.13 or 1.5, got '2.0'");
   EXPECT_EQ(c, DdpConfig());  // failed flags change nothing
 }
 

@@ -177,7 +177,7 @@ void SweepPlanTest::torch113PlansAUniformCapOnly() {
   panel.runPlan();
   QVERIFY(planned.wait(120000));
   QVERIFY(panel.planOutcome().has_value());
-  const nlohmann::json cli = cliPlan(16, {"--torch", "1.13"});
+  const nlohmann::json cli = cliPlan(16, {"--torch-version", "1.13"});
   QVERIFY(cli["planned"].is_null());
   QCOMPARE(panel.planTable()->rowCount(), 0);
   QVERIFY(!panel.shownPlanSettings().has_value());

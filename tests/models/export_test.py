@@ -122,21 +122,21 @@ def run(cmd, **kw):
 
 def check_cli_loads(ddpscope, path, zoo_name):
     # (`ddpscope models` lists the zoo only; simulate loads and costs every layer.)
-    r = run([ddpscope, "simulate", "--model-file", path, "--cluster", CLUSTER, "--world-size",
+    r = run([ddpscope, "simulate", "--model", path, "--cluster", CLUSTER, "--world-size",
              "2", "--iterations", "3", "--json"])
     check(r.returncode == 0 and json.loads(r.stdout).get("step_time_ns", 0) > 0,
-          "ddpscope simulate --model-file %s: rc %d: %s" % (path, r.returncode, r.stderr))
+          "ddpscope simulate --model %s: rc %d: %s" % (path, r.returncode, r.stderr))
     for cap in ("1", "25"):
-        a = run([ddpscope, "buckets", "--model-file", path, "--bucket-cap-mb", cap, "--json"])
+        a = run([ddpscope, "buckets", "--model", path, "--bucket-cap-mb", cap, "--json"])
         b = run([ddpscope, "buckets", "--model", zoo_name, "--bucket-cap-mb", cap, "--json"])
-        check(a.returncode == 0, "ddpscope buckets --model-file %s: rc %d: %s"
+        check(a.returncode == 0, "ddpscope buckets --model %s: rc %d: %s"
               % (path, a.returncode, a.stderr))
         if a.returncode == 0 and b.returncode == 0:
             pa, pb = json.loads(a.stdout), json.loads(b.stdout)
             check(pa.get("buckets") == pb.get("buckets"),
                   "%s: bucket plan at cap %s MiB differs from the zoo model's" % (path, cap))
         # The exported file doubles as a --ready-order-file.
-        c = run([ddpscope, "buckets", "--model-file", path, "--bucket-cap-mb", cap,
+        c = run([ddpscope, "buckets", "--model", path, "--bucket-cap-mb", cap,
                  "--ready-order-file", path, "--json"])
         check(c.returncode == 0 and json.loads(c.stdout).get("buckets") ==
               json.loads(a.stdout).get("buckets") if a.returncode == 0 else False,
@@ -202,6 +202,12 @@ def main():
              "--module", "export_test:mlp_tiny_factory", "--input-shape", "20,10", "-o",
              os.path.join(tmp, "cli.json")], env=env)
     check(r.returncode == 0, "CLI export of mlp-tiny: rc %d, %s" % (r.returncode, r.stderr))
+    r = run([sys.executable, os.path.join(ROOT, "models", "export", "torch_export.py"),
+             "--module", "export_test:mlp_tiny_factory", "--input-shape", "20,10", "--output",
+             os.path.join(tmp, "old.json")], env=env)
+    check(r.returncode == 0 and "--output is deprecated and goes in the next release; use --out"
+          in r.stderr and os.path.exists(os.path.join(tmp, "old.json")),
+          "CLI export with the old --output: rc %d, %s" % (r.returncode, r.stderr))
 
     # models/export/kineto_trace.py: a profile of this (Kineto-less) torch imports.
     import kineto_trace
@@ -218,7 +224,7 @@ def main():
     trace_path = os.path.join(tmp, "rank0.json.gz")
     kineto_trace.export(prof, trace_path, rank=0, world_size=1, backend="none")
     r = run([ddpscope, "import-torch", trace_path, "-o", os.path.join(tmp, "run.json"),
-             "--model-file", mlp_path, "--json"])
+             "--model", mlp_path, "--json"])
     check(r.returncode == 0, "import-torch of a kineto_trace.export file: rc %d, %s"
           % (r.returncode, r.stderr))
     if r.returncode == 0:

@@ -376,12 +376,12 @@ TEST(ImportTorchCommandTest, WritesTraceAndPrintsSummary) {
             knownBytes(readTruth()["bucket_bytes"].get<std::vector<int64_t>>()));
   EXPECT_EQ(reread->metadata().getString("source"), "pytorch-profiler");
 
-  CliResult withMeta = runCli({"import-torch", kRank0, kRank1, "-o", output, "--model-file", kModel,
+  CliResult withMeta = runCli({"import-torch", kRank0, kRank1, "-o", output, "--model", kModel,
                                "--bucket-cap-mb", "0.05", "--batch-per-rank", "16"});
   ASSERT_EQ(withMeta.code, 0) << withMeta.err;
   auto meta = readChromeTrace(output);
   ASSERT_TRUE(meta.isOk()) << meta.status().message();
-  EXPECT_EQ(meta->metadata().getString("model_file"), kModel);
+  EXPECT_EQ(meta->metadata().getString("model"), kModel);
   const auto& computeSpans = meta->rank(0).lanes[0].spans;
   auto firstForward = std::find_if(computeSpans.begin(), computeSpans.end(),
                                    [](const Span& s) { return s.category == Category::kForward; });
@@ -393,7 +393,7 @@ TEST(ImportTorchCommandTest, WritesTraceAndPrintsSummary) {
   EXPECT_EQ(badCap.code, 2);
   EXPECT_THAT(badCap.err, HasSubstr("--bucket-cap-mb"));
 
-  CliResult text = runCli({"import-torch", kRank0, kRank1, "--output", output});
+  CliResult text = runCli({"import-torch", kRank0, kRank1, "--out", output});
   ASSERT_EQ(text.code, 0) << text.err;
   EXPECT_THAT(text.out, HasSubstr("imported 2 rank(s) of world size 2"));
   EXPECT_THAT(text.out, HasSubstr("bucket 0: 1188392 B"));
@@ -406,8 +406,8 @@ TEST(ImportTorchCommandTest, BucketPlanOfTheExportedModelPredictsTheImportedBuck
   // End to end: the model exported from the traced job (torch_export.py), planned by ddpscope
   // with PyTorch 1.13's rules at the job's bucket_cap_mb, gives the buckets DDP reported and
   // the importer measured.
-  CliResult plan = runCli({"buckets", "--model-file", kModel, "--bucket-cap-mb", "0.05",
-                           "--semantics", "1.13", "--json"});
+  CliResult plan = runCli({"buckets", "--model", kModel, "--bucket-cap-mb", "0.05",
+                           "--torch-version", "1.13", "--json"});
   ASSERT_EQ(plan.code, 0) << plan.err;
   std::vector<int64_t> planned;
   const nlohmann::json planJson = nlohmann::json::parse(plan.out);
@@ -422,7 +422,7 @@ TEST(ImportTorchCommandTest, BadInputExitsTwoWithMessage) {
   CliResult noOutput = runCli({"import-torch", kRank0, kRank1});
   EXPECT_EQ(noOutput.code, 2);
   EXPECT_EQ(noOutput.err,
-            "ddpscope import-torch: error: -o/--output: expected the path of the trace to write "
+            "ddpscope import-torch: error: -o/--out: expected the path of the trace to write "
             "(see --help)\n");
 
   CliResult missingFile = runCli({"import-torch", "/nonexistent/t.json", "-o", tempPath("x")});
@@ -514,9 +514,9 @@ TEST(KinetoImport215Test, DefaultProfilerTraceTakesBytesFromTheBucketPlan) {
   const nlohmann::json truth = readTruth215();
   const std::string output = tempPath("215_plan.json");
   // the job's bucket_cap_mb: ddpscope's plan of the exported model is DDP's own layout
-  CliResult r = runCli({"import-torch", traces215("default")[0], traces215("default")[1], "-o",
-                        output, "--model-file", k215Dir + "ddp_gloo_model.json", "--bucket-cap-mb",
-                        "0.05", "--json"});
+  CliResult r =
+      runCli({"import-torch", traces215("default")[0], traces215("default")[1], "-o", output,
+              "--model", k215Dir + "ddp_gloo_model.json", "--bucket-cap-mb", "0.05", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   const nlohmann::json out = nlohmann::json::parse(r.out);
   EXPECT_EQ(out["bucket_bytes"], truth["bucket_bytes"]);
@@ -528,7 +528,7 @@ TEST(KinetoImport215Test, DefaultProfilerTraceTakesBytesFromTheBucketPlan) {
 
   // the default bucket_cap_mb (25) plans 2 buckets, the trace has 5 per iteration: an error
   CliResult wrong = runCli({"import-torch", traces215("default")[0], traces215("default")[1], "-o",
-                            output, "--model-file", k215Dir + "ddp_gloo_model.json"});
+                            output, "--model", k215Dir + "ddp_gloo_model.json"});
   EXPECT_EQ(wrong.code, 2);
   EXPECT_THAT(wrong.err, HasSubstr("ddp_gloo_default_rank0.json.gz: rank 0 iteration 2: 5 bucket "
                                    "allreduce(s) in the trace but the bucket plan of model "

@@ -21,7 +21,7 @@ JSON writer), gzip-compressed; nothing is rewritten. And once:
       time.perf_counter_ns() around step() + prof.step();
     - world size, batch, bucket_cap_mb, torch version.
   ddp_gloo_model.json   the model (models/FORMAT.md) by models/export/torch_export.py, so that
-                        import-torch --model-file can take the bucket sizes from the plan.
+                        import-torch --model can take the bucket sizes from the plan.
 
 Usage: python tests/data/torch-2.15/gen_traces.py [--out DIR]
 Needs a torch built with Kineto (the PyPI wheel; checked with 2.15.0 CPU) and no GPU. The

@@ -187,7 +187,7 @@ def main():
                     os.path.join(args.out, "ddp_gloo_rank%d.json.gz" % r), "wb", 9) as fout:
                 shutil.copyfileobj(fin, fout)
         # The model itself, exported with models/export/torch_export.py, so that tests can
-        # name the imported compute spans by layer (import-torch --model-file).
+        # name the imported compute spans by layer (import-torch --model).
         spec = export_model(build_model(), torch.randn(BATCH, WIDTHS[0]), "ddp-gloo-mlp",
                             description=truth["model"])
         with open(os.path.join(args.out, "ddp_gloo_model.json"), "w") as f:
