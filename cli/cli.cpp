@@ -80,6 +80,37 @@ void printTopLevelHelp(std::ostream& out) {
 
 }  // namespace
 
+Status runSubcommand(const std::string& noun, const std::vector<Subcommand>& subcommands,
+                     const std::vector<std::string>& argv, CommandIo io) {
+  auto nameOf = [](const Subcommand& s) {
+    const std::string synopsis = s.synopsis;
+    return synopsis.substr(0, synopsis.find(' '));
+  };
+  if (argv.empty() || argv[0] == "--help" || argv[0] == "-h" || argv[0] == "help") {
+    io.out << "usage: ddpscope " << noun << " <subcommand> [options]\n\nsubcommands:\n";
+    for (const Subcommand& s : subcommands) {
+      const std::string synopsis = s.synopsis;
+      io.out << "  " << synopsis
+             << std::string(synopsis.size() < 12 ? 14 - synopsis.size() : 2, ' ') << s.summary
+             << "\n";
+    }
+    io.out << "\nRun 'ddpscope " << noun << " <subcommand> --help' for its options.\n";
+    return Status::ok();
+  }
+  std::string expected;
+  for (size_t i = 0; i < subcommands.size(); ++i) {
+    if (nameOf(subcommands[i]) == argv[0]) {
+      return subcommands[i].run(std::vector<std::string>(argv.begin() + 1, argv.end()), io);
+    }
+    expected += (i == 0                        ? ""
+                 : i + 1 == subcommands.size() ? " or "
+                                               : ", ") +
+                nameOf(subcommands[i]);
+  }
+  return invalidArgument("unknown subcommand '" + argv[0] + "'; expected " + expected +
+                         " (see 'ddpscope " + noun + " --help')");
+}
+
 int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     printTopLevelHelp(out);

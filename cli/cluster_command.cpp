@@ -24,17 +24,6 @@ namespace {
 
 constexpr int64_t kCheckBytes = int64_t{256} << 20;  // the busbw check's buffer: 256 MiB
 
-void printClusterUsage(std::ostream& out) {
-  out << "usage: ddpscope cluster <subcommand> [options]\n\n"
-         "subcommands:\n"
-         "  from-topo     build a cluster file from `nvidia-smi topo -m` output and the GPU model\n"
-         "  calibrate     fit a cluster's allreduce latency and bandwidth to all_reduce_perf "
-         "output\n"
-         "  list          the built-in clusters, one line each\n"
-         "  show NAME     print a built-in cluster's JSON (a starting point for your own)\n\n"
-         "Run 'ddpscope cluster <subcommand> --help' for its options.\n";
-}
-
 Status runShow(const std::vector<std::string>& argv, CommandIo io) {
   ArgParser parser("ddpscope cluster show", "NAME",
                    "Prints the JSON of a built-in cluster (format: sim/cost/clusters/FORMAT.md).");
@@ -261,18 +250,15 @@ Status runCalibrate(const std::vector<std::string>& argvIn, CommandIo io) {
 }  // namespace
 
 Status runClusterCommand(const std::vector<std::string>& argv, CommandIo io) {
-  if (argv.empty() || argv[0] == "--help" || argv[0] == "-h" || argv[0] == "help") {
-    printClusterUsage(io.out);
-    return Status::ok();
-  }
-  const std::vector<std::string> rest(argv.begin() + 1, argv.end());
-  if (argv[0] == "from-topo") return runFromTopo(rest, io);
-  if (argv[0] == "calibrate") return runCalibrate(rest, io);
-  if (argv[0] == "list") return runClusterListCommand(rest, io);
-  if (argv[0] == "show") return runShow(rest, io);
-  return invalidArgument(
-      "unknown subcommand '" + argv[0] +
-      "'; expected from-topo, calibrate, list or show (see 'ddpscope cluster --help')");
+  return runSubcommand(
+      "cluster",
+      {{"from-topo", "build a cluster file from `nvidia-smi topo -m` output and the GPU model",
+        runFromTopo},
+       {"calibrate", "fit a cluster's allreduce latency and bandwidth to all_reduce_perf output",
+        runCalibrate},
+       {"list", "the built-in clusters, one line each", runClusterListCommand},
+       {"show NAME", "print a built-in cluster's JSON (a starting point for your own)", runShow}},
+      argv, io);
 }
 
 }  // namespace ddpscope::cli

@@ -15,6 +15,17 @@ struct CommandIo {
   int* exitCode = nullptr;  // a command that runs a child process reports its exit code here
 };
 
+// A noun's verbs (`ddpscope cluster list`): its subcommands with their synopsis and summary.
+struct Subcommand {
+  const char* synopsis;  // "show NAME": the first word is the subcommand's name
+  const char* summary;
+  Status (*run)(const std::vector<std::string>& args, CommandIo io);
+};
+// Runs the subcommand argv[0] names with the rest of argv; no argument, --help, -h or help print
+// the noun's usage (generated from `subcommands`); an unknown one is InvalidArgument listing them.
+Status runSubcommand(const std::string& noun, const std::vector<Subcommand>& subcommands,
+                     const std::vector<std::string>& argv, CommandIo io);
+
 // Each returns OK after writing its output, or the error to report (exit code from the Status).
 Status runModelCommand(const std::vector<std::string>& args, CommandIo io);
 Status runBucketsCommand(const std::vector<std::string>& args, CommandIo io);

@@ -16,14 +16,6 @@ namespace ddpscope::cli {
 
 namespace {
 
-void printModelUsage(std::ostream& out) {
-  out << "usage: ddpscope model <subcommand> [options]\n\n"
-         "subcommands:\n"
-         "  list          the embedded model zoo with parameter and tensor counts\n"
-         "  show M        one model: inputs, parameters, buffers and layers with their FLOPs\n\n"
-         "Run 'ddpscope model <subcommand> --help' for its options.\n";
-}
-
 Status runList(const std::vector<std::string>& argv, CommandIo io) {
   ArgParser parser("ddpscope model list", "[--json] [--csv PATH]",
                    "Lists the embedded model zoo: parameter (element) and tensor counts equal\n"
@@ -141,15 +133,11 @@ Status runShow(const std::vector<std::string>& argv, CommandIo io) {
 }  // namespace
 
 Status runModelCommand(const std::vector<std::string>& argv, CommandIo io) {
-  if (argv.empty() || argv[0] == "--help" || argv[0] == "-h" || argv[0] == "help") {
-    printModelUsage(io.out);
-    return Status::ok();
-  }
-  const std::vector<std::string> rest(argv.begin() + 1, argv.end());
-  if (argv[0] == "list") return runList(rest, io);
-  if (argv[0] == "show") return runShow(rest, io);
-  return invalidArgument("unknown subcommand '" + argv[0] +
-                         "'; expected list or show (see 'ddpscope model --help')");
+  return runSubcommand(
+      "model",
+      {{"list", "the embedded model zoo with parameter and tensor counts", runList},
+       {"show M", "one model: inputs, parameters, buffers and layers with their FLOPs", runShow}},
+      argv, io);
 }
 
 }  // namespace ddpscope::cli
