@@ -7,6 +7,8 @@
 #include "base/strings.h"
 #include "models/model_resolver.h"
 #include "sim/cost/cluster.h"
+#include "traces/chrome_writer.h"
+#include "traces/kineto_writer.h"
 
 namespace ddpscope::cli {
 
@@ -83,6 +85,55 @@ Status writeCsvFile(const std::string& path, const std::vector<std::string>& col
   }
   if (!out) return invalidArgument("--csv: write to '" + path + "' failed");
   return Status::ok();
+}
+
+}  // namespace ddpscope::cli
+
+namespace ddpscope::cli {
+
+void addTraceOutputFlags(ArgParser& parser, const std::string& traceHelp) {
+  parser.option("trace", "PATH", traceHelp)
+      .option("trace-format", "chrome|kineto",
+              "chrome (default): one Chrome/Perfetto file; kineto: PyTorch profiler traces, one "
+              "file per rank (PATH with .rankN before .json), as HTA's TraceAnalysis reads them");
+}
+
+Status checkTraceOutputFlags(const ParsedArgs& args) {
+  const auto format = args.value("trace-format");
+  if (!format) return Status::ok();
+  if (*format != "chrome" && *format != "kineto") {
+    return invalidArgument("--trace-format: expected chrome or kineto, got '" + *format + "'");
+  }
+  if (!args.has("trace")) return invalidArgument("--trace-format needs --trace PATH");
+  return Status::ok();
+}
+
+StatusOr<std::vector<std::string>> writeTraceOutput(const traces::Timeline& timeline,
+                                                    const ParsedArgs& args) {
+  RETURN_IF_ERROR(checkTraceOutputFlags(args));
+  std::vector<std::string> files;
+  const auto path = args.value("trace");
+  if (!path) return files;
+  if (args.value("trace-format").value_or("chrome") == "chrome") {
+    RETURN_IF_ERROR(traces::writeChromeTrace(timeline, *path));
+    files.push_back(*path);
+    return files;
+  }
+  for (int r = 0; r < timeline.rankCount(); ++r) {
+    files.push_back(traces::perRankTracePath(*path, timeline.rank(r).rank));
+    RETURN_IF_ERROR(traces::writeKinetoTrace(timeline, r, files.back()));
+  }
+  return files;
+}
+
+std::string traceWrittenLine(const std::vector<std::string>& files, const ParsedArgs& args) {
+  if (files.empty()) return "";
+  if (args.value("trace-format").value_or("chrome") == "chrome") {
+    return "trace written to " + files[0] + " (open in https://ui.perfetto.dev)\n";
+  }
+  std::string line = "PyTorch profiler (Kineto) traces written, one per rank:";
+  for (const std::string& f : files) line += " " + f;
+  return line + "\n";
 }
 
 }  // namespace ddpscope::cli

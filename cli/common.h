@@ -11,6 +11,7 @@
 #include "ddp/bucket_plan_request.h"
 #include "models/model_spec.h"
 #include "sim/cost/cluster.h"
+#include "traces/timeline.h"
 
 namespace ddpscope::cli {
 
@@ -49,5 +50,21 @@ StatusOr<int64_t> parseByteSize(const std::string& text, const std::string& what
 // Comma-separated lists of positive numbers / integers for sweep flags (base/setting_values.h).
 using ddpscope::parsePositiveIntList;
 using ddpscope::parsePositiveList;
+
+}  // namespace ddpscope::cli
+
+namespace ddpscope::cli {
+
+// --trace PATH and --trace-format chrome|kineto: a timeline written as one Chrome/Perfetto file
+// (chrome, the default) or as PyTorch profiler (Kineto) traces, one file per rank at
+// traces::perRankTracePath(PATH, rank), that HTA and TraceLens read (traces/kineto_writer.h).
+void addTraceOutputFlags(ArgParser& parser, const std::string& traceHelp);
+// --trace-format without --trace, or an unknown format: InvalidArgument naming the flag.
+Status checkTraceOutputFlags(const ParsedArgs& args);
+// Writes `timeline` as the flags say; the files written (none without --trace).
+StatusOr<std::vector<std::string>> writeTraceOutput(const traces::Timeline& timeline,
+                                                    const ParsedArgs& args);
+// "trace written to PATH (open in https://ui.perfetto.dev)\n" or, for Kineto files, the list.
+std::string traceWrittenLine(const std::vector<std::string>& files, const ParsedArgs& args);
 
 }  // namespace ddpscope::cli

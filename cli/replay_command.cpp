@@ -1,4 +1,4 @@
-// `ddpscope replay --trace RUN.json [what-if flags]`: re-simulates a measured run with its
+// `ddpscope replay --from-trace RUN.json [what-if flags]`: re-simulates a measured run with its
 // measured per-layer compute (sim/replay), first at the run's own settings (measured vs replayed
 // step time), then with the what-if flags changed.
 #include <cmath>
@@ -64,9 +64,9 @@ Status runReplayCommand(const std::vector<std::string>& argvIn, CommandIo io) {
       "the what-if: the same run with the flags given changed. Communication comes from --cluster\n"
       "or, by default, from cpu-mpi calibrated on the run's own collectives (alpha-beta fit and\n"
       "contention). The per-rank batch stays the trace's unless --batch is given.");
-  parser.options(sim::replaySettingList())
-      .option("trace", "PATH", "write the what-if's simulated Chrome trace here")
-      .flag("json", "machine-readable output")
+  parser.options(sim::replaySettingList());
+  addTraceOutputFlags(parser, "write the what-if's simulated trace here");
+  parser.flag("json", "machine-readable output")
       .epilog(
           "example: ddpscope run --nproc 2 -- --model mlp-wide --iterations 10 --trace run.json\n"
           "         ddpscope replay --from-trace run.json --world-size 4 --bucket-cap-mb 5\n"
@@ -78,10 +78,12 @@ Status runReplayCommand(const std::vector<std::string>& argvIn, CommandIo io) {
     io.out << parser.helpText();
     return Status::ok();
   }
+  RETURN_IF_ERROR(checkTraceOutputFlags(args));
   ASSIGN_OR_RETURN(const sim::ReplayReport report,
                    sim::runReplay(args, /*recordTrace=*/args.has("trace")));
-  if (auto path = args.value("trace")) {
-    RETURN_IF_ERROR(traces::writeChromeTrace(report.whatIfResult->timeline, *path));
+  std::vector<std::string> traceFiles;
+  if (report.whatIfResult) {
+    ASSIGN_OR_RETURN(traceFiles, writeTraceOutput(report.whatIfResult->timeline, args));
   }
   if (args.has("json")) {
     io.out << sim::replayJson(report).dump(2) << "\n";
@@ -129,7 +131,7 @@ Status runReplayCommand(const std::vector<std::string>& argvIn, CommandIo io) {
                   report.whatIfVsMeasuredPercent);
     io.out << line;
   }
-  if (auto path = args.value("trace")) io.out << "trace written to " << *path << "\n";
+  io.out << traceWrittenLine(traceFiles, args);
   return Status::ok();
 }
 

@@ -31,17 +31,21 @@ Status runSimulateCommand(const std::vector<std::string>& argv, CommandIo io) {
       "against plain training; --trace writes a Chrome/Perfetto timeline (pid = rank;\n"
       "compute, comm and host lanes).");
   addSimulationFlags(parser, /*sweep=*/false);
-  parser.option("trace", "PATH", "write the Chrome trace here (.json; .json.gz compresses)")
-      .flag("json", "machine-readable summary")
+  addTraceOutputFlags(parser, "write the trace here (.json; .json.gz compresses)");
+  parser.flag("json", "machine-readable summary")
       .flag("quiet", "no progress on stderr (shown for simulations that take more than 2 s)")
       .epilog(
           "example: ddpscope simulate --model gpt2-small --cluster dgx-a100 --nodes 4 \\\n"
-          "           --bucket-cap-mb 50 --trace gpt2.json");
+          "           --bucket-cap-mb 50 --trace gpt2.json\n"
+          "         ddpscope simulate --model resnet50 --cluster dgx-a100 --world-size 8 \\\n"
+          "           --all-ranks --trace-format kineto --trace sim/resnet50.json\n"
+          "         # sim/resnet50.rank0.json ... rank7.json: TraceAnalysis(trace_dir=\"sim\")");
   ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv, io.err));
   if (args.helpRequested()) {
     io.out << parser.helpText();
     return Status::ok();
   }
+  RETURN_IF_ERROR(checkTraceOutputFlags(args));
   ASSIGN_OR_RETURN(SimulationRequest req, parseSimulationRequest(args, /*sweep=*/false));
   ASSIGN_OR_RETURN(const LayoutFlags layoutFlags, parseLayoutFlags(args));
   ASSIGN_OR_RETURN(sim::WorldLayout layout,
@@ -53,18 +57,15 @@ Status runSimulateCommand(const std::vector<std::string>& argv, CommandIo io) {
     progress.update(static_cast<size_t>(done));
   };
   ASSIGN_OR_RETURN(sim::SimResult result, runSimulation(req, layout, req.options));
-  if (auto path = args.value("trace")) {
-    RETURN_IF_ERROR(traces::writeChromeTrace(result.timeline, *path));
-  }
+  ASSIGN_OR_RETURN(const std::vector<std::string> traceFiles,
+                   writeTraceOutput(result.timeline, args));
   if (args.has("json")) {
     nlohmann::json out = simSummaryJson(req, layout, result.summary);
     if (auto path = args.value("trace")) out["trace"] = *path;
     io.out << out.dump(2) << "\n";
   } else {
     io.out << formatSimSummary(req, layout, result.summary);
-    if (auto path = args.value("trace")) {
-      io.out << "trace written to " << *path << " (open in https://ui.perfetto.dev)\n";
-    }
+    io.out << traceWrittenLine(traceFiles, args);
   }
   return Status::ok();
 }

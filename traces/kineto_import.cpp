@@ -99,21 +99,6 @@ Category collectiveCategory(std::string_view name, const Args& args) {
   return Category::kCommOther;
 }
 
-const char* collectiveVerb(Category c) {
-  switch (c) {
-    case Category::kAllreduce:
-      return "allreduce";
-    case Category::kBroadcast:
-      return "broadcast";
-    case Category::kAllgather:
-      return "allgather";
-    case Category::kReduceScatter:
-      return "reduce_scatter";
-    default:
-      return "collective";
-  }
-}
-
 bool isHostCollectiveName(std::string_view name) {
   return name.starts_with("c10d::") || name.starts_with("gloo:") || name.starts_with("nccl:") ||
          name == "record_param_comms";

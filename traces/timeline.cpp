@@ -58,6 +58,22 @@ std::optional<Category> parseCategory(std::string_view name) {
   return std::nullopt;
 }
 
+const char* collectiveVerb(Category category) {
+  switch (category) {
+    case Category::kAllreduce:
+    case Category::kUsedMapAllreduce:
+      return "allreduce";
+    case Category::kBroadcast:
+      return "broadcast";
+    case Category::kAllgather:
+      return "allgather";
+    case Category::kReduceScatter:
+      return "reduce_scatter";
+    default:
+      return "collective";
+  }
+}
+
 bool isBucketCollective(Category category) {
   return isCommunication(category) && category != Category::kUsedMapAllreduce &&
          category != Category::kBroadcast;

@@ -69,6 +69,9 @@ bool isCommunication(Category category);
 // A bucket's gradient collective: communication other than the used-map allreduce and the
 // broadcasts (buffers, the rebuild).
 bool isBucketCollective(Category category);
+// The collective's verb as c10d and Kineto's "Collective name" spell it: "allreduce" (the
+// used-map allreduce too), "broadcast", "allgather", "reduce_scatter"; "collective" otherwise.
+const char* collectiveVerb(Category category);
 bool isComputation(Category category);
 bool isMemory(Category category);
 

@@ -321,9 +321,12 @@ class SimResult:
         """The summary ``ddpscope simulate --json`` prints (times in ns)."""
         return json.loads(json.dumps(self._summary))
 
-    def save_trace(self, path: PathLike) -> None:
-        """Writes the Chrome/Perfetto trace (pid = rank; compute, comm and host lanes)."""
-        self._sim.save_trace(os.fspath(path))
+    def save_trace(self, path: PathLike, format: str = "chrome") -> List[str]:
+        """Writes the trace and returns the files written: ``format="chrome"`` one
+        Chrome/Perfetto file (pid = rank; compute, comm and host lanes), ``"kineto"`` one
+        PyTorch profiler trace per rank (``run.json`` -> ``run.rank0.json``, ...), which HTA's
+        ``TraceAnalysis(trace_dir=...)`` reads (``--trace-format kineto``)."""
+        return list(self._sim.save_trace(os.fspath(path), format))
 
     def __repr__(self) -> str:
         return "SimResult(%s on %s x%d: step %.3f ms, exposed comm %.3f ms, overlap %.1f %%)" % (

@@ -51,6 +51,7 @@
 #include "sim/topo/topo_matrix.h"
 #include "traces/chrome_reader.h"
 #include "traces/chrome_writer.h"
+#include "traces/kineto_writer.h"
 #include "traces/overlap.h"
 #include "traces/timeline.h"
 
@@ -139,12 +140,29 @@ class Simulation {
     return out;
   }
 
-  void saveTrace(const std::string& path) const {
+  // format "chrome": one file at `path`; "kineto": one PyTorch profiler trace per rank at
+  // traces::perRankTracePath(path, rank), as `--trace-format kineto` writes them.
+  std::vector<std::string> saveTrace(const std::string& path, const std::string& format) const {
     if (m_result.timeline.rankCount() == 0) {
       throwStatus(invalidArgument("save_trace: this simulation recorded no trace"));
     }
-    const Status status = traces::writeChromeTrace(m_result.timeline, path);
-    if (!status.isOk()) throwStatus(status);
+    std::vector<std::string> files;
+    if (format == "chrome") {
+      files.push_back(path);
+      const Status status = traces::writeChromeTrace(m_result.timeline, path);
+      if (!status.isOk()) throwStatus(status);
+      return files;
+    }
+    if (format != "kineto") {
+      throwStatus(
+          invalidArgument("save_trace: format: expected chrome or kineto, got '" + format + "'"));
+    }
+    for (int r = 0; r < m_result.timeline.rankCount(); ++r) {
+      files.push_back(traces::perRankTracePath(path, m_result.timeline.rank(r).rank));
+      const Status status = traces::writeKinetoTrace(m_result.timeline, r, files.back());
+      if (!status.isOk()) throwStatus(status);
+    }
+    return files;
   }
 
  private:
@@ -434,8 +452,9 @@ class Error(Exception):
       .def("collectives", &Simulation::collectives,
            "Rank 0's collectives: name, category, lane, start/end/duration (ns), bucket, bytes, "
            "iteration.")
-      .def("save_trace", &Simulation::saveTrace, py::arg("path"),
-           "Writes the Chrome trace (.json; .json.gz compresses).");
+      .def("save_trace", &Simulation::saveTrace, py::arg("path"), py::arg("format") = "chrome",
+           "Writes the trace (.json; .json.gz compresses): chrome, or kineto (one PyTorch "
+           "profiler trace per rank); returns the files written.");
   m.def("simulate", &simulate, py::arg("settings"),
         "Simulates as `ddpscope simulate` does, from {flag name: text} settings (a switch: \"\"); "
         "keeps the timeline.");

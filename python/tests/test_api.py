@@ -83,8 +83,18 @@ def test_simulate_equals_the_cli(cli, tmp_path):
     assert r.bucket_bytes == expected["bucket_bytes"]
     # Same inputs, byte-identical trace (docs/design.md §4 "Time, order, determinism").
     mine = tmp_path / "api.json"
-    r.save_trace(mine)
+    assert r.save_trace(mine) == [str(mine)]
     assert mine.read_bytes() == trace.read_bytes()
+    # The Kineto form, one file per rank, byte for byte what --trace-format kineto writes.
+    cli.json("simulate", "--model", "gpt2-small", "--cluster", "dgx-a100", "--nodes", "4",
+             "--bucket-cap-mb", "50", "--trace-format", "kineto", "--trace",
+             str(tmp_path / "cli-k.json"))
+    assert r.save_trace(tmp_path / "api-k.json", format="kineto") == [
+        str(tmp_path / "api-k.rank0.json")]
+    assert (tmp_path / "api-k.rank0.json").read_text().replace("api-k", "cli-k") == \
+        (tmp_path / "cli-k.rank0.json").read_text()
+    with pytest.raises(ddpscope.Error, match="format: expected chrome or kineto"):
+        r.save_trace(tmp_path / "x.json", format="perfetto")
     # Per-bucket timings: the steady iteration's bucket allreduces, in launch order, with the
     # steady plan's bytes, one after another on the comm stream.
     b = r.buckets

@@ -2,8 +2,10 @@
 // traces. The expected numbers are HTA's own output (TraceAnalysis.get_comm_comp_overlap),
 // recorded by tests/data/hta/record_hta.py into tests/data/hta/hta_overlap.json; the traces
 // are real: trimmed NCCL DDP traces from HTA's public test data (tests/data/hta/README.md)
-// and real torch 2.15 CPU gloo traces (tests/data/torch-2.15/gen_traces.py), where HTA finds
-// no GPU communication (NaN) and ddpscope must say n/a, not a number.
+// and real torch 2.15 CPU gloo traces, plus ddpscope's own simulations written as Kineto traces
+// (tests/data/hta/simulated/: HTA must read them as it reads PyTorch's),
+// (tests/data/torch-2.15/gen_traces.py), where HTA finds no GPU communication (NaN) and ddpscope
+// must say n/a, not a number.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -29,8 +31,9 @@ nlohmann::json recordedHta() {
 TEST(HtaEqualityTest, RecordedWithHta050) {
   nlohmann::json hta = recordedHta();
   EXPECT_EQ(hta.at("hta_version"), "0.5.0");
-  // the real NCCL traces and the real torch 2.15 CPU traces are all there
-  EXPECT_GE(hta.at("traces").size(), 8u);
+  // the real NCCL traces, the simulated Kineto traces (hta/simulated/) and the real torch 2.15
+  // CPU traces are all there
+  EXPECT_GE(hta.at("traces").size(), 12u);
 }
 
 TEST(HtaEqualityTest, HeadlineEqualsHtaOnEveryRealTrace) {
@@ -59,7 +62,7 @@ TEST(HtaEqualityTest, HeadlineEqualsHtaOnEveryRealTrace) {
       }
     }
   }
-  EXPECT_EQ(gpuTraces, 4);
+  EXPECT_EQ(gpuTraces, 8);  // 4 real NCCL traces, 4 simulated ranks written as Kineto
 }
 
 // The lead's report: 15.61 % (every iteration) against HTA's 14.31 % on the 2-GPU resnet50

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Records Holistic Trace Analysis' comm/comp overlap for the real traces in this folder.
 
-For every *.json.gz trace given (default: all under tests/data/hta/ and the real torch 2.15
-CPU traces under tests/data/torch-2.15/), runs HTA's TraceAnalysis on a folder holding only
+For every *.json.gz trace given (default: all under tests/data/hta/, the simulated Kineto
+traces under tests/data/hta/simulated/ (make_simulated.py) and the real torch 2.15 CPU traces
+under tests/data/torch-2.15/), runs HTA's TraceAnalysis on a folder holding only
 that file and records TraceAnalysis.get_comm_comp_overlap(visualize=False) per rank
 (comp_comm_overlap_pctg, HTA's own 2-decimal rounding; null where HTA gives NaN, i.e. the
 trace has no GPU communication kernels). Writes hta_overlap.json next to this script:
@@ -44,6 +45,7 @@ def overlap_of(path):
 
 def main(argv):
     paths = argv or sorted(glob.glob(os.path.join(HERE, "*.json.gz")) +
+                           glob.glob(os.path.join(HERE, "simulated", "*.json.gz")) +
                            glob.glob(os.path.join(DATA, "torch-2.15", "*.json.gz")))
     result = {"hta_version": version("HolisticTraceAnalysis"),
               "source": "tests/data/hta/record_hta.py", "traces": {}}
