@@ -19,7 +19,7 @@ Status runAllreduceCommand(const std::vector<std::string>& argv, CommandIo io) {
       "Predicts one allreduce per buffer size with the cluster's collective cost model\n"
       "(NCCL's tuner model for GPU clusters, alpha-beta for CPU/MPI profiles): the chosen\n"
       "algorithm and protocol, time, algbw = S/t and busbw = algbw x 2(n-1)/n (nccl-tests).");
-  addClusterFlags(parser);
+  parser.options(sim::clusterSettingList());
   parser.option("nodes", "N", "number of nodes (default 1; gb200-nvl72: 72-GPU racks)")
       .option("world-size", "W",
               "number of ranks (a multiple of the GPUs per node; default: one node's)")
@@ -32,8 +32,8 @@ Status runAllreduceCommand(const std::vector<std::string>& argv, CommandIo io) {
     io.out << parser.helpText();
     return Status::ok();
   }
-  ASSIGN_OR_RETURN(sim::ClusterSpec cluster, loadClusterFromFlags(args));
-  ASSIGN_OR_RETURN(const LayoutFlags layoutFlags, parseLayoutFlags(args));
+  ASSIGN_OR_RETURN(sim::ClusterSpec cluster, sim::loadClusterFromSettings(args));
+  ASSIGN_OR_RETURN(const sim::LayoutSettings layoutFlags, sim::parseLayoutSettings(args));
   ASSIGN_OR_RETURN(sim::WorldLayout layout,
                    sim::makeWorldLayout(cluster, layoutFlags.nodes, layoutFlags.worldSize));
   auto bytesText = args.value("bytes");

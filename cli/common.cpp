@@ -12,22 +12,6 @@
 
 namespace ddpscope::cli {
 
-void addModelFlags(ArgParser& parser) {
-  parser.options(models::modelSettingList());
-}
-
-}  // namespace ddpscope::cli
-
-namespace ddpscope::cli {
-
-void addClusterFlags(ArgParser& parser) {
-  parser.options(sim::clusterSettingList());
-}
-
-StatusOr<sim::ClusterSpec> loadClusterFromFlags(const ParsedArgs& args) {
-  return sim::loadClusterFromSettings(args);
-}
-
 StatusOr<int64_t> parseByteSize(const std::string& text, const std::string& what) {
   std::string t(trimString(text));
   size_t pos = 0;
@@ -55,11 +39,6 @@ StatusOr<int64_t> parseByteSize(const std::string& text, const std::string& what
     return invalidArgument(what + ": size out of range [1 B, 1 PB]: '" + text + "'");
   }
   return static_cast<int64_t>(bytes);
-}
-
-StatusOr<LayoutFlags> parseLayoutFlags(const ParsedArgs& args,
-                                       std::optional<int> defaultWorldSize) {
-  return sim::parseLayoutSettings(args, defaultWorldSize);
 }
 
 Status writeCsvFile(const std::string& path, const std::vector<std::string>& columns,

@@ -8,34 +8,9 @@
 
 #include "base/status.h"
 #include "cli/arg_parser.h"
-#include "ddp/bucket_plan_request.h"
-#include "models/model_spec.h"
-#include "sim/cost/cluster.h"
 #include "traces/timeline.h"
 
 namespace ddpscope::cli {
-
-// Adds --model M (a zoo name, a shorthand or a model file) to a parser.
-void addModelFlags(ArgParser& parser);
-
-// The ready-order list parsers live with the bucket plan request (ddp/bucket_plan_request.h).
-using ddp::parseIndexList;
-using ddp::parseIndexListDocument;
-using ddp::readIndexListFile;
-
-}  // namespace ddpscope::cli
-
-namespace ddpscope::cli {
-
-// Adds --cluster C (a built-in name or a cluster file).
-void addClusterFlags(ArgParser& parser);
-StatusOr<sim::ClusterSpec> loadClusterFromFlags(const ParsedArgs& args);
-
-// --nodes N / --world-size W (scalars) as sim::makeWorldLayout takes them; `defaultWorldSize`
-// applies when neither is given (nullopt: makeWorldLayout's own default, one node).
-using LayoutFlags = sim::LayoutSettings;
-StatusOr<LayoutFlags> parseLayoutFlags(const ParsedArgs& args,
-                                       std::optional<int> defaultWorldSize = std::nullopt);
 
 // Writes `rows` (a JSON array of objects, as the command's --json prints them) to `path` as CSV
 // with these columns, in this order: numbers as JSON writes them, booleans 1/0, strings quoted
@@ -47,13 +22,6 @@ Status writeCsvFile(const std::string& path, const std::vector<std::string>& col
 // Parses a byte size: "1048576", "64K", "1MiB", "25M", "1.5GiB" (K/M/G are binary, as in
 // nccl-tests; a trailing "B"/"iB" is optional). `what` names the flag in errors.
 StatusOr<int64_t> parseByteSize(const std::string& text, const std::string& what);
-// Comma-separated lists of positive numbers / integers for sweep flags (base/setting_values.h).
-using ddpscope::parsePositiveIntList;
-using ddpscope::parsePositiveList;
-
-}  // namespace ddpscope::cli
-
-namespace ddpscope::cli {
 
 // --trace PATH and --trace-format chrome|kineto: a timeline written as one Chrome/Perfetto file
 // (chrome, the default) or as PyTorch profiler (Kineto) traces, one file per rank at

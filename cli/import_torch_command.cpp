@@ -9,10 +9,10 @@
 #include "cli/arg_parser.h"
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "cli/ddp_flags.h"
 #include "cli/progress.h"
 #include "ddp/bucket_plan.h"
 #include "ddp/ddp_settings.h"
+#include "models/model_resolver.h"
 #include "models/model_spec.h"
 #include "sim/api/import_request.h"
 #include "traces/args_json.h"
@@ -56,10 +56,10 @@ Status runImportTorchCommand(const std::vector<std::string>& argv, CommandIo io)
       .options(sim::importTorchOutputSettingList())
       .flag("json", "machine-readable summary (times in ns)")
       .flag("quiet", "no progress on stderr (shown when reading the traces takes more than 2 s)");
-  addModelFlags(parser);
+  parser.options(models::modelSettingList());
   // The job's DDP settings, which the profiler does not record: written to the trace (the keys
   // replay and calibrate read) when any is given.
-  addDdpFlags(parser, ddp::DdpSettingSet::all());
+  parser.options(ddp::ddpSettingList(ddp::DdpSettingSet::all()));
   parser.epilog(
       "Example:\n"
       "  ddpscope import-torch rank0.json.gz rank1.json.gz -o run.json\n"

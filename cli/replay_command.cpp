@@ -9,7 +9,7 @@
 #include "cli/arg_parser.h"
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "cli/sim_flags.h"
+#include "cli/sim_text.h"
 #include "ddp/ddp_settings.h"
 #include "sim/api/replay_request.h"
 #include "sim/engine/workload.h"
@@ -90,7 +90,7 @@ Status runReplayCommand(const std::vector<std::string>& argvIn, CommandIo io) {
     return Status::ok();
   }
   const std::string& trace = report.trace;
-  const SimulationRequest& req = report.request;
+  const sim::SimulationRequest& req = report.request;
   const sim::replay::MeasuredProfile& profile = req.measured->profile;
   const sim::replay::RunSettings& run = profile.settings;
   const sim::replay::StepPrediction& ownResult = report.own;
@@ -123,7 +123,7 @@ Status runReplayCommand(const std::vector<std::string>& argvIn, CommandIo io) {
     io.out << line;
   }
   if (report.whatIf) {
-    SimulationRequest shown = req;
+    sim::SimulationRequest shown = req;
     shown.options = report.whatIfOptions;
     io.out << "what-if: "
            << formatSimSummary(shown, report.whatIfLayout, report.whatIfResult->summary);

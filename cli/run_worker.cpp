@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "cli/arg_parser.h"
-#include "cli/ddp_flags.h"
+#include "ddp/ddp_settings.h"
 #include "models/model_resolver.h"
 
 namespace ddpscope::cli {
@@ -45,7 +45,7 @@ ArgParser makeParser() {
       .option("warmup", "W",
               "warm-up iterations, run first and left out of the summary (default 0)")
       .option("batch", "B", "GLOBAL batch; each of the N ranks trains on B/N samples (default 8)");
-  addDdpFlags(parser, workerDdpSettings());
+  parser.options(ddp::ddpSettingList(workerDdpSettings()));
   parser.flag("sync-batchnorm", "convert BatchNorm2d to SyncBatchNorm")
       .option("seed", "S", "parameter init and data seed (default 1)")
       .option("lr", "LR", "SGD learning rate (default 0.01)")
@@ -141,7 +141,7 @@ StatusOr<WorkerFlags> parseWorkerFlags(const std::vector<std::string>& argv) {
   t.iterations = iterations + flags.warmup;
   if (t.iterations == 0) return invalidArgument("--iterations: nothing to run (0 iterations)");
   ASSIGN_OR_RETURN(t.globalBatch, args.positiveInt("batch", 8));
-  ASSIGN_OR_RETURN(t.ddp, parseDdpFlags(args, workerDdpSettings()));
+  ASSIGN_OR_RETURN(t.ddp, ddp::parseDdpSettings(args, workerDdpSettings()));
   t.build.syncBatchNorm = args.has("sync-batchnorm");
   ASSIGN_OR_RETURN(int64_t seed, args.nonNegativeInt("seed", 1));
   t.build.seed = static_cast<uint64_t>(seed);

@@ -5,9 +5,9 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/progress.h"
-#include "cli/sim_flags.h"
-#include "cli/sim_json.h"
+#include "cli/sim_text.h"
 #include "ddp/bucket_plan.h"
+#include "sim/api/simulation_json.h"
 #include "traces/chrome_writer.h"
 
 namespace ddpscope::cli {
@@ -30,7 +30,7 @@ Status runSimulateCommand(const std::vector<std::string>& argv, CommandIo io) {
       "and how much they slow compute while it runs (nccl_sm_contention), and the step\n"
       "against plain training; --trace writes a Chrome/Perfetto timeline (pid = rank;\n"
       "compute, comm and host lanes).");
-  addSimulationFlags(parser, /*sweep=*/false);
+  parser.options(sim::simulationSettingList(/*sweep=*/false));
   addTraceOutputFlags(parser, "write the trace here (.json; .json.gz compresses)");
   parser.flag("json", "machine-readable summary")
       .flag("quiet", "no progress on stderr (shown for simulations that take more than 2 s)")
@@ -46,8 +46,8 @@ Status runSimulateCommand(const std::vector<std::string>& argv, CommandIo io) {
     return Status::ok();
   }
   RETURN_IF_ERROR(checkTraceOutputFlags(args));
-  ASSIGN_OR_RETURN(SimulationRequest req, parseSimulationRequest(args, /*sweep=*/false));
-  ASSIGN_OR_RETURN(const LayoutFlags layoutFlags, parseLayoutFlags(args));
+  ASSIGN_OR_RETURN(sim::SimulationRequest req, sim::parseSimulationRequest(args, /*sweep=*/false));
+  ASSIGN_OR_RETURN(const sim::LayoutSettings layoutFlags, sim::parseLayoutSettings(args));
   ASSIGN_OR_RETURN(sim::WorldLayout layout,
                    sim::makeWorldLayout(req.cluster, layoutFlags.nodes, layoutFlags.worldSize));
   req.options.recordTrace = args.has("trace");
@@ -56,11 +56,11 @@ Status runSimulateCommand(const std::vector<std::string>& argv, CommandIo io) {
     progress.setTotal(static_cast<size_t>(total));
     progress.update(static_cast<size_t>(done));
   };
-  ASSIGN_OR_RETURN(sim::SimResult result, runSimulation(req, layout, req.options));
+  ASSIGN_OR_RETURN(sim::SimResult result, sim::runSimulation(req, layout, req.options));
   ASSIGN_OR_RETURN(const std::vector<std::string> traceFiles,
                    writeTraceOutput(result.timeline, args));
   if (args.has("json")) {
-    nlohmann::json out = simSummaryJson(req, layout, result.summary);
+    nlohmann::json out = sim::simSummaryJson(req, layout, result.summary);
     if (auto path = args.value("trace")) out["trace"] = *path;
     io.out << out.dump(2) << "\n";
   } else {

@@ -14,7 +14,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/progress.h"
-#include "cli/sim_flags.h"
+#include "cli/sim_text.h"
 #include "sim/api/sweep_request.h"
 #include "sim/engine/sweep.h"
 #include "sim/engine/workload.h"
@@ -34,7 +34,7 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
       "Simulates every combination of bucket cap, world size, find_unused_parameters and\n"
       "torch.compile mode (on all cores) and prints a table, then the best bucket_cap_mb per\n"
       "world size (and mode) and its gain over PyTorch's default of 25.");
-  addSimulationFlags(parser, /*sweep=*/true);
+  parser.options(sim::simulationSettingList(/*sweep=*/true));
   parser.option("csv", "PATH", "write one CSV row per configuration")
       .option("trace", "PATH",
               "write the best configuration's Chrome trace (per world size: PATH-wW.json when "
@@ -50,7 +50,7 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
     return Status::ok();
   }
   ASSIGN_OR_RETURN(const sim::SweepPlan plan, sim::parseSweepPlan(args));
-  const SimulationRequest& req = plan.request;
+  const sim::SimulationRequest& req = plan.request;
   const std::vector<sim::WorldLayout>& layouts = plan.layouts;
   const std::vector<bool>& findUnused = plan.findUnused;
   const bool severalModes = plan.compileModes.size() > 1;
@@ -101,7 +101,7 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
       }
       sim::SimOptions o = sim::sweepPointOptions(req.options, c);
       o.recordTrace = true;
-      ASSIGN_OR_RETURN(sim::SimResult traced, runSimulation(req, c.layout, o));
+      ASSIGN_OR_RETURN(sim::SimResult traced, sim::runSimulation(req, c.layout, o));
       RETURN_IF_ERROR(traces::writeChromeTrace(traced.timeline, out));
       io.err << "trace of the best configuration for world size " << c.layout.worldSize()
              << " written to " << out << "\n";

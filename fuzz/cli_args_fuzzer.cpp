@@ -12,11 +12,11 @@
 #include "base/status.h"
 #include "cli/arg_parser.h"
 #include "cli/common.h"
-#include "cli/ddp_flags.h"
-#include "cli/sim_flags.h"
+#include "ddp/bucket_plan_request.h"
 #include "ddp/ddp_settings.h"
 #include "fuzz/fuzz_util.h"
 #include "models/model_resolver.h"
+#include "sim/api/simulation_request.h"
 
 namespace {
 
@@ -26,8 +26,8 @@ using cli::ArgParser;
 ArgParser makeParser(int command) {
   if (command == 2) {
     ArgParser parser("ddpscope buckets", "--model M [options]", "bucket plan");
-    cli::addModelFlags(parser);
-    cli::addDdpFlags(parser, ddp::DdpSettingSet::bucketPlan());
+    parser.options(models::modelSettingList());
+    parser.options(ddp::ddpSettingList(ddp::DdpSettingSet::bucketPlan()));
     parser.option("iteration", "1|steady", "which plan")
         .option("ready-order", "LIST", "ready order")
         .option("ready-order-file", "PATH", "ready order file")
@@ -35,7 +35,7 @@ ArgParser makeParser(int command) {
     return parser;
   }
   ArgParser parser(command == 1 ? "ddpscope sweep" : "ddpscope simulate", "[options]", "sim");
-  cli::addSimulationFlags(parser, /*sweep=*/command == 1);
+  parser.options(sim::simulationSettingList(/*sweep=*/command == 1));
   parser.option("trace", "PATH", "trace").option("size", "BYTES", "size").flag("json", "json");
   parser.positionalList("files", "inputs", /*required=*/false);
   return parser;
@@ -87,8 +87,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   const bool sweep = command == 1;
-  check(cli::parseDdpFlags(
-      *args, command == 2 ? ddp::DdpSettingSet::bucketPlan() : cli::ddpFlagSet(sweep)));
+  check(ddp::parseDdpSettings(
+      *args, command == 2 ? ddp::DdpSettingSet::bucketPlan() : sim::simulationDdpSettings(sweep)));
   for (const char* flag : {"batch", "seq-len", "image-size", "iterations"}) {
     check(args->positiveInt(flag, 1));
     check(args->nonNegativeInt(flag, 1));
@@ -96,14 +96,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   check(args->positiveDouble("contention", 1));
   check(args->nonNegativeDouble("contention", 1));
   if (auto v = args->value("size")) check(cli::parseByteSize(*v, "--size"));
-  if (auto v = args->value("compile")) check(cli::parseCompileModes(*v, sweep));
-  if (auto v = args->value("ready-order")) check(cli::parseIndexList(*v, "--ready-order"));
+  if (auto v = args->value("compile")) check(sim::parseCompileModes(*v, sweep));
+  if (auto v = args->value("ready-order")) check(ddp::parseIndexList(*v, "--ready-order"));
   if (command == 2) return 0;
-  check(cli::parseLayoutFlags(*args));
+  check(sim::parseLayoutSettings(*args));
   if (sweep) {
-    if (auto v = args->value("bucket-cap-mb")) check(cli::parsePositiveList(*v, "--bucket-cap-mb"));
-    if (auto v = args->value("nodes")) check(cli::parsePositiveIntList(*v, "--nodes"));
-    if (auto v = args->value("world-size")) check(cli::parsePositiveIntList(*v, "--world-size"));
+    if (auto v = args->value("bucket-cap-mb")) check(parsePositiveList(*v, "--bucket-cap-mb"));
+    if (auto v = args->value("nodes")) check(parsePositiveIntList(*v, "--nodes"));
+    if (auto v = args->value("world-size")) check(parsePositiveIntList(*v, "--world-size"));
   }
   // The whole request (model from the zoo or a shorthand, a built-in cluster, every setting),
   // unless a value would be read from a file.
@@ -111,7 +111,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto cluster = args->value("cluster");
   if (model && resolvable(*model) && !(cluster && looksLikeFile(*cluster)) &&
       !args->has("compute-from")) {
-    check(cli::parseSimulationRequest(*args, sweep));
+    check(sim::parseSimulationRequest(*args, sweep));
   }
   return 0;
 }

@@ -1,18 +1,13 @@
-#include "cli/sim_flags.h"
+#include "cli/sim_text.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
 
 #include "base/strings.h"
-#include "cli/common.h"
 #include "sim/engine/workload.h"
 
 namespace ddpscope::cli {
-
-void addSimulationFlags(ArgParser& parser, bool sweep, bool computeFrom) {
-  parser.options(sim::simulationSettingList(sweep, computeFrom));
-}
 
 std::string formatDdpCosts(const sim::SimSummary& s) {
   char line[256];
@@ -69,7 +64,7 @@ std::string formatDdpCosts(const sim::SimSummary& s) {
   return o.str();
 }
 
-std::string formatSimSummary(const SimulationRequest& request, const sim::WorldLayout& layout,
+std::string formatSimSummary(const sim::SimulationRequest& request, const sim::WorldLayout& layout,
                              const sim::SimSummary& s) {
   char line[256];
   std::ostringstream o;
