@@ -1,5 +1,8 @@
 #include "models/zoo.h"
 
+#include <map>
+#include <mutex>
+
 #include "models/zoo_data.h"
 
 namespace ddpscope::models {
@@ -32,7 +35,14 @@ StatusOr<ModelSpec> loadZooModel(std::string_view name) {
     }
     return notFound("no zoo model named \"" + std::string(name) + "\"; available: " + available);
   }
-  return parseModelJson(file->text, "zoo:" + std::string(name));
+  // The zoo is embedded and immutable: each model is parsed once per process (the GUI's what-if
+  // reads its model again on every change) and copied out.
+  static std::mutex mutex;
+  static std::map<std::string, ModelSpec, std::less<>> parsed;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = parsed.find(name); it != parsed.end()) return it->second;
+  ASSIGN_OR_RETURN(ModelSpec model, parseModelJson(file->text, "zoo:" + std::string(name)));
+  return parsed.emplace(std::string(name), std::move(model)).first->second;
 }
 
 std::string_view zooModelJson(std::string_view name) {

@@ -2,13 +2,12 @@
 
 #include <QFutureWatcher>
 #include <QtConcurrent/QtConcurrentRun>
-#include <map>
-#include <mutex>
+#include <algorithm>
 #include <sstream>
 
 #include "base/strings.h"
 #include "ddp/ddp_settings.h"
-#include "models/model_resolver.h"
+#include "sim/api/simulation_request.h"
 #include "sim/cost/cluster.h"
 #include "sim/engine/sweep.h"
 
@@ -16,57 +15,40 @@ namespace ddpscope::gui {
 
 namespace {
 
-// Parsed zoo models and clusters, shared across worker threads.
-class SpecCache {
- public:
-  StatusOr<models::ModelSpec> model(const std::string& name) {
-    std::lock_guard<std::mutex> lock(m_mutex);
-    auto it = m_models.find(name);
-    if (it != m_models.end()) return it->second;
-    StatusOr<models::ModelSpec> spec = models::resolveModel(name);
-    if (spec.isOk()) m_models.emplace(name, *spec);
-    return spec;
-  }
-  StatusOr<sim::ClusterSpec> cluster(const std::string& name) {
-    std::lock_guard<std::mutex> lock(m_mutex);
-    auto it = m_clusters.find(name);
-    if (it != m_clusters.end()) return it->second;
-    StatusOr<sim::ClusterSpec> spec = sim::loadBuiltinCluster(name);
-    if (spec.isOk()) m_clusters.emplace(name, *spec);
-    return spec;
-  }
-
- private:
-  std::mutex m_mutex;
-  std::map<std::string, models::ModelSpec> m_models;
-  std::map<std::string, sim::ClusterSpec> m_clusters;
-};
-
-SpecCache& specCache() {
-  static SpecCache cache;
-  return cache;
-}
-
-// The GUI's boundary: the settings are validated once here (ddp/ddp_settings.h).
-StatusOr<sim::SimOptions> makeOptions(const WhatIfSettings& s) {
-  RETURN_IF_ERROR(ddp::validateDdpConfig(s.ddp));
-  sim::SimOptions o;
-  o.ddp = s.ddp;
-  o.iterations = 0;  // automatic, as the CLI without --iterations
-  return o;
+// The request layer's reading of these settings: the model, cluster and simulator options,
+// validated once, exactly as `ddpscope simulate` would read them.
+StatusOr<sim::SimulationRequest> requestOf(const WhatIfSettings& s) {
+  return sim::parseSimulationRequest(s.settingValues(), /*sweep=*/false);
 }
 
 }  // namespace
 
+SettingValues WhatIfSettings::settingValues() const {
+  SettingValues values;
+  values.set("model", model);
+  values.set("cluster", cluster);
+  values.set("world-size", std::to_string(worldSize));
+  // ddpSettingsFlags spells the DDP settings as flags: "--name" then its value, unless the
+  // setting is a switch.
+  const std::vector<std::string> flags = ddp::ddpSettingsFlags(ddp);
+  const std::vector<SettingSpec> specs = ddp::ddpSettingList(ddp::DdpSettingSet::all());
+  for (size_t i = 0; i < flags.size(); ++i) {
+    const std::string name = flags[i].substr(2);
+    const auto spec = std::find_if(specs.begin(), specs.end(),
+                                   [&](const SettingSpec& s) { return s.name == name; });
+    const bool isSwitch = spec != specs.end() && spec->valueName.empty();
+    values.set(name, isSwitch ? "" : flags[++i]);
+  }
+  return values;
+}
+
 std::vector<std::string> WhatIfSettings::cliArgs() const {
-  std::vector<std::string> args = {"simulate",
-                                   "--model",
-                                   model,
-                                   "--cluster",
-                                   cluster,
-                                   "--world-size",
-                                   std::to_string(worldSize)};
-  for (std::string& flag : ddp::ddpSettingsFlags(ddp)) args.push_back(std::move(flag));
+  std::vector<std::string> args = {"simulate"};
+  const SettingValues values = settingValues();
+  for (const auto& [name, value] : values.values()) {
+    args.push_back("--" + name);
+    if (!value.empty()) args.push_back(value);
+  }
   return args;
 }
 
@@ -90,14 +72,12 @@ std::string WhatIfSettings::describe() const {
 }
 
 StatusOr<WhatIfResult> runWhatIf(const WhatIfSettings& settings, bool recordTrace) {
-  ASSIGN_OR_RETURN(models::ModelSpec model, specCache().model(settings.model));
-  ASSIGN_OR_RETURN(sim::ClusterSpec cluster, specCache().cluster(settings.cluster));
+  ASSIGN_OR_RETURN(sim::SimulationRequest request, requestOf(settings));
   ASSIGN_OR_RETURN(sim::WorldLayout layout,
-                   sim::makeWorldLayout(cluster, std::nullopt, settings.worldSize));
-  ASSIGN_OR_RETURN(sim::SimOptions options, makeOptions(settings));
-  options.recordTrace = recordTrace;
+                   sim::makeWorldLayout(request.cluster, std::nullopt, settings.worldSize));
+  request.options.recordTrace = recordTrace;
   const Nanos t0 = steadyNow();
-  ASSIGN_OR_RETURN(sim::SimResult result, sim::simulate(model, cluster, layout, options));
+  ASSIGN_OR_RETURN(sim::SimResult result, sim::runSimulation(request, layout, request.options));
   WhatIfResult out;
   out.simulateNs = (steadyNow() - t0).count();
   out.settings = settings;
@@ -185,27 +165,12 @@ void appendSweepPoints(const sim::SweepResult& swept, SweepResult& out) {
   }
 }
 
-// The model, cluster and simulator options of a sweep's or plan's base settings.
-struct LoadedBase {
-  models::ModelSpec model;
-  sim::ClusterSpec cluster;
-  sim::SimOptions options;
-};
-
-StatusOr<LoadedBase> loadBase(const WhatIfSettings& base) {
-  LoadedBase out;
-  ASSIGN_OR_RETURN(out.model, specCache().model(base.model));
-  ASSIGN_OR_RETURN(out.cluster, specCache().cluster(base.cluster));
-  ASSIGN_OR_RETURN(out.options, makeOptions(base));
-  return out;
-}
-
 }  // namespace
 
 StatusOr<SweepResult> runSweep(const WhatIfSettings& base, const std::vector<double>& capsMb,
                                const std::vector<int>& worldSizes) {
   if (capsMb.empty() || worldSizes.empty()) return invalidArgument("sweep: nothing to sweep");
-  ASSIGN_OR_RETURN(const LoadedBase loaded, loadBase(base));
+  ASSIGN_OR_RETURN(const sim::SimulationRequest loaded, requestOf(base));
   sim::SweepRequest request;
   request.model = &loaded.model;
   request.cluster = &loaded.cluster;
@@ -228,7 +193,7 @@ StatusOr<SweepResult> runSweep(const WhatIfSettings& base, const std::vector<dou
 StatusOr<PlanOutcome> runPlan(const WhatIfSettings& base, const std::vector<double>& capsMb,
                               const std::vector<int>& worldSizes) {
   if (capsMb.empty() || worldSizes.empty()) return invalidArgument("plan: nothing to plan");
-  ASSIGN_OR_RETURN(const LoadedBase loaded, loadBase(base));
+  ASSIGN_OR_RETURN(const sim::SimulationRequest loaded, requestOf(base));
   PlanOutcome out;
   out.sweep.capsMb = capsMb;
   out.sweep.worldSizes = worldSizes;

@@ -1,18 +1,17 @@
 // What-if simulation for the GUI: settings → the same simulation `ddpscope simulate` runs.
 //
 // WhatIfSettings holds the model, cluster, world size and the DDP settings the panel offers (a
-// ddp::DdpConfig: the bucket cap is always explicit, as the slider sets it); cliArgs() spells
-// them as the CLI arguments through ddp's settings module (so tests can run
-// `ddpscope simulate --json` in-process on the same settings) and runWhatIf() validates them
-// once (ddp::validateDdpConfig) and simulates with the automatic iteration count and the
-// layout of --world-size.
+// ddp::DdpConfig: the bucket cap is always explicit, as the slider sets it). settingValues()
+// names them as `ddpscope simulate` and the Python package do, and every run here goes through
+// the same request layer (sim/api/simulation_request.h: parseSimulationRequest validates them
+// once, runSimulation simulates with the automatic iteration count and the layout of
+// --world-size); cliArgs() is the same settings as CLI arguments.
 //
 // WhatIfRunner re-simulates in the background: request() restarts a short debounce timer;
 // when it fires, the latest settings run on a worker thread (QtConcurrent). Requests that
 // arrive while a simulation runs are coalesced: only the newest runs next, so the UI always
 // converges on the last settings. Each result carries the wall time from the request that
 // produced it to the end of the simulation and document build (the panel adds the repaint).
-// Models and clusters are parsed once and cached (thread-safe).
 //
 // runSweep(): step time and exposed communication over bucket caps × world sizes through
 // sim::runSweep (on all cores, no trace, as `ddpscope sweep`), with the best (lowest step time)
@@ -33,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "base/setting_values.h"
 #include "base/status.h"
 #include "ddp/ddp_config.h"
 #include "gui/model/trace_document.h"
@@ -57,8 +57,11 @@ struct WhatIfSettings {
     return config;
   }
 
+  // {"model": model, "cluster": cluster, "world-size": W, "bucket-cap-mb": X, ...}: the named
+  // settings of the request layer (a switch that is on holds "").
+  SettingValues settingValues() const;
   // {"simulate", "--model", model, "--cluster", cluster, "--world-size", W, "--bucket-cap-mb",
-  //  X, ...} — the CLI spelling of these settings (without --json / --trace).
+  //  X, ...} — the CLI spelling of settingValues() (without --json / --trace).
   std::vector<std::string> cliArgs() const;
   // "gpt2-small · dgx-a100 · 64 ranks · cap 25 MiB"
   std::string describe() const;

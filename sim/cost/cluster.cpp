@@ -1,5 +1,7 @@
 #include "sim/cost/cluster.h"
 
+#include <map>
+#include <mutex>
 #include <string>
 
 #include "base/strings.h"
@@ -121,8 +123,14 @@ StatusOr<ClusterText> builtinClusterText(std::string_view name) {
 }  // namespace
 
 StatusOr<ClusterSpec> loadBuiltinCluster(std::string_view name) {
+  // Built-in clusters are embedded and immutable: each is parsed once per process and copied out.
+  static std::mutex mutex;
+  static std::map<std::string, ClusterSpec, std::less<>> parsed;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = parsed.find(name); it != parsed.end()) return it->second;
   ASSIGN_OR_RETURN(ClusterText text, builtinClusterText(name));
-  return parseClusterJson(text.json, text.origin);
+  ASSIGN_OR_RETURN(ClusterSpec spec, parseClusterJson(text.json, text.origin));
+  return parsed.emplace(std::string(name), std::move(spec)).first->second;
 }
 
 StatusOr<ClusterSpec> loadClusterFile(const std::string& path) {
@@ -150,6 +158,8 @@ StatusOr<ClusterText> clusterTextOf(const SettingValues& values) {
 }  // namespace
 
 StatusOr<ClusterSpec> loadClusterFromSettings(const SettingValues& values) {
+  ASSIGN_OR_RETURN(const std::string name, requiredNameOrFile(values, "cluster"));
+  if (findClusterFile(name) != nullptr) return loadBuiltinCluster(name);
   ASSIGN_OR_RETURN(ClusterText text, clusterTextOf(values));
   return parseClusterJson(text.json, text.origin);
 }
