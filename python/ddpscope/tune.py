@@ -47,7 +47,7 @@ import torch.distributed as dist
 import torch.nn as nn
 
 from . import _api
-from .torch import record
+from ._recorder import record
 
 __all__ = ["tune", "TuneError", "TuneResult", "REPORT_FORMAT"]
 
