@@ -12,7 +12,7 @@
 
 #include "models/builders.h"
 #include "models/zoo.h"
-#include "runtime/trainable_model.h"
+#include "runtime/cpu/trainable_model.h"
 
 namespace {
 

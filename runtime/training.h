@@ -20,7 +20,7 @@
 #include "ddp/ddp_config.h"
 #include "models/model_spec.h"
 #include "runtime/comm.h"
-#include "runtime/trainable_model.h"
+#include "runtime/cpu/trainable_model.h"
 #include "traces/timeline.h"
 
 namespace ddpscope::runtime {

@@ -15,8 +15,8 @@
 
 #include "base/status.h"
 #include "runtime/cpu/synthetic_data.h"
-#include "runtime/tensor.h"
-#include "runtime/trainable_model.h"
+#include "runtime/cpu/trainable_model.h"
+#include "runtime/graph/tensor.h"
 
 namespace ddpscope::runtime::cpu {
 

@@ -21,7 +21,7 @@
 
 #include "base/status.h"
 #include "models/model_spec.h"
-#include "runtime/trainable_model.h"
+#include "runtime/cpu/trainable_model.h"
 
 namespace ddpscope::runtime::cpu {
 

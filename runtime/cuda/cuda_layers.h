@@ -24,12 +24,12 @@
 #include "base/status.h"
 #include "models/model_spec.h"
 #include "runtime/cpu/loss.h"
+#include "runtime/cpu/trainable_model.h"
 #include "runtime/cuda/cuda_context.h"
 #include "runtime/cuda/device_memory.h"
 #include "runtime/cuda/gemm.h"
 #include "runtime/graph/layer_config.h"
 #include "runtime/graph/layer_contract.h"
-#include "runtime/trainable_model.h"
 
 namespace ddpscope::runtime::cuda {
 

@@ -21,8 +21,8 @@
 
 #include "base/status.h"
 #include "models/model_spec.h"
+#include "runtime/cpu/trainable_model.h"
 #include "runtime/cuda/cuda_context.h"
-#include "runtime/trainable_model.h"
 
 namespace ddpscope::runtime::cuda {
 

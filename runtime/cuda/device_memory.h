@@ -14,7 +14,7 @@
 
 #include "base/status.h"
 #include "runtime/cuda/cuda_context.h"
-#include "runtime/tensor.h"
+#include "runtime/graph/tensor.h"
 
 namespace ddpscope::runtime::cuda {
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <optional>
 
-#include "runtime/tensor.h"
+#include "runtime/graph/tensor.h"
 
 namespace ddpscope::runtime {
 

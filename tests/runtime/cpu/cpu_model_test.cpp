@@ -14,7 +14,7 @@
 
 #include "models/builders.h"
 #include "models/zoo.h"
-#include "runtime/trainable_model.h"
+#include "runtime/cpu/trainable_model.h"
 #include "tests/runtime/model_specs.h"
 
 namespace ddpscope::runtime {

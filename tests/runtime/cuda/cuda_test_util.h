@@ -10,7 +10,7 @@
 
 #include "runtime/cuda/cuda_context.h"
 #include "runtime/cuda/host_logic.h"
-#include "runtime/tensor.h"
+#include "runtime/graph/tensor.h"
 
 namespace ddpscope::runtime::cuda::testing {
 

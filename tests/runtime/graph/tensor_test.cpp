@@ -1,4 +1,4 @@
-#include "runtime/tensor.h"
+#include "runtime/graph/tensor.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "runtime/trainable_model.h"
+#include "runtime/cpu/trainable_model.h"
 
 #include "runtime/cpu/cpu_model.h"
 

@@ -26,8 +26,8 @@
 #include "base/nanos.h"
 #include "base/status.h"
 #include "models/model_spec.h"
-#include "runtime/device.h"
-#include "runtime/tensor.h"
+#include "runtime/cpu/device.h"
+#include "runtime/graph/tensor.h"
 
 namespace ddpscope::runtime {
 

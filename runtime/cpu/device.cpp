@@ -1,4 +1,4 @@
-#include "runtime/device.h"
+#include "runtime/cpu/device.h"
 
 #include <algorithm>
 #include <cstring>
