@@ -1,6 +1,6 @@
 // Every DDP setting survives simulate → trace → the readers (replay's readRunSettings, replay's
 // --json) — the one settings module writes and reads them (ddp/ddp_settings.h). The GUI's side of
-// the round trip is tests/gui/whatif_test.cpp.
+// the round trip is tests/e2e/whatif_test.cpp.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
