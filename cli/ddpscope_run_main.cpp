@@ -28,6 +28,7 @@
 #endif
 #include "traces/args_json.h"
 #include "traces/chrome_writer.h"
+#include "traces/kineto_writer.h"
 
 namespace ddpscope::cli {
 
@@ -80,8 +81,16 @@ traces::Args runMetadata(const WorkerFlags& flags, int world, const std::string&
   return meta;
 }
 
-Status writeTimeline(const traces::Timeline& timeline, const std::string& path) {
-  return traces::writeChromeTrace(timeline, path);
+// --trace as --trace-format says: the Chrome file at `path`, or one Kineto trace per rank of
+// `timeline` at traces::perRankTracePath(flags.tracePath, rank).
+Status writeTimeline(const traces::Timeline& timeline, const WorkerFlags& flags,
+                     const std::string& path) {
+  if (flags.traceFormat != "kineto") return traces::writeChromeTrace(timeline, path);
+  for (int r = 0; r < timeline.rankCount(); ++r) {
+    RETURN_IF_ERROR(traces::writeKinetoTrace(
+        timeline, r, traces::perRankTracePath(flags.tracePath, timeline.rank(r).rank)));
+  }
+  return Status::ok();
 }
 
 // Before any training: every output path can be created (an hour-long run must not end in "cannot
@@ -103,13 +112,15 @@ Status checkOutputPaths(const WorkerFlags& flags) {
 // The partial trace of this rank (fault paths): rank 0 writes --trace, others --trace.rank<r>.
 void flushPartialTrace(const Profiler& profiler, const WorkerFlags& flags, int rank, int world) {
   if (flags.tracePath.empty()) return;
-  const std::string path =
-      rank == 0 ? flags.tracePath : flags.tracePath + ".rank" + std::to_string(rank);
+  const std::string path = flags.traceFormat == "kineto"
+                               ? traces::perRankTracePath(flags.tracePath, rank)
+                           : rank == 0 ? flags.tracePath
+                                       : flags.tracePath + ".rank" + std::to_string(rank);
   traces::Args metadata = runMetadata(flags, world, flags.backend);
   metadata.append("trace_dropped_iterations", profiler.droppedIterations());
   metadata.append("partial", int64_t{1});
   const traces::Timeline timeline = mergeRankTracks({profiler.snapshot()}, std::move(metadata));
-  const Status status = writeTimeline(timeline, path);
+  const Status status = writeTimeline(timeline, flags, path);
   std::fprintf(stderr, "ddpscope-run: rank %d: %s partial trace (%zu spans) %s\n", rank,
                status.isOk() ? "wrote its" : "could not write its", timeline.spanCount(),
                status.isOk() ? path.c_str() : status.message().c_str());
@@ -146,7 +157,7 @@ runtime::BatchCallback startRecorder(const WorkerFlags& flags, ParamDump* dump) 
 Status writeOutputs(const WorkerFlags& flags, const traces::Timeline& timeline,
                     const TrainingResult& result, int world, const std::string& backend,
                     const ParamDump* startDump = nullptr) {
-  if (!flags.tracePath.empty()) RETURN_IF_ERROR(writeTimeline(timeline, flags.tracePath));
+  if (!flags.tracePath.empty()) RETURN_IF_ERROR(writeTimeline(timeline, flags, flags.tracePath));
   const RunSummary summary = summarize(timeline, flags.warmup);
   if (!flags.json && !flags.dumpPlan) {
     // Human summary (rank 0): what `--json` carries, in a few lines.
@@ -182,7 +193,12 @@ Status writeOutputs(const WorkerFlags& flags, const traces::Timeline& timeline,
                 << summary.iterations.back().index << ": the profiler keeps the last "
                 << flags.traceIterations << " iterations; --trace-iterations 0 keeps all)\n";
     }
-    if (!flags.tracePath.empty()) std::cout << "trace written to " << flags.tracePath << "\n";
+    if (!flags.tracePath.empty()) {
+      std::cout << (flags.traceFormat == "kineto"
+                        ? "PyTorch profiler (Kineto) traces written, one per rank, next to "
+                        : "trace written to ")
+                << flags.tracePath << "\n";
+    }
   }
   if (flags.json || !flags.summaryPath.empty()) {
     traces::Args extra = runMetadata(flags, world, backend);

@@ -55,6 +55,9 @@ ArgParser makeParser() {
       .option("trace", "PATH",
               "merged Chrome trace of all ranks (pid = rank), written by rank 0 (a path that "
               "cannot be created fails before training; the file appears only once complete)")
+      .option("trace-format", "chrome|kineto",
+              "chrome (default): that one file; kineto: PyTorch profiler traces, one per rank "
+              "(PATH with .rankN before .json), as HTA's TraceAnalysis reads them")
       .option("trace-iterations", "K",
               "the profiler is a ring buffer: it keeps the spans of the last K iterations "
               "(default " +
@@ -153,6 +156,14 @@ StatusOr<WorkerFlags> parseWorkerFlags(const std::vector<std::string>& argv) {
   t.profile = !args.has("no-profile");
 
   flags.tracePath = args.value("trace").value_or("");
+  flags.traceFormat = args.value("trace-format").value_or("chrome");
+  if (flags.traceFormat != "chrome" && flags.traceFormat != "kineto") {
+    return invalidArgument("--trace-format: expected chrome or kineto, got '" + flags.traceFormat +
+                           "'");
+  }
+  if (args.has("trace-format") && flags.tracePath.empty()) {
+    return invalidArgument("--trace-format needs --trace PATH");
+  }
   ASSIGN_OR_RETURN(flags.traceIterations,
                    args.nonNegativeInt("trace-iterations", kDefaultTraceIterations));
   flags.summaryPath = args.value("summary").value_or("");

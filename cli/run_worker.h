@@ -20,6 +20,8 @@ struct WorkerFlags {
   std::string modelText;
   int64_t warmup = 0;
   std::string tracePath;
+  // --trace-format: chrome (one merged file) or kineto (one PyTorch profiler trace per rank).
+  std::string traceFormat = "chrome";
   // --trace-iterations: the profiler keeps the spans of the last K iterations (0: all), so a
   // long run's memory and trace stay bounded (runtime/profiler.h).
   int64_t traceIterations = kDefaultTraceIterations;

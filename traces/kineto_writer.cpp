@@ -176,8 +176,9 @@ Status writeKinetoTrace(const Timeline& timeline, int rankIndex, const std::stri
   const Json name = path.substr(path.find_last_of('/') + 1);
   ASSIGN_OR_RETURN(std::unique_ptr<io::OutputFile> file, io::OutputFile::open(path));
   std::ostream& out = file->stream();
-  out << "{\n  \"schemaVersion\": 1,\n  \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": "
-      << rank.rank << ", \"world_size\": " << worldSize
+  const Json backend = std::string(meta.getString("backend").value_or("nccl"));
+  out << "{\n  \"schemaVersion\": 1,\n  \"distributedInfo\": {\"backend\": " << backend.dump()
+      << ", \"rank\": " << rank.rank << ", \"world_size\": " << worldSize
       << "},\n  \"traceName\": " << name.dump(-1, ' ', false, Json::error_handler_t::replace)
       << ",\n  \"displayTimeUnit\": \"ms\",\n  \"traceEvents\": [";
   for (size_t i = 0; i < events.size(); ++i) {

@@ -3,9 +3,13 @@
 // profiler trace: Holistic Trace Analysis (TraceAnalysis(trace_dir=...)), TraceLens, Perfetto.
 // docs/spec/trace-formats.md describes both formats; this is the mapping:
 //
-//   file         {"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": R,
+//   file         {"schemaVersion": 1, "distributedInfo": {"backend": B, "rank": R,
 //                 "world_size": W}, "traceEvents": [...], "traceName", "displayTimeUnit": "ms"}
-//                 W = the timeline's "world_size" metadata (else its rank count).
+//                 W = the timeline's "world_size" metadata (else its rank count), B its
+//                 "backend" (a runtime trace: mpi or nccl; else nccl). A runtime trace on CPUs
+//                 is written the same way: its compute lane as a GPU stream and its MPI
+//                 collectives under NCCL kernel names, because HTA knows communication only by
+//                 those names; distributedInfo.backend says what really ran.
 //   host         pid = kHostPid, tid = kHostTid; ProfilerStep#N ("user_annotation") from the
 //                 rank's kIteration spans.
 //   GPU          pid = the rank's local GPU (rank mod the "gpus_per_node" metadata, else 0);

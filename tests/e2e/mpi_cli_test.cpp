@@ -25,6 +25,7 @@
 #include "runtime/param_dump.h"
 #include "tests/runtime/job_test_util.h"
 #include "traces/chrome_reader.h"
+#include "traces/overlap.h"
 
 namespace ddpscope::runtime {
 namespace {
@@ -391,6 +392,39 @@ TEST(MpiCliTest, DumpStartHoldsTheInitialParametersAndRankZerosBatches) {
   EXPECT_EQ(bad.exitCode, 2);
   EXPECT_NE(bad.output.find("--dump-start-batches: only with --dump-start PATH"), std::string::npos)
       << bad.output;
+}
+
+// --trace-format kineto: the runtime's timeline as one PyTorch profiler trace per rank, each
+// with its rank and the real backend in distributedInfo and its collectives as device events
+// that `ddpscope overlap` (HTA's reading) counts as communication.
+TEST(MpiCliTest, RunWritesOneKinetoTracePerRank) {
+  const fs::path base = scratch("kineto") / "run.json";
+  fs::create_directories(base.parent_path());
+  ProcessRun r = run(kDdpscope + " run --nproc 2 -- --model mlp-tiny --iterations 4 --trace " +
+                     base.string() + " --trace-format kineto");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_NE(r.output.find("PyTorch profiler (Kineto) traces written, one per rank"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(base));
+  for (int rank : {0, 1}) {
+    const fs::path file = base.parent_path() / ("run.rank" + std::to_string(rank) + ".json");
+    std::ifstream in(file);
+    const nlohmann::json doc = nlohmann::json::parse(in);
+    EXPECT_EQ(doc.at("distributedInfo").at("rank"), rank);
+    EXPECT_EQ(doc.at("distributedInfo").at("world_size"), 2);
+    EXPECT_EQ(doc.at("distributedInfo").at("backend"), "mpi");
+    auto timeline = traces::readChromeTrace(file.string());
+    ASSERT_TRUE(timeline.isOk()) << timeline.status().message();
+    const std::vector<traces::RankOverlap> overlap = traces::computeOverlap(*timeline);
+    ASSERT_EQ(overlap.size(), 1u);
+    EXPECT_EQ(overlap[0].rank, rank);
+    EXPECT_TRUE(overlap[0].kineto);
+    EXPECT_TRUE(overlap[0].total.hasCommunication);
+  }
+  r = run(kDdpscope + " run --nproc 1 -- --model mlp-tiny --iterations 2 --trace-format kineto");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_NE(r.output.find("--trace-format needs --trace PATH"), std::string::npos) << r.output;
 }
 
 TEST(MpiCliTest, DdpscopeRunLaunchesTheWorkerAndReturnsItsExitCode) {
