@@ -8,13 +8,8 @@
 
 #include "tests/cli/cli_test_util.h"
 
-namespace ddpscope::cli {
+namespace ddpscope::cli::testing {
 namespace {
-
-using nlohmann::json;
-using testing::CliResult;
-using testing::runCliForTest;
-using testing::writeScratchFile;
 
 const json& reference() {
   static const json kRef = [] {
@@ -166,9 +161,9 @@ INSTANTIATE_TEST_SUITE_P(Reference, ZooSteadyStateTest, ::testing::ValuesIn(zooC
                          });
 
 }  // namespace
-}  // namespace ddpscope::cli
+}  // namespace ddpscope::cli::testing
 
-namespace ddpscope::cli {
+namespace ddpscope::cli::testing {
 namespace {
 
 // PyTorch 2.11 DDP on an H100 under bf16 autocast (tests/data/gpu/h100/run4: scripts/gpu-kit's
@@ -217,4 +212,4 @@ TEST(BucketsReferenceTest, AutocastPlansEqualPyTorch211OnAnH100) {
 }
 
 }  // namespace
-}  // namespace ddpscope::cli
+}  // namespace ddpscope::cli::testing

@@ -10,16 +10,8 @@
 #include "tests/cli/cli_test_util.h"
 #include "traces/chrome_reader.h"
 
-namespace ddpscope::cli {
+namespace ddpscope::cli::testing {
 namespace {
-
-using nlohmann::json;
-using testing::CliResult;
-using testing::expectBadInput;
-using ::testing::HasSubstr;
-using testing::runCliForTest;
-using testing::runCliJson;
-using testing::scratchDir;
 
 json simulateJson(const std::string& mode) {
   return runCliJson(
@@ -136,4 +128,4 @@ TEST(CliCompileTest, BadValues) {
 }
 
 }  // namespace
-}  // namespace ddpscope::cli
+}  // namespace ddpscope::cli::testing

@@ -14,11 +14,6 @@
 namespace ddpscope::cli::testing {
 namespace {
 
-using nlohmann::json;
-using ::testing::HasSubstr;
-using ::testing::Not;
-
-const std::string kDataDir = DDPSCOPE_TEST_DATA_DIR;
 const std::string kRun = kDataDir + "/replay/mlp-wide-w2.json.gz";
 
 json parseJson(const CliResult& r) {

@@ -10,15 +10,8 @@
 
 #include "tests/cli/cli_test_util.h"
 
-namespace ddpscope::cli {
+namespace ddpscope::cli::testing {
 namespace {
-
-using nlohmann::json;
-using testing::CliResult;
-using testing::expectBadInput;
-using ::testing::HasSubstr;
-using testing::runCliForTest;
-using testing::runCliJson;
 
 const std::vector<std::string> kGpt2OnFourNodes = {"plan",     "--model", "gpt2-small", "--cluster",
                                                    "dgx-a100", "--nodes", "4"};
@@ -94,7 +87,6 @@ TEST(CliPlanTest, BadInput) {
 // --from-trace: plan a recorded run. tests/data/replay/mlp-wide-w2.json.gz is a real `ddpscope run
 // --nproc 2 -- --model mlp-wide --batch 16` (tests/cli/replay_cli_test.cpp): the plan takes its
 // model, world size, per-rank batch and measured compute, and says what the run measured.
-const std::string kDataDir = std::string(DDPSCOPE_SOURCE_DIR) + "/tests/data";
 const std::string kRuntimeTrace = kDataDir + "/replay/mlp-wide-w2.json.gz";
 
 TEST(CliPlanTest, PlansARecordedRuntimeRun) {
@@ -218,4 +210,4 @@ TEST(CliPlanTest, TraceBadInput) {
 }
 
 }  // namespace
-}  // namespace ddpscope::cli
+}  // namespace ddpscope::cli::testing

@@ -7,17 +7,8 @@
 
 #include "tests/cli/cli_test_util.h"
 
-namespace ddpscope::cli {
+namespace ddpscope::cli::testing {
 namespace {
-
-using nlohmann::json;
-using testing::CliResult;
-using testing::expectBadInput;
-using ::testing::HasSubstr;
-using testing::runCliForTest;
-using testing::runCliJson;
-using testing::scratchDir;
-using testing::writeScratchFile;
 
 TEST(CliAllreduceTest, DgxA100LargeMessageBusbwNearPublished) {
   json out = runCliJson({"allreduce", "--cluster", "dgx-a100", "--bytes", "1G,4G", "--json"});
@@ -231,4 +222,4 @@ TEST(CliSweepTest, BadInputs) {
 }
 
 }  // namespace
-}  // namespace ddpscope::cli
+}  // namespace ddpscope::cli::testing

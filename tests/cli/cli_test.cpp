@@ -5,15 +5,8 @@
 
 #include "tests/cli/cli_test_util.h"
 
-namespace ddpscope::cli {
+namespace ddpscope::cli::testing {
 namespace {
-
-using nlohmann::json;
-using testing::CliResult;
-using testing::expectBadInput;
-using ::testing::HasSubstr;
-using testing::runCliForTest;
-using testing::writeScratchFile;
 
 const char* kTwoParams =
     R"({"name": "two", "parameters": [{"name": "a.weight", "shape": [4, 3], "dtype": "float32"},)"
@@ -197,4 +190,4 @@ TEST(CliOverlapTest, ReportsHtaOverlapPerRank) {
 }
 
 }  // namespace
-}  // namespace ddpscope::cli
+}  // namespace ddpscope::cli::testing

@@ -17,6 +17,12 @@
 
 namespace ddpscope::cli::testing {
 
+// What every CLI test uses.
+using nlohmann::json;
+using ::testing::HasSubstr;
+using ::testing::Not;
+inline const std::string kDataDir = DDPSCOPE_TEST_DATA_DIR;
+
 struct CliResult {
   int exitCode;
   std::string out;

@@ -17,11 +17,6 @@
 namespace ddpscope::cli::testing {
 namespace {
 
-using nlohmann::json;
-using ::testing::HasSubstr;
-using ::testing::Not;
-
-const std::string kDataDir = DDPSCOPE_TEST_DATA_DIR;
 const std::string kRun = kDataDir + "/replay/mlp-wide-w2.json.gz";
 const std::string kModelFile = kDataDir + "/torch/ddp_gloo_model.json";
 

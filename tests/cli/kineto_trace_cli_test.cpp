@@ -19,10 +19,6 @@
 namespace ddpscope::cli::testing {
 namespace {
 
-using nlohmann::json;
-
-const std::string kDataDir = DDPSCOPE_TEST_DATA_DIR;
-
 json readJson(const std::string& path) {
   std::ifstream in(path);
   return json::parse(in);

@@ -11,15 +11,8 @@
 
 #include "tests/cli/cli_test_util.h"
 
-namespace ddpscope::cli {
+namespace ddpscope::cli::testing {
 namespace {
-
-using nlohmann::json;
-using testing::CliResult;
-using testing::expectBadInput;
-using ::testing::HasSubstr;
-using testing::runCliForTest;
-using testing::writeScratchFile;
 
 const std::string kDir = std::string(DDPSCOPE_SOURCE_DIR) + "/tests/data/tune/";
 
@@ -93,4 +86,4 @@ TEST(TuneReportCliTest, BadReportsNameTheFileAndTheField) {
 }
 
 }  // namespace
-}  // namespace ddpscope::cli
+}  // namespace ddpscope::cli::testing
