@@ -143,15 +143,16 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
   for (const auto& b : best) {
     const auto& r = rows[b.point];
     char line[256];
-    std::snprintf(line, sizeof(line),
-                  "  world %5d%s%s: bucket_cap_mb %-5s %10.3f ms/step, %.1f%% %s than %s "
-                  "(%.3f ms)\n",
-                  r.layout.worldSize(), r.findUnused ? " find_unused" : "",
-                  severalModes ? (" " + std::string(sim::compileModeName(r.compile))).c_str() : "",
-                  formatShortest(r.capMb).c_str(), r.summary.stepTime.toMillis(),
-                  std::abs(b.gainPercent), b.gainPercent < 0 ? "slower" : "faster",
-                  rows[b.baseline].capDefault ? "the default None" : "25",
-                  rows[b.baseline].summary.stepTime.toMillis());
+    std::snprintf(
+        line, sizeof(line),
+        "  world %5d%s%s: bucket_cap_mb %-5s %10.3f ms/step, %.1f%% %s than %s "
+        "(%.3f ms)\n",
+        r.layout.worldSize(), r.findUnused ? " find_unused" : "",
+        severalModes ? (" " + std::string(sim::compileModeName(r.compile))).c_str() : "",
+        formatShortest(r.capMb).c_str(), r.summary.stepTime.toMillis(), std::abs(b.gainPercent),
+        b.gainPercent < 0 ? "slower" : "faster",
+        rows[b.baseline].capDefault ? "the default bucket_cap_mb=None" : "bucket_cap_mb=25",
+        rows[b.baseline].summary.stepTime.toMillis());
     o << line;
   }
   io.out << o.str();
