@@ -33,6 +33,22 @@ foreach(module IN LISTS modules)
   endforeach()
 endforeach()
 
+# One request layer: the front ends (cli/, gui/, python/) turn named settings into a simulation,
+# a sweep or a plan through sim/api (parseSimulationRequest / runSimulation, parseSweepPlan /
+# runSweepPlan, parsePlanInput / runPlanInput), never by calling the engine's entry points.
+foreach(module gui cli python)
+  file(GLOB_RECURSE sources RELATIVE ${SOURCE_DIR} ${SOURCE_DIR}/${module}/*.h
+       ${SOURCE_DIR}/${module}/*.cpp)
+  foreach(source IN LISTS sources)
+    file(STRINGS ${SOURCE_DIR}/${source} calls
+         REGEX "sim::(simulate|simulateDdp|simulateDataParallel|runSweep|runPlan)\\(")
+    foreach(line IN LISTS calls)
+      string(STRIP "${line}" line)
+      list(APPEND violations "${source}: a front end calls the engine, not sim/api (${line})")
+    endforeach()
+  endforeach()
+endforeach()
+
 # Public headers of the core: no Qt, CUDA, NCCL, MPI or the full nlohmann header. The backend
 # folders runtime/cuda, runtime/nccl, runtime/mpi are where those libraries are allowed.
 foreach(module base io models ddp traces sim runtime)

@@ -7,7 +7,9 @@
 
 #include "base/strings.h"
 #include "ddp/ddp_settings.h"
+#include "sim/api/plan_request.h"
 #include "sim/api/simulation_request.h"
+#include "sim/api/sweep_request.h"
 #include "sim/cost/cluster.h"
 #include "sim/engine/sweep.h"
 
@@ -165,24 +167,35 @@ void appendSweepPoints(const sim::SweepResult& swept, SweepResult& out) {
   }
 }
 
+// The settings of a sweep or plan over `capsMb` from `base`: the caps as "bucket-cap-mb"'s list
+// and find_unused as "find-unused" on|off (both axes' spelling in sweep and plan).
+SettingValues axesOf(const WhatIfSettings& base, const std::vector<double>& capsMb) {
+  SettingValues values = base.settingValues();
+  std::string caps;
+  for (double cap : capsMb) {
+    if (!caps.empty()) caps += ',';
+    caps += formatShortest(cap);
+  }
+  values.set("bucket-cap-mb", caps);
+  values.set("find-unused", base.ddp.findUnusedParameters ? "on" : "off");
+  return values;
+}
+
 }  // namespace
 
 StatusOr<SweepResult> runSweep(const WhatIfSettings& base, const std::vector<double>& capsMb,
                                const std::vector<int>& worldSizes) {
   if (capsMb.empty() || worldSizes.empty()) return invalidArgument("sweep: nothing to sweep");
-  ASSIGN_OR_RETURN(const sim::SimulationRequest loaded, requestOf(base));
-  sim::SweepRequest request;
-  request.model = &loaded.model;
-  request.cluster = &loaded.cluster;
-  request.base = loaded.options;
-  request.capsMb = capsMb;
-  request.findUnused = {base.ddp.findUnusedParameters};
-  for (int worldSize : worldSizes) {
-    ASSIGN_OR_RETURN(sim::WorldLayout layout,
-                     sim::makeWorldLayout(loaded.cluster, std::nullopt, worldSize));
-    request.layouts.push_back(layout);
+  // `ddpscope sweep`'s settings: the base's, with its cap and find_unused as the sweep's axes.
+  SettingValues values = axesOf(base, capsMb);
+  std::string sizes;
+  for (int w : worldSizes) {
+    if (!sizes.empty()) sizes += ',';
+    sizes += std::to_string(w);
   }
-  ASSIGN_OR_RETURN(const sim::SweepResult swept, sim::runSweep(request));
+  values.set("world-size", sizes);
+  ASSIGN_OR_RETURN(const sim::SweepPlan plan, sim::parseSweepPlan(values));
+  ASSIGN_OR_RETURN(const sim::SweepResult swept, sim::runSweepPlan(plan, nullptr));
   SweepResult out;
   out.capsMb = capsMb;
   out.worldSizes = worldSizes;
@@ -193,19 +206,16 @@ StatusOr<SweepResult> runSweep(const WhatIfSettings& base, const std::vector<dou
 StatusOr<PlanOutcome> runPlan(const WhatIfSettings& base, const std::vector<double>& capsMb,
                               const std::vector<int>& worldSizes) {
   if (capsMb.empty() || worldSizes.empty()) return invalidArgument("plan: nothing to plan");
-  ASSIGN_OR_RETURN(const sim::SimulationRequest loaded, requestOf(base));
+  WhatIfSettings planned = base;
+  planned.ddp.bucketCapMbList.clear();  // what the plan chooses
   PlanOutcome out;
   out.sweep.capsMb = capsMb;
   out.sweep.worldSizes = worldSizes;
   for (int worldSize : worldSizes) {
-    sim::PlanRequest request;
-    request.model = &loaded.model;
-    request.cluster = &loaded.cluster;
-    request.base = loaded.options;
-    request.base.ddp.bucketCapMbList.clear();  // planned
-    request.uniformCapsMb = capsMb;
-    ASSIGN_OR_RETURN(request.layout, sim::makeWorldLayout(loaded.cluster, std::nullopt, worldSize));
-    ASSIGN_OR_RETURN(sim::PlanResult plan, sim::runPlan(request));
+    // `ddpscope plan`'s settings at this world size.
+    planned.worldSize = worldSize;
+    ASSIGN_OR_RETURN(const sim::PlanInput input, sim::parsePlanInput(axesOf(planned, capsMb)));
+    ASSIGN_OR_RETURN(sim::PlanResult plan, sim::runPlanInput(input));
     appendSweepPoints(plan.uniform, out.sweep);
     out.plans.push_back(std::move(plan));
   }

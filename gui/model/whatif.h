@@ -13,15 +13,16 @@
 // converges on the last settings. Each result carries the wall time from the request that
 // produced it to the end of the simulation and document build (the panel adds the repaint).
 //
-// runSweep(): step time and exposed communication over bucket caps × world sizes through
-// sim::runSweep (on all cores, no trace, as `ddpscope sweep`), with the best (lowest step time)
-// point per world size and overall.
+// runSweep(): step time and exposed communication over bucket caps × world sizes: `ddpscope
+// sweep`'s request (sim/api/sweep_request.h: the settings with the caps and world sizes as its
+// axes; on all cores, no trace), with the best (lowest step time) point per world size and
+// overall.
 //
-// runPlan(): the bucket planner behind `ddpscope plan` (sim::runPlan: the uniform caps, the
-// exact DP over the bucket_cap_mb_list layouts torch 2.15 can build, a full simulation of the
-// chosen one) at each world size, with the sweep's caps and the step-time objective; its uniform
-// points come from the plans' own sweeps, so the curves and the planned layouts shown together
-// are one computation.
+// runPlan(): `ddpscope plan`'s request (sim/api/plan_request.h: the uniform caps, the exact DP
+// over the bucket_cap_mb_list layouts torch 2.15 can build, a full simulation of the chosen one)
+// at each world size, with the sweep's caps and the step-time objective; its uniform points come
+// from the plans' own sweeps, so the curves and the planned layouts shown together are one
+// computation.
 #pragma once
 
 #include <QElapsedTimer>
