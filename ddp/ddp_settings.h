@@ -2,9 +2,9 @@
 // and its canonical JSON / trace-metadata key.
 //
 // Every command that takes DDP settings (simulate, sweep, buckets, replay, plan, the runtime
-// worker) registers its flags from kDdpSettings (the CLI registers them with ArgParser::options), every
-// writer of results or trace metadata writes ddpSettingsJson(), and every reader of a trace or
-// a JSON file reads readDdpSettingsJson(): one spelling of each flag and key, one parser, one
+// worker) registers its flags from kDdpSettings (the CLI registers them with ArgParser::options),
+// every writer of results or trace metadata writes ddpSettingsJson(), and every reader of a trace
+// or a JSON file reads readDdpSettingsJson(): one spelling of each flag and key, one parser, one
 // validation. A value crosses each boundary once: flag text → DdpConfig, DdpConfig → JSON,
 // JSON → DdpConfig.
 //
