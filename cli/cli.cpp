@@ -58,11 +58,12 @@ const std::vector<Command>& commands() {
 // release, with a note.
 struct RenamedCommand {
   const char* old;
-  std::vector<std::string> now;
+  const char* noun;
+  const char* verb;
 };
 const RenamedCommand kRenamedCommands[] = {
-    {"models", {"model", "list"}},
-    {"clusters", {"cluster", "list"}},
+    {"models", "model", "list"},
+    {"clusters", "cluster", "list"},
 };
 
 void printTopLevelHelp(std::ostream& out) {
@@ -125,11 +126,10 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   std::vector<std::string> argv = args;
   for (const RenamedCommand& r : kRenamedCommands) {
     if (argv[0] != r.old) continue;
-    const std::string now = r.now[0] + " " + r.now[1];
-    err << "ddpscope: note: 'ddpscope " << r.old
-        << "' is deprecated and goes in the next release; use 'ddpscope " << now << "'\n";
-    argv.erase(argv.begin());
-    argv.insert(argv.begin(), r.now.begin(), r.now.end());
+    err << "ddpscope: note: 'ddpscope " << r.old << "' is deprecated and goes in the next "
+        << "release; use 'ddpscope " << r.noun << " " << r.verb << "'\n";
+    argv[0] = r.verb;
+    argv.insert(argv.begin(), r.noun);
   }
   for (const auto& c : commands()) {
     if (argv[0] != c.name) continue;

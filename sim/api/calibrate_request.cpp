@@ -33,9 +33,7 @@ StatusOr<ClusterCalibration> calibrateCluster(
   auto out = values.value("out");
   if (!out) return invalidArgument("-o/--out: required (the cluster JSON to write)");
   result.output = *out;
-  SettingValues baseName;
-  baseName.set("cluster", values.value("base").value_or("cpu-mpi"));
-  StatusOr<ClusterText> baseFound = loadClusterTextFromSettings(baseName);
+  StatusOr<ClusterText> baseFound = clusterText(values.value("base").value_or("cpu-mpi"));
   if (!baseFound.isOk()) {
     return Status(baseFound.status().code(), "--base: " + baseFound.status().message());
   }

@@ -144,28 +144,28 @@ std::vector<SettingSpec> clusterSettingList() {
            "(sim/cost/clusters/FORMAT.md)"}};
 }
 
-namespace {
-
-// --cluster's text: a built-in name first, else a file (looksLikeFile), else NotFound naming
-// the built-ins.
-StatusOr<ClusterText> clusterTextOf(const SettingValues& values) {
-  ASSIGN_OR_RETURN(const std::string text, requiredNameOrFile(values, "cluster"));
-  if (findClusterFile(text) != nullptr || !looksLikeFile(text)) return builtinClusterText(text);
-  ASSIGN_OR_RETURN(std::string json, readFileToString(text));
-  return ClusterText{std::move(json), text};
+StatusOr<ClusterText> clusterText(const std::string& nameOrFile) {
+  if (findClusterFile(nameOrFile) != nullptr || !looksLikeFile(nameOrFile)) {
+    return builtinClusterText(nameOrFile);
+  }
+  ASSIGN_OR_RETURN(std::string json, readFileToString(nameOrFile));
+  return ClusterText{std::move(json), nameOrFile};
 }
 
-}  // namespace
-
-StatusOr<ClusterSpec> loadClusterFromSettings(const SettingValues& values) {
-  ASSIGN_OR_RETURN(const std::string name, requiredNameOrFile(values, "cluster"));
-  if (findClusterFile(name) != nullptr) return loadBuiltinCluster(name);
-  ASSIGN_OR_RETURN(ClusterText text, clusterTextOf(values));
+StatusOr<ClusterSpec> loadCluster(const std::string& nameOrFile) {
+  if (findClusterFile(nameOrFile) != nullptr) return loadBuiltinCluster(nameOrFile);
+  ASSIGN_OR_RETURN(ClusterText text, clusterText(nameOrFile));
   return parseClusterJson(text.json, text.origin);
 }
 
+StatusOr<ClusterSpec> loadClusterFromSettings(const SettingValues& values) {
+  ASSIGN_OR_RETURN(const std::string text, requiredNameOrFile(values, "cluster"));
+  return loadCluster(text);
+}
+
 StatusOr<ClusterText> loadClusterTextFromSettings(const SettingValues& values) {
-  return clusterTextOf(values);
+  ASSIGN_OR_RETURN(const std::string text, requiredNameOrFile(values, "cluster"));
+  return clusterText(text);
 }
 
 StatusOr<LayoutSettings> parseLayoutSettings(const SettingValues& values,

@@ -201,12 +201,16 @@ std::vector<SettingSpec> clusterSettingList();
 // The cluster "cluster" names in `values` (required).
 StatusOr<ClusterSpec> loadClusterFromSettings(const SettingValues& values);
 // The same cluster's JSON text and its origin (file path or "cluster:NAME"), for tools that
-// write a new cluster from it (`cluster calibrate`).
+// write a new cluster from it (`cluster calibrate`, `calibrate --base`).
 struct ClusterText {
   std::string json;
   std::string origin;
 };
 StatusOr<ClusterText> loadClusterTextFromSettings(const SettingValues& values);
+// A cluster named by text that is a built-in name or a file: a built-in name wins, then any text
+// looksLikeFile (base/setting_values.h) reads as a file; else NotFound naming the built-ins.
+StatusOr<ClusterText> clusterText(const std::string& nameOrFile);
+StatusOr<ClusterSpec> loadCluster(const std::string& nameOrFile);
 
 // "nodes" N / "world-size" W (scalars) as makeWorldLayout takes them; `defaultWorldSize`
 // applies when neither is given (nullopt: makeWorldLayout's own default, one node).
