@@ -144,7 +144,8 @@ class Model:
         info = _core.load_model_file(path)
         with open(path, encoding="utf-8") as f:
             text = f.read()
-        return cls(info, {"model": path}, text)
+        # An absolute path: --model reads a zoo name before a file, and this is a file.
+        return cls(info, {"model": os.path.abspath(path)}, text)
 
     @classmethod
     def from_json(cls, spec: Union[str, Dict[str, Any]], origin: str = "<model json>") -> "Model":
@@ -483,7 +484,7 @@ def cluster_calibrate(nccl_tests: PathLike, cluster: PathLike = "dgx-h100",
     :class:`Error` with the CLI's message (a malformed row names its line)."""
     if cluster_file is not None:
         _renamed("cluster_file", "cluster")
-        cluster = cluster_file
+        cluster = os.path.abspath(os.fspath(cluster_file))  # a file, even named like a built-in
     base = dict(cluster=os.fspath(cluster))
     doc = _core.cluster_calibrate_nccl_tests(_core_settings(_settings(dict(
         nccl_tests=os.fspath(nccl_tests), ranks=ranks, nodes=nodes, nccl_algo=nccl_algo,

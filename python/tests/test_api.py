@@ -2,6 +2,7 @@
 messages."""
 
 import builtins
+import json
 import os
 
 import pytest
@@ -303,3 +304,17 @@ def test_old_keyword_names_still_work_with_a_deprecation_warning(cli, data_dir, 
     assert (tmp_path / "imported.json").stat().st_size > 0
     with pytest.raises(TypeError, match="not both"):
         ddpscope.buckets("resnet50", torch="1.13", torch_version="2.15")
+
+
+def test_a_model_file_named_like_a_zoo_model_is_the_file(tmp_path, monkeypatch):
+    """--model reads a zoo name before a file; Model.load names its file by absolute path, so a
+    file called "resnet18" in the working directory is that file, not the zoo's resnet18."""
+    monkeypatch.chdir(tmp_path)
+    with open("resnet18", "w", encoding="utf-8") as f:
+        json.dump({"name": "two", "parameters": [
+            {"name": "a.weight", "shape": [4, 3], "dtype": "float32"},
+            {"name": "a.bias", "shape": [4], "dtype": "float32"}]}, f)
+    model = ddpscope.Model.load("resnet18")
+    assert model.num_tensors == 2
+    plan = ddpscope.buckets(model, bucket_cap_mb=25)
+    assert sum(len(b["params"]) for b in plan["buckets"]) == 2
