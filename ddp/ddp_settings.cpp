@@ -292,13 +292,13 @@ Status validateDdpConfig(const DdpConfig& config) {
   return config.validate();
 }
 
-std::vector<std::string> ddpSettingsFlags(const DdpConfig& config) {
+std::vector<std::pair<std::string, std::string>> ddpSettingValues(const DdpConfig& config) {
   const DdpConfig defaults;
-  std::vector<std::string> out;
+  std::vector<std::pair<std::string, std::string>> out;
   auto option = [&](DdpSetting id, std::string value) {
-    out.push_back(flagName(id));
-    out.push_back(std::move(value));
+    out.emplace_back(ddpSettingSpec(id).flag, std::move(value));
   };
+  auto on = [&](DdpSetting id) { out.emplace_back(ddpSettingSpec(id).flag, ""); };
   if (config.bucketCapSetByUser || config.bucketCapMb != defaults.bucketCapMb) {
     option(DdpSetting::kBucketCapMb, formatShortest(config.bucketCapMb));
   }
@@ -307,9 +307,9 @@ std::vector<std::string> ddpSettingsFlags(const DdpConfig& config) {
     option(DdpSetting::kFirstBucketMb,
            formatShortest(static_cast<double>(config.firstBucketBytes) / kBytesPerMiB));
   }
-  if (config.findUnusedParameters) out.push_back(flagName(DdpSetting::kFindUnused));
-  if (config.staticGraph) out.push_back(flagName(DdpSetting::kStaticGraph));
-  if (config.gradientAsBucketView) out.push_back(flagName(DdpSetting::kGradientAsBucketView));
+  if (config.findUnusedParameters) on(DdpSetting::kFindUnused);
+  if (config.staticGraph) on(DdpSetting::kStaticGraph);
+  if (config.gradientAsBucketView) on(DdpSetting::kGradientAsBucketView);
   if (config.noSyncPeriod != defaults.noSyncPeriod) {
     option(DdpSetting::kNoSyncSteps, std::to_string(config.noSyncPeriod));
   }
@@ -321,8 +321,8 @@ std::vector<std::string> ddpSettingsFlags(const DdpConfig& config) {
     option(DdpSetting::kCommHook, hook);
   }
   if (!config.broadcastBuffers) {
-    out.push_back(flagName(config.initSyncBuffers ? DdpSetting::kNoForwardSyncBuffers
-                                                  : DdpSetting::kNoBroadcastBuffers));
+    on(config.initSyncBuffers ? DdpSetting::kNoForwardSyncBuffers
+                              : DdpSetting::kNoBroadcastBuffers);
   }
   if (config.profile != defaults.profile) {
     option(DdpSetting::kSemantics, std::string(semanticsProfileName(config.profile)));
@@ -330,13 +330,22 @@ std::vector<std::string> ddpSettingsFlags(const DdpConfig& config) {
   if (!config.bucketCapMbList.empty()) {
     option(DdpSetting::kBucketCapMbList, capListText(config.bucketCapMbList));
   }
-  if (config.batchedGradCopy) out.push_back(flagName(DdpSetting::kBatchedGradCopy));
-  if (config.skipAllReduceUnusedParams) out.push_back(flagName(DdpSetting::kSkipAllReduceUnused));
-  if (config.lazyBucketAllocation) out.push_back(flagName(DdpSetting::kLazyBucketAllocation));
+  if (config.batchedGradCopy) on(DdpSetting::kBatchedGradCopy);
+  if (config.skipAllReduceUnusedParams) on(DdpSetting::kSkipAllReduceUnused);
+  if (config.lazyBucketAllocation) on(DdpSetting::kLazyBucketAllocation);
   if (config.mixedPrecision.enabled) {
     option(DdpSetting::kMixedPrecision, mixedPrecisionText(config.mixedPrecision));
   }
-  if (config.autocast) out.push_back(flagName(DdpSetting::kAutocast));
+  if (config.autocast) on(DdpSetting::kAutocast);
+  return out;
+}
+
+std::vector<std::string> ddpSettingsFlags(const DdpConfig& config) {
+  std::vector<std::string> out;
+  for (auto& [name, value] : ddpSettingValues(config)) {
+    out.push_back("--" + name);
+    if (!value.empty()) out.push_back(std::move(value));
+  }
   return out;
 }
 

@@ -29,6 +29,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/setting_values.h"
@@ -110,6 +111,9 @@ Status validateDdpConfig(const DdpConfig& config);
 // that differ from the default (an explicit bucket_cap_mb is always spelled). Settings without
 // a flag (PowerSGD's start iteration, DDP_SET_LAST_BUCKET_CAP, ...) are not expressible.
 std::vector<std::string> ddpSettingsFlags(const DdpConfig& config);
+// The same settings by name, as SettingValues holds them: {"bucket-cap-mb", "25"}, a switch
+// with "" ({"find-unused", ""}), in the same order.
+std::vector<std::pair<std::string, std::string>> ddpSettingValues(const DdpConfig& config);
 
 // The settings as a PyTorch user writes them, for stated assumptions and the GUI:
 //   "DDP(bucket_cap_mb=None (25 MiB), find_unused_parameters=False, static_graph=False,

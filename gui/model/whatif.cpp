@@ -2,7 +2,6 @@
 
 #include <QFutureWatcher>
 #include <QtConcurrent/QtConcurrentRun>
-#include <algorithm>
 #include <sstream>
 
 #include "base/strings.h"
@@ -30,17 +29,7 @@ SettingValues WhatIfSettings::settingValues() const {
   values.set("model", model);
   values.set("cluster", cluster);
   values.set("world-size", std::to_string(worldSize));
-  // ddpSettingsFlags spells the DDP settings as flags: "--name" then its value, unless the
-  // setting is a switch.
-  const std::vector<std::string> flags = ddp::ddpSettingsFlags(ddp);
-  const std::vector<SettingSpec> specs = ddp::ddpSettingList(ddp::DdpSettingSet::all());
-  for (size_t i = 0; i < flags.size(); ++i) {
-    const std::string name = flags[i].substr(2);
-    const auto spec = std::find_if(specs.begin(), specs.end(),
-                                   [&](const SettingSpec& s) { return s.name == name; });
-    const bool isSwitch = spec != specs.end() && spec->valueName.empty();
-    values.set(name, isSwitch ? "" : flags[++i]);
-  }
+  for (const auto& [name, value] : ddp::ddpSettingValues(ddp)) values.set(name, value);
   return values;
 }
 
