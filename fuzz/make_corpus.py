@@ -6,17 +6,24 @@ Usage: make_corpus.py --out DIR [target ...]   (default: every target) -> DIR/<t
 
 Seeds are small on purpose (libFuzzer's speed falls with input size): the profiler traces of
 tests/data are cut to one or two ProfilerStep windows of the events the importer looks at. The
-big files stay where they are; nothing here is committed output.
+big files stay where they are; nothing here is committed output. Other projects' traces and
+logs (HTA's NCCL traces, the published all_reduce_perf logs) come from the external data folder
+(tests/external_data.py) when it is there; without it those seeds are left out, with a note.
 """
 import argparse
 import gzip
 import json
 import pathlib
 import shutil
+import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
+sys.path.insert(0, str(ROOT / "tests"))
+import external_data  # noqa: E402  (tests/external_data.py)
 MAX_SEED_BYTES = 8 * 1024
+PUBLISHED_LOGS = ("konnase-v100x8-1node.txt", "aws-dlami-p3dn-v100-2x8.txt",
+                  "aws-dlami-p4d-a100-2x8.txt", "gcp-a3mega-h100-2x8.txt")
 
 
 def read_text(path):
@@ -66,8 +73,19 @@ def kineto_ranks():
         ranks = [cut_kineto(DATA / f"{prefix}_rank{r}.json.gz", 1, 24) for r in (0, 1)]
         jobs.append((prefix.replace("/", "_"), ranks))
     for name in ("resnet_2gpu_rank0", "sampled_128gpu_rank0", "trace_diff_8gpu_rank3"):
-        jobs.append((f"hta_{name}", [cut_kineto(DATA / "hta" / f"{name}.json.gz", 1, 20)]))
+        path = external_path(f"hta/{name}.json.gz")
+        if path:
+            jobs.append((f"hta_{name}", [cut_kineto(path, 1, 20)]))
     return jobs
+
+
+def external_path(relative):
+    """An external data file as a Path, or None (with a note on stderr)."""
+    path = external_data.path(relative)
+    if not path:
+        print("make_corpus.py: seed left out: " + external_data.missing_message(relative),
+              file=sys.stderr)
+    return pathlib.Path(path) if path else None
 
 
 # ---- per target --------------------------------------------------------------------------------
@@ -84,8 +102,8 @@ def cluster_json():
 
 
 def nccl_tests_log():
-    logs = sorted((DATA / "published" / "nccl-tests-logs").glob("*.txt"))
-    return {p.stem: p.read_bytes() for p in small_files(logs)}
+    logs = [external_path("nccl-tests-logs/" + name) for name in PUBLISHED_LOGS]
+    return {p.stem: p.read_bytes() for p in small_files([p for p in logs if p])}
 
 
 def chrome_traces():

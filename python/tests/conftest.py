@@ -11,6 +11,8 @@ import os
 import shutil
 import subprocess
 
+import sys
+
 import pytest
 
 import ddpscope
@@ -18,6 +20,8 @@ import ddpscope
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 DATA = os.path.join(ROOT, "tests", "data")
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+import external_data  # noqa: E402  (tests/external_data.py)
 
 
 def _find_cli():
@@ -65,3 +69,21 @@ def cli():
 @pytest.fixture(scope="session")
 def data_dir():
     return DATA
+
+
+def require_external(relative):
+    """The path of an external data file (tests/data/EXTERNAL.md); skips the test when it is
+    missing, or fails it under DDPSCOPE_REQUIRE_EXTERNAL_DATA=1 (scripts/test)."""
+    path = external_data.path(relative)
+    if path:
+        return path
+    message = external_data.missing_message(relative)
+    if external_data.required():
+        pytest.fail(message + " and DDPSCOPE_REQUIRE_EXTERNAL_DATA=1")
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def external():
+    """require_external as a fixture: external("nccl-tests-logs/x.txt") -> path."""
+    return require_external

@@ -1,31 +1,28 @@
 """ddpscope.cluster_calibrate against `ddpscope cluster calibrate --nccl-tests` on the committed
-published all_reduce_perf logs (tests/data/published/nccl-tests-logs/README.md names each source):
+published all_reduce_perf logs (external data: $DDPSCOPE_EXTERNAL_DATA/nccl-tests-logs/,
+tests/data/EXTERNAL.md names each source):
 the same cluster file, byte for byte, and the CLI's errors as ddpscope.Error."""
 
 import json
-import os
 
 import pytest
 
 import ddpscope
 
 
-def log(data_dir, name):
-    return os.path.join(data_dir, "published", "nccl-tests-logs", name)
-
-
 @pytest.mark.parametrize("fixture,base,algo", [
     ("konnase-v100x8-1node.txt", "dgx-v100", None),
     ("aws-dlami-p4d-a100-2x8.txt", "dgx-a100", "ring"),
 ])
-def test_same_cluster_file_as_the_cli(cli, data_dir, tmp_path, fixture, base, algo):
+def test_same_cluster_file_as_the_cli(cli, external, tmp_path, fixture, base, algo):
+    log = external("nccl-tests-logs/" + fixture)
     cli_out = tmp_path / "cli.json"
     flags = ["--nccl-algo", algo] if algo else []
-    r = cli.run("cluster", "calibrate", "--nccl-tests", log(data_dir, fixture), "--cluster", base,
+    r = cli.run("cluster", "calibrate", "--nccl-tests", log, "--cluster", base,
                 "-o", str(cli_out), *flags)
     assert r.returncode == 0, r.stderr
     py_out = tmp_path / "py.json"
-    doc = ddpscope.cluster_calibrate(log(data_dir, fixture), cluster=base, nccl_algo=algo,
+    doc = ddpscope.cluster_calibrate(log, cluster=base, nccl_algo=algo,
                                      out=py_out)
     assert py_out.read_bytes() == cli_out.read_bytes()
     assert doc["cluster_json"] == json.loads(cli_out.read_text())

@@ -21,6 +21,7 @@
 #include "models/model_spec.h"
 #include "sim/replay/calibrate.h"
 #include "sim/replay/measured_profile.h"
+#include "tests/external_data.h"
 #include "traces/chrome_reader.h"
 
 namespace ddpscope::traces {
@@ -638,12 +639,12 @@ TEST(KinetoImport215Test, NoCostModelIsFittedToUnknownSizes) {
   EXPECT_THAT(fit.status().message(), HasSubstr("no cost model is fitted to unknown sizes"));
 }
 
-// ---- real GPU traces (NCCL 2.17, from HTA's test data; tests/data/hta/README.md) ----
+// ---- real GPU traces (NCCL 2.17, from HTA's test data: external, tests/data/EXTERNAL.md) ----
 
 // The 2-GPU resnet50 job: its record_param_comms sizes are the bucket plan ddpscope computes for
 // the zoo's resnet50 at DDP's defaults, and the import reports HTA's own overlap number.
 TEST(KinetoImportGpuTest, RealResnet50TraceBucketsEqualThePlanAndOverlapEqualsHta) {
-  const std::string trace = std::string(DDPSCOPE_TEST_DATA_DIR) + "/hta/resnet_2gpu_rank0.json.gz";
+  DDPSCOPE_EXTERNAL_FILE(trace, "hta/resnet_2gpu_rank0.json.gz");
   const std::string output = tempPath("resnet.json");
   CliResult r = runCli({"import-torch", trace, "-o", output, "--allow-missing-ranks", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
@@ -657,7 +658,8 @@ TEST(KinetoImportGpuTest, RealResnet50TraceBucketsEqualThePlanAndOverlapEqualsHt
   EXPECT_EQ(out["iterations"], 3);
   std::ifstream in(std::string(DDPSCOPE_TEST_DATA_DIR) + "/hta/hta_overlap.json");
   const nlohmann::json hta = nlohmann::json::parse(in);
-  EXPECT_EQ(out["hta_overlap_percent"]["0"], hta["traces"]["hta/resnet_2gpu_rank0.json.gz"]["0"]);
+  EXPECT_EQ(out["hta_overlap_percent"]["0"],
+            hta["traces"]["$DDPSCOPE_EXTERNAL_DATA/hta/resnet_2gpu_rank0.json.gz"]["0"]);
   std::remove(output.c_str());
 }
 
@@ -717,7 +719,7 @@ TEST(KinetoImportGpuTest, NcclDevKernelsRecordParamCommsAndCudaGraphs) {
 // `ddpscope overlap` on the real resnet50 trace: HTA's 14.31, the filter flagged in JSON, the
 // unfiltered ProfilerStep rows with --iterations.
 TEST(KinetoImportGpuTest, OverlapCommandPrintsHtasNumber) {
-  const std::string trace = std::string(DDPSCOPE_TEST_DATA_DIR) + "/hta/resnet_2gpu_rank0.json.gz";
+  DDPSCOPE_EXTERNAL_FILE(trace, "hta/resnet_2gpu_rank0.json.gz");
   CliResult text = runCli({"overlap", trace, "--iterations"});
   ASSERT_EQ(text.code, 0) << text.err;
   EXPECT_THAT(text.out, HasSubstr("14.31\n"));

@@ -32,7 +32,12 @@ The rules (docs/style.md §17 states them for people):
    locations every Linux machine has (/tmp, /usr, /etc, /dev, /proc, /opt) are fine.
 4. No outside documents. The design notes and style rules that lived next to the repository
    (a "shared" folder above it, and its upper-case design and style files) are never named;
-   cite docs/design.md and docs/style.md.
+   cite docs/design.md and docs/style.md. One exception: the default of the external data folder
+   (tests/data/EXTERNAL.md), its "data" subfolder, in the two places that define it
+   (EXTERNAL_DATA_DEFAULTS).
+5. Other projects' files stay outside. No file of the repository (nor a FILE given) has the
+   name of an external data file that tests/data/EXTERNAL.md lists (a `hta/...` or
+   `nccl-tests-logs/...` path in it): those are read from DDPSCOPE_EXTERNAL_DATA, never copied.
 """
 
 import argparse
@@ -56,8 +61,12 @@ SECTION_WORD_RE = re.compile(r"(?<=\.md)`?,?\s+section\s+(\d+(?:\.\d+)*)")
 HEADING_RE = re.compile(r"^#{1,6}\s+(?:§\s*)?(\d+(?:\.\d+)*)[.)]?(?:\s|$)")
 # Built from pieces so that this file does not match its own patterns.
 MACHINE_PATH_RE = re.compile(r"(?<![\w.~-])(/(?:work|root|home|Users)/|[A-Za-z]:\\Users\\)")
+# The files that define DDPSCOPE_EXTERNAL_DATA's default, and what they may name.
+EXTERNAL_DATA_DEFAULTS = {"CMakeLists.txt", "tests/external_data.py"}
+EXTERNAL_DATA_DEFAULT = "../" + "shared" + "/data"
+SHARED_RE = re.compile(r"\.\./" + "shared" + r"\b(?:/data\b)?|(?<![\w-])" + "shared" + r"/spec/")
 FORBIDDEN = [
-    (re.compile(r"\.\./" + "shared" + r"\b|(?<![\w-])" + "shared" + r"/spec/"),
+    (SHARED_RE,
      "names the shared folder outside the repository"),
     (re.compile(r"\b(?:DESIGN|STYLE)" + r"\.md\b"),
      "names a design/style file outside the repository (cite docs/design.md or docs/style.md)"),
@@ -82,6 +91,13 @@ def repository_files(root):
             for f in filenames:
                 names.append(os.path.normpath(os.path.join(rel, f)))
         return sorted(names)
+
+
+def external_names(root):
+    """The file names tests/data/EXTERNAL.md lists as external data."""
+    text = read_text(os.path.join(root, "tests", "data", "EXTERNAL.md")) or ""
+    return {os.path.basename(m) for m in
+            re.findall(r"`((?:hta|nccl-tests-logs)/[^`\s]+\.(?:json\.gz|txt))`", text)}
 
 
 def read_text(path):
@@ -137,6 +153,11 @@ class Checker:
     def error(self, shown, lineno, what, ref):
         self.errors.append(f"{shown}:{lineno}: {what}: {ref}")
 
+    def check_not_external(self, shown, external):
+        if os.path.basename(shown) in external:
+            self.error(shown, 1, "is an external data file (tests/data/EXTERNAL.md: read it from "
+                       "DDPSCOPE_EXTERNAL_DATA, never commit it)", os.path.basename(shown))
+
     def check_file(self, path, shown):
         text = read_text(path)
         if text is None:
@@ -148,6 +169,9 @@ class Checker:
         for lineno, line in enumerate(text.splitlines(), 1):
             for pattern, what in FORBIDDEN:
                 for m in pattern.finditer(line):
+                    if (pattern is SHARED_RE and shown in EXTERNAL_DATA_DEFAULTS and
+                            m.group(0) == EXTERNAL_DATA_DEFAULT):
+                        continue
                     self.error(shown, lineno, what, m.group(0))
             bare = URL_RE.sub(lambda m: " " * len(m.group(0)), line)
             for m in MACHINE_PATH_RE.finditer(bare):
@@ -216,13 +240,16 @@ def main():
 
     repo_files = repository_files(args.root)
     checker = Checker(args.root, repo_files)
+    external = external_names(args.root)
     scanned = 0
     if not args.only:
         for rel in repo_files:
             checker.check_file(os.path.join(args.root, rel), rel)
+            checker.check_not_external(rel, external)
             scanned += 1
     for f in args.files:
         checker.check_file(f, f)
+        checker.check_not_external(f, external)
         scanned += 1
     for e in checker.errors:
         print(e)

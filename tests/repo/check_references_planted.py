@@ -2,7 +2,7 @@
 """check_references.py catches planted mistakes (the ctest repo.references_catches_planted).
 
 Writes three temporary files (C++, Python, Markdown) holding correct citations and, one per line,
-a bad reference of each kind; runs check_references.py on the repository plus those files; and
+a bad reference of each kind, and a file named like an external data file; runs check_references.py on the repository plus those files; and
 passes only if the checker exits non-zero, names each planted mistake as "file:line: what:
 reference", and reports none of the correct lines. The bad references are assembled from pieces so that this file itself
 passes the checker.
@@ -20,9 +20,12 @@ ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 S = "\u00a7"  # the section sign, written so that this file cites nothing itself
 MACHINE_PATH = "/" + "work" + "/venv/bin/python"
 OUTSIDE_NOTES = ".." + "/shared/" + "DESIGN" + ".md"
+EXTERNAL_DATA = ".." + "/shared/" + "data"
 MISSING_DOC = "docs/spec/no-such-page" + ".md"
 MISSING_SECTION = "docs/spec/nccl-cost-model" + f".md {S}99.9"
 MISSING_LINK = "spec/gone" + ".md"
+# A copy of an external data file (tests/data/EXTERNAL.md lists it) is reported on its line 1.
+EXTERNAL_FILE = "konnase-v100x8-1node" + ".txt"
 
 # (line text, None if the line is correct, else the substrings its report must contain)
 CODE_LINES = [
@@ -32,6 +35,8 @@ CODE_LINES = [
     (f"// A document the repository lacks: {MISSING_DOC}", [MISSING_DOC]),
     (f"// Run {MACHINE_PATH} tests/x.py", [MACHINE_PATH]),
     (f"// See {OUTSIDE_NOTES}", [OUTSIDE_NOTES[:9]]),
+    # Allowed only where DDPSCOPE_EXTERNAL_DATA's default is defined, not in any other file.
+    (f"// Default: {EXTERNAL_DATA}", [EXTERNAL_DATA]),
 ]
 CODE_UNBOUND_LINES = [
     (f"# A section with no document named before it: {S}4", [f"{S}4"]),
@@ -43,6 +48,9 @@ MARKDOWN_LINES = [
     (f"A section of this file that does not exist: {S}2", [f"{S}2"]),
     (f"A link to a missing file: [gone]({MISSING_LINK})", [MISSING_LINK]),
 ]
+EXTERNAL_FILE_LINES = [
+    ("# nThread 1 nGpus 8 minBytes 8 maxBytes 134217728", [EXTERNAL_FILE]),
+]
 
 
 def main():
@@ -50,7 +58,8 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         files = []
         for name, table in (("planted.cpp", CODE_LINES), ("planted.py", CODE_UNBOUND_LINES),
-                            ("planted" + ".md", MARKDOWN_LINES)):
+                            ("planted" + ".md", MARKDOWN_LINES),
+                            (EXTERNAL_FILE, EXTERNAL_FILE_LINES)):
             path = os.path.join(tmp, name)
             with open(path, "w", encoding="utf-8") as f:
                 f.write("\n".join(text for text, _ in table) + "\n")

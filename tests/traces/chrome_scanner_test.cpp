@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/external_data.h"
 #include "traces/chrome_reader.h"
 #include "traces/chrome_tokenizer.h"
 
@@ -73,9 +74,15 @@ std::string readPlain(const std::filesystem::path& path) {
   return text;
 }
 
-// Every *.json / *.json.gz under tests/data and the chrome_trace fuzz regressions.
+// Every *.json / *.json.gz under tests/data and the chrome_trace fuzz regressions, and HTA's
+// trimmed real traces (external data) where they are.
 std::vector<std::filesystem::path> traceFiles() {
   std::vector<std::filesystem::path> files;
+  for (const char* name : {"resnet_2gpu_rank0", "trace_diff_8gpu_rank3", "sampled_128gpu_rank0",
+                           "sampled_128gpu_rank1"}) {
+    const auto path = test_data::externalDataPath(std::string("hta/") + name + ".json.gz");
+    if (path) files.push_back(*path);
+  }
   for (const std::string& root : {std::string(DDPSCOPE_TEST_DATA_DIR),
                                   std::string(DDPSCOPE_SOURCE_DIR) + "/fuzz/regressions"}) {
     for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {

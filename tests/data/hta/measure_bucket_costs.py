@@ -20,13 +20,16 @@ operation belongs to the step in which the host launched it), this script report
      waiting for NCCL (before each bucket's copy-back);
   5. per step: buckets, exposed NCCL after the last backward compute kernel, DDP tail.
 
-Inputs (read-only, repository-relative): tests/data/hta/*.json.gz (Holistic Trace Analysis
-test traces, trimmed; see README.md there) and tests/data/gpu/h100/run1/*-ddp-default-rank0
-.json.gz (PyTorch 2.11, one H100, world size 1).
+Inputs (read-only): $DDPSCOPE_EXTERNAL_DATA/hta/*.json.gz (Holistic Trace Analysis test
+traces, trimmed; external data, tests/data/EXTERNAL.md) and the repository's
+tests/data/gpu/h100/run1/*-ddp-default-rank0.json.gz (PyTorch 2.11, one H100, world size 1).
+A trace is named by its path relative to the repository, an external one by
+"$DDPSCOPE_EXTERNAL_DATA/<path>" (tests/external_data.py).
 
 Usage: python3 tests/data/hta/measure_bucket_costs.py [-o OUT.json] [TRACE.json.gz ...]
   Without traces it reads the files above and writes tests/data/hta/bucket_costs.json
-  (sorted keys, floats rounded to 3 decimals: deterministic), then prints a table.
+  (sorted keys, floats rounded to 3 decimals: deterministic), then prints a table; without the
+  external traces it stops and names them.
   Python 3 standard library only.
 
 How DDP work is recognised (heuristics; the JSON repeats them under "heuristics"):
@@ -65,6 +68,9 @@ import os
 import statistics
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+import external_data  # noqa: E402  (tests/external_data.py)
+
 BACK_TO_BACK_US = 5.0
 DTYPE_BYTES = {"float": 4, "float32": 4, "half": 2, "float16": 2, "bfloat16": 2,
                "double": 8, "float64": 8, "long": 8, "int64": 8, "int": 4, "int32": 4,
@@ -74,7 +80,8 @@ COPY_BACK_RANGE = "torch.distributed.ddp.reducer::copy_bucket_to_grad"
 CPU_CATS = ("cpu_op", "user_annotation", "python_function")
 RUNTIME_CATS = ("cuda_runtime", "cuda_driver")
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
-DEFAULT_GLOBS = ("tests/data/hta/*.json.gz", "tests/data/gpu/h100/run1/*-ddp-default-rank0.json.gz")
+EXTERNAL_GLOB = "hta/*.json.gz"  # inside $DDPSCOPE_EXTERNAL_DATA
+REPOSITORY_GLOB = "tests/data/gpu/h100/run1/*-ddp-default-rank0.json.gz"
 HEURISTICS = {
     "step": "ProfilerStep#N CPU range; a GPU op belongs to the step its host launch falls in",
     "backward_thread": "host thread launching the allreduce kernels / running allreduce record_param_comms",
@@ -613,7 +620,7 @@ def print_table(out):
                 med(s["compute_wait_for_nccl_total_per_step_us"]) if s.get("compute_wait_for_nccl_total_per_step_us") else None,
                 med(exp) if exp else None,
                 med(tail) if tail else None]
-        name = rel.replace("tests/data/", "")
+        name = rel.replace("tests/data/", "").replace(external_data.KEY_PREFIX, "")
         print("%-44s" % name[-44:] + "".join(fmt(v) for v in vals))
     for rel, r in sorted(out["traces"].items()):
         print("\n%s  (%s, world %s; copy/scale: %s)" % (rel, r["device"], r["world_size"], r["copy_classification"]))
@@ -653,13 +660,17 @@ def main():
     ap.add_argument("traces", nargs="*")
     ap.add_argument("-o", "--out", default=os.path.join(here, "bucket_costs.json"))
     args = ap.parse_args()
-    paths = args.traces or sorted(p for g in DEFAULT_GLOBS for p in glob.glob(os.path.join(root, g)))
+    paths = args.traces
+    if not paths:
+        external = external_data.glob(EXTERNAL_GLOB)
+        if not external:
+            sys.exit(external_data.missing_message(EXTERNAL_GLOB))
+        paths = sorted(external + glob.glob(os.path.join(root, REPOSITORY_GLOB)))
     out = {"schema": "ddpscope.bucket-costs/1",
            "command": "python3 tests/data/hta/measure_bucket_costs.py",
            "heuristics": HEURISTICS, "traces": {}}
     for p in paths:
-        ap_ = os.path.abspath(p)
-        rel = os.path.relpath(ap_, root) if ap_.startswith(root + os.sep) else os.path.basename(p)
+        rel = external_data.key(p)
         out["traces"][rel] = analyse(p, rel)
     with open(args.out, "w") as f:
         json.dump(out, f, indent=1, sort_keys=True)

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Measures how much slower compute kernels run while an NCCL kernel runs, on a real trace.
 
-Usage: measure_contention.py TRACE.json[.gz]   (default: resnet_2gpu_rank0.json.gz here)
+Usage: measure_contention.py TRACE.json[.gz]
+  (default: $DDPSCOPE_EXTERNAL_DATA/hta/resnet_2gpu_rank0.json.gz, tests/data/EXTERNAL.md)
 
 For every GPU kernel that is not an NCCL kernel, f = the fraction of its duration covered by
 NCCL kernels of the same trace. Kernels are grouped by (name, grid, block): the same work. A
@@ -17,6 +18,9 @@ import os
 import statistics
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+import external_data  # noqa: E402  (tests/external_data.py)
+
 
 def load(path):
     opener = gzip.open if path.endswith(".gz") else open
@@ -26,8 +30,10 @@ def load(path):
 
 
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "resnet_2gpu_rank0.json.gz")
+    default = "hta/resnet_2gpu_rank0.json.gz"
+    path = sys.argv[1] if len(sys.argv) > 1 else external_data.path(default)
+    if not path:
+        sys.exit(external_data.missing_message(default))
     doc = load(path)
     kernels = [e for e in doc["traceEvents"] if e.get("cat") == "kernel" and e.get("dur", 0) > 0]
     nccl = [e for e in kernels if "nccl" in e["name"].lower()]

@@ -1,5 +1,5 @@
-// The nccl-tests log reader and `cluster calibrate --nccl-tests` on real published logs
-// (tests/data/published/nccl-tests-logs/, sources in its README.md).
+// The nccl-tests log reader and `cluster calibrate --nccl-tests` on real published logs (external
+// data: DDPSCOPE_EXTERNAL_DATA/nccl-tests-logs/, sources in tests/data/EXTERNAL.md).
 #include "sim/cost/nccl_tests_log.h"
 
 #include <gtest/gtest.h>
@@ -11,6 +11,7 @@
 #include "base/strings.h"
 #include "sim/cost/comm_model.h"
 #include "sim/cost/latency_fit.h"
+#include "tests/external_data.h"
 #include "tests/sim/cost/cost_test_util.h"
 
 namespace ddpscope::sim {
@@ -18,8 +19,19 @@ namespace {
 
 using namespace testing;  // NOLINT(google-build-using-namespace)
 
+// The four published logs.
+constexpr const char* kPublishedLogs[] = {"konnase-v100x8-1node.txt", "aws-dlami-p3dn-v100-2x8.txt",
+                                          "aws-dlami-p4d-a100-2x8.txt", "gcp-a3mega-h100-2x8.txt"};
+
+// Leaves the test skipped (failed under DDPSCOPE_REQUIRE_EXTERNAL_DATA=1) unless every published
+// log is there.
+#define REQUIRE_PUBLISHED_LOGS()                                                 \
+  for (const char* name_ : kPublishedLogs) {                                     \
+    DDPSCOPE_EXTERNAL_FILE(path_, std::string("nccl-tests-logs/") + name_);      \
+  }
+
 std::string logPath(const std::string& name) {
-  return std::string(DDPSCOPE_SOURCE_DIR) + "/tests/data/published/nccl-tests-logs/" + name;
+  return ddpscope::test_data::externalDataDir() + "/nccl-tests-logs/" + name;
 }
 
 NcclTestsLog load(const std::string& name) {
@@ -29,6 +41,7 @@ NcclTestsLog load(const std::string& name) {
 }
 
 TEST(NcclTestsLogTest, ReadsTheFourPublishedLogs) {
+  REQUIRE_PUBLISHED_LOGS();
   struct Expect {
     const char* file;
     int ranks, nodes;
@@ -213,6 +226,7 @@ void expectCalibrationMeetsItsLog(const std::string& file, const std::string& ba
 }
 
 TEST(NcclTestsLogTest, CalibrateOnPublishedLogs) {
+  REQUIRE_PUBLISHED_LOGS();
   expectCalibrationMeetsItsLog("konnase-v100x8-1node.txt", "dgx-v100");
   // NCCL_ALGO=ring; NCCL 2.4's NCCL_TREE_THRESHOLD=0 (every size on the ring).
   expectCalibrationMeetsItsLog("aws-dlami-p4d-a100-2x8.txt", "dgx-a100", "ring");
