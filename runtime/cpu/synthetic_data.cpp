@@ -1,7 +1,6 @@
 #include "runtime/cpu/synthetic_data.h"
 
-#include <cblas.h>
-
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -94,12 +93,22 @@ Batch SyntheticData::makeBatch(std::span<const int64_t> sampleIndices, uint64_t 
       }
       std::lock_guard<std::mutex> lock(m_teacherMutex);
       const std::vector<float>& a = teacher(dataSeed);
-      if (n > 0) {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(n),
-                    static_cast<int>(out), static_cast<int>(in),
-                    1.0f / std::sqrt(static_cast<float>(in)), batch.inputs.data(),
-                    static_cast<int>(in), a.data(), static_cast<int>(out), 0.0f,
-                    batch.targets.data(), static_cast<int>(out));
+      // One sample at a time, each output summed over the inputs in index order: a GEMM over
+      // the whole batch picks its blocking (and so its summation order) by the number of rows
+      // and the CPU (AVX-512 OpenBLAS kernels differ in the last bit between 2 and 6 rows),
+      // so a rank's shard would not equal its slice of the full batch.
+      const float scale = 1.0f / std::sqrt(static_cast<float>(in));
+      std::vector<float> row(static_cast<size_t>(out));
+      for (int64_t s = 0; s < n; ++s) {
+        std::fill(row.begin(), row.end(), 0.0f);
+        const float* x = batch.inputs.data() + s * in;
+        for (int64_t j = 0; j < in; ++j) {
+          const float xj = x[j];
+          const float* aj = a.data() + j * out;
+          for (int64_t o = 0; o < out; ++o) row[static_cast<size_t>(o)] += xj * aj[o];
+        }
+        float* y = batch.targets.data() + s * out;
+        for (int64_t o = 0; o < out; ++o) y[o] = scale * row[static_cast<size_t>(o)];
       }
       break;
     }

@@ -5,9 +5,13 @@
 
 #include <algorithm>
 #include <barrier>
+#include <bit>
+#include <cstdint>
+#include <cstdio>
 #include <cmath>
 #include <memory>
 #include <numeric>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -382,24 +386,54 @@ TEST(TrainableModelTest, SgdMomentumMatchesHandComputation) {
   }
 }
 
+// "" when `got` and `want` hold the same bits; else the first sample (position in the batch and
+// its sample index) and element that differ, with both values.
+std::string firstDifferingSample(const std::vector<float>& got, const std::vector<float>& want,
+                                 std::span<const int64_t> indices) {
+  if (got.size() != want.size() || indices.empty() || want.size() % indices.size() != 0) {
+    return std::to_string(got.size()) + " values, expected " + std::to_string(want.size());
+  }
+  const size_t perSample = want.size() / indices.size();
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (std::bit_cast<uint32_t>(got[i]) == std::bit_cast<uint32_t>(want[i])) continue;
+    char values[96];
+    std::snprintf(values, sizeof(values), "%.9g vs %.9g in the full batch", got[i], want[i]);
+    return "sample " + std::to_string(i / perSample) + " (index " +
+           std::to_string(indices[i / perSample]) + "), element " +
+           std::to_string(i % perSample) + ": " + values;
+  }
+  return "";
+}
+
+// Every sample is a function of (seed, sample index) alone, bit for bit: a batch made in two
+// shards concatenates to the full batch (what DDP(N) = one process rests on).
 TEST(TrainableModelTest, MakeBatchIsDeterministicAndShardsConcatenate) {
   std::vector<std::pair<models::ModelSpec, BuildOptions>> cases = {
       {zoo("mlp-wide"), {}}, {zoo("resnet18"), resnetOptions(16)}, {shorthand(kTinyGpt2), {}}};
   for (const auto& [spec, options] : cases) {
     std::unique_ptr<TrainableModel> model = build(spec, options);
-    const std::vector<int64_t> indices = {5, 17, 2, 4095, 0, 9};
+    const std::vector<int64_t> indices = {5, 17, 2, 4095, 0, 9, 1000, 3, 64, 65, 7};
     Batch full = model->makeBatch(indices, 42);
     Batch again = model->makeBatch(indices, 42);
-    EXPECT_EQ(full.inputs.values(), again.inputs.values()) << spec.name;
-    EXPECT_EQ(full.targets.values(), again.targets.values()) << spec.name;
+    EXPECT_EQ(firstDifferingSample(again.inputs.values(), full.inputs.values(), indices), "")
+        << spec.name << ": inputs made twice";
+    EXPECT_EQ(firstDifferingSample(again.targets.values(), full.targets.values(), indices), "")
+        << spec.name << ": targets made twice";
     EXPECT_EQ(full.sampleIndices, indices);
-    Batch a = model->makeBatch(std::span<const int64_t>(indices).subspan(0, 2), 42);
-    Batch b = model->makeBatch(std::span<const int64_t>(indices).subspan(2), 42);
-    std::vector<float> inputs = a.inputs.values(), targets = a.targets.values();
-    inputs.insert(inputs.end(), b.inputs.values().begin(), b.inputs.values().end());
-    targets.insert(targets.end(), b.targets.values().begin(), b.targets.values().end());
-    EXPECT_EQ(inputs, full.inputs.values()) << spec.name;
-    EXPECT_EQ(targets, full.targets.values()) << spec.name;
+    // Every split point, so shards of 1..n-1 rows are compared with the full batch.
+    for (size_t cut = 1; cut < indices.size(); ++cut) {
+      Batch a = model->makeBatch(std::span<const int64_t>(indices).subspan(0, cut), 42);
+      Batch b = model->makeBatch(std::span<const int64_t>(indices).subspan(cut), 42);
+      std::vector<float> inputs = a.inputs.values(), targets = a.targets.values();
+      inputs.insert(inputs.end(), b.inputs.values().begin(), b.inputs.values().end());
+      targets.insert(targets.end(), b.targets.values().begin(), b.targets.values().end());
+      EXPECT_EQ(firstDifferingSample(inputs, full.inputs.values(), indices), "")
+          << spec.name << ": inputs of shards [0, " << cut << ") + [" << cut << ", "
+          << indices.size() << ")";
+      EXPECT_EQ(firstDifferingSample(targets, full.targets.values(), indices), "")
+          << spec.name << ": targets of shards [0, " << cut << ") + [" << cut << ", "
+          << indices.size() << ")";
+    }
     Batch other = model->makeBatch(indices, 43);
     EXPECT_NE(other.inputs.values(), full.inputs.values()) << spec.name;
   }
