@@ -8,6 +8,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <utility>
 
@@ -30,28 +31,65 @@ std::string describe(const CommTag& tag) {
   return text;
 }
 
+// How long a wait for a collective may take, shared by one communicator's works. After the
+// first wait that timed out, the ranks no longer agree on the collective sequence (a peer died or
+// stopped): a wait for any other unfinished work fails at once instead of taking a timeout of its
+// own (as the NCCL watchdog's abort fails every later wait). Otherwise a rank tearing down after
+// a timeout waited one more timeout per outstanding bucket before it could end the job.
+class WaitPolicy {
+ public:
+  // A new timeout starts afresh: waits take it again, whatever timed out before.
+  void setTimeout(Nanos timeout) {
+    m_timeoutNs.store(timeout.count());
+    std::lock_guard lock(m_mutex);
+    m_firstTimeout.clear();
+  }
+  std::chrono::nanoseconds timeout() const { return std::chrono::nanoseconds(m_timeoutNs.load()); }
+  // The first timeout's message, or "" while none has happened.
+  std::string expired() const {
+    std::lock_guard lock(m_mutex);
+    return m_firstTimeout;
+  }
+  void expire(const std::string& message) {
+    std::lock_guard lock(m_mutex);
+    if (m_firstTimeout.empty()) m_firstTimeout = message;
+  }
+
+ private:
+  std::atomic<int64_t> m_timeoutNs{Nanos::fromSeconds(60).count()};
+  mutable std::mutex m_mutex;
+  std::string m_firstTimeout;
+};
+
 // One queued collective and its completion state.
 class QueuedWork final : public CommWork {
  public:
   QueuedWork(CommTag tag, int64_t bytes, std::function<Status(CollectiveBackend&)> run,
-             const std::atomic<int64_t>* timeoutNs, int rank)
+             WaitPolicy* policy, int rank)
       : m_tag(std::move(tag)),
         m_bytes(bytes),
         m_run(std::move(run)),
-        m_timeoutNs(timeoutNs),
+        m_policy(policy),
         m_rank(rank) {}
 
   Status wait() override {
+    const std::string earlier = m_policy->expired();
+    const auto timeout = earlier.empty() ? m_policy->timeout() : std::chrono::nanoseconds(0);
     std::unique_lock lock(m_mutex);
-    const auto timeout = std::chrono::nanoseconds(m_timeoutNs->load());
-    if (!m_cv.wait_for(lock, timeout, [&] { return m_done; })) {
-      char seconds[32];
-      std::snprintf(seconds, sizeof(seconds), "%g", static_cast<double>(timeout.count()) / 1e9);
-      return unavailable("rank " + std::to_string(m_rank) + ": timed out after " + seconds +
-                         " s waiting for the " + describe(m_tag) +
-                         ": a peer rank died or stopped making progress (collective timeout)");
+    if (m_cv.wait_for(lock, timeout, [&] { return m_done; })) return m_status;
+    if (!earlier.empty()) {
+      return unavailable("rank " + std::to_string(m_rank) + ": the " + describe(m_tag) +
+                         " cannot complete after an earlier collective timed out (" + earlier +
+                         ")");
     }
-    return m_status;
+    char seconds[32];
+    std::snprintf(seconds, sizeof(seconds), "%g", static_cast<double>(timeout.count()) / 1e9);
+    Status status = unavailable("rank " + std::to_string(m_rank) + ": timed out after " + seconds +
+                                " s waiting for the " + describe(m_tag) +
+                                ": a peer rank died or stopped making progress (collective "
+                                "timeout)");
+    m_policy->expire(status.message());
+    return status;
   }
   bool test() override {
     std::lock_guard lock(m_mutex);
@@ -100,7 +138,7 @@ class QueuedWork final : public CommWork {
   CommTag m_tag;
   int64_t m_bytes;
   std::function<Status(CollectiveBackend&)> m_run;
-  const std::atomic<int64_t>* m_timeoutNs;
+  WaitPolicy* m_policy;
   int m_rank;
   mutable std::mutex m_mutex;
   std::condition_variable m_cv;
@@ -174,7 +212,7 @@ class ThreadedCommunicator final : public Communicator {
     std::lock_guard lock(m_mutex);
     m_observer = observer;
   }
-  void setTimeout(Nanos timeout) override { m_timeoutNs.store(timeout.count()); }
+  void setTimeout(Nanos timeout) override { m_waitPolicy.setTimeout(timeout); }
   std::optional<std::string> inFlight() const override {
     std::lock_guard lock(m_mutex);
     return m_inFlight;
@@ -186,7 +224,7 @@ class ThreadedCommunicator final : public Communicator {
 
  private:
   CommWorkPtr enqueue(CommTag tag, int64_t bytes, std::function<Status(CollectiveBackend&)> run) {
-    auto work = std::make_shared<QueuedWork>(std::move(tag), bytes, std::move(run), &m_timeoutNs,
+    auto work = std::make_shared<QueuedWork>(std::move(tag), bytes, std::move(run), &m_waitPolicy,
                                              m_backend->rank());
     {
       std::lock_guard lock(m_mutex);
@@ -197,7 +235,7 @@ class ThreadedCommunicator final : public Communicator {
   }
   CommWorkPtr failedWork(Status status) {
     auto work = std::make_shared<QueuedWork>(
-        CommTag{}, 0, [status](CollectiveBackend&) { return status; }, &m_timeoutNs,
+        CommTag{}, 0, [status](CollectiveBackend&) { return status; }, &m_waitPolicy,
         m_backend->rank());
     work->execute(*m_backend, Status::ok(), nullptr);
     return work;
@@ -228,7 +266,7 @@ class ThreadedCommunicator final : public Communicator {
   }
 
   std::unique_ptr<CollectiveBackend> m_backend;
-  std::atomic<int64_t> m_timeoutNs{Nanos::fromSeconds(60).count()};
+  WaitPolicy m_waitPolicy;
   mutable std::mutex m_mutex;
   std::condition_variable m_cv;
   std::deque<std::shared_ptr<QueuedWork>> m_queue;

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <utility>
+#include <vector>
 
 #include "runtime/profiler.h"
 
@@ -30,17 +32,37 @@ std::string shapeMismatchMessage(int rank, int64_t param, std::span<const int64_
          " appears not to match sizes of the same param in process 0.";
 }
 
+// Buffers an unfinished collective may still write into, kept allocated (and reachable, so
+// leak checkers do not count them) until the process ends.
+void keepUntilExit(std::vector<DeviceBuffer> buckets, std::vector<int32_t> usedMap) {
+  struct Kept {
+    std::vector<DeviceBuffer> buckets;
+    std::vector<int32_t> usedMap;
+  };
+  static std::mutex mutex;
+  static auto* kept = new std::vector<Kept>();  // never freed: the point
+  std::lock_guard lock(mutex);
+  kept->push_back({std::move(buckets), std::move(usedMap)});
+}
+
 }  // namespace
 
 Engine::Engine(TrainableModel& model, Communicator& comm, EngineOptions options, Profiler* profiler)
     : m_model(model), m_comm(comm), m_options(std::move(options)), m_profiler(profiler) {}
 
 Engine::~Engine() {
-  // Outstanding collectives write into our buffers: let them finish (best effort).
+  // Outstanding collectives write into our buffers: let them finish (best effort). After a
+  // collective timed out a wait returns at once, and a collective still running (blocked on a
+  // peer that is stopped or slow) may still write into its buffer: then the buffers are left
+  // allocated on purpose, for the few moments until the job is aborted.
+  bool unfinished = false;
   for (auto& work : m_bucketWork) {
-    if (work) (void)work->wait();
+    if (work && !work->wait().isOk()) unfinished = unfinished || !work->test();
   }
-  if (m_usedMapWork) (void)m_usedMapWork->wait();
+  if (m_usedMapWork && !m_usedMapWork->wait().isOk()) {
+    unfinished = unfinished || !m_usedMapWork->test();
+  }
+  if (unfinished) keepUntilExit(std::move(m_buckets), std::move(m_usedMapBuffer));
 }
 
 Nanos Engine::now() const {

@@ -147,6 +147,40 @@ TEST(LoopbackCommTest, WaitTimesOutWithAMessageNamingTheCollective) {
   EXPECT_EQ(group[0]->inFlight(), "");  // cleared before the work completes
 }
 
+// After one wait timed out, a wait for another unfinished collective fails at once, naming the
+// first timeout, instead of taking a timeout of its own: a rank tearing down after a timeout
+// (the engine waits for every outstanding bucket) ends within one timeout, not one per bucket.
+TEST(LoopbackCommTest, AfterATimeoutOtherWaitsFailAtOnce) {
+  auto group = makeLoopbackGroup(2);
+  group[0]->setTimeout(Nanos::fromMillis(100));
+  std::vector<std::vector<float>> buffers(3, std::vector<float>(4, 1.0f));
+  std::vector<CommWorkPtr> works;
+  for (int b = 0; b < 3; ++b) {
+    works.push_back(group[0]->allreduceAsync(std::span<float>(buffers[static_cast<size_t>(b)]),
+                                             CommTag{"allreduce", Category::kAllreduce, b, 7}));
+  }
+  const Status first = works[0]->wait();  // rank 1 has not joined
+  EXPECT_EQ(first.message(),
+            "rank 0: timed out after 0.1 s waiting for the allreduce of bucket 0 in iteration 7: "
+            "a peer rank died or stopped making progress (collective timeout)");
+  for (int b : {2, 1}) {
+    const Status later = works[static_cast<size_t>(b)]->wait();
+    EXPECT_EQ(later.code(), StatusCode::kUnavailable);
+    EXPECT_EQ(later.message(), "rank 0: the allreduce of bucket " + std::to_string(b) +
+                                   " in iteration 7 cannot complete after an earlier collective "
+                                   "timed out (" +
+                                   first.message() + ")");
+  }
+  // A new timeout starts afresh; the peer arrives and every collective completes.
+  group[0]->setTimeout(Nanos::fromSeconds(60));
+  for (int b = 0; b < 3; ++b) {
+    std::vector<float> peer(4, 1.0f);
+    ASSERT_TRUE(group[1]->allreduce(std::span<float>(peer), CommTag{}).isOk());
+  }
+  for (const CommWorkPtr& work : works) EXPECT_TRUE(work->wait().isOk());
+  EXPECT_EQ(buffers[2][0], 2.0f);
+}
+
 TEST(LoopbackCommTest, AFailedCollectiveFailsTheFollowingOnes) {
   runRanks(2, [](int rank, Communicator& comm) {
     std::vector<float> a(static_cast<size_t>(rank + 1), 1.0f);  // sizes differ: error
