@@ -9,6 +9,7 @@
 #include "cli/common.h"
 #include "sim/cost/cluster.h"
 #include "sim/cost/comm_model.h"
+#include "sim/cost/measured_curve.h"
 
 namespace ddpscope::cli {
 
@@ -69,6 +70,8 @@ Status runAllreduceCommand(const std::vector<std::string>& argv, CommandIo io) {
   } else {
     o << "  time: alpha-beta ring model (alpha_beta in the cluster)\n";
   }
+  const std::string timeSource = sim::allreduceTimeSource(cluster, layout);
+  if (!timeSource.empty()) o << "  " << timeSource << "\n";
   o << std::right << std::setw(14) << "bytes" << std::setw(11) << "algorithm" << std::setw(9)
     << "protocol" << std::setw(13) << "time_us" << std::setw(13) << "algbw_GB/s" << std::setw(13)
     << "busbw_GB/s" << std::setw(10) << "latency"
@@ -84,10 +87,15 @@ Status runAllreduceCommand(const std::vector<std::string>& argv, CommandIo io) {
                     {"busbw_gbps", e.busbwGBps},
                     {"ctas", e.ctas},
                     {"latency_source", e.latencySource}});
+    if (!e.timeSource.empty()) rows.back()["time_source"] = e.timeSource;
     o << std::setw(14) << bytes << std::setw(11) << e.algorithm << std::setw(9)
       << (e.protocol.empty() ? "-" : e.protocol) << std::fixed << std::setprecision(2)
       << std::setw(13) << timeUs << std::setw(13) << e.algbwGBps << std::setw(13) << e.busbwGBps
-      << std::setw(10) << (e.latencySource.empty() ? "-" : e.latencySource) << "\n";
+      << std::setw(10)
+      << (!e.timeSource.empty()     ? e.timeSource
+          : e.latencySource.empty() ? "-"
+                                    : e.latencySource)
+      << "\n";
   }
   if (auto csv = args.value("csv")) {
     RETURN_IF_ERROR(writeCsvFile(*csv,
@@ -102,6 +110,7 @@ Status runAllreduceCommand(const std::vector<std::string>& argv, CommandIo io) {
                           {"world_size", layout.worldSize()},
                           {"nccl_version", cluster.ncclVersion},
                           {"results", rows}};
+    if (!timeSource.empty()) out["allreduce_time_source"] = timeSource;
     if (measured.present) {
       out["measured_latency"] = {{"base_us", measured.fit.baseUs},
                                  {"intra_step_us", measured.fit.intraStepUs},

@@ -167,17 +167,22 @@ Status runFromTopo(const std::vector<std::string>& argvIn, CommandIo io) {
 Status runCalibrate(const std::vector<std::string>& argvIn, CommandIo io) {
   ArgParser parser(
       "ddpscope cluster calibrate",
-      "--nccl-tests LOG [--cluster BASE|FILE] [--ranks N] [--nodes N]\n"
+      "--nccl-tests LOG[,LOG...] [--cluster BASE|FILE] [--ranks N] [--nodes N]\n"
       "       [--nccl-algo A] [--name N] [-o|--out FILE] [--json]",
-      "Fits a cluster's allreduce times to the output of nccl-tests' all_reduce_perf on your\n"
-      "machines and writes the calibrated cluster. The latency (base + per-step cost inside and\n"
-      "across nodes, steps as NCCL's tuner counts them) is fitted to the latency-bound sizes,\n"
-      "the bandwidth (the speeds NCCL's tuner reads at the log's layout) to its largest sizes\n"
-      "(up to 3, >= 64 MiB). A term one log cannot separate (one GPU count: base and per-step;\n"
-      "one node: the inter-node step) is kept from BASE and reported. NCCL's tuner still picks\n"
-      "algorithm and protocol. Ranks and nodes come from the log's '# Rank N ... on HOST' lines.\n"
-      "Prints the fit and the "
-      "calibrated cluster against every row of the log.");
+      "Calibrates a cluster's allreduce times on the output of nccl-tests' all_reduce_perf on\n"
+      "your machines and writes the calibrated cluster. Measured beats modelled: each log's\n"
+      "curve (size -> out-of-place time) goes into the cluster, and at that log's layout an\n"
+      "allreduce takes the curve's time, interpolated in log-log between measured sizes. The\n"
+      "model underneath is fitted too, for other layouts: the latency (base + per-step cost\n"
+      "inside and across nodes, steps as NCCL's tuner counts them) on the latency-bound sizes of\n"
+      "every log, the bandwidth (the speeds NCCL's tuner reads) on each log's largest sizes (up\n"
+      "to 3, >= 64 MiB); at another layout of the same kind (one node, or several) the model's\n"
+      "time is corrected by the log's residual (measured / modelled, by size). A term the logs\n"
+      "cannot separate (one GPU count: base and per-step; one node: the inter-node step) is\n"
+      "kept from BASE and reported. Several logs of one cluster (other world sizes or nodes)\n"
+      "are fitted together. Ranks and nodes come from each log's '# Rank N ... on HOST' lines.\n"
+      "Prints the fit, each log's rows against the calibrated cluster and the fitted model, and\n"
+      "the sizes where the model's shape disagrees with a log (a knee it does not have).");
   parser.options(sim::ncclTestsCalibrationSettingList())
       .option("out", "FILE", "write the cluster JSON here (-o FILE works too); default: stdout")
       .flag("json", "print the fit and the checks as JSON (the cluster goes to --out)")
@@ -193,7 +198,6 @@ Status runCalibrate(const std::vector<std::string>& argvIn, CommandIo io) {
     return Status::ok();
   }
   ASSIGN_OR_RETURN(sim::NcclTestsCalibrationRun run, sim::calibrateFromNcclTestsSettings(args));
-  const sim::NcclTestsLog& log = run.log;
   const sim::NcclTestsCalibration& cal = run.calibration;
   const auto out = args.value("out");
   std::unique_ptr<io::OutputFile> file;
@@ -202,15 +206,12 @@ Status runCalibrate(const std::vector<std::string>& argvIn, CommandIo io) {
   }
   const sim::LatencyFitResult& lat = cal.latency;
   if (args.has("json")) {
-    nlohmann::json j = sim::ncclTestsCalibrationJson(log, cal);
+    nlohmann::json j = sim::ncclTestsCalibrationJson(cal);
     if (!file) j["cluster_json"] = nlohmann::json::parse(cal.jsonText);
     io.out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     std::ostream& report = out ? io.out : io.err;
-    report << "cluster " << cal.spec.name << " from " << log.origin << ": " << log.rows.size()
-           << " sizes, " << cal.layout.worldSize() << " GPUs on " << cal.layout.nodes << " node(s)"
-           << (log.gpu.empty() ? "" : ", " + log.gpu)
-           << (log.ncclVersion.empty() ? "" : ", NCCL " + log.ncclVersion) << "\n";
+    report << "cluster " << cal.spec.name << " from " << cal.logs.size() << " log(s)\n";
     auto term = [&](const char* name, double v, bool fitted) {
       report << "  " << std::left << std::setw(15) << name << std::right << std::fixed
              << std::setprecision(2) << std::setw(8) << v << " us  "
@@ -222,20 +223,32 @@ Status runCalibrate(const std::vector<std::string>& argvIn, CommandIo io) {
     term("inter_step", lat.fit.interStepUs, lat.interFitted);
     report << "  latency fit on " << lat.rowsUsed << " latency-bound sizes\n";
     if (cal.bandwidthRows > 0) {
-      report << "  bandwidth      x" << std::fixed << std::setprecision(3) << cal.bandwidthScale
-             << std::defaultfloat << " of the base cluster's, fitted on " << cal.bandwidthRows
-             << " largest sizes\n";
+      report << "  bandwidth      NIC x" << std::fixed << std::setprecision(3) << cal.nicScale
+             << ", intra-node link x" << cal.linkScale << std::defaultfloat
+             << " of the base cluster's, fitted on " << cal.bandwidthRows << " largest sizes\n";
     }
     for (const std::string& note : cal.notes) report << "  note: " << note << "\n";
-    report << "  " << std::setw(12) << "bytes" << std::setw(12) << "measured_us" << std::setw(13)
-           << "predicted_us" << std::setw(9) << "error"
-           << "  pick\n";
-    for (const sim::CalibrationCheck& c : cal.checks) {
-      report << "  " << std::setw(12) << c.bytes << std::fixed << std::setprecision(2)
-             << std::setw(12) << c.measuredUs << std::setw(13) << c.predictedUs
-             << std::setprecision(1) << std::setw(8) << std::showpos << c.errorPercent
-             << std::noshowpos << "%  " << c.algorithm << "/" << c.protocol << "\n"
-             << std::defaultfloat;
+    for (const sim::CalibratedLog& l : cal.logs) {
+      report << "log " << l.log.origin << ": " << l.log.rows.size() << " sizes, "
+             << l.layout.worldSize() << " GPUs on " << l.layout.nodes << " node(s)"
+             << (l.log.gpu.empty() ? "" : ", " + l.log.gpu)
+             << (l.log.ncclVersion.empty() ? "" : ", NCCL " + l.log.ncclVersion) << "\n"
+             << "  predicted: the calibrated cluster at this layout (its measured curve); "
+                "model: the fitted model alone\n";
+      report << "  " << std::setw(12) << "bytes" << std::setw(12) << "measured_us" << std::setw(13)
+             << "predicted_us" << std::setw(9) << "error" << std::setw(12) << "model_us"
+             << std::setw(9) << "error"
+             << "  model's pick\n";
+      for (const sim::CalibrationCheck& c : l.checks) {
+        report << "  " << std::setw(12) << c.bytes << std::fixed << std::setprecision(2)
+               << std::setw(12) << c.measuredUs << std::setw(13) << c.predictedUs
+               << std::setprecision(1) << std::setw(8) << std::showpos << c.errorPercent << "%"
+               << std::setprecision(2) << std::noshowpos << std::setw(12) << c.modelledUs
+               << std::setprecision(1) << std::setw(8) << std::showpos << c.modelErrorPercent
+               << std::noshowpos << "%  " << c.algorithm << "/" << c.protocol << "\n"
+               << std::defaultfloat;
+      }
+      for (const std::string& note : l.notes) report << "  note: " << note << "\n";
     }
     if (!file) io.out << cal.jsonText;
   }

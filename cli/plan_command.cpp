@@ -11,6 +11,7 @@
 #include "cli/common.h"
 #include "ddp/ddp_config.h"
 #include "sim/api/plan_request.h"
+#include "sim/cost/measured_curve.h"
 #include "sim/engine/plan.h"
 #include "sim/engine/workload.h"
 
@@ -76,6 +77,10 @@ Status runPlanCommand(const std::vector<std::string>& argv, CommandIo io) {
   o << "plan: " << req.model.name << " on " << req.cluster.name << ", " << plan.layout.nodes
     << " node(s), world size " << plan.layout.worldSize() << ", torch " << torch << ", objective: "
     << (plan.objective == sim::PlanObjective::kStep ? "step time" : "exposed comm") << "\n";
+  if (const std::string source = sim::allreduceTimeSource(req.cluster, plan.layout);
+      !source.empty()) {
+    o << source << "\n";
+  }
   if (input.fromTrace) {
     o << "from the recorded run " << *req.computeFrom << ": measured step "
       << ms(input.measuredStep) << " ms (median of the slowest rank), replayed at its own "

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "base/strings.h"
+#include "sim/cost/measured_curve.h"
 #include "sim/engine/workload.h"
 
 namespace ddpscope::cli {
@@ -78,6 +79,10 @@ std::string formatSimSummary(const sim::SimulationRequest& request, const sim::W
             ? ", compile " + std::string(sim::compileModeName(request.options.compile))
             : "")
     << ", " << s.workload.dtype << "\n";
+  if (const std::string source = sim::allreduceTimeSource(request.cluster, layout);
+      !source.empty()) {
+    o << source << "\n";
+  }
   o << sim::workloadText(s.workload);
   o << "results (steady state):\n";
   auto row = [&](const char* label, Nanos t, const std::string& extra = "") {

@@ -7,6 +7,7 @@
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "base/strings.h"
@@ -16,6 +17,7 @@
 #include "cli/progress.h"
 #include "cli/sim_text.h"
 #include "sim/api/sweep_request.h"
+#include "sim/cost/measured_curve.h"
 #include "sim/engine/sweep.h"
 #include "sim/engine/workload.h"
 #include "traces/chrome_writer.h"
@@ -116,6 +118,12 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
   std::ostringstream o;
   o << "sweep: " << req.model.name << " on " << req.cluster.name << ", " << swept
     << " configurations (" << req.options.dtype << ")\n";
+  std::set<std::pair<int, int>> layoutsShown;
+  for (const auto& r : rows) {
+    if (!layoutsShown.insert({r.layout.nodes, r.layout.gpusPerNode}).second) continue;
+    const std::string source = sim::allreduceTimeSource(req.cluster, r.layout);
+    if (!source.empty()) o << "  " << r.layout.worldSize() << " ranks: " << source << "\n";
+  }
   o << sim::workloadText(rows.front().summary.workload);
   o << (severalModes ? "  (each row below sets its own bucket_cap_mb, find_unused_parameters, "
                        "compile mode and world layout)\n\n"

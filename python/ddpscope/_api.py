@@ -470,15 +470,18 @@ def cluster_from_topo(topo: PathLike, gpu: Optional[str] = None,
     return json.loads(text)
 
 
-def cluster_calibrate(nccl_tests: PathLike, cluster: PathLike = "dgx-h100",
+def cluster_calibrate(nccl_tests: Union[PathLike, Sequence[PathLike]],
+                      cluster: PathLike = "dgx-h100",
                       cluster_file: Optional[PathLike] = None, ranks: Optional[int] = None,
                       nodes: Optional[int] = None, nccl_algo: Optional[str] = None,
                       name: Optional[str] = None, out: Optional[PathLike] = None
                       ) -> Dict[str, Any]:
-    """``ddpscope cluster calibrate --nccl-tests LOG``: fits ``cluster``'s (a built-in or a
-    cluster file) allreduce latency and bandwidth to an ``all_reduce_perf`` log. Returns
-    the ``--json`` document (``latency``, ``bandwidth_scale``, ``checks`` against every row of
-    the log, ``notes``) with the calibrated cluster as a dict under ``cluster_json``; ``out``
+    """``ddpscope cluster calibrate --nccl-tests LOG[,LOG...]``: calibrates ``cluster`` (a
+    built-in or a cluster file) on one ``all_reduce_perf`` log or several of one cluster (a list:
+    other world sizes or nodes, one per layout): each log's measured curve goes into the cluster,
+    the model's latency and bandwidth are fitted underneath. Returns the ``--json`` document
+    (``latency``, ``bandwidth_scale``, ``logs`` with each log's ``checks`` and ``notes``,
+    ``checks`` of every row) with the calibrated cluster as a dict under ``cluster_json``; ``out``
     also writes that cluster file, byte for byte what ``-o`` writes. ``ranks``/``nodes`` for a
     log without ``# Rank`` lines, ``nccl_algo`` the NCCL_ALGO the run forced. Errors raise
     :class:`Error` with the CLI's message (a malformed row names its line)."""
@@ -486,8 +489,9 @@ def cluster_calibrate(nccl_tests: PathLike, cluster: PathLike = "dgx-h100",
         _renamed("cluster_file", "cluster")
         cluster = os.path.abspath(os.fspath(cluster_file))  # a file, even named like a built-in
     base = dict(cluster=os.fspath(cluster))
+    logs = [nccl_tests] if isinstance(nccl_tests, (str, bytes, os.PathLike)) else list(nccl_tests)
     doc = _core.cluster_calibrate_nccl_tests(_core_settings(_settings(dict(
-        nccl_tests=os.fspath(nccl_tests), ranks=ranks, nodes=nodes, nccl_algo=nccl_algo,
+        nccl_tests=",".join(os.fspath(log) for log in logs), ranks=ranks, nodes=nodes, nccl_algo=nccl_algo,
         name=name, **base))))
     text = doc.pop("cluster_json_text")
     if out is not None:

@@ -296,7 +296,7 @@ py::object clusterCalibrateNcclTests(const std::map<std::string, std::string>& s
   checkNames(values, sim::ncclTestsCalibrationSettingList(), "cluster calibrate");
   const sim::NcclTestsCalibrationRun run =
       valueOrThrow(sim::calibrateFromNcclTestsSettings(values));
-  nlohmann::json doc = sim::ncclTestsCalibrationJson(run.log, run.calibration);
+  nlohmann::json doc = sim::ncclTestsCalibrationJson(run.calibration);
   doc["cluster_json_text"] = run.calibration.jsonText;
   return toPython(doc);
 }

@@ -36,6 +36,26 @@ def test_same_cluster_file_as_the_cli(cli, external, tmp_path, fixture, base, al
     assert "measured" in r.stdout
 
 
+def test_several_logs_of_one_cluster(cli, external, tmp_path):
+    """A list of logs (one per layout): each log's curve goes into the cluster and each log's rows
+    are checked; the CLI takes them comma-separated and writes the same file."""
+    one = external("nccl-tests-logs/konnase-v100x8-1node.txt")
+    two = external("nccl-tests-logs/aws-dlami-p3dn-v100-2x8.txt")
+    py_out = tmp_path / "py.json"
+    doc = ddpscope.cluster_calibrate([one, two], cluster="dgx-v100", out=py_out)
+    assert [(log["ranks"], log["nodes"]) for log in doc["logs"]] == [(8, 1), (16, 2)]
+    assert [len(log["checks"]) for log in doc["logs"]] == [25, 28]
+    curves = doc["cluster_json"]["measured_allreduce"]
+    assert [(c["ranks"], c["nodes"], len(c["points"])) for c in curves] == [(8, 1, 25), (16, 2, 28)]
+    for log in doc["logs"]:
+        assert all(abs(c["error_percent"]) < 0.01 for c in log["checks"])
+    cli_out = tmp_path / "cli.json"
+    r = cli.run("cluster", "calibrate", "--nccl-tests", one + "," + two, "--cluster", "dgx-v100",
+                "-o", str(cli_out))
+    assert r.returncode == 0, r.stderr
+    assert cli_out.read_bytes() == py_out.read_bytes()
+
+
 def test_errors(cli, tmp_path):
     bad = tmp_path / "ar.txt"
     bad.write_text("#  Rank  0 Group  0 Pid  1 on a device  0 [0x07] NVIDIA H100\n"

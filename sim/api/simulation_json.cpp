@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ddp/ddp_settings.h"
+#include "sim/cost/measured_curve.h"
 #include "sim/engine/workload.h"
 
 namespace ddpscope::sim {
@@ -43,6 +44,9 @@ nlohmann::json simSummaryJson(const SimulationRequest& request, const WorldLayou
                         {"num_buckets", s.numBuckets},
                         {"bucket_bytes", s.bucketBytes},
                         {"iterations", iterations}};
+  if (const std::string source = allreduceTimeSource(request.cluster, layout); !source.empty()) {
+    out["allreduce_time_source"] = source;
+  }
   // The DDP settings under their canonical keys (ddp/ddp_settings.h), and the whole workload.
   out.update(ddp::ddpSettingsJson(request.options.ddp));
   out["workload"] = workloadJson(s.workload);

@@ -115,6 +115,18 @@ struct MeasuredLatency {
   }
 };
 
+// "measured_allreduce": one all_reduce_perf curve of this cluster (ddpscope cluster calibrate
+// writes one per log): per-rank bytes → out-of-place time at one layout. At that layout an
+// allreduce's time is the curve's, interpolated in log-log; at other layouts of the same kind
+// (one node, or several) the model's time is corrected by the curve's residual (measured over
+// modelled, at the curve's layout) — sim/cost/measured_curve.h, clusters/FORMAT.md.
+struct MeasuredAllreduceCurve {
+  std::string source;  // which log (file name, sizes, GPUs)
+  int ranks = 0;
+  int nodes = 0;
+  std::vector<std::pair<int64_t, double>> points;  // (bytes, µs); bytes strictly increasing
+};
+
 // How collectives are costed: NCCL's tuner model, or a plain α–β model (CPU/MPI profiles).
 enum class CommModelKind { kNccl, kAlphaBeta };
 
@@ -159,9 +171,10 @@ struct ClusterSpec {
   std::string cpuVendor = "intel";  // "intel" | "amd" | "arm" (NCCL net overhead, llMaxBw row)
   std::string ncclVersion = "2.30.7";
   CommModelKind commModel = CommModelKind::kNccl;
-  AlphaBetaSpec alphaBeta;           // used when commModel == kAlphaBeta
-  NcclSettings nccl;                 // used when commModel == kNccl
-  MeasuredLatency measuredLatency;   // "measured_latency" (kNccl only)
+  AlphaBetaSpec alphaBeta;                                // used when commModel == kAlphaBeta
+  NcclSettings nccl;                                      // used when commModel == kNccl
+  MeasuredLatency measuredLatency;                        // "measured_latency" (kNccl only)
+  std::vector<MeasuredAllreduceCurve> measuredAllreduce;  // "measured_allreduce" (kNccl only)
   double contentionSlowdown = 0.15;  // compute slows by this fraction while a collective runs
   // NCCL's CTAs hold whole SMs while their collective runs (docs/spec/nccl-cost-model.md §5.1: they
   // do not share an SM with compute kernels, nccl#689), so compute has smCount − ctas SMs left:

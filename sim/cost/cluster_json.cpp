@@ -36,7 +36,7 @@ class ClusterParser : private io::JsonReader {
         root, "",
         {"name", "description", "device", "gpus_per_node", "intra_node", "inter_node", "cpu_vendor",
          "nccl_version", "comm_model", "alpha_beta", "nccl", "contention_slowdown",
-         "nccl_sm_contention", "ddp_overheads", "measured_latency"}));
+         "nccl_sm_contention", "ddp_overheads", "measured_latency", "measured_allreduce"}));
     ClusterSpec spec;
     spec.origin = origin();
     ASSIGN_OR_RETURN(spec.name, requiredString(root, "", "name"));
@@ -64,6 +64,7 @@ class ClusterParser : private io::JsonReader {
     RETURN_IF_ERROR(parseNccl(root, spec));
     RETURN_IF_ERROR(parseDdpOverheads(root, spec));
     RETURN_IF_ERROR(parseMeasuredLatency(root, spec));
+    RETURN_IF_ERROR(parseMeasuredAllreduce(root, spec));
     return spec;
   }
 
@@ -394,6 +395,70 @@ class ClusterParser : private io::JsonReader {
                    nullptr);
     }
     ml.present = true;
+    return Status::ok();
+  }
+
+  // "measured_allreduce": [{"source", "ranks", "nodes", "points": [[bytes, us], ...]}, ...].
+  Status parseMeasuredAllreduce(const Json& root, ClusterSpec& spec) const {
+    const Json* curves = find(root, "measured_allreduce");
+    if (curves == nullptr) return Status::ok();
+    const std::string path = "measured_allreduce";
+    if (spec.commModel != CommModelKind::kNccl) {
+      return error(path, "absent when comm_model is \"alpha_beta\" (it times NCCL calls)", curves);
+    }
+    if (!curves->is_array()) return error(path, "an array of measured curves", curves);
+    for (size_t i = 0; i < curves->size(); ++i) {
+      const Json& c = (*curves)[i];
+      const std::string at = path + "[" + std::to_string(i) + "]";
+      if (!c.is_object()) return error(at, "an object (source, ranks, nodes, points)", &c);
+      RETURN_IF_ERROR(checkKeys(c, at, {"source", "ranks", "nodes", "points"}));
+      MeasuredAllreduceCurve curve;
+      ASSIGN_OR_RETURN(curve.source, requiredString(c, at, "source"));
+      ASSIGN_OR_RETURN(int64_t ranks, integer(c, at, "ranks", 2, 1 << 24, std::nullopt,
+                                              "an integer >= 2 (the ranks of the run)"));
+      ASSIGN_OR_RETURN(int64_t nodes, integer(c, at, "nodes", 1, 1 << 24, std::nullopt,
+                                              "a positive integer (the nodes of the run)"));
+      curve.ranks = static_cast<int>(ranks);
+      curve.nodes = static_cast<int>(nodes);
+      if (ranks % nodes != 0 || ranks / nodes > spec.gpusPerNode) {
+        return error(jsonKeyPath(at, "nodes"),
+                     "a node count that splits the ranks evenly into nodes of at most "
+                     "gpus_per_node (" +
+                         std::to_string(spec.gpusPerNode) + ") GPUs",
+                     find(c, "nodes"));
+      }
+      const Json* points = find(c, "points");
+      const std::string pointsPath = jsonKeyPath(at, "points");
+      if (points == nullptr || !points->is_array() || points->size() < 2) {
+        return error(pointsPath, "an array of at least 2 [bytes, us] pairs", points);
+      }
+      for (size_t k = 0; k < points->size(); ++k) {
+        const Json& p = (*points)[k];
+        const std::string pointPath = pointsPath + "[" + std::to_string(k) + "]";
+        if (!p.is_array() || p.size() != 2 || !p[0].is_number_integer() || !p[1].is_number() ||
+            p[0].get<int64_t>() <= 0 || !(p[1].get<double>() > 0) ||
+            !std::isfinite(p[1].get<double>())) {
+          return error(pointPath, "[bytes, us]: a positive byte count and a positive time", &p);
+        }
+        const int64_t bytes = p[0].get<int64_t>();
+        if (!curve.points.empty() && bytes <= curve.points.back().first) {
+          return error(pointPath,
+                       "sizes in increasing order (the previous point has " +
+                           std::to_string(curve.points.back().first) + " bytes)",
+                       &p);
+        }
+        curve.points.emplace_back(bytes, p[1].get<double>());
+      }
+      for (const MeasuredAllreduceCurve& other : spec.measuredAllreduce) {
+        if (other.ranks == curve.ranks && other.nodes == curve.nodes) {
+          return error(at,
+                       "one curve per layout (another has " + std::to_string(curve.ranks) +
+                           " ranks on " + std::to_string(curve.nodes) + " node(s))",
+                       &c);
+        }
+      }
+      spec.measuredAllreduce.push_back(std::move(curve));
+    }
     return Status::ok();
   }
 

@@ -1,6 +1,7 @@
 #include "sim/cost/comm_model.h"
 
 #include "sim/cost/alpha_beta_model.h"
+#include "sim/cost/measured_curve.h"
 #include "sim/cost/nccl_model.h"
 
 namespace ddpscope::sim {
@@ -42,7 +43,7 @@ StatusOr<std::unique_ptr<CommModel>> makeCommModel(const ClusterSpec& cluster,
     return std::unique_ptr<CommModel>(std::move(model));
   }
   ASSIGN_OR_RETURN(auto model, NcclCommModel::create(cluster, layout));
-  return std::unique_ptr<CommModel>(std::move(model));
+  return withMeasuredCurve(cluster, layout, std::unique_ptr<CommModel>(std::move(model)));
 }
 
 }  // namespace ddpscope::sim

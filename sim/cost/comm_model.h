@@ -31,6 +31,10 @@ struct CollectiveEstimate {
   // Where the latency part comes from: "tuner" (NCCL's tuner constants + launch overhead),
   // "measured" (the cluster's measured_latency fit), "alpha_beta", "" (no time).
   std::string latencySource;
+  // Where the whole time comes from: "" (the model), "measured" (the cluster's measured
+  // all_reduce_perf curve at this layout), "corrected" (the model times that curve's residual;
+  // measured_curve.h).
+  std::string timeSource;
 };
 
 // One (algorithm, protocol) pair as NCCL's tuner sees it for one call (spec §1.1, §1.10).

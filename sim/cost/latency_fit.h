@@ -61,43 +61,65 @@ struct CalibrationCheck {
   int64_t bytes = 0;
   int line = 0;
   double measuredUs = 0;
+  // The calibrated cluster as simulations use it: at the log's layout its measured curve.
   double predictedUs = 0;
   double errorPercent = 0;  // (predicted − measured) / measured
-  std::string algorithm;
+  // The fitted model alone (latency, bandwidth; no curve): what other layouts build on.
+  double modelledUs = 0;
+  double modelErrorPercent = 0;
+  std::string algorithm;  // the model's pick
   std::string protocol;
 };
 
-struct NcclTestsCalibration {
+// One log of a calibration: its layout, its rows against the calibrated cluster, and the sizes
+// where the model disagrees with it.
+struct CalibratedLog {
+  NcclTestsLog log;
   WorldLayout layout;
+  std::vector<CalibrationCheck> checks;  // every row of the log
+  std::vector<std::string> notes;        // regions the model does not follow (knees)
+};
+
+struct NcclTestsCalibration {
+  WorldLayout layout;  // of the log with the most ranks (where the graph speeds are scaled)
   LatencyFitResult latency;
-  double bandwidthScale = 1;  // measured / base busbw at the large sizes (1: not fitted)
-  int bandwidthRows = 0;      // rows the bandwidth fit used (the 3 largest, >= 64 MiB; 0: none)
-  std::vector<CalibrationCheck> checks;  // the calibrated cluster against every row of the log
+  // Measured over the base cluster's bandwidth at the largest sizes (1: not fitted): of the NIC
+  // (inter_node.nic_Gbps; the logs across nodes) and of the intra-node link (NVLink's link speed,
+  // or on PCIe nodes the tuner's graph speeds; the single-node logs). bandwidthScale is the one of
+  // the widest log's kind.
+  double nicScale = 1;
+  double linkScale = 1;
+  double bandwidthScale = 1;
+  int bandwidthRows = 0;  // rows the bandwidth fit used (each log's 3 largest >= 64 MiB)
+  std::vector<CalibratedLog> logs;
   std::vector<std::string> notes;
   std::string jsonText;  // the calibrated cluster (FORMAT.md), pretty-printed
   ClusterSpec spec;      // jsonText parsed back
 };
 
-// `baseJson`: the base cluster's JSON (a built-in's or a file's); it must time NCCL.
-StatusOr<NcclTestsCalibration> calibrateFromNcclTests(const NcclTestsLog& log,
+// Several logs of one cluster (different world sizes or nodes, one per layout) are fitted
+// together: the latency on the latency-bound rows of all of them (so that world sizes separate
+// the base from the per-step cost), the bandwidth on each one's largest sizes; every log's
+// curve goes into the cluster's measured_allreduce. `baseJson`: the base cluster's JSON (a
+// built-in's or a file's); it must time NCCL.
+StatusOr<NcclTestsCalibration> calibrateFromNcclTests(const std::vector<NcclTestsLog>& logs,
                                                       const std::string& baseJson,
                                                       const std::string& baseOrigin,
                                                       const NcclTestsCalibrationOptions& options);
 
 // The settings of `ddpscope cluster calibrate` (and ddpscope.cluster_calibrate): "nccl-tests"
-// LOG, the base cluster ("cluster": a built-in name or a file, default dgx-h100), "ranks",
+// LOG[,LOG...], the base cluster ("cluster": a built-in name or a file, default dgx-h100), "ranks",
 // "nodes", "nccl-algo", "name".
 std::vector<SettingSpec> ncclTestsCalibrationSettingList();
 
 struct NcclTestsCalibrationRun {
-  NcclTestsLog log;
-  NcclTestsCalibration calibration;
+  NcclTestsCalibration calibration;  // its logs hold the logs read
 };
 // Reads the log and the base cluster the settings name and calibrates.
 StatusOr<NcclTestsCalibrationRun> calibrateFromNcclTestsSettings(const SettingValues& values);
 
-// `ddpscope cluster calibrate --json`'s document (without the cluster itself): the log, the fit,
-// the notes and the checks.
-nlohmann::json ncclTestsCalibrationJson(const NcclTestsLog& log, const NcclTestsCalibration& cal);
+// `ddpscope cluster calibrate --json`'s document (without the cluster itself): the logs, the fit,
+// the notes and, per log, the checks.
+nlohmann::json ncclTestsCalibrationJson(const NcclTestsCalibration& cal);
 
 }  // namespace ddpscope::sim

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -103,8 +104,13 @@ StatusOr<NcclTestsLog> parseNcclTestsLog(std::string_view text, const std::strin
   NcclTestsLog log;
   log.origin = origin;
   std::set<std::string> hosts;
-  std::set<int64_t> ranks;
+  std::map<int64_t, int> rankLines;  // rank -> its line
   int lineNo = 0;
+  int inPlaceOnlyHeader = 0;  // the line of a column header naming in-place times only
+  size_t rowColumns = 0;      // columns of the first row (every row of one table has as many)
+  const std::string again =
+      ": two runs in one log? Give each run its own log (cluster calibrate takes several: "
+      "--nccl-tests A,B)";
   size_t pos = 0;
   while (pos <= text.size()) {
     size_t end = text.find('\n', pos);
@@ -118,15 +124,29 @@ StatusOr<NcclTestsLog> parseNcclTestsLog(std::string_view text, const std::strin
     if (trimmed.empty()) continue;
     if (trimmed[0] == '#') {
       if (const std::optional<RankLine> r = rankLine(trimmed)) {
+        const std::string where = origin + ":" + std::to_string(lineNo);
         const std::optional<int64_t> rank = parseInt64(r->rank);
         if (!rank || *rank < 0 || *rank > (int64_t{1} << 24)) {
-          return invalidArgument(origin + ":" + std::to_string(lineNo) +
-                                 ": rank: expected a rank number; got '" + std::string(r->rank) +
-                                 "'");
+          return invalidArgument(where + ": rank: expected a rank number; got '" +
+                                 std::string(r->rank) + "'");
         }
-        ranks.insert(*rank);
+        if (!log.rows.empty()) {
+          return invalidArgument(where + ": a '# Rank' line after the result rows (from line " +
+                                 std::to_string(log.rows.front().line) + ")" + again);
+        }
+        if (const auto seen = rankLines.find(*rank); seen != rankLines.end()) {
+          return invalidArgument(where + ": rank " + std::to_string(*rank) +
+                                 " again (first at line " + std::to_string(seen->second) + ")" +
+                                 again);
+        }
+        rankLines[*rank] = lineNo;
         hosts.insert(std::string(r->host));
         if (*rank == 0) log.gpu = validUtf8(r->gpu);
+      } else if (trimmed.find("in-place") != std::string_view::npos &&
+                 trimmed.find("out-of-place") == std::string_view::npos) {
+        inPlaceOnlyHeader = lineNo;
+      } else if (trimmed.find("out-of-place") != std::string_view::npos) {
+        inPlaceOnlyHeader = 0;
       }
       continue;
     }
@@ -149,9 +169,29 @@ StatusOr<NcclTestsLog> parseNcclTestsLog(std::string_view text, const std::strin
                              "(plus an optional root); got " + std::to_string(rest) + " in '" +
                              std::string(trimmed) + "'");
     }
+    if (rowColumns == 0) {
+      rowColumns = w.size();
+    } else if (w.size() < rowColumns) {
+      return invalidArgument(where + ": " + std::to_string(w.size()) + " columns where the rows " +
+                             "before have " + std::to_string(rowColumns) +
+                             ": a truncated row (the table was cut off?) in '" +
+                             std::string(trimmed) + "'");
+    }
+    if (rest <= 5 && inPlaceOnlyHeader > 0) {
+      return invalidArgument(where + ": only in-place columns (the header at line " +
+                             std::to_string(inPlaceOnlyHeader) +
+                             " names no out-of-place ones); the calibration fits the "
+                             "out-of-place time: give the table as all_reduce_perf prints it");
+    }
     NcclTestsRow row;
     row.line = lineNo;
     row.bytes = *parseInt64(w[0]);
+    if (!log.rows.empty() && row.bytes <= log.rows.back().bytes) {
+      return invalidArgument(where + ": size " + std::to_string(row.bytes) + " after " +
+                             std::to_string(log.rows.back().bytes) + " (line " +
+                             std::to_string(log.rows.back().line) + "): sizes must increase" +
+                             again);
+    }
     row.redop = std::string(w[3]);
     if (first == 5) {
       const std::optional<int64_t> root = parseInt64(w[4]);
@@ -198,7 +238,7 @@ StatusOr<NcclTestsLog> parseNcclTestsLog(std::string_view text, const std::strin
                            ": no nccl-tests result rows found (expected lines like "
                            "'   1024   256   float   sum   -1   31.2   0.03   0.06   0   ...')");
   }
-  log.ranks = static_cast<int>(ranks.size());
+  log.ranks = static_cast<int>(rankLines.size());
   log.nodes = static_cast<int>(hosts.size());
   return log;
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "tests/cli/cli_test_util.h"
+#include "tests/external_data.h"
 
 namespace ddpscope::cli::testing {
 namespace {
@@ -177,6 +178,44 @@ TEST(ClusterCliTest, BadInputIsOneClearError) {
                  "--cpu arm is an arm CPU, but --cpu-vendor says intel");
   expectBadInput({"cluster", "frobnicate"}, "unknown subcommand 'frobnicate'");
   expectBadInput({"cluster", "show", "dgx-z900"}, "unknown cluster 'dgx-z900'");
+}
+
+// The user's own all_reduce_perf log where users look: calibrate writes its curve into the
+// cluster, and allreduce, simulate and plan at the log's layout take their allreduce times from it
+// and say so; at one node (the log spans two) they say the times are modelled.
+TEST(ClusterCalibrateCliTest, MeasuredCurveShowsWhereUsersLook) {
+  DDPSCOPE_EXTERNAL_FILE(log, "nccl-tests-logs/gcp-a3mega-h100-2x8.txt");
+  const std::string out = (scratchDir() / "a3mega.json").string();
+  CliResult cal = runCliForTest(
+      {"cluster", "calibrate", "--nccl-tests", log, "--cluster", "dgx-h100", "-o", out});
+  ASSERT_EQ(cal.exitCode, 0) << cal.err;
+  EXPECT_THAT(cal.out, HasSubstr("predicted: the calibrated cluster at this layout"));
+  EXPECT_THAT(cal.out, HasSubstr("the log is up to x"));
+  const std::string measured =
+      "allreduce times from your measured all_reduce_perf at 16 ranks (2 nodes)";
+  // 16 MiB: 977.6 us in the log (the model alone: about 230 us).
+  const json ar =
+      runCliJson({"allreduce", "--cluster", out, "--nodes", "2", "--bytes", "16M", "--json"});
+  EXPECT_NEAR(ar["results"][0]["time_us"].get<double>(), 977.6, 0.01);
+  EXPECT_EQ(ar["results"][0]["time_source"], "measured");
+  EXPECT_THAT(ar["allreduce_time_source"].get<std::string>(), HasSubstr(measured));
+  CliResult sim = runCliForTest(
+      {"simulate", "--model", "gpt2-small", "--cluster", out, "--nodes", "2", "--iterations", "4"});
+  ASSERT_EQ(sim.exitCode, 0) << sim.err;
+  EXPECT_THAT(sim.out, HasSubstr(measured));
+  CliResult plan =
+      runCliForTest({"plan", "--model", "gpt2-small", "--cluster", out, "--nodes", "2"});
+  ASSERT_EQ(plan.exitCode, 0) << plan.err;
+  EXPECT_THAT(plan.out, HasSubstr(measured));
+  CliResult one = runCliForTest({"allreduce", "--cluster", out, "--bytes", "16M"});
+  ASSERT_EQ(one.exitCode, 0) << one.err;
+  EXPECT_THAT(one.out, HasSubstr("allreduce times modelled: the measured all_reduce_perf curves "
+                                 "(across nodes) do not carry to 8 ranks on 1 node"));
+  // Two logs at one layout are refused.
+  CliResult twice = runCliForTest(
+      {"cluster", "calibrate", "--nccl-tests", log + "," + log, "--cluster", "dgx-h100"});
+  EXPECT_EQ(twice.exitCode, 2);
+  EXPECT_THAT(twice.err, HasSubstr("give one log per layout"));
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "base/strings.h"
 #include "sim/cost/comm_model.h"
 #include "sim/cost/latency_fit.h"
+#include "sim/cost/measured_curve.h"
 #include "tests/external_data.h"
 #include "tests/sim/cost/cost_test_util.h"
 
@@ -25,9 +26,9 @@ constexpr const char* kPublishedLogs[] = {"konnase-v100x8-1node.txt", "aws-dlami
 
 // Leaves the test skipped (failed under DDPSCOPE_REQUIRE_EXTERNAL_DATA=1) unless every published
 // log is there.
-#define REQUIRE_PUBLISHED_LOGS()                                                 \
-  for (const char* name_ : kPublishedLogs) {                                     \
-    DDPSCOPE_EXTERNAL_FILE(path_, std::string("nccl-tests-logs/") + name_);      \
+#define REQUIRE_PUBLISHED_LOGS()                                            \
+  for (const char* name_ : kPublishedLogs) {                                \
+    DDPSCOPE_EXTERNAL_FILE(path_, std::string("nccl-tests-logs/") + name_); \
   }
 
 std::string logPath(const std::string& name) {
@@ -141,17 +142,17 @@ TEST(NcclTestsLogTest, CalibrateNeedsRanks) {
       "  0.00  0\n",
       "pasted.txt");
   ASSERT_TRUE(log.isOk());
-  auto cal = calibrateFromNcclTests(*log, std::string(builtinClusterJson("dgx-h100")),
+  auto cal = calibrateFromNcclTests({*log}, std::string(builtinClusterJson("dgx-h100")),
                                     "cluster:dgx-h100", {});
   ASSERT_FALSE(cal.isOk());
   EXPECT_NE(cal.status().message().find("give the GPUs of the run with --ranks"), std::string::npos)
       << cal.status().message();
   NcclTestsCalibrationOptions options;
   options.ranks = 8;
-  auto withRanks = calibrateFromNcclTests(*log, std::string(builtinClusterJson("dgx-h100")),
+  auto withRanks = calibrateFromNcclTests({*log}, std::string(builtinClusterJson("dgx-h100")),
                                           "cluster:dgx-h100", options);
   EXPECT_TRUE(withRanks.isOk()) << withRanks.status().toString();
-  auto cpu = calibrateFromNcclTests(*log, std::string(builtinClusterJson("cpu-mpi")),
+  auto cpu = calibrateFromNcclTests({*log}, std::string(builtinClusterJson("cpu-mpi")),
                                     "cluster:cpu-mpi", options);
   ASSERT_FALSE(cpu.isOk());
   EXPECT_NE(cpu.status().message().find("expected a GPU cluster timed by NCCL"), std::string::npos);
@@ -170,7 +171,7 @@ TEST(NcclTestsLogTest, CalibrateRefusesOtherCollectives) {
       "ag.txt");
   ASSERT_TRUE(named.isOk()) << named.status().toString();
   EXPECT_EQ(named->test, "all_gather_perf");
-  auto cal = calibrateFromNcclTests(*named, base, "cluster:dgx-h100", {});
+  auto cal = calibrateFromNcclTests({*named}, base, "cluster:dgx-h100", {});
   ASSERT_FALSE(cal.isOk());
   EXPECT_NE(cal.status().message().find("ag.txt: expected all_reduce_perf output; this is "
                                         "all_gather_perf"),
@@ -182,7 +183,7 @@ TEST(NcclTestsLogTest, CalibrateRefusesOtherCollectives) {
     auto unnamed = parseNcclTestsLog(ranks + row, "pasted.txt");
     ASSERT_TRUE(unnamed.isOk()) << unnamed.status().toString();
     EXPECT_EQ(unnamed->test, "");
-    auto refused = calibrateFromNcclTests(*unnamed, base, "cluster:dgx-h100", {});
+    auto refused = calibrateFromNcclTests({*unnamed}, base, "cluster:dgx-h100", {});
     ASSERT_FALSE(refused.isOk()) << row;
     EXPECT_NE(refused.status().message().find("pasted.txt:3: redop "), std::string::npos)
         << refused.status().message();
@@ -190,39 +191,49 @@ TEST(NcclTestsLogTest, CalibrateRefusesOtherCollectives) {
   }
 }
 
-// The calibrated cluster against every row of its own log. What the fit claims is asserted:
-// latency-bound sizes (<= 64 KiB, the rows the latency is fitted to) within ±25 % (the bar of
-// the published rows) and the largest size (the saturated bandwidth; fitted on the 3 largest by
-// their median) within ±10 % (the bar of the published busbw checks). The sizes between are
-// printed, not asserted: there the tuner's bandwidth ramps up faster than real NCCL does, by up
-// to 76 % on the A3 Mega log (docs/spec/nccl-latency.md, "What the model misses").
+// The calibrated cluster against every row of its own log, as simulations use it (at the log's
+// layout: the measured curve) and as the fitted model alone (what other layouts build on). The
+// curve meets every row to the ns rounding of an estimate. Of the model, what the fit claims is
+// asserted: latency-bound sizes (<= 64 KiB, the rows the latency is fitted to) within ±25 % (the
+// bar of the published rows) and the largest size (the saturated bandwidth; fitted on the 3
+// largest by their median) within ±10 % (the bar of the published busbw checks). The sizes
+// between are printed, not asserted: there the tuner's bandwidth ramps up faster than real NCCL
+// does, by up to 76 % on the A3 Mega log — which is why the curve is used where it applies.
 void expectCalibrationMeetsItsLog(const std::string& file, const std::string& base,
                                   const std::string& forcedAlgo = "") {
   SCOPED_TRACE(file);
   NcclTestsLog log = load(file);
   NcclTestsCalibrationOptions options;
   options.forcedAlgo = forcedAlgo;
-  auto cal = calibrateFromNcclTests(log, std::string(builtinClusterJson(base)), "cluster:" + base,
+  auto cal = calibrateFromNcclTests({log}, std::string(builtinClusterJson(base)), "cluster:" + base,
                                     options);
   ASSERT_TRUE(cal.isOk()) << cal.status().toString();
   std::printf("%s on %s: base %.2f intra %.2f inter %.2f us (fitted %d%d%d), bandwidth x%.3f\n",
               file.c_str(), base.c_str(), cal->latency.fit.baseUs, cal->latency.fit.intraStepUs,
               cal->latency.fit.interStepUs, cal->latency.baseFitted, cal->latency.intraFitted,
               cal->latency.interFitted, cal->bandwidthScale);
+  ASSERT_EQ(cal->logs.size(), 1u);
   const int64_t largest = log.rows.back().bytes;
-  for (const CalibrationCheck& c : cal->checks) {
-    std::printf("  %12lld  measured %10.2f  predicted %10.2f  %+6.1f %%  %s/%s\n",
-                static_cast<long long>(c.bytes), c.measuredUs, c.predictedUs, c.errorPercent,
-                c.algorithm.c_str(), c.protocol.c_str());
+  for (const CalibrationCheck& c : cal->logs[0].checks) {
+    std::printf(
+        "  %12lld  measured %10.2f  predicted %10.2f  %+6.2f %%  model %10.2f  %+6.1f %%  %s/%s\n",
+        static_cast<long long>(c.bytes), c.measuredUs, c.predictedUs, c.errorPercent, c.modelledUs,
+        c.modelErrorPercent, c.algorithm.c_str(), c.protocol.c_str());
+    // 1 ns of rounding on the smallest time (about 30 us): well under 0.01 %.
+    EXPECT_LE(std::abs(c.errorPercent), 0.01) << c.bytes << " bytes (line " << c.line << ")";
     if (c.bytes <= 64 * kKiB) {
-      EXPECT_LE(std::abs(c.errorPercent), 25.0) << c.bytes << " bytes (line " << c.line << ")";
+      EXPECT_LE(std::abs(c.modelErrorPercent), 25.0) << c.bytes << " bytes (line " << c.line << ")";
     } else if (c.bytes == largest) {
-      EXPECT_LE(std::abs(c.errorPercent), 10.0) << c.bytes << " bytes (line " << c.line << ")";
+      EXPECT_LE(std::abs(c.modelErrorPercent), 10.0) << c.bytes << " bytes (line " << c.line << ")";
     }
   }
-  // The written cluster loads and names its source.
+  for (const std::string& note : cal->logs[0].notes) std::printf("  note: %s\n", note.c_str());
+  // The written cluster loads, names its source and carries the log's curve.
   EXPECT_TRUE(cal->spec.measuredLatency.present);
   EXPECT_NE(cal->spec.measuredLatency.source.find(file), std::string::npos);
+  ASSERT_EQ(cal->spec.measuredAllreduce.size(), 1u);
+  EXPECT_EQ(cal->spec.measuredAllreduce[0].points.size(), log.rows.size());
+  EXPECT_EQ(cal->spec.measuredAllreduce[0].ranks, cal->logs[0].layout.worldSize());
 }
 
 TEST(NcclTestsLogTest, CalibrateOnPublishedLogs) {
@@ -232,6 +243,128 @@ TEST(NcclTestsLogTest, CalibrateOnPublishedLogs) {
   expectCalibrationMeetsItsLog("aws-dlami-p4d-a100-2x8.txt", "dgx-a100", "ring");
   expectCalibrationMeetsItsLog("aws-dlami-p3dn-v100-2x8.txt", "dgx-v100", "ring");
   expectCalibrationMeetsItsLog("gcp-a3mega-h100-2x8.txt", "dgx-h100");
+}
+
+// A log with every other size of `log` (the first, third, ...): what a held-out check fits on.
+NcclTestsLog everyOtherSize(const NcclTestsLog& log) {
+  NcclTestsLog kept = log;
+  kept.rows.clear();
+  for (size_t i = 0; i < log.rows.size(); i += 2) kept.rows.push_back(log.rows[i]);
+  return kept;
+}
+
+// Held out inside each log: calibrated on every other size, the calibrated cluster predicts the
+// sizes left out (interpolation between measured sizes, never a lookup of the row itself).
+// Printed per size, with the worst over 256 KiB–256 MiB (docs/spec/nccl-latency.md has the
+// table). Asserted: every prediction lies between the times of the two measured sizes around it
+// (what an interpolation can know), and on the log without a knee between its sizes (konnase)
+// the worst is within 15 %. On the other three a knee sits at a left-out size (p3dn 1 MiB, p4d
+// 64 MiB, A3 Mega 16 MiB; each log's in-place column shows the same time there, so it is real):
+// no interpolation of the kept sizes can see it, and the worst there is 17-28 %.
+TEST(NcclTestsLogTest, HeldOutSizesAreInterpolated) {
+  REQUIRE_PUBLISHED_LOGS();
+  struct Case {
+    const char* file;
+    const char* base;
+    const char* algo;
+  };
+  for (const Case& c : {Case{"konnase-v100x8-1node.txt", "dgx-v100", ""},
+                        Case{"aws-dlami-p3dn-v100-2x8.txt", "dgx-v100", "ring"},
+                        Case{"aws-dlami-p4d-a100-2x8.txt", "dgx-a100", "ring"},
+                        Case{"gcp-a3mega-h100-2x8.txt", "dgx-h100", ""}}) {
+    SCOPED_TRACE(c.file);
+    const NcclTestsLog log = load(c.file);
+    NcclTestsCalibrationOptions options;
+    options.forcedAlgo = c.algo;
+    auto cal =
+        calibrateFromNcclTests({everyOtherSize(log)}, std::string(builtinClusterJson(c.base)),
+                               std::string("cluster:") + c.base, options);
+    ASSERT_TRUE(cal.isOk()) << cal.status().toString();
+    auto model = makeCommModel(cal->spec, cal->logs[0].layout);
+    ASSERT_TRUE(model.isOk());
+    double worst = 0;
+    for (size_t i = 1; i + 1 < log.rows.size(); i += 2) {
+      const NcclTestsRow& r = log.rows[i];
+      const double predicted = (*model)->estimate(Collective::kAllreduce, r.bytes).time.toMicros();
+      const double error = 100 * (predicted - r.timeUs()) / r.timeUs();
+      std::printf("  %12lld  measured %10.2f  predicted %10.2f  %+6.1f %%\n",
+                  static_cast<long long>(r.bytes), r.timeUs(), predicted, error);
+      const double lo = std::min(log.rows[i - 1].timeUs(), log.rows[i + 1].timeUs());
+      const double hi = std::max(log.rows[i - 1].timeUs(), log.rows[i + 1].timeUs());
+      EXPECT_GE(predicted, lo - 1e-3) << r.bytes;
+      EXPECT_LE(predicted, hi + 1e-3) << r.bytes;
+      if (r.bytes >= 256 * kKiB && r.bytes <= 256 * kMiB) worst = std::max(worst, std::abs(error));
+    }
+    std::printf("%s: worst held-out error over 256 KiB-256 MiB %.1f %%\n", c.file, worst);
+    if (std::string(c.file) == "konnase-v100x8-1node.txt") EXPECT_LE(worst, 15.0);
+  }
+}
+
+// The nearest published pair: the p3dn log (2 nodes of 8 V100, NVLink hybrid cube mesh, EFA) and
+// the konnase log (1 node of 8 V100 in the same mesh; another machine, NCCL version unknown).
+// Calibrated on p3dn, the cluster predicts konnase's single node from the fitted model alone (a
+// two-node curve does not carry to one node). Printed, not asserted: two different machines.
+TEST(NcclTestsLogTest, TwoNodeV100LogBesideASingleNodeOne) {
+  REQUIRE_PUBLISHED_LOGS();
+  const NcclTestsLog p3dn = load("aws-dlami-p3dn-v100-2x8.txt");
+  const NcclTestsLog konnase = load("konnase-v100x8-1node.txt");
+  NcclTestsCalibrationOptions options;
+  options.forcedAlgo = "ring";
+  auto cal = calibrateFromNcclTests({p3dn}, std::string(builtinClusterJson("dgx-v100")),
+                                    "cluster:dgx-v100", options);
+  ASSERT_TRUE(cal.isOk()) << cal.status().toString();
+  auto model = makeCommModel(cal->spec, WorldLayout{1, 8});
+  auto uncalibrated = makeCommModel(builtin("dgx-v100"), WorldLayout{1, 8});
+  ASSERT_TRUE(model.isOk() && uncalibrated.isOk());
+  EXPECT_EQ(allreduceTimeSource(cal->spec, WorldLayout{1, 8}).find("allreduce times modelled:"),
+            0u);
+  for (const NcclTestsRow& r : konnase.rows) {
+    const double p = (*model)->estimate(Collective::kAllreduce, r.bytes).time.toMicros();
+    const double u = (*uncalibrated)->estimate(Collective::kAllreduce, r.bytes).time.toMicros();
+    std::printf(
+        "  %12lld  konnase %10.2f  from p3dn %10.2f (%+6.1f %%)  dgx-v100 %10.2f (%+6.1f %%)\n",
+        static_cast<long long>(r.bytes), r.timeUs(), p, 100 * (p - r.timeUs()) / r.timeUs(), u,
+        100 * (u - r.timeUs()) / r.timeUs());
+  }
+}
+
+// Logs that are not one all_reduce_perf table fail with the line that shows it.
+TEST(NcclTestsLogTest, BadLogsNameTheLine) {
+  const std::string ranks2 =
+      "#  Rank  0 Group  0 Pid  1 on a device  0 [0x07] NVIDIA H100 80GB HBM3\n"
+      "#  Rank  1 Group  0 Pid  2 on a device  1 [0x08] NVIDIA H100 80GB HBM3\n";
+  const std::string row8 =
+      "           8             2     float     sum      -1    31.09    0.00    0.00      0    "
+      "30.58    0.00    0.00      0\n";
+  const std::string row16 =
+      "          16             4     float     sum      -1    31.19    0.00    0.00      0    "
+      "30.68    0.00    0.00      0\n";
+  struct Case {
+    std::string text;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      // Two runs pasted into one file: a second header after the rows, or the sizes start over.
+      {ranks2 + row8 + row16 + ranks2 + row8,
+       "ar.txt:5: a '# Rank' line after the result rows (from line 3): two runs in one log?"},
+      {ranks2 + row8 + row16 + row8,
+       "ar.txt:5: size 8 after 16 (line 4): sizes must increase: two runs in one log?"},
+      {ranks2 + "#  Rank  0 Group  0 Pid  3 on b device  0 [0x07] NVIDIA H100 80GB HBM3\n" + row8,
+       "ar.txt:3: rank 0 again (first at line 1): two runs in one log?"},
+      // A table cut off: a row that stops after its out-of-place columns.
+      {ranks2 + row8 +
+           "          16             4     float     sum      -1    31.19    0.00    0.00      0\n",
+       "ar.txt:4: 9 columns where the rows before have 13: a truncated row"},
+      // Only the in-place columns were kept.
+      {ranks2 + "#       size  count  type  redop  root    in-place: time  algbw  busbw #wrong\n" +
+           "           8             2     float     sum      -1    30.58    0.00    0.00      0\n",
+       "ar.txt:4: only in-place columns (the header at line 3 names no out-of-place ones)"},
+  };
+  for (const Case& c : cases) {
+    auto log = parseNcclTestsLog(c.text, "ar.txt");
+    ASSERT_FALSE(log.isOk()) << c.text;
+    EXPECT_NE(log.status().message().find(c.message), std::string::npos) << log.status().message();
+  }
 }
 
 }  // namespace
