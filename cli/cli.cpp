@@ -36,6 +36,8 @@ const std::vector<Command>& commands() {
        runAllreduceCommand},
       {"cluster", "list; show NAME; from-topo (from `nvidia-smi topo -m`); calibrate (nccl-tests)",
        runClusterCommand},
+      {"host-profile", "list; show NAME; fit (what the CPU pays per op, from profiled steps)",
+       runHostProfileCommand},
       {"overlap", "compute/communication overlap of a Chrome trace (HTA definition)",
        runOverlapCommand},
       {"run", "train for real: N MPI ranks of the DDP runtime worker (ddpscope-run)",

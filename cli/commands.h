@@ -39,6 +39,7 @@ namespace ddpscope::cli {
 Status runAllreduceCommand(const std::vector<std::string>& args, CommandIo io);
 Status runClusterListCommand(const std::vector<std::string>& args, CommandIo io);
 Status runClusterCommand(const std::vector<std::string>& args, CommandIo io);
+Status runHostProfileCommand(const std::vector<std::string>& args, CommandIo io);
 Status runSimulateCommand(const std::vector<std::string>& args, CommandIo io);
 Status runSweepCommand(const std::vector<std::string>& args, CommandIo io);
 Status runPlanCommand(const std::vector<std::string>& args, CommandIo io);

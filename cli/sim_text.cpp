@@ -35,6 +35,20 @@ std::string formatDdpCosts(const sim::SimSummary& s) {
                   "host stall", s.hostStall.toMillis());
     o << line;
   }
+  if (s.hostPerOp) {
+    // The host's own pace (a host profile with per-op costs): does the GPU wait for it?
+    const double stallShare = s.stepTime.count() > 0
+                                  ? 100.0 * static_cast<double>(s.hostStall.count()) /
+                                        static_cast<double>(s.stepTime.count())
+                                  : 0.0;
+    o << "host: profile " << s.hostProfile << " (dispatch per module, aten op, autograd node)\n";
+    std::snprintf(line, sizeof(line),
+                  "  %s: the GPU waits %.3f ms per step for the host's launches (%.1f %% of the "
+                  "step)\n",
+                  stallShare >= 5.0 ? "host-bound" : "GPU-bound", s.hostStall.toMillis(),
+                  stallShare);
+    o << line;
+  }
   const sim::SimSummary::CommDevice& d = s.commDevice;
   if (d.maxCtas > 0) {  // NCCL collectives: their CTAs on the device
     o << "NCCL CTAs on the device (per collective; they hold whole SMs while it runs):\n";
@@ -55,9 +69,10 @@ std::string formatDdpCosts(const sim::SimSummary& s) {
   const double pct = s.plainStep.count() > 0 ? 100.0 * static_cast<double>(s.ddpOverhead.count()) /
                                                    static_cast<double>(s.plainStep.count())
                                              : 0.0;
-  std::snprintf(line, sizeof(line),
-                "  %-22s %12.3f ms   (forward + backward + optimizer kernels, no DDP)\n",
-                "plain training step", s.plainStep.toMillis());
+  std::snprintf(line, sizeof(line), "  %-22s %12.3f ms   (%s)\n", "plain training step",
+                s.plainStep.toMillis(),
+                s.plainSimulated ? "simulated without DDP: same host and device"
+                                 : "forward + backward + optimizer kernels, no DDP");
   o << line;
   std::snprintf(line, sizeof(line), "  %-22s %12.3f ms   (%+.2f %% over plain training)\n",
                 "DDP overhead", s.ddpOverhead.toMillis(), pct);

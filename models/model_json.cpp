@@ -367,6 +367,21 @@ class ModelParser : private io::JsonReader {
       if (const Json* use = find(entry, "use")) {
         ASSIGN_OR_RETURN(layer.use, parseUse(*use, jsonKeyPath(path, "use")));
       }
+      if (const Json* ops = find(entry, "host_ops")) {
+        const std::string opsPath = jsonKeyPath(path, "host_ops");
+        if (!ops->is_object())
+          return error(opsPath, "an object {\"forward\": N, \"backward\": N}", ops);
+        RETURN_IF_ERROR(checkKeys(*ops, opsPath, {"forward", "backward"}));
+        for (const auto& [key, target] :
+             {std::pair<const char*, int*>{"forward", &layer.forwardOps},
+              {"backward", &layer.backwardOps}}) {
+          if (const Json* n = find(*ops, key)) {
+            ASSIGN_OR_RETURN(int64_t count, integerValue(*n, jsonKeyPath(opsPath, key), 0, 100000,
+                                                         "an op count in [0, 100000]"));
+            *target = static_cast<int>(count);
+          }
+        }
+      }
       layerIndex.emplace(layer.name, i);
       spec.layers.push_back(std::move(layer));
     }

@@ -185,4 +185,37 @@ double ModelSpec::forwardFlops(const ModelInputs& inputs) const {
   return total;
 }
 
+HostOps hostOps(const LayerSpec& layer, bool autocast) {
+  struct Rule {
+    std::string_view type;
+    int forward, backward;
+    bool casts;  // under autocast each of its parameters is cast: one more backward node each
+    bool moduleCall;
+  };
+  // From the PyTorch 2.11 H100 traces (scripts/gpu_kit/host_facts.py): e.g. an autocast Conv2d
+  // runs ConvolutionBackward0 and the weight's ToCopyBackward0; a Linear addmm's AddmmBackward0,
+  // TBackward0, views and the casts of weight and bias; Hugging Face's Conv1D view → addmm →
+  // view.
+  static constexpr Rule kRules[] = {
+      {"Conv2d", 1, 1, true, true},          {"Linear", 1, 4, true, true},
+      {"Conv1D", 3, 3, true, true},          {"BatchNorm2d", 2, 1, false, true},
+      {"LayerNorm", 1, 1, false, true},      {"Embedding", 1, 1, false, true},
+      {"AttentionCore", 9, 9, false, false}, {"Add", 1, 1, false, false},
+      {"SelectToken", 1, 1, false, false},   {"ClassToken", 1, 1, false, false},
+      {"AddParameter", 1, 1, false, false},
+  };
+  HostOps out;
+  for (const Rule& r : kRules) {
+    if (layer.type != r.type) continue;
+    const int casts = r.casts ? static_cast<int>(layer.params.size()) : 0;
+    out.forward = r.forward;
+    out.backward = r.backward + (autocast ? casts : 0);
+    out.moduleCall = r.moduleCall;
+    break;
+  }
+  if (layer.forwardOps >= 0) out.forward = layer.forwardOps;
+  if (layer.backwardOps >= 0) out.backward = layer.backwardOps;
+  return out;
+}
+
 }  // namespace ddpscope::models

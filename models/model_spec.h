@@ -93,6 +93,10 @@ struct LayerSpec {
   std::map<std::string, double> attrs;    // type-specific: in_features, kernel_size, eps, ...
   std::vector<std::string> inputs;        // producer layers (or kModelInputName); empty = previous
   std::optional<UsePattern> use;          // conditional use (find_unused_parameters)
+  // What the layer dispatches on the host ("host_ops"): its forward's top-level aten ops and its
+  // backward's autograd nodes; -1 = hostOps' default for the type.
+  int forwardOps = -1;
+  int backwardOps = -1;
 
   // Backward FLOPs at `inputs`: backwardFlops if given, else 2x forward for a layer
   // with parameters (input grad + weight grad) and 1x forward without.
@@ -105,6 +109,20 @@ struct LayerSpec {
 // compute addmm(bias, x, W^T), so the bias gradient is ready before the weight's
 // (reverse module order); every other type (Conv*, norms, Embedding, ...) uses module order.
 std::vector<int> defaultGradReadyOrder(std::string_view layerType, const std::vector<int>& params);
+
+// What a layer costs the host in ops (models/FORMAT.md "host_ops"): the top-level aten ops its
+// forward dispatches, the autograd nodes its backward runs (AccumulateGrad excluded: one per
+// parameter, counted apart), and whether it is a module call (nn.Module.__call__: its hooks and
+// Python) or a functional op inside its parent's forward (Add, the attention core). The layer's
+// own counts when given, else the type's default under `autocast` (torch.autocast casts the
+// parameters of convolutions and linear layers: one ToCopyBackward node per parameter): the counts
+// PyTorch 2.11 dispatched for these types in the H100 kit's traces (docs/spec/host-lane.md).
+struct HostOps {
+  int forward = 1;
+  int backward = 1;
+  bool moduleCall = true;
+};
+HostOps hostOps(const LayerSpec& layer, bool autocast);
 
 struct ModelSpec {
   std::string name;

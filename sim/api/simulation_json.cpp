@@ -74,6 +74,10 @@ nlohmann::json simSummaryJson(const SimulationRequest& request, const WorldLayou
                           {"max_contention", d.maxContention}};
     out["host_stall_ns"] = s.hostStall.count();
     out["plain_step_ns"] = s.plainStep.count();
+    if (s.hostPerOp) {
+      out["host_profile"] = s.hostProfile;
+      out["plain_step_simulated"] = s.plainSimulated;
+    }
     out["ddp_overhead_ns"] = s.ddpOverhead.count();
   }
   return out;

@@ -11,6 +11,19 @@
 
 namespace ddpscope::sim {
 
+namespace {
+
+// --host-profile: replaces the cluster's host profile.
+Status applyHostProfileSetting(const SettingValues& args, ClusterSpec& cluster) {
+  if (!args.has("host-profile")) return Status::ok();
+  StatusOr<HostProfile> profile = loadHostProfile(*args.value("host-profile"));
+  if (!profile.isOk()) return profile.status().withContext("--host-profile");
+  cluster.host = *std::move(profile);
+  return Status::ok();
+}
+
+}  // namespace
+
 std::vector<SettingSpec> simulationSettingList(bool sweep, bool computeFrom) {
   std::vector<SettingSpec> out = models::modelSettingList();
   const std::vector<SettingSpec> cluster = clusterSettingList();
@@ -18,6 +31,9 @@ std::vector<SettingSpec> simulationSettingList(bool sweep, bool computeFrom) {
   auto add = [&out](std::string name, std::string valueName, std::string help) {
     out.push_back({std::move(name), std::move(valueName), std::move(help)});
   };
+  add("host-profile", "P",
+      "what the host pays per op and DDP per event: a built-in host profile (ddpscope "
+      "host-profile list) or a profile JSON file (default: the cluster's)");
   if (computeFrom) {
     add("compute-from", "RUN.json",
         "measured per-layer compute from a run's trace instead of the roofline");
@@ -171,6 +187,7 @@ StatusOr<SimulationRequest> parseSimulationRequest(const SettingValues& args, bo
     ASSIGN_OR_RETURN(o.ddp, ddp::parseDdpSettings(args, simulationDdpSettings(sweep)));
     ASSIGN_OR_RETURN(req.model, models::loadModelFromSettings(args));
     ASSIGN_OR_RETURN(req.cluster, loadClusterFromSettings(args));
+    RETURN_IF_ERROR(applyHostProfileSetting(args, req.cluster));
     if (o.dtype.empty()) o.dtype = defaultDtype(req.cluster.device);
     return req;
   }
@@ -186,6 +203,7 @@ StatusOr<SimulationRequest> parseSimulationRequest(const SettingValues& args, bo
   } else {
     ASSIGN_OR_RETURN(req.cluster, replay::selfCalibratedCluster(loaded.profile, loaded.model));
   }
+  RETURN_IF_ERROR(applyHostProfileSetting(args, req.cluster));
   const replay::RunSettings run = loaded.profile.settings;
   // replay: the flags change the run's own DDP settings; --compute-from: they start from
   // DDP's defaults like simulate's.

@@ -15,6 +15,7 @@
 
 #include "base/setting_values.h"
 #include "base/status.h"
+#include "sim/cost/host_profile.h"
 
 namespace ddpscope::sim {
 
@@ -142,24 +143,6 @@ struct AlphaBetaSpec {
 };
 inline constexpr int64_t kAlphaBetaBaseMinBytes = 64 * 1024;
 
-// What real DDP pays besides the wire time (docs/spec/bucket-costs.md), all host time on the thread
-// that runs autograd (PyTorch's reducer hooks run there): µs per event. The simulator charges them
-// to a per-rank host cursor that runs ahead of a GPU's stream (ddp_simulator.h); 0 = not charged.
-// Defaults per built-in cluster come from real PyTorch profiler traces (the cluster's
-// description names them); `ddpscope calibrate` fits them from a trace's host spans.
-struct DdpOverheads {
-  double allreduceLaunchUs = 0;  // per collective DDP issues: c10d::allreduce_ (work object,
-                                 // event record + comm-stream wait, NCCL enqueue)
-  double gradHookUs = 0;  // per gradient: autograd post-hook incl. launching its copy/scale kernel
-  double copyBackUs = 0;  // per gradient at finalize: launching the copy back into .grad
-  double finalizeWaitUs = 0;  // per bucket at finalize: future.wait() (stream wait on its work)
-  double stepOverheadUs = 0;  // per step: DDP's forward wrapper (_pre_forward/_post_forward)
-  bool any() const {
-    return allreduceLaunchUs > 0 || gradHookUs > 0 || copyBackUs > 0 || finalizeWaitUs > 0 ||
-           stepOverheadUs > 0;
-  }
-};
-
 struct ClusterSpec {
   std::string name;
   std::string origin;  // file path or "cluster:<name>" for errors
@@ -182,7 +165,9 @@ struct ClusterSpec {
   // compute slows by at least ctas / (smCount − ctas) — a floor under contentionSlowdown.
   // "nccl_sm_contention"; needs device.smCount > 0 (false: the flat contention only).
   bool ncclSmContention = false;
-  DdpOverheads ddpOverheads;  // "ddp_overheads" (absent: all 0)
+  // What the host pays per op and DDP's reducer per event (host_profile.h): "host_profile" (a
+  // built-in name or an object), or the DDP terms alone from "ddp_overheads"; absent: all 0.
+  HostProfile host;
 };
 
 // A cluster plus how many of its nodes/ranks a simulation uses.
@@ -196,10 +181,6 @@ struct WorldLayout {
 // that is not a multiple of gpusPerNode is an error unless it is smaller than one node.
 StatusOr<WorldLayout> makeWorldLayout(const ClusterSpec& cluster, std::optional<int> nodes,
                                       std::optional<int> worldSize);
-
-// The "ddp_overheads" object of the cluster JSON (the same keys the loader reads): every term,
-// in µs.
-nlohmann::json ddpOverheadsJson(const DdpOverheads& overheads);
 
 StatusOr<ClusterSpec> parseClusterJson(std::string_view text, const std::string& origin);
 StatusOr<ClusterSpec> loadClusterFile(const std::string& path);

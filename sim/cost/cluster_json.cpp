@@ -32,11 +32,12 @@ class ClusterParser : private io::JsonReader {
 
   StatusOr<ClusterSpec> parse(std::string_view text) {
     ASSIGN_OR_RETURN(Json root, parseJsonObject(text, origin()));
-    RETURN_IF_ERROR(checkKeys(
-        root, "",
-        {"name", "description", "device", "gpus_per_node", "intra_node", "inter_node", "cpu_vendor",
-         "nccl_version", "comm_model", "alpha_beta", "nccl", "contention_slowdown",
-         "nccl_sm_contention", "ddp_overheads", "measured_latency", "measured_allreduce"}));
+    RETURN_IF_ERROR(
+        checkKeys(root, "",
+                  {"name", "description", "device", "gpus_per_node", "intra_node", "inter_node",
+                   "cpu_vendor", "nccl_version", "comm_model", "alpha_beta", "nccl",
+                   "contention_slowdown", "nccl_sm_contention", "ddp_overheads", "host_profile",
+                   "measured_latency", "measured_allreduce"}));
     ClusterSpec spec;
     spec.origin = origin();
     ASSIGN_OR_RETURN(spec.name, requiredString(root, "", "name"));
@@ -62,7 +63,7 @@ class ClusterParser : private io::JsonReader {
     RETURN_IF_ERROR(parseNcclVersion(root, spec));
     RETURN_IF_ERROR(parseAlphaBeta(root, spec));
     RETURN_IF_ERROR(parseNccl(root, spec));
-    RETURN_IF_ERROR(parseDdpOverheads(root, spec));
+    RETURN_IF_ERROR(parseHost(root, spec));
     RETURN_IF_ERROR(parseMeasuredLatency(root, spec));
     RETURN_IF_ERROR(parseMeasuredAllreduce(root, spec));
     return spec;
@@ -334,23 +335,37 @@ class ClusterParser : private io::JsonReader {
     return Status::ok();
   }
 
-  Status parseDdpOverheads(const Json& root, ClusterSpec& spec) const {
-    ASSIGN_OR_RETURN(const Json* ddp, object(root, "", "ddp_overheads", false));
-    if (ddp == nullptr) return Status::ok();
-    const std::string path = "ddp_overheads";
-    RETURN_IF_ERROR(checkKeys(*ddp, path,
-                              {"allreduce_launch_us", "grad_hook_us", "copy_back_us",
-                               "finalize_wait_us", "step_overhead_us"}));
-    DdpOverheads& o = spec.ddpOverheads;
-    // Below 1 s each: a larger value is a unit mistake (ms or ns given as µs).
-    const std::string what = "a number of µs in [0, 1e6]";
-    ASSIGN_OR_RETURN(o.allreduceLaunchUs,
-                     number(*ddp, path, "allreduce_launch_us", 0, 1e6, 0.0, what));
-    ASSIGN_OR_RETURN(o.gradHookUs, number(*ddp, path, "grad_hook_us", 0, 1e6, 0.0, what));
-    ASSIGN_OR_RETURN(o.copyBackUs, number(*ddp, path, "copy_back_us", 0, 1e6, 0.0, what));
-    ASSIGN_OR_RETURN(o.finalizeWaitUs, number(*ddp, path, "finalize_wait_us", 0, 1e6, 0.0, what));
-    ASSIGN_OR_RETURN(o.stepOverheadUs, number(*ddp, path, "step_overhead_us", 0, 1e6, 0.0, what));
+  // "host_profile" (a built-in profile's name or an object) or "ddp_overheads" (DDP's terms
+  // alone), not both.
+  Status parseHost(const Json& root, ClusterSpec& spec) const {
+    const Json* profile = find(root, "host_profile");
+    const Json* ddp = find(root, "ddp_overheads");
+    if (profile != nullptr && ddp != nullptr) {
+      return error("ddp_overheads",
+                   "absent when host_profile is given (the profile holds DDP's terms: its \"ddp\")",
+                   ddp);
+    }
+    if (profile != nullptr && profile->is_string()) {
+      StatusOr<HostProfile> builtin = loadBuiltinHostProfile(profile->get<std::string>());
+      if (!builtin.isOk()) {
+        return error("host_profile",
+                     "a built-in host profile's name (" + joinChoicesOf(builtinHostProfileNames()) +
+                         ") or an object",
+                     profile);
+      }
+      spec.host = *std::move(builtin);
+    } else if (profile != nullptr) {
+      ASSIGN_OR_RETURN(spec.host, parseHostProfile(*profile, origin(), "host_profile"));
+    } else if (ddp != nullptr) {
+      ASSIGN_OR_RETURN(spec.host.ddp, parseDdpOverheads(*ddp, origin(), "ddp_overheads"));
+    }
     return Status::ok();
+  }
+
+  static std::string joinChoicesOf(const std::vector<std::string>& names) {
+    std::string out;
+    for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+    return out;
   }
 
   // base_us, intra_step_us, inter_step_us of `object` (its keys checked by the caller).
@@ -490,14 +505,6 @@ class ClusterParser : private io::JsonReader {
 };
 
 }  // namespace
-
-nlohmann::json ddpOverheadsJson(const DdpOverheads& o) {
-  return {{"allreduce_launch_us", o.allreduceLaunchUs},
-          {"grad_hook_us", o.gradHookUs},
-          {"copy_back_us", o.copyBackUs},
-          {"finalize_wait_us", o.finalizeWaitUs},
-          {"step_overhead_us", o.stepOverheadUs}};
-}
 
 StatusOr<ClusterSpec> parseClusterJson(std::string_view text, const std::string& origin) {
   try {

@@ -92,17 +92,19 @@ Status validateOptions(const models::ModelSpec& model, const WorldLayout& layout
 }
 
 Status validateHostModel(const HostModel& host) {
-  const DdpOverheads& o = host.ddp;
-  for (const auto& [name, value] :
-       {std::pair<const char*, double>{"allreduce_launch_us", o.allreduceLaunchUs},
-        {"grad_hook_us", o.gradHookUs},
-        {"copy_back_us", o.copyBackUs},
-        {"finalize_wait_us", o.finalizeWaitUs},
-        {"step_overhead_us", o.stepOverheadUs}}) {
+  const HostProfile& p = host.profile;
+  auto check = [](const std::string& name, double value) -> Status {
     if (!(value >= 0 && value <= 1e6)) {
-      return invalidArgument(std::string("ddp_overheads.") + name +
-                             ": expected a number of µs in [0, 1e6], got " + std::to_string(value));
+      return invalidArgument(name + ": expected a number of µs in [0, 1e6], got " +
+                             std::to_string(value));
     }
+    return Status::ok();
+  };
+  for (const auto& [key, field] : ddpOverheadTerms()) {
+    RETURN_IF_ERROR(check(std::string("ddp_overheads.") + key, p.ddp.*field));
+  }
+  for (const HostTerm& term : hostProfileTerms()) {
+    RETURN_IF_ERROR(check(std::string("host_profile.") + term.key, p.*term.field));
   }
   if (host.kernelLaunch < Nanos::zero() || host.kernelLaunch > Nanos::fromMicros(1000000)) {
     return invalidArgument("host kernel launch time: expected 0 to 1 s, got " +
@@ -111,8 +113,14 @@ Status validateHostModel(const HostModel& host) {
   return Status::ok();
 }
 
-ScriptBuilder::HostCosts hostCostsNs(const HostModel& host) {
-  const DdpOverheads& o = host.ddp;
+// The host costs in ns the scripts charge (script.h HostCosts): DDP's terms, and with a profile's
+// per-op terms each layer's dispatch (models::hostOps under the run's autocast), the step's own
+// work and the optimizer step. Compiled runs keep kernel launches (their graphs' host cost is
+// compile_mode.h's).
+ScriptBuilder::HostCosts hostCostsNs(const HostModel& host, const models::ModelSpec& model,
+                                     const ddp::DdpConfig& config, bool compiled) {
+  const HostProfile& p = host.profile;
+  const DdpOverheads& o = p.ddp;
   auto ns = [](double us) { return static_cast<int32_t>(std::llround(us * 1000.0)); };
   ScriptBuilder::HostCosts costs;
   costs.allreduceLaunch = ns(o.allreduceLaunchUs);
@@ -120,7 +128,21 @@ ScriptBuilder::HostCosts hostCostsNs(const HostModel& host) {
   costs.copyBack = ns(o.copyBackUs);
   costs.finalizeWait = ns(o.finalizeWaitUs);
   costs.stepOverhead = std::llround(o.stepOverheadUs * 1000.0);
+  if (config.broadcastBuffers) {
+    costs.stepOverhead +=
+        std::llround(o.bufferCopyUs * 1000.0 * static_cast<double>(model.buffers.size()));
+  }
   costs.kernelLaunch = host.runsAhead ? static_cast<int32_t>(host.kernelLaunch.count()) : 0;
+  if (!p.perOp() || compiled) return costs;
+  costs.kernelLaunch = 0;  // the per-op costs include the launches
+  for (const models::LayerSpec& layer : model.layers) {
+    const models::HostOps ops = models::hostOps(layer, config.autocast);
+    costs.forward.push_back(ns((ops.moduleCall ? p.moduleUs : 0.0) + ops.forward * p.forwardOpUs));
+    costs.backward.push_back(ns(ops.backward * p.backwardNodeUs +
+                                static_cast<double>(layer.params.size()) * p.accumulateGradUs));
+  }
+  costs.step = std::llround(p.stepUs * 1000.0);
+  costs.optimizer = ns(p.optimizerUs);
   return costs;
 }
 
@@ -206,9 +228,12 @@ StatusOr<SimResult> simulateDdp(const models::ModelSpec& model, const WorldLayou
   summary.simulatedRanks = numRanks;
   const HostModel host = options.host.value_or(HostModel{});
   RETURN_IF_ERROR(validateHostModel(host));
-  summary.overheads = host.ddp;
+  summary.overheads = host.profile.ddp;
   summary.hostRunsAhead = host.runsAhead;
-  const ScriptBuilder::HostCosts hostCosts = hostCostsNs(host);
+  summary.hostProfile = host.profile.name;
+  summary.hostPerOp = host.profile.perOp() && compilePlan.mode == CompileMode::kNone;
+  const ScriptBuilder::HostCosts hostCosts =
+      hostCostsNs(host, model, config, compilePlan.mode != CompileMode::kNone);
   // Plain training (no DDP): the layer kernels and the optimizer, nominal.
   for (const LayerTimes& t : facts.layerTimes) summary.plainStep += t.forward + t.backward;
   summary.plainStep += compute.optimizerTime(facts.totalParamBytes);
@@ -303,6 +328,22 @@ StatusOr<SimResult> simulateDdp(const models::ModelSpec& model, const WorldLayou
   }
   RETURN_IF_ERROR(internal::finishSummary(
       summary, static_cast<int>(std::max<int64_t>(config.noSyncPeriod, 1))));
+  if (options.simulatePlain && summary.hostPerOp) {
+    // Plain training on the same host and device: a few steps of the plain script on one rank.
+    internal::Script plain;
+    internal::buildPlainScript(model, facts, compute, hostCosts, plain);
+    Replayer plainReplayer(model, 1, contentionSlowdown, nullptr, host, 0, 1);
+    RankZeroRecorder plainRecorder;
+    IterationSummary step;
+    for (int64_t i = 1; i <= 3; ++i) {
+      step = IterationSummary{};
+      plainReplayer.runIteration(
+          i, [&](int) -> const internal::Script& { return plain; }, plain, plainRecorder, step);
+    }
+    summary.plainStep = step.maxRankStepTime;
+    summary.ddpOverhead = summary.stepTime - summary.plainStep;
+    summary.plainSimulated = true;
+  }
   summarizeCommDevice(summary, options.smContentionSms, contentionSlowdown, ctasPerIteration);
   return result;
 }

@@ -44,8 +44,13 @@
 // max(local issue, end of collective k−1) to the collective's end, as HTA would count it.
 // Symmetric fast path (default): only rank 0 is simulated (the same code with one rank).
 //
-// Host (HostModel; cluster.h DdpOverheads): each rank has a host cursor besides its compute
-// stream. On GPUs the host runs ahead: launching a layer kernel costs it kernelLaunch, DDP's
+// Host (HostModel; host_profile.h): each rank has a host cursor besides its compute stream. With
+// a profile's per-op terms, a layer's forward costs the host its module call and its aten ops
+// (moduleUs, forwardOpUs × ops), its backward the autograd nodes and its parameters'
+// AccumulateGrad (backwardNodeUs × nodes + accumulateGradUs × parameters), each step its own
+// work (stepUs: zero_grad, the loss, the loop) and the optimizer step optimizerUs; the op counts
+// are the model's (models::hostOps). Without them, launching a layer kernel costs it kernelLaunch.
+// On GPUs the host runs ahead: DDP's
 // autograd hook (grad_hook_us) precedes each copy into a bucket, c10d's allreduce launch
 // (allreduce_launch_us) each bucket collective and the used-map allreduce, finalize's stream wait
 // (finalize_wait_us) each bucket's wait and copy_back_us each copy back; a kernel starts at
@@ -83,13 +88,15 @@ namespace ddpscope::sim {
 enum class Strategy { kDdp, kDataParallel };
 
 // The host thread that runs the training loop and autograd (DDP's hooks run on it), and what
-// DDP costs it (cluster.h DdpOverheads). See "Host" in the header comment.
+// it pays (host_profile.h: per op and DDP's reducer). See "Host" in the header comment.
 struct HostModel {
-  DdpOverheads ddp;
+  HostProfile profile;
   // true (GPUs): the host issues work asynchronously and runs ahead of the compute stream;
   // false (CPU ranks): the host thread is the compute stream, its costs add up in series.
   bool runsAhead = true;
-  Nanos kernelLaunch;  // host time to launch one forward/backward/optimizer kernel (runsAhead)
+  // Host time to launch one forward/backward/optimizer kernel (runsAhead), when the profile has
+  // no per-op terms (they include the launches).
+  Nanos kernelLaunch;
 };
 
 // DDP's host costs of one iteration on rank 0: the time charged per term and how many events.
@@ -127,6 +134,11 @@ struct SimOptions {
   uint64_t seed = 1;
   std::vector<std::pair<int, double>> stragglers;
   bool recordTrace = true;  // false: metrics only (sweeps)
+  // Also simulate plain training (no DDP: one process, the same host and device) for
+  // SimSummary::plainStep, so that ddpOverhead includes DDP's host costs. Only with a host
+  // profile's per-op costs (without them the host costs nothing outside DDP). Costs one more short
+  // simulation; off in sweeps.
+  bool simulatePlain = false;
   // All-ranks mode without a trace, from 1,024 ranks on: threads that replay chunks of the ranks
   // (0 = std::thread::hardware_concurrency()). The result does not depend on it.
   unsigned threads = 0;
@@ -189,6 +201,8 @@ struct SimSummary {
   // DDP's costs besides the wire time (docs/spec/bucket-costs.md), steady-state means on rank 0.
   DdpOverheads overheads;     // the per-event terms used (µs)
   bool hostRunsAhead = true;  // HostModel::runsAhead
+  std::string hostProfile;    // the host profile's name ("" = the cluster's ddp_overheads only)
+  bool hostPerOp = false;     // the profile charges per op (HostProfile::perOp)
   DdpHostCosts ddpHost;       // host time per term per step (counts: the last steady iteration)
   // NCCL's CTAs on the device (options.smContentionSms), over the steady iterations' collectives
   // on rank 0: the fewest and most CTAs a call launched and the compute slowdown they imposed
@@ -200,10 +214,12 @@ struct SimSummary {
     double minContention = 0, maxContention = 0;
   } commDevice;
   Nanos hostStall;  // compute stream waiting for the host per step (host costs exposed)
-  // Plain training without DDP: Σ forward + backward kernels + optimizer (nominal, no
-  // contention, no DDP copies or host costs); ddpOverhead = stepTime − plainStep (world size 1:
-  // DDP's overhead over plain training).
+  // Plain training without DDP: with options.simulatePlain, the same model on the same host and
+  // device without DDP (forward, backward, optimizer: its steady step); otherwise Σ forward +
+  // backward kernels + optimizer (nominal, no contention, no host costs). ddpOverhead =
+  // stepTime − plainStep (world size 1: DDP's overhead over plain training).
   Nanos plainStep, ddpOverhead;
+  bool plainSimulated = false;
 };
 
 struct SimResult {

@@ -335,7 +335,7 @@ StatusOr<AllreduceCost> clusterAllreduceCost(const ClusterSpec& cluster, const W
                                              const SimOptions& options) {
   ASSIGN_OR_RETURN(std::unique_ptr<CommModel> owned, makeCommModel(cluster, layout));
   const std::shared_ptr<const CommModel> comm = std::move(owned);
-  const Nanos launch = Nanos::fromMicrosDouble(cluster.ddpOverheads.allreduceLaunchUs);
+  const Nanos launch = Nanos::fromMicrosDouble(cluster.host.ddp.allreduceLaunchUs);
   // The contention simulate() applies (ddp_simulator.h "Contention").
   const double flat = options.contentionSlowdown.value_or(cluster.contentionSlowdown);
   const int smCount = options.smContentionSms > 0 ? options.smContentionSms

@@ -64,7 +64,8 @@ Replayer::Replayer(const models::ModelSpec& model, int numRanks, double contenti
       m_slowdown(1.0 + contention),
       m_smCount(smCount),
       m_timeline(timeline),
-      m_hostAhead(host.runsAhead) {
+      m_hostAhead(host.runsAhead),
+      m_hostPerOp(host.profile.perOp()) {
   m_ranks.assign(static_cast<size_t>(numRanks), RankState{});
   // A trace is written in rank order by one thread; the chunks need ranks to share.
   if (!timeline && threads > 1 && numRanks >= 2 * threads) {
@@ -183,7 +184,9 @@ void Replayer::advanceLanes(int r, const Script& script, int stopAt, int known,
       for (int l = 0; l < kN; ++l) {
         if (kHostAhead) {
           // The host launches the kernel (after DDP's hook for a copy into a bucket).
-          if (kDetail && m_timeline && op.ddpHost) emitHostSpan(r, op, host[l]);
+          if (kDetail && m_timeline && (op.ddpHost || (m_hostPerOp && op.hostNs > 0))) {
+            emitHostSpan(r, op, host[l]);
+          }
           host[l] += op.hostNs;
           if (host[l] > cursor[l]) {
             if (kDetail) stall += host[l] - cursor[l];
@@ -243,6 +246,20 @@ void Replayer::advanceLanes(int r, const Script& script, int stopAt, int known,
         }
         break;
       default: {  // kHost
+        if (op.index == kStepHost) {
+          // The step's own host work: the host does it, the stream does not wait for it.
+          for (int l = 0; l < kN; ++l) {
+            const int64_t startNs = kHostAhead ? host[l] : std::max(cursor[l], host[l]);
+            if (kDetail && m_timeline) {
+              m_timeline->addSpan({r, 2}, "training step (zero_grad, loss, loop)", Category::kOther,
+                                  Nanos(startNs), Nanos(op.workNs),
+                                  {{std::string(traces::kArgIteration), m_iteration}});
+            }
+            host[l] = startNs + op.workNs;
+            if (!kHostAhead) cursor[l] = host[l];
+          }
+          break;
+        }
         // Host work the stream waits for: it starts when both are free.
         for (int l = 0; l < kN; ++l) {
           const int64_t durNs = scaled(scale[l], op.workNs);
@@ -272,10 +289,16 @@ void Replayer::advanceLanes(int r, const Script& script, int stopAt, int known,
 }
 
 void Replayer::emitHostSpan(int r, const Op& op, int64_t startNs) {
-  const char* name = op.kind == OpKind::kIssue        ? "DDP allreduce launch"
+  std::string name = op.kind == OpKind::kIssue        ? "DDP allreduce launch"
                      : op.kind == OpKind::kWait       ? "DDP finalize wait"
                      : op.role == CopyRole::kCopyBack ? "DDP copy back launch"
                                                       : "DDP autograd hook";
+  if (op.kind == OpKind::kForward || op.kind == OpKind::kBackward) {
+    name = m_model.layers[static_cast<size_t>(op.index)].name +
+           (op.kind == OpKind::kForward ? " (dispatch)" : " (autograd)");
+  } else if (op.kind == OpKind::kOptimizer) {
+    name = "optimizer.step (dispatch)";
+  }
   traces::Args args{{std::string(traces::kArgIteration), m_iteration}};
   if (op.kind == OpKind::kCopy && op.index >= 0) {
     args.append("param", static_cast<int64_t>(op.index));

@@ -371,6 +371,7 @@ class Replayer {
   int m_smCount;      // > 0: per-collective SM contention (m_collSlowdown)
   traces::Timeline* m_timeline;
   bool m_hostAhead;
+  bool m_hostPerOp;  // the host pays per op (spans of layer dispatch on the host lane)
   int64_t m_iteration = 0;
   int64_t m_commFreeNs = 0;
   uint64_t m_flowId = 0;

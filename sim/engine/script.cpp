@@ -94,9 +94,15 @@ void ScriptBuilder::addOp(OpKind kind, int32_t index, int64_t workNs, CopyRole r
   op.workNs = workNs;
   op.role = role;
   op.bucket = bucket;
-  // Kernels (the kinds before kHost) cost the host their launch, unless a DDP cost includes it.
+  // Kernels (the kinds before kHost) cost the host their launch, unless a DDP cost includes it;
+  // with per-op host costs, a layer its dispatch and the optimizer its step.
   op.ddpHost = ddpHostNs > 0;
   op.hostNs = op.ddpHost ? ddpHostNs : (kind < OpKind::kHost ? m_host.kernelLaunch : 0);
+  if (!op.ddpHost && !m_host.forward.empty()) {
+    if (kind == OpKind::kForward) op.hostNs = m_host.forward[static_cast<size_t>(index)];
+    if (kind == OpKind::kBackward) op.hostNs = m_host.backward[static_cast<size_t>(index)];
+    if (kind == OpKind::kOptimizer) op.hostNs = m_host.optimizer;
+  }
   m_script->ops.push_back(op);
 }
 
@@ -347,8 +353,11 @@ Status buildScript(const models::ModelSpec& model, const ModelFacts& facts,
   }
   for (int p : facts.orphanParams) cls.readyLayer[static_cast<size_t>(p)] = numLayers;
 
-  // DDP's forward wrapper (_pre_forward before the module, _post_forward after), charged before
-  // the first forward kernel: the step starts with host and stream together.
+  // The step's own host work (zero_grad, the loss, the training loop), then DDP's forward wrapper
+  // (_pre_forward before the module, _post_forward after), charged before the first forward
+  // kernel: the step starts with host and stream together.
+  if (builder.hostCosts().step > 0)
+    builder.addOp(OpKind::kHost, kStepHost, builder.hostCosts().step);
   if (builder.hostCosts().stepOverhead > 0) {
     builder.addOp(OpKind::kHost, kDdpForwardWrapper, builder.hostCosts().stepOverhead);
     script.ddpHost.stepOverhead += Nanos(builder.hostCosts().stepOverhead);
@@ -423,6 +432,34 @@ Status buildScript(const models::ModelSpec& model, const ModelFacts& facts,
     builder.addOp(OpKind::kOptimizer, 0, compute.optimizerTime(facts.totalParamBytes).count());
   builder.countHostCosts();
   return Status::ok();
+}
+
+void buildPlainScript(const models::ModelSpec& model, const ModelFacts& facts,
+                      const ComputeModel& compute, const ScriptBuilder::HostCosts& host,
+                      Script& script) {
+  script.clear();
+  auto add = [&](OpKind kind, int32_t index, int64_t workNs) {
+    Op op;
+    op.kind = kind;
+    op.index = index;
+    op.workNs = workNs;
+    op.hostNs = kind < OpKind::kHost ? host.kernelLaunch : 0;
+    if (!host.forward.empty()) {
+      if (kind == OpKind::kForward) op.hostNs = host.forward[static_cast<size_t>(index)];
+      if (kind == OpKind::kBackward) op.hostNs = host.backward[static_cast<size_t>(index)];
+      if (kind == OpKind::kOptimizer) op.hostNs = host.optimizer;
+    }
+    script.ops.push_back(op);
+  };
+  if (host.step > 0) add(OpKind::kHost, kStepHost, host.step);
+  const int numLayers = static_cast<int>(model.layers.size());
+  for (int l = 0; l < numLayers; ++l) {
+    add(OpKind::kForward, l, facts.layerTimes[static_cast<size_t>(l)].forward.count());
+  }
+  for (int l = numLayers - 1; l >= 0; --l) {
+    add(OpKind::kBackward, l, facts.layerTimes[static_cast<size_t>(l)].backward.count());
+  }
+  add(OpKind::kOptimizer, 0, compute.optimizerTime(facts.totalParamBytes).count());
 }
 
 }  // namespace ddpscope::sim::internal

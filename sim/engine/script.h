@@ -66,7 +66,14 @@ enum class OpKind : uint8_t {
 enum class CopyRole : uint8_t { kIntoBucket, kZeroFill, kScale, kCast, kCopyBack };
 
 // What a kHost op is (its index).
-enum HostWork : int32_t { kGraphTraversal = 0, kDdpForwardWrapper = 1, kHostGraphCall = 2 };
+// kStepHost is host work the stream does not wait for (the step's own: zero_grad, the loss, the
+// training loop): the host runs it while the stream drains what it launched.
+enum HostWork : int32_t {
+  kGraphTraversal = 0,
+  kDdpForwardWrapper = 1,
+  kHostGraphCall = 2,
+  kStepHost = 3
+};
 
 // The trace name of a copy kernel.
 const char* copyRoleName(CopyRole role);
@@ -179,11 +186,17 @@ class ScriptBuilder final : public ddp::ReducerActions {
         m_warnings(warnings) {}
 
   void setReducer(const ddp::Reducer* reducer) { m_reducer = reducer; }
-  // DDP's host costs in ns (HostModel.ddp); all 0 unless set.
+  // The host costs in ns (HostModel: DDP's terms, per op); all 0 unless set.
   struct HostCosts {
     int32_t allreduceLaunch = 0, gradHook = 0, copyBack = 0, finalizeWait = 0;
-    int64_t stepOverhead = 0;
+    int64_t stepOverhead = 0;  // DDP's forward wrapper, its buffer broadcast included
     int32_t kernelLaunch = 0;  // host time to launch a kernel (0 when the host is the stream)
+    // Per op (a profile with per-op terms; empty otherwise): per layer, its forward's and its
+    // backward's host time (they replace kernelLaunch); per step, its own work and the
+    // optimizer step's.
+    std::vector<int32_t> forward, backward;
+    int64_t step = 0;
+    int32_t optimizer = 0;
   };
   void setHostCosts(const HostCosts& costs) { m_host = costs; }
   const HostCosts& hostCosts() const { return m_host; }
@@ -247,6 +260,13 @@ std::vector<UsageClass> makeUsageClasses(const models::ModelSpec& model, const M
                                          int numRanks, std::vector<int>& classOf);
 
 struct CompilePlan;
+
+// One step of plain training (no DDP: one process, no buckets, no collectives) with the same
+// layer kernels and host costs: the step's host work, forward, backward (layers reversed), the
+// optimizer. What SimSummary::plainStep simulates.
+void buildPlainScript(const models::ModelSpec& model, const ModelFacts& facts,
+                      const ComputeModel& compute, const ScriptBuilder::HostCosts& host,
+                      Script& script);
 
 // Writes cls.script for 1-based `iteration` by driving cls.reducer through it. `compile`
 // (compile_script.h; null = eager) changes where graphs start and when hooks fire.

@@ -18,7 +18,7 @@ StatusOr<SimResult> simulate(const models::ModelSpec& model, const ClusterSpec& 
   }
   if (!resolved.host) {
     HostModel host;
-    host.ddp = cluster.ddpOverheads;
+    host.profile = cluster.host;
     host.runsAhead = cluster.device.arch != GpuArch::kCpu;
     host.kernelLaunch = Nanos::fromMicrosDouble(cluster.device.launchOverheadUs);
     resolved.host = host;

@@ -346,11 +346,11 @@ ClusterSpec applyCalibration(const ClusterSpec& base, const Calibration& cal,
   auto apply = [](const DdpOverheadTermFit& fit, double& term) {
     if (fit.samples > 0) term = fit.us;
   };
-  apply(cal.ddp.allreduceLaunch, c.ddpOverheads.allreduceLaunchUs);
-  apply(cal.ddp.gradHook, c.ddpOverheads.gradHookUs);
-  apply(cal.ddp.copyBack, c.ddpOverheads.copyBackUs);
-  apply(cal.ddp.finalizeWait, c.ddpOverheads.finalizeWaitUs);
-  apply(cal.ddp.stepOverhead, c.ddpOverheads.stepOverheadUs);
+  apply(cal.ddp.allreduceLaunch, c.host.ddp.allreduceLaunchUs);
+  apply(cal.ddp.gradHook, c.host.ddp.gradHookUs);
+  apply(cal.ddp.copyBack, c.host.ddp.copyBackUs);
+  apply(cal.ddp.finalizeWait, c.host.ddp.finalizeWaitUs);
+  apply(cal.ddp.stepOverhead, c.host.ddp.stepOverheadUs);
   return c;
 }
 
@@ -379,8 +379,14 @@ nlohmann::json calibratedClusterJson(const nlohmann::json& base, const ClusterSp
     j["device"]["peak_tflops"][dtype] = round(peak, 6);
   }
   j["device"]["memory_GBps"] = round(spec.device.memoryGBps, 4);
-  if (spec.ddpOverheads.any()) {
-    nlohmann::json ddp = ddpOverheadsJson(spec.ddpOverheads);
+  if (!spec.host.name.empty()) {
+    // A named host profile: written out whole, with the DDP terms as calibrated.
+    nlohmann::json profile = hostProfileJson(spec.host);
+    for (auto& [key, value] : profile["ddp"].items()) value = round(value.get<double>(), 3);
+    j.erase("ddp_overheads");
+    j["host_profile"] = profile;
+  } else if (spec.host.ddp.any()) {
+    nlohmann::json ddp = ddpOverheadsJson(spec.host.ddp);
     for (auto& [key, value] : ddp.items()) value = round(value.get<double>(), 3);
     j["ddp_overheads"] = ddp;
   }

@@ -571,6 +571,7 @@ StatusOr<TopoCluster> clusterFromTopo(const TopoMatrix& m, const TopoClusterOpti
   copyFromBase(j, "contention_slowdown");
   copyFromBase(j, "nccl_sm_contention");
   copyFromBase(j, "ddp_overheads");
+  copyFromBase(j, "host_profile");
   // The measured per-call latency of the GPU's built-in cluster (its NCCL era and NVLink hop).
   copyFromBase(j, "measured_latency");
   out.jsonText = j.dump(2) + "\n";

@@ -293,14 +293,14 @@ TEST(ClusterJsonTest, DdpOverheadsRoundTripAndDefaultToZero) {
   doc["ddp_overheads"] = {{"allreduce_launch_us", 12.5}, {"grad_hook_us", 3}};
   auto cluster = parseClusterJson(doc.dump(), "mine.json");
   ASSERT_TRUE(cluster.isOk()) << cluster.status().toString();
-  EXPECT_EQ(cluster->ddpOverheads.allreduceLaunchUs, 12.5);
-  EXPECT_EQ(cluster->ddpOverheads.gradHookUs, 3);
-  EXPECT_EQ(cluster->ddpOverheads.copyBackUs, 0);  // absent term: not charged
-  EXPECT_EQ(ddpOverheadsJson(cluster->ddpOverheads)["allreduce_launch_us"], 12.5);
+  EXPECT_EQ(cluster->host.ddp.allreduceLaunchUs, 12.5);
+  EXPECT_EQ(cluster->host.ddp.gradHookUs, 3);
+  EXPECT_EQ(cluster->host.ddp.copyBackUs, 0);  // absent term: not charged
+  EXPECT_EQ(ddpOverheadsJson(cluster->host.ddp)["allreduce_launch_us"], 12.5);
   doc.erase("ddp_overheads");
   auto none = parseClusterJson(doc.dump(), "mine.json");
   ASSERT_TRUE(none.isOk());
-  EXPECT_FALSE(none->ddpOverheads.any());
+  EXPECT_FALSE(none->host.ddp.any());
 }
 
 TEST(ClusterJsonTest, GpuBuiltinsCarryDdpOverheadsAndNameTheirSource) {
@@ -310,7 +310,7 @@ TEST(ClusterJsonTest, GpuBuiltinsCarryDdpOverheadsAndNameTheirSource) {
     auto cluster = loadBuiltinCluster(name);
     ASSERT_TRUE(cluster.isOk()) << name;
     if (cluster->device.arch == GpuArch::kCpu) continue;
-    const DdpOverheads& o = cluster->ddpOverheads;
+    const DdpOverheads& o = cluster->host.ddp;
     EXPECT_GT(o.allreduceLaunchUs, 0) << name;
     EXPECT_GT(o.gradHookUs, 0) << name;
     EXPECT_GT(o.stepOverheadUs, 0) << name;

@@ -175,11 +175,11 @@ HostModel gpuHost() {
   HostModel host;
   host.runsAhead = true;
   host.kernelLaunch = Nanos(4200);
-  host.ddp.allreduceLaunchUs = 77.5;
-  host.ddp.gradHookUs = 15;
-  host.ddp.copyBackUs = 7.6;
-  host.ddp.finalizeWaitUs = 1;
-  host.ddp.stepOverheadUs = 460;
+  host.profile.ddp.allreduceLaunchUs = 77.5;
+  host.profile.ddp.gradHookUs = 15;
+  host.profile.ddp.copyBackUs = 7.6;
+  host.profile.ddp.finalizeWaitUs = 1;
+  host.profile.ddp.stepOverheadUs = 460;
   return host;
 }
 

@@ -122,12 +122,82 @@ TEST(DdpSimulatorTest, GradientAsBucketViewSkipsCopiesAfterFirstIteration) {
 HostModel knownHostCosts(bool runsAhead) {
   HostModel host;
   host.runsAhead = runsAhead;
-  host.ddp.allreduceLaunchUs = 3;
-  host.ddp.gradHookUs = 2;
-  host.ddp.copyBackUs = 1;
-  host.ddp.finalizeWaitUs = 0.5;
-  host.ddp.stepOverheadUs = 7;
+  host.profile.ddp.allreduceLaunchUs = 3;
+  host.profile.ddp.gradHookUs = 2;
+  host.profile.ddp.copyBackUs = 1;
+  host.profile.ddp.finalizeWaitUs = 0.5;
+  host.profile.ddp.stepOverheadUs = 7;
   return host;
+}
+
+// A host profile with per-op costs (host_profile.h): per module call, forward op, backward node
+// and parameter, per step and optimizer step; no DDP terms.
+HostModel perOpHost() {
+  HostModel host;
+  host.runsAhead = true;
+  host.profile.name = "test";
+  host.profile.moduleUs = 10;
+  host.profile.forwardOpUs = 5;
+  host.profile.backwardNodeUs = 8;
+  host.profile.accumulateGradUs = 2;
+  host.profile.stepUs = 50;
+  host.profile.optimizerUs = 30;
+  return host;
+}
+
+TEST(DdpSimulatorTest, PerOpHostCostsSetAHostBoundStep) {
+  // Kernels of 100 ns: the host's serial work sets the step. specMlp is 6 Linear layers (12
+  // parameters); a Linear dispatches 1 op in forward and 4 autograd nodes in backward
+  // (models::hostOps, no autocast). The optimizer kernel starts when the host has launched it.
+  const models::ModelSpec model = testing::specMlp();
+  FixedComputeModel compute;
+  compute.forwardNs = 100;
+  compute.backwardNs = 100;
+  AlphaBetaCommModel comm(8, 0, 0);
+  SimOptions options;
+  options.recordTrace = false;
+  options.simulatePlain = true;
+  options.host = perOpHost();
+  const SimResult r = run(model, options, compute, comm, kNoContention);
+  const int64_t hostNs = 50000 + 6 * (10000 + 5000) + 6 * (4 * 8000 + 2 * 2000) + 30000;
+  EXPECT_EQ(r.summary.stepTime.count(), hostNs + compute.optimizerNs);
+  EXPECT_TRUE(r.summary.hostPerOp);
+  EXPECT_EQ(r.summary.hostProfile, "test");
+  EXPECT_GT(r.summary.hostStall.count(), hostNs / 2);
+  // Plain training on the same host: the same host work without DDP (no copies here cost it).
+  EXPECT_TRUE(r.summary.plainSimulated);
+  EXPECT_EQ(r.summary.plainStep.count(), hostNs + compute.optimizerNs);
+  // Under autocast a Linear's weight and bias casts add two backward nodes each.
+  options.ddp.autocast = true;
+  const SimResult cast = run(model, options, compute, comm, kNoContention);
+  EXPECT_EQ(cast.summary.stepTime.count(), hostNs + 6 * 2 * 8000 + compute.optimizerNs);
+  // A layer's own op counts replace the type's.
+  models::ModelSpec counted = model;
+  for (models::LayerSpec& layer : counted.layers) {
+    layer.forwardOps = 3;
+    layer.backwardOps = 0;
+  }
+  options.ddp.autocast = false;
+  const SimResult own = run(counted, options, compute, comm, kNoContention);
+  EXPECT_EQ(own.summary.stepTime.count(),
+            50000 + 6 * (10000 + 3 * 5000) + 6 * (2 * 2000) + 30000 + compute.optimizerNs);
+}
+
+TEST(DdpSimulatorTest, PerOpHostCostsHideBehindLongKernels) {
+  // Kernels far longer than their dispatch: the GPU waits only for the step's own host work and
+  // the first layer's dispatch (the step starts with host and stream together).
+  const models::ModelSpec model = testing::specMlp();
+  FixedComputeModel compute;
+  compute.forwardNs = 400000;
+  compute.backwardNs = 800000;
+  AlphaBetaCommModel comm(8, 0, 0);
+  SimOptions options;
+  options.recordTrace = false;
+  const SimResult none = run(model, options, compute, comm, kNoContention);
+  options.host = perOpHost();
+  const SimResult r = run(model, options, compute, comm, kNoContention);
+  EXPECT_EQ(r.summary.stepTime.count(), none.summary.stepTime.count() + 50000 + 15000);
+  EXPECT_EQ(r.summary.hostStall.count(), 50000 + 15000);
 }
 
 TEST(DdpSimulatorTest, HostCostsAddUpInSeriesOnCpuRanks) {
@@ -193,7 +263,7 @@ TEST(DdpSimulatorTest, HostBoundBackwardDelaysKernelsAndLaunches) {
   SimOptions options;
   options.recordTrace = true;
   HostModel host = knownHostCosts(/*runsAhead=*/true);
-  host.ddp.gradHookUs = 50;
+  host.profile.ddp.gradHookUs = 50;
   options.host = host;
   const SimResult costed = run(model, options, compute, comm, kNoContention);
   const int64_t params = static_cast<int64_t>(model.params.size());
@@ -223,7 +293,7 @@ TEST(DdpSimulatorTest, RejectsHostCostsOutOfRange) {
   AlphaBetaCommModel comm(8, 0, 0);
   SimOptions options;
   options.host = knownHostCosts(true);
-  options.host->ddp.gradHookUs = -1;
+  options.host->profile.ddp.gradHookUs = -1;
   StatusOr<SimResult> result =
       simulateDdp(model, layoutOf(1, 8), options, compute, comm, kNoContention);
   ASSERT_FALSE(result.isOk());

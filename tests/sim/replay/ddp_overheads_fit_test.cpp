@@ -44,8 +44,8 @@ TEST(DdpOverheadsFitTest, MediansOfTheSimulatorsAndPyTorchsHostSpans) {
 
 TEST(DdpOverheadsFitTest, UnfittedTermsKeepTheBaseClustersValues) {
   ClusterSpec base;
-  base.ddpOverheads.copyBackUs = 7.6;
-  base.ddpOverheads.gradHookUs = 99;
+  base.host.ddp.copyBackUs = 7.6;
+  base.host.ddp.gradHookUs = 99;
   base.device.peakTflops["fp32"] = 1;
   base.device.memoryGBps = 1;
   Calibration cal;
@@ -53,8 +53,8 @@ TEST(DdpOverheadsFitTest, UnfittedTermsKeepTheBaseClustersValues) {
   cal.comm.betaGBps = 1;
   cal.ddp.gradHook = {17, 10};
   const ClusterSpec out = applyCalibration(base, cal, "fitted");
-  EXPECT_EQ(out.ddpOverheads.gradHookUs, 17);
-  EXPECT_EQ(out.ddpOverheads.copyBackUs, 7.6);
+  EXPECT_EQ(out.host.ddp.gradHookUs, 17);
+  EXPECT_EQ(out.host.ddp.copyBackUs, 7.6);
   EXPECT_FALSE(fitDdpOverheads({}).any());
 }
 

@@ -1,0 +1,395 @@
+#include "sim/replay/host_fit.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "base/strings.h"
+#include "io/json_reader.h"
+#include "models/zoo.h"
+#include "sim/engine/ddp_simulator.h"
+
+namespace ddpscope::sim::replay {
+
+namespace {
+
+using Json = nlohmann::json;
+
+const HostWork kNoWork{};
+
+// Adds `o`'s fields (count, host_us, events, kernels, kernel_us, buffers) / `n` to `w`.
+void accumulate(const Json& o, double n, HostWork& w) {
+  auto get = [&](const char* key) {
+    const Json* v = findJsonMember(o, key);
+    return v != nullptr && v->is_number() ? v->get<double>() / n : 0.0;
+  };
+  w.count += get("count");
+  w.hostUs += get("host_us");
+  w.events += get("events");
+  w.runtimeEvents += get("runtime_events");
+  w.kernels += get("kernels");
+  w.kernelUs += get("kernel_us");
+  w.buffers += get("buffers");
+}
+
+// One layer prefix ("forward_" / "backward_") of host_facts.py's layer record.
+void accumulateLayer(const Json& o, const char* prefix, double n, HostWork& w) {
+  Json renamed = Json::object();
+  const std::string p = prefix;
+  for (const char* key : {"ops", "host_us", "events", "runtime_events", "kernels", "kernel_us"}) {
+    if (const Json* v = findJsonMember(o, p + key)) {
+      renamed[std::string(key) == "ops" ? "count" : key] = *v;
+    }
+  }
+  accumulate(renamed, n, w);
+}
+
+// The HostFactsComputeModel.
+class FactsCompute final : public ComputeModel {
+ public:
+  FactsCompute(std::vector<LayerTimes> times, Nanos copy, Nanos optimizer, std::string trace)
+      : m_times(std::move(times)),
+        m_copy(copy),
+        m_optimizer(optimizer),
+        m_trace(std::move(trace)) {}
+  std::vector<LayerTimes> layerTimes(const models::ModelSpec&,
+                                     const models::ModelInputs&) const override {
+    return m_times;
+  }
+  Nanos copyTime(int64_t) const override { return m_copy; }
+  Nanos optimizerTime(int64_t) const override { return m_optimizer; }
+  Nanos graphTraversalTime(int64_t) const override { return Nanos::zero(); }
+  std::string describe() const override { return "GPU kernel times measured in " + m_trace; }
+
+ private:
+  std::vector<LayerTimes> m_times;
+  Nanos m_copy, m_optimizer;
+  std::string m_trace;
+};
+
+double positive(double us) {
+  return std::max(0.0, us);
+}
+
+// Sum of `pick` over every fact.
+template <typename Pick>
+double sum(const std::vector<const HostFacts*>& facts, Pick pick) {
+  double total = 0;
+  for (const HostFacts* f : facts) total += pick(*f);
+  return total;
+}
+
+}  // namespace
+
+const HostWork& HostFacts::term(const std::string& name) const {
+  auto it = terms.find(name);
+  return it == terms.end() ? kNoWork : it->second;
+}
+
+double HostFacts::measuredMedianMs(const std::string& config) const {
+  auto it = measuredMs.find(config);
+  if (it == measuredMs.end() || it->second.empty()) return 0;
+  std::vector<double> v = it->second;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+StatusOr<std::vector<HostFacts>> loadHostFacts(const std::string& path) {
+  ASSIGN_OR_RETURN(std::string text, readFileToString(path));
+  ASSIGN_OR_RETURN(Json doc, parseJsonObject(text, path));
+  const io::JsonReader reader(path);
+  ASSIGN_OR_RETURN(std::string schema, reader.requiredString(doc, "", "schema"));
+  if (schema != "ddpscope.host-facts/1") {
+    return reader.error("schema", "\"ddpscope.host-facts/1\"", findJsonMember(doc, "schema"));
+  }
+  ASSIGN_OR_RETURN(const Json* models, reader.object(doc, "", "models", true));
+  std::vector<HostFacts> out;
+  for (const auto& [name, m] : models->items()) {
+    const std::string at = jsonKeyPath("models", name);
+    HostFacts f;
+    f.model = name;
+    ASSIGN_OR_RETURN(f.trace, reader.requiredString(m, at, "trace"));
+    ASSIGN_OR_RETURN(const Json* measured, reader.object(m, at, "measured_ms", true));
+    for (const auto& [config, values] : measured->items()) {
+      if (config == "_job") {
+        auto num = [&](const char* key) {
+          const Json* v = findJsonMember(values, key);
+          return v != nullptr && v->is_number_integer() ? v->get<int64_t>() : 0;
+        };
+        f.batch = num("batch");
+        f.seqLen = num("seq_len");
+        f.imageSize = num("image_size");
+        if (const Json* d = findJsonMember(values, "dtype"); d && d->is_string()) {
+          f.dtype = d->get<std::string>();
+        }
+      } else if (config == "_buckets") {
+        for (const auto& [c, b] : values.items()) {
+          const Json* sizes = findJsonMember(b, "rebuilt_bucket_sizes");
+          if (sizes == nullptr || !sizes->is_string()) continue;
+          for (const std::string& s : splitString(sizes->get<std::string>(), ',')) {
+            if (auto v = parseInt64(trimString(s))) f.rebuiltBuckets[c].push_back(*v);
+          }
+        }
+      } else if (config[0] != '_' && values.is_array()) {
+        for (const Json& v : values) {
+          if (v.is_number()) f.measuredMs[config].push_back(v.get<double>());
+        }
+      }
+    }
+    const Json* steps = findJsonMember(m, "steps");
+    if (steps == nullptr || !steps->is_array() || steps->empty()) {
+      return reader.error(jsonKeyPath(at, "steps"), "an array of profiled steps", steps);
+    }
+    const double n = static_cast<double>(steps->size());
+    for (const Json& s : *steps) {
+      auto num = [&](const char* key) {
+        const Json* v = findJsonMember(s, key);
+        return v != nullptr && v->is_number() ? v->get<double>() / n : 0.0;
+      };
+      f.stepUs += num("step_us");
+      f.events += num("events");
+      f.kernelUs += num("kernel_us");
+      f.moduleCalls += num("module_calls");
+      if (const Json* terms = findJsonMember(s, "terms"); terms && terms->is_object()) {
+        for (const auto& [term, o] : terms->items()) accumulate(o, n, f.terms[term]);
+      }
+      if (const Json* layers = findJsonMember(s, "layers"); layers && layers->is_object()) {
+        for (const auto& [layer, o] : layers->items()) {
+          accumulateLayer(o, "forward_", n, f.layers[layer].forward);
+          accumulateLayer(o, "backward_", n, f.layers[layer].backward);
+        }
+      }
+    }
+    if (f.batch <= 0) {
+      return reader.error(jsonKeyPath(at, "measured_ms._job.batch"), "the run's batch per rank",
+                          nullptr);
+    }
+    out.push_back(std::move(f));
+  }
+  if (out.empty()) return reader.error("models", "at least one model", models);
+  return out;
+}
+
+models::ModelInputs hostFactsInputs(const HostFacts& facts) {
+  models::ModelInputs inputs;
+  inputs.batch = facts.batch;
+  inputs.seqLen = facts.seqLen;
+  inputs.imageSize = facts.imageSize;
+  return inputs;
+}
+
+StatusOr<models::ModelSpec> hostFactsModel(const HostFacts& facts) {
+  ASSIGN_OR_RETURN(models::ModelSpec model, models::loadZooModel(facts.model));
+  for (models::LayerSpec& layer : model.layers) {
+    auto it = facts.layers.find(layer.name);
+    if (it == facts.layers.end()) {
+      return invalidArgument(facts.trace + ": no host facts for layer " + layer.name + " of " +
+                             facts.model);
+    }
+    layer.forwardOps = static_cast<int>(std::lround(it->second.forward.count));
+    layer.backwardOps = static_cast<int>(std::lround(it->second.backward.count));
+  }
+  return model;
+}
+
+std::unique_ptr<ComputeModel> hostFactsComputeModel(const HostFacts& facts,
+                                                    const models::ModelSpec& model) {
+  std::vector<LayerTimes> times;
+  for (const models::LayerSpec& layer : model.layers) {
+    auto it = facts.layers.find(layer.name);
+    LayerTimes t;
+    if (it != facts.layers.end()) {
+      t.forward = Nanos::fromMicrosDouble(it->second.forward.kernelUs);
+      t.backward = Nanos::fromMicrosDouble(it->second.backward.kernelUs);
+    }
+    times.push_back(t);
+  }
+  if (!times.empty()) {
+    // The loss (and what no module owns) runs after the last layer's forward; its gradient
+    // before the last layer's backward.
+    auto unowned = facts.layers.find("unattributed");
+    double forwardUs = facts.term("loss").kernelUs;
+    double backwardUs = 0;
+    if (unowned != facts.layers.end()) {
+      forwardUs += unowned->second.forward.kernelUs;
+      backwardUs += unowned->second.backward.kernelUs;
+    }
+    times.back().forward += Nanos::fromMicrosDouble(forwardUs);
+    times.back().backward += Nanos::fromMicrosDouble(backwardUs);
+  }
+  const HostWork& in = facts.term("copy_in");
+  const HostWork& back = facts.term("copy_back");
+  const double copies = in.count + back.count;
+  const Nanos copy =
+      Nanos::fromMicrosDouble(copies > 0 ? (in.kernelUs + back.kernelUs) / copies : 0.0);
+  return std::make_unique<FactsCompute>(std::move(times), copy,
+                                        Nanos::fromMicrosDouble(facts.term("optimizer").kernelUs),
+                                        facts.trace);
+}
+
+HostProfile hostProfileFromFacts(const std::vector<const HostFacts*>& facts,
+                                 const HostProfile& profiler) {
+  HostProfile p;
+  p.profilerEventUs = profiler.profilerEventUs;
+  p.profilerModuleUs = profiler.profilerModuleUs;
+  const double profilerModuleUs = p.profilerModuleUs;
+  auto term = [&](const char* name, auto field) {
+    return sum(facts, [&](const HostFacts& f) { return f.term(name).*field; });
+  };
+  // The profiler's time in `events` events.
+  auto profilerUs = [&](double events, double /*runtime*/) { return p.profilerEventUs * events; };
+  auto perCount = [&](double hostUs, double profiled, double count) {
+    return count > 0 ? positive((hostUs - profiled) / count) : 0.0;
+  };
+  auto profiledIn = [&](const char* name) {
+    return profilerUs(term(name, &HostWork::events), term(name, &HostWork::runtimeEvents));
+  };
+  // Forward and backward, over every layer (and what no module owns).
+  double fOps = 0, fHost = 0, fProfiled = 0, bNodes = 0, bHost = 0, bProfiled = 0;
+  for (const HostFacts* f : facts) {
+    for (const auto& [name, l] : f->layers) {
+      fOps += l.forward.count;
+      fHost += l.forward.hostUs;
+      fProfiled += profilerUs(l.forward.events, l.forward.runtimeEvents);
+      bNodes += l.backward.count;
+      bHost += l.backward.hostUs;
+      bProfiled += profilerUs(l.backward.events, l.backward.runtimeEvents);
+    }
+  }
+  const double calls = term("module_self", &HostWork::count);
+  p.moduleUs =
+      calls > 0 ? positive(term("module_self", &HostWork::hostUs) / calls - profilerModuleUs) : 0;
+  p.forwardOpUs = perCount(fHost, fProfiled, fOps);
+  p.backwardNodeUs =
+      perCount(bHost + term("backward_node_gap", &HostWork::hostUs), bProfiled, bNodes);
+  const double params = term("accumulate_grad", &HostWork::count);
+  p.accumulateGradUs = perCount(term("accumulate_grad_inner", &HostWork::hostUs) +
+                                    term("accumulate_grad_gap", &HostWork::hostUs),
+                                profiledIn("accumulate_grad_inner"), params);
+  p.ddp.gradHookUs = perCount(term("accumulate_grad", &HostWork::hostUs) -
+                                  term("accumulate_grad_inner", &HostWork::hostUs) -
+                                  term("allreduce_call", &HostWork::hostUs),
+                              profiledIn("accumulate_grad") - profiledIn("accumulate_grad_inner") -
+                                  profiledIn("allreduce_call"),
+                              params);
+  double stepHost = 0, stepProfiled = 0;
+  for (const char* name : {"zero_grad", "loss", "sync", "main_other"}) {
+    stepHost += term(name, &HostWork::hostUs);
+    stepProfiled += profiledIn(name);
+  }
+  const double n = static_cast<double>(facts.size());
+  p.stepUs = perCount(stepHost, stepProfiled, n);
+  p.optimizerUs = perCount(term("optimizer", &HostWork::hostUs), profiledIn("optimizer"), n);
+  p.ddp.allreduceLaunchUs =
+      perCount(term("allreduce_call", &HostWork::hostUs), profiledIn("allreduce_call"),
+               term("allreduce_call", &HostWork::count));
+  p.ddp.copyBackUs = perCount(
+      term("copy_back", &HostWork::hostUs) + term("backward_other", &HostWork::hostUs) +
+          term("backward_other_gap", &HostWork::hostUs),
+      profiledIn("copy_back") + profiledIn("backward_other"), term("copy_back", &HostWork::count));
+  p.ddp.bufferCopyUs = perCount(term("buffer_sync", &HostWork::hostUs), profiledIn("buffer_sync"),
+                                term("buffer_sync", &HostWork::buffers));
+  p.ddp.stepOverheadUs = perCount(term("ddp_wrapper", &HostWork::hostUs), 0, n);
+  return p;
+}
+
+StatusOr<HostSimulation> simulateHostFacts(const HostFacts& facts, const ClusterSpec& cluster,
+                                           const HostProfile& profile) {
+  ASSIGN_OR_RETURN(models::ModelSpec model, hostFactsModel(facts));
+  std::unique_ptr<ComputeModel> compute = hostFactsComputeModel(facts, model);
+  SimOptions options;
+  options.inputs = hostFactsInputs(facts);
+  options.dtype = facts.dtype.empty() ? "bf16" : facts.dtype;
+  options.ddp.autocast = options.dtype == "bf16" || options.dtype == "fp16";
+  options.recordTrace = false;
+  options.simulatePlain = true;
+  HostModel host;
+  host.profile = profile;
+  host.runsAhead = true;
+  options.host = host;
+  ASSIGN_OR_RETURN(SimResult result,
+                   simulate(model, cluster, WorldLayout{1, 1}, options, compute.get()));
+  HostSimulation out;
+  out.eagerMs = result.summary.plainStep.toMillis();
+  out.ddpMs = result.summary.stepTime.toMillis();
+  return out;
+}
+
+StatusOr<HostFit> fitHostProfile(const std::vector<const HostFacts*>& facts,
+                                 const ClusterSpec& cluster, const std::string& name) {
+  if (facts.empty()) return invalidArgument("a host fit needs the facts of at least one model");
+  // The profiler's cost per module call: the mean own time of the module calls whose forward is
+  // one aten op (their Python is nn.Module.__call__ alone, a few µs unprofiled).
+  const double oneOpCalls =
+      sum(facts, [](const HostFacts& f) { return f.term("module_self_one_op").count; });
+  const double moduleProfiler =
+      oneOpCalls > 0
+          ? sum(facts, [](const HostFacts& f) { return f.term("module_self_one_op").hostUs; }) /
+                oneOpCalls
+          : 0.0;
+  auto profilerAt = [&](double e) {
+    HostProfile q;
+    q.profilerEventUs = e;
+    q.profilerModuleUs = moduleProfiler;
+    return q;
+  };
+  auto cost = [&](double e) -> StatusOr<double> {
+    const HostProfile p = hostProfileFromFacts(facts, profilerAt(e));
+    double total = 0;
+    for (const HostFacts* f : facts) {
+      ASSIGN_OR_RETURN(HostSimulation s, simulateHostFacts(*f, cluster, p));
+      const double eager = f->measuredMedianMs("eager");
+      const double ddp = f->measuredMedianMs("ddp-default");
+      if (eager > 0) total += std::pow(std::log(s.eagerMs / eager), 2);
+      if (ddp > 0) total += std::pow(std::log(s.ddpMs / ddp), 2);
+    }
+    return total;
+  };
+  // A 17-point grid over [0, 8] µs, then two finer grids around the best.
+  double e0 = 4, eSpan = 4;
+  double best = std::numeric_limits<double>::infinity(), bestE = 0;
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i <= 16; ++i) {
+      const double e = std::max(0.0, e0 - eSpan + eSpan * i / 8.0);
+      ASSIGN_OR_RETURN(double c, cost(e));
+      if (c < best) {
+        best = c;
+        bestE = e;
+      }
+    }
+    e0 = bestE;
+    eSpan /= 8;
+  }
+  HostFit fit;
+  fit.profile = hostProfileFromFacts(facts, profilerAt(bestE));
+  // To 0.001 µs: what a profile file holds (and what a regeneration compares).
+  auto round3 = [](double& us) { us = std::round(us * 1000) / 1000; };
+  for (const HostTerm& term : hostProfileTerms()) round3(fit.profile.*term.field);
+  for (const auto& [key, field] : ddpOverheadTerms()) round3(fit.profile.ddp.*field);
+  round3(fit.profile.profilerEventUs);
+  round3(fit.profile.profilerModuleUs);
+  fit.sumSquaredLogError = best;
+  fit.profile.name = name;
+  std::ostringstream source, stands;
+  source << "fitted by ddpscope on the profiled steps of";
+  for (const HostFacts* f : facts) source << " " << f->trace;
+  source << " (host facts: scripts/gpu_kit/host_facts.py) against their unprofiled eager and "
+            "DDP medians; the profiler's cost per event fitted ("
+         << formatShortest(std::round(bestE * 100) / 100)
+         << " us), per module call the mean own time of one-op module calls ("
+         << formatShortest(std::round(moduleProfiler * 100) / 100) << " us)";
+  fit.profile.source = source.str();
+  fit.profile.standsFor = "the traces' PyTorch, CPU and settings, profiler off";
+  if (sum(facts, [](const HostFacts& f) { return f.term("buffer_sync").buffers; }) == 0) {
+    fit.notes.push_back("no buffer broadcast in the traces: ddp.buffer_copy_us is 0 (unknown)");
+  }
+  if (sum(facts, [](const HostFacts& f) { return f.term("allreduce_call").count; }) == 0) {
+    fit.notes.push_back("no allreduce call in the traces: ddp.allreduce_launch_us is 0 (unknown)");
+  }
+  return fit;
+}
+
+}  // namespace ddpscope::sim::replay

@@ -1,0 +1,110 @@
+// The host profile from real GPU traces (docs/spec/host-lane.md): what the host did in the
+// profiled steps of a PyTorch job (host facts, written by scripts/gpu_kit/host_facts.py from the
+// GPU kit's traces) turned into the per-event terms of a HostProfile (sim/cost/host_profile.h).
+//
+// A profiled step runs about twice as long as an unprofiled one: the profiler records every CPU
+// op and CUDA runtime call (its own time lands inside and between the events), and the kit's
+// per-module ranges cost a record_function and two hooks per module call. So each term is its
+// measured per-event cost in the profiled steps less the profiler's: e = profilerEventUs per
+// event recorded inside it, and profilerModuleUs per module call for the module term:
+//
+//   module_us          module_self / module calls − profilerModuleUs
+//   forward_op_us      (Σ forward host − e · Σ forward events) / Σ forward ops
+//   backward_node_us   (Σ backward host + the engine's gaps before nodes − e · Σ events) / nodes
+//   accumulate_grad_us (the accumulation inside each AccumulateGrad node + the engine's gap before
+//                       it − e · events) / parameters: what plain training pays too
+//   step_us            zero_grad, the loss, the step's sync and the main thread's other work,
+//                      less e · events
+//   optimizer_us       the optimizer step less e · events
+//   ddp.grad_hook_us   per parameter: the rest of its AccumulateGrad node, DDP's autograd hook
+//                      (its copy-in included, its bucket's allreduce call not), less e · events
+//   ddp.allreduce_launch_us, copy_back_us, buffer_copy_us, step_overhead_us: DDP's allreduce call,
+//                      copy-back (with finalize's other items on the autograd thread and their
+//                      gaps), buffer broadcast (per buffer) and wrapper, each less e · events.
+// (A term never goes below 0.) profilerModuleUs is the mean own time of the module calls whose
+// forward is one aten op (their Python is nn.Module.__call__ alone). e is what the traces cannot
+// tell alone: it is fitted so that the simulator — with each layer's GPU kernels as the trace
+// measured them (HostFactsComputeModel) and the model's op counts as the trace counted them —
+// reproduces the kit's unprofiled eager and DDP medians of the fitting models: a grid over
+// [0, 8] µs, then two finer ones around the best point, minimizing the sum of squared log errors.
+// (A separate cost per runtime call was tried and fitted no better on three models.)
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "models/model_spec.h"
+#include "sim/compute/compute_model.h"
+#include "sim/cost/cluster.h"
+#include "sim/cost/host_profile.h"
+
+namespace ddpscope::sim::replay {
+
+// count, host µs, events, kernels, kernel µs of one kind of host work, per profiled step.
+struct HostWork {
+  double count = 0, hostUs = 0, events = 0, runtimeEvents = 0, kernels = 0, kernelUs = 0,
+         buffers = 0;
+};
+
+// One layer's forward (top-level aten ops) and backward (autograd nodes), per profiled step.
+struct LayerHostFacts {
+  HostWork forward, backward;  // count = ops / nodes
+};
+
+// One model's host facts: the means over its profiled steps.
+struct HostFacts {
+  std::string model;  // zoo name
+  std::string trace;  // repository-relative path of the trace
+  int64_t batch = 0, seqLen = 0, imageSize = 0;
+  std::string dtype;  // the kit's ("bf16": autocast)
+  double stepUs = 0, events = 0, kernelUs = 0, moduleCalls = 0;
+  std::map<std::string, HostWork> terms;                  // host_facts.py's terms
+  std::map<std::string, LayerHostFacts> layers;           // by zoo layer name ("unattributed" too)
+  std::map<std::string, std::vector<double>> measuredMs;  // unprofiled medians by config, per run
+  std::map<std::string, std::vector<int64_t>> rebuiltBuckets;  // bytes, by config
+
+  const HostWork& term(const std::string& name) const;
+  // The median of the measured unprofiled medians of `config` ("eager", "ddp-default", ...).
+  double measuredMedianMs(const std::string& config) const;
+};
+
+// Reads host_facts.py's JSON; errors name the file and the field.
+StatusOr<std::vector<HostFacts>> loadHostFacts(const std::string& path);
+
+// The zoo model of `facts` with each layer's op counts as the trace counted them.
+StatusOr<models::ModelSpec> hostFactsModel(const HostFacts& facts);
+models::ModelInputs hostFactsInputs(const HostFacts& facts);
+
+// The layers' GPU kernel times as the trace measured them (the loss's kernels added to the last
+// layer's forward, the backward kernels no layer owns to its backward), DDP's copy kernels and the
+// optimizer's, all unchanged at any inputs.
+std::unique_ptr<ComputeModel> hostFactsComputeModel(const HostFacts& facts,
+                                                    const models::ModelSpec& model);
+
+// The per-event terms of the header comment at given profiler terms (its profiler* fields).
+HostProfile hostProfileFromFacts(const std::vector<const HostFacts*>& facts,
+                                 const HostProfile& profiler);
+
+struct HostSimulation {
+  double eagerMs = 0, ddpMs = 0;  // simulated steady steps at world size 1
+};
+// `facts`'s model with its measured kernels, the run's batch and shapes, world size 1 on
+// `cluster` (its device's host runs ahead), under `profile`: plain training and DDP at `config`'s
+// rebuilt buckets (the kit's "ddp-default": bucket_cap_mb left out).
+StatusOr<HostSimulation> simulateHostFacts(const HostFacts& facts, const ClusterSpec& cluster,
+                                           const HostProfile& profile);
+
+struct HostFit {
+  HostProfile profile;
+  double sumSquaredLogError = 0;
+  std::vector<std::string> notes;  // terms the facts could not identify
+};
+// Fits the profiler terms (header comment) on `facts` and returns the profile. `name`,
+// `source` and `standsFor` describe it.
+StatusOr<HostFit> fitHostProfile(const std::vector<const HostFacts*>& facts,
+                                 const ClusterSpec& cluster, const std::string& name);
+
+}  // namespace ddpscope::sim::replay

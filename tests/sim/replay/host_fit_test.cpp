@@ -1,0 +1,147 @@
+// The host lane on real H100 runs (docs/spec/host-lane.md): host facts of the GPU kit's profiled
+// PyTorch 2.11 steps (tests/data/gpu/h100/host_facts.json, scripts/gpu_kit/host_facts.py) give
+// the host profile; with each layer's GPU kernels as the trace measured them, the simulator at
+// world size 1 meets the kit's unprofiled eager and DDP medians.
+#include "sim/replay/host_fit.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "models/zoo.h"
+#include "sim/cost/cluster.h"
+#include "sim/engine/ddp_simulator.h"
+
+namespace ddpscope::sim::replay {
+namespace {
+
+const std::string kFacts = std::string(DDPSCOPE_TEST_DATA_DIR) + "/gpu/h100/host_facts.json";
+
+std::vector<HostFacts> facts() {
+  auto f = loadHostFacts(kFacts);
+  EXPECT_TRUE(f.isOk()) << f.status().toString();
+  return f.isOk() ? *f : std::vector<HostFacts>{};
+}
+
+ClusterSpec h100() {
+  auto c = loadBuiltinCluster("dgx-h100");
+  EXPECT_TRUE(c.isOk());
+  return *c;
+}
+
+TEST(HostFitTest, ReadsTheH100Facts) {
+  const std::vector<HostFacts> all = facts();
+  ASSERT_EQ(all.size(), 3u);
+  for (const HostFacts& f : all) {
+    SCOPED_TRACE(f.model);
+    EXPECT_GT(f.stepUs, 0);
+    EXPECT_GT(f.term("accumulate_grad").count, 100);
+    EXPECT_GT(f.measuredMedianMs("eager"), 0);
+    EXPECT_GT(f.measuredMedianMs("ddp-default"), 0);
+  }
+}
+
+// Host terms fitted on two models, the third predicted (its kernels and op counts from its own
+// trace: this checks the host lane, not the kernel model). Printed per model; asserted: with the
+// host lane every held-out step is nearer the measured median than the same simulation without
+// host costs (the kernels alone: −29 to −56 %), and its error is within 35 % (the spread of the
+// three traces' own host speeds: the same module types cost 1.7x more host time in the gpt2-small
+// trace than in bert-base's, docs/spec/host-lane.md). The 10 % is not met.
+TEST(HostFitTest, HeldOutModelsEagerAndDdpSteps) {
+  const std::vector<HostFacts> all = facts();
+  ASSERT_EQ(all.size(), 3u);
+  const ClusterSpec cluster = h100();
+  for (size_t held = 0; held < all.size(); ++held) {
+    std::vector<const HostFacts*> fit;
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (i != held) fit.push_back(&all[i]);
+    }
+    auto profile = fitHostProfile(fit, cluster, "held-out");
+    ASSERT_TRUE(profile.isOk()) << profile.status().toString();
+    const HostFacts& f = all[held];
+    SCOPED_TRACE(f.model);
+    auto sim = simulateHostFacts(f, cluster, profile->profile);
+    auto off = simulateHostFacts(f, cluster, HostProfile{});
+    ASSERT_TRUE(sim.isOk() && off.isOk()) << sim.status().toString();
+    const double eager = f.measuredMedianMs("eager");
+    const double ddp = f.measuredMedianMs("ddp-default");
+    std::printf(
+        "%-10s event %.2f module %.2f | eager %.2f vs %.2f (%+.1f %%; kernels alone %+.1f %%)  "
+        "ddp %.2f vs %.2f (%+.1f %%; %+.1f %%)  overhead %.2f vs %.2f\n",
+        f.model.c_str(), profile->profile.profilerEventUs, profile->profile.profilerModuleUs,
+        sim->eagerMs, eager, 100 * (sim->eagerMs / eager - 1), 100 * (off->eagerMs / eager - 1),
+        sim->ddpMs, ddp, 100 * (sim->ddpMs / ddp - 1), 100 * (off->ddpMs / ddp - 1),
+        sim->ddpMs - sim->eagerMs, ddp - eager);
+    EXPECT_LT(std::abs(std::log(sim->eagerMs / eager)), std::abs(std::log(off->eagerMs / eager)));
+    EXPECT_LT(std::abs(std::log(sim->ddpMs / ddp)), std::abs(std::log(off->ddpMs / ddp)));
+    EXPECT_LT(std::abs(sim->eagerMs / eager - 1), 0.35);
+    EXPECT_LT(std::abs(sim->ddpMs / ddp - 1), 0.35);
+  }
+}
+
+// The built-in profile is the fit on all three traces (`ddpscope host-profile fit --facts
+// tests/data/gpu/h100/host_facts.json --name h100-torch211 ...`): refitting gives the committed
+// numbers.
+TEST(HostFitTest, BuiltinProfileIsTheFitOnAllThree) {
+  const std::vector<HostFacts> all = facts();
+  std::vector<const HostFacts*> every;
+  for (const HostFacts& f : all) every.push_back(&f);
+  auto fit = fitHostProfile(every, h100(), "h100-torch211");
+  ASSERT_TRUE(fit.isOk()) << fit.status().toString();
+  auto builtin = loadBuiltinHostProfile("h100-torch211");
+  ASSERT_TRUE(builtin.isOk());
+  for (const HostTerm& term : hostProfileTerms()) {
+    EXPECT_NEAR(fit->profile.*term.field, (*builtin).*term.field, 1e-3) << term.key;
+  }
+  for (const auto& [key, field] : ddpOverheadTerms()) {
+    EXPECT_NEAR(fit->profile.ddp.*field, builtin->ddp.*field, 1e-3) << key;
+  }
+  EXPECT_NEAR(fit->profile.profilerEventUs, builtin->profilerEventUs, 1e-3);
+  EXPECT_EQ(fit->profile.source, builtin->source);
+}
+
+// Zero-shot what a bucket costs at world size 1 (roofline kernels, the zoo's op counts, the
+// built-in H100 profile; nothing of these runs but the host profile): DDP at cap 1 against cap 25,
+// against the kit's two runs (+8/+11 % resnet50, +9/+15 % gpt2-small, +17/+6 % bert-base): the
+// prediction must lie in [0.5 x the lowest, 1.5 x the highest].
+TEST(HostFitTest, ZeroShotCostOfSmallBucketsOnTheH100) {
+  struct Case {
+    const char* model;
+    int64_t batch, seqLen, imageSize;
+    double low, high;  // percent
+  };
+  ClusterSpec cluster = h100();
+  auto profile = loadBuiltinHostProfile("h100-torch211");
+  ASSERT_TRUE(profile.isOk());
+  cluster.host = *profile;
+  for (const Case& c :
+       {Case{"resnet50", 32, 0, 224, 4.0, 16.5}, Case{"gpt2-small", 8, 512, 0, 4.5, 22.5},
+        Case{"bert-base", 16, 512, 0, 3.0, 25.5}}) {
+    SCOPED_TRACE(c.model);
+    auto model = models::loadZooModel(c.model);
+    ASSERT_TRUE(model.isOk());
+    auto step = [&](double cap) {
+      SimOptions options;
+      options.inputs = models::ModelInputs{c.batch, c.seqLen, c.imageSize};
+      options.dtype = "bf16";
+      options.ddp.autocast = true;
+      options.ddp.bucketCapMb = cap;
+      options.recordTrace = false;
+      auto r = simulate(*model, cluster, WorldLayout{1, 1}, options);
+      EXPECT_TRUE(r.isOk()) << r.status().toString();
+      return r.isOk() ? r->summary.stepTime.toMillis() : 0.0;
+    };
+    const double cap1 = step(1), cap25 = step(25);
+    const double pct = 100 * (cap1 / cap25 - 1);
+    std::printf("%-10s cap 1 %.2f ms, cap 25 %.2f ms: %+.1f %% (window %.1f..%.1f)\n", c.model,
+                cap1, cap25, pct, c.low, c.high);
+    EXPECT_GE(pct, c.low);
+    EXPECT_LE(pct, c.high);
+  }
+}
+
+}  // namespace
+}  // namespace ddpscope::sim::replay
