@@ -18,7 +18,7 @@
 namespace ddpscope::cli {
 namespace {
 
-Status runList(const std::vector<std::string>& argv, CommandIo io) {
+Status runProfileList(const std::vector<std::string>& argv, CommandIo io) {
   ArgParser parser("ddpscope host-profile list", "",
                    "Lists the built-in host profiles: what the host pays per module call, forward\n"
                    "op, backward node and parameter, and what it stands for.");
@@ -37,7 +37,7 @@ Status runList(const std::vector<std::string>& argv, CommandIo io) {
   return Status::ok();
 }
 
-Status runShow(const std::vector<std::string>& argv, CommandIo io) {
+Status runProfileShow(const std::vector<std::string>& argv, CommandIo io) {
   ArgParser parser("ddpscope host-profile show", "NAME",
                    "Prints a built-in host profile's JSON (sim/cost/host_profiles/FORMAT.md).");
   parser.positional("NAME", "a built-in host profile (ddpscope host-profile list)", true);
@@ -51,7 +51,7 @@ Status runShow(const std::vector<std::string>& argv, CommandIo io) {
   return Status::ok();
 }
 
-Status runFit(const std::vector<std::string>& argv, CommandIo io) {
+Status runProfileFit(const std::vector<std::string>& argv, CommandIo io) {
   ArgParser parser(
       "ddpscope host-profile fit",
       "--facts FACTS.json [--hold-out MODEL] [--cluster C] [--name N] [--stands-for TEXT]\n"
@@ -149,9 +149,9 @@ Status runFit(const std::vector<std::string>& argv, CommandIo io) {
 Status runHostProfileCommand(const std::vector<std::string>& argv, CommandIo io) {
   return runSubcommand(
       "host-profile",
-      {{"list", "the built-in host profiles, one line each", runList},
-       {"show NAME", "print a built-in host profile's JSON", runShow},
-       {"fit", "fit a host profile to the host facts of profiled PyTorch steps", runFit}},
+      {{"list", "the built-in host profiles, one line each", runProfileList},
+       {"show NAME", "print a built-in host profile's JSON", runProfileShow},
+       {"fit", "fit a host profile to the host facts of profiled PyTorch steps", runProfileFit}},
       argv, io);
 }
 
