@@ -197,12 +197,24 @@ HostOps hostOps(const LayerSpec& layer, bool autocast) {
   // TBackward0, views and the casts of weight and bias; Hugging Face's Conv1D view → addmm →
   // view.
   static constexpr Rule kRules[] = {
-      {"Conv2d", 1, 1, true, true},          {"Linear", 1, 4, true, true},
-      {"Conv1D", 3, 3, true, true},          {"BatchNorm2d", 2, 1, false, true},
-      {"LayerNorm", 1, 1, false, true},      {"Embedding", 1, 1, false, true},
-      {"AttentionCore", 9, 9, false, false}, {"Add", 1, 1, false, false},
-      {"SelectToken", 1, 1, false, false},   {"ClassToken", 1, 1, false, false},
+      {"Conv2d", 1, 1, true, true},
+      {"Linear", 1, 4, true, true},
+      {"Conv1D", 3, 3, true, true},
+      {"BatchNorm2d", 2, 1, false, true},
+      {"LayerNorm", 1, 1, false, true},
+      {"Embedding", 1, 1, false, true},
+      {"AttentionCore", 9, 9, false, false},
+      {"Add", 1, 1, false, false},
+      {"SelectToken", 1, 1, false, false},
+      {"ClassToken", 1, 1, false, false},
       {"AddParameter", 1, 1, false, false},
+      // The Llama-style decoder (llama-small), counted from what its modules call, not yet
+      // from a trace: nn.RMSNorm is one fused op on CUDA (aten::_fused_rms_norm) with one
+      // backward node; rotary embeddings run q*cos + rotate_half(q)*sin for q and k (mul, neg,
+      // cat, mul, add each; 14 backward nodes with the slices); SwiGLU is silu(gate) * up.
+      {"RMSNorm", 1, 1, false, true},
+      {"RotaryEmbedding", 10, 14, false, false},
+      {"SwiGLU", 2, 2, false, true},
   };
   HostOps out;
   for (const Rule& r : kRules) {

@@ -520,6 +520,75 @@ def vit_b16():
     return m
 
 
+def llama_small():
+    # A Llama-style decoder the size of a small GPT-2: Hugging Face LlamaForCausalLM's module
+    # names and parameter order (embed_tokens; per layer self_attn q/k/v/o, mlp gate/up/down,
+    # input_layernorm, post_attention_layernorm; norm; an untied lm_head), no biases,
+    # RMSNorm, rotary position embeddings on q and k, SwiGLU, causal SDPA.
+    hidden, heads, inter, layers, vocab, eps = 768, 12, 2048, 8, 32000, 1e-06
+    m = Transformer("llama-small", "Llama-style decoder in Hugging Face LlamaForCausalLM's "
+                    "layout (8 layers, hidden 768, 12 heads, SwiGLU 2048, RMSNorm, RoPE, "
+                    "vocab 32000, untied lm_head)", {"batch": 8, "seq_len": 512},
+                    poly(1.0, s=1))
+
+    m.embedding("model.embed_tokens", vocab, hidden, inputs=["@input"])
+    m.buffer("model.rotary_emb.inv_freq", [hidden // heads // 2], "float32")
+    for i in range(layers):
+        p = "model.layers.%d" % i
+        block_in = m.last
+        # Registration order (model.parameters()): self_attn, mlp, then the two norms.
+        a = p + ".self_attn."
+        names = [a + "q_proj", a + "k_proj", a + "v_proj", a + "o_proj"]
+        f = p + ".mlp."
+        names += [f + "gate_proj", f + "up_proj", f + "down_proj"]
+        shapes = [[hidden, hidden]] * 4 + [[inter, hidden], [inter, hidden], [hidden, inter]]
+        for n, shape in zip(names, shapes):
+            m.param(n + ".weight", shape)
+        for n in (p + ".input_layernorm", p + ".post_attention_layernorm"):
+            m.param(n + ".weight", [hidden])
+        ln1 = rmsnorm_layer(m, p + ".input_layernorm", hidden, eps)
+        q = linear_nobias(m, a + "q_proj", hidden, hidden, [ln1])
+        k = linear_nobias(m, a + "k_proj", hidden, hidden, [ln1])
+        v = linear_nobias(m, a + "v_proj", hidden, hidden, [ln1])
+        # q * cos + rotate_half(q) * sin, and the same for k: 3 FLOPs an element of each.
+        rope = m.layer(a + "rotary", "RotaryEmbedding", flops=m.tok(6 * hidden),
+                       bytes_=m.tok(4 * hidden * FP32_BYTES),
+                       attrs={"head_dim": hidden // heads}, inputs=[q, k])
+        m.attention_core(a + "core", hidden, heads, True, 0.0, inputs=[rope, v])
+        linear_nobias(m, a + "o_proj", hidden, hidden, None)
+        x = m.add(p + ".add", hidden, m.last, block_in)
+        ln2 = rmsnorm_layer(m, p + ".post_attention_layernorm", hidden, eps)
+        g = linear_nobias(m, f + "gate_proj", hidden, inter, [ln2])
+        u = linear_nobias(m, f + "up_proj", hidden, inter, [ln2])
+        # silu(gate) * up: ~5 FLOPs an element; reads gate and up, writes the product.
+        m.layer(f + "act", "SwiGLU", flops=m.tok(5 * inter), bytes_=m.tok(3 * inter * FP32_BYTES),
+                inputs=[g, u])
+        linear_nobias(m, f + "down_proj", inter, hidden, None)
+        m.add(p + ".add:2", hidden, x, m.last)
+    m.param("model.norm.weight", [hidden])
+    rmsnorm_layer(m, "model.norm", hidden, eps)
+    m.param("lm_head.weight", [vocab, hidden])
+    linear_nobias(m, "lm_head", hidden, vocab, None)
+    return m
+
+
+def rmsnorm_layer(m, name, width, eps):
+    """RMSNorm over a registered weight: x * rsqrt(mean(x^2) + eps) * weight, ~4 FLOPs an
+    element; reads x, writes y."""
+    w = name + ".weight"
+    return m.layer(name, "RMSNorm", [w], flops=m.tok(4 * width),
+                   bytes_=padd(m.tok(2 * width * FP32_BYTES), m.param_bytes([w])),
+                   attrs={"normalized_shape": width, "eps": eps})
+
+
+def linear_nobias(m, name, fin, fout, inputs):
+    """nn.Linear(bias=False) whose weight is already registered: x @ weight.t()."""
+    w = name + ".weight"
+    return m.layer(name, "Linear", [w], flops=m.tok(2 * fin * fout),
+                   bytes_=padd(m.tok((fin + fout) * FP32_BYTES), m.param_bytes([w])),
+                   attrs={"in_features": fin, "out_features": fout, "bias": 0}, inputs=inputs)
+
+
 def bert_base():
     hidden, heads, inter, layers, vocab, max_pos = 768, 12, 3072, 12, 30522, 512
     m = Transformer("bert-base", "Hugging Face BertModel, bert-base-uncased config "
@@ -632,6 +701,7 @@ def all_models():
         mobilenet_v2(),
         vit_b16(),
         bert_base(),
+        llama_small(),
         gpt2("gpt2-small", 768, 12, 12, "Hugging Face GPT2Model, gpt2 config (12 layers, "
              "n_embd 768, 12 heads), no lm_head"),
         gpt2("gpt2-xl", 1600, 48, 25, "Hugging Face GPT2Model, gpt2-xl config (48 layers, "

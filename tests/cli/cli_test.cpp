@@ -42,7 +42,8 @@ TEST(CliModelsTest, JsonListsZooWithOriginalCounts) {
       {"resnet18", {11689512, 62}},     {"resnet50", {25557032, 161}},
       {"vgg16", {138357544, 32}},       {"mobilenet_v2", {3504872, 158}},
       {"vit-b16", {86567656, 152}},     {"bert-base", {109482240, 199}},
-      {"gpt2-small", {124439808, 148}}, {"gpt2-xl", {1557611200, 580}}};
+      {"gpt2-small", {124439808, 148}}, {"gpt2-xl", {1557611200, 580}},
+      {"llama-small", {105788160, 75}}};
   ASSERT_EQ(list.size(), expected.size()) << r.out;
   for (const auto& m : list) {
     auto it = expected.find(m["name"]);

@@ -155,6 +155,27 @@ std::vector<std::string> comparable(std::vector<std::string> lines, bool rebuilt
   return lines;
 }
 
+// The issued lines with the adjacent pairs the file recorded the other way round swapped, when
+// that is all that differs: gloo's two worker threads can start two back-to-back collectives in
+// either order (seen for llama-small's 94 MiB lm_head bucket and the next one), so the file's
+// start order is the issue order up to disjoint swaps of neighbours. Anything else stays as
+// issued, and the comparison shows it.
+std::vector<std::string> withRecordedSwaps(std::vector<std::string> issued,
+                                           const std::vector<std::string>& recorded) {
+  if (issued.size() != recorded.size()) return issued;
+  std::vector<std::string> out = issued;
+  for (size_t i = 0; i < issued.size(); ++i) {
+    if (issued[i] == recorded[i]) continue;
+    if (i + 1 < issued.size() && issued[i] == recorded[i + 1] && issued[i + 1] == recorded[i]) {
+      std::swap(out[i], out[i + 1]);
+      ++i;
+      continue;
+    }
+    return issued;
+  }
+  return out;
+}
+
 // Records what the Reducer issues, as "<op> <bytes>" lines comparable with the file's.
 class CollectiveLog : public ReducerActions {
  public:
@@ -279,8 +300,9 @@ TEST_P(BucketPlanPyTorch215Test, CollectivesAndCopiesMatchPyTorch215Exactly) {
     for (int p : hooks) ASSERT_TRUE(reducer->markParamReady(p).isOk());
     ASSERT_TRUE(reducer->finalizeBackward().isOk());
     const bool rebuilt = it == rebuildIteration(config);
-    EXPECT_EQ(comparable(log.lines, rebuilt),
-              comparable(fileLines(record["collectives"][it - 1]), rebuilt));
+    const std::vector<std::string> recorded =
+        comparable(fileLines(record["collectives"][it - 1]), rebuilt);
+    EXPECT_EQ(withRecordedSwaps(comparable(log.lines, rebuilt), recorded), recorded);
 
     // The reducer's kernels: the case's counts less the model's own (same forward + backward
     // without DDP).
@@ -357,9 +379,12 @@ TEST(BucketPlanPyTorch215FileTest, ZooReadyOrderIsPyTorchsHookOrder) {
       EXPECT_EQ(loaded->gradReadyOrder(/*autocast=*/true),
                 spec["cases"]["autocast_bf16"]["grad_ready_order"].get<std::vector<int>>())
           << model << " under autocast";
-      const bool hasLinear = std::any_of(loaded->layers.begin(), loaded->layers.end(),
-                                         [](const auto& l) { return l.type == "Linear"; });
-      EXPECT_EQ(loaded->gradReadyOrder(true) != loaded->gradReadyOrder(false), hasLinear) << model;
+      // A bias-free nn.Linear (llama-small's) has one gradient: nothing to reorder.
+      const bool hasLinearWithBias =
+          std::any_of(loaded->layers.begin(), loaded->layers.end(),
+                      [](const auto& l) { return l.type == "Linear" && l.params.size() == 2; });
+      EXPECT_EQ(loaded->gradReadyOrder(true) != loaded->gradReadyOrder(false), hasLinearWithBias)
+          << model;
     }
   }
 }

@@ -23,10 +23,10 @@ struct ExpectedCounts {
 };
 
 constexpr ExpectedCounts kExpected[] = {
-    {"bert-base", 109482240, 199}, {"gpt2-small", 124439808, 148}, {"gpt2-xl", 1557611200, 580},
-    {"mlp-tiny", 601, 4},          {"mlp-wide", 8396800, 16},      {"mobilenet_v2", 3504872, 158},
-    {"resnet18", 11689512, 62},    {"resnet50", 25557032, 161},    {"vgg16", 138357544, 32},
-    {"vit-b16", 86567656, 152},
+    {"bert-base", 109482240, 199},  {"gpt2-small", 124439808, 148}, {"gpt2-xl", 1557611200, 580},
+    {"llama-small", 105788160, 75}, {"mlp-tiny", 601, 4},           {"mlp-wide", 8396800, 16},
+    {"mobilenet_v2", 3504872, 158}, {"resnet18", 11689512, 62},     {"resnet50", 25557032, 161},
+    {"vgg16", 138357544, 32},       {"vit-b16", 86567656, 152},
 };
 
 ModelSpec load(const std::string& name) {
@@ -130,6 +130,27 @@ TEST(ModelZooTest, SpotChecksNamesShapesAndOrder) {
   EXPECT_EQ(gpt2.findParam("h.0.attn.bias"), -1);  // the causal mask is a buffer
   EXPECT_EQ(gpt2.gradReadyOrder().front(), gpt2.findParam("ln_f.weight"));
 
+  // Hugging Face LlamaForCausalLM's registration order: per decoder layer self_attn's q, k, v,
+  // o, mlp's gate, up, down, then input_layernorm and post_attention_layernorm; no biases.
+  ModelSpec llama = load("llama-small");
+  EXPECT_EQ(llama.params[0].name, "model.embed_tokens.weight");
+  EXPECT_EQ(llama.params[1].name, "model.layers.0.self_attn.q_proj.weight");
+  EXPECT_EQ(llama.params[5].name, "model.layers.0.mlp.gate_proj.weight");
+  EXPECT_EQ(llama.params[7].name, "model.layers.0.mlp.down_proj.weight");
+  EXPECT_EQ(llama.params[7].shape, (std::vector<int64_t>{768, 2048}));
+  EXPECT_EQ(llama.params[8].name, "model.layers.0.input_layernorm.weight");
+  EXPECT_EQ(llama.params[73].name, "model.norm.weight");
+  EXPECT_EQ(llama.params[74].name, "lm_head.weight");
+  EXPECT_EQ(llama.findParam("model.layers.0.self_attn.q_proj.bias"), -1);
+  // Backward runs the layers in reverse: lm_head, the final norm, then the last block from
+  // down_proj back (up_proj before gate_proj: silu(gate) * up computes up last).
+  const std::vector<int> llamaOrder = llama.gradReadyOrder();
+  const int last = 1 + 9 * 7;  // the first parameter of model.layers.7
+  EXPECT_EQ(std::vector<int>(llamaOrder.begin(), llamaOrder.begin() + 12),
+            (std::vector<int>{74, 73, last + 6, last + 5, last + 4, last + 8, last + 3, last + 2,
+                              last + 1, last + 0, last + 7, last - 9 + 6}));
+  EXPECT_EQ(llamaOrder.back(), 0);
+
   ModelSpec mobilenet = load("mobilenet_v2");
   EXPECT_GE(mobilenet.findParam("features.1.conv.0.0.weight"), 0);
   EXPECT_GE(mobilenet.findParam("features.1.conv.2.weight"), 0);
@@ -187,13 +208,39 @@ TEST(ModelZooTest, ForwardFlopsMatchPublishedCounts) {
       32.0, 1e-9);
 
   // Transformers: ~2 FLOPs per parameter per token, plus attention.
-  for (const char* name : {"gpt2-small", "bert-base", "gpt2-xl"}) {
+  for (const char* name : {"gpt2-small", "bert-base", "gpt2-xl", "llama-small"}) {
     SCOPED_TRACE(name);
     ModelSpec spec = load(name);
     const int64_t seq = spec.defaultInputs.seqLen;
     double perToken = spec.forwardFlops({.batch = 1, .seqLen = seq}) / static_cast<double>(seq);
     EXPECT_LT(relativeError(perToken, 2.0 * static_cast<double>(spec.numParams())), 0.25);
   }
+  // llama-small per token: 2 x the parameters outside the embedding table (81,212,160) plus
+  // QK^T and PV, 4 x seq x hidden per layer (Kaplan et al. 2020's count).
+  ModelSpec llama = load("llama-small");
+  const double llamaPerToken = llama.forwardFlops({.batch = 1, .seqLen = 512}) / 512.0;
+  EXPECT_LT(relativeError(llamaPerToken, 2.0 * 81212160 + 4.0 * 8 * 512 * 768), 0.02);
+}
+
+TEST(ModelZooTest, LlamaLayersHaveHostOpCounts) {
+  ModelSpec llama = load("llama-small");
+  const auto ops = [&](const std::string& layer, bool autocast) {
+    for (const LayerSpec& l : llama.layers) {
+      if (l.name == layer) return hostOps(l, autocast);
+    }
+    ADD_FAILURE() << "no layer " << layer;
+    return HostOps{};
+  };
+  const HostOps norm = ops("model.layers.0.input_layernorm", false);
+  EXPECT_EQ(norm.forward, 1);
+  EXPECT_EQ(norm.backward, 1);
+  const HostOps rope = ops("model.layers.0.self_attn.rotary", false);
+  EXPECT_EQ(rope.forward, 10);
+  EXPECT_EQ(rope.backward, 14);
+  EXPECT_FALSE(rope.moduleCall);
+  EXPECT_EQ(ops("model.layers.0.mlp.act", false).forward, 2);
+  // A bias-free Linear under autocast: its weight's cast adds one backward node.
+  EXPECT_EQ(ops("lm_head", true).backward, ops("lm_head", false).backward + 1);
 }
 
 TEST(ModelZooTest, EveryLayerHasForwardCosts) {

@@ -80,7 +80,7 @@ AUTOCAST_CASES = [
     ("autocast_bf16", {"autocast": True}),
     ("autocast_bf16_cap1", {"autocast": True, "bucket_cap_mb": 1}),
 ]
-AUTOCAST_MODELS = ("mlp-wide", "resnet50", "gpt2-small", "bert-base")
+AUTOCAST_MODELS = ("mlp-wide", "resnet50", "gpt2-small", "bert-base", "llama-small")
 
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int32": 4, "int64": 8}
 
@@ -127,12 +127,21 @@ def build_model(name):
 
         model = BertModel(BertConfig())
         return model, lambda: torch.randint(0, 30522, (2, 8))
+    if name == "llama-small":  # the zoo's Llama-style decoder (models/zoo/gen_zoo.py)
+        from transformers import LlamaConfig, LlamaForCausalLM
+
+        config = LlamaConfig(vocab_size=32000, hidden_size=768, intermediate_size=2048,
+                             num_hidden_layers=8, num_attention_heads=12, num_key_value_heads=12,
+                             rms_norm_eps=1e-6, tie_word_embeddings=False)
+        return LlamaForCausalLM(config), lambda: torch.randint(0, 32000, (2, 8))
     raise ValueError(name)
 
 
 def loss_of(out):
     if isinstance(out, torch.Tensor):
         return out.float().sum()
+    if getattr(out, "logits", None) is not None:
+        return out.logits.float().sum()
     if hasattr(out, "last_hidden_state"):
         total = out.last_hidden_state.float().sum()
         if getattr(out, "pooler_output", None) is not None:
@@ -331,7 +340,7 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--models", default="mlp-tiny,mlp-wide,mlp-unused,resnet18,resnet50,"
-                        "mobilenet_v2,vgg16,gpt2-small,bert-base")
+                        "mobilenet_v2,vgg16,gpt2-small,bert-base,llama-small")
     parser.add_argument("--out", default=os.path.join(here, "buckets.json"))
     parser.add_argument("--cases", help="only these cases (comma-separated names)")
     parser.add_argument("--merge", action="store_true",
