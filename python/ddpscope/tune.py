@@ -9,8 +9,9 @@ The simulator proposes, the job measures, and the winner is kept:
    the recorded run (``ddpscope plan --trace``: the measured compute, the collectives calibrated
    on the run's own cost): the current settings and the few layouts predicted fastest (uniform
    caps, the planned ``bucket_cap_mb_list`` where this torch has it, ``gradient_as_bucket_view``,
-   ``static_graph`` where the recorded steps show a static graph). ``candidates=`` replaces the
-   proposal with the user's own list.
+   ``static_graph`` where the recorded steps show a static graph), and PyTorch's default
+   layout whenever the job runs another. ``candidates=`` replaces the proposal with the user's
+   own list.
 3. **Measure in the job.** Each candidate is a new DDP around the same module (the optimizer,
    parameters and data stay as they are); every step is a real training step. Each wrapper is
    warmed up (DDP's first iteration and bucket rebuild), then the candidates run in interleaved
@@ -282,7 +283,13 @@ def _propose(base: Dict[str, Any], trace: str, module: nn.Module, example: Any,
     if not any(c["current"] for c in out):
         out.insert(0, _candidate("current", base, None, True))
     current = [c for c in out if c["current"]][:1]
-    others = [c for c in out if not c["current"]][:max_candidates]
+    others = [c for c in out if not c["current"]]
+    # PyTorch's default layout stays a candidate past max_candidates (plan keeps it too): when
+    # the prediction cannot tell layouts apart, the layout most jobs run must still be measured.
+    default = [c for c in others if c["label"] == "default"]
+    others = others[:max_candidates]
+    if default and default[0] not in others:
+        others.append(default[0])
     where = ("cpu-mpi's model calibrated on the run's own collectives"
              if str(plan["cluster"]).startswith("calibrated:") else "cluster " + plan["cluster"])
     return current + others, ("predicted by ddpscope plan --trace on the %d recorded steps (%s)"
@@ -410,7 +417,8 @@ def tune(ddp_model: Any, train_step: Callable[[Any], Any], *, optimizer: Any = N
 
     ``candidates``: the DDP keyword arguments to try instead of the proposal (dicts of
     ``bucket_cap_mb``, ``bucket_cap_mb_list``, ``gradient_as_bucket_view``, ``static_graph``);
-    ``max_candidates``: how many proposed layouts besides the current settings. ``rounds`` x
+    ``max_candidates``: how many proposed layouts besides the current settings (PyTorch's
+    default layout comes on top when the job runs another and it is not among them). ``rounds`` x
     (candidates + 2) blocks of ``steps_per_block`` steps are measured after ``warmup_steps`` per
     wrapper and ``record_steps`` (after 2 warm-up steps) for the proposal. ``alpha``: the sign
     test's level; ``min_gain``: the smallest median gain (a fraction) worth switching for.

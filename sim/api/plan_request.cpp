@@ -235,7 +235,17 @@ std::vector<PlanCandidate> planCandidates(const PlanInput& input, const PlanResu
                      if (a.current != b.current) return a.current;
                      return a.predictedStep < b.predictedStep;
                    });
-  if (static_cast<int>(unique.size()) > keep + 1) unique.resize(static_cast<size_t>(keep) + 1);
+  if (static_cast<int>(unique.size()) > keep + 1) {
+    const auto isDefault = [](const PlanCandidate& c) { return c.label == "default"; };
+    const auto firstCut = unique.begin() + keep + 1;
+    const auto dflt = std::find_if(firstCut, unique.end(), isDefault);
+    std::optional<PlanCandidate> keptDefault;
+    if (dflt != unique.end() && std::none_of(unique.begin(), firstCut, isDefault)) {
+      keptDefault = std::move(*dflt);
+    }
+    unique.resize(static_cast<size_t>(keep) + 1);
+    if (keptDefault) unique.push_back(std::move(*keptDefault));
+  }
   for (PlanCandidate& c : unique) c.kwargs = candidateKwargs(c);
   return unique;
 }

@@ -56,7 +56,9 @@ inline constexpr int kDefaultPlanCandidates = 3;
 // The current settings first, then up to `keep` other layouts by predicted step time: every
 // uniform cap of the sweep (the default included), the planned bucket_cap_mb_list (2.15) and the
 // recommendation with each flag that helps. Layouts that build the same buckets with the same
-// flags are measured once (the first named in that order, the current settings first).
+// flags are measured once (the first named in that order, the current settings first). When the
+// run's own settings are not PyTorch's default layout, the default stays a candidate even past
+// `keep`: a prediction that cannot tell layouts apart must not drop the one most jobs run.
 std::vector<PlanCandidate> planCandidates(const PlanInput& input, const PlanResult& result,
                                           int keep = kDefaultPlanCandidates);
 nlohmann::json candidatesJson(const std::vector<PlanCandidate>& candidates);
