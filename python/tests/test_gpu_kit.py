@@ -111,6 +111,43 @@ def test_check_schema_rejects_a_result_without_step_times(tmp_path):
     assert "step_ms.eager holds a value that is not a positive time" in str(e.value)
 
 
+def test_zero_shot_predicts_every_timed_configuration_with_the_builtin_host_profile(cli):
+    job = {"model": "llama-small", "batch": 2, "seq_len": 64, "image_size": None,
+           "dtype": "bf16", "median_step_ms": {"eager": 10.0, "ddp-cap1": 14.0,
+                                               "ddp-cap25": 12.0, "ddp-default": 12.5}}
+    z = analyze.zero_shot(cli.path, "llama-small", job, "dgx-h100")
+    assert z["held_out"] and z["host_profile"] == "h100-torch211"
+    base = ["simulate", "--model", "llama-small", "--cluster", "dgx-h100", "--world-size", "1",
+            "--batch", "2", "--seq-len", "64", "--dtype", "bf16", "--autocast",
+            "--host-profile", "h100-torch211"]
+    default = cli.json(*base)
+    cap1 = cli.json(*base, "--bucket-cap-mb", "1")
+    c = z["configs"]
+    assert c["ddp-default"]["predicted_ms"] == round(default["step_time_ns"] / 1e6, 4)
+    assert c["eager"]["predicted_ms"] == round(default["plain_step_ns"] / 1e6, 4)
+    assert c["ddp-cap1"]["predicted_ms"] == round(cap1["step_time_ns"] / 1e6, 4)
+    assert c["ddp-cap1"]["buckets"] == cap1["num_buckets"] > c["ddp-cap25"]["buckets"]
+    assert c["ddp-cap1"]["error"] == round((cap1["step_time_ns"] / 1e6 - 14.0) / 14.0, 4)
+    assert z["cap1_over_cap25"]["measured"] == round(14.0 / 12.0 - 1, 4)
+    assert z["ddp_overhead_ms"]["measured"] == 2.5
+    assert not analyze.zero_shot(cli.path, "resnet50", dict(job, model="resnet50", seq_len=None,
+                                                            image_size=64), "dgx-h100")["held_out"]
+
+
+def test_check_params_names_the_first_difference(tmp_path):
+    zoo = os.path.join(ROOT, "models", "zoo", "mlp-tiny.json")
+    got = {"model": "mlp-tiny", "parameters": [["0.weight", [50, 10]], ["0.bias", [50]],
+                                               ["2.weight", [1, 50]], ["2.bias", [1]]]}
+    p = tmp_path / "p.json"
+    p.write_text(json.dumps(got))
+    analyze.check_params(str(p), zoo)
+    got["parameters"][2] = ["2.weight", [50, 1]]
+    p.write_text(json.dumps(got))
+    with pytest.raises(SystemExit) as e:
+        analyze.check_params(str(p), zoo)
+    assert "parameter 2: torch 2.weight [50, 1], zoo 2.weight [1, 50]" in str(e.value)
+
+
 def test_read_param_dump_reads_the_runtimes_format(tmp_path):
     torch = pytest.importorskip("torch")
     job = load("torch_job")

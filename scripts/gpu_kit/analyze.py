@@ -6,6 +6,9 @@
   analyze.py analyze OUT --ddpscope BIN [--expect F]   OUT/report.json and OUT/report.md from what
                                                        `gpu-kit run` wrote into OUT
   analyze.py check-schema FILE                         one torch_job.py result against schema.json
+  analyze.py check-params FILE --zoo ZOO.json          torch_job.py --param-names: the torch
+                                                       model's parameters equal the zoo model's
+                                                       (names, shapes, order)
 
 What `analyze` computes, per model, from the files of a run:
   gtest          the GPU tests' counts (passed, failed, skipped) from their XML
@@ -18,6 +21,10 @@ What `analyze` computes, per model, from the files of a run:
                  launch; backward kernels through the autograd sequence number of the forward op
                  that made the node) against `ddpscope simulate` at world size 1 on the cluster
                  matching the GPU (dgx-h100, hgx-h200), same batch, shape and bf16
+  zero-shot      every timed configuration (eager, each cap, the default) against `ddpscope
+                 simulate` at world size 1 with the built-in host profile and nothing from the
+                 run; cap 1 against cap 25 and DDP's overhead over eager, measured and predicted;
+                 models the profile was not fitted on are marked held out
   import         `ddpscope import-torch` of every trace: buckets, step, overlap
   replay         `ddpscope replay` of the runtime's own trace at its own settings: error
 
@@ -308,6 +315,72 @@ def cluster_for(gpu_name):
     return "dgx-h100"
 
 
+# ---- zero-shot: simulate every timed configuration -----------------------------------------
+
+# The built-in host profile the kit's zero-shot predictions use, and the models it was fitted on
+# (`ddpscope host-profile show h100-torch211`: its source); the others are held out.
+HOST_PROFILE = "h100-torch211"
+FITTED_ON = ("resnet50", "gpt2-small", "bert-base")
+
+
+def simulate_config(ddpscope, model, job, cluster, cap):
+    """`ddpscope simulate` at world size 1 for one timed configuration: cap None is PyTorch's
+    default (bucket_cap_mb not given)."""
+    cmd = [ddpscope, "simulate", "--model", model, "--cluster", cluster, "--world-size", "1",
+           "--batch", str(job["batch"]), "--host-profile", HOST_PROFILE, "--json"]
+    if job["dtype"] == "bf16":
+        cmd += ["--dtype", "bf16", "--autocast"]
+    else:
+        cmd += ["--dtype", "fp32"]
+    if job.get("seq_len"):
+        cmd += ["--seq-len", str(job["seq_len"])]
+    if job.get("image_size"):
+        cmd += ["--image-size", str(job["image_size"])]
+    if cap is not None:
+        cmd += ["--bucket-cap-mb", cap]
+    rc, so, se = sh(cmd, timeout=120)
+    if rc != 0:
+        raise RuntimeError(f"{' '.join(cmd[1:])}: exit {rc}: {se.strip()[-300:]}")
+    return json.loads(so)
+
+
+def zero_shot(ddpscope, model, job, cluster):
+    """Every timed configuration predicted with nothing from this run: the zoo model, the
+    cluster's roofline kernels and the built-in host profile. eager is the default run's plain
+    step (the same host lane without DDP)."""
+    med = job["median_step_ms"]
+    res = {"host_profile": HOST_PROFILE, "held_out": model not in FITTED_ON, "configs": {}}
+    sims = {}
+    for cfg in med:
+        if cfg == "eager":
+            continue
+        cap = None if cfg == "ddp-default" else cfg[len("ddp-cap"):]
+        sims[cfg] = simulate_config(ddpscope, model, job, cluster, cap)
+    default = sims.get("ddp-default")
+    for cfg, measured in med.items():
+        if cfg == "eager":
+            if default is None or not default.get("plain_step_simulated"):
+                continue
+            pred = default["plain_step_ns"] / 1e6
+        else:
+            pred = sims[cfg]["step_time_ns"] / 1e6
+        res["configs"][cfg] = {"measured_ms": rnd(measured), "predicted_ms": rnd(pred),
+                               "error": rnd(rel(pred, measured)),
+                               "buckets": sims[cfg]["num_buckets"] if cfg in sims else None}
+    c = res["configs"]
+    if "ddp-cap1" in c and "ddp-cap25" in c:
+        res["cap1_over_cap25"] = {
+            "measured": rnd(rel(c["ddp-cap1"]["measured_ms"], c["ddp-cap25"]["measured_ms"])),
+            "predicted": rnd(rel(c["ddp-cap1"]["predicted_ms"], c["ddp-cap25"]["predicted_ms"]))}
+    if "eager" in c and "ddp-default" in c:
+        res["ddp_overhead_ms"] = {
+            "measured": rnd(c["ddp-default"]["measured_ms"] - c["eager"]["measured_ms"]),
+            "predicted": rnd(c["ddp-default"]["predicted_ms"] - c["eager"]["predicted_ms"])}
+    errs = [abs(v["error"]) for v in c.values() if v["error"] is not None]
+    res["mean_abs_error"] = rnd(sum(errs) / len(errs)) if errs else None
+    return res
+
+
 # ---- import-torch and replay ---------------------------------------------------------------
 
 def import_trace(ddpscope, trace, out):
@@ -405,6 +478,10 @@ def analyze(out, ddpscope):
                 trace += ".gz"
             if os.path.exists(trace):
                 r["runtime_replay"] = replay_runtime(ddpscope, trace, model, cluster)
+        try:
+            r["zero_shot"] = zero_shot(ddpscope, model, job, cluster)
+        except Exception as e:  # noqa: BLE001 (the report says what failed)
+            r["zero_shot"] = {"error": f"{type(e).__name__}: {e}"}
         # Per-layer compute against the simulator, and import of every trace.
         r["import"] = {}
         for cfg, tr in sorted(job.get("traces", {}).items()):
@@ -489,6 +566,26 @@ def markdown(rep):
             f"{fmt(lt.get('forward_error'), True)} | {fmt(lt.get('backward_error'), True)} | "
             f"{fmt(lf.get('median_abs_error'), True)} / {fmt(lb.get('median_abs_error'), True)} | "
             f"{fmt(lt.get('step_error'), True)} |")
+    zs = [(m, r["zero_shot"]) for m, r in rep.get("models", {}).items()
+          if "configs" in (r.get("zero_shot") or {})]
+    if zs:
+        lines += ["", f"Zero-shot (`ddpscope simulate`, world size 1, host profile "
+                      f"{zs[0][1]['host_profile']}; measured / predicted ms, error):", "",
+                  "| model | fit | " + " | ".join(c for c in zs[0][1]["configs"]) +
+                  " | cap1 vs cap25 measured / predicted | DDP - eager ms measured / predicted |",
+                  "| --- " * (4 + len(zs[0][1]["configs"])) + "|"]
+        for m, z in zs:
+            cells = [f"{v['measured_ms']:.2f} / {v['predicted_ms']:.2f} ({fmt(v['error'], True)})"
+                     for v in z["configs"].values()]
+            cc = z.get("cap1_over_cap25", {})
+            do = z.get("ddp_overhead_ms", {})
+            lines.append(f"| {m} | {'held out' if z['held_out'] else 'fitted'} | " +
+                         " | ".join(cells) + f" | {fmt(cc.get('measured'), True)} / "
+                         f"{fmt(cc.get('predicted'), True)} | {fmt(do.get('measured'))} / "
+                         f"{fmt(do.get('predicted'))} |")
+    for m, r in rep.get("models", {}).items():
+        if "error" in (r.get("zero_shot") or {}):
+            lines += ["", f"- zero-shot {m}: {r['zero_shot']['error']}"]
     if rep.get("numerics"):
         lines += ["", "| numerics (losses of the first steps) | step 1 runtime vs torch | "
                   "max runtime vs torch | max torch vs float64 | max runtime vs float64 |",
@@ -540,6 +637,22 @@ def check_schema(path):
     print(f"analyze: {path} follows {schema['schema']}")
 
 
+def check_params(path, zoo_path):
+    got = load_json(path)
+    zoo = load_json(zoo_path)
+    want = [[p["name"], p["shape"]] for p in zoo["parameters"]]
+    errs = []
+    for i, (g, w) in enumerate(zip(got["parameters"], want)):
+        if g != w:
+            errs.append(f"parameter {i}: torch {g[0]} {g[1]}, zoo {w[0]} {w[1]}")
+            break
+    if len(got["parameters"]) != len(want):
+        errs.append(f"torch has {len(got['parameters'])} parameters, the zoo {len(want)}")
+    if errs:
+        raise SystemExit(f"analyze: {path} against {zoo_path}: " + "; ".join(errs))
+    print(f"analyze: {got['model']}: {len(want)} parameters equal {os.path.basename(zoo_path)}'s")
+
+
 def main(argv):
     if len(argv) < 3:
         raise SystemExit(__doc__)
@@ -560,6 +673,10 @@ def main(argv):
             print("analyze: report equals " + opts["--expect"])
     elif verb == "check-schema":
         check_schema(out)
+    elif verb == "check-params":
+        if "--zoo" not in opts:
+            raise SystemExit("analyze.py check-params FILE --zoo ZOO.json")
+        check_params(out, opts["--zoo"])
     else:
         raise SystemExit(f"analyze.py: unknown verb '{verb}'")
 

@@ -6,27 +6,34 @@ parameter order, so no torchvision or transformers is needed) it measures, on on
 as a rehearsal):
 
   eager          plain training steps, no DDP: the step the runtime's step is compared with
-  ddp-cap1       DistributedDataParallel at world size 1, bucket_cap_mb=1
-  ddp-cap25      ... bucket_cap_mb=25 (given explicitly: current PyTorch then also caps the
-                 first bucket at 25 MiB)
+  ddp-cap<C>     DistributedDataParallel at world size 1, bucket_cap_mb=C for each C of --caps
+                 (default 1, 5, 25, 100; given explicitly, current PyTorch then also caps the
+                 first bucket at C MiB)
   ddp-default    ... bucket_cap_mb not given (first bucket 1 MiB, the rest 25 MiB)
 
-The configurations are timed interleaved (eager, cap1, cap25, default, eager, cap1, ...) for
---rounds rounds of --steps steps each; every step is synchronized with the device and timed with
-the host clock, so a step is what the user waits for. Then each DDP configuration is profiled for
---trace-steps steps with torch.profiler (CPU + CUDA activities, record_shapes=True) and exported
+The configurations are timed interleaved (eager, cap1, cap5, ..., default, eager, cap1, ...)
+for --rounds rounds of --steps steps each, unprofiled; every step is synchronized with the
+device and timed with the host clock, so a step is what the user waits for. Then the
+configurations of --profile (default eager, cap 1 and the default) are profiled for
+--trace-steps steps with torch.profiler (CPU + CUDA activities, record_shapes=True), and those of
+--profile-noshapes (default: the default cap) once more with record_shapes=False, each exported
 as a Chrome trace that `ddpscope import-torch` reads. During the profiled steps every module's
 forward is wrapped in a record_function range "ddpscope.layer:<module path>" so that the kernels
 can be attributed to layers (scripts/gpu_kit/analyze.py); the timed steps carry no such ranges.
 
+Models: resnet50, gpt2-small, bert-base (the profiles were fitted on their H100 traces), and
+vit-b16 and llama-small (a Llama-style decoder: RMSNorm, SwiGLU, rotary embeddings, SDPA), held
+out of every fit.
+
 Writes into --out DIR:
-  <model>.json                      the measurements (schema: scripts/gpu_kit/schema.json)
-  <model>-<config>-rank0.json.gz    the profiler traces (when the profiler has Kineto)
+  <model>.json                               the measurements (schema: scripts/gpu_kit/schema.json)
+  <model>-<config>[-noshapes]-rank0.json.gz  the profiler traces (when the profiler has Kineto)
 
 The process group is NCCL on a GPU and gloo on the CPU, rendezvous through a file.
 Exit codes: 0 done; 2 bad arguments; 3 torch missing.
 """
 import argparse
+import collections
 import copy
 import json
 import math
@@ -290,31 +297,195 @@ class BertModel(nn.Module):
         return h, self.pooler(h)
 
 
-MODELS = ("resnet50", "gpt2-small", "bert-base")
+class ViTEncoderBlock(nn.Module):
+    """torchvision's EncoderBlock: pre-norm nn.MultiheadAttention and an MLP (Linear, GELU,
+    Linear; the dropouts are p=0 and not modules that run)."""
+
+    def __init__(self, hidden, heads, mlp_dim):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(hidden, eps=1e-6)
+        self.self_attention = nn.MultiheadAttention(hidden, heads, batch_first=True)
+        self.ln_2 = nn.LayerNorm(hidden, eps=1e-6)
+        self.mlp = nn.Sequential(nn.Linear(hidden, mlp_dim), nn.GELU(), nn.Dropout(0.0),
+                                 nn.Linear(mlp_dim, hidden), nn.Dropout(0.0))
+
+    def forward(self, x):
+        y = self.ln_1(x)
+        y, _ = self.self_attention(y, y, y, need_weights=False)
+        x = x + y
+        return x + self.mlp(self.ln_2(x))
 
 
-def make_model(name):
-    return {"resnet50": ResNet50, "gpt2-small": GPT2Model, "bert-base": BertModel}[name]()
+class ViTEncoder(nn.Module):
+    def __init__(self, tokens, layers, hidden, heads, mlp_dim):
+        super().__init__()
+        self.pos_embedding = nn.Parameter(torch.empty(1, tokens, hidden).normal_(std=0.02))
+        self.layers = nn.Sequential(collections.OrderedDict(  # torchvision's names
+            (f"encoder_layer_{i}", ViTEncoderBlock(hidden, heads, mlp_dim)) for i in range(layers)))
+        self.ln = nn.LayerNorm(hidden, eps=1e-6)
+
+    def forward(self, x):
+        return self.ln(self.layers(x + self.pos_embedding))
+
+
+class VisionTransformer(nn.Module):
+    """torchvision's vit_b_16 layout (class_token, conv_proj, encoder, heads.head); the
+    position table is sized for --image-size (197 tokens at 224, as the zoo's vit-b16)."""
+
+    def __init__(self, image=224, patch=16, layers=12, hidden=768, heads=12, mlp_dim=3072,
+                 classes=1000):
+        super().__init__()
+        self.patch = patch
+        self.class_token = nn.Parameter(torch.zeros(1, 1, hidden))
+        self.conv_proj = nn.Conv2d(3, hidden, patch, patch)
+        self.encoder = ViTEncoder((image // patch) ** 2 + 1, layers, hidden, heads, mlp_dim)
+        self.heads = nn.Sequential()
+        self.heads.add_module("head", nn.Linear(hidden, classes))
+
+    def forward(self, x):
+        x = self.conv_proj(x).flatten(2).transpose(1, 2)
+        x = torch.cat([self.class_token.expand(x.shape[0], -1, -1), x], dim=1)
+        return self.heads(self.encoder(x)[:, 0])
+
+
+class LlamaRMSNorm(nn.Module):
+    """torch.nn.RMSNorm where the torch has it (2.4+; one fused op on CUDA), else its formula."""
+
+    def __init__(self, hidden, eps):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(hidden))
+
+    def forward(self, x):
+        if hasattr(F, "rms_norm"):
+            return F.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def rotate_half(x):
+    a, b = x.chunk(2, dim=-1)
+    return torch.cat((-b, a), dim=-1)
+
+
+class LlamaAttention(nn.Module):
+    def __init__(self, hidden, heads):
+        super().__init__()
+        self.heads = heads
+        self.q_proj = nn.Linear(hidden, hidden, bias=False)
+        self.k_proj = nn.Linear(hidden, hidden, bias=False)
+        self.v_proj = nn.Linear(hidden, hidden, bias=False)
+        self.o_proj = nn.Linear(hidden, hidden, bias=False)
+
+    def forward(self, x, cos, sin):
+        b, t, c = x.shape
+
+        def heads(y):
+            return y.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+
+        q, k, v = heads(self.q_proj(x)), heads(self.k_proj(x)), heads(self.v_proj(x))
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        y = attention(q, k, v, causal=True).transpose(1, 2).reshape(b, t, c)
+        return self.o_proj(y)
+
+
+class LlamaMLP(nn.Module):
+    def __init__(self, hidden, inter):
+        super().__init__()
+        self.gate_proj = nn.Linear(hidden, inter, bias=False)
+        self.up_proj = nn.Linear(hidden, inter, bias=False)
+        self.down_proj = nn.Linear(inter, hidden, bias=False)
+        self.act_fn = nn.SiLU()
+
+    def forward(self, x):
+        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+
+
+class LlamaDecoderLayer(nn.Module):
+    def __init__(self, hidden, heads, inter, eps):
+        super().__init__()
+        self.self_attn = LlamaAttention(hidden, heads)
+        self.mlp = LlamaMLP(hidden, inter)
+        self.input_layernorm = LlamaRMSNorm(hidden, eps)
+        self.post_attention_layernorm = LlamaRMSNorm(hidden, eps)
+
+    def forward(self, x, cos, sin):
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class LlamaModel(nn.Module):
+    def __init__(self, vocab, hidden, heads, inter, layers, eps):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(vocab, hidden)
+        self.layers = nn.ModuleList([LlamaDecoderLayer(hidden, heads, inter, eps)
+                                     for _ in range(layers)])
+        self.norm = LlamaRMSNorm(hidden, eps)
+        half = hidden // heads // 2
+        self.register_buffer("inv_freq", 1.0 / 10000 ** (torch.arange(half).float() / half),
+                             persistent=False)
+
+    def forward(self, ids):
+        t = ids.shape[1]
+        freqs = torch.outer(torch.arange(t, device=ids.device).float(), self.inv_freq)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        cos, sin = emb.cos()[None, None], emb.sin()[None, None]
+        x = self.embed_tokens(ids)
+        for layer in self.layers:
+            x = layer(x, cos, sin)
+        return self.norm(x)
+
+
+class LlamaForCausalLM(nn.Module):
+    """The zoo's llama-small: Hugging Face LlamaForCausalLM's module names and parameter order
+    (8 layers, hidden 768, 12 heads, SwiGLU 2048, RMSNorm, rotary embeddings, vocab 32000,
+    untied lm_head, no biases), in plain torch: what a user writes and exports."""
+
+    def __init__(self, vocab=32000, hidden=768, heads=12, inter=2048, layers=8, eps=1e-6):
+        super().__init__()
+        self.model = LlamaModel(vocab, hidden, heads, inter, layers, eps)
+        self.lm_head = nn.Linear(hidden, vocab, bias=False)
+
+    def forward(self, ids):
+        return self.lm_head(self.model(ids))
+
+
+MODELS = ("resnet50", "gpt2-small", "bert-base", "vit-b16", "llama-small")
+VOCAB = {"gpt2-small": 50257, "bert-base": 30522, "llama-small": 32000}
+
+
+def make_model(name, image=224):
+    if name == "vit-b16":
+        return VisionTransformer(image=image)
+    return {"resnet50": ResNet50, "gpt2-small": GPT2Model, "bert-base": BertModel,
+            "llama-small": LlamaForCausalLM}[name]()
+
+
+def is_vision(name):
+    return name in ("resnet50", "vit-b16")
 
 
 def make_batch(name, batch, seq, image, device):
     g = torch.Generator().manual_seed(1)
-    if name == "resnet50":
+    if is_vision(name):
         x = torch.randn(batch, 3, image, image, generator=g)
         y = torch.randint(0, 1000, (batch,), generator=g)
         return x.to(device), y.to(device)
-    vocab = 50257 if name == "gpt2-small" else 30522
+    vocab = VOCAB[name]
     ids = torch.randint(0, vocab, (batch, seq + 1), generator=g)
     # Language modelling as ddpscope's runtime trains GPT-2: the next token at each position.
     return ids[:, :-1].contiguous().to(device), ids[:, 1:].contiguous().to(device)
 
 
 def loss_of(name, out, y, model=None):
-    """The runtime's losses (runtime/cpu/loss.h): cross-entropy of the classes for resnet50;
-    GPT-2: cross-entropy of the next token with the LM head tied to wte (GPT2LMHeadModel);
-    bert-base (not trained by the runtime): the mean square of both outputs."""
-    if name == "resnet50":
+    """The runtime's losses (runtime/cpu/loss.h): cross-entropy of the classes for resnet50
+    (and vit-b16); GPT-2: cross-entropy of the next token with the LM head tied to wte
+    (GPT2LMHeadModel); llama-small: the same through its own lm_head; bert-base (not trained
+    by the runtime): the mean square of both outputs."""
+    if is_vision(name):
         return F.cross_entropy(out.float(), y)
+    if name == "llama-small":  # its own lm_head made the logits
+        return F.cross_entropy(out.float().reshape(-1, out.shape[-1]), y.reshape(-1))
     if name == "bert-base":
         h, pooled = out
         return h.float().pow(2).mean() + pooled.float().pow(2).mean()
@@ -398,7 +569,7 @@ def kineto_available():
     return bool(getattr(torch.autograd, "kineto_available", lambda: False)())
 
 
-def profile(trainer, model_name, x, y, steps, path):
+def profile(trainer, model_name, x, y, steps, path, record_shapes=True):
     """Profiles `steps` steps of a trainer; writes a gzip Chrome trace; returns None or why not."""
     if not kineto_available():
         return f"torch {torch.__version__} has no Kineto profiler"
@@ -408,7 +579,7 @@ def profile(trainer, model_name, x, y, steps, path):
     handles = layer_ranges(trainer.model)
     try:
         schedule = torch.profiler.schedule(wait=0, warmup=1, active=steps, repeat=1)
-        with torch.profiler.profile(activities=acts, record_shapes=True, schedule=schedule,
+        with torch.profiler.profile(activities=acts, record_shapes=record_shapes, schedule=schedule,
                                     on_trace_ready=lambda p: p.export_chrome_trace(path)) as prof:
             for _ in range(steps + 1):
                 trainer.step(model_name, x, y)
@@ -480,7 +651,7 @@ def numerics(args, device):
     def train(mode):
         dt = torch.float64 if mode == "fp64" else torch.float32
         torch.manual_seed(0)
-        model = make_model(args.model).to(device=device, dtype=dt)
+        model = make_model(args.model, args.image_size).to(device=device, dtype=dt)
         with torch.no_grad():
             for name, p in model.named_parameters():
                 if name not in dump or dump[name].numel() != p.numel():
@@ -491,7 +662,7 @@ def numerics(args, device):
         losses, k = [], 1
         while f"batch{k}.inputs" in dump:
             x, t = dump[f"batch{k}.inputs"], dump[f"batch{k}.targets"]
-            if args.model == "resnet50":
+            if is_vision(args.model):
                 x = x.reshape(t.numel(), 3, args.image_size, args.image_size).to(device, dt)
             else:
                 x = x.to(torch.int64).reshape(-1, args.seq_len).to(device)
@@ -517,8 +688,8 @@ def numerics(args, device):
 
     result = {"schema": "ddpscope.gpu-kit.numerics/1", "model": args.model, "dtype": args.dtype,
               "device": describe_device(device), "batch": args.batch,
-              "seq_len": args.seq_len if args.model != "resnet50" else None,
-              "image_size": args.image_size if args.model == "resnet50" else None,
+              "seq_len": None if is_vision(args.model) else args.seq_len,
+              "image_size": args.image_size if is_vision(args.model) else None,
               "torch_losses": ours, "fp64_losses": ref, "runtime_losses": rt,
               "runtime_vs_torch": diff(rt, ours), "torch_vs_fp64": diff(ours, ref),
               "runtime_vs_fp64": diff(rt, ref)}
@@ -557,6 +728,15 @@ def parse_caps(text):
     return caps
 
 
+def parse_configs(parser, flag, text, configs):
+    names = [c.strip() for c in text.split(",") if c.strip()]
+    for n in names:
+        if n not in configs:
+            parser.error(f"{flag}: '{n}' is not one of the timed configurations "
+                         f"({', '.join(configs)}; --caps sets the DDP ones)")
+    return names
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -568,12 +748,21 @@ def main():
     p.add_argument("--batch", type=int, required=True)
     p.add_argument("--seq-len", type=int, default=512)
     p.add_argument("--image-size", type=int, default=224)
-    p.add_argument("--caps", default="1,25,default")
+    p.add_argument("--caps", default="1,5,25,100,default")
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--rounds", type=int, default=4)
     p.add_argument("--steps", type=int, default=5, help="timed steps per round")
-    p.add_argument("--trace-steps", type=int, default=2, help="profiled steps (0: no trace)")
+    p.add_argument("--trace-steps", type=int, default=4,
+                   help="profiled steps per trace (0: no trace)")
+    p.add_argument("--profile", default="eager,ddp-cap1,ddp-default",
+                   help="configurations profiled with record_shapes=True ('' for none)")
+    p.add_argument("--profile-noshapes", default="ddp-default",
+                   help="configurations profiled again with record_shapes=False, which records "
+                        "less per op ('' for none)")
     p.add_argument("--out", required=True)
+    p.add_argument("--param-names", metavar="JSON",
+                   help="also write the model's parameters and buffers (name, shape, in "
+                        "model.parameters() order) to JSON")
     p.add_argument("--numerics-from", metavar="DUMP",
                    help="instead of timing: train the batches of a ddpscope-run --dump-start "
                         "file from its parameters and compare the losses")
@@ -584,6 +773,10 @@ def main():
             args.warmup < 0 or args.trace_steps < 0:
         p.error("--batch, --seq-len, --image-size, --rounds and --steps must be positive")
     caps = parse_caps(args.caps)
+    configs = ["eager"] + [f"ddp-cap{c}" if c != "default" else "ddp-default" for c in caps]
+    profiled, profiled_noshapes = (parse_configs(p, flag, text, configs) for flag, text in
+                                   (("--profile", args.profile),
+                                    ("--profile-noshapes", args.profile_noshapes)))
     device = open_device(p, args)
     if args.numerics_from:
         if not args.numerics_summary:
@@ -597,7 +790,12 @@ def main():
                                 init_method="file://" + os.path.join(tmp, "rendezvous"),
                                 rank=0, world_size=1)
         torch.manual_seed(0)
-        base = make_model(args.model).to(device)
+        base = make_model(args.model, args.image_size).to(device)
+        if args.param_names:
+            with open(args.param_names, "w") as f:
+                json.dump({"model": args.model,
+                           "parameters": [[n, list(t.shape)] for n, t in base.named_parameters()],
+                           "buffers": [[n, list(t.shape)] for n, t in base.named_buffers()]}, f)
         x, y = make_batch(args.model, args.batch, args.seq_len, args.image_size, device)
         trainers = [Trainer("eager", base, None, device, autocast)]
         trainers += [Trainer(f"ddp-cap{c}" if c != "default" else "ddp-default", base, c, device,
@@ -611,14 +809,18 @@ def main():
             for t in trainers:
                 step_ms[t.name] += t.timed_steps(args.model, x, y, args.steps)
         timing_s = time.perf_counter() - t0
-        traces, trace_notes = {}, {}
-        for t in trainers[1:] if args.trace_steps else []:
-            path = os.path.join(args.out, f"{args.model}-{t.name}-rank0.json.gz")
-            why = profile(t, args.model, x, y, args.trace_steps, path)
-            if why is None:
-                traces[t.name] = os.path.basename(path)
-            else:
-                trace_notes[t.name] = why
+        traces, traces_noshapes, trace_notes = {}, {}, {}
+        by_name = {t.name: t for t in trainers}
+        for names, shapes, into, suffix in ((profiled, True, traces, ""),
+                                            (profiled_noshapes, False, traces_noshapes,
+                                             "-noshapes")):
+            for name in names if args.trace_steps else []:
+                path = os.path.join(args.out, f"{args.model}-{name}{suffix}-rank0.json.gz")
+                why = profile(by_name[name], args.model, x, y, args.trace_steps, path, shapes)
+                if why is None:
+                    into[name] = os.path.basename(path)
+                else:
+                    trace_notes[name + suffix] = why
         buckets = {}
         for t in trainers[1:]:
             log = t.ddp._get_ddp_logging_data()
@@ -632,8 +834,8 @@ def main():
         "device": describe_device(device),
         "dtype": args.dtype,
         "batch": args.batch,
-        "seq_len": args.seq_len if args.model != "resnet50" else None,
-        "image_size": args.image_size if args.model == "resnet50" else None,
+        "seq_len": None if is_vision(args.model) else args.seq_len,
+        "image_size": args.image_size if is_vision(args.model) else None,
         "warmup": args.warmup,
         "rounds": args.rounds,
         "steps_per_round": args.steps,
@@ -643,6 +845,7 @@ def main():
         "first_losses": {t.name: t.losses for t in trainers},
         "buckets": buckets,
         "traces": traces,
+        "traces_noshapes": traces_noshapes,
         "trace_notes": trace_notes,
         "trace_steps": args.trace_steps,
     }
