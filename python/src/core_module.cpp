@@ -132,7 +132,8 @@ class Simulation {
         for (const auto& [key, value] : s.args) {
           if (key != traces::kArgBucket && key != traces::kArgBytes && key != traces::kArgIteration)
             continue;
-          std::visit([&](const auto& v) { d[py::str(key)] = v; }, value);
+          const py::str name(key);  // a lambda cannot capture a structured binding (C++20)
+          std::visit([&d, &name](const auto& v) { d[name] = v; }, value);
         }
         out.append(std::move(d));
       }

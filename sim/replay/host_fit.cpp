@@ -115,8 +115,9 @@ StatusOr<std::vector<HostFacts>> loadHostFacts(const std::string& path) {
     ASSIGN_OR_RETURN(const Json* measured, reader.object(m, at, "measured_ms", true));
     for (const auto& [config, values] : measured->items()) {
       if (config == "_job") {
-        auto num = [&](const char* key) {
-          const Json* v = findJsonMember(values, key);
+        const Json& job = values;  // a lambda cannot capture a structured binding (C++20)
+        auto num = [&job](const char* key) {
+          const Json* v = findJsonMember(job, key);
           return v != nullptr && v->is_number_integer() ? v->get<int64_t>() : 0;
         };
         f.batch = num("batch");
