@@ -157,12 +157,15 @@ class Model:
     @classmethod
     def from_torch(cls, module: Any, example_inputs: Any, name: Optional[str] = None,
                    measure: bool = False, repeat: int = 5) -> "Model":
-        """Exports a ``torch.nn.Module`` in-process: one forward and one backward of
+        """Exports any ``torch.nn.Module`` in-process: one forward and one backward of
         ``example_inputs`` (a tensor, batch first) record the layers in execution order, the
         parameters in ``module.parameters()`` order, the real gradient-ready order, FLOPs and
-        bytes. ``measure=True`` also measures per-layer forward/backward times (median of
-        ``repeat`` runs). Raises :class:`ddpscope.export.ExportError` naming an unsupported
-        module."""
+        bytes. Modules of the types the zoo knows are costed by the zoo's rules; any other
+        module, and the ops a module's own forward runs between its children (residual adds,
+        attention, rotary embeddings), by the aten ops it dispatches (FLOPs as
+        ``torch.utils.flop_counter.FlopCounterMode`` counts them). ``measure=True`` also
+        measures per-layer forward/backward times (median of ``repeat`` runs). Raises
+        :class:`ddpscope.export.ExportError` when ``example_inputs`` is not a tensor."""
         from . import export
 
         spec = export.export_model(module, example_inputs, name or type(module).__name__,

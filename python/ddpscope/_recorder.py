@@ -38,7 +38,7 @@ import torch
 import torch.distributed as dist
 
 from . import _core
-from .export import ExportError, _leaf_layers
+from .export import _leaf_layers
 
 __all__ = ["record", "Recorder"]
 
@@ -83,10 +83,7 @@ class Recorder:
         self.param_names = [n for n, _ in module.named_parameters()]
         self.param_bytes = [p.numel() * p.element_size() for p in module.parameters()]
         self.param_owner: Dict[int, str] = {}  # parameter index -> layer name (first owner)
-        try:
-            self.layers = _leaf_layers(module)
-        except ExportError:
-            self.layers = []  # a module the exporter cannot cost: record phases, not layers
+        self.layers = _leaf_layers(module)
         self._layer_calls: Dict[str, int] = {}
         self._layer_open: Dict[int, int] = {}
         self.cuda_events: List[tuple] = []  # (comm entry, start event, end event)

@@ -15,27 +15,44 @@ As a program:
 What is exported, and how it is found (nothing is guessed from names):
 
 - `parameters`: model.named_parameters() order, with shape and dtype; `buffers` likewise.
-- `layers`: the leaf modules of the supported types in FORWARD EXECUTION order, recorded by
-  forward hooks during one forward pass of the example input; a module called twice is listed
-  twice (`relu`, `relu:2`). Each layer lists the parameters it owns (module order). Functional
-  operations (residual `+`, `torch.flatten`, F.relu) are not modules and are not recorded.
+- `layers`: in FORWARD EXECUTION order, recorded by forward hooks on every module and an aten
+  dispatch mode (torch.utils._python_dispatch.TorchDispatchMode, the mechanism of
+  torch.utils.flop_counter) during one forward of the example input:
+  * modules of the types the zoo knows (Linear, Conv, norms, Embedding, MultiheadAttention,
+    transformers' Conv1D, activations, pooling, dropout) become a layer of that type, costed
+    by the zoo's rules;
+  * any other module that owns parameters directly (an RMSNorm, a custom scale), and any other
+    leaf module, becomes a layer typed by its class name (`Matmul` when it multiplies
+    matrices), costed from the aten ops it dispatched;
+  * the ops a module's own forward runs between its children (residual `+`, rotary
+    embeddings, attention, `silu(gate) * up`) become functional layers `<module>.<op>`, one
+    per run of ops between two child calls (`AttentionCore` when it holds attention, `Add`
+    for a lone residual add, `Matmul` when it multiplies matrices, else `Elementwise`); runs
+    of views only (reshape, transpose, flatten) are no layers.
+  A module called twice is listed twice (`relu`, `relu:2`). Each layer lists the parameters
+  it owns (module order).
 - `grad_ready_order` (per layer, and for the whole model at the top level): the order in which
   autograd produced the gradients, recorded by hooks on every parameter's AccumulateGrad node
   during one backward of `output.sum()` — the events DDP's reducer reacts to.
-- `flops` / `bytes`: forward costs counted as models/zoo/gen_zoo.py counts them (a multiply-add
-  is 2 FLOPs; bytes = activations read + written at fp32 + parameter bytes), from the shapes
-  seen by the hooks, written as polynomials: per sample × `batch`, and for image inputs
+- `flops` / `bytes`: forward costs, as polynomials: per sample x `batch`, and for image inputs
   (N, C, H, H) the layers with spatial outputs scale as `batch*image*image`; for sequence inputs
-  (N, S[, E]) the layers with per-token outputs scale as `batch*seq`. A layer whose input does
-  not require a gradient (the first layer) gets backward_flops = flops (weight gradient only).
+  (N, S[, E]) the costs that grow with the sequence as `batch*seq` (attention's score matrix:
+  `batch*seq*seq`; an op's extents equal to S or N x S are the ones that grow, so give an
+  example whose S differs from the model's widths). Known types: the zoo's rules
+  (models/zoo/gen_zoo.py: a multiply-add is 2 FLOPs; bytes = activations read + written at
+  fp32 + parameter bytes; a layer whose input needs no gradient, the first, gets
+  backward_flops = flops). Layers costed from their ops: FLOPs as FlopCounterMode counts them
+  (mm, addmm, bmm, baddbmm, convolutions, scaled-dot-product attention; other ops 0),
+  `backward_flops` the same matrix work once per operand that needs a gradient (attention
+  2.5x, FlopCounterMode's backward), bytes every tensor the non-view ops read and wrote at
+  their dtype (parameters as the constant term), and `host_ops`: the non-view ops dispatched
+  (forward) and the ops that recorded an autograd node (backward).
 - `--measure`: per-layer forward and backward wall times (ms, median of --repeat runs) in each
   layer's `measured` object (forward: pre/post forward hooks; backward, for layers with
   parameters: from the AccumulateGrad hooks, the interval between the previous layer's last
   gradient and this layer's last gradient).
 
-A module that owns parameters directly and is not a supported type is an error naming its path
-and type (ddpscope could not cost it); so is a supported module whose parameters are shared in
-a way the hooks did not see.
+Any module exports; an example input that is not a tensor is an error.
 """
 
 import argparse
@@ -48,6 +65,7 @@ import time
 
 import torch
 import torch.nn as nn
+from torch.utils._python_dispatch import TorchDispatchMode
 
 FP32_BYTES = 4
 
@@ -156,12 +174,26 @@ class _Scaling:
             out["seq_len"] = self.seq
         return out
 
-    def poly(self, total, out_shape, constant=0.0):
-        """`total` measured at the example size; scales with the output's kind of extent."""
+    def seq_power(self, dims):
+        """How many of `dims` grow with the sequence: a dim equal to seq_len, or to batch x
+        seq_len (tokens flattened); 2 for attention's score matrix."""
+        if not self.seq:
+            return 0
+        return min(2, sum(1 for d in dims if d in (self.seq, self.batch * self.seq)))
+
+    def poly(self, total, out_shape, constant=0.0, seq_power=None):
+        """`total` measured at the example size; scales with the output's kind of extent
+        (`seq_power` for a cost from recorded ops: the power of seq_len it grows with)."""
         result = {}
         per_sample = float(total) / self.batch
         if per_sample:
-            if self.image and len(out_shape) == 4:
+            if seq_power is not None and self.seq:
+                if seq_power == 0:
+                    result["batch"] = per_sample
+                else:
+                    key = "batch" + "*seq" * seq_power
+                    result[key] = per_sample / self.seq ** seq_power
+            elif self.image and len(out_shape) == 4:
                 result["batch*image*image"] = per_sample / (self.image * self.image)
             elif self.seq and len(out_shape) >= 3 and out_shape[1] == self.seq:
                 result["batch*seq"] = per_sample / self.seq
@@ -247,37 +279,264 @@ def _attrs(module):
     return {}
 
 
-def _leaf_layers(model):
-    """(path, module, type) of the modules that become layers; raises on unsupported owners."""
+def _layer_units(model):
+    """How each module becomes layers: {id(module): (path, kind, role)}.
+
+    role "known": a supported type (its children, such as MultiheadAttention.out_proj, are
+    "covered" by it); "generic": any other module that owns parameters directly, or a leaf
+    module of another type (costed from the aten ops it dispatches); "free": a supported
+    parameter-free type; "covered": inside a known module; "container": every other module (the
+    ops its own forward dispatches become functional layers).
+    """
     supported = _supported_types()
     free = _param_free_types()
-    layers = []
-    covered = set()  # modules inside a supported composite (MultiheadAttention.out_proj)
+    units = {}
     for path, module in model.named_modules():
-        if id(module) in covered:
+        if id(module) in units:  # a module registered twice: its first path
             continue
         # isinstance: subclasses (NonDynamicallyQuantizableLinear) compute what their base does.
         kind = next((t for cls, t in supported.items() if isinstance(module, cls)), None)
         if kind is None and _is_conv1d_linear(module):
             kind = "Linear"
         if kind is not None:
-            layers.append((path, module, kind))
+            units[id(module)] = (path, kind, "known")
             for sub in module.modules():
                 if sub is not module:
-                    covered.add(id(sub))
+                    units.setdefault(id(sub), (path, kind, "covered"))
             continue
-        own = [n for n, p in module.named_parameters(recurse=False)]
-        if own:
-            raise ExportError(
-                "module '%s' (%s) owns parameters %s directly and is not a supported layer type "
-                "(%s): ddpscope cannot cost it; wrap its computation in supported modules or "
-                "extend models/export/torch_export.py"
-                % (path or "<root>", type(module).__name__, ", ".join(own),
-                   ", ".join(sorted(set(supported.values())))))
         kind = next((t for cls, t in free.items() if isinstance(module, cls)), None)
         if kind is not None:
-            layers.append((path, module, kind))
-    return layers
+            units[id(module)] = (path, kind, "free")
+        elif list(module.parameters(recurse=False)) or not list(module.children()):
+            units[id(module)] = (path, type(module).__name__, "generic")
+        else:
+            units[id(module)] = (path, type(module).__name__, "container")
+    return units
+
+
+def _leaf_layers(model):
+    """(path, module, type) of the modules that become layers of their own (the live recorder
+    times these); the ops containers dispatch between them become functional layers."""
+    modules = {id(m): m for _, m in model.named_modules()}
+    return [(path, modules[key], kind) for key, (path, kind, role) in _layer_units(model).items()
+            if role in ("known", "free", "generic")]
+
+
+# Aten ops that only make another view of their input (no kernel, no bytes): the schema's
+# return aliases an input without writing it, plus these that return fresh views of the same
+# data. FlopCounterMode-compatible FLOP formulas are below.
+_VIEW_LIKE = {"aten::_unsafe_view", "aten::_reshape_alias", "aten::lift_fresh"}
+_MM = {"aten::mm": (0, 1), "aten::addmm": (1, 2), "aten::bmm": (0, 1), "aten::baddbmm": (1, 2)}
+_CONV = {"aten::convolution", "aten::_convolution", "aten::cudnn_convolution",
+         "aten::_slow_conv2d_forward", "aten::convolution_overrideable"}
+_SDPA = {"aten::_scaled_dot_product_efficient_attention",
+         "aten::_scaled_dot_product_flash_attention",
+         "aten::_scaled_dot_product_flash_attention_for_cpu",
+         "aten::_scaled_dot_product_cudnn_attention"}
+
+
+def _is_view_op(func):
+    schema = func._schema
+    if schema.name in _VIEW_LIKE:
+        return True
+    returns = schema.returns
+    return bool(returns) and all(r.alias_info is not None and not r.alias_info.is_write
+                                 for r in returns)
+
+
+class _Op:
+    """One aten op dispatched during the recorded forward, with its costs at the example size.
+
+    flops: as torch.utils.flop_counter.FlopCounterMode counts them (matrix multiplies,
+    convolutions and attention; a multiply-add is 2; every other op 0). backward_flops: the
+    same matrix work once per operand that needs a gradient (attention: FlopCounterMode's
+    backward, 2.5x forward, when its inputs need gradients). bytes: every tensor read and
+    written (parameters apart, in param_bytes). needs_grad: autograd records a node for it.
+    """
+
+    __slots__ = ("name", "view", "flops", "backward_flops", "bytes", "param_bytes", "out_shape",
+                 "needs_grad", "attention", "work_dims")
+
+    def __init__(self, func, args, kwargs, out, param_ptrs):
+        self.name = func._schema.name
+        self.view = _is_view_op(func)
+        tensors = [a for a in _tensors(list(args) + list(kwargs.values()))]
+        outs = _tensors(out)
+        self.out_shape = tuple(outs[0].shape) if outs else ()
+        self.needs_grad = torch.is_grad_enabled() and any(
+            t.requires_grad for t in tensors if t.is_floating_point())
+        self.attention = self.name in _SDPA
+        self.work_dims = self.out_shape  # the extents its work grows with
+        self.flops = 0
+        self.backward_flops = 0
+        if self.name in _MM:
+            i, j = _MM[self.name]
+            a, b = args[i], args[j]
+            batch = a.shape[0] if a.dim() == 3 else 1
+            self.flops = 2 * batch * a.shape[-2] * a.shape[-1] * b.shape[-1]
+            self.work_dims = (a.shape[-2], a.shape[-1], b.shape[-1])
+            self.backward_flops = self.flops * (int(a.requires_grad) + int(b.requires_grad))
+        elif self.name in _CONV and len(args) >= 2:
+            x, w = args[0], args[1]
+            transposed = bool(args[6]) if len(args) > 6 else False
+            spatial = (x.shape if transposed else self.out_shape)[2:]
+            self.flops = (2 * _numel(spatial) * _numel(w.shape[2:]) * x.shape[0] * w.shape[0]
+                          * w.shape[1])
+            self.backward_flops = self.flops * (int(x.requires_grad) + int(w.requires_grad))
+        elif self.attention:
+            q, k, v = args[0], args[1], args[2]
+            b, h, s_q, d = q.shape
+            s_k, d_v = k.shape[-2], v.shape[-1]
+            self.flops = 2 * b * h * s_q * s_k * d + 2 * b * h * s_q * s_k * d_v
+            self.backward_flops = self.flops * 5 // 2 if self.needs_grad else 0
+            self.work_dims = (s_q, s_k)
+        self.bytes = 0
+        self.param_bytes = 0
+        if not self.view:
+            for t in tensors:
+                nbytes = t.numel() * t.element_size()
+                if t.data_ptr() in param_ptrs:
+                    self.param_bytes += nbytes
+                else:
+                    self.bytes += nbytes
+            self.bytes += sum(t.numel() * t.element_size() for t in outs)
+
+
+class _OpRecorder(TorchDispatchMode):
+    """Hands every aten op dispatched under it to `on_op` (after running it)."""
+
+    def __init__(self, on_op):
+        super().__init__()
+        self.on_op = on_op
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        self.on_op(func, args, kwargs, out)
+        return out
+
+
+def _record_forward(model, example, units):
+    """One forward of `example`: the layers in execution order, with the ops each dispatched.
+
+    Returns dicts {path, module, kind, role, in_shape, out_shape, in_grad, ops}; role "func" is
+    a run of ops that a container's own forward dispatched between two layers (residual adds,
+    attention, rotary embeddings, SiLU-times-up): named after its first op.
+    """
+    param_ptrs = {p.data_ptr() for p in model.parameters()}
+    entries = []
+    stack = []  # (module, entry or None)
+    state = {"func": None}
+    handles = []
+
+    def pre(mod, inp):
+        path, kind, role = units[id(mod)]
+        entry = None
+        if role == "covered":
+            entry = stack[-1][1] if stack else None
+        elif role != "container":
+            x = _first_tensor(inp)
+            entry = {"path": path, "module": mod, "kind": kind, "role": role, "ops": [],
+                     "in_shape": tuple(x.shape) if x is not None else (),
+                     "in_grad": bool(x is not None and x.requires_grad), "out_shape": ()}
+            entries.append(entry)
+        stack.append((mod, entry))
+        state["func"] = None
+
+    def post(mod, inp, out):
+        if stack and stack[-1][0] is mod:
+            _, entry = stack.pop()
+            y = _first_tensor(out)
+            if entry is not None and entry["module"] is mod and y is not None:
+                entry["out_shape"] = tuple(y.shape)
+        state["func"] = None
+
+    def on_op(func, args, kwargs, out):
+        if not stack:
+            return
+        mod, entry = stack[-1]
+        op = _Op(func, args, kwargs, out, param_ptrs)
+        if entry is None:
+            path = units[id(mod)][0]
+            entry = state["func"]
+            if entry is None or entry["path"] != path:
+                entry = {"path": path, "module": mod, "kind": None, "role": "func", "ops": [],
+                         "in_shape": (), "in_grad": False, "out_shape": ()}
+                entries.append(entry)
+                state["func"] = entry
+        entry["ops"].append(op)
+        if entry["role"] == "func" and not op.view:
+            entry["out_shape"] = op.out_shape
+
+    for _, module in model.named_modules():
+        handles.append(module.register_forward_pre_hook(pre))
+        handles.append(module.register_forward_hook(post))
+    try:
+        with _OpRecorder(on_op):
+            out = model(example)
+        del out
+    finally:
+        for h in handles:
+            h.remove()
+    # Runs of views only (reshape, head splitting) are not layers.
+    return [e for e in entries if e["role"] != "func" or any(not op.view for op in e["ops"])]
+
+
+def _op_costs(ops, scaling):
+    """(flops, backward_flops, bytes) polynomials and host op counts of recorded ops."""
+    flops, backward, nbytes = {}, {}, {}
+    const_bytes = 0
+    forward_ops = backward_nodes = 0
+    for op in ops:
+        if op.needs_grad:
+            backward_nodes += 1
+        if op.view:
+            continue
+        forward_ops += 1
+        power = scaling.seq_power(op.work_dims)
+        _poly_add(flops, scaling.poly(op.flops, op.out_shape, seq_power=power))
+        _poly_add(backward, scaling.poly(op.backward_flops, op.out_shape, seq_power=power))
+        _poly_add(nbytes, scaling.poly(op.bytes, op.out_shape,
+                                       seq_power=scaling.seq_power(op.out_shape)))
+        const_bytes += op.param_bytes
+    if const_bytes:
+        _poly_add(nbytes, {"1": const_bytes})
+    return flops, backward, nbytes, forward_ops, backward_nodes
+
+
+def _poly_add(into, poly):
+    for k, v in poly.items():
+        total = into.get(k, 0) + v
+        into[k] = int(total) if float(total).is_integer() else total
+
+
+def _attention_attrs(ops):
+    op = next(op for op in ops if op.attention)
+    shape = op.out_shape
+    return {"num_heads": int(shape[1]), "head_dim": int(shape[3])} if len(shape) == 4 else {}
+
+
+def _func_name(ops):
+    """A functional layer is named after its attention, else its costliest matrix op, else its
+    first op."""
+    if any(op.attention for op in ops):
+        return "scaled_dot_product_attention"
+    real = [op for op in ops if not op.view]
+    top = max(real, key=lambda op: op.flops)
+    op = top if top.flops else real[0]
+    return op.name.split("::", 1)[-1].rstrip("_") or op.name
+
+
+def _generic_type(entry, ops, flops):
+    """The model-JSON type of a layer costed from its ops."""
+    if any(op.attention for op in ops):
+        return "AttentionCore"
+    real = [op for op in ops if not op.view]
+    if entry["role"] == "func" and len(real) == 1 and real[0].name in ("aten::add", "aten::add_"):
+        return "Add"
+    if any(v for v in flops.values()):
+        return "Matmul"  # matrix work: the simulator costs it at tensor-core rates
+    return entry["kind"] or "Elementwise"
 
 
 def _record_grad_ready_order(model, example, names):
@@ -380,59 +639,74 @@ def _measure(model, example, layer_params, repeat):
 def export_model(module, example_input, name, description="", measure=False, repeat=5):
     """Returns ddpscope's model JSON (a dict) for `module` run on `example_input`.
 
-    `example_input`: one tensor (its first dimension is the batch). Raises ExportError for
-    modules that own parameters and are not supported.
+    `example_input`: one tensor (its first dimension is the batch). Raises ExportError when it
+    is not a tensor.
     """
     if not isinstance(example_input, torch.Tensor):
         raise ExportError("example_input: expected a torch.Tensor, got %s"
                           % type(example_input).__name__)
     model = module
-    layers = _leaf_layers(model)
+    units = _layer_units(model)
     param_names = {id(p): n for n, p in model.named_parameters()}
     scaling = _Scaling(example_input)
-
-    calls = []  # (path, module, kind, in_shape, out_shape, input_requires_grad)
-    handles = []
-    for path, m, kind in layers:
-        def hook(mod, inp, out, path=path, kind=kind):
-            x = _first_tensor(inp)
-            y = _first_tensor(out)
-            calls.append((path, mod, kind, tuple(x.shape) if x is not None else (),
-                          tuple(y.shape) if y is not None else (),
-                          bool(x is not None and x.requires_grad)))
-        handles.append(m.register_forward_hook(hook))
-    try:
-        # Shapes and execution order come from a forward with autograd on (requires_grad of
-        # a layer's input tells whether backward computes an input gradient there).
-        out = model(example_input)
-        del out
-    finally:
-        for h in handles:
-            h.remove()
+    # Shapes, execution order and the aten ops of each layer come from one forward with
+    # autograd on (requires_grad of a layer's input tells whether backward computes an input
+    # gradient there).
+    calls = _record_forward(model, example_input, units)
 
     ready = _record_grad_ready_order(model, example_input, param_names)
     ready_rank = {n: i for i, n in enumerate(ready)}
 
     out_layers = []
     used_names = {}
-    for path, m, kind, in_shape, out_shape, in_grad in calls:
-        base = path or type(m).__name__.lower()
+    for entry in calls:
+        m, ops = entry["module"], entry["ops"]
+        if entry["role"] == "func":
+            base = (entry["path"] + "." if entry["path"] else "") + _func_name(ops)
+            params = []
+        else:
+            base = entry["path"] or type(m).__name__.lower()
+            params = [param_names[id(p)] for p in m.parameters() if id(p) in param_names]
         used_names[base] = used_names.get(base, 0) + 1
         lname = base if used_names[base] == 1 else "%s:%d" % (base, used_names[base])
-        params = [param_names[id(p)] for p in m.parameters() if id(p) in param_names]
-        pbytes = sum(p.numel() * p.element_size() for p in m.parameters())
-        flops, act_bytes = _layer_cost(m, kind, in_shape, out_shape, pbytes)
-        layer = {"name": lname, "type": kind}
+        entry["name"] = lname
+        if entry["role"] in ("known", "free"):
+            # The zoo's cost rules (models/zoo/gen_zoo.py), so an exported torchvision or
+            # transformers model costs what the zoo's copy of it costs.
+            pbytes = sum(p.numel() * p.element_size() for p in m.parameters())
+            flops, act_bytes = _layer_cost(m, entry["kind"], entry["in_shape"],
+                                           entry["out_shape"], pbytes)
+            layer = {"name": lname, "type": entry["kind"]}
+            layer["flops"] = scaling.poly(flops, entry["out_shape"])
+            layer["bytes"] = scaling.poly(act_bytes, entry["out_shape"], constant=pbytes)
+            if params and not entry["in_grad"] and not isinstance(m, nn.Embedding):
+                layer["backward_flops"] = layer["flops"]  # weight gradient only
+            attrs = _attrs(m)
+        elif _generic_type(entry, ops, {}) == "Add":
+            # A residual add: the zoo's rule (one FLOP per output element; read two, write one).
+            n_out = _numel(entry["out_shape"])
+            layer = {"name": lname, "type": "Add",
+                     "flops": scaling.poly(n_out, entry["out_shape"]),
+                     "bytes": scaling.poly(3 * n_out * FP32_BYTES, entry["out_shape"])}
+            attrs = {}
+        else:
+            # Any other module, and the ops between modules: costed from what it dispatched.
+            flops, backward, nbytes, n_fwd, n_bwd = _op_costs(ops, scaling)
+            layer = {"name": lname, "type": _generic_type(entry, ops, flops)}
+            layer["flops"] = flops
+            layer["bytes"] = nbytes
+            layer["backward_flops"] = backward
+            layer["host_ops"] = {"forward": n_fwd, "backward": n_bwd}
+            attrs = _attention_attrs(ops) if layer["type"] == "AttentionCore" else {}
         if params:
             layer["params"] = params
             known = [p for p in params if p in ready_rank]
             layer["grad_ready_order"] = sorted(known, key=lambda p: ready_rank[p]) + [
                 p for p in params if p not in ready_rank]
-        layer["flops"] = scaling.poly(flops, out_shape)
-        layer["bytes"] = scaling.poly(act_bytes, out_shape, constant=pbytes)
-        if params and not in_grad and not isinstance(m, nn.Embedding):
-            layer["backward_flops"] = layer["flops"]  # weight gradient only
-        attrs = _attrs(m)
+            # Keep the key order of the zoo's files: name, type, params, grad_ready_order.
+            layer = {k: layer[k] for k in ("name", "type", "params", "grad_ready_order")} | {
+                k: v for k, v in layer.items() if k not in ("name", "type", "params",
+                                                            "grad_ready_order")}
         if attrs:
             layer["attrs"] = attrs
         out_layers.append(layer)
@@ -440,8 +714,10 @@ def export_model(module, example_input, name, description="", measure=False, rep
     if measure:
         layer_params = {}
         for c in calls:
-            layer_params.setdefault(c[0], [param_names[id(p)] for p in c[1].parameters()
-                                           if id(p) in param_names])
+            if c["role"] != "func":
+                layer_params.setdefault(c["path"], [param_names[id(p)]
+                                                    for p in c["module"].parameters()
+                                                    if id(p) in param_names])
         times = _measure(model, example_input, layer_params, repeat)
         for layer in out_layers:
             base = layer["name"].split(":")[0]

@@ -66,11 +66,22 @@ def test_from_torch_measures_layers_on_request():
     assert all(l["measured"]["backward_ms"] >= 0 for l in layers if l.get("params"))
 
 
-def test_from_torch_unsupported_module_names_it():
+def test_from_torch_costs_any_module_from_its_ops():
+    # A module type the exporter does not know (it owns a weight and multiplies) and a
+    # Llama-style decoder in plain torch (RMSNorm, rotary embeddings, attention, SwiGLU).
     et = _export_test()
-    with pytest.raises(ddpscope.export.ExportError,
-                       match=r"module '1' \(Unsupported\) owns parameters scale directly"):
-        ddpscope.Model.from_torch(et.unsupported_factory(), torch.randn(2, 3))
+    own = ddpscope.Model.from_torch(et.own_scale_factory(), torch.randn(2, 3)).to_dict()
+    assert own["layers"][-1]["type"] == "OwnScale"
+    assert own["layers"][-1]["params"] == ["1.scale"]
+    module = et.LlamaStyle()
+    model = ddpscope.Model.from_torch(module, torch.randint(0, 96, (2, 24)), name="llama-style")
+    assert model.total_bytes == sum(p.numel() * p.element_size() for p in module.parameters())
+    layers = model.to_dict()["layers"]
+    assert sum(et.eval_poly(l.get("flops"), model.to_dict()["inputs"]) for l in layers
+               if l["type"] != "Add") == module.forward_flops(2, 24)
+    with pytest.raises(ddpscope.export.ExportError, match="example_input: expected a "
+                       "torch.Tensor, got list"):
+        ddpscope.Model.from_torch(module, [1, 2])
 
 
 class Conv1D(torch.nn.Module):

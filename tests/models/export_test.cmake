@@ -26,4 +26,12 @@ if(DDPSCOPE_TORCH_PYTHON)
                    $<TARGET_FILE:ddpscope>)
   set_tests_properties(models_torch_export PROPERTIES LABELS "unit" SKIP_RETURN_CODE 77
                        TIMEOUT 300)
+  # Exported forward FLOPs against torch.utils.flop_counter.FlopCounterMode, per module: needs
+  # PyTorch >= 2.1 (Debian's 1.13 has no FlopCounterMode: skipped); point DDPSCOPE_TORCH_PYTHON
+  # at a newer torch (with torchvision and transformers where installed) to run it.
+  add_test(NAME models_torch_export_flops
+           COMMAND "${DDPSCOPE_TORCH_PYTHON}" "${CMAKE_CURRENT_SOURCE_DIR}/export_test.py" --flops
+                   $<TARGET_FILE:ddpscope>)
+  set_tests_properties(models_torch_export_flops PROPERTIES LABELS "unit" SKIP_RETURN_CODE 77
+                       TIMEOUT 300)
 endif()

@@ -3,10 +3,19 @@
 
 Usage: export_test.py DDPSCOPE_BINARY
 Exit 0 = pass, 1 = failure, 77 = skipped (torch or torchvision not importable; ctest
-SKIP_RETURN_CODE). Also used as a module by the CLI check (`unsupported_factory`).
+SKIP_RETURN_CODE). Also used as a module by the CLI check (`own_scale_factory`) and by
+python/tests/test_export.py (the Llama-style decoder).
+
+    export_test.py --flops DDPSCOPE_BINARY
+
+checks instead that every exported layer's forward FLOPs equal those that
+torch.utils.flop_counter.FlopCounterMode counts for the same module and input (PyTorch >= 2.1;
+skipped, 77, without it): a Llama-style decoder in plain torch, the same with torch.nn.RMSNorm
+where it exists, torchvision's resnet18 and, where installed, a transformers GPT-2.
 """
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -61,8 +70,8 @@ def model_ready_order(spec):
     return [names.index(n) for n in order]
 
 
-class Unsupported(nn.Module):
-    """Owns a parameter directly: ddpscope cannot cost it."""
+class OwnScale(nn.Module):
+    """Owns a parameter directly and is no layer type ddpscope knows: costed from its ops."""
 
     def __init__(self):
         super().__init__()
@@ -72,8 +81,120 @@ class Unsupported(nn.Module):
         return x * self.scale
 
 
-def unsupported_factory():
-    return nn.Sequential(nn.Linear(3, 4), Unsupported())
+def own_scale_factory():
+    return nn.Sequential(nn.Linear(3, 4), OwnScale())
+
+
+# A Llama-style decoder in plain torch, as a user writes one (Hugging Face's LlamaModel shape):
+# RMSNorm owning its weight, rotary embeddings in the attention's forward, causal attention
+# (scaled_dot_product_attention where torch has it, else matmul-softmax-matmul), a SwiGLU MLP,
+# bias-free projections and an untied head. None of it is a type the exporter knows by name.
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def _rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+class Attention(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.q_proj = nn.Linear(dim, dim, bias=False)
+        self.k_proj = nn.Linear(dim, dim, bias=False)
+        self.v_proj = nn.Linear(dim, dim, bias=False)
+        self.o_proj = nn.Linear(dim, dim, bias=False)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        hd = d // self.heads
+
+        def split(t):
+            return t.view(b, s, self.heads, hd).transpose(1, 2)
+
+        q, k, v = split(self.q_proj(x)), split(self.k_proj(x)), split(self.v_proj(x))
+        pos = torch.arange(s, dtype=torch.float32)
+        freq = 1.0 / (10000 ** (torch.arange(0, hd, 2, dtype=torch.float32) / hd))
+        angles = torch.cat([torch.outer(pos, freq)] * 2, dim=-1)
+        cos, sin = angles.cos(), angles.sin()
+        q = q * cos + _rotate_half(q) * sin
+        k = k * cos + _rotate_half(k) * sin
+        if hasattr(nn.functional, "scaled_dot_product_attention"):
+            y = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:  # PyTorch 1.13
+            mask = torch.ones(s, s, dtype=torch.bool).triu(1)
+            scores = (q @ k.transpose(-1, -2)) / hd ** 0.5
+            y = torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1) @ v
+        return self.o_proj(y.transpose(1, 2).reshape(b, s, d))
+
+
+class SwiGLU(nn.Module):
+    def __init__(self, dim, hidden):
+        super().__init__()
+        self.gate_proj = nn.Linear(dim, hidden, bias=False)
+        self.up_proj = nn.Linear(dim, hidden, bias=False)
+        self.down_proj = nn.Linear(hidden, dim, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(nn.functional.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, dim, heads, hidden, norm):
+        super().__init__()
+        self.input_layernorm = norm(dim)
+        self.self_attn = Attention(dim, heads)
+        self.post_attention_layernorm = norm(dim)
+        self.mlp = SwiGLU(dim, hidden)
+
+    def forward(self, x):
+        x = x + self.self_attn(self.input_layernorm(x))
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class LlamaStyle(nn.Module):
+    def __init__(self, vocab=96, dim=64, heads=4, hidden=160, layers=2, norm=RMSNorm):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(vocab, dim)
+        self.layers = nn.ModuleList([DecoderLayer(dim, heads, hidden, norm)
+                                     for _ in range(layers)])
+        self.norm = norm(dim)
+        self.lm_head = nn.Linear(dim, vocab, bias=False)
+        self.sizes = (vocab, dim, heads, hidden, layers)
+
+    def forward(self, tokens):
+        x = self.embed_tokens(tokens)
+        for layer in self.layers:
+            x = layer(x)
+        return self.lm_head(self.norm(x))
+
+    def forward_flops(self, batch, seq):
+        """Matrix FLOPs of one forward (a multiply-add is 2), counted by hand."""
+        vocab, dim, heads, hidden, layers = self.sizes
+        tokens = batch * seq
+        per_layer = 2 * tokens * (4 * dim * dim + 3 * dim * hidden) + 4 * batch * seq * seq * dim
+        return layers * per_layer + 2 * tokens * dim * vocab
+
+
+def eval_poly(poly, inputs):
+    """A model-file polynomial at the model's `inputs` (batch, seq_len, image_size)."""
+    values = {"batch": inputs.get("batch", 1), "seq": inputs.get("seq_len", 1),
+              "image": inputs.get("image_size", 1), "1": 1}
+    total = 0.0
+    for monomial, coefficient in (poly or {}).items():
+        term = float(coefficient)
+        for var in monomial.split("*"):
+            term *= values[var]
+        total += term
+    return total
 
 
 def mlp_tiny_factory():
@@ -116,6 +237,142 @@ def compare_with_zoo(exported, zoo_spec, recorded):
               name + ": gradient-ready order differs from tests/data/pytorch-1.13-buckets.json")
 
 
+FP32_BYTES = 4
+
+
+def check_llama_style(ddpscope, tmp):
+    """The plain-torch Llama-style decoder exports: every parameter in a layer, its FLOPs equal
+    the hand count at the example and at twice its sequence length (the polynomials scale),
+    attention is one functional layer, and ddpscope simulates and buckets the file."""
+    torch.manual_seed(0)
+    model = LlamaStyle()
+    batch, seq = 2, 24
+    spec = export_model(model, torch.randint(0, 96, (batch, seq)), "llama-style")
+    names = [p["name"] for p in spec["parameters"]]
+    owned = {p for layer in spec["layers"] for p in layer.get("params", [])}
+    check(owned == set(names), "llama-style: parameters in no layer: %s" % (set(names) - owned))
+    for at_seq in (seq, 2 * seq):
+        inputs = dict(spec["inputs"], seq_len=at_seq)
+        total = sum(eval_poly(l.get("flops"), inputs) for l in spec["layers"]
+                    if l["type"] not in ("Add",))
+        expected = model.forward_flops(batch, at_seq)
+        check(total == expected, "llama-style at seq %d: exported %s forward FLOPs, counted %d"
+              % (at_seq, total, expected))
+    by_name = {l["name"]: l for l in spec["layers"]}
+    norm = by_name.get("layers.0.input_layernorm", {})
+    check(norm.get("type") == "RMSNorm" and norm.get("params") ==
+          ["layers.0.input_layernorm.weight"] and norm.get("host_ops", {}).get("forward") == 6,
+          "llama-style RMSNorm layer: %s" % norm)
+    attention = [l for l in spec["layers"] if l["name"].startswith("layers.0.self_attn.")
+                 and "params" not in l and l["flops"]]
+    sdpa = hasattr(nn.functional, "scaled_dot_product_attention")
+    check(len(attention) == 1 and attention[0]["type"] == ("AttentionCore" if sdpa else "Matmul")
+          and "batch*seq*seq" in attention[0]["flops"],
+          "llama-style attention: one functional layer costed by seq^2: %s" % attention)
+    # Rotary embeddings run between the projections and attention in the same forward: their
+    # ops (mul, neg, cat, mul, add for q and for k, and the angles) belong to that layer.
+    check(len(attention) == 1 and attention[0]["host_ops"]["forward"] >= 11,
+          "llama-style attention layer's host ops include the rotary embedding's: %s"
+          % attention)
+    path = os.path.join(tmp, "llama-style.json")
+    with open(path, "w") as f:
+        json.dump(spec, f)
+    r = run([ddpscope, "simulate", "--model", path, "--cluster", CLUSTER, "--world-size", "2",
+             "--iterations", "3", "--json"])
+    check(r.returncode == 0 and json.loads(r.stdout).get("step_time_ns", 0) > 0,
+          "ddpscope simulate --model llama-style: rc %d: %s" % (r.returncode, r.stderr))
+    r = run([ddpscope, "buckets", "--model", path, "--bucket-cap-mb", "0.05", "--json"])
+    check(r.returncode == 0 and len(json.loads(r.stdout).get("buckets", [])) > 1,
+          "ddpscope buckets --model llama-style: rc %d: %s" % (r.returncode, r.stderr))
+
+
+def matrix_flops(layer, inputs):
+    """A layer's forward FLOPs as FlopCounterMode counts them (matrix work only): the zoo's
+    rules add a bias's add (one per output element) to Linear and convolutions, and count
+    elementwise layers, which FlopCounterMode does not."""
+    flops = eval_poly(layer.get("flops"), inputs)
+    attrs = layer.get("attrs", {})
+    if layer["type"] in ("Linear", "Conv1D"):
+        if attrs.get("bias"):
+            flops *= 2 * attrs["in_features"] / (2 * attrs["in_features"] + 1)
+        return flops
+    if layer["type"] in ("Conv1d", "Conv2d"):
+        if attrs.get("bias"):
+            per = 2 * attrs["in_channels"] // attrs["groups"] * attrs["kernel_size"] ** (
+                2 if layer["type"] == "Conv2d" else 1)
+            flops *= per / (per + 1)
+        return flops
+    if "host_ops" in layer:  # costed from its recorded ops: FlopCounterMode's formulas
+        return flops
+    return 0.0
+
+
+def check_flop_counter(name, module, example):
+    """Per module: the exported layers under its path sum to FlopCounterMode's count."""
+    from torch.utils.flop_counter import FlopCounterMode
+    spec = export_model(module, example, name)
+    counter = FlopCounterMode(display=False)
+    with counter:
+        module(example)
+    root = type(module).__name__
+    counts = {k: sum(v.values()) for k, v in counter.get_flop_counts().items()}
+    inputs = spec["inputs"]
+    checked = 0
+    for key, counted in counts.items():
+        if key == "Global" or not (key == root or key.startswith(root + ".")):
+            continue
+        path = key[len(root) + 1:]
+        exported = sum(matrix_flops(l, inputs) for l in spec["layers"]
+                       if not path or l["name"].split(":")[0] == path
+                       or l["name"].startswith(path + "."))
+        check(abs(exported - counted) <= 1e-9 * max(counted, 1),
+              "%s: module '%s': exported %.0f forward FLOPs, FlopCounterMode %d"
+              % (name, path or root, exported, counted))
+        checked += 1
+    total = sum(matrix_flops(l, inputs) for l in spec["layers"])
+    check(total == counts.get("Global", 0), "%s: model: exported %.0f, FlopCounterMode %d"
+          % (name, total, counts.get("Global", 0)))
+    params = sum(p.numel() * p.element_size() for p in module.parameters())
+    sizes = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
+    exported_params = sum(math.prod(p["shape"]) * sizes[p["dtype"]] for p in spec["parameters"])
+    check(params == exported_params, "%s: parameter bytes: exported %d, module %d"
+          % (name, exported_params, params))
+    print("%s: %d modules, %.0f forward FLOPs, equal to FlopCounterMode's" % (name, checked,
+                                                                              total))
+
+
+def flops_main():
+    try:
+        from torch.utils.flop_counter import FlopCounterMode  # noqa: F401
+    except ImportError:
+        print("SKIP: torch %s has no torch.utils.flop_counter.FlopCounterMode (PyTorch >= 2.1)"
+              % torch.__version__)
+        return SKIP
+    torch.manual_seed(0)
+    check_flop_counter("llama-style", LlamaStyle(), torch.randint(0, 96, (2, 24)))
+    if hasattr(nn, "RMSNorm"):
+        check_flop_counter("llama-style-nn-rmsnorm", LlamaStyle(norm=nn.RMSNorm),
+                           torch.randint(0, 96, (2, 24)))
+    try:
+        import torchvision
+        check_flop_counter("resnet18", torchvision.models.resnet18(), torch.randn(2, 3, 64, 64))
+    except ImportError as e:
+        print("note: torchvision not importable (%s): resnet18 not checked" % e)
+    try:
+        import transformers
+        config = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=512,
+                                         n_positions=32)
+        check_flop_counter("gpt2-tiny", transformers.GPT2Model(config),
+                           torch.randint(0, 512, (2, 24)))
+    except ImportError as e:
+        print("note: transformers not importable (%s): GPT-2 not checked" % e)
+    if FAILURES:
+        print("%d check(s) failed" % len(FAILURES))
+        return 1
+    print("OK: exported forward FLOPs equal FlopCounterMode's per module")
+    return 0
+
+
 def run(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, **kw)
 
@@ -144,8 +401,10 @@ def check_cli_loads(ddpscope, path, zoo_name):
 
 
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--flops":
+        return flops_main()
     if len(sys.argv) != 2:
-        print("usage: export_test.py DDPSCOPE_BINARY", file=sys.stderr)
+        print("usage: export_test.py [--flops] DDPSCOPE_BINARY", file=sys.stderr)
         return 2
     ddpscope = sys.argv[1]
     try:
@@ -179,20 +438,33 @@ def main():
         json.dump(resnet, f)
     check_cli_loads(ddpscope, resnet_path, "resnet18")
 
-    # Unsupported module: the library error and the CLI's (exit 2, message on stderr).
-    expected = ("module '1' (Unsupported) owns parameters scale directly and is not a supported "
-                "layer type")
-    try:
-        export_model(unsupported_factory(), torch.randn(2, 3), "bad")
-        check(False, "unsupported module: no ExportError raised")
-    except ExportError as e:
-        check(str(e).startswith(expected), "unsupported module message: %s" % e)
+    # A module that owns a parameter and is no known type: costed from the ops it dispatches
+    # (one multiply; its backward one node), by the library and by the CLI.
     env = dict(os.environ, PYTHONPATH=HERE + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    own = export_model(own_scale_factory(), torch.randn(2, 3), "own")
+    layer = own["layers"][-1]
+    check(layer["name"] == "1" and layer["type"] == "OwnScale" and layer["params"] == ["1.scale"]
+          and layer["host_ops"] == {"forward": 1, "backward": 1} and layer["flops"] == {}
+          and layer["bytes"] == {"batch": 2 * 4 * FP32_BYTES, "1": 4 * FP32_BYTES},
+          "OwnScale layer: %s" % layer)
     r = run([sys.executable, os.path.join(ROOT, "models", "export", "torch_export.py"),
-             "--module", "export_test:unsupported_factory", "--input-shape", "2,3", "-o",
-             os.path.join(tmp, "bad.json")], env=env)
-    check(r.returncode == 2, "CLI on an unsupported module: rc %d (expected 2)" % r.returncode)
-    check(("torch_export: error: " + expected) in r.stderr, "CLI stderr: " + r.stderr)
+             "--module", "export_test:own_scale_factory", "--input-shape", "2,3", "-o",
+             os.path.join(tmp, "own.json")], env=env)
+    check(r.returncode == 0 and "wrote" in r.stdout, "CLI on OwnScale: rc %d, %s"
+          % (r.returncode, r.stderr))
+    r = run([sys.executable, os.path.join(ROOT, "models", "export", "torch_export.py"),
+             "--module", "export_test:no_such_factory", "--input-shape", "2,3", "-o",
+             os.path.join(tmp, "none.json")], env=env)
+    check(r.returncode == 2 and "torch_export: error: --module: 'export_test' has no attribute "
+          "'no_such_factory'" in r.stderr, "CLI on a missing factory: rc %d, %s"
+          % (r.returncode, r.stderr))
+    try:
+        export_model(own_scale_factory(), [[1.0, 2.0, 3.0]], "bad")
+        check(False, "a list as example input: no ExportError raised")
+    except ExportError as e:
+        check(str(e) == "example_input: expected a torch.Tensor, got list",
+              "a list as example input: %s" % e)
+    check_llama_style(ddpscope, tmp)
     r = run([sys.executable, os.path.join(ROOT, "models", "export", "torch_export.py"),
              "--module", "export_test:mlp_tiny_factory", "--input-shape", "20,x", "-o",
              os.path.join(tmp, "x.json")], env=env)
@@ -236,7 +508,8 @@ def main():
         print("%d check(s) failed" % len(FAILURES))
         return 1
     print("OK: mlp-tiny and resnet18 exports equal the zoo (parameters, layers, costs, ready "
-          "order) and PyTorch 1.13's recorded ready orders; files load in ddpscope")
+          "order) and PyTorch 1.13's recorded ready orders; any module exports (a custom scale, a "
+          "Llama-style decoder at its hand-counted FLOPs); files load in ddpscope")
     return 0
 
 
