@@ -129,6 +129,8 @@ def chrome_trace_gzip():
 def kineto_import():
     seeds = {}
     sep = b"\n@@RANK@@\n"
+    # An AMD trace in ROCm's names (RCCL's generic kernels, HIP launches), written by hand.
+    seeds["rccl_hip-one"] = b"\x01" + (DATA / "traces" / "kineto_rccl_hip_small.json").read_bytes()
     for name, ranks in kineto_ranks():
         seeds[f"{name}-one"] = b"\x01" + ranks[0]
         if len(ranks) > 1:

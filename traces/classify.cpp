@@ -55,6 +55,60 @@ Category classifyGpuKernel(std::string_view name) {
   return excluded ? Category::kOther : Category::kCompute;
 }
 
+namespace {
+
+constexpr RuntimeName kRuntimeCalls[] = {
+    {"cudaLaunchKernel", RuntimeCall::kLaunch, "CUDA"},
+    {"cudaLaunchKernelExC", RuntimeCall::kLaunch, "CUDA"},
+    {"cudaLaunchCooperativeKernel", RuntimeCall::kLaunch, "CUDA"},
+    {"cuLaunchKernel", RuntimeCall::kLaunch, "CUDA"},
+    {"cuLaunchKernelEx", RuntimeCall::kLaunch, "CUDA"},
+    {"cudaGraphLaunch", RuntimeCall::kLaunch, "CUDA"},
+    {"cudaMemcpyAsync", RuntimeCall::kMemcpy, "CUDA"},
+    {"cudaMemcpy", RuntimeCall::kMemcpy, "CUDA"},
+    {"cudaMemsetAsync", RuntimeCall::kMemset, "CUDA"},
+    {"cudaStreamWaitEvent", RuntimeCall::kStreamWait, "CUDA"},
+    {"cudaEventRecord", RuntimeCall::kEventRecord, "CUDA"},
+    {"cudaEventRecordWithFlags", RuntimeCall::kEventRecord, "CUDA"},
+    {"cudaStreamSynchronize", RuntimeCall::kSync, "CUDA"},
+    {"cudaDeviceSynchronize", RuntimeCall::kSync, "CUDA"},
+    {"cudaEventSynchronize", RuntimeCall::kSync, "CUDA"},
+    {"hipLaunchKernel", RuntimeCall::kLaunch, "HIP"},
+    {"hipExtLaunchKernel", RuntimeCall::kLaunch, "HIP"},
+    {"hipModuleLaunchKernel", RuntimeCall::kLaunch, "HIP"},
+    {"hipExtModuleLaunchKernel", RuntimeCall::kLaunch, "HIP"},
+    {"hipLaunchCooperativeKernel", RuntimeCall::kLaunch, "HIP"},
+    {"hipGraphLaunch", RuntimeCall::kLaunch, "HIP"},
+    {"hipMemcpyAsync", RuntimeCall::kMemcpy, "HIP"},
+    {"hipMemcpyWithStream", RuntimeCall::kMemcpy, "HIP"},
+    {"hipMemcpy", RuntimeCall::kMemcpy, "HIP"},
+    {"hipMemsetAsync", RuntimeCall::kMemset, "HIP"},
+    {"hipStreamWaitEvent", RuntimeCall::kStreamWait, "HIP"},
+    {"hipEventRecord", RuntimeCall::kEventRecord, "HIP"},
+    {"hipEventRecordWithFlags", RuntimeCall::kEventRecord, "HIP"},
+    {"hipStreamSynchronize", RuntimeCall::kSync, "HIP"},
+    {"hipDeviceSynchronize", RuntimeCall::kSync, "HIP"},
+    {"hipEventSynchronize", RuntimeCall::kSync, "HIP"},
+};
+
+}  // namespace
+
+std::span<const RuntimeName> knownRuntimeCalls() {
+  return kRuntimeCalls;
+}
+
+RuntimeCall classifyRuntimeCall(std::string_view name) {
+  for (const RuntimeName& r : kRuntimeCalls) {
+    if (r.name == name) return r.call;
+  }
+  return RuntimeCall::kNone;
+}
+
+bool isGenericCommKernel(std::string_view name) {
+  return classifyGpuKernel(name) == Category::kCommOther &&
+         (name.starts_with("nccl") || contains(name, "ncclKernel"));
+}
+
 Category classifyHostEvent(std::string_view name) {
   if (name.starts_with("ProfilerStep#")) return Category::kIteration;
   if (name.starts_with("DistributedDataParallel.forward")) return Category::kForward;

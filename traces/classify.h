@@ -14,6 +14,7 @@
 // Broadcast, AllGather, ReduceScatter; kCommOther otherwise).
 #pragma once
 
+#include <span>
 #include <string_view>
 
 #include "traces/timeline.h"
@@ -25,5 +26,30 @@ Category classifyGpuKernel(std::string_view name);
 // autograd backward functions → kBackward, Optimizer.* → kOptimizer, c10d / nccl /
 // record_param_comms collectives → their collective category, everything else kOther.
 Category classifyHostEvent(std::string_view name);
+
+// The GPU runtime's host calls, as Kineto names them (category "cuda_runtime" / "cuda_driver";
+// on ROCm the same categories carry HIP's names).
+enum class RuntimeCall {
+  kNone,         // not a runtime call this table knows
+  kLaunch,       // launches a kernel (its "correlation" arg ties it to the kernel)
+  kMemcpy,       // an asynchronous copy
+  kMemset,       // an asynchronous fill
+  kStreamWait,   // a stream waits for an event (cross-stream dependency)
+  kEventRecord,  // records an event on a stream
+  kSync,         // the host blocks until the device, a stream or an event is done
+};
+struct RuntimeName {
+  std::string_view name;
+  RuntimeCall call;
+  std::string_view api;  // "CUDA" or "HIP"
+};
+// Every name classifyRuntimeCall knows (docs/import.md lists them; a test keeps it equal).
+std::span<const RuntimeName> knownRuntimeCalls();
+RuntimeCall classifyRuntimeCall(std::string_view name);
+
+// A communication kernel whose name does not say which collective it runs: RCCL's
+// "ncclDevKernel_Generic(...)" on AMD GPUs (and NCCL's generic kernels). The import ties it to
+// its collective through its launch (correlation id) inside record_param_comms / c10d ops.
+bool isGenericCommKernel(std::string_view name);
 
 }  // namespace ddpscope::traces

@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <string_view>
+#include <tuple>
 #include <utility>
 
 #include "base/median.h"
@@ -85,9 +86,9 @@ MessageSize messageSizeFromArgs(const Args& args) {
 
 Category collectiveCategory(std::string_view name, const Args& args) {
   std::string_view op = name;
-  if (name == "record_param_comms") {
-    if (auto c = args.getString("Collective name")) op = *c;
-  }
+  // record_param_comms names its collective in an arg; recent Kineto copies the arg onto the
+  // NCCL kernel too.
+  if (auto c = args.getString("Collective name")) op = *c;
   std::string lower(op);
   std::transform(lower.begin(), lower.end(), lower.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -115,9 +116,10 @@ struct GroupedSpan {
 struct RankBuild {
   int rank = 0;
   std::string file;
-  int64_t unknownBytes = 0;     // collectives left without a message size
-  int64_t bytesFromPlan = 0;    // collectives sized from options.plan
-  int64_t disagreeingPlan = 0;  // bucket allreduces whose traced size differs from the plan
+  int64_t unknownBytes = 0;          // collectives left without a message size
+  int64_t bytesFromPlan = 0;         // collectives sized from options.plan
+  int64_t disagreeingPlan = 0;       // bucket allreduces whose traced size differs from the plan
+  int64_t untiedGenericKernels = 0;  // generic communication kernels no launch explained
   std::vector<GroupedSpan> spans;
   std::map<int64_t, Nanos> iterationStart;  // ProfilerStep index → start
 };
@@ -150,11 +152,13 @@ Status importOneRank(const std::string& path, const Timeline& source, RankBuild&
   std::vector<IterationWindow> windows;
   std::vector<std::pair<Nanos, Nanos>> forwardWindows;
   bool hasGpu = false;
+  bool hostOpsPresent = false;
   for (const Lane& lane : track.lanes) {
     if (lane.kind != LaneKind::kHost) {
       hasGpu = hasGpu || !lane.spans.empty();
       continue;
     }
+    hostOpsPresent = hostOpsPresent || !lane.spans.empty();
     for (const Span& s : lane.spans) {
       if (auto n = parseProfilerStep(s.name)) {
         if (out.iterationStart.count(*n) == 0) {
@@ -165,6 +169,12 @@ Status importOneRank(const std::string& path, const Timeline& source, RankBuild&
         forwardWindows.emplace_back(s.start, s.end());
       }
     }
+  }
+  if (windows.empty() && hasGpu && !hostOpsPresent) {
+    return invalidArgument(path +
+                           ": GPU activity only, no CPU ops: profile with "
+                           "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] (the CPU "
+                           "side holds the steps, the launches and DDP's work)");
   }
   if (windows.empty()) {
     return invalidArgument(path +
@@ -180,10 +190,31 @@ Status importOneRank(const std::string& path, const Timeline& source, RankBuild&
     return false;
   };
 
-  // 2. Top-level host ops, per thread; collective candidates by class.
+  // 2. Top-level host ops, per thread; collective candidates by class; the collective host op
+  // (record_param_comms preferred, else the c10d / nccl: op) around each runtime launch, by the
+  // launch's correlation id, for communication kernels whose name does not say (RCCL).
   std::vector<Candidate> gpuComm, gloo, paramComms, c10d;
   std::vector<const Span*> hostLaunches;
+  std::map<int64_t, const Span*> collectiveOfLaunch;
   const Group hostOps = hasGpu ? kHostOpsGroup : kComputeGroup;
+  for (const Lane& lane : track.lanes) {
+    if (lane.kind != LaneKind::kHost) continue;
+    std::vector<const Span*> open;  // collective host ops containing the current span
+    for (const Span& s : lane.spans) {
+      while (!open.empty() && open.back()->end() <= s.start) open.pop_back();
+      if (isHostCollectiveName(s.name)) {
+        open.push_back(&s);
+      } else if (!open.empty() && classifyRuntimeCall(s.name) == RuntimeCall::kLaunch) {
+        if (auto correlation = s.args.getInt("correlation")) {
+          const Span* best = open.back();
+          for (const Span* o : open) {
+            if (o->name == "record_param_comms") best = o;
+          }
+          collectiveOfLaunch[*correlation] = best;
+        }
+      }
+    }
+  }
   for (const Lane& lane : track.lanes) {
     if (lane.kind != LaneKind::kHost) {
       for (const Span& s : lane.spans) {
@@ -287,6 +318,20 @@ Status importOneRank(const std::string& path, const Timeline& source, RankBuild&
             ? (s.category == Category::kCommOther ? collectiveCategory(s.name, s.args) : s.category)
             : collectiveCategory(s.name, s.args);
     MessageSize size = messageSizeFromArgs(s.args);
+    if (c.gpu && (category == Category::kCommOther || !size.bytes)) {
+      // A kernel named without its collective (RCCL's ncclDevKernel_Generic) or without sizes:
+      // the host op that launched it says.
+      const std::optional<int64_t> correlation = s.args.getInt("correlation");
+      auto it = correlation ? collectiveOfLaunch.find(*correlation) : collectiveOfLaunch.end();
+      if (it != collectiveOfLaunch.end()) {
+        if (category == Category::kCommOther) {
+          category = collectiveCategory(it->second->name, it->second->args);
+        }
+        if (!size.bytes) size = messageSizeFromArgs(it->second->args);
+      } else if (category == Category::kCommOther && isGenericCommKernel(s.name)) {
+        ++out.untiedGenericKernels;
+      }
+    }
     if (w != nullptr) {
       const int k = ordinal[w->index]++;
       auto it = paramCommSizes.find(w->index);
@@ -588,6 +633,143 @@ Status mapLayers(const std::vector<ImportLayer>& layers, RankBuild& build) {
   return Status::ok();
 }
 
+// ---- GPU traces: kernels to layers through the job's ddpscope.layer: ranges ----
+
+constexpr std::string_view kLayerRangePrefix = "ddpscope.layer:";
+
+// Whether the trace wraps module forwards in "ddpscope.layer:<module path>" ranges (what
+// ddpscope.torch's recorder and the GPU kit's jobs write).
+bool hasLayerRanges(const RankTrack& track) {
+  for (const Lane& lane : track.lanes) {
+    if (lane.kind != LaneKind::kHost) continue;
+    for (const Span& s : lane.spans) {
+      if (s.name.starts_with(kLayerRangePrefix)) return true;
+    }
+  }
+  return false;
+}
+
+// A GPU trace's forward and backward spans per layer: a layer's forward is the kernels launched
+// inside its range (the innermost range that names a layer of the model; a module called again
+// in an iteration names "<path>:2", ...); its backward the kernels of the autograd nodes whose
+// sequence number is that of a forward op inside its range. Each becomes one span per iteration
+// from its first kernel's start to its last kernel's end. Layers without a range of their own
+// (residual adds, attention cores: ops of a container's forward) get none: their kernels stay
+// in the gaps, which replay gives to the next layer.
+Status mapGpuLayers(const std::vector<ImportLayer>& layers, const RankTrack& track,
+                    RankBuild& build, int64_t& mappedLayers) {
+  std::map<std::string, int, std::less<>> layerIndex;
+  for (size_t i = 0; i < layers.size(); ++i)
+    layerIndex.emplace(layers[i].name, static_cast<int>(i));
+  std::vector<IterationWindow> windows;
+  for (const auto& g : build.spans) {
+    if (g.group == kIterGroup) {
+      windows.push_back(
+          {g.span.args.getInt(kArgIteration).value_or(0), g.span.start, g.span.end()});
+    }
+  }
+  struct Launch {
+    int layer = -1;              // forward: the layer whose range holds it
+    const Span* node = nullptr;  // backward: the autograd node that launched it
+    const IterationWindow* window = nullptr;
+  };
+  std::map<int64_t, Launch> launches;             // correlation id → launch
+  std::map<int64_t, int> layerOfSequence;         // forward op's sequence number → layer
+  std::map<const Span*, int64_t> sequenceOfNode;  // backward node → its sequence number
+  constexpr std::string_view kEval = "autograd::engine::evaluate_function: ";
+  for (const Lane& lane : track.lanes) {
+    if (lane.kind != LaneKind::kHost) continue;
+    struct Open {
+      const Span* span;
+      int layer;  // a layer range naming a model layer: its index; else -1
+      bool node;  // an autograd node
+    };
+    std::vector<Open> open;
+    std::map<std::pair<const IterationWindow*, std::string>, int> calls;
+    for (const Span& s : lane.spans) {
+      while (!open.empty() && open.back().span->end() <= s.start) open.pop_back();
+      const IterationWindow* window = windowOf(windows, s.start);
+      int layer = -1;
+      const Span* node = nullptr;
+      for (auto it = open.rbegin(); it != open.rend(); ++it) {
+        if (it->node && node == nullptr && layer < 0) node = it->span;
+        if (it->layer >= 0 && layer < 0 && node == nullptr) layer = it->layer;
+      }
+      if (s.name.starts_with(kLayerRangePrefix)) {
+        const std::string path(s.name.substr(kLayerRangePrefix.size()));
+        const int call = ++calls[{window, path}];
+        auto found = layerIndex.find(call == 1 ? path : path + ":" + std::to_string(call));
+        open.push_back({&s, found == layerIndex.end() ? -1 : found->second, false});
+        continue;
+      }
+      if (s.name.starts_with(kEval)) {
+        open.push_back({&s, -1, true});
+        continue;
+      }
+      if (auto sequence = s.args.getInt("Sequence number")) {
+        if (node != nullptr) {
+          sequenceOfNode.try_emplace(node, *sequence);
+        } else if (layer >= 0) {
+          layerOfSequence.try_emplace(*sequence, layer);
+        }
+      }
+      if (classifyRuntimeCall(s.name) == RuntimeCall::kLaunch) {
+        if (auto correlation = s.args.getInt("correlation")) {
+          launches[*correlation] = Launch{layer, node, window};
+        }
+      }
+      open.push_back({&s, -1, false});
+    }
+  }
+  // (window, layer, backward) → [first kernel start, last kernel end]
+  std::map<std::tuple<const IterationWindow*, int, bool>, std::pair<Nanos, Nanos>> extent;
+  for (const Lane& lane : track.lanes) {
+    if (lane.kind == LaneKind::kHost) continue;
+    for (const Span& s : lane.spans) {
+      if (!isComputation(s.category)) continue;
+      auto correlation = s.args.getInt("correlation");
+      auto it = correlation ? launches.find(*correlation) : launches.end();
+      if (it == launches.end() || it->second.window == nullptr) continue;
+      int layer = it->second.layer;
+      bool backward = false;
+      if (it->second.node != nullptr) {
+        auto sequence = sequenceOfNode.find(it->second.node);
+        if (sequence == sequenceOfNode.end()) continue;
+        auto owner = layerOfSequence.find(sequence->second);
+        if (owner == layerOfSequence.end()) continue;
+        layer = owner->second;
+        backward = true;
+      }
+      if (layer < 0) continue;
+      auto [e, inserted] =
+          extent.try_emplace({it->second.window, layer, backward}, s.start, s.end());
+      if (!inserted) {
+        e->second.first = minNanos(e->second.first, s.start);
+        e->second.second = maxNanos(e->second.second, s.end());
+      }
+    }
+  }
+  std::set<int> mapped;
+  for (const auto& [key, range] : extent) {
+    const auto& [window, layer, backward] = key;
+    const ImportLayer& l = layers[static_cast<size_t>(layer)];
+    build.spans.push_back({kComputeGroup, Span{backward ? l.name + " (backward)" : l.name,
+                                               backward ? Category::kBackward : Category::kForward,
+                                               range.first, range.second - range.first,
+                                               Args{{"layer", static_cast<int64_t>(layer)},
+                                                    {std::string(kArgIteration), window->index}}}});
+    mapped.insert(layer);
+  }
+  mappedLayers = static_cast<int64_t>(mapped.size());
+  if (mapped.empty()) {
+    return invalidArgument(build.file +
+                           ": no kernel could be tied to a layer of the model through the "
+                           "trace's ddpscope.layer: ranges (is this the model the trace was "
+                           "recorded with? do its kernels carry correlation ids?)");
+  }
+  return Status::ok();
+}
+
 // Places spans (sorted by spanPrecedes) on the lanes of one group: the first lane where the
 // span nests (disjoint from or inside the spans still open there), else a new lane "<base>:k".
 class LanePlacer {
@@ -656,6 +838,7 @@ StatusOr<Timeline> importSources(const std::vector<std::string>& paths,
   std::optional<int64_t> worldSize;
   std::string worldSizeFile;
   std::string backend;
+  bool gpuLayerRanges = false;  // GPU kernels named by layer through ddpscope.layer: ranges
   for (size_t index = 0; index < paths.size(); ++index) {
     const std::string& path = paths[index];
     ChromeReadReport readReport;
@@ -702,11 +885,34 @@ StatusOr<Timeline> importSources(const std::vector<std::string>& paths,
     report.collectivesWithUnknownBytes += build.unknownBytes;
     report.collectivesSizedFromPlan += build.bytesFromPlan;
     report.collectivesDisagreeingWithPlan += build.disagreeingPlan;
+    if (build.untiedGenericKernels > 0) {
+      report.notes.push_back(
+          path + ": " + std::to_string(build.untiedGenericKernels) +
+          " communication kernel(s) named without their collective (RCCL's "
+          "ncclDevKernel_Generic) could not be tied to a collective: no launch with their "
+          "correlation id inside record_param_comms or a c10d op (profile with CPU and GPU "
+          "activities; the kernels stay unclassified communication)");
+    }
     if (!options.layers.empty()) {
       const bool gpu = std::any_of(build.spans.begin(), build.spans.end(),
                                    [](const auto& g) { return g.group == kHostOpsGroup; });
-      if (gpu) {
-        report.notes.push_back(path + ": GPU trace: compute spans are kernels, not named by layer");
+      if (gpu && hasLayerRanges(source.rank(0))) {
+        int64_t mapped = 0;
+        RETURN_IF_ERROR(mapGpuLayers(options.layers, source.rank(0), build, mapped));
+        gpuLayerRanges = true;
+        if (mapped < static_cast<int64_t>(options.layers.size())) {
+          report.notes.push_back(
+              path + ": GPU trace: kernels named by layer through the ddpscope.layer: ranges; " +
+              std::to_string(static_cast<int64_t>(options.layers.size()) - mapped) + " of " +
+              std::to_string(options.layers.size()) +
+              " layers have no kernels of their own (ops of a container's forward: residual "
+              "adds, attention cores): their time stays with the next layer's");
+        }
+      } else if (gpu) {
+        report.notes.push_back(path +
+                               ": GPU trace: compute spans are kernels, not named by layer (wrap "
+                               "each module's forward in record_function(\"ddpscope.layer:<module "
+                               "path>\") to name them, as the GPU kit's jobs do)");
       } else {
         RETURN_IF_ERROR(mapLayers(options.layers, build));
       }
@@ -769,6 +975,7 @@ StatusOr<Timeline> importSources(const std::vector<std::string>& paths,
   timeline.setName("pytorch-profiler import");
   Args& meta = timeline.mutableMetadata();
   meta.set("source", std::string("pytorch-profiler"));
+  if (gpuLayerRanges) meta.set("layer_spans", std::string("gpu-kernels-by-range"));
   meta.set("world_size", world);
   if (!backend.empty()) meta.set("backend", backend);
   nlohmann::json files = nlohmann::json::array();

@@ -162,6 +162,47 @@ StatusOr<models::ModelSpec> modelForTrace(const RunSettings& settings, const std
   return model;
 }
 
+namespace {
+
+// Iterations left out unless the caller says. A runtime trace counts iterations from the job's
+// first: its warm-up and the iterations before DDP's bucket rebuild (2, or 3 with static_graph).
+// A PyTorch profile counts ProfilerStep#N from the profiler's start, usually long after the
+// job's: it leaves out only what it holds — the iterations up to the last one with more
+// broadcasts than the trace's last iteration (the rebuild broadcasts the new bucket layout; the
+// first iteration also broadcasts the module's state), none when every step looks alike.
+int64_t defaultSkip(const traces::Timeline& timeline, const RunSettings& settings) {
+  const bool profilerTrace = timeline.metadata().getString("source") ==
+                             std::optional<std::string_view>("pytorch-profiler");
+  if (!profilerTrace || timeline.metadata().contains("warmup")) {
+    const int64_t rebuildIteration = settings.ddp.staticGraph ? 3 : 2;
+    return std::max(settings.warmup, rebuildIteration);
+  }
+  std::map<int64_t, int> broadcasts;  // iteration → broadcasts, over all ranks
+  int64_t first = INT64_MAX;
+  for (int ri = 0; ri < timeline.rankCount(); ++ri) {
+    for (const traces::Iteration& it : timeline.iterations(ri)) {
+      first = std::min(first, it.index);
+      broadcasts.try_emplace(it.index, 0);
+    }
+    for (const traces::Lane& lane : timeline.rank(ri).lanes) {
+      if (lane.kind != traces::LaneKind::kComm) continue;
+      for (const Span& s : lane.spans) {
+        auto iteration = s.args.getInt(traces::kArgIteration);
+        if (iteration && s.category == Category::kBroadcast) ++broadcasts[*iteration];
+      }
+    }
+  }
+  if (broadcasts.empty()) return 0;
+  const int steady = broadcasts.rbegin()->second;
+  int64_t skip = first - 1;
+  for (const auto& [index, count] : broadcasts) {
+    if (count > steady) skip = index;
+  }
+  return skip;
+}
+
+}  // namespace
+
 StatusOr<MeasuredProfile> buildProfile(const traces::Timeline& timeline,
                                        const models::ModelSpec& model, const std::string& origin,
                                        const ProfileOptions& options) {
@@ -172,9 +213,7 @@ StatusOr<MeasuredProfile> buildProfile(const traces::Timeline& timeline,
     return invalidArgument(origin + ": model '" + model.name +
                            "' has no layers; replay needs per-layer spans");
   }
-  const int64_t rebuildIteration = p.settings.ddp.staticGraph ? 3 : 2;
-  const int64_t skip =
-      options.skipIterations.value_or(std::max(p.settings.warmup, rebuildIteration));
+  const int64_t skip = options.skipIterations.value_or(defaultSkip(timeline, p.settings));
   const size_t numLayers = model.layers.size();
   p.forward.assign(numLayers, {});
   p.backward.assign(numLayers, {});
@@ -340,9 +379,14 @@ StatusOr<MeasuredProfile> buildProfile(const traces::Timeline& timeline,
     rankMedians /= static_cast<double>(rankSteps.size());
     p.rankMaxFactor = std::max(1.0, median(steps) / rankMedians);
   }
+  // A GPU trace whose kernels were named through ddpscope.layer: ranges has no span for a
+  // layer without a module of its own (a residual add, an attention core): its kernels run in
+  // the gap before the next layer's span, whose attributed time holds them.
+  const bool rangeNamedKernels = timeline.metadata().getString("layer_spans") ==
+                                 std::optional<std::string_view>("gpu-kernels-by-range");
   for (size_t l = 0; l < numLayers; ++l) {
     const models::LayerSpec& layer = model.layers[l];
-    if (p.forward[l].empty() && !layer.use) {
+    if (p.forward[l].empty() && !layer.use && !rangeNamedKernels) {
       return invalidArgument(origin + ": layer '" + layer.name + "' of model '" + model.name +
                              "' has no forward span in the measured iterations (is this the "
                              "model the trace was recorded with?)");

@@ -29,8 +29,11 @@
 // Measured iterations: index > max(warmup, rebuild iteration) — the warm-up of the run
 // (metadata "warmup") and the iterations before the bucket rebuild (iteration 1 uses the
 // construction plan; the rebuild happens at iteration 2, 3 with static_graph) are left out;
-// `skipIterations` overrides. The measured step time is the median over measured iterations of
-// the slowest rank's window (the runtime summary's definition).
+// an imported PyTorch profile (metadata source "pytorch-profiler", ProfilerStep#N counted from
+// the profiler's start) leaves out only the iterations up to the last one with more broadcasts
+// than its last (the rebuild's), none when its steps look alike; `skipIterations` overrides. The
+// measured step time is the median over measured iterations of the slowest rank's window (the
+// runtime summary's definition).
 //
 // Complexity: O(S log S) for S spans.
 #pragma once

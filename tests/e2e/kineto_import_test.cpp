@@ -23,6 +23,7 @@
 #include "sim/replay/measured_profile.h"
 #include "tests/external_data.h"
 #include "traces/chrome_reader.h"
+#include "traces/classify.h"
 
 namespace ddpscope::traces {
 namespace {
@@ -285,6 +286,101 @@ TEST(KinetoImportTest, GpuStyleTraceUsesNcclKernelsAndParamCommsBytes) {
   EXPECT_EQ(summary.bucketBytes.front(),
             std::optional<int64_t>(1048576 * 4));  // In msg nelems × sizeof(Float)
   EXPECT_THAT(report.notes, ::testing::Contains(HasSubstr("not imported")));
+}
+
+// An AMD MI300X-style trace written by hand in the names ROCm's PyTorch profiler uses (HIP
+// runtime calls, RCCL's ncclDevKernel_Generic for every collective): the generic kernels are
+// tied to their record_param_comms through the launch's correlation id, so the buckets and
+// their sizes are found.
+const std::string kRcclHip =
+    std::string(DDPSCOPE_TEST_DATA_DIR) + "/traces/kineto_rccl_hip_small.json";
+
+std::string readText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+TEST(KinetoImportTest, RcclGenericKernelsAreTiedToTheirCollectiveByTheirLaunch) {
+  KinetoImportOptions options;
+  options.allowMissingRanks = true;
+  KinetoImportReport report;
+  auto timeline = importKinetoTraces({kRcclHip}, options, &report);
+  ASSERT_TRUE(timeline.isOk()) << timeline.status().message();
+  const KinetoImportSummary summary = summarizeImport(*timeline);
+  EXPECT_EQ(summary.bucketBytes, knownBytes({262144 * 4, 65536 * 4}));
+  const Lane* comm = findLane(timeline->rank(0), "comm");
+  ASSERT_NE(comm, nullptr);
+  ASSERT_EQ(comm->spans.size(), 2u);
+  for (const Span& s : comm->spans) {
+    EXPECT_EQ(s.category, Category::kAllreduce);
+    EXPECT_THAT(std::string(s.args.getString("op").value_or("")),
+                HasSubstr("ncclDevKernel_Generic"));
+  }
+  EXPECT_EQ(comm->spans[0].duration, Nanos::fromMicros(400));
+  EXPECT_THAT(report.notes, ::testing::Not(::testing::Contains(HasSubstr("could not be tied"))));
+}
+
+TEST(KinetoImportTest, GenericKernelsWithoutTheirLaunchAreCountedInTheNotes) {
+  nlohmann::json doc = nlohmann::json::parse(readText(kRcclHip));
+  for (auto& e : doc["traceEvents"]) {
+    if (e["cat"] == "cuda_runtime") e["args"].erase("correlation");
+  }
+  KinetoImportOptions options;
+  options.allowMissingRanks = true;
+  KinetoImportReport report;
+  auto timeline = importKinetoTraceBytes({{"mi300x.json", doc.dump()}}, options, &report);
+  ASSERT_TRUE(timeline.isOk()) << timeline.status().message();
+  EXPECT_TRUE(summarizeImport(*timeline).bucketBytes.empty());
+  EXPECT_THAT(report.notes,
+              ::testing::Contains(HasSubstr(
+                  "mi300x.json: 2 communication kernel(s) named without their collective (RCCL's "
+                  "ncclDevKernel_Generic) could not be tied to a collective")));
+}
+
+TEST(KinetoImportTest, RejectsGpuOnlyTraceNamingTheProfilerOption) {
+  nlohmann::json doc = nlohmann::json::parse(readText(kRcclHip));
+  nlohmann::json gpu = nlohmann::json::array();
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["cat"] == "kernel") gpu.push_back(e);
+  }
+  doc["traceEvents"] = gpu;
+  KinetoImportOptions options;
+  options.allowMissingRanks = true;
+  auto result = importKinetoTraceBytes({{"gpu-only.json", doc.dump()}}, options);
+  ASSERT_FALSE(result.isOk());
+  EXPECT_EQ(result.status().message(),
+            "gpu-only.json: GPU activity only, no CPU ops: profile with "
+            "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] (the CPU side holds the "
+            "steps, the launches and DDP's work)");
+}
+
+TEST(KinetoImportTest, RuntimeCallTableIsTheDocumentedOne) {
+  EXPECT_EQ(classifyRuntimeCall("hipExtModuleLaunchKernel"), RuntimeCall::kLaunch);
+  EXPECT_EQ(classifyRuntimeCall("cudaLaunchKernel"), RuntimeCall::kLaunch);
+  EXPECT_EQ(classifyRuntimeCall("hipStreamWaitEvent"), RuntimeCall::kStreamWait);
+  EXPECT_EQ(classifyRuntimeCall("cudaStreamSynchronize"), RuntimeCall::kSync);
+  EXPECT_EQ(classifyRuntimeCall("aten::mm"), RuntimeCall::kNone);
+  EXPECT_TRUE(isGenericCommKernel("ncclDevKernel_Generic(ncclDevComm*, channelMasks, ncclWork*)"));
+  EXPECT_FALSE(isGenericCommKernel(
+      "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"));
+  // docs/spec/trace-formats.md §2.4 lists every name, in the table's order.
+  const std::string doc =
+      readText(std::string(DDPSCOPE_SOURCE_DIR) + "/docs/spec/trace-formats.md");
+  size_t at = doc.find("### 2.4 GPU runtime calls");
+  ASSERT_NE(at, std::string::npos);
+  int rows = 0;
+  for (const RuntimeName& r : knownRuntimeCalls()) {
+    const size_t next = doc.find("| `" + std::string(r.name) + "` |", at);
+    EXPECT_NE(next, std::string::npos) << r.name << " is not in the documented table (in order)";
+    if (next != std::string::npos) at = next;
+    ++rows;
+  }
+  const size_t tableEnd = doc.find("\n\n", at);
+  EXPECT_EQ(doc.substr(at, tableEnd - at).find("\n| `"), std::string::npos)
+      << "the documented table lists a call after the last one the code knows";
+  EXPECT_EQ(rows, 31);
 }
 
 TEST(KinetoImportTest, RejectsNonKinetoTrace) {
