@@ -26,7 +26,8 @@ What `analyze` computes, per model, from the files of a run:
                  run; cap 1 against cap 25 and DDP's overhead over eager, measured and predicted;
                  models the profile was not fitted on are marked held out
   import         `ddpscope import-torch` of every trace: buckets, step, overlap
-  replay         `ddpscope replay` of the runtime's own trace at its own settings: error
+  replay         `ddpscope replay` of the runtime's own trace at its own settings: error; and of
+                 every profiled DDP trace imported with the zoo model (per config, "replay")
 
 With --expect, the report's numbers must equal the expected file's (exact for integers, 1e-6
 relative for floats): the dry run checks the comparison code that way on a committed sample.
@@ -395,6 +396,21 @@ def import_trace(ddpscope, trace, out):
                                "overlap_percent", "hta_overlap") if k in s}
 
 
+def replay_profile(ddpscope, trace, model, cluster, out):
+    """A profiled DDP trace imported with the zoo model (kernels named by layer through the
+    ddpscope.layer: ranges) and replayed at its own settings: the profiled step against the
+    replay (world size 1)."""
+    run = os.path.join(out, os.path.basename(trace).replace("-rank0.json.gz", "-layers.json"))
+    rc, so, se = sh([ddpscope, "import-torch", trace, "--model", model, "-o", run, "--json",
+                     "--quiet"], timeout=120)
+    if rc != 0:
+        return {"error": se.strip()[-400:]}
+    try:
+        return replay_runtime(ddpscope, run, model, cluster)
+    finally:
+        os.remove(run)
+
+
 def replay_runtime(ddpscope, trace, model, cluster):
     """`ddpscope replay` of the runtime's own trace at its own settings (world size 1: the
     cluster only names the device; there is no communication to model)."""
@@ -488,6 +504,9 @@ def analyze(out, ddpscope):
             path = os.path.join(out, tr)
             if os.path.exists(path):
                 r["import"][cfg] = import_trace(ddpscope, path, out)
+                if cfg.startswith("ddp"):
+                    r["import"][cfg]["replay"] = replay_profile(ddpscope, path, model, cluster,
+                                                                out)
         tr = job.get("traces", {}).get("ddp-default")
         if tr and os.path.exists(os.path.join(out, tr)):
             try:

@@ -16,7 +16,7 @@ for --rounds rounds of --steps steps each, unprofiled; every step is synchronize
 device and timed with the host clock, so a step is what the user waits for. Then the
 configurations of --profile (default eager, cap 1 and the default) are profiled for
 --trace-steps steps with torch.profiler (CPU + CUDA activities, record_shapes=True), and those of
---profile-noshapes (default: the default cap) once more with record_shapes=False, each exported
+--profile-noshapes (default: cap 1 and the default cap) once more with record_shapes=False, each exported
 as a Chrome trace that `ddpscope import-torch` reads. During the profiled steps every module's
 forward is wrapped in a record_function range "ddpscope.layer:<module path>" so that the kernels
 can be attributed to layers (scripts/gpu_kit/analyze.py); the timed steps carry no such ranges.
@@ -752,11 +752,11 @@ def main():
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--rounds", type=int, default=4)
     p.add_argument("--steps", type=int, default=5, help="timed steps per round")
-    p.add_argument("--trace-steps", type=int, default=4,
+    p.add_argument("--trace-steps", type=int, default=6,
                    help="profiled steps per trace (0: no trace)")
     p.add_argument("--profile", default="eager,ddp-cap1,ddp-default",
                    help="configurations profiled with record_shapes=True ('' for none)")
-    p.add_argument("--profile-noshapes", default="ddp-default",
+    p.add_argument("--profile-noshapes", default="ddp-cap1,ddp-default",
                    help="configurations profiled again with record_shapes=False, which records "
                         "less per op ('' for none)")
     p.add_argument("--out", required=True)
