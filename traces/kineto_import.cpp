@@ -536,11 +536,24 @@ std::string_view layerKind(std::string_view type) {
   return "";
 }
 
-Status mapLayers(const std::vector<ImportLayer>& layers, RankBuild& build) {
+// A host op matched to a layer: a forward op, a backward node, or (tail) a backward node of no
+// layer kind that belongs to the layer matched before it (AccumulateGrad, TBackward0).
+struct LayerOp {
+  const GroupedSpan* op;
+  size_t layer;
+  bool backward;
+  bool tail;
+};
+
+// Matches the top-level host ops of `group` (compute on CPU traces, the cpu ops lane on GPU
+// traces) to the layers, per iteration: forward ops in order against the layers in order by kind,
+// backward nodes against the layers in reverse order. Forward ops of no layer go to
+// `functional` (+, views, allocations). Sorts build.spans.
+Status matchLayerOps(const std::vector<ImportLayer>& layers, RankBuild& build, Group group,
+                     std::vector<LayerOp>& matched, std::vector<const GroupedSpan*>& functional) {
   std::stable_sort(
       build.spans.begin(), build.spans.end(),
       [](const GroupedSpan& x, const GroupedSpan& y) { return spanPrecedes(x.span, y.span); });
-  std::vector<GroupedSpan> out;
   std::vector<IterationWindow> windows;
   for (const auto& g : build.spans) {
     if (g.group == kIterGroup) {
@@ -565,7 +578,7 @@ Status mapLayers(const std::vector<ImportLayer>& layers, RankBuild& build) {
   for (const auto& w : windows) {
     std::vector<const GroupedSpan*> forward, backward;
     for (const auto& g : build.spans) {
-      if (g.group != kComputeGroup || g.span.start < w.start || g.span.start >= w.end) continue;
+      if (g.group != group || g.span.start < w.start || g.span.start >= w.end) continue;
       if (g.span.category == Category::kForward) forward.push_back(&g);
       if (g.span.category == Category::kBackward) backward.push_back(&g);
     }
@@ -577,21 +590,19 @@ Status mapLayers(const std::vector<ImportLayer>& layers, RankBuild& build) {
         ++next;  // a layer kind without a known op: nothing in the trace to match
       }
       if (!kind.empty() && next < layers.size() && layerKind(layers[next].type) == kind) {
-        Span s{layers[next].name, Category::kForward, g->span.start, g->span.duration,
-               Args{{"layer", static_cast<int64_t>(next)}, {"op", g->span.name}}};
-        out.push_back({kComputeGroup, std::move(s)});
+        matched.push_back({g, next, false, false});
         ++next;
       } else if (!kind.empty() && kind != "Add" && next >= layers.size()) {
         return extra(w.index, "forward op", g->span.name);
       } else {
-        out.push_back({kHostOpsGroup, g->span});  // functional ops (+, views, allocations)
+        functional.push_back(g);
       }
     }
     while (next < layers.size() && layerKind(layers[next].type).empty()) ++next;
     if (next < layers.size()) return fail(w.index, "forward", next);
     // Backward: nodes in order against layers in reverse order.
     size_t done = 0;                // layers matched, counted from the last
-    std::optional<size_t> current;  // index into `out` of the open layer span
+    std::optional<size_t> current;  // the layer of the last matched node
     for (const GroupedSpan* g : backward) {
       const std::string_view kind = backwardNodeKind(g->span.name);
       while (!kind.empty() && done < layers.size() &&
@@ -600,17 +611,13 @@ Status mapLayers(const std::vector<ImportLayer>& layers, RankBuild& build) {
       }
       if (!kind.empty() && done < layers.size() &&
           layerKind(layers[layers.size() - 1 - done].type) == kind) {
-        const size_t li = layers.size() - 1 - done;
-        Span s{layers[li].name + " (backward)", Category::kBackward, g->span.start,
-               g->span.duration, Args{{"layer", static_cast<int64_t>(li)}}};
-        out.push_back({kComputeGroup, std::move(s)});
-        current = out.size() - 1;
+        current = layers.size() - 1 - done;
+        matched.push_back({g, *current, true, false});
         ++done;
       } else if (!kind.empty() && kind != "Add" && done >= layers.size()) {
         return extra(w.index, "backward node", g->span.name);
       } else if (current) {
-        Span& s = out[*current].span;
-        s.duration = maxNanos(s.end(), g->span.end()) - s.start;  // same layer's tail
+        matched.push_back({g, *current, true, true});  // same layer's tail
       }
       // else: the loss's backward, before the first layer: left out
     }
@@ -619,7 +626,46 @@ Status mapLayers(const std::vector<ImportLayer>& layers, RankBuild& build) {
     }
     if (done < layers.size()) return fail(w.index, "backward", layers.size() - 1 - done);
   }
+  return Status::ok();
+}
+
+// CPU traces: the matched ops become the layers' compute spans.
+Status mapLayers(const std::vector<ImportLayer>& layers, RankBuild& build) {
+  std::vector<LayerOp> matched;
+  std::vector<const GroupedSpan*> functional;
+  RETURN_IF_ERROR(matchLayerOps(layers, build, kComputeGroup, matched, functional));
+  std::vector<GroupedSpan> out;
+  std::optional<size_t> current;  // index into `out` of the open backward span
+  for (const LayerOp& m : matched) {
+    const Span& op = m.op->span;
+    if (m.tail) {
+      if (current) {
+        Span& s = out[*current].span;
+        s.duration = maxNanos(s.end(), op.end()) - s.start;
+      }
+      continue;
+    }
+    const std::string& name = layers[m.layer].name;
+    if (m.backward) {
+      out.push_back(
+          {kComputeGroup, Span{name + " (backward)", Category::kBackward, op.start, op.duration,
+                               Args{{"layer", static_cast<int64_t>(m.layer)}}}});
+      current = out.size() - 1;
+    } else {
+      out.push_back(
+          {kComputeGroup, Span{name, Category::kForward, op.start, op.duration,
+                               Args{{"layer", static_cast<int64_t>(m.layer)}, {"op", op.name}}}});
+    }
+  }
+  for (const GroupedSpan* g : functional) out.push_back({kHostOpsGroup, g->span});
   // Everything else (outside the mapped categories or iterations) is kept as it was.
+  std::vector<IterationWindow> windows;
+  for (const auto& g : build.spans) {
+    if (g.group == kIterGroup) {
+      windows.push_back(
+          {g.span.args.getInt(kArgIteration).value_or(0), g.span.start, g.span.end()});
+    }
+  }
   for (auto& g : build.spans) {
     const bool inWindow = std::any_of(windows.begin(), windows.end(), [&](const auto& w) {
       return g.span.start >= w.start && g.span.start < w.end;
@@ -657,7 +703,33 @@ bool hasLayerRanges(const RankTrack& track) {
 // (residual adds, attention cores: ops of a container's forward) get none: their kernels stay
 // in the gaps, which replay gives to the next layer.
 Status mapGpuLayers(const std::vector<ImportLayer>& layers, const RankTrack& track,
-                    RankBuild& build, int64_t& mappedLayers) {
+                    RankBuild& build, bool ranges, int64_t& mappedLayers) {
+  // Without ranges: the top-level host ops matched to the layers by kind, as on CPU traces; a
+  // launch belongs to the op it runs in.
+  struct OpInterval {
+    Nanos start, end;
+    int layer;
+    bool backward;
+  };
+  std::vector<OpInterval> opIntervals;
+  if (!ranges) {
+    std::vector<LayerOp> matched;
+    std::vector<const GroupedSpan*> functional;
+    RETURN_IF_ERROR(matchLayerOps(layers, build, kHostOpsGroup, matched, functional));
+    for (const LayerOp& m : matched) {
+      opIntervals.push_back(
+          {m.op->span.start, m.op->span.end(), static_cast<int>(m.layer), m.backward});
+    }
+    std::sort(opIntervals.begin(), opIntervals.end(),
+              [](const OpInterval& a, const OpInterval& b) { return a.start < b.start; });
+  }
+  auto opAt = [&](Nanos t) -> const OpInterval* {
+    auto it = std::upper_bound(opIntervals.begin(), opIntervals.end(), t,
+                               [](Nanos v, const OpInterval& o) { return v < o.start; });
+    if (it == opIntervals.begin()) return nullptr;
+    --it;
+    return t < it->end ? &*it : nullptr;
+  };
   std::map<std::string, int, std::less<>> layerIndex;
   for (size_t i = 0; i < layers.size(); ++i)
     layerIndex.emplace(layers[i].name, static_cast<int>(i));
@@ -669,9 +741,10 @@ Status mapGpuLayers(const std::vector<ImportLayer>& layers, const RankTrack& tra
     }
   }
   struct Launch {
-    int layer = -1;              // forward: the layer whose range holds it
-    const Span* node = nullptr;  // backward: the autograd node that launched it
+    int layer = -1;              // the layer whose range (or matched op) holds it
+    const Span* node = nullptr;  // ranges, backward: the autograd node that launched it
     const IterationWindow* window = nullptr;
+    bool backward = false;  // matched ops: a backward node's launch
   };
   std::map<int64_t, Launch> launches;             // correlation id → launch
   std::map<int64_t, int> layerOfSequence;         // forward op's sequence number → layer
@@ -715,7 +788,11 @@ Status mapGpuLayers(const std::vector<ImportLayer>& layers, const RankTrack& tra
       }
       if (classifyRuntimeCall(s.name) == RuntimeCall::kLaunch) {
         if (auto correlation = s.args.getInt("correlation")) {
-          launches[*correlation] = Launch{layer, node, window};
+          if (ranges) {
+            launches[*correlation] = Launch{layer, node, window, false};
+          } else if (const OpInterval* op = opAt(s.start)) {
+            launches[*correlation] = Launch{op->layer, nullptr, window, op->backward};
+          }
         }
       }
       open.push_back({&s, -1, false});
@@ -731,7 +808,7 @@ Status mapGpuLayers(const std::vector<ImportLayer>& layers, const RankTrack& tra
       auto it = correlation ? launches.find(*correlation) : launches.end();
       if (it == launches.end() || it->second.window == nullptr) continue;
       int layer = it->second.layer;
-      bool backward = false;
+      bool backward = it->second.backward;
       if (it->second.node != nullptr) {
         auto sequence = sequenceOfNode.find(it->second.node);
         if (sequence == sequenceOfNode.end()) continue;
@@ -762,10 +839,11 @@ Status mapGpuLayers(const std::vector<ImportLayer>& layers, const RankTrack& tra
   }
   mappedLayers = static_cast<int64_t>(mapped.size());
   if (mapped.empty()) {
-    return invalidArgument(build.file +
-                           ": no kernel could be tied to a layer of the model through the "
-                           "trace's ddpscope.layer: ranges (is this the model the trace was "
-                           "recorded with? do its kernels carry correlation ids?)");
+    return invalidArgument(build.file + ": no kernel could be tied to a layer of the model " +
+                           (ranges ? "through the trace's ddpscope.layer: ranges"
+                                   : "through the host ops that launched them") +
+                           " (is this the model the trace was recorded with? do its kernels "
+                           "carry correlation ids?)");
   }
   return Status::ok();
 }
@@ -896,23 +974,20 @@ StatusOr<Timeline> importSources(const std::vector<std::string>& paths,
     if (!options.layers.empty()) {
       const bool gpu = std::any_of(build.spans.begin(), build.spans.end(),
                                    [](const auto& g) { return g.group == kHostOpsGroup; });
-      if (gpu && hasLayerRanges(source.rank(0))) {
+      if (gpu) {
+        // Ranges when the job wrapped its modules in them; else the host ops by kind.
+        const bool ranges = hasLayerRanges(source.rank(0));
         int64_t mapped = 0;
-        RETURN_IF_ERROR(mapGpuLayers(options.layers, source.rank(0), build, mapped));
+        RETURN_IF_ERROR(mapGpuLayers(options.layers, source.rank(0), build, ranges, mapped));
         gpuLayerRanges = true;
-        if (mapped < static_cast<int64_t>(options.layers.size())) {
-          report.notes.push_back(
-              path + ": GPU trace: kernels named by layer through the ddpscope.layer: ranges; " +
-              std::to_string(static_cast<int64_t>(options.layers.size()) - mapped) + " of " +
-              std::to_string(options.layers.size()) +
-              " layers have no kernels of their own (ops of a container's forward: residual "
-              "adds, attention cores): their time stays with the next layer's");
-        }
-      } else if (gpu) {
-        report.notes.push_back(path +
-                               ": GPU trace: compute spans are kernels, not named by layer (wrap "
-                               "each module's forward in record_function(\"ddpscope.layer:<module "
-                               "path>\") to name them, as the GPU kit's jobs do)");
+        report.notes.push_back(
+            path + ": GPU trace: kernels named by layer through " +
+            (ranges ? std::string("the ddpscope.layer: ranges")
+                    : std::string("the host ops that launched them")) +
+            "; " + std::to_string(static_cast<int64_t>(options.layers.size()) - mapped) + " of " +
+            std::to_string(options.layers.size()) +
+            " layers have no kernels of their own (ops of a container's forward: residual "
+            "adds, attention cores): their time stays with the next layer's");
       } else {
         RETURN_IF_ERROR(mapLayers(options.layers, build));
       }
