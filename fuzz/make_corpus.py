@@ -130,7 +130,9 @@ def kineto_import():
     seeds = {}
     sep = b"\n@@RANK@@\n"
     # An AMD trace in ROCm's names (RCCL's generic kernels, HIP launches), written by hand.
-    seeds["rccl_hip-one"] = b"\x01" + (DATA / "traces" / "kineto_rccl_hip_small.json").read_bytes()
+    rccl = (DATA / "traces" / "kineto_rccl_hip_small.json").read_bytes()
+    seeds["rccl_hip-one"] = b"\x01" + rccl
+    seeds["rccl_hip-layers"] = b"\x03" + rccl  # GPU kernels to layers through the host ops
     for name, ranks in kineto_ranks():
         seeds[f"{name}-one"] = b"\x01" + ranks[0]
         if len(ranks) > 1:
