@@ -43,7 +43,8 @@ struct RuntimeName {
   RuntimeCall call;
   std::string_view api;  // "CUDA" or "HIP"
 };
-// Every name classifyRuntimeCall knows (docs/import.md lists them; a test keeps it equal).
+// Every name classifyRuntimeCall knows (docs/spec/trace-formats.md lists them; a test keeps the
+// list equal).
 std::span<const RuntimeName> knownRuntimeCalls();
 RuntimeCall classifyRuntimeCall(std::string_view name);
 
