@@ -73,12 +73,12 @@ def test_from_torch_costs_any_module_from_its_ops():
     own = ddpscope.Model.from_torch(et.own_scale_factory(), torch.randn(2, 3)).to_dict()
     assert own["layers"][-1]["type"] == "OwnScale"
     assert own["layers"][-1]["params"] == ["1.scale"]
-    module = et.LlamaStyle()
+    module = et.llama_style()
     model = ddpscope.Model.from_torch(module, torch.randint(0, 96, (2, 24)), name="llama-style")
     assert model.total_bytes == sum(p.numel() * p.element_size() for p in module.parameters())
     layers = model.to_dict()["layers"]
-    assert sum(et.eval_poly(l.get("flops"), model.to_dict()["inputs"]) for l in layers
-               if l["type"] != "Add") == module.forward_flops(2, 24)
+    assert sum(et.matrix_flops(l, model.to_dict()["inputs"]) for l in layers) == \
+        et.llama_forward_flops(2, 24)
     with pytest.raises(ddpscope.export.ExportError, match="example_input: expected a "
                        "torch.Tensor, got list"):
         ddpscope.Model.from_torch(module, [1, 2])
