@@ -19,12 +19,15 @@ using Json = nlohmann::json;
 
 const HostWork kNoWork{};
 
+// `o`'s number `key` / `n` (0 when absent or not a number): one step's share of a mean.
+double share(const Json& o, const char* key, double n) {
+  const Json* v = findJsonMember(o, key);
+  return v != nullptr && v->is_number() ? v->get<double>() / n : 0.0;
+}
+
 // Adds `o`'s fields (count, host_us, events, kernels, kernel_us, buffers) / `n` to `w`.
 void accumulate(const Json& o, double n, HostWork& w) {
-  auto get = [&](const char* key) {
-    const Json* v = findJsonMember(o, key);
-    return v != nullptr && v->is_number() ? v->get<double>() / n : 0.0;
-  };
+  auto get = [&](const char* key) { return share(o, key, n); };
   w.count += get("count");
   w.hostUs += get("host_us");
   w.events += get("events");
@@ -146,10 +149,7 @@ StatusOr<std::vector<HostFacts>> loadHostFacts(const std::string& path) {
     }
     const double n = static_cast<double>(steps->size());
     for (const Json& s : *steps) {
-      auto num = [&](const char* key) {
-        const Json* v = findJsonMember(s, key);
-        return v != nullptr && v->is_number() ? v->get<double>() / n : 0.0;
-      };
+      auto num = [&](const char* key) { return share(s, key, n); };
       f.stepUs += num("step_us");
       f.events += num("events");
       f.kernelUs += num("kernel_us");
