@@ -22,7 +22,7 @@ std::string formatLimit(int64_t limitBytes) {
   return formatBytes(limitBytes);
 }
 
-ArgParser makeParser() {
+ArgParser makeBucketsParser() {
   ArgParser parser(
       "ddpscope buckets",
       "--model M [--bucket-cap-mb X] [--first-bucket-mb Y]\n"
@@ -48,7 +48,7 @@ ArgParser makeParser() {
 }  // namespace
 
 Status runBucketsCommand(const std::vector<std::string>& argv, CommandIo io) {
-  ArgParser parser = makeParser();
+  ArgParser parser = makeBucketsParser();
   ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv, io.err));
   if (args.helpRequested()) {
     io.out << parser.helpText();

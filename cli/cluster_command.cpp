@@ -24,7 +24,7 @@ namespace {
 
 constexpr int64_t kCheckBytes = int64_t{256} << 20;  // the busbw check's buffer: 256 MiB
 
-Status runShow(const std::vector<std::string>& argv, CommandIo io) {
+Status runClusterShow(const std::vector<std::string>& argv, CommandIo io) {
   ArgParser parser("ddpscope cluster show", "NAME",
                    "Prints the JSON of a built-in cluster (format: sim/cost/clusters/FORMAT.md).");
   parser.positional("NAME", "a built-in cluster (ddpscope cluster list)", true);
@@ -270,7 +270,7 @@ Status runClusterCommand(const std::vector<std::string>& argv, CommandIo io) {
        {"calibrate", "fit a cluster's allreduce latency and bandwidth to all_reduce_perf output",
         runCalibrate},
        {"list", "the built-in clusters, one line each", runClusterListCommand},
-       {"show NAME", "print a built-in cluster's JSON (a starting point for your own)", runShow}},
+       {"show NAME", "print a built-in cluster's JSON (a starting point for your own)", runClusterShow}},
       argv, io);
 }
 

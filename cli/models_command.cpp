@@ -65,7 +65,7 @@ int64_t layerParams(const models::ModelSpec& model, const models::LayerSpec& lay
   return n;
 }
 
-Status runShow(const std::vector<std::string>& argv, CommandIo io) {
+Status runModelShow(const std::vector<std::string>& argv, CommandIo io) {
   ArgParser parser("ddpscope model show", "M [--json]",
                    "One model as ddpscope sees it: its default inputs, parameter and buffer\n"
                    "counts, and its layers in execution order with their parameters and forward\n"
@@ -136,7 +136,7 @@ Status runModelCommand(const std::vector<std::string>& argv, CommandIo io) {
   return runSubcommand(
       "model",
       {{"list", "the embedded model zoo with parameter and tensor counts", runList},
-       {"show M", "one model: inputs, parameters, buffers and layers with their FLOPs", runShow}},
+       {"show M", "one model: inputs, parameters, buffers and layers with their FLOPs", runModelShow}},
       argv, io);
 }
 

@@ -23,7 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-ArgParser makeParser() {
+ArgParser makeRunParser() {
   ArgParser parser("ddpscope run",
                    "--nproc N [--mpirun PATH] [--worker PATH] -- <ddpscope-run flags>",
                    "Trains a model with the real DDP runtime on this machine: N MPI ranks of\n"
@@ -114,7 +114,7 @@ Status runRunCommand(const std::vector<std::string>& argv, CommandIo io) {
       (afterSeparator ? workerArgs : own).push_back(a);
     }
   }
-  ArgParser parser = makeParser();
+  ArgParser parser = makeRunParser();
   ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(own, io.err));
   if (args.helpRequested()) {
     io.out << parser.helpText();

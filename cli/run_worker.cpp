@@ -24,7 +24,7 @@ ddp::DdpSettingSet workerDdpSettings() {
       .without(ddp::DdpSetting::kAutocast);
 }
 
-ArgParser makeParser() {
+ArgParser makeWorkerParser() {
   ArgParser parser(
       "ddpscope-run",
       "--model NAME|SHORTHAND [--backend mpi|nccl] [--dtype D] [--batch B] [--iterations N] "
@@ -99,7 +99,7 @@ StatusOr<std::pair<int, int64_t>> parseFault(const ParsedArgs& args, const std::
 }  // namespace
 
 StatusOr<WorkerFlags> parseWorkerFlags(const std::vector<std::string>& argv) {
-  const ArgParser parser = makeParser();
+  const ArgParser parser = makeWorkerParser();
   ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv, std::cerr));
   WorkerFlags flags;
   if (args.helpRequested()) {

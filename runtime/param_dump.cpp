@@ -7,13 +7,13 @@
 
 namespace ddpscope::runtime {
 namespace {
-constexpr char kMagic[8] = {'D', 'S', 'P', 'A', 'R', 'A', 'M', '1'};
+constexpr char kParamDumpMagic[8] = {'D', 'S', 'P', 'A', 'R', 'A', 'M', '1'};
 }
 
 Status writeParamDump(const std::string& path, const ParamDump& dump) {
   std::ofstream out(path, std::ios::binary);
   if (!out) return invalidArgument(path + ": cannot open for writing");
-  out.write(kMagic, sizeof(kMagic));
+  out.write(kParamDumpMagic, sizeof(kParamDumpMagic));
   const uint32_t count = static_cast<uint32_t>(dump.values.size());
   out.write(reinterpret_cast<const char*>(&count), sizeof(count));
   for (size_t i = 0; i < dump.values.size(); ++i) {
@@ -36,7 +36,7 @@ StatusOr<ParamDump> readParamDump(const std::string& path) {
   if (!in) return notFound(path + ": cannot open");
   char magic[8];
   in.read(magic, sizeof(magic));
-  if (!in || std::memcmp(magic, kMagic, sizeof(magic)) != 0) {
+  if (!in || std::memcmp(magic, kParamDumpMagic, sizeof(magic)) != 0) {
     return invalidArgument(path + ": not a ddpscope parameter dump (bad magic)");
   }
   uint32_t count = 0;

@@ -165,7 +165,7 @@ RankTrack Profiler::snapshot() const {
 
 namespace {
 
-constexpr uint32_t kMagic = 0x31505344;  // "DSP1"
+constexpr uint32_t kProfileMagic = 0x31505344;  // "DSP1"
 
 class Writer {
  public:
@@ -214,7 +214,7 @@ class Reader {
 
 std::vector<std::byte> encodeRankTrack(const RankTrack& track) {
   Writer w;
-  w.pod<uint32_t>(kMagic);
+  w.pod<uint32_t>(kProfileMagic);
   w.pod<int32_t>(track.rank);
   w.str(track.name);
   w.pod<uint32_t>(static_cast<uint32_t>(track.lanes.size()));
@@ -251,7 +251,7 @@ StatusOr<RankTrack> decodeRankTrack(std::span<const std::byte> blob) {
                            std::to_string(r.pos()) + " (" + what + ")");
   };
   uint32_t magic = 0;
-  if (!r.pod(&magic) || magic != kMagic) return truncated("bad magic");
+  if (!r.pod(&magic) || magic != kProfileMagic) return truncated("bad magic");
   RankTrack track;
   uint32_t laneCount = 0;
   if (!r.pod(&track.rank) || !r.str(&track.name) || !r.pod(&laneCount)) return truncated("header");

@@ -13,15 +13,15 @@
 namespace ddpscope::cli::testing {
 namespace {
 
-struct Case {
+struct RoundTripCase {
   std::vector<std::string> flags;  // DDP flags given to simulate
   ddp::DdpConfig expected;         // what they mean
 };
 
 // Two runs that between them set every DDP setting away from its default.
-std::vector<Case> cases() {
-  std::vector<Case> out;
-  Case a;
+std::vector<RoundTripCase> cases() {
+  std::vector<RoundTripCase> out;
+  RoundTripCase a;
   a.flags = {"--bucket-cap-mb",
              "5",
              "--first-bucket-mb",
@@ -45,14 +45,14 @@ std::vector<Case> cases() {
   a.expected.initSyncBuffers = false;  // the deprecated broadcast_buffers=False
   a.expected.profile = ddp::SemanticsProfile::kV1_13;
   out.push_back(a);
-  Case b;
+  RoundTripCase b;
   b.flags = {"--static-graph", "--comm-hook", "powersgd:4", "--torch-version", "1.5"};
   b.expected.staticGraph = true;
   b.expected.commHook.kind = ddp::CommHookKind::kPowerSgd;
   b.expected.commHook.powerSgdRank = 4;
   b.expected.profile = ddp::SemanticsProfile::kV1_5;
   out.push_back(b);
-  Case c;  // PyTorch 2.15's arguments
+  RoundTripCase c;  // PyTorch 2.15's arguments
   c.flags = {"--bucket-cap-mb-list",      "1,4",
              "--batched-grad-copy",       "--skip-all-reduce-unused-params",
              "--no-forward-sync-buffers", "--lazy-bucket-allocation",
@@ -69,7 +69,7 @@ std::vector<Case> cases() {
 
 TEST(SettingsRoundTripTest, EveryDdpSettingSurvivesSimulateTraceAndReplay) {
   int k = 0;
-  for (const Case& c : cases()) {
+  for (const RoundTripCase& c : cases()) {
     const std::string trace = (scratchDir() / ("round-trip-" + std::to_string(k++) + ".json"));
     std::vector<std::string> args = {"simulate", "--model",      "mlp-wide", "--cluster",
                                      "cpu-mpi",  "--world-size", "2",        "--dtype",

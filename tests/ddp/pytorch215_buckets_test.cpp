@@ -22,7 +22,7 @@
 #include "ddp_test_util.h"
 #include "models/zoo.h"
 
-namespace ddpscope::ddp {
+namespace ddpscope::ddp::torch215 {
 namespace {
 
 using nlohmann::json;
@@ -390,4 +390,4 @@ TEST(BucketPlanPyTorch215FileTest, ZooReadyOrderIsPyTorchsHookOrder) {
 }
 
 }  // namespace
-}  // namespace ddpscope::ddp
+}  // namespace ddpscope::ddp::torch215

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "tests/traces/test_timelines.h"
 #include "traces/chrome_reader.h"
 #include "traces/overlap.h"
 
@@ -17,10 +18,7 @@ namespace ddpscope::traces {
 namespace {
 
 namespace fs = std::filesystem;
-
-Nanos us(int64_t micros) {
-  return Nanos::fromMicros(micros);
-}
+using testing::us;
 
 std::string tempPath(const std::string& name) {
   return (fs::temp_directory_path() / ("ddpscope_kineto_" + std::to_string(::getpid()) + name))

@@ -10,10 +10,7 @@ namespace ddpscope::traces {
 namespace {
 
 using testing::testDataPath;
-
-Nanos us(int64_t micros) {
-  return Nanos::fromMicros(micros);
-}
+using testing::us;
 
 TEST(OverlapTest, IntervalUnionMergesOverlappingTouchingAndUnsorted) {
   IntervalSet set = IntervalSet::unionOf({{Nanos(50), Nanos(60)},

@@ -10,10 +10,7 @@ namespace {
 
 using testing::makeGoldenTimeline;
 using testing::testDataPath;
-
-Nanos us(int64_t micros) {
-  return Nanos::fromMicros(micros);
-}
+using testing::us;
 
 // One rank, one iteration per `steps` entry: forward, backward, two bucket allreduces.
 // `bucketUs` are the two allreduce durations; ranks are added in `rankOrder`.

@@ -7,6 +7,10 @@
 
 namespace ddpscope::traces::testing {
 
+inline Nanos us(int64_t micros) {
+  return Nanos::fromMicros(micros);
+}
+
 inline std::string testDataPath(const std::string& relative) {
   return std::string(DDPSCOPE_TEST_DATA_DIR) + "/traces/" + relative;
 }

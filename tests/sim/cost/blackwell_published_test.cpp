@@ -19,8 +19,6 @@ namespace {
 
 using namespace testing;  // NOLINT(google-build-using-namespace)
 
-constexpr double kBusbwTolerance = 0.10;
-constexpr double kLatencyFactor = 2.0;
 constexpr int64_t kBusbwMinBytes = 64'000'000;  // "at >= 64 MB"
 constexpr int64_t kLatencyMaxBytes = 64 * kKiB;
 

@@ -19,6 +19,11 @@ inline constexpr int64_t kKiB = 1024;
 inline constexpr int64_t kMiB = 1024 * kKiB;
 inline constexpr int64_t kGiB = 1024 * kMiB;
 
+// The bars against published nccl-tests figures: saturated busbw within 10 %, latency-bound
+// times within 2x.
+inline constexpr double kBusbwTolerance = 0.10;
+inline constexpr double kLatencyFactor = 2.0;
+
 inline ClusterSpec builtin(std::string_view name) {
   auto cluster = loadBuiltinCluster(name);
   EXPECT_TRUE(cluster.isOk()) << cluster.status().toString();

@@ -28,8 +28,6 @@ namespace {
 
 using namespace testing;  // NOLINT(google-build-using-namespace)
 
-constexpr double kBusbwTolerance = 0.10;
-constexpr double kLatencyFactor = 2.0;
 
 // Busbw at every size from `fromBytes` to 8 GiB within 10 % of `published`. Multi-node checks
 // start at 2 GiB: at 1 GiB an 8-node ring's latency (with the 1.4 plateau) is still ~10 % of the

@@ -32,17 +32,10 @@ namespace {
 
 using testing::AlphaBetaCommModel;
 using testing::FixedComputeModel;
+using testing::fnv1a;
 
 const std::string kGoldenDir =
     std::string(DDPSCOPE_SOURCE_DIR) + "/tests/data/sim/all_ranks_golden/";
-
-uint64_t fnv1a(std::string_view bytes, uint64_t hash = 0xcbf29ce484222325ULL) {
-  for (unsigned char c : bytes) {
-    hash ^= c;
-    hash *= 0x100000001b3ULL;
-  }
-  return hash;
-}
 
 // Every number of the summary that the replayer produces, as compact text (the traced and the
 // metrics-only runs, and runs on different thread counts, must give the same).

@@ -13,7 +13,7 @@
 #include "sim/engine/ddp_simulator.h"
 #include "tests/sim/engine/sim_test_models.h"
 
-namespace ddpscope::sim {
+namespace ddpscope::sim::ddp215 {
 namespace {
 
 using testing::AlphaBetaCommModel;
@@ -154,4 +154,4 @@ TEST(DdpSimulator215Test, BucketCapListGivesPerBucketCaps) {
 }
 
 }  // namespace
-}  // namespace ddpscope::sim
+}  // namespace ddpscope::sim::ddp215

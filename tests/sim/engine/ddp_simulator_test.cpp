@@ -21,16 +21,10 @@ using testing::AlphaBetaCommModel;
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
 using testing::FixedComputeModel;
+using testing::layoutOf;
 using traces::Category;
 
 constexpr double kNoContention = 0.0;
-
-WorldLayout layoutOf(int nodes, int gpus) {
-  WorldLayout layout;
-  layout.nodes = nodes;
-  layout.gpusPerNode = gpus;
-  return layout;
-}
 
 SimResult run(const models::ModelSpec& model, const SimOptions& options,
               const ComputeModel& compute, const CommModel& comm, double contention,

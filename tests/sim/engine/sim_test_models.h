@@ -5,11 +5,13 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "models/model_spec.h"
 #include "sim/compute/compute_model.h"
+#include "sim/cost/cluster.h"
 #include "sim/cost/comm_model.h"
 
 namespace ddpscope::sim::testing {
@@ -109,6 +111,23 @@ inline models::ModelSpec uniformMlp(int n, int64_t width) {
     model.layers.push_back(linearLayer(model, "fc" + std::to_string(i), width, width));
   }
   return model;
+}
+
+// FNV-1a 64 of `bytes` (the hash the trace goldens store).
+inline uint64_t fnv1a(std::string_view bytes) {
+  uint64_t hash = 0xcbf29ce484222325ULL;
+  for (unsigned char c : bytes) {
+    hash ^= c;
+    hash *= 0x100000001b3ULL;
+  }
+  return hash;
+}
+
+inline WorldLayout layoutOf(int nodes, int gpus) {
+  WorldLayout layout;
+  layout.nodes = nodes;
+  layout.gpusPerNode = gpus;
+  return layout;
 }
 
 }  // namespace ddpscope::sim::testing
