@@ -8,7 +8,8 @@
 // 2K steps (K = 14: 105 MB of JSON, 28 steps). Goal: ≤ 10 s and ≤ 2 GB for 100 MB.
 // Counters: trace_mb (the plain JSON written), steps, peak_rss_mb (the process's high-water mark
 // after the run: getrusage's ru_maxrss; the trace is written by a child process). Each run checks
-// that the replay succeeds and kept every step.
+// that the replay succeeds, kept every step and replayed the host lane from the host facts of
+// every step (the import reads the trace a second time for them).
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -146,7 +147,12 @@ void BM_ImportAndReplay(benchmark::State& state) {
       state.SkipWithError(("replay: " + rerr.str()).c_str());
       break;
     }
-    steps = static_cast<int64_t>(nlohmann::json::parse(rout.str())["measured_iterations"].size());
+    const auto replayed = nlohmann::json::parse(rout.str());
+    steps = static_cast<int64_t>(replayed["measured_iterations"].size());
+    if (!replayed.contains("host_lane") || replayed["host_lane"]["steps"] != 2 * copies) {
+      state.SkipWithError("replay has no host lane over every step");
+      break;
+    }
     if (steps != 2 * copies) {
       state.SkipWithError(
           ("replay kept " + std::to_string(steps) + " steps of " + std::to_string(2 * copies))

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "base/strings.h"
 #include "cli/arg_parser.h"
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -63,7 +64,10 @@ Status runReplayCommand(const std::vector<std::string>& argvIn, CommandIo io) {
       "times. Prints the measured step time against the replay at the run's own settings, then\n"
       "the what-if: the same run with the flags given changed. Communication comes from --cluster\n"
       "or, by default, from cpu-mpi calibrated on the run's own collectives (alpha-beta fit and\n"
-      "contention). The per-rank batch stays the trace's unless --batch is given.");
+      "contention). The per-rank batch stays the trace's unless --batch is given. A GPU trace\n"
+      "imported with --model and the job's ddpscope.layer: ranges also replays on the host lane\n"
+      "from its own host facts: as profiled, without the profiler, and the what-if without the\n"
+      "profiler (the profiler's own cost from --host-profile, else h100-torch211's).");
   parser.options(sim::replaySettingList());
   addTraceOutputFlags(parser, "write the what-if's simulated trace here");
   parser.flag("json", "machine-readable output")
@@ -131,6 +135,28 @@ Status runReplayCommand(const std::vector<std::string>& argvIn, CommandIo io) {
                   report.whatIfVsMeasuredPercent);
     io.out << line;
   }
+  if (report.hostLane) {
+    const sim::ReplayReport::HostLane& lane = *report.hostLane;
+    io.out << "host lane (the trace's host facts, " << lane.steps
+           << " profiled step(s); each layer's kernels as measured):\n";
+    std::snprintf(line, sizeof(line), "  %-40s %10.3f ms   (%+.2f %%)\n",
+                  "own settings, host as profiled", lane.profiled.toMillis(),
+                  lane.profiledErrorPercent);
+    io.out << line;
+    std::snprintf(line, sizeof(line), "  %-40s %10.3f ms   (plain training %.3f ms)\n",
+                  "own settings, without the profiler", lane.unprofiled.toMillis(),
+                  lane.unprofiledPlain.toMillis());
+    io.out << line;
+    if (lane.whatIfUnprofiled) {
+      std::snprintf(line, sizeof(line), "  %-40s %10.3f ms\n", "what-if, without the profiler",
+                    lane.whatIfUnprofiled->toMillis());
+      io.out << line;
+    }
+    io.out << "  (the profiler's own cost: " << formatShortest(lane.profile.profilerEventUs)
+           << " us per event, " << formatShortest(lane.profile.profilerModuleUs)
+           << " us per module call, from " << lane.profilerFrom << ")\n";
+  }
+  for (const std::string& note : report.notes) io.out << "note: " << note << "\n";
   io.out << traceWrittenLine(traceFiles, args);
   return Status::ok();
 }

@@ -6,7 +6,10 @@
 //      the committed 2.15 traces profiled), which runs the forward/backward matcher
 //   4  size bucket allreduces from that model's bucket plan (default DDP settings)
 // An accepted import must produce the ranks it reports, and `import-torch`'s summary of it.
+// Every rank's bytes also go through the host-facts reader (sim/replay/trace_host_facts.h) with
+// that model's layer names: an error has a message, facts are one object per step.
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -15,6 +18,7 @@
 #include "fuzz/fuzz_util.h"
 #include "models/model_spec.h"
 #include "sim/api/import_request.h"
+#include "sim/replay/trace_host_facts.h"
 #include "traces/kineto_import.h"
 
 namespace {
@@ -52,6 +56,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto plan = sim::plannedSizes(profiledModel(), ddp::DdpConfig{});
     FUZZ_CHECK(plan.isOk(), plan.status().message());
     options.plan = *plan;
+  }
+  std::vector<std::string> names;
+  for (const auto& layer : profiledModel().layers) names.push_back(layer.name);
+  for (std::string_view piece : pieces) {
+    auto facts = sim::replay::traceHostFactsSteps(piece, "rank.json", names);
+    if (!facts.isOk()) {
+      FUZZ_CHECK(!facts.status().message().empty(), "a host-facts error without a message");
+      continue;
+    }
+    FUZZ_CHECK(facts->is_array() && !facts->empty(), "host facts without steps");
+    for (const auto& step : *facts) FUZZ_CHECK(step.is_object(), "a step that is not an object");
   }
   traces::KinetoImportReport report;
   auto timeline = traces::importKinetoTraceBytes(inputs, options, &report);

@@ -6,6 +6,9 @@
 #include <sstream>
 
 #include "ddp/bucket_plan.h"
+#include "io/file_input.h"
+#include "sim/replay/host_fit.h"
+#include "sim/replay/trace_host_facts.h"
 #include "ddp/ddp_settings.h"
 #include "models/model_resolver.h"
 #include "models/model_spec.h"
@@ -21,6 +24,46 @@ nlohmann::json bytesJson(const std::vector<std::optional<int64_t>>& list) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& b : list) out.push_back(b ? nlohmann::json(*b) : nlohmann::json(nullptr));
   return out;
+}
+
+// The host facts of the first rank's GPU trace (sim/replay/trace_host_facts.h), for replay's
+// host lane: the per-step facts as JSON text in the metadata ("host_facts", with the trace it
+// came from in "host_facts_trace"). A CPU trace has none (its host is its device, measured as
+// it is); a GPU trace whose facts cannot be read gets a note saying why.
+void addHostFacts(const traces::KinetoImportReport& report, const models::ModelSpec& model,
+                  traces::Timeline& timeline, std::vector<std::string>& notes) {
+  if (report.files.empty()) return;
+  const std::string& path = report.files.front();  // the lowest rank's (ranks ascend)
+  StatusOr<std::string> text = io::readMaybeGzippedFile(path);
+  if (!text.isOk()) {
+    notes.push_back("host facts not read: " + text.status().message());
+    return;
+  }
+  if (text->find("\"kernel\"") == std::string::npos) return;  // not a GPU trace
+  std::vector<std::string> names;
+  for (const models::LayerSpec& layer : model.layers) names.push_back(layer.name);
+  StatusOr<nlohmann::json> steps = replay::traceHostFactsSteps(*text, path, names);
+  if (!steps.isOk()) {
+    notes.push_back("host facts not read (replay has no host lane for this trace): " +
+                    steps.status().message());
+    return;
+  }
+  replay::HostFacts facts;
+  facts.model = model.name;
+  facts.trace = path;
+  Status covered = replay::addHostFactsSteps(*steps, path, "steps", facts);
+  if (covered.isOk()) covered = replay::withHostFactsOps(model, facts).status();
+  if (!covered.isOk()) {
+    notes.push_back("host facts not by layer (replay has no host lane for this trace): " +
+                    covered.message() +
+                    ": the job's forward needs a ddpscope.layer:<module path> range per module "
+                    "call, as the GPU kit's torch_job.py records them");
+    return;
+  }
+  timeline.mutableMetadata().set("host_facts", steps->dump());
+  timeline.mutableMetadata().set("host_facts_trace", path);
+  notes.push_back("host facts of " + std::to_string(steps->size()) + " profiled step(s) read from " +
+                  path + ": replay predicts the unprofiled step and its what-ifs from them");
 }
 
 }  // namespace
@@ -78,22 +121,24 @@ StatusOr<TorchImport> importTorchTraces(
   traces::KinetoImportOptions options;
   options.allowMissingRanks = values.has("allow-missing-ranks");
   // With the model, compute spans are named by its layers (what replay / calibrate need).
+  std::optional<models::ModelSpec> model;
   if (values.has("model")) {
-    ASSIGN_OR_RETURN(models::ModelSpec model, models::loadModelFromSettings(values));
-    for (const auto& layer : model.layers) options.layers.push_back({layer.name, layer.type});
+    ASSIGN_OR_RETURN(model, models::loadModelFromSettings(values));
+    for (const auto& layer : model->layers) options.layers.push_back({layer.name, layer.type});
     if (options.layers.empty()) {
-      return invalidArgument(model.origin +
+      return invalidArgument(model->origin +
                              ": the model lists no layers: compute spans cannot be named by layer");
     }
     // What DDP sends, for traces without message sizes.
-    ASSIGN_OR_RETURN(options.plan, plannedSizes(model, jobSettings.value_or(ddp::DdpConfig{})));
+    ASSIGN_OR_RETURN(options.plan, plannedSizes(*model, jobSettings.value_or(ddp::DdpConfig{})));
   }
   options.progress = std::move(progress);
   ASSIGN_OR_RETURN(traces::Timeline timeline,
                    traces::importKinetoTraces(tracePaths, options, &result.report));
   // Run settings the profiler does not record, for replay / calibrate (otherData keys of
   // `ddpscope run` traces).
-  if (auto model = values.value("model")) timeline.mutableMetadata().set("model", *model);
+  if (auto name = values.value("model")) timeline.mutableMetadata().set("model", *name);
+  if (model) addHostFacts(result.report, *model, timeline, result.report.notes);
   if (jobSettings) {
     for (const auto& [key, value] : traces::argsFromJson(ddp::ddpSettingsJson(*jobSettings))) {
       timeline.mutableMetadata().set(key, value);

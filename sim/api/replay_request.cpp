@@ -3,8 +3,10 @@
 #include <nlohmann/json.hpp>
 
 #include "ddp/ddp_settings.h"
+#include "io/json_reader.h"
 #include "sim/api/simulation_json.h"
 #include "sim/engine/workload.h"
+#include "sim/replay/host_fit.h"
 #include "sim/replay/measured_profile.h"
 
 namespace ddpscope::sim {
@@ -20,6 +22,72 @@ double percentError(Nanos predicted, Nanos measured) {
   if (measured.count() == 0) return 0;
   return 100.0 * static_cast<double>((predicted - measured).count()) /
          static_cast<double>(measured.count());
+}
+
+// The built-in host profile whose profiler costs stand in when the one given has none.
+constexpr const char* kDefaultProfilerProfile = "h100-torch211";
+
+// ReplayReport::HostLane (its comment) from the profile's host facts; nullopt with a note when
+// the trace has none or they do not cover the model.
+StatusOr<std::optional<ReplayReport::HostLane>> hostLaneReplay(const ReplayReport& r,
+                                                               const SimOptions& own,
+                                                               const WorldLayout& ownLayout,
+                                                               std::vector<std::string>& notes) {
+  const SimulationRequest& req = r.request;
+  const replay::MeasuredProfile& profile = req.measured->profile;
+  if (profile.hostFacts.empty()) return std::optional<ReplayReport::HostLane>();
+  const std::string origin = profile.origin + ": metadata host_facts";
+  ASSIGN_OR_RETURN(nlohmann::json steps, parseJsonObject("{\"steps\":" + profile.hostFacts + "}",
+                                                         origin));
+  replay::HostFacts facts;
+  facts.model = req.model.name;
+  facts.trace = profile.hostFactsTrace;
+  RETURN_IF_ERROR(replay::addHostFactsSteps(steps["steps"], origin, "steps", facts));
+  if (StatusOr<models::ModelSpec> covered = replay::withHostFactsOps(req.model, facts);
+      !covered.isOk()) {
+    notes.push_back("no host lane: " + covered.status().message());
+    return std::optional<ReplayReport::HostLane>();
+  }
+  ReplayReport::HostLane lane;
+  lane.steps = static_cast<int>(steps["steps"].size());
+  HostProfile profiler = req.cluster.host;
+  lane.profilerFrom = profiler.name.empty() ? "the cluster's host profile" : profiler.name;
+  lane.profilerCalibrated = profiler.profilerEventUs > 0;
+  if (!lane.profilerCalibrated) {
+    ASSIGN_OR_RETURN(profiler, loadBuiltinHostProfile(kDefaultProfilerProfile));
+    lane.profilerFrom = kDefaultProfilerProfile;
+  }
+  const HostProfile asProfiled = replay::hostProfileFromFacts({&facts}, HostProfile{});
+  lane.profile = replay::hostProfileFromFacts({&facts}, profiler);
+  lane.profile.name = "from " + (facts.trace.empty() ? profile.origin : facts.trace);
+  lane.profile.source = "the trace's host facts, the profiler's costs from " + lane.profilerFrom;
+  SimOptions options = own;
+  options.recordTrace = false;
+  options.simulatePlain = true;
+  ASSIGN_OR_RETURN(SimResult profiled, replay::simulateWithHostFacts(facts, req.model, req.cluster,
+                                                                     ownLayout, options, asProfiled));
+  lane.profiled = profiled.summary.stepTime;
+  lane.profiledErrorPercent = percentError(lane.profiled, r.measuredStep);
+  ASSIGN_OR_RETURN(SimResult unprofiled,
+                   replay::simulateWithHostFacts(facts, req.model, req.cluster, ownLayout, options,
+                                                 lane.profile));
+  lane.unprofiled = unprofiled.summary.stepTime;
+  lane.unprofiledPlain = unprofiled.summary.plainStep;
+  if (r.whatIf) {
+    SimOptions whatIf = r.whatIfOptions;
+    whatIf.recordTrace = false;
+    ASSIGN_OR_RETURN(SimResult result,
+                     replay::simulateWithHostFacts(facts, req.model, req.cluster, r.whatIfLayout,
+                                                   whatIf, lane.profile));
+    lane.whatIfUnprofiled = result.summary.stepTime;
+  }
+  if (!lane.profilerCalibrated) {
+    notes.push_back(std::string("the profiler's own cost per event is ") + kDefaultProfilerProfile +
+                    "'s (fitted on the GPU kit's H100 traces, PyTorch 2.11), not calibrated for "
+                    "this machine: give --host-profile with profiler terms fitted here "
+                    "(ddpscope host-profile fit) to calibrate the unprofiled prediction");
+  }
+  return std::optional<ReplayReport::HostLane>(std::move(lane));
 }
 
 }  // namespace
@@ -66,6 +134,7 @@ StatusOr<ReplayReport> runReplay(const SettingValues& values, bool recordTrace) 
     ASSIGN_OR_RETURN(r.whatIfResult, runSimulation(req, r.whatIfLayout, r.whatIfOptions));
     r.whatIfVsMeasuredPercent = percentError(r.whatIfResult->summary.stepTime, r.measuredStep);
   }
+  ASSIGN_OR_RETURN(r.hostLane, hostLaneReplay(r, own, ownLayout, r.notes));
   return r;
 }
 
@@ -90,6 +159,22 @@ nlohmann::json replayJson(const ReplayReport& r) {
     out["what_if"] = simSummaryJson(shown, r.whatIfLayout, r.whatIfResult->summary);
     out["what_if"]["vs_measured_percent"] = r.whatIfVsMeasuredPercent;
   }
+  if (r.hostLane) {
+    const ReplayReport::HostLane& lane = *r.hostLane;
+    nlohmann::json h;
+    h["steps"] = lane.steps;
+    h["profiled_step_ms"] = lane.profiled.toMillis();
+    h["profiled_error_percent"] = lane.profiledErrorPercent;
+    h["unprofiled_step_ms"] = lane.unprofiled.toMillis();
+    h["unprofiled_plain_step_ms"] = lane.unprofiledPlain.toMillis();
+    h["what_if_unprofiled_step_ms"] =
+        lane.whatIfUnprofiled ? nlohmann::json(lane.whatIfUnprofiled->toMillis()) : nullptr;
+    h["profiler_from"] = lane.profilerFrom;
+    h["profiler_calibrated"] = lane.profilerCalibrated;
+    h["host_profile"] = hostProfileJson(lane.profile);
+    out["host_lane"] = std::move(h);
+  }
+  out["notes"] = r.notes;
   return out;
 }
 

@@ -14,6 +14,7 @@
 #include "base/setting_values.h"
 #include "base/status.h"
 #include "sim/api/simulation_request.h"
+#include "sim/cost/host_profile.h"
 #include "sim/replay/replay.h"
 
 namespace ddpscope::sim {
@@ -35,6 +36,26 @@ struct ReplayReport {
   WorldLayout whatIfLayout;
   std::optional<SimResult> whatIfResult;  // also set without a what-if when recordTrace
   double whatIfVsMeasuredPercent = 0;
+
+  // The host lane, from the host facts of a GPU trace imported with --model
+  // (sim/replay/trace_host_facts.h): each layer's kernels as measured, the host's per-event
+  // costs as the trace measured them (sim/replay/host_fit.h). `profiled`: at the run's own
+  // settings with the host as profiled (against the measured step); `unprofiled`: the same with
+  // the profiler's own cost per event and per module call removed (the run without the
+  // profiler), at the run's own settings and at the what-if's. The profiler's cost comes from
+  // the host profile given (--host-profile, or the cluster's) when it has one, else from the
+  // built-in h100-torch211 (not calibrated for this machine: `profilerCalibrated` false).
+  struct HostLane {
+    Nanos profiled, unprofiled, unprofiledPlain;
+    double profiledErrorPercent = 0;
+    std::optional<Nanos> whatIfUnprofiled;
+    HostProfile profile;        // the unprofiled per-event costs read from the trace
+    std::string profilerFrom;   // the host profile the profiler's costs came from
+    bool profilerCalibrated = false;
+    int steps = 0;              // profiled steps the facts cover
+  };
+  std::optional<HostLane> hostLane;
+  std::vector<std::string> notes;  // why there is no host lane, when the trace is a GPU trace
 };
 
 // `recordTrace`: keep the what-if simulation's timeline (simulated even without a what-if).
@@ -42,7 +63,10 @@ StatusOr<ReplayReport> runReplay(const SettingValues& values, bool recordTrace);
 
 // {"trace", "model", "world_size", "run_settings", "workload", "cluster",
 // "measured_iterations", "measured_step_ms", "replayed_step_ms", "replay_error_percent",
-// "rank_max_factor", "what_if" (simSummaryJson + "vs_measured_percent", with a what-if)}.
+// "rank_max_factor", "what_if" (simSummaryJson + "vs_measured_percent", with a what-if),
+// "host_lane" (with host facts: profiled_step_ms, profiled_error_percent, unprofiled_step_ms,
+// unprofiled_plain_step_ms, what_if_unprofiled_step_ms, profiler_from, profiler_calibrated,
+// steps, host_profile), "notes"}.
 nlohmann::json replayJson(const ReplayReport& report);
 
 }  // namespace ddpscope::sim

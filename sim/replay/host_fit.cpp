@@ -144,26 +144,8 @@ StatusOr<std::vector<HostFacts>> loadHostFacts(const std::string& path) {
       }
     }
     const Json* steps = findJsonMember(m, "steps");
-    if (steps == nullptr || !steps->is_array() || steps->empty()) {
-      return reader.error(jsonKeyPath(at, "steps"), "an array of profiled steps", steps);
-    }
-    const double n = static_cast<double>(steps->size());
-    for (const Json& s : *steps) {
-      auto num = [&](const char* key) { return share(s, key, n); };
-      f.stepUs += num("step_us");
-      f.events += num("events");
-      f.kernelUs += num("kernel_us");
-      f.moduleCalls += num("module_calls");
-      if (const Json* terms = findJsonMember(s, "terms"); terms && terms->is_object()) {
-        for (const auto& [term, o] : terms->items()) accumulate(o, n, f.terms[term]);
-      }
-      if (const Json* layers = findJsonMember(s, "layers"); layers && layers->is_object()) {
-        for (const auto& [layer, o] : layers->items()) {
-          accumulateLayer(o, "forward_", n, f.layers[layer].forward);
-          accumulateLayer(o, "backward_", n, f.layers[layer].backward);
-        }
-      }
-    }
+    RETURN_IF_ERROR(addHostFactsSteps(steps != nullptr ? *steps : Json(), path,
+                                      jsonKeyPath(at, "steps"), f));
     if (f.batch <= 0) {
       return reader.error(jsonKeyPath(at, "measured_ms._job.batch"), "the run's batch per rank",
                           nullptr);
@@ -172,6 +154,31 @@ StatusOr<std::vector<HostFacts>> loadHostFacts(const std::string& path) {
   }
   if (out.empty()) return reader.error("models", "at least one model", models);
   return out;
+}
+
+Status addHostFactsSteps(const Json& steps, const std::string& origin, const std::string& path,
+                         HostFacts& f) {
+  if (!steps.is_array() || steps.empty()) {
+    return io::JsonReader(origin).error(path, "an array of profiled steps", &steps);
+  }
+  const double n = static_cast<double>(steps.size());
+  for (const Json& s : steps) {
+    auto num = [&](const char* key) { return share(s, key, n); };
+    f.stepUs += num("step_us");
+    f.events += num("events");
+    f.kernelUs += num("kernel_us");
+    f.moduleCalls += num("module_calls");
+    if (const Json* terms = findJsonMember(s, "terms"); terms && terms->is_object()) {
+      for (const auto& [term, o] : terms->items()) accumulate(o, n, f.terms[term]);
+    }
+    if (const Json* layers = findJsonMember(s, "layers"); layers && layers->is_object()) {
+      for (const auto& [layer, o] : layers->items()) {
+        accumulateLayer(o, "forward_", n, f.layers[layer].forward);
+        accumulateLayer(o, "backward_", n, f.layers[layer].backward);
+      }
+    }
+  }
+  return Status::ok();
 }
 
 models::ModelInputs hostFactsInputs(const HostFacts& facts) {
@@ -184,6 +191,10 @@ models::ModelInputs hostFactsInputs(const HostFacts& facts) {
 
 StatusOr<models::ModelSpec> hostFactsModel(const HostFacts& facts) {
   ASSIGN_OR_RETURN(models::ModelSpec model, models::loadZooModel(facts.model));
+  return withHostFactsOps(std::move(model), facts);
+}
+
+StatusOr<models::ModelSpec> withHostFactsOps(models::ModelSpec model, const HostFacts& facts) {
   for (models::LayerSpec& layer : model.layers) {
     auto it = facts.layers.find(layer.name);
     if (it == facts.layers.end()) {
@@ -297,22 +308,30 @@ HostProfile hostProfileFromFacts(const std::vector<const HostFacts*>& facts,
   return p;
 }
 
+StatusOr<SimResult> simulateWithHostFacts(const HostFacts& facts, const models::ModelSpec& model,
+                                          const ClusterSpec& cluster, const WorldLayout& layout,
+                                          SimOptions options, const HostProfile& profile) {
+  ASSIGN_OR_RETURN(models::ModelSpec counted, withHostFactsOps(model, facts));
+  std::unique_ptr<ComputeModel> compute = hostFactsComputeModel(facts, counted);
+  HostModel host;
+  host.profile = profile;
+  host.runsAhead = true;
+  options.host = host;
+  return simulate(counted, cluster, layout, options, compute.get());
+}
+
 StatusOr<HostSimulation> simulateHostFacts(const HostFacts& facts, const ClusterSpec& cluster,
-                                           const HostProfile& profile) {
-  ASSIGN_OR_RETURN(models::ModelSpec model, hostFactsModel(facts));
-  std::unique_ptr<ComputeModel> compute = hostFactsComputeModel(facts, model);
+                                           const HostProfile& profile, double bucketCapMb) {
+  ASSIGN_OR_RETURN(models::ModelSpec model, models::loadZooModel(facts.model));
   SimOptions options;
   options.inputs = hostFactsInputs(facts);
   options.dtype = facts.dtype.empty() ? "bf16" : facts.dtype;
   options.ddp.autocast = options.dtype == "bf16" || options.dtype == "fp16";
   options.recordTrace = false;
   options.simulatePlain = true;
-  HostModel host;
-  host.profile = profile;
-  host.runsAhead = true;
-  options.host = host;
-  ASSIGN_OR_RETURN(SimResult result,
-                   simulate(model, cluster, WorldLayout{1, 1}, options, compute.get()));
+  if (bucketCapMb > 0) options.ddp.setBucketCapMb(bucketCapMb);
+  ASSIGN_OR_RETURN(SimResult result, simulateWithHostFacts(facts, model, cluster,
+                                                           WorldLayout{1, 1}, options, profile));
   HostSimulation out;
   out.eagerMs = result.summary.plainStep.toMillis();
   out.ddpMs = result.summary.stepTime.toMillis();

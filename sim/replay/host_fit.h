@@ -32,6 +32,7 @@
 
 #include <map>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,7 @@
 #include "sim/compute/compute_model.h"
 #include "sim/cost/cluster.h"
 #include "sim/cost/host_profile.h"
+#include "sim/engine/ddp_simulator.h"
 
 namespace ddpscope::sim::replay {
 
@@ -74,6 +76,14 @@ struct HostFacts {
 // Reads host_facts.py's JSON; errors name the file and the field.
 StatusOr<std::vector<HostFacts>> loadHostFacts(const std::string& path);
 
+// Adds the means over `steps` (the schema's "steps" array, as host_facts.py and
+// traceHostFactsSteps write it) to `facts`; `path` names the array in errors.
+Status addHostFactsSteps(const nlohmann::json& steps, const std::string& origin,
+                         const std::string& path, HostFacts& facts);
+
+// `model` with each layer's op counts as the trace counted them; error naming the first layer the
+// facts do not cover (a trace without the job's ddpscope.layer ranges covers none).
+StatusOr<models::ModelSpec> withHostFactsOps(models::ModelSpec model, const HostFacts& facts);
 // The zoo model of `facts` with each layer's op counts as the trace counted them.
 StatusOr<models::ModelSpec> hostFactsModel(const HostFacts& facts);
 models::ModelInputs hostFactsInputs(const HostFacts& facts);
@@ -94,8 +104,15 @@ struct HostSimulation {
 // `facts`'s model with its measured kernels, the run's batch and shapes, world size 1 on
 // `cluster` (its device's host runs ahead), under `profile`: plain training and DDP at `config`'s
 // rebuilt buckets (the kit's "ddp-default": bucket_cap_mb left out).
+// `bucketCapMb` > 0 sets DDP's bucket_cap_mb (else PyTorch's default, as the kit's "ddp-default").
 StatusOr<HostSimulation> simulateHostFacts(const HostFacts& facts, const ClusterSpec& cluster,
-                                           const HostProfile& profile);
+                                           const HostProfile& profile, double bucketCapMb = 0);
+// The same for any settings: `model` (withHostFactsOps) with `facts`'s measured kernels under
+// `profile` on `cluster` at `layout`; `options` (inputs, dtype, DDP settings, plain training)
+// are the caller's, the host runs ahead of the GPU.
+StatusOr<SimResult> simulateWithHostFacts(const HostFacts& facts, const models::ModelSpec& model,
+                                          const ClusterSpec& cluster, const WorldLayout& layout,
+                                          SimOptions options, const HostProfile& profile);
 
 struct HostFit {
   HostProfile profile;

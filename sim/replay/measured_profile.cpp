@@ -209,6 +209,10 @@ StatusOr<MeasuredProfile> buildProfile(const traces::Timeline& timeline,
   MeasuredProfile p;
   p.origin = origin;
   ASSIGN_OR_RETURN(p.settings, readRunSettings(timeline, origin));
+  if (auto facts = timeline.metadata().getString("host_facts")) p.hostFacts = std::string(*facts);
+  if (auto trace = timeline.metadata().getString("host_facts_trace")) {
+    p.hostFactsTrace = std::string(*trace);
+  }
   if (!model.hasLayers()) {
     return invalidArgument(origin + ": model '" + model.name +
                            "' has no layers; replay needs per-layer spans");

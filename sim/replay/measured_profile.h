@@ -120,6 +120,9 @@ struct MeasuredProfile {
   // The simulator's symmetric fast path predicts a typical rank; noise that is independent per
   // rank (a loaded host's scheduling) makes the slowest rank of each iteration slower.
   double rankMaxFactor = 1;
+  // A GPU trace imported with --model: the host facts of its first rank's profiled steps
+  // (metadata "host_facts": trace_host_facts.h's JSON, as text) and the trace they came from.
+  std::string hostFacts, hostFactsTrace;
 };
 
 struct ProfileOptions {

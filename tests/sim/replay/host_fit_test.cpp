@@ -8,12 +8,15 @@
 
 #include <cmath>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "io/file_input.h"
 #include "models/zoo.h"
 #include "sim/cost/cluster.h"
 #include "sim/engine/ddp_simulator.h"
+#include "sim/replay/trace_host_facts.h"
 
 namespace ddpscope::sim::replay {
 namespace {
@@ -141,6 +144,132 @@ TEST(HostFitTest, ZeroShotCostOfSmallBucketsOnTheH100) {
     EXPECT_GE(pct, c.low);
     EXPECT_LE(pct, c.high);
   }
+}
+
+// The host facts read by ddpscope from a trace (trace_host_facts.h) equal what the kit's script
+// (scripts/gpu_kit/host_facts.py) wrote from the same real H100 traces: every term and layer of
+// the three models, to the script's rounding (0.001 per step).
+HostFacts factsFromTrace(const HostFacts& reference) {
+  HostFacts f;
+  auto model = models::loadZooModel(reference.model);
+  EXPECT_TRUE(model.isOk());
+  std::vector<std::string> names;
+  for (const models::LayerSpec& layer : model->layers) names.push_back(layer.name);
+  const std::string path = std::string(DDPSCOPE_SOURCE_DIR) + "/" + reference.trace;
+  auto text = io::readMaybeGzippedFile(path);
+  EXPECT_TRUE(text.isOk()) << text.status().toString();
+  auto steps = traceHostFactsSteps(*text, path, names);
+  EXPECT_TRUE(steps.isOk()) << steps.status().toString();
+  if (steps.isOk()) {
+    EXPECT_TRUE(addHostFactsSteps(*steps, path, "steps", f).isOk());
+  }
+  return f;
+}
+
+void expectSameWork(const HostWork& a, const HostWork& b, const std::string& what) {
+  SCOPED_TRACE(what);
+  constexpr double kRounding = 0.0015;  // 0.001 per step after each side's rounding
+  EXPECT_NEAR(a.count, b.count, kRounding);
+  EXPECT_NEAR(a.hostUs, b.hostUs, kRounding);
+  EXPECT_NEAR(a.events, b.events, kRounding);
+  EXPECT_NEAR(a.runtimeEvents, b.runtimeEvents, kRounding);
+  EXPECT_NEAR(a.kernels, b.kernels, kRounding);
+  EXPECT_NEAR(a.kernelUs, b.kernelUs, kRounding);
+  EXPECT_NEAR(a.buffers, b.buffers, kRounding);
+}
+
+TEST(TraceHostFactsTest, EqualTheKitScriptsFactsOfTheH100Traces) {
+  for (const HostFacts& reference : facts()) {
+    SCOPED_TRACE(reference.model);
+    const HostFacts read = factsFromTrace(reference);
+    EXPECT_NEAR(read.stepUs, reference.stepUs, 0.0015);
+    EXPECT_NEAR(read.events, reference.events, 0.0015);
+    EXPECT_NEAR(read.kernelUs, reference.kernelUs, 0.0015);
+    EXPECT_NEAR(read.moduleCalls, reference.moduleCalls, 0.0015);
+    ASSERT_EQ(read.terms.size(), reference.terms.size());
+    for (const auto& [name, work] : reference.terms) expectSameWork(read.term(name), work, name);
+    ASSERT_EQ(read.layers.size(), reference.layers.size());
+    for (const auto& [name, layer] : reference.layers) {
+      auto it = read.layers.find(name);
+      ASSERT_NE(it, read.layers.end()) << name;
+      expectSameWork(it->second.forward, layer.forward, name + " forward");
+      expectSameWork(it->second.backward, layer.backward, name + " backward");
+    }
+  }
+}
+
+TEST(TraceHostFactsTest, TracesWithoutWhatTheFactsNeedAreRefusedSayingWhy) {
+  const std::vector<std::string> names = {"fc"};
+  auto noSteps = traceHostFactsSteps(
+      R"({"traceEvents":[{"ph":"X","cat":"cpu_op","name":"aten::mm","ts":1,"dur":2,"tid":1}]})",
+      "t.json", names);
+  ASSERT_FALSE(noSteps.isOk());
+  EXPECT_EQ(noSteps.status().message(),
+            "t.json: no ProfilerStep# ranges: profile with a schedule (torch.profiler.schedule) "
+            "and call prof.step() after every step");
+  auto cpuOnly = traceHostFactsSteps(
+      R"({"traceEvents":[{"ph":"X","cat":"user_annotation","name":"ProfilerStep#1","ts":0,"dur":9,"tid":1},
+                         {"ph":"X","cat":"cpu_op","name":"aten::mm","ts":1,"dur":2,"tid":1}]})",
+      "t.json", names);
+  ASSERT_FALSE(cpuOnly.isOk());
+  EXPECT_EQ(cpuOnly.status().message(),
+            "t.json: no GPU kernels: the host facts are of a GPU job profiled with "
+            "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]");
+  auto unlinked = traceHostFactsSteps(
+      R"({"traceEvents":[{"ph":"X","cat":"user_annotation","name":"ProfilerStep#1","ts":0,"dur":9,"tid":1},
+                         {"ph":"X","cat":"cpu_op","name":"aten::mm","ts":1,"dur":2,"tid":1},
+                         {"ph":"X","cat":"kernel","name":"gemm","ts":3,"dur":2,"tid":7}]})",
+      "t.json", names);
+  ASSERT_FALSE(unlinked.isOk());
+  EXPECT_NE(unlinked.status().message().find("no kernel is linked to a CPU launch"),
+            std::string::npos);
+  auto notATrace = traceHostFactsSteps(R"({"schema":1})", "t.json", names);
+  ASSERT_FALSE(notATrace.isOk());
+  EXPECT_EQ(notATrace.status().message(),
+            "t.json: not a PyTorch profiler trace (no \"traceEvents\" array)");
+}
+
+// A hand-made step with the shapes that matter: a module range with one op, its backward node
+// found by sequence number, DDP's hook with its copy-in and allreduce call inside AccumulateGrad,
+// the copy back, and the engine's gaps.
+TEST(TraceHostFactsTest, CutsAStepIntoLayersAndTerms) {
+  const std::string trace = R"({"traceEvents":[
+    {"ph":"X","cat":"user_annotation","name":"ProfilerStep#3","ts":0,"dur":1000,"tid":1},
+    {"ph":"X","cat":"user_annotation","name":"ddpscope.layer:fc","ts":10,"dur":100,"tid":1},
+    {"ph":"X","cat":"cpu_op","name":"aten::linear","ts":20,"dur":60,"tid":1,"args":{"Sequence number":5}},
+    {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","ts":30,"dur":10,"tid":1,"args":{"correlation":11}},
+    {"ph":"X","cat":"kernel","name":"gemm","ts":50,"dur":40,"tid":9,"args":{"correlation":11}},
+    {"ph":"X","cat":"cpu_op","name":"aten::sum","ts":200,"dur":30,"tid":1},
+    {"ph":"X","cat":"cpu_op","name":"autograd::engine::evaluate_function: AddmmBackward0","ts":300,"dur":50,"tid":2,"args":{"Sequence number":5}},
+    {"ph":"X","cat":"cpu_op","name":"autograd::engine::evaluate_function: torch::autograd::AccumulateGrad","ts":360,"dur":100,"tid":2},
+    {"ph":"X","cat":"cpu_op","name":"torch::autograd::AccumulateGrad","ts":365,"dur":20,"tid":2},
+    {"ph":"X","cat":"cpu_op","name":"torch::distributed::reducer::mul_out","ts":390,"dur":15,"tid":2},
+    {"ph":"X","cat":"cpu_op","name":"c10d::allreduce_","ts":410,"dur":40,"tid":2},
+    {"ph":"X","cat":"cpu_op","name":"torch.distributed.ddp.reducer::copy_bucket_to_grad","ts":480,"dur":10,"tid":2}
+  ]})";
+  auto steps = traceHostFactsSteps(trace, "t.json", {"fc", "head"});
+  ASSERT_TRUE(steps.isOk()) << steps.status().toString();
+  ASSERT_EQ(steps->size(), 1u);
+  HostFacts f;
+  ASSERT_TRUE(addHostFactsSteps(*steps, "t.json", "steps", f).isOk());
+  EXPECT_EQ(f.stepUs, 1000);
+  EXPECT_EQ(f.moduleCalls, 1);  // the top-level module range
+  const LayerHostFacts& fc = f.layers.at("fc");
+  EXPECT_EQ(fc.forward.count, 1);      // aten::linear
+  EXPECT_EQ(fc.forward.hostUs, 60);
+  EXPECT_EQ(fc.forward.events, 2);     // the op and its launch
+  EXPECT_EQ(fc.forward.runtimeEvents, 1);
+  EXPECT_EQ(fc.forward.kernelUs, 40);
+  EXPECT_EQ(fc.backward.count, 1);     // AddmmBackward0, by its sequence number
+  EXPECT_EQ(fc.backward.hostUs, 50);
+  EXPECT_EQ(f.term("loss").hostUs, 30);  // aten::sum after the forward
+  EXPECT_EQ(f.term("accumulate_grad").hostUs, 100);
+  EXPECT_EQ(f.term("accumulate_grad_inner").hostUs, 20);
+  EXPECT_EQ(f.term("copy_in").hostUs, 15);
+  EXPECT_EQ(f.term("allreduce_call").count, 1);
+  EXPECT_EQ(f.term("copy_back").hostUs, 10);
+  EXPECT_EQ(f.term("accumulate_grad_gap").hostUs, 10);  // 350 -> 360
+  EXPECT_EQ(f.term("backward_other_gap").hostUs, 20);   // 460 -> 480
 }
 
 }  // namespace
