@@ -270,7 +270,8 @@ Status runClusterCommand(const std::vector<std::string>& argv, CommandIo io) {
        {"calibrate", "fit a cluster's allreduce latency and bandwidth to all_reduce_perf output",
         runCalibrate},
        {"list", "the built-in clusters, one line each", runClusterListCommand},
-       {"show NAME", "print a built-in cluster's JSON (a starting point for your own)", runClusterShow}},
+       {"show NAME", "print a built-in cluster's JSON (a starting point for your own)",
+        runClusterShow}},
       argv, io);
 }
 

@@ -136,7 +136,8 @@ Status runModelCommand(const std::vector<std::string>& argv, CommandIo io) {
   return runSubcommand(
       "model",
       {{"list", "the embedded model zoo with parameter and tensor counts", runList},
-       {"show M", "one model: inputs, parameters, buffers and layers with their FLOPs", runModelShow}},
+       {"show M", "one model: inputs, parameters, buffers and layers with their FLOPs",
+        runModelShow}},
       argv, io);
 }
 

@@ -6,12 +6,12 @@
 #include <sstream>
 
 #include "ddp/bucket_plan.h"
-#include "io/file_input.h"
-#include "sim/replay/host_fit.h"
-#include "sim/replay/trace_host_facts.h"
 #include "ddp/ddp_settings.h"
+#include "io/file_input.h"
 #include "models/model_resolver.h"
 #include "models/model_spec.h"
+#include "sim/replay/host_fit.h"
+#include "sim/replay/trace_host_facts.h"
 #include "traces/args_json.h"
 #include "traces/chrome_writer.h"
 #include "traces/timeline.h"
@@ -54,16 +54,17 @@ void addHostFacts(const traces::KinetoImportReport& report, const models::ModelS
   Status covered = replay::addHostFactsSteps(*steps, path, "steps", facts);
   if (covered.isOk()) covered = replay::withHostFactsOps(model, facts).status();
   if (!covered.isOk()) {
-    notes.push_back("host facts not by layer (replay has no host lane for this trace): " +
-                    covered.message() +
-                    ": the job's forward needs a ddpscope.layer:<module path> range per module "
-                    "call, as the GPU kit's torch_job.py records them");
+    notes.push_back(
+        "host facts not by layer (replay has no host lane for this trace): " + covered.message() +
+        ": the job's forward needs a ddpscope.layer:<module path> range per module "
+        "call, as the GPU kit's torch_job.py records them");
     return;
   }
   timeline.mutableMetadata().set("host_facts", steps->dump());
   timeline.mutableMetadata().set("host_facts_trace", path);
-  notes.push_back("host facts of " + std::to_string(steps->size()) + " profiled step(s) read from " +
-                  path + ": replay predicts the unprofiled step and its what-ifs from them");
+  notes.push_back("host facts of " + std::to_string(steps->size()) +
+                  " profiled step(s) read from " + path +
+                  ": replay predicts the unprofiled step and its what-ifs from them");
 }
 
 }  // namespace

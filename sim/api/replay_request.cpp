@@ -37,8 +37,8 @@ StatusOr<std::optional<ReplayReport::HostLane>> hostLaneReplay(const ReplayRepor
   const replay::MeasuredProfile& profile = req.measured->profile;
   if (profile.hostFacts.empty()) return std::optional<ReplayReport::HostLane>();
   const std::string origin = profile.origin + ": metadata host_facts";
-  ASSIGN_OR_RETURN(nlohmann::json steps, parseJsonObject("{\"steps\":" + profile.hostFacts + "}",
-                                                         origin));
+  ASSIGN_OR_RETURN(nlohmann::json steps,
+                   parseJsonObject("{\"steps\":" + profile.hostFacts + "}", origin));
   replay::HostFacts facts;
   facts.model = req.model.name;
   facts.trace = profile.hostFactsTrace;
@@ -64,8 +64,9 @@ StatusOr<std::optional<ReplayReport::HostLane>> hostLaneReplay(const ReplayRepor
   SimOptions options = own;
   options.recordTrace = false;
   options.simulatePlain = true;
-  ASSIGN_OR_RETURN(SimResult profiled, replay::simulateWithHostFacts(facts, req.model, req.cluster,
-                                                                     ownLayout, options, asProfiled));
+  ASSIGN_OR_RETURN(
+      SimResult profiled,
+      replay::simulateWithHostFacts(facts, req.model, req.cluster, ownLayout, options, asProfiled));
   lane.profiled = profiled.summary.stepTime;
   lane.profiledErrorPercent = percentError(lane.profiled, r.measuredStep);
   ASSIGN_OR_RETURN(SimResult unprofiled,

@@ -49,10 +49,10 @@ struct ReplayReport {
     Nanos profiled, unprofiled, unprofiledPlain;
     double profiledErrorPercent = 0;
     std::optional<Nanos> whatIfUnprofiled;
-    HostProfile profile;        // the unprofiled per-event costs read from the trace
-    std::string profilerFrom;   // the host profile the profiler's costs came from
+    HostProfile profile;       // the unprofiled per-event costs read from the trace
+    std::string profilerFrom;  // the host profile the profiler's costs came from
     bool profilerCalibrated = false;
-    int steps = 0;              // profiled steps the facts cover
+    int steps = 0;  // profiled steps the facts cover
   };
   std::optional<HostLane> hostLane;
   std::vector<std::string> notes;  // why there is no host lane, when the trace is a GPU trace

@@ -144,8 +144,8 @@ StatusOr<std::vector<HostFacts>> loadHostFacts(const std::string& path) {
       }
     }
     const Json* steps = findJsonMember(m, "steps");
-    RETURN_IF_ERROR(addHostFactsSteps(steps != nullptr ? *steps : Json(), path,
-                                      jsonKeyPath(at, "steps"), f));
+    RETURN_IF_ERROR(
+        addHostFactsSteps(steps != nullptr ? *steps : Json(), path, jsonKeyPath(at, "steps"), f));
     if (f.batch <= 0) {
       return reader.error(jsonKeyPath(at, "measured_ms._job.batch"), "the run's batch per rank",
                           nullptr);
@@ -330,8 +330,8 @@ StatusOr<HostSimulation> simulateHostFacts(const HostFacts& facts, const Cluster
   options.recordTrace = false;
   options.simulatePlain = true;
   if (bucketCapMb > 0) options.ddp.setBucketCapMb(bucketCapMb);
-  ASSIGN_OR_RETURN(SimResult result, simulateWithHostFacts(facts, model, cluster,
-                                                           WorldLayout{1, 1}, options, profile));
+  ASSIGN_OR_RETURN(SimResult result, simulateWithHostFacts(facts, model, cluster, WorldLayout{1, 1},
+                                                           options, profile));
   HostSimulation out;
   out.eagerMs = result.summary.plainStep.toMillis();
   out.ddpMs = result.summary.stepTime.toMillis();

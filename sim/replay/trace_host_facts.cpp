@@ -9,7 +9,6 @@
 #include <set>
 #include <unordered_map>
 
-
 namespace ddpscope::sim::replay {
 
 namespace {
@@ -62,9 +61,7 @@ class EventReader final : public nlohmann::json_sax<Json> {
   bool number_unsigned(number_unsigned_t v) override {
     return scalar(std::to_string(v), static_cast<double>(v), true);
   }
-  bool number_float(number_float_t v, const string_t& raw) override {
-    return scalar(raw, v, true);
-  }
+  bool number_float(number_float_t v, const string_t& raw) override { return scalar(raw, v, true); }
   bool string(string_t& v) override {
     if (inEvent() && m_depth == m_eventDepth) {
       if (m_key == "name") m_event.name = v;
@@ -369,7 +366,9 @@ class StepFacts {
         share(targets, /*forward=*/true, f, kid);
         walk(f, kid, [&](int n) {
           const Event& op = f.event(n);
-          if (op.sequence != "null" && op.cat == "cpu_op") m_sequenceLayers.try_emplace(op.sequence, targets);
+          if (op.sequence != "null" && op.cat == "cpu_op") {
+            m_sequenceLayers.try_emplace(op.sequence, targets);
+          }
         });
       } else if (e.cat == "user_annotation") {
         visit(f, kid, path, call);
@@ -428,7 +427,7 @@ class StepFacts {
         const char* kind = e.name.find("AccumulateGrad") != std::string::npos
                                ? "accumulate_grad_gap"
                            : e.name.starts_with("autograd::engine") ? "backward_node_gap"
-                                                                     : "backward_other_gap";
+                                                                    : "backward_other_gap";
         Work& gap = m_terms[kind];
         gap.count += 1;
         gap.hostUs += std::max(0.0, e.ts - *previousEnd);

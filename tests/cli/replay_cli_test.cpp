@@ -117,16 +117,16 @@ TEST(ReplayCliTest, H100TracesHostLanePredictsTheUnprofiledStepAtCaps1And25) {
   for (const std::string model : {"resnet50", "gpt2-small", "bert-base"}) {
     SCOPED_TRACE(model);
     const std::string run = (scratchDir() / (model + "-h100-host.json")).string();
-    CliResult imported = runCliForTest({"import-torch", dir + "run1/" + model +
-                                        "-ddp-default-rank0.json.gz", "--model", model,
-                                        "--autocast", "-o", run});
+    CliResult imported =
+        runCliForTest({"import-torch", dir + "run1/" + model + "-ddp-default-rank0.json.gz",
+                       "--model", model, "--autocast", "-o", run});
     ASSERT_EQ(imported.exitCode, 0) << imported.err;
     EXPECT_THAT(imported.out, HasSubstr("host facts of 2 profiled step(s) read from"));
     std::map<std::string, nlohmann::json> lane;
     for (const std::string cap : {"1", "25"}) {
-      CliResult r = runCliForTest({"replay", "--from-trace", run, "--model", model, "--cluster",
-                                   "dgx-h100", "--world-size", "1", "--bucket-cap-mb", cap,
-                                   "--json"});
+      CliResult r =
+          runCliForTest({"replay", "--from-trace", run, "--model", model, "--cluster", "dgx-h100",
+                         "--world-size", "1", "--bucket-cap-mb", cap, "--json"});
       ASSERT_EQ(r.exitCode, 0) << r.err;
       const auto j = nlohmann::json::parse(r.out);
       ASSERT_TRUE(j.contains("host_lane")) << r.out;
@@ -157,12 +157,12 @@ TEST(ReplayCliTest, H100TracesHostLanePredictsTheUnprofiledStepAtCaps1And25) {
       return std::string(cell);
     };
     char row[512];
-    std::snprintf(row, sizeof(row), "| %s | %.2f ms | %.2f ms (%+.1f %%) | %s | %s | %s | %.2f ms (%.2f–%.2f) |\n",
-                  model.c_str(), traced, profiled,
-                  lane["1"]["profiled_error_percent"].get<double>(),
-                  vs(unprofiled, measuredDefault).c_str(),
-                  vs(cap1, median(runs("ddp-cap1"))).c_str(),
-                  vs(cap25, median(runs("ddp-cap25"))).c_str(), cap1 - cap25, *low, *high);
+    std::snprintf(
+        row, sizeof(row),
+        "| %s | %.2f ms | %.2f ms (%+.1f %%) | %s | %s | %s | %.2f ms (%.2f–%.2f) |\n",
+        model.c_str(), traced, profiled, lane["1"]["profiled_error_percent"].get<double>(),
+        vs(unprofiled, measuredDefault).c_str(), vs(cap1, median(runs("ddp-cap1"))).c_str(),
+        vs(cap25, median(runs("ddp-cap25"))).c_str(), cap1 - cap25, *low, *high);
     table += row;
   }
   test_docs::expectDocBlock("docs/validation.md", "h100-host-lane-replay", table);

@@ -28,7 +28,6 @@ namespace {
 
 using namespace testing;  // NOLINT(google-build-using-namespace)
 
-
 // Busbw at every size from `fromBytes` to 8 GiB within 10 % of `published`. Multi-node checks
 // start at 2 GiB: at 1 GiB an 8-node ring's latency (with the 1.4 plateau) is still ~10 % of the
 // time, in the model as on real clusters, so 1 GiB is not yet the peak there.

@@ -255,12 +255,12 @@ TEST(TraceHostFactsTest, CutsAStepIntoLayersAndTerms) {
   EXPECT_EQ(f.stepUs, 1000);
   EXPECT_EQ(f.moduleCalls, 1);  // the top-level module range
   const LayerHostFacts& fc = f.layers.at("fc");
-  EXPECT_EQ(fc.forward.count, 1);      // aten::linear
+  EXPECT_EQ(fc.forward.count, 1);  // aten::linear
   EXPECT_EQ(fc.forward.hostUs, 60);
-  EXPECT_EQ(fc.forward.events, 2);     // the op and its launch
+  EXPECT_EQ(fc.forward.events, 2);  // the op and its launch
   EXPECT_EQ(fc.forward.runtimeEvents, 1);
   EXPECT_EQ(fc.forward.kernelUs, 40);
-  EXPECT_EQ(fc.backward.count, 1);     // AddmmBackward0, by its sequence number
+  EXPECT_EQ(fc.backward.count, 1);  // AddmmBackward0, by its sequence number
   EXPECT_EQ(fc.backward.hostUs, 50);
   EXPECT_EQ(f.term("loss").hostUs, 30);  // aten::sum after the forward
   EXPECT_EQ(f.term("accumulate_grad").hostUs, 100);
