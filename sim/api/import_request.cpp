@@ -27,9 +27,9 @@ nlohmann::json bytesJson(const std::vector<std::optional<int64_t>>& list) {
 }
 
 // The host facts of the first rank's GPU trace (sim/replay/trace_host_facts.h), for replay's
-// host lane: the per-step facts as JSON text in the metadata ("host_facts", with the trace it
-// came from in "host_facts_trace"). A CPU trace has none (its host is its device, measured as
-// it is); a GPU trace whose facts cannot be read gets a note saying why.
+// host lane: {"steps": the per-step facts} as JSON text in the metadata ("host_facts", with the
+// trace it came from in "host_facts_trace"). A CPU trace has none (its host is its device, measured
+// as it is); a GPU trace whose facts cannot be read gets a note saying why.
 void addHostFacts(const traces::KinetoImportReport& report, const models::ModelSpec& model,
                   traces::Timeline& timeline, std::vector<std::string>& notes) {
   if (report.files.empty()) return;
@@ -60,7 +60,7 @@ void addHostFacts(const traces::KinetoImportReport& report, const models::ModelS
         "call, as the GPU kit's torch_job.py records them");
     return;
   }
-  timeline.mutableMetadata().set("host_facts", steps->dump());
+  timeline.mutableMetadata().set("host_facts", nlohmann::json{{"steps", *steps}}.dump());
   timeline.mutableMetadata().set("host_facts_trace", path);
   notes.push_back("host facts of " + std::to_string(steps->size()) +
                   " profiled step(s) read from " + path +

@@ -37,19 +37,20 @@ StatusOr<std::optional<ReplayReport::HostLane>> hostLaneReplay(const ReplayRepor
   const replay::MeasuredProfile& profile = req.measured->profile;
   if (profile.hostFacts.empty()) return std::optional<ReplayReport::HostLane>();
   const std::string origin = profile.origin + ": metadata host_facts";
-  ASSIGN_OR_RETURN(nlohmann::json steps,
-                   parseJsonObject("{\"steps\":" + profile.hostFacts + "}", origin));
+  ASSIGN_OR_RETURN(const nlohmann::json doc, parseJsonObject(profile.hostFacts, origin));
+  const nlohmann::json* steps = findJsonMember(doc, "steps");
   replay::HostFacts facts;
   facts.model = req.model.name;
   facts.trace = profile.hostFactsTrace;
-  RETURN_IF_ERROR(replay::addHostFactsSteps(steps["steps"], origin, "steps", facts));
+  RETURN_IF_ERROR(replay::addHostFactsSteps(steps != nullptr ? *steps : nlohmann::json(), origin,
+                                            "steps", facts));
   if (StatusOr<models::ModelSpec> covered = replay::withHostFactsOps(req.model, facts);
       !covered.isOk()) {
     notes.push_back("no host lane: " + covered.status().message());
     return std::optional<ReplayReport::HostLane>();
   }
   ReplayReport::HostLane lane;
-  lane.steps = static_cast<int>(steps["steps"].size());
+  lane.steps = static_cast<int>(steps->size());
   HostProfile profiler = req.cluster.host;
   lane.profilerFrom = profiler.name.empty() ? "the cluster's host profile" : profiler.name;
   lane.profilerCalibrated = profiler.profilerEventUs > 0;

@@ -321,7 +321,7 @@ StatusOr<SimResult> simulateWithHostFacts(const HostFacts& facts, const models::
 }
 
 StatusOr<HostSimulation> simulateHostFacts(const HostFacts& facts, const ClusterSpec& cluster,
-                                           const HostProfile& profile, double bucketCapMb) {
+                                           const HostProfile& profile) {
   ASSIGN_OR_RETURN(models::ModelSpec model, models::loadZooModel(facts.model));
   SimOptions options;
   options.inputs = hostFactsInputs(facts);
@@ -329,7 +329,6 @@ StatusOr<HostSimulation> simulateHostFacts(const HostFacts& facts, const Cluster
   options.ddp.autocast = options.dtype == "bf16" || options.dtype == "fp16";
   options.recordTrace = false;
   options.simulatePlain = true;
-  if (bucketCapMb > 0) options.ddp.setBucketCapMb(bucketCapMb);
   ASSIGN_OR_RETURN(SimResult result, simulateWithHostFacts(facts, model, cluster, WorldLayout{1, 1},
                                                            options, profile));
   HostSimulation out;

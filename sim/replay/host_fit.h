@@ -104,9 +104,8 @@ struct HostSimulation {
 // `facts`'s model with its measured kernels, the run's batch and shapes, world size 1 on
 // `cluster` (its device's host runs ahead), under `profile`: plain training and DDP at `config`'s
 // rebuilt buckets (the kit's "ddp-default": bucket_cap_mb left out).
-// `bucketCapMb` > 0 sets DDP's bucket_cap_mb (else PyTorch's default, as the kit's "ddp-default").
 StatusOr<HostSimulation> simulateHostFacts(const HostFacts& facts, const ClusterSpec& cluster,
-                                           const HostProfile& profile, double bucketCapMb = 0);
+                                           const HostProfile& profile);
 // The same for any settings: `model` (withHostFactsOps) with `facts`'s measured kernels under
 // `profile` on `cluster` at `layout`; `options` (inputs, dtype, DDP settings, plain training)
 // are the caller's, the host runs ahead of the GPU.

@@ -121,7 +121,8 @@ struct MeasuredProfile {
   // rank (a loaded host's scheduling) makes the slowest rank of each iteration slower.
   double rankMaxFactor = 1;
   // A GPU trace imported with --model: the host facts of its first rank's profiled steps
-  // (metadata "host_facts": trace_host_facts.h's JSON, as text) and the trace they came from.
+  // (metadata "host_facts": {"steps": trace_host_facts.h's array}, as text) and the trace they
+  // came from.
   std::string hostFacts, hostFactsTrace;
 };
 

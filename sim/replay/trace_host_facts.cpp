@@ -53,22 +53,28 @@ class EventReader final : public nlohmann::json_sax<Json> {
   bool sawTraceEvents = false;
   std::string error;
 
-  bool null() override { return scalar("null", 0, false); }
-  bool boolean(bool v) override { return scalar(v ? "true" : "false", 0, false); }
+  bool null() override {
+    return scalar(0, false, [] { return std::string("null"); });
+  }
+  bool boolean(bool v) override {
+    return scalar(0, false, [v] { return std::string(v ? "true" : "false"); });
+  }
   bool number_integer(number_integer_t v) override {
-    return scalar(std::to_string(v), static_cast<double>(v), true);
+    return scalar(static_cast<double>(v), true, [v] { return std::to_string(v); });
   }
   bool number_unsigned(number_unsigned_t v) override {
-    return scalar(std::to_string(v), static_cast<double>(v), true);
+    return scalar(static_cast<double>(v), true, [v] { return std::to_string(v); });
   }
-  bool number_float(number_float_t v, const string_t& raw) override { return scalar(raw, v, true); }
+  bool number_float(number_float_t v, const string_t& raw) override {
+    return scalar(v, true, [&raw] { return raw; });
+  }
   bool string(string_t& v) override {
     if (inEvent() && m_depth == m_eventDepth) {
       if (m_key == "name") m_event.name = v;
       if (m_key == "cat") m_event.cat = v;
       if (m_key == "ph") m_isComplete = v == "X";
     }
-    return scalar(Json(v).dump(), 0, false);
+    return scalar(0, false, [&v] { return Json(v).dump(); });
   }
   bool binary(binary_t&) override { return true; }
   bool start_object(std::size_t) override {
@@ -119,23 +125,23 @@ class EventReader final : public nlohmann::json_sax<Json> {
 
  private:
   bool inEvent() const { return m_eventDepth >= 0; }
-  // A scalar value of the current key: the event's fields, and two of its args.
-  bool scalar(const std::string& text, double value, bool isNumber) {
+  // A scalar value of the current key: the event's fields, and two of its args. `text` gives
+  // the value as JSON text, made only for the three keys kept as text.
+  template <typename Text>
+  bool scalar(double value, bool isNumber, const Text& text) {
     if (m_depth == 1) m_traceEventsNext = false;
     if (!inEvent()) return true;
     if (m_depth == m_eventDepth) {
       // A field of the event itself (not inside args or any other nested value).
       if (m_key == "ts" && isNumber) m_event.ts = value;
       if (m_key == "dur" && isNumber) m_event.dur = value;
-      if (m_key == "tid") m_event.tid = text;
-    } else if (m_depth == m_argsDepth && m_argsOpen()) {
-      if (m_key == "correlation") m_event.correlation = text;
-      if (m_key == "Sequence number") m_event.sequence = text;
+      if (m_key == "tid") m_event.tid = text();
+    } else if (m_depth == m_argsDepth) {  // directly in the event's "args"
+      if (m_key == "correlation") m_event.correlation = text();
+      if (m_key == "Sequence number") m_event.sequence = text();
     }
     return true;
   }
-  // Whether the object at the event's depth + 1 is "args" (tracked by its key on entry).
-  bool m_argsOpen() const { return m_argsDepth == m_eventDepth + 1; }
 
   int m_depth = 0, m_eventDepth = -1, m_listDepth = -1, m_argsDepth = -1;
   bool m_inList = false, m_traceEventsNext = false, m_isComplete = false;
