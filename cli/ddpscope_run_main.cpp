@@ -8,11 +8,13 @@
 // stopped peer) → the rank prints it, flushes its partial trace and aborts the job (MPI_Abort);
 // SIGTERM from mpirun (it kills the survivors when a rank dies or aborts) → the signal thread
 // names the collective in flight and flushes the partial trace.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string_view>
 #include <thread>
 
 #include "cli/run_worker.h"
@@ -258,8 +260,35 @@ int runReference(WorkerFlags flags) {
   return 0;
 }
 
+// --check N: what every rank would refuse before training, for a job of N ranks, without MPI
+// (no rank to say it once: this is one process). The refusals below after MPI_Init stay for
+// jobs launched by mpirun directly.
+int checkWorkerFlags(const WorkerFlags& flags) {
+  Status status = checkOutputPaths(flags);
+  if (status.isOk()) status = runtime::checkBatch(flags.training.globalBatch, flags.checkRanks);
+  if (status.isOk() && flags.reference && flags.checkRanks != 1) {
+    status = invalidArgument(
+        "--world-size-reference runs one process; launch it without mpirun or with -np 1 (got " +
+        std::to_string(flags.checkRanks) + " ranks)");
+  }
+  if (status.isOk()) return 0;
+  std::fprintf(stderr, "ddpscope-run: error: %s\n", status.message().c_str());
+  return status.exitCode();
+}
+
 int runWorker(int argc, char** argv) {
   limitBlasThreadsToOne();
+  if (std::find(argv + 1, argv + argc, std::string_view("--check")) != argv + argc) {
+    StatusOr<WorkerFlags> parsed =
+        parseWorkerFlags(std::vector<std::string>(argv + 1, argv + argc));
+    if (!parsed.isOk()) {
+      std::fprintf(stderr, "ddpscope-run: error: %s\n", parsed.status().message().c_str());
+      return parsed.status().exitCode();
+    }
+    // Help is printed by the job itself (the ranks' run after this check).
+    if (parsed->help) return 0;
+    return checkWorkerFlags(*parsed);
+  }
   StatusOr<std::unique_ptr<MpiSession>> session = MpiSession::init(&argc, &argv);
   if (!session.isOk()) {
     std::fprintf(stderr, "ddpscope-run: error: %s\n", session.status().message().c_str());

@@ -40,6 +40,8 @@ ArgParser makeRunParser() {
           "GPU per rank; every worker flag, --backend and --dtype included, is passed through).\n"
           "Run 'ddpscope-run --help' (or 'ddpscope run --nproc 1 -- --help') for the worker's "
           "flags.\n"
+          "Bad worker flags and output paths that cannot be created are refused before mpirun\n"
+          "starts (one 'ddpscope-run --check N' process, exit 2).\n"
           "Faults: a rank that dies or stops (SIGSTOP) makes the others fail within the worker's\n"
           "--comm-timeout-s, naming the collective, bucket and iteration, and flush their partial\n"
           "traces; SIGINT / SIGTERM to this command stop mpirun and its ranks (SIGKILL after " +
@@ -151,6 +153,15 @@ Status runRunCommand(const std::vector<std::string>& argv, CommandIo io) {
       {"OMPI_MCA_odls_base_sigkill_timeout", std::to_string(kRankFlushGraceSeconds), false}};
   if (static_cast<unsigned>(nproc) > std::thread::hardware_concurrency()) {
     env.push_back({"OMPI_MCA_mpi_yield_when_idle", "1", false});  // oversubscribed: yield
+  }
+  // Bad input fails alike on every rank; found by one worker process without MPI it fails at
+  // once (through mpirun, a rank's exit 2 costs the kill grace of every other rank, ~10 s).
+  std::vector<std::string> check = {worker.string(), "--check", std::to_string(nproc)};
+  check.insert(check.end(), workerArgs.begin(), workerArgs.end());
+  ASSIGN_OR_RETURN(int checked, runChildProcess(std::move(check), env));
+  if (checked != 0) {
+    if (io.exitCode) *io.exitCode = checked;
+    return Status::ok();
   }
   ChildReport report;
   ASSIGN_OR_RETURN(int code, runChildProcess(std::move(command), env, std::nullopt, &report));

@@ -76,6 +76,11 @@ ArgParser makeWorkerParser() {
       .flag("world-size-reference",
             "run the single-process reference instead: one process, batch B, no DDP")
       .option("comm-timeout-s", "S", "fail a collective that takes longer (default 60)")
+      .option(
+          "check", "N",
+          "check the flags and output paths for a job of N ranks, then exit without "
+          "training or MPI (ddpscope run does this before it starts mpirun; with --help it prints "
+          "nothing)")
       .flag("no-profile", "do not record spans")
       .option("fault-kill-rank", "R", "test only: rank R exits with code 9 ...")
       .option("fault-kill-iteration", "I", "test only: ... at the start of iteration I")
@@ -176,6 +181,7 @@ StatusOr<WorkerFlags> parseWorkerFlags(const std::vector<std::string>& argv) {
   flags.json = args.has("json");
   flags.dumpPlan = args.has("dump-plan");
   flags.reference = args.has("world-size-reference");
+  ASSIGN_OR_RETURN(flags.checkRanks, args.positiveInt("check", 0));
   ASSIGN_OR_RETURN(double timeoutS, args.positiveDouble("comm-timeout-s", 60.0));
   flags.commTimeout = Nanos::fromSecondsDouble(timeoutS);
   ASSIGN_OR_RETURN(std::tie(t.faultKillRank, t.faultKillIteration), parseFault(args, "kill"));

@@ -34,6 +34,9 @@ struct WorkerFlags {
   bool json = false;
   bool dumpPlan = false;
   bool reference = false;  // --world-size-reference
+  // --check N: check the flags and output paths for a job of N ranks and exit without MPI
+  // (`ddpscope run` runs it before mpirun, so bad input fails at once); 0 = train.
+  int64_t checkRanks = 0;
   Nanos commTimeout = Nanos::fromSeconds(60);
   bool help = false;
   std::string helpText;

@@ -53,6 +53,8 @@ StatusOr<std::unique_ptr<TrainableModel>> buildModel(const TrainingOptions& opti
   return buildTrainableModel(options.model, options.build);
 }
 
+}  // namespace
+
 Status checkBatch(int64_t globalBatch, int world) {
   if (globalBatch <= 0 || globalBatch % world != 0) {
     return invalidArgument("--batch: the global batch " + std::to_string(globalBatch) +
@@ -61,8 +63,6 @@ Status checkBatch(int64_t globalBatch, int world) {
   }
   return Status::ok();
 }
-
-}  // namespace
 
 StatusOr<TrainingResult> trainDistributed(Communicator& comm, const TrainingOptions& options,
                                           Profiler* profiler,

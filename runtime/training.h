@@ -72,6 +72,9 @@ struct TrainingResult {
 // before the optimizer step: tests compare gradients here.
 using IterationCallback = std::function<void(int64_t iteration, TrainableModel& model)>;
 
+// --batch B for `world` ranks: B > 0 and divisible by world (InvalidArgument naming --batch).
+Status checkBatch(int64_t globalBatch, int world);
+
 // Collective: every rank of `comm` calls it. `profiler` may be null. An error stops training at
 // the iteration where it happened (E1/E4/E5 texts arrive here unchanged).
 StatusOr<TrainingResult> trainDistributed(Communicator& comm, const TrainingOptions& options,

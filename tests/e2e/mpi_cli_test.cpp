@@ -221,6 +221,8 @@ TEST(MpiCliTest, UnwritableOutputsFailWithThePathAndTheReason) {
     const std::string message =
         "ddpscope-run: error: " + c.flag + ": " + c.path + ": cannot open for writing: " + c.reason;
     EXPECT_EQ(count(r.output, message), 1u) << r.output;
+    // Refused by the launcher's check, before mpirun started any rank.
+    EXPECT_EQ(r.output.find("Primary job"), std::string::npos) << r.output;
   }
   // Found when writing: /dev/full takes the open and refuses every byte.
   if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
@@ -236,6 +238,32 @@ TEST(MpiCliTest, UnwritableOutputsFailWithThePathAndTheReason) {
   EXPECT_NE(r.output.find("--summary: /dev/full: write failed: No space left on device"),
             std::string::npos)
       << r.output;
+}
+
+TEST(MpiCliTest, WorkerCheckRefusesWhatEveryRankWouldRefuseWithoutMpi) {
+  const fs::path trace = scratch("checked.json");
+  ProcessRun r = run(kWorker + " --check 2 --model mlp-tiny --trace " + trace.string());
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_EQ(r.output, "");
+  EXPECT_FALSE(fs::exists(trace));  // checked, not written
+  const struct {
+    std::string args;
+    std::string message;
+  } refusals[] = {
+      {"--check 2 --model mlp-tiny --batch 5",
+       "ddpscope-run: error: --batch: the global batch 5 is not divisible by the world size 2"},
+      {"--check 2 --model mlp-tiny --world-size-reference",
+       "ddpscope-run: error: --world-size-reference runs one process; launch it without mpirun "
+       "or with -np 1 (got 2 ranks)"},
+      {"--check 1 --model mlp-tiny --summary /nonexistent/ddpscope/s.json",
+       "ddpscope-run: error: --summary: /nonexistent/ddpscope/s.json: cannot open for writing"},
+      {"--check 0 --model mlp-tiny", "--check: expected a positive integer, got '0'"},
+  };
+  for (const auto& refusal : refusals) {
+    r = run(kWorker + " " + refusal.args);
+    EXPECT_EQ(r.exitCode, 2) << refusal.args << "\n" << r.output;
+    EXPECT_EQ(count(r.output, refusal.message), 1u) << refusal.args << "\n" << r.output;
+  }
 }
 
 TEST(MpiCliTest, LongRunKeepsTheLastKIterationsAndItsTraceReadsBack) {
