@@ -22,7 +22,7 @@ uniform cap with the flags it recommends (gradient_as_bucket_view, static_graph)
 recommended.
 
 --from-trace adds (D) the plan of a recorded run: one default run is recorded first
-(`ddpscope run ... --trace`), `ddpscope plan --trace` plans it with its measured compute and
+(`ddpscope run ... --trace`), `ddpscope plan --from-trace` plans it with its measured compute and
 cpu-mpi calibrated on its own collectives, and D joins the rounds (A B C D ...).
 
 Uses only the standard library. Run it at normal priority (other jobs niced) and look at the load
@@ -158,7 +158,7 @@ def main():
     ap.add_argument("--iterations", type=int, default=10, help="measured iterations per run")
     ap.add_argument("--warmup", type=int, default=3, help="warm-up iterations (covers the rebuild)")
     ap.add_argument("--from-trace", action="store_true",
-                    help="also measure the plan of a recorded default run (plan --trace)")
+                    help="also measure the plan of a recorded default run (plan --from-trace)")
     ap.add_argument("--out", help="write the results as JSON here")
     ap.add_argument("--report", metavar="RESULTS.json",
                     help="print the tables of a results file written by --out, run nothing")

@@ -59,8 +59,9 @@ def _text(value: Any) -> str:
 
 
 # Settings on their way to the C++ core: {flag name without "--": text}, True for a switch that
-# is on. The library functions take them as they are (True as ""); the functions that still run
-# a CLI command get them as flags (_argv).
+# is on. The API's functions pass them to the core's settings parsers in-process (_core_settings:
+# a switch as ""), not through the CLI; _argv writes them as CLI flags (Model.cli_flags), for
+# cli() or a command line.
 Settings = Dict[str, Union[str, bool]]
 
 
@@ -213,7 +214,8 @@ class Model:
         return json.loads(self._json_text)
 
     def save(self, path: PathLike) -> None:
-        """Writes the model JSON (models/FORMAT.md), for `ddpscope --model`."""
+        """Writes the model JSON (models/FORMAT.md), for the CLI's ``--model FILE`` (``ddpscope
+        simulate --model FILE ...``)."""
         doc = self.to_dict()
         with open(os.fspath(path), "w", encoding="utf-8") as f:
             json.dump(doc, f, indent=1)

@@ -6,12 +6,12 @@ The simulator proposes, the job measures, and the winner is kept:
    module and settings, :func:`ddpscope.torch.record`), so the user's own wrapper never carries
    the recorder's communication hook.
 2. **Propose.** Rank 0 exports the module (:meth:`ddpscope.Model.from_torch`, on a copy) and plans
-   the recorded run (``ddpscope plan --trace``: the measured compute, the collectives calibrated
-   on the run's own cost): the current settings and the few layouts predicted fastest (uniform
-   caps, the planned ``bucket_cap_mb_list`` where this torch has it, ``gradient_as_bucket_view``,
-   ``static_graph`` where the recorded steps show a static graph), and PyTorch's default
-   layout whenever the job runs another. ``candidates=`` replaces the proposal with the user's
-   own list.
+   the recorded run (``ddpscope plan --from-trace``: the measured compute, the collectives
+   calibrated on the run's own cost): the current settings and the few layouts predicted fastest
+   (uniform caps, the planned ``bucket_cap_mb_list`` where this torch has it,
+   ``gradient_as_bucket_view``, ``static_graph`` where the recorded steps show a static graph),
+   and PyTorch's default layout whenever the job runs another. ``candidates=`` replaces the
+   proposal with the user's own list.
 3. **Measure in the job.** Each candidate is a new DDP around the same module (the optimizer,
    parameters and data stay as they are); every step is a real training step. Each wrapper is
    warmed up (DDP's first iteration and bucket rebuild), then the candidates run in interleaved
@@ -254,14 +254,14 @@ def _candidate(label: str, kwargs: Dict[str, Any], predicted_ns: Optional[int], 
 def _propose(base: Dict[str, Any], trace: str, module: nn.Module, example: Any,
              max_candidates: int, static_ok: bool, cluster: Optional[str],
              record_steps: int) -> tuple:
-    """(candidates, note) on rank 0: plan --trace on the recorded run."""
+    """(candidates, note) on rank 0: the recorded run planned as ``ddpscope plan --from-trace``."""
     from .export import ExportError
 
     try:
         model = _api.Model.from_torch(copy.deepcopy(module), example, name=type(module).__name__)
     except (ExportError, RuntimeError, TypeError) as e:
         return None, "not predicted: the module could not be exported (%s)" % e
-    try:  # cluster None: cpu-mpi's model calibrated on the recorded run (plan --trace's rule)
+    try:  # cluster None: cpu-mpi's model calibrated on the recorded run (plan --from-trace's rule)
         plan = _api.plan(model, cluster=cluster, from_trace=trace)
     except Exception as e:  # noqa: BLE001 - the planner's refusal becomes the report's note
         return None, "not predicted: ddpscope plan refused the recorded run (%s)" % e
@@ -292,8 +292,8 @@ def _propose(base: Dict[str, Any], trace: str, module: nn.Module, example: Any,
         others.append(default[0])
     where = ("cpu-mpi's model calibrated on the run's own collectives"
              if str(plan["cluster"]).startswith("calibrated:") else "cluster " + plan["cluster"])
-    return current + others, ("predicted by ddpscope plan --trace on the %d recorded steps (%s)"
-                              % (record_steps, where))
+    return current + others, ("predicted by ddpscope plan --from-trace on the %d recorded steps "
+                              "(%s)" % (record_steps, where))
 
 
 def _fallback(base: Dict[str, Any], max_candidates: int) -> List[Dict[str, Any]]:

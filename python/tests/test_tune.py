@@ -68,7 +68,7 @@ def test_poor_layout_moves_to_a_faster_one(poor):
     assert chosen["rounds_faster"] == report["decision"]["rounds"]
     assert chosen["measured_step_ms"] < report["candidates"][0]["measured_step_ms"]
     # The proposal came from the recorded run, with a prediction for every candidate.
-    assert report["prediction"].startswith("predicted by ddpscope plan --trace")
+    assert report["prediction"].startswith("predicted by ddpscope plan --from-trace")
     assert all(c["predicted_step_ms"] > 0 for c in report["candidates"])
     assert result["paste"] == report["decision"]["paste"]
     assert result["paste"].startswith("DistributedDataParallel(model, bucket_cap_mb")
