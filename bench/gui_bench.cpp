@@ -3,7 +3,7 @@
 // BM_OpenTraceToFirstPaint: open a 1M-event Chrome trace (16 ranks × {compute, comm,
 //   iterations}, written once with traces' ChromeTraceWriter) — read, parse, index
 //   (TraceDocument) — and paint the first frame of a 1600×900 TimelineView into a QImage.
-//   Target ≤ 1 s wall (issue 14).
+//   Target ≤ 1 s wall (measured runs: docs/performance.md).
 // BM_PaintFrame/0: one frame at full zoom-out; BM_PaintFrame/1: mid zoom (2 % of the trace,
 //   a few iterations). Target ≤ 16 ms. Counters: spans and fold marks painted.
 // BM_WhatIfChangeToRepaint: the What-if panel, gpt2-small on dgx-a100 at 64 ranks: change the

@@ -10,10 +10,12 @@
 //                          sweep, wall time. threads:1 single-threaded, threads:0 all cores (what
 //                          the CLI and the GUI run). Counter per_config_us.
 // BM_AllRanks4096/threads:T  all-ranks mode, 512 nodes × 8 = 4096 ranks, ±5 % jitter, gpt2-small,
-//                          no trace: every rank replays every iteration. Goal ≤ 0.2 s (issue 14).
+//                          no trace: every rank replays every iteration. Goal ≤ 0.2 s (measured
+//                          runs: docs/performance.md).
 // BM_AllRanks65536Gpt2Xl/threads:T  the same for gpt2-xl on 8,192 DGX H100 nodes = 65,536 ranks,
 //                          the CLI's `simulate --model gpt2-xl --cluster dgx-h100 --nodes 8192
-//                          --all-ranks --jitter 5`. Goal ≤ 2 s, ≤ 2 GB peak RSS (issue 14).
+//                          --all-ranks --jitter 5`. Goal ≤ 2 s, ≤ 2 GB peak RSS (measured runs:
+//                          docs/performance.md).
 //                          threads:1 one thread, threads:0 all cores (what the CLI runs).
 // Every benchmark checks its result (positive steady step time, expected bucket and rank
 // counts) in the same run and fails the run otherwise.

@@ -3,9 +3,9 @@
 //
 // RooflineComputeModel: time = max(FLOPs / (eff_c × peak[dtype]), bytes / (eff_m × memBW))
 // + launch overhead (docs/spec/nccl-cost-model.md §4). Backward uses the layer's backward FLOPs
-// (≈2× forward for layers with parameters). MeasuredComputeModel (replay issue) takes per-layer
-// times from a trace instead. The roofline's details (dtype peaks, small-GEMM falloff, backward
-// kernels, optimizer and traversal costs): sim/compute/roofline_compute_model.h.
+// (≈2× forward for layers with parameters). MeasuredComputeModel (replay, --compute-from) takes
+// per-layer times from a trace instead. The roofline's details (dtype peaks, small-GEMM falloff,
+// backward kernels, optimizer and traversal costs): sim/compute/roofline_compute_model.h.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // `ddpscope plan`: the text a user reads, the JSON, and the emitted caps list checked through
-// `ddpscope buckets` (PyTorch's exact assignment) — the "must show" case.
+// `ddpscope buckets` (PyTorch's exact assignment), on gpt2-small over 4 dgx-a100 nodes.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

@@ -99,8 +99,8 @@ TEST(ReplayCliTest, ProfiledH100TracesReplayAtTheirOwnSettingsWithinFivePercent)
 // measured_ms): the profiled step is reproduced within 10 %, the prediction without the profiler
 // is nearer the unprofiled median than the profiled step (the profiler's cost is removed), and the
 // predicted cost of small buckets (cap 1 minus cap 25) lies between 0.5x the lowest and 1.5x the
-// highest difference the runs measured (the host-lane issue's window). Before it, caps 1 and 25
-// replayed to the same step. The table in docs/validation.md is this test's output.
+// highest difference the runs measured. Without the host lane, caps 1 and 25 replayed to the same
+// step. The table in docs/validation.md is this test's output.
 TEST(ReplayCliTest, H100TracesHostLanePredictsTheUnprofiledStepAtCaps1And25) {
   const std::string dir = std::string(DDPSCOPE_SOURCE_DIR) + "/tests/data/gpu/h100/";
   std::ifstream in(dir + "host_facts.json");

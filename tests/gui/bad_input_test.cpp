@@ -1,8 +1,8 @@
-// Truncated, corrupt and huge inputs to the GUI (issue 14): each gives an error dialog that names
-// the file and says what is wrong, never a crash or a hang, and the window stays usable. The
-// dialog is the real one (QMessageBox, offscreen) unless a test installs the error hook. Huge
-// files are refused before anything is read (gui/model/trace_loader.h, checkTraceSize), so
-// memory stays bounded; the limit comes from DDPSCOPE_GUI_MAX_TRACE_MB.
+// Truncated, corrupt and huge inputs to the GUI: each gives an error dialog that names the file
+// and says what is wrong, never a crash or a hang, and the window stays usable. The dialog is
+// the real one (QMessageBox, offscreen) unless a test installs the error hook. Huge files are
+// refused before anything is read (gui/model/trace_loader.h, checkTraceSize), so memory stays
+// bounded; the limit comes from DDPSCOPE_GUI_MAX_TRACE_MB.
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>

@@ -52,7 +52,7 @@ TEST(HostFitTest, ReadsTheH100Facts) {
 // host lane every held-out step is nearer the measured median than the same simulation without
 // host costs (the kernels alone: −29 to −56 %), and its error is within 35 % (the spread of the
 // three traces' own host speeds: the same module types cost 1.7x more host time in the gpt2-small
-// trace than in bert-base's, docs/spec/host-lane.md). The 10 % is not met.
+// trace than in bert-base's, docs/spec/host-lane.md), so a 10 % bound is not reached.
 TEST(HostFitTest, HeldOutModelsEagerAndDdpSteps) {
   const std::vector<HostFacts> all = facts();
   ASSERT_EQ(all.size(), 3u);
