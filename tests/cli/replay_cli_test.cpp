@@ -184,18 +184,79 @@ TEST(ReplayCliTest, HtaA100TraceReplaysAtItsOwnSettingsWithinFivePercent) {
   EXPECT_THAT(imported.out, HasSubstr("host facts not by layer (replay has no host lane for this "
                                       "trace): "));
   EXPECT_THAT(imported.out, HasSubstr("no host facts for layer conv1 of resnet50"));
+  std::string table =
+      "| GPUs | buckets | Σ `ddpscope allreduce` | replay: allreduces | buffer broadcasts | "
+      "exposed | step (without communication) |\n|---|---|---|---|---|---|---|\n";
   for (const std::string world : {"2", "8", "16"}) {
     SCOPED_TRACE("world size " + world);
-    CliResult r = runCliForTest({"replay", "--from-trace", run, "--model", "resnet50", "--cluster",
-                                 "dgx-a100", "--world-size", world, "--json"});
+    const std::string whatIfTrace = (scratchDir() / ("hta-a100-ws" + world + ".json")).string();
+    CliResult r =
+        runCliForTest({"replay", "--from-trace", run, "--model", "resnet50", "--cluster",
+                       "dgx-a100", "--world-size", world, "--trace", whatIfTrace, "--json"});
     ASSERT_EQ(r.exitCode, 0) << r.err;
     const auto j = nlohmann::json::parse(r.out);
     EXPECT_EQ(j["measured_iterations"], nlohmann::json::array({4, 5, 6}));
     EXPECT_LE(std::abs(j["replay_error_percent"].get<double>()), 5.0) << r.out;
     ASSERT_TRUE(j.contains("what_if"));
-    EXPECT_GE(j["what_if"]["step_time_ns"].get<int64_t>(),
-              j["what_if"]["plain_step_ns"].get<int64_t>());
+    const auto& whatIf = j["what_if"];
+    EXPECT_GE(whatIf["step_time_ns"].get<int64_t>(), whatIf["plain_step_ns"].get<int64_t>());
+    if (world == "2") continue;
+
+    // The communication the what-if adds is the cluster's collectives for the replayed buckets:
+    // each steady allreduce takes what `ddpscope allreduce` says for its size at this world
+    // size, and a step's communication is those plus the buffer broadcasts, nothing else.
+    std::string sizes;
+    for (const auto& bytes : whatIf["bucket_bytes"]) {
+      if (!sizes.empty()) sizes += ',';
+      sizes += std::to_string(bytes.get<int64_t>());
+    }
+    CliResult allreduce = runCliForTest(
+        {"allreduce", "--cluster", "dgx-a100", "--world-size", world, "--bytes", sizes, "--json"});
+    ASSERT_EQ(allreduce.exitCode, 0) << allreduce.err;
+    std::map<int64_t, double> predictedUs;
+    double sumUs = 0;
+    const auto allreduceJson = nlohmann::json::parse(allreduce.out);
+    for (const auto& row : allreduceJson["results"]) {
+      predictedUs[row["bytes"].get<int64_t>()] = row["time_us"].get<double>();
+      sumUs += row["time_us"].get<double>();
+    }
+    std::ifstream in(whatIfTrace);
+    const auto events = nlohmann::json::parse(in)["traceEvents"];
+    std::map<int, double> allreduceUs, broadcastUs;  // per steady iteration
+    for (const auto& e : events) {
+      if (e.value("ph", "") != "X" || !e.contains("args")) continue;
+      const int iteration = e["args"].value("iteration", 0);
+      if (iteration < 3) continue;  // iteration 1 runs before the rebuild, 2 rebuilds
+      const std::string cat = e.value("cat", "");
+      if (cat == "allreduce") {
+        const int64_t bytes = e["args"]["bytes"].get<int64_t>();
+        ASSERT_TRUE(predictedUs.count(bytes)) << bytes;
+        EXPECT_NEAR(e["dur"].get<double>(), predictedUs[bytes], 0.002) << bytes;
+        allreduceUs[iteration] += e["dur"].get<double>();
+      } else if (cat == "broadcast") {
+        broadcastUs[iteration] += e["dur"].get<double>();
+      }
+    }
+    ASSERT_FALSE(allreduceUs.empty());
+    for (const auto& it : whatIf["iterations"]) {
+      const int index = it["index"].get<int>();
+      if (index < 3) continue;
+      EXPECT_NEAR(allreduceUs[index], sumUs, 0.01) << index;
+      EXPECT_NEAR(static_cast<double>(it["comm_ns"].get<int64_t>()),
+                  1000.0 * (allreduceUs[index] + broadcastUs[index]), 10.0)
+          << index;
+    }
+    const int last = whatIf["iterations"].back()["index"].get<int>();
+    char row[256];
+    std::snprintf(row, sizeof(row),
+                  "| %s | %zu | %.1f µs | %.1f µs | %.1f µs | %.1f µs | %.2f ms (%.2f ms) |\n",
+                  world.c_str(), whatIf["bucket_bytes"].size(), sumUs, allreduceUs[last],
+                  broadcastUs[last], whatIf["exposed_comm_ns"].get<double>() / 1e3,
+                  whatIf["step_time_ns"].get<double>() / 1e6,
+                  whatIf["plain_step_ns"].get<double>() / 1e6);
+    table += row;
   }
+  test_docs::expectDocBlock("docs/validation.md", "hta-a100-what-if-comm", table);
 }
 
 // Real torch 2.15 profiler traces of 2-rank gloo DDP jobs, recorded with the profiler's default
