@@ -12,7 +12,9 @@
 #include "cli/common.h"
 #include "cli/sim_text.h"
 #include "ddp/ddp_settings.h"
+#include "io/file_output.h"
 #include "sim/api/replay_request.h"
+#include "sim/cost/host_profile.h"
 #include "sim/engine/workload.h"
 #include "sim/replay/measured_profile.h"
 #include "sim/replay/replay.h"
@@ -67,13 +69,22 @@ Status runReplayCommand(const std::vector<std::string>& argvIn, CommandIo io) {
       "contention). The per-rank batch stays the trace's unless --batch is given. A GPU trace\n"
       "imported with --model and the job's ddpscope.layer: ranges also replays on the host lane\n"
       "from its own host facts: as profiled, without the profiler, and the what-if without the\n"
-      "profiler (the profiler's own cost from --host-profile, else h100-torch211's).");
+      "profiler (the profiler's own cost fitted to --unprofiled-step-ms, else from\n"
+      "--host-profile, else h100-torch211's); --host-profile-out writes that host profile.");
   parser.options(sim::replaySettingList());
   addTraceOutputFlags(parser, "write the what-if's simulated trace here");
-  parser.flag("json", "machine-readable output")
+  parser
+      .option("host-profile-out", "FILE",
+              "write the host lane's host profile (the trace's per-event costs without the "
+              "profiler) here, for simulate/plan/sweep --host-profile FILE")
+      .flag("json", "machine-readable output")
       .epilog(
           "example: ddpscope run --nproc 2 -- --model mlp-wide --iterations 10 --trace run.json\n"
           "         ddpscope replay --from-trace run.json --world-size 4 --bucket-cap-mb 5\n"
+          "GPU:     ddpscope import-torch rank0.json.gz --model resnet50 --autocast -o r.json\n"
+          "         ddpscope replay --from-trace r.json --model resnet50 --cluster dgx-h100 \\\n"
+          "           --world-size 1 --unprofiled-step-ms 35.8 --bucket-cap-mb 1 \\\n"
+          "           --host-profile-out host.json\n"
           "old spellings, accepted with a note until the next release: --trace RUN.json as the\n"
           "input (without --from-trace), --trace-out (--trace)");
   const std::vector<std::string> argv = oldReplaySpellings(argvIn, io.err);
@@ -83,8 +94,25 @@ Status runReplayCommand(const std::vector<std::string>& argvIn, CommandIo io) {
     return Status::ok();
   }
   RETURN_IF_ERROR(checkTraceOutputFlags(args));
+  // Opened before the replay (a path that cannot be written fails first); the file appears only
+  // once written.
+  std::unique_ptr<io::OutputFile> profileOut;
+  if (auto out = args.value("host-profile-out")) {
+    StatusOr<std::unique_ptr<io::OutputFile>> opened = io::OutputFile::open(*out);
+    if (!opened.isOk()) return invalidArgument("--host-profile-out: " + opened.status().message());
+    profileOut = std::move(opened).value();
+  }
   ASSIGN_OR_RETURN(const sim::ReplayReport report,
                    sim::runReplay(args, /*recordTrace=*/args.has("trace")));
+  if (profileOut) {
+    if (!report.hostLane) {
+      return invalidArgument("--host-profile-out: " + report.trace +
+                             " has no host lane to write a host profile from" +
+                             (report.notes.empty() ? "" : " (" + report.notes.front() + ")"));
+    }
+    profileOut->stream() << sim::hostProfileJson(report.hostLane->profile).dump(2) << "\n";
+    RETURN_IF_ERROR(profileOut->close());
+  }
   std::vector<std::string> traceFiles;
   if (report.whatIfResult) {
     ASSIGN_OR_RETURN(traceFiles, writeTraceOutput(report.whatIfResult->timeline, args));

@@ -206,6 +206,21 @@ def test_replay_equals_the_cli(cli, data_dir):
         "replay", "--from-trace", run, "--world-size", "4", "--bucket-cap-mb", "5")
 
 
+def test_replay_calibrated_on_the_unprofiled_step_equals_the_cli(cli, data_dir, tmp_path):
+    # A GPU trace with host facts: the profiler's cost fitted to the job's unprofiled step.
+    trace = os.path.join(data_dir, "gpu", "h100", "run1", "resnet50-ddp-default-rank0.json.gz")
+    run = tmp_path / "r50.json"
+    ddpscope.import_torch(trace, out=run, model="resnet50", autocast=True)
+    mine = ddpscope.replay(run, "resnet50", cluster="dgx-h100", world_size=1, bucket_cap_mb=1,
+                           unprofiled_step_ms=35.77)
+    assert mine == cli.json("replay", "--from-trace", str(run), "--model", "resnet50",
+                            "--cluster", "dgx-h100", "--world-size", "1", "--bucket-cap-mb", "1",
+                            "--unprofiled-step-ms", "35.77")
+    lane = mine["host_lane"]
+    assert lane["profiler_calibrated"] and lane["unprofiled_step_ms_given"] == 35.77
+    assert abs(lane["unprofiled_step_ms"] - 35.77) < 0.005 * 35.77
+
+
 def test_import_torch_equals_the_cli(cli, data_dir, tmp_path):
     traces = [os.path.join(data_dir, "torch", "ddp_gloo_rank%d.json.gz" % r) for r in (0, 1)]
     model_file = os.path.join(data_dir, "torch", "ddp_gloo_model.json")

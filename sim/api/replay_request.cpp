@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/strings.h"
 #include "ddp/ddp_settings.h"
 #include "io/json_reader.h"
 #include "sim/api/simulation_json.h"
@@ -51,20 +52,39 @@ StatusOr<std::optional<ReplayReport::HostLane>> hostLaneReplay(const ReplayRepor
   }
   ReplayReport::HostLane lane;
   lane.steps = static_cast<int>(steps->size());
-  HostProfile profiler = req.cluster.host;
-  lane.profilerFrom = profiler.name.empty() ? "the cluster's host profile" : profiler.name;
-  lane.profilerCalibrated = profiler.profilerEventUs > 0;
-  if (!lane.profilerCalibrated) {
-    ASSIGN_OR_RETURN(profiler, loadBuiltinHostProfile(kDefaultProfilerProfile));
-    lane.profilerFrom = kDefaultProfilerProfile;
-  }
-  const HostProfile asProfiled = replay::hostProfileFromFacts({&facts}, HostProfile{});
-  lane.profile = replay::hostProfileFromFacts({&facts}, profiler);
-  lane.profile.name = "from " + (facts.trace.empty() ? profile.origin : facts.trace);
-  lane.profile.source = "the trace's host facts, the profiler's costs from " + lane.profilerFrom;
   SimOptions options = own;
   options.recordTrace = false;
   options.simulatePlain = true;
+  const std::string from = facts.trace.empty() ? profile.origin : facts.trace;
+  if (r.unprofiledStepMs) {
+    // One unknown (the profiler's cost per event), one measurement: the unprofiled step.
+    facts.measuredMs["ddp-default"] = {*r.unprofiledStepMs};
+    auto simulateOwn = [&](const replay::HostFacts& f,
+                           const HostProfile& p) -> StatusOr<replay::HostSimulation> {
+      ASSIGN_OR_RETURN(SimResult s, replay::simulateWithHostFacts(f, req.model, req.cluster,
+                                                                  ownLayout, options, p));
+      return replay::HostSimulation{s.summary.plainStep.toMillis(), s.summary.stepTime.toMillis()};
+    };
+    ASSIGN_OR_RETURN(replay::HostFit fit,
+                     replay::fitHostProfileWith({&facts}, simulateOwn, "from " + from,
+                                                "the trace's host facts, read by ddpscope"));
+    lane.profile = std::move(fit.profile);
+    lane.profile.standsFor = "the traced job's PyTorch, CPU and settings, profiler off";
+    lane.profilerFrom = "a fit to --unprofiled-step-ms " + formatShortest(*r.unprofiledStepMs);
+    lane.profilerCalibrated = true;
+  } else {
+    HostProfile profiler = req.cluster.host;
+    lane.profilerFrom = profiler.name.empty() ? "the cluster's host profile" : profiler.name;
+    lane.profilerCalibrated = profiler.profilerEventUs > 0;
+    if (!lane.profilerCalibrated) {
+      ASSIGN_OR_RETURN(profiler, loadBuiltinHostProfile(kDefaultProfilerProfile));
+      lane.profilerFrom = kDefaultProfilerProfile;
+    }
+    lane.profile = replay::hostProfileFromFacts({&facts}, profiler);
+    lane.profile.name = "from " + from;
+    lane.profile.source = "the trace's host facts, the profiler's costs from " + lane.profilerFrom;
+  }
+  const HostProfile asProfiled = replay::hostProfileFromFacts({&facts}, HostProfile{});
   ASSIGN_OR_RETURN(
       SimResult profiled,
       replay::simulateWithHostFacts(facts, req.model, req.cluster, ownLayout, options, asProfiled));
@@ -86,8 +106,8 @@ StatusOr<std::optional<ReplayReport::HostLane>> hostLaneReplay(const ReplayRepor
   if (!lane.profilerCalibrated) {
     notes.push_back(std::string("the profiler's own cost per event is ") + kDefaultProfilerProfile +
                     "'s (fitted on the GPU kit's H100 traces, PyTorch 2.11), not calibrated for "
-                    "this machine: give --host-profile with profiler terms fitted here "
-                    "(ddpscope host-profile fit) to calibrate the unprofiled prediction");
+                    "this machine: give the job's step measured without the profiler "
+                    "(--unprofiled-step-ms) to calibrate the unprofiled prediction");
   }
   return std::optional<ReplayReport::HostLane>(std::move(lane));
 }
@@ -96,7 +116,11 @@ StatusOr<std::optional<ReplayReport::HostLane>> hostLaneReplay(const ReplayRepor
 
 std::vector<SettingSpec> replaySettingList() {
   std::vector<SettingSpec> out = {
-      {"from-trace", "RUN.json", "the measured run (Chrome trace, .json or .json.gz)"}};
+      {"from-trace", "RUN.json", "the measured run (Chrome trace, .json or .json.gz)"},
+      {"unprofiled-step-ms", "MS",
+       "the job's step measured without the profiler (a median, at the trace's settings): the "
+       "host lane fits the profiler's own cost per event on this trace to meet it, so its "
+       "what-if is calibrated for this machine (a GPU trace with host facts only)"}};
   const std::vector<SettingSpec> simulation =
       simulationSettingList(/*sweep=*/false, /*computeFrom=*/false);
   out.insert(out.end(), simulation.begin(), simulation.end());
@@ -136,7 +160,17 @@ StatusOr<ReplayReport> runReplay(const SettingValues& values, bool recordTrace) 
     ASSIGN_OR_RETURN(r.whatIfResult, runSimulation(req, r.whatIfLayout, r.whatIfOptions));
     r.whatIfVsMeasuredPercent = percentError(r.whatIfResult->summary.stepTime, r.measuredStep);
   }
+  if (values.has("unprofiled-step-ms")) {
+    ASSIGN_OR_RETURN(r.unprofiledStepMs, values.positiveDouble("unprofiled-step-ms", 0));
+  }
   ASSIGN_OR_RETURN(r.hostLane, hostLaneReplay(r, own, ownLayout, r.notes));
+  if (r.unprofiledStepMs && !r.hostLane) {
+    return invalidArgument("--unprofiled-step-ms: " + r.trace + " has no host lane to calibrate (" +
+                           (r.notes.empty() ? std::string("no host facts: import a GPU trace "
+                                                          "with import-torch --model")
+                                            : r.notes.front()) +
+                           ")");
+  }
   return r;
 }
 
@@ -173,6 +207,8 @@ nlohmann::json replayJson(const ReplayReport& r) {
         lane.whatIfUnprofiled ? nlohmann::json(lane.whatIfUnprofiled->toMillis()) : nullptr;
     h["profiler_from"] = lane.profilerFrom;
     h["profiler_calibrated"] = lane.profilerCalibrated;
+    h["unprofiled_step_ms_given"] =
+        r.unprofiledStepMs ? nlohmann::json(*r.unprofiledStepMs) : nullptr;
     h["host_profile"] = hostProfileJson(lane.profile);
     out["host_lane"] = std::move(h);
   }

@@ -19,8 +19,8 @@
 
 namespace ddpscope::sim {
 
-// "from-trace" (the measured run, required) and simulationSettingList(false,
-// /*computeFrom=*/false).
+// "from-trace" (the measured run, required), "unprofiled-step-ms" and
+// simulationSettingList(false, /*computeFrom=*/false).
 std::vector<SettingSpec> replaySettingList();
 
 struct ReplayReport {
@@ -55,6 +55,10 @@ struct ReplayReport {
     int steps = 0;  // profiled steps the facts cover
   };
   std::optional<HostLane> hostLane;
+  // --unprofiled-step-ms: the job's step measured without the profiler, at the trace's
+  // settings; the host lane's profiler cost per event is then fitted on this trace so that its
+  // unprofiled step meets it (profilerFrom "a fit to --unprofiled-step-ms X", calibrated).
+  std::optional<double> unprofiledStepMs;
   std::vector<std::string> notes;  // why there is no host lane, when the trace is a GPU trace
 };
 

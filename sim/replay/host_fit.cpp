@@ -339,7 +339,24 @@ StatusOr<HostSimulation> simulateHostFacts(const HostFacts& facts, const Cluster
 
 StatusOr<HostFit> fitHostProfile(const std::vector<const HostFacts*>& facts,
                                  const ClusterSpec& cluster, const std::string& name) {
+  return fitHostProfileWith(
+      facts,
+      [&cluster](const HostFacts& f, const HostProfile& p) {
+        return simulateHostFacts(f, cluster, p);
+      },
+      name, "host facts: scripts/gpu_kit/host_facts.py");
+}
+
+StatusOr<HostFit> fitHostProfileWith(const std::vector<const HostFacts*>& facts,
+                                     const HostFactsSimulator& simulateFacts,
+                                     const std::string& name, const std::string& factsFrom) {
   if (facts.empty()) return invalidArgument("a host fit needs the facts of at least one model");
+  for (const HostFacts* f : facts) {
+    if (f->measuredMedianMs("eager") <= 0 && f->measuredMedianMs("ddp-default") <= 0) {
+      return invalidArgument("a host fit needs an unprofiled step of " + f->trace +
+                             " (eager or DDP) to fit the profiler's cost against");
+    }
+  }
   // The profiler's cost per module call: the mean own time of the module calls whose forward is
   // one aten op (their Python is nn.Module.__call__ alone, a few µs unprofiled).
   const double oneOpCalls =
@@ -359,7 +376,7 @@ StatusOr<HostFit> fitHostProfile(const std::vector<const HostFacts*>& facts,
     const HostProfile p = hostProfileFromFacts(facts, profilerAt(e));
     double total = 0;
     for (const HostFacts* f : facts) {
-      ASSIGN_OR_RETURN(HostSimulation s, simulateHostFacts(*f, cluster, p));
+      ASSIGN_OR_RETURN(HostSimulation s, simulateFacts(*f, p));
       const double eager = f->measuredMedianMs("eager");
       const double ddp = f->measuredMedianMs("ddp-default");
       if (eager > 0) total += std::pow(std::log(s.eagerMs / eager), 2);
@@ -395,8 +412,12 @@ StatusOr<HostFit> fitHostProfile(const std::vector<const HostFacts*>& facts,
   std::ostringstream source, stands;
   source << "fitted by ddpscope on the profiled steps of";
   for (const HostFacts* f : facts) source << " " << f->trace;
-  source << " (host facts: scripts/gpu_kit/host_facts.py) against their unprofiled eager and "
-            "DDP medians; the profiler's cost per event fitted ("
+  const bool eagerAndDdp = std::all_of(facts.begin(), facts.end(), [](const HostFacts* f) {
+    return f->measuredMedianMs("eager") > 0 && f->measuredMedianMs("ddp-default") > 0;
+  });
+  source << " (" << factsFrom << ") against their unprofiled "
+         << (eagerAndDdp ? "eager and DDP medians" : "steps given")
+         << "; the profiler's cost per event fitted ("
          << formatShortest(std::round(bestE * 100) / 100)
          << " us), per module call the mean own time of one-op module calls ("
          << formatShortest(std::round(moduleProfiler * 100) / 100) << " us)";

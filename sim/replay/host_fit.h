@@ -30,6 +30,7 @@
 // (A separate cost per runtime call was tried and fitted no better on three models.)
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
@@ -122,5 +123,15 @@ struct HostFit {
 // `source` and `standsFor` describe it.
 StatusOr<HostFit> fitHostProfile(const std::vector<const HostFacts*>& facts,
                                  const ClusterSpec& cluster, const std::string& name);
+
+// The simulated unprofiled steps of one model's facts under a profile.
+using HostFactsSimulator =
+    std::function<StatusOr<HostSimulation>(const HostFacts& facts, const HostProfile& profile)>;
+// The same fit with the caller's simulation of each model (a user's trace: its own settings,
+// layout and cluster) against the facts' measuredMs "eager" and "ddp-default" (either may be
+// absent); `factsFrom` says where the facts came from (the profile's source).
+StatusOr<HostFit> fitHostProfileWith(const std::vector<const HostFacts*>& facts,
+                                     const HostFactsSimulator& simulateFacts,
+                                     const std::string& name, const std::string& factsFrom);
 
 }  // namespace ddpscope::sim::replay

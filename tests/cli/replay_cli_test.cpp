@@ -114,6 +114,9 @@ TEST(ReplayCliTest, H100TracesHostLanePredictsTheUnprofiledStepAtCaps1And25) {
       "| model | traced step (profiled) | host lane, as profiled | without the profiler: "
       "default cap | cap 1 | cap 25 | cap 1 − cap 25 (runs) |\n"
       "|---|---|---|---|---|---|---|\n";
+  std::string calibrated =
+      "| model | `--unprofiled-step-ms` (default cap, measured) | profiler per event, fitted | "
+      "cap 1 | cap 25 | cap 1 − cap 25 (runs) |\n|---|---|---|---|---|---|\n";
   for (const std::string model : {"resnet50", "gpt2-small", "bert-base"}) {
     SCOPED_TRACE(model);
     const std::string run = (scratchDir() / (model + "-h100-host.json")).string();
@@ -164,8 +167,45 @@ TEST(ReplayCliTest, H100TracesHostLanePredictsTheUnprofiledStepAtCaps1And25) {
         vs(unprofiled, measuredDefault).c_str(), vs(cap1, median(runs("ddp-cap1"))).c_str(),
         vs(cap25, median(runs("ddp-cap25"))).c_str(), cap1 - cap25, *low, *high);
     table += row;
+
+    // Calibrated on the job itself: the profiler's cost per event fitted so that the trace's
+    // unprofiled step meets the measured default-cap median (--unprofiled-step-ms); the
+    // bucket what-ifs are then predictions of that one job on that one machine.
+    std::map<std::string, nlohmann::json> fitted;
+    const std::string profileFile = (scratchDir() / (model + "-host-profile.json")).string();
+    for (const std::string cap : {"1", "25"}) {
+      char given[32];
+      std::snprintf(given, sizeof(given), "%.3f", measuredDefault);
+      CliResult r =
+          runCliForTest({"replay", "--from-trace", run, "--model", model, "--cluster", "dgx-h100",
+                         "--world-size", "1", "--bucket-cap-mb", cap, "--unprofiled-step-ms", given,
+                         "--host-profile-out", profileFile, "--json"});
+      ASSERT_EQ(r.exitCode, 0) << r.err;
+      fitted[cap] = nlohmann::json::parse(r.out)["host_lane"];
+    }
+    const nlohmann::json& fit = fitted["1"];
+    EXPECT_EQ(fit["profiler_calibrated"], true);
+    EXPECT_THAT(fit["profiler_from"].get<std::string>(), HasSubstr("--unprofiled-step-ms"));
+    // The fit meets the step it was given (its grid resolves 0.008 us per event).
+    EXPECT_NEAR(fit["unprofiled_step_ms"].get<double>(), measuredDefault, 0.005 * measuredDefault);
+    // The profile written is the one replay used, and simulate takes it.
+    std::ifstream written(profileFile);
+    ASSERT_TRUE(written.good()) << profileFile;
+    EXPECT_EQ(nlohmann::json::parse(written), fit["host_profile"]);
+    CliResult sim = runCliForTest({"simulate", "--model", model, "--cluster", "dgx-h100",
+                                   "--world-size", "1", "--host-profile", profileFile, "--json"});
+    EXPECT_EQ(sim.exitCode, 0) << sim.err;
+    const double fitCap1 = fitted["1"]["what_if_unprofiled_step_ms"].get<double>();
+    const double fitCap25 = fitted["25"]["what_if_unprofiled_step_ms"].get<double>();
+    std::snprintf(row, sizeof(row), "| %s | %.2f ms | %.3f us | %s | %s | %.2f ms (%.2f–%.2f) |\n",
+                  model.c_str(), measuredDefault,
+                  fit["host_profile"]["profiler"]["event_us"].get<double>(),
+                  vs(fitCap1, median(runs("ddp-cap1"))).c_str(),
+                  vs(fitCap25, median(runs("ddp-cap25"))).c_str(), fitCap1 - fitCap25, *low, *high);
+    calibrated += row;
   }
   test_docs::expectDocBlock("docs/validation.md", "h100-host-lane-replay", table);
+  test_docs::expectDocBlock("docs/validation.md", "h100-host-lane-calibrated", calibrated);
 }
 
 // HTA's untrimmed 2-A100 resnet50 DDP trace (rank 0 of 2, NCCL, 3 profiled steps; no
@@ -324,6 +364,31 @@ TEST(ReplayCliTest, WrongModelIsAOneLineError) {
   r = runCliForTest({"replay", "--from-trace", "no/such/run.json"});
   EXPECT_NE(r.exitCode, 0);
   EXPECT_THAT(r.err, HasSubstr("no/such/run.json"));
+}
+
+// Calibrating the host lane needs a trace with host facts; the refusals name the flag, the
+// trace and why, and write nothing.
+TEST(ReplayCliTest, HostLaneCalibrationWithoutHostFactsIsAOneLineError) {
+  const std::string profile = (scratchDir() / "never-written-host.json").string();
+  CliResult r =
+      runCliForTest({"replay", "--from-trace", kTrace, "--unprofiled-step-ms", "10", "--json"});
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_THAT(r.err, HasSubstr("--unprofiled-step-ms: " + kTrace +
+                               " has no host lane to calibrate (no host facts: import a GPU "
+                               "trace with import-torch --model)"));
+  r = runCliForTest({"replay", "--from-trace", kTrace, "--host-profile-out", profile});
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_THAT(r.err, HasSubstr("--host-profile-out: " + kTrace +
+                               " has no host lane to write a host profile from"));
+  EXPECT_FALSE(std::filesystem::exists(profile));
+  r = runCliForTest({"replay", "--from-trace", kTrace, "--unprofiled-step-ms", "-3"});
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_THAT(r.err, HasSubstr("--unprofiled-step-ms: expected a positive number, got '-3'"));
+  r = runCliForTest(
+      {"replay", "--from-trace", kTrace, "--host-profile-out", "/nonexistent/dir/host.json"});
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_THAT(r.err, HasSubstr("--host-profile-out: /nonexistent/dir/host.json: cannot open for "
+                               "writing: No such file or directory"));
 }
 
 TEST(CalibrateCliTest, WritesAClusterThatSimulateLoads) {
