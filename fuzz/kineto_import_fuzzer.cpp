@@ -78,5 +78,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
              "the report's ranks differ from the timeline's");
   FUZZ_CHECK(report.ranks.size() <= inputs.size(), "more ranks than files");
   (void)traces::summarizeImport(*timeline);
+  // A trace without module ranges: its host facts by the forward ops the import matched.
+  if (!report.forwardOps.empty()) {
+    for (std::string_view piece : pieces) {
+      auto facts = sim::replay::traceHostFactsSteps(piece, "rank.json", names, report.forwardOps);
+      FUZZ_CHECK(facts.isOk() || !facts.status().message().empty(),
+                 "a host-facts error without a message");
+    }
+  }
   return 0;
 }

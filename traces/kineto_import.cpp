@@ -703,7 +703,8 @@ bool hasLayerRanges(const RankTrack& track) {
 // (residual adds, attention cores: ops of a container's forward) get none: their kernels stay
 // in the gaps, which replay gives to the next layer.
 Status mapGpuLayers(const std::vector<ImportLayer>& layers, const RankTrack& track,
-                    RankBuild& build, bool ranges, int64_t& mappedLayers) {
+                    RankBuild& build, bool ranges, int64_t& mappedLayers,
+                    std::vector<std::pair<int64_t, std::string>>* forwardOps) {
   // Without ranges: the top-level host ops matched to the layers by kind, as on CPU traces; a
   // launch belongs to the op it runs in.
   struct OpInterval {
@@ -719,6 +720,9 @@ Status mapGpuLayers(const std::vector<ImportLayer>& layers, const RankTrack& tra
     for (const LayerOp& m : matched) {
       opIntervals.push_back(
           {m.op->span.start, m.op->span.end(), static_cast<int>(m.layer), m.backward});
+      if (forwardOps != nullptr && !m.backward) {
+        forwardOps->emplace_back(m.op->span.start.count(), layers[m.layer].name);
+      }
     }
     std::sort(opIntervals.begin(), opIntervals.end(),
               [](const OpInterval& a, const OpInterval& b) { return a.start < b.start; });
@@ -917,6 +921,7 @@ StatusOr<Timeline> importSources(const std::vector<std::string>& paths,
   std::string worldSizeFile;
   std::string backend;
   bool gpuLayerRanges = false;  // GPU kernels named by layer through ddpscope.layer: ranges
+  std::map<int, std::vector<std::pair<int64_t, std::string>>> forwardOpsOfRank;
   for (size_t index = 0; index < paths.size(); ++index) {
     const std::string& path = paths[index];
     ChromeReadReport readReport;
@@ -978,7 +983,8 @@ StatusOr<Timeline> importSources(const std::vector<std::string>& paths,
         // Ranges when the job wrapped its modules in them; else the host ops by kind.
         const bool ranges = hasLayerRanges(source.rank(0));
         int64_t mapped = 0;
-        RETURN_IF_ERROR(mapGpuLayers(options.layers, source.rank(0), build, ranges, mapped));
+        RETURN_IF_ERROR(mapGpuLayers(options.layers, source.rank(0), build, ranges, mapped,
+                                     &forwardOpsOfRank[build.rank]));
         gpuLayerRanges = true;
         report.notes.push_back(
             path + ": GPU trace: kernels named by layer through " +
@@ -1112,6 +1118,8 @@ StatusOr<Timeline> importSources(const std::vector<std::string>& paths,
   if (missingCount > 0) {
     report.notes.push_back(std::to_string(missingCount) + " rank(s) of the world not imported");
   }
+  // The lowest rank's (report.files.front(), whose host facts the import reads).
+  if (!forwardOpsOfRank.empty()) report.forwardOps = std::move(forwardOpsOfRank.begin()->second);
   if (reportOut != nullptr) *reportOut = std::move(report);
   return timeline;
 }

@@ -115,6 +115,12 @@ struct KinetoImportReport {
   // Per rank: `ddpscope overlap`'s headline on the source file, i.e. HTA 0.5.0's
   // get_comm_comp_overlap (GPU kernels only; hasCommunication false on CPU traces).
   std::map<int, OverlapStats> htaOverlap;
+  // The lowest rank's GPU trace without ddpscope.layer: ranges, imported with layers: each
+  // top-level forward host op matched to a layer (by kind, as its kernels were named), by its
+  // start as the trace writes it (ns) and the layer's name, in time order; empty otherwise.
+  // The host facts attribute the forward's host work through them
+  // (sim/replay/trace_host_facts.h).
+  std::vector<std::pair<int64_t, std::string>> forwardOps;
   std::vector<std::string> notes;  // one line each
 };
 

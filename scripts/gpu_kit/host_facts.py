@@ -182,7 +182,21 @@ def step_facts(ev, step, gpu, attr, modules_seen):
 
     # ---- main thread: forward (modules), loss, optimizer ----------------------------------
     calls = collections.Counter()
-    tops = forest(by_tid[main])
+
+    # A job's own ranges around the step's phases ("## forward ##" around DDP.forward, "##
+    # backward ##" around loss.backward()): their contents count as if at the top; their own
+    # time is not host work (in the backward's, the main thread waits for the autograd thread).
+    def unwrap(nodes):
+        out = []
+        for n in nodes:
+            known = n.name.startswith(("DistributedDataParallel.forward", LAYER, "Optimizer."))
+            if n.e.get("cat") != "user_annotation" or known or not n.kids:
+                out.append(n)
+            else:
+                out.extend(unwrap(n.kids))
+        return out
+
+    tops = unwrap(forest(by_tid[main]))
     forward_end = None
     for top in tops:
         name = top.name
@@ -217,11 +231,15 @@ def step_facts(ev, step, gpu, attr, modules_seen):
                         if kid.name == "aten::copy_":
                             terms["buffer_sync"]["buffers"] += 1
                     elif kid.e.get("cat") == "cpu_op":
-                        targets = attr.targets(path or "", call) or ["unattributed"]
+                        targets = attr.targets(path or "", call)
+                        # An op no layer owns does not claim its sequence number: a later op
+                        # of a layer may share it (BatchNorm's num_batches_tracked += 1).
+                        owned = bool(targets)
+                        targets = targets or ["unattributed"]
                         share(targets, "forward_", kid, 1.0 / len(targets))
                         for n in walk([kid]):
                             seq = (n.e.get("args") or {}).get("Sequence number")
-                            if seq is not None and n.e.get("cat") == "cpu_op":
+                            if owned and seq is not None and n.e.get("cat") == "cpu_op":
                                 seq_layer.setdefault(seq, targets)
                     elif kid.e.get("cat") == "user_annotation":
                         visit(kid, path, call)
@@ -254,7 +272,10 @@ def step_facts(ev, step, gpu, attr, modules_seen):
 
     # ---- autograd thread(s): backward nodes, AccumulateGrad, DDP's reducer ----------------
     for tid, events in by_tid.items():
-        if tid == main:
+        # Autograd threads run backward nodes; another thread's events (a CUDA callback
+        # thread's runtime calls) are none of the step's host work.
+        if tid == main or not any(e["name"].startswith("autograd::engine::evaluate_function")
+                                  for e in events):
             continue
         previous_end = None
         for top in forest(events):

@@ -42,7 +42,8 @@ void addHostFacts(const traces::KinetoImportReport& report, const models::ModelS
   if (text->find("\"kernel\"") == std::string::npos) return;  // not a GPU trace
   std::vector<std::string> names;
   for (const models::LayerSpec& layer : model.layers) names.push_back(layer.name);
-  StatusOr<nlohmann::json> steps = replay::traceHostFactsSteps(*text, path, names);
+  StatusOr<nlohmann::json> steps =
+      replay::traceHostFactsSteps(*text, path, names, report.forwardOps);
   if (!steps.isOk()) {
     notes.push_back("host facts not read (replay has no host lane for this trace): " +
                     steps.status().message());

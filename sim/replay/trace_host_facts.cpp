@@ -245,8 +245,25 @@ Json workJson(const Work& w, const std::string& prefix = "", const char* countKe
 // "<path>.core"); none for the root (the model's own forward outside its modules).
 class Attribution {
  public:
-  Attribution(const std::vector<std::string>& names, std::set<std::string> modules)
-      : m_names(names), m_known(names.begin(), names.end()), m_modules(std::move(modules)) {}
+  Attribution(const std::vector<std::string>& names, std::set<std::string> modules,
+              const std::vector<std::pair<int64_t, std::string>>& forwardOps)
+      : m_names(names),
+        m_known(names.begin(), names.end()),
+        m_modules(std::move(modules)),
+        m_forwardOps(forwardOps) {
+    std::sort(m_forwardOps.begin(), m_forwardOps.end());
+  }
+
+  bool byMatchedOps() const { return !m_forwardOps.empty(); }
+  // The layer of the matched forward op that starts at `tsUs` (µs as the trace writes it: its ns
+  // within 2 ns of the import's, for the double's rounding); empty when none does.
+  std::vector<std::string> matchedOp(double tsUs) const {
+    const int64_t ns = std::llround(tsUs * 1000.0);
+    auto it = std::lower_bound(m_forwardOps.begin(), m_forwardOps.end(), ns - 2,
+                               [](const auto& op, int64_t v) { return op.first < v; });
+    if (it != m_forwardOps.end() && it->first <= ns + 2) return {it->second};
+    return {};
+  }
 
   std::vector<std::string> targets(const std::string& path, int call) const {
     if (!path.empty()) {
@@ -268,6 +285,7 @@ class Attribution {
   const std::vector<std::string>& m_names;
   std::set<std::string> m_known;
   std::set<std::string> m_modules;
+  std::vector<std::pair<int64_t, std::string>> m_forwardOps;  // by start
 };
 
 class StepFacts {
@@ -289,7 +307,13 @@ class StepFacts {
     }
     mainThread(byThread[step.tid]);
     for (const std::string& tid : threads) {
-      if (tid != step.tid) autogradThread(byThread[tid]);
+      // Autograd threads run backward nodes; another thread's events (a CUDA callback thread's
+      // runtime calls) are none of the step's host work.
+      const std::vector<const Event*>& mine = byThread[tid];
+      const bool autograd = std::any_of(mine.begin(), mine.end(), [](const Event* e) {
+        return e->name.starts_with("autograd::engine::evaluate_function");
+      });
+      if (tid != step.tid && autograd) autogradThread(mine);
     }
     double kernels = 0, kernelUs = 0;
     for (const Event* e : cpu) {
@@ -367,12 +391,17 @@ class StepFacts {
         add("buffer_sync", f, kid);
         if (e.name == "aten::copy_") m_terms["buffer_sync"].buffers += 1;
       } else if (e.cat == "cpu_op") {
-        std::vector<std::string> targets = m_attribution.targets(path.value_or(""), call);
-        if (targets.empty()) targets = {"unattributed"};
+        std::vector<std::string> targets = !path && m_attribution.byMatchedOps()
+                                               ? m_attribution.matchedOp(e.ts)
+                                               : m_attribution.targets(path.value_or(""), call);
+        // An op no layer owns does not claim its sequence number: a later op of a layer may
+        // share it (BatchNorm's num_batches_tracked += 1 before its batch_norm).
+        const bool owned = !targets.empty();
+        if (!owned) targets = {"unattributed"};
         share(targets, /*forward=*/true, f, kid);
         walk(f, kid, [&](int n) {
           const Event& op = f.event(n);
-          if (op.sequence != "null" && op.cat == "cpu_op") {
+          if (owned && op.sequence != "null" && op.cat == "cpu_op") {
             m_sequenceLayers.try_emplace(op.sequence, targets);
           }
         });
@@ -386,7 +415,22 @@ class StepFacts {
   void mainThread(const std::vector<const Event*>& events) {
     const Forest f = buildForest(events);
     bool forwardSeen = false;
-    for (int top : f.tops) {
+    // A job's own ranges around the step's phases ("## forward ##" around DDP.forward, "##
+    // backward ##" around loss.backward()): their contents count as if at the top; their own
+    // time is not host work (in the backward's, the main thread waits for the autograd thread).
+    std::vector<int> tops;
+    std::function<void(int)> unwrap = [&](int id) {
+      const Event& e = f.event(id);
+      const bool known = e.name.starts_with("DistributedDataParallel.forward") ||
+                         e.name.starts_with(kLayer) || e.name.starts_with("Optimizer.");
+      if (e.cat != "user_annotation" || known || f.kids(id).empty()) {
+        tops.push_back(id);
+        return;
+      }
+      for (int kid : f.kids(id)) unwrap(kid);
+    };
+    for (int top : f.tops) unwrap(top);
+    for (int top : tops) {
       const Event& e = f.event(top);
       const bool ddp = e.name.starts_with("DistributedDataParallel.forward");
       if (ddp || e.name.starts_with(kLayer)) {
@@ -489,7 +533,8 @@ class StepFacts {
 }  // namespace
 
 StatusOr<Json> traceHostFactsSteps(std::string_view json, const std::string& origin,
-                                   const std::vector<std::string>& layerNames) {
+                                   const std::vector<std::string>& layerNames,
+                                   const std::vector<std::pair<int64_t, std::string>>& forwardOps) {
   EventReader reader;
   Json::sax_parse(json.begin(), json.end(), &reader, nlohmann::detail::input_format_t::json,
                   /*strict=*/true);
@@ -539,7 +584,11 @@ StatusOr<Json> traceHostFactsSteps(std::string_view json, const std::string& ori
                            ": no GPU kernels: the host facts are of a GPU job profiled with "
                            "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]");
   }
-  const Attribution attribution(layerNames, std::move(modules));
+  // The ranges when the job wrote them; else the import's matched ops.
+  const bool ranges = !modules.empty();
+  const Attribution attribution(
+      layerNames, std::move(modules),
+      ranges ? std::vector<std::pair<int64_t, std::string>>{} : forwardOps);
   Json out = Json::array();
   double launched = 0;
   for (const Event* step : steps) {

@@ -13,13 +13,15 @@
 //
 // Needs CPU and CUDA activities and ProfilerStep ranges (a profiler schedule and prof.step());
 // layers are attributed through the job's `ddpscope.layer:<module path>` ranges (the GPU kit's
-// module hooks): without them every forward op and backward node is "unattributed" (the totals,
-// and so the host profile, stay right; per-layer op counts do not).
+// module hooks), else through the forward ops the import matched to the layers by kind
+// (`forwardOps` below); what neither attributes is "unattributed" (the totals, and so the host
+// profile, stay right; per-layer op counts do not).
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -31,7 +33,13 @@ namespace ddpscope::sim::replay {
 // layers (module paths, "<path>:2" for a second call, functional layers "<parent>.<op>").
 // Errors (InvalidArgument naming `origin`): not a trace, no ProfilerStep ranges, no CPU ops in
 // the steps, no kernel linked to a CPU launch.
-StatusOr<nlohmann::json> traceHostFactsSteps(std::string_view json, const std::string& origin,
-                                             const std::vector<std::string>& layerNames);
+// `forwardOps`: for a trace without the ranges, the forward's top-level host ops matched to the
+// layers (by kind, as the import names their kernels: traces::KinetoImportReport::forwardOps),
+// each by its start (ns, as the trace writes it) and its layer's name: a forward op the ranges
+// do not attribute goes to the layer of the op that starts there (its autograd nodes follow it
+// through their sequence numbers); ops matched to no layer stay unattributed.
+StatusOr<nlohmann::json> traceHostFactsSteps(
+    std::string_view json, const std::string& origin, const std::vector<std::string>& layerNames,
+    const std::vector<std::pair<int64_t, std::string>>& forwardOps = {});
 
 }  // namespace ddpscope::sim::replay

@@ -270,5 +270,55 @@ TEST(TraceHostFactsTest, CutsAStepIntoLayersAndTerms) {
   EXPECT_EQ(f.term("backward_other_gap").hostUs, 20);   // 460 -> 480
 }
 
+// A trace without module ranges (most users'): the forward ops the import matched to layers
+// (by start, ns) own the host work; an op matched to none (BatchNorm's num_batches_tracked
+// += 1, which shares the batch_norm's sequence number) leaves the number to the layer's op; the
+// job's "## forward ##" / "## backward ##" ranges are looked into (the backward's own time is
+// the main thread waiting); a thread that runs no backward node is not the autograd thread.
+TEST(TraceHostFactsTest, WithoutRangesTheImportsMatchedOpsOwnTheForward) {
+  const std::string trace = R"({"traceEvents":[
+    {"ph":"X","cat":"user_annotation","name":"ProfilerStep#3","ts":1000.000,"dur":1000,"tid":1},
+    {"ph":"X","cat":"user_annotation","name":"## forward ##","ts":1005.000,"dur":300,"tid":1},
+    {"ph":"X","cat":"user_annotation","name":"DistributedDataParallel.forward","ts":1010.000,"dur":250,"tid":1},
+    {"ph":"X","cat":"cpu_op","name":"aten::add_","ts":1020.000,"dur":5,"tid":1,"args":{"Sequence number":7}},
+    {"ph":"X","cat":"cpu_op","name":"aten::batch_norm","ts":1030.123,"dur":40,"tid":1,"args":{"Sequence number":7}},
+    {"ph":"X","cat":"cpu_op","name":"aten::linear","ts":1100.456,"dur":60,"tid":1,"args":{"Sequence number":8}},
+    {"ph":"X","cat":"user_annotation","name":"## backward ##","ts":1400.000,"dur":500,"tid":1},
+    {"ph":"X","cat":"cpu_op","name":"aten::ones_like","ts":1401.000,"dur":4,"tid":1},
+    {"ph":"X","cat":"cpu_op","name":"autograd::engine::evaluate_function: AddmmBackward0","ts":1500.000,"dur":50,"tid":2,"args":{"Sequence number":8}},
+    {"ph":"X","cat":"cpu_op","name":"autograd::engine::evaluate_function: CudnnBatchNormBackward0","ts":1560.000,"dur":30,"tid":2,"args":{"Sequence number":7}},
+    {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","ts":1010.000,"dur":3,"tid":3,"args":{"correlation":12}},
+    {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","ts":1890.000,"dur":3,"tid":3,"args":{"correlation":13}},
+    {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","ts":1040.000,"dur":3,"tid":1,"args":{"correlation":11}},
+    {"ph":"X","cat":"kernel","name":"bn","ts":1050,"dur":40,"tid":9,"args":{"correlation":11}}
+  ]})";
+  const std::vector<std::string> layers = {"bn", "fc"};
+  // The import's matches: batch_norm → bn, linear → fc (ns as the trace writes them).
+  const std::vector<std::pair<int64_t, std::string>> matched = {{1030123, "bn"}, {1100456, "fc"}};
+  auto steps = traceHostFactsSteps(trace, "t.json", layers, matched);
+  ASSERT_TRUE(steps.isOk()) << steps.status().toString();
+  HostFacts f;
+  ASSERT_TRUE(addHostFactsSteps(*steps, "t.json", "steps", f).isOk());
+  const LayerHostFacts& bn = f.layers.at("bn");
+  EXPECT_EQ(bn.forward.count, 1);
+  EXPECT_EQ(bn.forward.hostUs, 40);
+  EXPECT_EQ(bn.backward.count, 1);  // sequence 7, not taken by the add_
+  EXPECT_EQ(bn.backward.hostUs, 30);
+  EXPECT_EQ(f.layers.at("fc").forward.hostUs, 60);
+  EXPECT_EQ(f.layers.at("fc").backward.hostUs, 50);
+  EXPECT_EQ(f.layers.at("unattributed").forward.hostUs, 5);  // the add_
+  EXPECT_EQ(f.term("ddp_forward").hostUs, 250);              // found inside "## forward ##"
+  EXPECT_EQ(f.term("loss").hostUs, 4);  // ones_like; the backward range's wait counts nowhere
+  EXPECT_EQ(f.term("main_other").count, 0);
+  EXPECT_EQ(f.term("backward_other").count, 0);  // thread 3's launches are not autograd work
+  EXPECT_EQ(f.term("backward_other_gap").hostUs, 0);
+  // Without the matches, the forward's ops are shared evenly by the top-level layers.
+  steps = traceHostFactsSteps(trace, "t.json", layers);
+  ASSERT_TRUE(steps.isOk());
+  HostFacts none;
+  ASSERT_TRUE(addHostFactsSteps(*steps, "t.json", "steps", none).isOk());
+  EXPECT_EQ(none.layers.at("bn").forward.hostUs, (5 + 40 + 60) / 2.0);
+}
+
 }  // namespace
 }  // namespace ddpscope::sim::replay
