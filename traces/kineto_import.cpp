@@ -683,6 +683,22 @@ Status mapLayers(const std::vector<ImportLayer>& layers, RankBuild& build) {
 
 constexpr std::string_view kLayerRangePrefix = "ddpscope.layer:";
 
+// Whether a rank's trace shows DDP at work: DDP's forward range, its reducer's ops (copy-in,
+// copy-back) or an allreduce (a collective op, NCCL/RCCL/gloo's annotation or kernel).
+bool hasDdpWork(const RankTrack& track) {
+  for (const Lane& lane : track.lanes) {
+    for (const Span& s : lane.spans) {
+      const std::string_view n = s.name;
+      if (n.starts_with("DistributedDataParallel.forward") || n.find("reducer::") != n.npos ||
+          n.find("allreduce") != n.npos || n.find("all_reduce") != n.npos ||
+          n.find("AllReduce") != n.npos) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 // Whether the trace wraps module forwards in "ddpscope.layer:<module path>" ranges (what
 // ddpscope.torch's recorder and the GPU kit's jobs write).
 bool hasLayerRanges(const RankTrack& track) {
@@ -922,6 +938,7 @@ StatusOr<Timeline> importSources(const std::vector<std::string>& paths,
   std::string backend;
   bool gpuLayerRanges = false;  // GPU kernels named by layer through ddpscope.layer: ranges
   std::map<int, std::vector<std::pair<int64_t, std::string>>> forwardOpsOfRank;
+  bool ddpSeen = false;  // DDP's forward, its reducer's ops or an allreduce in any trace
   for (size_t index = 0; index < paths.size(); ++index) {
     const std::string& path = paths[index];
     ChromeReadReport readReport;
@@ -955,6 +972,7 @@ StatusOr<Timeline> importSources(const std::vector<std::string>& paths,
       worldSizeFile = path;
     }
     if (auto b = source.metadata().getString("backend")) backend = std::string(*b);
+    ddpSeen = ddpSeen || hasDdpWork(source.rank(0));
     const int rank = source.rank(0).rank;
     if (auto it = fileOfRank.find(rank); it != fileOfRank.end()) {
       return invalidArgument(path + ": rank " + std::to_string(rank) +
@@ -1057,6 +1075,15 @@ StatusOr<Timeline> importSources(const std::vector<std::string>& paths,
   Args& meta = timeline.mutableMetadata();
   meta.set("source", std::string("pytorch-profiler"));
   if (gpuLayerRanges) meta.set("layer_spans", std::string("gpu-kernels-by-range"));
+  if (!ddpSeen) {
+    // replay and calibrate refuse such a run (sim/replay/measured_profile.h).
+    meta.set("ddp", std::string("none"));
+    report.notes.push_back(
+        "no DDP in the trace(s): no DistributedDataParallel.forward range, no reducer op and no "
+        "allreduce in the profiled steps: the job does not wrap its model in "
+        "DistributedDataParallel (or was profiled without CPU activity); replay and calibrate "
+        "need a DDP job's trace");
+  }
   meta.set("world_size", world);
   if (!backend.empty()) meta.set("backend", backend);
   nlohmann::json files = nlohmann::json::array();

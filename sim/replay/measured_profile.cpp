@@ -208,6 +208,14 @@ StatusOr<MeasuredProfile> buildProfile(const traces::Timeline& timeline,
                                        const ProfileOptions& options) {
   MeasuredProfile p;
   p.origin = origin;
+  if (timeline.metadata().getString("ddp") == std::optional<std::string_view>("none")) {
+    return invalidArgument(
+        origin +
+        ": the traced job does not use DDP (its import found no DistributedDataParallel.forward "
+        "range, no reducer op and no allreduce): replay and calibrate answer what-ifs of DDP "
+        "jobs; profile the job with its model wrapped in DistributedDataParallel (ddpscope "
+        "simulate predicts a DDP version of the model without a trace)");
+  }
   ASSIGN_OR_RETURN(p.settings, readRunSettings(timeline, origin));
   if (auto facts = timeline.metadata().getString("host_facts")) p.hostFacts = std::string(*facts);
   if (auto trace = timeline.metadata().getString("host_facts_trace")) {

@@ -379,6 +379,39 @@ TEST(ReplayCliTest, WrongModelIsAOneLineError) {
   EXPECT_THAT(r.err, HasSubstr("no/such/run.json"));
 }
 
+// A real torch 2.15 trace of a job without DDP (tests/data/torch-2.15/gen_non_ddp_trace.py):
+// the import says so, and replay and calibrate refuse it saying why, where replay used to
+// re-simulate it as a DDP job of one rank (and, without --cluster, failed on "no collectives to
+// fit ... record runs with --nproc >= 2"). A DDP job's trace gets no such note.
+TEST(ReplayCliTest, ANonDdpJobsTraceIsImportedWithANoteAndRefusedByReplay) {
+  const std::string dir = std::string(DDPSCOPE_SOURCE_DIR) + "/tests/data/torch-2.15/";
+  const std::string model = "mlp:in=16,hidden=32,depth=2,out=4";
+  const std::string run = (scratchDir() / "non-ddp.json").string();
+  CliResult imported = runCliForTest(
+      {"import-torch", dir + "non-ddp/mlp-rank0.json.gz", "--model", model, "-o", run});
+  ASSERT_EQ(imported.exitCode, 0) << imported.err;
+  EXPECT_THAT(imported.out, HasSubstr("no DDP in the trace(s): no DistributedDataParallel.forward "
+                                      "range, no reducer op and no allreduce"));
+  const std::string why = run +
+                          ": the traced job does not use DDP (its import found no "
+                          "DistributedDataParallel.forward range, no reducer op and no allreduce)";
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"replay", "--from-trace", run, "--model", model},
+        std::vector<std::string>{"replay", "--from-trace", run, "--model", model, "--cluster",
+                                 "cpu-mpi"},
+        std::vector<std::string>{"calibrate", run, "--model", model, "-o",
+                                 (scratchDir() / "never.json").string()}}) {
+    CliResult r = runCliForTest(args);
+    EXPECT_EQ(r.exitCode, 2) << args.front();
+    EXPECT_THAT(r.err, HasSubstr(why)) << args.front();
+  }
+  CliResult ddp = runCliForTest({"import-torch", dir + "ddp_gloo_default_rank0.json.gz",
+                                 dir + "ddp_gloo_default_rank1.json.gz", "-o",
+                                 (scratchDir() / "gloo.json").string()});
+  ASSERT_EQ(ddp.exitCode, 0) << ddp.err;
+  EXPECT_THAT(ddp.out, ::testing::Not(HasSubstr("no DDP")));
+}
+
 // Calibrating the host lane needs a trace with host facts; the refusals name the flag, the
 // trace and why, and write nothing.
 TEST(ReplayCliTest, HostLaneCalibrationWithoutHostFactsIsAOneLineError) {
