@@ -142,61 +142,69 @@ struct Candidate {
   bool gpu;
 };
 
-Status importOneRank(const std::string& path, const Timeline& source, RankBuild& out,
-                     const KinetoImportOptions& options, KinetoImportReport& report) {
-  const RankTrack& track = source.rank(0);
-  out.rank = track.rank;
-  out.file = path;
+// What one rank's host lanes say about its steps.
+struct RankSteps {
+  std::vector<IterationWindow> windows;                 // ProfilerStep#N, by start
+  std::vector<std::pair<Nanos, Nanos>> forwardWindows;  // DistributedDataParallel.forward ranges
+  bool hasGpu = false;                                  // a GPU lane has spans
+  bool hostOpsPresent = false;                          // a host lane has spans
+};
 
-  // 1. Iterations, DDP forward windows, GPU presence.
-  std::vector<IterationWindow> windows;
-  std::vector<std::pair<Nanos, Nanos>> forwardWindows;
-  bool hasGpu = false;
-  bool hostOpsPresent = false;
+// The rank's iterations (the first range of each ProfilerStep index, also recorded in
+// out.iterationStart), DDP's forward ranges and which kinds of lanes have spans.
+RankSteps scanRankSteps(const RankTrack& track, RankBuild& out) {
+  RankSteps steps;
   for (const Lane& lane : track.lanes) {
     if (lane.kind != LaneKind::kHost) {
-      hasGpu = hasGpu || !lane.spans.empty();
+      steps.hasGpu = steps.hasGpu || !lane.spans.empty();
       continue;
     }
-    hostOpsPresent = hostOpsPresent || !lane.spans.empty();
+    steps.hostOpsPresent = steps.hostOpsPresent || !lane.spans.empty();
     for (const Span& s : lane.spans) {
       if (auto n = parseProfilerStep(s.name)) {
         if (out.iterationStart.count(*n) == 0) {
-          windows.push_back({*n, s.start, s.end()});
+          steps.windows.push_back({*n, s.start, s.end()});
           out.iterationStart[*n] = s.start;
         }
       } else if (s.name.starts_with("DistributedDataParallel.forward")) {
-        forwardWindows.emplace_back(s.start, s.end());
+        steps.forwardWindows.emplace_back(s.start, s.end());
       }
     }
   }
-  if (windows.empty() && hasGpu && !hostOpsPresent) {
+  std::sort(steps.windows.begin(), steps.windows.end(),
+            [](const IterationWindow& a, const IterationWindow& b) { return a.start < b.start; });
+  return steps;
+}
+
+// The refusal of a trace without ProfilerStep#N ranges, saying how to profile; ok otherwise.
+Status checkRankHasSteps(const std::string& path, const RankSteps& steps) {
+  if (steps.windows.empty() && steps.hasGpu && !steps.hostOpsPresent) {
     return invalidArgument(path +
                            ": GPU activity only, no CPU ops: profile with "
                            "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] (the CPU "
                            "side holds the steps, the launches and DDP's work)");
   }
-  if (windows.empty()) {
+  if (steps.windows.empty()) {
     return invalidArgument(path +
                            ": no ProfilerStep#N ranges: profile with torch.profiler.profile("
                            "schedule=...) and call prof.step() after every iteration");
   }
-  std::sort(windows.begin(), windows.end(),
-            [](const IterationWindow& a, const IterationWindow& b) { return a.start < b.start; });
-  auto inForward = [&](Nanos t) {
-    for (const auto& [s, e] : forwardWindows) {
-      if (t >= s && t < e) return true;
-    }
-    return false;
-  };
+  return Status::ok();
+}
 
-  // 2. Top-level host ops, per thread; collective candidates by class; the collective host op
-  // (record_param_comms preferred, else the c10d / nccl: op) around each runtime launch, by the
-  // launch's correlation id, for communication kernels whose name does not say (RCCL).
-  std::vector<Candidate> gpuComm, gloo, paramComms, c10d;
-  std::vector<const Span*> hostLaunches;
+// Whether t lies inside one of DDP's forward ranges.
+bool inForwardWindow(const std::vector<std::pair<Nanos, Nanos>>& forwardWindows, Nanos t) {
+  for (const auto& [s, e] : forwardWindows) {
+    if (t >= s && t < e) return true;
+  }
+  return false;
+}
+
+// The collective host op (record_param_comms preferred, else the c10d / nccl: op) around each
+// runtime launch, by the launch's correlation id: it names the collective of a communication
+// kernel whose own name does not say (RCCL).
+std::map<int64_t, const Span*> collectiveOfLaunches(const RankTrack& track) {
   std::map<int64_t, const Span*> collectiveOfLaunch;
-  const Group hostOps = hasGpu ? kHostOpsGroup : kComputeGroup;
   for (const Lane& lane : track.lanes) {
     if (lane.kind != LaneKind::kHost) continue;
     std::vector<const Span*> open;  // collective host ops containing the current span
@@ -215,65 +223,102 @@ Status importOneRank(const std::string& path, const Timeline& source, RankBuild&
       }
     }
   }
-  for (const Lane& lane : track.lanes) {
-    if (lane.kind != LaneKind::kHost) {
-      for (const Span& s : lane.spans) {
-        if (s.args.getString("cat") == std::optional<std::string_view>("gpu_user_annotation") ||
-            parseProfilerStep(s.name)) {
-          continue;  // GPU-side copies of annotations (ProfilerStep#N, ranges)
-        }
-        if (isCommunication(s.category)) {
-          gpuComm.push_back({&s, true});
-        } else if (isComputation(s.category)) {
-          out.spans.push_back(
-              {kComputeGroup, Span{s.name, Category::kCompute, s.start, s.duration, {}}});
-        }
-      }
-      continue;
+  return collectiveOfLaunch;
+}
+
+// The rank's collective spans by class (the import keeps one class), and the c10d ops its host
+// lanes ran.
+struct CollectiveCandidates {
+  std::vector<Candidate> gpuComm, gloo, paramComms, c10d;
+  std::vector<const Span*> hostLaunches;  // c10d:: ops
+};
+
+// A GPU lane: its communication kernels become candidates, its compute kernels go to `out`;
+// GPU-side copies of annotations are left out.
+void takeGpuLaneSpans(const Lane& lane, CollectiveCandidates& candidates, RankBuild& out) {
+  for (const Span& s : lane.spans) {
+    if (s.args.getString("cat") == std::optional<std::string_view>("gpu_user_annotation") ||
+        parseProfilerStep(s.name)) {
+      continue;  // GPU-side copies of annotations (ProfilerStep#N, ranges)
     }
-    Nanos takenEnd = Nanos(INT64_MIN);
-    for (const Span& s : lane.spans) {
-      const std::string_view name = s.name;
-      if (name.starts_with("gloo:")) gloo.push_back({&s, false});
-      if (name == "record_param_comms") paramComms.push_back({&s, false});
-      if (name.starts_with("c10d::") || name.starts_with("nccl:")) c10d.push_back({&s, false});
-      if (s.start < takenEnd) continue;  // inside an op already taken
-      if (s.category == Category::kIteration || name.starts_with("DistributedDataParallel.")) {
-        continue;  // containers: descend
-      }
-      const std::string_view cat = s.args.getString("cat").value_or("");
-      constexpr std::string_view kEval = "autograd::engine::evaluate_function: ";
-      if (name.starts_with(kEval)) {
-        out.spans.push_back({hostOps, Span{std::string(name.substr(kEval.size())),
-                                           Category::kBackward,
-                                           s.start,
-                                           s.duration,
-                                           {}}});
-      } else if (name.starts_with("Optimizer.")) {
-        out.spans.push_back({hostOps, Span{s.name, Category::kOptimizer, s.start, s.duration, {}}});
-      } else if (contains(name, "copy_bucket_to_grad")) {
-        out.spans.push_back({kDdpGroup, Span{s.name, Category::kCopy, s.start, s.duration, {}}});
-      } else if (isHostCollectiveName(name)) {
-        if (name.starts_with("c10d::")) hostLaunches.push_back(&s);
-      } else if (cat == "cpu_op") {
-        out.spans.push_back(
-            {hostOps, Span{s.name,
-                           inForward(s.start) ? Category::kForward : Category::kCompute,
-                           s.start,
-                           s.duration,
-                           {}}});
-      } else {
-        continue;  // annotations, runtime calls: descend
-      }
-      takenEnd = s.end();
+    if (isCommunication(s.category)) {
+      candidates.gpuComm.push_back({&s, true});
+    } else if (isComputation(s.category)) {
+      out.spans.push_back(
+          {kComputeGroup, Span{s.name, Category::kCompute, s.start, s.duration, {}}});
     }
   }
+}
 
-  // Without a DistributedDataParallel.forward range in an iteration (a model not wrapped in
-  // DDP, or a profile that missed it), its forward is the compute before its first backward op.
-  for (const auto& w : windows) {
+// A host lane: its collective ops become candidates; its top-level ops (backward nodes,
+// optimizer steps, DDP's copies, forward and other cpu ops) go to `out`, the compute ones in the
+// `hostOps` group; containers and annotations are descended into.
+void takeHostLaneSpans(const Lane& lane, Group hostOps,
+                       const std::vector<std::pair<Nanos, Nanos>>& forwardWindows,
+                       CollectiveCandidates& candidates, RankBuild& out) {
+  Nanos takenEnd = Nanos(INT64_MIN);
+  for (const Span& s : lane.spans) {
+    const std::string_view name = s.name;
+    if (name.starts_with("gloo:")) candidates.gloo.push_back({&s, false});
+    if (name == "record_param_comms") candidates.paramComms.push_back({&s, false});
+    if (name.starts_with("c10d::") || name.starts_with("nccl:")) {
+      candidates.c10d.push_back({&s, false});
+    }
+    if (s.start < takenEnd) continue;  // inside an op already taken
+    if (s.category == Category::kIteration || name.starts_with("DistributedDataParallel.")) {
+      continue;  // containers: descend
+    }
+    const std::string_view cat = s.args.getString("cat").value_or("");
+    constexpr std::string_view kEval = "autograd::engine::evaluate_function: ";
+    if (name.starts_with(kEval)) {
+      out.spans.push_back({hostOps, Span{std::string(name.substr(kEval.size())),
+                                         Category::kBackward,
+                                         s.start,
+                                         s.duration,
+                                         {}}});
+    } else if (name.starts_with("Optimizer.")) {
+      out.spans.push_back({hostOps, Span{s.name, Category::kOptimizer, s.start, s.duration, {}}});
+    } else if (contains(name, "copy_bucket_to_grad")) {
+      out.spans.push_back({kDdpGroup, Span{s.name, Category::kCopy, s.start, s.duration, {}}});
+    } else if (isHostCollectiveName(name)) {
+      if (name.starts_with("c10d::")) candidates.hostLaunches.push_back(&s);
+    } else if (cat == "cpu_op") {
+      out.spans.push_back(
+          {hostOps,
+           Span{s.name,
+                inForwardWindow(forwardWindows, s.start) ? Category::kForward : Category::kCompute,
+                s.start,
+                s.duration,
+                {}}});
+    } else {
+      continue;  // annotations, runtime calls: descend
+    }
+    takenEnd = s.end();
+  }
+}
+
+// Top-level host ops and GPU kernels into `out`, lane by lane; returns the collective
+// candidates by class.
+CollectiveCandidates takeRankSpans(const RankTrack& track, Group hostOps,
+                                   const std::vector<std::pair<Nanos, Nanos>>& forwardWindows,
+                                   RankBuild& out) {
+  CollectiveCandidates candidates;
+  for (const Lane& lane : track.lanes) {
+    if (lane.kind != LaneKind::kHost) {
+      takeGpuLaneSpans(lane, candidates, out);
+    } else {
+      takeHostLaneSpans(lane, hostOps, forwardWindows, candidates, out);
+    }
+  }
+  return candidates;
+}
+
+// Without a DistributedDataParallel.forward range in an iteration (a model not wrapped in
+// DDP, or a profile that missed it), its forward is the compute before its first backward op.
+void markForwardWithoutDdpRange(const RankSteps& steps, Group hostOps, RankBuild& out) {
+  for (const auto& w : steps.windows) {
     const bool hasDdpForward =
-        std::any_of(forwardWindows.begin(), forwardWindows.end(),
+        std::any_of(steps.forwardWindows.begin(), steps.forwardWindows.end(),
                     [&](const auto& f) { return f.first >= w.start && f.first < w.end; });
     if (hasDdpForward) continue;
     Nanos firstBackward = w.end;
@@ -290,52 +335,79 @@ Status importOneRank(const std::string& path, const Timeline& source, RankBuild&
       }
     }
   }
+}
 
-  // 3. Collectives: the most faithful class present.
-  std::vector<Candidate>* chosen = !gpuComm.empty()      ? &gpuComm
-                                   : !gloo.empty()       ? &gloo
-                                   : !paramComms.empty() ? &paramComms
-                                                         : &c10d;
-  auto byStart = [](const Candidate& a, const Candidate& b) {
-    return spanPrecedes(*a.span, *b.span);
-  };
-  std::stable_sort(chosen->begin(), chosen->end(), byStart);
-  std::stable_sort(paramComms.begin(), paramComms.end(), byStart);
-  // record_param_comms sizes per iteration, in order: the fallback for spans without sizes.
+// The class of collectives the import keeps: the most faithful one present.
+std::vector<Candidate>* chooseCollectives(CollectiveCandidates& candidates) {
+  return !candidates.gpuComm.empty()      ? &candidates.gpuComm
+         : !candidates.gloo.empty()       ? &candidates.gloo
+         : !candidates.paramComms.empty() ? &candidates.paramComms
+                                          : &candidates.c10d;
+}
+
+// record_param_comms sizes per iteration, in order: the fallback for spans without sizes.
+std::map<int64_t, std::vector<MessageSize>> paramCommSizesByIteration(
+    const std::vector<Candidate>& paramComms, const std::vector<IterationWindow>& windows) {
   std::map<int64_t, std::vector<MessageSize>> paramCommSizes;
   for (const auto& c : paramComms) {
     if (const IterationWindow* w = windowOf(windows, c.span->start)) {
       paramCommSizes[w->index].push_back(messageSizeFromArgs(c.span->args));
     }
   }
+  return paramCommSizes;
+}
+
+// What a collective span ran and how many bytes it carried, as far as the trace says.
+struct CollectiveIdentity {
+  Category category;
+  MessageSize size;
+};
+
+// A candidate's collective and size from its own name and args, else from the host op that
+// launched it; a generic kernel no launch explains counts in out.untiedGenericKernels.
+CollectiveIdentity identifyCollective(const Candidate& c,
+                                      const std::map<int64_t, const Span*>& collectiveOfLaunch,
+                                      RankBuild& out) {
+  const Span& s = *c.span;
+  Category category =
+      c.gpu ? (s.category == Category::kCommOther ? collectiveCategory(s.name, s.args) : s.category)
+            : collectiveCategory(s.name, s.args);
+  MessageSize size = messageSizeFromArgs(s.args);
+  if (c.gpu && (category == Category::kCommOther || !size.bytes)) {
+    // A kernel named without its collective (RCCL's ncclDevKernel_Generic) or without sizes:
+    // the host op that launched it says.
+    const std::optional<int64_t> correlation = s.args.getInt("correlation");
+    auto it = correlation ? collectiveOfLaunch.find(*correlation) : collectiveOfLaunch.end();
+    if (it != collectiveOfLaunch.end()) {
+      if (category == Category::kCommOther) {
+        category = collectiveCategory(it->second->name, it->second->args);
+      }
+      if (!size.bytes) size = messageSizeFromArgs(it->second->args);
+    } else if (category == Category::kCommOther && isGenericCommKernel(s.name)) {
+      ++out.untiedGenericKernels;
+    }
+  }
+  return {category, size};
+}
+
+// The chosen collectives (sorted by start) as comm-lane spans: named by their collective,
+// bucket allreduces numbered per iteration, used-map allreduces (integer dtype) told apart,
+// sizes from record_param_comms where the span has none (unless those are the spans).
+void addCollectiveSpans(const std::vector<Candidate>& chosen, bool chosenAreParamComms,
+                        const std::map<int64_t, std::vector<MessageSize>>& paramCommSizes,
+                        const std::vector<IterationWindow>& windows,
+                        const std::map<int64_t, const Span*>& collectiveOfLaunch, RankBuild& out,
+                        KinetoImportReport& report) {
   std::map<int64_t, int> ordinal;  // collectives seen per iteration
   std::map<int64_t, int> buckets;  // bucket allreduces seen per iteration
-  for (const auto& c : *chosen) {
+  for (const auto& c : chosen) {
     const Span& s = *c.span;
     const IterationWindow* w = windowOf(windows, s.start);
-    Category category =
-        c.gpu
-            ? (s.category == Category::kCommOther ? collectiveCategory(s.name, s.args) : s.category)
-            : collectiveCategory(s.name, s.args);
-    MessageSize size = messageSizeFromArgs(s.args);
-    if (c.gpu && (category == Category::kCommOther || !size.bytes)) {
-      // A kernel named without its collective (RCCL's ncclDevKernel_Generic) or without sizes:
-      // the host op that launched it says.
-      const std::optional<int64_t> correlation = s.args.getInt("correlation");
-      auto it = correlation ? collectiveOfLaunch.find(*correlation) : collectiveOfLaunch.end();
-      if (it != collectiveOfLaunch.end()) {
-        if (category == Category::kCommOther) {
-          category = collectiveCategory(it->second->name, it->second->args);
-        }
-        if (!size.bytes) size = messageSizeFromArgs(it->second->args);
-      } else if (category == Category::kCommOther && isGenericCommKernel(s.name)) {
-        ++out.untiedGenericKernels;
-      }
-    }
+    auto [category, size] = identifyCollective(c, collectiveOfLaunch, out);
     if (w != nullptr) {
       const int k = ordinal[w->index]++;
       auto it = paramCommSizes.find(w->index);
-      if (!size.bytes && chosen != &paramComms && it != paramCommSizes.end() &&
+      if (!size.bytes && !chosenAreParamComms && it != paramCommSizes.end() &&
           k < static_cast<int>(it->second.size())) {
         size = it->second[static_cast<size_t>(k)];
       }
@@ -358,88 +430,119 @@ Status importOneRank(const std::string& path, const Timeline& source, RankBuild&
     out.spans.push_back(
         {kCommGroup, Span{std::move(name), category, s.start, s.duration, std::move(args)}});
   }
-  // Sizes from the bucket plan: per iteration, the k-th bucket allreduce is the plan's
-  // bucket k (DDP launches buckets strictly in index order); the iterations before the
-  // rebuild use the construction plan. The broadcasts are, per forward, the rebuild's two
-  // (once) and then the buffer groups.
-  {
-    std::map<int64_t, std::vector<Span*>> bucketSpans;     // iteration → bucket allreduces
-    std::map<int64_t, std::vector<Span*>> broadcastSpans;  // iteration → broadcasts
-    for (auto& g : out.spans) {
-      if (g.group != kCommGroup) continue;
-      auto iteration = g.span.args.getInt(kArgIteration);
-      if (!iteration) continue;
-      if (g.span.args.getInt(kArgBucket)) bucketSpans[*iteration].push_back(&g.span);
-      if (g.span.category == Category::kBroadcast) broadcastSpans[*iteration].push_back(&g.span);
-    }
-    const PlannedSizes& plan = options.plan;
-    auto fill = [&](Span& span, int64_t bytes, const char* source) {
-      if (auto traced = span.args.getInt(kArgBytes)) {
-        if (*traced != bytes) ++out.disagreeingPlan;
-        return;
-      }
-      span.args.set(std::string(kArgBytes), bytes);
-      span.args.set("bytes_source", std::string(source));
-      ++out.bytesFromPlan;
-    };
-    // The rebuild's forward: the first iteration with the rebuild's two broadcasts on top of
-    // the buffer groups (none in the trace when profiling started after it).
-    int64_t rebuildIteration = INT64_MIN;
-    const size_t buffers = plan.bufferBroadcastBytes.size();
-    if (!plan.rebuildBroadcastBytes.empty()) {
-      for (const auto& [iteration, spans] : broadcastSpans) {
-        if (spans.size() == buffers + plan.rebuildBroadcastBytes.size()) {
-          rebuildIteration = iteration;
-          break;
-        }
-      }
-    }
-    if (!plan.bucketBytes.empty()) {
-      for (auto& [iteration, spans] : broadcastSpans) {
-        std::vector<int64_t> expected;
-        if (iteration == rebuildIteration) expected = plan.rebuildBroadcastBytes;
-        expected.insert(expected.end(), plan.bufferBroadcastBytes.begin(),
-                        plan.bufferBroadcastBytes.end());
-        if (spans.size() != expected.size()) continue;  // left as traced (or unknown)
-        for (size_t k = 0; k < spans.size(); ++k) fill(*spans[k], expected[k], "model");
-      }
-    }
-    for (auto& [iteration, spans] : bucketSpans) {
-      const bool anyUnknown = std::any_of(
-          spans.begin(), spans.end(), [](const Span* s) { return !s->args.contains(kArgBytes); });
-      if (plan.bucketBytes.empty()) continue;
-      const bool beforeRebuild = rebuildIteration != INT64_MIN && iteration < rebuildIteration;
-      const std::vector<int64_t>& buckets = beforeRebuild && !plan.initialBucketBytes.empty()
-                                                ? plan.initialBucketBytes
-                                                : plan.bucketBytes;
-      if (spans.size() != buckets.size()) {
-        if (!anyUnknown) continue;  // the trace's own sizes stand; the plan is not needed
-        return invalidArgument(
-            path + ": rank " + std::to_string(out.rank) + " iteration " +
-            std::to_string(iteration) + ": " + std::to_string(spans.size()) +
-            " bucket allreduce(s) in the trace but the " +
-            (beforeRebuild ? "construction" : "bucket") + " plan of " + plan.origin + " has " +
-            std::to_string(buckets.size()) +
-            " bucket(s): give the model and the DDP settings the job ran with "
-            "(--bucket-cap-mb, --find-unused, ...), or profile with record_shapes=True");
-      }
-      for (size_t k = 0; k < spans.size(); ++k) fill(*spans[k], buckets[k], "bucket plan");
-    }
-    for (const auto& g : out.spans) {
-      if (g.group == kCommGroup && !g.span.args.contains(kArgBytes)) ++out.unknownBytes;
-    }
-  }
-  if (chosen != &c10d) {
-    for (const Span* s : hostLaunches) {
-      out.spans.push_back({kDdpGroup, Span{s->name, Category::kOther, s->start, s->duration, {}}});
-    }
-  }
+}
 
-  // 4. DDP windows and iterations.
-  for (const auto& [s, e] : forwardWindows) {
+// The comm lane's bucket allreduces and broadcasts, per iteration, in order.
+struct PlannedCommSpans {
+  std::map<int64_t, std::vector<Span*>> buckets;     // iteration → bucket allreduces
+  std::map<int64_t, std::vector<Span*>> broadcasts;  // iteration → broadcasts
+};
+
+// Returns pointers into out.spans, valid while no span is added.
+PlannedCommSpans commSpansByIteration(RankBuild& out) {
+  PlannedCommSpans spans;
+  for (auto& g : out.spans) {
+    if (g.group != kCommGroup) continue;
+    auto iteration = g.span.args.getInt(kArgIteration);
+    if (!iteration) continue;
+    if (g.span.args.getInt(kArgBucket)) spans.buckets[*iteration].push_back(&g.span);
+    if (g.span.category == Category::kBroadcast) spans.broadcasts[*iteration].push_back(&g.span);
+  }
+  return spans;
+}
+
+// Gives `span` the planned size unless the trace sized it (then counts a disagreement when the
+// sizes differ).
+void fillPlannedBytes(Span& span, int64_t bytes, const char* source, RankBuild& out) {
+  if (auto traced = span.args.getInt(kArgBytes)) {
+    if (*traced != bytes) ++out.disagreeingPlan;
+    return;
+  }
+  span.args.set(std::string(kArgBytes), bytes);
+  span.args.set("bytes_source", std::string(source));
+  ++out.bytesFromPlan;
+}
+
+// The rebuild's forward: the first iteration with the rebuild's two broadcasts on top of the
+// buffer groups; INT64_MIN when none (profiling started after it).
+int64_t findRebuildIteration(const PlannedSizes& plan,
+                             const std::map<int64_t, std::vector<Span*>>& broadcastSpans) {
+  if (plan.rebuildBroadcastBytes.empty()) return INT64_MIN;
+  const size_t buffers = plan.bufferBroadcastBytes.size();
+  for (const auto& [iteration, spans] : broadcastSpans) {
+    if (spans.size() == buffers + plan.rebuildBroadcastBytes.size()) return iteration;
+  }
+  return INT64_MIN;
+}
+
+// The broadcasts of a forward are the rebuild's two (once) and then the buffer groups; an
+// iteration with another count is left as traced (or unknown).
+void sizeBroadcastsFromPlan(const PlannedSizes& plan,
+                            const std::map<int64_t, std::vector<Span*>>& broadcastSpans,
+                            int64_t rebuildIteration, RankBuild& out) {
+  if (plan.bucketBytes.empty()) return;
+  for (const auto& [iteration, spans] : broadcastSpans) {
+    std::vector<int64_t> expected;
+    if (iteration == rebuildIteration) expected = plan.rebuildBroadcastBytes;
+    expected.insert(expected.end(), plan.bufferBroadcastBytes.begin(),
+                    plan.bufferBroadcastBytes.end());
+    if (spans.size() != expected.size()) continue;  // left as traced (or unknown)
+    for (size_t k = 0; k < spans.size(); ++k)
+      fillPlannedBytes(*spans[k], expected[k], "model", out);
+  }
+}
+
+// Per iteration, the k-th bucket allreduce is the plan's bucket k (DDP launches buckets strictly
+// in index order); the iterations before the rebuild use the construction plan. An iteration
+// with unsized allreduces whose count differs from the plan's is an error naming the fix.
+Status sizeBucketsFromPlan(const std::string& path, const PlannedSizes& plan,
+                           const std::map<int64_t, std::vector<Span*>>& bucketSpans,
+                           int64_t rebuildIteration, RankBuild& out) {
+  for (const auto& [iteration, spans] : bucketSpans) {
+    const bool anyUnknown = std::any_of(spans.begin(), spans.end(),
+                                        [](const Span* s) { return !s->args.contains(kArgBytes); });
+    if (plan.bucketBytes.empty()) continue;
+    const bool beforeRebuild = rebuildIteration != INT64_MIN && iteration < rebuildIteration;
+    const std::vector<int64_t>& buckets = beforeRebuild && !plan.initialBucketBytes.empty()
+                                              ? plan.initialBucketBytes
+                                              : plan.bucketBytes;
+    if (spans.size() != buckets.size()) {
+      if (!anyUnknown) continue;  // the trace's own sizes stand; the plan is not needed
+      return invalidArgument(
+          path + ": rank " + std::to_string(out.rank) + " iteration " + std::to_string(iteration) +
+          ": " + std::to_string(spans.size()) + " bucket allreduce(s) in the trace but the " +
+          (beforeRebuild ? "construction" : "bucket") + " plan of " + plan.origin + " has " +
+          std::to_string(buckets.size()) +
+          " bucket(s): give the model and the DDP settings the job ran with "
+          "(--bucket-cap-mb, --find-unused, ...), or profile with record_shapes=True");
+    }
+    for (size_t k = 0; k < spans.size(); ++k) {
+      fillPlannedBytes(*spans[k], buckets[k], "bucket plan", out);
+    }
+  }
+  return Status::ok();
+}
+
+// Sizes from the bucket plan for the collectives the trace left unsized (broadcasts, then
+// bucket allreduces), then counts those still unknown.
+Status sizeCollectivesFromPlan(const std::string& path, const PlannedSizes& plan, RankBuild& out) {
+  const PlannedCommSpans spans = commSpansByIteration(out);
+  const int64_t rebuildIteration = findRebuildIteration(plan, spans.broadcasts);
+  sizeBroadcastsFromPlan(plan, spans.broadcasts, rebuildIteration, out);
+  RETURN_IF_ERROR(sizeBucketsFromPlan(path, plan, spans.buckets, rebuildIteration, out));
+  for (const auto& g : out.spans) {
+    if (g.group == kCommGroup && !g.span.args.contains(kArgBytes)) ++out.unknownBytes;
+  }
+  return Status::ok();
+}
+
+// DDP's forward ranges, each iteration's backward (its first to its last backward op) and the
+// iterations themselves as spans.
+void addDdpPhaseSpans(const RankSteps& steps, RankBuild& out) {
+  for (const auto& [s, e] : steps.forwardWindows) {
     out.spans.push_back({kDdpGroup, Span{"forward", Category::kForward, s, e - s, {}}});
   }
-  for (const auto& w : windows) {
+  for (const auto& w : steps.windows) {
     Nanos first = Nanos::max(), last = Nanos(INT64_MIN);
     for (const auto& g : out.spans) {
       if (g.span.category != Category::kBackward || g.group == kDdpGroup) continue;
@@ -455,6 +558,46 @@ Status importOneRank(const std::string& path, const Timeline& source, RankBuild&
         {kIterGroup, Span{"ProfilerStep#" + std::to_string(w.index), Category::kIteration, w.start,
                           w.end - w.start, Args{{std::string(kArgIteration), w.index}}}});
   }
+}
+
+// One rank's trace into `out`: its host ops and kernels, its collectives (named, numbered and
+// sized), DDP's phases and the iterations, in output groups.
+Status importOneRank(const std::string& path, const Timeline& source, RankBuild& out,
+                     const KinetoImportOptions& options, KinetoImportReport& report) {
+  const RankTrack& track = source.rank(0);
+  out.rank = track.rank;
+  out.file = path;
+
+  // 1. Iterations, DDP forward windows, GPU presence.
+  const RankSteps steps = scanRankSteps(track, out);
+  RETURN_IF_ERROR(checkRankHasSteps(path, steps));
+
+  // 2. Top-level host ops, per thread; collective candidates by class; the collective host op
+  // around each runtime launch.
+  const std::map<int64_t, const Span*> collectiveOfLaunch = collectiveOfLaunches(track);
+  const Group hostOps = steps.hasGpu ? kHostOpsGroup : kComputeGroup;
+  CollectiveCandidates candidates = takeRankSpans(track, hostOps, steps.forwardWindows, out);
+  markForwardWithoutDdpRange(steps, hostOps, out);
+
+  // 3. Collectives: the most faithful class present; sizes the trace lacks from the bucket plan.
+  std::vector<Candidate>* chosen = chooseCollectives(candidates);
+  auto byStart = [](const Candidate& a, const Candidate& b) {
+    return spanPrecedes(*a.span, *b.span);
+  };
+  std::stable_sort(chosen->begin(), chosen->end(), byStart);
+  std::stable_sort(candidates.paramComms.begin(), candidates.paramComms.end(), byStart);
+  addCollectiveSpans(*chosen, chosen == &candidates.paramComms,
+                     paramCommSizesByIteration(candidates.paramComms, steps.windows), steps.windows,
+                     collectiveOfLaunch, out, report);
+  RETURN_IF_ERROR(sizeCollectivesFromPlan(path, options.plan, out));
+  if (chosen != &candidates.c10d) {
+    for (const Span* s : candidates.hostLaunches) {
+      out.spans.push_back({kDdpGroup, Span{s->name, Category::kOther, s->start, s->duration, {}}});
+    }
+  }
+
+  // 4. DDP windows and iterations.
+  addDdpPhaseSpans(steps, out);
   return Status::ok();
 }
 
@@ -923,102 +1066,124 @@ namespace {
 // Reads source `index` (a file, or bytes in memory) into a one-rank timeline.
 using TraceSourceReader = std::function<StatusOr<Timeline>(size_t index, ChromeReadReport*)>;
 
-// The import proper: `paths` name the sources (files or in-memory traces) in messages and
-// metadata; `readSource` reads one at a time, so only one source's bytes are held at once.
-StatusOr<Timeline> importSources(const std::vector<std::string>& paths,
-                                 const TraceSourceReader& readSource,
-                                 const KinetoImportOptions& options,
-                                 KinetoImportReport* reportOut) {
-  if (paths.empty()) return invalidArgument("no trace files given");
+// What the import has gathered from the sources read so far.
+struct ImportState {
   KinetoImportReport report;
   std::vector<RankBuild> builds;
   std::map<int, std::string> fileOfRank;
   std::optional<int64_t> worldSize;
-  std::string worldSizeFile;
+  std::string worldSizeFile;  // the file worldSize was read from
   std::string backend;
   bool gpuLayerRanges = false;  // GPU kernels named by layer through ddpscope.layer: ranges
   std::map<int, std::vector<std::pair<int64_t, std::string>>> forwardOpsOfRank;
   bool ddpSeen = false;  // DDP's forward, its reducer's ops or an allreduce in any trace
-  for (size_t index = 0; index < paths.size(); ++index) {
-    const std::string& path = paths[index];
-    ChromeReadReport readReport;
-    ASSIGN_OR_RETURN(Timeline source, readSource(index, &readReport));
-    if (options.progress) options.progress(index + 1, paths.size(), path);
-    if (!readReport.singleRankTrace || source.rankCount() != 1) {
-      return invalidArgument(
-          path +
-          ": not a PyTorch profiler (Kineto) trace: expected an object with \"schemaVersion\" or "
-          "\"distributedInfo\" (torch.autograd.profiler's legacy export_chrome_trace(), used by "
-          "PyTorch builds without Kineto, writes neither)");
-    }
-    const std::optional<int64_t> ws = source.metadata().getInt("world_size");
-    if (!ws && paths.size() > 1) {
-      return invalidArgument(path +
-                             ": distributedInfo.rank / world_size missing: cannot tell which rank "
-                             "this file holds (profile after init_process_group)");
-    }
-    if (ws && (*ws < 1 || *ws > kMaxWorldSize)) {
-      // Rank ids are ints everywhere; the import never walks the world rank by rank.
-      return invalidArgument(path + ": distributedInfo.world_size: expected a rank count in 1.." +
-                             std::to_string(kMaxWorldSize) + ", got " + std::to_string(*ws));
-    }
-    if (ws) {
-      if (worldSize && *worldSize != *ws) {
-        return invalidArgument(path + ": distributedInfo.world_size is " + std::to_string(*ws) +
-                               " but " + worldSizeFile + " says " + std::to_string(*worldSize) +
-                               ": the files are not from one job");
-      }
-      worldSize = *ws;
-      worldSizeFile = path;
-    }
-    if (auto b = source.metadata().getString("backend")) backend = std::string(*b);
-    ddpSeen = ddpSeen || hasDdpWork(source.rank(0));
-    const int rank = source.rank(0).rank;
-    if (auto it = fileOfRank.find(rank); it != fileOfRank.end()) {
-      return invalidArgument(path + ": rank " + std::to_string(rank) +
-                             " (distributedInfo.rank) is also the rank of " + it->second +
-                             ": give one trace per rank");
-    }
-    fileOfRank[rank] = path;
-    report.htaOverlap[rank] = computeOverlap(source).front().total;
-    RankBuild build;
-    RETURN_IF_ERROR(importOneRank(path, source, build, options, report));
-    report.collectivesWithUnknownBytes += build.unknownBytes;
-    report.collectivesSizedFromPlan += build.bytesFromPlan;
-    report.collectivesDisagreeingWithPlan += build.disagreeingPlan;
-    if (build.untiedGenericKernels > 0) {
-      report.notes.push_back(
-          path + ": " + std::to_string(build.untiedGenericKernels) +
-          " communication kernel(s) named without their collective (RCCL's "
-          "ncclDevKernel_Generic) could not be tied to a collective: no launch with their "
-          "correlation id inside record_param_comms or a c10d op (profile with CPU and GPU "
-          "activities; the kernels stay unclassified communication)");
-    }
-    if (!options.layers.empty()) {
-      const bool gpu = std::any_of(build.spans.begin(), build.spans.end(),
-                                   [](const auto& g) { return g.group == kHostOpsGroup; });
-      if (gpu) {
-        // Ranges when the job wrapped its modules in them; else the host ops by kind.
-        const bool ranges = hasLayerRanges(source.rank(0));
-        int64_t mapped = 0;
-        RETURN_IF_ERROR(mapGpuLayers(options.layers, source.rank(0), build, ranges, mapped,
-                                     &forwardOpsOfRank[build.rank]));
-        gpuLayerRanges = true;
-        report.notes.push_back(
-            path + ": GPU trace: kernels named by layer through " +
-            (ranges ? std::string("the ddpscope.layer: ranges")
-                    : std::string("the host ops that launched them")) +
-            "; " + std::to_string(static_cast<int64_t>(options.layers.size()) - mapped) + " of " +
-            std::to_string(options.layers.size()) +
-            " layers have no kernels of their own (ops of a container's forward: residual "
-            "adds, attention cores): their time stays with the next layer's");
-      } else {
-        RETURN_IF_ERROR(mapLayers(options.layers, build));
-      }
-    }
-    builds.push_back(std::move(build));
+};
+
+// The refusal of a source that is no single-rank Kineto trace; ok otherwise.
+Status checkKinetoSource(const std::string& path, const Timeline& source,
+                         const ChromeReadReport& readReport) {
+  if (!readReport.singleRankTrace || source.rankCount() != 1) {
+    return invalidArgument(
+        path +
+        ": not a PyTorch profiler (Kineto) trace: expected an object with \"schemaVersion\" or "
+        "\"distributedInfo\" (torch.autograd.profiler's legacy export_chrome_trace(), used by "
+        "PyTorch builds without Kineto, writes neither)");
   }
-  const int64_t world = worldSize.value_or(static_cast<int64_t>(builds.size()));
+  return Status::ok();
+}
+
+// Checks the source's distributedInfo.world_size (required with several files, in range, the
+// same in every file) and records it in `state`.
+Status checkWorldSize(const std::string& path, const Timeline& source, size_t fileCount,
+                      ImportState& state) {
+  const std::optional<int64_t> ws = source.metadata().getInt("world_size");
+  if (!ws && fileCount > 1) {
+    return invalidArgument(path +
+                           ": distributedInfo.rank / world_size missing: cannot tell which rank "
+                           "this file holds (profile after init_process_group)");
+  }
+  if (ws && (*ws < 1 || *ws > kMaxWorldSize)) {
+    // Rank ids are ints everywhere; the import never walks the world rank by rank.
+    return invalidArgument(path + ": distributedInfo.world_size: expected a rank count in 1.." +
+                           std::to_string(kMaxWorldSize) + ", got " + std::to_string(*ws));
+  }
+  if (ws) {
+    if (state.worldSize && *state.worldSize != *ws) {
+      return invalidArgument(path + ": distributedInfo.world_size is " + std::to_string(*ws) +
+                             " but " + state.worldSizeFile + " says " +
+                             std::to_string(*state.worldSize) + ": the files are not from one job");
+    }
+    state.worldSize = *ws;
+    state.worldSizeFile = path;
+  }
+  return Status::ok();
+}
+
+// Names the rank's spans by layer (options.layers): a GPU trace's kernels through the
+// ddpscope.layer: ranges when the job wrapped its modules in them, else through the host ops
+// that launched them (with a note saying which); a CPU trace's host ops directly.
+Status mapRankLayers(const std::string& path, const Timeline& source,
+                     const KinetoImportOptions& options, RankBuild& build, ImportState& state) {
+  const bool gpu = std::any_of(build.spans.begin(), build.spans.end(),
+                               [](const auto& g) { return g.group == kHostOpsGroup; });
+  if (!gpu) return mapLayers(options.layers, build);
+  // Ranges when the job wrapped its modules in them; else the host ops by kind.
+  const bool ranges = hasLayerRanges(source.rank(0));
+  int64_t mapped = 0;
+  RETURN_IF_ERROR(mapGpuLayers(options.layers, source.rank(0), build, ranges, mapped,
+                               &state.forwardOpsOfRank[build.rank]));
+  state.gpuLayerRanges = true;
+  state.report.notes.push_back(
+      path + ": GPU trace: kernels named by layer through " +
+      (ranges ? std::string("the ddpscope.layer: ranges")
+              : std::string("the host ops that launched them")) +
+      "; " + std::to_string(static_cast<int64_t>(options.layers.size()) - mapped) + " of " +
+      std::to_string(options.layers.size()) +
+      " layers have no kernels of their own (ops of a container's forward: residual "
+      "adds, attention cores): their time stays with the next layer's");
+  return Status::ok();
+}
+
+// One source (`path`, one of `fileCount`) into `state`: checks it belongs to the job and holds a
+// rank no other file holds, imports the rank and maps its layers.
+Status importSource(const std::string& path, size_t fileCount, const Timeline& source,
+                    const ChromeReadReport& readReport, const KinetoImportOptions& options,
+                    ImportState& state) {
+  RETURN_IF_ERROR(checkKinetoSource(path, source, readReport));
+  RETURN_IF_ERROR(checkWorldSize(path, source, fileCount, state));
+  if (auto b = source.metadata().getString("backend")) state.backend = std::string(*b);
+  state.ddpSeen = state.ddpSeen || hasDdpWork(source.rank(0));
+  const int rank = source.rank(0).rank;
+  if (auto it = state.fileOfRank.find(rank); it != state.fileOfRank.end()) {
+    return invalidArgument(path + ": rank " + std::to_string(rank) +
+                           " (distributedInfo.rank) is also the rank of " + it->second +
+                           ": give one trace per rank");
+  }
+  state.fileOfRank[rank] = path;
+  KinetoImportReport& report = state.report;
+  report.htaOverlap[rank] = computeOverlap(source).front().total;
+  RankBuild build;
+  RETURN_IF_ERROR(importOneRank(path, source, build, options, report));
+  report.collectivesWithUnknownBytes += build.unknownBytes;
+  report.collectivesSizedFromPlan += build.bytesFromPlan;
+  report.collectivesDisagreeingWithPlan += build.disagreeingPlan;
+  if (build.untiedGenericKernels > 0) {
+    report.notes.push_back(
+        path + ": " + std::to_string(build.untiedGenericKernels) +
+        " communication kernel(s) named without their collective (RCCL's "
+        "ncclDevKernel_Generic) could not be tied to a collective: no launch with their "
+        "correlation id inside record_param_comms or a c10d op (profile with CPU and GPU "
+        "activities; the kernels stay unclassified communication)");
+  }
+  if (!options.layers.empty()) RETURN_IF_ERROR(mapRankLayers(path, source, options, build, state));
+  state.builds.push_back(std::move(build));
+  return Status::ok();
+}
+
+// Checks every file's rank is inside the world and, unless options.allowMissingRanks, that no
+// rank is missing. Returns how many ranks of the world no file holds.
+StatusOr<int64_t> checkRanksCoverWorld(const std::map<int, std::string>& fileOfRank, int64_t world,
+                                       const KinetoImportOptions& options) {
   for (const auto& [rank, file] : fileOfRank) {
     if (rank < 0 || rank >= world) {
       return invalidArgument(file + ": distributedInfo.rank " + std::to_string(rank) +
@@ -1043,10 +1208,12 @@ StatusOr<Timeline> importSources(const std::vector<std::string>& paths,
         " missing: give one trace per rank, or import a subset with --allow-missing-ranks "
         "(Python: allow_missing_ranks=True)");
   }
-  std::sort(builds.begin(), builds.end(),
-            [](const RankBuild& a, const RankBuild& b) { return a.rank < b.rank; });
+  return missingCount;
+}
 
-  // Clock alignment on the first iteration every rank has.
+// Clock alignment on the first iteration every rank has: each rank's offset onto the first
+// rank's clock (all zero, with a note when several ranks share no iteration).
+std::vector<Nanos> clockOffsets(const std::vector<RankBuild>& builds, KinetoImportReport& report) {
   std::set<int64_t> common;
   for (const auto& [index, start] : builds.front().iterationStart) common.insert(index);
   for (const auto& b : builds) {
@@ -1065,17 +1232,29 @@ StatusOr<Timeline> importSources(const std::vector<std::string>& paths,
   } else if (builds.size() > 1) {
     report.notes.push_back("no ProfilerStep index common to all ranks: ranks not aligned");
   }
+  return offset;
+}
+
+// The earliest span start of all ranks once aligned: the imported timeline's zero.
+Nanos earliestAlignedStart(const std::vector<RankBuild>& builds, const std::vector<Nanos>& offset) {
   Nanos earliest = Nanos::max();
   for (size_t i = 0; i < builds.size(); ++i) {
     for (const auto& g : builds[i].spans) earliest = minNanos(earliest, g.span.start + offset[i]);
   }
+  return earliest;
+}
 
+// The imported timeline before its spans: its name and metadata (source, layer spans, a job
+// without DDP, world size, backend, files). Lists the ranks and files in the report and sorts
+// each rank's spans by start.
+Timeline startImportTimeline(int64_t world, ImportState& state) {
+  KinetoImportReport& report = state.report;
   Timeline timeline;
   timeline.setName("pytorch-profiler import");
   Args& meta = timeline.mutableMetadata();
   meta.set("source", std::string("pytorch-profiler"));
-  if (gpuLayerRanges) meta.set("layer_spans", std::string("gpu-kernels-by-range"));
-  if (!ddpSeen) {
+  if (state.gpuLayerRanges) meta.set("layer_spans", std::string("gpu-kernels-by-range"));
+  if (!state.ddpSeen) {
     // replay and calibrate refuse such a run (sim/replay/measured_profile.h).
     meta.set("ddp", std::string("none"));
     report.notes.push_back(
@@ -1085,9 +1264,9 @@ StatusOr<Timeline> importSources(const std::vector<std::string>& paths,
         "need a DDP job's trace");
   }
   meta.set("world_size", world);
-  if (!backend.empty()) meta.set("backend", backend);
+  if (!state.backend.empty()) meta.set("backend", state.backend);
   nlohmann::json files = nlohmann::json::array();
-  for (auto& b : builds) {
+  for (auto& b : state.builds) {
     files.push_back(b.file);
     report.ranks.push_back(b.rank);
     report.files.push_back(b.file);
@@ -1096,6 +1275,13 @@ StatusOr<Timeline> importSources(const std::vector<std::string>& paths,
         [](const GroupedSpan& x, const GroupedSpan& y) { return spanPrecedes(x.span, y.span); });
   }
   meta.set("files", files.dump());
+  return timeline;
+}
+
+// Each rank's spans onto its lanes (compute, comm, ddp, iterations, and cpu ops when it has
+// any), moved onto the common clock that starts at `earliest`.
+void placeRankSpans(std::vector<RankBuild>& builds, const std::vector<Nanos>& offset,
+                    Nanos earliest, Timeline& timeline) {
   for (size_t i = 0; i < builds.size(); ++i) {
     RankBuild& b = builds[i];
     timeline.addRank(b.rank);
@@ -1115,7 +1301,12 @@ StatusOr<Timeline> importSources(const std::vector<std::string>& paths,
       }
     }
   }
-  report.worldSize = static_cast<int>(world);
+}
+
+// The report's notes on collective sizes (assumed dtypes, sizes from the plan, disagreements,
+// unknown sizes) and on ranks left out.
+void addImportNotes(const KinetoImportOptions& options, int64_t missingCount,
+                    KinetoImportReport& report) {
   if (report.collectivesWithAssumedDtype > 0) {
     report.notes.push_back(std::to_string(report.collectivesWithAssumedDtype) +
                            " collective(s) have shapes but no dtype in the trace: float32 assumed");
@@ -1145,8 +1336,41 @@ StatusOr<Timeline> importSources(const std::vector<std::string>& paths,
   if (missingCount > 0) {
     report.notes.push_back(std::to_string(missingCount) + " rank(s) of the world not imported");
   }
+}
+
+// The import proper: `paths` name the sources (files or in-memory traces) in messages and
+// metadata; `readSource` reads one at a time, so only one source's bytes are held at once.
+StatusOr<Timeline> importSources(const std::vector<std::string>& paths,
+                                 const TraceSourceReader& readSource,
+                                 const KinetoImportOptions& options,
+                                 KinetoImportReport* reportOut) {
+  if (paths.empty()) return invalidArgument("no trace files given");
+  ImportState state;
+  for (size_t index = 0; index < paths.size(); ++index) {
+    const std::string& path = paths[index];
+    ChromeReadReport readReport;
+    ASSIGN_OR_RETURN(Timeline source, readSource(index, &readReport));
+    if (options.progress) options.progress(index + 1, paths.size(), path);
+    RETURN_IF_ERROR(importSource(path, paths.size(), source, readReport, options, state));
+  }
+  const int64_t world = state.worldSize.value_or(static_cast<int64_t>(state.builds.size()));
+  ASSIGN_OR_RETURN(const int64_t missingCount,
+                   checkRanksCoverWorld(state.fileOfRank, world, options));
+  std::vector<RankBuild>& builds = state.builds;
+  std::sort(builds.begin(), builds.end(),
+            [](const RankBuild& a, const RankBuild& b) { return a.rank < b.rank; });
+
+  const std::vector<Nanos> offset = clockOffsets(builds, state.report);
+  const Nanos earliest = earliestAlignedStart(builds, offset);
+  Timeline timeline = startImportTimeline(world, state);
+  placeRankSpans(builds, offset, earliest, timeline);
+  KinetoImportReport& report = state.report;
+  report.worldSize = static_cast<int>(world);
+  addImportNotes(options, missingCount, report);
   // The lowest rank's (report.files.front(), whose host facts the import reads).
-  if (!forwardOpsOfRank.empty()) report.forwardOps = std::move(forwardOpsOfRank.begin()->second);
+  if (!state.forwardOpsOfRank.empty()) {
+    report.forwardOps = std::move(state.forwardOpsOfRank.begin()->second);
+  }
   if (reportOut != nullptr) *reportOut = std::move(report);
   return timeline;
 }
