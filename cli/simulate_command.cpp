@@ -62,6 +62,7 @@ Status runSimulateCommand(const std::vector<std::string>& argv, CommandIo io) {
                    writeTraceOutput(result.timeline, args));
   if (args.has("json")) {
     nlohmann::json out = sim::simSummaryJson(req, layout, result.summary);
+    ASSIGN_OR_RETURN(out["layers"], sim::layerKernelsJson(req));
     if (auto path = args.value("trace")) out["trace"] = *path;
     io.out << out.dump(2) << "\n";
   } else {

@@ -202,6 +202,7 @@ Simulation simulate(const std::map<std::string, std::string>& settings) {
   }();
   sim::SimResult r = valueOrThrow(std::move(result));
   nlohmann::json summary = sim::simSummaryJson(req, layout, r.summary);
+  summary["layers"] = valueOrThrow(sim::layerKernelsJson(req));
   return Simulation(std::move(r), std::move(summary));
 }
 

@@ -3,7 +3,9 @@
 #include <nlohmann/json.hpp>
 
 #include "ddp/ddp_settings.h"
+#include "sim/compute/roofline_compute_model.h"
 #include "sim/cost/measured_curve.h"
+#include "sim/engine/accounting.h"
 #include "sim/engine/workload.h"
 
 namespace ddpscope::sim {
@@ -81,6 +83,56 @@ nlohmann::json simSummaryJson(const SimulationRequest& request, const WorldLayou
     out["ddp_overhead_ns"] = s.ddpOverhead.count();
   }
   return out;
+}
+
+StatusOr<nlohmann::json> layerKernelsJson(const SimulationRequest& request) {
+  const models::ModelSpec& model = request.model;
+  const models::ModelInputs inputs = internal::effectiveInputs(model, request.options.inputs);
+  const std::string dtype =
+      request.options.dtype.empty() ? defaultDtype(request.cluster.device) : request.options.dtype;
+  ASSIGN_OR_RETURN(std::unique_ptr<RooflineComputeModel> roofline,
+                   RooflineComputeModel::create(request.cluster.device, dtype));
+  std::vector<LayerTimes> measured;
+  if (request.compute) measured = request.compute->layerTimes(model, inputs);
+  const bool gpu = request.cluster.device.arch != GpuArch::kCpu;
+  nlohmann::json layers = nlohmann::json::array();
+  for (size_t i = 0; i < model.layers.size(); ++i) {
+    const models::LayerSpec& layer = model.layers[i];
+    RooflineComputeModel::LayerExplained e = roofline->explainLayer(layer, inputs);
+    const LayerHostUs host = layerHostUs(request.cluster.host, layer, request.options.ddp.autocast);
+    auto pass = [&](RooflineComputeModel::KernelsExplained k, std::optional<Nanos> measuredTime,
+                    double hostUs) {
+      if (measuredTime) {
+        const double peakScale = k.time.count() > 0 && measuredTime->count() > 0
+                                     ? k.time.toSeconds() / measuredTime->toSeconds()
+                                     : 0.0;
+        k.time = *measuredTime;
+        k.bound = "measured";
+        k.flopsOfPeak *= peakScale;
+        k.bandwidthOfPeak *= peakScale;
+      }
+      const Nanos hostTime = Nanos::fromMicrosDouble(hostUs);
+      if (gpu && !measuredTime && hostTime > k.time && hostUs > 0) k.bound = "host";
+      return nlohmann::json{{"kernels", k.kernels},
+                            {"flops", k.flops},
+                            {"bytes", k.bytes},
+                            {"time_ns", k.time.count()},
+                            {"host_ns", hostTime.count()},
+                            {"bound", k.bound},
+                            {"flops_of_peak", k.flopsOfPeak},
+                            {"bandwidth_of_peak", k.bandwidthOfPeak}};
+    };
+    std::optional<Nanos> forward, backward;
+    if (i < measured.size()) {
+      forward = measured[i].forward;
+      backward = measured[i].backward;
+    }
+    layers.push_back({{"name", layer.name},
+                      {"type", layer.type},
+                      {"forward", pass(e.forward, forward, host.forward)},
+                      {"backward", pass(e.backward, backward, host.backward)}});
+  }
+  return layers;
 }
 
 }  // namespace ddpscope::sim

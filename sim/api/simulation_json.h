@@ -4,11 +4,23 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "base/status.h"
 #include "sim/api/simulation_request.h"
 
 namespace ddpscope::sim {
 
 nlohmann::json simSummaryJson(const SimulationRequest& request, const WorldLayout& layout,
                               const SimSummary& summary);
+
+// `simulate --json`'s "layers": per model layer its forward and backward kernels as the compute
+// model sees them — {name, type, forward, backward}, each {kernels, flops, bytes, time_ns,
+// host_ns, bound, flops_of_peak, bandwidth_of_peak}: FLOPs and bytes from the model at the run's
+// inputs and dtype, time_ns the simulated kernels' (roofline, or measured with compute from a
+// trace), host_ns what dispatching the layer costs the host under the host profile's per-op terms
+// (0 without them), bound "compute" / "memory" / "launch" (roofline: what sets the kernels'
+// time), "host" on a GPU when dispatch takes longer than the kernels (the GPU waits), "measured"
+// with measured compute; the efficiencies are achieved FLOP/s and bytes/s over the device's peaks
+// (the dtype's matrix peak for GEMM-like layers, else min(dtype, fp32)).
+StatusOr<nlohmann::json> layerKernelsJson(const SimulationRequest& request);
 
 }  // namespace ddpscope::sim

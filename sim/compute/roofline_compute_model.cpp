@@ -79,6 +79,8 @@ StatusOr<std::unique_ptr<RooflineComputeModel>> RooflineComputeModel::create(
       device.computeEfficiency * std::min(peakTflops, fp32PeakTflops) * 1e12;
   model->m_memoryBytesPerS = device.memoryEfficiency * device.memoryGBps * 1e9;
   model->m_zooBytesScale = (dtype == "bf16" || dtype == "fp16") ? 0.5 : 1.0;
+  model->m_computeEfficiency = device.computeEfficiency;
+  model->m_memoryEfficiency = device.memoryEfficiency;
   char description[256];
   std::snprintf(description, sizeof(description),
                 "roofline on %s, %s: %.4g TFLOP/s matrix, %.4g GB/s memory (peaks x efficiency)",
@@ -121,6 +123,47 @@ LayerTimes RooflineComputeModel::layerTime(const models::LayerSpec& layer,
     times.backward = kernelTime(backwardFlops, backwardBytes, tensorCore);
   }
   return times;
+}
+
+RooflineComputeModel::LayerExplained RooflineComputeModel::explainLayer(
+    const models::LayerSpec& layer, const models::ModelInputs& inputs) const {
+  const bool tensorCore = usesTensorCores(layer.type);
+  const double flopsPerS = tensorCore ? m_tensorFlopsPerS : m_nonTensorFlopsPerS;
+  // One pass: `kernels` equal kernels sharing its FLOPs and bytes (as layerTime() runs them).
+  auto explain = [&](double flops, double bytes, int kernels) {
+    KernelsExplained k;
+    flops = std::max(flops, 0.0);
+    bytes = std::max(bytes, 0.0);
+    if (flops == 0 && bytes == 0) return k;
+    k.kernels = kernels;
+    k.flops = flops;
+    k.bytes = bytes;
+    const double f = flops / kernels, b = bytes / kernels;
+    k.time = kernelTime(f, b, tensorCore) * kernels;
+    double computeS = f / flopsPerS;
+    if (tensorCore) {
+      const double kneeFlops = flopsPerS * kSmallGemmKneeUs * 1e-6;
+      if (f < kneeFlops) computeS = std::sqrt(f * kneeFlops) / flopsPerS;
+    }
+    const double memoryS = b / m_memoryBytesPerS;
+    const double launchS = m_launchOverhead.toSeconds();
+    k.bound = launchS > std::max(computeS, memoryS) ? "launch"
+              : computeS >= memoryS                 ? "compute"
+                                                    : "memory";
+    const double seconds = k.time.toSeconds();
+    k.flopsOfPeak = flops / seconds / (flopsPerS / m_computeEfficiency);
+    k.bandwidthOfPeak = bytes / seconds / (m_memoryBytesPerS / m_memoryEfficiency);
+    return k;
+  };
+  const double forwardFlops = std::max(layer.forwardFlops.evaluate(inputs), 0.0);
+  const double forwardBytes = std::max(layer.forwardBytes.evaluate(inputs), 0.0) * m_zooBytesScale;
+  const double backwardFlops = std::max(layer.backwardFlopsAt(inputs), 0.0);
+  const bool splitDgradWgrad =
+      tensorCore && !layer.params.empty() && backwardFlops > 1.5 * forwardFlops;
+  LayerExplained out;
+  out.forward = explain(forwardFlops, forwardBytes, 1);
+  out.backward = explain(backwardFlops, 2 * forwardBytes, splitDgradWgrad ? 2 : 1);
+  return out;
 }
 
 std::vector<LayerTimes> RooflineComputeModel::layerTimes(const models::ModelSpec& model,

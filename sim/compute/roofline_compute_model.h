@@ -66,6 +66,25 @@ class RooflineComputeModel final : public ComputeModel {
 
   // One layer's forward and backward at `inputs` (as in layerTimes()).
   LayerTimes layerTime(const models::LayerSpec& layer, const models::ModelInputs& inputs) const;
+
+  // What sets a kernel's time: its FLOPs at the achieved FLOP rate ("compute"), its bytes at
+  // the achieved bandwidth ("memory"), or the launch overhead when that is longer than both
+  // ("launch").
+  struct KernelsExplained {
+    int kernels = 0;             // 0: the layer runs nothing in this pass
+    double flops = 0;            // all kernels together
+    double bytes = 0;            // as the kernels move them (dtype-scaled)
+    Nanos time;                  // all kernels, launches included (= layerTime's)
+    std::string bound;           // "compute", "memory", "launch" ("" with no kernel)
+    double flopsOfPeak = 0;      // achieved FLOP/s over the device's peak for the kernel's class
+    double bandwidthOfPeak = 0;  // achieved bytes/s over the device's peak bandwidth
+  };
+  struct LayerExplained {
+    KernelsExplained forward, backward;
+  };
+  // The kernels behind layerTime(layer, inputs), what bounds them and their efficiency.
+  LayerExplained explainLayer(const models::LayerSpec& layer,
+                              const models::ModelInputs& inputs) const;
   // One kernel: `flops` FLOPs and `bytes` bytes as the kernel really moves them (already scaled
   // to the dtype), launch overhead included; zero when both are zero.
   Nanos kernelTime(double flops, double bytes, bool tensorCore) const;
@@ -84,6 +103,8 @@ class RooflineComputeModel final : public ComputeModel {
   double m_nonTensorFlopsPerS = 0;
   double m_memoryBytesPerS = 0;
   double m_zooBytesScale = 1;
+  double m_computeEfficiency = 1;  // eff_c: the rates above over the peaks
+  double m_memoryEfficiency = 1;   // eff_m
   Nanos m_launchOverhead;
   std::string m_description;
 };

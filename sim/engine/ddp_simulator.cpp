@@ -113,6 +113,18 @@ Status validateHostModel(const HostModel& host) {
   return Status::ok();
 }
 
+}  // namespace
+
+LayerHostUs layerHostUs(const HostProfile& p, const models::LayerSpec& layer, bool autocast) {
+  if (!p.perOp()) return {};
+  const models::HostOps ops = models::hostOps(layer, autocast);
+  return {(ops.moduleCall ? p.moduleUs : 0.0) + ops.forward * p.forwardOpUs,
+          ops.backward * p.backwardNodeUs +
+              static_cast<double>(layer.params.size()) * p.accumulateGradUs};
+}
+
+namespace {
+
 // The host costs in ns the scripts charge (script.h HostCosts): DDP's terms, and with a profile's
 // per-op terms each layer's dispatch (models::hostOps under the run's autocast), the step's own
 // work and the optimizer step. Compiled runs keep kernel launches (their graphs' host cost is
@@ -136,10 +148,9 @@ ScriptBuilder::HostCosts hostCostsNs(const HostModel& host, const models::ModelS
   if (!p.perOp() || compiled) return costs;
   costs.kernelLaunch = 0;  // the per-op costs include the launches
   for (const models::LayerSpec& layer : model.layers) {
-    const models::HostOps ops = models::hostOps(layer, config.autocast);
-    costs.forward.push_back(ns((ops.moduleCall ? p.moduleUs : 0.0) + ops.forward * p.forwardOpUs));
-    costs.backward.push_back(ns(ops.backward * p.backwardNodeUs +
-                                static_cast<double>(layer.params.size()) * p.accumulateGradUs));
+    const LayerHostUs us = layerHostUs(p, layer, config.autocast);
+    costs.forward.push_back(ns(us.forward));
+    costs.backward.push_back(ns(us.backward));
   }
   costs.step = std::llround(p.stepUs * 1000.0);
   costs.optimizer = ns(p.optimizerUs);

@@ -87,6 +87,14 @@ namespace ddpscope::sim {
 
 enum class Strategy { kDdp, kDataParallel };
 
+// What a layer's dispatch costs the host under a profile's per-op terms (what the simulation
+// charges; 0 without them): forward = its module call + its top-level ops, backward = its
+// autograd nodes + one AccumulateGrad per parameter (models::hostOps under `autocast`).
+struct LayerHostUs {
+  double forward = 0, backward = 0;
+};
+LayerHostUs layerHostUs(const HostProfile& profile, const models::LayerSpec& layer, bool autocast);
+
 // The host thread that runs the training loop and autograd (DDP's hooks run on it), and what
 // it pays (host_profile.h: per op and DDP's reducer). See "Host" in the header comment.
 struct HostModel {

@@ -54,6 +54,53 @@ TEST(CliOutputTest, SimulateStatesItsWorkloadInTextAndJson) {
   EXPECT_EQ(j["workload"]["dtype"], "bf16");
 }
 
+// simulate --json explains each layer's kernels: FLOPs and bytes from the model, what bounds
+// their time, the efficiency they reach, and when the host's dispatch is slower than they are.
+TEST(CliOutputTest, SimulateJsonExplainsEachLayersKernels) {
+  const auto layer = [](const json& j, const std::string& name) {
+    for (const json& l : j["layers"]) {
+      if (l["name"] == name) return l;
+    }
+    ADD_FAILURE() << "no layer " << name;
+    return json();
+  };
+  // resnet50 at batch 32, bf16 on an H100.
+  json j = parseJson(runCliForTest(
+      {"simulate", "--model", "resnet50", "--cluster", "dgx-h100", "--world-size", "1", "--json"}));
+  ASSERT_EQ(j["layers"].size(), 174u);
+  json conv1 = layer(j, "conv1");
+  EXPECT_EQ(conv1["type"], "Conv2d");
+  EXPECT_EQ(conv1["forward"]["kernels"], 1);
+  // 2 x N x Cout x Hout x Wout x Cin x k x k: 2 x 32 x 64 x 112 x 112 x 3 x 7 x 7.
+  EXPECT_EQ(conv1["forward"]["flops"].get<double>(), 7552892928.0);
+  EXPECT_EQ(conv1["forward"]["host_ns"], 0);  // no host profile on the built-in cluster
+  EXPECT_EQ(conv1["forward"]["bound"], "memory");
+  const double bandwidth = conv1["forward"]["bandwidth_of_peak"].get<double>();
+  EXPECT_GT(bandwidth, 0.0);
+  EXPECT_LT(bandwidth, 1.0);
+  EXPECT_EQ(layer(j, "fc")["backward"]["kernels"], 2);  // dgrad and wgrad
+  // With the H100 host profile the host's dispatch of conv1 (module call + ops) is slower than
+  // its kernel: the GPU waits.
+  j = parseJson(
+      runCliForTest({"simulate", "--model", "resnet50", "--cluster", "dgx-h100", "--world-size",
+                     "1", "--host-profile", "h100-torch211", "--autocast", "--json"}));
+  conv1 = layer(j, "conv1");
+  EXPECT_GT(conv1["forward"]["host_ns"].get<int64_t>(), conv1["forward"]["time_ns"].get<int64_t>());
+  EXPECT_EQ(conv1["forward"]["bound"], "host");
+  // A large GEMM is compute-bound; a tiny layer's time is its launch.
+  j = parseJson(runCliForTest({"simulate", "--model", "gpt2-small", "--cluster", "dgx-h100",
+                               "--world-size", "1", "--json"}));
+  EXPECT_EQ(layer(j, "h.0.mlp.c_fc")["forward"]["bound"], "compute");
+  j = parseJson(runCliForTest(
+      {"simulate", "--model", "mlp-tiny", "--cluster", "dgx-h100", "--world-size", "1", "--json"}));
+  EXPECT_EQ(j["layers"][0]["forward"]["bound"], "launch");
+  // Measured compute: the trace's times, the same FLOPs.
+  j = parseJson(runCliForTest({"simulate", "--model", "mlp-wide", "--cluster", "cpu-mpi",
+                               "--world-size", "2", "--compute-from", kRun, "--json"}));
+  EXPECT_EQ(j["layers"][0]["forward"]["bound"], "measured");
+  EXPECT_GT(j["layers"][0]["forward"]["flops"].get<double>(), 0.0);
+}
+
 TEST(CliOutputTest, SweepAndReplayStateTheirWorkload) {
   CliResult sweep = runCliForTest({"sweep", "--model", "resnet50", "--cluster", "dgx-a100",
                                    "--nodes", "1", "--bucket-cap-mb", "5,25"});
