@@ -66,9 +66,11 @@ bool isCopyBack(const Span& s) {
 }
 
 struct RankSpans {
+  int rank = 0;
   std::vector<const Span*> compute;  // forward / backward / optimizer, by start
   std::vector<const Span*> copies;
   std::vector<const Span*> comm;
+  std::vector<std::pair<int64_t, int64_t>> commMerged;  // the comm spans' union, sorted
 };
 
 std::string layerList(const models::ModelSpec& model) {
@@ -201,13 +203,8 @@ int64_t defaultSkip(const traces::Timeline& timeline, const RunSettings& setting
   return skip;
 }
 
-}  // namespace
-
-StatusOr<MeasuredProfile> buildProfile(const traces::Timeline& timeline,
-                                       const models::ModelSpec& model, const std::string& origin,
-                                       const ProfileOptions& options) {
-  MeasuredProfile p;
-  p.origin = origin;
+// The refusal of a trace whose import found no DDP (metadata ddp=none); ok otherwise.
+Status checkTraceUsesDdp(const traces::Timeline& timeline, const std::string& origin) {
   if (timeline.metadata().getString("ddp") == std::optional<std::string_view>("none")) {
     return invalidArgument(
         origin +
@@ -216,6 +213,333 @@ StatusOr<MeasuredProfile> buildProfile(const traces::Timeline& timeline,
         "jobs; profile the job with its model wrapped in DistributedDataParallel (ddpscope "
         "simulate predicts a DDP version of the model without a trace)");
   }
+  return Status::ok();
+}
+
+// Sums over the copy-in samples (x: bytes, y: nanoseconds) for the least-squares fit.
+struct CopyFitSums {
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+};
+
+// The sweep over the ranks' iterations: its inputs, and what it gathers beside the samples it
+// adds to the profile itself.
+struct ProfileSweep {
+  const models::ModelSpec& model;
+  const std::string& origin;
+  int64_t skip;  // iterations up to this index are not measured
+  CopyFitSums copyFit;
+  // Collectives per rank: (iteration, ordinal) → span.
+  std::map<std::pair<int64_t, int>, std::vector<std::pair<int, const Span*>>> collectiveByKey;
+  std::map<const Span*, double> commShare;  // every comm span: ownShares on its rank
+  std::map<int64_t, Nanos> stepByIteration;
+  std::map<int, std::vector<double>> rankSteps;
+  bool anyIteration = false;
+};
+
+// One rank's compute, copy and comm spans, each list by start, and the union of its comm spans.
+RankSpans rankSpansByStart(const traces::RankTrack& track) {
+  RankSpans spans;
+  spans.rank = track.rank;
+  for (const traces::Lane& lane : track.lanes) {
+    for (const Span& s : lane.spans) {
+      if (s.category == Category::kCopy) {
+        spans.copies.push_back(&s);
+      } else if (lane.kind == traces::LaneKind::kComm && traces::isCommunication(s.category)) {
+        spans.comm.push_back(&s);
+      } else if (lane.kind == traces::LaneKind::kCompute &&
+                 (s.category == Category::kForward || s.category == Category::kBackward ||
+                  s.category == Category::kOptimizer)) {
+        spans.compute.push_back(&s);
+      }
+    }
+  }
+  auto byStart = [](const Span* a, const Span* b) { return traces::spanPrecedes(*a, *b); };
+  std::sort(spans.compute.begin(), spans.compute.end(), byStart);
+  std::sort(spans.copies.begin(), spans.copies.end(), byStart);
+  std::sort(spans.comm.begin(), spans.comm.end(), byStart);
+  std::vector<std::pair<int64_t, int64_t>> commIntervals;
+  for (const Span* s : spans.comm) commIntervals.emplace_back(s->start.count(), s->end().count());
+  spans.commMerged = mergeIntervals(std::move(commIntervals));
+  return spans;
+}
+
+// The collectives of an iteration's window (from cursor `mi`, moved to the window's first), keyed
+// by (iteration, ordinal) for the comm fit, measured or not; counts those without bytes in the
+// profile. Returns the end of the window's last collective (zero when none).
+Nanos keyIterationCollectives(const RankSpans& spans, const traces::Iteration& it, size_t& mi,
+                              ProfileSweep& sweep, MeasuredProfile& p) {
+  const int64_t a = it.start.count(), b = it.end().count();
+  int ordinal = 0;
+  while (mi < spans.comm.size() && spans.comm[mi]->start.count() < a) ++mi;
+  Nanos lastCommEnd;
+  for (size_t k = mi; k < spans.comm.size() && spans.comm[k]->start.count() < b; ++k) {
+    sweep.collectiveByKey[{it.index, ordinal++}].emplace_back(spans.rank, spans.comm[k]);
+    if (!spans.comm[k]->args.contains(traces::kArgBytes)) ++p.collectivesWithUnknownBytes;
+    lastCommEnd = std::max(lastCommEnd, spans.comm[k]->end());
+  }
+  return lastCommEnd;
+}
+
+// What an iteration's copies add up to.
+struct IterationCopies {
+  Nanos copyBackTotal;  // DDP's copy-backs (bucket to grad)
+  bool anyCopyBack = false;
+  Nanos lastCopyEnd;
+};
+
+// The copies of an iteration (from index `pi`): copy-ins are samples of the copy fit (counted
+// in the profile), copy-backs are summed.
+IterationCopies sampleIterationCopies(const RankSpans& spans, size_t pi,
+                                      const traces::Iteration& it, ProfileSweep& sweep,
+                                      MeasuredProfile& p) {
+  IterationCopies copies;
+  CopyFitSums& f = sweep.copyFit;
+  const int64_t b = it.end().count();
+  for (size_t k = pi; k < spans.copies.size() && spans.copies[k]->start.count() < b; ++k) {
+    const Span& c = *spans.copies[k];
+    copies.lastCopyEnd = std::max(copies.lastCopyEnd, c.end());
+    if (isCopyBack(c)) {
+      copies.copyBackTotal += c.duration;
+      copies.anyCopyBack = true;
+    } else {
+      const double x = static_cast<double>(*c.args.getInt(traces::kArgBytes));
+      const double y = static_cast<double>(c.duration.count());
+      f.sx += x, f.sy += y, f.sxx += x * x, f.sxy += x * y;
+      ++p.copySamples;
+    }
+  }
+  return copies;
+}
+
+// The model layer a forward or backward span names; -1 for the CUDA runtime's loss head, which
+// is no layer of the model (its time stays in the gap the next layer's span closes, as the CPU
+// runtime's does: it records no span for it). An error for any other unknown name.
+StatusOr<int> layerOfSpan(const Span& s, bool backward, const RankSpans& spans,
+                          const traces::Iteration& it, const ProfileSweep& sweep) {
+  const std::string layerName = backward ? stripBackwardSuffix(s.name) : s.name;
+  const int layer = sweep.model.findLayer(layerName);
+  if (layer < 0 && (s.name == traces::kLossHeadSpan || s.name == traces::kLossHeadBackwardSpan)) {
+    return -1;
+  }
+  if (layer < 0) {
+    return invalidArgument(sweep.origin + ": rank " + std::to_string(spans.rank) + " iteration " +
+                           std::to_string(it.index) + ": " + (backward ? "backward" : "forward") +
+                           " span '" + s.name + "' names no layer of model '" + sweep.model.name +
+                           "' (its layers: " + layerList(sweep.model) +
+                           "); give the model the trace was recorded with (--model)");
+  }
+  return layer;
+}
+
+// A layer span's attributed time: from the previous compute span's end to its own, less the
+// copy-ins between them and, before a forward span, the blocking collectives in the gap; never
+// less than the span itself. Its comm overlap is the share of that time with a collective in
+// flight.
+LayerSample attributeLayerTime(const Span& s, bool backward, Nanos prevEnd, Nanos copiesBetween,
+                               const RankSpans& spans, const traces::Iteration& it) {
+  // A blocking collective in the gap before a forward span (DDP's buffer broadcast before the
+  // first layer, SyncBatchNorm's allreduces) is not the layer's time either: the simulator
+  // times it itself. Backward gaps keep theirs: the bucket allreduces there run beside the host.
+  const Nanos commBefore =
+      backward || s.start <= prevEnd
+          ? Nanos::zero()
+          : Nanos(coveredLength(spans.commMerged, prevEnd.count(), s.start.count()));
+  Nanos attributed = s.end() - prevEnd - copiesBetween - commBefore;
+  if (attributed < s.duration) attributed = s.duration;
+  const int64_t lo = s.end().count() - attributed.count();
+  const double overlap =
+      attributed.count() > 0
+          ? static_cast<double>(coveredLength(spans.commMerged, lo, s.end().count())) /
+                static_cast<double>(attributed.count())
+          : 0.0;
+  return LayerSample{spans.rank, it.index, attributed, std::clamp(overlap, 0.0, 1.0)};
+}
+
+// What an iteration's compute spans tell its tail.
+struct IterationLayers {
+  bool hasOptimizer = false;
+  Nanos lastBackwardEnd;
+};
+
+// The forward and backward layer samples of an iteration (compute spans from index `ci`, copies
+// from `pi`) into the profile; copy-ins between the previous compute span and a layer's are not
+// the layer's time.
+StatusOr<IterationLayers> sampleIterationLayers(const RankSpans& spans, size_t ci, size_t pi,
+                                                const traces::Iteration& it,
+                                                const ProfileSweep& sweep, MeasuredProfile& p) {
+  IterationLayers layers;
+  layers.lastBackwardEnd = it.start;
+  Nanos prevEnd = it.start;
+  size_t copyCursor = pi;
+  const int64_t b = it.end().count();
+  for (size_t k = ci; k < spans.compute.size() && spans.compute[k]->start.count() < b; ++k) {
+    const Span& s = *spans.compute[k];
+    if (s.category == Category::kOptimizer) {
+      layers.hasOptimizer = true;
+      continue;
+    }
+    const bool backward = s.category == Category::kBackward;
+    ASSIGN_OR_RETURN(const int layer, layerOfSpan(s, backward, spans, it, sweep));
+    if (layer < 0) continue;  // the loss head
+    // Copy-ins between the previous compute span and this one are not this layer's time.
+    Nanos copiesBetween;
+    while (copyCursor < spans.copies.size() &&
+           spans.copies[copyCursor]->start.count() < s.start.count()) {
+      const Span& c = *spans.copies[copyCursor];
+      if (c.start >= prevEnd && !isCopyBack(c)) copiesBetween += c.duration;
+      ++copyCursor;
+    }
+    const LayerSample sample = attributeLayerTime(s, backward, prevEnd, copiesBetween, spans, it);
+    (backward ? p.backward : p.forward)[static_cast<size_t>(layer)].push_back(sample);
+    prevEnd = s.end();
+    if (backward) layers.lastBackwardEnd = std::max(layers.lastBackwardEnd, s.end());
+  }
+  return layers;
+}
+
+// A measured iteration of one rank: its step time, copy-in and layer samples, its copy-back
+// total and, when it synced, its tail (from the last backward, copy or collective to its end).
+Status sampleMeasuredIteration(const RankSpans& spans, const traces::Iteration& it, size_t ci,
+                               size_t pi, Nanos lastCommEnd, ProfileSweep& sweep,
+                               MeasuredProfile& p) {
+  auto& step = sweep.stepByIteration[it.index];
+  step = std::max(step, it.duration);
+  sweep.rankSteps[spans.rank].push_back(static_cast<double>(it.duration.count()));
+  const IterationCopies copies = sampleIterationCopies(spans, pi, it, sweep, p);
+  ASSIGN_OR_RETURN(const IterationLayers layers,
+                   sampleIterationLayers(spans, ci, pi, it, sweep, p));
+  if (copies.anyCopyBack) p.copyBack.push_back({spans.rank, it.index, copies.copyBackTotal, 0});
+  const bool synced =
+      layers.hasOptimizer || lastCommEnd > Nanos::zero() || p.settings.ddp.noSyncPeriod == 1;
+  if (synced) {
+    Nanos tailStart = std::max({layers.lastBackwardEnd, copies.lastCopyEnd, lastCommEnd});
+    if (tailStart > it.end()) tailStart = it.end();
+    p.tail.push_back({spans.rank, it.index, it.end() - tailStart, 0});
+  }
+  return Status::ok();
+}
+
+// One rank's iterations: the collectives of every window, the samples of the measured ones.
+Status sampleRank(const traces::Timeline& timeline, int ri, ProfileSweep& sweep,
+                  MeasuredProfile& p) {
+  const RankSpans spans = rankSpansByStart(timeline.rank(ri));
+  for (const auto& [span, share] : ownShares(spans.comm)) sweep.commShare[span] = share;
+  const std::vector<traces::Iteration> iterations = timeline.iterations(ri);
+  if (!iterations.empty()) sweep.anyIteration = true;
+  size_t ci = 0, pi = 0, mi = 0;  // the first compute span, copy, collective of the window
+  for (const traces::Iteration& it : iterations) {
+    const int64_t a = it.start.count();
+    // Collectives of this window (also outside measured ones, for the comm fit).
+    const Nanos lastCommEnd = keyIterationCollectives(spans, it, mi, sweep, p);
+    const bool measured = it.index > sweep.skip;
+    while (ci < spans.compute.size() && spans.compute[ci]->start.count() < a) ++ci;
+    while (pi < spans.copies.size() && spans.copies[pi]->start.count() < a) ++pi;
+    if (!measured) continue;
+    RETURN_IF_ERROR(sampleMeasuredIteration(spans, it, ci, pi, lastCommEnd, sweep, p));
+  }
+  return Status::ok();
+}
+
+// The measured iterations and their steps (the slowest rank's), the median step and how much
+// the slowest rank exceeds a typical one; an error when no iteration is left after the skip.
+Status summarizeMeasuredSteps(const ProfileSweep& sweep, MeasuredProfile& p) {
+  for (const auto& [index, step] : sweep.stepByIteration) {
+    p.measuredIterations.push_back(index);
+    p.iterationSteps.push_back(step);
+  }
+  if (p.measuredIterations.empty()) {
+    return invalidArgument(sweep.origin + ": no measured iterations after skipping the first " +
+                           std::to_string(sweep.skip) +
+                           " (warm-up and bucket rebuild); record more iterations");
+  }
+  std::vector<double> steps;
+  for (Nanos s : p.iterationSteps) steps.push_back(static_cast<double>(s.count()));
+  p.measuredStep = Nanos(static_cast<int64_t>(std::llround(median(steps))));
+  double rankMedians = 0;
+  for (auto& [rank, values] : sweep.rankSteps) rankMedians += median(values);
+  if (!sweep.rankSteps.empty() && rankMedians > 0) {
+    rankMedians /= static_cast<double>(sweep.rankSteps.size());
+    p.rankMaxFactor = std::max(1.0, median(steps) / rankMedians);
+  }
+  return Status::ok();
+}
+
+// An error naming the first layer without a forward sample (the trace is of another model),
+// except unused layers and, in a GPU trace whose kernels were named through ddpscope.layer:
+// ranges, layers without a module of their own.
+Status checkLayersHaveForward(const traces::Timeline& timeline, const ProfileSweep& sweep,
+                              const MeasuredProfile& p) {
+  // A GPU trace whose kernels were named through ddpscope.layer: ranges has no span for a
+  // layer without a module of its own (a residual add, an attention core): its kernels run in
+  // the gap before the next layer's span, whose attributed time holds them.
+  const bool rangeNamedKernels = timeline.metadata().getString("layer_spans") ==
+                                 std::optional<std::string_view>("gpu-kernels-by-range");
+  const models::ModelSpec& model = sweep.model;
+  for (size_t l = 0; l < model.layers.size(); ++l) {
+    const models::LayerSpec& layer = model.layers[l];
+    if (p.forward[l].empty() && !layer.use && !rangeNamedKernels) {
+      return invalidArgument(sweep.origin + ": layer '" + layer.name + "' of model '" + model.name +
+                             "' has no forward span in the measured iterations (is this the "
+                             "model the trace was recorded with?)");
+    }
+  }
+  return Status::ok();
+}
+
+// The copy-in fit from its sums: least squares, or a pure rate through the origin when that is
+// degenerate (one size, or noise); nothing without samples.
+void fitCopyIn(const CopyFitSums& f, MeasuredProfile& p) {
+  if (p.copySamples <= 0) return;
+  const double n = p.copySamples;
+  const double det = n * f.sxx - f.sx * f.sx;
+  if (p.copySamples >= 2 && det > 0) {
+    p.copyNsPerByte = (n * f.sxy - f.sx * f.sy) / det;
+    p.copyInterceptNs = (f.sy - p.copyNsPerByte * f.sx) / n;
+  }
+  if (p.copySamples < 2 || det <= 0 || p.copyNsPerByte < 0 || p.copyInterceptNs < 0) {
+    // Degenerate (one size, or noise): a pure rate through the origin.
+    p.copyInterceptNs = 0;
+    p.copyNsPerByte = f.sxx > 0 ? f.sxy / f.sxx : 0;
+  }
+}
+
+// One collective sample per (iteration, ordinal) whose ranks agree on its size: from the last
+// rank's start to the last rank's end, scaled by the ranks' mean own share of that time.
+void addCollectiveSamples(const ProfileSweep& sweep, MeasuredProfile& p) {
+  for (const auto& [key, members] : sweep.collectiveByKey) {
+    const Span& first = *members.front().second;
+    auto bytes = first.args.getInt(traces::kArgBytes);
+    if (!bytes) continue;
+    CollectiveSample c;
+    c.category = first.category;
+    c.name = first.name;
+    c.bytes = *bytes;
+    c.iteration = key.first;
+    c.measured = key.first > sweep.skip;
+    bool consistent = true;
+    double sharedFraction = 0;
+    for (const auto& [rank, span] : members) {
+      if (span->args.getInt(traces::kArgBytes) != bytes) consistent = false;
+      c.start = std::max(c.start, span->start);
+      c.end = std::max(c.end, span->end());
+      sharedFraction += sweep.commShare.at(span);
+    }
+    if (!consistent) continue;  // ranks disagree on what this collective was: not a sample
+    sharedFraction /= static_cast<double>(members.size());
+    c.duration = Nanos(static_cast<int64_t>(std::llround(
+        static_cast<double>(std::max(Nanos::zero(), c.end - c.start).count()) * sharedFraction)));
+    p.collectives.push_back(std::move(c));
+  }
+}
+
+}  // namespace
+
+StatusOr<MeasuredProfile> buildProfile(const traces::Timeline& timeline,
+                                       const models::ModelSpec& model, const std::string& origin,
+                                       const ProfileOptions& options) {
+  MeasuredProfile p;
+  p.origin = origin;
+  RETURN_IF_ERROR(checkTraceUsesDdp(timeline, origin));
   ASSIGN_OR_RETURN(p.settings, readRunSettings(timeline, origin));
   if (auto facts = timeline.metadata().getString("host_facts")) p.hostFacts = std::string(*facts);
   if (auto trace = timeline.metadata().getString("host_facts_trace")) {
@@ -231,216 +555,19 @@ StatusOr<MeasuredProfile> buildProfile(const traces::Timeline& timeline,
   p.backward.assign(numLayers, {});
   p.numRanks = timeline.rankCount();
 
-  // Copy-in samples for the fit.
-  double sx = 0, sy = 0, sxx = 0, sxy = 0;
-  // Collectives per rank: (iteration, ordinal) → span.
-  std::map<std::pair<int64_t, int>, std::vector<std::pair<int, const Span*>>> collectiveByKey;
-  std::map<const Span*, double> commShare;  // every comm span: ownShares on its rank
-  std::map<int64_t, Nanos> stepByIteration;
-  std::map<int, std::vector<double>> rankSteps;
-  bool anyIteration = false;
-
+  ProfileSweep sweep{model, origin, skip};
   for (int ri = 0; ri < timeline.rankCount(); ++ri) {
-    const traces::RankTrack& track = timeline.rank(ri);
-    RankSpans spans;
-    for (const traces::Lane& lane : track.lanes) {
-      for (const Span& s : lane.spans) {
-        if (s.category == Category::kCopy) {
-          spans.copies.push_back(&s);
-        } else if (lane.kind == traces::LaneKind::kComm && traces::isCommunication(s.category)) {
-          spans.comm.push_back(&s);
-        } else if (lane.kind == traces::LaneKind::kCompute &&
-                   (s.category == Category::kForward || s.category == Category::kBackward ||
-                    s.category == Category::kOptimizer)) {
-          spans.compute.push_back(&s);
-        }
-      }
-    }
-    auto byStart = [](const Span* a, const Span* b) { return traces::spanPrecedes(*a, *b); };
-    std::sort(spans.compute.begin(), spans.compute.end(), byStart);
-    std::sort(spans.copies.begin(), spans.copies.end(), byStart);
-    std::sort(spans.comm.begin(), spans.comm.end(), byStart);
-    for (const auto& [span, share] : ownShares(spans.comm)) commShare[span] = share;
-    std::vector<std::pair<int64_t, int64_t>> commIntervals;
-    for (const Span* s : spans.comm) commIntervals.emplace_back(s->start.count(), s->end().count());
-    const auto commMerged = mergeIntervals(std::move(commIntervals));
-
-    const std::vector<traces::Iteration> iterations = timeline.iterations(ri);
-    if (!iterations.empty()) anyIteration = true;
-    size_t ci = 0, pi = 0, mi = 0;
-    for (const traces::Iteration& it : iterations) {
-      const int64_t a = it.start.count(), b = it.end().count();
-      // Collectives of this window (also outside measured ones, for the comm fit).
-      int ordinal = 0;
-      while (mi < spans.comm.size() && spans.comm[mi]->start.count() < a) ++mi;
-      Nanos lastCommEnd;
-      for (size_t k = mi; k < spans.comm.size() && spans.comm[k]->start.count() < b; ++k) {
-        collectiveByKey[{it.index, ordinal++}].emplace_back(track.rank, spans.comm[k]);
-        if (!spans.comm[k]->args.contains(traces::kArgBytes)) ++p.collectivesWithUnknownBytes;
-        lastCommEnd = std::max(lastCommEnd, spans.comm[k]->end());
-      }
-      const bool measured = it.index > skip;
-      while (ci < spans.compute.size() && spans.compute[ci]->start.count() < a) ++ci;
-      while (pi < spans.copies.size() && spans.copies[pi]->start.count() < a) ++pi;
-      if (!measured) continue;
-      auto& step = stepByIteration[it.index];
-      step = std::max(step, it.duration);
-      rankSteps[track.rank].push_back(static_cast<double>(it.duration.count()));
-
-      Nanos prevEnd = it.start;
-      Nanos lastBackwardEnd = it.start;
-      bool hasOptimizer = false;
-      size_t copyCursor = pi;
-      Nanos copyBackTotal;
-      bool anyCopyBack = false;
-      Nanos lastCopyEnd;
-      for (size_t k = pi; k < spans.copies.size() && spans.copies[k]->start.count() < b; ++k) {
-        const Span& c = *spans.copies[k];
-        lastCopyEnd = std::max(lastCopyEnd, c.end());
-        if (isCopyBack(c)) {
-          copyBackTotal += c.duration;
-          anyCopyBack = true;
-        } else {
-          const double x = static_cast<double>(*c.args.getInt(traces::kArgBytes));
-          const double y = static_cast<double>(c.duration.count());
-          sx += x, sy += y, sxx += x * x, sxy += x * y;
-          ++p.copySamples;
-        }
-      }
-      for (size_t k = ci; k < spans.compute.size() && spans.compute[k]->start.count() < b; ++k) {
-        const Span& s = *spans.compute[k];
-        if (s.category == Category::kOptimizer) {
-          hasOptimizer = true;
-          continue;
-        }
-        const bool backward = s.category == Category::kBackward;
-        const std::string layerName = backward ? stripBackwardSuffix(s.name) : s.name;
-        const int layer = model.findLayer(layerName);
-        // The CUDA runtime's loss head is no layer of the model: its time stays in the gap the
-        // next layer's span closes, as the CPU runtime's does (it records no span for it).
-        if (layer < 0 &&
-            (s.name == traces::kLossHeadSpan || s.name == traces::kLossHeadBackwardSpan)) {
-          continue;
-        }
-        if (layer < 0) {
-          return invalidArgument(origin + ": rank " + std::to_string(track.rank) + " iteration " +
-                                 std::to_string(it.index) + ": " +
-                                 (backward ? "backward" : "forward") + " span '" + s.name +
-                                 "' names no layer of model '" + model.name +
-                                 "' (its layers: " + layerList(model) +
-                                 "); give the model the trace was recorded with (--model)");
-        }
-        // Copy-ins between the previous compute span and this one are not this layer's time.
-        Nanos copiesBetween;
-        while (copyCursor < spans.copies.size() &&
-               spans.copies[copyCursor]->start.count() < s.start.count()) {
-          const Span& c = *spans.copies[copyCursor];
-          if (c.start >= prevEnd && !isCopyBack(c)) copiesBetween += c.duration;
-          ++copyCursor;
-        }
-        // So is a blocking collective in the gap before a forward span (DDP's buffer broadcast
-        // before the first layer, SyncBatchNorm's allreduces): the simulator times it itself.
-        // Backward gaps keep theirs: the bucket allreduces there run beside the host.
-        const Nanos commBefore =
-            backward || s.start <= prevEnd
-                ? Nanos::zero()
-                : Nanos(coveredLength(commMerged, prevEnd.count(), s.start.count()));
-        Nanos attributed = s.end() - prevEnd - copiesBetween - commBefore;
-        if (attributed < s.duration) attributed = s.duration;
-        const int64_t lo = s.end().count() - attributed.count();
-        const double overlap =
-            attributed.count() > 0
-                ? static_cast<double>(coveredLength(commMerged, lo, s.end().count())) /
-                      static_cast<double>(attributed.count())
-                : 0.0;
-        LayerSample sample{track.rank, it.index, attributed, std::clamp(overlap, 0.0, 1.0)};
-        (backward ? p.backward : p.forward)[static_cast<size_t>(layer)].push_back(sample);
-        prevEnd = s.end();
-        if (backward) lastBackwardEnd = std::max(lastBackwardEnd, s.end());
-      }
-      if (anyCopyBack) p.copyBack.push_back({track.rank, it.index, copyBackTotal, 0});
-      const bool synced =
-          hasOptimizer || lastCommEnd > Nanos::zero() || p.settings.ddp.noSyncPeriod == 1;
-      if (synced) {
-        Nanos tailStart = std::max({lastBackwardEnd, lastCopyEnd, lastCommEnd});
-        if (tailStart > it.end()) tailStart = it.end();
-        p.tail.push_back({track.rank, it.index, it.end() - tailStart, 0});
-      }
-    }
+    RETURN_IF_ERROR(sampleRank(timeline, ri, sweep, p));
   }
-  if (!anyIteration) {
+  if (!sweep.anyIteration) {
     return invalidArgument(origin +
                            ": no iteration windows (ProfilerStep#N spans of category "
                            "'iteration'); replay needs them to find the steps");
   }
-  for (const auto& [index, step] : stepByIteration) {
-    p.measuredIterations.push_back(index);
-    p.iterationSteps.push_back(step);
-  }
-  if (p.measuredIterations.empty()) {
-    return invalidArgument(origin + ": no measured iterations after skipping the first " +
-                           std::to_string(skip) +
-                           " (warm-up and bucket rebuild); record more iterations");
-  }
-  std::vector<double> steps;
-  for (Nanos s : p.iterationSteps) steps.push_back(static_cast<double>(s.count()));
-  p.measuredStep = Nanos(static_cast<int64_t>(std::llround(median(steps))));
-  double rankMedians = 0;
-  for (auto& [rank, values] : rankSteps) rankMedians += median(values);
-  if (!rankSteps.empty() && rankMedians > 0) {
-    rankMedians /= static_cast<double>(rankSteps.size());
-    p.rankMaxFactor = std::max(1.0, median(steps) / rankMedians);
-  }
-  // A GPU trace whose kernels were named through ddpscope.layer: ranges has no span for a
-  // layer without a module of its own (a residual add, an attention core): its kernels run in
-  // the gap before the next layer's span, whose attributed time holds them.
-  const bool rangeNamedKernels = timeline.metadata().getString("layer_spans") ==
-                                 std::optional<std::string_view>("gpu-kernels-by-range");
-  for (size_t l = 0; l < numLayers; ++l) {
-    const models::LayerSpec& layer = model.layers[l];
-    if (p.forward[l].empty() && !layer.use && !rangeNamedKernels) {
-      return invalidArgument(origin + ": layer '" + layer.name + "' of model '" + model.name +
-                             "' has no forward span in the measured iterations (is this the "
-                             "model the trace was recorded with?)");
-    }
-  }
-  if (p.copySamples > 0) {
-    const double n = p.copySamples;
-    const double det = n * sxx - sx * sx;
-    if (p.copySamples >= 2 && det > 0) {
-      p.copyNsPerByte = (n * sxy - sx * sy) / det;
-      p.copyInterceptNs = (sy - p.copyNsPerByte * sx) / n;
-    }
-    if (p.copySamples < 2 || det <= 0 || p.copyNsPerByte < 0 || p.copyInterceptNs < 0) {
-      // Degenerate (one size, or noise): a pure rate through the origin.
-      p.copyInterceptNs = 0;
-      p.copyNsPerByte = sxx > 0 ? sxy / sxx : 0;
-    }
-  }
-  for (const auto& [key, members] : collectiveByKey) {
-    const Span& first = *members.front().second;
-    auto bytes = first.args.getInt(traces::kArgBytes);
-    if (!bytes) continue;
-    CollectiveSample c;
-    c.category = first.category;
-    c.name = first.name;
-    c.bytes = *bytes;
-    c.iteration = key.first;
-    c.measured = key.first > skip;
-    bool consistent = true;
-    double sharedFraction = 0;
-    for (const auto& [rank, span] : members) {
-      if (span->args.getInt(traces::kArgBytes) != bytes) consistent = false;
-      c.start = std::max(c.start, span->start);
-      c.end = std::max(c.end, span->end());
-      sharedFraction += commShare.at(span);
-    }
-    if (!consistent) continue;  // ranks disagree on what this collective was: not a sample
-    sharedFraction /= static_cast<double>(members.size());
-    c.duration = Nanos(static_cast<int64_t>(std::llround(
-        static_cast<double>(std::max(Nanos::zero(), c.end - c.start).count()) * sharedFraction)));
-    p.collectives.push_back(std::move(c));
-  }
+  RETURN_IF_ERROR(summarizeMeasuredSteps(sweep, p));
+  RETURN_IF_ERROR(checkLayersHaveForward(timeline, sweep, p));
+  fitCopyIn(sweep.copyFit, p);
+  addCollectiveSamples(sweep, p);
   return p;
 }
 
