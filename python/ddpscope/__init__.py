@@ -5,22 +5,26 @@
     r = ddpscope.simulate(model, cluster="dgx-a100", nodes=4, bucket_cap_mb=50)
     print(r.step_time_ms, r.exposed_comm_ms, r.overlap_percent)
     rows = ddpscope.sweep(model, cluster="dgx-a100", nodes=4, bucket_cap_mb=[5, 25, 50, 100])
-    print(ddpscope.plan(model, cluster="dgx-a100", nodes=4)["ddp_kwargs"])
+    kwargs = ddpscope.plan(model, cluster="dgx-a100", nodes=4)["ddp_kwargs"]   # a dict
+    # DistributedDataParallel(module, **kwargs)
 
     with ddpscope.torch.record(ddp_model, path="run.json"):   # a live DDP job, every rank
         train()
     ddp_model = ddpscope.torch.tune(ddp_model, train_step).model   # measured in the job itself
 
 Settings are the ``ddpscope`` CLI's flags as keyword arguments (``bucket_cap_mb=50`` is
-``--bucket-cap-mb 50``); errors raise :class:`ddpscope.Error` with the CLI's message.
+``--bucket-cap-mb 50``); errors raise :class:`ddpscope.Error` with the CLI's message, bad input
+as :class:`ddpscope.InvalidSetting` (a ``ValueError``) or :class:`ddpscope.UnknownSetting` (a
+``TypeError``) naming the keyword argument.
 """
 
-from ._api import (Error, Model, SimResult, buckets, calibrate, cli, cluster_calibrate,
-                   cluster_from_topo, import_torch, models, overlap, plan, replay, simulate, sweep)
+from ._api import (Error, InvalidSetting, Model, SimResult, UnknownSetting, buckets, calibrate, cli,
+                   cluster_calibrate, cluster_from_topo, import_torch, models, overlap, plan,
+                   replay, simulate, sweep)
 
 __version__ = "0.1.0"
 
-__all__ = ["Error", "Model", "SimResult", "buckets", "calibrate", "cli", "cluster_calibrate",
+__all__ = ["Error", "InvalidSetting", "Model", "SimResult", "UnknownSetting", "buckets", "calibrate", "cli", "cluster_calibrate",
            "cluster_from_topo", "import_torch", "models", "overlap", "plan", "replay", "simulate", "sweep", "torch",
            "export"]
 

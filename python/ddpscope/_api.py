@@ -5,14 +5,19 @@ underscores (``bucket_cap_mb=50`` is ``--bucket-cap-mb 50``; ``find_unused=True`
 ``--find-unused``; a list is a comma list). They reach the same settings parsers in the C++
 libraries that the CLI's flags reach, so a setting means, defaults and fails exactly as on the
 command line, and every error is a :class:`ddpscope.Error` carrying the message the ``ddpscope``
-command prints. See ``ddpscope <command> --help`` for the
-full list of settings.
+command prints, in Python's words: a bad value is an :class:`InvalidSetting` (also a
+``ValueError``) naming the keyword argument (``bucket_cap_mb: expected a positive number, got
+'-3'``), an unknown keyword an :class:`UnknownSetting` (also a ``TypeError``). See ``ddpscope
+<command> --help`` for the full list of settings.
 """
 
 from __future__ import annotations
 
+import ast
+import functools
 import json
 import os
+import re
 import shutil
 import subprocess
 import sysconfig
@@ -23,6 +28,48 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 from . import _core
 
 Error = _core.Error
+
+
+class InvalidSetting(Error, ValueError):
+    """A keyword argument's value (or a file it names) that ddpscope refused: the message names
+    the keyword (``bucket_cap_mb``) where the CLI names the flag (``--bucket-cap-mb``); exit_code
+    is the CLI's (2)."""
+
+
+class UnknownSetting(Error, TypeError):
+    """A keyword argument the function does not take (the CLI's "unknown flag")."""
+
+
+_FLAG = re.compile(r"--([a-z0-9][a-z0-9-]*)")
+_UNKNOWN_FLAG = re.compile(r"^unknown flag --([a-z0-9][a-z0-9-]*)")
+
+
+def _python_error(error: Error, function: str) -> Error:
+    """The core's bad-input error (exit code 2) in Python's terms: keywords for flags, and the
+    exception classes Python's conventions expect. Other errors pass unchanged."""
+    if getattr(error, "exit_code", 1) != 2:
+        return error
+    message = str(error)
+    unknown = _UNKNOWN_FLAG.match(message)
+    if unknown:
+        return UnknownSetting("%s() got an unexpected keyword argument '%s'"
+                              % (function, unknown.group(1).replace("-", "_")), 2)
+    keyworded = _FLAG.sub(lambda m: m.group(0) if m.group(1) == "help"
+                          else m.group(1).replace("-", "_"), message)
+    return InvalidSetting(keyworded, 2)
+
+
+def _python_errors(function):
+    """Raises the core's bad-input errors of `function` as _python_error makes them."""
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except (InvalidSetting, UnknownSetting):
+            raise
+        except Error as e:
+            raise _python_error(e, function.__name__) from None
+    return wrapper
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -259,6 +306,7 @@ def models() -> List[str]:
     return list(_core.zoo_names())
 
 
+@_python_errors
 def buckets(model: ModelLike, bucket_cap_mb: Optional[float] = None, find_unused: bool = False,
             torch_version: Optional[str] = None, **settings: Any) -> Dict[str, Any]:
     """DDP's exact bucket plan for ``model`` (``ddpscope buckets --json``): buckets in reduction
@@ -340,6 +388,7 @@ class SimResult:
             self.step_time_ms, self.exposed_comm_ms, self.overlap_percent)
 
 
+@_python_errors
 def simulate(model: ModelLike, cluster: Optional[PathLike] = "dgx-h100",
              nodes: Optional[int] = None, **settings: Any) -> SimResult:
     """Simulates DDP training of ``model`` on ``cluster`` (a built-in name or a cluster JSON
@@ -359,6 +408,7 @@ def _rows(rows: List[Dict[str, Any]]) -> Any:
     return pandas.DataFrame(rows)
 
 
+@_python_errors
 def sweep(model: ModelLike, cluster: Optional[PathLike] = "dgx-h100",
           bucket_cap_mb: Optional[Sequence[float]] = None,
           nodes: Union[int, Sequence[int], None] = None,
@@ -381,6 +431,7 @@ def sweep(model: ModelLike, cluster: Optional[PathLike] = "dgx-h100",
     return _rows(out["best"] if best else out["rows"])
 
 
+@_python_errors
 def plan(model: ModelLike, cluster: Optional[PathLike] = "dgx-h100",
          nodes: Optional[int] = None, torch_version: Optional[str] = None,
          objective: Optional[str] = None, **settings: Any) -> Dict[str, Any]:
@@ -389,21 +440,36 @@ def plan(model: ModelLike, cluster: Optional[PathLike] = "dgx-h100",
     Returns a dict: ``default`` and ``best_uniform`` (full simulations), ``planned`` (the
     per-bucket layout with its ``bucket_cap_mb_list``, per-bucket launch/end times and gains;
     None for ``torch_version="1.13"``, which has no list), ``flags`` (each helpful DDP flag simulated with
-    and without) and ``ddp_kwargs``, the keyword arguments to paste into
-    ``DistributedDataParallel(model, ...)``. ``torch_version``: "2.15" (default) or "1.13";
+    and without), ``ddp_kwargs``, the keyword arguments for
+    ``DistributedDataParallel(model, **plan(...)["ddp_kwargs"])`` as a dict, and
+    ``ddp_kwargs_text``, the same as text to print or paste. ``torch_version``: "2.15" (default) or "1.13";
     ``objective``: "step" (default) or "exposed"; ``bucket_cap_mb``: the uniform caps to
     compare; other settings as for :func:`simulate`."""
     values = _settings(dict(nodes=nodes, objective=objective, torch_version=torch_version,
                             **settings))
-    return _core.plan(_core_settings(_model_settings(model), _cluster_settings(cluster), values))
+    out = _core.plan(_core_settings(_model_settings(model), _cluster_settings(cluster), values))
+    out["ddp_kwargs_text"] = out["ddp_kwargs"]
+    out["ddp_kwargs"] = _kwargs_dict(out["ddp_kwargs"])
+    return out
 
 
+def _kwargs_dict(text: str) -> Dict[str, Any]:
+    """``"bucket_cap_mb_list=[44, 1], gradient_as_bucket_view=True"`` -> its dict (Python
+    literals only)."""
+    if not text.strip():
+        return {}
+    call = ast.parse("f(%s)" % text, mode="eval").body
+    return {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+
+
+@_python_errors
 def overlap(trace_path: PathLike) -> Dict[str, Any]:
     """Overlap of communication with computation in a trace (``ddpscope overlap --json``): per
     rank and per iteration, HTA's definition."""
     return _core.overlap(os.fspath(trace_path))
 
 
+@_python_errors
 def replay(trace_path: PathLike, model: Optional[ModelLike] = None,
            cluster: Optional[PathLike] = None, **what_if: Any) -> Dict[str, Any]:
     """Re-simulates a measured run with its measured per-layer times (``ddpscope replay
@@ -418,6 +484,7 @@ def replay(trace_path: PathLike, model: Optional[ModelLike] = None,
                         os.fspath(trace_out) if trace_out else "")
 
 
+@_python_errors
 def import_torch(paths: Union[PathLike, Iterable[PathLike]], out: Optional[PathLike] = None,
                  model: Optional[ModelLike] = None, **settings: Any) -> Dict[str, Any]:
     """Imports the PyTorch profiler (Kineto) traces of a DDP job, one per rank, into a ddpscope
@@ -435,6 +502,7 @@ def import_torch(paths: Union[PathLike, Iterable[PathLike]], out: Optional[PathL
         {"out": os.fspath(out)}, _model_settings(model), _settings(settings)))
 
 
+@_python_errors
 def calibrate(traces: Union[PathLike, Iterable[PathLike]], out: PathLike,
               model: Optional[ModelLike] = None, **settings: Any) -> Dict[str, Any]:
     """Fits a cluster's cost-model constants to measured runs and writes the cluster JSON to
@@ -454,6 +522,7 @@ def _write_text(out: PathLike, text: str) -> None:
         raise Error("%s: cannot open for writing: %s" % (os.fspath(out), e.strerror), 2)
 
 
+@_python_errors
 def cluster_from_topo(topo: PathLike, gpu: Optional[str] = None,
                       out: Optional[PathLike] = None, **settings: Any) -> Dict[str, Any]:
     """A cluster description from the output of ``nvidia-smi topo -m``, as ``ddpscope cluster
@@ -475,6 +544,7 @@ def cluster_from_topo(topo: PathLike, gpu: Optional[str] = None,
     return json.loads(text)
 
 
+@_python_errors
 def cluster_calibrate(nccl_tests: Union[PathLike, Sequence[PathLike]],
                       cluster: PathLike = "dgx-h100",
                       cluster_file: Optional[PathLike] = None, ranks: Optional[int] = None,

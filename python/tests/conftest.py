@@ -8,6 +8,7 @@ package's build (<build>/bin/ddpscope), else the one on PATH.
 
 import json
 import os
+import re
 import shutil
 import subprocess
 
@@ -22,6 +23,19 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 DATA = os.path.join(ROOT, "tests", "data")
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 import external_data  # noqa: E402  (tests/external_data.py)
+
+
+def in_python(message, function):
+    """A CLI bad-input message as the Python API words it: the keyword argument where the CLI
+    names its flag (--bucket-cap-mb -> bucket_cap_mb), and "unknown flag --x (...)" as Python's
+    "f() got an unexpected keyword argument 'x'"."""
+    unknown = re.match(r"unknown flag --([a-z0-9-]+)", message)
+    if unknown:
+        return "%s() got an unexpected keyword argument '%s'" % (
+            function, unknown.group(1).replace("-", "_"))
+    return re.sub(r"--([a-z0-9][a-z0-9-]*)",
+                  lambda m: m.group(0) if m.group(1) == "help" else m.group(1).replace("-", "_"),
+                  message)
 
 
 def _find_cli():

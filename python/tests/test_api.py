@@ -8,6 +8,7 @@ import os
 import pytest
 
 import ddpscope
+from conftest import in_python
 
 
 def test_models_are_the_zoo(cli):
@@ -68,7 +69,7 @@ def test_buckets_errors_are_the_clis(cli):
         code, message = cli.error("buckets", "--model", "resnet18", *flags)
         with pytest.raises(ddpscope.Error) as e:
             ddpscope.buckets("resnet18", **kwargs)
-        assert (str(e.value), e.value.exit_code) == (message, code)
+        assert (str(e.value), e.value.exit_code) == (in_python(message, "buckets"), code)
 
 
 def test_simulate_equals_the_cli(cli, tmp_path):
@@ -120,11 +121,11 @@ def test_simulate_errors_are_the_clis(cli):
                               "--nodes", "0")
     with pytest.raises(ddpscope.Error) as e:
         ddpscope.simulate("resnet18", cluster="dgx-a100", nodes=0)
-    assert (str(e.value), e.value.exit_code) == (message, code)
+    assert (str(e.value), e.value.exit_code) == (in_python(message, "simulate"), code)
     code, message = cli.error("simulate", "--model", "resnet18", "--cluster", "no-such-cluster")
     with pytest.raises(ddpscope.Error) as e:
         ddpscope.simulate("resnet18", cluster="no-such-cluster")
-    assert str(e.value) == message
+    assert str(e.value) == in_python(message, "simulate")
 
 
 def test_sweep_equals_the_cli(cli):
@@ -148,13 +149,54 @@ def test_sweep_equals_the_cli(cli):
 def test_plan_equals_the_cli(cli):
     expected = cli.json("plan", "--model", "gpt2-small", "--cluster", "dgx-a100", "--nodes", "4")
     mine = ddpscope.plan("gpt2-small", cluster="dgx-a100", nodes=4)
+    # The same plan; in Python ddp_kwargs is a dict and the CLI's text is ddp_kwargs_text.
+    text = expected.pop("ddp_kwargs")
+    assert text.startswith("bucket_cap_mb_list=[")
+    assert mine.pop("ddp_kwargs_text") == text
+    assert mine.pop("ddp_kwargs") == {
+        "bucket_cap_mb_list": expected["planned"]["bucket_cap_mb_list"],
+        "gradient_as_bucket_view": True}
     assert mine == expected
-    assert mine["ddp_kwargs"].startswith("bucket_cap_mb_list=[")
     old = ddpscope.plan("resnet18", cluster="dgx-a100", nodes=2, torch_version="1.13",
                         bucket_cap_mb=[10, 25])
-    assert old == cli.json("plan", "--model", "resnet18", "--cluster", "dgx-a100", "--nodes", "2",
-                           "--torch-version", "1.13", "--bucket-cap-mb", "10,25")
+    expected = cli.json("plan", "--model", "resnet18", "--cluster", "dgx-a100", "--nodes", "2",
+                        "--torch-version", "1.13", "--bucket-cap-mb", "10,25")
+    assert old.pop("ddp_kwargs_text") == expected.pop("ddp_kwargs")
+    assert isinstance(old.pop("ddp_kwargs"), dict)
+    assert old == expected
     assert old["planned"] is None
+
+
+def test_errors_name_the_keyword_and_are_pythons_exceptions():
+    # A bad value: a ValueError naming the keyword argument, not the CLI's flag.
+    with pytest.raises(ValueError) as e:
+        ddpscope.simulate("resnet18", cluster="dgx-a100", bucket_cap_mb=-3)
+    assert str(e.value) == "bucket_cap_mb: expected a positive number, got '-3'"
+    assert isinstance(e.value, ddpscope.InvalidSetting) and e.value.exit_code == 2
+    # An unknown keyword: a TypeError worded as Python words it.
+    with pytest.raises(TypeError) as e:
+        ddpscope.plan("resnet18", cluster="dgx-a100", bucket_cap=5)
+    assert str(e.value) == "plan() got an unexpected keyword argument 'bucket_cap'"
+    assert isinstance(e.value, ddpscope.UnknownSetting)
+    # Not bad input (a failure of another kind, exit code 1) stays a plain ddpscope.Error.
+    assert not issubclass(ddpscope.Error, ValueError)
+
+
+def test_plan_kwargs_construct_a_real_distributed_data_parallel(tmp_path):
+    torch = pytest.importorskip("torch")
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+    version = "1.13" if torch.__version__.startswith("1.") else "2.15"
+    kwargs = ddpscope.plan("resnet18", cluster="dgx-a100", nodes=2,
+                           torch_version=version)["ddp_kwargs"]
+    assert kwargs and all(isinstance(k, str) for k in kwargs)
+    dist.init_process_group("gloo", init_method="file://" + str(tmp_path / "store"), rank=0,
+                            world_size=1)
+    try:
+        ddp = DistributedDataParallel(torch.nn.Linear(4, 2), **kwargs)
+        ddp(torch.randn(3, 4)).sum().backward()
+    finally:
+        dist.destroy_process_group()
 
 
 def test_plan_errors_are_the_clis(cli):
@@ -163,7 +205,7 @@ def test_plan_errors_are_the_clis(cli):
         with pytest.raises(ddpscope.Error) as e:
             ddpscope.plan("resnet18", cluster="dgx-a100", **kwargs)
         code, message = cli.error("plan", "--model", "resnet18", "--cluster", "dgx-a100", *flags)
-        assert (str(e.value), e.value.exit_code) == (message, code)
+        assert (str(e.value), e.value.exit_code) == (in_python(message, "plan"), code)
 
 
 def test_sweep_is_a_dataframe_with_pandas_else_a_list(monkeypatch):
@@ -275,11 +317,13 @@ def test_errors_of_every_library_call_are_the_clis(cli, data_dir, tmp_path):
         (lambda: ddpscope.calibrate(run, out=tmp_path / "c.json", base="no-such-cluster"),
          ["calibrate", run, "-o", str(tmp_path / "c.json"), "--base", "no-such-cluster"]),
     ]
+    functions = {"import-torch": "import_torch"}
     for call, args in cases:
         code, message = cli.error(*args)
         with pytest.raises(ddpscope.Error) as e:
             call()
-        assert (str(e.value), e.value.exit_code) == (message, code), args
+        expected = in_python(message, functions.get(args[0], args[0])) if code == 2 else message
+        assert (str(e.value), e.value.exit_code) == (expected, code), args
 
 
 def test_replay_trace_out_equals_the_cli(cli, data_dir, tmp_path):

@@ -8,6 +8,7 @@ import os
 import pytest
 
 import ddpscope
+from conftest import in_python
 
 # (fixture, settings as keyword arguments, the same as CLI flags)
 CASES = [
@@ -89,7 +90,7 @@ def test_errors_are_the_clis(cli, data_dir, kwargs, flags):
     code, message = cli.error("cluster", "from-topo", path, *flags)
     with pytest.raises(ddpscope.Error) as e:
         ddpscope.cluster_from_topo(path, **kwargs)
-    assert str(e.value) == message
+    assert str(e.value) == in_python(message, "cluster_from_topo")
     assert e.value.exit_code == code == 2
 
 
