@@ -97,9 +97,8 @@ StatusOr<fs::path> prepareTorchJob(const std::string& python, const fs::path& di
   return script;
 }
 
-}  // namespace
-
-Status runValidateCommand(const std::vector<std::string>& argv, CommandIo io) {
+// The command's flags and help.
+ArgParser makeValidateParser() {
   ArgParser parser(
       "ddpscope validate", "[--python PYTHON] [--grid full|ci] [--out DIR] [--reuse] [--json]",
       "The validation harness: trains for real on this machine (ddpscope run, CPU runtime under\n"
@@ -142,114 +141,152 @@ Status runValidateCommand(const std::vector<std::string>& argv, CommandIo io) {
             "report")
       .option("csv", "PATH", "also write validate.csv (one row per configuration) to PATH")
       .deprecatedAlias("torch", "python");
-  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv, io.err));
-  if (args.helpRequested()) {
-    io.out << parser.helpText();
-    return Status::ok();
+  return parser;
+}
+
+// --NAME N: an integer from `least` to `most`; nullopt when the flag is absent.
+StatusOr<std::optional<int>> validateCountFlag(const ParsedArgs& args, const std::string& name,
+                                               long least, long most) {
+  const std::optional<std::string> text = args.value(name);
+  if (!text) return std::optional<int>();
+  char* end = nullptr;
+  const long value = std::strtol(text->c_str(), &end, 10);
+  if (text->empty() || *end != '\0' || value < least || value > most) {
+    return invalidArgument("--" + name + ": expected an integer from " + std::to_string(least) +
+                           " to " + std::to_string(most) + ", got '" + *text + "'");
   }
-  const std::string gridName = args.value("grid").value_or("full");
-  if (gridName != "full" && gridName != "ci") {
-    return invalidArgument("--grid: expected full or ci, got '" + gridName + "'");
+  return std::optional<int>(static_cast<int>(value));
+}
+
+// What the flags ask for, checked: the grid, who trains it and where its files go.
+struct ValidateSetup {
+  std::string gridName;              // full or ci
+  std::optional<std::string> torch;  // --python as given: train with real PyTorch DDP
+  std::string python;                // --python resolved to an executable
+  sim::validate::Grid grid;          // with --noise-runs and --repeat applied
+  fs::path dir;                      // --out, created
+};
+
+// The grid, the python (--python) and the output folder (created) from the flags.
+StatusOr<ValidateSetup> readValidateSetup(const ParsedArgs& args) {
+  ValidateSetup setup;
+  setup.gridName = args.value("grid").value_or("full");
+  if (setup.gridName != "full" && setup.gridName != "ci") {
+    return invalidArgument("--grid: expected full or ci, got '" + setup.gridName + "'");
   }
-  const std::optional<std::string> torch = args.value("python");
-  if (torch && args.has("mpirun")) {
+  setup.torch = args.value("python");
+  if (setup.torch && args.has("mpirun")) {
     return invalidArgument("--mpirun: only for ddpscope's runtime; --python runs gloo jobs");
   }
-  std::string python;
-  if (torch) {
-    ASSIGN_OR_RETURN(python, resolvePython(*torch));
+  if (setup.torch) {
+    ASSIGN_OR_RETURN(setup.python, resolvePython(*setup.torch));
   }
-  sim::validate::Grid grid;
-  if (torch) {
-    grid = gridName == "full" ? sim::validate::torchFullGrid() : sim::validate::torchCiGrid();
+  const bool full = setup.gridName == "full";
+  if (setup.torch) {
+    setup.grid = full ? sim::validate::torchFullGrid() : sim::validate::torchCiGrid();
   } else {
-    grid = gridName == "full" ? sim::validate::fullGrid() : sim::validate::ciGrid();
+    setup.grid = full ? sim::validate::fullGrid() : sim::validate::ciGrid();
   }
-  if (auto n = args.value("noise-runs")) {
-    char* end = nullptr;
-    const long value = std::strtol(n->c_str(), &end, 10);
-    if (n->empty() || *end != '\0' || value < 0 || value > 50) {
-      return invalidArgument("--noise-runs: expected an integer from 0 to 50, got '" + *n + "'");
-    }
-    grid.noiseRuns = static_cast<int>(value);
-  }
-  if (auto r = args.value("repeat")) {
-    char* end = nullptr;
-    const long value = std::strtol(r->c_str(), &end, 10);
-    if (r->empty() || *end != '\0' || value < 1 || value > 20) {
-      return invalidArgument("--repeat: expected an integer from 1 to 20, got '" + *r + "'");
-    }
-    grid.repeats = static_cast<int>(value);
-  }
-  const fs::path dir = args.value("out").value_or("validate-out");
+  ASSIGN_OR_RETURN(const std::optional<int> noiseRuns,
+                   validateCountFlag(args, "noise-runs", 0, 50));
+  if (noiseRuns) setup.grid.noiseRuns = *noiseRuns;
+  ASSIGN_OR_RETURN(const std::optional<int> repeats, validateCountFlag(args, "repeat", 1, 20));
+  if (repeats) setup.grid.repeats = *repeats;
+  setup.dir = args.value("out").value_or("validate-out");
   std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) return invalidArgument("--out: cannot create '" + dir.string() + "': " + ec.message());
-  sim::validate::RunPlanOptions planOptions;
-  planOptions.outDir = dir;
-  planOptions.mpirun = args.value("mpirun");
-  const sim::validate::RunPlan plan = sim::validate::planRuns(grid, planOptions);
-  sim::validate::Runner runner = spawnRun;
-  if (torch) {
-    ASSIGN_OR_RETURN(const fs::path script, prepareTorchJob(python, dir));
-    runner = [python, script](const std::vector<std::string>& runArgs,
-                              const fs::path& log) -> StatusOr<int> {
-      std::vector<std::string> command = {python, script.string()};
-      command.insert(command.end(), runArgs.begin(), runArgs.end());
-      return runChildProcess(std::move(command), kTorchEnv, log.string());
-    };
+  fs::create_directories(setup.dir, ec);
+  if (ec) {
+    return invalidArgument("--out: cannot create '" + setup.dir.string() + "': " + ec.message());
   }
+  return setup;
+}
 
-  const bool json = args.has("json");
-  // The plan goes to stderr with --json (stdout is then the result alone).
-  (json ? io.err : io.out) << "running " << plan.configs.size() << " configurations x "
-                           << grid.repeats << " + "
-                           << (plan.runs.size() - plan.configs.size() * grid.repeats)
-                           << " noise runs (" << gridName << " grid, "
-                           << (torch ? "real PyTorch DDP under " + python : "ddpscope run") << ", "
-                           << grid.warmup << " warm-up + " << grid.iterations
-                           << " iterations each) into " << dir.string() << "\n";
-  io.out.flush();
+// The harness's runner: `ddpscope run` (this binary), or with --python the embedded job script
+// under that python (written into the output folder and checked first).
+StatusOr<sim::validate::Runner> validateRunner(const ValidateSetup& setup) {
+  if (!setup.torch) return sim::validate::Runner(spawnRun);
+  ASSIGN_OR_RETURN(const fs::path script, prepareTorchJob(setup.python, setup.dir));
+  return sim::validate::Runner(
+      [python = setup.python, script](const std::vector<std::string>& runArgs,
+                                      const fs::path& log) -> StatusOr<int> {
+        std::vector<std::string> command = {python, script.string()};
+        command.insert(command.end(), runArgs.begin(), runArgs.end());
+        return runChildProcess(std::move(command), kTorchEnv, log.string());
+      });
+}
+
+// One line saying what will run: configurations, repeats, noise runs, grid, trainer,
+// iterations and the output folder.
+void printValidatePlan(const ValidateSetup& setup, const sim::validate::RunPlan& plan,
+                       std::ostream& out) {
+  const sim::validate::Grid& grid = setup.grid;
+  out << "running " << plan.configs.size() << " configurations x " << grid.repeats << " + "
+      << (plan.runs.size() - plan.configs.size() * grid.repeats) << " noise runs ("
+      << setup.gridName << " grid, "
+      << (setup.torch ? "real PyTorch DDP under " + setup.python : "ddpscope run") << ", "
+      << grid.warmup << " warm-up + " << grid.iterations << " iterations each) into "
+      << setup.dir.string() << "\n";
+}
+
+// Trains the plan's runs (--reuse: keeps traces already there; progress on `err` unless
+// --quiet), then calibrates and predicts: the harness's report.
+StatusOr<sim::validate::Report> trainAndValidate(const ParsedArgs& args,
+                                                 const sim::validate::Grid& grid,
+                                                 const sim::validate::RunPlan& plan,
+                                                 const sim::validate::Runner& runner,
+                                                 std::ostream& err) {
   sim::validate::TrainOptions trainOptions;
   trainOptions.reuse = args.has("reuse");
-  Progress progress = Progress::forCommand("validate", plan.runs.size(), io.err, args.has("quiet"));
+  Progress progress = Progress::forCommand("validate", plan.runs.size(), err, args.has("quiet"));
   trainOptions.progress = [&progress](const sim::validate::RunProgress& p) {
     progress.update(static_cast<size_t>(p.done),
                     p.run ? p.run->trace.filename().string() : std::string());
   };
-  ASSIGN_OR_RETURN(sim::validate::Report report,
-                   sim::validate::runValidation(grid, plan, runner, trainOptions));
+  return sim::validate::runValidation(grid, plan, runner, trainOptions);
+}
 
+// validate.csv and validate.json into `dir`, and with --csv the CSV to that path too.
+Status writeValidateResults(const ParsedArgs& args, const sim::validate::Report& report,
+                            const fs::path& dir) {
   sim::validate::writeResultFiles(report, dir);
   if (auto csv = args.value("csv")) {
     std::ofstream file(*csv);
     sim::validate::writeCsv(report, file);
     if (!file) return invalidArgument("--csv: cannot write '" + *csv + "'");
   }
-  if (json) {
-    sim::validate::writeJson(report, io.out);
-    return Status::ok();
-  }
+  return Status::ok();
+}
+
+// The report's first part: the torch version (--python), each world size's calibration and the
+// table of measured and predicted steps per configuration.
+void printValidateTable(const sim::validate::Report& report, std::ostream& out) {
   char line[256];
   if (!report.torchVersion.empty())
-    io.out << "real PyTorch DDP: torch " << report.torchVersion << "\n";
-  for (const sim::validate::WorldCalibration& cal : report.calibrations) io.out << cal.text;
+    out << "real PyTorch DDP: torch " << report.torchVersion << "\n";
+  for (const sim::validate::WorldCalibration& cal : report.calibrations) out << cal.text;
   std::snprintf(line, sizeof(line), "\n%-10s %5s %6s %6s %12s %12s %9s\n", "model", "world", "cap",
                 "f_unus", "measured ms", "predicted ms", "error");
-  io.out << line;
+  out << line;
   for (const sim::validate::Row& r : report.rows) {
     std::snprintf(line, sizeof(line), "%-10s %5d %6g %6s %12.3f %12.3f %+8.2f%%%s\n",
                   r.config.model.label.c_str(), r.config.world, r.config.cap,
                   r.config.findUnused ? "on" : "off", r.measured.toMillis(), r.predicted.toMillis(),
                   r.errorPercent, r.config.calibration ? "  (calibration run)" : "");
-    io.out << line;
+    out << line;
   }
+}
+
+// The report's summary: held-out MAPE and p95, the noise floor, MAPE per world size, the worst
+// configuration, the time the runs took and where the results are.
+void printValidateSummary(const sim::validate::Report& report, const fs::path& dir,
+                          std::ostream& out) {
+  char line[256];
   const sim::validate::Summary& s = report.summary;
   std::snprintf(line, sizeof(line),
                 "\nheld-out MAPE %.2f %%, p95 error %.2f %% over %zu configurations (calibration "
                 "runs replayed: %.2f %%)\n",
                 s.heldOutMapePercent, s.heldOutP95Percent, s.heldOut, s.inSampleMapePercent);
-  io.out << line;
+  out << line;
   const sim::validate::NoiseFloor& n = report.noise;
   if (n.pairs > 0) {
     const std::optional<double> ratio = sim::validate::mapeOverNoise(report);
@@ -264,21 +301,53 @@ Status runValidateCommand(const std::vector<std::string>& argv, CommandIo io) {
                   "noise floor: unknown (no configuration ran twice: --repeat 2 or --noise-runs "
                   "N)\n");
   }
-  io.out << line;
+  out << line;
   for (const sim::validate::WorldMape& w : s.perWorld) {
     std::snprintf(line, sizeof(line), "  world %d: MAPE %.2f %% (%d)\n", w.world, w.mapePercent,
                   w.configurations);
-    io.out << line;
+    out << line;
   }
   if (s.worst) {
     std::snprintf(line, sizeof(line), "worst: %s  measured %.3f ms, predicted %.3f ms (%+.2f %%)\n",
                   s.worst->config.name().c_str(), s.worst->measured.toMillis(),
                   s.worst->predicted.toMillis(), s.worst->errorPercent);
-    io.out << line;
+    out << line;
   }
   std::snprintf(line, sizeof(line), "runs took %.1f s; results in %s\n", report.runTime.toSeconds(),
                 (dir / "validate.csv").string().c_str());
-  io.out << line;
+  out << line;
+}
+
+}  // namespace
+
+Status runValidateCommand(const std::vector<std::string>& argv, CommandIo io) {
+  const ArgParser parser = makeValidateParser();
+  ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv, io.err));
+  if (args.helpRequested()) {
+    io.out << parser.helpText();
+    return Status::ok();
+  }
+  ASSIGN_OR_RETURN(const ValidateSetup setup, readValidateSetup(args));
+  sim::validate::RunPlanOptions planOptions;
+  planOptions.outDir = setup.dir;
+  planOptions.mpirun = args.value("mpirun");
+  const sim::validate::RunPlan plan = sim::validate::planRuns(setup.grid, planOptions);
+  ASSIGN_OR_RETURN(const sim::validate::Runner runner, validateRunner(setup));
+
+  const bool json = args.has("json");
+  // The plan goes to stderr with --json (stdout is then the result alone).
+  printValidatePlan(setup, plan, json ? io.err : io.out);
+  io.out.flush();
+  ASSIGN_OR_RETURN(const sim::validate::Report report,
+                   trainAndValidate(args, setup.grid, plan, runner, io.err));
+
+  RETURN_IF_ERROR(writeValidateResults(args, report, setup.dir));
+  if (json) {
+    sim::validate::writeJson(report, io.out);
+    return Status::ok();
+  }
+  printValidateTable(report, io.out);
+  printValidateSummary(report, setup.dir, io.out);
   return Status::ok();
 }
 
