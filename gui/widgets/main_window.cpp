@@ -54,6 +54,29 @@ MainWindow::MainWindow(QWidget* parent)
   setAcceptDrops(true);
   resize(1400, 860);
 
+  buildTabs();
+  buildDocks();
+  buildStatusBar();
+  m_errorHandler = [this](const QString& title, const QString& message) {
+    auto* box = new QMessageBox(QMessageBox::Critical, title, message, QMessageBox::Ok, this);
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->open();  // window-modal, non-blocking
+  };
+
+  connectLoader();
+  connectSelectionAndSearch();
+  connectPanels();
+  m_sweep->setBaseSettings(m_whatIf->settings());
+
+  buildMenus();
+  m_statusLabel->setText(
+      tr("Open a trace (Ctrl+O) or a folder of per-rank PyTorch traces (Ctrl+Shift+O), or drop "
+         "them here. Wheel: zoom · drag: pan · Backspace: back · F: fit iteration"));
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::buildTabs() {
   m_tabs = new QTabWidget(this);
   auto* timelineTab = new QWidget(m_tabs);
   auto* timelineLayout = new QVBoxLayout(timelineTab);
@@ -77,8 +100,9 @@ MainWindow::MainWindow(QWidget* parent)
   m_tabs->addTab(m_sweep, tr("Sweep"));
   m_tabs->addTab(m_tune, tr("Tuning"));
   setCentralWidget(m_tabs);
+}
 
-  // Docks: lanes, search, details.
+void MainWindow::buildDocks() {
   m_laneTree = new QTreeView(this);
   m_laneTree->setModel(m_timelineModel);
   m_laneTree->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
@@ -114,20 +138,18 @@ MainWindow::MainWindow(QWidget* parent)
   addDockWidget(Qt::LeftDockWidgetArea, detailsDock);
   resizeDocks({lanesDock, searchDock, detailsDock}, {260, 200, 200}, Qt::Vertical);
   resizeDocks({lanesDock}, {260}, Qt::Horizontal);
+}
 
+void MainWindow::buildStatusBar() {
   m_progress = new QProgressBar(this);
   m_progress->setMaximumWidth(220);
   m_progress->setVisible(false);
   m_statusLabel = new QLabel(this);
   statusBar()->addWidget(m_statusLabel, 1);
   statusBar()->addPermanentWidget(m_progress);
+}
 
-  m_errorHandler = [this](const QString& title, const QString& message) {
-    auto* box = new QMessageBox(QMessageBox::Critical, title, message, QMessageBox::Ok, this);
-    box->setAttribute(Qt::WA_DeleteOnClose);
-    box->open();  // window-modal, non-blocking
-  };
-
+void MainWindow::connectLoader() {
   connect(m_loader, &TraceLoader::progress, this, [this](int, int percent, const QString& stage) {
     m_progress->setVisible(true);
     m_progress->setRange(0, 100);
@@ -165,6 +187,9 @@ MainWindow::MainWindow(QWidget* parent)
             m_progress->setVisible(m_loader->pending() > 0);
             reportError(tr("Cannot open %1").arg(QFileInfo(path).fileName()), message);
           });
+}
+
+void MainWindow::connectSelectionAndSearch() {
   connect(m_view, &TimelineView::spanSelected, this,
           [this](SpanRef ref) { showDetails(m_docA, ref); });
   connect(m_compare, &ComparePanel::spanSelected, this, &MainWindow::showDetails);
@@ -186,6 +211,9 @@ MainWindow::MainWindow(QWidget* parent)
     int row = index.data(kRowRole).toInt();
     if (row >= 0) showTab(kTimelineTab);
   });
+}
+
+void MainWindow::connectPanels() {
   connect(m_whatIf, &WhatIfPanel::comparisonChanged, this,
           [this](WhatIfResultPtr a, WhatIfResultPtr b) {
             bool first = !m_compareFromWhatIf;
@@ -197,34 +225,28 @@ MainWindow::MainWindow(QWidget* parent)
             if (first) showTab(kCompareTab);
           });
   connect(m_whatIf, &WhatIfPanel::openInTimeline, this, &MainWindow::showWhatIfResult);
-  connect(m_sweep, &SweepPanel::configurationChosen, this, [this](const WhatIfSettings& s) {
-    m_statusLabel->setText(tr("simulating %1…").arg(QString::fromStdString(s.describe())));
-    using Result = std::shared_ptr<StatusOr<WhatIfResult>>;
-    auto* watcher = new QFutureWatcher<Result>(this);
-    connect(watcher, &QFutureWatcher<Result>::finished, this, [this, watcher]() {
-      Result r = watcher->result();
-      watcher->deleteLater();
-      if (!r->isOk()) {
-        reportError(tr("Simulation failed"), QString::fromStdString(r->status().message()));
-        return;
-      }
-      showWhatIfResult(std::make_shared<WhatIfResult>(std::move(*r).value()));
-    });
-    watcher->setFuture(QtConcurrent::run(
-        [s]() { return std::make_shared<StatusOr<WhatIfResult>>(runWhatIf(s, true)); }));
-  });
+  connect(m_sweep, &SweepPanel::configurationChosen, this, &MainWindow::simulateConfiguration);
   connect(m_tabs, &QTabWidget::currentChanged, this, [this](int index) {
     if (index == kSweepTab) m_sweep->setBaseSettings(m_whatIf->settings());
   });
-  m_sweep->setBaseSettings(m_whatIf->settings());
-
-  buildMenus();
-  m_statusLabel->setText(
-      tr("Open a trace (Ctrl+O) or a folder of per-rank PyTorch traces (Ctrl+Shift+O), or drop "
-         "them here. Wheel: zoom · drag: pan · Backspace: back · F: fit iteration"));
 }
 
-MainWindow::~MainWindow() = default;
+void MainWindow::simulateConfiguration(const WhatIfSettings& s) {
+  m_statusLabel->setText(tr("simulating %1…").arg(QString::fromStdString(s.describe())));
+  using Result = std::shared_ptr<StatusOr<WhatIfResult>>;
+  auto* watcher = new QFutureWatcher<Result>(this);
+  connect(watcher, &QFutureWatcher<Result>::finished, this, [this, watcher]() {
+    Result r = watcher->result();
+    watcher->deleteLater();
+    if (!r->isOk()) {
+      reportError(tr("Simulation failed"), QString::fromStdString(r->status().message()));
+      return;
+    }
+    showWhatIfResult(std::make_shared<WhatIfResult>(std::move(*r).value()));
+  });
+  watcher->setFuture(QtConcurrent::run(
+      [s]() { return std::make_shared<StatusOr<WhatIfResult>>(runWhatIf(s, true)); }));
+}
 
 void MainWindow::buildMenus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));

@@ -93,7 +93,17 @@ class MainWindow : public QMainWindow {
   void dropEvent(QDropEvent* event) override;
 
  private:
+  // The constructor's steps, in order.
+  void buildTabs();                  // Timeline (axis, view, legend) and the panels' tabs
+  void buildDocks();                 // docks: lanes, search, details
+  void buildStatusBar();             // the status text and the load progress
+  void connectLoader();              // load progress, loaded documents and runs, failures
+  void connectSelectionAndSearch();  // span details, search, lane activation
+  void connectPanels();              // what-if comparison, sweep choices, the sweep's base
   void buildMenus();
+  // Simulates a configuration picked in the Sweep tab on a worker, then shows the result in
+  // the timeline or reports the simulation's error.
+  void simulateConfiguration(const WhatIfSettings& settings);
   void showRun(int slot, const LoadedRun& run);
   void addRecentFile(const QString& path);
   void rebuildRecentMenu();
