@@ -41,7 +41,7 @@ import statistics
 import tempfile
 import time
 import warnings
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence
 
 import torch
 import torch.distributed as dist
@@ -399,6 +399,196 @@ def _decide(candidates: List[Dict[str, Any]], per_round: List[List[float]], cont
             "confidence": confidence}
 
 
+# ---- the steps of the call ----
+
+def _check_arguments(train_step: Any, counts: Sequence[tuple], alpha: float) -> None:
+    """Raises TuneError naming the first argument out of range: ``train_step`` not callable, a
+    count ``(name, value, least)`` not an integer >= least, ``alpha`` outside (0, 1)."""
+    if not callable(train_step):
+        raise TuneError("ddpscope.torch.tune: train_step: expected a function of the DDP model "
+                        "that runs one training step, got %s" % type(train_step).__name__)
+    for name, value, least in counts:
+        if not isinstance(value, int) or value < least:
+            raise TuneError("ddpscope.torch.tune: %s: expected an integer >= %d, got %r"
+                            % (name, least, value))
+    if not 0 < alpha < 1:
+        raise TuneError("ddpscope.torch.tune: alpha: expected 0 < alpha < 1, got %r" % (alpha,))
+
+
+class _Job:
+    """The job being tuned: its DDP wrapper and module, the settings that rebuild the wrapper,
+    its communication hook, its process groups (a gloo group for tune's own messages) and the
+    runner of its training steps."""
+
+    def __init__(self, ddp: Any, train_step: Callable[[Any], Any]):
+        self.ddp = ddp
+        self.hook = _comm_hook(ddp)
+        self.module = ddp.module
+        self.base = _base_kwargs(ddp)
+        self.cuda = any(p.is_cuda for p in self.module.parameters())
+        self.group = ddp.process_group
+        self.rank = dist.get_rank()
+        self.world = dist.get_world_size(self.group)
+        self.gloo = (self.group if str(dist.get_backend(self.group)) == "gloo"
+                     else dist.new_group(backend="gloo"))
+        self.runner = _Runner(self.module, train_step, self.cuda)
+
+    def wrap(self, kwargs: Dict[str, Any]) -> Any:
+        """A new DDP around the job's module with `kwargs` (None values left out) and the
+        job's communication hook."""
+        kw = {k: v for k, v in kwargs.items() if v is not None}
+        if not kw.get("bucket_cap_mb_list"):
+            kw.pop("bucket_cap_mb_list", None)
+        with warnings.catch_warnings():  # broadcast_buffers=False's deprecation (see above)
+            warnings.simplefilter("ignore", FutureWarning)
+            w = nn.parallel.DistributedDataParallel(self.module, **kw)
+        if self.hook is not None:
+            w.register_comm_hook(self.hook[1], self.hook[0])
+        return w
+
+
+class _Recording(NamedTuple):
+    """The recorded steps: the trace (in a temporary folder), the example input to export the
+    model with (None when the forward took no tensor), whether the recorded forwards used the
+    same parameters, and the recorder (it holds its wrapper until tune returns)."""
+    tmp: str
+    trace: str
+    example: Any
+    static_ok: bool
+    recorder: Any
+
+
+def _record(job: _Job, optimizer: Any, record_steps: int, example_inputs: Any) -> _Recording:
+    """Runs 2 + record_steps steps on a recording copy of the job's wrapper (the recorder's hook
+    stays on what it recorded), the first 2 unrecorded."""
+    captured: List[Any] = [example_inputs]
+    recorder_ddp = job.wrap(job.base)
+
+    def capture(mod: Any, inputs: Any) -> None:
+        if captured[0] is None:
+            first = next((x for x in inputs if isinstance(x, torch.Tensor)), None)
+            if first is not None:
+                captured[0] = first.detach().clone()
+
+    handle = recorder_ddp.register_forward_pre_hook(capture)
+    tmp = tempfile.mkdtemp(prefix="ddpscope-tune-")
+    trace = os.path.join(tmp, "record.json")
+    job.runner.run(recorder_ddp, 2, timed=False)
+    with record(recorder_ddp, path=trace, optimizer=optimizer, warmup=0) as rec:
+        job.runner.run(recorder_ddp, record_steps, timed=False)
+    handle.remove()
+    del recorder_ddp
+    # static_graph only when every recorded forward used the same parameters (the
+    # recorder's gradient-ready times, per iteration).
+    used: Dict[int, set] = {}
+    for it, index, _t in rec.ready:
+        used.setdefault(it, set()).add(index)
+    static_ok = len({frozenset(u) for u in used.values()}) == 1
+    return _Recording(tmp, trace, captured[0], static_ok, rec)
+
+
+def _shared_proposal(job: _Job, recording: _Recording, max_candidates: int,
+                     cluster: Optional[str], record_steps: int) -> tuple:
+    """(candidates, note) on every rank: rank 0 plans the recording (the fallback caps when it
+    cannot) and broadcasts its proposal; the recording's folder is removed."""
+    note = None
+    proposal = None
+    if job.rank == 0:
+        if recording.example is None:
+            proposal, note = None, "not predicted: the forward took no tensor to export with"
+        else:
+            proposal, note = _propose(job.base, recording.trace, job.module, recording.example,
+                                      max_candidates, recording.static_ok, cluster, record_steps)
+        if proposal is None:
+            proposal = _fallback(job.base, max_candidates)
+            note += "; measuring the default and caps 5 and 100 instead"
+    shared = [proposal, note]
+    dist.broadcast_object_list(shared, src=0, group=job.gloo)
+    proposal, note = shared
+    shutil.rmtree(recording.tmp, ignore_errors=True)
+    return proposal, note
+
+
+def _candidate_wrappers(job: _Job, proposal: List[Dict[str, Any]]) -> List[Any]:
+    """One wrapper per candidate, in order; the current settings are the user's own object."""
+    wrappers = []
+    for c in proposal:
+        if c["current"]:
+            wrappers.append(job.ddp)
+        else:
+            kw = dict(job.base)
+            kw.update(c["ddp_kwargs"])
+            try:
+                wrappers.append(job.wrap(kw))
+            except (TypeError, ValueError, RuntimeError, AssertionError) as e:
+                raise TuneError("ddpscope.torch.tune: DistributedDataParallel(%s) failed: %s"
+                                % (c["kwargs"] or "defaults", e)) from e
+    return wrappers
+
+
+def _measure_rounds(runner: _Runner, wrappers: List[Any], rounds: int,
+                    steps_per_block: int) -> List[List[List[int]]]:
+    """Interleaved rounds of one block per wrapper plus the control (the current settings,
+    wrappers[0], again), the order rotated each round. Returns times[slot][round]: this rank's
+    timed steps of that block (its first step untimed); slot len(wrappers) is the control."""
+    n = len(wrappers)
+    order = list(range(n)) + [0]
+    slots = list(range(n + 1))
+    times: List[List[List[int]]] = [[[] for _ in range(rounds)] for _ in range(n + 1)]
+    for r in range(rounds):
+        k = r % len(slots)
+        for slot in slots[k:] + slots[:k]:
+            t = runner.run(wrappers[order[slot]], steps_per_block, timed=True)
+            times[slot][r] = t[1:]
+    return times
+
+
+def _take_slowest_rank(times: List[List[List[int]]], rounds: int, gloo: Any) -> None:
+    """Replaces each step's time in `times` by the slowest rank's (an elementwise maximum)."""
+    flat = torch.tensor([x for slot in times for rt in slot for x in rt], dtype=torch.float64)
+    dist.all_reduce(flat, op=dist.ReduceOp.MAX, group=gloo)
+    it = iter(flat.tolist())
+    for slot in times:
+        for r in range(rounds):
+            slot[r] = [next(it) for _ in slot[r]]
+
+
+def _decide_rounds(proposal: List[Dict[str, Any]], times: List[List[List[float]]], rounds: int,
+              alpha: float, min_gain: float) -> Dict[str, Any]:
+    """The decision on the measured rounds (see :func:`_decide`), with the DDP call to paste
+    and the control's median step."""
+    n = len(proposal)
+    per_round = [[statistics.median(times[i][r]) for r in range(rounds)] for i in range(n)]
+    control = [statistics.median(times[n][r]) for r in range(rounds)]
+    decision = _decide(proposal, per_round, control, alpha, min_gain)
+    chosen = proposal[decision["chosen"]]
+    kwargs = chosen["kwargs"]
+    decision["paste"] = "DistributedDataParallel(model%s)" % (", " + kwargs if kwargs else "")
+    decision["control_step_ms"] = statistics.median(control) / 1e6
+    return decision
+
+
+def _report_doc(job: _Job, settings: Dict[str, Any], note: Optional[str],
+                proposal: List[Dict[str, Any]], decision: Dict[str, Any], steps: Dict[str, int],
+                t_start: float) -> Dict[str, Any]:
+    """The JSON report; adds the total to `steps`."""
+    steps["total"] = sum(steps.values())
+    return {"format": REPORT_FORMAT, "version": REPORT_VERSION, "torch": torch.__version__,
+            "world_size": job.world, "backend": str(dist.get_backend(job.group)),
+            "device": "cuda" if job.cuda else "cpu",
+            "timing": "CUDA events on the current stream" if job.cuda else "wall clock",
+            "model": type(job.module).__name__, "settings": settings,
+            "prediction": note, "candidates": proposal, "decision": decision,
+            "steps": steps, "seconds": time.perf_counter() - t_start}
+
+
+def _write_report(doc: Dict[str, Any], path: Any) -> None:
+    """Writes the report to `path` as indented JSON."""
+    with open(os.fspath(path), "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+
+
 # ---- the call ----
 
 def tune(ddp_model: Any, train_step: Callable[[Any], Any], *, optimizer: Any = None,
@@ -428,153 +618,51 @@ def tune(ddp_model: Any, train_step: Callable[[Any], Any], *, optimizer: Any = N
     recorded forward took). Raises :class:`TuneError` naming why a job cannot be tuned."""
     t_start = time.perf_counter()
     ddp = _check_tunable(ddp_model)
-    if not callable(train_step):
-        raise TuneError("ddpscope.torch.tune: train_step: expected a function of the DDP model "
-                        "that runs one training step, got %s" % type(train_step).__name__)
-    for name, value, least in (("rounds", rounds, 1), ("steps_per_block", steps_per_block, 2),
-                               ("warmup_steps", warmup_steps, 0), ("record_steps", record_steps, 1),
-                               ("max_candidates", max_candidates, 0)):
-        if not isinstance(value, int) or value < least:
-            raise TuneError("ddpscope.torch.tune: %s: expected an integer >= %d, got %r"
-                            % (name, least, value))
-    if not 0 < alpha < 1:
-        raise TuneError("ddpscope.torch.tune: alpha: expected 0 < alpha < 1, got %r" % (alpha,))
-    hook = _comm_hook(ddp)
-    module = ddp.module
-    base = _base_kwargs(ddp)
-    cuda = any(p.is_cuda for p in module.parameters())
-    group = ddp.process_group
-    rank = dist.get_rank()
-    world = dist.get_world_size(group)
-    gloo = group if str(dist.get_backend(group)) == "gloo" else dist.new_group(backend="gloo")
-    runner = _Runner(module, train_step, cuda)
+    counts = (("rounds", rounds, 1), ("steps_per_block", steps_per_block, 2),
+              ("warmup_steps", warmup_steps, 0), ("record_steps", record_steps, 1),
+              ("max_candidates", max_candidates, 0))
+    _check_arguments(train_step, counts, alpha)
+    job = _Job(ddp, train_step)
 
-    def wrap(kwargs: Dict[str, Any]) -> Any:
-        kw = {k: v for k, v in kwargs.items() if v is not None}
-        if not kw.get("bucket_cap_mb_list"):
-            kw.pop("bucket_cap_mb_list", None)
-        with warnings.catch_warnings():  # broadcast_buffers=False's deprecation (see above)
-            warnings.simplefilter("ignore", FutureWarning)
-            w = nn.parallel.DistributedDataParallel(module, **kw)
-        if hook is not None:
-            w.register_comm_hook(hook[1], hook[0])
-        return w
-
-    # 1. Record (on a copy of the wrapper: the recorder's hook stays on what it recorded).
+    # 1. Record and propose (or take the caller's candidates).
     steps: Dict[str, int] = {}
-    note = None
-    proposal = None
     if candidates is None:
-        captured: List[Any] = [example_inputs]
-        recorder_ddp = wrap(base)
-
-        def capture(mod: Any, inputs: Any) -> None:
-            if captured[0] is None:
-                first = next((x for x in inputs if isinstance(x, torch.Tensor)), None)
-                if first is not None:
-                    captured[0] = first.detach().clone()
-
-        handle = recorder_ddp.register_forward_pre_hook(capture)
-        tmp = tempfile.mkdtemp(prefix="ddpscope-tune-")
-        trace = os.path.join(tmp, "record.json")
-        runner.run(recorder_ddp, 2, timed=False)
-        with record(recorder_ddp, path=trace, optimizer=optimizer, warmup=0) as rec:
-            runner.run(recorder_ddp, record_steps, timed=False)
-        handle.remove()
-        del recorder_ddp
+        recording = _record(job, optimizer, record_steps, example_inputs)
         steps["record"] = 2 + record_steps
-        # static_graph only when every recorded forward used the same parameters (the
-        # recorder's gradient-ready times, per iteration).
-        used: Dict[int, set] = {}
-        for it, index, _t in rec.ready:
-            used.setdefault(it, set()).add(index)
-        static_ok = len({frozenset(u) for u in used.values()}) == 1
-        if rank == 0:
-            if captured[0] is None:
-                proposal, note = None, "not predicted: the forward took no tensor to export with"
-            else:
-                proposal, note = _propose(base, trace, module, captured[0], max_candidates,
-                                          static_ok, cluster, record_steps)
-            if proposal is None:
-                proposal = _fallback(base, max_candidates)
-                note += "; measuring the default and caps 5 and 100 instead"
-        shared = [proposal, note]
-        dist.broadcast_object_list(shared, src=0, group=gloo)
-        proposal, note = shared
-        shutil.rmtree(tmp, ignore_errors=True)
+        proposal, note = _shared_proposal(job, recording, max_candidates, cluster, record_steps)
     else:
-        proposal = _user_candidates(base, candidates)
+        proposal = _user_candidates(job.base, candidates)
         note = "given by the caller (not predicted)"
         steps["record"] = 0
 
-    # 2. One wrapper per candidate; the current settings are the user's own object.
-    wrappers = []
-    for c in proposal:
-        if c["current"]:
-            wrappers.append(ddp)
-        else:
-            kw = dict(base)
-            kw.update(c["ddp_kwargs"])
-            try:
-                wrappers.append(wrap(kw))
-            except (TypeError, ValueError, RuntimeError, AssertionError) as e:
-                raise TuneError("ddpscope.torch.tune: DistributedDataParallel(%s) failed: %s"
-                                % (c["kwargs"] or "defaults", e)) from e
+    # 2. One wrapper per candidate, each warmed up (DDP's first iteration and bucket rebuild).
+    wrappers = _candidate_wrappers(job, proposal)
     for w in wrappers:
-        runner.run(w, warmup_steps, timed=False)
+        job.runner.run(w, warmup_steps, timed=False)
     steps["warmup"] = warmup_steps * len(wrappers)
 
-    # 3. Interleaved rounds, the order rotated each round; index len(proposal) is the control.
-    n = len(proposal)
-    order = list(range(n)) + [0]
-    slots = list(range(n + 1))
-    times: List[List[List[int]]] = [[[] for _ in range(rounds)] for _ in range(n + 1)]
-    for r in range(rounds):
-        k = r % len(slots)
-        for slot in slots[k:] + slots[:k]:
-            t = runner.run(wrappers[order[slot]], steps_per_block, timed=True)
-            times[slot][r] = t[1:]
-    steps["measured"] = rounds * (n + 1) * steps_per_block
+    # 3. Interleaved rounds; then each step's time is the slowest rank's.
+    times = _measure_rounds(job.runner, wrappers, rounds, steps_per_block)
+    steps["measured"] = rounds * (len(proposal) + 1) * steps_per_block
     for c, w in zip(proposal, wrappers):  # DDP logs its rebuilt buckets a forward after the rebuild
         c["buckets"] = _bucket_count(w)
-    # The slowest rank's time of every step.
-    flat = torch.tensor([x for slot in times for rt in slot for x in rt], dtype=torch.float64)
-    dist.all_reduce(flat, op=dist.ReduceOp.MAX, group=gloo)
-    it = iter(flat.tolist())
-    for slot in times:
-        for r in range(rounds):
-            slot[r] = [next(it) for _ in slot[r]]
+    _take_slowest_rank(times, rounds, job.gloo)
 
     # 4. Rank 0 decides; every rank takes its decision.
     doc = None
-    if rank == 0:
-        per_round = [[statistics.median(times[i][r]) for r in range(rounds)] for i in range(n)]
-        control = [statistics.median(times[n][r]) for r in range(rounds)]
-        decision = _decide(proposal, per_round, control, alpha, min_gain)
-        chosen = proposal[decision["chosen"]]
-        kwargs = chosen["kwargs"]
-        decision["paste"] = "DistributedDataParallel(model%s)" % (", " + kwargs if kwargs else "")
-        decision["control_step_ms"] = statistics.median(control) / 1e6
-        steps["total"] = sum(steps.values())
-        doc = {"format": REPORT_FORMAT, "version": REPORT_VERSION, "torch": torch.__version__,
-               "world_size": world, "backend": str(dist.get_backend(group)),
-               "device": "cuda" if cuda else "cpu",
-               "timing": "CUDA events on the current stream" if cuda else "wall clock",
-               "model": type(module).__name__,
-               "settings": {"rounds": rounds, "steps_per_block": steps_per_block,
-                            "untimed_steps_per_block": 1, "warmup_steps": warmup_steps,
-                            "record_steps": record_steps, "max_candidates": max_candidates},
-               "prediction": note, "candidates": proposal, "decision": decision,
-               "steps": steps, "seconds": time.perf_counter() - t_start}
+    if job.rank == 0:
+        decision = _decide_rounds(proposal, times, rounds, alpha, min_gain)
+        settings = {"rounds": rounds, "steps_per_block": steps_per_block,
+                    "untimed_steps_per_block": 1, "warmup_steps": warmup_steps,
+                    "record_steps": record_steps, "max_candidates": max_candidates}
+        doc = _report_doc(job, settings, note, proposal, decision, steps, t_start)
     shared = [doc]
-    dist.broadcast_object_list(shared, src=0, group=gloo)
+    dist.broadcast_object_list(shared, src=0, group=job.gloo)
     doc = shared[0]
-    if rank == 0 and report is not None:
-        with open(os.fspath(report), "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=1)
-            f.write("\n")
+    if job.rank == 0 and report is not None:
+        _write_report(doc, report)
     chosen_model = wrappers[doc["decision"]["chosen"]]
     wrappers.clear()  # the other wrappers (and their buckets) go with their last reference
-    if gloo is not group:
-        dist.destroy_process_group(gloo)
+    if job.gloo is not job.group:
+        dist.destroy_process_group(job.gloo)
     return TuneResult(chosen_model, doc)
