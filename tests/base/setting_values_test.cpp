@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/status_matchers.h"
+
 namespace ddpscope {
 namespace {
 
@@ -44,7 +46,7 @@ TEST(SettingValuesTest, ANameOrFileSettingIsAFileWhenItLooksLikeOne) {
 
 TEST(SettingValuesTest, UnknownNamesAreTheClisUnknownFlag) {
   const std::vector<SettingSpec> specs = {{"batch", "B", "samples"}, {"all-ranks", "", "all"}};
-  EXPECT_TRUE(checkSettingNames(valuesOf({{"batch", "1"}, {"all-ranks", ""}}), specs).isOk());
+  EXPECT_OK(checkSettingNames(valuesOf({{"batch", "1"}, {"all-ranks", ""}}), specs));
   const Status s = checkSettingNames(valuesOf({{"bach", "1"}}), specs, " (see --help)");
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(s.message(), "unknown flag --bach (see --help)");

@@ -1,6 +1,9 @@
 #include "base/status.h"
 
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
+
+#include "tests/status_matchers.h"
 
 namespace ddpscope {
 namespace {
@@ -27,9 +30,18 @@ Status both(int x) {
   return Status::ok();
 }
 
+// EXPECT_OK says what failed: the expression and the status, for a Status and a StatusOr.
+TEST(StatusTest, ExpectOkPrintsTheStatusOfAFailure) {
+  EXPECT_OK(half(4));
+  EXPECT_OK(checkPositive(1));
+  EXPECT_NONFATAL_FAILURE(EXPECT_OK(half(3)), "half(3) is not OK: InvalidArgument: odd: 3");
+  EXPECT_NONFATAL_FAILURE(EXPECT_OK(checkPositive(0)),
+                          "checkPositive(0) is not OK: InvalidArgument: not positive");
+}
+
 TEST(StatusTest, OkByDefault) {
   Status s;
-  EXPECT_TRUE(s.isOk());
+  EXPECT_OK(s);
   EXPECT_EQ(s.exitCode(), 0);
   EXPECT_EQ(s.toString(), "OK");
 }
@@ -51,7 +63,7 @@ TEST(StatusOrTest, PropagatesThroughMacros) {
   StatusOr<int> r = quarter(6);
   ASSERT_FALSE(r.isOk());
   EXPECT_EQ(r.status().message(), "odd: 3");
-  EXPECT_TRUE(both(4).isOk());
+  EXPECT_OK(both(4));
   EXPECT_EQ(both(-2).message(), "not positive");
   EXPECT_EQ(both(3).message(), "odd: 3");
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "ddp_test_util.h"
+#include "tests/status_matchers.h"
 
 namespace ddpscope::ddp {
 namespace {
@@ -74,7 +75,7 @@ TEST(BucketPlanTest, WorkedExampleCaseBUserCapOnly) {
   config.profile = SemanticsProfile::kV1_13;
   EXPECT_EQ(constructionLimits(config), (Sizes{1 * kMiB, 10 * kMiB}));
   plan = constructionPlan(std::span<const models::ParamSpec>(params), config);
-  ASSERT_TRUE(plan.isOk());
+  ASSERT_OK(plan);
   EXPECT_EQ(plan->indexLists(), (Lists{{10}, {8, 9}, {2, 3, 4, 5, 6, 7}, {0, 1}}));
 }
 
@@ -87,7 +88,7 @@ TEST(BucketPlanTest, WorkedExampleCaseCSingleBucketAtConstruction) {
     EXPECT_EQ(constructionLimits(config), (Sizes{kMaxBucketBytes}));
     StatusOr<BucketPlan> plan =
         constructionPlan(std::span<const models::ParamSpec>(params), config);
-    ASSERT_TRUE(plan.isOk());
+    ASSERT_OK(plan);
     EXPECT_EQ(plan->indexLists(), (Lists{{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}}));
     EXPECT_EQ(plan->bucketBytes(), (Sizes{76332960}));
     EXPECT_EQ(plan->sizeLimits(), (Sizes{9223372036854775807LL}));
@@ -117,7 +118,7 @@ TEST(BucketPlanTest, RebuildWithUserCapUsesCapTwiceInCurrentProfile) {
   EXPECT_EQ(rebuildLimits(config), (Sizes{25 * kMiB, 25 * kMiB}));
   StatusOr<BucketPlan> plan =
       rebuiltPlan(std::span<const models::ParamSpec>(params), config, testing::reverseOrder(11));
-  ASSERT_TRUE(plan.isOk());
+  ASSERT_OK(plan);
   // 10 + 9 = 32,772,000 >= 25 MiB closes; 8 + 7 closes; leftover 6..0.
   EXPECT_EQ(plan->indexLists(), (Lists{{10, 9}, {8, 7}, {6, 5, 4, 3, 2, 1, 0}}));
   EXPECT_EQ(plan->sizeLimits(), (Sizes{25 * kMiB, 25 * kMiB, 25 * kMiB}));
@@ -131,7 +132,7 @@ TEST(BucketPlanTest, SetLastBucketCapPutsSmallBucketLast) {
   config.setLastBucketCap = true;
   StatusOr<BucketPlan> plan =
       rebuiltPlan(std::span<const models::ParamSpec>(params), config, testing::reverseOrder(11));
-  ASSERT_TRUE(plan.isOk());
+  ASSERT_OK(plan);
   // Ready order reversed = registration order: [0,1] closes at 1 MiB, [2..7], [8,9], [10];
   // the result reversed again.
   EXPECT_EQ(plan->indexLists(), (Lists{{10}, {8, 9}, {2, 3, 4, 5, 6, 7}, {0, 1}}));
@@ -146,7 +147,7 @@ TEST(BucketPlanTest, ExactBoundaryClosesBucket) {
   };
   const Sizes limits = {1 * kMiB, 25 * kMiB};
   StatusOr<BucketPlan> plan = computeBucketAssignment(params, limits);
-  ASSERT_TRUE(plan.isOk());
+  ASSERT_OK(plan);
   EXPECT_EQ(plan->indexLists(), (Lists{{0, 1}, {2}}));
   EXPECT_EQ(plan->bucketBytes(), (Sizes{1 * kMiB, 16}));
   EXPECT_EQ(plan->sizeLimits(), (Sizes{1 * kMiB, 25 * kMiB}));
@@ -155,7 +156,7 @@ TEST(BucketPlanTest, ExactBoundaryClosesBucket) {
   std::vector<models::ParamSpec> shortParams = params;
   shortParams[1] = makeParam("b", {512 * 256 - 1});
   plan = computeBucketAssignment(shortParams, limits);
-  ASSERT_TRUE(plan.isOk());
+  ASSERT_OK(plan);
   EXPECT_EQ(plan->indexLists(), (Lists{{0, 1, 2}}));
 }
 
@@ -167,7 +168,7 @@ TEST(BucketPlanTest, LargeParamOvershootsAndIsNeverSplit) {
   };
   const Sizes limits = {25 * kMiB};
   StatusOr<BucketPlan> plan = computeBucketAssignment(params, limits);
-  ASSERT_TRUE(plan.isOk());
+  ASSERT_OK(plan);
   EXPECT_EQ(plan->indexLists(), (Lists{{0, 1}, {2}}));
   EXPECT_EQ(plan->bucketBytes()[0], 40 + 64 * kMiB);
 }
@@ -201,11 +202,11 @@ TEST(BucketPlanTest, RebuildLeftoversFollowFirstSeenDtype) {
   const Sizes limits = {1 * kMiB, 25 * kMiB};
   const std::vector<int> order = {3, 2, 1, 0};  // fp16 first
   StatusOr<BucketPlan> plan = computeBucketAssignment(params, limits, order);
-  ASSERT_TRUE(plan.isOk());
+  ASSERT_OK(plan);
   EXPECT_EQ(plan->indexLists(), (Lists{{3, 1}, {2, 0}}));
   // Construction sorts by smallest index instead.
   plan = computeBucketAssignment(params, limits);
-  ASSERT_TRUE(plan.isOk());
+  ASSERT_OK(plan);
   EXPECT_EQ(plan->indexLists(), (Lists{{0, 2}, {1, 3}}));
 }
 
@@ -251,7 +252,7 @@ TEST(BucketPlanTest, EmptyLimitListIsAnError) {
 TEST(BucketPlanTest, ReadyOrderErrorsNameTheProblem) {
   std::vector<models::ParamSpec> params(62, makeParam("p", {4}));
   std::vector<int> order = testing::reverseOrder(62);
-  EXPECT_TRUE(validateReadyOrder(order, 62).isOk());
+  EXPECT_OK(validateReadyOrder(order, 62));
 
   std::vector<int> missing = order;
   missing.erase(std::find(missing.begin(), missing.end(), 7));
@@ -373,14 +374,14 @@ TEST(BucketPlanTest, SteadyStatePlan) {
   EXPECT_EQ(plan->indexLists(), (Lists{{10, 9}, {8, 7}, {6, 5, 4, 3, 2, 1, 0}}));
   config.findUnusedParameters = true;  // never rebuilt: the construction plan (case A)
   plan = steadyStatePlan(model, config);
-  ASSERT_TRUE(plan.isOk());
+  ASSERT_OK(plan);
   EXPECT_EQ(plan->indexLists(), (Lists{{10}, {8, 9}, {2, 3, 4, 5, 6, 7}, {0, 1}}));
 }
 
 TEST(BucketPlanTest, ReversedAndRebuildSyncSizes) {
   const auto params = workedExampleParams();
   StatusOr<BucketPlan> plan = computeBucketAssignment(params, Sizes{1 * kMiB, 25 * kMiB});
-  ASSERT_TRUE(plan.isOk());
+  ASSERT_OK(plan);
   const BucketPlan reversed = plan->reversed();
   expectConsistent(reversed, 11);
   EXPECT_EQ(reversed.reversed().indexLists(), plan->indexLists());
@@ -409,7 +410,7 @@ TEST(BucketPlanTest, CommHookCollectiveBytes) {
       makeParam("b", {1024}),
   };
   StatusOr<BucketPlan> plan = computeBucketAssignment(params, Sizes{kMaxBucketBytes});
-  ASSERT_TRUE(plan.isOk());
+  ASSERT_OK(plan);
   const Bucket& bucket = plan->buckets[0];
   const int64_t bytes = (1024 * 512 + 1024) * 4;
   CommHook hook;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/status_matchers.h"
+
 namespace ddpscope::ddp {
 namespace {
 
@@ -13,7 +15,7 @@ TEST(DdpConfigTest, DefaultsMatchPyTorch) {
   EXPECT_EQ(config.firstBucketBytes, 1048576);
   EXPECT_EQ(config.noSyncPeriod, 1);
   EXPECT_EQ(config.profile, SemanticsProfile::kCurrent);
-  EXPECT_TRUE(config.validate().isOk());
+  EXPECT_OK(config.validate());
 }
 
 TEST(DdpConfigTest, BucketCapBytesTruncatesLikePythonInt) {
@@ -65,7 +67,7 @@ TEST(DdpConfigTest, PowerSgdStartIterMustExceedOneWithErrorFeedback) {
   EXPECT_NE(status.message().find("start_powerSGD_iter"), std::string::npos);
   config.commHook.powerSgdErrorFeedback = false;
   config.commHook.powerSgdWarmStart = false;
-  EXPECT_TRUE(config.validate().isOk());
+  EXPECT_OK(config.validate());
   config.commHook.powerSgdRank = 0;
   EXPECT_FALSE(config.validate().isOk());
 }

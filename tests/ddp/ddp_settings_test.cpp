@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/status_matchers.h"
+
 namespace ddpscope::ddp {
 namespace {
 
@@ -149,7 +151,7 @@ TEST(DdpSettingsTest, ReadsTraceMetadataIntegersAndLegacyKeys) {
   EXPECT_TRUE(c->gradientAsBucketView);
   // 25 without bucket_cap_set_by_user counts as DDP's default (bucket_cap_mb=None).
   StatusOr<DdpConfig> d = readDdpSettingsJson(Json::parse(R"({"bucket_cap_mb": 25})"), "x");
-  ASSERT_TRUE(d.isOk());
+  ASSERT_OK(d);
   EXPECT_FALSE(d->bucketCapSetByUser);
   EXPECT_FALSE(containsDdpSettings(Json::parse(R"({"model": "x", "world_size": 2})")));
 }
@@ -203,22 +205,22 @@ namespace {
 
 TEST(DdpSettings215Test, FlagsSetTheArgumentsAndBadValuesNameTheFlag) {
   DdpConfig c;
-  ASSERT_TRUE(applyDdpSetting(DdpSetting::kBucketCapMbList, "1, 4,25", c).isOk());
+  ASSERT_OK(applyDdpSetting(DdpSetting::kBucketCapMbList, "1, 4,25", c));
   EXPECT_EQ(c.bucketCapMbList, (std::vector<int64_t>{1, 4, 25}));
   EXPECT_EQ(c.bucketCapBytes(), 25 * 1048576);  // the effective cap is the maximum
   EXPECT_TRUE(c.capGivenByUser());
-  ASSERT_TRUE(applyDdpSetting(DdpSetting::kMixedPrecision, "bf16:fp32", c).isOk());
+  ASSERT_OK(applyDdpSetting(DdpSetting::kMixedPrecision, "bf16:fp32", c));
   EXPECT_EQ(c.mixedPrecision.paramDtype, models::DType::kBFloat16);
   EXPECT_EQ(c.mixedPrecision.reduceDtype, models::DType::kFloat32);
-  ASSERT_TRUE(applyDdpSetting(DdpSetting::kMixedPrecision, "fp16", c).isOk());
+  ASSERT_OK(applyDdpSetting(DdpSetting::kMixedPrecision, "fp16", c));
   EXPECT_EQ(c.mixedPrecision.reduceDtype, models::DType::kFloat16);
   // broadcast_buffers=False drops buffers from the construction sync; forward_sync_buffers=False
   // does not, and wins when both are given (flags apply in --help order).
   DdpConfig b;
-  ASSERT_TRUE(applyDdpSetting(DdpSetting::kNoBroadcastBuffers, "", b).isOk());
+  ASSERT_OK(applyDdpSetting(DdpSetting::kNoBroadcastBuffers, "", b));
   EXPECT_FALSE(b.broadcastBuffers);
   EXPECT_FALSE(b.initSyncBuffers);
-  ASSERT_TRUE(applyDdpSetting(DdpSetting::kNoForwardSyncBuffers, "", b).isOk());
+  ASSERT_OK(applyDdpSetting(DdpSetting::kNoForwardSyncBuffers, "", b));
   EXPECT_FALSE(b.broadcastBuffers);
   EXPECT_TRUE(b.initSyncBuffers);
 
@@ -245,7 +247,7 @@ TEST(DdpSettings215Test, NewArgumentsNeedThe215ProfileAndMixedPrecisionNoHook) {
   c.mixedPrecision.enabled = true;
   c.commHook.kind = CommHookKind::kFp16;
   EXPECT_NE(validateDdpConfig(c).message().find("mixed_precision"), std::string::npos);
-  EXPECT_TRUE(validateDdpConfig(DdpConfig()).isOk());
+  EXPECT_OK(validateDdpConfig(DdpConfig()));
   EXPECT_EQ(DdpConfig().profile, SemanticsProfile::kV2_15);
   EXPECT_EQ(semanticsProfileName(DdpConfig().profile), "2.15");
 }

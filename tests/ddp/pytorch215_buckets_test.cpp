@@ -21,6 +21,7 @@
 #include "ddp/reducer.h"
 #include "ddp_test_util.h"
 #include "models/zoo.h"
+#include "tests/status_matchers.h"
 
 namespace ddpscope::ddp::torch215 {
 namespace {
@@ -67,7 +68,7 @@ models::ModelSpec modelFor(const std::string& name, const json& entry, bool* fro
     param.name = p["name"].get<std::string>();
     param.shape = p["shape"].get<std::vector<int64_t>>();
     StatusOr<models::DType> dtype = models::parseDType(p["dtype"].get<std::string>());
-    EXPECT_TRUE(dtype.isOk());
+    EXPECT_OK(dtype);
     if (dtype.isOk()) param.dtype = *dtype;
     fileModel.params.push_back(std::move(param));
   }
@@ -76,7 +77,7 @@ models::ModelSpec modelFor(const std::string& name, const json& entry, bool* fro
     buffer.name = b["name"].get<std::string>();
     buffer.shape = b["shape"].get<std::vector<int64_t>>();
     StatusOr<models::DType> dtype = models::parseDType(b["dtype"].get<std::string>());
-    EXPECT_TRUE(dtype.isOk());
+    EXPECT_OK(dtype);
     if (dtype.isOk()) buffer.dtype = *dtype;
     fileModel.buffers.push_back(std::move(buffer));
   }
@@ -123,7 +124,7 @@ DdpConfig configFor(const json& kwargs) {
       ADD_FAILURE() << "the test does not know the DDP argument " << key;
     }
   }
-  EXPECT_TRUE(validateDdpConfig(config).isOk());
+  EXPECT_OK(validateDdpConfig(config));
   return config;
 }
 
@@ -295,10 +296,10 @@ TEST_P(BucketPlanPyTorch215Test, CollectivesAndCopiesMatchPyTorch215Exactly) {
     SCOPED_TRACE("iteration " + std::to_string(it));
     log.lines.clear();
     log.perGradientCopies = log.batchedCopies = log.divides = log.batchedCopyBacks = 0;
-    ASSERT_TRUE(reducer->prepareForward(it, true).isOk());
-    ASSERT_TRUE(reducer->prepareForBackward(unused).isOk());
-    for (int p : hooks) ASSERT_TRUE(reducer->markParamReady(p).isOk());
-    ASSERT_TRUE(reducer->finalizeBackward().isOk());
+    ASSERT_OK(reducer->prepareForward(it, true));
+    ASSERT_OK(reducer->prepareForBackward(unused));
+    for (int p : hooks) ASSERT_OK(reducer->markParamReady(p));
+    ASSERT_OK(reducer->finalizeBackward());
     const bool rebuilt = it == rebuildIteration(config);
     const std::vector<std::string> recorded =
         comparable(fileLines(record["collectives"][it - 1]), rebuilt);
@@ -369,7 +370,7 @@ TEST(BucketPlanPyTorch215FileTest, ZooReadyOrderIsPyTorchsHookOrder) {
   for (const auto& [model, spec] : data["models"].items()) {
     if (std::find(zoo.begin(), zoo.end(), model) == zoo.end()) continue;
     StatusOr<models::ModelSpec> loaded = models::loadZooModel(model);
-    ASSERT_TRUE(loaded.isOk());
+    ASSERT_OK(loaded);
     const json& record = spec["cases"]["default"];
     EXPECT_EQ(loaded->gradReadyOrder(), record["grad_ready_order"].get<std::vector<int>>())
         << model;

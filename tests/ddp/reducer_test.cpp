@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "ddp_test_util.h"
+#include "tests/status_matchers.h"
 
 namespace ddpscope::ddp {
 namespace {
@@ -43,21 +44,21 @@ TEST(ReducerTest, FirstIterationLaunchesTheSingleBucketAfterTheLastHook) {
   Reducer reducer = makeReducer(config, &actions);
   ASSERT_EQ(reducer.plan().numBuckets(), 1);
 
-  ASSERT_TRUE(reducer.prepareForward(1, true).isOk());
-  ASSERT_TRUE(reducer.prepareForBackward().isOk());
+  ASSERT_OK(reducer.prepareForward(1, true));
+  ASSERT_OK(reducer.prepareForBackward());
   const std::vector<int> order = reverseOrder(11);
   for (size_t k = 0; k + 1 < order.size(); ++k) {
-    ASSERT_TRUE(reducer.markParamReady(order[k]).isOk());
+    ASSERT_OK(reducer.markParamReady(order[k]));
     EXPECT_TRUE(actions.launchedBuckets.empty());
   }
-  ASSERT_TRUE(reducer.markParamReady(order.back()).isOk());
+  ASSERT_OK(reducer.markParamReady(order.back()));
   EXPECT_EQ(actions.launchedBuckets, (std::vector<int>{0}));
   EXPECT_EQ(actions.launchedBytes, (std::vector<int64_t>{76332960}));
   EXPECT_TRUE(reducer.finalizeQueued());
   ASSERT_EQ(actions.copies.size(), 11u);
   EXPECT_DOUBLE_EQ(actions.copies[0].scale, 0.25);
   EXPECT_EQ(actions.copies[0].kind, CopyKind::kCopy);
-  ASSERT_TRUE(reducer.finalizeBackward().isOk());
+  ASSERT_OK(reducer.finalizeBackward());
   EXPECT_EQ(actions.collectives(), (Events{"launch 0", "queue", "finalize"}));
   ASSERT_EQ(actions.finalizes.size(), 1u);
   EXPECT_TRUE(actions.finalizes[0].copyBack);
@@ -70,11 +71,11 @@ TEST(ReducerTest, FirstIterationLaunchesTheSingleBucketAfterTheLastHook) {
 TEST(ReducerTest, RebuildsAtSecondForwardWithRecordedReadyOrder) {
   RecordingActions actions;
   Reducer reducer = makeReducer(DdpConfig(), &actions);
-  ASSERT_TRUE(runIteration(reducer, 1, true, reverseOrder(11)).isOk());
+  ASSERT_OK(runIteration(reducer, 1, true, reverseOrder(11)));
   EXPECT_FALSE(reducer.hasRebuilt());
   actions.clear();
 
-  ASSERT_TRUE(reducer.prepareForward(2, true).isOk());
+  ASSERT_OK(reducer.prepareForward(2, true));
   EXPECT_TRUE(reducer.hasRebuilt());
   EXPECT_EQ(actions.events, (Events{"rebuild 12 3"}));
   ASSERT_EQ(actions.rebuiltPlans.size(), 1u);
@@ -87,24 +88,24 @@ TEST(ReducerTest, RebuildsAtSecondForwardWithRecordedReadyOrder) {
 TEST(ReducerTest, LaunchesStrictlyInIndexOrderWhenLaterBucketsAreReadyFirst) {
   RecordingActions actions;
   Reducer reducer = makeReducer(DdpConfig(), &actions);
-  ASSERT_TRUE(runIteration(reducer, 1, true, reverseOrder(11)).isOk());
-  ASSERT_TRUE(reducer.prepareForward(2, true).isOk());
-  ASSERT_TRUE(reducer.prepareForBackward().isOk());
+  ASSERT_OK(runIteration(reducer, 1, true, reverseOrder(11)));
+  ASSERT_OK(reducer.prepareForward(2, true));
+  ASSERT_OK(reducer.prepareForBackward());
   actions.clear();
   // Bucket 2 (params 6..0) completes first, then bucket 1 (8, 7), then bucket 0 (10, 9).
   for (int p : {6, 5, 4, 3, 2, 1, 0, 8, 7}) {
-    ASSERT_TRUE(reducer.markParamReady(p).isOk());
+    ASSERT_OK(reducer.markParamReady(p));
     EXPECT_TRUE(actions.launchedBuckets.empty()) << "after param " << p;
   }
   EXPECT_EQ(reducer.pending(2), 0);
   EXPECT_EQ(reducer.pending(1), 0);
   EXPECT_EQ(reducer.nextBucket(), 0);
-  ASSERT_TRUE(reducer.markParamReady(10).isOk());
+  ASSERT_OK(reducer.markParamReady(10));
   EXPECT_TRUE(actions.launchedBuckets.empty());
-  ASSERT_TRUE(reducer.markParamReady(9).isOk());
+  ASSERT_OK(reducer.markParamReady(9));
   EXPECT_EQ(actions.launchedBuckets, (std::vector<int>{0, 1, 2}));
   EXPECT_EQ(actions.collectives(), (Events{"launch 0", "launch 1", "launch 2", "queue"}));
-  ASSERT_TRUE(reducer.finalizeBackward().isOk());
+  ASSERT_OK(reducer.finalizeBackward());
 }
 
 TEST(ReducerTest, CollectiveSequenceFindUnusedFalseMatchesObservedTable) {
@@ -112,7 +113,7 @@ TEST(ReducerTest, CollectiveSequenceFindUnusedFalseMatchesObservedTable) {
   Reducer reducer = makeReducer(DdpConfig(), &actions);
   std::vector<int> bucketsAtForward;
   for (int64_t iteration = 1; iteration <= 4; ++iteration) {
-    ASSERT_TRUE(runIteration(reducer, iteration, true, reverseOrder(11)).isOk());
+    ASSERT_OK(runIteration(reducer, iteration, true, reverseOrder(11)));
     bucketsAtForward.push_back(reducer.plan().numBuckets());
   }
   EXPECT_EQ(bucketsAtForward, (std::vector<int>{1, 3, 3, 3}));
@@ -134,17 +135,17 @@ TEST(ReducerTest, FindUnusedZeroFillsAtFirstHookAndAllreducesUsedMapLast) {
   // Case A construction plan.
   ASSERT_EQ(reducer.plan().indexLists(), (Lists{{10}, {8, 9}, {2, 3, 4, 5, 6, 7}, {0, 1}}));
 
-  ASSERT_TRUE(reducer.prepareForward(1, true).isOk());
+  ASSERT_OK(reducer.prepareForward(1, true));
   const std::vector<int> unused = {5};
-  ASSERT_TRUE(reducer.prepareForBackward(unused).isOk());
-  ASSERT_TRUE(reducer.markParamReady(10).isOk());
+  ASSERT_OK(reducer.prepareForBackward(unused));
+  ASSERT_OK(reducer.markParamReady(10));
   // The unused parameter is zero-filled before the first hook's own copy.
   EXPECT_EQ(actions.events, (Events{"copy 5 zero", "copy 10", "launch 0"}));
   for (int p : without(reverseOrder(11), 5)) {
     if (p == 10) continue;
-    ASSERT_TRUE(reducer.markParamReady(p).isOk());
+    ASSERT_OK(reducer.markParamReady(p));
   }
-  ASSERT_TRUE(reducer.finalizeBackward().isOk());
+  ASSERT_OK(reducer.finalizeBackward());
   EXPECT_EQ(actions.collectives(), (Events{"launch 0", "launch 1", "launch 2", "launch 3",
                                            "usedmap 44", "queue", "finalize"}));
   ASSERT_EQ(actions.finalizes.size(), 1u);
@@ -154,7 +155,7 @@ TEST(ReducerTest, FindUnusedZeroFillsAtFirstHookAndAllreducesUsedMapLast) {
 
   // Never rebuilt; the used map is cleared per iteration.
   for (int64_t iteration = 2; iteration <= 4; ++iteration) {
-    ASSERT_TRUE(runIteration(reducer, iteration, true, reverseOrder(11)).isOk());
+    ASSERT_OK(runIteration(reducer, iteration, true, reverseOrder(11)));
   }
   EXPECT_FALSE(reducer.hasRebuilt());
   EXPECT_EQ(reducer.plan().numBuckets(), 4);
@@ -169,10 +170,10 @@ TEST(ReducerTest, FindUnusedHookForParamMarkedUnusedRaisesE2WithReasonThree) {
   DdpConfig config;
   config.findUnusedParameters = true;
   Reducer reducer = makeReducer(config, &actions);
-  ASSERT_TRUE(reducer.prepareForward(1, true).isOk());
+  ASSERT_OK(reducer.prepareForward(1, true));
   const std::vector<int> unused = {5};
-  ASSERT_TRUE(reducer.prepareForBackward(unused).isOk());
-  ASSERT_TRUE(reducer.markParamReady(10).isOk());
+  ASSERT_OK(reducer.prepareForBackward(unused));
+  ASSERT_OK(reducer.markParamReady(10));
   Status status = reducer.markParamReady(5);
   ASSERT_FALSE(status.isOk());
   EXPECT_NE(status.message().find("Parameter at index 5 has been marked as ready twice"),
@@ -189,12 +190,12 @@ TEST(ReducerTest, StaticGraphDelaysIterationOneAndRebuildsAtThree) {
   config.findUnusedParameters = true;
   Reducer reducer = makeReducer(config, &actions);
 
-  ASSERT_TRUE(reducer.prepareForward(1, true).isOk());
-  ASSERT_TRUE(reducer.prepareForBackward().isOk());
-  for (int p : reverseOrder(11)) ASSERT_TRUE(reducer.markParamReady(p).isOk());
+  ASSERT_OK(reducer.prepareForward(1, true));
+  ASSERT_OK(reducer.prepareForBackward());
+  for (int p : reverseOrder(11)) ASSERT_OK(reducer.markParamReady(p));
   EXPECT_TRUE(actions.events.empty());  // iteration 1 only counts hooks
   EXPECT_EQ(reducer.hookCounts(), std::vector<int>(11, 1));
-  ASSERT_TRUE(reducer.finalizeBackward().isOk());
+  ASSERT_OK(reducer.finalizeBackward());
   // Delayed reduction: used map first, then every copy, then all buckets, then finalize.
   ASSERT_EQ(actions.events.size(), 1u + 11u + 1u + 1u);
   EXPECT_EQ(actions.events.front(), "usedmap 44");
@@ -203,7 +204,7 @@ TEST(ReducerTest, StaticGraphDelaysIterationOneAndRebuildsAtThree) {
 
   std::vector<int> bucketsAtForward = {1};
   for (int64_t iteration = 2; iteration <= 4; ++iteration) {
-    ASSERT_TRUE(runIteration(reducer, iteration, true, reverseOrder(11)).isOk());
+    ASSERT_OK(runIteration(reducer, iteration, true, reverseOrder(11)));
     bucketsAtForward.push_back(reducer.plan().numBuckets());
   }
   EXPECT_EQ(bucketsAtForward, (std::vector<int>{1, 1, 3, 3}));
@@ -220,10 +221,10 @@ TEST(ReducerTest, StaticGraphExtraHookRaisesE3) {
   DdpConfig config;
   config.staticGraph = true;
   Reducer reducer = makeReducer(config, &actions);
-  ASSERT_TRUE(runIteration(reducer, 1, true, reverseOrder(11)).isOk());
-  ASSERT_TRUE(reducer.prepareForward(2, true).isOk());
-  ASSERT_TRUE(reducer.prepareForBackward().isOk());
-  ASSERT_TRUE(reducer.markParamReady(10).isOk());
+  ASSERT_OK(runIteration(reducer, 1, true, reverseOrder(11)));
+  ASSERT_OK(reducer.prepareForward(2, true));
+  ASSERT_OK(reducer.prepareForBackward());
+  ASSERT_OK(reducer.markParamReady(10));
   Status status = reducer.markParamReady(10);
   ASSERT_FALSE(status.isOk());
   EXPECT_EQ(status.message().rfind("Your training graph has changed in this iteration", 0), 0u);
@@ -235,16 +236,16 @@ TEST(ReducerTest, StaticGraphParamUnusedInIterationOneThenUsedRaisesE3) {
   DdpConfig config;
   config.staticGraph = true;
   Reducer reducer = makeReducer(config, &actions);
-  ASSERT_TRUE(runIteration(reducer, 1, true, without(reverseOrder(11), 5)).isOk());
+  ASSERT_OK(runIteration(reducer, 1, true, without(reverseOrder(11), 5)));
   EXPECT_EQ(reducer.unusedParameters(), (std::vector<int>{5}));
   ASSERT_TRUE(actions.finalizes.back().blockingUsedMapWait);
   // Iteration 2 without param 5 works: it is zero-filled at the first hook and recorded last.
-  ASSERT_TRUE(runIteration(reducer, 2, true, without(reverseOrder(11), 5)).isOk());
+  ASSERT_OK(runIteration(reducer, 2, true, without(reverseOrder(11), 5)));
   EXPECT_EQ(reducer.rebuildRecord().back(), 5);
-  ASSERT_TRUE(reducer.prepareForward(3, true).isOk());
+  ASSERT_OK(reducer.prepareForward(3, true));
   EXPECT_TRUE(reducer.hasRebuilt());
-  ASSERT_TRUE(reducer.prepareForBackward().isOk());
-  ASSERT_TRUE(reducer.markParamReady(10).isOk());
+  ASSERT_OK(reducer.prepareForBackward());
+  ASSERT_OK(reducer.markParamReady(10));
   Status status = reducer.markParamReady(5);
   ASSERT_FALSE(status.isOk());
   EXPECT_NE(status.message().find("Your training graph has changed"), std::string::npos);
@@ -258,14 +259,14 @@ TEST(ReducerTest, StaticGraphCountsRepeatedHooksAndMarksOnTheLast) {
   // Param 3 fires twice per backward (e.g. a reentrant checkpoint).
   std::vector<int> order = reverseOrder(11);
   order.insert(order.begin(), 3);
-  ASSERT_TRUE(runIteration(reducer, 1, true, order).isOk());
+  ASSERT_OK(runIteration(reducer, 1, true, order));
   EXPECT_EQ(reducer.hookCounts()[3], 2);
-  ASSERT_TRUE(reducer.prepareForward(2, true).isOk());
-  ASSERT_TRUE(reducer.prepareForBackward().isOk());
+  ASSERT_OK(reducer.prepareForward(2, true));
+  ASSERT_OK(reducer.prepareForBackward());
   actions.clear();
-  ASSERT_TRUE(reducer.markParamReady(3).isOk());
+  ASSERT_OK(reducer.markParamReady(3));
   EXPECT_TRUE(actions.copies.empty());  // countdown 2 -> 1
-  for (int p : reverseOrder(11)) ASSERT_TRUE(reducer.markParamReady(p).isOk());
+  for (int p : reverseOrder(11)) ASSERT_OK(reducer.markParamReady(p));
   EXPECT_EQ(actions.copies.size(), 11u);
   EXPECT_EQ(actions.launchedBuckets, (std::vector<int>{0}));
 }
@@ -281,8 +282,7 @@ TEST(ReducerTest, NoSyncPeriodThreeSyncsEveryThirdStepAndRebuildsAfterFirstSync)
   std::vector<size_t> eventsPerIteration;
   for (int64_t iteration = 1; iteration <= 6; ++iteration) {
     const size_t before = actions.events.size();
-    ASSERT_TRUE(
-        runIteration(reducer, iteration, config.syncEnabled(iteration), reverseOrder(11)).isOk());
+    ASSERT_OK(runIteration(reducer, iteration, config.syncEnabled(iteration), reverseOrder(11)));
     bucketsAtForward.push_back(reducer.plan().numBuckets());
     eventsPerIteration.push_back(actions.events.size() - before);
   }
@@ -300,7 +300,7 @@ TEST(ReducerTest, NoSyncPeriodThreeSyncsEveryThirdStepAndRebuildsAfterFirstSync)
 
 TEST(ReducerTest, PrepareForBackwardAfterNoSyncForwardIsRejected) {
   Reducer reducer = makeReducer(DdpConfig(), nullptr);
-  ASSERT_TRUE(reducer.prepareForward(1, false).isOk());
+  ASSERT_OK(reducer.prepareForward(1, false));
   Status status = reducer.prepareForBackward();
   EXPECT_EQ(status.code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(reducer.prepareForward(1, true).code(), StatusCode::kFailedPrecondition);
@@ -313,7 +313,7 @@ TEST(ReducerTest, MissingGradientRaisesE1AtNextForward) {
   DdpConfig config;
   config.worldSize = 2;
   Reducer reducer = makeReducer(config, &actions, /*rank=*/1);
-  ASSERT_TRUE(runIteration(reducer, 1, true, without(reverseOrder(11), 5)).isOk());
+  ASSERT_OK(runIteration(reducer, 1, true, without(reverseOrder(11), 5)));
   EXPECT_TRUE(actions.launchedBuckets.empty());  // the single bucket never completed
   EXPECT_TRUE(actions.finalizes.empty());        // finalize was never queued
   EXPECT_TRUE(reducer.requireFinalize());
@@ -331,9 +331,9 @@ TEST(ReducerTest, MissingGradientRaisesE1AtNextForward) {
 TEST(ReducerTest, E1AfterRebuildListsEveryMissingParameter) {
   RecordingActions actions;
   Reducer reducer = makeReducer(DdpConfig(), &actions);
-  ASSERT_TRUE(runIteration(reducer, 1, true, reverseOrder(11)).isOk());
+  ASSERT_OK(runIteration(reducer, 1, true, reverseOrder(11)));
   std::vector<int> order = without(without(reverseOrder(11), 2), 0);
-  ASSERT_TRUE(runIteration(reducer, 2, true, order).isOk());
+  ASSERT_OK(runIteration(reducer, 2, true, order));
   EXPECT_EQ(actions.launchedBuckets, (std::vector<int>{0, 0, 1}));  // bucket 2 never launches
   Status status = reducer.prepareForward(3, true);
   ASSERT_FALSE(status.isOk());
@@ -344,7 +344,7 @@ TEST(ReducerTest, E1VariantsForFindUnusedAndStaticGraph) {
   DdpConfig config;
   config.findUnusedParameters = true;
   Reducer reducer = makeReducer(config, nullptr);
-  ASSERT_TRUE(runIteration(reducer, 1, true, without(reverseOrder(11), 0)).isOk());
+  ASSERT_OK(runIteration(reducer, 1, true, without(reverseOrder(11), 0)));
   Status status = reducer.prepareForward(2, true);
   ASSERT_FALSE(status.isOk());
   EXPECT_NE(status.message().find("not all forward outputs"), std::string::npos);
@@ -352,9 +352,9 @@ TEST(ReducerTest, E1VariantsForFindUnusedAndStaticGraph) {
   config = DdpConfig();
   config.staticGraph = true;
   reducer = makeReducer(config, nullptr);
-  ASSERT_TRUE(runIteration(reducer, 1, true, reverseOrder(11)).isOk());
+  ASSERT_OK(runIteration(reducer, 1, true, reverseOrder(11)));
   // Iteration 2: parameter 0's hook never fires although it was used in iteration 1.
-  ASSERT_TRUE(runIteration(reducer, 2, true, without(reverseOrder(11), 0)).isOk());
+  ASSERT_OK(runIteration(reducer, 2, true, without(reverseOrder(11), 0)));
   status = reducer.prepareForward(3, true);
   ASSERT_FALSE(status.isOk());
   EXPECT_NE(status.message().find("static_graph=True"), std::string::npos);
@@ -365,9 +365,9 @@ TEST(ReducerTest, E1VariantsForFindUnusedAndStaticGraph) {
 
 TEST(ReducerTest, DoubleMarkRaisesE2) {
   Reducer reducer = makeReducer(DdpConfig(), nullptr);
-  ASSERT_TRUE(reducer.prepareForward(1, true).isOk());
-  ASSERT_TRUE(reducer.prepareForBackward().isOk());
-  ASSERT_TRUE(reducer.markParamReady(10).isOk());
+  ASSERT_OK(reducer.prepareForward(1, true));
+  ASSERT_OK(reducer.prepareForBackward());
+  ASSERT_OK(reducer.markParamReady(10));
   Status status = reducer.markParamReady(10);
   ASSERT_FALSE(status.isOk());
   EXPECT_EQ(status.code(), StatusCode::kFailedPrecondition);
@@ -382,22 +382,22 @@ TEST(ReducerTest, HookAfterFinalizeIsIgnoredSilently) {
   // a second firing of the same hook is then ignored.
   RecordingActions actions;
   Reducer reducer = makeReducer(DdpConfig(), &actions);
-  ASSERT_TRUE(runIteration(reducer, 1, true, reverseOrder(11)).isOk());
-  ASSERT_TRUE(reducer.markParamReady(10).isOk());
+  ASSERT_OK(runIteration(reducer, 1, true, reverseOrder(11)));
+  ASSERT_OK(reducer.markParamReady(10));
   EXPECT_EQ(reducer.ignoredHooks(), 1);
 }
 
 TEST(ReducerTest, OutOfRangeHookIsAnError) {
   Reducer reducer = makeReducer(DdpConfig(), nullptr);
-  ASSERT_TRUE(reducer.prepareForward(1, true).isOk());
-  ASSERT_TRUE(reducer.prepareForBackward().isOk());
+  ASSERT_OK(reducer.prepareForward(1, true));
+  ASSERT_OK(reducer.prepareForBackward());
   EXPECT_EQ(reducer.markParamReady(11).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(reducer.markParamReady(-1).code(), StatusCode::kInvalidArgument);
   const std::vector<int> badUnused = {42};
   DdpConfig config;
   config.findUnusedParameters = true;
   Reducer finder = makeReducer(config, nullptr);
-  ASSERT_TRUE(finder.prepareForward(1, true).isOk());
+  ASSERT_OK(finder.prepareForward(1, true));
   EXPECT_EQ(finder.prepareForBackward(badUnused).code(), StatusCode::kInvalidArgument);
 }
 
@@ -423,7 +423,7 @@ TEST(ReducerTest, BufferBroadcastFollowsRequireForwardParamSync) {
   model.buffers = {mean, var, batches};
   BroadcastLog actions;
   StatusOr<Reducer> created = Reducer::create(model, DdpConfig(), 0, &actions);
-  ASSERT_TRUE(created.isOk());
+  ASSERT_OK(created);
   Reducer reducer = std::move(created).value();
   // sync, nosync, nosync, sync, sync, eval (no grad), sync, sync -> broadcasts at 1, 2, 5, 6, 8.
   const bool sync[] = {true, false, false, true, true, true, true, true};
@@ -432,16 +432,16 @@ TEST(ReducerTest, BufferBroadcastFollowsRequireForwardParamSync) {
   for (int iteration = 1; iteration <= 8; ++iteration) {
     const size_t before = actions.events.size();
     const int k = iteration - 1;
-    ASSERT_TRUE(reducer.prepareForward(iteration, sync[k], grad[k]).isOk());
+    ASSERT_OK(reducer.prepareForward(iteration, sync[k], grad[k]));
     if (actions.events.size() > before && actions.events.back() == "bcast") {
       broadcastAt.push_back(iteration);
     }
     if (!grad[k]) continue;
     if (sync[k]) {
-      ASSERT_TRUE(reducer.prepareForBackward().isOk());
+      ASSERT_OK(reducer.prepareForBackward());
     }
-    for (int p : reverseOrder(11)) ASSERT_TRUE(reducer.markParamReady(p).isOk());
-    ASSERT_TRUE(reducer.finalizeBackward().isOk());
+    for (int p : reverseOrder(11)) ASSERT_OK(reducer.markParamReady(p));
+    ASSERT_OK(reducer.finalizeBackward());
   }
   EXPECT_EQ(broadcastAt, (std::vector<int>{1, 2, 5, 6, 8}));
   // One coalesced broadcast per dtype: 32 fp32 elements and 1 int64 element.
@@ -456,9 +456,9 @@ TEST(ReducerTest, CommHookCopiesUnscaledAndHalvesBytes) {
   config.worldSize = 8;
   config.commHook.kind = CommHookKind::kFp16;
   Reducer reducer = makeReducer(config, &actions);
-  ASSERT_TRUE(runIteration(reducer, 1, true, reverseOrder(11)).isOk());
+  ASSERT_OK(runIteration(reducer, 1, true, reverseOrder(11)));
   for (const BucketCopy& copy : actions.copies) EXPECT_DOUBLE_EQ(copy.scale, 1.0);
-  ASSERT_TRUE(runIteration(reducer, 2, true, reverseOrder(11)).isOk());
+  ASSERT_OK(runIteration(reducer, 2, true, reverseOrder(11)));
   std::vector<int64_t> wireBytes;
   for (const Bucket& bucket : reducer.plan().buckets) {
     for (int64_t bytes : collectiveBytesForBucket(bucket, reducer.params(), config.commHook, 2)) {
@@ -474,11 +474,11 @@ TEST(ReducerTest, GradientAsBucketViewCopiesOnceThenScalesInPlace) {
   config.gradientAsBucketView = true;
   config.worldSize = 2;
   Reducer reducer = makeReducer(config, &actions);
-  ASSERT_TRUE(runIteration(reducer, 1, true, reverseOrder(11)).isOk());
+  ASSERT_OK(runIteration(reducer, 1, true, reverseOrder(11)));
   for (const BucketCopy& copy : actions.copies) EXPECT_EQ(copy.kind, CopyKind::kCopy);
   EXPECT_FALSE(actions.finalizes.back().copyBack);
   actions.clear();
-  ASSERT_TRUE(runIteration(reducer, 2, true, reverseOrder(11)).isOk());  // after the rebuild
+  ASSERT_OK(runIteration(reducer, 2, true, reverseOrder(11)));  // after the rebuild
   ASSERT_EQ(actions.copies.size(), 11u);
   for (const BucketCopy& copy : actions.copies) {
     EXPECT_EQ(copy.kind, CopyKind::kScaleInPlace);

@@ -24,6 +24,7 @@
 
 #include "runtime/param_dump.h"
 #include "tests/runtime/job_test_util.h"
+#include "tests/status_matchers.h"
 #include "traces/chrome_reader.h"
 #include "traces/overlap.h"
 
@@ -369,9 +370,10 @@ TEST(MpiCliTest, DdpRunParametersEqualTheWorldSizeReference) {
   ASSERT_EQ(b.exitCode, 0) << b.output;
   auto da = readParamDump(ddp.string());
   auto db = readParamDump(ref.string());
-  ASSERT_TRUE(da.isOk() && db.isOk());
+  ASSERT_OK(da);
+  ASSERT_OK(db);
   auto diff = maxAbsDifference(*da, *db);
-  ASSERT_TRUE(diff.isOk());
+  ASSERT_OK(diff);
   std::printf("[ measured ] gpt2 tiny world 4 via ddpscope-run: max |DDP - reference| = %.3g\n",
               *diff);
   EXPECT_LE(*diff, 1e-5);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "io/file_input.h"
+#include "tests/status_matchers.h"
 
 namespace ddpscope::io {
 namespace {
@@ -120,7 +121,7 @@ TEST(FileOutputTest, ReplacesAnExistingFileOnlyWhenClosed) {
     (*file)->stream() << "new";
     // Before close() the destination still holds the old file, and the bytes are elsewhere.
     EXPECT_EQ(*readFileBytes(path), "old contents");
-    ASSERT_TRUE((*file)->close().isOk());
+    ASSERT_OK((*file)->close());
   }
   EXPECT_EQ(*readFileBytes(path), "new");
   // Nothing but the destination is left in the directory (the temporary file was renamed).

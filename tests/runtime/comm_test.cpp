@@ -10,6 +10,7 @@
 
 #include "runtime/loopback_comm.h"
 #include "runtime_test_util.h"
+#include "tests/status_matchers.h"
 
 namespace ddpscope::runtime {
 namespace {
@@ -23,8 +24,8 @@ TEST(LoopbackCommTest, AllreduceSumsFloatAndInt32OnEveryRank) {
     std::vector<int32_t> i = {rank, 1};
     auto w1 = comm.allreduceAsync(std::span<float>(f), CommTag{"f"});
     auto w2 = comm.allreduceAsync(std::span<int32_t>(i), CommTag{"i"});
-    ASSERT_TRUE(w1->wait().isOk());
-    ASSERT_TRUE(w2->wait().isOk());
+    ASSERT_OK(w1->wait());
+    ASSERT_OK(w2->wait());
     EXPECT_EQ(f, (std::vector<float>{3.0f, 6.0f, -3.0f}));
     EXPECT_EQ(i, (std::vector<int32_t>{3, 3}));
   });
@@ -33,7 +34,7 @@ TEST(LoopbackCommTest, AllreduceSumsFloatAndInt32OnEveryRank) {
 TEST(LoopbackCommTest, BroadcastAllgatherGathervAndBarrier) {
   runRanks(3, [](int rank, Communicator& comm) {
     std::vector<int32_t> b = {rank * 10, rank * 10 + 1};
-    ASSERT_TRUE(comm.broadcast(std::as_writable_bytes(std::span<int32_t>(b)), 1, CommTag{}).isOk());
+    ASSERT_OK(comm.broadcast(std::as_writable_bytes(std::span<int32_t>(b)), 1, CommTag{}));
     EXPECT_EQ(b, (std::vector<int32_t>{10, 11}));
 
     const int64_t mine = 100 + rank;
@@ -46,13 +47,13 @@ TEST(LoopbackCommTest, BroadcastAllgatherGathervAndBarrier) {
     std::vector<std::byte> blob(static_cast<size_t>(rank + 1),
                                 std::byte{static_cast<uint8_t>(rank)});
     std::vector<std::vector<std::byte>> blobs;
-    ASSERT_TRUE(comm.gatherv(blob, 0, &blobs, CommTag{}).isOk());
+    ASSERT_OK(comm.gatherv(blob, 0, &blobs, CommTag{}));
     if (rank == 0) {
       ASSERT_EQ(blobs.size(), 3u);
       EXPECT_EQ(blobs[2].size(), 3u);
       EXPECT_EQ(blobs[2][0], std::byte{2});
     }
-    EXPECT_TRUE(comm.barrier(CommTag{}).isOk());
+    EXPECT_OK(comm.barrier(CommTag{}));
   });
 }
 
@@ -97,9 +98,9 @@ TEST(LoopbackCommTest, CollectivesRunOneAtATimeInIssueOrderAndAreTimed) {
                               CommTag{"ar" + std::to_string(b), Category::kAllreduce, b}));
     }
     // An unrecorded one is not reported.
-    ASSERT_TRUE(comm.barrier(CommTag{"hidden", Category::kCommOther, -1, 0, false}).isOk());
+    ASSERT_OK(comm.barrier(CommTag{"hidden", Category::kCommOther, -1, 0, false}));
     for (auto& w : works) {
-      ASSERT_TRUE(w->wait().isOk());
+      ASSERT_OK(w->wait());
       EXPECT_TRUE(w->test());
       EXPECT_LE(w->startTime(), w->endTime());
     }
@@ -140,9 +141,9 @@ TEST(LoopbackCommTest, WaitTimesOutWithAMessageNamingTheCollective) {
   EXPECT_EQ(group[0]->inFlight(), "allreduce of bucket 3 in iteration 5");
   EXPECT_EQ(group[1]->inFlight(), "");
   // Let the peer arrive so the comm threads can be joined.
-  ASSERT_TRUE(group[1]->allreduce(std::span<float>(b), CommTag{}).isOk());
+  ASSERT_OK(group[1]->allreduce(std::span<float>(b), CommTag{}));
   group[0]->setTimeout(Nanos::fromSeconds(60));
-  EXPECT_TRUE(work->wait().isOk());
+  EXPECT_OK(work->wait());
   EXPECT_EQ(a[0], 2.0f);
   EXPECT_EQ(group[0]->inFlight(), "");  // cleared before the work completes
 }
@@ -175,9 +176,9 @@ TEST(LoopbackCommTest, AfterATimeoutOtherWaitsFailAtOnce) {
   group[0]->setTimeout(Nanos::fromSeconds(60));
   for (int b = 0; b < 3; ++b) {
     std::vector<float> peer(4, 1.0f);
-    ASSERT_TRUE(group[1]->allreduce(std::span<float>(peer), CommTag{}).isOk());
+    ASSERT_OK(group[1]->allreduce(std::span<float>(peer), CommTag{}));
   }
-  for (const CommWorkPtr& work : works) EXPECT_TRUE(work->wait().isOk());
+  for (const CommWorkPtr& work : works) EXPECT_OK(work->wait());
   EXPECT_EQ(buffers[2][0], 2.0f);
 }
 

@@ -13,6 +13,7 @@
 #include "runtime/profiler.h"
 #include "runtime/training.h"
 #include "runtime_test_util.h"
+#include "tests/status_matchers.h"
 
 namespace ddpscope::runtime {
 namespace {
@@ -71,7 +72,7 @@ void expectEquivalent(int world, const TrainingOptions& o) {
   auto untrained = o;
   untrained.iterations = 0;
   auto initial = trainReference(untrained);
-  ASSERT_TRUE(initial.isOk());
+  ASSERT_OK(initial);
   EXPECT_GT(maxAbsDiff(initial->params, reference->params), 1e-3);
 }
 
@@ -108,7 +109,7 @@ TEST(EngineTest, GradientAsBucketViewAliasesGradientsIntoBucketsAcrossTheRebuild
   expectEquivalent(2, o);
   runRanks(2, [&](int rank, Communicator& comm) {
     auto model = buildTrainableModel(o.model, o.build);
-    ASSERT_TRUE(model.isOk());
+    ASSERT_OK(model);
     EngineOptions eo;
     eo.ddp = o.ddp;
     std::vector<std::vector<bool>> viewsAfter;  // per iteration: is each .grad a bucket view?
@@ -143,7 +144,8 @@ TEST(EngineTest, PlansEqualDdpConstructionAndSteadyStatePlans) {
       config.worldSize = 2;
       auto construction = ddp::constructionPlan(o.model, config);
       auto steady = ddp::steadyStatePlan(o.model, config);
-      ASSERT_TRUE(construction.isOk() && steady.isOk());
+      ASSERT_OK(construction);
+      ASSERT_OK(steady);
       for (const TrainingResult& r : ddpRun) {
         EXPECT_EQ(r.initialPlan.indexLists(), construction->indexLists()) << name;
         EXPECT_EQ(r.initialPlan.bucketBytes(), construction->bucketBytes()) << name;
@@ -264,11 +266,11 @@ TEST(EngineTest, ConstructionBroadcastsRankZerosParameters) {
     auto mine = o;
     mine.build.seed = o.build.seed + static_cast<uint64_t>(rank) * 100;
     auto result = trainDistributed(comm, mine);
-    ASSERT_TRUE(result.isOk());
+    ASSERT_OK(result);
     params[static_cast<size_t>(rank)] = result->params;
   });
   auto reference = trainReference(o);
-  ASSERT_TRUE(reference.isOk());
+  ASSERT_OK(reference);
   EXPECT_EQ(params[0], params[1]);
   EXPECT_LE(maxAbsDiff(params[1], reference->params), measureNoiseFloor(o).tolerance());
 }
@@ -289,7 +291,7 @@ TEST(EngineTest, ProfilerRecordsLayersCopiesBucketsAndIterations) {
   runRanks(2, [&](int rank, Communicator& comm) {
     Profiler profiler(rank, layerNames(o.model), [&comm] { return comm.now(); });
     auto result = trainDistributed(comm, o, &profiler);
-    ASSERT_TRUE(result.isOk());
+    ASSERT_OK(result);
     tracks[static_cast<size_t>(rank)] = profiler.snapshot();
   });
   const traces::Timeline timeline = mergeRankTracks(tracks, {});

@@ -20,6 +20,7 @@
 #include "runtime/profiler.h"
 #include "runtime/training.h"
 #include "runtime_test_util.h"
+#include "tests/status_matchers.h"
 #include "traces/overlap.h"
 
 namespace ddpscope::runtime {
@@ -281,7 +282,7 @@ TEST(MpiEngineTest, UnusedParameterWithoutFindUnusedGivesE1OnEveryRankWithoutHan
   EXPECT_NE(
       result.status().message().find("did not receive grad for rank " + std::to_string(rank())),
       std::string::npos);
-  EXPECT_TRUE(comm().barrier(CommTag{}).isOk());  // every rank got here: nobody hangs
+  EXPECT_OK(comm().barrier(CommTag{}));  // every rank got here: nobody hangs
 }
 
 TEST(MpiEngineTest, MismatchedModelsGiveE4AndE5OnEveryRank) {
@@ -328,7 +329,8 @@ TEST(MpiEngineTest, BucketPlansEqualDdpConstructionAndSteadyStatePlans) {
     config.worldSize = world();
     auto construction = ddp::constructionPlan(o.model, config);
     auto steady = ddp::steadyStatePlan(o.model, config);
-    ASSERT_TRUE(construction.isOk() && steady.isOk());
+    ASSERT_OK(construction);
+    ASSERT_OK(steady);
     EXPECT_EQ(result->initialPlan.indexLists(), construction->indexLists()) << c.model;
     EXPECT_EQ(result->initialPlan.bucketBytes(), construction->bucketBytes()) << c.model;
     EXPECT_EQ(result->steadyPlan.indexLists(), steady->indexLists()) << c.model;
@@ -345,7 +347,7 @@ TEST(MpiEngineTest, FirstBucketAllreduceStartsBeforeBackwardComputeEndsOnEveryRa
   auto o = options("mlp-wide", 16, 9);
   Profiler profiler(rank(), layerNames(o.model), [] { return comm().now(); });
   auto offset = measureClockOffset(comm());
-  ASSERT_TRUE(offset.isOk());
+  ASSERT_OK(offset);
   profiler.setClockOffset(*offset);
   auto result = trainDistributed(comm(), o, &profiler);
   ASSERT_TRUE(result.isOk()) << result.status().message();

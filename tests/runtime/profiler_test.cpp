@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "tests/status_matchers.h"
 #include "traces/overlap.h"
 
 namespace ddpscope::runtime {
@@ -100,7 +101,7 @@ TEST(ProfilerTest, MergeUsesRankAsPidShiftsClockOffsetAndOrigin) {
   // Both ranks start at the same (aligned) instant, the origin is 0.
   EXPECT_EQ(merged.iterations(0).at(0).start, Nanos(0));
   EXPECT_EQ(merged.iterations(1).at(0).start, Nanos(0));
-  EXPECT_TRUE(merged.validateNesting().isOk());
+  EXPECT_OK(merged.validateNesting());
 }
 
 TEST(ProfilerTest, SummaryHasStepForwardBackwardCommAndOverlap) {

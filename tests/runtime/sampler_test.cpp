@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <set>
 
+#include "tests/status_matchers.h"
+
 namespace ddpscope::runtime {
 namespace {
 
@@ -56,12 +58,12 @@ TEST(BatchScheduleTest, RankBatchesConcatenateToTheSingleProcessBatch) {
   const int world = 4;
   const int64_t globalBatch = 8;
   auto reference = BatchSchedule::create(64, 1, 0, 3, globalBatch);
-  ASSERT_TRUE(reference.isOk());
+  ASSERT_OK(reference);
   for (int64_t step = 0; step < 12; ++step) {  // crosses an epoch boundary (8 steps / epoch)
     std::multiset<int64_t> ddp;
     for (int r = 0; r < world; ++r) {
       auto schedule = BatchSchedule::create(64, world, r, 3, globalBatch / world);
-      ASSERT_TRUE(schedule.isOk());
+      ASSERT_OK(schedule);
       for (int64_t i : schedule->batch(step)) ddp.insert(i);
     }
     const Indices ref = reference->batch(step);
@@ -71,7 +73,7 @@ TEST(BatchScheduleTest, RankBatchesConcatenateToTheSingleProcessBatch) {
 
 TEST(BatchScheduleTest, ExactBatchesWithoutSurprises) {
   auto schedule = BatchSchedule::create(10, 2, 1, 5, 2);
-  ASSERT_TRUE(schedule.isOk());
+  ASSERT_OK(schedule);
   const Indices shard = DistributedSampler(10, 2, 1, 5).indices(0);
   EXPECT_EQ(schedule->stepsPerEpoch(), 2);  // 5 samples per rank, batch 2, drop_last
   EXPECT_EQ(schedule->batch(0), (Indices{shard[0], shard[1]}));

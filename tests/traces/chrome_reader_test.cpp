@@ -12,6 +12,7 @@
 #endif
 
 #include "base/strings.h"
+#include "tests/status_matchers.h"
 #include "tests/traces/test_timelines.h"
 #include "traces/chrome_writer.h"
 
@@ -130,7 +131,7 @@ TEST(ChromeReaderTest, MatchesBeginEndPairsPerThread) {
   EXPECT_EQ(lane.spans[1].name, "inner");
   EXPECT_EQ(lane.spans[1].duration, Nanos(3'000));
   EXPECT_EQ(timeline.rank(0).lanes[1].spans[0].duration, Nanos(19'000));
-  EXPECT_TRUE(timeline.validateNesting().isOk());
+  EXPECT_OK(timeline.validateNesting());
 }
 
 TEST(ChromeReaderTest, WarnsAboutUnmatchedBeginAndEnd) {
@@ -384,7 +385,7 @@ TEST(ChromeReaderTest, RankOptionOverridesDistributedInfo) {
 
 TEST(ChromeReaderTest, KinetoTraceSurvivesOurWriter) {
   StatusOr<Timeline> read = readChromeTrace(testDataPath("kineto_ddp_small.json"));
-  ASSERT_TRUE(read.isOk());
+  ASSERT_OK(read);
   Timeline again = parseOk(chromeTraceToString(*read));
   EXPECT_EQ(again.ranks(), read->ranks());
   EXPECT_EQ(again.flows(), read->flows());
@@ -407,7 +408,7 @@ TEST(ChromeReaderTest, ReadsGzipByMagicBytes) {
 
   // truncated gzip → clear error naming the file
   StatusOr<std::string> bytes = readFileToString(path);
-  ASSERT_TRUE(bytes.isOk());
+  ASSERT_OK(bytes);
   StatusOr<Timeline> truncated =
       parseChromeTrace(std::string_view(*bytes).substr(0, bytes->size() / 2), "cut.json.gz");
   ASSERT_FALSE(truncated.isOk());
@@ -420,7 +421,7 @@ TEST(ChromeReaderTest, ReadsGzipByMagicBytes) {
 TEST(ChromeReaderTest, GzipLimitFromTheOptionsReplacesTheEnvironments) {
   const std::string path = testDataPath("tiny.json.gz");
   StatusOr<std::string> bytes = readFileToString(path);
-  ASSERT_TRUE(bytes.isOk());
+  ASSERT_OK(bytes);
   ChromeReadOptions options;
   options.maxGunzipBytes = 10;
   for (StatusOr<Timeline> read :

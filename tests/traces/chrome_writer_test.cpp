@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "base/strings.h"
+#include "tests/status_matchers.h"
 #include "tests/traces/test_timelines.h"
 #include "traces/chrome_reader.h"
 
@@ -158,7 +159,7 @@ TEST(ChromeWriterTest, StreamingWriterWritesIncrementallyAndFinishesOnce) {
   writer.addSpan(0, 0, span);
   writer.addCounter(Counter{0, "mem", Nanos(1'000), 3.0});
   EXPECT_EQ(writer.eventCount(), 6);
-  ASSERT_TRUE(writer.finish().isOk());
+  ASSERT_OK(writer.finish());
   EXPECT_FALSE(writer.finish().isOk());
   nlohmann::json trace = nlohmann::json::parse(out.str());
   EXPECT_EQ(trace["traceEvents"].size(), 6u);
@@ -189,9 +190,9 @@ TEST(ChromeWriterTest, FullDeviceIsAnErrorNotATraceReportedAsWritten) {
 TEST(ChromeWriterTest, AnUnfinishedWriterLeavesThePreviousFileInPlace) {
   const std::string path =
       (std::filesystem::temp_directory_path() / "ddpscope_writer_unfinished.json").string();
-  ASSERT_TRUE(writeChromeTrace(Timeline(), path).isOk());
+  ASSERT_OK(writeChromeTrace(Timeline(), path));
   const StatusOr<std::string> before = readFileToString(path);
-  ASSERT_TRUE(before.isOk());
+  ASSERT_OK(before);
   {
     StatusOr<std::unique_ptr<ChromeTraceWriter>> writer = ChromeTraceWriter::open(path);
     ASSERT_TRUE(writer.isOk()) << writer.status().message();
@@ -207,9 +208,9 @@ TEST(ChromeWriterTest, WritesGzipWhenPathEndsInGz) {
   std::string path =
       (std::filesystem::temp_directory_path() / "ddpscope_writer_test.json.gz").string();
   Timeline timeline = makeGoldenTimeline();
-  ASSERT_TRUE(writeChromeTrace(timeline, path).isOk());
+  ASSERT_OK(writeChromeTrace(timeline, path));
   StatusOr<std::string> bytes = readFileToString(path);
-  ASSERT_TRUE(bytes.isOk());
+  ASSERT_OK(bytes);
   EXPECT_TRUE(looksGzipped(*bytes));
   StatusOr<Timeline> read = readChromeTrace(path);
   ASSERT_TRUE(read.isOk()) << read.status().message();

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "tests/status_matchers.h"
 #include "tests/traces/test_timelines.h"
 #include "traces/chrome_reader.h"
 #include "traces/overlap.h"
@@ -60,7 +61,7 @@ TEST(KinetoWriterTest, PerRankPathsKeepTheExtension) {
 TEST(KinetoWriterTest, ReadsBackAsAKinetoRankWithTheSameOverlap) {
   const Timeline t = sampleTimeline();
   const std::string path = tempPath("sample.json");
-  ASSERT_TRUE(writeKinetoTrace(t, 0, path).isOk());
+  ASSERT_OK(writeKinetoTrace(t, 0, path));
   StatusOr<Timeline> back = readChromeTrace(path);
   ASSERT_TRUE(back.isOk()) << back.status().message();
   const std::vector<RankOverlap> want = computeOverlap(t);
@@ -80,7 +81,7 @@ TEST(KinetoWriterTest, ReadsBackAsAKinetoRankWithTheSameOverlap) {
 
 TEST(KinetoWriterTest, EventsAreWhatKinetoWrites) {
   const std::string path = tempPath("events.json");
-  ASSERT_TRUE(writeKinetoTrace(sampleTimeline(), 0, path).isOk());
+  ASSERT_OK(writeKinetoTrace(sampleTimeline(), 0, path));
   std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();

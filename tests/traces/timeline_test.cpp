@@ -4,6 +4,8 @@
 
 #include <set>
 
+#include "tests/status_matchers.h"
+
 namespace ddpscope::traces {
 namespace {
 
@@ -158,7 +160,7 @@ TEST(TimelineTest, MillionSpanTimelineIsCheapToBuild) {
   }
   timeline.sortSpans();  // already sorted: one linear check
   EXPECT_EQ(timeline.spanCount(), kSpans);
-  EXPECT_TRUE(timeline.validateNesting().isOk());
+  EXPECT_OK(timeline.validateNesting());
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "models/zoo.h"
+#include "tests/status_matchers.h"
 
 namespace ddpscope::models {
 namespace {
@@ -62,18 +63,18 @@ TEST(BuilderTest, Gpt2SmallConfigEqualsZoo) {
 
 TEST(BuilderTest, Gpt2XlConfigEqualsZoo) {
   StatusOr<ModelSpec> zoo = loadZooModel("gpt2-xl");
-  ASSERT_TRUE(zoo.isOk());
+  ASSERT_OK(zoo);
   expectSameSpec(
       makeGpt2Spec(Gpt2Config{.name = "gpt2-xl", .nLayer = 48, .nEmbd = 1600, .nHead = 25}), *zoo);
 }
 
 TEST(BuilderTest, MlpConfigsEqualZoo) {
   StatusOr<ModelSpec> tiny = loadZooModel("mlp-tiny");
-  ASSERT_TRUE(tiny.isOk());
+  ASSERT_OK(tiny);
   expectSameSpec(makeMlpSpec(MlpConfig{.in = 10, .hidden = 50, .depth = 2, .out = 1, .batch = 20}),
                  *tiny);
   StatusOr<ModelSpec> wide = loadZooModel("mlp-wide");
-  ASSERT_TRUE(wide.isOk());
+  ASSERT_OK(wide);
   expectSameSpec(makeMlpSpec(MlpConfig{}), *wide);
 }
 
@@ -106,7 +107,7 @@ TEST(BuilderTest, ParsesGpt2Shorthand) {
   EXPECT_EQ(core.attrs.at("head_dim"), 16);
   StatusOr<ModelSpec> longSeq =
       parseModelShorthand("gpt2:layers=1,embd=8,heads=2,vocab=16,seq=2048,batch=1");
-  ASSERT_TRUE(longSeq.isOk());
+  ASSERT_OK(longSeq);
   EXPECT_EQ(longSeq->params[1].shape[0], 2048);  // positions grow to cover seq
   EXPECT_EQ(longSeq->defaultInputs.batch, 1);
 }

@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <barrier>
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cmath>
 #include <memory>
 #include <numeric>
 #include <span>
@@ -20,6 +20,7 @@
 #include "models/zoo.h"
 #include "runtime/cpu/trainable_model.h"
 #include "tests/runtime/model_specs.h"
+#include "tests/status_matchers.h"
 
 namespace ddpscope::runtime {
 namespace {
@@ -59,8 +60,8 @@ double lossOf(TrainableModel& model, const Batch& batch) {
 void checkModelGradients(TrainableModel& model, const Batch& batch, double step, double atol,
                          double rtol, int samplesPerTensor) {
   model.zeroGrad();
-  ASSERT_TRUE(model.forward(batch, 1, 0).isOk());
-  ASSERT_TRUE(model.backward(nullptr).isOk());
+  ASSERT_OK(model.forward(batch, 1, 0));
+  ASSERT_OK(model.backward(nullptr));
   std::span<Param> params = model.params();
   std::vector<Tensor> grads;
   for (Param& p : params) {
@@ -167,8 +168,8 @@ TEST(TrainableModelTest, Gpt2TwoLayerGradientsMatchFiniteDifferences) {
 void checkDirectionalGradients(TrainableModel& model, const Batch& batch, double step, double atol,
                                double rtol) {
   model.zeroGrad();
-  ASSERT_TRUE(model.forward(batch, 1, 0).isOk());
-  ASSERT_TRUE(model.backward(nullptr).isOk());
+  ASSERT_OK(model.forward(batch, 1, 0));
+  ASSERT_OK(model.backward(nullptr));
   uint64_t state = 12345;
   for (Param& p : model.params()) {
     const Tensor grad = p.grad;
@@ -399,8 +400,8 @@ std::string firstDifferingSample(const std::vector<float>& got, const std::vecto
     char values[96];
     std::snprintf(values, sizeof(values), "%.9g vs %.9g in the full batch", got[i], want[i]);
     return "sample " + std::to_string(i / perSample) + " (index " +
-           std::to_string(indices[i / perSample]) + "), element " +
-           std::to_string(i % perSample) + ": " + values;
+           std::to_string(indices[i / perSample]) + "), element " + std::to_string(i % perSample) +
+           ": " + values;
   }
   return "";
 }
@@ -488,7 +489,7 @@ std::vector<std::vector<float>> twoRankAverageGradients(const models::ModelSpec&
     StatusOr<ForwardResult> result = ranks[static_cast<size_t>(r)]->forward(batch, 1, r);
     EXPECT_TRUE(result.isOk()) << result.status().message();
     losses[static_cast<size_t>(r)] = result.isOk() ? result->loss : 0;
-    EXPECT_TRUE(ranks[static_cast<size_t>(r)]->backward(nullptr).isOk());
+    EXPECT_OK(ranks[static_cast<size_t>(r)]->backward(nullptr));
   };
   std::thread t0(run, 0), t1(run, 1);
   t0.join();
@@ -510,8 +511,8 @@ TEST(TrainableModelTest, SyncBatchNormOnTwoRanksEqualsFullBatch) {
   std::unique_ptr<TrainableModel> single = build(spec, resnetOptions(32));
   Batch batch = single->makeBatch(indices, 3);
   StatusOr<ForwardResult> full = single->forward(batch, 1, 0);
-  ASSERT_TRUE(full.isOk());
-  ASSERT_TRUE(single->backward(nullptr).isOk());
+  ASSERT_OK(full);
+  ASSERT_OK(single->backward(nullptr));
 
   BuildOptions syncOptions = resnetOptions(32);
   syncOptions.syncBatchNorm = true;
@@ -539,8 +540,8 @@ TEST(TrainableModelTest, MlpOnTwoRanksAveragesToFullBatchGradients) {
   const std::vector<int64_t> indices = range(0, 8);
   std::unique_ptr<TrainableModel> single = build(spec);
   Batch batch = single->makeBatch(indices, 3);
-  ASSERT_TRUE(single->forward(batch, 1, 0).isOk());
-  ASSERT_TRUE(single->backward(nullptr).isOk());
+  ASSERT_OK(single->forward(batch, 1, 0));
+  ASSERT_OK(single->backward(nullptr));
   double loss = 0;
   auto averaged = twoRankAverageGradients(spec, {}, indices, &loss);
   for (size_t k = 0; k < spec.params.size(); ++k) {
@@ -572,7 +573,7 @@ TEST(TrainableModelTest, HookErrorStopsBackwardAndBackwardNeedsForward) {
   std::unique_ptr<TrainableModel> model = build(zoo("mlp-tiny"));
   Status s = model->backward(nullptr);
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
-  ASSERT_TRUE(model->forward(model->makeBatch(range(0, 2), 1), 1, 0).isOk());
+  ASSERT_OK(model->forward(model->makeBatch(range(0, 2), 1), 1, 0));
   int calls = 0;
   s = model->backward([&](int) {
     ++calls;

@@ -16,6 +16,7 @@
 
 #include "runtime/cpu/layer.h"
 #include "runtime/cpu/random.h"
+#include "tests/status_matchers.h"
 
 namespace ddpscope::runtime::cpu {
 namespace {
@@ -82,7 +83,7 @@ class LayerGradChecker {
     std::vector<const Tensor*> ptrs;
     for (const Tensor& t : inputs) ptrs.push_back(&t);
     Tensor out;
-    ASSERT_TRUE(m_layer->forward(ptrs, out, m_ctx).isOk());
+    ASSERT_OK(m_layer->forward(ptrs, out, m_ctx));
     Tensor r = randomTensor(out.shape(), 99);
     std::vector<Tensor> dx(inputs.size());
     std::vector<GradTarget> targets(inputs.size());
@@ -93,7 +94,7 @@ class LayerGradChecker {
       targets[i] = GradTarget{&dx[i], false};
     }
     for (Param& p : m_params) p.gradDefined = false;
-    ASSERT_TRUE(m_layer->backward(ptrs, out, r, targets, m_ctx).isOk());
+    ASSERT_OK(m_layer->backward(ptrs, out, r, targets, m_ctx));
     // Input gradients.
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (targets[i].grad == nullptr) continue;
@@ -107,13 +108,13 @@ class LayerGradChecker {
     std::vector<Tensor> firstDx = dx;
     std::vector<Tensor> firstParamGrads;
     for (Param& p : m_params) firstParamGrads.push_back(p.grad);
-    ASSERT_TRUE(m_layer->forward(ptrs, out, m_ctx).isOk());
+    ASSERT_OK(m_layer->forward(ptrs, out, m_ctx));
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (targets[i].grad == nullptr) continue;
       dx[i].fill(0.5f);
       targets[i].accumulate = true;
     }
-    ASSERT_TRUE(m_layer->backward(ptrs, out, r, targets, m_ctx).isOk());
+    ASSERT_OK(m_layer->backward(ptrs, out, r, targets, m_ctx));
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (targets[i].grad == nullptr) continue;
       for (int64_t j = 0; j < dx[i].numel(); ++j) {
@@ -233,8 +234,7 @@ TEST(ActivationLayerTest, GeluTanhMatchesGpt2Formula) {
   x[2] = 3.0f;
   const Tensor* in = &x;
   Tensor y;
-  ASSERT_TRUE(
-      checker.layer().forward(std::span<const Tensor* const>(&in, 1), y, checker.ctx()).isOk());
+  ASSERT_OK(checker.layer().forward(std::span<const Tensor* const>(&in, 1), y, checker.ctx()));
   for (int i = 0; i < 3; ++i) {
     double v = x[i];
     double expected = 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
@@ -268,8 +268,7 @@ TEST(EmbeddingLayerTest, PositionalUsesPositionsAndRejectsBadIds) {
   checker.check({ids}, {.inputNeedsGrad = {false}});
   const Tensor* in = &ids;
   Tensor y;
-  ASSERT_TRUE(
-      checker.layer().forward(std::span<const Tensor* const>(&in, 1), y, checker.ctx()).isOk());
+  ASSERT_OK(checker.layer().forward(std::span<const Tensor* const>(&in, 1), y, checker.ctx()));
   EXPECT_EQ(y.shapeString(), "[2, 5, 3]");
   EXPECT_FLOAT_EQ(y[(1 * 5 + 2) * 3 + 1], checker.params()[0].value[2 * 3 + 1]);
 
@@ -293,8 +292,7 @@ TEST(DropoutLayerTest, IsIdentityAndBackwardMatchesFiniteDifferences) {
   Tensor x = randomTensor({3, 4}, 1);
   const Tensor* in = &x;
   Tensor y;
-  ASSERT_TRUE(
-      checker.layer().forward(std::span<const Tensor* const>(&in, 1), y, checker.ctx()).isOk());
+  ASSERT_OK(checker.layer().forward(std::span<const Tensor* const>(&in, 1), y, checker.ctx()));
   EXPECT_EQ(y.values(), x.values());
   checker.check({x}, {});
 }
@@ -317,8 +315,7 @@ TEST(AttentionCoreLayerTest, CausalFirstPositionCopiesItsValue) {
   Tensor qkv = randomTensor({1, 3, 6}, 5);
   const Tensor* in = &qkv;
   Tensor y;
-  ASSERT_TRUE(
-      checker.layer().forward(std::span<const Tensor* const>(&in, 1), y, checker.ctx()).isOk());
+  ASSERT_OK(checker.layer().forward(std::span<const Tensor* const>(&in, 1), y, checker.ctx()));
   EXPECT_FLOAT_EQ(y[0], qkv[4]);  // position 0 sees only itself: out = v0
   EXPECT_FLOAT_EQ(y[1], qkv[5]);
 }
@@ -383,8 +380,7 @@ TEST(BatchNorm2dLayerTest, RunningStatsFollowPyTorch) {
   for (int i = 0; i < 4; ++i) x[i] = values[i];
   const Tensor* in = &x;
   Tensor y;
-  ASSERT_TRUE(
-      checker.layer().forward(std::span<const Tensor* const>(&in, 1), y, checker.ctx()).isOk());
+  ASSERT_OK(checker.layer().forward(std::span<const Tensor* const>(&in, 1), y, checker.ctx()));
   EXPECT_NEAR(checker.buffers()[0].value[0], 0.1 * 3, 1e-6);
   EXPECT_NEAR(checker.buffers()[1].value[0], 0.9 + 0.1 * 14.0 / 3.0, 1e-6);
   EXPECT_FLOAT_EQ(checker.buffers()[2].value[0], 1.0f);
@@ -411,12 +407,10 @@ TEST(SyncBatchNormLayerTest, TwoRanksEqualBatchNormOnFullBatch) {
   LayerGradChecker ref(spec, {w, b}, bnBuffers(c));
   const Tensor* in = &full;
   Tensor yRef, dxRef(full.shape());
-  ASSERT_TRUE(ref.layer().forward(std::span<const Tensor* const>(&in, 1), yRef, ref.ctx()).isOk());
+  ASSERT_OK(ref.layer().forward(std::span<const Tensor* const>(&in, 1), yRef, ref.ctx()));
   GradTarget target{&dxRef, false};
-  ASSERT_TRUE(ref.layer()
-                  .backward(std::span<const Tensor* const>(&in, 1), yRef, dyFull,
-                            std::span<const GradTarget>(&target, 1), ref.ctx())
-                  .isOk());
+  ASSERT_OK(ref.layer().backward(std::span<const Tensor* const>(&in, 1), yRef, dyFull,
+                                 std::span<const GradTarget>(&target, 1), ref.ctx()));
 
   // Two ranks.
   std::vector<float> shared;
@@ -499,8 +493,7 @@ TEST(LayerFactoryTest, MaxPoolPaddingAboveHalfTheKernelIsRefused) {
   ASSERT_FALSE(layer.isOk());
   EXPECT_EQ(layer.status().message(),
             "layer pool: padding 2 must be between 0 and kernel_size / 2 = 1");
-  EXPECT_TRUE(
-      makeLayer(layerSpec("MaxPool2d", {{"kernel_size", 3}, {"padding", 1}}, "pool"), {}).isOk());
+  EXPECT_OK(makeLayer(layerSpec("MaxPool2d", {{"kernel_size", 3}, {"padding", 1}}, "pool"), {}));
 }
 
 TEST(LayerFactoryTest, UnsupportedTypeAndBadShapesAreClearErrors) {

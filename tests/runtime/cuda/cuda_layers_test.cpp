@@ -15,6 +15,7 @@
 #include "runtime/cpu/loss.h"
 #include "runtime/cpu/random.h"
 #include "tests/runtime/cuda/cuda_test_util.h"
+#include "tests/status_matchers.h"
 
 namespace ddpscope::runtime::cuda {
 namespace {
@@ -68,7 +69,7 @@ class CudaLayerTest : public testing::CudaTest {
     device.buffers.resize(hostBuffers.size());
     for (size_t i = 0; i < hostBuffers.size(); ++i) {
       StatusOr<DeviceBuffer> b = context().gradDevice().allocate(hostBuffers[i].value.numel());
-      ASSERT_TRUE(b.isOk());
+      ASSERT_OK(b);
       device.memory.push_back(*b);
       device.buffers[i].name = hostBuffers[i].name;
       device.buffers[i].value.setView(device.memory.back().data(), hostBuffers[i].value.shape());
@@ -78,7 +79,7 @@ class CudaLayerTest : public testing::CudaTest {
   }
 
   void uploadTensor(const Tensor& host, DeviceTensor& device) {
-    ASSERT_TRUE(device.resize(host.shape()).isOk());
+    ASSERT_OK(device.resize(host.shape()));
     upload(device.data(), host.data(), host.numel());
   }
 
@@ -177,7 +178,7 @@ class CudaLayerTest : public testing::CudaTest {
     std::vector<DeviceTensor> devDx(hostInputs.size());
     for (size_t i = 0; i < hostInputs.size(); ++i) {
       hostDx.emplace_back(hostInputs[i].shape());
-      ASSERT_TRUE(devDx[i].resize(hostInputs[i].shape()).isOk());
+      ASSERT_OK(devDx[i].resize(hostInputs[i].shape()));
     }
     for (int pass = 0; pass < 2; ++pass) {
       SCOPED_TRACE(pass == 0 ? "backward (overwrite)" : "backward (accumulate)");
@@ -204,7 +205,7 @@ class CudaLayerTest : public testing::CudaTest {
                             hostParams[i].name + " grad"));
       }
     }
-    ASSERT_TRUE(context().gradDevice().synchronize().isOk());
+    ASSERT_OK(context().gradDevice().synchronize());
     if (c.sync) {
       EXPECT_EQ(syncCalls % 2, 0);  // CPU and GPU each call it the same times
     }
@@ -365,8 +366,8 @@ class CudaLossTest : public CudaLayerTest {
     ASSERT_TRUE(cpuValue.isOk() && gpuValue.isOk()) << gpuValue.status().message();
     EXPECT_NEAR(*gpuValue, *cpuValue, layerTolerance(precision) * std::fabs(*cpuValue));
     Tensor grad;
-    ASSERT_TRUE(cpuLoss.backward(output, targets, grad, 0.5f).isOk());
-    ASSERT_TRUE(gpuLoss.backward(devOut, devTargets, devGrad, 0.5f, ctx).isOk());
+    ASSERT_OK(cpuLoss.backward(output, targets, grad, 0.5f));
+    ASSERT_OK(gpuLoss.backward(devOut, devTargets, devGrad, 0.5f, ctx));
     EXPECT_TRUE(closeTo(download(devGrad.data(), devGrad.numel()), grad.data(), grad.numel(),
                         layerTolerance(precision), "dLoss/dOutput"));
     if (hostTied != nullptr) {

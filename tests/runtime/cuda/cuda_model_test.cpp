@@ -19,6 +19,7 @@
 #include "runtime/cpu/cpu_model.h"
 #include "tests/runtime/cuda/cuda_test_util.h"
 #include "tests/runtime/model_specs.h"
+#include "tests/status_matchers.h"
 
 namespace ddpscope::runtime::cuda {
 namespace {
@@ -63,7 +64,7 @@ class CudaModelTest : public testing::CudaTest {
   }
   std::vector<float> grab(TrainableModel& gpu, const Tensor& t) {
     std::vector<float> host(static_cast<size_t>(t.numel()));
-    EXPECT_TRUE(gpu.device().toHost(host.data(), t.data(), t.numel()).isOk());
+    EXPECT_OK(gpu.device().toHost(host.data(), t.data(), t.numel()));
     return host;
   }
 
@@ -153,7 +154,7 @@ TEST_F(CudaModelTest, ForwardBackwardSgdMatchTheCpuModel) {
       expectGradsClose(*cpuModel, *gpuModel, kModelTolerance);
       cpuModel->sgdStep(0.05, 0.9);
       gpuModel->sgdStep(0.05, 0.9);
-      ASSERT_TRUE(gpuModel->endIteration().isOk());
+      ASSERT_OK(gpuModel->endIteration());
       expectParamsClose(*cpuModel, *gpuModel, kModelTolerance);
       // The next iteration starts both models from the CPU model's parameters. Without this,
       // the first run on a GPU (H100, 2026-11-27) failed at iteration 2: gradients within 1e-3
@@ -164,10 +165,8 @@ TEST_F(CudaModelTest, ForwardBackwardSgdMatchTheCpuModel) {
       // iteration is then checked on its own; the momentum buffers still carry over.
       for (size_t i = 0; i < cpuModel->params().size(); ++i) {
         const Param& c = cpuModel->params()[i];
-        ASSERT_TRUE(
-            gpuModel->device()
-                .fromHost(gpuModel->params()[i].value.data(), c.value.data(), c.value.numel())
-                .isOk());
+        ASSERT_OK(gpuModel->device().fromHost(gpuModel->params()[i].value.data(), c.value.data(),
+                                              c.value.numel()));
       }
     }
     for (size_t i = 0; i < cpuModel->buffers().size(); ++i) {
@@ -199,7 +198,7 @@ TEST_F(CudaModelTest, GradientAsBucketViewRepointingIsHonoured) {
   int64_t total = 0;
   for (const Param& p : gpuModel->params()) total += p.grad.numel();
   StatusOr<DeviceBuffer> bucket = gpuModel->device().allocate(total);
-  ASSERT_TRUE(bucket.isOk());
+  ASSERT_OK(bucket);
   // Reverse order, as DDP's buckets are: the last parameter first.
   int64_t offset = 0;
   for (size_t i = gpuModel->params().size(); i-- > 0;) {
@@ -213,7 +212,7 @@ TEST_F(CudaModelTest, GradientAsBucketViewRepointingIsHonoured) {
   const Batch batch = cpuModel->makeBatch(std::vector<int64_t>{1, 2, 3, 4}, 9);
   step(*cpuModel, *gpuModel, batch, 1, &o1, &o2, 1e-4);
   std::vector<float> flat(static_cast<size_t>(total));
-  ASSERT_TRUE(gpuModel->device().toHost(flat.data(), bucket->data(), total).isOk());
+  ASSERT_OK(gpuModel->device().toHost(flat.data(), bucket->data(), total));
   offset = 0;
   for (size_t i = cpuModel->params().size(); i-- > 0;) {
     const Param& c = cpuModel->params()[i];
@@ -306,10 +305,10 @@ TEST_F(CudaModelTest, LayerSpansAreDeviceTimedAndReportedAtEndIteration) {
   const Nanos before = steadyNow();
   StatusOr<ForwardResult> result = gpuModel->forward(batch, 1, 0);
   ASSERT_TRUE(result.isOk()) << result.status().message();
-  ASSERT_TRUE(gpuModel->backward(nullptr).isOk());
+  ASSERT_OK(gpuModel->backward(nullptr));
   gpuModel->sgdStep(0.1, 0.0);
   EXPECT_TRUE(recorder.spans.empty());  // nothing before endIteration
-  ASSERT_TRUE(gpuModel->endIteration().isOk());
+  ASSERT_OK(gpuModel->endIteration());
   const Nanos after = steadyNow();
   EXPECT_EQ(recorder.hostCalls, 0);
   EXPECT_EQ(recorder.spans.size(), 2 * result->executedLayers.size());
@@ -353,15 +352,16 @@ TEST_F(CudaModelTest, BadDtypeAndUnsupportedLayersAreErrors) {
 TEST_F(CudaModelTest, GradDeviceOpsRunOnTheComputeStream) {
   GradDevice& device = context().gradDevice();
   StatusOr<DeviceBuffer> a = device.allocate(1000), b = device.allocate(1000);
-  ASSERT_TRUE(a.isOk() && b.isOk());
+  ASSERT_OK(a);
+  ASSERT_OK(b);
   std::vector<float> host(1000);
-  ASSERT_TRUE(device.toHost(host.data(), a->data(), 1000).isOk());
+  ASSERT_OK(device.toHost(host.data(), a->data(), 1000));
   EXPECT_EQ(host, std::vector<float>(1000, 0.0f));  // allocate zero-initialises
   device.fill(a->data(), 1000, 3.0f);
   device.copyScaled(b->data(), a->data(), 1000, 0.5f);
   device.scaleInPlace(b->data(), 999, 4.0f);
-  ASSERT_TRUE(device.synchronize().isOk());
-  ASSERT_TRUE(device.toHost(host.data(), b->data(), 1000).isOk());
+  ASSERT_OK(device.synchronize());
+  ASSERT_OK(device.toHost(host.data(), b->data(), 1000));
   EXPECT_EQ(host[0], 6.0f);
   EXPECT_EQ(host[998], 6.0f);
   EXPECT_EQ(host[999], 1.5f);

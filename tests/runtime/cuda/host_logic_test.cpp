@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "tests/status_matchers.h"
+
 namespace ddpscope::runtime::cuda {
 namespace {
 
@@ -126,7 +128,7 @@ TEST(CudaGemmMappingTest, ColumnMajorCallEqualsRowMajorProductForAllTransposes) 
 TEST(CudaGemmMappingTest, ValidateNamesTheBadLeadingDimension) {
   RowMajorGemm g{
       .transA = false, .transB = true, .m = 4, .n = 6, .k = 8, .lda = 8, .ldb = 8, .ldc = 6};
-  EXPECT_TRUE(validateGemm(g).isOk());
+  EXPECT_OK(validateGemm(g));
   g.lda = 7;
   EXPECT_NE(validateGemm(g).message().find("lda 7 < 8"), std::string::npos)
       << validateGemm(g).message();

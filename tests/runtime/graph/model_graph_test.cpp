@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "models/builders.h"
+#include "tests/status_matchers.h"
 
 namespace ddpscope::runtime {
 namespace {
@@ -29,7 +30,7 @@ std::vector<int> runForward(ModelGraph& g, const models::ModelSpec& spec, bool b
     g.markPresent(i);
   }
   std::vector<int> unused;
-  EXPECT_TRUE(g.finishForward(spec, 1, -1, &unused).isOk());
+  EXPECT_OK(g.finishForward(spec, 1, -1, &unused));
   return unused;
 }
 
@@ -59,13 +60,13 @@ TEST(ModelGraphTest, SkippedBranchLeavesItsParametersUnusedAndTheAddPassesThroug
 TEST(ModelGraphTest, TiedHeadWeightIsReadyAfterTheLossHeadOnlyWhenNoLayerOwnsIt) {
   models::ModelSpec spec = models::makeBranchyMlpSpec({});
   auto g = ModelGraph::build(spec);
-  ASSERT_TRUE(g.isOk());
+  ASSERT_OK(g);
   g->beginForward();
   for (int i = 0; i < g->numLayers(); ++i) {
     if (g->collectInputs(i, spec.layers[static_cast<size_t>(i)].type == "Add")) g->markPresent(i);
   }
   const int owned = spec.layers.front().params.front();
-  ASSERT_TRUE(g->finishForward(spec, 1, owned, nullptr).isOk());
+  ASSERT_OK(g->finishForward(spec, 1, owned, nullptr));
   EXPECT_EQ(g->fireAt(owned), 0);  // a reached layer owns it: that layer decides
 }
 
@@ -79,7 +80,7 @@ TEST(ModelGraphTest, ErrorsNameTheLayer) {
 
   const models::ModelSpec ok = models::makeBranchyMlpSpec({});
   auto g2 = ModelGraph::build(ok);
-  ASSERT_TRUE(g2.isOk());
+  ASSERT_OK(g2);
   g2->beginForward();  // nothing runs
   const Status s = g2->finishForward(ok, 7, -1, nullptr);
   ASSERT_FALSE(s.isOk());

@@ -14,6 +14,7 @@
 #include "runtime/cuda/cuda_model.h"
 #include "runtime/mpi/mpi_communicator.h"
 #include "runtime/training.h"
+#include "tests/status_matchers.h"
 
 namespace ddpscope::runtime::nccl {
 namespace {
@@ -67,7 +68,7 @@ TEST_F(NcclTest, AllreduceOfDeviceAndHostBuffersSumsOverRanks) {
   float* device = deviceFloats(values);
   CommWorkPtr work = m_comm->allreduceAsync(std::span<float>(device, values.size()),
                                             CommTag{"allreduce", traces::Category::kAllreduce});
-  ASSERT_TRUE(work->wait().isOk());
+  ASSERT_OK(work->wait());
   const std::vector<float> got = hostCopy(device, values.size());
   for (size_t i = 0; i < got.size(); ++i) {
     // sum over r of (i + r)
@@ -76,7 +77,7 @@ TEST_F(NcclTest, AllreduceOfDeviceAndHostBuffersSumsOverRanks) {
     ASSERT_EQ(got[i], expected) << i;
   }
   std::vector<int32_t> ints = {1, 2, 3};
-  ASSERT_TRUE(m_comm->allreduce(std::span<int32_t>(ints), CommTag{"used_map_allreduce"}).isOk());
+  ASSERT_OK(m_comm->allreduce(std::span<int32_t>(ints), CommTag{"used_map_allreduce"}));
   EXPECT_EQ(ints, (std::vector<int32_t>{world, 2 * world, 3 * world}));
 }
 
@@ -116,7 +117,7 @@ TEST_F(NcclTest, WorkOrdersWithTheComputeStream) {
   ASSERT_EQ(cudaMemcpyAsync(device, ones.data(), n * 4, cudaMemcpyHostToDevice, compute),
             cudaSuccess);
   CommWorkPtr work = m_comm->allreduceAsync(std::span<float>(device, n), CommTag{"allreduce"});
-  ASSERT_TRUE(work->wait().isOk());
+  ASSERT_OK(work->wait());
   std::vector<float> out(n, -1.0f);
   ASSERT_EQ(cudaMemcpyAsync(out.data(), device, n * 4, cudaMemcpyDeviceToHost, compute),
             cudaSuccess);
@@ -148,15 +149,14 @@ TEST_F(NcclTest, ObserverSeesEveryRecordedCollectiveWithStartBeforeEnd) {
   float* device = deviceFloats(std::vector<float>(4096, 1.0f));
   const Nanos before = m_comm->now();
   for (int b = 0; b < 3; ++b) {
-    ASSERT_TRUE(m_comm
-                    ->allreduceAsync(std::span<float>(device, 4096),
-                                     CommTag{"allreduce", traces::Category::kAllreduce, b, 1})
-                    ->wait()
-                    .isOk());
+    ASSERT_OK(m_comm
+                  ->allreduceAsync(std::span<float>(device, 4096),
+                                   CommTag{"allreduce", traces::Category::kAllreduce, b, 1})
+                  ->wait());
   }
   CommTag hidden{"clock", traces::Category::kCommOther};
   hidden.record = false;
-  ASSERT_TRUE(m_comm->barrier(hidden).isOk());
+  ASSERT_OK(m_comm->barrier(hidden));
   ASSERT_EQ(cudaStreamSynchronize(m_context->computeStream()), cudaSuccess);
   m_comm->setObserver(nullptr);  // drains: every issued collective has been reported
   const Nanos after = m_comm->now();
@@ -207,14 +207,14 @@ void expectCudaDdpEqualsCpuReference(cuda::CudaContext& context, Communicator& c
 TEST_F(NcclTest, DdpOnCudaModelEqualsCpuReferenceMlpTiny) {
   if (m_comm->worldSize() != 1) GTEST_SKIP() << "the reference comparison runs at world 1";
   auto spec = models::loadZooModel("mlp-tiny");
-  ASSERT_TRUE(spec.isOk());
+  ASSERT_OK(spec);
   expectCudaDdpEqualsCpuReference(*m_context, *m_comm, *spec, 1e-4);
 }
 
 TEST_F(NcclTest, DdpOnCudaModelEqualsCpuReferenceSmallGpt2) {
   if (m_comm->worldSize() != 1) GTEST_SKIP() << "the reference comparison runs at world 1";
   auto spec = models::parseModelShorthand("gpt2:layers=2,embd=64,heads=4,vocab=512,seq=32");
-  ASSERT_TRUE(spec.isOk());
+  ASSERT_OK(spec);
   expectCudaDdpEqualsCpuReference(*m_context, *m_comm, *spec, 1e-3);
 }
 

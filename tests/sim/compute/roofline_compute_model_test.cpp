@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "models/zoo.h"
+#include "tests/status_matchers.h"
 
 namespace ddpscope::sim {
 namespace {
@@ -211,7 +212,7 @@ TEST(RooflineComputeModelTest, RejectsBadDtypeAndDevice) {
   ASSERT_FALSE(noBf16.isOk());
   EXPECT_EQ(noBf16.status().message(),
             "device 'V100-SXM2' has no bf16 peak (peakTflops lists: fp16, fp32)");
-  EXPECT_TRUE(makeRooflineComputeModel(v100, "fp16").isOk());
+  EXPECT_OK(makeRooflineComputeModel(v100, "fp16"));
 
   DeviceSpec noFp32 = testDevice();
   noFp32.peakTflops.erase("fp32");

@@ -8,6 +8,7 @@
 
 #include "sim/cost/cluster.h"
 #include "tests/sim/cost/cost_test_util.h"
+#include "tests/status_matchers.h"
 
 namespace ddpscope::sim {
 namespace {
@@ -33,7 +34,7 @@ TEST(AlphaBetaModelTest, OneNodeRingAllreduce) {
 TEST(AlphaBetaModelTest, SpanningNodesUsesTheBottleneckLink) {
   // 2 nodes × 4: α = max(2, 50) = 50 µs, β = min(5, 1.1) = 1.1 GB/s, n = 8.
   auto built = AlphaBetaCommModel::create(builtin("cpu-mpi"), WorldLayout{2, 4});
-  ASSERT_TRUE(built.isOk());
+  ASSERT_OK(built);
   EXPECT_DOUBLE_EQ((*built)->alphaUs(), 50);
   EXPECT_DOUBLE_EQ((*built)->betaGBps(), 1.1);
   CollectiveEstimate e = (*built)->estimate(Collective::kAllreduce, 11'000'000);
@@ -93,7 +94,7 @@ TEST(AlphaBetaModelTest, BaseCostAppliesFrom64KiB) {
   ClusterSpec cluster = builtin("cpu-mpi");
   cluster.alphaBeta.baseUs = 800;
   auto model = makeCommModel(cluster, WorldLayout{1, 4});
-  ASSERT_TRUE(model.isOk());
+  ASSERT_OK(model);
   const auto plain = commModel(builtin("cpu-mpi"), 1, 4);
   for (int64_t bytes : {int64_t{1024}, kAlphaBetaBaseMinBytes - 1}) {
     EXPECT_EQ((*model)->estimate(Collective::kAllreduce, bytes).time,

@@ -12,6 +12,7 @@
 
 #include "sim/cost/comm_model.h"
 #include "tests/sim/cost/cost_test_util.h"
+#include "tests/status_matchers.h"
 
 namespace ddpscope::sim {
 namespace {
@@ -299,7 +300,7 @@ TEST(ClusterJsonTest, DdpOverheadsRoundTripAndDefaultToZero) {
   EXPECT_EQ(ddpOverheadsJson(cluster->host.ddp)["allreduce_launch_us"], 12.5);
   doc.erase("ddp_overheads");
   auto none = parseClusterJson(doc.dump(), "mine.json");
-  ASSERT_TRUE(none.isOk());
+  ASSERT_OK(none);
   EXPECT_FALSE(none->host.ddp.any());
 }
 
@@ -362,7 +363,7 @@ TEST(ClusterJsonTest, MalformedJsonNamesTheFileAndTheByte) {
 
 TEST(ClusterLayoutTest, NeitherNodesNorWorldSizeIsOneNode) {
   auto layout = makeWorldLayout(builtin("dgx-a100"), std::nullopt, std::nullopt);
-  ASSERT_TRUE(layout.isOk());
+  ASSERT_OK(layout);
   EXPECT_EQ(layout->nodes, 1);
   EXPECT_EQ(layout->gpusPerNode, 8);
 }
@@ -370,14 +371,14 @@ TEST(ClusterLayoutTest, NeitherNodesNorWorldSizeIsOneNode) {
 TEST(ClusterLayoutTest, NodesAndWorldSize) {
   ClusterSpec a100 = builtin("dgx-a100");
   auto four = makeWorldLayout(a100, 4, std::nullopt);
-  ASSERT_TRUE(four.isOk());
+  ASSERT_OK(four);
   EXPECT_EQ(four->worldSize(), 32);
   auto sixteen = makeWorldLayout(a100, std::nullopt, 16);
-  ASSERT_TRUE(sixteen.isOk());
+  ASSERT_OK(sixteen);
   EXPECT_EQ(sixteen->nodes, 2);
   EXPECT_EQ(sixteen->gpusPerNode, 8);
   auto partial = makeWorldLayout(a100, std::nullopt, 2);  // part of one node
-  ASSERT_TRUE(partial.isOk());
+  ASSERT_OK(partial);
   EXPECT_EQ(partial->nodes, 1);
   EXPECT_EQ(partial->gpusPerNode, 2);
 }

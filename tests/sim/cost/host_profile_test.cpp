@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/cost/cluster.h"
+#include "tests/status_matchers.h"
 
 namespace ddpscope::sim {
 namespace {
@@ -36,7 +37,7 @@ TEST(HostProfileTest, BuiltinsLoadWithSourceAndPerOpTerms) {
 
 TEST(HostProfileTest, JsonRoundTrip) {
   auto p = loadBuiltinHostProfile(builtinHostProfileNames().front());
-  ASSERT_TRUE(p.isOk());
+  ASSERT_OK(p);
   auto again = parseHostProfile(hostProfileJson(*p), "again.json", "");
   ASSERT_TRUE(again.isOk()) << again.status().toString();
   EXPECT_EQ(hostProfileJson(*again), hostProfileJson(*p));

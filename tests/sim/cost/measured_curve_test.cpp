@@ -16,6 +16,7 @@
 #include "sim/cost/latency_fit.h"
 #include "sim/cost/nccl_tests_log.h"
 #include "tests/sim/cost/cost_test_util.h"
+#include "tests/status_matchers.h"
 
 namespace ddpscope::sim {
 namespace {
@@ -62,7 +63,7 @@ TEST(MeasuredCurveTest, AppliesExactlyAtItsLayoutAndAsAResidualAtLayoutsOfTheSam
 
   // 16 ranks on 2 nodes: the curve's own times; the model still names its pick.
   auto exact = makeCommModel(*cluster, WorldLayout{2, 8});
-  ASSERT_TRUE(exact.isOk());
+  ASSERT_OK(exact);
   const CollectiveEstimate at1M = (*exact)->estimate(Collective::kAllreduce, 1 << 20);
   EXPECT_NEAR(at1M.time.toMicros(), 400.0, 1e-3);
   EXPECT_EQ(at1M.timeSource, "measured");
@@ -78,7 +79,8 @@ TEST(MeasuredCurveTest, AppliesExactlyAtItsLayoutAndAsAResidualAtLayoutsOfTheSam
   // 32 ranks on 4 nodes: the model there times the residual at 16 ranks.
   auto wider = makeCommModel(*cluster, WorldLayout{4, 8});
   auto bareWider = makeCommModel(bare, WorldLayout{4, 8});
-  ASSERT_TRUE(wider.isOk() && bareWider.isOk());
+  ASSERT_OK(wider);
+  ASSERT_OK(bareWider);
   const double residual =
       400.0 / (*bareExact)->estimate(Collective::kAllreduce, 1 << 20).time.toMicros();
   const CollectiveEstimate corrected = (*wider)->estimate(Collective::kAllreduce, 1 << 20);
@@ -193,7 +195,8 @@ TEST(MeasuredCurveTest, CalibratesSeveralLogsOfOneClusterTogether) {
   const ClusterSpec truth = truthCluster();
   auto one = parseNcclTestsLog(logOf(truth, WorldLayout{1, 8}, 1 << 30), "one-node.txt");
   auto two = parseNcclTestsLog(logOf(truth, WorldLayout{2, 8}, 1 << 30), "two-nodes.txt");
-  ASSERT_TRUE(one.isOk() && two.isOk());
+  ASSERT_OK(one);
+  ASSERT_OK(two);
   const std::string base(builtinClusterJson("dgx-h100"));
   auto single = calibrateFromNcclTests({*one}, base, "cluster:dgx-h100", {});
   auto both = calibrateFromNcclTests({*one, *two}, base, "cluster:dgx-h100", {});
@@ -237,14 +240,15 @@ TEST(MeasuredCurveTest, CalibratesSeveralLogsOfOneClusterTogether) {
 TEST(MeasuredCurveTest, ATwoNodeLogPredictsOtherLayoutsOfTheSameCluster) {
   const ClusterSpec truth = truthCluster();
   auto two = parseNcclTestsLog(logOf(truth, WorldLayout{2, 8}, 1 << 30), "two-nodes.txt");
-  ASSERT_TRUE(two.isOk());
+  ASSERT_OK(two);
   auto cal = calibrateFromNcclTests({*two}, std::string(builtinClusterJson("dgx-h100")),
                                     "cluster:dgx-h100", {});
   ASSERT_TRUE(cal.isOk()) << cal.status().toString();
   for (int nodes : {1, 4, 8}) {
     auto predicted = makeCommModel(cal->spec, WorldLayout{nodes, 8});
     auto actual = makeCommModel(truth, WorldLayout{nodes, 8});
-    ASSERT_TRUE(predicted.isOk() && actual.isOk());
+    ASSERT_OK(predicted);
+    ASSERT_OK(actual);
     for (int64_t bytes = 64 << 10; bytes <= (int64_t{1} << 30); bytes *= 4) {
       const double p = (*predicted)->estimate(Collective::kAllreduce, bytes).time.toMicros();
       const double a = (*actual)->estimate(Collective::kAllreduce, bytes).time.toMicros();

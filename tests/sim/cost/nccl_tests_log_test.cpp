@@ -14,6 +14,7 @@
 #include "sim/cost/measured_curve.h"
 #include "tests/external_data.h"
 #include "tests/sim/cost/cost_test_util.h"
+#include "tests/status_matchers.h"
 
 namespace ddpscope::sim {
 namespace {
@@ -141,7 +142,7 @@ TEST(NcclTestsLogTest, CalibrateNeedsRanks) {
       "           8             2     float     sum    31.09    0.00    0.00  0    30.58    0.00  "
       "  0.00  0\n",
       "pasted.txt");
-  ASSERT_TRUE(log.isOk());
+  ASSERT_OK(log);
   auto cal = calibrateFromNcclTests({*log}, std::string(builtinClusterJson("dgx-h100")),
                                     "cluster:dgx-h100", {});
   ASSERT_FALSE(cal.isOk());
@@ -281,7 +282,7 @@ TEST(NcclTestsLogTest, HeldOutSizesAreInterpolated) {
                                std::string("cluster:") + c.base, options);
     ASSERT_TRUE(cal.isOk()) << cal.status().toString();
     auto model = makeCommModel(cal->spec, cal->logs[0].layout);
-    ASSERT_TRUE(model.isOk());
+    ASSERT_OK(model);
     double worst = 0;
     for (size_t i = 1; i + 1 < log.rows.size(); i += 2) {
       const NcclTestsRow& r = log.rows[i];
@@ -315,7 +316,8 @@ TEST(NcclTestsLogTest, TwoNodeV100LogBesideASingleNodeOne) {
   ASSERT_TRUE(cal.isOk()) << cal.status().toString();
   auto model = makeCommModel(cal->spec, WorldLayout{1, 8});
   auto uncalibrated = makeCommModel(builtin("dgx-v100"), WorldLayout{1, 8});
-  ASSERT_TRUE(model.isOk() && uncalibrated.isOk());
+  ASSERT_OK(model);
+  ASSERT_OK(uncalibrated);
   EXPECT_EQ(allreduceTimeSource(cal->spec, WorldLayout{1, 8}).find("allreduce times modelled:"),
             0u);
   for (const NcclTestsRow& r : konnase.rows) {

@@ -25,6 +25,7 @@
 #include "sim/engine/ddp_simulator.h"
 #include "sim/engine/replayer.h"
 #include "tests/sim/engine/sim_test_models.h"
+#include "tests/status_matchers.h"
 #include "traces/chrome_writer.h"
 
 namespace ddpscope::sim {
@@ -178,7 +179,7 @@ HostModel gpuHost() {
 
 TEST(AllRanksGoldenTest, Gpt2SmallHostAheadJitterStraggler) {
   StatusOr<models::ModelSpec> model = models::loadZooModel("gpt2-small");
-  ASSERT_TRUE(model.isOk());
+  ASSERT_OK(model);
   const FixedComputeModel compute = unevenCompute(model->layers.size());
   AlphaBetaCommModel comm(64, 35000, 30.0);
   SimOptions options;
@@ -192,7 +193,7 @@ TEST(AllRanksGoldenTest, Gpt2SmallHostAheadJitterStraggler) {
 
 TEST(AllRanksGoldenTest, Gpt2SmallHostIsStreamJitter) {
   StatusOr<models::ModelSpec> model = models::loadZooModel("gpt2-small");
-  ASSERT_TRUE(model.isOk());
+  ASSERT_OK(model);
   const FixedComputeModel compute = unevenCompute(model->layers.size());
   AlphaBetaCommModel comm(64, 50000, 12.0);
   SimOptions options;
@@ -304,7 +305,7 @@ TEST(AllRanksGoldenTest, KernelEndFastPathsAgreeWithTheIntegration) {
 // result does not depend on how many.
 TEST(AllRanksGoldenTest, ThreadCountDoesNotChangeTheResult) {
   StatusOr<models::ModelSpec> model = models::loadZooModel("gpt2-small");
-  ASSERT_TRUE(model.isOk());
+  ASSERT_OK(model);
   const FixedComputeModel compute = unevenCompute(model->layers.size());
   AlphaBetaCommModel comm(2048, 35000, 30.0);
   SimOptions options;

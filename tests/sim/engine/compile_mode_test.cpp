@@ -21,6 +21,7 @@
 #include "sim/engine/ddp_simulator.h"
 #include "sim/engine/sweep.h"
 #include "tests/sim/engine/sim_test_models.h"
+#include "tests/status_matchers.h"
 #include "traces/chrome_writer.h"
 
 namespace ddpscope::sim {
@@ -84,11 +85,11 @@ TEST(CompileModeTest, DdpOptimizerSplitsInReverseAtTheCap) {
   EXPECT_THAT(*graphs, ElementsAre(0, 1, 1, 1, 1, 2));
   // 5 MiB: [out], [big], [l3 l2], [l1 l0].
   graphs = ddpOptimizerGraphs(model, 5 * kMiB);
-  ASSERT_TRUE(graphs.isOk());
+  ASSERT_OK(graphs);
   EXPECT_THAT(*graphs, ElementsAre(0, 0, 1, 1, 2, 3));
   // 100 MiB: the first cap is still 1 MiB: [out], [everything else].
   graphs = ddpOptimizerGraphs(model, 100 * kMiB);
-  ASSERT_TRUE(graphs.isOk());
+  ASSERT_OK(graphs);
   EXPECT_THAT(*graphs, ElementsAre(0, 0, 0, 0, 0, 1));
 }
 
@@ -99,7 +100,7 @@ TEST(CompileModeTest, DdpOptimizerMergesAParameterFreePreamble) {
   relu.type = "ReLU";
   model.layers.insert(model.layers.begin(), relu);
   auto graphs = ddpOptimizerGraphs(model, 25 * kMiB);
-  ASSERT_TRUE(graphs.isOk());
+  ASSERT_OK(graphs);
   EXPECT_THAT(*graphs, ElementsAre(0, 0));
 }
 
@@ -111,7 +112,7 @@ TEST(CompileModeTest, DdpOptimizerRejectsCapsBelowItsFirstBucket) {
   ddp::DdpConfig config;
   config.setBucketCapMb(0.5);
   EXPECT_FALSE(validateCompileMode(CompileMode::kDdpOptimizer, config).isOk());
-  EXPECT_TRUE(validateCompileMode(CompileMode::kWholeGraph, config).isOk());
+  EXPECT_OK(validateCompileMode(CompileMode::kWholeGraph, config));
   config.commHook.kind = ddp::CommHookKind::kFp16;
   EXPECT_FALSE(validateCompileMode(CompileMode::kCompiledAutograd, config).isOk());
 }
@@ -294,10 +295,11 @@ SweepCurve sweepCaps(CompileMode mode, int nodes) {
   SweepCurve curve;
   auto model = models::loadZooModel("gpt2-small");
   auto cluster = loadBuiltinCluster("dgx-a100");
-  EXPECT_TRUE(model.isOk() && cluster.isOk());
+  EXPECT_OK(model);
+  EXPECT_OK(cluster);
   if (!model.isOk() || !cluster.isOk()) return curve;
   auto layout = makeWorldLayout(*cluster, nodes, std::nullopt);
-  EXPECT_TRUE(layout.isOk());
+  EXPECT_OK(layout);
   SweepRequest request;
   request.model = &*model;
   request.cluster = &*cluster;

@@ -12,6 +12,7 @@
 #include "ddp/bucket_plan.h"
 #include "sim/engine/ddp_simulator.h"
 #include "tests/sim/engine/sim_test_models.h"
+#include "tests/status_matchers.h"
 
 namespace ddpscope::sim::ddp215 {
 namespace {
@@ -65,7 +66,7 @@ TEST(DdpSimulator215Test, BatchedGradCopyIssuesOneCopyAndOneDividePerBucket) {
   const int64_t last = static_cast<int64_t>(batched.summary.iterations.size());
   ddp::DdpConfig config = options.ddp;
   StatusOr<ddp::BucketPlan> plan = ddp::steadyStatePlan(model, config);
-  ASSERT_TRUE(plan.isOk());
+  ASSERT_OK(plan);
   const int64_t buckets = plan->numBuckets();
   const int64_t params = static_cast<int64_t>(model.params.size());
   ASSERT_EQ(buckets, 3);
@@ -144,7 +145,7 @@ TEST(DdpSimulator215Test, BucketCapListGivesPerBucketCaps) {
   options.ddp.bucketCapMbList = {1, 100};  // first-reduced bucket 1 MiB, the rest one bucket
   const SimResult result = run(model, options, compute, comm);
   StatusOr<ddp::BucketPlan> plan = ddp::steadyStatePlan(model, options.ddp);
-  ASSERT_TRUE(plan.isOk());
+  ASSERT_OK(plan);
   // out.bias + out.weight (32.8 MB) closes the 1 MiB bucket; everything else fits in 100 MiB.
   EXPECT_EQ(plan->numBuckets(), 2);
   EXPECT_EQ(plan->buckets[0].sizeLimit, 1 << 20);

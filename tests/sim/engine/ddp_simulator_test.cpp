@@ -11,6 +11,7 @@
 #include "models/zoo.h"
 #include "sim/engine/accounting.h"
 #include "tests/sim/engine/sim_test_models.h"
+#include "tests/status_matchers.h"
 #include "traces/chrome_writer.h"
 #include "traces/overlap.h"
 
@@ -278,7 +279,7 @@ TEST(DdpSimulatorTest, HostBoundBackwardDelaysKernelsAndLaunches) {
       spansInIteration(costed.timeline, 0, Category::kAllreduce, 4);
   ASSERT_EQ(launches.size(), comms.size());
   for (size_t b = 0; b < comms.size(); ++b) EXPECT_GE(comms[b]->start, launches[b]->end());
-  EXPECT_TRUE(costed.timeline.validateNesting().isOk());
+  EXPECT_OK(costed.timeline.validateNesting());
 }
 
 TEST(DdpSimulatorTest, RejectsHostCostsOutOfRange) {
@@ -477,7 +478,7 @@ TEST(DdpSimulatorTest, TraceHasLanesFlowsAndMetadata) {
     }
     EXPECT_TRUE(atBackwardEnd) << "flow " << i;
   }
-  EXPECT_TRUE(timeline.validateNesting().isOk());
+  EXPECT_OK(timeline.validateNesting());
 }
 
 TEST(DdpSimulatorTest, IdenticalInputsGiveByteIdenticalTrace) {
@@ -701,7 +702,7 @@ TEST(DdpSimulatorTest, SyncBatchNormAddsBlockingAllreduces) {
   EXPECT_EQ(std::count_if(sequence.begin(), sequence.end(),
                           [](const std::string& s) { return s.starts_with("syncbn"); }),
             2 * batchNorms);
-  EXPECT_TRUE(result.timeline.validateNesting().isOk());
+  EXPECT_OK(result.timeline.validateNesting());
   options.syncBatchNorm = false;
   options.recordTrace = false;
   const SimResult plain = run(*model, options, compute, comm, 0.15);
@@ -710,7 +711,7 @@ TEST(DdpSimulatorTest, SyncBatchNormAddsBlockingAllreduces) {
 
 TEST(DdpSimulatorTest, BufferBroadcastEveryForwardAfterASyncedOne) {
   StatusOr<models::ModelSpec> model = models::loadZooModel("resnet18");
-  ASSERT_TRUE(model.isOk());
+  ASSERT_OK(model);
   FixedComputeModel compute;
   AlphaBetaCommModel comm(8, 1000, 10.0);
   SimOptions options;
@@ -777,7 +778,7 @@ TEST(DdpSimulatorTest, IterationCountDefaultsAndValidation) {
   EXPECT_EQ(result.status().code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(result.status().message(), ::testing::HasSubstr("at least 3"));
   options.iterations = 3;
-  EXPECT_TRUE(simulateDdp(testing::specMlp(), layoutOf(1, 8), options, compute, comm, 0.15).isOk());
+  EXPECT_OK(simulateDdp(testing::specMlp(), layoutOf(1, 8), options, compute, comm, 0.15));
 }
 
 TEST(DdpSimulatorTest, RejectsBadOptions) {
@@ -854,7 +855,7 @@ TEST(DdpSimulatorTest, StragglerDelaysEveryRanksCollectives) {
     EXPECT_EQ(rank5[i]->end(), slowAr[i]->end());
     EXPECT_LE(rank5[i]->duration, slowAr[i]->duration);  // the straggler waits least
   }
-  EXPECT_TRUE(slow.timeline.validateNesting().isOk());
+  EXPECT_OK(slow.timeline.validateNesting());
 }
 
 TEST(DdpSimulatorTest, JitterIsSeededAndBounded) {
@@ -888,14 +889,14 @@ TEST(DdpSimulatorTest, PerRankUsageClassesShareCollectives) {
   const SimResult result = run(model, options, compute, comm, 0.15);
   EXPECT_EQ(spansInIteration(result.timeline, 0, Category::kForward, 1).size(), 4u);
   EXPECT_EQ(spansInIteration(result.timeline, 6, Category::kForward, 1).size(), 3u);
-  EXPECT_TRUE(result.timeline.validateNesting().isOk());
+  EXPECT_OK(result.timeline.validateNesting());
 }
 
 // ---- DataParallel -------------------------------------------------------------------------
 
 TEST(DdpSimulatorTest, DataParallelSlowerThanDdpOnOneNode) {
   StatusOr<models::ModelSpec> model = models::loadZooModel("resnet50");
-  ASSERT_TRUE(model.isOk());
+  ASSERT_OK(model);
   FixedComputeModel compute;
   compute.forwardNs = 20000;
   compute.backwardNs = 40000;
@@ -912,7 +913,7 @@ TEST(DdpSimulatorTest, DataParallelSlowerThanDdpOnOneNode) {
   EXPECT_THAT(dp->summary.iterations.back().collectiveSequence,
               ElementsAre(::testing::StartsWith("scatter:"), ::testing::StartsWith("broadcast:"),
                           ::testing::StartsWith("reduce:")));
-  EXPECT_TRUE(dp->timeline.validateNesting().isOk());
+  EXPECT_OK(dp->timeline.validateNesting());
   EXPECT_EQ(dp->summary.overlapped.count(), 0);
   EXPECT_FALSE(simulateDataParallel(*model, layoutOf(2, 8), options, compute, comm).isOk());
 }

@@ -9,6 +9,7 @@
 #include "sim/cost/cluster.h"
 #include "sim/engine/ddp_simulator.h"
 #include "sim/engine/sweep.h"
+#include "tests/status_matchers.h"
 #include "traces/overlap.h"
 
 namespace ddpscope::sim {
@@ -86,7 +87,7 @@ TEST(SimulateTest, Gpt2OnDgxH100OverlapMatchesTraceAndCluster) {
   EXPECT_GE(s.exposedComm.count(), 0);
   EXPECT_GT(s.numBuckets, 1);
   EXPECT_EQ(result->timeline.metadata().getString("cluster"), "dgx-h100");
-  ASSERT_TRUE(result->timeline.validateNesting().isOk());
+  ASSERT_OK(result->timeline.validateNesting());
   const traces::RankOverlap rank0 = traces::computeOverlap(result->timeline).front();
   int64_t comm = 0;
   int64_t overlapped = 0;
@@ -126,7 +127,8 @@ TEST(SimulateTest, ContentionOverrideChangesStepOnlyWithOverlap) {
   StatusOr<SimResult> none = simulate(f.model, f.cluster, nodes(f.cluster, 4), options);
   options.contentionSlowdown = 0.5;
   StatusOr<SimResult> heavy = simulate(f.model, f.cluster, nodes(f.cluster, 4), options);
-  ASSERT_TRUE(none.isOk() && heavy.isOk());
+  ASSERT_OK(none);
+  ASSERT_OK(heavy);
   // An explicit contention replaces NCCL's SM share (nccl_sm_contention) too.
   EXPECT_EQ(heavy->summary.commDevice.smCount, 0);
   EXPECT_GT(heavy->summary.commDevice.maxCtas, 0);
@@ -155,7 +157,8 @@ TEST(SimulateTest, NcclCtasOnDgxV100SlowResnet50AndNothingAtWorldSizeOne) {
     StatusOr<SimResult> with = simulate(f.model, f.cluster, layout, options);
     f.cluster.ncclSmContention = false;
     StatusOr<SimResult> without = simulate(f.model, f.cluster, layout, options);
-    ASSERT_TRUE(with.isOk() && without.isOk());
+    ASSERT_OK(with);
+    ASSERT_OK(without);
     const SimSummary::CommDevice& d = with->summary.commDevice;
     if (world == 1) {
       EXPECT_EQ(d.maxCtas, 0);
@@ -194,7 +197,7 @@ TEST(SweepTest, BaselineIsPyTorchsDefaultCapLeftOutNotAnExplicit25) {
   EXPECT_TRUE(baseline.baselineOnly && baseline.capDefault);
   SimOptions unset;  // bucket_cap_mb left out
   auto expected = simulate(f.model, f.cluster, nodes(f.cluster, 2), unset);
-  ASSERT_TRUE(expected.isOk());
+  ASSERT_OK(expected);
   EXPECT_EQ(baseline.summary.stepTime, expected->summary.stepTime);
   EXPECT_NE(baseline.summary.stepTime, swept->points[1].summary.stepTime);  // explicit 25
   EXPECT_EQ(baseline.summary.numBuckets, 5);
@@ -202,7 +205,7 @@ TEST(SweepTest, BaselineIsPyTorchsDefaultCapLeftOutNotAnExplicit25) {
 
   request.base.ddp.profile = ddp::SemanticsProfile::kV1_13;
   auto legacy = runSweep(request);
-  ASSERT_TRUE(legacy.isOk());
+  ASSERT_OK(legacy);
   ASSERT_EQ(legacy->points.size(), 3u);
   EXPECT_EQ(legacy->best.front().baseline, 1u);
 }

@@ -10,6 +10,7 @@
 #include "sim/replay/measured_compute_model.h"
 #include "sim/replay/measured_profile.h"
 #include "sim/replay/replay.h"
+#include "tests/status_matchers.h"
 #include "traces/chrome_reader.h"
 
 namespace ddpscope::sim::replay {
@@ -27,9 +28,9 @@ Loaded load() {
   auto timeline = traces::readChromeTrace(kTrace);
   EXPECT_TRUE(timeline.isOk()) << timeline.status().message();
   auto settings = readRunSettings(*timeline, kTrace);
-  EXPECT_TRUE(settings.isOk());
+  EXPECT_OK(settings);
   auto model = modelForTrace(*settings, kTrace);
-  EXPECT_TRUE(model.isOk());
+  EXPECT_OK(model);
   auto profile = buildProfile(*timeline, *model, kTrace);
   EXPECT_TRUE(profile.isOk()) << profile.status().message();
   return Loaded{*model, *profile};
@@ -39,12 +40,12 @@ double errorPercentAt(const Loaded& run, const ClusterSpec& cluster, const World
                       double c) {
   auto compute = MeasuredComputeModel::create(run.profile, run.model, cluster.device,
                                               MeasuredComputeOptions{});
-  EXPECT_TRUE(compute.isOk());
+  EXPECT_OK(compute);
   SimOptions options = ownSettingsOptions(run.profile);
   options.contentionSlowdown = c;
   auto p =
       predictStep(run.model, cluster, layout, options, compute->get(), run.profile.rankMaxFactor);
-  EXPECT_TRUE(p.isOk());
+  EXPECT_OK(p);
   const double measured = static_cast<double>(run.profile.measuredStep.count());
   return 100.0 * std::abs(static_cast<double>(p->step.count()) - measured) / measured;
 }
@@ -52,13 +53,13 @@ double errorPercentAt(const Loaded& run, const ClusterSpec& cluster, const World
 TEST(ContentionFitTest, PicksTheGridPointWithTheSmallestStepError) {
   const Loaded run = load();
   auto base = loadBuiltinCluster("cpu-mpi");
-  ASSERT_TRUE(base.isOk());
+  ASSERT_OK(base);
   // As validate does: the α–β model calibrated on the run's own collectives first.
   auto cal = calibrate({{&run.profile, &run.model}}, base->device);
   ASSERT_TRUE(cal.isOk()) << cal.status().message();
   auto cluster = StatusOr<ClusterSpec>(applyCalibration(*base, *cal, "calibrated"));
   auto layout = makeWorldLayout(*cluster, std::nullopt, 2);
-  ASSERT_TRUE(layout.isOk());
+  ASSERT_OK(layout);
   auto fit = fitContentionToSteps({{&run.profile, &run.model}}, *cluster, *layout);
   ASSERT_TRUE(fit.isOk()) << fit.status().message();
   EXPECT_GE(fit->contention, 0.0);
@@ -76,9 +77,9 @@ TEST(ContentionFitTest, PicksTheGridPointWithTheSmallestStepError) {
 TEST(ContentionFitTest, RefusesNoRunsAndAWorldSizeMismatch) {
   const Loaded run = load();
   auto cluster = loadBuiltinCluster("cpu-mpi");
-  ASSERT_TRUE(cluster.isOk());
+  ASSERT_OK(cluster);
   auto layout4 = makeWorldLayout(*cluster, std::nullopt, 4);
-  ASSERT_TRUE(layout4.isOk());
+  ASSERT_OK(layout4);
   auto none = fitContentionToSteps({}, *cluster, *layout4);
   ASSERT_FALSE(none.isOk());
   EXPECT_EQ(none.status().message(), "contention fit: no runs to fit");

@@ -17,6 +17,7 @@
 #include "sim/cost/cluster.h"
 #include "sim/engine/ddp_simulator.h"
 #include "sim/replay/trace_host_facts.h"
+#include "tests/status_matchers.h"
 
 namespace ddpscope::sim::replay {
 namespace {
@@ -31,7 +32,7 @@ std::vector<HostFacts> facts() {
 
 ClusterSpec h100() {
   auto c = loadBuiltinCluster("dgx-h100");
-  EXPECT_TRUE(c.isOk());
+  EXPECT_OK(c);
   return *c;
 }
 
@@ -95,7 +96,7 @@ TEST(HostFitTest, BuiltinProfileIsTheFitOnAllThree) {
   auto fit = fitHostProfile(every, h100(), "h100-torch211");
   ASSERT_TRUE(fit.isOk()) << fit.status().toString();
   auto builtin = loadBuiltinHostProfile("h100-torch211");
-  ASSERT_TRUE(builtin.isOk());
+  ASSERT_OK(builtin);
   for (const HostTerm& term : hostProfileTerms()) {
     EXPECT_NEAR(fit->profile.*term.field, (*builtin).*term.field, 1e-3) << term.key;
   }
@@ -118,14 +119,14 @@ TEST(HostFitTest, ZeroShotCostOfSmallBucketsOnTheH100) {
   };
   ClusterSpec cluster = h100();
   auto profile = loadBuiltinHostProfile("h100-torch211");
-  ASSERT_TRUE(profile.isOk());
+  ASSERT_OK(profile);
   cluster.host = *profile;
   for (const Case& c :
        {Case{"resnet50", 32, 0, 224, 4.0, 16.5}, Case{"gpt2-small", 8, 512, 0, 4.5, 22.5},
         Case{"bert-base", 16, 512, 0, 3.0, 25.5}}) {
     SCOPED_TRACE(c.model);
     auto model = models::loadZooModel(c.model);
-    ASSERT_TRUE(model.isOk());
+    ASSERT_OK(model);
     auto step = [&](double cap) {
       SimOptions options;
       options.inputs = models::ModelInputs{c.batch, c.seqLen, c.imageSize};
@@ -152,7 +153,7 @@ TEST(HostFitTest, ZeroShotCostOfSmallBucketsOnTheH100) {
 HostFacts factsFromTrace(const HostFacts& reference) {
   HostFacts f;
   auto model = models::loadZooModel(reference.model);
-  EXPECT_TRUE(model.isOk());
+  EXPECT_OK(model);
   std::vector<std::string> names;
   for (const models::LayerSpec& layer : model->layers) names.push_back(layer.name);
   const std::string path = std::string(DDPSCOPE_SOURCE_DIR) + "/" + reference.trace;
@@ -161,7 +162,7 @@ HostFacts factsFromTrace(const HostFacts& reference) {
   auto steps = traceHostFactsSteps(*text, path, names);
   EXPECT_TRUE(steps.isOk()) << steps.status().toString();
   if (steps.isOk()) {
-    EXPECT_TRUE(addHostFactsSteps(*steps, path, "steps", f).isOk());
+    EXPECT_OK(addHostFactsSteps(*steps, path, "steps", f));
   }
   return f;
 }
@@ -249,7 +250,7 @@ TEST(TraceHostFactsTest, CutsAStepIntoLayersAndTerms) {
   ASSERT_TRUE(steps.isOk()) << steps.status().toString();
   ASSERT_EQ(steps->size(), 1u);
   HostFacts f;
-  ASSERT_TRUE(addHostFactsSteps(*steps, "t.json", "steps", f).isOk());
+  ASSERT_OK(addHostFactsSteps(*steps, "t.json", "steps", f));
   EXPECT_EQ(f.stepUs, 1000);
   EXPECT_EQ(f.moduleCalls, 1);  // the top-level module range
   const LayerHostFacts& fc = f.layers.at("fc");
@@ -298,7 +299,7 @@ TEST(TraceHostFactsTest, WithoutRangesTheImportsMatchedOpsOwnTheForward) {
   auto steps = traceHostFactsSteps(trace, "t.json", layers, matched);
   ASSERT_TRUE(steps.isOk()) << steps.status().toString();
   HostFacts f;
-  ASSERT_TRUE(addHostFactsSteps(*steps, "t.json", "steps", f).isOk());
+  ASSERT_OK(addHostFactsSteps(*steps, "t.json", "steps", f));
   const LayerHostFacts& bn = f.layers.at("bn");
   EXPECT_EQ(bn.forward.count, 1);
   EXPECT_EQ(bn.forward.hostUs, 40);
@@ -314,9 +315,9 @@ TEST(TraceHostFactsTest, WithoutRangesTheImportsMatchedOpsOwnTheForward) {
   EXPECT_EQ(f.term("backward_other_gap").hostUs, 0);
   // Without the matches, the forward's ops are shared evenly by the top-level layers.
   steps = traceHostFactsSteps(trace, "t.json", layers);
-  ASSERT_TRUE(steps.isOk());
+  ASSERT_OK(steps);
   HostFacts none;
-  ASSERT_TRUE(addHostFactsSteps(*steps, "t.json", "steps", none).isOk());
+  ASSERT_OK(addHostFactsSteps(*steps, "t.json", "steps", none));
   EXPECT_EQ(none.layers.at("bn").forward.hostUs, (5 + 40 + 60) / 2.0);
 }
 

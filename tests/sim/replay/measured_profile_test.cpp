@@ -13,6 +13,7 @@
 #include "sim/replay/calibrate.h"
 #include "sim/replay/measured_compute_model.h"
 #include "sim/replay/replay.h"
+#include "tests/status_matchers.h"
 
 namespace ddpscope::sim::replay {
 namespace {
@@ -26,7 +27,7 @@ Nanos us(int64_t v) {
 
 models::ModelSpec mlpTiny() {
   auto m = models::loadZooModel("mlp-tiny");  // layers "0" (Linear), "1" (ReLU), "2" (Linear)
-  EXPECT_TRUE(m.isOk());
+  EXPECT_OK(m);
   return *m;
 }
 
@@ -200,7 +201,7 @@ TEST(MeasuredProfileTest, NoIterationsAndNoModelAreErrors) {
   ASSERT_FALSE(p.isOk());
   EXPECT_THAT(p.status().message(), HasSubstr("x.json: no iteration windows"));
   auto settings = readRunSettings(t, "x.json");
-  ASSERT_TRUE(settings.isOk());
+  ASSERT_OK(settings);
   auto model = modelForTrace(*settings, "x.json");
   ASSERT_FALSE(model.isOk());
   EXPECT_THAT(model.status().message(),
@@ -216,9 +217,9 @@ TEST(MeasuredProfileTest, TooFewIterationsIsAnError) {
 TEST(MeasuredComputeModelTest, MediansDeratingScalingAndOptimizer) {
   const models::ModelSpec model = mlpTiny();
   auto p = buildProfile(twoRankTrace(), model, "t.json");
-  ASSERT_TRUE(p.isOk());
+  ASSERT_OK(p);
   auto cluster = loadBuiltinCluster("cpu-mpi");
-  ASSERT_TRUE(cluster.isOk());
+  ASSERT_OK(cluster);
   auto m = MeasuredComputeModel::create(*p, model, cluster->device, {});
   ASSERT_TRUE(m.isOk()) << m.status().message();
   const auto times = (*m)->layerTimes(model, measuredInputs(*p, model));
@@ -255,7 +256,7 @@ TEST(MeasuredComputeModelTest, ContentionDeratesOverlappedSamples) {
   }
   auto cluster = loadBuiltinCluster("cpu-mpi");
   auto m = MeasuredComputeModel::create(p, model, cluster->device, {0.5, CrossRank::kMean});
-  ASSERT_TRUE(m.isOk());
+  ASSERT_OK(m);
   EXPECT_EQ((*m)->baseTimes()[1].forward, us(30));
   EXPECT_EQ((*m)->baseTimes()[1].backward, us(40));  // 60 / (1 + 0.5)
   auto bad = MeasuredComputeModel::create(p, model, cluster->device, {-1, CrossRank::kMean});
@@ -322,7 +323,7 @@ TEST(CalibrateTest, AlphaBetaFitsTheBaseCostOfLargeCollectives) {
   std::erase_if(large.collectives,
                 [](const CollectiveSample& c) { return c.bytes == int64_t{1} << 16; });
   auto unidentified = fitAlphaBeta({{&large, &model}});
-  ASSERT_TRUE(unidentified.isOk());
+  ASSERT_OK(unidentified);
   EXPECT_EQ(unidentified->baseUs, 0);
   // A negative intercept is no cost: refitted through the origin with base 0.
   MeasuredProfile fast = syntheticCommProfile(2, 50, 2.0);
@@ -330,7 +331,7 @@ TEST(CalibrateTest, AlphaBetaFitsTheBaseCostOfLargeCollectives) {
     if (c.bytes >= kAlphaBetaBaseMinBytes) c.duration = c.duration - us(30);
   }
   auto clamped = fitAlphaBeta({{&fast, &model}});
-  ASSERT_TRUE(clamped.isOk());
+  ASSERT_OK(clamped);
   EXPECT_EQ(clamped->baseUs, 0);
 }
 
@@ -346,7 +347,7 @@ TEST(CalibrateTest, ContentionFromOverlappedAndPlainSpansOfTheSameLayer) {
   // mlp-wide: eight identical Linear(1024, 1024) layers. Half the samples of each layer run
   // under a collective (f = 1) and are 30 % slower.
   auto model = models::loadZooModel("mlp-wide");
-  ASSERT_TRUE(model.isOk());
+  ASSERT_OK(model);
   MeasuredProfile p;
   p.settings.worldSize = 2;
   p.settings.batchPerRank = 4;
@@ -371,9 +372,9 @@ TEST(CalibrateTest, ContentionFromOverlappedAndPlainSpansOfTheSameLayer) {
 TEST(CalibrateTest, CalibratedClusterJsonLoadsWithTheFittedValues) {
   const models::ModelSpec model = mlpTiny();
   auto p = buildProfile(twoRankTrace(), model, "t.json");
-  ASSERT_TRUE(p.isOk());
+  ASSERT_OK(p);
   auto base = loadBuiltinCluster("cpu-mpi");
-  ASSERT_TRUE(base.isOk());
+  ASSERT_OK(base);
   auto cal = calibrate({{&*p, &model}}, base->device);
   ASSERT_TRUE(cal.isOk()) << cal.status().message();
   const nlohmann::json j =
@@ -398,15 +399,15 @@ TEST(ReplayTest, OwnSettingsReproduceTheSyntheticStep) {
   // overlaps the collective: the contention is not identified and stays 0.
   const models::ModelSpec model = mlpTiny();
   auto p = buildProfile(twoRankTrace(), model, "t.json");
-  ASSERT_TRUE(p.isOk());
+  ASSERT_OK(p);
   auto cluster = selfCalibratedCluster(*p, model);
   ASSERT_TRUE(cluster.isOk()) << cluster.status().message();
   EXPECT_DOUBLE_EQ(cluster->contentionSlowdown, 0.0);
   auto compute = MeasuredComputeModel::create(*p, model, cluster->device,
                                               {cluster->contentionSlowdown, CrossRank::kMean});
-  ASSERT_TRUE(compute.isOk());
+  ASSERT_OK(compute);
   auto layout = makeWorldLayout(*cluster, std::nullopt, 2);
-  ASSERT_TRUE(layout.isOk());
+  ASSERT_OK(layout);
   auto predicted = predictStep(model, *cluster, *layout, ownSettingsOptions(*p), compute->get(),
                                p->rankMaxFactor);
   ASSERT_TRUE(predicted.isOk()) << predicted.status().message();

@@ -14,6 +14,7 @@
 #include "sim/cost/comm_model.h"
 #include "sim/topo/cluster_from_topo.h"
 #include "sim/topo/topo_matrix.h"
+#include "tests/status_matchers.h"
 
 namespace ddpscope::sim::topo {
 namespace {
@@ -300,7 +301,7 @@ TEST(ClusterFromTopoTest, CpuPicksNcclsInterCpuSpeedAndItsVendor) {
   auto amd =
       clusterFromTopo(pcieAcrossSockets(),
                       {.gpu = "A100-PCIE", .nics = std::vector<std::string>{}, .cpuVendor = "amd"});
-  ASSERT_TRUE(amd.isOk());
+  ASSERT_OK(amd);
   EXPECT_EQ(amd->spec.intraNode.interCpuGBps, 16);
   // A slower socket link, a slower predicted allreduce (bandwidth-bound at 1 GiB).
   auto slow =
@@ -309,10 +310,11 @@ TEST(ClusterFromTopoTest, CpuPicksNcclsInterCpuSpeedAndItsVendor) {
   auto fast =
       clusterFromTopo(pcieAcrossSockets(),
                       {.gpu = "A100-PCIE", .nics = std::vector<std::string>{}, .cpu = "intel-srp"});
-  ASSERT_TRUE(slow.isOk() && fast.isOk());
+  ASSERT_OK(slow);
+  ASSERT_OK(fast);
   auto time = [](const ClusterSpec& c) {
     auto model = makeCommModel(c, WorldLayout{1, c.gpusPerNode});
-    EXPECT_TRUE(model.isOk());
+    EXPECT_OK(model);
     return model.isOk() ? (*model)->estimate(Collective::kAllreduce, int64_t{1} << 30).time
                         : Nanos{};
   };
@@ -373,7 +375,7 @@ TEST(ClusterFromTopoTest, BadOptionsAreClearErrors) {
               HasSubstr("--nics: no NIC 'mlx5_9' in"));
   // The DGX H100's NV18 is more than a V100 (6 NVLinks) has.
   auto h100 = loadTopoFile(fixture("hgx-h100-8ndr.txt"));
-  ASSERT_TRUE(h100.isOk());
+  ASSERT_OK(h100);
   auto wrongGpu = clusterFromTopo(*h100, {.gpu = "v100", .nicGbps = 400});
   ASSERT_FALSE(wrongGpu.isOk());
   EXPECT_THAT(wrongGpu.status().message(),
@@ -429,7 +431,7 @@ TEST(ClusterFromTopoTest, ReproducesTheBuiltinClustersAllreduceWithinFivePercent
   for (const SameMachine& s : machines) {
     TopoCluster built = build(s.fixture, s.options);
     auto reference = loadBuiltinCluster(s.builtin);
-    ASSERT_TRUE(reference.isOk());
+    ASSERT_OK(reference);
     expectSameMachine(built.spec, *reference, s.fixture);
   }
 }
@@ -454,7 +456,7 @@ TEST(ClusterFromTopoTest, Gb200TrayWithEighteenNvlinkHostsIsTheNvl72Rack) {
   EXPECT_THAT(rack->spec.description,
               HasSubstr("one NVLink domain of 18 such hosts = one node of 72 GPUs"));
   auto reference = loadBuiltinCluster("gb200-nvl72");
-  ASSERT_TRUE(reference.isOk());
+  ASSERT_OK(reference);
   expectSameMachine(rack->spec, *reference, "gb200-tray-constructed.txt --nvlink-hosts 18");
   // One tray alone (no --nvlink-hosts) is a 4-GPU node: its rack-wide NVLS and NICs are gone.
   auto one = clusterFromTopo(*tray, {.gpu = "gb200", .nicGbps = 400, .cpuVendor = "arm"});
