@@ -260,17 +260,21 @@ int runReference(WorkerFlags flags) {
   return 0;
 }
 
+// --world-size-reference is one process: refused for a world of `world` ranks but 1.
+Status checkReferenceWorld(const WorkerFlags& flags, int world) {
+  if (!flags.reference || world == 1) return Status::ok();
+  return invalidArgument(
+      "--world-size-reference runs one process; launch it without mpirun or with -np 1 (got " +
+      std::to_string(world) + " ranks)");
+}
+
 // --check N: what every rank would refuse before training, for a job of N ranks, without MPI
 // (no rank to say it once: this is one process). The refusals below after MPI_Init stay for
 // jobs launched by mpirun directly.
 int checkWorkerFlags(const WorkerFlags& flags) {
   Status status = checkOutputPaths(flags);
   if (status.isOk()) status = runtime::checkBatch(flags.training.globalBatch, flags.checkRanks);
-  if (status.isOk() && flags.reference && flags.checkRanks != 1) {
-    status = invalidArgument(
-        "--world-size-reference runs one process; launch it without mpirun or with -np 1 (got " +
-        std::to_string(flags.checkRanks) + " ranks)");
-  }
+  if (status.isOk()) status = checkReferenceWorld(flags, static_cast<int>(flags.checkRanks));
   if (status.isOk()) return 0;
   std::fprintf(stderr, "ddpscope-run: error: %s\n", status.message().c_str());
   return status.exitCode();
@@ -317,14 +321,9 @@ int runWorker(int argc, char** argv) {
     return paths.exitCode();
   }
   if (flags.reference) {
-    if (world != 1) {
-      if (rank == 0) {
-        std::fprintf(stderr,
-                     "ddpscope-run: error: --world-size-reference runs one process; launch it "
-                     "without mpirun or with -np 1 (got %d ranks)\n",
-                     world);
-      }
-      return 2;
+    if (Status one = checkReferenceWorld(flags, world); !one.isOk()) {
+      if (rank == 0) std::fprintf(stderr, "ddpscope-run: error: %s\n", one.message().c_str());
+      return one.exitCode();
     }
     return runReference(flags);
   }
