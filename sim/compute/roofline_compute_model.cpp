@@ -91,79 +91,71 @@ StatusOr<std::unique_ptr<RooflineComputeModel>> RooflineComputeModel::create(
   return model;
 }
 
+double RooflineComputeModel::computeSeconds(double flops, bool tensorCore) const {
+  const double flopsPerS = tensorCore ? m_tensorFlopsPerS : m_nonTensorFlopsPerS;
+  if (tensorCore) {
+    const double kneeFlops = flopsPerS * kSmallGemmKneeUs * 1e-6;
+    if (flops < kneeFlops) return std::sqrt(flops * kneeFlops) / flopsPerS;
+  }
+  return flops / flopsPerS;
+}
+
 Nanos RooflineComputeModel::kernelTime(double flops, double bytes, bool tensorCore) const {
   flops = std::max(flops, 0.0);
   bytes = std::max(bytes, 0.0);
   if (flops == 0 && bytes == 0) return Nanos::zero();
-  const double flopsPerS = tensorCore ? m_tensorFlopsPerS : m_nonTensorFlopsPerS;
-  double computeS = flops / flopsPerS;
-  if (tensorCore) {
-    const double kneeFlops = flopsPerS * kSmallGemmKneeUs * 1e-6;
-    if (flops < kneeFlops) computeS = std::sqrt(flops * kneeFlops) / flopsPerS;
-  }
   const double memoryS = bytes / m_memoryBytesPerS;
-  return Nanos::fromSecondsDouble(std::max(computeS, memoryS)) + m_launchOverhead;
+  return Nanos::fromSecondsDouble(std::max(computeSeconds(flops, tensorCore), memoryS)) +
+         m_launchOverhead;
+}
+
+RooflineComputeModel::LayerPasses RooflineComputeModel::layerPasses(
+    const models::LayerSpec& layer, const models::ModelInputs& inputs) const {
+  LayerPasses p;
+  p.tensorCore = usesTensorCores(layer.type);
+  p.forward.flops = std::max(layer.forwardFlops.evaluate(inputs), 0.0);
+  p.forward.bytes = std::max(layer.forwardBytes.evaluate(inputs), 0.0) * m_zooBytesScale;
+  p.backward.flops = std::max(layer.backwardFlopsAt(inputs), 0.0);
+  p.backward.bytes = 2 * p.forward.bytes;
+  const bool splitDgradWgrad =
+      p.tensorCore && !layer.params.empty() && p.backward.flops > 1.5 * p.forward.flops;
+  p.backward.kernels = splitDgradWgrad ? 2 : 1;
+  return p;
+}
+
+Nanos RooflineComputeModel::passTime(const Pass& pass, bool tensorCore) const {
+  return kernelTime(pass.flops / pass.kernels, pass.bytes / pass.kernels, tensorCore) *
+         pass.kernels;
 }
 
 LayerTimes RooflineComputeModel::layerTime(const models::LayerSpec& layer,
                                            const models::ModelInputs& inputs) const {
-  const bool tensorCore = usesTensorCores(layer.type);
-  const double forwardFlops = std::max(layer.forwardFlops.evaluate(inputs), 0.0);
-  const double forwardBytes = std::max(layer.forwardBytes.evaluate(inputs), 0.0) * m_zooBytesScale;
-  const double backwardFlops = std::max(layer.backwardFlopsAt(inputs), 0.0);
-  const double backwardBytes = 2 * forwardBytes;
-
-  LayerTimes times;
-  times.forward = kernelTime(forwardFlops, forwardBytes, tensorCore);
-  const bool splitDgradWgrad =
-      tensorCore && !layer.params.empty() && backwardFlops > 1.5 * forwardFlops;
-  if (splitDgradWgrad) {
-    times.backward = kernelTime(backwardFlops / 2, backwardBytes / 2, tensorCore) * 2;
-  } else {
-    times.backward = kernelTime(backwardFlops, backwardBytes, tensorCore);
-  }
-  return times;
+  const LayerPasses p = layerPasses(layer, inputs);
+  return {passTime(p.forward, p.tensorCore), passTime(p.backward, p.tensorCore)};
 }
 
 RooflineComputeModel::LayerExplained RooflineComputeModel::explainLayer(
     const models::LayerSpec& layer, const models::ModelInputs& inputs) const {
-  const bool tensorCore = usesTensorCores(layer.type);
-  const double flopsPerS = tensorCore ? m_tensorFlopsPerS : m_nonTensorFlopsPerS;
-  // One pass: `kernels` equal kernels sharing its FLOPs and bytes (as layerTime() runs them).
-  auto explain = [&](double flops, double bytes, int kernels) {
+  const LayerPasses p = layerPasses(layer, inputs);
+  auto explain = [&](const Pass& pass) {
     KernelsExplained k;
-    flops = std::max(flops, 0.0);
-    bytes = std::max(bytes, 0.0);
-    if (flops == 0 && bytes == 0) return k;
-    k.kernels = kernels;
-    k.flops = flops;
-    k.bytes = bytes;
-    const double f = flops / kernels, b = bytes / kernels;
-    k.time = kernelTime(f, b, tensorCore) * kernels;
-    double computeS = f / flopsPerS;
-    if (tensorCore) {
-      const double kneeFlops = flopsPerS * kSmallGemmKneeUs * 1e-6;
-      if (f < kneeFlops) computeS = std::sqrt(f * kneeFlops) / flopsPerS;
-    }
-    const double memoryS = b / m_memoryBytesPerS;
-    const double launchS = m_launchOverhead.toSeconds();
-    k.bound = launchS > std::max(computeS, memoryS) ? "launch"
-              : computeS >= memoryS                 ? "compute"
-                                                    : "memory";
+    if (pass.flops == 0 && pass.bytes == 0) return k;
+    k.kernels = pass.kernels;
+    k.flops = pass.flops;
+    k.bytes = pass.bytes;
+    k.time = passTime(pass, p.tensorCore);
+    const double computeS = computeSeconds(pass.flops / pass.kernels, p.tensorCore);
+    const double memoryS = pass.bytes / pass.kernels / m_memoryBytesPerS;
+    k.bound = m_launchOverhead.toSeconds() > std::max(computeS, memoryS) ? "launch"
+              : computeS >= memoryS                                      ? "compute"
+                                                                         : "memory";
+    const double flopsPerS = p.tensorCore ? m_tensorFlopsPerS : m_nonTensorFlopsPerS;
     const double seconds = k.time.toSeconds();
-    k.flopsOfPeak = flops / seconds / (flopsPerS / m_computeEfficiency);
-    k.bandwidthOfPeak = bytes / seconds / (m_memoryBytesPerS / m_memoryEfficiency);
+    k.flopsOfPeak = pass.flops / seconds / (flopsPerS / m_computeEfficiency);
+    k.bandwidthOfPeak = pass.bytes / seconds / (m_memoryBytesPerS / m_memoryEfficiency);
     return k;
   };
-  const double forwardFlops = std::max(layer.forwardFlops.evaluate(inputs), 0.0);
-  const double forwardBytes = std::max(layer.forwardBytes.evaluate(inputs), 0.0) * m_zooBytesScale;
-  const double backwardFlops = std::max(layer.backwardFlopsAt(inputs), 0.0);
-  const bool splitDgradWgrad =
-      tensorCore && !layer.params.empty() && backwardFlops > 1.5 * forwardFlops;
-  LayerExplained out;
-  out.forward = explain(forwardFlops, forwardBytes, 1);
-  out.backward = explain(backwardFlops, 2 * forwardBytes, splitDgradWgrad ? 2 : 1);
-  return out;
+  return {explain(p.forward), explain(p.backward)};
 }
 
 std::vector<LayerTimes> RooflineComputeModel::layerTimes(const models::ModelSpec& model,

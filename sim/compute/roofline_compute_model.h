@@ -98,6 +98,22 @@ class RooflineComputeModel final : public ComputeModel {
  private:
   RooflineComputeModel() = default;
 
+  // One pass of a layer (forward or backward): `kernels` equal kernels sharing its FLOPs and
+  // bytes (dtype-scaled).
+  struct Pass {
+    double flops = 0, bytes = 0;
+    int kernels = 1;
+  };
+  struct LayerPasses {
+    bool tensorCore = false;
+    Pass forward, backward;
+  };
+  // The header comment's "Layers" rules: what layerTime() and explainLayer() both time.
+  LayerPasses layerPasses(const models::LayerSpec& layer, const models::ModelInputs& inputs) const;
+  Nanos passTime(const Pass& pass, bool tensorCore) const;
+  // FLOPs at the achieved rate, the small-GEMM falloff included (no launch, no memory).
+  double computeSeconds(double flops, bool tensorCore) const;
+
   std::string m_dtype;
   double m_tensorFlopsPerS = 0;
   double m_nonTensorFlopsPerS = 0;
