@@ -830,13 +830,14 @@ constexpr std::string_view kLayerRangePrefix = "ddpscope.layer:";
 // copy-back) or an allreduce (a collective op, NCCL/RCCL/gloo's annotation or kernel).
 bool hasDdpWork(const RankTrack& track) {
   for (const Lane& lane : track.lanes) {
+    const bool host = lane.kind == LaneKind::kHost;
     for (const Span& s : lane.spans) {
       const std::string_view n = s.name;
-      if (n.starts_with("DistributedDataParallel.forward") || n.find("reducer::") != n.npos ||
-          n.find("allreduce") != n.npos || n.find("all_reduce") != n.npos ||
-          n.find("AllReduce") != n.npos) {
+      if (n.starts_with("DistributedDataParallel.forward") || n.find("reducer::") != n.npos) {
         return true;
       }
+      const Category c = host ? classifyHostEvent(n) : classifyGpuKernel(n);
+      if (c == Category::kAllreduce) return true;
     }
   }
   return false;
