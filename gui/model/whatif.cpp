@@ -192,23 +192,36 @@ StatusOr<SweepResult> runSweep(const WhatIfSettings& base, const std::vector<dou
   return out;
 }
 
-StatusOr<PlanOutcome> runPlan(const WhatIfSettings& base, const std::vector<double>& capsMb,
-                              const std::vector<int>& worldSizes) {
-  if (capsMb.empty() || worldSizes.empty()) return invalidArgument("plan: nothing to plan");
+StatusOr<sim::PlanInput> planInputOf(const WhatIfSettings& base,
+                                     const std::vector<double>& capsMb) {
   WhatIfSettings planned = base;
   planned.ddp.bucketCapMbList.clear();  // what the plan chooses
+  return sim::parsePlanInput(axesOf(planned, capsMb));
+}
+
+StatusOr<PlanOutcome> runPlanAt(const sim::PlanInput& input, const std::vector<int>& worldSizes) {
+  if (input.plan.uniformCapsMb.empty() || worldSizes.empty()) {
+    return invalidArgument("plan: nothing to plan");
+  }
   PlanOutcome out;
-  out.sweep.capsMb = capsMb;
+  out.sweep.capsMb = input.plan.uniformCapsMb;
   out.sweep.worldSizes = worldSizes;
   for (int worldSize : worldSizes) {
-    // `ddpscope plan`'s settings at this world size.
-    planned.worldSize = worldSize;
-    ASSIGN_OR_RETURN(const sim::PlanInput input, sim::parsePlanInput(axesOf(planned, capsMb)));
-    ASSIGN_OR_RETURN(sim::PlanResult plan, sim::runPlanInput(input));
+    ASSIGN_OR_RETURN(const sim::PlanInput atSize, sim::planInputAtWorldSize(input, worldSize));
+    ASSIGN_OR_RETURN(sim::PlanResult plan, sim::runPlanInput(atSize));
     appendSweepPoints(plan.uniform, out.sweep);
     out.plans.push_back(std::move(plan));
   }
   return out;
+}
+
+StatusOr<PlanOutcome> runPlan(const WhatIfSettings& base, const std::vector<double>& capsMb,
+                              const std::vector<int>& worldSizes) {
+  if (capsMb.empty() || worldSizes.empty()) return invalidArgument("plan: nothing to plan");
+  WhatIfSettings first = base;
+  first.worldSize = worldSizes.front();
+  ASSIGN_OR_RETURN(const sim::PlanInput input, planInputOf(first, capsMb));
+  return runPlanAt(input, worldSizes);
 }
 
 WhatIfSettings plannedSettings(const WhatIfSettings& base, int worldSize,

@@ -37,6 +37,7 @@
 #include "base/status.h"
 #include "ddp/ddp_config.h"
 #include "gui/model/trace_document.h"
+#include "sim/api/plan_request.h"
 #include "sim/engine/ddp_simulator.h"
 #include "sim/engine/plan.h"
 
@@ -135,8 +136,16 @@ struct PlanOutcome {
   std::vector<sim::PlanResult> plans;  // one per sweep.worldSizes entry
 };
 
-// Plans `base` (its bucket cap is ignored: the plan compares the default, the uniform caps and
-// the planned list) at each world size.
+// `ddpscope plan`'s request for `base` over the uniform caps `capsMb` at base's world size (its
+// bucket cap is ignored: the plan compares the default, the uniform caps and the planned list):
+// the model and cluster resolved, the settings validated.
+StatusOr<sim::PlanInput> planInputOf(const WhatIfSettings& base, const std::vector<double>& capsMb);
+
+// The plan of `input` at each world size: only the layout changes (sim::planInputAtWorldSize);
+// the model and cluster are the input's, resolved once for all world sizes.
+StatusOr<PlanOutcome> runPlanAt(const sim::PlanInput& input, const std::vector<int>& worldSizes);
+
+// planInputOf(base at the first world size, capsMb), then runPlanAt over `worldSizes`.
 StatusOr<PlanOutcome> runPlan(const WhatIfSettings& base, const std::vector<double>& capsMb,
                               const std::vector<int>& worldSizes);
 

@@ -134,6 +134,12 @@ StatusOr<PlanInput> parsePlanInput(const SettingValues& values) {
   return in;
 }
 
+StatusOr<PlanInput> planInputAtWorldSize(PlanInput input, int worldSize) {
+  ASSIGN_OR_RETURN(input.plan.layout,
+                   makeWorldLayout(input.request.cluster, std::nullopt, worldSize));
+  return input;
+}
+
 namespace {
 
 std::string capsText(const std::vector<int64_t>& caps) {

@@ -73,6 +73,11 @@ std::vector<SettingSpec> planSettingList();
 // ("--torch-version 1.5: plan supports torch 1.13 and 2.15") or the trace.
 StatusOr<PlanInput> parsePlanInput(const SettingValues& values);
 
+// The same plan at `worldSize` ranks (a layout of the input's cluster, as --world-size makes it):
+// the model, cluster, settings and, with a trace, its own-settings replay are the input's, not
+// read again — a plan over several world sizes resolves the model and cluster once.
+StatusOr<PlanInput> planInputAtWorldSize(PlanInput input, int worldSize);
+
 // runPlan on the input's model, cluster and compute model.
 StatusOr<PlanResult> runPlanInput(const PlanInput& input);
 

@@ -8,10 +8,12 @@
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QTableWidget>
+#include <QTemporaryDir>
 #include <QTest>
 #include <QtCharts/QChart>
 #include <QtCharts/QChartView>
 #include <cmath>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -20,6 +22,8 @@
 #include "gui/widgets/main_window.h"
 #include "gui/widgets/sweep_panel.h"
 #include "gui/widgets/whatif_panel.h"
+#include "models/zoo.h"
+#include "sim/cost/cluster.h"
 
 using namespace ddpscope;
 using namespace ddpscope::gui;
@@ -75,6 +79,7 @@ class SweepPlanTest : public QObject {
   void planShowsWhatRunPlanComputesAndOpensItsTimeline();
   void torch113PlansAUniformCapOnly();
   void badSettingsShowTheError();
+  void aPlanResolvesTheModelAndClusterOnce();
 };
 
 void SweepPlanTest::planShowsWhatRunPlanComputesAndOpensItsTimeline() {
@@ -208,6 +213,44 @@ void SweepPlanTest::badSettingsShowTheError() {
   QVERIFY2(status->text().contains("'x' is not a positive whole number"),
            qPrintable(status->text()));
   QCOMPARE(planned.count(), 1);
+}
+
+// Several world sizes are one request: the model and cluster are read when the plan's settings are
+// parsed, never again per world size. Both come from files here, deleted after the parse; the
+// plans of three world sizes still run, and each is `ddpscope plan`'s at that size.
+void SweepPlanTest::aPlanResolvesTheModelAndClusterOnce() {
+  QTemporaryDir dir;
+  QVERIFY(dir.isValid());
+  const std::string modelPath = dir.filePath("gpt2-small.json").toStdString();
+  const std::string clusterPath = dir.filePath("dgx-a100.json").toStdString();
+  for (const auto& [path, text] : {std::pair{modelPath, models::zooModelJson("gpt2-small")},
+                                   std::pair{clusterPath, sim::builtinClusterJson("dgx-a100")}}) {
+    QVERIFY(!text.empty());
+    std::ofstream(path) << text;
+  }
+  WhatIfSettings base;
+  base.model = modelPath;
+  base.cluster = clusterPath;
+  const std::vector<double> caps(std::begin(kTypicalBucketCapsMb), std::end(kTypicalBucketCapsMb));
+  const StatusOr<sim::PlanInput> input = planInputOf(base, caps);
+  QVERIFY2(input.isOk(), input.status().message().c_str());
+  QVERIFY(QFile::remove(QString::fromStdString(modelPath)));
+  QVERIFY(QFile::remove(QString::fromStdString(clusterPath)));
+  // Parsing again now fails: the files are gone.
+  QVERIFY(!planInputOf(base, caps).isOk());
+
+  const std::vector<int> worldSizes = {8, 16, 32};
+  const StatusOr<PlanOutcome> outcome = runPlanAt(*input, worldSizes);
+  QVERIFY2(outcome.isOk(), outcome.status().message().c_str());
+  QCOMPARE(outcome->plans.size(), worldSizes.size());
+  for (size_t i = 0; i < worldSizes.size(); ++i) {
+    const nlohmann::json cli = cliPlan(worldSizes[i]);
+    const sim::PlanResult& plan = outcome->plans[i];
+    QCOMPARE(plan.planned.stepTime.count(), cli["planned"]["step_time_ns"].get<int64_t>());
+    QCOMPARE(plan.layout.capsMib(),
+             cli["planned"]["bucket_cap_mb_list"].get<std::vector<int64_t>>());
+  }
+  QCOMPARE(outcome->sweep.points.size(), worldSizes.size() * caps.size());
 }
 
 QTEST_MAIN(SweepPlanTest)
