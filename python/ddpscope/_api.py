@@ -7,14 +7,17 @@ libraries that the CLI's flags reach, so a setting means, defaults and fails exa
 command line, and every error is a :class:`ddpscope.Error` carrying the message the ``ddpscope``
 command prints, in Python's words: a bad value is an :class:`InvalidSetting` (also a
 ``ValueError``) naming the keyword argument (``bucket_cap_mb: expected a positive number, got
-'-3'``), an unknown keyword an :class:`UnknownSetting` (also a ``TypeError``). See ``ddpscope
-<command> --help`` for the full list of settings.
+'-3'``), an unknown keyword an :class:`UnknownSetting` (also a ``TypeError``). Each function
+names the settings it takes in its signature and its docstring (``help(ddpscope.simulate)``):
+those of its ``ddpscope <command> --help``.
 """
 
 from __future__ import annotations
 
 import ast
+import collections.abc
 import functools
+import inspect
 import json
 import os
 import re
@@ -59,10 +62,34 @@ def _python_error(error: Error, function: str) -> Error:
     return InvalidSetting(keyworded, 2)
 
 
-def _python_errors(function):
-    """Raises the core's bad-input errors of `function` as _python_error makes them."""
+_UNEXPECTED = re.compile(r"unexpected keyword argument '([^']+)'")
+
+
+def _python_errors(function: Any = None, *, renamed: Sequence[str] = ()) -> Any:
+    """Raises the core's bad-input errors of `function` as _python_error makes them, and a
+    keyword argument `function` does not take as an UnknownSetting worded as Python words it
+    ("f() got an unexpected keyword argument 'x'"). ``renamed``: the old keyword names (keys of
+    _RENAMED) `function` still takes for one release: each is moved to its new name with a
+    DeprecationWarning before the call. Use as ``@_python_errors`` or
+    ``@_python_errors(renamed=(...))``."""
+    if function is None:
+        return functools.partial(_python_errors, renamed=renamed)
+    signature = inspect.signature(function)
+
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
+        olds = [old for old in renamed if old in kwargs]
+        if olds:
+            _take_renamed(kwargs, *olds)
+        try:
+            signature.bind(*args, **kwargs)
+        except TypeError as e:
+            unexpected = _UNEXPECTED.search(str(e))
+            if unexpected:
+                raise UnknownSetting("%s() got an unexpected keyword argument '%s'"
+                                     % (function.__name__, unexpected.group(1)), 2) from None
+            # Any other mistake in the call (a missing argument, a value given twice): the call
+            # below raises it in Python's own words.
         try:
             return function(*args, **kwargs)
         except (InvalidSetting, UnknownSetting):
@@ -71,12 +98,17 @@ def _python_errors(function):
             raise _python_error(e, function.__name__) from None
     return wrapper
 
+
 PathLike = Union[str, "os.PathLike[str]"]
 
 # Keyword names follow the CLI's flags (bucket_cap_mb is --bucket-cap-mb). Old names from before
-# the one grammar still work for one release, with a DeprecationWarning naming the new one.
+# the one grammar still work for one release, with a DeprecationWarning naming the new one: each
+# function lists the ones it takes in its @_python_errors(renamed=...) (they are not in its
+# signature).
 _RENAMED = {"torch": "torch_version", "semantics": "torch_version", "model_file": "model",
-            "cluster_file": "cluster", "output": "out", "trace_out": "trace"}
+            "cluster_file": "cluster", "output": "out", "trace_out": "trace", "base_file": "base"}
+# The old names of the settings the simulation functions share.
+_RENAMED_SIM = ("torch", "semantics", "model_file", "cluster_file")
 
 
 def _renamed(old: str, new: str) -> None:
@@ -112,19 +144,19 @@ def _text(value: Any) -> str:
 Settings = Dict[str, Union[str, bool]]
 
 
-def _settings(kwargs: Dict[str, Any]) -> Settings:
-    """Keyword arguments -> settings: True is a switch, False/None leave the setting out, a list
-    or tuple becomes a comma list."""
+def _settings(values: Dict[str, Any], *skip: str) -> Settings:
+    """Keyword arguments (a function's ``locals()``) -> settings, but those named in ``skip``:
+    True is a switch, False/None leave the setting out, a list, tuple or other iterable becomes
+    a comma list."""
     out: Settings = {}
-    kwargs = dict(kwargs)
-    _take_renamed(kwargs, *[k for k in _RENAMED if k in kwargs])
-    for key, value in kwargs.items():
-        if value is None or value is False:
+    for key, value in values.items():
+        if key in skip or value is None or value is False:
             continue
         name = key.replace("_", "-")
         if value is True:
             out[name] = True
-        elif isinstance(value, (list, tuple)):
+        elif isinstance(value, collections.abc.Iterable) \
+                and not isinstance(value, (str, bytes, os.PathLike)):
             out[name] = ",".join(_text(v) for v in value)
         else:
             out[name] = _text(value)
@@ -306,18 +338,56 @@ def models() -> List[str]:
     return list(_core.zoo_names())
 
 
-@_python_errors
+@_python_errors(renamed=("torch", "semantics", "model_file"))
 def buckets(model: ModelLike, bucket_cap_mb: Optional[float] = None, find_unused: bool = False,
-            torch_version: Optional[str] = None, **settings: Any) -> Dict[str, Any]:
-    """DDP's exact bucket plan for ``model`` (``ddpscope buckets --json``): buckets in reduction
-    order, each with its parameter indices (flat-buffer order), bytes and size limit.
+            torch_version: Optional[str] = None, *,
+            first_bucket_mb: Optional[float] = None,
+            static_graph: bool = False,
+            bucket_cap_mb_list: Optional[Sequence[int]] = None,
+            autocast: bool = False,
+            iteration: Union[int, str, None] = None,
+            ready_order: Optional[Sequence[int]] = None,
+            ready_order_file: Optional[PathLike] = None) -> Dict[str, Any]:
+    """DDP's exact bucket plan for a model, as ``ddpscope buckets --json`` prints it.
 
-    ``torch_version``: the PyTorch semantics ("2.15", "1.13", "1.5"; default 2.15). Other settings:
-    ``first_bucket_mb``, ``static_graph``, ``bucket_cap_mb_list``, ``iteration`` ("1" or
-    "steady"), ``ready_order`` (a list of parameter indices)..."""
-    return _core.buckets(_core_settings(_model_settings(model), _settings(dict(
-        bucket_cap_mb=bucket_cap_mb, find_unused=find_unused, torch_version=torch_version,
-        **settings))))
+    Each keyword argument is the ``ddpscope buckets`` flag of the same name (dashes as
+    underscores); None (False for a switch) leaves the CLI's default.
+
+    Args:
+        model: a :class:`Model`, a zoo name (see :func:`models`), a shorthand
+            ("gpt2:layers=L,embd=E,heads=H,vocab=V,seq=T", "mlp:in=I,hidden=H,depth=D,out=O")
+            or a model JSON file.
+        bucket_cap_mb: bucket_cap_mb in MiB (CLI default 25; giving it counts as set by the
+            user).
+        find_unused: True: find_unused_parameters=True.
+        torch_version: the PyTorch DDP behaviour to follow: "2.15" (also "current"; the CLI
+            default), "1.13" or "1.5".
+        first_bucket_mb: the first bucket's cap in MiB (CLI default 1 = 1,048,576 B).
+        static_graph: True: static_graph=True.
+        bucket_cap_mb_list: per-bucket caps in whole MiB (2.15's bucket_cap_mb_list; overrides
+            bucket_cap_mb, effective cap = max).
+        autocast: True: the forward runs under torch.autocast (bf16/fp16 AMP): a Linear's weight
+            gradient is ready before its bias, which moves the rebuilt buckets' boundaries.
+        iteration: 1 (the construction plan, used in iteration 1) or "steady" (after any
+            rebuild; the CLI default).
+        ready_order: the gradient-ready order for the rebuild, as parameter indices (CLI
+            default: the model's own).
+        ready_order_file: the ready order from a file: a JSON array, {"grad_ready_order": [...]}
+            or plain text.
+
+    Returns:
+        dict: the ``--json`` document: the buckets in reduction (allreduce launch) order, each
+        with its parameter indices (into ``model.parameters()``) in flat-buffer order, its bytes
+        and its size limit.
+
+    Raises:
+        InvalidSetting: a value ddpscope refuses (also a ``ValueError``); the message names the
+            keyword argument where the CLI names its flag.
+        UnknownSetting: a keyword argument this function does not take (also a ``TypeError``).
+        Error: any other failure, with the message the ``ddpscope`` command prints.
+    """
+    values = locals()
+    return _core.buckets(_core_settings(_model_settings(model), _settings(values, "model")))
 
 
 class SimResult:
@@ -388,16 +458,126 @@ class SimResult:
             self.step_time_ms, self.exposed_comm_ms, self.overlap_percent)
 
 
-@_python_errors
+@_python_errors(renamed=_RENAMED_SIM)
 def simulate(model: ModelLike, cluster: Optional[PathLike] = "dgx-h100",
-             nodes: Optional[int] = None, **settings: Any) -> SimResult:
-    """Simulates DDP training of ``model`` on ``cluster`` (a built-in name or a cluster JSON
-    file) with ``nodes`` nodes (or ``world_size=W``); settings as ``ddpscope simulate`` takes
-    them: ``bucket_cap_mb``, ``find_unused``, ``static_graph``, ``no_sync_steps``,
-    ``comm_hook``, ``torch_version``, ``batch``, ``seq_len``, ``dtype``, ``iterations``,
-    ``all_ranks``, ``jitter``, ``seed``, ``compile``, ``compute_from``..."""
+             nodes: Optional[int] = None, *,
+             host_profile: Optional[PathLike] = None,
+             compute_from: Optional[PathLike] = None,
+             world_size: Optional[int] = None,
+             bucket_cap_mb: Optional[float] = None,
+             first_bucket_mb: Optional[float] = None,
+             find_unused: bool = False,
+             static_graph: bool = False,
+             gradient_as_bucket_view: bool = False,
+             no_sync_steps: Optional[int] = None,
+             comm_hook: Optional[str] = None,
+             no_broadcast_buffers: bool = False,
+             torch_version: Optional[str] = None,
+             bucket_cap_mb_list: Optional[Sequence[int]] = None,
+             batched_grad_copy: bool = False,
+             skip_all_reduce_unused_params: bool = False,
+             no_forward_sync_buffers: bool = False,
+             lazy_bucket_allocation: bool = False,
+             mixed_precision: Optional[str] = None,
+             autocast: bool = False,
+             batch: Optional[int] = None,
+             seq_len: Optional[int] = None,
+             image_size: Optional[int] = None,
+             dtype: Optional[str] = None,
+             iterations: Optional[int] = None,
+             sync_batchnorm: bool = False,
+             contention: Optional[float] = None,
+             strategy: Optional[str] = None,
+             compile: Optional[str] = None,
+             compile_graph_overhead: Optional[float] = None,
+             all_ranks: bool = False,
+             jitter: Optional[float] = None,
+             seed: Optional[int] = None,
+             stragglers: Union[str, Sequence[str], None] = None) -> SimResult:
+    """Simulates DDP training of a model on a cluster, as ``ddpscope simulate`` does.
+
+    Each keyword argument is the ``ddpscope simulate`` flag of the same name (dashes as
+    underscores: ``bucket_cap_mb=50`` is ``--bucket-cap-mb 50``, ``find_unused=True`` is
+    ``--find-unused``, a list is a comma list); None (False for a switch) leaves the CLI's
+    default. The trace (``--trace``, ``--trace-format``) is :meth:`SimResult.save_trace`.
+
+    Args:
+        model: a :class:`Model`, a zoo name (see :func:`models`), a shorthand
+            ("gpt2:layers=L,embd=E,heads=H,vocab=V,seq=T", "mlp:in=I,hidden=H,depth=D,out=O") or
+            a model JSON file.
+        cluster: a built-in cluster (``ddpscope cluster list``) or a cluster JSON file
+            (sim/cost/clusters/FORMAT.md).
+        nodes: the number of nodes (CLI default 1; gb200-nvl72: 72-GPU racks).
+        host_profile: what the host pays per op and DDP per event: a built-in host profile
+            (``ddpscope host-profile list``) or a profile JSON file (CLI default: the
+            cluster's).
+        compute_from: a run's trace whose measured per-layer compute replaces the roofline.
+        world_size: the number of ranks, a multiple of the GPUs per node (CLI default: one
+            node's); instead of nodes.
+        bucket_cap_mb: bucket_cap_mb in MiB (CLI default 25; giving it counts as set by the
+            user).
+        first_bucket_mb: the first bucket's cap in MiB (CLI default 1 = 1,048,576 B).
+        find_unused: True: find_unused_parameters=True.
+        static_graph: True: static_graph=True.
+        gradient_as_bucket_view: True: gradient_as_bucket_view=True (gradients are views of the
+            buckets: no copies).
+        no_sync_steps: gradient accumulation: K-1 no_sync() steps, then one synced (CLI default
+            1).
+        comm_hook: the communication hook: "fp16", "bf16", "powersgd:R", "allreduce" or "none"
+            (the CLI default).
+        no_broadcast_buffers: True: broadcast_buffers=False (no buffer broadcast before each
+            forward).
+        torch_version: the PyTorch DDP behaviour to follow: "2.15" (also "current"; the CLI
+            default), "1.13" or "1.5".
+        bucket_cap_mb_list: per-bucket caps in whole MiB (2.15's bucket_cap_mb_list; overrides
+            bucket_cap_mb, effective cap = max).
+        batched_grad_copy: True: batched_grad_copy=True, one batched copy and one divide per
+            bucket instead of per-gradient copies (2.15).
+        skip_all_reduce_unused_params: True: skip_all_reduce_unused_params=True, no allreduce
+            for buckets whose parameters are all unused (2.15).
+        no_forward_sync_buffers: True: forward_sync_buffers=False, no buffer broadcast before
+            each forward; construction still syncs them (2.15).
+        lazy_bucket_allocation: True: lazy_bucket_allocation=True; memory only, the simulated
+            timing does not change (2.15).
+        mixed_precision: DDP's mixed_precision as "P" or "P:R": param_dtype P, reduce_dtype R
+            (fp16, bf16, fp32; R defaults to P); buckets are reduced in R (2.15).
+        autocast: True: the forward runs under torch.autocast (bf16/fp16 AMP): a Linear's weight
+            gradient is ready before its bias, which moves the rebuilt buckets' boundaries.
+        batch: samples per rank per step (CLI default: the model's).
+        seq_len: tokens per sample for transformers (CLI default: the model's).
+        image_size: the image side in pixels for vision models (CLI default: the model's).
+        dtype: the compute dtype: "fp32", "tf32", "bf16" or "fp16" (CLI default: the cluster
+            device's: bf16 where it has bf16, fp16 on V100, fp32 on CPUs; fp32 with measured
+            compute).
+        iterations: iterations to simulate (CLI default: enough for the steady state).
+        sync_batchnorm: True: SyncBatchNorm, a blocking allreduce per BatchNorm layer.
+        contention: the compute slowdown while a collective runs (CLI default: the cluster's).
+        strategy: "ddp" (the CLI default) or "dp" (nn.DataParallel, one node).
+        compile: how a torch.compile'd model meets DDP: "none" (eager; the CLI default),
+            "ddp-optimizer" (forward split at bucket boundaries; hooks fire between sub-graphs),
+            "whole-graph" (optimize_ddp=False: every allreduce after the backward) or
+            "compiled-autograd" (python reducer; Inductor buckets the allreduces).
+        compile_graph_overhead: the host time of one compiled (sub-)graph, forward + backward
+            call, in us (CLI default 116, measured).
+        all_ranks: True: simulate every rank (jitter, stragglers) instead of one.
+        jitter: per-rank, per-iteration compute jitter in % (with all_ranks; CLI default 0).
+        seed: the seed for jitter (CLI default 1).
+        stragglers: ranks slower by PCT %: "R:PCT" items, a list or a comma list (with
+            all_ranks; CLI default none).
+
+    Returns:
+        SimResult: the steady-state step time, exposed communication and overlap, the
+        collectives with their timings (``to_dict()`` is the ``--json`` summary), and the trace.
+
+    Raises:
+        InvalidSetting: a value ddpscope refuses (also a ``ValueError``); the message names the
+            keyword argument where the CLI names its flag.
+        UnknownSetting: a keyword argument this function does not take (also a ``TypeError``).
+        Error: any other failure, with the message the ``ddpscope`` command prints.
+    """
+    values = locals()
     return SimResult(_core.simulate(_core_settings(
-        _model_settings(model), _cluster_settings(cluster), _settings(dict(nodes=nodes, **settings)))))
+        _model_settings(model), _cluster_settings(cluster), _settings(values, "model", "cluster"))))
 
 
 def _rows(rows: List[Dict[str, Any]]) -> Any:
@@ -408,46 +588,259 @@ def _rows(rows: List[Dict[str, Any]]) -> Any:
     return pandas.DataFrame(rows)
 
 
-@_python_errors
+@_python_errors(renamed=_RENAMED_SIM)
 def sweep(model: ModelLike, cluster: Optional[PathLike] = "dgx-h100",
-          bucket_cap_mb: Optional[Sequence[float]] = None,
+          bucket_cap_mb: Union[float, Sequence[float], None] = None,
           nodes: Union[int, Sequence[int], None] = None,
-          find_unused: Union[bool, str, None] = None, best: bool = False,
-          **settings: Any) -> Any:
-    """One simulation per (layout, find_unused, compile mode, bucket cap) (``ddpscope sweep``).
+          find_unused: Union[bool, str, None] = None, best: bool = False, *,
+          host_profile: Optional[PathLike] = None,
+          compute_from: Optional[PathLike] = None,
+          world_size: Union[int, Sequence[int], None] = None,
+          first_bucket_mb: Optional[float] = None,
+          static_graph: bool = False,
+          gradient_as_bucket_view: bool = False,
+          no_sync_steps: Optional[int] = None,
+          comm_hook: Optional[str] = None,
+          no_broadcast_buffers: bool = False,
+          torch_version: Optional[str] = None,
+          batched_grad_copy: bool = False,
+          skip_all_reduce_unused_params: bool = False,
+          no_forward_sync_buffers: bool = False,
+          lazy_bucket_allocation: bool = False,
+          mixed_precision: Optional[str] = None,
+          autocast: bool = False,
+          batch: Optional[int] = None,
+          seq_len: Optional[int] = None,
+          image_size: Optional[int] = None,
+          dtype: Optional[str] = None,
+          iterations: Optional[int] = None,
+          sync_batchnorm: bool = False,
+          contention: Optional[float] = None,
+          strategy: Optional[str] = None,
+          compile: Union[str, Sequence[str], None] = None,
+          compile_graph_overhead: Optional[float] = None,
+          all_ranks: bool = False,
+          jitter: Optional[float] = None,
+          seed: Optional[int] = None,
+          stragglers: Union[str, Sequence[str], None] = None) -> Any:
+    """One simulation per (layout, find_unused, compile mode, bucket cap), as ``ddpscope sweep``.
 
-    Returns one row per swept point (the ``simulate`` summary keys, without its iterations):
-    a pandas DataFrame when pandas is installed, a list of dicts otherwise. ``best=True``
-    returns the best cap per (layout, find_unused, compile mode) with its gain over the
-    default instead. ``find_unused``: True, False or "both"."""
-    if isinstance(nodes, int):
-        nodes = [nodes]
-    axes = _settings(dict(
-        bucket_cap_mb=list(bucket_cap_mb) if bucket_cap_mb is not None else None, nodes=nodes,
-        **settings))
+    Each keyword argument is the ``ddpscope sweep`` flag of the same name (dashes as
+    underscores; a list is a comma list); None (False for a switch) leaves the CLI's default.
+    ``bucket_cap_mb``, ``nodes``, ``world_size``, ``find_unused`` and ``compile`` are the swept
+    axes; the other settings are as for :func:`simulate`.
+
+    Args:
+        model: a :class:`Model`, a zoo name (see :func:`models`), a shorthand
+            ("gpt2:layers=L,embd=E,heads=H,vocab=V,seq=T", "mlp:in=I,hidden=H,depth=D,out=O") or
+            a model JSON file.
+        cluster: a built-in cluster (``ddpscope cluster list``) or a cluster JSON file
+            (sim/cost/clusters/FORMAT.md).
+        bucket_cap_mb: bucket caps in MiB to sweep, a number or a list (CLI default
+            1,2,5,10,25,50,100,200).
+        nodes: node counts to sweep, a number or a list (CLI default 1; gb200-nvl72: 72-GPU
+            racks).
+        find_unused: find_unused_parameters: True, False or "both" (also "on", "off"; CLI
+            default off).
+        best: True: return the best cap per (layout, find_unused, compile mode) with its gain
+            over the default instead of the rows.
+        host_profile: what the host pays per op and DDP per event: a built-in host profile
+            (``ddpscope host-profile list``) or a profile JSON file (CLI default: the
+            cluster's).
+        compute_from: a run's trace whose measured per-layer compute replaces the roofline.
+        world_size: world sizes to sweep (multiples of the GPUs per node; CLI default: those of
+            nodes); instead of nodes.
+        first_bucket_mb: the first bucket's cap in MiB (CLI default 1 = 1,048,576 B).
+        static_graph: True: static_graph=True.
+        gradient_as_bucket_view: True: gradient_as_bucket_view=True (gradients are views of the
+            buckets: no copies).
+        no_sync_steps: gradient accumulation: K-1 no_sync() steps, then one synced (CLI default
+            1).
+        comm_hook: the communication hook: "fp16", "bf16", "powersgd:R", "allreduce" or "none"
+            (the CLI default).
+        no_broadcast_buffers: True: broadcast_buffers=False (no buffer broadcast before each
+            forward).
+        torch_version: the PyTorch DDP behaviour to follow: "2.15" (also "current"; the CLI
+            default), "1.13" or "1.5".
+        batched_grad_copy: True: batched_grad_copy=True, one batched copy and one divide per
+            bucket instead of per-gradient copies (2.15).
+        skip_all_reduce_unused_params: True: skip_all_reduce_unused_params=True, no allreduce
+            for buckets whose parameters are all unused (2.15).
+        no_forward_sync_buffers: True: forward_sync_buffers=False, no buffer broadcast before
+            each forward; construction still syncs them (2.15).
+        lazy_bucket_allocation: True: lazy_bucket_allocation=True; memory only, the simulated
+            timing does not change (2.15).
+        mixed_precision: DDP's mixed_precision as "P" or "P:R": param_dtype P, reduce_dtype R
+            (fp16, bf16, fp32; R defaults to P); buckets are reduced in R (2.15).
+        autocast: True: the forward runs under torch.autocast (bf16/fp16 AMP): a Linear's weight
+            gradient is ready before its bias, which moves the rebuilt buckets' boundaries.
+        batch: samples per rank per step (CLI default: the model's).
+        seq_len: tokens per sample for transformers (CLI default: the model's).
+        image_size: the image side in pixels for vision models (CLI default: the model's).
+        dtype: the compute dtype: "fp32", "tf32", "bf16" or "fp16" (CLI default: the cluster
+            device's: bf16 where it has bf16, fp16 on V100, fp32 on CPUs; fp32 with measured
+            compute).
+        iterations: iterations to simulate (CLI default: enough for the steady state).
+        sync_batchnorm: True: SyncBatchNorm, a blocking allreduce per BatchNorm layer.
+        contention: the compute slowdown while a collective runs (CLI default: the cluster's).
+        strategy: "ddp" (the CLI default) or "dp" (nn.DataParallel, one node).
+        compile: how a torch.compile'd model meets DDP: "none" (eager; the CLI default),
+            "ddp-optimizer" (forward split at bucket boundaries; hooks fire between sub-graphs),
+            "whole-graph" (optimize_ddp=False: every allreduce after the backward) or
+            "compiled-autograd" (python reducer; Inductor buckets the allreduces); a list sweeps
+            the modes.
+        compile_graph_overhead: the host time of one compiled (sub-)graph, forward + backward
+            call, in us (CLI default 116, measured).
+        all_ranks: True: simulate every rank (jitter, stragglers) instead of one.
+        jitter: per-rank, per-iteration compute jitter in % (with all_ranks; CLI default 0).
+        seed: the seed for jitter (CLI default 1).
+        stragglers: ranks slower by PCT %: "R:PCT" items, a list or a comma list (with
+            all_ranks; CLI default none).
+
+    Returns:
+        One row per swept point (the :func:`simulate` summary keys, without its iterations): a
+        pandas DataFrame when pandas is installed, a list of dicts otherwise; with
+        ``best=True`` the best cap per (layout, find_unused, compile mode) and its gain over
+        the default instead.
+
+    Raises:
+        InvalidSetting: a value ddpscope refuses (also a ``ValueError``); the message names the
+            keyword argument where the CLI names its flag.
+        UnknownSetting: a keyword argument this function does not take (also a ``TypeError``).
+        Error: any other failure, with the message the ``ddpscope`` command prints.
+    """
+    values = locals()
+    axes = _settings(values, "model", "cluster", "best", "find_unused")
     if find_unused is not None:
         axes["find-unused"] = _text(find_unused)
     out = _core.sweep(_core_settings(_model_settings(model), _cluster_settings(cluster), axes))
     return _rows(out["best"] if best else out["rows"])
 
 
-@_python_errors
-def plan(model: ModelLike, cluster: Optional[PathLike] = "dgx-h100",
+@_python_errors(renamed=_RENAMED_SIM)
+def plan(model: Optional[ModelLike], cluster: Optional[PathLike] = "dgx-h100",
          nodes: Optional[int] = None, torch_version: Optional[str] = None,
-         objective: Optional[str] = None, **settings: Any) -> Dict[str, Any]:
-    """The best bucket layout for a model on a cluster (``ddpscope plan --json``).
+         objective: Optional[str] = None, *,
+         from_trace: Optional[PathLike] = None,
+         host_profile: Optional[PathLike] = None,
+         compute_from: Optional[PathLike] = None,
+         world_size: Optional[int] = None,
+         bucket_cap_mb: Union[float, Sequence[float], None] = None,
+         first_bucket_mb: Optional[float] = None,
+         find_unused: Union[bool, str, None] = None,
+         static_graph: bool = False,
+         gradient_as_bucket_view: bool = False,
+         no_sync_steps: Optional[int] = None,
+         comm_hook: Optional[str] = None,
+         no_broadcast_buffers: bool = False,
+         batched_grad_copy: bool = False,
+         skip_all_reduce_unused_params: bool = False,
+         no_forward_sync_buffers: bool = False,
+         lazy_bucket_allocation: bool = False,
+         mixed_precision: Optional[str] = None,
+         autocast: bool = False,
+         batch: Optional[int] = None,
+         seq_len: Optional[int] = None,
+         image_size: Optional[int] = None,
+         dtype: Optional[str] = None,
+         iterations: Optional[int] = None,
+         sync_batchnorm: bool = False,
+         contention: Optional[float] = None,
+         strategy: Optional[str] = None,
+         compile: Optional[str] = None,
+         compile_graph_overhead: Optional[float] = None,
+         all_ranks: bool = False,
+         jitter: Optional[float] = None,
+         seed: Optional[int] = None,
+         stragglers: Union[str, Sequence[str], None] = None) -> Dict[str, Any]:
+    """The best bucket layout for a model on a cluster, as ``ddpscope plan --json``.
 
-    Returns a dict: ``default`` and ``best_uniform`` (full simulations), ``planned`` (the
-    per-bucket layout with its ``bucket_cap_mb_list``, per-bucket launch/end times and gains;
-    None for ``torch_version="1.13"``, which has no list), ``flags`` (each helpful DDP flag simulated with
-    and without), ``ddp_kwargs``, the keyword arguments for
-    ``DistributedDataParallel(model, **plan(...)["ddp_kwargs"])`` as a dict, and
-    ``ddp_kwargs_text``, the same as text to print or paste. ``torch_version``: "2.15" (default) or "1.13";
-    ``objective``: "step" (default) or "exposed"; ``bucket_cap_mb``: the uniform caps to
-    compare; other settings as for :func:`simulate`."""
-    values = _settings(dict(nodes=nodes, objective=objective, torch_version=torch_version,
-                            **settings))
-    out = _core.plan(_core_settings(_model_settings(model), _cluster_settings(cluster), values))
+    Each keyword argument is the ``ddpscope plan`` flag of the same name (dashes as
+    underscores; a list is a comma list); None (False for a switch) leaves the CLI's default.
+
+    Args:
+        model: a :class:`Model`, a zoo name (see :func:`models`), a shorthand
+            ("gpt2:layers=L,embd=E,heads=H,vocab=V,seq=T", "mlp:in=I,hidden=H,depth=D,out=O") or
+            a model JSON file; None with from_trace, which names it.
+        cluster: a built-in cluster (``ddpscope cluster list``) or a cluster JSON file
+            (sim/cost/clusters/FORMAT.md).
+        nodes: the number of nodes (CLI default 1; gb200-nvl72: 72-GPU racks).
+        torch_version: the PyTorch version to plan for: "2.15" (the CLI default) or "1.13".
+        objective: what to minimise: "step" (the steady step time; the CLI default) or "exposed"
+            (exposed communication).
+        from_trace: plan a recorded run: its model, measured compute, world size and DDP
+            settings (a ``ddpscope run`` trace or an :func:`import_torch`'ed PyTorch profiler
+            trace).
+        host_profile: what the host pays per op and DDP per event: a built-in host profile
+            (``ddpscope host-profile list``) or a profile JSON file (CLI default: the
+            cluster's).
+        compute_from: a run's trace whose measured per-layer compute replaces the roofline.
+        world_size: the number of ranks, a multiple of the GPUs per node (CLI default: one
+            node's); instead of nodes.
+        bucket_cap_mb: the uniform caps to compare in MiB, a number or a list (CLI default
+            1,2,5,10,25,50,100,200).
+        first_bucket_mb: the first bucket's cap in MiB (CLI default 1 = 1,048,576 B).
+        find_unused: find_unused_parameters: True or False (also "on", "off"; CLI default off;
+            True needs static_graph to plan).
+        static_graph: True: static_graph=True.
+        gradient_as_bucket_view: True: gradient_as_bucket_view=True (gradients are views of the
+            buckets: no copies).
+        no_sync_steps: gradient accumulation: K-1 no_sync() steps, then one synced (CLI default
+            1).
+        comm_hook: the communication hook: "fp16", "bf16", "powersgd:R", "allreduce" or "none"
+            (the CLI default).
+        no_broadcast_buffers: True: broadcast_buffers=False (no buffer broadcast before each
+            forward).
+        batched_grad_copy: True: batched_grad_copy=True, one batched copy and one divide per
+            bucket instead of per-gradient copies (2.15).
+        skip_all_reduce_unused_params: True: skip_all_reduce_unused_params=True, no allreduce
+            for buckets whose parameters are all unused (2.15).
+        no_forward_sync_buffers: True: forward_sync_buffers=False, no buffer broadcast before
+            each forward; construction still syncs them (2.15).
+        lazy_bucket_allocation: True: lazy_bucket_allocation=True; memory only, the simulated
+            timing does not change (2.15).
+        mixed_precision: DDP's mixed_precision as "P" or "P:R": param_dtype P, reduce_dtype R
+            (fp16, bf16, fp32; R defaults to P); buckets are reduced in R (2.15).
+        autocast: True: the forward runs under torch.autocast (bf16/fp16 AMP): a Linear's weight
+            gradient is ready before its bias, which moves the rebuilt buckets' boundaries.
+        batch: samples per rank per step (CLI default: the model's).
+        seq_len: tokens per sample for transformers (CLI default: the model's).
+        image_size: the image side in pixels for vision models (CLI default: the model's).
+        dtype: the compute dtype: "fp32", "tf32", "bf16" or "fp16" (CLI default: the cluster
+            device's: bf16 where it has bf16, fp16 on V100, fp32 on CPUs; fp32 with measured
+            compute).
+        iterations: iterations to simulate (CLI default: enough for the steady state).
+        sync_batchnorm: True: SyncBatchNorm, a blocking allreduce per BatchNorm layer.
+        contention: the compute slowdown while a collective runs (CLI default: the cluster's).
+        strategy: "ddp" (the CLI default) or "dp" (nn.DataParallel, one node).
+        compile: "none" only: eager DDP (plan refuses other modes).
+        compile_graph_overhead: the host time of one compiled (sub-)graph, forward + backward
+            call, in us (CLI default 116, measured).
+        all_ranks: True: simulate every rank (jitter, stragglers) instead of one.
+        jitter: per-rank, per-iteration compute jitter in % (with all_ranks; CLI default 0).
+        seed: the seed for jitter (CLI default 1).
+        stragglers: ranks slower by PCT %: "R:PCT" items, a list or a comma list (with
+            all_ranks; CLI default none).
+
+    Returns:
+        dict: ``default`` and ``best_uniform`` (full simulations), ``planned`` (the per-bucket
+        layout with its ``bucket_cap_mb_list``, per-bucket launch/end times and gains; None for
+        ``torch_version="1.13"``, which has no list), ``flags`` (each helpful DDP flag
+        simulated with and without), ``ddp_kwargs``, the keyword arguments for
+        ``DistributedDataParallel(model, **plan(...)["ddp_kwargs"])`` as a dict, and
+        ``ddp_kwargs_text``, the same as text to print or paste.
+
+    Raises:
+        InvalidSetting: a value ddpscope refuses (also a ``ValueError``); the message names the
+            keyword argument where the CLI names its flag.
+        UnknownSetting: a keyword argument this function does not take (also a ``TypeError``).
+        Error: any other failure, with the message the ``ddpscope`` command prints.
+    """
+    values = locals()
+    settings = _settings(values, "model", "cluster", "find_unused")
+    if find_unused is not None:
+        settings["find-unused"] = _text(find_unused)
+    out = _core.plan(_core_settings(_model_settings(model), _cluster_settings(cluster), settings))
     out["ddp_kwargs_text"] = out["ddp_kwargs"]
     out["ddp_kwargs"] = _kwargs_dict(out["ddp_kwargs"])
     return out
@@ -464,53 +857,283 @@ def _kwargs_dict(text: str) -> Dict[str, Any]:
 
 @_python_errors
 def overlap(trace_path: PathLike) -> Dict[str, Any]:
-    """Overlap of communication with computation in a trace (``ddpscope overlap --json``): per
-    rank and per iteration, HTA's definition."""
+    """Overlap of communication with computation in a trace, as ``ddpscope overlap --json``.
+
+    Args:
+        trace_path: a ddpscope trace or a PyTorch profiler (Kineto) trace, plain or .gz.
+
+    Returns:
+        dict: per rank and per iteration, the overlap with Holistic Trace Analysis'
+        definition (100 x |compute ∩ comm| / |comm|) and the exposed communication, times in ns.
+
+    Raises:
+        Error: the trace cannot be read, with the message the ``ddpscope`` command prints.
+    """
     return _core.overlap(os.fspath(trace_path))
 
 
-@_python_errors
+@_python_errors(renamed=_RENAMED_SIM + ("trace_out",))
 def replay(trace_path: PathLike, model: Optional[ModelLike] = None,
-           cluster: Optional[PathLike] = None, **what_if: Any) -> Dict[str, Any]:
-    """Re-simulates a measured run with its measured per-layer times (``ddpscope replay
-    --json``): the measured step time, the replay at the run's own settings, and with any
-    ``what_if`` settings given (``world_size=8``, ``bucket_cap_mb=5``, ...) the what-if;
-    ``trace=PATH`` also writes the what-if's simulated trace."""
-    _take_renamed(what_if, "trace_out")
-    trace_out = what_if.pop("trace", None)
+           cluster: Optional[PathLike] = None, *,
+           nodes: Optional[int] = None,
+           trace: Optional[PathLike] = None,
+           unprofiled_step_ms: Optional[float] = None,
+           host_profile: Optional[PathLike] = None,
+           world_size: Optional[int] = None,
+           bucket_cap_mb: Optional[float] = None,
+           first_bucket_mb: Optional[float] = None,
+           find_unused: bool = False,
+           static_graph: bool = False,
+           gradient_as_bucket_view: bool = False,
+           no_sync_steps: Optional[int] = None,
+           comm_hook: Optional[str] = None,
+           no_broadcast_buffers: bool = False,
+           torch_version: Optional[str] = None,
+           bucket_cap_mb_list: Optional[Sequence[int]] = None,
+           batched_grad_copy: bool = False,
+           skip_all_reduce_unused_params: bool = False,
+           no_forward_sync_buffers: bool = False,
+           lazy_bucket_allocation: bool = False,
+           mixed_precision: Optional[str] = None,
+           autocast: bool = False,
+           batch: Optional[int] = None,
+           seq_len: Optional[int] = None,
+           image_size: Optional[int] = None,
+           dtype: Optional[str] = None,
+           iterations: Optional[int] = None,
+           sync_batchnorm: bool = False,
+           contention: Optional[float] = None,
+           strategy: Optional[str] = None,
+           compile: Optional[str] = None,
+           compile_graph_overhead: Optional[float] = None,
+           all_ranks: bool = False,
+           jitter: Optional[float] = None,
+           seed: Optional[int] = None,
+           stragglers: Union[str, Sequence[str], None] = None) -> Dict[str, Any]:
+    """Re-simulates a measured run with its measured per-layer times, as ``ddpscope replay
+    --json``.
+
+    Each keyword argument is the ``ddpscope replay`` flag of the same name (dashes as
+    underscores; a list is a comma list); None (False for a switch) leaves the CLI's default.
+    The settings given are the what-if: the same run with them changed (``world_size=8``,
+    ``bucket_cap_mb=5``, ...).
+
+    Args:
+        trace_path: the measured run: a ``ddpscope run`` trace, or any trace with the same lanes
+            (an :func:`import_torch`'ed profiler trace); plain or .gz (``--from-trace``).
+        model: a :class:`Model`, a zoo name (see :func:`models`), a shorthand
+            ("gpt2:layers=L,embd=E,heads=H,vocab=V,seq=T", "mlp:in=I,hidden=H,depth=D,out=O") or
+            a model JSON file (CLI default: the one the trace names).
+        cluster: where communication comes from: a built-in cluster or a cluster JSON file (CLI
+            default: cpu-mpi calibrated on the run's own collectives).
+        nodes: the number of nodes (CLI default 1; gb200-nvl72: 72-GPU racks).
+        trace: write the what-if's simulated trace here (Chrome/Perfetto JSON).
+        unprofiled_step_ms: the job's step measured without the profiler (a median, at the
+            trace's settings): the host lane fits the profiler's own cost per event on this
+            trace to meet it (a GPU trace with host facts only).
+        host_profile: what the host pays per op and DDP per event: a built-in host profile
+            (``ddpscope host-profile list``) or a profile JSON file (CLI default: the
+            cluster's).
+        world_size: the number of ranks, a multiple of the GPUs per node (CLI default: one
+            node's); instead of nodes.
+        bucket_cap_mb: bucket_cap_mb in MiB (CLI default 25; giving it counts as set by the
+            user).
+        first_bucket_mb: the first bucket's cap in MiB (CLI default 1 = 1,048,576 B).
+        find_unused: True: find_unused_parameters=True.
+        static_graph: True: static_graph=True.
+        gradient_as_bucket_view: True: gradient_as_bucket_view=True (gradients are views of the
+            buckets: no copies).
+        no_sync_steps: gradient accumulation: K-1 no_sync() steps, then one synced (CLI default
+            1).
+        comm_hook: the communication hook: "fp16", "bf16", "powersgd:R", "allreduce" or "none"
+            (the CLI default).
+        no_broadcast_buffers: True: broadcast_buffers=False (no buffer broadcast before each
+            forward).
+        torch_version: the PyTorch DDP behaviour to follow: "2.15" (also "current"; the CLI
+            default), "1.13" or "1.5".
+        bucket_cap_mb_list: per-bucket caps in whole MiB (2.15's bucket_cap_mb_list; overrides
+            bucket_cap_mb, effective cap = max).
+        batched_grad_copy: True: batched_grad_copy=True, one batched copy and one divide per
+            bucket instead of per-gradient copies (2.15).
+        skip_all_reduce_unused_params: True: skip_all_reduce_unused_params=True, no allreduce
+            for buckets whose parameters are all unused (2.15).
+        no_forward_sync_buffers: True: forward_sync_buffers=False, no buffer broadcast before
+            each forward; construction still syncs them (2.15).
+        lazy_bucket_allocation: True: lazy_bucket_allocation=True; memory only, the simulated
+            timing does not change (2.15).
+        mixed_precision: DDP's mixed_precision as "P" or "P:R": param_dtype P, reduce_dtype R
+            (fp16, bf16, fp32; R defaults to P); buckets are reduced in R (2.15).
+        autocast: True: the forward runs under torch.autocast (bf16/fp16 AMP): a Linear's weight
+            gradient is ready before its bias, which moves the rebuilt buckets' boundaries.
+        batch: samples per rank per step (CLI default: the model's).
+        seq_len: tokens per sample for transformers (CLI default: the model's).
+        image_size: the image side in pixels for vision models (CLI default: the model's).
+        dtype: the compute dtype: "fp32", "tf32", "bf16" or "fp16" (CLI default: the cluster
+            device's: bf16 where it has bf16, fp16 on V100, fp32 on CPUs; fp32 with measured
+            compute).
+        iterations: iterations to simulate (CLI default: enough for the steady state).
+        sync_batchnorm: True: SyncBatchNorm, a blocking allreduce per BatchNorm layer.
+        contention: the compute slowdown while a collective runs (CLI default: the cluster's).
+        strategy: "ddp" (the CLI default) or "dp" (nn.DataParallel, one node).
+        compile: how a torch.compile'd model meets DDP: "none" (eager; the CLI default),
+            "ddp-optimizer" (forward split at bucket boundaries; hooks fire between sub-graphs),
+            "whole-graph" (optimize_ddp=False: every allreduce after the backward) or
+            "compiled-autograd" (python reducer; Inductor buckets the allreduces).
+        compile_graph_overhead: the host time of one compiled (sub-)graph, forward + backward
+            call, in us (CLI default 116, measured).
+        all_ranks: True: simulate every rank (jitter, stragglers) instead of one.
+        jitter: per-rank, per-iteration compute jitter in % (with all_ranks; CLI default 0).
+        seed: the seed for jitter (CLI default 1).
+        stragglers: ranks slower by PCT %: "R:PCT" items, a list or a comma list (with
+            all_ranks; CLI default none).
+
+    Returns:
+        dict: the ``--json`` document: the measured step time, the replay at the run's own
+        settings and, with settings given, the what-if.
+
+    Raises:
+        InvalidSetting: a value ddpscope refuses (also a ``ValueError``); the message names the
+            keyword argument where the CLI names its flag.
+        UnknownSetting: a keyword argument this function does not take (also a ``TypeError``).
+        Error: any other failure, with the message the ``ddpscope`` command prints.
+    """
+    values = locals()
     return _core.replay(_core_settings({"from-trace": os.fspath(trace_path)},
                                        _model_settings(model), _cluster_settings(cluster),
-                                       _settings(what_if)),
-                        os.fspath(trace_out) if trace_out else "")
+                                       _settings(values, "trace_path", "model", "cluster",
+                                                 "trace")),
+                        os.fspath(trace) if trace else "")
 
 
-@_python_errors
+@_python_errors(renamed=("torch", "semantics", "model_file", "output"))
 def import_torch(paths: Union[PathLike, Iterable[PathLike]], out: Optional[PathLike] = None,
-                 model: Optional[ModelLike] = None, **settings: Any) -> Dict[str, Any]:
+                 model: Optional[ModelLike] = None, *,
+                 allow_missing_ranks: bool = False,
+                 batch_per_rank: Optional[int] = None,
+                 bucket_cap_mb: Optional[float] = None,
+                 first_bucket_mb: Optional[float] = None,
+                 find_unused: bool = False,
+                 static_graph: bool = False,
+                 gradient_as_bucket_view: bool = False,
+                 no_sync_steps: Optional[int] = None,
+                 comm_hook: Optional[str] = None,
+                 no_broadcast_buffers: bool = False,
+                 torch_version: Optional[str] = None,
+                 bucket_cap_mb_list: Optional[Sequence[int]] = None,
+                 batched_grad_copy: bool = False,
+                 skip_all_reduce_unused_params: bool = False,
+                 no_forward_sync_buffers: bool = False,
+                 lazy_bucket_allocation: bool = False,
+                 mixed_precision: Optional[str] = None,
+                 autocast: bool = False) -> Dict[str, Any]:
     """Imports the PyTorch profiler (Kineto) traces of a DDP job, one per rank, into a ddpscope
-    trace at ``out`` (``ddpscope import-torch --json``). ``model`` names the compute spans by
-    its layers (replay and calibrate need it); DDP settings (``bucket_cap_mb``, ...) and
-    ``batch_per_rank`` record what the profiler does not."""
-    settings = dict(settings, out=out)
-    _take_renamed(settings, "output")
-    out = settings.pop("out")
+    trace, as ``ddpscope import-torch --json``.
+
+    Each keyword argument is the ``ddpscope import-torch`` flag of the same name (dashes as
+    underscores; a list is a comma list); None (False for a switch) leaves the CLI's default.
+    The DDP settings (``bucket_cap_mb``, ...) and ``batch_per_rank`` record what the profiler
+    does not: pass the job's.
+
+    Args:
+        paths: the per-rank profiler traces (plain or .gz), one path or several, any order.
+        out: where to write the imported trace (required; ``-o``).
+        model: a :class:`Model`, a zoo name (see :func:`models`), a shorthand
+            ("gpt2:layers=L,embd=E,heads=H,vocab=V,seq=T", "mlp:in=I,hidden=H,depth=D,out=O") or
+            a model JSON file: names the compute spans by its layers (replay and calibrate need
+            it) and gives a trace without message sizes its bucket plan's bytes.
+        allow_missing_ranks: True: import a subset of the job's ranks instead of failing.
+        batch_per_rank: record the job's per-rank batch size in the trace.
+        bucket_cap_mb: bucket_cap_mb in MiB (CLI default 25; giving it counts as set by the
+            user).
+        first_bucket_mb: the first bucket's cap in MiB (CLI default 1 = 1,048,576 B).
+        find_unused: True: find_unused_parameters=True.
+        static_graph: True: static_graph=True.
+        gradient_as_bucket_view: True: gradient_as_bucket_view=True (gradients are views of the
+            buckets: no copies).
+        no_sync_steps: gradient accumulation: K-1 no_sync() steps, then one synced (CLI default
+            1).
+        comm_hook: the communication hook: "fp16", "bf16", "powersgd:R", "allreduce" or "none"
+            (the CLI default).
+        no_broadcast_buffers: True: broadcast_buffers=False (no buffer broadcast before each
+            forward).
+        torch_version: the PyTorch DDP behaviour to follow: "2.15" (also "current"; the CLI
+            default), "1.13" or "1.5".
+        bucket_cap_mb_list: per-bucket caps in whole MiB (2.15's bucket_cap_mb_list; overrides
+            bucket_cap_mb, effective cap = max).
+        batched_grad_copy: True: batched_grad_copy=True, one batched copy and one divide per
+            bucket instead of per-gradient copies (2.15).
+        skip_all_reduce_unused_params: True: skip_all_reduce_unused_params=True, no allreduce
+            for buckets whose parameters are all unused (2.15).
+        no_forward_sync_buffers: True: forward_sync_buffers=False, no buffer broadcast before
+            each forward; construction still syncs them (2.15).
+        lazy_bucket_allocation: True: lazy_bucket_allocation=True; memory only, the simulated
+            timing does not change (2.15).
+        mixed_precision: DDP's mixed_precision as "P" or "P:R": param_dtype P, reduce_dtype R
+            (fp16, bf16, fp32; R defaults to P); buckets are reduced in R (2.15).
+        autocast: True: the forward runs under torch.autocast (bf16/fp16 AMP): a Linear's weight
+            gradient is ready before its bias, which moves the rebuilt buckets' boundaries.
+
+    Returns:
+        dict: the ``--json`` summary: the ranks, iterations, the gradient buckets of each
+        iteration, the median step time, communication, exposed communication and overlap.
+
+    Raises:
+        InvalidSetting: a value ddpscope refuses (also a ``ValueError``); the message names the
+            keyword argument where the CLI names its flag.
+        UnknownSetting: a keyword argument this function does not take (also a ``TypeError``).
+        Error: any other failure, with the message the ``ddpscope`` command prints.
+        TypeError: ``out`` is missing.
+    """
+    values = locals()
     if out is None:
         raise TypeError("import_torch: out= (the trace to write) is required")
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     return _core.import_torch([os.fspath(p) for p in paths], _core_settings(
-        {"out": os.fspath(out)}, _model_settings(model), _settings(settings)))
+        {"out": os.fspath(out)}, _model_settings(model),
+        _settings(values, "paths", "out", "model")))
 
 
-@_python_errors
+@_python_errors(renamed=("model_file", "output", "base_file"))
 def calibrate(traces: Union[PathLike, Iterable[PathLike]], out: PathLike,
-              model: Optional[ModelLike] = None, **settings: Any) -> Dict[str, Any]:
-    """Fits a cluster's cost-model constants to measured runs and writes the cluster JSON to
-    ``out`` (``ddpscope calibrate --json``); ``base="cpu-mpi"``, ``name=...`` as the CLI."""
+              model: Optional[ModelLike] = None, *,
+              base: Optional[PathLike] = None,
+              name: Optional[str] = None,
+              image_size: Optional[int] = None,
+              seq_len: Optional[int] = None) -> Dict[str, Any]:
+    """Fits a cluster's cost-model constants to measured runs and writes the cluster JSON, as
+    ``ddpscope calibrate --json``.
+
+    Each keyword argument is the ``ddpscope calibrate`` flag of the same name; None leaves the
+    CLI's default.
+
+    Args:
+        traces: the measured runs' traces (``ddpscope run`` traces, or any with the same lanes),
+            one path or several, plain or .gz.
+        out: the cluster JSON to write (``-o``).
+        model: the runs' model (a :class:`Model`, a zoo name, a shorthand or a model JSON file)
+            when their metadata does not name it.
+        base: the built-in cluster or cluster JSON file to start from (CLI default cpu-mpi).
+        name: the calibrated cluster's name (CLI default: the output file's stem).
+        image_size: the runs' image side when the traces do not record it.
+        seq_len: the runs' tokens per sample when the traces do not record it.
+
+    Returns:
+        dict: the ``--json`` document: the runs, the fit (alpha-beta, contention, compute scale,
+        DDP's host costs) and its quality, and the file written.
+
+    Raises:
+        InvalidSetting: a value ddpscope refuses (also a ``ValueError``); the message names the
+            keyword argument where the CLI names its flag.
+        UnknownSetting: a keyword argument this function does not take (also a ``TypeError``).
+        Error: any other failure, with the message the ``ddpscope`` command prints.
+    """
+    values = locals()
     if isinstance(traces, (str, os.PathLike)):
         traces = [traces]
     return _core.calibrate([os.fspath(t) for t in traces], _core_settings(
-        {"out": os.fspath(out)}, _model_settings(model), _settings(settings)))
+        {"out": os.fspath(out)}, _model_settings(model),
+        _settings(values, "traces", "out", "model")))
 
 
 def _write_text(out: PathLike, text: str) -> None:
@@ -522,44 +1145,103 @@ def _write_text(out: PathLike, text: str) -> None:
         raise Error("%s: cannot open for writing: %s" % (os.fspath(out), e.strerror), 2)
 
 
-@_python_errors
+@_python_errors(renamed=("output",))
 def cluster_from_topo(topo: PathLike, gpu: Optional[str] = None,
-                      out: Optional[PathLike] = None, **settings: Any) -> Dict[str, Any]:
+                      out: Optional[PathLike] = None, *,
+                      nic_gbps: Optional[float] = None,
+                      nics: Union[str, Sequence[str], None] = None,
+                      nvlink_hosts: Optional[int] = None,
+                      cpu: Optional[str] = None,
+                      cpu_vendor: Optional[str] = None,
+                      fabric: Optional[str] = None,
+                      name: Optional[str] = None) -> Dict[str, Any]:
     """A cluster description from the output of ``nvidia-smi topo -m``, as ``ddpscope cluster
-    from-topo`` builds it: ``topo`` is that output's file path, or the text itself (any string
-    with a line break). Settings as the command's flags: ``gpu`` (required: a built-in device or
-    a unique part of one, "h100"), ``nic_gbps``, ``nics`` (names; ``[]`` or "none": no
-    network), ``nvlink_hosts``, ``cpu`` ("intel-srp", "amd", ...), ``cpu_vendor``, ``fabric``,
-    ``name``. Returns the cluster file as a dict; ``out`` also writes it there, byte for byte
-    what ``-o`` writes, so that ``simulate(model, cluster=out)`` uses it. Errors raise
-    :class:`Error` with the CLI's message."""
-    if settings.get("nics") is not None and not isinstance(settings["nics"], str) \
-            and len(settings["nics"]) == 0:
-        settings["nics"] = "none"
+    from-topo`` builds it.
+
+    Each keyword argument is the ``ddpscope cluster from-topo`` flag of the same name (dashes
+    as underscores); None leaves the CLI's default.
+
+    Args:
+        topo: the file with that output, or the text itself (any string with a line break).
+        gpu: the GPU (required; ``topo -m`` does not print it): a built-in device name or a
+            unique part of one ("h100", "v100").
+        out: also write the cluster JSON here, byte for byte what ``-o`` writes, so that
+            ``simulate(model, cluster=out)`` uses it.
+        nic_gbps: the NIC port speed in Gb/s (required when NICs are used): 100 EDR/100GbE,
+            200 HDR, 400 NDR.
+        nics: the NICs to use, by legend name or column label ("mlx5_0", "NIC0"), a list or a
+            comma list; ``[]`` or "none": no network (CLI default: each GPU's closest NICs).
+        nvlink_hosts: the hosts one NVLink domain spans, of which ``topo`` shows one (CLI
+            default 1; a GB200 NVL72 rack: 18).
+        cpu: the CPU, for NCCL's inter-CPU link speed: "intel" (= "intel-skl", the CLI
+            default), "amd", "arm", or for Intel the model ("intel-bdw", "intel-skl",
+            "intel-srp", "intel-erp").
+        cpu_vendor: "intel" (the CLI default), "amd" or "arm": NCCL's net overhead and LL caps
+            (``cpu`` implies it).
+        fabric: "ib" (the CLI default), "roce", "ethernet" or "tcp" (informational).
+        name: the cluster's name (CLI default: the topology file's stem).
+
+    Returns:
+        dict: the cluster file (sim/cost/clusters/FORMAT.md).
+
+    Raises:
+        InvalidSetting: a value ddpscope refuses (also a ``ValueError``); the message names the
+            keyword argument where the CLI names its flag.
+        UnknownSetting: a keyword argument this function does not take (also a ``TypeError``).
+        Error: any other failure (a topology it cannot read, ``out`` not writable), with the
+            message the ``ddpscope`` command prints.
+    """
+    values = locals()
+    if nics is not None and not isinstance(nics, str) and len(nics) == 0:
+        values["nics"] = "none"
     is_text = isinstance(topo, str) and "\n" in topo
     text = _core.cluster_from_topo(topo if is_text else os.fspath(topo), is_text,
-                                   _core_settings(_settings(dict(gpu=gpu, **settings))))
+                                   _core_settings(_settings(values, "topo", "out")))
     if out is not None:
         _write_text(out, text)
     return json.loads(text)
 
 
-@_python_errors
+@_python_errors(renamed=("output",))
 def cluster_calibrate(nccl_tests: Union[PathLike, Sequence[PathLike]],
                       cluster: PathLike = "dgx-h100",
                       cluster_file: Optional[PathLike] = None, ranks: Optional[int] = None,
                       nodes: Optional[int] = None, nccl_algo: Optional[str] = None,
                       name: Optional[str] = None, out: Optional[PathLike] = None
                       ) -> Dict[str, Any]:
-    """``ddpscope cluster calibrate --nccl-tests LOG[,LOG...]``: calibrates ``cluster`` (a
-    built-in or a cluster file) on one ``all_reduce_perf`` log or several of one cluster (a list:
-    other world sizes or nodes, one per layout): each log's measured curve goes into the cluster,
-    the model's latency and bandwidth are fitted underneath. Returns the ``--json`` document
-    (``latency``, ``bandwidth_scale``, ``logs`` with each log's ``checks`` and ``notes``,
-    ``checks`` of every row) with the calibrated cluster as a dict under ``cluster_json``; ``out``
-    also writes that cluster file, byte for byte what ``-o`` writes. ``ranks``/``nodes`` for a
-    log without ``# Rank`` lines, ``nccl_algo`` the NCCL_ALGO the run forced. Errors raise
-    :class:`Error` with the CLI's message (a malformed row names its line)."""
+    """Calibrates a cluster's allreduce times on nccl-tests' ``all_reduce_perf`` output, as
+    ``ddpscope cluster calibrate --nccl-tests LOG[,LOG...] --json``.
+
+    Each log's measured curve goes into the cluster; the model's latency and bandwidth are
+    fitted underneath, for other layouts. Each keyword argument is the ``ddpscope cluster
+    calibrate`` flag of the same name; None leaves the CLI's default.
+
+    Args:
+        nccl_tests: one ``all_reduce_perf`` log, or a list of several of one cluster (other
+            world sizes or nodes, one per layout), fitted together.
+        cluster: the built-in cluster or cluster file to start from (a string that names a
+            built-in is the built-in; ``os.path.abspath`` a file named like one).
+        cluster_file: deprecated (a DeprecationWarning): a cluster file, even one named like a
+            built-in; use ``cluster``.
+        ranks: the GPUs in the run, for a log without ``# Rank`` lines.
+        nodes: the nodes of the run, for a log without ``# Rank`` lines (CLI default 1).
+        nccl_algo: the NCCL_ALGO the run forced (ring, tree, nvls, nvls_tree); the written
+            cluster lets the tuner pick.
+        name: the new cluster's name (CLI default: BASE-calibrated).
+        out: also write the calibrated cluster file here, byte for byte what ``-o`` writes.
+
+    Returns:
+        dict: the ``--json`` document (``latency``, ``bandwidth_scale``, ``logs`` with each
+        log's ``checks`` and ``notes``, ``checks`` of every row) with the calibrated cluster as a
+        dict under ``cluster_json``.
+
+    Raises:
+        InvalidSetting: a value ddpscope refuses (also a ``ValueError``); the message names the
+            keyword argument where the CLI names its flag.
+        UnknownSetting: a keyword argument this function does not take (also a ``TypeError``).
+        Error: any other failure (a malformed row names its line), with the message the
+            ``ddpscope`` command prints.
+    """
     if cluster_file is not None:
         _renamed("cluster_file", "cluster")
         cluster = os.path.abspath(os.fspath(cluster_file))  # a file, even named like a built-in
