@@ -62,9 +62,6 @@ def _python_error(error: Error, function: str) -> Error:
     return InvalidSetting(keyworded, 2)
 
 
-_UNEXPECTED = re.compile(r"unexpected keyword argument '([^']+)'")
-
-
 def _python_errors(function: Any = None, *, renamed: Sequence[str] = ()) -> Any:
     """Raises the core's bad-input errors of `function` as _python_error makes them, and a
     keyword argument `function` does not take as an UnknownSetting worded as Python words it
@@ -74,22 +71,20 @@ def _python_errors(function: Any = None, *, renamed: Sequence[str] = ()) -> Any:
     ``@_python_errors(renamed=(...))``."""
     if function is None:
         return functools.partial(_python_errors, renamed=renamed)
-    signature = inspect.signature(function)
+    parameters = inspect.signature(function).parameters.values()
+    keywords = None if any(p.kind is p.VAR_KEYWORD for p in parameters) else {
+        p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
 
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
         olds = [old for old in renamed if old in kwargs]
         if olds:
             _take_renamed(kwargs, *olds)
-        try:
-            signature.bind(*args, **kwargs)
-        except TypeError as e:
-            unexpected = _UNEXPECTED.search(str(e))
-            if unexpected:
-                raise UnknownSetting("%s() got an unexpected keyword argument '%s'"
-                                     % (function.__name__, unexpected.group(1)), 2) from None
-            # Any other mistake in the call (a missing argument, a value given twice): the call
-            # below raises it in Python's own words.
+        # Python would raise a plain TypeError; it checks this before any missing argument.
+        unknown = [key for key in kwargs if keywords is not None and key not in keywords]
+        if unknown:
+            raise UnknownSetting("%s() got an unexpected keyword argument '%s'"
+                                 % (function.__name__, unknown[0]), 2)
         try:
             return function(*args, **kwargs)
         except (InvalidSetting, UnknownSetting):

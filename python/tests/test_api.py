@@ -2,8 +2,11 @@
 messages."""
 
 import builtins
+import inspect
 import json
 import os
+import pydoc
+import re
 
 import pytest
 
@@ -377,3 +380,135 @@ def test_a_model_file_named_like_a_zoo_model_is_the_file(tmp_path, monkeypatch):
     assert model.num_tensors == 2
     plan = ddpscope.buckets(model, bucket_cap_mb=25)
     assert sum(len(b["params"]) for b in plan["buckets"]) == 2
+
+
+# The API's functions, the `ddpscope` command each stands for, and the flags of that command's
+# --help that are not keyword arguments: what the CLI prints or writes besides the result the
+# function returns (--json, --quiet, --csv, --help), and what the API does elsewhere (simulate's
+# --trace/--trace-format: SimResult.save_trace; from-topo's --nodes: the CLI's printed busbw
+# check), or not at all (replay's --trace-format, --host-profile-out: the library call takes
+# neither). Positional arguments that are not flags are left out of the comparison.
+SIGNATURES = [
+    ("simulate", ["simulate"], {"json", "quiet", "help", "trace", "trace_format"}, set()),
+    ("sweep", ["sweep"], {"json", "quiet", "help", "csv", "trace"}, {"best"}),
+    ("plan", ["plan"], {"json", "help"}, set()),
+    ("buckets", ["buckets"], {"json", "help", "csv"}, set()),
+    ("replay", ["replay"], {"json", "help", "trace_format", "host_profile_out", "from_trace"},
+     {"trace_path"}),
+    ("import_torch", ["import-torch"], {"json", "quiet", "help"}, {"paths"}),
+    ("calibrate", ["calibrate"], {"json", "quiet", "help"}, {"traces"}),
+    ("cluster_from_topo", ["cluster", "from-topo"], {"help", "nodes"}, {"topo"}),
+    ("cluster_calibrate", ["cluster", "calibrate"], {"json", "help"}, {"cluster_file"}),
+]
+
+
+def _cli_keywords(cli, *command):
+    """The flags of `ddpscope COMMAND --help`'s options as keyword names (--bucket-cap-mb ->
+    bucket_cap_mb)."""
+    r = cli.run(*command, "--help")
+    assert r.returncode == 0, r.stderr
+    flags = re.findall(r"^  --([a-z0-9][a-z0-9-]*)", r.stdout, re.M)
+    assert flags, r.stdout
+    return {f.replace("-", "_") for f in flags}
+
+
+@pytest.mark.parametrize("function,command,cli_only,not_flags", SIGNATURES,
+                         ids=[s[0] for s in SIGNATURES])
+def test_every_flag_of_the_command_is_a_keyword_argument(cli, function, command, cli_only,
+                                                         not_flags):
+    """The signature is the CLI's: every flag of the command's --help is a parameter of the
+    function (but those it documents above), and every parameter is a flag."""
+    parameters = inspect.signature(getattr(ddpscope, function)).parameters
+    assert not [p for p in parameters.values() if p.kind is p.VAR_KEYWORD]
+    assert set(parameters) - not_flags == _cli_keywords(cli, *command) - cli_only
+    if "trace_format" in cli_only and function == "simulate":
+        assert "format" in inspect.signature(ddpscope.SimResult.save_trace).parameters
+
+
+def test_signatures_name_the_settings():
+    for function, names in [
+            (ddpscope.simulate, {"model", "cluster", "nodes", "world_size", "bucket_cap_mb",
+                                 "find_unused", "static_graph", "torch_version", "comm_hook"}),
+            (ddpscope.sweep, {"bucket_cap_mb", "nodes", "world_size", "find_unused", "best",
+                              "compile"}),
+            (ddpscope.plan, {"bucket_cap_mb", "world_size", "find_unused", "objective",
+                             "from_trace", "torch_version"}),
+            (ddpscope.buckets, {"bucket_cap_mb", "find_unused", "torch_version", "iteration",
+                                "ready_order", "bucket_cap_mb_list"})]:
+        parameters = inspect.signature(function).parameters
+        assert names <= set(parameters), function.__name__
+        assert all(p.kind is not p.VAR_KEYWORD for p in parameters.values())
+        # No setting is required; those past the first few are keyword-only.
+        for name in names - {"model"}:
+            assert parameters[name].default is not inspect.Parameter.empty, name
+        assert parameters["static_graph"].kind is inspect.Parameter.KEYWORD_ONLY
+
+
+FUNCTIONS = ["simulate", "sweep", "plan", "buckets", "replay", "import_torch", "calibrate",
+             "cluster_from_topo", "cluster_calibrate", "overlap"]
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_help_documents_every_parameter(function):
+    f = getattr(ddpscope, function)
+    text = pydoc.render_doc(f, renderer=pydoc.plaintext)
+    for section in ("Args:", "Returns:", "Raises:"):
+        assert section in text, section
+    args = f.__doc__.split("Args:", 1)[1].split("Returns:", 1)[0]
+    documented = re.findall(r"^        ([a-z_]+): ", args, re.M)
+    assert documented == list(inspect.signature(f).parameters)
+
+
+@pytest.mark.parametrize("function,call", [
+    ("simulate", lambda **kw: ddpscope.simulate("mlp:in=8,hidden=16,depth=2,out=4",
+                                                cluster="dgx-a100", **kw)),
+    ("buckets", lambda **kw: ddpscope.buckets("mlp:in=8,hidden=16,depth=2,out=4", **kw)),
+])
+def test_every_keyword_argument_reaches_a_setting_the_library_takes(function, call):
+    """No parameter the core's settings parser does not know: each, given a value, either
+    works or is refused as a bad value, never as an unknown setting."""
+    for name, p in inspect.signature(getattr(ddpscope, function)).parameters.items():
+        if p.kind is not p.KEYWORD_ONLY:
+            continue
+        value = True if p.annotation == "bool" else "?"
+        try:
+            call(**{name: value})
+        except ddpscope.UnknownSetting as e:
+            pytest.fail("%s=%r: %s" % (name, value, e))
+        except ddpscope.Error:
+            pass
+
+
+def test_an_unknown_keyword_is_an_unknown_setting_before_the_call():
+    """With explicit signatures Python refuses an unknown keyword itself: still an
+    UnknownSetting (a TypeError, exit code 2) in Python's words; other mistakes in the call stay
+    Python's TypeError."""
+    for f in (ddpscope.simulate, ddpscope.sweep, ddpscope.buckets, ddpscope.replay,
+              ddpscope.import_torch, ddpscope.calibrate, ddpscope.cluster_from_topo,
+              ddpscope.cluster_calibrate):
+        with pytest.raises(ddpscope.UnknownSetting) as e:
+            f("x", bucket_cap=5)
+        assert str(e.value) == "%s() got an unexpected keyword argument 'bucket_cap'" % (
+            f.__name__)
+        assert isinstance(e.value, TypeError) and e.value.exit_code == 2
+    with pytest.raises(TypeError, match=r"simulate\(\) missing 1 required positional"):
+        ddpscope.simulate()
+    with pytest.raises(TypeError) as e:
+        ddpscope.buckets("resnet18", 5, False, None, 3)
+    assert not isinstance(e.value, ddpscope.Error)
+
+
+def test_plan_find_unused_true_is_the_clis_on(cli):
+    expected = cli.json("plan", "--model", "resnet18", "--cluster", "dgx-a100", "--find-unused",
+                        "on", "--static-graph")
+    mine = ddpscope.plan("resnet18", cluster="dgx-a100", find_unused=True, static_graph=True)
+    assert mine.pop("ddp_kwargs_text") == expected.pop("ddp_kwargs")
+    mine.pop("ddp_kwargs")
+    assert mine == expected
+
+
+def test_old_output_keyword_of_the_cluster_functions(data_dir, tmp_path):
+    topo = os.path.join(data_dir, "topo", "dgx1-v100.txt")
+    with pytest.warns(DeprecationWarning, match=r"output= is deprecated .*use out="):
+        ddpscope.cluster_from_topo(topo, gpu="v100", nic_gbps=100, output=tmp_path / "c.json")
+    assert json.loads((tmp_path / "c.json").read_text())["name"] == "dgx1-v100"
