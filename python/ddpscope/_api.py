@@ -206,15 +206,37 @@ class Model:
         self._tempdir: Optional[tempfile.TemporaryDirectory] = None
 
     @classmethod
-    def zoo(cls, name: str) -> "Model":
-        """A zoo model ("resnet50", see :func:`models`) or a shorthand
-        ("gpt2:layers=2,embd=64,heads=4,vocab=512,seq=32", "mlp:in=I,hidden=H,depth=D,out=O")."""
+    def zoo(cls, name: str) -> Model:
+        """A zoo model or a shorthand, as ``--model NAME`` names it.
+
+        Args:
+            name: a zoo model ("resnet50", see :func:`models`) or a shorthand
+                ("gpt2:layers=2,embd=64,heads=4,vocab=512,seq=32",
+                "mlp:in=I,hidden=H,depth=D,out=O").
+
+        Returns:
+            Model: the model.
+
+        Raises:
+            Error: no such model, or a malformed shorthand (the CLI's message).
+        """
         info = _core.resolve_model(name)
         return cls(info, {"model": name}, _core.zoo_json(name) or None)
 
     @classmethod
-    def load(cls, path: PathLike) -> "Model":
-        """A model JSON file (models/FORMAT.md); a parameter list suffices."""
+    def load(cls, path: PathLike) -> Model:
+        """A model JSON file, as ``--model FILE`` reads it.
+
+        Args:
+            path: the model JSON (models/FORMAT.md); a parameter list suffices.
+
+        Returns:
+            Model: the model, named by the file's absolute path (a file named like a zoo model
+            is the file).
+
+        Raises:
+            Error: the file cannot be read or is not a model (the CLI's message).
+        """
         path = os.fspath(path)
         info = _core.load_model_file(path)
         with open(path, encoding="utf-8") as f:
@@ -223,24 +245,48 @@ class Model:
         return cls(info, {"model": os.path.abspath(path)}, text)
 
     @classmethod
-    def from_json(cls, spec: Union[str, Dict[str, Any]], origin: str = "<model json>") -> "Model":
-        """A model from its JSON document (text or dict), as :meth:`save` writes it."""
+    def from_json(cls, spec: Union[str, Dict[str, Any]], origin: str = "<model json>") -> Model:
+        """A model from its JSON document, as :meth:`save` writes it.
+
+        Args:
+            spec: the document, as text or as a dict (models/FORMAT.md).
+            origin: the name its error messages give it.
+
+        Returns:
+            Model: the model (written to a temporary file when a command needs a file).
+
+        Raises:
+            Error: the document is not a model.
+        """
         text = spec if isinstance(spec, str) else json.dumps(spec)
         info = _core.parse_model_json(text, origin)
         return cls(info, {}, text)
 
     @classmethod
     def from_torch(cls, module: Any, example_inputs: Any, name: Optional[str] = None,
-                   measure: bool = False, repeat: int = 5) -> "Model":
-        """Exports any ``torch.nn.Module`` in-process: one forward and one backward of
-        ``example_inputs`` (a tensor, batch first) record the layers in execution order, the
-        parameters in ``module.parameters()`` order, the real gradient-ready order, FLOPs and
-        bytes. Modules of the types the zoo knows are costed by the zoo's rules; any other
-        module, and the ops a module's own forward runs between its children (residual adds,
-        attention, rotary embeddings), by the aten ops it dispatches (FLOPs as
-        ``torch.utils.flop_counter.FlopCounterMode`` counts them). ``measure=True`` also
-        measures per-layer forward/backward times (median of ``repeat`` runs). Raises
-        :class:`ddpscope.export.ExportError` when ``example_inputs`` is not a tensor."""
+                   measure: bool = False, repeat: int = 5) -> Model:
+        """Exports any ``torch.nn.Module`` in-process.
+
+        One forward and one backward of ``example_inputs`` record the layers in execution
+        order, the parameters in ``module.parameters()`` order, the real gradient-ready order,
+        FLOPs and bytes. Modules of the types the zoo knows are costed by the zoo's rules; any
+        other module, and the ops a module's own forward runs between its children (residual
+        adds, attention, rotary embeddings), by the aten ops it dispatches (FLOPs as
+        ``torch.utils.flop_counter.FlopCounterMode`` counts them).
+
+        Args:
+            module: the ``torch.nn.Module``.
+            example_inputs: a tensor, batch first.
+            name: the model's name (default: the module's class name).
+            measure: True: also measure per-layer forward/backward times.
+            repeat: runs per measured time (their median).
+
+        Returns:
+            Model: the exported model.
+
+        Raises:
+            ddpscope.export.ExportError: ``example_inputs`` is not a tensor.
+        """
         from . import export
 
         spec = export.export_model(module, example_inputs, name or type(module).__name__,
@@ -289,7 +335,14 @@ class Model:
 
     def save(self, path: PathLike) -> None:
         """Writes the model JSON (models/FORMAT.md), for the CLI's ``--model FILE`` (``ddpscope
-        simulate --model FILE ...``)."""
+        simulate --model FILE ...``).
+
+        Args:
+            path: the file to write.
+
+        Raises:
+            Error: the model is a shorthand, which has no JSON form.
+        """
         doc = self.to_dict()
         with open(os.fspath(path), "w", encoding="utf-8") as f:
             json.dump(doc, f, indent=1)
@@ -441,10 +494,20 @@ class SimResult:
         return json.loads(json.dumps(self._summary))
 
     def save_trace(self, path: PathLike, format: str = "chrome") -> List[str]:
-        """Writes the trace and returns the files written: ``format="chrome"`` one
-        Chrome/Perfetto file (pid = rank; compute, comm and host lanes), ``"kineto"`` one
-        PyTorch profiler trace per rank (``run.json`` -> ``run.rank0.json``, ...), which HTA's
-        ``TraceAnalysis(trace_dir=...)`` reads (``--trace-format kineto``)."""
+        """Writes the trace, as ``ddpscope simulate --trace PATH --trace-format FORMAT``.
+
+        Args:
+            path: the file (.json; .json.gz compresses).
+            format: "chrome": one Chrome/Perfetto file (pid = rank; compute, comm and host
+                lanes); "kineto": one PyTorch profiler trace per rank (``run.json`` ->
+                ``run.rank0.json``, ...), which HTA's ``TraceAnalysis(trace_dir=...)`` reads.
+
+        Returns:
+            list: the files written.
+
+        Raises:
+            Error: an unknown format, or a file that cannot be written.
+        """
         return list(self._sim.save_trace(os.fspath(path), format))
 
     def __repr__(self) -> str:
