@@ -13,7 +13,7 @@
 
 #include "models/builders.h"
 #include "models/zoo.h"
-#include "runtime/cpu/trainable_model.h"
+#include "runtime/cpu/cpu_model.h"
 
 namespace {
 

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "models/zoo.h"
+#include "runtime/cpu/cpu_model.h"
 #include "runtime/engine.h"
 #include "runtime/loopback_comm.h"
 #include "runtime/sampler.h"

@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "models/zoo.h"
+#include "runtime/cpu/cpu_model.h"
 #include "runtime/engine.h"
 #include "runtime/mpi/mpi_communicator.h"
 #include "runtime/sampler.h"

@@ -48,7 +48,7 @@
 #include "ddp/ddp_config.h"
 #include "ddp/reducer.h"
 #include "runtime/comm.h"
-#include "runtime/cpu/trainable_model.h"
+#include "runtime/graph/trainable_model.h"
 
 namespace ddpscope::runtime {
 

@@ -41,7 +41,7 @@
 #include "base/nanos.h"
 #include "base/status.h"
 #include "runtime/comm.h"
-#include "runtime/cpu/trainable_model.h"
+#include "runtime/graph/trainable_model.h"
 #include "traces/timeline.h"
 
 namespace ddpscope::runtime {

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 
+#include "runtime/cpu/cpu_model.h"
 #include "runtime/engine.h"
 #include "runtime/profiler.h"
 #include "runtime/sampler.h"

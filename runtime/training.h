@@ -20,14 +20,15 @@
 #include "ddp/ddp_config.h"
 #include "models/model_spec.h"
 #include "runtime/comm.h"
-#include "runtime/cpu/trainable_model.h"
+#include "runtime/graph/trainable_model.h"
 #include "traces/timeline.h"
 
 namespace ddpscope::runtime {
 
 class Profiler;
 
-// Builds this rank's model (tests and the worker pick CPU or CUDA); empty = buildTrainableModel.
+// Builds this rank's model (tests and the worker pick CPU or CUDA); empty = buildTrainableModel
+// (runtime/cpu/cpu_model.h).
 using ModelFactory = std::function<StatusOr<std::unique_ptr<TrainableModel>>(
     const models::ModelSpec& spec, const BuildOptions& options)>;
 

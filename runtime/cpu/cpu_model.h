@@ -1,5 +1,6 @@
-// CpuModel: the TrainableModel for the CPU — a graph of Layers built from a ModelSpec, a
-// LossHead on the last layer, and SyntheticData for its inputs.
+// CpuModel: the TrainableModel (runtime/graph/trainable_model.h) for the CPU — a graph of Layers
+// built from a ModelSpec, a LossHead on the last layer, SyntheticData for its inputs and the
+// initial values of runtime/graph/param_init.h.
 //
 // Execution graph. Layers run in spec order (forward execution order); a layer's inputs are
 // the outputs of its `inputs` producers (default: the previous layer; "@input": the batch).
@@ -30,7 +31,7 @@
 
 #include "base/status.h"
 #include "models/model_spec.h"
-#include "runtime/cpu/trainable_model.h"
+#include "runtime/graph/trainable_model.h"
 
 namespace ddpscope::runtime::cpu {
 
@@ -38,3 +39,12 @@ StatusOr<std::unique_ptr<TrainableModel>> buildCpuModel(const models::ModelSpec&
                                                         const BuildOptions& options);
 
 }  // namespace ddpscope::runtime::cpu
+
+namespace ddpscope::runtime {
+
+// The default trainable model: the CPU model (buildCpuModel). An unsupported layer type gives
+// "model gpt2-xl: layer h.0.attn.core: unsupported layer type 'X' (supported: ...)".
+StatusOr<std::unique_ptr<TrainableModel>> buildTrainableModel(const models::ModelSpec& spec,
+                                                              const BuildOptions& options);
+
+}  // namespace ddpscope::runtime

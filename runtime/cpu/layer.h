@@ -12,10 +12,10 @@
 
 #include "base/status.h"
 #include "models/model_spec.h"
-#include "runtime/cpu/trainable_model.h"
 #include "runtime/graph/layer_config.h"
 #include "runtime/graph/layer_contract.h"
 #include "runtime/graph/tensor.h"
+#include "runtime/graph/trainable_model.h"
 
 namespace ddpscope::runtime::cpu {
 

@@ -31,18 +31,6 @@ double softmaxRow(float* row, int64_t n) {
 
 }  // namespace
 
-LossChoice lossFor(const TaskInfo& task, std::span<Param> params) {
-  switch (task.kind) {
-    case TaskKind::kRegression:
-      return {LossKind::kMse, nullptr};
-    case TaskKind::kClassification:
-      return {LossKind::kCrossEntropy, nullptr};
-    case TaskKind::kLanguageModel:
-      return {LossKind::kTiedLmCrossEntropy, &params[static_cast<size_t>(task.headParam)]};
-  }
-  return {};
-}
-
 StatusOr<double> LossHead::forward(const Tensor& output, const Tensor& targets) {
   switch (m_kind) {
     case LossKind::kMse: {

@@ -1,4 +1,5 @@
-// LossHead: the training loss on top of a model's last layer, mean-reduced like PyTorch.
+// LossHead: the CPU's training loss on top of a model's last layer, mean-reduced like PyTorch
+// (which loss a task trains with is runtime/graph/loss_choice.h's lossFor).
 //
 // - kMse: mean over all elements of (y − t)²; dL/dy = 2(y − t)/numel.
 // - kCrossEntropy: logits [N, C] (leading dims flattened), integer targets [N]; mean over N.
@@ -10,26 +11,14 @@
 #pragma once
 
 #include <cstdint>
-#include <span>
 #include <vector>
 
 #include "base/status.h"
-#include "runtime/cpu/synthetic_data.h"
-#include "runtime/cpu/trainable_model.h"
+#include "runtime/graph/loss_choice.h"
 #include "runtime/graph/tensor.h"
+#include "runtime/graph/trainable_model.h"
 
 namespace ddpscope::runtime::cpu {
-
-enum class LossKind { kMse, kCrossEntropy, kTiedLmCrossEntropy };
-
-// The loss head a task trains with (the CPU's LossHead and the CUDA's CudaLossHead alike):
-// regression MSE, classification cross-entropy, language modelling the LM head tied to
-// params[task.headParam].
-struct LossChoice {
-  LossKind kind = LossKind::kMse;
-  Param* tiedWeight = nullptr;
-};
-LossChoice lossFor(const TaskInfo& task, std::span<Param> params);
 
 class LossHead {
  public:

@@ -21,7 +21,7 @@
 
 #include "base/nanos.h"
 #include "base/status.h"
-#include "runtime/cpu/device.h"
+#include "runtime/graph/device.h"
 
 namespace ddpscope::runtime::cuda {
 

@@ -23,13 +23,13 @@
 
 #include "base/status.h"
 #include "models/model_spec.h"
-#include "runtime/cpu/loss.h"
-#include "runtime/cpu/trainable_model.h"
 #include "runtime/cuda/cuda_context.h"
 #include "runtime/cuda/device_memory.h"
 #include "runtime/cuda/gemm.h"
 #include "runtime/graph/layer_config.h"
 #include "runtime/graph/layer_contract.h"
+#include "runtime/graph/loss_choice.h"
+#include "runtime/graph/trainable_model.h"
 
 namespace ddpscope::runtime::cuda {
 
@@ -68,8 +68,8 @@ class CudaLossHead {
   static constexpr int64_t kMaxStoredLogits = int64_t{1} << 28;  // floats (1 GiB)
   static constexpr int64_t kChunkLogits = int64_t{1} << 26;
 
-  CudaLossHead(cpu::LossKind kind, Param* tiedWeight) : m_kind(kind), m_weight(tiedWeight) {}
-  cpu::LossKind kind() const { return m_kind; }
+  CudaLossHead(LossKind kind, Param* tiedWeight) : m_kind(kind), m_weight(tiedWeight) {}
+  LossKind kind() const { return m_kind; }
   Param* tiedWeight() const { return m_weight; }
 
   // Mean loss; waits for the device (the value is copied back).
@@ -79,7 +79,7 @@ class CudaLossHead {
                   float scale, CudaLayerContext& ctx);
 
  private:
-  cpu::LossKind m_kind;
+  LossKind m_kind;
   Param* m_weight;
   DeviceArray<float> m_logits;  // CE: probabilities; LM: logits (one chunk)
   DeviceArray<float> m_lse;

@@ -7,9 +7,6 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/cpu/cpu_model.h"
-#include "runtime/cpu/loss.h"
-#include "runtime/cpu/synthetic_data.h"
 #include "runtime/cuda/cuda_layers.h"
 #include "runtime/cuda/device_memory.h"
 #include "runtime/cuda/gemm.h"
@@ -17,7 +14,10 @@
 #include "runtime/cuda/kernels.h"
 #include "runtime/graph/layer_config.h"
 #include "runtime/graph/layer_contract.h"
+#include "runtime/graph/loss_choice.h"
 #include "runtime/graph/model_graph.h"
+#include "runtime/graph/param_init.h"
+#include "runtime/graph/synthetic_data.h"
 #include "traces/timeline.h"
 
 namespace ddpscope::runtime::cuda {
@@ -34,7 +34,7 @@ int64_t alignUp(int64_t n) {
 // walks; a device-timed span brackets each layer's kernels.
 class CudaModel final : public TrainableModel, private ModelLayers<DeviceTensor, CudaLayerContext> {
  public:
-  CudaModel(models::ModelSpec spec, cpu::TaskInfo task, Precision precision, CudaContext& context)
+  CudaModel(models::ModelSpec spec, TaskInfo task, Precision precision, CudaContext& context)
       : m_spec(std::move(spec)), m_data(task), m_context(context), m_gemm(context, precision) {
     layerContext() = CudaLayerContext{&m_context, &m_gemm, &m_workspace, &m_syncAllreduce};
   }
@@ -51,7 +51,7 @@ class CudaModel final : public TrainableModel, private ModelLayers<DeviceTensor,
   Batch makeBatch(std::span<const int64_t> sampleIndices, uint64_t dataSeed) const override {
     return m_data.makeBatch(sampleIndices, dataSeed);
   }
-  int64_t datasetSize() const override { return cpu::SyntheticData::kDatasetSize; }
+  int64_t datasetSize() const override { return SyntheticData::kDatasetSize; }
   StatusOr<ForwardResult> forward(const Batch& batch, int64_t iteration, int rank) override;
   Status backward(const std::function<Status(int paramIndex)>& onGradReady) override;
   void zeroGrad() override;
@@ -81,7 +81,7 @@ class CudaModel final : public TrainableModel, private ModelLayers<DeviceTensor,
   Status uploadBatch(const Batch& batch);
 
   models::ModelSpec m_spec;
-  cpu::SyntheticData m_data;
+  SyntheticData m_data;
   CudaContext& m_context;
   Gemm m_gemm;
   DeviceWorkspace m_workspace;
@@ -101,13 +101,10 @@ class CudaModel final : public TrainableModel, private ModelLayers<DeviceTensor,
 };
 
 Status CudaModel::init(const BuildOptions& options) {
-  // Initial values: the CPU model's, built with the same seed and inputs (fp32 on the host).
-  BuildOptions cpuOptions = options;
-  cpuOptions.dtype = "fp32";
-  ASSIGN_OR_RETURN(std::unique_ptr<TrainableModel> reference,
-                   cpu::buildCpuModel(m_spec, cpuOptions));
-  std::span<Param> hostParams = reference->params();
-  std::span<Buffer> hostBuffers = reference->buffers();
+  // Initial values: param_init.h's, the CPU model's too (fp32 on the host), uploaded below.
+  ASSIGN_OR_RETURN(std::vector<Param> hostParams, initialParams(m_spec, options.seed));
+  std::vector<Buffer> hostBuffers = initialBuffers(m_spec);
+  RETURN_IF_ERROR(checkSequenceFits(m_spec, m_data.task()));
   GradDevice& device = m_context.gradDevice();
 
   auto layOut = [](auto& items, std::vector<int64_t>* offsets) {
@@ -144,7 +141,8 @@ Status CudaModel::init(const BuildOptions& options) {
     m_buffers[i].value.setView(m_bufferArena.data() + bufferOffsets[i], h.value.shape());
   }
   RETURN_IF_ERROR(device.fromHost(m_bufferArena.data(), staging.data(), bufferFloats));
-  reference.reset();
+  hostParams.clear();
+  hostBuffers.clear();
 
   ASSIGN_OR_RETURN(m_graph, ModelGraph::build(m_spec));
   resizeLayers(m_spec.layers.size());
@@ -153,8 +151,8 @@ Status CudaModel::init(const BuildOptions& options) {
     const models::LayerSpec& ls = m_spec.layers[i];
     ASSIGN_OR_RETURN(node(static_cast<int>(i)).layer, makeCudaLayer(ls, binder.bind(ls)));
   }
-  const cpu::TaskInfo& task = m_data.task();
-  const cpu::LossChoice loss = cpu::lossFor(task, m_params);
+  const TaskInfo& task = m_data.task();
+  const LossChoice loss = lossFor(task, m_params);
   m_loss = std::make_unique<CudaLossHead>(loss.kind, loss.tiedWeight);
   m_momentum.resize(m_params.size());
   m_momentumDefined.assign(m_params.size(), false);
@@ -218,8 +216,8 @@ Status CudaModel::endIteration() {
 }
 
 Status CudaModel::uploadBatch(const Batch& batch) {
-  const cpu::TaskInfo& task = m_data.task();
-  if (task.kind == cpu::TaskKind::kLanguageModel) {
+  const TaskInfo& task = m_data.task();
+  if (task.kind == TaskKind::kLanguageModel) {
     // Token ids are checked here, on the host copy, before any kernel gathers with them.
     for (int64_t i = 0; i < batch.inputs.numel(); ++i) {
       const float id = batch.inputs[i];
@@ -320,7 +318,7 @@ StatusOr<std::unique_ptr<TrainableModel>> buildCudaModel(const models::ModelSpec
                            " differs from the context's cuda:" + std::to_string(context.device()));
   }
   RETURN_IF_ERROR(checkSupportedLayers(spec));
-  ASSIGN_OR_RETURN(cpu::TaskInfo task, cpu::deriveTask(spec, options.inputs));
+  ASSIGN_OR_RETURN(TaskInfo task, deriveTask(spec, options.inputs));
   DDPSCOPE_CUDA_RETURN_IF_ERROR(cudaSetDevice(context.device()));
   auto model = std::make_unique<CudaModel>(spec, task, precision, context);
   Status status = model->init(options);

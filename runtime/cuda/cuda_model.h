@@ -1,11 +1,12 @@
-// CudaModel: the TrainableModel on one GPU — CpuModel's graph semantics (runtime/cpu/
-// cpu_model.h: execution order, conditional layers, fan-out gradient accumulation, reachability
-// and unused parameters, ready hooks in autograd order, tied weights) with CUDA layers
-// (cuda_layers.h) and the CPU's SyntheticData and loss definitions.
+// CudaModel: the TrainableModel (runtime/graph/trainable_model.h) on one GPU — the graph
+// semantics the CPU model has too (runtime/graph/model_graph.h: execution order, conditional
+// layers, fan-out gradient accumulation, reachability and unused parameters, ready hooks in
+// autograd order, tied weights) with CUDA layers (cuda_layers.h) and the shared SyntheticData
+// and loss choice (runtime/graph/synthetic_data.h, loss_choice.h).
 //
 // - params()/buffers(): Tensors are VIEWS of device memory (one arena for values, one for
-//   grads, one for buffers). Initial values are the CPU model's, bit for bit: the CPU model is
-//   built with the same options on the host and its values are uploaded.
+//   grads, one for buffers). Initial values are the CPU model's, bit for bit: both take
+//   runtime/graph/param_init.h's, made on the host with the same seed and uploaded.
 // - forward(): anchors the context's clock, uploads the batch, enqueues every layer and the
 //   loss, and WAITS for the device once (the loss value is returned as a double).
 // - backward(): onGradReady(p) is called as soon as the kernels producing p's gradient are
@@ -21,8 +22,8 @@
 
 #include "base/status.h"
 #include "models/model_spec.h"
-#include "runtime/cpu/trainable_model.h"
 #include "runtime/cuda/cuda_context.h"
+#include "runtime/graph/trainable_model.h"
 
 namespace ddpscope::runtime::cuda {
 

@@ -30,7 +30,7 @@ StatusOr<double> CudaLossHead::forward(const DeviceTensor& output, const DeviceT
   RETURN_IF_ERROR(m_total.reserve(1));
   double divisor = 1;
   switch (m_kind) {
-    case cpu::LossKind::kMse: {
+    case LossKind::kMse: {
       RETURN_IF_ERROR(expectMseShapes(output, targets));
       if (output.numel() == 0) return 0.0;
       kernels::squaredDiffSum(output.data(), targets.data(), output.numel(), m_total.data(),
@@ -38,7 +38,7 @@ StatusOr<double> CudaLossHead::forward(const DeviceTensor& output, const DeviceT
       divisor = static_cast<double>(output.numel());
       break;
     }
-    case cpu::LossKind::kCrossEntropy: {
+    case LossKind::kCrossEntropy: {
       RETURN_IF_ERROR(expectClassRows(output, targets));
       const int64_t rows = targets.numel();
       const int64_t classes = output.numel() / rows;
@@ -51,7 +51,7 @@ StatusOr<double> CudaLossHead::forward(const DeviceTensor& output, const DeviceT
       divisor = static_cast<double>(rows);
       break;
     }
-    case cpu::LossKind::kTiedLmCrossEntropy: {
+    case LossKind::kTiedLmCrossEntropy: {
       const int64_t vocab = m_weight->value.dim(0), width = m_weight->value.dim(1);
       RETURN_IF_ERROR(expectLmRows(output, targets, width));
       const int64_t rows = targets.numel();
@@ -85,18 +85,18 @@ Status CudaLossHead::backward(const DeviceTensor& output, const DeviceTensor& ta
   RETURN_IF_ERROR(gradOutput.resize(output.shape()));
   float* dy = gradOutput.data();
   switch (m_kind) {
-    case cpu::LossKind::kMse: {
+    case LossKind::kMse: {
       const float k = 2.0f * scale / static_cast<float>(std::max<int64_t>(1, output.numel()));
       kernels::mseBackward(output.data(), targets.data(), dy, output.numel(), k, ctx.stream());
       break;
     }
-    case cpu::LossKind::kCrossEntropy: {
+    case LossKind::kCrossEntropy: {
       const int64_t rows = targets.numel(), classes = output.numel() / rows;
       kernels::crossEntropyBackward(m_logits.data(), targets.data(), dy, rows, classes,
                                     scale / static_cast<float>(rows), ctx.stream());
       break;
     }
-    case cpu::LossKind::kTiedLmCrossEntropy: {
+    case LossKind::kTiedLmCrossEntropy: {
       const int64_t vocab = m_weight->value.dim(0), width = m_weight->value.dim(1);
       const int64_t rows = targets.numel();
       const int64_t chunk = lmChunkRows(rows, vocab, m_logitsStored, kChunkLogits);

@@ -14,7 +14,7 @@
 
 #include "base/status.h"
 #include "models/model_spec.h"
-#include "runtime/cpu/trainable_model.h"
+#include "runtime/graph/trainable_model.h"
 
 namespace ddpscope::runtime {
 

@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "base/status.h"
-#include "runtime/cpu/trainable_model.h"
 #include "runtime/graph/model_graph.h"
+#include "runtime/graph/trainable_model.h"
 
 namespace ddpscope::runtime {
 

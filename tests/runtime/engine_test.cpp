@@ -10,6 +10,7 @@
 #include "ddp/bucket_plan.h"
 #include "models/builders.h"
 #include "models/zoo.h"
+#include "runtime/cpu/cpu_model.h"
 #include "runtime/profiler.h"
 #include "runtime/training.h"
 #include "runtime_test_util.h"

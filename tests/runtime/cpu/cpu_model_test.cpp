@@ -1,6 +1,8 @@
 // Whole-model tests of the CPU TrainableModel: gradients by finite differences, gradient-ready
 // hooks in the spec's order, find_unused reachability, accumulation, SGD, synthetic data,
 // SyncBatchNorm across two in-process ranks, error texts.
+#include "runtime/cpu/cpu_model.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,7 +20,6 @@
 
 #include "models/builders.h"
 #include "models/zoo.h"
-#include "runtime/cpu/trainable_model.h"
 #include "tests/runtime/model_specs.h"
 #include "tests/status_matchers.h"
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "runtime/cpu/layer.h"
-#include "runtime/cpu/random.h"
+#include "runtime/graph/random.h"
 #include "tests/status_matchers.h"
 
 namespace ddpscope::runtime::cpu {

@@ -13,7 +13,7 @@
 
 #include "runtime/cpu/layer.h"
 #include "runtime/cpu/loss.h"
-#include "runtime/cpu/random.h"
+#include "runtime/graph/random.h"
 #include "tests/runtime/cuda/cuda_test_util.h"
 #include "tests/status_matchers.h"
 
@@ -37,7 +37,7 @@ struct LayerCase {
 
 Tensor randomTensor(const std::vector<int64_t>& shape, uint64_t seed, double scale) {
   Tensor t(shape);
-  cpu::Rng rng(seed);
+  Rng rng(seed);
   for (float& v : t.values()) v = static_cast<float>(rng.normal() * scale);
   return t;
 }
@@ -143,7 +143,7 @@ class CudaLayerTest : public testing::CudaTest {
     for (size_t i = 0; i < c.inputShapes.size(); ++i) {
       Tensor x = randomTensor(c.inputShapes[i], 7 + i, c.inputScale);
       if (c.inputKind == InputKind::kTokenIds) {
-        cpu::Rng rng(9);
+        Rng rng(9);
         for (float& v : x.values()) v = static_cast<float>(rng.below(c.vocab));
       }
       hostInputs.push_back(x);
@@ -332,13 +332,13 @@ TEST_F(CudaLayerTest, UnsupportedTypeAndBadAttributesReadLikeTheCpu) {
 // ---- loss heads -------------------------------------------------------------------------------
 class CudaLossTest : public CudaLayerTest {
  protected:
-  void check(cpu::LossKind kind, const std::vector<int64_t>& outShape, int64_t rows,
-             int64_t classes, Precision precision) {
+  void check(LossKind kind, const std::vector<int64_t>& outShape, int64_t rows, int64_t classes,
+             Precision precision) {
     SCOPED_TRACE(std::string(precisionName(precision)));
     Param hostWeight, devWeight;
     DeviceSide dev;
     std::vector<Param> hostParams;
-    if (kind == cpu::LossKind::kTiedLmCrossEntropy) {
+    if (kind == LossKind::kTiedLmCrossEntropy) {
       hostWeight.name = "wte.weight";
       hostWeight.value = randomTensor({classes, outShape.back()}, 3, 0.2);
       hostWeight.grad = Tensor(hostWeight.value.shape());
@@ -350,9 +350,9 @@ class CudaLossTest : public CudaLayerTest {
     cpu::LossHead cpuLoss(kind, hostTied);
     CudaLossHead gpuLoss(kind, devTied);
     Tensor output = randomTensor(outShape, 11, 1.0);
-    Tensor targets = kind == cpu::LossKind::kMse ? randomTensor(outShape, 12, 1.0) : Tensor({rows});
-    if (kind != cpu::LossKind::kMse) {
-      cpu::Rng rng(13);
+    Tensor targets = kind == LossKind::kMse ? randomTensor(outShape, 12, 1.0) : Tensor({rows});
+    if (kind != LossKind::kMse) {
+      Rng rng(13);
       for (float& v : targets.values()) v = static_cast<float>(rng.below(classes));
     }
     DeviceTensor devOut, devTargets, devGrad;
@@ -379,15 +379,15 @@ class CudaLossTest : public CudaLayerTest {
 };
 
 TEST_F(CudaLossTest, MseCrossEntropyAndTiedLm) {
-  check(cpu::LossKind::kMse, {8, 5}, 8, 5, Precision::kFp32);
-  check(cpu::LossKind::kCrossEntropy, {16, 10}, 16, 10, Precision::kFp32);
+  check(LossKind::kMse, {8, 5}, 8, 5, Precision::kFp32);
+  check(LossKind::kCrossEntropy, {16, 10}, 16, 10, Precision::kFp32);
   for (Precision p : {Precision::kFp32, Precision::kTf32, Precision::kBf16}) {
-    check(cpu::LossKind::kTiedLmCrossEntropy, {2, 6, 24}, 12, 97, p);
+    check(LossKind::kTiedLmCrossEntropy, {2, 6, 24}, 12, 97, p);
   }
 }
 
 TEST_F(CudaLossTest, TargetsOutOfRangeAreRejectedOnTheHost) {
-  CudaLossHead loss(cpu::LossKind::kCrossEntropy, nullptr);
+  CudaLossHead loss(LossKind::kCrossEntropy, nullptr);
   Tensor output({2, 3}, 0.5f), targets({2});
   targets[1] = 3.0f;
   DeviceTensor devOut, devTargets;

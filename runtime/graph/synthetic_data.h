@@ -1,4 +1,5 @@
-// SyntheticData: the seeded data set a CPU model trains on, derived from the model's layers.
+// SyntheticData: the seeded data set a model trains on (the CPU and the CUDA model alike), derived
+// from the model's layers.
 //
 // - Regression (first layer Linear, e.g. mlp-tiny/mlp-wide): x ~ N(0, 1)^in, target = x·A/√in
 //   for a fixed random "teacher" A [in, out] ~ N(0, 1) drawn from dataSeed. Loss: MSE (mean).
@@ -21,9 +22,9 @@
 
 #include "base/status.h"
 #include "models/model_spec.h"
-#include "runtime/cpu/trainable_model.h"
+#include "runtime/graph/trainable_model.h"
 
-namespace ddpscope::runtime::cpu {
+namespace ddpscope::runtime {
 
 enum class TaskKind { kRegression, kClassification, kLanguageModel };
 
@@ -42,6 +43,11 @@ struct TaskInfo {
 // default seqLen / imageSize where non-zero.
 StatusOr<TaskInfo> deriveTask(const models::ModelSpec& spec, const models::ModelInputs& inputs);
 
+// A language model's sequence length against its position embeddings: every Embedding but the
+// first (the token embedding) must have at least task.seqLen rows ("sequence length 4096
+// exceeds wpe's 1024 positions"). Other tasks always fit.
+Status checkSequenceFits(const models::ModelSpec& spec, const TaskInfo& task);
+
 class SyntheticData {
  public:
   static constexpr int64_t kDatasetSize = 4096;
@@ -59,4 +65,4 @@ class SyntheticData {
   mutable std::vector<float> m_teacher;  // [in, out], for m_teacherSeed
 };
 
-}  // namespace ddpscope::runtime::cpu
+}  // namespace ddpscope::runtime

@@ -1,13 +1,13 @@
-#include "runtime/cpu/synthetic_data.h"
+#include "runtime/graph/synthetic_data.h"
 
 #include <algorithm>
 #include <cmath>
 #include <string>
 
-#include "runtime/cpu/random.h"
 #include "runtime/graph/layer_config.h"
+#include "runtime/graph/random.h"
 
-namespace ddpscope::runtime::cpu {
+namespace ddpscope::runtime {
 
 namespace {
 
@@ -62,6 +62,19 @@ StatusOr<TaskInfo> deriveTask(const models::ModelSpec& spec, const models::Model
                            first.type + " (supported: Linear, Conv2d, Embedding)");
   }
   return task;
+}
+
+Status checkSequenceFits(const models::ModelSpec& spec, const TaskInfo& task) {
+  if (task.kind != TaskKind::kLanguageModel) return Status::ok();
+  for (const models::LayerSpec& ls : spec.layers) {
+    if (ls.type == "Embedding" && (attrOr(ls, "num_embeddings", 0) < task.seqLen) &&
+        ls.name != spec.layers.front().name) {
+      return invalidArgument("sequence length " + std::to_string(task.seqLen) + " exceeds " +
+                             ls.name + "'s " + std::to_string(attrOr(ls, "num_embeddings", 0)) +
+                             " positions");
+    }
+  }
+  return Status::ok();
 }
 
 const std::vector<float>& SyntheticData::teacher(uint64_t dataSeed) const {
@@ -147,4 +160,4 @@ Batch SyntheticData::makeBatch(std::span<const int64_t> sampleIndices, uint64_t 
   return batch;
 }
 
-}  // namespace ddpscope::runtime::cpu
+}  // namespace ddpscope::runtime

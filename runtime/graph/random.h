@@ -9,7 +9,7 @@
 #include <cmath>
 #include <cstdint>
 
-namespace ddpscope::runtime::cpu {
+namespace ddpscope::runtime {
 
 inline uint64_t splitMix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
@@ -52,4 +52,4 @@ class Rng {
   uint64_t m_state;
 };
 
-}  // namespace ddpscope::runtime::cpu
+}  // namespace ddpscope::runtime

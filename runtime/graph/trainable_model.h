@@ -1,7 +1,9 @@
-// TrainableModel: a model built from a zoo ModelSpec that really trains on the CPU — forward,
-// explicit backward, per-parameter gradient-ready hooks in autograd's order — and the synthetic
-// seeded data it trains on. The DDP Engine (engine.h) drives it; so does the single-process
-// reference the equivalence tests compare against.
+// TrainableModel: the contract of a model built from a zoo ModelSpec that really trains —
+// forward, explicit backward, per-parameter gradient-ready hooks in autograd's order — and the
+// synthetic seeded data it trains on. Both backends implement it: the CPU model
+// (runtime/cpu/cpu_model.h) and the CUDA model (runtime/cuda/cuda_model.h). The DDP Engine
+// (runtime/engine.h) drives it; so does the single-process reference the equivalence tests
+// compare against.
 //
 // Invariants:
 // - params() is in model.parameters() order, index-for-index equal to ModelSpec::params (names,
@@ -26,7 +28,7 @@
 #include "base/nanos.h"
 #include "base/status.h"
 #include "models/model_spec.h"
-#include "runtime/cpu/device.h"
+#include "runtime/graph/device.h"
 #include "runtime/graph/tensor.h"
 
 namespace ddpscope::runtime {
@@ -121,10 +123,5 @@ class TrainableModel {
   // here and report the iteration's device-timed spans to the observer. CPU: nothing to do.
   virtual Status endIteration() { return Status::ok(); }
 };
-
-// Builds a trainable model from a spec; an unsupported layer type gives
-// "model gpt2-xl: layer h.0.attn.core: unsupported layer type 'X' (supported: ...)".
-StatusOr<std::unique_ptr<TrainableModel>> buildTrainableModel(const models::ModelSpec& spec,
-                                                              const BuildOptions& options);
 
 }  // namespace ddpscope::runtime

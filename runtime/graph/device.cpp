@@ -1,4 +1,4 @@
-#include "runtime/cpu/device.h"
+#include "runtime/graph/device.h"
 
 #include <algorithm>
 #include <cstring>
