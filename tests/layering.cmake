@@ -1,7 +1,9 @@
 # Layering check (docs/design.md §2): every #include "dir/..." in a module's sources must name
-# a module that module may depend on, and the core's public headers include no Qt, CUDA, NCCL,
-# MPI or nlohmann/json.hpp. Run by ctest as `layering` (cmake -DSOURCE_DIR=... -P this file);
-# prints every violation and fails when there is one.
+# a module that module may depend on, runtime/'s sub-libraries include only the runtime parts
+# below them (rule below), and the core's public headers include no Qt, CUDA, NCCL, MPI or
+# nlohmann/json.hpp. Run by ctest as `layering` (cmake -DSOURCE_DIR=... -P this file); prints
+# every violation and fails when there is one. tests/layering_planted.cmake (the ctest
+# layering_catches_planted) shows it failing on planted includes.
 cmake_minimum_required(VERSION 3.25)
 set(allowed_base base)
 set(allowed_io base io)
@@ -15,11 +17,57 @@ set(allowed_cli base io models ddp traces sim runtime cli)
 set(allowed_python base io models ddp traces sim)
 set(modules base io models ddp traces sim runtime gui cli python)
 
+# runtime/'s sub-libraries, named after their folders (runtime/graph is runtime_graph; the
+# top-level runtime/*.h, *.cpp are the engine library, runtime). A runtime source may include
+# only the runtime parts allowed_parts_<its part> lists and, where allowed_modules_<its part>
+# exists, only those modules (else runtime's module rule above):
+# - runtime/graph: the backend-neutral contracts (TrainableModel, GradDevice, the model graph,
+#   synthetic data, initial values). base, io and models only; no other runtime part.
+# - runtime/cpu and runtime/cuda: the two compute backends, siblings on runtime/graph. Each may
+#   include runtime/graph and itself, never the other backend, the engine (runtime/*.h),
+#   runtime/mpi or runtime/nccl; nor ddp/ (the Reducer is the engine's).
+# - runtime (the engine: Engine, communicators, profiler, training loops): itself,
+#   runtime/graph and runtime/cpu (the default model), never runtime/cuda, runtime/mpi,
+#   runtime/nccl (the core engine sees no CUDA or MPI).
+# - runtime/mpi: the engine and itself. runtime/nccl: the engine, runtime/cuda, runtime/mpi and
+#   itself (the NCCL backend wires the CUDA model to the NCCL communicator).
+# A new folder under runtime/ needs its line here (it is reported until it has one).
+set(runtime_parts runtime runtime_graph runtime_cpu runtime_cuda runtime_mpi runtime_nccl)
+set(allowed_modules_runtime_graph base io models runtime)
+set(allowed_modules_runtime_cpu base io models traces runtime)
+set(allowed_modules_runtime_cuda base io models traces runtime)
+set(allowed_parts_runtime runtime runtime_graph runtime_cpu)
+set(allowed_parts_runtime_graph runtime_graph)
+set(allowed_parts_runtime_cpu runtime_graph runtime_cpu)
+set(allowed_parts_runtime_cuda runtime_graph runtime_cuda)
+set(allowed_parts_runtime_mpi runtime runtime_mpi)
+set(allowed_parts_runtime_nccl runtime runtime_cuda runtime_mpi runtime_nccl)
+
+# The runtime part of a path below runtime/ ("runtime/cpu/layer.h" → runtime_cpu,
+# "runtime/engine.h" → runtime).
+function(runtime_part path out)
+  if(path MATCHES "^runtime/([^/]+)/")
+    set(${out} runtime_${CMAKE_MATCH_1} PARENT_SCOPE)
+  else()
+    set(${out} runtime PARENT_SCOPE)
+  endif()
+endfunction()
+
 set(violations "")
 foreach(module IN LISTS modules)
   file(GLOB_RECURSE sources RELATIVE ${SOURCE_DIR}
        ${SOURCE_DIR}/${module}/*.h ${SOURCE_DIR}/${module}/*.cpp ${SOURCE_DIR}/${module}/*.cu)
   foreach(source IN LISTS sources)
+    set(part "")
+    if(module STREQUAL "runtime")
+      runtime_part("${source}" part)
+      if(NOT part IN_LIST runtime_parts)
+        string(REGEX REPLACE "^(runtime/[^/]+)/.*" "\\1" folder "${source}")
+        list(APPEND violations
+             "${source}: ${folder}/ has no rule in tests/layering.cmake's runtime sub-libraries")
+        continue()
+      endif()
+    endif()
     file(STRINGS ${SOURCE_DIR}/${source} includes REGEX "^#include \"")
     foreach(line IN LISTS includes)
       string(REGEX REPLACE "^#include \"([^/\"]+)/.*" "\\1" target "${line}")
@@ -28,6 +76,28 @@ foreach(module IN LISTS modules)
       endif()
       if(NOT target IN_LIST allowed_${module})
         list(APPEND violations "${source}: ${module}/ may not include ${target}/ (${line})")
+        continue()
+      endif()
+      if(NOT part)
+        continue()
+      endif()
+      # runtime/'s sub-library rule (above).
+      if(DEFINED allowed_modules_${part} AND NOT target IN_LIST allowed_modules_${part})
+        string(REGEX REPLACE "^runtime_" "runtime/" folder "${part}")
+        list(APPEND violations "${source}: ${folder}/ may not include ${target}/ (${line})")
+      elseif(target STREQUAL "runtime")
+        string(REGEX REPLACE "^#include \"([^\"]+)\".*" "\\1" path "${line}")
+        runtime_part("${path}" included)
+        if(NOT included IN_LIST allowed_parts_${part})
+          string(REGEX REPLACE "^runtime_" "runtime/" folder "${part}")
+          string(REGEX REPLACE "^runtime_" "runtime/" other "${included}")
+          if(included STREQUAL "runtime")
+            set(other "runtime/*.h (the engine)")
+          else()
+            set(other "${other}/")
+          endif()
+          list(APPEND violations "${source}: ${folder}/ may not include ${other} (${line})")
+        endif()
       endif()
     endforeach()
   endforeach()
@@ -70,4 +140,4 @@ if(violations)
   list(JOIN violations "\n  " text)
   message(FATAL_ERROR "layering violations:\n  ${text}")
 endif()
-message(STATUS "layering: every include follows docs/design.md §2's module rules")
+message(STATUS "layering: every include follows docs/design.md §2's module and runtime rules")
