@@ -66,10 +66,11 @@ Status runReplayCommand(const std::vector<std::string>& argvIn, CommandIo io) {
       "times. Prints the measured step time against the replay at the run's own settings, then\n"
       "the what-if: the same run with the flags given changed. Communication comes from --cluster\n"
       "or, by default, from cpu-mpi calibrated on the run's own collectives (alpha-beta fit and\n"
-      "contention). The per-rank batch stays the trace's unless --batch is given. A GPU trace\n"
-      "imported with --model and the job's ddpscope.layer: ranges also replays on the host lane\n"
-      "from its own host facts: as profiled, without the profiler, and the what-if without the\n"
-      "profiler (the profiler's own cost fitted to --unprofiled-step-ms, else from\n"
+      "contention). The per-rank batch stays the trace's unless --batch is given. The model is\n"
+      "--model, else the trace's (the one import-torch read off a profile recorded with\n"
+      "record_shapes=True). A GPU trace imported with its layers named also replays on the\n"
+      "host lane from its own host facts: as profiled, without the profiler, and the what-if\n"
+      "without the profiler (the profiler's own cost fitted to --unprofiled-step-ms, else from\n"
       "--host-profile, else h100-torch211's); --host-profile-out writes that host profile.");
   parser.options(sim::replaySettingList());
   addTraceOutputFlags(parser, "write the what-if's simulated trace here");

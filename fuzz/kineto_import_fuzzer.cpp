@@ -5,6 +5,9 @@
 //   2  name compute spans by the layers of tests/data/torch-2.15/ddp_gloo_model.json (the model
 //      the committed 2.15 traces profiled), which runs the forward/backward matcher
 //   4  size bucket allreduces from that model's bucket plan (default DDP settings)
+//   8  without bit 2: read the model off the first trace (traces/kineto_model.h) and name the
+//      spans by its layers; a model read must tie its parameters to its layers or to none, and
+//      its model JSON must load or be refused with a message
 // An accepted import must produce the ranks it reports, and `import-torch`'s summary of it.
 // Every rank's bytes also go through the host-facts reader (sim/replay/trace_host_facts.h) with
 // that model's layer names: an error has a message, facts are one object per step.
@@ -52,6 +55,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const auto& layer : profiledModel().layers)
       options.layers.push_back({layer.name, layer.type});
   }
+  options.readModel = (bits & 2) == 0 && (bits & 8) != 0;
   if ((bits & 4) != 0) {
     auto plan = sim::plannedSizes(profiledModel(), ddp::DdpConfig{});
     FUZZ_CHECK(plan.isOk(), plan.status().message());
@@ -78,6 +82,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
              "the report's ranks differ from the timeline's");
   FUZZ_CHECK(report.ranks.size() <= inputs.size(), "more ranks than files");
   (void)traces::summarizeImport(*timeline);
+  if (report.traceModel) {
+    const traces::TraceModel& traced = *report.traceModel;
+    FUZZ_CHECK(options.readModel, "a model read without readModel");
+    FUZZ_CHECK(!traced.layers.empty(), "a model read without layers");
+    for (const auto& p : traced.params) {
+      FUZZ_CHECK(p.layer >= -1 && p.layer < static_cast<int>(traced.layers.size()),
+                 "a parameter of a layer the model does not have");
+      for (int64_t d : p.shape) FUZZ_CHECK(d >= 1, "a parameter dimension below 1");
+    }
+    auto spec = models::parseModelJson(sim::traceModelJson(traced, "rank0.json").dump(), "m");
+    FUZZ_CHECK(spec.isOk() || !spec.status().message().empty(), "a model error without a message");
+  }
   // A trace without module ranges: its host facts by the forward ops the import matched.
   if (!report.forwardOps.empty()) {
     for (std::string_view piece : pieces) {

@@ -39,9 +39,11 @@ def small_files(paths):
 KEEP_NAMES = ("ProfilerStep", "DistributedDataParallel", "aten::linear", "aten::relu",
               "aten::conv2d", "evaluate_function: AddmmBackward0",
               "evaluate_function: ReluBackward0", "evaluate_function: ConvolutionBackward0",
-              "gloo:", "nccl:", "c10d::", "ncclDevKernel", "ncclKernel")
+              "gloo:", "nccl:", "c10d::", "ncclDevKernel", "ncclKernel", "AccumulateGrad",
+              "ddpscope.layer:", "aten::batch_norm", "aten::add", "AddmmBackward0",
+              "ConvolutionBackward0", "cudaLaunchKernel")
 KEEP_ARGS = ("Collective name", "In msg nelems", "Out msg nelems", "dtype", "Input Dims",
-             "Input type", "Group size", "Process Group Name")
+             "Input type", "Group size", "Process Group Name", "Sequence number", "correlation")
 
 
 def cut_kineto(path, steps, per_step):
@@ -72,6 +74,9 @@ def kineto_ranks():
     for prefix in ("torch-2.15/ddp_gloo_default", "torch-2.15/ddp_gloo_shapes", "torch/ddp_gloo"):
         ranks = [cut_kineto(DATA / f"{prefix}_rank{r}.json.gz", 1, 24) for r in (0, 1)]
         jobs.append((prefix.replace("/", "_"), ranks))
+    # A GPU kit trace (record_shapes, module ranges): the model the import reads off it.
+    jobs.append(("h100_resnet50", [cut_kineto(DATA / "gpu/h100/run1/resnet50-ddp-default-rank0.json.gz",
+                                              1, 160)]))
     for name in ("resnet_2gpu_rank0", "sampled_128gpu_rank0", "trace_diff_8gpu_rank3"):
         path = external_path(f"hta/{name}.json.gz")
         if path:
@@ -135,6 +140,7 @@ def kineto_import():
     seeds["rccl_hip-layers"] = b"\x03" + rccl  # GPU kernels to layers through the host ops
     for name, ranks in kineto_ranks():
         seeds[f"{name}-one"] = b"\x01" + ranks[0]
+        seeds[f"{name}-own-model"] = b"\x09" + sep.join(ranks)  # the model read off the trace
         if len(ranks) > 1:
             for bits in (0, 2, 4, 6):
                 seeds[f"{name}-all-{bits}"] = bytes([bits]) + sep.join(ranks)

@@ -208,6 +208,9 @@ HostOps hostOps(const LayerSpec& layer, bool autocast) {
       {"SelectToken", 1, 1, false, false},
       {"ClassToken", 1, 1, false, false},
       {"AddParameter", 1, 1, false, false},
+      // The ops a module runs itself, outside its child modules (a model read off a trace:
+      // traces/kineto_model.h); their counts come from the trace.
+      {"Functional", 1, 1, false, false},
       // The Llama-style decoder (llama-small), counted from what its modules call, not yet
       // from a trace: nn.RMSNorm is one fused op on CUDA (aten::_fused_rms_norm) with one
       // backward node; rotary embeddings run q*cos + rotate_half(q)*sin for q and k (mul, neg,

@@ -14,6 +14,8 @@
 #include "base/median.h"
 #include "traces/chrome_reader.h"
 #include "traces/classify.h"
+#include "traces/kineto_kinds.h"
+#include "traces/kineto_model.h"
 #include "traces/overlap.h"
 #include "traces/text_match.h"
 
@@ -269,9 +271,8 @@ void takeHostLaneSpans(const Lane& lane, Group hostOps,
       continue;  // containers: descend
     }
     const std::string_view cat = s.args.getString("cat").value_or("");
-    constexpr std::string_view kEval = "autograd::engine::evaluate_function: ";
-    if (name.starts_with(kEval)) {
-      out.spans.push_back({hostOps, Span{std::string(name.substr(kEval.size())),
+    if (name.starts_with(kAutogradNodePrefix)) {
+      out.spans.push_back({hostOps, Span{std::string(name.substr(kAutogradNodePrefix.size())),
                                          Category::kBackward,
                                          s.start,
                                          s.duration,
@@ -603,82 +604,6 @@ Status importOneRank(const std::string& path, const Timeline& source, RankBuild&
 
 // ---- layer mapping (KinetoImportOptions::layers) ----
 
-// The layer kind a forward aten op computes ("" for views, allocations, ...).
-std::string_view forwardOpKind(std::string_view name) {
-  if (!name.starts_with("aten::")) return "";
-  const std::string_view op = name.substr(6);
-  static const std::map<std::string_view, std::string_view> kKinds = {
-      {"linear", "Linear"},
-      {"addmm", "Linear"},
-      {"conv1d", "Conv"},
-      {"conv2d", "Conv"},
-      {"convolution", "Conv"},
-      {"_convolution", "Conv"},
-      {"batch_norm", "BatchNorm"},
-      {"layer_norm", "LayerNorm"},
-      {"group_norm", "GroupNorm"},
-      {"embedding", "Embedding"},
-      {"relu", "ReLU"},
-      {"relu_", "ReLU"},
-      {"hardtanh", "ReLU6"},
-      {"hardtanh_", "ReLU6"},
-      {"gelu", "GELU"},
-      {"tanh", "Tanh"},
-      {"sigmoid", "Sigmoid"},
-      {"silu", "SiLU"},
-      {"max_pool2d", "MaxPool2d"},
-      {"adaptive_avg_pool2d", "AdaptiveAvgPool2d"},
-      {"dropout", "Dropout"},
-      {"add", "Add"},
-      {"add_", "Add"},
-  };
-  auto it = kKinds.find(op);
-  return it == kKinds.end() ? std::string_view() : it->second;
-}
-
-// The layer kind whose backward an autograd node computes ("" for AccumulateGrad, TBackward0,
-// views, ...).
-std::string_view backwardNodeKind(std::string_view name) {
-  static const std::map<std::string_view, std::string_view> kKinds = {
-      {"AddmmBackward0", "Linear"},
-      {"LinearBackward0", "Linear"},
-      {"ConvolutionBackward0", "Conv"},
-      {"NativeBatchNormBackward0", "BatchNorm"},
-      {"CudnnBatchNormBackward0", "BatchNorm"},
-      {"NativeLayerNormBackward0", "LayerNorm"},
-      {"NativeGroupNormBackward0", "GroupNorm"},
-      {"EmbeddingBackward0", "Embedding"},
-      {"ReluBackward0", "ReLU"},
-      {"HardtanhBackward0", "ReLU6"},
-      {"GeluBackward0", "GELU"},
-      {"TanhBackward0", "Tanh"},
-      {"SigmoidBackward0", "Sigmoid"},
-      {"SiluBackward0", "SiLU"},
-      {"MaxPool2DWithIndicesBackward0", "MaxPool2d"},
-      {"AdaptiveAvgPool2DBackward0", "AdaptiveAvgPool2d"},
-      {"MeanBackward1", "AdaptiveAvgPool2d"},
-      {"NativeDropoutBackward0", "Dropout"},
-      {"AddBackward0", "Add"},
-  };
-  auto it = kKinds.find(name);
-  return it == kKinds.end() ? std::string_view() : it->second;
-}
-
-// The op kind a model layer type shows up as ("" when no op kind is known for it).
-std::string_view layerKind(std::string_view type) {
-  if (type == "Linear" || type == "Conv1D" || type == "NonDynamicallyQuantizableLinear") {
-    return "Linear";  // Hugging Face Conv1D computes addmm
-  }
-  if (type.starts_with("Conv")) return "Conv";
-  if (type.starts_with("BatchNorm") || type == "SyncBatchNorm") return "BatchNorm";
-  for (std::string_view k :
-       {"LayerNorm", "GroupNorm", "Embedding", "ReLU6", "ReLU", "GELU", "Tanh", "Sigmoid", "SiLU",
-        "MaxPool2d", "AdaptiveAvgPool2d", "Dropout", "Add"}) {
-    if (type == k) return k;
-  }
-  return "";
-}
-
 // A host op matched to a layer: a forward op, a backward node, or (tail) a backward node of no
 // layer kind that belongs to the layer matched before it (AccumulateGrad, TBackward0).
 struct LayerOp {
@@ -824,8 +749,6 @@ Status mapLayers(const std::vector<ImportLayer>& layers, RankBuild& build) {
 
 // ---- GPU traces: kernels to layers through the job's ddpscope.layer: ranges ----
 
-constexpr std::string_view kLayerRangePrefix = "ddpscope.layer:";
-
 // Whether a rank's trace shows DDP at work: DDP's forward range, its reducer's ops (copy-in,
 // copy-back) or an allreduce (a collective op, NCCL/RCCL/gloo's annotation or kernel).
 bool hasDdpWork(const RankTrack& track) {
@@ -862,9 +785,12 @@ bool hasLayerRanges(const RankTrack& track) {
 // from its first kernel's start to its last kernel's end. Layers without a range of their own
 // (residual adds, attention cores: ops of a container's forward) get none: their kernels stay
 // in the gaps, which replay gives to the next layer.
+// `opLayers` (a model read off the trace from its ops: traces/kineto_model.h forwardOpLayers):
+// each layer's forward op, by its start, acts as the layer's range.
 Status mapGpuLayers(const std::vector<ImportLayer>& layers, const RankTrack& track,
                     RankBuild& build, bool ranges, int64_t& mappedLayers,
-                    std::vector<std::pair<int64_t, std::string>>* forwardOps) {
+                    std::vector<std::pair<int64_t, std::string>>* forwardOps,
+                    const std::map<int64_t, int>* opLayers = nullptr) {
   // Without ranges: the top-level host ops matched to the layers by kind, as on CPU traces; a
   // launch belongs to the op it runs in.
   struct OpInterval {
@@ -913,7 +839,6 @@ Status mapGpuLayers(const std::vector<ImportLayer>& layers, const RankTrack& tra
   std::map<int64_t, Launch> launches;             // correlation id → launch
   std::map<int64_t, int> layerOfSequence;         // forward op's sequence number → layer
   std::map<const Span*, int64_t> sequenceOfNode;  // backward node → its sequence number
-  constexpr std::string_view kEval = "autograd::engine::evaluate_function: ";
   for (const Lane& lane : track.lanes) {
     if (lane.kind != LaneKind::kHost) continue;
     struct Open {
@@ -939,9 +864,16 @@ Status mapGpuLayers(const std::vector<ImportLayer>& layers, const RankTrack& tra
         open.push_back({&s, found == layerIndex.end() ? -1 : found->second, false});
         continue;
       }
-      if (s.name.starts_with(kEval)) {
+      if (s.name.starts_with(kAutogradNodePrefix)) {
         open.push_back({&s, -1, true});
         continue;
+      }
+      int ownLayer = -1;  // a layer's forward op (opLayers)
+      if (opLayers != nullptr && node == nullptr) {
+        if (auto it = opLayers->find(s.start.count()); it != opLayers->end()) {
+          ownLayer = it->second;
+          layer = ownLayer;
+        }
       }
       if (auto sequence = s.args.getInt("Sequence number")) {
         if (node != nullptr) {
@@ -959,7 +891,7 @@ Status mapGpuLayers(const std::vector<ImportLayer>& layers, const RankTrack& tra
           }
         }
       }
-      open.push_back({&s, -1, false});
+      open.push_back({&s, ownLayer, false});
     }
   }
   // (window, layer, backward) → [first kernel start, last kernel end]
@@ -1077,7 +1009,9 @@ struct ImportState {
   std::string backend;
   bool gpuLayerRanges = false;  // GPU kernels named by layer through ddpscope.layer: ranges
   std::map<int, std::vector<std::pair<int64_t, std::string>>> forwardOpsOfRank;
-  bool ddpSeen = false;  // DDP's forward, its reducer's ops or an allreduce in any trace
+  bool ddpSeen = false;    // DDP's forward, its reducer's ops or an allreduce in any trace
+  bool modelRead = false;  // options.readModel: the first file's model was tried
+  std::string modelFile;   // the file it was read from
 };
 
 // The refusal of a source that is no single-rank Kineto trace; ok otherwise.
@@ -1124,24 +1058,78 @@ Status checkWorldSize(const std::string& path, const Timeline& source, size_t fi
 // ddpscope.layer: ranges when the job wrapped its modules in them, else through the host ops
 // that launched them (with a note saying which); a CPU trace's host ops directly.
 Status mapRankLayers(const std::string& path, const Timeline& source,
-                     const KinetoImportOptions& options, RankBuild& build, ImportState& state) {
+                     const std::vector<ImportLayer>& layers, RankBuild& build, ImportState& state,
+                     const TraceModel* traced = nullptr) {
   const bool gpu = std::any_of(build.spans.begin(), build.spans.end(),
                                [](const auto& g) { return g.group == kHostOpsGroup; });
-  if (!gpu) return mapLayers(options.layers, build);
-  // Ranges when the job wrapped its modules in them; else the host ops by kind.
+  if (!gpu) return mapLayers(layers, build);
+  // Ranges when the job wrapped its modules in them; else, for a model read off the trace's own
+  // ops, each layer's op as its range; else the host ops by kind.
   const bool ranges = hasLayerRanges(source.rank(0));
+  std::optional<std::map<int64_t, int>> opLayers;
+  std::vector<std::pair<int64_t, std::string>> forwardOps;
+  if (!ranges && traced != nullptr && !traced->fromRanges) {
+    opLayers = forwardOpLayers(source.rank(0), *traced);
+    if (opLayers->empty()) {
+      return invalidArgument(path +
+                             ": no profiled step runs the forward ops of the model read "
+                             "from the trace");
+    }
+    // The host facts (sim/replay/trace_host_facts.h) give every forward op to a layer.
+    for (const auto& [start, layer] : forwardOpLayers(source.rank(0), *traced, /*everyOp=*/true)) {
+      forwardOps.emplace_back(start, layers[static_cast<size_t>(layer)].name);
+    }
+  }
   int64_t mapped = 0;
-  RETURN_IF_ERROR(mapGpuLayers(options.layers, source.rank(0), build, ranges, mapped,
-                               &state.forwardOpsOfRank[build.rank]));
+  RETURN_IF_ERROR(mapGpuLayers(layers, source.rank(0), build, ranges || opLayers.has_value(),
+                               mapped, opLayers ? nullptr : &forwardOps,
+                               opLayers ? &*opLayers : nullptr));
+  state.forwardOpsOfRank[build.rank] = std::move(forwardOps);
   state.gpuLayerRanges = true;
   state.report.notes.push_back(
       path + ": GPU trace: kernels named by layer through " +
-      (ranges ? std::string("the ddpscope.layer: ranges")
-              : std::string("the host ops that launched them")) +
-      "; " + std::to_string(static_cast<int64_t>(options.layers.size()) - mapped) + " of " +
-      std::to_string(options.layers.size()) +
+      (ranges     ? std::string("the ddpscope.layer: ranges")
+       : opLayers ? std::string("the forward ops they were read from and their autograd nodes")
+                  : std::string("the host ops that launched them")) +
+      "; " + std::to_string(static_cast<int64_t>(layers.size()) - mapped) + " of " +
+      std::to_string(layers.size()) +
       " layers have no kernels of their own (ops of a container's forward: residual "
       "adds, attention cores): their time stays with the next layer's");
+  return Status::ok();
+}
+
+// KinetoImportOptions::readModel: the first file's model (traces/kineto_model.h) names the spans
+// of every rank. A first file without one, or whose layers its own ops do not match, imports
+// without layer names (a note says why); a later file the model does not fit is refused: the
+// ranks ran different models.
+Status mapRankLayersOfTrace(const std::string& path, const Timeline& source, RankBuild& build,
+                            ImportState& state) {
+  KinetoImportReport& report = state.report;
+  if (!state.modelRead) {
+    state.modelRead = true;
+    state.modelFile = path;
+    StatusOr<TraceModel> model = readTraceModel(source.rank(0), path);
+    if (!model.isOk()) {
+      report.notes.push_back("no model read from the trace: " + model.status().message());
+      return Status::ok();
+    }
+    // A failed match leaves the build as it was (the spans only re-sorted).
+    Status mapped = mapRankLayers(path, source, model->layers, build, state, &*model);
+    if (!mapped.isOk()) {
+      report.notes.push_back("the model read from the trace does not fit its own ops: " +
+                             mapped.message() + "; give --model");
+      return Status::ok();
+    }
+    report.traceModel = std::move(*model);
+    return Status::ok();
+  }
+  if (!report.traceModel) return Status::ok();
+  Status mapped =
+      mapRankLayers(path, source, report.traceModel->layers, build, state, &*report.traceModel);
+  if (!mapped.isOk()) {
+    return invalidArgument(mapped.message() + " (the layers were read from " + state.modelFile +
+                           "; do all files come from one job?)");
+  }
   return Status::ok();
 }
 
@@ -1176,7 +1164,11 @@ Status importSource(const std::string& path, size_t fileCount, const Timeline& s
         "correlation id inside record_param_comms or a c10d op (profile with CPU and GPU "
         "activities; the kernels stay unclassified communication)");
   }
-  if (!options.layers.empty()) RETURN_IF_ERROR(mapRankLayers(path, source, options, build, state));
+  if (!options.layers.empty()) {
+    RETURN_IF_ERROR(mapRankLayers(path, source, options.layers, build, state));
+  } else if (options.readModel) {
+    RETURN_IF_ERROR(mapRankLayersOfTrace(path, source, build, state));
+  }
   state.builds.push_back(std::move(build));
   return Status::ok();
 }

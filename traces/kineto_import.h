@@ -55,16 +55,11 @@
 
 #include "base/nanos.h"
 #include "base/status.h"
+#include "traces/kineto_model.h"
 #include "traces/overlap.h"
 #include "traces/timeline.h"
 
 namespace ddpscope::traces {
-
-// A layer of the model the job trained (models/FORMAT.md), in forward execution order.
-struct ImportLayer {
-  std::string name;  // module path, "layer1.0.conv1"
-  std::string type;  // "Conv2d", "Linear", "ReLU", ...
-};
 
 // What DDP sends, from the model and the job's DDP settings (ddp::BucketPlan and the buffers),
 // for collectives whose size the trace does not carry. Per iteration the k-th bucket allreduce
@@ -96,6 +91,11 @@ struct KinetoImportOptions {
   // that match no layer move to the "cpu ops" lane. An iteration where some layer of a known
   // kind stays unmatched is an error naming the file, rank, iteration and layer.
   std::vector<ImportLayer> layers;
+  // Without layers: read the model off the first file (traces/kineto_model.h: parameters from a
+  // trace recorded with record_shapes=True) and name the spans by its layers as above. When the
+  // trace holds no model, or its layers do not match the ops, the import goes on without layer
+  // names and KinetoImportReport::notes says why.
+  bool readModel = false;
   // Sizes of the job's DDP collectives, for traces that do not carry them.
   PlannedSizes plan;
   // > 0: the most bytes a gzip file may inflate to (ChromeReadOptions::maxGunzipBytes).
@@ -121,6 +121,9 @@ struct KinetoImportReport {
   // The host facts attribute the forward's host work through them
   // (sim/replay/trace_host_facts.h).
   std::vector<std::pair<int64_t, std::string>> forwardOps;
+  // With KinetoImportOptions::readModel: the model read off the first file, when it was read and
+  // its layers named every rank's spans.
+  std::optional<TraceModel> traceModel;
   std::vector<std::string> notes;  // one line each
 };
 

@@ -1,6 +1,8 @@
 #include "sim/api/import_request.h"
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
@@ -70,6 +72,58 @@ void addHostFacts(const traces::KinetoImportReport& report, const models::ModelS
 
 }  // namespace
 
+nlohmann::json traceModelJson(const traces::TraceModel& traced, const std::string& file) {
+  const size_t layerCount = traced.layers.size();
+  std::vector<std::vector<size_t>> owned(layerCount);  // per layer: ready indices
+  std::vector<size_t> unowned;
+  for (size_t i = 0; i < traced.params.size(); ++i) {
+    const int layer = traced.params[i].layer;
+    if (layer >= 0 && static_cast<size_t>(layer) < layerCount) {
+      owned[static_cast<size_t>(layer)].push_back(i);
+    } else {
+      unowned.push_back(i);
+    }
+  }
+  std::vector<std::string> nameOf(traced.params.size());
+  nlohmann::json params = nlohmann::json::array();
+  auto addParam = [&](size_t ready, std::string name) {
+    const traces::TraceModelParam& p = traced.params[ready];
+    params.push_back({{"name", name}, {"shape", p.shape}, {"dtype", p.dtype}});
+    nameOf[ready] = std::move(name);
+  };
+  nlohmann::json layers = nlohmann::json::array();
+  for (size_t l = 0; l < layerCount; ++l) {
+    std::vector<size_t> module = owned[l];
+    std::stable_sort(module.begin(), module.end(), [&](size_t a, size_t b) {
+      return traced.params[a].shape.size() > traced.params[b].shape.size();
+    });
+    nlohmann::json moduleNames = nlohmann::json::array();
+    for (size_t k = 0; k < module.size(); ++k) {
+      const std::string suffix = k == 0 ? "weight" : k == 1 ? "bias" : "param" + std::to_string(k);
+      addParam(module[k], traced.layers[l].name + "." + suffix);
+      moduleNames.push_back(nameOf[module[k]]);
+    }
+    nlohmann::json readyNames = nlohmann::json::array();
+    for (size_t ready : owned[l]) readyNames.push_back(nameOf[ready]);
+    nlohmann::json layer = {{"name", traced.layers[l].name}, {"type", traced.layers[l].type}};
+    if (!module.empty()) {
+      layer["params"] = std::move(moduleNames);
+      layer["grad_ready_order"] = std::move(readyNames);
+    }
+    layers.push_back(std::move(layer));
+  }
+  for (auto it = unowned.rbegin(); it != unowned.rend(); ++it) {
+    addParam(*it, "param" + std::to_string(*it));
+  }
+  return {{"name", "trace:" + std::filesystem::path(file).filename().string()},
+          {"description",
+           "read from " + file + " (ProfilerStep#" + std::to_string(traced.iteration) +
+               ", layers from " +
+               (traced.fromRanges ? "its ddpscope.layer: ranges" : "its forward ops") + ")"},
+          {"parameters", std::move(params)},
+          {"layers", std::move(layers)}};
+}
+
 StatusOr<traces::PlannedSizes> plannedSizes(const models::ModelSpec& model,
                                             const ddp::DdpConfig& config) {
   traces::PlannedSizes sizes;
@@ -134,12 +188,33 @@ StatusOr<TorchImport> importTorchTraces(
     // What DDP sends, for traces without message sizes.
     ASSIGN_OR_RETURN(options.plan, plannedSizes(*model, jobSettings.value_or(ddp::DdpConfig{})));
   }
+  // Without it, the model read off the trace when it was recorded with record_shapes=True.
+  options.readModel = !model;
   options.progress = std::move(progress);
   ASSIGN_OR_RETURN(traces::Timeline timeline,
                    traces::importKinetoTraces(tracePaths, options, &result.report));
   // Run settings the profiler does not record, for replay / calibrate (otherData keys of
   // `ddpscope run` traces).
   if (auto name = values.value("model")) timeline.mutableMetadata().set("model", *name);
+  if (const std::optional<traces::TraceModel>& traced = result.report.traceModel) {
+    const std::string& file = result.report.files.front();
+    const std::string text = traceModelJson(*traced, file).dump();
+    StatusOr<models::ModelSpec> read = models::parseModelJson(text, file + " (its model)");
+    if (read.isOk()) {
+      model = std::move(*read);
+      result.modelFromTrace = model;
+      timeline.mutableMetadata().set("model_json", text);
+      result.report.notes.push_back(
+          "model read from the trace (record_shapes): " + std::to_string(model->numTensors()) +
+          " parameters, " + std::to_string(model->totalBytes()) + " B, in " +
+          std::to_string(model->layers.size()) + " layers from " +
+          (traced->fromRanges ? "its ddpscope.layer: ranges" : "its forward ops") +
+          "; replay, calibrate and plan need no --model");
+    } else {
+      result.report.notes.push_back("the model read from the trace is not valid: " +
+                                    read.status().message());
+    }
+  }
   if (model) addHostFacts(result.report, *model, timeline, result.report.notes);
   if (jobSettings) {
     for (const auto& [key, value] : traces::argsFromJson(ddp::ddpSettingsJson(*jobSettings))) {
@@ -187,6 +262,15 @@ nlohmann::json importTorchJson(const TorchImport& result) {
                     {"bucket_bytes", bytesJson(it.bucketBytes)}});
   }
   out["per_iteration"] = std::move(rows);
+  out["model_from_trace"] = nullptr;
+  if (result.modelFromTrace && report.traceModel) {
+    const models::ModelSpec& m = *result.modelFromTrace;
+    out["model_from_trace"] = {{"name", m.name},
+                               {"parameters", m.numTensors()},
+                               {"bytes", m.totalBytes()},
+                               {"layers", m.layers.size()},
+                               {"layers_from", report.traceModel->fromRanges ? "ranges" : "ops"}};
+  }
   out["notes"] = report.notes;
   return out;
 }

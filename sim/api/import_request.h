@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <functional>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,10 +33,21 @@ std::vector<SettingSpec> importTorchSettingList();
 StatusOr<traces::PlannedSizes> plannedSizes(const models::ModelSpec& model,
                                             const ddp::DdpConfig& config);
 
+// The model JSON (models/FORMAT.md) of the model read off a trace (traces/kineto_model.h) from
+// `file`. The trace does not say what PyTorch registered first nor the parameters' names:
+// registration order is taken as the layers' forward order, a layer's parameters ordered by rank
+// (a weight matrix before its bias vector), then by readiness; they are named "<layer>.weight",
+// "<layer>.bias", "<layer>.param<k>" for further ones, "param<i>" when no layer owns one (those
+// come last, in reverse ready order, as DDP assumes for a parameter list).
+nlohmann::json traceModelJson(const traces::TraceModel& traced, const std::string& file);
+
 struct TorchImport {
   std::string output;  // the trace written
   traces::KinetoImportReport report;
   traces::KinetoImportSummary summary;
+  // Without a model setting: the model read off the traces (report.traceModel) as the output
+  // keeps it (otherData.model_json), when there was one.
+  std::optional<models::ModelSpec> modelFromTrace;
 };
 
 // Imports `tracePaths` and writes the trace to the "out" setting's path. `progress`
@@ -44,7 +56,8 @@ StatusOr<TorchImport> importTorchTraces(
     const std::vector<std::string>& tracePaths, const SettingValues& values,
     std::function<void(size_t done, size_t total, const std::string& path)> progress = nullptr);
 
-// What `ddpscope import-torch --json` prints (times in ns; unknown bytes null).
+// What `ddpscope import-torch --json` prints (times in ns; unknown bytes null); "model_from_trace":
+// {"name", "parameters", "bytes", "layers", "layers_from": "ranges" | "ops"}, or null.
 nlohmann::json importTorchJson(const TorchImport& result);
 
 }  // namespace ddpscope::sim

@@ -125,6 +125,7 @@ StatusOr<RunSettings> readRunSettings(const traces::Timeline& timeline, const st
   const traces::Args& meta = timeline.metadata();
   RunSettings s;
   if (auto m = meta.getString("model")) s.model = std::string(*m);
+  if (auto m = meta.getString("model_json")) s.modelJson = std::string(*m);
   s.worldSize = timeline.rankCount();
   if (auto w = metaNumber(meta, "world_size")) {
     if (*w < 1 || *w != std::floor(*w)) {
@@ -153,8 +154,14 @@ StatusOr<RunSettings> readRunSettings(const traces::Timeline& timeline, const st
 }
 
 StatusOr<models::ModelSpec> modelForTrace(const RunSettings& settings, const std::string& origin) {
+  if (settings.model.empty() && !settings.modelJson.empty()) {
+    return models::parseModelJson(settings.modelJson, origin + ": otherData.model_json");
+  }
   if (settings.model.empty()) {
-    return invalidArgument(origin + ": the trace names no model (otherData.model); give --model");
+    return invalidArgument(origin +
+                           ": the trace names no model (otherData.model) and holds none read "
+                           "from its shapes (import-torch reads one from a profile recorded with "
+                           "record_shapes=True); give --model");
   }
   StatusOr<models::ModelSpec> model = models::resolveModel(settings.model);
   if (!model.isOk()) {

@@ -54,6 +54,7 @@ namespace ddpscope::sim::replay {
 // The run's settings, from the trace metadata (otherData) written by ddpscope run.
 struct RunSettings {
   std::string model;           // "model": zoo name or shorthand ("" when absent)
+  std::string modelJson;       // "model_json": the model read off a profiled trace ("" when absent)
   int worldSize = 0;           // "world_size" (else the number of ranks in the trace)
   int64_t globalBatch = 0;     // "global_batch" (0 = unknown)
   int64_t batchPerRank = 0;    // "batch_per_rank" or global_batch / world_size (0 = unknown)
@@ -68,7 +69,8 @@ struct RunSettings {
 StatusOr<RunSettings> readRunSettings(const traces::Timeline& timeline, const std::string& origin);
 
 // The model a trace was recorded with: --model wins, else metadata "model" (a
-// zoo name or a shorthand). Error when none is known.
+// zoo name or a shorthand), else "model_json" (the model `ddpscope import-torch` read off a trace
+// recorded with record_shapes=True). Error when none is known.
 StatusOr<models::ModelSpec> modelForTrace(const RunSettings& settings, const std::string& origin);
 
 // One attributed layer time of one rank in one iteration.
