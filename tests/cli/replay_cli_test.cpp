@@ -62,13 +62,15 @@ TEST(ReplayCliTest, CudaRuntimeTracesFromAnH100ReplayWithinThreePercent) {
 // layer spans through the ranges (forward) and the autograd sequence numbers (backward), and
 // replay keeps both steps (the profile holds no warm-up or rebuild). Until then import-torch
 // said "compute spans are kernels, not named by layer" and replay refused ("no measured
-// iterations after skipping the first 2"). The table in docs/validation.md is this test's
-// output (DDPSCOPE_REGENERATE_DOCS=1 rewrites it).
+// iterations after skipping the first 2"). Imported without --model, the trace's own model
+// (read off its record_shapes, traces/kineto_model.h) replays the same. The table in
+// docs/validation.md is this test's output (DDPSCOPE_REGENERATE_DOCS=1 rewrites it).
 TEST(ReplayCliTest, ProfiledH100TracesReplayAtTheirOwnSettingsWithinFivePercent) {
   const std::string dir = std::string(DDPSCOPE_SOURCE_DIR) + "/tests/data/gpu/h100/run1/";
   std::string table =
-      "| trace (run1, 2 profiled steps) | measured step | replayed | error |\n"
-      "|---|---|---|---|\n";
+      "| trace (run1, 2 profiled steps) | measured step | replayed (zoo model) | error | "
+      "replayed (model read from the trace) | error |\n"
+      "|---|---|---|---|---|---|\n";
   for (const std::string model : {"resnet50", "gpt2-small", "bert-base"}) {
     SCOPED_TRACE(model);
     const std::string run = (scratchDir() / (model + "-h100-profile.json")).string();
@@ -83,10 +85,24 @@ TEST(ReplayCliTest, ProfiledH100TracesReplayAtTheirOwnSettingsWithinFivePercent)
     EXPECT_EQ(j["measured_iterations"], nlohmann::json::array({1, 2}));
     const double error = j["replay_error_percent"].get<double>();
     EXPECT_LE(std::abs(error), 5.0) << r.out;
-    char row[160];
-    std::snprintf(row, sizeof(row), "| %s-ddp-default | %.2f ms | %.2f ms | %+.2f %% |\n",
+    // No --model at either step: the model is the trace's.
+    const std::string own = (scratchDir() / (model + "-h100-own-model.json")).string();
+    ASSERT_EQ(runCliForTest({"import-torch", dir + model + "-ddp-default-rank0.json.gz", "-o", own})
+                  .exitCode,
+              0);
+    CliResult ownReplay = runCliForTest(
+        {"replay", "--from-trace", own, "--cluster", "dgx-h100", "--world-size", "1", "--json"});
+    ASSERT_EQ(ownReplay.exitCode, 0) << ownReplay.err;
+    const auto o = nlohmann::json::parse(ownReplay.out);
+    const double ownError = o["replay_error_percent"].get<double>();
+    EXPECT_LE(std::abs(ownError), 5.0) << ownReplay.out;
+    EXPECT_NEAR(ownError, error, 0.05);
+    char row[256];
+    std::snprintf(row, sizeof(row),
+                  "| %s-ddp-default | %.2f ms | %.2f ms | %+.2f %% | %.2f ms | %+.2f %% |\n",
                   model.c_str(), j["measured_step_ms"].get<double>(),
-                  j["replayed_step_ms"].get<double>(), error);
+                  j["replayed_step_ms"].get<double>(), error, o["replayed_step_ms"].get<double>(),
+                  ownError);
     table += row;
   }
   test_docs::expectDocBlock("docs/validation.md", "h100-profile-replay", table);

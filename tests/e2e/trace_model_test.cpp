@@ -158,9 +158,8 @@ double replayError(const std::vector<std::string>& args) {
 
 // import-torch without --model keeps the model read off the trace; its steady buckets are the
 // allreduces the job issued (the bucket plan of its parameters in the order autograd made them
-// ready), and replay needs no --model: at the trace's own settings it replays as the zoo model
-// does (the measured layer times are the same kernels), within 5 % of the measured step.
-TEST(TraceModelTest, ImportWithoutAModelKeepsTheTracesModelAndReplaysLikeTheZooModel) {
+// ready), and plan needs no --model. (Replay without it: ReplayCliTest's H100 table.)
+TEST(TraceModelTest, ImportWithoutAModelKeepsTheTracesModelWhoseBucketsAreTheJobs) {
   for (const std::string& name : kH100Models) {
     SCOPED_TRACE(name);
     const std::string run = (scratchDir() / (name + "-own-model.json")).string();
@@ -190,17 +189,6 @@ TEST(TraceModelTest, ImportWithoutAModelKeepsTheTracesModelAndReplaysLikeTheZooM
       planned.push_back(b["bytes"].get<int64_t>());
     }
     EXPECT_EQ(nlohmann::json(planned), summary["bucket_bytes"]);
-
-    const double withoutModel = replayError(
-        {"replay", "--from-trace", run, "--cluster", "dgx-h100", "--world-size", "1", "--json"});
-    EXPECT_LE(std::abs(withoutModel), 5.0);
-    const std::string zooRun = (scratchDir() / (name + "-zoo-model.json")).string();
-    ASSERT_EQ(
-        runCliForTest({"import-torch", h100Trace(name), "--model", name, "-o", zooRun}).exitCode,
-        0);
-    const double withModel = replayError({"replay", "--from-trace", zooRun, "--model", name,
-                                          "--cluster", "dgx-h100", "--world-size", "1", "--json"});
-    EXPECT_NEAR(withoutModel, withModel, 0.05);
 
     // plan takes the trace's model too.
     CliResult plan = runCliForTest(
