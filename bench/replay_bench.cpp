@@ -1,6 +1,7 @@
 // Import and replay of a large real GPU profiler trace, as a user runs them: `ddpscope
 // import-torch TRACE --model resnet50 -o RUN` then `ddpscope replay --from-trace RUN --model
-// resnet50 --cluster dgx-h100 --world-size 1` (in-process, through the CLI's own entry point).
+// resnet50 --cluster dgx-h100 --world-size 1` (in-process, through the CLI's own entry point);
+// BM_ImportAndReplayOwnModel: the same two commands without --model.
 //
 // The trace is the GPU kit's profiled H100 resnet50 DDP trace (tests/data/gpu/h100/run1, 9.1 MB of
 // JSON, 2 steps, PyTorch 2.11) with its events repeated K times, each copy shifted in time past
@@ -120,7 +121,8 @@ int64_t writeRepeatedTraceApart(int copies, const std::string& path, std::string
   return static_cast<int64_t>(std::filesystem::file_size(path));
 }
 
-void BM_ImportAndReplay(benchmark::State& state) {
+// `ownModel`: import and replay without --model (the model read off the trace's record_shapes).
+void importAndReplay(benchmark::State& state, bool ownModel) {
   const int copies = static_cast<int>(state.range(0));
   const std::string trace = scratch("trace.json");
   const std::string run = scratch("run.json");
@@ -133,16 +135,21 @@ void BM_ImportAndReplay(benchmark::State& state) {
   int64_t steps = 0;
   for (auto _ : state) {
     std::ostringstream out, err;
-    int code = ddpscope::cli::runCli(
-        {"import-torch", trace, "--model", "resnet50", "-o", run, "--quiet"}, out, err);
+    std::vector<std::string> importArgs = {"import-torch", trace, "-o", run, "--quiet"};
+    std::vector<std::string> replayArgs = {"replay",   "--from-trace", run, "--cluster",
+                                           "dgx-h100", "--world-size", "1", "--json"};
+    if (!ownModel) {
+      for (auto* args : {&importArgs, &replayArgs}) {
+        args->insert(args->end(), {"--model", "resnet50"});
+      }
+    }
+    int code = ddpscope::cli::runCli(importArgs, out, err);
     if (code != 0) {
       state.SkipWithError(("import-torch: " + err.str()).c_str());
       break;
     }
     std::ostringstream rout, rerr;
-    code = ddpscope::cli::runCli({"replay", "--from-trace", run, "--model", "resnet50", "--cluster",
-                                  "dgx-h100", "--world-size", "1", "--json"},
-                                 rout, rerr);
+    code = ddpscope::cli::runCli(replayArgs, rout, rerr);
     if (code != 0) {
       state.SkipWithError(("replay: " + rerr.str()).c_str());
       break;
@@ -168,7 +175,15 @@ void BM_ImportAndReplay(benchmark::State& state) {
   std::filesystem::remove(trace);
   std::filesystem::remove(run);
 }
+void BM_ImportAndReplay(benchmark::State& state) {
+  importAndReplay(state, false);
+}
 BENCHMARK(BM_ImportAndReplay)->Arg(1)->Arg(14)->Unit(benchmark::kMillisecond)->Iterations(1);
+// The same without --model: the import reads the model off the trace (one profiled step) first.
+void BM_ImportAndReplayOwnModel(benchmark::State& state) {
+  importAndReplay(state, true);
+}
+BENCHMARK(BM_ImportAndReplayOwnModel)->Arg(14)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 }  // namespace
 

@@ -1098,7 +1098,11 @@ def import_torch(paths: Union[PathLike, Iterable[PathLike]], out: Optional[PathL
         model: a :class:`Model`, a zoo name (see :func:`models`), a shorthand
             ("gpt2:layers=L,embd=E,heads=H,vocab=V,seq=T", "mlp:in=I,hidden=H,depth=D,out=O") or
             a model JSON file: names the compute spans by its layers (replay and calibrate need
-            it) and gives a trace without message sizes its bucket plan's bytes.
+            it) and gives a trace without message sizes its bucket plan's bytes. None: a trace
+            profiled with ``record_shapes=True`` gives its own model (its parameters from the
+            backward's gradient accumulation), kept in the output so that replay and calibrate
+            need none; the result's ``"model_from_trace"`` says what was read (None when the
+            trace holds no model, and a note says why).
         allow_missing_ranks: True: import a subset of the job's ranks instead of failing.
         batch_per_rank: record the job's per-rank batch size in the trace.
         bucket_cap_mb: bucket_cap_mb in MiB (CLI default 25; giving it counts as set by the

@@ -280,6 +280,19 @@ def test_import_torch_equals_the_cli(cli, data_dir, tmp_path):
     assert (tmp_path / "api.json").read_bytes() == (tmp_path / "cli.json").read_bytes()
 
 
+def test_import_torch_without_a_model_reads_the_traces_own(data_dir, tmp_path):
+    """The real gloo job's traces carry record_shapes: the import reads the model off them, and
+    replay of what it wrote needs no model."""
+    traces = [os.path.join(data_dir, "torch", "ddp_gloo_rank%d.json.gz" % r) for r in (0, 1)]
+    exported = ddpscope.Model.load(os.path.join(data_dir, "torch", "ddp_gloo_model.json"))
+    summary = ddpscope.import_torch(traces, out=tmp_path / "run.json")
+    own = summary["model_from_trace"]
+    assert own["layers_from"] == "ops"
+    assert (own["parameters"], own["bytes"]) == (exported.num_tensors, exported.total_bytes)
+    replayed = ddpscope.replay(tmp_path / "run.json")
+    assert abs(replayed["replay_error_percent"]) < 10
+
+
 def test_calibrate_equals_the_cli(cli, data_dir, tmp_path):
     run = os.path.join(data_dir, "replay", "mlp-wide-w2.json.gz")
     expected = cli.json("calibrate", run, "-o", str(tmp_path / "cli.json"), "--name", "fit")
