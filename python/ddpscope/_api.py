@@ -25,6 +25,7 @@ import shutil
 import subprocess
 import sysconfig
 import tempfile
+import textwrap
 import warnings
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
@@ -62,6 +63,148 @@ def _python_error(error: Error, function: str) -> Error:
     return InvalidSetting(keyworded, 2)
 
 
+# The Args: entries several functions share, one text each; _python_errors completes every
+# public function's docstring with them (_complete_args), in the order of its signature.
+_SHARED_ARGS: Dict[str, str] = {
+    'all_ranks': (
+        'True: simulate every rank (jitter, stragglers) instead of one.'),
+    'autocast': (
+        "True: the forward runs under torch.autocast (bf16/fp16 AMP): a Linear's weight "
+        "gradient is ready before its bias, which moves the rebuilt buckets' "
+        'boundaries.'),
+    'batch': (
+        "samples per rank per step (CLI default: the model's)."),
+    'batched_grad_copy': (
+        'True: batched_grad_copy=True, one batched copy and one divide per bucket '
+        'instead of per-gradient copies (2.15).'),
+    'bucket_cap_mb': (
+        'bucket_cap_mb in MiB (CLI default 25; giving it counts as set by the user).'),
+    'bucket_cap_mb_list': (
+        "per-bucket caps in whole MiB (2.15's bucket_cap_mb_list; overrides "
+        'bucket_cap_mb, effective cap = max).'),
+    'cluster': (
+        'a built-in cluster (``ddpscope cluster list``) or a cluster JSON file '
+        '(sim/cost/clusters/FORMAT.md).'),
+    'comm_hook': (
+        'the communication hook: "fp16", "bf16", "powersgd:R", "allreduce" or "none" '
+        '(the CLI default).'),
+    'compile': (
+        'how a torch.compile\'d model meets DDP: "none" (eager; the CLI default), '
+        '"ddp-optimizer" (forward split at bucket boundaries; hooks fire between '
+        'sub-graphs), "whole-graph" (optimize_ddp=False: every allreduce after the '
+        'backward) or "compiled-autograd" (python reducer; Inductor buckets the '
+        'allreduces).'),
+    'compile_graph_overhead': (
+        'the host time of one compiled (sub-)graph, forward + backward call, in us (CLI '
+        'default 116, measured).'),
+    'compute_from': (
+        "a run's trace whose measured per-layer compute replaces the roofline."),
+    'contention': (
+        "the compute slowdown while a collective runs (CLI default: the cluster's)."),
+    'dtype': (
+        'the compute dtype: "fp32", "tf32", "bf16" or "fp16" (CLI default: the cluster '
+        "device's: bf16 where it has bf16, fp16 on V100, fp32 on CPUs; fp32 with "
+        'measured compute).'),
+    'find_unused': (
+        'True: find_unused_parameters=True.'),
+    'first_bucket_mb': (
+        "the first bucket's cap in MiB (CLI default 1 = 1,048,576 B)."),
+    'gradient_as_bucket_view': (
+        'True: gradient_as_bucket_view=True (gradients are views of the buckets: no '
+        'copies).'),
+    'host_profile': (
+        'what the host pays per op and DDP per event: a built-in host profile '
+        '(``ddpscope host-profile list``) or a profile JSON file (CLI default: the '
+        "cluster's)."),
+    'image_size': (
+        "the image side in pixels for vision models (CLI default: the model's)."),
+    'iterations': (
+        'iterations to simulate (CLI default: enough for the steady state).'),
+    'jitter': (
+        'per-rank, per-iteration compute jitter in % (with all_ranks; CLI default 0).'),
+    'lazy_bucket_allocation': (
+        'True: lazy_bucket_allocation=True; memory only, the simulated timing does not '
+        'change (2.15).'),
+    'mixed_precision': (
+        'DDP\'s mixed_precision as "P" or "P:R": param_dtype P, reduce_dtype R (fp16, '
+        'bf16, fp32; R defaults to P); buckets are reduced in R (2.15).'),
+    'model': (
+        'a :class:`Model`, a zoo name (see :func:`models`), a shorthand '
+        '("gpt2:layers=L,embd=E,heads=H,vocab=V,seq=T", '
+        '"mlp:in=I,hidden=H,depth=D,out=O") or a model JSON file.'),
+    'no_broadcast_buffers': (
+        'True: broadcast_buffers=False (no buffer broadcast before each forward).'),
+    'no_forward_sync_buffers': (
+        'True: forward_sync_buffers=False, no buffer broadcast before each forward; '
+        'construction still syncs them (2.15).'),
+    'no_sync_steps': (
+        'gradient accumulation: K-1 no_sync() steps, then one synced (CLI default 1).'),
+    'nodes': (
+        'the number of nodes (CLI default 1; gb200-nvl72: 72-GPU racks).'),
+    'seed': (
+        'the seed for jitter (CLI default 1).'),
+    'seq_len': (
+        "tokens per sample for transformers (CLI default: the model's)."),
+    'skip_all_reduce_unused_params': (
+        'True: skip_all_reduce_unused_params=True, no allreduce for buckets whose '
+        'parameters are all unused (2.15).'),
+    'static_graph': (
+        'True: static_graph=True.'),
+    'stragglers': (
+        'ranks slower by PCT %: "R:PCT" items, a list or a comma list (with all_ranks; '
+        'CLI default none).'),
+    'strategy': (
+        '"ddp" (the CLI default) or "dp" (nn.DataParallel, one node).'),
+    'sync_batchnorm': (
+        'True: SyncBatchNorm, a blocking allreduce per BatchNorm layer.'),
+    'torch_version': (
+        'the PyTorch DDP behaviour to follow: "2.15" (also "current"; the CLI default), '
+        '"1.13" or "1.5".'),
+    'world_size': (
+        'the number of ranks, a multiple of the GPUs per node (CLI default: one '
+        "node's); instead of nodes."),
+}
+
+
+def _complete_args(function: Any) -> None:
+    """Rewrites `function`'s docstring so that its "Args:" section lists every parameter of its
+    signature, in order: the function's own entry where its docstring has one, else the shared
+    one (_SHARED_ARGS). A parameter documented in neither is an error when the module loads."""
+    lines = (function.__doc__ or "").split("\n")
+    heads = [i for i, line in enumerate(lines) if line.strip() in ("Args:", "Returns:", "Raises:")]
+    if not heads:
+        raise AssertionError("%s: no Args/Returns/Raises section" % function.__name__)
+    indent = lines[heads[0]][:len(lines[heads[0]]) - len(lines[heads[0]].lstrip())]
+    own: Dict[str, List[str]] = {}
+    start = end = heads[0]
+    if lines[start].strip() == "Args:":
+        end = start + 1
+        name = ""
+        while end < len(lines) and lines[end].strip():
+            match = re.match(r"\s*(\w+): ", lines[end])
+            if match and len(lines[end]) - len(lines[end].lstrip()) == len(indent) + 4:
+                name = match.group(1)
+                own[name] = []
+            own[name].append(lines[end])
+            end += 1
+    else:
+        lines[start:start] = [""]  # the Args section goes before Returns, a blank line between
+    section = [indent + "Args:"]
+    for parameter in inspect.signature(function).parameters:
+        if parameter in own:
+            section.extend(own[parameter])
+        elif parameter in _SHARED_ARGS:
+            section.extend(textwrap.wrap(parameter + ": " + _SHARED_ARGS[parameter], width=96,
+                                         initial_indent=indent + " " * 4,
+                                         subsequent_indent=indent + " " * 8,
+                                         break_on_hyphens=False, break_long_words=False))
+        else:
+            raise AssertionError("%s: parameter %s is documented nowhere"
+                                 % (function.__name__, parameter))
+    lines[start:end] = section
+    function.__doc__ = "\n".join(lines)
+
+
 def _python_errors(function: Any = None, *, renamed: Sequence[str] = ()) -> Any:
     """Raises the core's bad-input errors of `function` as _python_error makes them, and a
     keyword argument `function` does not take as an UnknownSetting worded as Python words it
@@ -71,6 +214,7 @@ def _python_errors(function: Any = None, *, renamed: Sequence[str] = ()) -> Any:
     ``@_python_errors(renamed=(...))``."""
     if function is None:
         return functools.partial(_python_errors, renamed=renamed)
+    _complete_args(function)
     parameters = inspect.signature(function).parameters.values()
     keywords = None if any(p.kind is p.VAR_KEYWORD for p in parameters) else {
         p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
@@ -405,17 +549,6 @@ def buckets(model: ModelLike, bucket_cap_mb: Optional[float] = None, find_unused
         model: a :class:`Model`, a zoo name (see :func:`models`), a shorthand
             ("gpt2:layers=L,embd=E,heads=H,vocab=V,seq=T", "mlp:in=I,hidden=H,depth=D,out=O")
             or a model JSON file.
-        bucket_cap_mb: bucket_cap_mb in MiB (CLI default 25; giving it counts as set by the
-            user).
-        find_unused: True: find_unused_parameters=True.
-        torch_version: the PyTorch DDP behaviour to follow: "2.15" (also "current"; the CLI
-            default), "1.13" or "1.5".
-        first_bucket_mb: the first bucket's cap in MiB (CLI default 1 = 1,048,576 B).
-        static_graph: True: static_graph=True.
-        bucket_cap_mb_list: per-bucket caps in whole MiB (2.15's bucket_cap_mb_list; overrides
-            bucket_cap_mb, effective cap = max).
-        autocast: True: the forward runs under torch.autocast (bf16/fp16 AMP): a Linear's weight
-            gradient is ready before its bias, which moves the rebuilt buckets' boundaries.
         iteration: 1 (the construction plan, used in iteration 1) or "steady" (after any
             rebuild; the CLI default).
         ready_order: the gradient-ready order for the rebuild, as parameter indices (CLI
@@ -559,70 +692,6 @@ def simulate(model: ModelLike, cluster: Optional[PathLike] = "dgx-h100",
     ``--find-unused``, a list is a comma list); None (False for a switch) leaves the CLI's
     default. The trace (``--trace``, ``--trace-format``) is :meth:`SimResult.save_trace`.
 
-    Args:
-        model: a :class:`Model`, a zoo name (see :func:`models`), a shorthand
-            ("gpt2:layers=L,embd=E,heads=H,vocab=V,seq=T", "mlp:in=I,hidden=H,depth=D,out=O") or
-            a model JSON file.
-        cluster: a built-in cluster (``ddpscope cluster list``) or a cluster JSON file
-            (sim/cost/clusters/FORMAT.md).
-        nodes: the number of nodes (CLI default 1; gb200-nvl72: 72-GPU racks).
-        host_profile: what the host pays per op and DDP per event: a built-in host profile
-            (``ddpscope host-profile list``) or a profile JSON file (CLI default: the
-            cluster's).
-        compute_from: a run's trace whose measured per-layer compute replaces the roofline.
-        world_size: the number of ranks, a multiple of the GPUs per node (CLI default: one
-            node's); instead of nodes.
-        bucket_cap_mb: bucket_cap_mb in MiB (CLI default 25; giving it counts as set by the
-            user).
-        first_bucket_mb: the first bucket's cap in MiB (CLI default 1 = 1,048,576 B).
-        find_unused: True: find_unused_parameters=True.
-        static_graph: True: static_graph=True.
-        gradient_as_bucket_view: True: gradient_as_bucket_view=True (gradients are views of the
-            buckets: no copies).
-        no_sync_steps: gradient accumulation: K-1 no_sync() steps, then one synced (CLI default
-            1).
-        comm_hook: the communication hook: "fp16", "bf16", "powersgd:R", "allreduce" or "none"
-            (the CLI default).
-        no_broadcast_buffers: True: broadcast_buffers=False (no buffer broadcast before each
-            forward).
-        torch_version: the PyTorch DDP behaviour to follow: "2.15" (also "current"; the CLI
-            default), "1.13" or "1.5".
-        bucket_cap_mb_list: per-bucket caps in whole MiB (2.15's bucket_cap_mb_list; overrides
-            bucket_cap_mb, effective cap = max).
-        batched_grad_copy: True: batched_grad_copy=True, one batched copy and one divide per
-            bucket instead of per-gradient copies (2.15).
-        skip_all_reduce_unused_params: True: skip_all_reduce_unused_params=True, no allreduce
-            for buckets whose parameters are all unused (2.15).
-        no_forward_sync_buffers: True: forward_sync_buffers=False, no buffer broadcast before
-            each forward; construction still syncs them (2.15).
-        lazy_bucket_allocation: True: lazy_bucket_allocation=True; memory only, the simulated
-            timing does not change (2.15).
-        mixed_precision: DDP's mixed_precision as "P" or "P:R": param_dtype P, reduce_dtype R
-            (fp16, bf16, fp32; R defaults to P); buckets are reduced in R (2.15).
-        autocast: True: the forward runs under torch.autocast (bf16/fp16 AMP): a Linear's weight
-            gradient is ready before its bias, which moves the rebuilt buckets' boundaries.
-        batch: samples per rank per step (CLI default: the model's).
-        seq_len: tokens per sample for transformers (CLI default: the model's).
-        image_size: the image side in pixels for vision models (CLI default: the model's).
-        dtype: the compute dtype: "fp32", "tf32", "bf16" or "fp16" (CLI default: the cluster
-            device's: bf16 where it has bf16, fp16 on V100, fp32 on CPUs; fp32 with measured
-            compute).
-        iterations: iterations to simulate (CLI default: enough for the steady state).
-        sync_batchnorm: True: SyncBatchNorm, a blocking allreduce per BatchNorm layer.
-        contention: the compute slowdown while a collective runs (CLI default: the cluster's).
-        strategy: "ddp" (the CLI default) or "dp" (nn.DataParallel, one node).
-        compile: how a torch.compile'd model meets DDP: "none" (eager; the CLI default),
-            "ddp-optimizer" (forward split at bucket boundaries; hooks fire between sub-graphs),
-            "whole-graph" (optimize_ddp=False: every allreduce after the backward) or
-            "compiled-autograd" (python reducer; Inductor buckets the allreduces).
-        compile_graph_overhead: the host time of one compiled (sub-)graph, forward + backward
-            call, in us (CLI default 116, measured).
-        all_ranks: True: simulate every rank (jitter, stragglers) instead of one.
-        jitter: per-rank, per-iteration compute jitter in % (with all_ranks; CLI default 0).
-        seed: the seed for jitter (CLI default 1).
-        stragglers: ranks slower by PCT %: "R:PCT" items, a list or a comma list (with
-            all_ranks; CLI default none).
-
     Returns:
         SimResult: the steady-state step time, exposed communication and overlap, the
         collectives with their timings (``to_dict()`` is the ``--json`` summary), and the trace.
@@ -689,11 +758,6 @@ def sweep(model: ModelLike, cluster: Optional[PathLike] = "dgx-h100",
     axes; the other settings are as for :func:`simulate`.
 
     Args:
-        model: a :class:`Model`, a zoo name (see :func:`models`), a shorthand
-            ("gpt2:layers=L,embd=E,heads=H,vocab=V,seq=T", "mlp:in=I,hidden=H,depth=D,out=O") or
-            a model JSON file.
-        cluster: a built-in cluster (``ddpscope cluster list``) or a cluster JSON file
-            (sim/cost/clusters/FORMAT.md).
         bucket_cap_mb: bucket caps in MiB to sweep, a number or a list (CLI default
             1,2,5,10,25,50,100,200).
         nodes: node counts to sweep, a number or a list (CLI default 1; gb200-nvl72: 72-GPU
@@ -702,58 +766,13 @@ def sweep(model: ModelLike, cluster: Optional[PathLike] = "dgx-h100",
             default off).
         best: True: return the best cap per (layout, find_unused, compile mode) with its gain
             over the default instead of the rows.
-        host_profile: what the host pays per op and DDP per event: a built-in host profile
-            (``ddpscope host-profile list``) or a profile JSON file (CLI default: the
-            cluster's).
-        compute_from: a run's trace whose measured per-layer compute replaces the roofline.
         world_size: world sizes to sweep (multiples of the GPUs per node; CLI default: those of
             nodes); instead of nodes.
-        first_bucket_mb: the first bucket's cap in MiB (CLI default 1 = 1,048,576 B).
-        static_graph: True: static_graph=True.
-        gradient_as_bucket_view: True: gradient_as_bucket_view=True (gradients are views of the
-            buckets: no copies).
-        no_sync_steps: gradient accumulation: K-1 no_sync() steps, then one synced (CLI default
-            1).
-        comm_hook: the communication hook: "fp16", "bf16", "powersgd:R", "allreduce" or "none"
-            (the CLI default).
-        no_broadcast_buffers: True: broadcast_buffers=False (no buffer broadcast before each
-            forward).
-        torch_version: the PyTorch DDP behaviour to follow: "2.15" (also "current"; the CLI
-            default), "1.13" or "1.5".
-        batched_grad_copy: True: batched_grad_copy=True, one batched copy and one divide per
-            bucket instead of per-gradient copies (2.15).
-        skip_all_reduce_unused_params: True: skip_all_reduce_unused_params=True, no allreduce
-            for buckets whose parameters are all unused (2.15).
-        no_forward_sync_buffers: True: forward_sync_buffers=False, no buffer broadcast before
-            each forward; construction still syncs them (2.15).
-        lazy_bucket_allocation: True: lazy_bucket_allocation=True; memory only, the simulated
-            timing does not change (2.15).
-        mixed_precision: DDP's mixed_precision as "P" or "P:R": param_dtype P, reduce_dtype R
-            (fp16, bf16, fp32; R defaults to P); buckets are reduced in R (2.15).
-        autocast: True: the forward runs under torch.autocast (bf16/fp16 AMP): a Linear's weight
-            gradient is ready before its bias, which moves the rebuilt buckets' boundaries.
-        batch: samples per rank per step (CLI default: the model's).
-        seq_len: tokens per sample for transformers (CLI default: the model's).
-        image_size: the image side in pixels for vision models (CLI default: the model's).
-        dtype: the compute dtype: "fp32", "tf32", "bf16" or "fp16" (CLI default: the cluster
-            device's: bf16 where it has bf16, fp16 on V100, fp32 on CPUs; fp32 with measured
-            compute).
-        iterations: iterations to simulate (CLI default: enough for the steady state).
-        sync_batchnorm: True: SyncBatchNorm, a blocking allreduce per BatchNorm layer.
-        contention: the compute slowdown while a collective runs (CLI default: the cluster's).
-        strategy: "ddp" (the CLI default) or "dp" (nn.DataParallel, one node).
         compile: how a torch.compile'd model meets DDP: "none" (eager; the CLI default),
             "ddp-optimizer" (forward split at bucket boundaries; hooks fire between sub-graphs),
             "whole-graph" (optimize_ddp=False: every allreduce after the backward) or
             "compiled-autograd" (python reducer; Inductor buckets the allreduces); a list sweeps
             the modes.
-        compile_graph_overhead: the host time of one compiled (sub-)graph, forward + backward
-            call, in us (CLI default 116, measured).
-        all_ranks: True: simulate every rank (jitter, stragglers) instead of one.
-        jitter: per-rank, per-iteration compute jitter in % (with all_ranks; CLI default 0).
-        seed: the seed for jitter (CLI default 1).
-        stragglers: ranks slower by PCT %: "R:PCT" items, a list or a comma list (with
-            all_ranks; CLI default none).
 
     Returns:
         One row per swept point (the :func:`simulate` summary keys, without its iterations): a
@@ -820,65 +839,17 @@ def plan(model: Optional[ModelLike], cluster: Optional[PathLike] = "dgx-h100",
         model: a :class:`Model`, a zoo name (see :func:`models`), a shorthand
             ("gpt2:layers=L,embd=E,heads=H,vocab=V,seq=T", "mlp:in=I,hidden=H,depth=D,out=O") or
             a model JSON file; None with from_trace, which names it.
-        cluster: a built-in cluster (``ddpscope cluster list``) or a cluster JSON file
-            (sim/cost/clusters/FORMAT.md).
-        nodes: the number of nodes (CLI default 1; gb200-nvl72: 72-GPU racks).
         torch_version: the PyTorch version to plan for: "2.15" (the CLI default) or "1.13".
         objective: what to minimise: "step" (the steady step time; the CLI default) or "exposed"
             (exposed communication).
         from_trace: plan a recorded run: its model, measured compute, world size and DDP
             settings (a ``ddpscope run`` trace or an :func:`import_torch`'ed PyTorch profiler
             trace).
-        host_profile: what the host pays per op and DDP per event: a built-in host profile
-            (``ddpscope host-profile list``) or a profile JSON file (CLI default: the
-            cluster's).
-        compute_from: a run's trace whose measured per-layer compute replaces the roofline.
-        world_size: the number of ranks, a multiple of the GPUs per node (CLI default: one
-            node's); instead of nodes.
         bucket_cap_mb: the uniform caps to compare in MiB, a number or a list (CLI default
             1,2,5,10,25,50,100,200).
-        first_bucket_mb: the first bucket's cap in MiB (CLI default 1 = 1,048,576 B).
         find_unused: find_unused_parameters: True or False (also "on", "off"; CLI default off;
             True needs static_graph to plan).
-        static_graph: True: static_graph=True.
-        gradient_as_bucket_view: True: gradient_as_bucket_view=True (gradients are views of the
-            buckets: no copies).
-        no_sync_steps: gradient accumulation: K-1 no_sync() steps, then one synced (CLI default
-            1).
-        comm_hook: the communication hook: "fp16", "bf16", "powersgd:R", "allreduce" or "none"
-            (the CLI default).
-        no_broadcast_buffers: True: broadcast_buffers=False (no buffer broadcast before each
-            forward).
-        batched_grad_copy: True: batched_grad_copy=True, one batched copy and one divide per
-            bucket instead of per-gradient copies (2.15).
-        skip_all_reduce_unused_params: True: skip_all_reduce_unused_params=True, no allreduce
-            for buckets whose parameters are all unused (2.15).
-        no_forward_sync_buffers: True: forward_sync_buffers=False, no buffer broadcast before
-            each forward; construction still syncs them (2.15).
-        lazy_bucket_allocation: True: lazy_bucket_allocation=True; memory only, the simulated
-            timing does not change (2.15).
-        mixed_precision: DDP's mixed_precision as "P" or "P:R": param_dtype P, reduce_dtype R
-            (fp16, bf16, fp32; R defaults to P); buckets are reduced in R (2.15).
-        autocast: True: the forward runs under torch.autocast (bf16/fp16 AMP): a Linear's weight
-            gradient is ready before its bias, which moves the rebuilt buckets' boundaries.
-        batch: samples per rank per step (CLI default: the model's).
-        seq_len: tokens per sample for transformers (CLI default: the model's).
-        image_size: the image side in pixels for vision models (CLI default: the model's).
-        dtype: the compute dtype: "fp32", "tf32", "bf16" or "fp16" (CLI default: the cluster
-            device's: bf16 where it has bf16, fp16 on V100, fp32 on CPUs; fp32 with measured
-            compute).
-        iterations: iterations to simulate (CLI default: enough for the steady state).
-        sync_batchnorm: True: SyncBatchNorm, a blocking allreduce per BatchNorm layer.
-        contention: the compute slowdown while a collective runs (CLI default: the cluster's).
-        strategy: "ddp" (the CLI default) or "dp" (nn.DataParallel, one node).
         compile: "none" only: eager DDP (plan refuses other modes).
-        compile_graph_overhead: the host time of one compiled (sub-)graph, forward + backward
-            call, in us (CLI default 116, measured).
-        all_ranks: True: simulate every rank (jitter, stragglers) instead of one.
-        jitter: per-rank, per-iteration compute jitter in % (with all_ranks; CLI default 0).
-        seed: the seed for jitter (CLI default 1).
-        stragglers: ranks slower by PCT %: "R:PCT" items, a list or a comma list (with
-            all_ranks; CLI default none).
 
     Returns:
         dict: ``default`` and ``best_uniform`` (full simulations), ``planned`` (the per-bucket
@@ -984,66 +955,10 @@ def replay(trace_path: PathLike, model: Optional[ModelLike] = None,
             a model JSON file (CLI default: the one the trace names).
         cluster: where communication comes from: a built-in cluster or a cluster JSON file (CLI
             default: cpu-mpi calibrated on the run's own collectives).
-        nodes: the number of nodes (CLI default 1; gb200-nvl72: 72-GPU racks).
         trace: write the what-if's simulated trace here (Chrome/Perfetto JSON).
         unprofiled_step_ms: the job's step measured without the profiler (a median, at the
             trace's settings): the host lane fits the profiler's own cost per event on this
             trace to meet it (a GPU trace with host facts only).
-        host_profile: what the host pays per op and DDP per event: a built-in host profile
-            (``ddpscope host-profile list``) or a profile JSON file (CLI default: the
-            cluster's).
-        world_size: the number of ranks, a multiple of the GPUs per node (CLI default: one
-            node's); instead of nodes.
-        bucket_cap_mb: bucket_cap_mb in MiB (CLI default 25; giving it counts as set by the
-            user).
-        first_bucket_mb: the first bucket's cap in MiB (CLI default 1 = 1,048,576 B).
-        find_unused: True: find_unused_parameters=True.
-        static_graph: True: static_graph=True.
-        gradient_as_bucket_view: True: gradient_as_bucket_view=True (gradients are views of the
-            buckets: no copies).
-        no_sync_steps: gradient accumulation: K-1 no_sync() steps, then one synced (CLI default
-            1).
-        comm_hook: the communication hook: "fp16", "bf16", "powersgd:R", "allreduce" or "none"
-            (the CLI default).
-        no_broadcast_buffers: True: broadcast_buffers=False (no buffer broadcast before each
-            forward).
-        torch_version: the PyTorch DDP behaviour to follow: "2.15" (also "current"; the CLI
-            default), "1.13" or "1.5".
-        bucket_cap_mb_list: per-bucket caps in whole MiB (2.15's bucket_cap_mb_list; overrides
-            bucket_cap_mb, effective cap = max).
-        batched_grad_copy: True: batched_grad_copy=True, one batched copy and one divide per
-            bucket instead of per-gradient copies (2.15).
-        skip_all_reduce_unused_params: True: skip_all_reduce_unused_params=True, no allreduce
-            for buckets whose parameters are all unused (2.15).
-        no_forward_sync_buffers: True: forward_sync_buffers=False, no buffer broadcast before
-            each forward; construction still syncs them (2.15).
-        lazy_bucket_allocation: True: lazy_bucket_allocation=True; memory only, the simulated
-            timing does not change (2.15).
-        mixed_precision: DDP's mixed_precision as "P" or "P:R": param_dtype P, reduce_dtype R
-            (fp16, bf16, fp32; R defaults to P); buckets are reduced in R (2.15).
-        autocast: True: the forward runs under torch.autocast (bf16/fp16 AMP): a Linear's weight
-            gradient is ready before its bias, which moves the rebuilt buckets' boundaries.
-        batch: samples per rank per step (CLI default: the model's).
-        seq_len: tokens per sample for transformers (CLI default: the model's).
-        image_size: the image side in pixels for vision models (CLI default: the model's).
-        dtype: the compute dtype: "fp32", "tf32", "bf16" or "fp16" (CLI default: the cluster
-            device's: bf16 where it has bf16, fp16 on V100, fp32 on CPUs; fp32 with measured
-            compute).
-        iterations: iterations to simulate (CLI default: enough for the steady state).
-        sync_batchnorm: True: SyncBatchNorm, a blocking allreduce per BatchNorm layer.
-        contention: the compute slowdown while a collective runs (CLI default: the cluster's).
-        strategy: "ddp" (the CLI default) or "dp" (nn.DataParallel, one node).
-        compile: how a torch.compile'd model meets DDP: "none" (eager; the CLI default),
-            "ddp-optimizer" (forward split at bucket boundaries; hooks fire between sub-graphs),
-            "whole-graph" (optimize_ddp=False: every allreduce after the backward) or
-            "compiled-autograd" (python reducer; Inductor buckets the allreduces).
-        compile_graph_overhead: the host time of one compiled (sub-)graph, forward + backward
-            call, in us (CLI default 116, measured).
-        all_ranks: True: simulate every rank (jitter, stragglers) instead of one.
-        jitter: per-rank, per-iteration compute jitter in % (with all_ranks; CLI default 0).
-        seed: the seed for jitter (CLI default 1).
-        stragglers: ranks slower by PCT %: "R:PCT" items, a list or a comma list (with
-            all_ranks; CLI default none).
 
     Returns:
         dict: the ``--json`` document: the measured step time, the replay at the run's own
@@ -1105,35 +1020,6 @@ def import_torch(paths: Union[PathLike, Iterable[PathLike]], out: Optional[PathL
             trace holds no model, and a note says why).
         allow_missing_ranks: True: import a subset of the job's ranks instead of failing.
         batch_per_rank: record the job's per-rank batch size in the trace.
-        bucket_cap_mb: bucket_cap_mb in MiB (CLI default 25; giving it counts as set by the
-            user).
-        first_bucket_mb: the first bucket's cap in MiB (CLI default 1 = 1,048,576 B).
-        find_unused: True: find_unused_parameters=True.
-        static_graph: True: static_graph=True.
-        gradient_as_bucket_view: True: gradient_as_bucket_view=True (gradients are views of the
-            buckets: no copies).
-        no_sync_steps: gradient accumulation: K-1 no_sync() steps, then one synced (CLI default
-            1).
-        comm_hook: the communication hook: "fp16", "bf16", "powersgd:R", "allreduce" or "none"
-            (the CLI default).
-        no_broadcast_buffers: True: broadcast_buffers=False (no buffer broadcast before each
-            forward).
-        torch_version: the PyTorch DDP behaviour to follow: "2.15" (also "current"; the CLI
-            default), "1.13" or "1.5".
-        bucket_cap_mb_list: per-bucket caps in whole MiB (2.15's bucket_cap_mb_list; overrides
-            bucket_cap_mb, effective cap = max).
-        batched_grad_copy: True: batched_grad_copy=True, one batched copy and one divide per
-            bucket instead of per-gradient copies (2.15).
-        skip_all_reduce_unused_params: True: skip_all_reduce_unused_params=True, no allreduce
-            for buckets whose parameters are all unused (2.15).
-        no_forward_sync_buffers: True: forward_sync_buffers=False, no buffer broadcast before
-            each forward; construction still syncs them (2.15).
-        lazy_bucket_allocation: True: lazy_bucket_allocation=True; memory only, the simulated
-            timing does not change (2.15).
-        mixed_precision: DDP's mixed_precision as "P" or "P:R": param_dtype P, reduce_dtype R
-            (fp16, bf16, fp32; R defaults to P); buckets are reduced in R (2.15).
-        autocast: True: the forward runs under torch.autocast (bf16/fp16 AMP): a Linear's weight
-            gradient is ready before its bias, which moves the rebuilt buckets' boundaries.
 
     Returns:
         dict: the ``--json`` summary: the ranks, iterations, the gradient buckets of each
