@@ -119,6 +119,17 @@ foreach(module gui cli python)
   endforeach()
 endforeach()
 
+# The GUI builds its requests from typed values (sim::SimulationChoice, simulationSettings,
+# sweepSettings in sim/api/simulation_request.h): it never spells a flag into named settings.
+file(GLOB_RECURSE sources RELATIVE ${SOURCE_DIR} ${SOURCE_DIR}/gui/*.h ${SOURCE_DIR}/gui/*.cpp)
+foreach(source IN LISTS sources)
+  file(STRINGS ${SOURCE_DIR}/${source} spelled REGEX "\\.set\\(\"[a-z][a-z0-9-]*\"")
+  foreach(line IN LISTS spelled)
+    string(STRIP "${line}" line)
+    list(APPEND violations "${source}: the GUI spells a flag, which only sim/api may (${line})")
+  endforeach()
+endforeach()
+
 # Public headers of the core: no Qt, CUDA, NCCL, MPI or the full nlohmann header. The backend
 # folders runtime/cuda, runtime/nccl, runtime/mpi are where those libraries are allowed.
 foreach(module base io models ddp traces sim runtime)

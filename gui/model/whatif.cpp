@@ -5,7 +5,6 @@
 #include <sstream>
 
 #include "base/strings.h"
-#include "ddp/ddp_settings.h"
 #include "sim/api/plan_request.h"
 #include "sim/api/simulation_request.h"
 #include "sim/api/sweep_request.h"
@@ -24,13 +23,12 @@ StatusOr<sim::SimulationRequest> requestOf(const WhatIfSettings& s) {
 
 }  // namespace
 
+sim::SimulationChoice WhatIfSettings::choice() const {
+  return {model, cluster, worldSize, ddp};
+}
+
 SettingValues WhatIfSettings::settingValues() const {
-  SettingValues values;
-  values.set("model", model);
-  values.set("cluster", cluster);
-  values.set("world-size", std::to_string(worldSize));
-  for (const auto& [name, value] : ddp::ddpSettingValues(ddp)) values.set(name, value);
-  return values;
+  return sim::simulationSettings(choice());
 }
 
 std::vector<std::string> WhatIfSettings::cliArgs() const {
@@ -156,34 +154,14 @@ void appendSweepPoints(const sim::SweepResult& swept, SweepResult& out) {
   }
 }
 
-// The settings of a sweep or plan over `capsMb` from `base`: the caps as "bucket-cap-mb"'s list
-// and find_unused as "find-unused" on|off (both axes' spelling in sweep and plan).
-SettingValues axesOf(const WhatIfSettings& base, const std::vector<double>& capsMb) {
-  SettingValues values = base.settingValues();
-  std::string caps;
-  for (double cap : capsMb) {
-    if (!caps.empty()) caps += ',';
-    caps += formatShortest(cap);
-  }
-  values.set("bucket-cap-mb", caps);
-  values.set("find-unused", base.ddp.findUnusedParameters ? "on" : "off");
-  return values;
-}
-
 }  // namespace
 
 StatusOr<SweepResult> runSweep(const WhatIfSettings& base, const std::vector<double>& capsMb,
                                const std::vector<int>& worldSizes) {
   if (capsMb.empty() || worldSizes.empty()) return invalidArgument("sweep: nothing to sweep");
   // `ddpscope sweep`'s settings: the base's, with its cap and find_unused as the sweep's axes.
-  SettingValues values = axesOf(base, capsMb);
-  std::string sizes;
-  for (int w : worldSizes) {
-    if (!sizes.empty()) sizes += ',';
-    sizes += std::to_string(w);
-  }
-  values.set("world-size", sizes);
-  ASSIGN_OR_RETURN(const sim::SweepPlan plan, sim::parseSweepPlan(values));
+  ASSIGN_OR_RETURN(const sim::SweepPlan plan,
+                   sim::parseSweepPlan(sim::sweepSettings(base.choice(), capsMb, worldSizes)));
   ASSIGN_OR_RETURN(const sim::SweepResult swept, sim::runSweepPlan(plan, nullptr));
   SweepResult out;
   out.capsMb = capsMb;
@@ -196,7 +174,7 @@ StatusOr<sim::PlanInput> planInputOf(const WhatIfSettings& base,
                                      const std::vector<double>& capsMb) {
   WhatIfSettings planned = base;
   planned.ddp.bucketCapMbList.clear();  // what the plan chooses
-  return sim::parsePlanInput(axesOf(planned, capsMb));
+  return sim::parsePlanInput(sim::sweepSettings(planned.choice(), capsMb));
 }
 
 StatusOr<PlanOutcome> runPlanAt(const sim::PlanInput& input, const std::vector<int>& worldSizes) {

@@ -38,6 +38,7 @@
 #include "ddp/ddp_config.h"
 #include "gui/model/trace_document.h"
 #include "sim/api/plan_request.h"
+#include "sim/api/simulation_request.h"
 #include "sim/engine/ddp_simulator.h"
 #include "sim/engine/plan.h"
 
@@ -59,8 +60,10 @@ struct WhatIfSettings {
     return config;
   }
 
+  // These values as the request layer takes them (sim::SimulationChoice).
+  sim::SimulationChoice choice() const;
   // {"model": model, "cluster": cluster, "world-size": W, "bucket-cap-mb": X, ...}: the named
-  // settings of the request layer (a switch that is on holds "").
+  // settings of the request layer (sim::simulationSettings; a switch that is on holds "").
   SettingValues settingValues() const;
   // {"simulate", "--model", model, "--cluster", cluster, "--world-size", W, "--bucket-cap-mb",
   //  X, ...} — the CLI spelling of settingValues() (without --json / --trace).

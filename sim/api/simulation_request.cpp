@@ -102,6 +102,36 @@ ddp::DdpSettingSet simulationDdpSettings(bool sweep) {
                : all;
 }
 
+SettingValues simulationSettings(const SimulationChoice& choice) {
+  SettingValues values;
+  values.set("model", choice.model);
+  values.set("cluster", choice.cluster);
+  values.set("world-size", std::to_string(choice.worldSize));
+  for (const auto& [name, value] : ddp::ddpSettingValues(choice.ddp)) values.set(name, value);
+  return values;
+}
+
+SettingValues sweepSettings(const SimulationChoice& choice, const std::vector<double>& capsMb,
+                            const std::vector<int>& worldSizes) {
+  SettingValues values = simulationSettings(choice);
+  std::string caps;
+  for (double cap : capsMb) {
+    if (!caps.empty()) caps += ',';
+    caps += formatShortest(cap);
+  }
+  values.set("bucket-cap-mb", caps);
+  values.set("find-unused", choice.ddp.findUnusedParameters ? "on" : "off");
+  if (!worldSizes.empty()) {
+    std::string sizes;
+    for (int w : worldSizes) {
+      if (!sizes.empty()) sizes += ',';
+      sizes += std::to_string(w);
+    }
+    values.set("world-size", sizes);
+  }
+  return values;
+}
+
 StatusOr<SimulationRequest> parseSimulationRequest(const SettingValues& args, bool sweep,
                                                    std::optional<std::string> replayTrace) {
   SimulationRequest req;

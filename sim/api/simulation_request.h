@@ -36,6 +36,25 @@ std::vector<SettingSpec> simulationSettingList(bool sweep, bool computeFrom = tr
 // find_unused) offer.
 ddp::DdpSettingSet simulationDdpSettings(bool sweep);
 
+// What a front end holding typed values (the GUI's panels) asks to simulate, before it is read:
+// the model and cluster by name or file, the world size and the DDP settings. simulationSettings
+// and sweepSettings name them as the flags do, so a front end builds its requests from values
+// and never spells a flag.
+struct SimulationChoice {
+  std::string model;    // any spelling models::resolveModel takes
+  std::string cluster;  // a built-in cluster or a cluster JSON file
+  int worldSize = 1;
+  ddp::DdpConfig ddp;
+};
+// {"model", "cluster", "world-size", then ddp::ddpSettingValues}: what parseSimulationRequest
+// reads (a switch that is on holds "").
+SettingValues simulationSettings(const SimulationChoice& choice);
+// The settings of `ddpscope sweep` or `plan` over the caps `capsMb` from `choice`: "bucket-cap-mb"
+// their comma list, "find-unused" on|off as choice.ddp says, and with `worldSizes` "world-size"
+// their comma list (else choice's world size).
+SettingValues sweepSettings(const SimulationChoice& choice, const std::vector<double>& capsMb,
+                            const std::vector<int>& worldSizes = {});
+
 struct SimulationRequest {
   models::ModelSpec model;
   ClusterSpec cluster;
