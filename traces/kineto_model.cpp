@@ -1,6 +1,7 @@
 #include "traces/kineto_model.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -20,8 +21,8 @@ struct Window {
   Nanos start, end;
 };
 
-// A host span as the walk below sees it: its lane and whether it is an op (Kineto's cpu_op;
-// annotations and DDP's ranges are containers the walk descends into).
+// Whether a host span is an op (Kineto's cpu_op); annotations and DDP's ranges are containers the
+// walks below descend into.
 bool isOp(const Span& s) {
   return s.args.getString("cat") == std::optional<std::string_view>("cpu_op") &&
          !s.name.starts_with("DistributedDataParallel.");
@@ -76,7 +77,7 @@ std::vector<Window> iterationWindows(const RankTrack& track) {
       if (!s.name.starts_with("ProfilerStep#")) continue;
       int64_t index = 0;
       for (char c : std::string_view(s.name).substr(13)) {
-        if (c < '0' || c > '9') break;
+        if (c < '0' || c > '9' || index > (INT64_MAX - 9) / 10) break;
         index = index * 10 + (c - '0');
       }
       windows.push_back({index, s.start, s.end()});
@@ -130,10 +131,10 @@ StepEvents stepEvents(const RankTrack& track, const Window& w) {
     return std::any_of(forwards.begin(), forwards.end(),
                        [&](const auto& f) { return t >= f.first && t < f.second; });
   };
-  std::map<std::string, int> calls;
   for (size_t li = 0; li < track.lanes.size(); ++li) {
     const Lane& lane = track.lanes[li];
     if (lane.kind != LaneKind::kHost) continue;
+    std::map<std::string, int> calls;  // per thread, as the import numbers a module's calls
     struct Open {
       Nanos end;
       int node;  // index into out.nodes, or -1
