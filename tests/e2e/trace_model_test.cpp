@@ -197,6 +197,42 @@ TEST(TraceModelTest, ImportWithoutAModelKeepsTheTracesModelWhoseBucketsAreTheJob
   }
 }
 
+// One profiled step is enough: the first of the resnet50 trace's two steps cut away (its events
+// and its ProfilerStep range), the second imports without --model and replays within 5 %.
+TEST(TraceModelTest, OneProfiledStepImportsAndReplaysWithoutAModel) {
+  nlohmann::json trace = readTraceJson(h100Trace("resnet50"));
+  double first = 0, firstEnd = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e.value("name", "") == "ProfilerStep#1" && e.value("cat", "") == "user_annotation") {
+      first = e["ts"].get<double>();
+      firstEnd = first + e["dur"].get<double>();
+    }
+  }
+  ASSERT_LT(first, firstEnd);
+  trace = without(trace, [&](const nlohmann::json& e) {
+    const double ts = e.value("ts", -1.0);
+    return e.value("name", "") == "ProfilerStep#1" ||
+           (e.value("ph", "") == "X" && ts >= first && ts < firstEnd);
+  });
+  const std::string source = (scratchDir() / "resnet50-one-step.json").string();
+  {
+    std::ofstream out(source);
+    out << trace.dump();
+  }
+  const std::string run = (scratchDir() / "resnet50-one-step-run.json").string();
+  CliResult imported = runCliForTest({"import-torch", source, "-o", run, "--json"});
+  ASSERT_EQ(imported.exitCode, 0) << imported.err;
+  const auto summary = nlohmann::json::parse(imported.out);
+  EXPECT_EQ(summary["iterations"], 1);
+  EXPECT_TRUE(summary["model_from_trace"].is_object());
+  CliResult r = runCliForTest(
+      {"replay", "--from-trace", run, "--cluster", "dgx-h100", "--world-size", "1", "--json"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["measured_iterations"], nlohmann::json::array({2}));
+  EXPECT_LE(std::abs(j["replay_error_percent"].get<double>()), 5.0) << r.out;
+}
+
 // The real 2-rank gloo job on CPU (no ranges, no "Input type": float32 as for collectives): the
 // model read from its forward ops is the exported model's structure (six Linear layers and their
 // ReLUs, the same shapes), and replay without --model lands within 0.5 points of replay with it.
