@@ -930,7 +930,8 @@ Status mapGpuLayers(const std::vector<ImportLayer>& layers, const RankTrack& tra
                                                backward ? Category::kBackward : Category::kForward,
                                                range.first, range.second - range.first,
                                                Args{{"layer", static_cast<int64_t>(layer)},
-                                                    {std::string(kArgIteration), window->index}}}});
+                                                    {std::string(kArgIteration), window->index},
+                                                    {std::string(kArgKernelExtent), int64_t{1}}}}});
     mapped.insert(layer);
   }
   mappedLayers = static_cast<int64_t>(mapped.size());

@@ -10,7 +10,9 @@
 //                          (kCompute: the loss, ...); in an iteration without that range
 //                          (no DDP), the ops before the first backward op are the forward.
 //                          GPU traces: the compute kernels (HTA's
-//                          name rules, traces/classify.h). Spans that would overlap partially
+//                          name rules, traces/classify.h); with layers, also each layer's span
+//                          from its first kernel to its last (arg kernel_extent: overlap counts
+//                          the kernels, not these). Spans that would overlap partially
 //                          on one lane (two threads, two streams) go to "compute:1", ...
 //   "comm"       kComm     the collectives, one span each, in the order of preference: GPU
 //                          communication kernels (ncclKernel / ncclDevKernel); gloo worker

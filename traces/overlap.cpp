@@ -294,7 +294,7 @@ std::vector<RankOverlap> computeOverlap(const Timeline& timeline) {
     for (const Lane& lane : track.lanes) {
       if (lane.kind == LaneKind::kHost) continue;
       for (const Span& span : lane.spans) {
-        if (isComputation(span.category)) {
+        if (isDeviceCompute(span)) {
           computeIntervals.push_back(Interval{span.start, span.end()});
         } else if (isCommunication(span.category)) {
           commIntervals.push_back(Interval{span.start, span.end()});

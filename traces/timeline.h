@@ -115,6 +115,9 @@ class Args {
 inline constexpr std::string_view kArgBucket = "bucket";
 inline constexpr std::string_view kArgBytes = "bytes";
 inline constexpr std::string_view kArgIteration = "iteration";
+// A layer's span that the PyTorch import derived from its kernels (first kernel's start to last
+// kernel's end, gaps included): a name for the kernels, not time the device computed.
+inline constexpr std::string_view kArgKernelExtent = "kernel_extent";
 
 // The CUDA runtime's loss head, which is no layer of the model: the names of its forward and
 // backward compute spans (the CPU runtime records none).
@@ -131,6 +134,12 @@ struct Span {
   Nanos end() const { return start + duration; }
   bool operator==(const Span&) const = default;
 };
+
+// Whether a span is time the device computed, for overlap: a computation category, and not a
+// layer's extent derived from kernels that are spans of their own (kArgKernelExtent).
+inline bool isDeviceCompute(const Span& span) {
+  return isComputation(span.category) && !span.args.contains(kArgKernelExtent);
+}
 
 struct Lane {
   std::string name;

@@ -126,7 +126,7 @@ std::shared_ptr<const TraceDocument> TraceDocument::build(traces::Timeline timel
     for (const Lane& lane : track.lanes) {
       if (lane.kind == LaneKind::kHost) continue;
       for (const Span& span : lane.spans) {
-        if (traces::isComputation(span.category)) compute.push_back({span.start, span.end()});
+        if (traces::isDeviceCompute(span)) compute.push_back({span.start, span.end()});
         if (traces::isCommunication(span.category)) comm.push_back({span.start, span.end()});
       }
     }

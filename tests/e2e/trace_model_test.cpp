@@ -190,6 +190,29 @@ TEST(TraceModelTest, ImportWithoutAModelKeepsTheTracesModelWhoseBucketsAreTheJob
     }
     EXPECT_EQ(nlohmann::json(planned), summary["bucket_bytes"]);
 
+    // Naming kernels by layer leaves the overlap the kernels' own (a layer's span from its first
+    // kernel to its last is not compute time): the same as the import of this trace with no
+    // model to read (its AccumulateGrad shapes removed), whose kernels stay unnamed.
+    nlohmann::json unnamed = readTraceJson(h100Trace(name));
+    for (auto& e : unnamed["traceEvents"]) {
+      if (e.value("name", "") == "torch::autograd::AccumulateGrad" && e.contains("args")) {
+        e["args"].erase("Input Dims");
+      }
+    }
+    const std::string unnamedSource = (scratchDir() / (name + "-unnamed.json")).string();
+    {
+      std::ofstream out(unnamedSource);
+      out << unnamed.dump();
+    }
+    CliResult plain =
+        runCliForTest({"import-torch", unnamedSource, "-o",
+                       (scratchDir() / (name + "-unnamed-run.json")).string(), "--json"});
+    ASSERT_EQ(plain.exitCode, 0) << plain.err;
+    const auto plainSummary = nlohmann::json::parse(plain.out);
+    ASSERT_TRUE(plainSummary["model_from_trace"].is_null());
+    EXPECT_EQ(summary["overlap_percent"], plainSummary["overlap_percent"]);
+    EXPECT_EQ(summary["median_exposed_comm_ns"], plainSummary["median_exposed_comm_ns"]);
+
     // plan takes the trace's model too.
     CliResult plan = runCliForTest(
         {"plan", "--from-trace", run, "--cluster", "dgx-h100", "--world-size", "8", "--json"});
