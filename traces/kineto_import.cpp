@@ -1012,7 +1012,6 @@ struct ImportState {
   std::map<int, std::vector<std::pair<int64_t, std::string>>> forwardOpsOfRank;
   bool ddpSeen = false;    // DDP's forward, its reducer's ops or an allreduce in any trace
   bool modelRead = false;  // options.readModel: the first file's model was tried
-  std::string modelFile;   // the file it was read from
 };
 
 // The refusal of a source that is no single-rank Kineto trace; ok otherwise.
@@ -1108,7 +1107,6 @@ Status mapRankLayersOfTrace(const std::string& path, const Timeline& source, Ran
   KinetoImportReport& report = state.report;
   if (!state.modelRead) {
     state.modelRead = true;
-    state.modelFile = path;
     StatusOr<TraceModel> model = readTraceModel(source.rank(0), path);
     if (!model.isOk()) {
       report.notes.push_back("no model read from the trace: " + model.status().message());
@@ -1128,8 +1126,8 @@ Status mapRankLayersOfTrace(const std::string& path, const Timeline& source, Ran
   Status mapped =
       mapRankLayers(path, source, report.traceModel->layers, build, state, &*report.traceModel);
   if (!mapped.isOk()) {
-    return invalidArgument(mapped.message() + " (the layers were read from " + state.modelFile +
-                           "; do all files come from one job?)");
+    return invalidArgument(mapped.message() + " (the layers were read from " +
+                           report.traceModel->file + "; do all files come from one job?)");
   }
   return Status::ok();
 }

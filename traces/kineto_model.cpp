@@ -335,6 +335,7 @@ StatusOr<TraceModel> readTraceModel(const RankTrack& track, const std::string& p
                            "activities), or give --model");
   }
   TraceModel model;
+  model.file = path;
   model.iteration = iteration;
   model.fromRanges = !step->ranges.empty();
   if (!model.fromRanges && !step->ddpForward) {

@@ -47,6 +47,7 @@ struct TraceModelParam {
 struct TraceModel {
   std::vector<ImportLayer> layers;      // forward execution order
   std::vector<TraceModelParam> params;  // gradient-ready order
+  std::string file;                     // the trace it was read from
   int64_t iteration = 0;                // the N of the ProfilerStep#N read
   bool fromRanges = false;              // layers from ddpscope.layer: ranges (else from ops)
 };

@@ -72,7 +72,8 @@ void addHostFacts(const traces::KinetoImportReport& report, const models::ModelS
 
 }  // namespace
 
-nlohmann::json traceModelJson(const traces::TraceModel& traced, const std::string& file) {
+nlohmann::json traceModelJson(const traces::TraceModel& traced) {
+  const std::string& file = traced.file;
   const size_t layerCount = traced.layers.size();
   std::vector<std::vector<size_t>> owned(layerCount);  // per layer: ready indices
   std::vector<size_t> unowned;
@@ -197,8 +198,8 @@ StatusOr<TorchImport> importTorchTraces(
   // `ddpscope run` traces).
   if (auto name = values.value("model")) timeline.mutableMetadata().set("model", *name);
   if (const std::optional<traces::TraceModel>& traced = result.report.traceModel) {
-    const std::string& file = result.report.files.front();
-    const std::string text = traceModelJson(*traced, file).dump();
+    const std::string& file = traced->file;
+    const std::string text = traceModelJson(*traced).dump();
     StatusOr<models::ModelSpec> read = models::parseModelJson(text, file + " (its model)");
     if (read.isOk()) {
       model = std::move(*read);

@@ -33,13 +33,13 @@ std::vector<SettingSpec> importTorchSettingList();
 StatusOr<traces::PlannedSizes> plannedSizes(const models::ModelSpec& model,
                                             const ddp::DdpConfig& config);
 
-// The model JSON (models/FORMAT.md) of the model read off a trace (traces/kineto_model.h) from
-// `file`. The trace does not say what PyTorch registered first nor the parameters' names:
-// registration order is taken as the layers' forward order, a layer's parameters ordered by rank
-// (a weight matrix before its bias vector), then by readiness; they are named "<layer>.weight",
+// The model JSON (models/FORMAT.md) of the model read off a trace (traces/kineto_model.h). The
+// trace does not say what PyTorch registered first nor the parameters' names: registration order is
+// taken as the layers' forward order, a layer's parameters ordered by rank (a weight matrix before
+// its bias vector), then by readiness; they are named "<layer>.weight",
 // "<layer>.bias", "<layer>.param<k>" for further ones, "param<i>" when no layer owns one (those
 // come last, in reverse ready order, as DDP assumes for a parameter list).
-nlohmann::json traceModelJson(const traces::TraceModel& traced, const std::string& file);
+nlohmann::json traceModelJson(const traces::TraceModel& traced);
 
 struct TorchImport {
   std::string output;  // the trace written
