@@ -8,7 +8,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -27,6 +26,7 @@ namespace {
 using cli::testing::CliResult;
 using cli::testing::runCliForTest;
 using cli::testing::scratchDir;
+using cli::testing::writeScratchFile;
 using ::testing::HasSubstr;
 
 const std::string kH100 = std::string(DDPSCOPE_SOURCE_DIR) + "/tests/data/gpu/h100/run1/";
@@ -176,11 +176,8 @@ TEST(TraceModelTest, ImportWithoutAModelKeepsTheTracesModelWhoseBucketsAreTheJob
 
     // The kept model's bucket plan is the job's.
     const nlohmann::json written = readTraceJson(run);
-    const std::string modelFile = (scratchDir() / (name + "-own-model.model.json")).string();
-    {
-      std::ofstream out(modelFile);
-      out << written["otherData"]["model_json"].get<std::string>();
-    }
+    const std::string modelFile = writeScratchFile(
+        name + "-own-model.model.json", written["otherData"]["model_json"].get<std::string>());
     CliResult buckets = runCliForTest({"buckets", "--model", modelFile, "--json"});
     ASSERT_EQ(buckets.exitCode, 0) << buckets.err;
     const auto bucketPlan = nlohmann::json::parse(buckets.out);
@@ -199,11 +196,7 @@ TEST(TraceModelTest, ImportWithoutAModelKeepsTheTracesModelWhoseBucketsAreTheJob
         e["args"].erase("Input Dims");
       }
     }
-    const std::string unnamedSource = (scratchDir() / (name + "-unnamed.json")).string();
-    {
-      std::ofstream out(unnamedSource);
-      out << unnamed.dump();
-    }
+    const std::string unnamedSource = writeScratchFile(name + "-unnamed.json", unnamed.dump());
     CliResult plain =
         runCliForTest({"import-torch", unnamedSource, "-o",
                        (scratchDir() / (name + "-unnamed-run.json")).string(), "--json"});
@@ -237,11 +230,7 @@ TEST(TraceModelTest, OneProfiledStepImportsAndReplaysWithoutAModel) {
     return e.value("name", "") == "ProfilerStep#1" ||
            (e.value("ph", "") == "X" && ts >= first && ts < firstEnd);
   });
-  const std::string source = (scratchDir() / "resnet50-one-step.json").string();
-  {
-    std::ofstream out(source);
-    out << trace.dump();
-  }
+  const std::string source = writeScratchFile("resnet50-one-step.json", trace.dump());
   const std::string run = (scratchDir() / "resnet50-one-step-run.json").string();
   CliResult imported = runCliForTest({"import-torch", source, "-o", run, "--json"});
   ASSERT_EQ(imported.exitCode, 0) << imported.err;
@@ -302,11 +291,7 @@ TEST(TraceModelTest, WithoutShapesImportGoesOnAndReplayAsksForTheModel) {
   for (auto& e : trace["traceEvents"]) {
     if (e.contains("args")) e["args"].erase("Input Dims");
   }
-  const std::string source = (scratchDir() / "gpt2-no-shapes.json").string();
-  {
-    std::ofstream out(source);
-    out << trace.dump();
-  }
+  const std::string source = writeScratchFile("gpt2-no-shapes.json", trace.dump());
   const std::string run = (scratchDir() / "gpt2-no-shapes-run.json").string();
   CliResult imported = runCliForTest({"import-torch", source, "-o", run, "--json"});
   ASSERT_EQ(imported.exitCode, 0) << imported.err;
