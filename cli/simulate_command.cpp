@@ -51,7 +51,6 @@ Status runSimulateCommand(const std::vector<std::string>& argv, CommandIo io) {
   ASSIGN_OR_RETURN(sim::WorldLayout layout,
                    sim::makeWorldLayout(req.cluster, layoutFlags.nodes, layoutFlags.worldSize));
   req.options.recordTrace = args.has("trace");
-  req.options.simulatePlain = true;
   Progress progress = Progress::forCommand("simulate", 0, io.err, args.has("quiet"));
   req.options.progress = [&progress](int done, int total) {
     progress.setTotal(static_cast<size_t>(total));

@@ -139,6 +139,9 @@ StatusOr<SimulationRequest> parseSimulationRequest(const SettingValues& args, bo
       replayTrace ? replayTrace : args.value("compute-from");
   req.computeFrom = computeFrom;
   SimOptions& o = req.options;
+  // One simulation (not a sweep's grid) reports DDP's overhead over plain training on the same
+  // host: every front end (CLI, Python, GUI) gets the same summary from the same settings.
+  o.simulatePlain = !sweep;
   ASSIGN_OR_RETURN(o.inputs.batch, args.positiveInt("batch", 0));
   ASSIGN_OR_RETURN(o.inputs.seqLen, args.positiveInt("seq-len", 0));
   ASSIGN_OR_RETURN(o.inputs.imageSize, args.positiveInt("image-size", 0));
