@@ -316,8 +316,29 @@ TEST(ClusterJsonTest, GpuBuiltinsCarryDdpOverheadsAndNameTheirSource) {
     EXPECT_GT(o.gradHookUs, 0) << name;
     EXPECT_GT(o.stepOverheadUs, 0) << name;
     const bool cited = cluster->description.find("HolisticTraceAnalysis") != std::string::npos ||
-                       cluster->description.find("estimate") != std::string::npos;
+                       cluster->description.find("estimate") != std::string::npos ||
+                       (cluster->host.perOp() &&
+                        cluster->description.find(cluster->host.name) != std::string::npos);
     EXPECT_TRUE(cited) << name << ": the description must cite the ddp_overheads source";
+  }
+}
+
+TEST(ClusterJsonTest, DgxH100CarriesTheHostProfileMeasuredOnAnH100) {
+  // The H100 kit's host profile is dgx-h100's: a simulation there runs the host lane (per-op
+  // costs) without --host-profile, with the profile's own DDP terms.
+  auto cluster = loadBuiltinCluster("dgx-h100");
+  ASSERT_OK(cluster);
+  auto profile = loadBuiltinHostProfile("h100-torch211");
+  ASSERT_OK(profile);
+  EXPECT_EQ(cluster->host.name, "h100-torch211");
+  EXPECT_TRUE(cluster->host.perOp());
+  EXPECT_EQ(cluster->host.forwardOpUs, profile->forwardOpUs);
+  EXPECT_EQ(cluster->host.ddp.allreduceLaunchUs, profile->ddp.allreduceLaunchUs);
+  // The other GPU built-ins keep DDP's terms alone (no per-op profile was measured there).
+  for (const std::string name : {"dgx-a100", "dgx-v100", "hgx-h200"}) {
+    auto other = loadBuiltinCluster(name);
+    ASSERT_OK(other);
+    EXPECT_FALSE(other->host.perOp()) << name;
   }
 }
 
