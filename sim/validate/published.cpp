@@ -150,7 +150,7 @@ StatusOr<std::vector<PublishedRow>> loadPublishedRows(const std::string& path) {
   return out;
 }
 
-StatusOr<ZeroShotReport> zeroShot(const std::vector<PublishedRow>& rows) {
+StatusOr<ZeroShotReport> zeroShot(const std::vector<PublishedRow>& rows, const HostProfile* host) {
   ZeroShotReport report;
   double sum = 0;
   for (const PublishedRow& row : rows) {
@@ -159,6 +159,7 @@ StatusOr<ZeroShotReport> zeroShot(const std::vector<PublishedRow>& rows) {
     if (!model.isOk()) return invalidArgument(what + model.status().message());
     StatusOr<ClusterSpec> cluster = loadBuiltinCluster(row.cluster);
     if (!cluster.isOk()) return invalidArgument(what + cluster.status().message());
+    if (host != nullptr) cluster->host = *host;
     StatusOr<WorldLayout> layout = makeWorldLayout(*cluster, std::nullopt, row.gpus);
     if (!layout.isOk()) return invalidArgument(what + layout.status().message());
     if (layout->nodes != row.nodes) {
