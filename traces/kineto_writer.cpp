@@ -107,11 +107,22 @@ Status writeKinetoTrace(const Timeline& timeline, int rankIndex, const std::stri
       metadataEvent("process_labels", device, 0, {{"labels", "GPU " + std::to_string(device)}}));
   events.push_back(
       metadataEvent("thread_name", kKinetoHostPid, kKinetoHostTid, {{"name", "thread 1000"}}));
+  // Host lanes: autograd's thread on a tid of its own, every other host lane on the main one.
+  std::vector<int> laneTid(rank.lanes.size(), kKinetoHostTid);
+  for (size_t i = 0; i < rank.lanes.size(); ++i) {
+    if (rank.lanes[i].kind == LaneKind::kHost && rank.lanes[i].name == kAutogradThreadLane) {
+      laneTid[i] = kKinetoAutogradTid;
+      events.push_back(metadataEvent("thread_name", kKinetoHostPid, kKinetoAutogradTid,
+                                     {{"name", "thread 1001 (autograd)"}}));
+      break;
+    }
+  }
 
   int64_t correlation = 0;
   int computeLanes = 0;
   int commLanes = 0;
-  for (const Lane& lane : rank.lanes) {
+  for (size_t laneIndex = 0; laneIndex < rank.lanes.size(); ++laneIndex) {
+    const Lane& lane = rank.lanes[laneIndex];
     if (lane.kind == LaneKind::kHost) {
       for (const Span& span : lane.spans) {
         const bool step = span.category == Category::kIteration;
@@ -119,7 +130,7 @@ Status writeKinetoTrace(const Timeline& timeline, int rankIndex, const std::stri
                           {"cat", step ? "user_annotation" : "cpu_op"},
                           {"name", span.name},
                           {"pid", kKinetoHostPid},
-                          {"tid", kKinetoHostTid},
+                          {"tid", laneTid[laneIndex]},
                           {"ts", micros(span.start)},
                           {"dur", micros(span.duration)}});
       }
@@ -160,12 +171,23 @@ Status writeKinetoTrace(const Timeline& timeline, int rankIndex, const std::stri
       if (auto bytes = span.args.getInt("bytes")) args["bytes"] = *bytes;
       event["args"] = std::move(args);
       events.push_back(std::move(event));
+      // The launch: when and on which thread the host launched it where the timeline says so,
+      // else at the kernel's start on the main thread.
+      Nanos launchAt = span.start;
+      int launchTid = kKinetoHostTid;
+      if (auto at = span.args.getInt(kArgLaunchNs)) {
+        launchAt = std::min(Nanos(*at), span.start);
+        const int64_t hostLane = span.args.getInt(kArgLaunchLane).value_or(-1);
+        if (hostLane >= 0 && hostLane < static_cast<int64_t>(laneTid.size())) {
+          launchTid = laneTid[static_cast<size_t>(hostLane)];
+        }
+      }
       events.push_back({{"ph", "X"},
                         {"cat", "cuda_runtime"},
                         {"name", copy ? "cudaMemcpyAsync" : "cudaLaunchKernel"},
                         {"pid", kKinetoHostPid},
-                        {"tid", kKinetoHostTid},
-                        {"ts", micros(span.start)},
+                        {"tid", launchTid},
+                        {"ts", micros(launchAt)},
                         {"dur", 0},
                         {"args", {{"correlation", correlation}}}});
     }

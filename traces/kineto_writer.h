@@ -10,8 +10,9 @@
 //                 is written the same way: its compute lane as a GPU stream and its MPI
 //                 collectives under NCCL kernel names, because HTA knows communication only by
 //                 those names; distributedInfo.backend says what really ran.
-//   host         pid = kHostPid, tid = kHostTid; ProfilerStep#N ("user_annotation") from the
-//                 rank's kIteration spans.
+//   host         pid = kHostPid, tid = kHostTid (the host lane named kAutogradThreadLane:
+//                 kKinetoAutogradTid, "thread 1001 (autograd)"); ProfilerStep#N
+//                 ("user_annotation") from the rank's kIteration spans.
 //   GPU          pid = the rank's local GPU (rank mod the "gpus_per_node" metadata, else 0);
 //                 tid = the stream: kComputeStream for compute lanes, kCommStream for
 //                 communication lanes (PyTorch's default stream and an NCCL stream).
@@ -27,10 +28,12 @@
 //                 rows are the events with a stream, so they count as neither, as in ddpscope).
 //                 Every device event has args device, stream and a unique correlation.
 //   launches     one host "cuda_runtime" event per device event (cudaLaunchKernel, or
-//                 cudaMemcpyAsync for a copy) with the same correlation, at the device event's
-//                 start and of zero length: the timeline does not record when the host issued
-//                 each kernel, so the launch marks the kernel's start (HTA assigns kernels to
-//                 iterations, and drops the last profiled step's, through these launches).
+//                 cudaMemcpyAsync for a copy) with the same correlation and of zero length: at
+//                 the span's kArgLaunchNs on the thread of its kArgLaunchLane where the timeline
+//                 records them (a simulation whose host runs ahead: the launch delay HTA's
+//                 kernel launch statistics read is how far the host ran ahead), else at the
+//                 device event's start on the main thread (HTA assigns kernels to iterations,
+//                 and drops the last profiled step's, through these launches).
 // So HTA's get_comm_comp_overlap on the written files and `ddpscope overlap` on the same files
 // agree (tests/traces/kineto_writer_test.cpp, with HTA's numbers recorded by
 // tests/data/hta/record_hta.py).
@@ -46,6 +49,7 @@ namespace ddpscope::traces {
 
 inline constexpr int kKinetoHostPid = 1000;
 inline constexpr int kKinetoHostTid = 1000;
+inline constexpr int kKinetoAutogradTid = 1001;
 inline constexpr int kKinetoComputeStream = 7;
 inline constexpr int kKinetoCommStream = 20;
 

@@ -118,6 +118,16 @@ inline constexpr std::string_view kArgIteration = "iteration";
 // A layer's span that the PyTorch import derived from its kernels (first kernel's start to last
 // kernel's end, gaps included): a name for the kernels, not time the device computed.
 inline constexpr std::string_view kArgKernelExtent = "kernel_extent";
+// A device span's launch by the host (simulated traces whose host runs ahead): the time the host
+// finished launching it (ns on the timeline, at or before the span's start) and the index of the
+// rank's host lane (thread) that launched it.
+inline constexpr std::string_view kArgLaunchNs = "launch_ns";
+inline constexpr std::string_view kArgLaunchLane = "launch_lane";
+// The simulator's host threads, as PyTorch runs a training step: the Python thread runs the
+// forward, the loss and the optimizer; autograd's device thread runs the backward and, in it,
+// DDP's hooks (copies into buckets, allreduce launches) and the reducer's finalize.
+inline constexpr std::string_view kMainThreadLane = "main thread";
+inline constexpr std::string_view kAutogradThreadLane = "autograd thread";
 
 // The CUDA runtime's loss head, which is no layer of the model: the names of its forward and
 // backward compute spans (the CPU runtime records none).

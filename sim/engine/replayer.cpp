@@ -77,8 +77,10 @@ Replayer::Replayer(const models::ModelSpec& model, int numRanks, double contenti
       m_timeline->addRank(r, "rank " + std::to_string(r));
       m_timeline->addLane(r, "compute", traces::LaneKind::kCompute);
       m_timeline->addLane(r, "comm", traces::LaneKind::kComm);
-      m_timeline->addLane(r, "host", traces::LaneKind::kHost);
+      m_timeline->addLane(r, std::string(traces::kMainThreadLane), traces::LaneKind::kHost);
+      m_timeline->addLane(r, std::string(traces::kAutogradThreadLane), traces::LaneKind::kHost);
     }
+    m_issueHost.assign(static_cast<size_t>(numRanks), -1);
   }
 }
 
@@ -207,7 +209,7 @@ void Replayer::advanceLanes(int r, const Script& script, int stopAt, int known,
             if (op.kind == OpKind::kCopy && op.bucket >= 0) {
               m_bucketHook[bucketHookIndex(r, op.bucket)] = hook;
             }
-            emitKernel(r, op, category, cursor[l], endNs);
+            emitKernel(r, op, category, cursor[l], endNs, kHostAhead ? host[l] : -1);
           }
         }
         cursor[l] = endNs;
@@ -227,6 +229,8 @@ void Replayer::advanceLanes(int r, const Script& script, int stopAt, int known,
             cursor[l] = host[l];
           }
           launchOut[l] = std::max(cursor[l], host[l]);
+          if (kDetail && m_timeline)
+            m_issueHost[static_cast<size_t>(r)] = kHostAhead ? host[l] : -1;
         }
         saveState();
         return;
@@ -251,8 +255,8 @@ void Replayer::advanceLanes(int r, const Script& script, int stopAt, int known,
           for (int l = 0; l < kN; ++l) {
             const int64_t startNs = kHostAhead ? host[l] : std::max(cursor[l], host[l]);
             if (kDetail && m_timeline) {
-              m_timeline->addSpan({r, 2}, "training step (zero_grad, loss, loop)", Category::kOther,
-                                  Nanos(startNs), Nanos(op.workNs),
+              m_timeline->addSpan({r, kMainLane}, "training step (zero_grad, loss, loop)",
+                                  Category::kOther, Nanos(startNs), Nanos(op.workNs),
                                   {{std::string(traces::kArgIteration), m_iteration}});
             }
             host[l] = startNs + op.workNs;
@@ -265,7 +269,7 @@ void Replayer::advanceLanes(int r, const Script& script, int stopAt, int known,
           const int64_t durNs = scaled(scale[l], op.workNs);
           const int64_t startNs = std::max(cursor[l], host[l]);
           if (kDetail && m_timeline) {
-            m_timeline->addSpan({r, 2},
+            m_timeline->addSpan({r, kMainLane},
                                 op.index == kHostGraphCall ? "compiled graph call"
                                 : op.index == kDdpForwardWrapper
                                     ? "DDP forward wrapper (_pre_forward, _post_forward)"
@@ -288,6 +292,18 @@ void Replayer::advanceLanes(int r, const Script& script, int stopAt, int known,
   for (int l = 0; l < kN; ++l) launchOut[l] = 0;
 }
 
+int Replayer::hostLaneOf(const Op& op) {
+  switch (op.kind) {
+    case OpKind::kBackward:
+    case OpKind::kCopy:
+    case OpKind::kIssue:
+    case OpKind::kWait:
+      return kAutogradLane;
+    default:
+      return kMainLane;
+  }
+}
+
 void Replayer::emitHostSpan(int r, const Op& op, int64_t startNs) {
   std::string name = op.kind == OpKind::kIssue        ? "DDP allreduce launch"
                      : op.kind == OpKind::kWait       ? "DDP finalize wait"
@@ -306,12 +322,17 @@ void Replayer::emitHostSpan(int r, const Op& op, int64_t startNs) {
   if (op.bucket >= 0) {
     args.append(std::string(traces::kArgBucket), static_cast<int64_t>(op.bucket));
   }
-  m_timeline->addSpan({r, 2}, name, Category::kOther, Nanos(startNs), Nanos(op.hostNs),
+  m_timeline->addSpan({r, hostLaneOf(op)}, name, Category::kOther, Nanos(startNs), Nanos(op.hostNs),
                       std::move(args));
 }
 
-void Replayer::emitKernel(int r, const Op& op, Category category, int64_t startNs, int64_t endNs) {
+void Replayer::emitKernel(int r, const Op& op, Category category, int64_t startNs, int64_t endNs,
+                          int64_t launchNs) {
   traces::Args args{{std::string(traces::kArgIteration), m_iteration}};
+  if (launchNs >= 0) {
+    args.append(std::string(traces::kArgLaunchNs), launchNs);
+    args.append(std::string(traces::kArgLaunchLane), static_cast<int64_t>(hostLaneOf(op)));
+  }
   std::string name;
   switch (op.kind) {
     case OpKind::kForward:
@@ -356,6 +377,14 @@ void Replayer::emitCollective(int r, int k, const CollectiveDesc& desc, int64_t 
       break;
   }
   const CollectiveEstimate& est = *desc.estimate;
+  if (const int64_t launchNs = m_issueHost[static_cast<size_t>(r)]; launchNs >= 0) {
+    // DDP's bucket and used-map allreduces are launched from its hooks (autograd's thread); the
+    // broadcasts and SyncBatchNorm's allreduce from the forward (the main thread).
+    const bool hook = desc.kind == CollectiveKind::kBucket || desc.kind == CollectiveKind::kUsedMap;
+    args.append(std::string(traces::kArgLaunchNs), launchNs);
+    args.append(std::string(traces::kArgLaunchLane),
+                static_cast<int64_t>(hook ? kAutogradLane : kMainLane));
+  }
   args.append(std::string(traces::kArgBytes), desc.bytes);
   args.append(std::string(traces::kArgIteration), m_iteration);
   args.append("algorithm", est.algorithm);

@@ -360,9 +360,18 @@ class Replayer {
   size_t bucketHookIndex(int r, int bucket) const {
     return static_cast<size_t>(r) * m_model.params.size() + static_cast<size_t>(bucket);
   }
+  // The rank's host lanes (ddp_simulator.h "Host"): the main thread and autograd's thread.
+  static constexpr int kMainLane = 2;
+  static constexpr int kAutogradLane = 3;
+  // Which host thread issues op: the backward's kernels, DDP's hooks, copies, bucket collectives
+  // and waits run on autograd's thread; the forward, the optimizer and the step's own work on
+  // the main thread.
+  static int hostLaneOf(const Op& op);
   // Writes the host span of op's DDP host cost, starting at `startNs` on rank r's host.
   void emitHostSpan(int r, const Op& op, int64_t startNs);
-  void emitKernel(int r, const Op& op, traces::Category category, int64_t startNs, int64_t endNs);
+  // `launchNs` >= 0: when the host finished launching the kernel (the host runs ahead).
+  void emitKernel(int r, const Op& op, traces::Category category, int64_t startNs, int64_t endNs,
+                  int64_t launchNs);
   void emitCollective(int r, int k, const CollectiveDesc& desc, int64_t startNs, int64_t endNs);
 
   const models::ModelSpec& m_model;
@@ -380,6 +389,9 @@ class Replayer {
   std::vector<RankState> m_ranks;
   std::vector<double> m_scale;        // per rank: compute-time factor this iteration
   std::vector<int64_t> m_bucketHook;  // trace only: [rank × P] hook time of a bucket's last copy
+  // Trace only, per rank: when its host finished launching the collective being timed (−1: the
+  // host is the stream, nothing is launched ahead).
+  std::vector<int64_t> m_issueHost;
   int64_t m_hostStallNs = 0;
   // Per collective of the iteration.
   std::vector<int64_t> m_collEnd;

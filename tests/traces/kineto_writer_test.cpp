@@ -7,7 +7,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "tests/status_matchers.h"
@@ -116,6 +118,64 @@ TEST(KinetoWriterTest, EventsAreWhatKinetoWrites) {
   EXPECT_EQ(byName.at("ProfilerStep#1")["cat"], "user_annotation");
   EXPECT_EQ(byName.at("idle marker")["cat"], "gpu_user_annotation");
   EXPECT_FALSE(byName.at("idle marker").contains("args"));  // no stream: not a device row
+  fs::remove(path);
+}
+
+TEST(KinetoWriterTest, LaunchesSitWhereAndOnTheThreadTheHostLaunchedThem) {
+  // A simulated host that ran ahead: each device span says when its launch ended and which host
+  // lane (thread) made it. The forward's kernel from the main thread 25 µs early, the
+  // backward's from autograd's thread (its own tid), a span without a launch at its own start.
+  Timeline t;
+  const int rank = 0;
+  LaneHandle compute = t.addLane(rank, "compute", LaneKind::kCompute);
+  t.addLane(rank, "comm", LaneKind::kComm);
+  LaneHandle main = t.addLane(rank, std::string(kMainThreadLane), LaneKind::kHost);
+  LaneHandle autograd = t.addLane(rank, std::string(kAutogradThreadLane), LaneKind::kHost);
+  t.addSpan(main, "conv1 (dispatch)", Category::kOther, us(0), us(5));
+  t.addSpan(autograd, "conv1 (autograd)", Category::kOther, us(20), us(8));
+  Args forward;
+  forward.set(std::string(kArgLaunchNs), int64_t{5000});
+  forward.set(std::string(kArgLaunchLane), int64_t{main.laneIndex});
+  t.addSpan(compute, "conv1", Category::kForward, us(30), us(10), forward);
+  Args backward;
+  backward.set(std::string(kArgLaunchNs), int64_t{28000});
+  backward.set(std::string(kArgLaunchLane), int64_t{autograd.laneIndex});
+  t.addSpan(compute, "conv1", Category::kBackward, us(40), us(10), backward);
+  t.addSpan(compute, "sgd", Category::kOptimizer, us(60), us(10));
+  t.addIteration(rank, 1, us(0), us(80));
+  const std::string path = tempPath("launches.json");
+  ASSERT_OK(writeKinetoTrace(t, 0, path));
+  std::ifstream in(path);
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  std::map<int64_t, nlohmann::json> launches;  // correlation → runtime call
+  std::map<std::string, nlohmann::json> kernels;
+  std::map<std::string, int> hostTid;
+  std::set<int> namedThreads;
+  for (const nlohmann::json& e : doc["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name" && e["pid"] == kKinetoHostPid) {
+      namedThreads.insert(e["tid"].get<int>());
+    }
+    if (e["ph"] != "X") continue;
+    if (e["cat"] == "cuda_runtime") {
+      launches[e["args"]["correlation"].get<int64_t>()] = e;
+    } else if (e["cat"] == "kernel") {
+      kernels[e["name"]] = e;
+    } else if (e["cat"] == "cpu_op") {
+      hostTid[e["name"]] = e["tid"].get<int>();
+    }
+  }
+  EXPECT_EQ(hostTid.at("conv1 (dispatch)"), kKinetoHostTid);
+  EXPECT_EQ(hostTid.at("conv1 (autograd)"), kKinetoAutogradTid);
+  EXPECT_EQ(namedThreads, (std::set<int>{kKinetoHostTid, kKinetoAutogradTid}));
+  const auto launchOf = [&](const std::string& kernel) {
+    return launches.at(kernels.at(kernel)["args"]["correlation"].get<int64_t>());
+  };
+  EXPECT_EQ(launchOf("ddpscope::forward conv1")["ts"].get<double>(), 5.0);
+  EXPECT_EQ(launchOf("ddpscope::forward conv1")["tid"], kKinetoHostTid);
+  EXPECT_EQ(launchOf("ddpscope::backward conv1")["ts"].get<double>(), 28.0);
+  EXPECT_EQ(launchOf("ddpscope::backward conv1")["tid"], kKinetoAutogradTid);
+  EXPECT_EQ(launchOf("ddpscope::optimizer sgd")["ts"].get<double>(), 60.0);
+  EXPECT_EQ(launchOf("ddpscope::optimizer sgd")["tid"], kKinetoHostTid);
   fs::remove(path);
 }
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -193,6 +194,79 @@ TEST(DdpSimulatorTest, PerOpHostCostsHideBehindLongKernels) {
   const SimResult r = run(model, options, compute, comm, kNoContention);
   EXPECT_EQ(r.summary.stepTime.count(), none.summary.stepTime.count() + 50000 + 15000);
   EXPECT_EQ(r.summary.hostStall.count(), 50000 + 15000);
+}
+
+TEST(DdpSimulatorTest, HostWorkRunsOnPyTorchsTwoThreadsAndEveryKernelCarriesItsLaunch) {
+  // The forward, the step's own work and the optimizer on the main thread; the backward's
+  // autograd nodes and DDP's hooks, allreduce launches and finalize on autograd's thread. Every
+  // device span says when (at or before its start) and from which thread the host launched it.
+  const models::ModelSpec model = testing::specMlp();
+  FixedComputeModel compute;
+  compute.forwardNs = 100;
+  compute.backwardNs = 100;
+  AlphaBetaCommModel comm(8, 1000, 10.0);
+  SimOptions options;
+  options.host = perOpHost();
+  options.host->profile.ddp = knownHostCosts(true).profile.ddp;
+  const SimResult r = run(model, options, compute, comm, kNoContention, layoutOf(1, 2));
+  const traces::RankTrack& track = r.timeline.rank(0);
+  ASSERT_GE(track.lanes.size(), 4u);
+  EXPECT_EQ(track.lanes[2].name, traces::kMainThreadLane);
+  EXPECT_EQ(track.lanes[3].name, traces::kAutogradThreadLane);
+  EXPECT_EQ(track.lanes[2].kind, traces::LaneKind::kHost);
+  EXPECT_EQ(track.lanes[3].kind, traces::LaneKind::kHost);
+  std::set<std::string> mainNames;
+  std::set<std::string> autogradNames;
+  for (const traces::Span& s : track.lanes[2].spans) mainNames.insert(s.name);
+  for (const traces::Span& s : track.lanes[3].spans) autogradNames.insert(s.name);
+  for (const char* name :
+       {"l0 (dispatch)", "optimizer.step (dispatch)", "training step (zero_grad, loss, loop)",
+        "DDP forward wrapper (_pre_forward, _post_forward)"}) {
+    EXPECT_TRUE(mainNames.contains(name)) << name;
+    EXPECT_FALSE(autogradNames.contains(name)) << name;
+  }
+  for (const char* name : {"l0 (autograd)", "DDP autograd hook", "DDP allreduce launch",
+                           "DDP finalize wait", "DDP copy back launch"}) {
+    EXPECT_TRUE(autogradNames.contains(name)) << name;
+    EXPECT_FALSE(mainNames.contains(name)) << name;
+  }
+  // The one host cursor: the two threads never run at once (in a DDP step the main thread
+  // waits in backward() while autograd's thread works).
+  std::vector<const traces::Span*> host;
+  for (int lane : {2, 3}) {
+    for (const traces::Span& s : track.lanes[static_cast<size_t>(lane)].spans) host.push_back(&s);
+  }
+  std::sort(host.begin(), host.end(),
+            [](const traces::Span* a, const traces::Span* b) { return a->start < b->start; });
+  for (size_t i = 1; i < host.size(); ++i) {
+    EXPECT_LE(host[i - 1]->end(), host[i]->start) << host[i - 1]->name << " / " << host[i]->name;
+  }
+  // Launches: kernels of the forward and the optimizer from the main thread, of the backward
+  // and DDP's copies from autograd's, bucket allreduces from autograd's; never after the start.
+  size_t launched = 0;
+  size_t waitedForHost = 0;
+  for (int lane : {0, 1}) {
+    for (const traces::Span& s : track.lanes[static_cast<size_t>(lane)].spans) {
+      const auto at = s.args.getInt(traces::kArgLaunchNs);
+      const auto from = s.args.getInt(traces::kArgLaunchLane);
+      ASSERT_TRUE(at.has_value() && from.has_value()) << s.name;
+      EXPECT_LE(Nanos(*at), s.start) << s.name;
+      waitedForHost += Nanos(*at) == s.start ? 1 : 0;
+      const bool autograd = s.category == Category::kBackward || s.category == Category::kCopy ||
+                            s.category == Category::kAllreduce;
+      EXPECT_EQ(*from, autograd ? 3 : 2) << s.name;
+      ++launched;
+    }
+  }
+  EXPECT_GT(launched, 0u);
+  // Kernels of 100 ns behind microseconds of dispatch: the GPU waits for nearly every launch.
+  EXPECT_GT(waitedForHost, launched / 2);
+  // CPU ranks launch nothing ahead: the host is the stream, no launch is recorded.
+  options.host->runsAhead = false;
+  const SimResult cpu = run(model, options, compute, comm, kNoContention, layoutOf(1, 2));
+  for (const traces::Span& s : cpu.timeline.rank(0).lanes[0].spans) {
+    EXPECT_FALSE(s.args.contains(traces::kArgLaunchNs)) << s.name;
+  }
 }
 
 TEST(DdpSimulatorTest, HostCostsAddUpInSeriesOnCpuRanks) {
@@ -451,7 +525,8 @@ TEST(DdpSimulatorTest, TraceHasLanesFlowsAndMetadata) {
   EXPECT_EQ(track.lanes[0].kind, traces::LaneKind::kCompute);
   EXPECT_EQ(track.lanes[1].name, "comm");
   EXPECT_EQ(track.lanes[1].kind, traces::LaneKind::kComm);
-  EXPECT_EQ(track.lanes[2].name, "host");
+  EXPECT_EQ(track.lanes[2].name, traces::kMainThreadLane);
+  EXPECT_EQ(track.lanes[3].name, traces::kAutogradThreadLane);
   EXPECT_EQ(timeline.iterations(0).size(), 4u);
   for (const char* key : {"model", "world_size", "bucket_cap_mb", "find_unused_parameters",
                           "static_graph", "no_sync_steps", "comm_hook", "batch_per_rank"}) {
