@@ -10,6 +10,8 @@ and which recommendations flipped.
 Usage:
   scripts/best_caps.py --ddpscope build/release/bin/ddpscope --out after.json
   scripts/best_caps.py --compare before.json after.json     # markdown table on stdout
+  # one cluster, every plan with another host profile (a built-in name or a JSON file):
+  scripts/best_caps.py --ddpscope B --clusters dgx-h100 --host-profile P --out before.json
 Standard library only.
 """
 import argparse
@@ -26,9 +28,10 @@ def zoo(binary):
     return [m["name"] for m in json.loads(out.stdout) if m["name"] != "mlp-tiny"]
 
 
-def plan(binary, model, cluster, nodes):
+def plan(binary, model, cluster, nodes, host_profile=None):
+    extra = ["--host-profile", host_profile] if host_profile else []
     r = subprocess.run([binary, "plan", "--model", model, "--cluster", cluster, "--nodes",
-                        str(nodes), "--json"], capture_output=True, text=True)
+                        str(nodes), "--json"] + extra, capture_output=True, text=True)
     if r.returncode != 0:
         return {"error": r.stderr.strip().splitlines()[-1] if r.stderr.strip() else "failed"}
     j = json.loads(r.stdout)
@@ -44,18 +47,20 @@ def plan(binary, model, cluster, nodes):
     }
 
 
-def record(binary, out):
+def record(binary, out, clusters, host_profile):
     rows = []
     for model in zoo(binary):
-        for cluster in CLUSTERS:
+        for cluster in clusters:
             for nodes in NODES:
                 row = {"model": model, "cluster": cluster, "nodes": nodes}
-                row.update(plan(binary, model, cluster, nodes))
+                row.update(plan(binary, model, cluster, nodes, host_profile))
                 rows.append(row)
     version = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout
+    doc = {"ddpscope": version.strip().splitlines()[0] if version else "", "rows": rows}
+    if host_profile:
+        doc["host_profile"] = host_profile
     with open(out, "w") as f:
-        json.dump({"ddpscope": version.strip().splitlines()[0] if version else "",
-                   "rows": rows}, f, indent=1, sort_keys=True)
+        json.dump(doc, f, indent=1, sort_keys=True)
         f.write("\n")
 
 
@@ -97,13 +102,16 @@ def main():
     ap.add_argument("--ddpscope", help="the ddpscope binary to record with")
     ap.add_argument("--out", help="where to write the recorded JSON")
     ap.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"))
+    ap.add_argument("--clusters", default=",".join(CLUSTERS),
+                    help="comma-separated built-in clusters (default: %(default)s)")
+    ap.add_argument("--host-profile", help="plan with this host profile instead of the clusters'")
     args = ap.parse_args()
     if args.compare:
         compare(*args.compare)
         return 0
     if not args.ddpscope or not args.out:
         ap.error("give --ddpscope and --out, or --compare BEFORE AFTER")
-    record(args.ddpscope, args.out)
+    record(args.ddpscope, args.out, args.clusters.split(","), args.host_profile)
     return 0
 
 
