@@ -19,8 +19,9 @@ std::string formatDdpCosts(const sim::SimSummary& s) {
     o << "DDP host costs: not set for this cluster (its ddp_overheads are 0: unknown, not\n"
          "  measured); fit them from a trace with 'ddpscope calibrate'\n";
   } else {
-    o << "DDP host costs per step (cluster's ddp_overheads; hidden unless the host falls "
-         "behind):\n";
+    o << "DDP host costs per step ("
+      << (s.hostProfile.empty() ? "cluster's ddp_overheads" : "host profile " + s.hostProfile)
+      << "; hidden unless the host falls behind):\n";
     auto term = [&](const char* label, int count, double us, Nanos total) {
       std::snprintf(line, sizeof(line), "  %-22s %5d x %8.1f us = %9.3f ms\n", label, count, us,
                     total.toMillis());

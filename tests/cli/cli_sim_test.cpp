@@ -117,8 +117,14 @@ TEST(CliSimulateTest, SummaryShowsDdpCostTerms) {
   CliResult text = runCliForTest({"simulate", "--model", "resnet50", "--cluster", "dgx-v100",
                                   "--bucket-cap-mb", "1", "--quiet"});
   ASSERT_EQ(text.exitCode, 0) << text.err;
-  EXPECT_THAT(text.out, HasSubstr("DDP host costs per step"));
+  EXPECT_THAT(text.out, HasSubstr("DDP host costs per step (cluster's ddp_overheads;"));
   EXPECT_THAT(text.out, HasSubstr("allreduce launches"));
+  // On dgx-h100 DDP's terms are its host profile's, and the text says whose.
+  CliResult h100 = runCliForTest(
+      {"simulate", "--model", "resnet50", "--cluster", "dgx-h100", "--world-size", "1", "--quiet"});
+  ASSERT_EQ(h100.exitCode, 0) << h100.err;
+  EXPECT_THAT(h100.out, HasSubstr("DDP host costs per step (host profile h100-torch211;"));
+  EXPECT_THAT(h100.out, HasSubstr("host-bound: the GPU waits"));
   EXPECT_THAT(text.out, HasSubstr("over plain training"));
   // NCCL's CTAs on the device: 12 ring CTAs of the V100's 80 SMs, 12/68 = 17.6 % (over the flat
   // 15 %), in the text and in the JSON.
