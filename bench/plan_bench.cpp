@@ -49,8 +49,8 @@ const Setup& setup() {
   return s;
 }
 
-PlanRequest requestFor(const models::ModelSpec& model) {
-  PlanRequest r;
+PlanSearch requestFor(const models::ModelSpec& model) {
+  PlanSearch r;
   r.model = &model;
   r.cluster = &setup().cluster;
   r.layout = setup().layout;

@@ -105,7 +105,7 @@ BENCHMARK(BM_Gpt2XlConfig)->Unit(benchmark::kMicrosecond);
 
 // The sweep API (sim/engine/sweep.h) on `state.range(0)` threads (0 = all cores).
 void BM_Sweep192(benchmark::State& state) {
-  SweepRequest request;
+  SweepGrid request;
   request.model = &zooModel("gpt2-xl");
   request.cluster = &dgxA100();
   request.capsMb = {1, 2, 5, 10, 25, 50, 100, 200};

@@ -60,15 +60,15 @@ Status runPlanCommand(const std::vector<std::string>& argv, CommandIo io) {
     io.out << parser.helpText();
     return Status::ok();
   }
-  ASSIGN_OR_RETURN(const sim::PlanInput input, sim::parsePlanInput(args));
-  ASSIGN_OR_RETURN(const sim::PlanResult r, sim::runPlanInput(input));
+  ASSIGN_OR_RETURN(const sim::PlanRequest input, sim::parsePlanRequest(args));
+  ASSIGN_OR_RETURN(const sim::PlanResult r, sim::runPlanRequest(input));
   if (args.has("json")) {
     io.out << sim::planJson(input, r).dump(2) << "\n";
     return Status::ok();
   }
 
   const sim::SimulationRequest& req = input.request;
-  const sim::PlanRequest& plan = input.plan;
+  const sim::PlanSearch& plan = input.search;
   const sim::SweepPoint& def = r.uniform.points[r.defaultPoint];
   const sim::SweepPoint& uni = r.uniform.points[r.bestUniformPoint];
   const std::string kwargs = sim::planDdpKwargs(r);

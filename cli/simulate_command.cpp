@@ -56,7 +56,7 @@ Status runSimulateCommand(const std::vector<std::string>& argv, CommandIo io) {
     progress.setTotal(static_cast<size_t>(total));
     progress.update(static_cast<size_t>(done));
   };
-  ASSIGN_OR_RETURN(sim::SimResult result, sim::runSimulation(req, layout, req.options));
+  ASSIGN_OR_RETURN(sim::SimResult result, sim::runSimulation(req, layout));
   ASSIGN_OR_RETURN(const std::vector<std::string> traceFiles,
                    writeTraceOutput(result.timeline, args));
   if (args.has("json")) {

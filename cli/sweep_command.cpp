@@ -51,14 +51,14 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
     io.out << parser.helpText();
     return Status::ok();
   }
-  ASSIGN_OR_RETURN(const sim::SweepPlan plan, sim::parseSweepPlan(args));
+  ASSIGN_OR_RETURN(const sim::SweepRequest plan, sim::parseSweepRequest(args));
   const sim::SimulationRequest& req = plan.request;
   const std::vector<sim::WorldLayout>& layouts = plan.layouts;
   const std::vector<bool>& findUnused = plan.findUnused;
   const bool severalModes = plan.compileModes.size() > 1;
   Progress progress = Progress::forCommand("sweep", 0, io.err, args.has("quiet"));
   ASSIGN_OR_RETURN(const sim::SweepResult result,
-                   sim::runSweepPlan(plan, [&progress](size_t finished, size_t total) {
+                   sim::runSweepRequest(plan, [&progress](size_t finished, size_t total) {
                      progress.setTotal(total);
                      progress.update(finished);
                    }));

@@ -104,8 +104,8 @@ foreach(module IN LISTS modules)
 endforeach()
 
 # One request layer: the front ends (cli/, gui/, python/) turn named settings into a simulation,
-# a sweep or a plan through sim/api (parseSimulationRequest / runSimulation, parseSweepPlan /
-# runSweepPlan, parsePlanInput / runPlanInput), never by calling the engine's entry points.
+# a sweep or a plan through sim/api (parseSimulationRequest / runSimulation, parseSweepRequest /
+# runSweepRequest, parsePlanRequest / runPlanRequest), never by calling the engine's entry points.
 foreach(module gui cli python)
   file(GLOB_RECURSE sources RELATIVE ${SOURCE_DIR} ${SOURCE_DIR}/${module}/*.h
        ${SOURCE_DIR}/${module}/*.cpp)

@@ -66,7 +66,7 @@ StatusOr<WhatIfResult> runWhatIf(const WhatIfSettings& settings, bool recordTrac
                    sim::makeWorldLayout(request.cluster, std::nullopt, settings.worldSize));
   request.options.recordTrace = recordTrace;
   const Nanos t0 = steadyNow();
-  ASSIGN_OR_RETURN(sim::SimResult result, sim::runSimulation(request, layout, request.options));
+  ASSIGN_OR_RETURN(sim::SimResult result, sim::runSimulation(request, layout));
   WhatIfResult out;
   out.simulateNs = (steadyNow() - t0).count();
   out.settings = settings;
@@ -160,9 +160,9 @@ StatusOr<SweepResult> runSweep(const WhatIfSettings& base, const std::vector<dou
                                const std::vector<int>& worldSizes) {
   if (capsMb.empty() || worldSizes.empty()) return invalidArgument("sweep: nothing to sweep");
   // `ddpscope sweep`'s settings: the base's, with its cap and find_unused as the sweep's axes.
-  ASSIGN_OR_RETURN(const sim::SweepPlan plan,
-                   sim::parseSweepPlan(sim::sweepSettings(base.choice(), capsMb, worldSizes)));
-  ASSIGN_OR_RETURN(const sim::SweepResult swept, sim::runSweepPlan(plan, nullptr));
+  ASSIGN_OR_RETURN(const sim::SweepRequest plan,
+                   sim::parseSweepRequest(sim::sweepSettings(base.choice(), capsMb, worldSizes)));
+  ASSIGN_OR_RETURN(const sim::SweepResult swept, sim::runSweepRequest(plan, nullptr));
   SweepResult out;
   out.capsMb = capsMb;
   out.worldSizes = worldSizes;
@@ -170,23 +170,23 @@ StatusOr<SweepResult> runSweep(const WhatIfSettings& base, const std::vector<dou
   return out;
 }
 
-StatusOr<sim::PlanInput> planInputOf(const WhatIfSettings& base,
-                                     const std::vector<double>& capsMb) {
+StatusOr<sim::PlanRequest> planRequestOf(const WhatIfSettings& base,
+                                         const std::vector<double>& capsMb) {
   WhatIfSettings planned = base;
   planned.ddp.bucketCapMbList.clear();  // what the plan chooses
-  return sim::parsePlanInput(sim::sweepSettings(planned.choice(), capsMb));
+  return sim::parsePlanRequest(sim::sweepSettings(planned.choice(), capsMb));
 }
 
-StatusOr<PlanOutcome> runPlanAt(const sim::PlanInput& input, const std::vector<int>& worldSizes) {
-  if (input.plan.uniformCapsMb.empty() || worldSizes.empty()) {
+StatusOr<PlanOutcome> runPlanAt(const sim::PlanRequest& input, const std::vector<int>& worldSizes) {
+  if (input.search.uniformCapsMb.empty() || worldSizes.empty()) {
     return invalidArgument("plan: nothing to plan");
   }
   PlanOutcome out;
-  out.sweep.capsMb = input.plan.uniformCapsMb;
+  out.sweep.capsMb = input.search.uniformCapsMb;
   out.sweep.worldSizes = worldSizes;
   for (int worldSize : worldSizes) {
-    ASSIGN_OR_RETURN(const sim::PlanInput atSize, sim::planInputAtWorldSize(input, worldSize));
-    ASSIGN_OR_RETURN(sim::PlanResult plan, sim::runPlanInput(atSize));
+    ASSIGN_OR_RETURN(const sim::PlanRequest atSize, sim::planRequestAtWorldSize(input, worldSize));
+    ASSIGN_OR_RETURN(sim::PlanResult plan, sim::runPlanRequest(atSize));
     appendSweepPoints(plan.uniform, out.sweep);
     out.plans.push_back(std::move(plan));
   }
@@ -198,7 +198,7 @@ StatusOr<PlanOutcome> runPlan(const WhatIfSettings& base, const std::vector<doub
   if (capsMb.empty() || worldSizes.empty()) return invalidArgument("plan: nothing to plan");
   WhatIfSettings first = base;
   first.worldSize = worldSizes.front();
-  ASSIGN_OR_RETURN(const sim::PlanInput input, planInputOf(first, capsMb));
+  ASSIGN_OR_RETURN(const sim::PlanRequest input, planRequestOf(first, capsMb));
   return runPlanAt(input, worldSizes);
 }
 

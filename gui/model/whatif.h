@@ -142,13 +142,14 @@ struct PlanOutcome {
 // `ddpscope plan`'s request for `base` over the uniform caps `capsMb` at base's world size (its
 // bucket cap is ignored: the plan compares the default, the uniform caps and the planned list):
 // the model and cluster resolved, the settings validated.
-StatusOr<sim::PlanInput> planInputOf(const WhatIfSettings& base, const std::vector<double>& capsMb);
+StatusOr<sim::PlanRequest> planRequestOf(const WhatIfSettings& base,
+                                         const std::vector<double>& capsMb);
 
-// The plan of `input` at each world size: only the layout changes (sim::planInputAtWorldSize);
+// The plan of `input` at each world size: only the layout changes (sim::planRequestAtWorldSize);
 // the model and cluster are the input's, resolved once for all world sizes.
-StatusOr<PlanOutcome> runPlanAt(const sim::PlanInput& input, const std::vector<int>& worldSizes);
+StatusOr<PlanOutcome> runPlanAt(const sim::PlanRequest& input, const std::vector<int>& worldSizes);
 
-// planInputOf(base at the first world size, capsMb), then runPlanAt over `worldSizes`.
+// planRequestOf(base at the first world size, capsMb), then runPlanAt over `worldSizes`.
 StatusOr<PlanOutcome> runPlan(const WhatIfSettings& base, const std::vector<double>& capsMb,
                               const std::vector<int>& worldSizes);
 

@@ -198,7 +198,7 @@ Simulation simulate(const std::map<std::string, std::string>& settings) {
   req.options.recordTrace = true;
   StatusOr<sim::SimResult> result = [&] {
     py::gil_scoped_release release;
-    return sim::runSimulation(req, layout, req.options);
+    return sim::runSimulation(req, layout);
   }();
   sim::SimResult r = valueOrThrow(std::move(result));
   nlohmann::json summary = sim::simSummaryJson(req, layout, r.summary);
@@ -219,10 +219,10 @@ py::object buckets(const std::map<std::string, std::string>& settings) {
 py::object sweep(const std::map<std::string, std::string>& settings) {
   const SettingValues values = settingValues(settings);
   checkNames(values, sim::simulationSettingList(/*sweep=*/true), "sweep");
-  const sim::SweepPlan plan = valueOrThrow(sim::parseSweepPlan(values));
+  const sim::SweepRequest plan = valueOrThrow(sim::parseSweepRequest(values));
   StatusOr<sim::SweepResult> result = [&] {
     py::gil_scoped_release release;
-    return sim::runSweepPlan(plan, nullptr);
+    return sim::runSweepRequest(plan, nullptr);
   }();
   return toPython(sim::sweepJson(plan, valueOrThrow(std::move(result))));
 }
@@ -232,10 +232,10 @@ py::object sweep(const std::map<std::string, std::string>& settings) {
 py::object plan(const std::map<std::string, std::string>& settings) {
   const SettingValues values = settingValues(settings);
   checkNames(values, sim::planSettingList(), "plan");
-  const sim::PlanInput input = valueOrThrow(sim::parsePlanInput(values));
+  const sim::PlanRequest input = valueOrThrow(sim::parsePlanRequest(values));
   StatusOr<sim::PlanResult> result = [&] {
     py::gil_scoped_release release;
-    return sim::runPlanInput(input);
+    return sim::runPlanRequest(input);
   }();
   return toPython(sim::planJson(input, valueOrThrow(std::move(result))));
 }

@@ -56,8 +56,8 @@ std::vector<SettingSpec> planSettingList() {
   return specs;
 }
 
-StatusOr<PlanInput> parsePlanInput(const SettingValues& values) {
-  PlanInput in;
+StatusOr<PlanRequest> parsePlanRequest(const SettingValues& values) {
+  PlanRequest in;
   const std::optional<std::string> trace = values.value("from-trace");
   if (trace && values.has("compute-from")) {
     return invalidArgument(
@@ -79,7 +79,7 @@ StatusOr<PlanInput> parsePlanInput(const SettingValues& values) {
   if (req.options.ddp.profile == ddp::SemanticsProfile::kV1_5) {
     return invalidArgument("--torch-version 1.5: plan supports torch 1.13 and 2.15");
   }
-  PlanRequest& plan = in.plan;
+  PlanSearch& plan = in.search;
   if (auto text = values.value("objective")) {
     ASSIGN_OR_RETURN(plan.objective, parsePlanObjective(*text));
   }
@@ -134,8 +134,8 @@ StatusOr<PlanInput> parsePlanInput(const SettingValues& values) {
   return in;
 }
 
-StatusOr<PlanInput> planInputAtWorldSize(PlanInput input, int worldSize) {
-  ASSIGN_OR_RETURN(input.plan.layout,
+StatusOr<PlanRequest> planRequestAtWorldSize(PlanRequest input, int worldSize) {
+  ASSIGN_OR_RETURN(input.search.layout,
                    makeWorldLayout(input.request.cluster, std::nullopt, worldSize));
   return input;
 }
@@ -169,8 +169,8 @@ Nanos scaled(Nanos step, double factor) {
 
 }  // namespace
 
-std::vector<PlanCandidate> planCandidates(const PlanInput& input, const PlanResult& r, int keep) {
-  const ddp::DdpConfig& base = input.plan.base.ddp;
+std::vector<PlanCandidate> planCandidates(const PlanRequest& input, const PlanResult& r, int keep) {
+  const ddp::DdpConfig& base = input.search.base.ddp;
   const double factor = input.fromTrace ? input.rankMaxFactor : 1.0;
   auto make = [&](std::string label, const SimSummary& s) {
     PlanCandidate c;
@@ -278,25 +278,25 @@ nlohmann::json candidatesJson(const std::vector<PlanCandidate>& candidates) {
   return out;
 }
 
-StatusOr<PlanResult> runPlanInput(const PlanInput& input) {
-  PlanRequest plan = input.plan;
+StatusOr<PlanResult> runPlanRequest(const PlanRequest& input) {
+  PlanSearch plan = input.search;
   plan.model = &input.request.model;
   plan.cluster = &input.request.cluster;
   plan.compute = input.request.compute.get();
   return runPlan(plan);
 }
 
-nlohmann::json planJson(const PlanInput& input, const PlanResult& r) {
+nlohmann::json planJson(const PlanRequest& input, const PlanResult& r) {
   const SimulationRequest& req = input.request;
   const SweepPoint& def = r.uniform.points[r.defaultPoint];
   const SweepPoint& uni = r.uniform.points[r.bestUniformPoint];
   nlohmann::json out;
   out["model"] = req.model.name;
   out["cluster"] = req.cluster.name;
-  out["nodes"] = input.plan.layout.nodes;
-  out["world_size"] = input.plan.layout.worldSize();
+  out["nodes"] = input.search.layout.nodes;
+  out["world_size"] = input.search.layout.worldSize();
   out["torch"] = std::string(ddp::semanticsProfileName(req.options.ddp.profile));
-  out["objective"] = planObjectiveName(input.plan.objective);
+  out["objective"] = planObjectiveName(input.search.objective);
   out["workload"] = workloadJson(def.summary.workload);
   out["default"] = summaryJson(def.summary);
   out["default"]["bucket_cap_mb"] =

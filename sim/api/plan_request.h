@@ -1,4 +1,4 @@
-// PlanInput: the settings of `ddpscope plan` (the sweep's simulation settings narrowed to one
+// PlanRequest: the settings of `ddpscope plan` (the sweep's simulation settings narrowed to one
 // layout, plus "torch" and "objective"), parsed from named settings (base/setting_values.h); its
 // run (sim/engine/plan.h runPlan) and the result's JSON (docs/JSON.md "plan"). The CLI prints the
 // result as text or this JSON; the Python package's plan() returns the JSON.
@@ -23,9 +23,9 @@
 
 namespace ddpscope::sim {
 
-struct PlanInput {
+struct PlanRequest {
   SimulationRequest request;  // model, cluster, DDP settings (the profile is the torch version)
-  PlanRequest plan;           // layout, caps, objective; its pointers are set by runPlanInput
+  PlanSearch search;          // layout, caps, objective; its pointers are set by runPlanRequest
   // With "from-trace": the recorded run's step time as measured and as replayed at its own settings
   // (replay::predictStep), so the plan's numbers can be judged against the run's.
   bool fromTrace = false;
@@ -59,7 +59,7 @@ inline constexpr int kDefaultPlanCandidates = 3;
 // flags are measured once (the first named in that order, the current settings first). When the
 // run's own settings are not PyTorch's default layout, the default stays a candidate even past
 // `keep`: a prediction that cannot tell layouts apart must not drop the one most jobs run.
-std::vector<PlanCandidate> planCandidates(const PlanInput& input, const PlanResult& result,
+std::vector<PlanCandidate> planCandidates(const PlanRequest& input, const PlanResult& result,
                                           int keep = kDefaultPlanCandidates);
 nlohmann::json candidatesJson(const std::vector<PlanCandidate>& candidates);
 
@@ -71,21 +71,21 @@ std::vector<SettingSpec> planSettingList();
 // Parses planSettingList()'s settings (names are not checked here; see checkSettingNames) and,
 // with "from-trace", loads the run and replays it at its own settings. Errors name the flag
 // ("--torch-version 1.5: plan supports torch 1.13 and 2.15") or the trace.
-StatusOr<PlanInput> parsePlanInput(const SettingValues& values);
+StatusOr<PlanRequest> parsePlanRequest(const SettingValues& values);
 
 // The same plan at `worldSize` ranks (a layout of the input's cluster, as --world-size makes it):
 // the model, cluster, settings and, with a trace, its own-settings replay are the input's, not
 // read again — a plan over several world sizes resolves the model and cluster once.
-StatusOr<PlanInput> planInputAtWorldSize(PlanInput input, int worldSize);
+StatusOr<PlanRequest> planRequestAtWorldSize(PlanRequest input, int worldSize);
 
 // runPlan on the input's model, cluster and compute model.
-StatusOr<PlanResult> runPlanInput(const PlanInput& input);
+StatusOr<PlanResult> runPlanRequest(const PlanRequest& input);
 
 // {"model", "cluster", "nodes", "world_size", "torch", "objective", "workload", "default",
 // "best_uniform", "planned" (null without bucket_cap_mb_list), "flags", "recommend_list",
 // "ddp_kwargs", "candidates" (planCandidates: {"label", "current", "ddp_kwargs" (an object),
 // "kwargs" (its text), "predicted_step_ns", "num_buckets", "bucket_bytes"}), "trace" (null
 // without: {"path", "measured_step_ns", "replayed_step_ns", "run_settings"})}.
-nlohmann::json planJson(const PlanInput& input, const PlanResult& result);
+nlohmann::json planJson(const PlanRequest& input, const PlanResult& result);
 
 }  // namespace ddpscope::sim

@@ -256,6 +256,10 @@ StatusOr<SimulationRequest> parseSimulationRequest(const SettingValues& args, bo
   return req;
 }
 
+StatusOr<SimResult> runSimulation(const SimulationRequest& request, const WorldLayout& layout) {
+  return runSimulation(request, layout, request.options);
+}
+
 StatusOr<SimResult> runSimulation(const SimulationRequest& request, const WorldLayout& layout,
                                   const SimOptions& options) {
   return sim::simulate(request.model, request.cluster, layout, options, request.compute.get());

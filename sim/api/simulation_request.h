@@ -80,7 +80,10 @@ StatusOr<SimulationRequest> parseSimulationRequest(
 // Errors name --compile and the choices.
 StatusOr<std::vector<CompileMode>> parseCompileModes(const std::string& text, bool list);
 
-// Runs the strategy with the request's compute model (measured or roofline) and cluster.
+// Runs the request (its options) on `layout` with its compute model (measured or roofline) and
+// cluster.
+StatusOr<SimResult> runSimulation(const SimulationRequest& request, const WorldLayout& layout);
+// The same with other options (a sweep's point, replay's what-if settings).
 StatusOr<SimResult> runSimulation(const SimulationRequest& request, const WorldLayout& layout,
                                   const SimOptions& options);
 

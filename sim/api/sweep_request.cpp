@@ -7,8 +7,8 @@
 
 namespace ddpscope::sim {
 
-StatusOr<SweepPlan> parseSweepPlan(const SettingValues& values) {
-  SweepPlan plan;
+StatusOr<SweepRequest> parseSweepRequest(const SettingValues& values) {
+  SweepRequest plan;
   ASSIGN_OR_RETURN(plan.request, parseSimulationRequest(values, /*sweep=*/true));
   if (auto text = values.value("bucket-cap-mb")) {
     ASSIGN_OR_RETURN(plan.capsMb, parsePositiveList(*text, "--bucket-cap-mb"));
@@ -51,11 +51,11 @@ StatusOr<SweepPlan> parseSweepPlan(const SettingValues& values) {
   return plan;
 }
 
-StatusOr<SweepResult> runSweepPlan(const SweepPlan& plan,
-                                   std::function<void(size_t finished, size_t total)> progress) {
+StatusOr<SweepResult> runSweepRequest(const SweepRequest& plan,
+                                      std::function<void(size_t finished, size_t total)> progress) {
   // Every configuration on all cores; the default cap (25) is always simulated for the "gain"
   // column.
-  SweepRequest sweep;
+  SweepGrid sweep;
   sweep.model = &plan.request.model;
   sweep.cluster = &plan.request.cluster;
   sweep.compute = plan.request.compute.get();
@@ -68,7 +68,7 @@ StatusOr<SweepResult> runSweepPlan(const SweepPlan& plan,
   return runSweep(sweep);
 }
 
-nlohmann::json sweepJson(const SweepPlan& plan, const SweepResult& result) {
+nlohmann::json sweepJson(const SweepRequest& plan, const SweepResult& result) {
   const std::vector<SweepPoint>& rows = result.points;
   const SimulationRequest& req = plan.request;
   nlohmann::json out;

@@ -1,4 +1,4 @@
-// SweepPlan: the axes of `ddpscope sweep` (bucket caps, layouts, find_unused, compile modes) and
+// SweepRequest: the axes of `ddpscope sweep` (bucket caps, layouts, find_unused, compile modes) and
 // the shared simulation request, parsed from named settings (base/setting_values.h); its run and
 // the result's JSON ({"model", "cluster", "workload", "rows", "best"}, docs/JSON.md). The CLI
 // prints the result as a table, CSV or this JSON; the Python package's sweep() returns the JSON.
@@ -16,7 +16,7 @@
 
 namespace ddpscope::sim {
 
-struct SweepPlan {
+struct SweepRequest {
   SimulationRequest request;  // every setting but the axes
   std::vector<double> capsMb = {1, 2, 5, 10, 25, 50, 100, 200};
   std::vector<CompileMode> compileModes;
@@ -31,15 +31,15 @@ struct SweepPlan {
 
 // Parses simulationSettingList(/*sweep=*/true)'s settings: the request and the axes
 // "bucket-cap-mb", "compile", "find-unused" (on|off|both), "nodes" / "world-size" (lists).
-StatusOr<SweepPlan> parseSweepPlan(const SettingValues& values);
+StatusOr<SweepRequest> parseSweepRequest(const SettingValues& values);
 
 // Every configuration of the plan on all cores (sim/engine/sweep.h runSweep).
-StatusOr<SweepResult> runSweepPlan(const SweepPlan& plan,
-                                   std::function<void(size_t finished, size_t total)> progress);
+StatusOr<SweepResult> runSweepRequest(const SweepRequest& plan,
+                                      std::function<void(size_t finished, size_t total)> progress);
 
 // {"model", "cluster", "workload" (the first row's), "rows": the first plan.size() points as
 // simSummaryJson without "iterations" and "workload" plus "compile", "best": per (layout,
 // find_unused, compile mode) the best cap with its gain over the default}.
-nlohmann::json sweepJson(const SweepPlan& plan, const SweepResult& result);
+nlohmann::json sweepJson(const SweepRequest& plan, const SweepResult& result);
 
 }  // namespace ddpscope::sim

@@ -362,7 +362,7 @@ Nanos objectiveValue(const SimSummary& summary, PlanObjective objective) {
   return objective == PlanObjective::kStep ? summary.stepTime : summary.exposedComm;
 }
 
-StatusOr<PlanResult> runPlan(const PlanRequest& request) {
+StatusOr<PlanResult> runPlan(const PlanSearch& request) {
   if (request.model == nullptr || request.cluster == nullptr) {
     return invalidArgument("plan: a model and a cluster are required");
   }
@@ -372,7 +372,7 @@ StatusOr<PlanResult> runPlan(const PlanRequest& request) {
   PlanResult out;
 
   // 1. The uniform caps and the default (bucket_cap_mb left out).
-  SweepRequest sweep;
+  SweepGrid sweep;
   sweep.model = &model;
   sweep.cluster = &cluster;
   sweep.compute = request.compute;

@@ -133,7 +133,7 @@ const char* planObjectiveName(PlanObjective objective);
 // The metric a summary is judged by (step time or exposed communication).
 Nanos objectiveValue(const SimSummary& summary, PlanObjective objective);
 
-struct PlanRequest {
+struct PlanSearch {
   const models::ModelSpec* model = nullptr;
   const ClusterSpec* cluster = nullptr;
   const ComputeModel* compute = nullptr;  // null = the cluster's roofline
@@ -199,7 +199,7 @@ struct PlanResult {
 
 // Sweeps the uniform caps, runs the DP, simulates its layout (checking that the emitted list
 // rebuilds it through ddp::steadyStatePlan: Internal otherwise) and each helping flag.
-StatusOr<PlanResult> runPlan(const PlanRequest& request);
+StatusOr<PlanResult> runPlan(const PlanSearch& request);
 
 // "bucket_cap_mb_list=[1, 25, 30]" or "bucket_cap_mb=25" plus ", static_graph=True" ...
 std::string planDdpKwargs(const PlanResult& result);

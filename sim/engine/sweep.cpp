@@ -46,7 +46,7 @@ bool defaultDiffersFromExplicit(const ddp::DdpConfig& base, double capMb) {
 
 }  // namespace
 
-StatusOr<SweepResult> runSweep(const SweepRequest& request) {
+StatusOr<SweepResult> runSweep(const SweepGrid& request) {
   if (request.model == nullptr || request.cluster == nullptr) {
     return invalidArgument("sweep: a model and a cluster are required");
   }

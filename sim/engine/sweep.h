@@ -28,7 +28,7 @@
 
 namespace ddpscope::sim {
 
-struct SweepRequest {
+struct SweepGrid {
   const models::ModelSpec* model = nullptr;
   const ClusterSpec* cluster = nullptr;
   const ComputeModel* compute = nullptr;  // null = the cluster's roofline (simulate())
@@ -72,6 +72,6 @@ SimOptions sweepPointOptions(const SimOptions& base, const SweepPoint& point);
 
 // Errors: an empty model, cluster, layout or cap list (InvalidArgument); a failing point's error
 // with "bucket_cap_mb X, world size W" as context.
-StatusOr<SweepResult> runSweep(const SweepRequest& request);
+StatusOr<SweepResult> runSweep(const SweepGrid& request);
 
 }  // namespace ddpscope::sim

@@ -232,12 +232,12 @@ void SweepPlanTest::aPlanResolvesTheModelAndClusterOnce() {
   base.model = modelPath;
   base.cluster = clusterPath;
   const std::vector<double> caps(std::begin(kTypicalBucketCapsMb), std::end(kTypicalBucketCapsMb));
-  const StatusOr<sim::PlanInput> input = planInputOf(base, caps);
+  const StatusOr<sim::PlanRequest> input = planRequestOf(base, caps);
   QVERIFY2(input.isOk(), input.status().message().c_str());
   QVERIFY(QFile::remove(QString::fromStdString(modelPath)));
   QVERIFY(QFile::remove(QString::fromStdString(clusterPath)));
   // Parsing again now fails: the files are gone.
-  QVERIFY(!planInputOf(base, caps).isOk());
+  QVERIFY(!planRequestOf(base, caps).isOk());
 
   const std::vector<int> worldSizes = {8, 16, 32};
   const StatusOr<PlanOutcome> outcome = runPlanAt(*input, worldSizes);

@@ -300,7 +300,7 @@ SweepCurve sweepCaps(CompileMode mode, int nodes) {
   if (!model.isOk() || !cluster.isOk()) return curve;
   auto layout = makeWorldLayout(*cluster, nodes, std::nullopt);
   EXPECT_OK(layout);
-  SweepRequest request;
+  SweepGrid request;
   request.model = &*model;
   request.cluster = &*cluster;
   request.base.compile = mode;

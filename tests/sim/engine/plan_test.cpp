@@ -258,7 +258,7 @@ TEST(PlanTest, EmittedListReproducesTheLayoutForEveryZooModel) {
 TEST(PlanTest, RunPlanSimulatesTheListItEmits) {
   ASSERT_OK_AND_ASSIGN(const ClusterSpec cluster, loadBuiltinCluster("dgx-a100"));
   ASSERT_OK_AND_ASSIGN(const models::ModelSpec model, models::loadZooModel("gpt2-small"));
-  PlanRequest request;
+  PlanSearch request;
   request.model = &model;
   request.cluster = &cluster;
   ASSERT_OK_AND_ASSIGN(request.layout, makeWorldLayout(cluster, 4, std::nullopt));
@@ -328,7 +328,7 @@ TEST(PlanTest, OffersFindUnusedOffWhenNothingIsUnused) {
   config.in = config.hidden = config.out = 1024;
   config.use.period = 1;
   const models::ModelSpec model = models::makeBranchyMlpSpec(config);
-  PlanRequest request;
+  PlanSearch request;
   request.model = &model;
   request.cluster = &cluster;
   ASSERT_OK_AND_ASSIGN(request.layout, makeWorldLayout(cluster, 1, std::nullopt));

@@ -184,7 +184,7 @@ TEST(SweepTest, BaselineIsPyTorchsDefaultCapLeftOutNotAnExplicit25) {
   // "the default" of a 2.15 sweep is its own point; under 1.13 the two are one plan and the
   // swept 25 is the baseline.
   const Fixture f = load("resnet50", "dgx-v100");
-  SweepRequest request;
+  SweepGrid request;
   request.model = &f.model;
   request.cluster = &f.cluster;
   request.layouts = {nodes(f.cluster, 2)};
