@@ -220,6 +220,11 @@ Status applyDdpSetting(DdpSetting id, std::string_view text, DdpConfig& config) 
     }
     case DdpSetting::kFirstBucketMb: {
       ASSIGN_OR_RETURN(double mib, positiveNumber(id, text));
+      // 2^63 bytes = 2^43 MiB: at or above it the byte count is not an int64 (as bucket_cap_mb).
+      if (!(mib * static_cast<double>(kBytesPerMiB) < 9223372036854775807.0)) {
+        return invalidArgument(flagName(id) + ": " + std::string(text) +
+                               " MiB does not fit in a 64-bit byte count");
+      }
       const auto bytes = static_cast<int64_t>(mib * kBytesPerMiB);
       if (bytes <= 0) {
         return invalidArgument(flagName(id) + ": expected at least one byte, got '" +

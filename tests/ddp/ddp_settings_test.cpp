@@ -186,6 +186,12 @@ TEST(DdpSettingsTest, FlagErrorsNameTheFlag) {
             "--bucket-cap-mb: expected a positive number, got '0'");
   EXPECT_EQ(applyDdpSetting(DdpSetting::kFirstBucketMb, "1e-9", c).message(),
             "--first-bucket-mb: expected at least one byte, got '1e-9'");
+  // 2^43 MiB and more is no int64 byte count (a fuzz finding: the conversion was undefined).
+  EXPECT_EQ(applyDdpSetting(DdpSetting::kFirstBucketMb, "1.5e14", c).message(),
+            "--first-bucket-mb: 1.5e14 MiB does not fit in a 64-bit byte count");
+  DdpConfig large;
+  EXPECT_TRUE(applyDdpSetting(DdpSetting::kFirstBucketMb, "8388607", large).isOk());  // 2^23 MiB
+  EXPECT_EQ(large.firstBucketBytes, int64_t{8388607} * 1024 * 1024);
   EXPECT_EQ(applyDdpSetting(DdpSetting::kNoSyncSteps, "two", c).message(),
             "--no-sync-steps: expected a positive integer, got 'two'");
   EXPECT_EQ(applyDdpSetting(DdpSetting::kCommHook, "powersgd:0", c).message(),
