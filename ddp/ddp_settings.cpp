@@ -478,8 +478,10 @@ StatusOr<DdpConfig> readDdpSettingsJson(const nlohmann::json& object, const std:
     ASSIGN_OR_RETURN(c.firstBucketBytes, in.integer(object, "", "first_bucket_bytes", 1, INT64_MAX,
                                                     std::nullopt, "a positive integer (bytes)"));
   } else if (findJsonMember(object, "first_bucket_mb") != nullptr) {  // legacy
-    ASSIGN_OR_RETURN(const double mib, in.number(object, "", "first_bucket_mb", 0, kInf,
-                                                 std::nullopt, "a positive number (MiB)"));
+    // Below 2^43 MiB (2^63 bytes), so that the byte count is an int64.
+    ASSIGN_OR_RETURN(const double mib,
+                     in.number(object, "", "first_bucket_mb", 0, 8796093022207.0, std::nullopt,
+                               "a positive number (MiB) below 2^43"));
     c.firstBucketBytes = static_cast<int64_t>(mib * kBytesPerMiB);
   }
   const std::pair<const char*, bool*> flags[] = {

@@ -160,6 +160,12 @@ TEST(DdpSettingsTest, BadValuesNameTheOriginAndTheKeyOnce) {
   EXPECT_EQ(
       readDdpSettingsJson(Json::parse(R"({"bucket_cap_mb": -1})"), "run.json").status().message(),
       "run.json: bucket_cap_mb: expected a positive number (MiB); got -1");
+  // The legacy first_bucket_mb must give an int64 byte count.
+  EXPECT_EQ(readDdpSettingsJson(Json::parse(R"({"first_bucket_mb": 1.5e14})"), "run.json")
+                .status()
+                .message(),
+            "run.json: first_bucket_mb: expected a positive number (MiB) below 2^43; got "
+            "150000000000000.0");
   EXPECT_EQ(readDdpSettingsJson(Json::parse(R"({"find_unused_parameters": 2})"), "run.json")
                 .status()
                 .message(),
