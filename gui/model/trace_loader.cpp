@@ -102,6 +102,9 @@ StatusOr<LoadedRun> importRun(const RunSource& source) {
   traces::KinetoImportReport report;
   traces::KinetoImportOptions options;
   options.maxGunzipBytes = maxTraceBytes();
+  // A trace recorded with record_shapes brings its model: its spans are named by layer, as
+  // `ddpscope import-torch` without --model names them (the import's notes say when not).
+  options.readModel = true;
   ASSIGN_OR_RETURN(traces::Timeline timeline, traces::importKinetoTraces(files, options, &report));
   LoadedRun run;
   const int ranks = timeline.rankCount();

@@ -55,7 +55,9 @@ void writeFile(const QString& path, const QByteArray& bytes) {
 traces::Timeline importDirectly(const QStringList& paths, traces::KinetoImportReport* report) {
   std::vector<std::string> files;
   for (const QString& p : paths) files.push_back(p.toStdString());
-  auto timeline = traces::importKinetoTraces(files, {}, report);
+  traces::KinetoImportOptions options;
+  options.readModel = true;  // as the GUI imports
+  auto timeline = traces::importKinetoTraces(files, options, report);
   if (!timeline.isOk()) qFatal("%s", timeline.status().message().c_str());
   return std::move(timeline).value();
 }
@@ -86,6 +88,19 @@ void checkImportedRun(const TraceDocument& doc, const QStringList& rankPaths) {
     for (const auto& lane : rank.lanes) lanes += lane.spans.empty() ? 0 : 1;
   }
   QCOMPARE(doc.rowCount(), lanes);
+  // The traces were recorded with record_shapes: the model read off them names the compute
+  // spans by layer (the first Linear's forward and backward), as `import-torch` does.
+  bool named = false;
+  bool namedBackward = false;
+  for (const auto& lane : doc.timeline().rank(0).lanes) {
+    if (lane.kind != traces::LaneKind::kCompute) continue;
+    for (const auto& span : lane.spans) {
+      named = named || span.name == "linear.0";
+      namedBackward = namedBackward || span.name == "linear.0 (backward)";
+    }
+  }
+  QVERIFY(named);
+  QVERIFY(namedBackward);
   const traces::KinetoImportSummary shown = traces::summarizeImport(doc.timeline());
   const traces::KinetoImportSummary direct = traces::summarizeImport(expected);
   QCOMPARE(shown.rankCount, 2);
