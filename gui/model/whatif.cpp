@@ -65,6 +65,9 @@ StatusOr<WhatIfResult> runWhatIf(const WhatIfSettings& settings, bool recordTrac
   ASSIGN_OR_RETURN(sim::WorldLayout layout,
                    sim::makeWorldLayout(request.cluster, std::nullopt, settings.worldSize));
   request.options.recordTrace = recordTrace;
+  // The panel shows no DDP overhead over plain training: spare the plain simulation a host
+  // profile with per-op costs would run on every change.
+  request.options.simulatePlain = false;
   const Nanos t0 = steadyNow();
   ASSIGN_OR_RETURN(sim::SimResult result, sim::runSimulation(request, layout));
   WhatIfResult out;
