@@ -93,8 +93,7 @@ Status DdpConfig::validate() const {
     return invalidArgument("bucket_cap_mb: expected a positive number of MiB, got " +
                            formatShortest(bucketCapMb));
   }
-  // 2^63 bytes = 2^43 MiB; anything at or above cannot be represented as int64 bytes.
-  if (bucketCapMb * 1024.0 * 1024.0 >= 9223372036854775807.0) {
+  if (!fitsInt64Bytes(bucketCapMb)) {
     return invalidArgument("bucket_cap_mb: " + formatShortest(bucketCapMb) +
                            " MiB does not fit in a 64-bit byte count");
   }

@@ -81,6 +81,9 @@ struct DdpConfig {
   static constexpr int64_t kMaxBucketBytes = std::numeric_limits<int64_t>::max();  // sys.maxsize
   static constexpr int64_t kBroadcastBucketBytes = 250LL * 1024 * 1024;  // coalesced broadcasts
   static constexpr int64_t kBytesPerMiB = 1024 * 1024;  // bucket caps are MiB (see Units)
+  // 2^43 MiB = 2^63 bytes: a size in MiB below it has an int64 byte count (NaN is not below).
+  static constexpr double kMiBLimit = 8796093022208.0;
+  static bool fitsInt64Bytes(double mib) { return mib < kMiBLimit; }
 
   // bucket_cap_mb in MiB. bucketCapSetByUser distinguishes "left at default" (None in current
   // PyTorch) from an explicit value, which changes the limits in the current profile.

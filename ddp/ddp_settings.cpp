@@ -220,8 +220,7 @@ Status applyDdpSetting(DdpSetting id, std::string_view text, DdpConfig& config) 
     }
     case DdpSetting::kFirstBucketMb: {
       ASSIGN_OR_RETURN(double mib, positiveNumber(id, text));
-      // 2^63 bytes = 2^43 MiB: at or above it the byte count is not an int64 (as bucket_cap_mb).
-      if (!(mib * static_cast<double>(kBytesPerMiB) < 9223372036854775807.0)) {
+      if (!DdpConfig::fitsInt64Bytes(mib)) {
         return invalidArgument(flagName(id) + ": " + std::string(text) +
                                " MiB does not fit in a 64-bit byte count");
       }
@@ -478,10 +477,10 @@ StatusOr<DdpConfig> readDdpSettingsJson(const nlohmann::json& object, const std:
     ASSIGN_OR_RETURN(c.firstBucketBytes, in.integer(object, "", "first_bucket_bytes", 1, INT64_MAX,
                                                     std::nullopt, "a positive integer (bytes)"));
   } else if (findJsonMember(object, "first_bucket_mb") != nullptr) {  // legacy
-    // Below 2^43 MiB (2^63 bytes), so that the byte count is an int64.
-    ASSIGN_OR_RETURN(const double mib,
-                     in.number(object, "", "first_bucket_mb", 0, 8796093022207.0, std::nullopt,
-                               "a positive number (MiB) below 2^43"));
+    ASSIGN_OR_RETURN(
+        const double mib,
+        in.number(object, "", "first_bucket_mb", 0, std::nextafter(DdpConfig::kMiBLimit, 0.0),
+                  std::nullopt, "a positive number (MiB) below 2^43"));
     c.firstBucketBytes = static_cast<int64_t>(mib * kBytesPerMiB);
   }
   const std::pair<const char*, bool*> flags[] = {
