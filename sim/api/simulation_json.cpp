@@ -119,6 +119,9 @@ StatusOr<nlohmann::json> layerKernelsJson(const SimulationRequest& request) {
                             {"time_ns", k.time.count()},
                             {"host_ns", hostTime.count()},
                             {"bound", k.bound},
+                            {"timed_by", measuredTime ? "measured"
+                                         : k.fitted   ? "kernel fit"
+                                                      : "roofline"},
                             {"flops_of_peak", k.flopsOfPeak},
                             {"bandwidth_of_peak", k.bandwidthOfPeak}};
     };
@@ -129,6 +132,7 @@ StatusOr<nlohmann::json> layerKernelsJson(const SimulationRequest& request) {
     }
     layers.push_back({{"name", layer.name},
                       {"type", layer.type},
+                      {"kernel_class", kernelClassOf(layer.type)},
                       {"forward", pass(e.forward, forward, host.forward)},
                       {"backward", pass(e.backward, backward, host.backward)}});
   }

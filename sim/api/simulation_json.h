@@ -13,9 +13,10 @@ nlohmann::json simSummaryJson(const SimulationRequest& request, const WorldLayou
                               const SimSummary& summary);
 
 // `simulate --json`'s "layers": per model layer its forward and backward kernels as the compute
-// model sees them — {name, type, forward, backward}, each {kernels, flops, bytes, time_ns,
-// host_ns, bound, flops_of_peak, bandwidth_of_peak}: FLOPs and bytes from the model at the run's
-// inputs and dtype, time_ns the simulated kernels' (roofline, or measured with compute from a
+// model sees them — {name, type, kernel_class, forward, backward}, each {kernels, flops, bytes,
+// time_ns, host_ns, bound, timed_by, flops_of_peak, bandwidth_of_peak}: FLOPs and bytes from the
+// model at the run's inputs and dtype, time_ns the simulated kernels' (timed_by "roofline", "kernel
+// fit" — the device's kernel_fit for the layer's kernel_class — or "measured" with compute from a
 // trace), host_ns what dispatching the layer costs the host under the host profile's per-op terms
 // (0 without them), bound "compute" / "memory" / "launch" (roofline: what sets the kernels'
 // time), "host" on a GPU when dispatch takes longer than the kernels (the GPU waits), "measured"

@@ -53,6 +53,22 @@ bool usesTensorCores(std::string_view layerType) {
   return std::find(kGemmTypes.begin(), kGemmTypes.end(), layerType) != kGemmTypes.end();
 }
 
+std::string_view kernelClassOf(std::string_view layerType) {
+  const auto has = [&](std::string_view part) {
+    return layerType.find(part) != std::string_view::npos;
+  };
+  if (layerType == "AttentionCore") return "attention";
+  if (layerType.starts_with("ConvTranspose") || layerType == "Conv1d" || layerType == "Conv2d" ||
+      layerType == "Conv3d") {
+    return "conv";
+  }
+  if (usesTensorCores(layerType)) return "matmul";
+  if (has("Norm")) return "norm";
+  if (layerType == "Embedding" || layerType == "EmbeddingBag") return "embedding";
+  if (has("Pool")) return "pool";
+  return "elementwise";
+}
+
 StatusOr<std::unique_ptr<RooflineComputeModel>> RooflineComputeModel::create(
     const DeviceSpec& device, const std::string& dtype) {
   if (std::find(kDtypes.begin(), kDtypes.end(), dtype) == kDtypes.end()) {
@@ -87,6 +103,18 @@ StatusOr<std::unique_ptr<RooflineComputeModel>> RooflineComputeModel::create(
                 device.name.c_str(), dtype.c_str(), model->m_tensorFlopsPerS / 1e12,
                 model->m_memoryBytesPerS / 1e9);
   model->m_description = description;
+  if (!device.kernelFit.empty() && device.kernelFit.dtype == dtype) {
+    model->m_fit = device.kernelFit;
+    std::string classes;
+    for (const auto& [name, passes] : model->m_fit.classes) {
+      classes += (classes.empty() ? "" : ", ") + name;
+    }
+    model->m_description += "; layers of class " + classes + " timed by the device's kernel fit (" +
+                            model->m_fit.source + ")";
+  } else if (!device.kernelFit.empty()) {
+    model->m_description +=
+        "; the device's kernel fit is for " + device.kernelFit.dtype + ", not used at " + dtype;
+  }
   model->m_launchOverhead = Nanos::fromMicrosDouble(device.launchOverheadUs);
   return model;
 }
@@ -109,6 +137,23 @@ Nanos RooflineComputeModel::kernelTime(double flops, double bytes, bool tensorCo
          m_launchOverhead;
 }
 
+const KernelFitTerm* RooflineComputeModel::fitTerm(std::string_view kernelClass, int pass,
+                                                   bool& byFlops) const {
+  if (m_fit.empty()) return nullptr;
+  for (int hop = 0; hop < 2 && !kernelClass.empty(); ++hop) {
+    const auto info = std::find_if(kernelFitClasses().begin(), kernelFitClasses().end(),
+                                   [&](const KernelFitClass& c) { return c.name == kernelClass; });
+    if (info == kernelFitClasses().end()) return nullptr;
+    const auto it = m_fit.classes.find(kernelClass);
+    if (it != m_fit.classes.end() && it->second[pass]) {
+      byFlops = info->timedByFlops;
+      return &*it->second[pass];
+    }
+    kernelClass = info->fallback;
+  }
+  return nullptr;
+}
+
 RooflineComputeModel::LayerPasses RooflineComputeModel::layerPasses(
     const models::LayerSpec& layer, const models::ModelInputs& inputs) const {
   LayerPasses p;
@@ -120,10 +165,25 @@ RooflineComputeModel::LayerPasses RooflineComputeModel::layerPasses(
   const bool splitDgradWgrad =
       p.tensorCore && !layer.params.empty() && p.backward.flops > 1.5 * p.forward.flops;
   p.backward.kernels = splitDgradWgrad ? 2 : 1;
+  if (!m_fit.empty()) {
+    const std::string_view kernelClass = kernelClassOf(layer.type);
+    bool forwardByFlops = false, backwardByFlops = false;
+    p.fitForward = fitTerm(kernelClass, 0, forwardByFlops);
+    p.fitBackward = fitTerm(kernelClass, 1, backwardByFlops);
+    // A class and its fallback share how they are timed (both FLOP- or both byte-timed).
+    p.fitByFlops = p.fitForward ? forwardByFlops : backwardByFlops;
+  }
   return p;
 }
 
-Nanos RooflineComputeModel::passTime(const Pass& pass, bool tensorCore) const {
+Nanos RooflineComputeModel::passTime(const Pass& pass, bool tensorCore, const KernelFitTerm* fit,
+                                     bool fitByFlops) const {
+  if (fit != nullptr) {
+    if (pass.flops == 0 && pass.bytes == 0) return Nanos::zero();
+    const double seconds =
+        fitByFlops ? pass.flops / (fit->rate * 1e12) : pass.bytes / (fit->rate * 1e9);
+    return Nanos::fromMicrosDouble(fit->floorUs) + Nanos::fromSecondsDouble(seconds);
+  }
   return kernelTime(pass.flops / pass.kernels, pass.bytes / pass.kernels, tensorCore) *
          pass.kernels;
 }
@@ -131,31 +191,40 @@ Nanos RooflineComputeModel::passTime(const Pass& pass, bool tensorCore) const {
 LayerTimes RooflineComputeModel::layerTime(const models::LayerSpec& layer,
                                            const models::ModelInputs& inputs) const {
   const LayerPasses p = layerPasses(layer, inputs);
-  return {passTime(p.forward, p.tensorCore), passTime(p.backward, p.tensorCore)};
+  return {passTime(p.forward, p.tensorCore, p.fitForward, p.fitByFlops),
+          passTime(p.backward, p.tensorCore, p.fitBackward, p.fitByFlops)};
 }
 
 RooflineComputeModel::LayerExplained RooflineComputeModel::explainLayer(
     const models::LayerSpec& layer, const models::ModelInputs& inputs) const {
   const LayerPasses p = layerPasses(layer, inputs);
-  auto explain = [&](const Pass& pass) {
+  auto explain = [&](const Pass& pass, const KernelFitTerm* fit) {
     KernelsExplained k;
     if (pass.flops == 0 && pass.bytes == 0) return k;
     k.kernels = pass.kernels;
     k.flops = pass.flops;
     k.bytes = pass.bytes;
-    k.time = passTime(pass, p.tensorCore);
-    const double computeS = computeSeconds(pass.flops / pass.kernels, p.tensorCore);
-    const double memoryS = pass.bytes / pass.kernels / m_memoryBytesPerS;
-    k.bound = m_launchOverhead.toSeconds() > std::max(computeS, memoryS) ? "launch"
-              : computeS >= memoryS                                      ? "compute"
-                                                                         : "memory";
+    k.time = passTime(pass, p.tensorCore, fit, p.fitByFlops);
+    k.fitted = fit != nullptr;
+    if (fit != nullptr) {
+      const double floorS = fit->floorUs * 1e-6;
+      k.bound = floorS > (k.time.toSeconds() - floorS) ? "launch"
+                : p.fitByFlops                         ? "compute"
+                                                       : "memory";
+    } else {
+      const double computeS = computeSeconds(pass.flops / pass.kernels, p.tensorCore);
+      const double memoryS = pass.bytes / pass.kernels / m_memoryBytesPerS;
+      k.bound = m_launchOverhead.toSeconds() > std::max(computeS, memoryS) ? "launch"
+                : computeS >= memoryS                                      ? "compute"
+                                                                           : "memory";
+    }
     const double flopsPerS = p.tensorCore ? m_tensorFlopsPerS : m_nonTensorFlopsPerS;
     const double seconds = k.time.toSeconds();
     k.flopsOfPeak = pass.flops / seconds / (flopsPerS / m_computeEfficiency);
     k.bandwidthOfPeak = pass.bytes / seconds / (m_memoryBytesPerS / m_memoryEfficiency);
     return k;
   };
-  return {explain(p.forward), explain(p.backward)};
+  return {explain(p.forward, p.fitForward), explain(p.backward, p.fitBackward)};
 }
 
 std::vector<LayerTimes> RooflineComputeModel::layerTimes(const models::ModelSpec& model,

@@ -27,6 +27,12 @@
 // graphTraversalTime(N) = N × kGraphTraversalNsPerNode: find_unused_parameters' DFS over the
 //                     autograd graph is CPU work, ~1 µs per node in PyTorch (order of
 //                     magnitude, an assumption; not measured here).
+// Fitted layers: when the device carries a kernel fit (device.kernel_fit, measured on real
+//   profiler traces by scripts/fit_kernels.py) for the run's dtype, a layer pass whose op class
+//   (kernelClassOf) the fit covers takes floor + FLOPs / rate (matmul, conv, attention) or
+//   floor + bytes / rate (the rest) with the pass's FLOPs and bytes above, instead of the
+//   roofline; a class it does not cover falls back as kernelFitClasses() says, then to the
+//   roofline. At another dtype the fit is not used (it was measured at one).
 // Complexity: layerTimes O(layers × polynomial terms). Invariants: all rates positive.
 #pragma once
 
@@ -42,6 +48,11 @@ namespace ddpscope::sim {
 
 // Layer types that run as GEMMs (cuBLAS/cuDNN matmul or convolution) and so use tensor cores.
 bool usesTensorCores(std::string_view layerType);
+// The op class of a layer type, as a kernel fit names them (sim/cost/cluster.h
+// kernelFitClasses): "conv" (Conv1d/2d/3d, ConvTranspose*), "attention" (AttentionCore),
+// "matmul" (the other tensor-core types: Linear, HF's Conv1D, ...), "norm" (*Norm*),
+// "embedding" (Embedding, EmbeddingBag), "pool" (*Pool*), else "elementwise".
+std::string_view kernelClassOf(std::string_view layerType);
 
 class RooflineComputeModel final : public ComputeModel {
  public:
@@ -78,6 +89,7 @@ class RooflineComputeModel final : public ComputeModel {
     std::string bound;           // "compute", "memory", "launch" ("" with no kernel)
     double flopsOfPeak = 0;      // achieved FLOP/s over the device's peak for the kernel's class
     double bandwidthOfPeak = 0;  // achieved bytes/s over the device's peak bandwidth
+    bool fitted = false;         // timed by the device's kernel fit (else the roofline)
   };
   struct LayerExplained {
     KernelsExplained forward, backward;
@@ -90,6 +102,8 @@ class RooflineComputeModel final : public ComputeModel {
   Nanos kernelTime(double flops, double bytes, bool tensorCore) const;
 
   const std::string& dtype() const { return m_dtype; }
+  // Whether the device's kernel fit times this run's layers (its dtype is the run's).
+  bool usesKernelFit() const { return !m_fit.empty(); }
   double tensorFlopsPerS() const { return m_tensorFlopsPerS; }        // eff_c × peak[dtype]
   double nonTensorFlopsPerS() const { return m_nonTensorFlopsPerS; }  // eff_c × min(.., fp32)
   double memoryBytesPerS() const { return m_memoryBytesPerS; }        // eff_m × bandwidth
@@ -107,10 +121,18 @@ class RooflineComputeModel final : public ComputeModel {
   struct LayerPasses {
     bool tensorCore = false;
     Pass forward, backward;
+    // The kernel fit's terms for the layer's class (after fallback), null where not fitted.
+    const KernelFitTerm* fitForward = nullptr;
+    const KernelFitTerm* fitBackward = nullptr;
+    bool fitByFlops = false;
   };
   // The header comment's "Layers" rules: what layerTime() and explainLayer() both time.
   LayerPasses layerPasses(const models::LayerSpec& layer, const models::ModelInputs& inputs) const;
-  Nanos passTime(const Pass& pass, bool tensorCore) const;
+  Nanos passTime(const Pass& pass, bool tensorCore, const KernelFitTerm* fit,
+                 bool fitByFlops) const;
+  // The fit's term for `kernelClass` and pass (0 forward, 1 backward), with the class's
+  // fallback; null when neither is fitted. `byFlops`: whether the found class is FLOP-timed.
+  const KernelFitTerm* fitTerm(std::string_view kernelClass, int pass, bool& byFlops) const;
   // FLOPs at the achieved rate, the small-GEMM falloff included (no launch, no memory).
   double computeSeconds(double flops, bool tensorCore) const;
 
@@ -122,6 +144,7 @@ class RooflineComputeModel final : public ComputeModel {
   double m_computeEfficiency = 1;  // eff_c: the rates above over the peaks
   double m_memoryEfficiency = 1;   // eff_m
   Nanos m_launchOverhead;
+  KernelFit m_fit;  // empty unless the device's fit is for this dtype
   std::string m_description;
 };
 

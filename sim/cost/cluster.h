@@ -5,7 +5,9 @@
 // dgx-a100, dgx-h100, hgx-h200, pcie-a100-100gbe, cpu-mpi, ...).
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
@@ -22,6 +24,36 @@ namespace ddpscope::sim {
 enum class GpuArch { kCpu, kVolta, kAmpere, kHopper, kBlackwell };
 std::string_view gpuArchName(GpuArch arch);
 
+// A layer's kernel time fitted on real profiler traces (device.kernel_fit, clusters/FORMAT.md):
+// for one op class and pass, floorUs + FLOPs / (tflops × 1e12) for the classes timed by their
+// FLOPs (kernelFitClasses()), floorUs + bytes / (GBps × 1e9) for the rest, with the FLOPs and
+// bytes the roofline counts for that pass (sim/compute/roofline_compute_model.h).
+struct KernelFitTerm {
+  double floorUs = 0;
+  double rate = 0;  // TFLOP/s (FLOP-timed classes) or GB/s (byte-timed classes), > 0
+};
+struct KernelFit {
+  std::string dtype;   // the run dtype the fit holds for ("bf16"); "" = no fit
+  std::string source;  // the traces and the script that produced it
+  // Op class → {forward, backward}; nullopt: that pass is not fitted (the roofline times it).
+  std::map<std::string, std::array<std::optional<KernelFitTerm>, 2>, std::less<>> classes;
+  bool empty() const { return dtype.empty(); }
+};
+struct KernelFitClass {
+  std::string_view name;
+  bool timedByFlops;          // true: the term's rate is TFLOP/s; false: GB/s
+  std::string_view fallback;  // the class used when this one is not fitted ("" = roofline)
+};
+// matmul, conv, attention (by FLOPs); norm, elementwise, embedding, pool (by bytes). Inline:
+// sim_compute reads it without linking sim_cost.
+inline const std::vector<KernelFitClass>& kernelFitClasses() {
+  static const std::vector<KernelFitClass> kClasses = {
+      {"matmul", true, ""},          {"conv", true, "matmul"},   {"attention", true, "matmul"},
+      {"norm", false, ""},           {"elementwise", false, ""}, {"embedding", false, ""},
+      {"pool", false, "elementwise"}};
+  return kClasses;
+}
+
 // Roofline inputs for one device (a GPU, or one CPU rank for the CPU profile).
 struct DeviceSpec {
   std::string name;  // "A100-SXM4-80GB"
@@ -33,6 +65,7 @@ struct DeviceSpec {
   double memoryEfficiency = 0.85;            // achieved fraction of memory bandwidth
   double launchOverheadUs = 4.0;             // per kernel (per layer op)
   double memoryGB = 0;                       // device memory capacity, GB (0 = not stated)
+  KernelFit kernelFit;                       // per-class layer times fitted on real traces
 };
 
 enum class IntraNodeLink { kNvSwitch, kNvLink, kPcie, kSharedMemory };

@@ -4,6 +4,7 @@
 // value (e.g. `inter_node.nic_Gbps`) and what was expected, and carries kInvalidArgument.
 // Unknown fields are errors (they are usually typos). nlohmann::json exceptions never leave
 // this file.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
@@ -86,7 +87,7 @@ class ClusterParser : private io::JsonReader {
     RETURN_IF_ERROR(
         checkKeys(*device, path,
                   {"name", "arch", "sm_count", "peak_tflops", "memory_GBps", "memory_GB",
-                   "compute_efficiency", "memory_efficiency", "launch_overhead_us"}));
+                   "compute_efficiency", "memory_efficiency", "launch_overhead_us", "kernel_fit"}));
     DeviceSpec& d = spec.device;
     ASSIGN_OR_RETURN(d.name, requiredString(*device, path, "name"));
     ASSIGN_OR_RETURN(std::string arch,
@@ -130,6 +131,56 @@ class ClusterParser : private io::JsonReader {
                                                 "a fraction in (0, 1]"));
     ASSIGN_OR_RETURN(d.launchOverheadUs, number(*device, path, "launch_overhead_us", 0, kInf, 4.0,
                                                 "a non-negative number (µs)"));
+    return parseKernelFit(*device, path, d);
+  }
+
+  // device.kernel_fit: {"dtype", "source", CLASS: {"forward"|"backward": {"floor_us", "tflops"
+  // or "GBps"}}} (FORMAT.md).
+  Status parseKernelFit(const Json& device, const std::string& devicePath, DeviceSpec& d) const {
+    ASSIGN_OR_RETURN(const Json* fit, object(device, devicePath, "kernel_fit", false));
+    if (fit == nullptr) return Status::ok();
+    const std::string path = jsonKeyPath(devicePath, "kernel_fit");
+    std::string expectedKeys = "dtype, source";
+    for (const KernelFitClass& c : kernelFitClasses()) expectedKeys += ", " + std::string(c.name);
+    KernelFit parsed;
+    ASSIGN_OR_RETURN(parsed.dtype,
+                     oneOf(*fit, path, "dtype", {"fp32", "tf32", "bf16", "fp16"}, std::nullopt));
+    ASSIGN_OR_RETURN(parsed.source, requiredString(*fit, path, "source"));
+    for (auto it = fit->begin(); it != fit->end(); ++it) {
+      if (it.key() == "dtype" || it.key() == "source") continue;
+      const auto cls = std::find_if(kernelFitClasses().begin(), kernelFitClasses().end(),
+                                    [&](const KernelFitClass& c) { return c.name == it.key(); });
+      if (cls == kernelFitClasses().end()) {
+        return invalidArgument(origin() + ": " + jsonKeyPath(path, it.key()) +
+                               ": unknown field; expected one of " + expectedKeys);
+      }
+      const std::string classPath = jsonKeyPath(path, it.key());
+      if (!it.value().is_object() || it.value().empty()) {
+        return error(classPath, "an object with \"forward\" and/or \"backward\"", &it.value());
+      }
+      RETURN_IF_ERROR(checkKeys(it.value(), classPath, {"forward", "backward"}));
+      const std::string_view rateKey = cls->timedByFlops ? "tflops" : "GBps";
+      const std::string rateUnit = cls->timedByFlops ? "TFLOP/s" : "GB/s";
+      auto& passes = parsed.classes[it.key()];
+      for (int pass = 0; pass < 2; ++pass) {
+        const std::string_view passKey = pass == 0 ? "forward" : "backward";
+        ASSIGN_OR_RETURN(const Json* term, object(it.value(), classPath, passKey, false));
+        if (term == nullptr) continue;
+        const std::string termPath = jsonKeyPath(classPath, passKey);
+        RETURN_IF_ERROR(checkKeys(*term, termPath, {"floor_us", rateKey}));
+        KernelFitTerm t;
+        ASSIGN_OR_RETURN(t.floorUs, number(*term, termPath, "floor_us", 0, 1e6, std::nullopt,
+                                           "a number of µs in [0, 1e6]"));
+        ASSIGN_OR_RETURN(t.rate,
+                         number(*term, termPath, rateKey, 1e-6, 1e9, std::nullopt,
+                                "a positive number (" + rateUnit + " as the fit measured it)"));
+        passes[pass] = t;
+      }
+    }
+    if (parsed.classes.empty()) {
+      return error(path, "at least one op class (" + expectedKeys.substr(15) + ")", fit);
+    }
+    d.kernelFit = std::move(parsed);
     return Status::ok();
   }
 

@@ -343,6 +343,15 @@ ClusterSpec applyCalibration(const ClusterSpec& base, const Calibration& cal,
   c.gpusPerNode = std::max(c.gpusPerNode, cal.maxWorldSize);
   for (auto& [dtype, peak] : c.device.peakTflops) peak /= cal.compute.scale;
   c.device.memoryGBps /= cal.compute.scale;
+  // The device's kernel fit times its layers instead of the peaks: scaled the same way (every
+  // fitted time × scale).
+  for (auto& [kernelClass, passes] : c.device.kernelFit.classes) {
+    for (auto& term : passes) {
+      if (!term) continue;
+      term->floorUs *= cal.compute.scale;
+      term->rate /= cal.compute.scale;
+    }
+  }
   auto apply = [](const DdpOverheadTermFit& fit, double& term) {
     if (fit.samples > 0) term = fit.us;
   };
@@ -379,6 +388,15 @@ nlohmann::json calibratedClusterJson(const nlohmann::json& base, const ClusterSp
     j["device"]["peak_tflops"][dtype] = round(peak, 6);
   }
   j["device"]["memory_GBps"] = round(spec.device.memoryGBps, 4);
+  for (const auto& [kernelClass, passes] : spec.device.kernelFit.classes) {
+    for (int pass = 0; pass < 2; ++pass) {
+      if (!passes[pass]) continue;
+      nlohmann::json& term =
+          j["device"]["kernel_fit"][kernelClass][pass == 0 ? "forward" : "backward"];
+      term["floor_us"] = round(passes[pass]->floorUs, 4);
+      term[term.contains("tflops") ? "tflops" : "GBps"] = round(passes[pass]->rate, 4);
+    }
+  }
   if (!spec.host.name.empty()) {
     // A named host profile: written out whole, with the DDP terms as calibrated.
     nlohmann::json profile = hostProfileJson(spec.host);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -67,6 +68,80 @@ TEST(RooflineComputeModelTest, MemoryBoundNorm) {
   // Compute 1e9 / 5e12 = 0.2 ms; memory 2e9 × 0.5 / 0.5e12 = 2 ms.
   const auto times = model->layerTime(makeLayer("LayerNorm", 1e9, 2e9, {0, 1}), kNoInputs);
   EXPECT_EQ(times.forward, Nanos::fromMillis(2) + kLaunch);
+}
+
+// A fit measured at bf16 (device.kernel_fit): matmul forward 10 µs + FLOPs at 500 TFLOP/s,
+// backward 20 µs + FLOPs at 250 TFLOP/s; norm forward 3 µs + bytes at 1000 GB/s.
+DeviceSpec fittedDevice() {
+  DeviceSpec device = testDevice();
+  device.kernelFit.dtype = "bf16";
+  device.kernelFit.source = "a test";
+  device.kernelFit.classes["matmul"] = {KernelFitTerm{10, 500}, KernelFitTerm{20, 250}};
+  device.kernelFit.classes["norm"] = {KernelFitTerm{3, 1000}, std::nullopt};
+  return device;
+}
+
+TEST(RooflineComputeModelTest, KernelFitTimesTheClassesItCovers) {
+  const auto model = makeModel("bf16", fittedDevice());
+  EXPECT_TRUE(model->usesKernelFit());
+  // Linear: 1e12 FLOPs / 500e12 = 2 ms + 10 µs forward; backward 2e12 / 250e12 = 8 ms + 20 µs.
+  const auto linear = model->layerTime(makeLayer("Linear", 1e12, 4e9, {0, 1}), kNoInputs);
+  EXPECT_EQ(linear.forward, Nanos::fromMillis(2) + Nanos::fromMicros(10));
+  EXPECT_EQ(linear.backward, Nanos::fromMillis(8) + Nanos::fromMicros(20));
+  // conv and attention fall back to matmul's terms when the fit has none of their own.
+  EXPECT_EQ(model->layerTime(makeLayer("Conv2d", 1e12, 4e9, {0}), kNoInputs).forward,
+            Nanos::fromMillis(2) + Nanos::fromMicros(10));
+  EXPECT_EQ(model->layerTime(makeLayer("AttentionCore", 1e12, 4e9), kNoInputs).forward,
+            Nanos::fromMillis(2) + Nanos::fromMicros(10));
+  // LayerNorm forward by bytes: 2e9 zoo bytes → 1e9 at bf16 / 1000e9 B/s = 1 ms + 3 µs; its
+  // backward is not fitted: the roofline (2e9 bytes / 0.5e12 B/s = 4 ms + launch).
+  const auto norm = model->layerTime(makeLayer("LayerNorm", 1e9, 2e9, {0, 1}), kNoInputs);
+  EXPECT_EQ(norm.forward, Nanos::fromMillis(1) + Nanos::fromMicros(3));
+  EXPECT_EQ(norm.backward, Nanos::fromMillis(4) + kLaunch);
+  // An uncovered class without fallback (elementwise): the roofline.
+  EXPECT_EQ(model->layerTime(makeLayer("GELU", 1e11, 0), kNoInputs).forward,
+            Nanos::fromMillis(20) + kLaunch);
+  // A layer that does no work runs no kernel, fitted or not.
+  EXPECT_EQ(model->layerTime(makeLayer("Linear", 0, 0), kNoInputs).forward, Nanos::zero());
+  // The explanation says which layers the fit timed.
+  const auto explained = model->explainLayer(makeLayer("Linear", 1e12, 4e9, {0, 1}), kNoInputs);
+  EXPECT_TRUE(explained.forward.fitted);
+  EXPECT_EQ(explained.forward.bound, "compute");
+  EXPECT_EQ(explained.forward.time, linear.forward);
+  EXPECT_FALSE(model->explainLayer(makeLayer("GELU", 1e11, 0), kNoInputs).forward.fitted);
+  EXPECT_NE(model->describe().find("kernel fit (a test)"), std::string::npos);
+}
+
+TEST(RooflineComputeModelTest, KernelFitAtAnotherDtypeIsNotUsed) {
+  // Measured at bf16: an fp32 run keeps the roofline (and says why).
+  const auto model = makeModel("fp32", fittedDevice());
+  EXPECT_FALSE(model->usesKernelFit());
+  const auto plain = makeModel("fp32");
+  const auto layer = makeLayer("Linear", 1e12, 4e9, {0, 1});
+  EXPECT_EQ(model->layerTime(layer, kNoInputs).forward, plain->layerTime(layer, kNoInputs).forward);
+  EXPECT_NE(model->describe().find("kernel fit is for bf16, not used at fp32"), std::string::npos);
+}
+
+TEST(RooflineComputeModelTest, KernelClassesOfLayerTypes) {
+  EXPECT_EQ(kernelClassOf("Linear"), "matmul");
+  EXPECT_EQ(kernelClassOf("Conv1D"), "matmul");  // Hugging Face's GPT-2 projection
+  EXPECT_EQ(kernelClassOf("Conv2d"), "conv");
+  EXPECT_EQ(kernelClassOf("ConvTranspose2d"), "conv");
+  EXPECT_EQ(kernelClassOf("AttentionCore"), "attention");
+  EXPECT_EQ(kernelClassOf("BatchNorm2d"), "norm");
+  EXPECT_EQ(kernelClassOf("RMSNorm"), "norm");
+  EXPECT_EQ(kernelClassOf("Embedding"), "embedding");
+  EXPECT_EQ(kernelClassOf("MaxPool2d"), "pool");
+  EXPECT_EQ(kernelClassOf("Add"), "elementwise");
+  EXPECT_EQ(kernelClassOf("RotaryEmbedding"), "elementwise");
+  // Every class a layer maps to is one a fit may name.
+  for (const char* type :
+       {"Linear", "Conv2d", "AttentionCore", "LayerNorm", "Embedding", "MaxPool2d", "GELU"}) {
+    const std::string_view cls = kernelClassOf(type);
+    EXPECT_TRUE(std::any_of(kernelFitClasses().begin(), kernelFitClasses().end(),
+                            [&](const KernelFitClass& c) { return c.name == cls; }))
+        << type;
+  }
 }
 
 TEST(RooflineComputeModelTest, NonGemmLayersAreCappedAtFp32Peak) {
