@@ -60,16 +60,38 @@ def test_layer_times_attributes_kernels_to_the_innermost_layer_and_backward_by_s
     assert totals == {"forward": 81.0, "backward": 130.0, "other": 9.0, "communication": 40.0}
 
 
+def sim_layer(name, forward_us, backward_us, type_="Linear"):
+    """One layer as `simulate --json` lists it."""
+    return {"name": name, "type": type_, "kernel_class": "matmul",
+            "forward": {"time_ns": forward_us * 1e3}, "backward": {"time_ns": backward_us * 1e3}}
+
+
 def test_compare_layers_reports_the_per_layer_errors():
     measured = {"a": {"forward": 100.0, "backward": 200.0}, "b": {"forward": 50.0, "backward": 0.0},
                 "only-measured": {"forward": 10.0, "backward": 10.0}}
-    simulated = {"a": {"forward": 50.0, "backward": 300.0}, "b": {"forward": 75.0, "backward": 1.0}}
+    simulated = [sim_layer("a", 50.0, 300.0), sim_layer("b", 75.0, 1.0)]
     c = analyze.compare_layers(measured, simulated)
     assert c["forward"]["layers"] == 2
     assert c["forward"]["median_abs_error"] == pytest.approx(0.5)  # |-0.5| and |+0.5|
     assert c["forward"]["matched_total_error"] == pytest.approx((125 - 150) / 150, abs=1e-4)
     assert c["backward"]["layers"] == 1  # b has no measured backward
     assert c["backward"]["median_abs_error"] == pytest.approx(0.5)
+
+
+def test_layer_groups_time_a_layer_with_the_module_that_runs_it():
+    # "blk.relu" is called twice (the simulator's second call is "blk.relu:2"), the residual add
+    # runs in "blk"'s own range, and dropout (p = 0 in the kit) runs no kernel.
+    measured = {"blk": {"forward": 30.0, "backward": 0.0},
+                "blk.relu": {"forward": 20.0, "backward": 40.0}}
+    simulated = [sim_layer("blk.relu", 9.0, 18.0, "ReLU"), sim_layer("blk.relu:2", 11.0, 22.0, "ReLU"),
+                 sim_layer("blk.add", 25.0, 0.0, "Add"), sim_layer("blk.drop", 5.0, 5.0, "Dropout")]
+    groups = {(owner, phase): (m, [x["name"] for x in layers])
+              for owner, phase, m, layers in analyze.layer_groups(measured, simulated)}
+    assert groups == {("blk.relu", "forward"): (20.0, ["blk.relu", "blk.relu:2"]),
+                      ("blk.relu", "backward"): (40.0, ["blk.relu", "blk.relu:2"]),
+                      ("blk", "forward"): (30.0, ["blk.add"])}
+    c = analyze.compare_layers(measured, simulated)
+    assert c["forward"]["matched_simulated_us"] == pytest.approx(45.0)  # 9 + 11 + 25, no dropout
 
 
 def test_gtest_counts_read_plain_and_gzip_xml(tmp_path):

@@ -20,7 +20,9 @@ What `analyze` computes, per model, from the files of a run:
                  (kernels attributed to the innermost "ddpscope.layer:<path>" range of their
                  launch; backward kernels through the autograd sequence number of the forward op
                  that made the node) against `ddpscope simulate` at world size 1 on the cluster
-                 matching the GPU (dgx-h100, hgx-h200), same batch, shape and bf16
+                 matching the GPU (dgx-h100, hgx-h200), same batch, shape and bf16; simulated
+                 layers timed with the module that runs them (layer_groups), dropout left out
+                 (the kit runs it at p = 0)
   zero-shot      every timed configuration (eager, each cap, the default) against `ddpscope
                  simulate` at world size 1 with the built-in host profile and nothing from the
                  run; cap 1 against cap 25 and DDP's overhead over eager, measured and predicted;
@@ -246,46 +248,66 @@ def layer_times(trace_path):
             {k: v * scale for k, v in totals.items()}, nsteps)
 
 
-def simulated_layers(ddpscope, model, job, cluster, out):
-    """Per-layer forward/backward (us) and the step of `ddpscope simulate` at world size 1."""
-    trace = os.path.join(out, f"sim-{model}-{cluster}.json")
+def simulate_job_cmd(ddpscope, model, job, cluster):
+    """`ddpscope simulate --json` at world size 1 with the job's batch, shape and dtype."""
     cmd = [ddpscope, "simulate", "--model", model, "--cluster", cluster, "--world-size", "1",
-           "--batch", str(job["batch"]), "--dtype", "bf16" if job["dtype"] == "bf16" else "fp32",
-           "--trace", trace, "--json"]
+           "--batch", str(job["batch"]), "--json"]
+    cmd += ["--dtype", "bf16", "--autocast"] if job["dtype"] == "bf16" else ["--dtype", "fp32"]
     if job.get("seq_len"):
         cmd += ["--seq-len", str(job["seq_len"])]
     if job.get("image_size"):
         cmd += ["--image-size", str(job["image_size"])]
+    return cmd
+
+
+def simulated_layers(ddpscope, model, job, cluster):
+    """`simulate --json`'s per-layer kernels (name, type, kernel_class, forward, backward) and
+    its summary, at world size 1 on `cluster` (a built-in name or a cluster file)."""
+    cmd = simulate_job_cmd(ddpscope, model, job, cluster)
     rc, so, se = sh(cmd, timeout=120)
     if rc != 0:
         raise RuntimeError(f"{' '.join(cmd)}: exit {rc}: {se.strip()[-300:]}")
     summary = json.loads(so)
-    d = load_json(trace)
-    os.remove(trace)
-    ev = d["traceEvents"] if isinstance(d, dict) else d
-    first = None
-    per = {}
-    for e in ev:
-        if e.get("ph") != "X" or e.get("cat") not in ("forward", "backward") or e.get("pid", 0) != 0:
-            continue
-        it = (e.get("args") or {}).get("iteration")
-        if first is None:
-            first = it
-        if it != first:  # one iteration (the compute of every iteration is the same)
-            continue
-        per.setdefault(e["name"], {"forward": 0.0, "backward": 0.0})[e["cat"]] += float(e["dur"])
-    return per, summary
+    return summary["layers"], summary
 
 
-def compare_layers(measured, simulated):
-    rows = []
-    for name, m in measured.items():
-        s = simulated.get(name)
-        if s is None:
+# The kit's models run dropout with p = 0 (no kernel; deterministic numerics), the zoo's with
+# Hugging Face's p = 0.1: those layers are left out of every per-layer comparison.
+SKIPPED_LAYER_TYPES = ("Dropout",)
+
+
+def layer_us(layer, phase):
+    k = layer.get(phase) or {}
+    return k.get("time_ns", 0) / 1e3
+
+
+def layer_groups(measured, sim_layers):
+    """The simulated layers grouped by the measured module whose range holds their kernels: a
+    module called more than once ("layer1.0.relu" and the simulator's "layer1.0.relu:2") or a
+    functional op inside a module ("h.0.add", "h.0.attn.core" run in "h.0" / "h.0.attn") is timed
+    with its owner. Returns [(owner, phase, measured_us, [layers])] for every owner with measured
+    and simulated time in that phase."""
+    owned = {}
+    for layer in sim_layers:
+        if layer["type"] in SKIPPED_LAYER_TYPES:
             continue
+        name = layer["name"].split(":")[0]
+        while name and name not in measured:
+            name = name.rpartition(".")[0]
+        if name:
+            owned.setdefault(name, []).append(layer)
+    groups = []
+    for owner, layers in owned.items():
         for phase in ("forward", "backward"):
-            if m[phase] > 0 and s[phase] > 0:
-                rows.append((name, phase, m[phase], s[phase]))
+            m = measured[owner][phase]
+            if m > 0 and sum(layer_us(x, phase) for x in layers) > 0:
+                groups.append((owner, phase, m, layers))
+    return groups
+
+
+def compare_layers(measured, sim_layers):
+    rows = [(owner, phase, m, sum(layer_us(x, phase) for x in layers))
+            for owner, phase, m, layers in layer_groups(measured, sim_layers)]
     out = {}
     for phase in ("forward", "backward"):
         errs = [abs(s - m) / m for _, p, m, s in rows if p == phase]
@@ -327,16 +349,7 @@ FITTED_ON = ("resnet50", "gpt2-small", "bert-base")
 def simulate_config(ddpscope, model, job, cluster, cap):
     """`ddpscope simulate` at world size 1 for one timed configuration: cap None is PyTorch's
     default (bucket_cap_mb not given)."""
-    cmd = [ddpscope, "simulate", "--model", model, "--cluster", cluster, "--world-size", "1",
-           "--batch", str(job["batch"]), "--host-profile", HOST_PROFILE, "--json"]
-    if job["dtype"] == "bf16":
-        cmd += ["--dtype", "bf16", "--autocast"]
-    else:
-        cmd += ["--dtype", "fp32"]
-    if job.get("seq_len"):
-        cmd += ["--seq-len", str(job["seq_len"])]
-    if job.get("image_size"):
-        cmd += ["--image-size", str(job["image_size"])]
+    cmd = simulate_job_cmd(ddpscope, model, job, cluster) + ["--host-profile", HOST_PROFILE]
     if cap is not None:
         cmd += ["--bucket-cap-mb", cap]
     rc, so, se = sh(cmd, timeout=120)
@@ -511,10 +524,11 @@ def analyze(out, ddpscope):
         if tr and os.path.exists(os.path.join(out, tr)):
             try:
                 per, totals, nsteps = layer_times(os.path.join(out, tr))
-                sim, summ = simulated_layers(ddpscope, model, job, cluster, out)
+                sim, summ = simulated_layers(ddpscope, model, job, cluster)
                 cmp_ = compare_layers(per, sim)
-                sim_fwd = sum(v["forward"] for v in sim.values())
-                sim_bwd = sum(v["backward"] for v in sim.values())
+                run = [x for x in sim if x["type"] not in SKIPPED_LAYER_TYPES]
+                sim_fwd = sum(layer_us(x, "forward") for x in run)
+                sim_bwd = sum(layer_us(x, "backward") for x in run)
                 cmp_["totals"] = {
                     "profiled_steps": nsteps,
                     "measured_forward_us": rnd(totals["forward"], 1),

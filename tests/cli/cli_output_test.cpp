@@ -79,6 +79,8 @@ TEST(CliOutputTest, SimulateJsonExplainsEachLayersKernels) {
   EXPECT_GT(bandwidth, 0.0);
   EXPECT_LT(bandwidth, 1.0);
   EXPECT_EQ(layer(j, "fc")["backward"]["kernels"], 2);  // dgrad and wgrad
+  EXPECT_EQ(conv1["kernel_class"], "conv");
+  EXPECT_EQ(conv1["forward"]["timed_by"], "roofline");  // dgx-a100 has no kernel fit
   // On an H100 (dgx-h100 carries the H100 host profile; the same named explicitly) the host's
   // dispatch of conv1 (module call + ops) is slower than its kernel: the GPU waits.
   for (const bool named : {false, true}) {
@@ -91,7 +93,15 @@ TEST(CliOutputTest, SimulateJsonExplainsEachLayersKernels) {
     EXPECT_GT(conv1["forward"]["host_ns"].get<int64_t>(),
               conv1["forward"]["time_ns"].get<int64_t>());
     EXPECT_EQ(conv1["forward"]["bound"], "host");
+    // dgx-h100's kernel fit (bf16) times its layers: conv forward = 5.61 µs + FLOPs at
+    // 240.43 TFLOP/s.
+    EXPECT_EQ(conv1["forward"]["timed_by"], "kernel fit");
+    EXPECT_NEAR(conv1["forward"]["time_ns"].get<double>(), 5610 + 7552892928.0 / 240.43e3, 1.0);
   }
+  // At fp32 the bf16 fit does not apply.
+  j = parseJson(runCliForTest({"simulate", "--model", "resnet50", "--cluster", "dgx-h100",
+                               "--world-size", "1", "--dtype", "fp32", "--json"}));
+  EXPECT_EQ(layer(j, "conv1")["forward"]["timed_by"], "roofline");
   // A large GEMM is compute-bound; a tiny layer's time is its launch.
   j = parseJson(runCliForTest({"simulate", "--model", "gpt2-small", "--cluster", "dgx-a100",
                                "--world-size", "1", "--json"}));
@@ -103,6 +113,7 @@ TEST(CliOutputTest, SimulateJsonExplainsEachLayersKernels) {
   j = parseJson(runCliForTest({"simulate", "--model", "mlp-wide", "--cluster", "cpu-mpi",
                                "--world-size", "2", "--compute-from", kRun, "--json"}));
   EXPECT_EQ(j["layers"][0]["forward"]["bound"], "measured");
+  EXPECT_EQ(j["layers"][0]["forward"]["timed_by"], "measured");
   EXPECT_GT(j["layers"][0]["forward"]["flops"].get<double>(), 0.0);
 }
 

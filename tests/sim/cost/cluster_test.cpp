@@ -342,6 +342,80 @@ TEST(ClusterJsonTest, DgxH100CarriesTheHostProfileMeasuredOnAnH100) {
   }
 }
 
+TEST(ClusterJsonTest, KernelFitParsesAndDgxH100CarriesTheH100Fit) {
+  Json doc = Json::parse(builtinClusterJson("dgx-a100"));
+  doc["device"]["kernel_fit"] = {{"dtype", "bf16"},
+                                 {"source", "a test"},
+                                 {"matmul", {{"forward", {{"floor_us", 10}, {"tflops", 500}}}}},
+                                 {"norm", {{"backward", {{"floor_us", 2.5}, {"GBps", 900}}}}}};
+  auto cluster = parseClusterJson(doc.dump(), "mine.json");
+  ASSERT_OK(cluster);
+  const KernelFit& fit = cluster->device.kernelFit;
+  EXPECT_EQ(fit.dtype, "bf16");
+  EXPECT_EQ(fit.source, "a test");
+  ASSERT_EQ(fit.classes.size(), 2u);
+  ASSERT_TRUE(fit.classes.at("matmul")[0].has_value());
+  EXPECT_FALSE(fit.classes.at("matmul")[1].has_value());  // backward: not fitted
+  EXPECT_EQ(fit.classes.at("matmul")[0]->floorUs, 10);
+  EXPECT_EQ(fit.classes.at("matmul")[0]->rate, 500);
+  EXPECT_EQ(fit.classes.at("norm")[1]->rate, 900);
+  // Without the object: no fit (the roofline times every layer).
+  auto a100 = loadBuiltinCluster("dgx-a100");
+  ASSERT_OK(a100);
+  EXPECT_TRUE(a100->device.kernelFit.empty());
+  // dgx-h100 carries the fit of the H100 kit's traces, every class that had enough modules.
+  auto h100 = loadBuiltinCluster("dgx-h100");
+  ASSERT_OK(h100);
+  EXPECT_EQ(h100->device.kernelFit.dtype, "bf16");
+  EXPECT_THAT(h100->device.kernelFit.source, HasSubstr("tests/data/gpu/h100/run1"));
+  for (const char* kernelClass : {"matmul", "conv", "attention", "norm", "elementwise"}) {
+    EXPECT_EQ(h100->device.kernelFit.classes.count(kernelClass), 1u) << kernelClass;
+  }
+}
+
+TEST(ClusterJsonTest, KernelFitErrorsNameTheField) {
+  const Json base = Json::parse(builtinClusterJson("dgx-a100"));
+  struct Case {
+    Json fit;
+    std::string expected;
+  };
+  const Json term = {{"floor_us", 1}, {"tflops", 100}};
+  const std::vector<Case> cases = {
+      {{{"source", "s"}, {"matmul", {{"forward", term}}}}, "device.kernel_fit.dtype: expected"},
+      {{{"dtype", "int8"}, {"source", "s"}, {"matmul", {{"forward", term}}}},
+       "device.kernel_fit.dtype: expected one of"},
+      {{{"dtype", "bf16"}, {"matmul", {{"forward", term}}}}, "device.kernel_fit.source"},
+      {{{"dtype", "bf16"}, {"source", "s"}}, "device.kernel_fit: expected at least one op class"},
+      {{{"dtype", "bf16"}, {"source", "s"}, {"gemm", {{"forward", term}}}},
+       "device.kernel_fit.gemm: unknown field; expected one of dtype, source, matmul, conv"},
+      {{{"dtype", "bf16"}, {"source", "s"}, {"matmul", {{"fwd", term}}}},
+       "device.kernel_fit.matmul.fwd: unknown field"},
+      // A byte-timed class takes GB/s, a FLOP-timed one TFLOP/s.
+      {{{"dtype", "bf16"}, {"source", "s"}, {"norm", {{"forward", term}}}},
+       "device.kernel_fit.norm.forward.tflops: unknown field; expected one of floor_us, GBps"},
+      {{{"dtype", "bf16"},
+        {"source", "s"},
+        {"matmul", {{"forward", {{"floor_us", -1}, {"tflops", 100}}}}}},
+       "device.kernel_fit.matmul.forward.floor_us: expected a number of µs in [0, 1e6]"},
+      {{{"dtype", "bf16"},
+        {"source", "s"},
+        {"conv", {{"backward", {{"floor_us", 1}, {"tflops", 0}}}}}},
+       "device.kernel_fit.conv.backward.tflops: expected a positive number"},
+      {{{"dtype", "bf16"}, {"source", "s"}, {"conv", {{"backward", {{"floor_us", 1}}}}}},
+       "device.kernel_fit.conv.backward.tflops: expected a positive number"},
+      {{{"dtype", "bf16"}, {"source", "s"}, {"pool", Json::object()}},
+       "device.kernel_fit.pool: expected an object with \"forward\" and/or \"backward\""},
+  };
+  for (const Case& c : cases) {
+    Json doc = base;
+    doc["device"]["kernel_fit"] = c.fit;
+    auto cluster = parseClusterJson(doc.dump(), "mine.json");
+    ASSERT_FALSE(cluster.isOk()) << c.fit.dump();
+    EXPECT_THAT(cluster.status().message(), HasSubstr(c.expected)) << c.fit.dump();
+    EXPECT_THAT(cluster.status().message(), HasSubstr("mine.json")) << c.fit.dump();
+  }
+}
+
 TEST(ClusterJsonTest, NcclSmContentionOnGpuBuiltinsCitedAndRefusedWithoutSms) {
   // Every GPU built-in counts NCCL's CTAs as holding SMs and its description cites why; the CPU
   // profile has no SMs and does not.

@@ -1,0 +1,314 @@
+#!/usr/bin/env python3
+"""Fit a GPU's per-layer kernel times on real PyTorch profiler traces (device.kernel_fit).
+
+  fit_kernels.py --ddpscope BIN [--kit DIR] [--cluster FILE] [--write] [--check]
+                 [--report FILE] [--markdown FILE]
+
+Input: a GPU kit run (scripts/gpu-kit; default tests/data/gpu/h100/run1): per model its job file
+(<model>.json: batch, shape, dtype) and its profiled DDP trace (<model>-ddp-default-rank0.json.gz).
+Per model, the measured forward and backward kernel time of every module (scripts/gpu_kit/
+analyze.py layer_times: kernels attributed to the module range of their launch, backward ones
+through the autograd sequence number) is set against `ddpscope simulate --json`'s layers of the
+zoo model at the job's batch and dtype: their op class (kernel_class), FLOPs and bytes. Simulated
+layers are timed with the module that runs them (analyze.py layer_groups).
+
+Fit, per op class and pass: time = floor_us + FLOPs / (tflops x 1e12) for matmul, conv and
+attention, floor_us + bytes / (GBps x 1e9) for the rest, by least squares on the relative error
+over the modules whose layers are all of that class, both terms non-negative (else the rate alone).
+A class and pass with fewer than MIN_SAMPLES modules is not fitted (the simulator falls back).
+
+Evaluation, through the product: the cluster file with the fit (in-sample: fitted on every model)
+and with a fit on all models but one (held out: predicting the one left out), each run by
+`ddpscope simulate --cluster FILE`; per model and pass the median absolute per-module error and
+the error of the sum, beside the roofline alone. The script also checks that the simulator's
+per-layer times equal the fit's formula (the C++ and this script read the fit the same way).
+
+  --write     write the fit into the cluster file's device.kernel_fit
+  --check     exit 1 unless the cluster file's device.kernel_fit equals the fit of the traces
+              (and the --markdown file equals the table, instead of writing it)
+  --self-test --check must fail on a cluster whose fit differs by one term
+  --report    the evaluation as JSON; --markdown as a Markdown table
+Standard library only.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(HERE, "gpu_kit"))
+import analyze  # noqa: E402  (scripts/gpu_kit/analyze.py)
+
+MIN_SAMPLES = 3
+PASSES = ("forward", "backward")
+FLOP_CLASSES = ("matmul", "conv", "attention")
+
+
+def load_kit(kit):
+    """[(model, job, measured per module)] for every bf16 job with a profiled DDP trace."""
+    runs = []
+    for name in sorted(os.listdir(kit)):
+        path = os.path.join(kit, name)
+        if not name.endswith(".json"):
+            continue
+        try:
+            job = analyze.load_json(path)
+        except (ValueError, OSError, UnicodeDecodeError):
+            continue
+        if not isinstance(job, dict) or job.get("schema") != "ddpscope.gpu-kit.torch/1":
+            continue
+        trace = job.get("traces", {}).get("ddp-default")
+        if not trace or not os.path.exists(os.path.join(kit, trace)):
+            continue
+        measured, _totals, _steps = analyze.layer_times(os.path.join(kit, trace))
+        runs.append((job["model"], job, measured))
+    if not runs:
+        sys.exit(f"fit_kernels.py: {kit}: no GPU kit job with a profiled DDP trace")
+    dtypes = {job["dtype"] for _m, job, _x in runs}
+    if len(dtypes) != 1:
+        sys.exit(f"fit_kernels.py: {kit}: jobs at more than one dtype ({sorted(dtypes)})")
+    return runs
+
+
+def samples(groups, kernel_class, phase):
+    """(work, measured us) per module whose simulated layers are all of `kernel_class`; work is
+    FLOPs for the FLOP-timed classes, bytes for the rest."""
+    key = "flops" if kernel_class in FLOP_CLASSES else "bytes"
+    out = []
+    for _owner, p, measured, layers in groups:
+        if p != phase or {x["kernel_class"] for x in layers} != {kernel_class}:
+            continue
+        out.append((sum((x.get(phase) or {}).get(key, 0.0) for x in layers), measured))
+    return out
+
+
+def fit_term(points):
+    """floor (us) and seconds per unit of work minimising sum(((floor + a*w) / t - 1)^2), both
+    >= 0; the slope alone when the joint fit would make either negative."""
+    # Normal equations of the 2-variable weighted least squares (rows [1/t, w/t], target 1).
+    s11 = sum(1 / t ** 2 for _w, t in points)
+    s12 = sum(w / t ** 2 for w, t in points)
+    s22 = sum(w * w / t ** 2 for w, t in points)
+    b1 = sum(1 / t for _w, t in points)
+    b2 = sum(w / t for w, t in points)
+    det = s11 * s22 - s12 * s12
+    if det > 0:
+        floor = (b1 * s22 - b2 * s12) / det
+        slope = (s11 * b2 - s12 * b1) / det
+        if floor >= 0 and slope > 0:
+            return floor, slope
+    return 0.0, b2 / s22
+
+
+def fit(groups_by_model, models, dtype, source):
+    groups = [g for m in models for g in groups_by_model[m]]
+    result = {"dtype": dtype, "source": source}
+    for kernel_class in ("matmul", "conv", "attention", "norm", "elementwise", "embedding", "pool"):
+        terms = {}
+        for phase in PASSES:
+            points = samples(groups, kernel_class, phase)
+            if len(points) < MIN_SAMPLES:
+                continue
+            floor, slope = fit_term(points)
+            rate = 1e6 / slope / (1e12 if kernel_class in FLOP_CLASSES else 1e9)  # slope: us/unit
+            terms[phase] = {"floor_us": float(f"{floor:.4g}"),
+                            ("tflops" if kernel_class in FLOP_CLASSES else "GBps"):
+                                float(f"{rate:.5g}")}
+        if terms:
+            result[kernel_class] = terms
+    return result
+
+
+def cluster_with(base, kernel_fit, directory, name):
+    cluster = json.loads(json.dumps(base))
+    if kernel_fit is None:
+        cluster["device"].pop("kernel_fit", None)
+    else:
+        cluster["device"]["kernel_fit"] = kernel_fit
+    path = os.path.join(directory, name + ".json")
+    with open(path, "w") as f:
+        json.dump(cluster, f)
+    return path
+
+
+def evaluate(measured, sim_layers):
+    """Per pass: modules, median absolute error, error of the sum."""
+    out = {}
+    for phase in PASSES:
+        rows = [(m, sum(analyze.layer_us(x, phase) for x in layers))
+                for _o, p, m, layers in analyze.layer_groups(measured, sim_layers) if p == phase]
+        errs = [abs(s - m) / m for m, s in rows]
+        total_m = sum(m for m, _s in rows)
+        total_s = sum(s for _m, s in rows)
+        out[phase] = {"modules": len(rows),
+                      "median_abs_error": round(statistics.median(errs), 4),
+                      "sum_error": round((total_s - total_m) / total_m, 4),
+                      "measured_us": round(total_m, 1), "predicted_us": round(total_s, 1)}
+    return out
+
+
+def formula_us(kernel_fit, layer, phase):
+    """A layer pass's time under `kernel_fit` as FORMAT.md states it; None when not fitted."""
+    fallback = {"conv": "matmul", "attention": "matmul", "pool": "elementwise"}
+    k = layer.get(phase) or {}
+    cls = layer["kernel_class"]
+    while cls and (phase not in kernel_fit.get(cls, {})):
+        cls = fallback.get(cls)
+    if not cls:
+        return None
+    if k.get("flops", 0) == 0 and k.get("bytes", 0) == 0:
+        return 0.0
+    term = kernel_fit[cls][phase]
+    if "tflops" in term:
+        return term["floor_us"] + k["flops"] / (term["tflops"] * 1e12) * 1e6
+    return term["floor_us"] + k["bytes"] / (term["GBps"] * 1e9) * 1e6
+
+
+def check_formula(kernel_fit, sim_layers, model):
+    worst = 0.0
+    for layer in sim_layers:
+        for phase in PASSES:
+            want = formula_us(kernel_fit, layer, phase)
+            if want is None:
+                continue
+            if layer[phase].get("timed_by") != "kernel fit" and want > 0:
+                sys.exit(f"fit_kernels.py: {model} {layer['name']} {phase}: simulate did not "
+                         f"time it by the kernel fit ({layer[phase].get('timed_by')})")
+            worst = max(worst, abs(analyze.layer_us(layer, phase) - want))
+    if worst > 0.002:  # ns rounding of two terms
+        sys.exit(f"fit_kernels.py: {model}: simulate's layer times differ from the fit's formula "
+                 f"by up to {worst:.4f} us")
+
+
+def write_cluster(path, kernel_fit):
+    """Replace (or add) device.kernel_fit in the cluster file, keeping the rest of its text."""
+    with open(path) as f:
+        text = f.read()
+    rows = [f'"{k}": {json.dumps(v)}' for k, v in kernel_fit.items()]
+    block = "{\n      " + ",\n      ".join(rows) + "\n    }"
+    start = text.find('"kernel_fit": {')
+    if start >= 0:
+        depth, end = 0, start + len('"kernel_fit": ')
+        for i in range(end, len(text)):
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            if depth == 0:
+                end = i + 1
+                break
+        text = text[:start] + '"kernel_fit": ' + block + text[end:]
+    else:
+        anchor = text.index('"launch_overhead_us"')
+        line_end = text.index("\n", anchor)
+        text = text[:line_end] + ',\n    "kernel_fit": ' + block + text[line_end:]
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def markdown(report):
+    lines = ["| model | pass | modules | roofline median / sum | in-sample fit median / sum | "
+             "held out median / sum |", "|---|---|---|---|---|---|"]
+    pct = lambda x: f"{100 * x:+.1f} %"  # noqa: E731
+    med = lambda x: f"{100 * x:.1f} %"  # noqa: E731
+    for model, r in report["models"].items():
+        for phase in PASSES:
+            a, b, c = r["roofline"][phase], r["in_sample"][phase], r["held_out"][phase]
+            lines.append(f"| {model} | {phase} | {a['modules']} | {med(a['median_abs_error'])} / "
+                         f"{pct(a['sum_error'])} | {med(b['median_abs_error'])} / "
+                         f"{pct(b['sum_error'])} | {med(c['median_abs_error'])} / "
+                         f"{pct(c['sum_error'])} |")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--ddpscope", required=True)
+    ap.add_argument("--kit", default=os.path.join(ROOT, "tests/data/gpu/h100/run1"))
+    ap.add_argument("--cluster", default=os.path.join(ROOT, "sim/cost/clusters/dgx-h100.json"))
+    ap.add_argument("--write", action="store_true")
+    ap.add_argument("--check", action="store_true")
+    ap.add_argument("--self-test", action="store_true")
+    ap.add_argument("--report")
+    ap.add_argument("--markdown")
+    args = ap.parse_args()
+
+    runs = load_kit(args.kit)
+    models = [m for m, _j, _x in runs]
+    dtype = runs[0][1]["dtype"]
+    gpu = runs[0][1]["device"].get("name", "GPU")
+    torch = runs[0][1]["device"].get("torch", "?")
+    kit = os.path.relpath(os.path.abspath(args.kit), ROOT)
+    source = (f"scripts/fit_kernels.py on {kit}: PyTorch {torch} profiler traces of "
+              f"{', '.join(models)} DDP steps on one {gpu}, {dtype} autocast")
+    with open(args.cluster) as f:
+        base = json.load(f)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        roofline = cluster_with(base, None, tmp, "roofline")
+        sims = {m: analyze.simulated_layers(args.ddpscope, m, job, roofline)[0]
+                for m, job, _x in runs}
+        measured = {m: x for m, _j, x in runs}
+        groups = {m: analyze.layer_groups(measured[m], sims[m]) for m in models}
+        full = fit(groups, models, dtype, source)
+        report = {"source": source, "min_samples": MIN_SAMPLES, "kernel_fit": full, "models": {}}
+        in_sample = cluster_with(base, full, tmp, "in-sample")
+        for m, job, x in runs:
+            held = fit(groups, [o for o in models if o != m], dtype, source)
+            held_path = cluster_with(base, held, tmp, "held-out-" + m)
+            fitted, _ = analyze.simulated_layers(args.ddpscope, m, job, in_sample)
+            check_formula(full, fitted, m)
+            held_layers, _ = analyze.simulated_layers(args.ddpscope, m, job, held_path)
+            check_formula(held, held_layers, m)
+            report["models"][m] = {"roofline": evaluate(x, sims[m]),
+                                   "in_sample": evaluate(x, fitted),
+                                   "held_out": evaluate(x, held_layers),
+                                   "held_out_fit": held}
+
+    if args.self_test:
+        planted = json.loads(json.dumps(full))
+        planted["matmul"]["forward"]["floor_us"] += 1
+        if fit_differs(planted, full) is None or fit_differs(full, full) is not None:
+            sys.exit("fit_kernels.py: self-test: --check does not see a changed term")
+        print("self-test passed: --check fails on a fit with one term changed")
+        return
+    table = markdown(report)
+    if args.report and not args.check:
+        with open(args.report, "w") as f:
+            json.dump(report, f, indent=1)
+            f.write("\n")
+    if args.markdown and args.check:
+        with open(args.markdown) as f:
+            if f.read() != table:
+                sys.exit(f"fit_kernels.py: {args.markdown} differs from the evaluation (run "
+                         f"scripts/fit_kernels.py --markdown {args.markdown})")
+    elif args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(table)
+    print(table, end="")
+    if args.write:
+        write_cluster(args.cluster, full)
+        print(f"wrote device.kernel_fit into {args.cluster}")
+    if args.check:
+        error = fit_differs(base["device"].get("kernel_fit"), full)
+        if error:
+            sys.exit(f"fit_kernels.py: {args.cluster}: device.kernel_fit differs from the fit of "
+                     f"{kit} (run scripts/fit_kernels.py --write): {error}")
+        print(f"{args.cluster}: device.kernel_fit equals the fit of {kit}")
+
+
+def fit_differs(have, want):
+    """None when equal, else what differs first."""
+    if have == want:
+        return None
+    if not isinstance(have, dict):
+        return "the cluster has no device.kernel_fit"
+    for key in sorted(set(have) | set(want)):
+        if have.get(key) != want.get(key):
+            return f"{key}: have {json.dumps(have.get(key))}, want {json.dumps(want.get(key))}"
+    return "differs"
+
+
+if __name__ == "__main__":
+    main()
