@@ -69,6 +69,41 @@ std::string_view kernelClassOf(std::string_view layerType) {
   return "elementwise";
 }
 
+StatusOr<KernelFit> transferKernelFit(const DeviceSpec& from, const DeviceSpec& to,
+                                      const std::string& dtype) {
+  const KernelFit& fit = from.kernelFit;
+  if (fit.empty()) return invalidArgument(deviceLabel(from) + " has no kernel fit to transfer");
+  const auto tensorCore = [](const std::string& d) {
+    return d == "tf32" || d == "bf16" || d == "fp16";
+  };
+  if (!tensorCore(fit.dtype) || !tensorCore(dtype)) {
+    return invalidArgument(
+        "a kernel fit transfers between tensor-core dtypes (tf32, bf16, fp16) "
+        "only: " +
+        deviceLabel(from) + "'s is for " + fit.dtype + ", the run is " + dtype);
+  }
+  ASSIGN_OR_RETURN(const double fromPeak, peakFor(from, fit.dtype));
+  ASSIGN_OR_RETURN(const double toPeak, peakFor(to, dtype));
+  if (!(from.memoryGBps > 0) || !(to.memoryGBps > 0)) {
+    return invalidArgument("a kernel fit transfer needs both devices' memoryGBps");
+  }
+  KernelFit out = fit;
+  out.dtype = dtype;
+  out.source = "transferred from " + from.name + " through peak[dtype] and memory bandwidth (" +
+               fit.source + ")";
+  for (auto& [kernelClass, passes] : out.classes) {
+    const auto info = std::find_if(kernelFitClasses().begin(), kernelFitClasses().end(),
+                                   [&](const KernelFitClass& c) { return c.name == kernelClass; });
+    const double scale = info != kernelFitClasses().end() && info->timedByFlops
+                             ? toPeak / fromPeak
+                             : to.memoryGBps / from.memoryGBps;
+    for (auto& term : passes) {
+      if (term) term->rate *= scale;
+    }
+  }
+  return out;
+}
+
 StatusOr<std::unique_ptr<RooflineComputeModel>> RooflineComputeModel::create(
     const DeviceSpec& device, const std::string& dtype) {
   if (std::find(kDtypes.begin(), kDtypes.end(), dtype) == kDtypes.end()) {

@@ -54,6 +54,16 @@ bool usesTensorCores(std::string_view layerType);
 // "embedding" (Embedding, EmbeddingBag), "pool" (*Pool*), else "elementwise".
 std::string_view kernelClassOf(std::string_view layerType);
 
+// A kernel fit measured on `from` (its device.kernel_fit) re-expressed for `to` at `dtype`
+// through the devices' specs (cross-GPU): a FLOP-timed class keeps its fraction of the peak
+// (rate × peak_to[dtype] / peak_from[the fit's dtype]), a byte-timed one its fraction of the
+// memory bandwidth; floors stay as measured. Only between tensor-core dtypes (tf32, bf16, fp16):
+// an fp32 run uses CUDA cores, whose efficiency a tensor-core fit says nothing about, and the
+// reverse. Errors (InvalidArgument): `from` has no fit, a dtype outside that set, a device
+// without a positive peak for its dtype.
+StatusOr<KernelFit> transferKernelFit(const DeviceSpec& from, const DeviceSpec& to,
+                                      const std::string& dtype);
+
 class RooflineComputeModel final : public ComputeModel {
  public:
   static constexpr double kSmallGemmKneeUs = 20.0;

@@ -11,6 +11,7 @@
 #include "io/file_input.h"
 #include "io/json_reader.h"
 #include "models/model_resolver.h"
+#include "sim/compute/roofline_compute_model.h"
 #include "sim/cost/cluster.h"
 #include "sim/engine/ddp_simulator.h"
 
@@ -150,7 +151,8 @@ StatusOr<std::vector<PublishedRow>> loadPublishedRows(const std::string& path) {
   return out;
 }
 
-StatusOr<ZeroShotReport> zeroShot(const std::vector<PublishedRow>& rows, const HostProfile* host) {
+StatusOr<ZeroShotReport> zeroShot(const std::vector<PublishedRow>& rows, const HostProfile* host,
+                                  const DeviceSpec* kernelFitFrom) {
   ZeroShotReport report;
   double sum = 0;
   for (const PublishedRow& row : rows) {
@@ -160,6 +162,11 @@ StatusOr<ZeroShotReport> zeroShot(const std::vector<PublishedRow>& rows, const H
     StatusOr<ClusterSpec> cluster = loadBuiltinCluster(row.cluster);
     if (!cluster.isOk()) return invalidArgument(what + cluster.status().message());
     if (host != nullptr) cluster->host = *host;
+    if (kernelFitFrom != nullptr && row.precision != "fp32") {
+      StatusOr<KernelFit> fit = transferKernelFit(*kernelFitFrom, cluster->device, row.precision);
+      if (!fit.isOk()) return invalidArgument(what + fit.status().message());
+      cluster->device.kernelFit = std::move(*fit);
+    }
     StatusOr<WorldLayout> layout = makeWorldLayout(*cluster, std::nullopt, row.gpus);
     if (!layout.isOk()) return invalidArgument(what + layout.status().message());
     if (layout->nodes != row.nodes) {

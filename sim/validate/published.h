@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "sim/cost/cluster.h"
 #include "sim/cost/host_profile.h"
 
 namespace ddpscope::sim::validate {
@@ -72,9 +73,12 @@ struct ZeroShotReport {
 
 // Simulates every row (errors name the row: an unknown model or cluster, a layout that does not
 // fit the cluster). `host`: every row's cluster gets this host profile instead of its own (a
-// what-if: the same jobs on that host; nullptr = each built-in cluster's own).
+// what-if: the same jobs on that host; nullptr = each built-in cluster's own). `kernelFitFrom`:
+// every row at a tensor-core dtype has its layers timed by this device's kernel fit, transferred
+// to the row's GPU (transferKernelFit); fp32 rows keep the roofline.
 StatusOr<ZeroShotReport> zeroShot(const std::vector<PublishedRow>& rows,
-                                  const HostProfile* host = nullptr);
+                                  const HostProfile* host = nullptr,
+                                  const DeviceSpec* kernelFitFrom = nullptr);
 
 // The report as a Markdown table (one line per row, then MAPE and the cap-to-cap signs), as the
 // docs/validation.md shows it.

@@ -122,6 +122,30 @@ TEST(RooflineComputeModelTest, KernelFitAtAnotherDtypeIsNotUsed) {
   EXPECT_NE(model->describe().find("kernel fit is for bf16, not used at fp32"), std::string::npos);
 }
 
+TEST(RooflineComputeModelTest, KernelFitTransfersThroughPeaksAndBandwidth) {
+  // fittedDevice: bf16 peak 100, 1000 GB/s. Another GPU: fp16 peak 300, 2000 GB/s.
+  DeviceSpec other = testDevice();
+  other.name = "Other";
+  other.peakTflops["fp16"] = 300;
+  other.memoryGBps = 2000;
+  auto fit = transferKernelFit(fittedDevice(), other, "fp16");
+  ASSERT_OK(fit);
+  EXPECT_EQ(fit->dtype, "fp16");
+  EXPECT_NE(fit->source.find("transferred from TestGPU"), std::string::npos);
+  // FLOP-timed: the same fraction of the peak (500 of 100 -> 1500 of 300); floors as measured.
+  EXPECT_DOUBLE_EQ(fit->classes.at("matmul")[0]->rate, 1500);
+  EXPECT_DOUBLE_EQ(fit->classes.at("matmul")[0]->floorUs, 10);
+  EXPECT_DOUBLE_EQ(fit->classes.at("matmul")[1]->rate, 750);
+  // Byte-timed: the same fraction of the bandwidth.
+  EXPECT_DOUBLE_EQ(fit->classes.at("norm")[0]->rate, 2000);
+  EXPECT_FALSE(fit->classes.at("norm")[1].has_value());
+  // Tensor-core dtypes only, and only from a device that has a fit.
+  auto fp32 = transferKernelFit(fittedDevice(), other, "fp32");
+  ASSERT_FALSE(fp32.isOk());
+  EXPECT_NE(fp32.status().message().find("tensor-core dtypes"), std::string::npos);
+  EXPECT_FALSE(transferKernelFit(testDevice(), other, "bf16").isOk());
+}
+
 TEST(RooflineComputeModelTest, KernelClassesOfLayerTypes) {
   EXPECT_EQ(kernelClassOf("Linear"), "matmul");
   EXPECT_EQ(kernelClassOf("Conv1D"), "matmul");  // Hugging Face's GPT-2 projection

@@ -141,5 +141,27 @@ TEST(PublishedTest, ZeroShotWithTheMeasuredH100Host) {
   test_docs::expectDocBlock("docs/validation.md", "published-zero-shot-h100-host", table);
 }
 
+// The same rows with dgx-h100's kernel fit (PyTorch's kernels on the H100 kit, bf16) carried to
+// each row's GPU through its peaks and bandwidth (transferKernelFit): cross-GPU, nothing fitted
+// to these rows. fp32 rows (CUDA cores) keep the roofline, so their predictions do not move.
+TEST(PublishedTest, ZeroShotWithTheH100KernelFitTransferred) {
+  auto rows = loadPublishedRows(kPublished);
+  ASSERT_TRUE(rows.isOk()) << rows.status().message();
+  StatusOr<ClusterSpec> h100 = loadBuiltinCluster("dgx-h100");
+  ASSERT_TRUE(h100.isOk()) << h100.status().message();
+  auto report = zeroShot(*rows, nullptr, &h100->device);
+  ASSERT_TRUE(report.isOk()) << report.status().message();
+  auto plain = zeroShot(*rows);
+  ASSERT_TRUE(plain.isOk()) << plain.status().message();
+  for (size_t i = 0; i < report->rows.size(); ++i) {
+    const bool fp32 = report->rows[i].row->precision == "fp32";
+    EXPECT_EQ(report->rows[i].predictedMs == plain->rows[i].predictedMs, fp32)
+        << report->rows[i].row->id;
+  }
+  const std::string table = formatZeroShotMarkdown(*report);
+  std::printf("[ zero-shot, H100 kernel fit transferred ]\n%s", table.c_str());
+  test_docs::expectDocBlock("docs/validation.md", "published-zero-shot-h100-kernel-fit", table);
+}
+
 }  // namespace
 }  // namespace ddpscope::sim::validate
