@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Fit a GPU's per-layer kernel times on real PyTorch profiler traces (device.kernel_fit).
 
-  fit_kernels.py --ddpscope BIN [--kit DIR] [--cluster FILE] [--write] [--check]
-                 [--report FILE] [--markdown FILE]
+  fit_kernels.py --ddpscope BIN [--kit DIR] [--cluster FILE] [--transfer-to FILE]...
+                 [--write] [--check] [--report FILE] [--markdown FILE]
 
 Input: a GPU kit run (scripts/gpu-kit; default tests/data/gpu/h100/run1): per model its job file
 (<model>.json: batch, shape, dtype) and its profiled DDP trace (<model>-ddp-default-rank0.json.gz).
@@ -23,6 +23,10 @@ and with a fit on all models but one (held out: predicting the one left out), ea
 the error of the sum, beside the roofline alone. The script also checks that the simulator's
 per-layer times equal the fit's formula (the C++ and this script read the fit the same way).
 
+  --transfer-to  another cluster file of the same GPU architecture: --write writes it the fit
+              carried over through the devices' specs (a FLOP-timed class keeps its fraction of
+              the dtype's peak, a byte-timed one its fraction of the memory bandwidth, floors as
+              measured: the simulator's transferKernelFit), --check checks it
   --write     write the fit into the cluster file's device.kernel_fit
   --check     exit 1 unless the cluster file's device.kernel_fit equals the fit of the traces
               (and the --markdown file equals the table, instead of writing it)
@@ -227,6 +231,7 @@ def main():
     ap.add_argument("--ddpscope", required=True)
     ap.add_argument("--kit", default=os.path.join(ROOT, "tests/data/gpu/h100/run1"))
     ap.add_argument("--cluster", default=os.path.join(ROOT, "sim/cost/clusters/dgx-h100.json"))
+    ap.add_argument("--transfer-to", action="append", default=[])
     ap.add_argument("--write", action="store_true")
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--self-test", action="store_true")
@@ -287,15 +292,56 @@ def main():
         with open(args.markdown, "w") as f:
             f.write(table)
     print(table, end="")
+    targets = []
+    for path in args.transfer_to:
+        with open(path) as f:
+            target = json.load(f)
+        targets.append((path, target, transfer(full, base["device"], target["device"],
+                                               base["name"])))
     if args.write:
         write_cluster(args.cluster, full)
         print(f"wrote device.kernel_fit into {args.cluster}")
+        for path, _target, carried in targets:
+            write_cluster(path, carried)
+            print(f"wrote the fit carried over into {path}")
     if args.check:
         error = fit_differs(base["device"].get("kernel_fit"), full)
         if error:
             sys.exit(f"fit_kernels.py: {args.cluster}: device.kernel_fit differs from the fit of "
                      f"{kit} (run scripts/fit_kernels.py --write): {error}")
         print(f"{args.cluster}: device.kernel_fit equals the fit of {kit}")
+        for path, target, carried in targets:
+            error = fit_differs(target["device"].get("kernel_fit"), carried)
+            if error:
+                sys.exit(f"fit_kernels.py: {path}: device.kernel_fit differs from {base['name']}'s "
+                         f"fit carried over (run scripts/fit_kernels.py --write): {error}")
+            print(f"{path}: device.kernel_fit equals {base['name']}'s fit carried over")
+
+
+def transfer(kernel_fit, source_device, target_device, source_name):
+    """The fit re-expressed for another GPU at the fit's dtype (transferKernelFit's rule)."""
+    dtype = kernel_fit["dtype"]
+    if source_device.get("arch") != target_device.get("arch"):
+        sys.exit(f"fit_kernels.py: --transfer-to: {target_device.get('name')} is "
+                 f"{target_device.get('arch')}, the fit's GPU {source_device.get('arch')}: a fit "
+                 "carries over within one architecture only")
+    flop_scale = target_device["peak_tflops"][dtype] / source_device["peak_tflops"][dtype]
+    byte_scale = target_device["memory_GBps"] / source_device["memory_GBps"]
+    out = {"dtype": dtype,
+           "source": f"{source_name}'s fit carried over through peak and memory bandwidth "
+                     f"(scripts/fit_kernels.py --transfer-to; not measured on this GPU)"}
+    for cls, passes in kernel_fit.items():
+        if cls in ("dtype", "source"):
+            continue
+        out[cls] = {}
+        for phase, term in passes.items():
+            if "tflops" in term:
+                out[cls][phase] = {"floor_us": term["floor_us"],
+                                   "tflops": float(f"{term['tflops'] * flop_scale:.5g}")}
+            else:
+                out[cls][phase] = {"floor_us": term["floor_us"],
+                                   "GBps": float(f"{term['GBps'] * byte_scale:.5g}")}
+    return out
 
 
 def fit_differs(have, want):

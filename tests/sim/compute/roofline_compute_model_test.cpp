@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "models/zoo.h"
+#include "sim/cost/cluster.h"
 #include "tests/status_matchers.h"
 
 namespace ddpscope::sim {
@@ -144,6 +145,35 @@ TEST(RooflineComputeModelTest, KernelFitTransfersThroughPeaksAndBandwidth) {
   ASSERT_FALSE(fp32.isOk());
   EXPECT_NE(fp32.status().message().find("tensor-core dtypes"), std::string::npos);
   EXPECT_FALSE(transferKernelFit(testDevice(), other, "bf16").isOk());
+}
+
+// hgx-h200's fit is dgx-h100's carried over by scripts/fit_kernels.py --transfer-to: the same
+// numbers transferKernelFit gives (to the 5 significant digits the script writes).
+TEST(RooflineComputeModelTest, HgxH200CarriesDgxH100sFitTransferred) {
+  auto h100 = loadBuiltinCluster("dgx-h100");
+  auto h200 = loadBuiltinCluster("hgx-h200");
+  ASSERT_OK(h100);
+  ASSERT_OK(h200);
+  auto carried = transferKernelFit(h100->device, h200->device, h100->device.kernelFit.dtype);
+  ASSERT_OK(carried);
+  const KernelFit& have = h200->device.kernelFit;
+  EXPECT_EQ(have.dtype, carried->dtype);
+  ASSERT_EQ(have.classes.size(), carried->classes.size());
+  for (const auto& [kernelClass, passes] : carried->classes) {
+    ASSERT_EQ(have.classes.count(kernelClass), 1u) << kernelClass;
+    for (int pass = 0; pass < 2; ++pass) {
+      const auto& want = passes[pass];
+      const auto& got = have.classes.at(kernelClass)[pass];
+      ASSERT_EQ(want.has_value(), got.has_value()) << kernelClass << " " << pass;
+      if (!want) continue;
+      EXPECT_DOUBLE_EQ(got->floorUs, want->floorUs) << kernelClass;
+      EXPECT_NEAR(got->rate, want->rate, 1e-4 * want->rate) << kernelClass << " " << pass;
+    }
+  }
+  // Memory-bound classes run faster by the bandwidth ratio; matrix classes as on the H100.
+  EXPECT_GT(have.classes.at("norm")[0]->rate, h100->device.kernelFit.classes.at("norm")[0]->rate);
+  EXPECT_EQ(have.classes.at("matmul")[0]->rate,
+            h100->device.kernelFit.classes.at("matmul")[0]->rate);
 }
 
 TEST(RooflineComputeModelTest, KernelClassesOfLayerTypes) {

@@ -334,8 +334,14 @@ TEST(ClusterJsonTest, DgxH100CarriesTheHostProfileMeasuredOnAnH100) {
   EXPECT_TRUE(cluster->host.perOp());
   EXPECT_EQ(cluster->host.forwardOpUs, profile->forwardOpUs);
   EXPECT_EQ(cluster->host.ddp.allreduceLaunchUs, profile->ddp.allreduceLaunchUs);
+  // hgx-h200 runs the same host (DGX H200 ships DGX H100's CPUs) and PyTorch: the same profile,
+  // not measured there, as its description says.
+  auto h200 = loadBuiltinCluster("hgx-h200");
+  ASSERT_OK(h200);
+  EXPECT_EQ(h200->host.name, "h100-torch211");
+  EXPECT_THAT(h200->description, HasSubstr("not measured on an H200"));
   // The other GPU built-ins keep DDP's terms alone (no per-op profile was measured there).
-  for (const std::string name : {"dgx-a100", "dgx-v100", "hgx-h200"}) {
+  for (const std::string name : {"dgx-a100", "dgx-v100"}) {
     auto other = loadBuiltinCluster(name);
     ASSERT_OK(other);
     EXPECT_FALSE(other->host.perOp()) << name;
