@@ -17,6 +17,7 @@
 #include "io/file_input.h"
 #include "models/model_resolver.h"
 #include "tests/cli/cli_test_util.h"
+#include "tests/status_matchers.h"
 #include "traces/chrome_reader.h"
 #include "traces/kineto_model.h"
 
@@ -76,7 +77,7 @@ TEST(TraceModelTest, H100TracesGiveTheZooModelsParametersWithOrWithoutRanges) {
     EXPECT_TRUE(ranged->fromRanges);
     EXPECT_EQ(ranged->iteration, 2);
     StatusOr<models::ModelSpec> zoo = models::resolveModel(name);
-    ASSERT_TRUE(zoo.isOk());
+    ASSERT_OK(zoo);
     ASSERT_EQ(ranged->params.size(), zoo->params.size());
     std::vector<std::vector<int64_t>> traced, expected;
     for (const TraceModelParam& p : ranged->params) {
@@ -170,7 +171,7 @@ TEST(TraceModelTest, ImportWithoutAModelKeepsTheTracesModelWhoseBucketsAreTheJob
     ASSERT_TRUE(own.is_object()) << imported.out;
     EXPECT_EQ(own["layers_from"], "ranges");
     StatusOr<models::ModelSpec> zoo = models::resolveModel(name);
-    ASSERT_TRUE(zoo.isOk());
+    ASSERT_OK(zoo);
     EXPECT_EQ(own["parameters"], zoo->numTensors());
     EXPECT_EQ(own["bytes"], zoo->totalBytes());
 
@@ -258,7 +259,7 @@ TEST(TraceModelTest, GlooCpuJobReplaysWithoutAModelLikeWithTheExportedOne) {
   ASSERT_TRUE(own.is_object()) << imported.out;
   EXPECT_EQ(own["layers_from"], "ops");
   StatusOr<models::ModelSpec> exported = models::loadModelFile(dir + "ddp_gloo_model.json");
-  ASSERT_TRUE(exported.isOk());
+  ASSERT_OK(exported);
   EXPECT_EQ(own["parameters"], exported->numTensors());
   EXPECT_EQ(own["bytes"], exported->totalBytes());
   EXPECT_EQ(own["layers"], exported->layers.size());
