@@ -211,6 +211,23 @@ def write_cluster(path, kernel_fit):
         f.write(text)
 
 
+def by_class(measured, sim_layers):
+    """Per op class (the modules whose layers are all of one class) and pass: modules, median
+    signed error, measured and predicted sums: where the fit is still off."""
+    rows = {}
+    for _o, phase, m, layers in analyze.layer_groups(measured, sim_layers):
+        classes = {x["kernel_class"] for x in layers}
+        if len(classes) != 1:
+            continue
+        s = sum(analyze.layer_us(x, phase) for x in layers)
+        rows.setdefault(f"{classes.pop()} {phase}", []).append((m, s))
+    return {key: {"modules": len(v),
+                  "median_error": round(statistics.median((s - m) / m for m, s in v), 4),
+                  "measured_us": round(sum(m for m, _s in v), 1),
+                  "predicted_us": round(sum(s for _m, s in v), 1)}
+            for key, v in sorted(rows.items())}
+
+
 def markdown(report):
     lines = ["| model | pass | modules | roofline median / sum | in-sample fit median / sum | "
              "held out median / sum |", "|---|---|---|---|---|---|"]
@@ -223,6 +240,14 @@ def markdown(report):
                          f"{pct(a['sum_error'])} | {med(b['median_abs_error'])} / "
                          f"{pct(b['sum_error'])} | {med(c['median_abs_error'])} / "
                          f"{pct(c['sum_error'])} |")
+    lines += ["", "In sample, per op class (modules whose layers are all of one class): median "
+              "signed error, measured and predicted sums.", "",
+              "| model | class and pass | modules | median error | measured us | predicted us |",
+              "|---|---|---|---|---|---|"]
+    for model, r in report["models"].items():
+        for key, c in r["in_sample_by_class"].items():
+            lines.append(f"| {model} | {key} | {c['modules']} | {pct(c['median_error'])} | "
+                         f"{c['measured_us']:.0f} | {c['predicted_us']:.0f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -268,6 +293,7 @@ def main():
             check_formula(held, held_layers, m)
             report["models"][m] = {"roofline": evaluate(x, sims[m]),
                                    "in_sample": evaluate(x, fitted),
+                                   "in_sample_by_class": by_class(x, fitted),
                                    "held_out": evaluate(x, held_layers),
                                    "held_out_fit": held}
 
