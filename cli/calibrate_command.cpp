@@ -33,10 +33,11 @@ Status runCalibrateCommand(const std::vector<std::string>& argv, CommandIo io) {
       "same lanes): the alpha-beta ring model from every collective's duration vs bytes (least\n"
       "squares over all runs and world sizes), the contention factor (how much slower layers run\n"
       "while a collective is in flight, from overlapped vs non-overlapped spans of the same\n"
-      "shape), the compute scale (measured / roofline) and DDP's host costs (ddp_overheads: the\n"
-      "median host span per allreduce launch, autograd hook, copy-back launch, finalize wait and\n"
-      "forward wrapper, where the traces have them). Prints the fit quality and writes a\n"
-      "cluster JSON (the base cluster, default cpu-mpi, with the fitted values).");
+      "shape), the compute scale (measured / predicted by the base's compute model: its roofline\n"
+      "or kernel fit) and DDP's host costs (ddp_overheads: the median host span per allreduce\n"
+      "launch, autograd hook, copy-back launch, finalize wait and forward wrapper, where the\n"
+      "traces have them). Prints the fit quality and writes a cluster JSON (the base cluster,\n"
+      "default cpu-mpi, with the fitted values).");
   parser.positionalList("RUN.json", "measured runs' traces (plain or .gz)", false)
       .options(sim::calibrateSettingList())
       .flag("json", "machine-readable output: the runs, the fit and the file written")

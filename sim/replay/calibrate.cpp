@@ -491,10 +491,12 @@ std::string formatCalibration(const Calibration& cal) {
                 cal.contention.overlappedSamples, cal.contention.groups,
                 cal.contention.identified ? "" : "; not identifiable: set to 0");
   o << line;
-  std::snprintf(line, sizeof(line),
-                "compute: measured / roofline = %.3f overall (peaks and memory bandwidth divided "
-                "by it)\n",
-                cal.compute.scale);
+  std::snprintf(
+      line, sizeof(line),
+      "compute: measured / predicted = %.3f overall (predicted: the base cluster's compute "
+      "model at the run's dtype, its kernel fit where it has one; peaks, memory bandwidth "
+      "and the fit's rates divided by it)\n",
+      cal.compute.scale);
   o << line;
   if (!cal.ddp.any()) {
     o << "DDP host costs: no host spans that measure them in the traces (base values kept)\n";

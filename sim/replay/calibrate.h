@@ -28,9 +28,11 @@
 // without samples is not fitted: the base cluster's value stays. Medians, because a loaded
 // host's preemptions are outliers.
 //
-// Compute scale (fitComputeScale): per layer measured (de-rated) time / roofline time, and the
-// time-weighted overall scale s = Σ measured / Σ roofline; the calibrated cluster divides the
-// device's peaks and memory bandwidth by s so that its roofline matches on average.
+// Compute scale (fitComputeScale): per layer measured (de-rated) time / the time the base's
+// compute model predicts at the run's dtype (its roofline, or its kernel fit where it has one),
+// and the time-weighted overall scale s = Σ measured / Σ predicted; the calibrated cluster
+// divides the device's peaks, memory bandwidth and kernel-fit rates by s (and multiplies the
+// fit's floors by it) so that its compute model matches on average.
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
@@ -72,12 +74,12 @@ struct ContentionFit {
 
 struct LayerScale {
   std::string layer;
-  double forward = 0;  // measured / roofline
+  double forward = 0;  // measured / predicted (the base's roofline or kernel fit)
   double backward = 0;
 };
 
 struct ComputeScaleFit {
-  double scale = 1;                // Σ measured / Σ roofline
+  double scale = 1;                // Σ measured / Σ predicted
   std::vector<LayerScale> layers;  // of the first profile
 };
 
