@@ -92,8 +92,9 @@ StatusOr<KernelFit> transferKernelFit(const DeviceSpec& from, const DeviceSpec& 
   out.source = "transferred from " + from.name + " through peak[dtype] and memory bandwidth (" +
                fit.source + ")";
   for (auto& [kernelClass, passes] : out.classes) {
+    const std::string_view name = kernelClass;
     const auto info = std::find_if(kernelFitClasses().begin(), kernelFitClasses().end(),
-                                   [&](const KernelFitClass& c) { return c.name == kernelClass; });
+                                   [&](const KernelFitClass& c) { return c.name == name; });
     const double scale = info != kernelFitClasses().end() && info->timedByFlops
                              ? toPeak / fromPeak
                              : to.memoryGBps / from.memoryGBps;
