@@ -23,8 +23,9 @@ Status runSimulateCommand(const std::vector<std::string>& argv, CommandIo io) {
       "       [--trace out.json] [--json]",
       "Simulates DDP training iterations of a model on a described cluster: the same reducer\n"
       "state machine as PyTorch (bucket order, rebuild, find_unused), a roofline compute model\n"
-      "and NCCL's cost model. Prints step time, exposed communication and overlap, and what\n"
-      "DDP costs besides the wire: the host time of each allreduce launch, autograd hook,\n"
+      "(or the cluster's kernel fit, layer times fitted on real traces: dgx-h100, hgx-h200 at\n"
+      "bf16) and NCCL's cost model. Prints step time, exposed communication and overlap, and\n"
+      "what DDP costs besides the wire: the host time of each allreduce launch, autograd hook,\n"
       "copy-back launch and finalize wait and of DDP's forward wrapper (the cluster's\n"
       "ddp_overheads), the host stall they cause, the CTAs each NCCL call holds on the GPU\n"
       "and how much they slow compute while it runs (nccl_sm_contention), and the step\n"
