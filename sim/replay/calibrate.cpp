@@ -252,6 +252,7 @@ ComputeScaleFit fitComputeScale(const std::vector<ProfileRef>& runs, const Devic
     auto roofline = RooflineComputeModel::create(device, p.settings.dtype);
     if (!roofline.isOk()) roofline = RooflineComputeModel::create(device, "fp32");
     if (!roofline.isOk()) continue;
+    fit.dtypes.insert((*roofline)->dtype());
     auto measured = MeasuredComputeModel::create(p, model, device, {contention, CrossRank::kMean});
     if (!measured.isOk()) continue;
     const models::ModelInputs inputs = measuredInputs(p, model);
@@ -344,12 +345,14 @@ ClusterSpec applyCalibration(const ClusterSpec& base, const Calibration& cal,
   for (auto& [dtype, peak] : c.device.peakTflops) peak /= cal.compute.scale;
   c.device.memoryGBps /= cal.compute.scale;
   // The device's kernel fit times its layers instead of the peaks: scaled the same way (every
-  // fitted time × scale).
-  for (auto& [kernelClass, passes] : c.device.kernelFit.classes) {
-    for (auto& term : passes) {
-      if (!term) continue;
-      term->floorUs *= cal.compute.scale;
-      term->rate /= cal.compute.scale;
+  // fitted time × scale) when the runs were measured against it (their dtype is the fit's).
+  if (cal.compute.dtypes.count(c.device.kernelFit.dtype) > 0) {
+    for (auto& [kernelClass, passes] : c.device.kernelFit.classes) {
+      for (auto& term : passes) {
+        if (!term) continue;
+        term->floorUs *= cal.compute.scale;
+        term->rate /= cal.compute.scale;
+      }
     }
   }
   auto apply = [](const DdpOverheadTermFit& fit, double& term) {

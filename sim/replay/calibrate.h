@@ -36,6 +36,7 @@
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,9 @@ struct LayerScale {
 struct ComputeScaleFit {
   double scale = 1;                // Σ measured / Σ predicted
   std::vector<LayerScale> layers;  // of the first profile
+  // The dtypes the runs computed in: the base's kernel fit is scaled only when its dtype is one
+  // of them (at another dtype the scale was measured against the roofline, not against it).
+  std::set<std::string> dtypes;
 };
 
 struct DdpOverheadTermFit {

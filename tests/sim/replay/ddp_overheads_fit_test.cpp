@@ -58,5 +58,27 @@ TEST(DdpOverheadsFitTest, UnfittedTermsKeepTheBaseClustersValues) {
   EXPECT_FALSE(fitDdpOverheads({}).any());
 }
 
+// The compute scale reaches the base's kernel fit only when the runs computed at the fit's
+// dtype: at another dtype it was measured against the roofline, so the fit stays as it was.
+TEST(ComputeScaleTest, KernelFitIsScaledOnlyAtItsOwnDtype) {
+  ClusterSpec base;
+  base.device.peakTflops = {{"fp32", 10}, {"bf16", 100}};
+  base.device.memoryGBps = 1000;
+  base.device.kernelFit.dtype = "bf16";
+  base.device.kernelFit.source = "a test";
+  base.device.kernelFit.classes["matmul"] = {KernelFitTerm{10, 500}, std::nullopt};
+  Calibration cal;
+  cal.compute.scale = 2;
+  cal.compute.dtypes = {"fp32"};
+  ClusterSpec out = applyCalibration(base, cal, "fitted");
+  EXPECT_EQ(out.device.peakTflops.at("fp32"), 5);  // the peaks are scaled either way
+  EXPECT_EQ(out.device.kernelFit.classes.at("matmul")[0]->rate, 500);
+  EXPECT_EQ(out.device.kernelFit.classes.at("matmul")[0]->floorUs, 10);
+  cal.compute.dtypes = {"bf16"};
+  out = applyCalibration(base, cal, "fitted");
+  EXPECT_EQ(out.device.kernelFit.classes.at("matmul")[0]->rate, 250);
+  EXPECT_EQ(out.device.kernelFit.classes.at("matmul")[0]->floorUs, 20);
+}
+
 }  // namespace
 }  // namespace ddpscope::sim::replay
