@@ -766,6 +766,39 @@ bool hasDdpWork(const RankTrack& track) {
   return false;
 }
 
+// The matrix products and convolutions whose first input's type is the precision the job
+// computed in (after autocast's casts: aten::conv2d and aten::linear still see the float weight).
+bool isComputeDtypeOp(std::string_view name) {
+  return name == "aten::mm" || name == "aten::addmm" || name == "aten::bmm" ||
+         name == "aten::baddbmm" || name == "aten::convolution" ||
+         name.starts_with("aten::_scaled_dot_product_");
+}
+
+// ddpscope's name of a record_shapes "Input type" that tensor cores compute in; "" for others.
+std::string computeDtypeName(std::string_view inputType) {
+  if (inputType == "c10::BFloat16") return "bf16";
+  if (inputType == "c10::Half") return "fp16";
+  if (inputType == "float") return "fp32";
+  return "";
+}
+
+// Adds the rank's matrix products and convolutions to `counts` by their input's dtype (a trace
+// profiled with record_shapes=True; without it there is no "Input type" and nothing is counted).
+void tallyComputeDtypes(const RankTrack& track, std::map<std::string, int64_t>& counts) {
+  for (const Lane& lane : track.lanes) {
+    if (lane.kind != LaneKind::kHost) continue;
+    for (const Span& s : lane.spans) {
+      if (!isComputeDtypeOp(s.name)) continue;
+      auto types = s.args.getString("Input type");
+      if (!types) continue;
+      const nlohmann::json t = nlohmann::json::parse(*types, nullptr, false);
+      if (!t.is_array() || t.empty() || !t[0].is_string()) continue;
+      const std::string dtype = computeDtypeName(t[0].get<std::string>());
+      if (!dtype.empty()) ++counts[dtype];
+    }
+  }
+}
+
 // Whether the trace wraps module forwards in "ddpscope.layer:<module path>" ranges (what
 // ddpscope.torch's recorder and the GPU kit's jobs write).
 bool hasLayerRanges(const RankTrack& track) {
@@ -894,8 +927,11 @@ Status mapGpuLayers(const std::vector<ImportLayer>& layers, const RankTrack& tra
       open.push_back({&s, ownLayer, false});
     }
   }
-  // (window, layer, backward) → [first kernel start, last kernel end]
-  std::map<std::tuple<const IterationWindow*, int, bool>, std::pair<Nanos, Nanos>> extent;
+  // (window, layer, backward) → first kernel start, last kernel end, the kernels' summed time
+  struct Extent {
+    Nanos first, last, kernels;
+  };
+  std::map<std::tuple<const IterationWindow*, int, bool>, Extent> extent;
   for (const Lane& lane : track.lanes) {
     if (lane.kind == LaneKind::kHost) continue;
     for (const Span& s : lane.spans) {
@@ -914,11 +950,12 @@ Status mapGpuLayers(const std::vector<ImportLayer>& layers, const RankTrack& tra
         backward = true;
       }
       if (layer < 0) continue;
-      auto [e, inserted] =
-          extent.try_emplace({it->second.window, layer, backward}, s.start, s.end());
+      auto [e, inserted] = extent.try_emplace({it->second.window, layer, backward},
+                                              Extent{s.start, s.end(), s.duration});
       if (!inserted) {
         e->second.first = minNanos(e->second.first, s.start);
-        e->second.second = maxNanos(e->second.second, s.end());
+        e->second.last = maxNanos(e->second.last, s.end());
+        e->second.kernels += s.duration;
       }
     }
   }
@@ -926,12 +963,14 @@ Status mapGpuLayers(const std::vector<ImportLayer>& layers, const RankTrack& tra
   for (const auto& [key, range] : extent) {
     const auto& [window, layer, backward] = key;
     const ImportLayer& l = layers[static_cast<size_t>(layer)];
-    build.spans.push_back({kComputeGroup, Span{backward ? l.name + " (backward)" : l.name,
-                                               backward ? Category::kBackward : Category::kForward,
-                                               range.first, range.second - range.first,
-                                               Args{{"layer", static_cast<int64_t>(layer)},
-                                                    {std::string(kArgIteration), window->index},
-                                                    {std::string(kArgKernelExtent), int64_t{1}}}}});
+    build.spans.push_back(
+        {kComputeGroup, Span{backward ? l.name + " (backward)" : l.name,
+                             backward ? Category::kBackward : Category::kForward, range.first,
+                             range.last - range.first,
+                             Args{{"layer", static_cast<int64_t>(layer)},
+                                  {std::string(kArgIteration), window->index},
+                                  {std::string(kArgKernelExtent), int64_t{1}},
+                                  {std::string(kArgKernelNs), range.kernels.count()}}}});
     mapped.insert(layer);
   }
   mappedLayers = static_cast<int64_t>(mapped.size());
@@ -1012,6 +1051,7 @@ struct ImportState {
   std::map<int, std::vector<std::pair<int64_t, std::string>>> forwardOpsOfRank;
   bool ddpSeen = false;    // DDP's forward, its reducer's ops or an allreduce in any trace
   bool modelRead = false;  // options.readModel: the first file's model was tried
+  std::map<std::string, int64_t> computeDtypes;  // matrix products and convolutions by dtype
 };
 
 // The refusal of a source that is no single-rank Kineto trace; ok otherwise.
@@ -1141,6 +1181,7 @@ Status importSource(const std::string& path, size_t fileCount, const Timeline& s
   RETURN_IF_ERROR(checkWorldSize(path, source, fileCount, state));
   if (auto b = source.metadata().getString("backend")) state.backend = std::string(*b);
   state.ddpSeen = state.ddpSeen || hasDdpWork(source.rank(0));
+  tallyComputeDtypes(source.rank(0), state.computeDtypes);
   const int rank = source.rank(0).rank;
   if (auto it = state.fileOfRank.find(rank); it != state.fileOfRank.end()) {
     return invalidArgument(path + ": rank " + std::to_string(rank) +
@@ -1236,6 +1277,34 @@ Nanos earliestAlignedStart(const std::vector<RankBuild>& builds, const std::vect
   return earliest;
 }
 
+// Metadata "dtype" (what calibrate and replay read as the run's precision): the dtype of most
+// of the job's matrix products and convolutions, with a note; a GPU job whose trace does not say
+// gets a note that calibrate will take it for fp32.
+void recordComputeDtype(ImportState& state, Args& meta) {
+  KinetoImportReport& report = state.report;
+  if (state.computeDtypes.empty()) {
+    if (state.gpuLayerRanges) {
+      report.notes.push_back(
+          "compute dtype unknown: no matrix product or convolution with its input types (profile "
+          "with record_shapes=True); calibrate and replay take the run for fp32");
+    }
+    return;
+  }
+  int64_t total = 0;
+  auto most = state.computeDtypes.begin();
+  for (auto it = state.computeDtypes.begin(); it != state.computeDtypes.end(); ++it) {
+    total += it->second;
+    if (it->second > most->second) most = it;
+  }
+  meta.set("dtype", most->first);
+  report.notes.push_back(
+      "compute dtype " + most->first + ": the input type of " + std::to_string(most->second) +
+      " of " + std::to_string(total) +
+      " matrix products and convolutions (aten::mm, addmm, bmm, baddbmm, "
+      "convolution, scaled_dot_product_*)" +
+      (most->first == "fp32" ? "; TF32 cannot be told from fp32 in a trace" : ""));
+}
+
 // The imported timeline before its spans: its name and metadata (source, layer spans, a job
 // without DDP, world size, backend, files). Lists the ranks and files in the report and sorts
 // each rank's spans by start.
@@ -1257,6 +1326,7 @@ Timeline startImportTimeline(int64_t world, ImportState& state) {
   }
   meta.set("world_size", world);
   if (!state.backend.empty()) meta.set("backend", state.backend);
+  recordComputeDtype(state, meta);
   nlohmann::json files = nlohmann::json::array();
   for (auto& b : state.builds) {
     files.push_back(b.file);

@@ -12,7 +12,8 @@
 //                          GPU traces: the compute kernels (HTA's
 //                          name rules, traces/classify.h); with layers, also each layer's span
 //                          from its first kernel to its last (arg kernel_extent: overlap counts
-//                          the kernels, not these). Spans that would overlap partially
+//                          the kernels, not these; arg kernel_ns: its kernels' summed time,
+//                          which calibrate fits compute to). Spans that would overlap partially
 //                          on one lane (two threads, two streams) go to "compute:1", ...
 //   "comm"       kComm     the collectives, one span each, in the order of preference: GPU
 //                          communication kernels (ncclKernel / ncclDevKernel); gloo worker
@@ -135,7 +136,8 @@ std::optional<int64_t> kinetoDtypeBytes(std::string_view dtype);
 
 // Reads the per-rank traces (plain or gzip) and builds the Timeline described above.
 // Metadata: source "pytorch-profiler", world_size, backend (when known), files (a JSON array
-// text, in rank order).
+// text, in rank order), dtype (bf16 / fp16 / fp32: the first input type of most of the job's
+// matrix products and convolutions, when the trace was recorded with record_shapes=True).
 StatusOr<Timeline> importKinetoTraces(const std::vector<std::string>& paths,
                                       const KinetoImportOptions& options = {},
                                       KinetoImportReport* report = nullptr);

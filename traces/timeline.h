@@ -118,6 +118,9 @@ inline constexpr std::string_view kArgIteration = "iteration";
 // A layer's span that the PyTorch import derived from its kernels (first kernel's start to last
 // kernel's end, gaps included): a name for the kernels, not time the device computed.
 inline constexpr std::string_view kArgKernelExtent = "kernel_extent";
+// On such a span: its kernels' summed duration in ns (the time the device computed the layer;
+// the span's duration also holds the gaps where the GPU waited for the host).
+inline constexpr std::string_view kArgKernelNs = "kernel_ns";
 // A device span's launch by the host (simulated traces whose host runs ahead): the time the host
 // finished launching it (ns on the timeline, at or before the span's start) and the index of the
 // rank's host lane (thread) that launched it.
