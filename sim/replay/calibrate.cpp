@@ -11,6 +11,7 @@
 
 #include "base/median.h"
 #include "sim/compute/roofline_compute_model.h"
+#include "sim/replay/host_fit.h"
 #include "sim/replay/measured_compute_model.h"
 
 namespace ddpscope::sim::replay {
@@ -202,9 +203,10 @@ ContentionFit fitContention(const std::vector<ProfileRef>& runs, const DeviceSpe
         auto key = std::make_tuple(ri, dir, l);
         auto [it, inserted] = groups.emplace(key, static_cast<int>(groups.size()));
         for (const LayerSample& s : (dir == 0 ? p.forward : p.backward)[l]) {
-          samples.push_back({it->second,
-                             static_cast<double>(s.time.count()) / static_cast<double>(r.count()),
-                             s.commOverlap});
+          samples.push_back(
+              {it->second,
+               static_cast<double>(s.deviceTime().count()) / static_cast<double>(r.count()),
+               s.commOverlap});
         }
       }
     }
@@ -240,8 +242,58 @@ ContentionFit fitContention(const std::vector<ProfileRef>& runs, const DeviceSpe
   return fit;
 }
 
-ComputeScaleFit fitComputeScale(const std::vector<ProfileRef>& runs, const DeviceSpec& device,
-                                double contention) {
+namespace {
+
+// What the device computed for one pass of one layer; nullopt: not measured.
+struct DevicePass {
+  std::optional<Nanos> forward, backward;
+};
+
+// Per layer, the time the GPU computed it in an imported GPU trace: its kernels as the trace's
+// host facts attribute them (the mean over the profiled steps; a functional layer — attention
+// core, residual add — gets the kernels of its op, which run inside its parent's range), else
+// the kernels of its span (traces::kArgKernelNs). nullopt for a run whose spans are the
+// computation itself (runtime traces: CPU ranks, ddpscope's CUDA runtime).
+StatusOr<std::optional<std::vector<DevicePass>>> gpuKernelTimes(const MeasuredProfile& p,
+                                                                const models::ModelSpec& model,
+                                                                const MeasuredComputeModel& m) {
+  std::vector<DevicePass> out(model.layers.size());
+  if (!p.hostFacts.empty()) {
+    const std::string origin = p.origin + ": metadata host_facts";
+    const nlohmann::json doc = nlohmann::json::parse(p.hostFacts, nullptr, false);
+    if (!doc.is_object()) return invalidArgument(origin + ": expected a JSON object");
+    HostFacts facts;
+    facts.model = model.name;
+    RETURN_IF_ERROR(addHostFactsSteps(doc.contains("steps") ? doc["steps"] : nlohmann::json(),
+                                      origin, "steps", facts));
+    for (size_t l = 0; l < model.layers.size(); ++l) {
+      auto it = facts.layers.find(model.layers[l].name);
+      if (it == facts.layers.end()) continue;
+      if (it->second.forward.kernels > 0)
+        out[l].forward = Nanos::fromMicrosDouble(it->second.forward.kernelUs);
+      if (it->second.backward.kernels > 0)
+        out[l].backward = Nanos::fromMicrosDouble(it->second.backward.kernelUs);
+    }
+    return std::optional<std::vector<DevicePass>>(std::move(out));
+  }
+  auto byKernels = [](const std::vector<LayerSample>& samples) {
+    return !samples.empty() && std::all_of(samples.begin(), samples.end(),
+                                           [](const LayerSample& s) { return s.kernels; });
+  };
+  if (std::none_of(p.forward.begin(), p.forward.end(), byKernels)) {
+    return std::optional<std::vector<DevicePass>>();
+  }
+  for (size_t l = 0; l < model.layers.size(); ++l) {
+    if (byKernels(p.forward[l])) out[l].forward = m.baseTimes()[l].forward;
+    if (byKernels(p.backward[l])) out[l].backward = m.baseTimes()[l].backward;
+  }
+  return std::optional<std::vector<DevicePass>>(std::move(out));
+}
+
+}  // namespace
+
+StatusOr<ComputeScaleFit> fitComputeScale(const std::vector<ProfileRef>& runs,
+                                          const DeviceSpec& device, double contention) {
   ComputeScaleFit fit;
   double measuredSum = 0, roofSum = 0;
   for (size_t ri = 0; ri < runs.size(); ++ri) {
@@ -253,24 +305,46 @@ ComputeScaleFit fitComputeScale(const std::vector<ProfileRef>& runs, const Devic
     if (!roofline.isOk()) roofline = RooflineComputeModel::create(device, "fp32");
     if (!roofline.isOk()) continue;
     fit.dtypes.insert((*roofline)->dtype());
-    auto measured = MeasuredComputeModel::create(p, model, device, {contention, CrossRank::kMean});
+    auto measured =
+        MeasuredComputeModel::create(p, model, device, {contention, CrossRank::kMean, true});
     if (!measured.isOk()) continue;
+    // A GPU trace's layer spans hold the gaps where the GPU waited for the host: its kernels
+    // are what it computed. There a pass without kernels of its own has no measurement, and its
+    // prediction is left out too.
+    ASSIGN_OR_RETURN(const std::optional<std::vector<DevicePass>> kernels,
+                     gpuKernelTimes(p, model, **measured));
     const models::ModelInputs inputs = measuredInputs(p, model);
     for (size_t l = 0; l < model.layers.size(); ++l) {
       const LayerTimes roof = (*roofline)->layerTime(model.layers[l], inputs);
-      const LayerTimes m = (*measured)->baseTimes()[l];
-      measuredSum += static_cast<double>((m.forward + m.backward).count());
-      roofSum += static_cast<double>((roof.forward + roof.backward).count());
+      LayerTimes m = (*measured)->baseTimes()[l];
+      for (int pass = 0; pass < 2; ++pass) {
+        const Nanos predicted = pass == 0 ? roof.forward : roof.backward;
+        Nanos& time = pass == 0 ? m.forward : m.backward;
+        if (kernels) {
+          const std::optional<Nanos> k = pass == 0 ? (*kernels)[l].forward : (*kernels)[l].backward;
+          if (!k) {
+            if (predicted.count() > 0) ++fit.passesWithoutKernels;
+            time = Nanos::zero();
+            continue;
+          }
+          time = *k;
+          ++fit.kernelPasses;
+        }
+        measuredSum += static_cast<double>(time.count());
+        roofSum += static_cast<double>(predicted.count());
+      }
       if (ri == 0) {
-        auto r = [](Nanos a, Nanos b) {
-          return b.count() > 0 ? static_cast<double>(a.count()) / static_cast<double>(b.count())
-                               : 0.0;
+        auto r = [](Nanos a, Nanos b) -> std::optional<double> {
+          if (a.count() <= 0 || b.count() <= 0) return std::nullopt;
+          return static_cast<double>(a.count()) / static_cast<double>(b.count());
         };
         fit.layers.push_back(
             {model.layers[l].name, r(m.forward, roof.forward), r(m.backward, roof.backward)});
       }
     }
   }
+  fit.measuredUs = measuredSum / 1e3;
+  fit.predictedUs = roofSum / 1e3;
   if (roofSum > 0 && measuredSum > 0) fit.scale = measuredSum / roofSum;
   return fit;
 }
@@ -284,7 +358,7 @@ StatusOr<Calibration> calibrate(const std::vector<ProfileRef>& runs, const Devic
     ASSIGN_OR_RETURN(cal.comm, fitAlphaBeta(runs));
   }
   cal.contention = fitContention(runs, device);
-  cal.compute = fitComputeScale(runs, device, cal.contention.slowdown);
+  ASSIGN_OR_RETURN(cal.compute, fitComputeScale(runs, device, cal.contention.slowdown));
   return cal;
 }
 
@@ -442,7 +516,9 @@ nlohmann::json calibrationJson(const Calibration& c) {
   }
   nlohmann::json layers = nlohmann::json::array();
   for (const LayerScale& l : c.compute.layers) {
-    layers.push_back({{"layer", l.layer}, {"forward", l.forward}, {"backward", l.backward}});
+    auto ratio = [](std::optional<double> v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
+    layers.push_back(
+        {{"layer", l.layer}, {"forward", ratio(l.forward)}, {"backward", ratio(l.backward)}});
   }
   return {{"comm",
            {{"alpha_us", c.comm.alphaUs},
@@ -459,7 +535,14 @@ nlohmann::json calibrationJson(const Calibration& c) {
             {"overlapped_samples", c.contention.overlappedSamples},
             {"identified", c.contention.identified},
             {"groups", c.contention.groups}}},
-          {"compute", {{"scale", c.compute.scale}, {"layers", layers}}},
+          {"compute",
+           {{"scale", c.compute.scale},
+            {"dtypes", c.compute.dtypes},
+            {"measured_us", c.compute.measuredUs},
+            {"predicted_us", c.compute.predictedUs},
+            {"kernel_passes", c.compute.kernelPasses},
+            {"passes_without_kernels", c.compute.passesWithoutKernels},
+            {"layers", layers}}},
           {"ddp_overheads", ddpOverheadsFitJson(c.ddp)},
           {"max_world_size", c.maxWorldSize}};
 }
@@ -494,13 +577,26 @@ std::string formatCalibration(const Calibration& cal) {
                 cal.contention.overlappedSamples, cal.contention.groups,
                 cal.contention.identified ? "" : "; not identifiable: set to 0");
   o << line;
+  std::string dtypes;
+  for (const std::string& d : cal.compute.dtypes) {
+    if (!dtypes.empty()) dtypes += ", ";
+    dtypes += d;
+  }
   std::snprintf(
       line, sizeof(line),
-      "compute: measured / predicted = %.3f overall (predicted: the base cluster's compute "
-      "model at the run's dtype, its kernel fit where it has one; peaks, memory bandwidth "
+      "compute: measured / predicted = %.3f overall at %s (predicted: the base cluster's compute "
+      "model at the runs' dtype, its kernel fit where it has one; peaks, memory bandwidth "
       "and the fit's rates divided by it)\n",
-      cal.compute.scale);
+      cal.compute.scale, dtypes.empty() ? "no dtype" : dtypes.c_str());
   o << line;
+  if (cal.compute.kernelPasses > 0) {
+    std::snprintf(line, sizeof(line),
+                  "  measured: the kernels of %d layer passes (GPU traces: the time the GPU "
+                  "computed, not the gaps where it waited for the host); %d passes with no "
+                  "kernels of their own left out\n",
+                  cal.compute.kernelPasses, cal.compute.passesWithoutKernels);
+    o << line;
+  }
   if (!cal.ddp.any()) {
     o << "DDP host costs: no host spans that measure them in the traces (base values kept)\n";
   } else {

@@ -29,13 +29,17 @@
 // host's preemptions are outliers.
 //
 // Compute scale (fitComputeScale): per layer measured (de-rated) time / the time the base's
-// compute model predicts at the run's dtype (its roofline, or its kernel fit where it has one),
+// compute model predicts at the run's dtype (its roofline, or its kernel fit where it has one);
+// for a GPU trace imported from PyTorch's profiler the measured time is the layer's kernels (its
+// host facts' attribution, else its span's kernel_ns), not its span, which holds the gaps where
+// the GPU waited for the host;
 // and the time-weighted overall scale s = Σ measured / Σ predicted; the calibrated cluster
 // divides the device's peaks, memory bandwidth and kernel-fit rates by s (and multiplies the
 // fit's floors by it) so that its compute model matches on average.
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -75,16 +79,24 @@ struct ContentionFit {
 
 struct LayerScale {
   std::string layer;
-  double forward = 0;  // measured / predicted (the base's roofline or kernel fit)
-  double backward = 0;
+  // measured / predicted (the base's roofline or kernel fit); nullopt (JSON null) where the pass
+  // was not measured (no kernels of its own in a GPU trace) or predicts no time
+  std::optional<double> forward;
+  std::optional<double> backward;
 };
 
 struct ComputeScaleFit {
-  double scale = 1;                // Σ measured / Σ predicted
-  std::vector<LayerScale> layers;  // of the first profile
+  double scale = 1;                        // Σ measured / Σ predicted
+  double measuredUs = 0, predictedUs = 0;  // the two sums over every run's layer passes
+  std::vector<LayerScale> layers;          // of the first profile
   // The dtypes the runs computed in: the base's kernel fit is scaled only when its dtype is one
   // of them (at another dtype the scale was measured against the roofline, not against it).
   std::set<std::string> dtypes;
+  // Layer passes timed by their kernels (imported GPU traces: traces::kArgKernelNs), and those
+  // left out of both sums because the trace ran no kernel of their own (a residual add inside
+  // its block's range: its kernels are the block's, which is no layer).
+  int kernelPasses = 0;
+  int passesWithoutKernels = 0;
 };
 
 struct DdpOverheadTermFit {
@@ -112,8 +124,9 @@ struct ProfileRef {
 // collective with bytes.
 StatusOr<AlphaBetaFit> fitAlphaBeta(const std::vector<ProfileRef>& runs);
 ContentionFit fitContention(const std::vector<ProfileRef>& runs, const DeviceSpec& device);
-ComputeScaleFit fitComputeScale(const std::vector<ProfileRef>& runs, const DeviceSpec& device,
-                                double contention);
+// Errors: a run's host facts (metadata) that do not parse.
+StatusOr<ComputeScaleFit> fitComputeScale(const std::vector<ProfileRef>& runs,
+                                          const DeviceSpec& device, double contention);
 
 struct Calibration {
   AlphaBetaFit comm;

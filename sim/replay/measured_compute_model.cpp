@@ -34,13 +34,14 @@ double aggregate(const std::vector<LayerSample>& samples, double contention, Cro
 // layers add up to the median per-iteration total (medians of parts under-count the stalls a
 // loaded host spreads over an iteration; the total's median does not); then across ranks.
 std::vector<double> aggregateLayers(const std::vector<std::vector<LayerSample>>& perLayer,
-                                    double contention, CrossRank crossRank) {
+                                    double contention, CrossRank crossRank, bool deviceTimes) {
   const size_t numLayers = perLayer.size();
   std::map<int, std::vector<std::vector<double>>> byRank;  // rank → layer → samples
   std::map<int, std::map<int64_t, double>> totals;         // rank → iteration → Σ
   for (size_t l = 0; l < numLayers; ++l) {
     for (const LayerSample& s : perLayer[l]) {
-      const double t = static_cast<double>(s.time.count()) / (1 + contention * s.commOverlap);
+      const Nanos time = deviceTimes ? s.deviceTime() : s.time;
+      const double t = static_cast<double>(time.count()) / (1 + contention * s.commOverlap);
       auto& layers = byRank[s.rank];
       layers.resize(numLayers);
       layers[l].push_back(t);
@@ -107,8 +108,10 @@ StatusOr<std::unique_ptr<MeasuredComputeModel>> MeasuredComputeModel::create(
   m->m_origin = profile.origin;
   m->m_measuredInputs = replay::measuredInputs(profile, model);
   const double c = options.contentionSlowdown;
-  const std::vector<double> fwd = aggregateLayers(profile.forward, c, options.crossRank);
-  const std::vector<double> bwd = aggregateLayers(profile.backward, c, options.crossRank);
+  const std::vector<double> fwd =
+      aggregateLayers(profile.forward, c, options.crossRank, options.deviceTimes);
+  const std::vector<double> bwd =
+      aggregateLayers(profile.backward, c, options.crossRank, options.deviceTimes);
   for (size_t l = 0; l < model.layers.size(); ++l) {
     m->m_base.push_back(LayerTimes{roundNs(fwd[l]), roundNs(bwd[l])});
   }

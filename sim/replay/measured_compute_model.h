@@ -1,7 +1,8 @@
 // MeasuredComputeModel: a ComputeModel backed by a MeasuredProfile (sim/replay/measured_profile.h).
 //
 //   layerTimes   per layer and direction: the median over measured iterations of the attributed
-//                time de-rated for contention, t / (1 + c·f) (c = the contention slowdown the
+//                time (with `deviceTimes`: the kernels' time where the trace has it) de-rated
+//                for contention, t / (1 + c·f) (c = the contention slowdown the
 //                simulation will apply, f = the sample's fraction with a collective in flight),
 //                per rank; the cross-rank value is the mean over ranks (kMax: the slowest rank).
 //                When the simulated inputs differ from the measured ones (another --batch,
@@ -38,6 +39,10 @@ enum class CrossRank { kMean, kMax };
 struct MeasuredComputeOptions {
   double contentionSlowdown = 0;  // c used to de-rate overlapped samples
   CrossRank crossRank = CrossRank::kMean;
+  // Per-layer times from what the device computed (LayerSample::deviceTime: the kernels of an
+  // imported GPU trace) instead of the attributed time with the host's gaps (what replay at
+  // the run's own settings needs). calibrate fits compute to these.
+  bool deviceTimes = false;
 };
 
 class MeasuredComputeModel final : public ComputeModel {

@@ -359,7 +359,9 @@ LayerSample attributeLayerTime(const Span& s, bool backward, Nanos prevEnd, Nano
           ? static_cast<double>(coveredLength(spans.commMerged, lo, s.end().count())) /
                 static_cast<double>(attributed.count())
           : 0.0;
-  return LayerSample{spans.rank, it.index, attributed, std::clamp(overlap, 0.0, 1.0)};
+  LayerSample sample{spans.rank, it.index, attributed, std::clamp(overlap, 0.0, 1.0)};
+  if (auto kernels = s.args.getInt(traces::kArgKernelNs)) sample.kernels = Nanos(*kernels);
+  return sample;
 }
 
 // What an iteration's compute spans tell its tail.
@@ -397,6 +399,11 @@ StatusOr<IterationLayers> sampleIterationLayers(const RankSpans& spans, size_t c
       ++copyCursor;
     }
     const LayerSample sample = attributeLayerTime(s, backward, prevEnd, copiesBetween, spans, it);
+    if (sample.kernels && sample.kernels->count() < 0) {
+      return invalidArgument(sweep.origin + ": rank " + std::to_string(spans.rank) + " iteration " +
+                             std::to_string(it.index) + ": span '" + s.name + "': args." +
+                             std::string(traces::kArgKernelNs) + ": expected a time ≥ 0 (ns)");
+    }
     (backward ? p.backward : p.forward)[static_cast<size_t>(layer)].push_back(sample);
     prevEnd = s.end();
     if (backward) layers.lastBackwardEnd = std::max(layers.lastBackwardEnd, s.end());

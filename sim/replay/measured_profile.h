@@ -79,6 +79,14 @@ struct LayerSample {
   int64_t iteration = 0;
   Nanos time;
   double commOverlap = 0;  // fraction of the interval with a collective in flight, [0, 1]
+  // A GPU trace imported from PyTorch's profiler (traces::kArgKernelNs): the layer's kernels'
+  // summed time. `time` also holds the gaps where the GPU waited for the host, which replay at
+  // the run's own settings needs; what the device computed is this (calibrate fits to it).
+  std::optional<Nanos> kernels;
+
+  // The device's time for the layer: its kernels where the trace measured them, else `time`
+  // (runtime traces: the span is the computation).
+  Nanos deviceTime() const { return kernels.value_or(time); }
 };
 
 // A collective matched across ranks by (iteration, issue ordinal on the rank's comm lanes).
