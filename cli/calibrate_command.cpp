@@ -36,8 +36,11 @@ Status runCalibrateCommand(const std::vector<std::string>& argv, CommandIo io) {
       "shape), the compute scale (measured / predicted by the base's compute model: its roofline\n"
       "or kernel fit) and DDP's host costs (ddp_overheads: the median host span per allreduce\n"
       "launch, autograd hook, copy-back launch, finalize wait and forward wrapper, where the\n"
-      "traces have them). Prints the fit quality and writes a cluster JSON (the base cluster,\n"
-      "default cpu-mpi, with the fitted values).");
+      "traces have them). A GPU trace imported from PyTorch's profiler (import-torch --model)\n"
+      "is measured by its layers' kernels, at the precision the trace shows, and also fits the\n"
+      "GPU's kernel classes (device.kernel_fit: per op class and pass a floor plus FLOPs or\n"
+      "bytes at a rate, from 3 layers up; residuals printed). Prints the fit quality and writes\n"
+      "a cluster JSON (the base cluster, default cpu-mpi, with the fitted values).");
   parser.positionalList("RUN.json", "measured runs' traces (plain or .gz)", false)
       .options(sim::calibrateSettingList())
       .flag("json", "machine-readable output: the runs, the fit and the file written")
@@ -45,7 +48,10 @@ Status runCalibrateCommand(const std::vector<std::string>& argv, CommandIo io) {
       .epilog(
           "example: ddpscope calibrate run-w2.json run-w4.json -o cpu-calibrated.json\n"
           "         ddpscope simulate --cluster cpu-calibrated.json --model mlp-wide "
-          "--world-size 4");
+          "--world-size 4\n"
+          "         ddpscope import-torch rank0.json.gz --model gpt2-small --batch-per-rank 8 "
+          "-o gpu.json\n"
+          "         ddpscope calibrate gpu.json --seq-len 512 --base dgx-h100 -o my-h100.json");
   parser.shortAlias("-o", "out");
   ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv, io.err));
   if (args.helpRequested()) {

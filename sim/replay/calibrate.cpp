@@ -349,6 +349,122 @@ StatusOr<ComputeScaleFit> fitComputeScale(const std::vector<ProfileRef>& runs,
   return fit;
 }
 
+namespace {
+
+// floor (µs) and µs per unit of work minimising Σ ((floor + a·w) / t − 1)², both ≥ 0: the normal
+// equations of the two-variable least squares with rows [1/t, w/t] and target 1; the slope alone
+// when the joint solution would make either negative.
+std::pair<double, double> fitFloorAndSlope(const std::vector<std::pair<double, double>>& points) {
+  double s11 = 0, s12 = 0, s22 = 0, b1 = 0, b2 = 0;
+  for (const auto& [w, t] : points) {
+    s11 += 1 / (t * t);
+    s12 += w / (t * t);
+    s22 += w * w / (t * t);
+    b1 += 1 / t;
+    b2 += w / t;
+  }
+  const double det = s11 * s22 - s12 * s12;
+  if (det > 0) {
+    const double floor = (b1 * s22 - b2 * s12) / det;
+    const double slope = (s11 * b2 - s12 * b1) / det;
+    if (floor >= 0 && slope > 0) return {floor, slope};
+  }
+  if (s22 > 0) return {0.0, b2 / s22};
+  return {b1 / s11, 0.0};  // no work in any sample: the floor alone
+}
+
+}  // namespace
+
+StatusOr<KernelFitCalibration> fitKernelClasses(const std::vector<ProfileRef>& runs,
+                                                const DeviceSpec& device) {
+  KernelFitCalibration out;
+  struct Sample {
+    double work, measuredUs, beforeUs;
+  };
+  std::map<std::pair<std::string, int>, std::vector<Sample>> samples;
+  std::set<std::string> dtypes;
+  std::string origins;
+  for (const ProfileRef& run : runs) {
+    const MeasuredProfile& p = *run.profile;
+    const models::ModelSpec& model = *run.model;
+    auto measured =
+        MeasuredComputeModel::create(p, model, device, {0, CrossRank::kMean, /*deviceTimes=*/true});
+    if (!measured.isOk()) continue;
+    ASSIGN_OR_RETURN(const std::optional<std::vector<DevicePass>> kernels,
+                     gpuKernelTimes(p, model, **measured));
+    if (!kernels) continue;
+    auto roofline = RooflineComputeModel::create(device, p.settings.dtype);
+    if (!roofline.isOk()) continue;
+    dtypes.insert((*roofline)->dtype());
+    if (!origins.empty()) origins += ", ";
+    origins += p.origin;
+    const models::ModelInputs inputs = measuredInputs(p, model);
+    for (size_t l = 0; l < model.layers.size(); ++l) {
+      const models::LayerSpec& layer = model.layers[l];
+      const std::string kernelClass(kernelClassOf(layer.type));
+      const bool byFlops = std::any_of(
+          kernelFitClasses().begin(), kernelFitClasses().end(),
+          [&](const KernelFitClass& c) { return c.name == kernelClass && c.timedByFlops; });
+      const auto explained = (*roofline)->explainLayer(layer, inputs);
+      for (int pass = 0; pass < 2; ++pass) {
+        const std::optional<Nanos> k = pass == 0 ? (*kernels)[l].forward : (*kernels)[l].backward;
+        const auto& e = pass == 0 ? explained.forward : explained.backward;
+        if (!k || k->count() <= 0 || e.kernels == 0) continue;
+        samples[{kernelClass, pass}].push_back(
+            {byFlops ? e.flops : e.bytes, k->toMicros(), e.time.toMicros()});
+      }
+    }
+  }
+  if (samples.empty()) return out;
+  if (dtypes.size() != 1) {
+    out.note = "no kernel fit: the runs' kernels were measured at more than one dtype";
+    return out;
+  }
+  out.dtype = *dtypes.begin();
+  out.source = "ddpscope calibrate on the layers' kernel times of " + origins;
+  for (const auto& [key, points] : samples) {
+    if (static_cast<int>(points.size()) < kMinKernelFitSamples) continue;
+    const auto& [kernelClass, pass] = key;
+    KernelClassFit f;
+    f.kernelClass = kernelClass;
+    f.pass = pass;
+    f.samples = static_cast<int>(points.size());
+    f.byFlops = std::any_of(
+        kernelFitClasses().begin(), kernelFitClasses().end(),
+        [&](const KernelFitClass& c) { return c.name == kernelClass && c.timedByFlops; });
+    std::vector<std::pair<double, double>> wt;
+    for (const Sample& s : points) wt.emplace_back(s.work, s.measuredUs);
+    const auto [floorUs, usPerUnit] = fitFloorAndSlope(wt);
+    if (usPerUnit <= 0) continue;  // no work to set a rate by: the class stays as it was
+    f.term.floorUs = floorUs;
+    f.term.rate = 1e6 / usPerUnit / (f.byFlops ? 1e12 : 1e9);
+    std::vector<double> before, after;
+    double squaredBefore = 0, squaredAfter = 0;
+    for (const Sample& s : points) {
+      const double fitted = floorUs + usPerUnit * s.work;
+      before.push_back(std::abs(s.beforeUs / s.measuredUs - 1));
+      after.push_back(std::abs(fitted / s.measuredUs - 1));
+      squaredBefore += before.back() * before.back();
+      squaredAfter += after.back() * after.back();
+      f.measuredUs += s.measuredUs;
+      f.beforeUs += s.beforeUs;
+      f.afterUs += fitted;
+    }
+    f.medianAbsBefore = median(before);
+    f.medianAbsAfter = median(after);
+    // The constrained fit (a floor or rate pinned at 0) can fit worse than the base's own
+    // model; then the base's stays.
+    f.kept = squaredAfter > squaredBefore;
+    out.classes.push_back(f);
+  }
+  if (out.classes.empty()) {
+    out.note = "no kernel fit: no op class has " + std::to_string(kMinKernelFitSamples) +
+               " measured layer passes";
+    out.dtype.clear();
+  }
+  return out;
+}
+
 StatusOr<Calibration> calibrate(const std::vector<ProfileRef>& runs, const DeviceSpec& device,
                                 bool allowOneRank) {
   Calibration cal;
@@ -359,6 +475,7 @@ StatusOr<Calibration> calibrate(const std::vector<ProfileRef>& runs, const Devic
   }
   cal.contention = fitContention(runs, device);
   ASSIGN_OR_RETURN(cal.compute, fitComputeScale(runs, device, cal.contention.slowdown));
+  ASSIGN_OR_RETURN(cal.kernels, fitKernelClasses(runs, device));
   return cal;
 }
 
@@ -429,6 +546,17 @@ ClusterSpec applyCalibration(const ClusterSpec& base, const Calibration& cal,
       }
     }
   }
+  // The user's GPU's own kernel fit replaces the base's terms of the classes it fitted; a base
+  // fit at another dtype does not hold for these runs and goes.
+  if (!cal.kernels.dtype.empty()) {
+    KernelFit& fit = c.device.kernelFit;
+    if (fit.dtype != cal.kernels.dtype) fit.classes.clear();
+    fit.dtype = cal.kernels.dtype;
+    fit.source = cal.kernels.source;
+    for (const KernelClassFit& f : cal.kernels.classes) {
+      if (!f.kept) fit.classes[f.kernelClass][static_cast<size_t>(f.pass)] = f.term;
+    }
+  }
   auto apply = [](const DdpOverheadTermFit& fit, double& term) {
     if (fit.samples > 0) term = fit.us;
   };
@@ -465,14 +593,21 @@ nlohmann::json calibratedClusterJson(const nlohmann::json& base, const ClusterSp
     j["device"]["peak_tflops"][dtype] = round(peak, 6);
   }
   j["device"]["memory_GBps"] = round(spec.device.memoryGBps, 4);
-  for (const auto& [kernelClass, passes] : spec.device.kernelFit.classes) {
-    for (int pass = 0; pass < 2; ++pass) {
-      if (!passes[pass]) continue;
-      nlohmann::json& term =
-          j["device"]["kernel_fit"][kernelClass][pass == 0 ? "forward" : "backward"];
-      term["floor_us"] = round(passes[pass]->floorUs, 4);
-      term[term.contains("tflops") ? "tflops" : "GBps"] = round(passes[pass]->rate, 4);
+  if (!spec.device.kernelFit.empty()) {
+    const KernelFit& fit = spec.device.kernelFit;
+    nlohmann::json out = {{"dtype", fit.dtype}, {"source", fit.source}};
+    for (const auto& [kernelClass, passes] : fit.classes) {
+      const auto cls = std::find_if(kernelFitClasses().begin(), kernelFitClasses().end(),
+                                    [&](const KernelFitClass& c) { return c.name == kernelClass; });
+      const bool byFlops = cls != kernelFitClasses().end() && cls->timedByFlops;
+      for (int pass = 0; pass < 2; ++pass) {
+        if (!passes[pass]) continue;
+        out[kernelClass][pass == 0 ? "forward" : "backward"] = {
+            {"floor_us", round(passes[pass]->floorUs, 4)},
+            {byFlops ? "tflops" : "GBps", round(passes[pass]->rate, 4)}};
+      }
     }
+    j["device"]["kernel_fit"] = out;
   }
   if (!spec.host.name.empty()) {
     // A named host profile: written out whole, with the DDP terms as calibrated.
@@ -504,6 +639,27 @@ nlohmann::json ddpOverheadsFitJson(const DdpOverheadsFit& f) {
     out[key] = {{"us", term->us}, {"samples", term->samples}};
   }
   return out;
+}
+
+nlohmann::json kernelFitCalibrationJson(const KernelFitCalibration& k) {
+  nlohmann::json classes = nlohmann::json::array();
+  for (const KernelClassFit& f : k.classes) {
+    classes.push_back({{"class", f.kernelClass},
+                       {"pass", f.pass == 0 ? "forward" : "backward"},
+                       {"samples", f.samples},
+                       {"floor_us", f.term.floorUs},
+                       {f.byFlops ? "tflops" : "GBps", f.term.rate},
+                       {"median_abs_error_base", f.medianAbsBefore},
+                       {"median_abs_error_fit", f.medianAbsAfter},
+                       {"measured_us", f.measuredUs},
+                       {"base_us", f.beforeUs},
+                       {"fit_us", f.afterUs},
+                       {"used", !f.kept}});
+  }
+  return {{"dtype", k.dtype.empty() ? nlohmann::json() : nlohmann::json(k.dtype)},
+          {"source", k.source},
+          {"note", k.note},
+          {"classes", classes}};
 }
 
 }  // namespace
@@ -543,6 +699,7 @@ nlohmann::json calibrationJson(const Calibration& c) {
             {"kernel_passes", c.compute.kernelPasses},
             {"passes_without_kernels", c.compute.passesWithoutKernels},
             {"layers", layers}}},
+          {"kernel_fit", kernelFitCalibrationJson(c.kernels)},
           {"ddp_overheads", ddpOverheadsFitJson(c.ddp)},
           {"max_world_size", c.maxWorldSize}};
 }
@@ -596,6 +753,23 @@ std::string formatCalibration(const Calibration& cal) {
                   "kernels of their own left out\n",
                   cal.compute.kernelPasses, cal.compute.passesWithoutKernels);
     o << line;
+  }
+  if (!cal.kernels.dtype.empty()) {
+    o << "kernel fit at " << cal.kernels.dtype
+      << " (per op class and pass: floor + FLOPs or bytes / rate, fitted to the layers' kernels; "
+         "replaces the base's terms of these classes):\n";
+    for (const KernelClassFit& f : cal.kernels.classes) {
+      std::snprintf(line, sizeof(line),
+                    "  %-11s %-8s %4d layers  floor %8.2f us  %9.1f %-7s  median |error| %5.1f %% "
+                    "(base %5.1f %%)  sum %.0f us measured, %.0f fitted%s\n",
+                    f.kernelClass.c_str(), f.pass == 0 ? "forward" : "backward", f.samples,
+                    f.term.floorUs, f.term.rate, f.byFlops ? "TFLOP/s" : "GB/s",
+                    100 * f.medianAbsAfter, 100 * f.medianAbsBefore, f.measuredUs, f.afterUs,
+                    f.kept ? "; fits worse than the base: the base's kept" : "");
+      o << line;
+    }
+  } else if (!cal.kernels.note.empty()) {
+    o << cal.kernels.note << "\n";
   }
   if (!cal.ddp.any()) {
     o << "DDP host costs: no host spans that measure them in the traces (base values kept)\n";

@@ -128,10 +128,44 @@ ContentionFit fitContention(const std::vector<ProfileRef>& runs, const DeviceSpe
 StatusOr<ComputeScaleFit> fitComputeScale(const std::vector<ProfileRef>& runs,
                                           const DeviceSpec& device, double contention);
 
+// The user's GPU's kernel fit (device.kernel_fit, sim/cost/cluster.h): per op class
+// (kernelClassOf) and pass, floor + work / rate fitted to the layers' kernel times of GPU traces
+// imported from PyTorch's profiler — work being the pass's FLOPs (matmul, conv, attention) or
+// bytes (the rest) as the roofline counts them at the runs' dtype — by least squares on the
+// relative error with both terms ≥ 0 (scripts/fit_kernels.py's fit, here on the user's own
+// trace), each layer pass of each run one sample (its mean over the profiled steps). A class and
+// pass needs kMinKernelFitSamples samples and must fit the samples better than the base does
+// (Σ squared relative error); the others keep the base's term (scaled with the compute scale)
+// or the roofline.
+inline constexpr int kMinKernelFitSamples = 3;
+struct KernelClassFit {
+  std::string kernelClass;
+  int pass = 0;  // 0 forward, 1 backward
+  int samples = 0;
+  KernelFitTerm term;
+  bool byFlops = false;  // term.rate in TFLOP/s (else GB/s)
+  // |predicted / measured − 1| over the samples, median: the base cluster's prediction, the fit's
+  double medianAbsBefore = 0, medianAbsAfter = 0;
+  double measuredUs = 0, beforeUs = 0, afterUs = 0;  // the samples' sums
+  // The fit's Σ squared relative error exceeds the base's (a term pinned at 0 by the
+  // constraints): not used, the base's term stays.
+  bool kept = false;
+};
+struct KernelFitCalibration {
+  std::string dtype;   // the runs' dtype; "" = nothing fitted
+  std::string source;  // the traces it was fitted on (device.kernel_fit.source)
+  std::vector<KernelClassFit> classes;
+  std::string note;  // why nothing was fitted although runs had kernel times ("" otherwise)
+};
+// Errors: a run's host facts (metadata) that do not parse.
+StatusOr<KernelFitCalibration> fitKernelClasses(const std::vector<ProfileRef>& runs,
+                                                const DeviceSpec& device);
+
 struct Calibration {
   AlphaBetaFit comm;
   ContentionFit contention;
   ComputeScaleFit compute;
+  KernelFitCalibration kernels;
   DdpOverheadsFit ddp;  // filled by the caller from the traces (fitDdpOverheads)
   int maxWorldSize = 1;
 };

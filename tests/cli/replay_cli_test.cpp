@@ -620,6 +620,116 @@ TEST(CalibrateCliTest, ImportedGpuTraceWithoutHostFactsUsesItsSpansKernels) {
   EXPECT_THAT(r.err, HasSubstr("args.kernel_ns: expected a time ≥ 0 (ns)"));
 }
 
+// dgx-h100 without its kernel fit (the roofline alone): a base whose GPU nobody fitted.
+std::string h100RooflineCluster() {
+  const std::string path = (scratchDir() / "h100-roofline.json").string();
+  std::ifstream in(std::string(DDPSCOPE_SOURCE_DIR) + "/sim/cost/clusters/dgx-h100.json");
+  nlohmann::json cluster = nlohmann::json::parse(in);
+  cluster["device"].erase("kernel_fit");
+  cluster["name"] = "h100-roofline";
+  std::ofstream(path) << cluster.dump(2);
+  return path;
+}
+
+// `calibrate --json`'s kernel_fit classes by "class pass".
+std::map<std::string, nlohmann::json> kernelFitClassesOf(const CliResult& r) {
+  std::map<std::string, nlohmann::json> out;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  for (const auto& c : j["calibration"]["kernel_fit"]["classes"]) {
+    out[c["class"].get<std::string>() + " " + c["pass"].get<std::string>()] = c;
+  }
+  return out;
+}
+
+// The imported H100 trace of `model` (run1, the kit's batch).
+std::string importedH100Trace(const std::string& model, const std::string& batch) {
+  const std::string run = (scratchDir() / (model + "-h100-kernels.json")).string();
+  CliResult r = runCliForTest({"import-torch",
+                               std::string(DDPSCOPE_SOURCE_DIR) + "/tests/data/gpu/h100/run1/" +
+                                   model + "-ddp-default-rank0.json.gz",
+                               "--model", model, "--batch-per-rank", batch, "-o", run});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  return run;
+}
+
+// calibrate fits the user's GPU's kernel classes from their own trace: on gpt2-small's H100
+// trace against the roofline alone, every class it fits predicts its layers better than the
+// roofline did, and the cluster it writes reproduces the fit (calibrating again against it, the
+// base's errors are the fit's).
+TEST(CalibrateCliTest, GpuTraceFitsTheKernelClassesOfTheUsersGpu) {
+  const std::string run = importedH100Trace("gpt2-small", "8");
+  const std::string out = (scratchDir() / "gpt2-kernels.json").string();
+  CliResult r = runCliForTest(
+      {"calibrate", run, "--seq-len", "512", "--base", h100RooflineCluster(), "-o", out, "--json"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const auto fitted = kernelFitClassesOf(r);
+  for (const char* key :
+       {"matmul forward", "matmul backward", "attention forward", "attention backward",
+        "norm forward", "norm backward", "elementwise forward", "elementwise backward"}) {
+    SCOPED_TRACE(key);
+    ASSERT_TRUE(fitted.contains(key));
+    const auto& c = fitted.at(key);
+    EXPECT_TRUE(c["used"].get<bool>());
+    EXPECT_GE(c["samples"].get<int>(), 12);
+    EXPECT_LT(c["median_abs_error_fit"].get<double>(), c["median_abs_error_base"].get<double>());
+  }
+  EXPECT_FALSE(fitted.contains("embedding forward"));  // two layers (wte, wpe): too few
+  auto cluster = sim::loadClusterFile(out);
+  ASSERT_TRUE(cluster.isOk()) << cluster.status().message();
+  EXPECT_EQ(cluster->device.kernelFit.dtype, "bf16");
+  EXPECT_THAT(cluster->device.kernelFit.source, HasSubstr("ddpscope calibrate"));
+  CliResult again = runCliForTest({"calibrate", run, "--seq-len", "512", "--base", out, "-o",
+                                   (scratchDir() / "gpt2-kernels-2.json").string(), "--json"});
+  ASSERT_EQ(again.exitCode, 0) << again.err;
+  for (const auto& [key, c] : kernelFitClassesOf(again)) {
+    SCOPED_TRACE(key);
+    EXPECT_NEAR(c["median_abs_error_base"].get<double>(),
+                fitted.at(key)["median_abs_error_fit"].get<double>(), 1e-3);
+  }
+  r = runCliForTest(
+      {"calibrate", run, "--seq-len", "512", "--base", h100RooflineCluster(), "-o", out});
+  EXPECT_THAT(r.out, HasSubstr("kernel fit at bf16 (per op class and pass"));
+}
+
+// Held out: the classes fitted on gpt2-small's trace predict bert-base's layers (another model,
+// another trace) better than the roofline for the matrix products, attention and the
+// normalizations. The table in docs/validation.md is this test's output.
+TEST(CalibrateCliTest, KernelFitFromOneTracePredictsAnotherModelsLayers) {
+  const std::string gpt2 = importedH100Trace("gpt2-small", "8");
+  const std::string bert = importedH100Trace("bert-base", "16");
+  const std::string roofline = h100RooflineCluster();
+  const std::string gpt2Fit = (scratchDir() / "gpt2-fit.json").string();
+  ASSERT_EQ(
+      runCliForTest({"calibrate", gpt2, "--seq-len", "512", "--base", roofline, "-o", gpt2Fit})
+          .exitCode,
+      0);
+  auto bertAgainst = [&](const std::string& base) {
+    CliResult r = runCliForTest({"calibrate", bert, "--seq-len", "512", "--base", base, "-o",
+                                 (scratchDir() / "bert-cal.json").string(), "--json"});
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    return kernelFitClassesOf(r);
+  };
+  const auto onRoofline = bertAgainst(roofline);
+  const auto onGpt2 = bertAgainst(gpt2Fit);
+  std::string table =
+      "| class and pass | bert-base layers | roofline | fitted on gpt2-small (held out) | "
+      "fitted on bert-base (in sample) |\n|---|---:|---:|---:|---:|\n";
+  char row[256];
+  for (const auto& [key, c] : onRoofline) {
+    ASSERT_TRUE(onGpt2.contains(key)) << key;
+    const double roof = c["median_abs_error_base"].get<double>();
+    const double heldOut = onGpt2.at(key)["median_abs_error_base"].get<double>();
+    if (key.starts_with("matmul") || key.starts_with("attention") || key.starts_with("norm")) {
+      EXPECT_LT(heldOut, roof) << key;
+    }
+    std::snprintf(row, sizeof(row), "| %s | %d | %.1f %% | %.1f %% | %.1f %% |\n", key.c_str(),
+                  c["samples"].get<int>(), 100 * roof, 100 * heldOut,
+                  100 * c["median_abs_error_fit"].get<double>());
+    table += row;
+  }
+  test_docs::expectDocBlock("docs/validation.md", "calibrate-kernel-fit-held-out", table);
+}
+
 TEST(SweepCliTest, ComputeFromATrace) {
   CliResult r = runCliForTest(
       {"sweep", "--compute-from", kTrace, "--world-size", "2", "--bucket-cap-mb", "1,25"});
