@@ -43,6 +43,12 @@ StatusOr<std::optional<ReplayReport::HostLane>> hostLaneReplay(const ReplayRepor
   replay::HostFacts facts;
   facts.model = req.model.name;
   facts.trace = profile.hostFactsTrace;
+  // The kernels were measured at the run's own inputs and precision: a what-if at other inputs
+  // scales them (replay::simulateWithHostFacts).
+  facts.batch = own.inputs.batch;
+  facts.seqLen = own.inputs.seqLen;
+  facts.imageSize = own.inputs.imageSize;
+  facts.dtype = profile.settings.dtype;
   RETURN_IF_ERROR(replay::addHostFactsSteps(steps != nullptr ? *steps : nlohmann::json(), origin,
                                             "steps", facts));
   if (StatusOr<models::ModelSpec> covered = replay::withHostFactsOps(req.model, facts);

@@ -10,6 +10,7 @@
 #include "io/json_reader.h"
 #include "models/zoo.h"
 #include "sim/engine/ddp_simulator.h"
+#include "sim/replay/measured_compute_model.h"
 
 namespace ddpscope::sim::replay {
 
@@ -57,9 +58,16 @@ class FactsCompute final : public ComputeModel {
         m_copy(copy),
         m_optimizer(optimizer),
         m_trace(std::move(trace)) {}
-  std::vector<LayerTimes> layerTimes(const models::ModelSpec&,
-                                     const models::ModelInputs&) const override {
-    return m_times;
+  // Other inputs than the trace's (`measured`) scale each layer by `scaler`'s ratio.
+  void scaleWith(std::unique_ptr<RooflineComputeModel> scaler,
+                 const models::ModelInputs& measured) {
+    m_scaler = std::move(scaler);
+    m_measured = measured;
+  }
+  std::vector<LayerTimes> layerTimes(const models::ModelSpec& model,
+                                     const models::ModelInputs& inputs) const override {
+    if (!m_scaler) return m_times;
+    return scaleToInputs(m_times, model, *m_scaler, m_measured, inputs);
   }
   Nanos copyTime(int64_t) const override { return m_copy; }
   Nanos optimizerTime(int64_t) const override { return m_optimizer; }
@@ -70,6 +78,8 @@ class FactsCompute final : public ComputeModel {
   std::vector<LayerTimes> m_times;
   Nanos m_copy, m_optimizer;
   std::string m_trace;
+  std::unique_ptr<RooflineComputeModel> m_scaler;
+  models::ModelInputs m_measured;
 };
 
 double positive(double us) {
@@ -208,7 +218,9 @@ StatusOr<models::ModelSpec> withHostFactsOps(models::ModelSpec model, const Host
 }
 
 std::unique_ptr<ComputeModel> hostFactsComputeModel(const HostFacts& facts,
-                                                    const models::ModelSpec& model) {
+                                                    const models::ModelSpec& model,
+                                                    std::unique_ptr<RooflineComputeModel> scaler,
+                                                    const models::ModelInputs& measured) {
   std::vector<LayerTimes> times;
   for (const models::LayerSpec& layer : model.layers) {
     auto it = facts.layers.find(layer.name);
@@ -237,9 +249,11 @@ std::unique_ptr<ComputeModel> hostFactsComputeModel(const HostFacts& facts,
   const double copies = in.count + back.count;
   const Nanos copy =
       Nanos::fromMicrosDouble(copies > 0 ? (in.kernelUs + back.kernelUs) / copies : 0.0);
-  return std::make_unique<FactsCompute>(std::move(times), copy,
-                                        Nanos::fromMicrosDouble(facts.term("optimizer").kernelUs),
-                                        facts.trace);
+  auto compute = std::make_unique<FactsCompute>(
+      std::move(times), copy, Nanos::fromMicrosDouble(facts.term("optimizer").kernelUs),
+      facts.trace);
+  if (scaler) compute->scaleWith(std::move(scaler), measured);
+  return compute;
 }
 
 HostProfile hostProfileFromFacts(const std::vector<const HostFacts*>& facts,
@@ -312,7 +326,17 @@ StatusOr<SimResult> simulateWithHostFacts(const HostFacts& facts, const models::
                                           const ClusterSpec& cluster, const WorldLayout& layout,
                                           SimOptions options, const HostProfile& profile) {
   ASSIGN_OR_RETURN(models::ModelSpec counted, withHostFactsOps(model, facts));
-  std::unique_ptr<ComputeModel> compute = hostFactsComputeModel(facts, counted);
+  // At other inputs than the trace's (a --batch what-if), each layer's measured kernels scale
+  // by the cluster's compute model (its kernel fit where it has one) at the trace's dtype.
+  models::ModelInputs measured = hostFactsInputs(facts);
+  if (measured.batch <= 0) measured.batch = model.defaultInputs.batch;
+  if (measured.seqLen <= 0) measured.seqLen = model.defaultInputs.seqLen;
+  if (measured.imageSize <= 0) measured.imageSize = model.defaultInputs.imageSize;
+  ASSIGN_OR_RETURN(std::unique_ptr<RooflineComputeModel> scaler,
+                   RooflineComputeModel::create(cluster.device,
+                                                facts.dtype.empty() ? options.dtype : facts.dtype));
+  std::unique_ptr<ComputeModel> compute =
+      hostFactsComputeModel(facts, counted, std::move(scaler), measured);
   HostModel host;
   host.profile = profile;
   host.runsAhead = true;

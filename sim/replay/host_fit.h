@@ -40,6 +40,7 @@
 #include "base/status.h"
 #include "models/model_spec.h"
 #include "sim/compute/compute_model.h"
+#include "sim/compute/roofline_compute_model.h"
 #include "sim/cost/cluster.h"
 #include "sim/cost/host_profile.h"
 #include "sim/engine/ddp_simulator.h"
@@ -91,9 +92,13 @@ models::ModelInputs hostFactsInputs(const HostFacts& facts);
 
 // The layers' GPU kernel times as the trace measured them (the loss's kernels added to the last
 // layer's forward, the backward kernels no layer owns to its backward), DDP's copy kernels and the
-// optimizer's, all unchanged at any inputs.
-std::unique_ptr<ComputeModel> hostFactsComputeModel(const HostFacts& facts,
-                                                    const models::ModelSpec& model);
+// optimizer's. With `scaler`, inputs other than `measured` (the trace's) scale each layer's times
+// by the scaler's ratio for that layer and pass (scaleToInputs); without it, and for the copies
+// and the optimizer, they stay as measured at any inputs.
+std::unique_ptr<ComputeModel> hostFactsComputeModel(
+    const HostFacts& facts, const models::ModelSpec& model,
+    std::unique_ptr<RooflineComputeModel> scaler = nullptr,
+    const models::ModelInputs& measured = {});
 
 // The per-event terms of the header comment at given profiler terms (its profiler* fields).
 HostProfile hostProfileFromFacts(const std::vector<const HostFacts*>& facts,
@@ -109,7 +114,9 @@ StatusOr<HostSimulation> simulateHostFacts(const HostFacts& facts, const Cluster
                                            const HostProfile& profile);
 // The same for any settings: `model` (withHostFactsOps) with `facts`'s measured kernels under
 // `profile` on `cluster` at `layout`; `options` (inputs, dtype, DDP settings, plain training)
-// are the caller's, the host runs ahead of the GPU.
+// are the caller's, the host runs ahead of the GPU. At inputs other than the facts' (their
+// batch, seqLen, imageSize; the model's defaults where 0) each layer's kernels scale by
+// `cluster`'s compute model at the facts' dtype (hostFactsComputeModel).
 StatusOr<SimResult> simulateWithHostFacts(const HostFacts& facts, const models::ModelSpec& model,
                                           const ClusterSpec& cluster, const WorldLayout& layout,
                                           SimOptions options, const HostProfile& profile);

@@ -131,19 +131,27 @@ StatusOr<std::unique_ptr<MeasuredComputeModel>> MeasuredComputeModel::create(
   return m;
 }
 
-std::vector<LayerTimes> MeasuredComputeModel::layerTimes(const models::ModelSpec& model,
-                                                         const models::ModelInputs& inputs) const {
-  if (model.layers.size() != m_base.size() || sameInputs(inputs, m_measuredInputs)) return m_base;
-  std::vector<LayerTimes> out = m_base;
+std::vector<LayerTimes> scaleToInputs(const std::vector<LayerTimes>& times,
+                                      const models::ModelSpec& model,
+                                      const RooflineComputeModel& compute,
+                                      const models::ModelInputs& measured,
+                                      const models::ModelInputs& inputs) {
+  if (model.layers.size() != times.size() || sameInputs(inputs, measured)) return times;
+  std::vector<LayerTimes> out = times;
   for (size_t l = 0; l < out.size(); ++l) {
-    const LayerTimes then = m_roofline->layerTime(model.layers[l], m_measuredInputs);
-    const LayerTimes now = m_roofline->layerTime(model.layers[l], inputs);
+    const LayerTimes then = compute.layerTime(model.layers[l], measured);
+    const LayerTimes now = compute.layerTime(model.layers[l], inputs);
     out[l].forward =
-        roundNs(static_cast<double>(m_base[l].forward.count()) * ratio(now.forward, then.forward));
-    out[l].backward = roundNs(static_cast<double>(m_base[l].backward.count()) *
+        roundNs(static_cast<double>(times[l].forward.count()) * ratio(now.forward, then.forward));
+    out[l].backward = roundNs(static_cast<double>(times[l].backward.count()) *
                               ratio(now.backward, then.backward));
   }
   return out;
+}
+
+std::vector<LayerTimes> MeasuredComputeModel::layerTimes(const models::ModelSpec& model,
+                                                         const models::ModelInputs& inputs) const {
+  return scaleToInputs(m_base, model, *m_roofline, m_measuredInputs, inputs);
 }
 
 Nanos MeasuredComputeModel::copyTime(int64_t bytes) const {

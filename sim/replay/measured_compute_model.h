@@ -87,4 +87,14 @@ class MeasuredComputeModel final : public ComputeModel {
 // where the trace does not say).
 models::ModelInputs measuredInputs(const MeasuredProfile& profile, const models::ModelSpec& model);
 
+// Layer times measured at `measured` carried to `inputs` (another batch, sequence length or image
+// size): each layer and pass × compute(inputs) / compute(measured), the compute model's ratio for
+// that layer and pass (1 where it predicts no time); `measured` unchanged when the inputs are the
+// same. MeasuredComputeModel and the host lane's measured kernels both scale this way.
+std::vector<LayerTimes> scaleToInputs(const std::vector<LayerTimes>& times,
+                                      const models::ModelSpec& model,
+                                      const RooflineComputeModel& compute,
+                                      const models::ModelInputs& measured,
+                                      const models::ModelInputs& inputs);
+
 }  // namespace ddpscope::sim::replay

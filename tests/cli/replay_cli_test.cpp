@@ -620,6 +620,39 @@ TEST(CalibrateCliTest, ImportedGpuTraceWithoutHostFactsUsesItsSpansKernels) {
   EXPECT_THAT(r.err, HasSubstr("args.kernel_ns: expected a time ≥ 0 (ns)"));
 }
 
+// A batch what-if on the host lane: the trace's kernels were measured at batch 32, so at batch 128
+// each layer's kernels scale by dgx-h100's compute model (its kernel fit). They stayed as measured
+// (31.75 ms at any batch: the host lane answered a 4x batch with the traced step). Physics bounds
+// it: four times the images cost the GPU at least three times the traced kernels (per-launch
+// floors do not grow), and a batch of 32 asked again is the own-settings step.
+TEST(ReplayCliTest, HostLaneBatchWhatIfScalesTheMeasuredKernels) {
+  const std::string dir = std::string(DDPSCOPE_SOURCE_DIR) + "/tests/data/gpu/h100/";
+  const std::string run = (scratchDir() / "resnet50-h100-batch.json").string();
+  ASSERT_EQ(
+      runCliForTest({"import-torch", dir + "run1/resnet50-ddp-default-rank0.json.gz", "--model",
+                     "resnet50", "--autocast", "--batch-per-rank", "32", "-o", run})
+          .exitCode,
+      0);
+  std::ifstream in(dir + "host_facts.json");
+  const auto steps = nlohmann::json::parse(in)["models"]["resnet50"]["steps"];
+  double kernelMs = 0;
+  for (const auto& step : steps) kernelMs += step["kernel_us"].get<double>() / 1e3 / steps.size();
+  auto hostLane = [&](const std::string& batch) {
+    CliResult r = runCliForTest({"replay", "--from-trace", run, "--cluster", "dgx-h100",
+                                 "--world-size", "1", "--batch", batch, "--json"});
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    return nlohmann::json::parse(r.out)["host_lane"];
+  };
+  const auto same = hostLane("32");
+  EXPECT_DOUBLE_EQ(same["what_if_unprofiled_step_ms"].get<double>(),
+                   same["unprofiled_step_ms"].get<double>());
+  const auto larger = hostLane("128");
+  EXPECT_GE(larger["what_if_unprofiled_step_ms"].get<double>(), 3 * kernelMs) << larger;
+  EXPECT_LE(larger["what_if_unprofiled_step_ms"].get<double>(),
+            4 * kernelMs + larger["unprofiled_step_ms"].get<double>())
+      << larger;
+}
+
 // dgx-h100 without its kernel fit (the roofline alone): a base whose GPU nobody fitted.
 std::string h100RooflineCluster() {
   const std::string path = (scratchDir() / "h100-roofline.json").string();
