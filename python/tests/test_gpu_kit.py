@@ -156,6 +156,31 @@ def test_zero_shot_predicts_every_timed_configuration_with_the_builtin_host_prof
                                                             image_size=64), "dgx-h100")["held_out"]
 
 
+def test_batch_what_if_replays_the_main_jobs_trace_at_the_variants_batch(cli, tmp_path):
+    """A tagged job (resnet50 at batch 64; its measured step made up here: this tests the
+    plumbing, the GPU kit's run brings the real one) is set against `replay --batch 64` of the
+    main job's profiled trace (the H100's run1, batch 32) on the host lane."""
+    import shutil
+    run1 = os.path.join(ROOT, "tests", "data", "gpu", "h100", "run1")
+    base_job = analyze.load_json(os.path.join(run1, "resnet50.json"))
+    shutil.copy(os.path.join(run1, base_job["traces"]["ddp-default"]), tmp_path)
+    job = dict(base_job, tag="b64", batch=64, median_step_ms={"ddp-default": 60.0})
+    r = analyze.batch_what_if(cli.path, str(tmp_path), base_job, job, "dgx-h100")
+    assert r["trace_batch"] == 32 and r["batch"] == 64 and r["measured_ms"] == 60.0
+    imported = str(tmp_path / "r.json")
+    cli.run("import-torch", os.path.join(run1, base_job["traces"]["ddp-default"]), "--model",
+            "resnet50", "--batch-per-rank", "32", "--autocast", "-o", imported)
+    lane = cli.json("replay", "--from-trace", imported, "--cluster", "dgx-h100", "--world-size",
+                    "1", "--batch", "64", "--image-size", "224")["host_lane"]
+    assert r["predicted_ms"] == round(lane["what_if_unprofiled_step_ms"], 4)
+    assert r["predicted_ms"] > r["trace_own_unprofiled_ms"]  # twice the images: more GPU time
+    assert r["error"] == round((r["predicted_ms"] - 60.0) / 60.0, 4)
+    assert sorted(os.listdir(tmp_path)) == sorted(
+        [os.path.basename(base_job["traces"]["ddp-default"]), "r.json"])  # its import is gone
+    missing = analyze.batch_what_if(cli.path, str(tmp_path / "none"), base_job, job, "dgx-h100")
+    assert "no profiled ddp-default trace" in missing["error"]
+
+
 def test_check_params_names_the_first_difference(tmp_path):
     zoo = os.path.join(ROOT, "models", "zoo", "mlp-tiny.json")
     got = {"model": "mlp-tiny", "parameters": [["0.weight", [50, 10]], ["0.bias", [50]],

@@ -437,6 +437,50 @@ def replay_runtime(ddpscope, trace, model, cluster):
             "error": rnd(s["replay_error_percent"] / 100)}
 
 
+def batch_what_if(ddpscope, out, base_job, job, cluster):
+    """The host lane's batch what-if against a measurement: the model's profiled default-cap
+    trace (at the main job's batch) imported and replayed at `job`'s batch (replay --batch, world
+    size 1, without the profiler), against the measured unprofiled DDP step of `job` (the same
+    model run at that batch: a tagged torch_job)."""
+    res = {"trace_batch": base_job["batch"], "batch": job["batch"],
+           "measured_ms": rnd((job["median_step_ms"] or {}).get("ddp-default"))}
+    trace = (base_job.get("traces") or {}).get("ddp-default")
+    if not trace or not os.path.exists(os.path.join(out, trace)) or res["measured_ms"] is None:
+        res["error"] = "no profiled ddp-default trace of the main job, or no measured ddp-default"
+        return res
+    run = os.path.join(out, f"{base_job['model']}-batch-what-if-imported.json")
+    cmd = [ddpscope, "import-torch", os.path.join(out, trace), "--model", base_job["model"],
+           "--batch-per-rank", str(base_job["batch"]), "-o", run, "--quiet"]
+    if base_job.get("dtype") == "bf16":
+        cmd.append("--autocast")
+    rc, _so, se = sh(cmd, timeout=120)
+    if rc != 0:
+        res["error"] = se.strip()[-400:]
+        return res
+    try:
+        cmd = [ddpscope, "replay", "--from-trace", run, "--cluster", cluster, "--world-size", "1",
+               "--batch", str(job["batch"]), "--json"]
+        if job.get("seq_len"):
+            cmd += ["--seq-len", str(job["seq_len"])]
+        if job.get("image_size"):
+            cmd += ["--image-size", str(job["image_size"])]
+        rc, so, se = sh(cmd, timeout=120)
+        if rc != 0:
+            res["error"] = se.strip()[-400:]
+            return res
+        lane = json.loads(so).get("host_lane")
+        if not lane or lane.get("what_if_unprofiled_step_ms") is None:
+            res["error"] = "replay gave no host lane (no host facts in the trace)"
+            return res
+        res["trace_own_unprofiled_ms"] = rnd(lane["unprofiled_step_ms"])
+        res["predicted_ms"] = rnd(lane["what_if_unprofiled_step_ms"])
+        res["error"] = rnd(rel(res["predicted_ms"], res["measured_ms"]))
+    finally:
+        if os.path.exists(run):
+            os.remove(run)
+    return res
+
+
 # ---- analyze -------------------------------------------------------------------------------
 
 def analyze(out, ddpscope):
@@ -448,6 +492,7 @@ def analyze(out, ddpscope):
     gpu_name = (prov.get("gpu") or {}).get("name")
     cluster = cluster_for(gpu_name)
     report["cluster"] = cluster
+    tagged, main_jobs = [], {}
     for job_path in sorted(glob.glob(os.path.join(out, "*.json"))):
         base = os.path.basename(job_path)
         if base.startswith(("runtime-", "numerics-", "provenance", "report", "sim-")) or \
@@ -459,7 +504,11 @@ def analyze(out, ddpscope):
             continue
         if job.get("schema") != "ddpscope.gpu-kit.torch/1":
             continue
+        if job.get("tag"):  # a variant of a model's job: compared after the main ones
+            tagged.append(job)
+            continue
         model = job["model"]
+        main_jobs[model] = job
         r = {"torch": {"median_step_ms": {k: rnd(v) for k, v in job["median_step_ms"].items()},
                        "batch": job["batch"], "dtype": job["dtype"],
                        "seq_len": job.get("seq_len"), "image_size": job.get("image_size")}}
@@ -546,6 +595,13 @@ def analyze(out, ddpscope):
             except Exception as e:  # noqa: BLE001 (the report says what failed)
                 r["layers"] = {"error": f"{type(e).__name__}: {e}"}
         report["models"][model] = r
+    for job in tagged:
+        base_job = main_jobs.get(job["model"])
+        if base_job is None:
+            report["notes"].append(f"{job['model']}-{job['tag']}: no main job of the model")
+            continue
+        report.setdefault("batch_what_if", {})[f"{job['model']}-{job['tag']}"] = \
+            batch_what_if(ddpscope, out, base_job, job, cluster)
     report["numerics"] = {}
     for path in sorted(glob.glob(os.path.join(out, "*-numerics-*.json"))):
         n = load_json(path)
@@ -619,6 +675,17 @@ def markdown(rep):
     for m, r in rep.get("models", {}).items():
         if "error" in (r.get("zero_shot") or {}):
             lines += ["", f"- zero-shot {m}: {r['zero_shot']['error']}"]
+    if rep.get("batch_what_if"):
+        lines += ["", "Batch what-if (`replay --batch` of the default-cap profiled trace, host lane "
+                      "without the profiler) against the same model measured at that batch:", "",
+                  "| job | trace batch | batch | own step (replayed) ms | measured ms | "
+                  "predicted ms | error |", "| --- " * 7 + "|"]
+        for k, v in rep["batch_what_if"].items():
+            err = v.get("error")
+            lines.append(f"| {k} | {v.get('trace_batch')} | {v.get('batch')} | "
+                         f"{fmt(v.get('trace_own_unprofiled_ms'))} | {fmt(v.get('measured_ms'))} | "
+                         f"{fmt(v.get('predicted_ms'))} | "
+                         f"{fmt(err, True) if isinstance(err, (int, float)) else err} |")
     if rep.get("numerics"):
         lines += ["", "| numerics (losses of the first steps) | step 1 runtime vs torch | "
                   "max runtime vs torch | max torch vs float64 | max runtime vs float64 |",

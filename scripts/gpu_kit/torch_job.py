@@ -760,6 +760,9 @@ def main():
                    help="configurations profiled again with record_shapes=False, which records "
                         "less per op ('' for none)")
     p.add_argument("--out", required=True)
+    p.add_argument("--tag", default="",
+                   help="a variant of the model's job (e.g. b64: another batch): writes "
+                        "<model>-<tag>.json and its traces under that name")
     p.add_argument("--param-names", metavar="JSON",
                    help="also write the model's parameters and buffers (name, shape, in "
                         "model.parameters() order) to JSON")
@@ -772,6 +775,9 @@ def main():
     if min(args.batch, args.seq_len, args.image_size, args.rounds, args.steps) < 1 or \
             args.warmup < 0 or args.trace_steps < 0:
         p.error("--batch, --seq-len, --image-size, --rounds and --steps must be positive")
+    if args.tag and not args.tag.replace("-", "").isalnum():
+        p.error("--tag: letters, digits and '-' only")
+    stem = f"{args.model}-{args.tag}" if args.tag else args.model
     caps = parse_caps(args.caps)
     configs = ["eager"] + [f"ddp-cap{c}" if c != "default" else "ddp-default" for c in caps]
     profiled, profiled_noshapes = (parse_configs(p, flag, text, configs) for flag, text in
@@ -815,7 +821,7 @@ def main():
                                             (profiled_noshapes, False, traces_noshapes,
                                              "-noshapes")):
             for name in names if args.trace_steps else []:
-                path = os.path.join(args.out, f"{args.model}-{name}{suffix}-rank0.json.gz")
+                path = os.path.join(args.out, f"{stem}-{name}{suffix}-rank0.json.gz")
                 why = profile(by_name[name], args.model, x, y, args.trace_steps, path, shapes)
                 if why is None:
                     into[name] = os.path.basename(path)
@@ -831,6 +837,7 @@ def main():
     result = {
         "schema": "ddpscope.gpu-kit.torch/1",
         "model": args.model,
+        "tag": args.tag or None,
         "device": describe_device(device),
         "dtype": args.dtype,
         "batch": args.batch,
@@ -849,10 +856,10 @@ def main():
         "trace_notes": trace_notes,
         "trace_steps": args.trace_steps,
     }
-    with open(os.path.join(args.out, f"{args.model}.json"), "w") as f:
+    with open(os.path.join(args.out, f"{stem}.json"), "w") as f:
         json.dump(result, f, indent=1)
     med = result["median_step_ms"]
-    print(f"torch_job: {args.model} on {result['device']['name']}: " +
+    print(f"torch_job: {stem} on {result['device']['name']}: " +
           ", ".join(f"{k} {v:.2f} ms" for k, v in med.items()))
 
 
