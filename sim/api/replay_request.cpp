@@ -36,28 +36,17 @@ StatusOr<std::optional<ReplayReport::HostLane>> hostLaneReplay(const ReplayRepor
                                                                std::vector<std::string>& notes) {
   const SimulationRequest& req = r.request;
   const replay::MeasuredProfile& profile = req.measured->profile;
-  if (profile.hostFacts.empty()) return std::optional<ReplayReport::HostLane>();
-  const std::string origin = profile.origin + ": metadata host_facts";
-  ASSIGN_OR_RETURN(const nlohmann::json doc, parseJsonObject(profile.hostFacts, origin));
-  const nlohmann::json* steps = findJsonMember(doc, "steps");
-  replay::HostFacts facts;
-  facts.model = req.model.name;
-  facts.trace = profile.hostFactsTrace;
-  // The kernels were measured at the run's own inputs and precision: a what-if at other inputs
-  // scales them (replay::simulateWithHostFacts).
-  facts.batch = own.inputs.batch;
-  facts.seqLen = own.inputs.seqLen;
-  facts.imageSize = own.inputs.imageSize;
-  facts.dtype = profile.settings.dtype;
-  RETURN_IF_ERROR(replay::addHostFactsSteps(steps != nullptr ? *steps : nlohmann::json(), origin,
-                                            "steps", facts));
+  ASSIGN_OR_RETURN(std::optional<replay::ProfileHostFacts> read,
+                   replay::hostFactsOfProfile(profile, req.model));
+  if (!read) return std::optional<ReplayReport::HostLane>();
+  replay::HostFacts& facts = read->facts;
   if (StatusOr<models::ModelSpec> covered = replay::withHostFactsOps(req.model, facts);
       !covered.isOk()) {
     notes.push_back("no host lane: " + covered.status().message());
     return std::optional<ReplayReport::HostLane>();
   }
   ReplayReport::HostLane lane;
-  lane.steps = static_cast<int>(steps->size());
+  lane.steps = read->steps;
   SimOptions options = own;
   options.recordTrace = false;
   options.simulatePlain = true;

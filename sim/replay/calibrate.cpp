@@ -258,14 +258,9 @@ StatusOr<std::optional<std::vector<DevicePass>>> gpuKernelTimes(const MeasuredPr
                                                                 const models::ModelSpec& model,
                                                                 const MeasuredComputeModel& m) {
   std::vector<DevicePass> out(model.layers.size());
-  if (!p.hostFacts.empty()) {
-    const std::string origin = p.origin + ": metadata host_facts";
-    const nlohmann::json doc = nlohmann::json::parse(p.hostFacts, nullptr, false);
-    if (!doc.is_object()) return invalidArgument(origin + ": expected a JSON object");
-    HostFacts facts;
-    facts.model = model.name;
-    RETURN_IF_ERROR(addHostFactsSteps(doc.contains("steps") ? doc["steps"] : nlohmann::json(),
-                                      origin, "steps", facts));
+  ASSIGN_OR_RETURN(const std::optional<ProfileHostFacts> read, hostFactsOfProfile(p, model));
+  if (read) {
+    const HostFacts& facts = read->facts;
     for (size_t l = 0; l < model.layers.size(); ++l) {
       auto it = facts.layers.find(model.layers[l].name);
       if (it == facts.layers.end()) continue;

@@ -191,6 +191,28 @@ Status addHostFactsSteps(const Json& steps, const std::string& origin, const std
   return Status::ok();
 }
 
+StatusOr<std::optional<ProfileHostFacts>> hostFactsOfProfile(const MeasuredProfile& profile,
+                                                             const models::ModelSpec& model) {
+  if (profile.hostFacts.empty()) return std::optional<ProfileHostFacts>();
+  const std::string origin = profile.origin + ": metadata host_facts";
+  ASSIGN_OR_RETURN(const Json doc, parseJsonObject(profile.hostFacts, origin));
+  const Json* steps = findJsonMember(doc, "steps");
+  ProfileHostFacts out;
+  HostFacts& facts = out.facts;
+  facts.model = model.name;
+  facts.trace = profile.hostFactsTrace.empty() ? profile.origin : profile.hostFactsTrace;
+  // The kernels were measured at the run's own inputs and precision: simulateWithHostFacts
+  // scales them to others.
+  const models::ModelInputs inputs = measuredInputs(profile, model);
+  facts.batch = inputs.batch;
+  facts.seqLen = inputs.seqLen;
+  facts.imageSize = inputs.imageSize;
+  facts.dtype = profile.settings.dtype;
+  RETURN_IF_ERROR(addHostFactsSteps(steps != nullptr ? *steps : Json(), origin, "steps", facts));
+  out.steps = static_cast<int>(steps->size());
+  return std::optional<ProfileHostFacts>(std::move(out));
+}
+
 models::ModelInputs hostFactsInputs(const HostFacts& facts) {
   models::ModelInputs inputs;
   inputs.batch = facts.batch;

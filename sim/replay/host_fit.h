@@ -34,6 +34,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,7 @@
 #include "sim/cost/cluster.h"
 #include "sim/cost/host_profile.h"
 #include "sim/engine/ddp_simulator.h"
+#include "sim/replay/measured_profile.h"
 
 namespace ddpscope::sim::replay {
 
@@ -77,6 +79,16 @@ struct HostFacts {
 
 // Reads host_facts.py's JSON; errors name the file and the field.
 StatusOr<std::vector<HostFacts>> loadHostFacts(const std::string& path);
+
+// The host facts an imported GPU trace keeps (MeasuredProfile::hostFacts, metadata "host_facts":
+// {"steps": [...]}), for `model` at the run's inputs (measuredInputs) and dtype, with the number
+// of profiled steps; nullopt when the trace has none. Errors name the trace's metadata.
+struct ProfileHostFacts {
+  HostFacts facts;
+  int steps = 0;
+};
+StatusOr<std::optional<ProfileHostFacts>> hostFactsOfProfile(const MeasuredProfile& profile,
+                                                             const models::ModelSpec& model);
 
 // Adds the means over `steps` (the schema's "steps" array, as host_facts.py and
 // traceHostFactsSteps write it) to `facts`; `path` names the array in errors.
