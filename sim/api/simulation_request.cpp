@@ -5,6 +5,7 @@
 #include "base/strings.h"
 #include "models/model_resolver.h"
 #include "sim/engine/compile_mode.h"
+#include "sim/replay/host_fit.h"
 #include "sim/replay/measured_compute_model.h"
 #include "sim/replay/measured_profile.h"
 #include "sim/replay/replay.h"
@@ -36,7 +37,9 @@ std::vector<SettingSpec> simulationSettingList(bool sweep, bool computeFrom) {
       "host-profile list) or a profile JSON file (default: the cluster's)");
   if (computeFrom) {
     add("compute-from", "RUN.json",
-        "measured per-layer compute from a run's trace instead of the roofline");
+        "measured per-layer compute from a run's trace instead of the roofline (a PyTorch GPU "
+        "trace imported with its host facts, on a GPU cluster whose host profile charges per "
+        "op: its kernels, with the host from the profile)");
   }
   if (sweep) {
     add("nodes", "N[,N...]", "node counts to sweep (default 1; gb200-nvl72: 72-GPU racks)");
@@ -245,7 +248,30 @@ StatusOr<SimulationRequest> parseSimulationRequest(const SettingValues& args, bo
   if (o.inputs.batch == 0) o.inputs.batch = run.batchPerRank;
   if (o.inputs.seqLen == 0) o.inputs.seqLen = run.seqLen;
   if (o.inputs.imageSize == 0) o.inputs.imageSize = run.imageSize;
-  if (!args.has("dtype")) o.dtype = "fp32";
+  // The precision the run computed in, where the trace says (an imported GPU trace); fp32 else.
+  if (!args.has("dtype")) o.dtype = run.dtype;
+  // --compute-from a GPU trace imported with its host facts, on a GPU whose host lane charges
+  // per op: the trace's layer spans hold the profiled host's time (the GPU waiting for its
+  // launches), which the host lane would charge a second time. There the GPU's time is the
+  // trace's kernels (scaled to other inputs by the cluster's compute model) with the op counts
+  // the trace counted, and the host's is the cluster's host profile: the job unprofiled on that
+  // host (replay's host lane takes the trace's own host instead).
+  if (!replayTrace && req.cluster.device.arch != GpuArch::kCpu && req.cluster.host.perOp()) {
+    ASSIGN_OR_RETURN(std::optional<replay::ProfileHostFacts> read,
+                     replay::hostFactsOfProfile(loaded.profile, loaded.model));
+    StatusOr<models::ModelSpec> counted =
+        read ? replay::withHostFactsOps(loaded.model, read->facts)
+             : StatusOr<models::ModelSpec>(invalidArgument("no host facts"));
+    if (counted.isOk()) {
+      ASSIGN_OR_RETURN(std::unique_ptr<RooflineComputeModel> scaler,
+                       RooflineComputeModel::create(req.cluster.device, read->facts.dtype));
+      req.compute = replay::hostFactsComputeModel(read->facts, *counted, std::move(scaler),
+                                                  replay::hostFactsInputs(read->facts));
+      req.model = *std::move(counted);
+      req.measured = std::make_shared<const replay::LoadedProfile>(std::move(loaded));
+      return req;
+    }
+  }
   replay::MeasuredComputeOptions mo;
   mo.contentionSlowdown = o.contentionSlowdown.value_or(req.cluster.contentionSlowdown);
   ASSIGN_OR_RETURN(

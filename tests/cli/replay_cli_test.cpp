@@ -653,6 +653,44 @@ TEST(ReplayCliTest, HostLaneBatchWhatIfScalesTheMeasuredKernels) {
       << larger;
 }
 
+// `simulate --compute-from` an imported PyTorch GPU trace on dgx-h100, whose host lane charges
+// per op: the GPU's time is the trace's kernels and the host's the built-in host profile, so the
+// answer is the job unprofiled. It used the layer spans, which hold the profiled host's time, and
+// answered the profiled step (+90 to +123 % against the unprofiled medians, and "GPU-bound").
+// The profile was fitted on these three models (in sample: docs/spec/host-lane.md, DDP −28.4 /
+// +13.6 / +7.5 %), so within 30 % of the kit's unprofiled medians (host_facts.json, runs 1, 2, 4).
+TEST(SimulateCliTest, ComputeFromAnImportedGpuTraceTakesItsKernelsAndTheHostProfile) {
+  const std::string dir = std::string(DDPSCOPE_SOURCE_DIR) + "/tests/data/gpu/h100/";
+  std::ifstream in(dir + "host_facts.json");
+  const auto facts = nlohmann::json::parse(in)["models"];
+  for (const auto& [model, batch] : {std::pair<std::string, std::string>{"resnet50", "32"},
+                                     {"gpt2-small", "8"},
+                                     {"bert-base", "16"}}) {
+    SCOPED_TRACE(model);
+    const std::string run = (scratchDir() / (model + "-h100-compute-from.json")).string();
+    ASSERT_EQ(runCliForTest({"import-torch", dir + "run1/" + model + "-ddp-default-rank0.json.gz",
+                             "--model", model, "--batch-per-rank", batch, "--autocast", "-o", run})
+                  .exitCode,
+              0);
+    std::vector<std::string> args = {"simulate",  "--compute-from", run,
+                                     "--cluster", "dgx-h100",       "--world-size",
+                                     "1",         "--autocast",     "--json"};
+    if (model != "resnet50") args.insert(args.end(), {"--seq-len", "512"});
+    CliResult r = runCliForTest(args);
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_THAT(j["workload"]["compute"].get<std::string>(),
+                HasSubstr("GPU kernel times measured in"));
+    EXPECT_EQ(j["workload"]["dtype"], "bf16");
+    std::vector<double> measured = facts[model]["measured_ms"]["ddp-default"];
+    std::sort(measured.begin(), measured.end());
+    const double medianMs = measured[measured.size() / 2];
+    const double stepMs = j["step_time_ns"].get<double>() / 1e6;
+    EXPECT_LT(std::abs(stepMs / medianMs - 1), 0.30) << stepMs << " vs " << medianMs;
+    EXPECT_LT(j["plain_step_ns"].get<int64_t>(), j["step_time_ns"].get<int64_t>());
+  }
+}
+
 // dgx-h100 without its kernel fit (the roofline alone): a base whose GPU nobody fitted.
 std::string h100RooflineCluster() {
   const std::string path = (scratchDir() / "h100-roofline.json").string();
