@@ -658,11 +658,16 @@ TEST(ReplayCliTest, HostLaneBatchWhatIfScalesTheMeasuredKernels) {
 // answer is the job unprofiled. It used the layer spans, which hold the profiled host's time, and
 // answered the profiled step (+90 to +123 % against the unprofiled medians, and "GPU-bound").
 // The profile was fitted on these three models (in sample: docs/spec/host-lane.md, DDP −28.4 /
-// +13.6 / +7.5 %), so within 30 % of the kit's unprofiled medians (host_facts.json, runs 1, 2, 4).
+// +13.6 / +7.5 %), so within 30 % of the kit's unprofiled medians (host_facts.json, runs 1, 2,
+// 4); the cost of small buckets (cap 1 − cap 25) lies between 0.5x the lowest and 1.5x the
+// highest the runs measured. The table in docs/validation.md is this test's output.
 TEST(SimulateCliTest, ComputeFromAnImportedGpuTraceTakesItsKernelsAndTheHostProfile) {
   const std::string dir = std::string(DDPSCOPE_SOURCE_DIR) + "/tests/data/gpu/h100/";
   std::ifstream in(dir + "host_facts.json");
   const auto facts = nlohmann::json::parse(in)["models"];
+  std::string table =
+      "| model | default cap: measured / simulated | cap 1 | cap 25 | cap 1 − cap 25: runs / "
+      "simulated |\n|---|---|---|---|---|\n";
   for (const auto& [model, batch] : {std::pair<std::string, std::string>{"resnet50", "32"},
                                      {"gpt2-small", "8"},
                                      {"bert-base", "16"}}) {
@@ -672,23 +677,49 @@ TEST(SimulateCliTest, ComputeFromAnImportedGpuTraceTakesItsKernelsAndTheHostProf
                              "--model", model, "--batch-per-rank", batch, "--autocast", "-o", run})
                   .exitCode,
               0);
-    std::vector<std::string> args = {"simulate",  "--compute-from", run,
-                                     "--cluster", "dgx-h100",       "--world-size",
-                                     "1",         "--autocast",     "--json"};
-    if (model != "resnet50") args.insert(args.end(), {"--seq-len", "512"});
-    CliResult r = runCliForTest(args);
-    ASSERT_EQ(r.exitCode, 0) << r.err;
-    const auto j = nlohmann::json::parse(r.out);
+    auto simulate = [&](const std::string& cap) {
+      std::vector<std::string> args = {"simulate",  "--compute-from", run,
+                                       "--cluster", "dgx-h100",       "--world-size",
+                                       "1",         "--autocast",     "--json"};
+      if (model != "resnet50") args.insert(args.end(), {"--seq-len", "512"});
+      if (!cap.empty()) args.insert(args.end(), {"--bucket-cap-mb", cap});
+      CliResult r = runCliForTest(args);
+      EXPECT_EQ(r.exitCode, 0) << r.err;
+      return nlohmann::json::parse(r.out);
+    };
+    const auto j = simulate("");
     EXPECT_THAT(j["workload"]["compute"].get<std::string>(),
                 HasSubstr("GPU kernel times measured in"));
     EXPECT_EQ(j["workload"]["dtype"], "bf16");
-    std::vector<double> measured = facts[model]["measured_ms"]["ddp-default"];
-    std::sort(measured.begin(), measured.end());
-    const double medianMs = measured[measured.size() / 2];
+    auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    const auto& measured = facts[model]["measured_ms"];
+    const double defaultMs = median(measured["ddp-default"]);
     const double stepMs = j["step_time_ns"].get<double>() / 1e6;
-    EXPECT_LT(std::abs(stepMs / medianMs - 1), 0.30) << stepMs << " vs " << medianMs;
+    EXPECT_LT(std::abs(stepMs / defaultMs - 1), 0.30) << stepMs << " vs " << defaultMs;
     EXPECT_LT(j["plain_step_ns"].get<int64_t>(), j["step_time_ns"].get<int64_t>());
+    const double cap1 = simulate("1")["step_time_ns"].get<double>() / 1e6;
+    const double cap25 = simulate("25")["step_time_ns"].get<double>() / 1e6;
+    std::vector<double> runs;
+    for (size_t i = 0; i < measured["ddp-cap1"].size(); ++i) {
+      runs.push_back(measured["ddp-cap1"][i].get<double>() -
+                     measured["ddp-cap25"][i].get<double>());
+    }
+    const auto [lo, hi] = std::minmax_element(runs.begin(), runs.end());
+    EXPECT_GE(cap1 - cap25, 0.5 * *lo);
+    EXPECT_LE(cap1 - cap25, 1.5 * *hi);
+    char row[256];
+    std::snprintf(row, sizeof(row),
+                  "| %s | %.2f / %.2f ms (%+.1f %%) | %.2f / %.2f ms | %.2f / %.2f ms | "
+                  "%.2f–%.2f / %.2f ms |\n",
+                  model.c_str(), defaultMs, stepMs, 100 * (stepMs / defaultMs - 1),
+                  median(measured["ddp-cap1"]), cap1, median(measured["ddp-cap25"]), cap25, *lo,
+                  *hi, cap1 - cap25);
+    table += row;
   }
+  test_docs::expectDocBlock("docs/validation.md", "h100-compute-from-kernels", table);
 }
 
 // dgx-h100 without its kernel fit (the roofline alone): a base whose GPU nobody fitted.
