@@ -95,6 +95,12 @@ StatusOr<ClusterCalibration> calibrateCluster(
     desc << "one-rank runs, network model kept from " << base.name;
   }
   desc << ", contention " << cal.contention.slowdown << ", compute scale " << cal.compute.scale;
+  if (!cal.kernels.dtype.empty()) {
+    const auto used = std::count_if(cal.kernels.classes.begin(), cal.kernels.classes.end(),
+                                    [](const replay::KernelClassFit& f) { return !f.kept; });
+    desc << ", kernel fit of " << used << " op class passes at " << cal.kernels.dtype
+         << " from the traces' kernels";
+  }
   const nlohmann::json baseJson = nlohmann::json::parse(baseText.json, nullptr, false);
   if (baseJson.is_discarded()) return invalidArgument(baseText.origin + ": not valid JSON");
   const nlohmann::json j =
