@@ -793,6 +793,62 @@ TEST(CalibrateCliTest, GpuTraceFitsTheKernelClassesOfTheUsersGpu) {
   EXPECT_THAT(r.out, HasSubstr("kernel fit at bf16 (per op class and pass"));
 }
 
+// A class whose floor + rate fits the kernels worse than the base does keeps the base's term: here
+// the trace's kernel times are replaced by the base's own predictions (the roofline, which no
+// floor and single rate reproduce for GEMMs: its small-GEMM falloff), so the base's error is 0
+// and the matmul fit, though the best of its form, is not used.
+TEST(CalibrateCliTest, AKernelFitWorseThanTheBaseIsNotUsed) {
+  const std::string run = importedH100Trace("gpt2-small", "8");
+  const std::string roofline = h100RooflineCluster();
+  CliResult sim =
+      runCliForTest({"simulate", "--model", "gpt2-small", "--cluster", roofline, "--world-size",
+                     "1", "--batch", "8", "--seq-len", "512", "--dtype", "bf16", "--json"});
+  ASSERT_EQ(sim.exitCode, 0) << sim.err;
+  std::map<std::string, std::pair<double, double>> predictedUs;
+  const nlohmann::json simulated = nlohmann::json::parse(sim.out);
+  for (const auto& l : simulated["layers"]) {
+    predictedUs[l["name"].get<std::string>()] = {l["forward"]["time_ns"].get<double>() / 1e3,
+                                                 l["backward"]["time_ns"].get<double>() / 1e3};
+  }
+  nlohmann::json trace;
+  {
+    std::ifstream in(run);
+    trace = nlohmann::json::parse(in);
+  }
+  auto facts = nlohmann::json::parse(trace["otherData"]["host_facts"].get<std::string>());
+  ASSERT_FALSE(predictedUs.empty());
+  for (auto& step : facts["steps"]) {
+    for (auto& [name, layer] : step["layers"].items()) {
+      auto it = predictedUs.find(name);
+      if (it == predictedUs.end()) continue;
+      if (layer.value("forward_kernels", 0.0) > 0) layer["forward_kernel_us"] = it->second.first;
+      if (layer.value("backward_kernels", 0.0) > 0) layer["backward_kernel_us"] = it->second.second;
+    }
+  }
+  trace["otherData"]["host_facts"] = facts.dump();
+  {
+    std::ofstream out(run);
+    out << trace.dump();
+  }
+  const std::string out = (scratchDir() / "gpt2-kept.json").string();
+  CliResult r = runCliForTest(
+      {"calibrate", run, "--seq-len", "512", "--base", roofline, "-o", out, "--json"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const auto fitted = kernelFitClassesOf(r);
+  for (const char* key : {"matmul forward", "matmul backward"}) {
+    SCOPED_TRACE(key);
+    ASSERT_TRUE(fitted.contains(key));
+    EXPECT_NEAR(fitted.at(key)["median_abs_error_base"].get<double>(), 0.0, 1e-6);
+    EXPECT_GT(fitted.at(key)["median_abs_error_fit"].get<double>(), 0.0);
+    EXPECT_FALSE(fitted.at(key)["used"].get<bool>());
+  }
+  auto cluster = sim::loadClusterFile(out);
+  ASSERT_TRUE(cluster.isOk()) << cluster.status().message();
+  EXPECT_FALSE(cluster->device.kernelFit.classes.contains("matmul"));
+  r = runCliForTest({"calibrate", run, "--seq-len", "512", "--base", roofline, "-o", out});
+  EXPECT_THAT(r.out, HasSubstr("fits worse than the base: the base's kept"));
+}
+
 // Held out: the classes fitted on gpt2-small's trace predict bert-base's layers (another model,
 // another trace) better than the roofline for the matrix products, attention and the
 // normalizations. The table in docs/validation.md is this test's output.
