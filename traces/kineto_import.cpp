@@ -799,6 +799,56 @@ void tallyComputeDtypes(const RankTrack& track, std::map<std::string, int64_t>& 
   }
 }
 
+// The job's inputs from the first model op of the rank's first profiled step
+// (KinetoImportReport::inputs).
+KinetoImportReport::TraceInputs readTraceInputs(const RankTrack& track) {
+  KinetoImportReport::TraceInputs out;
+  const Span* step = nullptr;
+  for (const Lane& lane : track.lanes) {
+    for (const Span& s : lane.spans) {
+      if (s.name.starts_with("ProfilerStep#") && (step == nullptr || s.start < step->start)) {
+        step = &s;
+      }
+    }
+  }
+  if (step == nullptr) return out;
+  const Span* first = nullptr;
+  for (const Lane& lane : track.lanes) {
+    if (lane.kind != LaneKind::kHost) continue;
+    for (const Span& s : lane.spans) {
+      if (s.start < step->start || s.start >= step->end()) continue;
+      if (s.name != "aten::conv2d" && s.name != "aten::embedding" && s.name != "aten::linear") {
+        continue;
+      }
+      if (!s.args.getString("Input Dims")) continue;
+      if (first == nullptr || s.start < first->start) first = &s;
+    }
+  }
+  if (first == nullptr) return out;
+  const nlohmann::json dims =
+      nlohmann::json::parse(*first->args.getString("Input Dims"), nullptr, false);
+  // aten::embedding(weight, indices): the indices are its second input.
+  const size_t which = first->name == "aten::embedding" ? 1 : 0;
+  if (!dims.is_array() || dims.size() <= which || !dims[which].is_array()) return out;
+  std::vector<int64_t> shape;
+  for (const auto& d : dims[which]) {
+    if (!d.is_number_integer() || d.get<int64_t>() <= 0) return out;
+    shape.push_back(d.get<int64_t>());
+  }
+  if (first->name == "aten::conv2d" && shape.size() == 4) {
+    out.batch = shape[0];
+    if (shape[2] == shape[3]) out.imageSize = shape[2];
+  } else if (first->name == "aten::embedding" && shape.size() == 2) {
+    out.batch = shape[0];
+    out.seqLen = shape[1];
+  } else if (first->name == "aten::linear" && shape.size() >= 2) {
+    out.batch = shape[0];
+  }
+  if (!out.batch) return out;
+  out.op = first->name + " " + dims[which].dump();
+  return out;
+}
+
 // Whether the trace wraps module forwards in "ddpscope.layer:<module path>" ranges (what
 // ddpscope.torch's recorder and the GPU kit's jobs write).
 bool hasLayerRanges(const RankTrack& track) {
@@ -1182,6 +1232,7 @@ Status importSource(const std::string& path, size_t fileCount, const Timeline& s
   if (auto b = source.metadata().getString("backend")) state.backend = std::string(*b);
   state.ddpSeen = state.ddpSeen || hasDdpWork(source.rank(0));
   tallyComputeDtypes(source.rank(0), state.computeDtypes);
+  if (state.builds.empty()) state.report.inputs = readTraceInputs(source.rank(0));
   const int rank = source.rank(0).rank;
   if (auto it = state.fileOfRank.find(rank); it != state.fileOfRank.end()) {
     return invalidArgument(path + ": rank " + std::to_string(rank) +

@@ -127,6 +127,14 @@ struct KinetoImportReport {
   // With KinetoImportOptions::readModel: the model read off the first file, when it was read and
   // its layers named every rank's spans.
   std::optional<TraceModel> traceModel;
+  // The job's inputs as the first rank's first profiled step shows them (record_shapes): the
+  // first convolution's input [N, C, H, W] (batch N, image side H when H = W), embedding's
+  // indices [B, T] (batch B, tokens T) or linear's input [B, ...] (batch B); `op` names it
+  // with its shape. Empty without shapes.
+  struct TraceInputs {
+    std::optional<int64_t> batch, seqLen, imageSize;
+    std::string op;
+  } inputs;
   std::vector<std::string> notes;  // one line each
 };
 

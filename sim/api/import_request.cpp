@@ -149,7 +149,9 @@ StatusOr<traces::PlannedSizes> plannedSizes(const models::ModelSpec& model,
 std::vector<SettingSpec> importTorchOutputSettingList() {
   return {{"out", "RUN.json", "where to write the imported trace (-o works too)"},
           {"allow-missing-ranks", "", "import a subset of the job's ranks instead of failing"},
-          {"batch-per-rank", "B", "record the job's per-rank batch size in the trace"}};
+          {"batch-per-rank", "B",
+           "record the job's per-rank batch size in the trace (default: read off the first "
+           "convolution's, embedding's or linear's input when the trace has record_shapes)"}};
 }
 
 std::vector<SettingSpec> importTorchSettingList() {
@@ -222,9 +224,33 @@ StatusOr<TorchImport> importTorchTraces(
       timeline.mutableMetadata().set(key, value);
     }
   }
+  // The batch and shapes replay, calibrate and --compute-from scale FLOPs by: --batch-per-rank,
+  // else the first model op's input in the trace (record_shapes), else unknown (the model's).
+  const traces::KinetoImportReport::TraceInputs& seen = result.report.inputs;
+  traces::Args& meta = timeline.mutableMetadata();
   if (values.has("batch-per-rank")) {
     ASSIGN_OR_RETURN(int64_t batch, values.positiveInt("batch-per-rank", 1));
-    timeline.mutableMetadata().set("batch_per_rank", batch);
+    meta.set("batch_per_rank", batch);
+    if (seen.batch && *seen.batch != batch) {
+      result.report.notes.push_back("--batch-per-rank " + std::to_string(batch) +
+                                    " differs from the trace's first " + seen.op +
+                                    ": the given batch is kept");
+    }
+  } else if (seen.batch) {
+    meta.set("batch_per_rank", *seen.batch);
+  }
+  if (seen.seqLen) meta.set("seq_len", *seen.seqLen);
+  if (seen.imageSize) meta.set("image_size", *seen.imageSize);
+  if (seen.batch) {
+    std::string read = "batch " + std::to_string(*seen.batch);
+    if (seen.seqLen) read += ", " + std::to_string(*seen.seqLen) + " tokens";
+    if (seen.imageSize) read += ", image " + std::to_string(*seen.imageSize) + " px";
+    result.report.notes.push_back("inputs per rank read from the trace's first " + seen.op + ": " +
+                                  read);
+  } else if (!values.has("batch-per-rank") && meta.getString("layer_spans")) {
+    result.report.notes.push_back(
+        "batch per rank unknown (no input shapes: profile with record_shapes=True, or give "
+        "--batch-per-rank): replay, calibrate and --compute-from take the model's default");
   }
   RETURN_IF_ERROR(traces::writeChromeTrace(timeline, *output));
   result.summary = traces::summarizeImport(timeline);

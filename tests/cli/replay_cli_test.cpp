@@ -568,6 +568,55 @@ TEST(CalibrateCliTest, ImportedGpuTracesCalibrateComputeOnTheirKernelsAtTheirDty
   }
 }
 
+// The batch and shapes FLOPs are counted at come from the trace when the user gives none: the
+// first model op of the first profiled step (record_shapes). Without them calibrate took the
+// model's defaults (bert-base: batch 8, measured at 16; gpt2-small: 1024 tokens, measured at 512)
+// and reported measured / predicted 1.88 and 0.61 where the jobs' own inputs give 1.17 and 1.05.
+TEST(CalibrateCliTest, ImportReadsTheBatchAndShapesOffTheTrace) {
+  const std::string dir = std::string(DDPSCOPE_SOURCE_DIR) + "/tests/data/gpu/h100/run1/";
+  for (const auto& [model, note, flags] :
+       {std::tuple<std::string, std::string, std::vector<std::string>>{
+            "resnet50",
+            "aten::conv2d [32,3,224,224]: batch 32, image 224 px",
+            {"--batch-per-rank", "32"}},
+        {"gpt2-small", "aten::embedding [8,512]: batch 8, 512 tokens", {"--batch-per-rank", "8"}},
+        {"bert-base",
+         "aten::embedding [16,512]: batch 16, 512 tokens",
+         {"--batch-per-rank", "16"}}}) {
+    SCOPED_TRACE(model);
+    const std::string bare = (scratchDir() / (model + "-bare.json")).string();
+    CliResult r = runCliForTest(
+        {"import-torch", dir + model + "-ddp-default-rank0.json.gz", "--model", model, "-o", bare});
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_THAT(r.out, HasSubstr("note: inputs per rank read from the trace's first " + note));
+    const std::string given = (scratchDir() / (model + "-given.json")).string();
+    std::vector<std::string> args = {
+        "import-torch", dir + model + "-ddp-default-rank0.json.gz", "--model", model, "-o", given};
+    args.insert(args.end(), flags.begin(), flags.end());
+    ASSERT_EQ(runCliForTest(args).exitCode, 0);
+    auto scale = [&](const std::string& run, std::vector<std::string> extra) {
+      std::vector<std::string> a = {"calibrate", run,  "--base",
+                                    "dgx-h100",  "-o", (scratchDir() / "bare-cal.json").string(),
+                                    "--json"};
+      a.insert(a.end(), extra.begin(), extra.end());
+      CliResult c = runCliForTest(a);
+      EXPECT_EQ(c.exitCode, 0) << c.err;
+      return nlohmann::json::parse(c.out)["calibration"]["compute"]["scale"].get<double>();
+    };
+    const std::vector<std::string> seq = model == "resnet50"
+                                             ? std::vector<std::string>{}
+                                             : std::vector<std::string>{"--seq-len", "512"};
+    EXPECT_DOUBLE_EQ(scale(bare, {}), scale(given, seq));
+  }
+  // A given batch that differs from the trace's is kept, with a note.
+  CliResult r = runCliForTest({"import-torch", dir + "resnet50-ddp-default-rank0.json.gz",
+                               "--model", "resnet50", "--batch-per-rank", "64", "-o",
+                               (scratchDir() / "r50-64.json").string()});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("--batch-per-rank 64 differs from the trace's first aten::conv2d "
+                               "[32,3,224,224]: the given batch is kept"));
+}
+
 // Without host facts (an import whose host facts failed, or a trace edited by hand), the layer
 // spans' own kernel sums (arg kernel_ns) are what calibrate fits compute to, not the spans.
 TEST(CalibrateCliTest, ImportedGpuTraceWithoutHostFactsUsesItsSpansKernels) {
