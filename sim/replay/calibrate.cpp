@@ -419,7 +419,8 @@ StatusOr<KernelFitCalibration> fitKernelClasses(const std::vector<ProfileRef>& r
   out.source = "ddpscope calibrate on the layers' kernel times of " + origins;
   for (const auto& [key, points] : samples) {
     if (static_cast<int>(points.size()) < kMinKernelFitSamples) continue;
-    const auto& [kernelClass, pass] = key;
+    const std::string& kernelClass = key.first;  // not a structured binding: a lambda reads it
+    const int pass = key.second;
     KernelClassFit f;
     f.kernelClass = kernelClass;
     f.pass = pass;
@@ -591,7 +592,9 @@ nlohmann::json calibratedClusterJson(const nlohmann::json& base, const ClusterSp
   if (!spec.device.kernelFit.empty()) {
     const KernelFit& fit = spec.device.kernelFit;
     nlohmann::json out = {{"dtype", fit.dtype}, {"source", fit.source}};
-    for (const auto& [kernelClass, passes] : fit.classes) {
+    for (const auto& entry : fit.classes) {
+      const std::string& kernelClass = entry.first;  // a lambda reads it (clang 14: no binding)
+      const auto& passes = entry.second;
       const auto cls = std::find_if(kernelFitClasses().begin(), kernelFitClasses().end(),
                                     [&](const KernelFitClass& c) { return c.name == kernelClass; });
       const bool byFlops = cls != kernelFitClasses().end() && cls->timedByFlops;
