@@ -256,21 +256,30 @@ StatusOr<SimulationRequest> parseSimulationRequest(const SettingValues& args, bo
   // trace's kernels (scaled to other inputs by the cluster's compute model) with the op counts
   // the trace counted, and the host's is the cluster's host profile: the job unprofiled on that
   // host (replay's host lane takes the trace's own host instead).
-  if (!replayTrace && req.cluster.device.arch != GpuArch::kCpu && req.cluster.host.perOp()) {
+  if (!replayTrace && req.cluster.device.arch != GpuArch::kCpu && req.cluster.host.perOp() &&
+      loaded.profile.gpuImport()) {
+    // Without facts by layer the only compute is the spans, which would count the host twice:
+    // refused, naming why (replay's host lane notes the same reasons).
+    auto noHostLane = [&](const std::string& why) {
+      return invalidArgument("--compute-from " + *computeFrom + ": cluster " + req.cluster.name +
+                             " charges the host per op, and this GPU trace's layer spans already "
+                             "hold its profiled host's time; its kernels are needed instead, but " +
+                             why +
+                             " (import the job's trace with its ddpscope.layer ranges, or give a "
+                             "cluster whose host profile has no per-op terms)");
+    };
     ASSIGN_OR_RETURN(std::optional<replay::ProfileHostFacts> read,
                      replay::hostFactsOfProfile(loaded.profile, loaded.model));
-    StatusOr<models::ModelSpec> counted =
-        read ? replay::withHostFactsOps(loaded.model, read->facts)
-             : StatusOr<models::ModelSpec>(invalidArgument("no host facts"));
-    if (counted.isOk()) {
-      ASSIGN_OR_RETURN(std::unique_ptr<RooflineComputeModel> scaler,
-                       RooflineComputeModel::create(req.cluster.device, read->facts.dtype));
-      req.compute = replay::hostFactsComputeModel(read->facts, *counted, std::move(scaler),
-                                                  replay::hostFactsInputs(read->facts));
-      req.model = *std::move(counted);
-      req.measured = std::make_shared<const replay::LoadedProfile>(std::move(loaded));
-      return req;
-    }
+    if (!read) return noHostLane("it has no host facts");
+    StatusOr<models::ModelSpec> counted = replay::withHostFactsOps(loaded.model, read->facts);
+    if (!counted.isOk()) return noHostLane(counted.status().message());
+    ASSIGN_OR_RETURN(std::unique_ptr<RooflineComputeModel> scaler,
+                     RooflineComputeModel::create(req.cluster.device, read->facts.dtype));
+    req.compute = replay::hostFactsComputeModel(read->facts, *counted, std::move(scaler),
+                                                replay::hostFactsInputs(read->facts));
+    req.model = *std::move(counted);
+    req.measured = std::make_shared<const replay::LoadedProfile>(std::move(loaded));
+    return req;
   }
   replay::MeasuredComputeOptions mo;
   mo.contentionSlowdown = o.contentionSlowdown.value_or(req.cluster.contentionSlowdown);

@@ -134,6 +134,18 @@ struct MeasuredProfile {
   // (metadata "host_facts": {"steps": trace_host_facts.h's array}, as text) and the trace they
   // came from.
   std::string hostFacts, hostFactsTrace;
+
+  // Whether this is an imported GPU trace: a layer sample with its kernels' time, or host facts.
+  bool gpuImport() const {
+    for (const auto& pass : {&forward, &backward}) {
+      for (const auto& samples : *pass) {
+        for (const LayerSample& s : samples) {
+          if (s.kernels) return true;
+        }
+      }
+    }
+    return !hostFacts.empty();
+  }
 };
 
 struct ProfileOptions {

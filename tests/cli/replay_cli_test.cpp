@@ -773,6 +773,33 @@ TEST(SimulateCliTest, ComputeFromAnImportedGpuTraceTakesItsKernelsAndTheHostProf
   test_docs::expectDocBlock("docs/validation.md", "h100-compute-from-kernels", table);
 }
 
+// The same import without its host facts (an import by an older ddpscope, or edited by hand):
+// its layer spans hold the profiled host's time, which dgx-h100's per-op host lane would charge
+// again. simulate and sweep refuse it, saying why; they used the spans without a word (the
+// profiled step plus the host lane's: resnet50 67.94 ms against 35.77 measured unprofiled).
+TEST(SimulateCliTest, ComputeFromAGpuTraceWithoutHostFactsIsRefusedOnAPerOpHostLane) {
+  const std::string run = (scratchDir() / "resnet50-no-host-facts.json").string();
+  ASSERT_EQ(runCliForTest({"import-torch",
+                           std::string(DDPSCOPE_SOURCE_DIR) +
+                               "/tests/data/gpu/h100/run1/resnet50-ddp-default-rank0.json.gz",
+                           "--model", "resnet50", "-o", run})
+                .exitCode,
+            0);
+  nlohmann::json trace;
+  std::ifstream(run) >> trace;
+  ASSERT_EQ(trace["otherData"].erase("host_facts"), 1u);
+  trace["otherData"].erase("host_facts_trace");
+  std::ofstream(run) << trace;
+  for (const std::string verb : {"simulate", "sweep"}) {
+    SCOPED_TRACE(verb);
+    expectBadInput({verb, "--compute-from", run, "--cluster", "dgx-h100", "--world-size", "1"},
+                   "--compute-from " + run +
+                       ": cluster dgx-h100 charges the host per op, and this GPU trace's layer "
+                       "spans already hold its profiled host's time; its kernels are needed "
+                       "instead, but it has no host facts (import the job's trace");
+  }
+}
+
 // dgx-h100 without its kernel fit (the roofline alone): a base whose GPU nobody fitted.
 std::string h100RooflineCluster() {
   const std::string path = (scratchDir() / "h100-roofline.json").string();
