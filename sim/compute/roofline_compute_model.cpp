@@ -92,12 +92,8 @@ StatusOr<KernelFit> transferKernelFit(const DeviceSpec& from, const DeviceSpec& 
   out.source = "transferred from " + from.name + " through peak[dtype] and memory bandwidth (" +
                fit.source + ")";
   for (auto& [kernelClass, passes] : out.classes) {
-    const std::string_view name = kernelClass;
-    const auto info = std::find_if(kernelFitClasses().begin(), kernelFitClasses().end(),
-                                   [&](const KernelFitClass& c) { return c.name == name; });
-    const double scale = info != kernelFitClasses().end() && info->timedByFlops
-                             ? toPeak / fromPeak
-                             : to.memoryGBps / from.memoryGBps;
+    const double scale =
+        timedByFlops(kernelClass) ? toPeak / fromPeak : to.memoryGBps / from.memoryGBps;
     for (auto& term : passes) {
       if (term) term->rate *= scale;
     }
@@ -177,9 +173,8 @@ const KernelFitTerm* RooflineComputeModel::fitTerm(std::string_view kernelClass,
                                                    bool& byFlops) const {
   if (m_fit.empty()) return nullptr;
   for (int hop = 0; hop < 2 && !kernelClass.empty(); ++hop) {
-    const auto info = std::find_if(kernelFitClasses().begin(), kernelFitClasses().end(),
-                                   [&](const KernelFitClass& c) { return c.name == kernelClass; });
-    if (info == kernelFitClasses().end()) return nullptr;
+    const KernelFitClass* info = findKernelFitClass(kernelClass);
+    if (info == nullptr) return nullptr;
     const auto it = m_fit.classes.find(kernelClass);
     if (it != m_fit.classes.end() && it->second[pass]) {
       byFlops = info->timedByFlops;

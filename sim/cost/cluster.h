@@ -53,6 +53,18 @@ inline const std::vector<KernelFitClass>& kernelFitClasses() {
       {"pool", false, "elementwise"}};
   return kClasses;
 }
+// The class named `name`; nullptr when there is none.
+inline const KernelFitClass* findKernelFitClass(std::string_view name) {
+  for (const KernelFitClass& c : kernelFitClasses()) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
+// Whether `name`'s kernel time is set by its FLOPs (else by its bytes; unknown classes too).
+inline bool timedByFlops(std::string_view name) {
+  const KernelFitClass* c = findKernelFitClass(name);
+  return c != nullptr && c->timedByFlops;
+}
 
 // Roofline inputs for one device (a GPU, or one CPU rank for the CPU profile).
 struct DeviceSpec {

@@ -148,9 +148,8 @@ class ClusterParser : private io::JsonReader {
     ASSIGN_OR_RETURN(parsed.source, requiredString(*fit, path, "source"));
     for (auto it = fit->begin(); it != fit->end(); ++it) {
       if (it.key() == "dtype" || it.key() == "source") continue;
-      const auto cls = std::find_if(kernelFitClasses().begin(), kernelFitClasses().end(),
-                                    [&](const KernelFitClass& c) { return c.name == it.key(); });
-      if (cls == kernelFitClasses().end()) {
+      const KernelFitClass* cls = findKernelFitClass(it.key());
+      if (cls == nullptr) {
         return invalidArgument(origin() + ": " + jsonKeyPath(path, it.key()) +
                                ": unknown field; expected one of " + expectedKeys);
       }

@@ -244,11 +244,6 @@ ContentionFit fitContention(const std::vector<ProfileRef>& runs, const DeviceSpe
 
 namespace {
 
-// What the device computed for one pass of one layer; nullopt: not measured.
-struct DevicePass {
-  std::optional<Nanos> forward, backward;
-};
-
 // Per layer, the time the GPU computed it in an imported GPU trace: its kernels as the trace's
 // host facts attribute them (the mean over the profiled steps; a functional layer — attention
 // core, residual add — gets the kernels of its op, which run inside its parent's range), else
@@ -287,31 +282,40 @@ StatusOr<std::optional<std::vector<DevicePass>>> gpuKernelTimes(const MeasuredPr
 
 }  // namespace
 
-StatusOr<ComputeScaleFit> fitComputeScale(const std::vector<ProfileRef>& runs,
-                                          const DeviceSpec& device, double contention) {
+StatusOr<std::vector<RunDeviceTimes>> readDeviceTimes(const std::vector<ProfileRef>& runs,
+                                                      const DeviceSpec& device, double contention) {
+  std::vector<RunDeviceTimes> out;
+  for (const ProfileRef& run : runs) {
+    auto measured = MeasuredComputeModel::create(*run.profile, *run.model, device,
+                                                 {contention, CrossRank::kMean, true});
+    if (!measured.isOk()) continue;
+    RunDeviceTimes r{run, *std::move(measured), std::nullopt};
+    ASSIGN_OR_RETURN(r.kernels, gpuKernelTimes(*run.profile, *run.model, *r.measured));
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+ComputeScaleFit fitComputeScale(const std::vector<RunDeviceTimes>& runs, const DeviceSpec& device) {
   ComputeScaleFit fit;
   double measuredSum = 0, roofSum = 0;
   for (size_t ri = 0; ri < runs.size(); ++ri) {
-    const MeasuredProfile& p = *runs[ri].profile;
-    const models::ModelSpec& model = *runs[ri].model;
+    const MeasuredProfile& p = *runs[ri].run.profile;
+    const models::ModelSpec& model = *runs[ri].run.model;
     // Against the roofline of the precision the run computed in (a bf16 run on a GPU against
     // the bf16 peak, not the fp32 one); an unknown or unsupported one falls back to fp32.
     auto roofline = RooflineComputeModel::create(device, p.settings.dtype);
     if (!roofline.isOk()) roofline = RooflineComputeModel::create(device, "fp32");
     if (!roofline.isOk()) continue;
     fit.dtypes.insert((*roofline)->dtype());
-    auto measured =
-        MeasuredComputeModel::create(p, model, device, {contention, CrossRank::kMean, true});
-    if (!measured.isOk()) continue;
     // A GPU trace's layer spans hold the gaps where the GPU waited for the host: its kernels
     // are what it computed. There a pass without kernels of its own has no measurement, and its
     // prediction is left out too.
-    ASSIGN_OR_RETURN(const std::optional<std::vector<DevicePass>> kernels,
-                     gpuKernelTimes(p, model, **measured));
+    const std::optional<std::vector<DevicePass>>& kernels = runs[ri].kernels;
     const models::ModelInputs inputs = measuredInputs(p, model);
     for (size_t l = 0; l < model.layers.size(); ++l) {
       const LayerTimes roof = (*roofline)->layerTime(model.layers[l], inputs);
-      LayerTimes m = (*measured)->baseTimes()[l];
+      LayerTimes m = runs[ri].measured->baseTimes()[l];
       for (int pass = 0; pass < 2; ++pass) {
         const Nanos predicted = pass == 0 ? roof.forward : roof.backward;
         Nanos& time = pass == 0 ? m.forward : m.backward;
@@ -370,8 +374,8 @@ std::pair<double, double> fitFloorAndSlope(const std::vector<std::pair<double, d
 
 }  // namespace
 
-StatusOr<KernelFitCalibration> fitKernelClasses(const std::vector<ProfileRef>& runs,
-                                                const DeviceSpec& device) {
+KernelFitCalibration fitKernelClasses(const std::vector<RunDeviceTimes>& runs,
+                                      const DeviceSpec& device) {
   KernelFitCalibration out;
   struct Sample {
     double work, measuredUs, beforeUs;
@@ -379,15 +383,11 @@ StatusOr<KernelFitCalibration> fitKernelClasses(const std::vector<ProfileRef>& r
   std::map<std::pair<std::string, int>, std::vector<Sample>> samples;
   std::set<std::string> dtypes;
   std::string origins;
-  for (const ProfileRef& run : runs) {
-    const MeasuredProfile& p = *run.profile;
-    const models::ModelSpec& model = *run.model;
-    auto measured =
-        MeasuredComputeModel::create(p, model, device, {0, CrossRank::kMean, /*deviceTimes=*/true});
-    if (!measured.isOk()) continue;
-    ASSIGN_OR_RETURN(const std::optional<std::vector<DevicePass>> kernels,
-                     gpuKernelTimes(p, model, **measured));
-    if (!kernels) continue;
+  for (const RunDeviceTimes& run : runs) {
+    const MeasuredProfile& p = *run.run.profile;
+    const models::ModelSpec& model = *run.run.model;
+    if (!run.kernels) continue;
+    const std::vector<DevicePass>& kernels = *run.kernels;
     auto roofline = RooflineComputeModel::create(device, p.settings.dtype);
     if (!roofline.isOk()) continue;
     dtypes.insert((*roofline)->dtype());
@@ -397,12 +397,10 @@ StatusOr<KernelFitCalibration> fitKernelClasses(const std::vector<ProfileRef>& r
     for (size_t l = 0; l < model.layers.size(); ++l) {
       const models::LayerSpec& layer = model.layers[l];
       const std::string kernelClass(kernelClassOf(layer.type));
-      const bool byFlops = std::any_of(
-          kernelFitClasses().begin(), kernelFitClasses().end(),
-          [&](const KernelFitClass& c) { return c.name == kernelClass && c.timedByFlops; });
+      const bool byFlops = timedByFlops(kernelClass);
       const auto explained = (*roofline)->explainLayer(layer, inputs);
       for (int pass = 0; pass < 2; ++pass) {
-        const std::optional<Nanos> k = pass == 0 ? (*kernels)[l].forward : (*kernels)[l].backward;
+        const std::optional<Nanos> k = pass == 0 ? kernels[l].forward : kernels[l].backward;
         const auto& e = pass == 0 ? explained.forward : explained.backward;
         if (!k || k->count() <= 0 || e.kernels == 0) continue;
         samples[{kernelClass, pass}].push_back(
@@ -419,15 +417,12 @@ StatusOr<KernelFitCalibration> fitKernelClasses(const std::vector<ProfileRef>& r
   out.source = "ddpscope calibrate on the layers' kernel times of " + origins;
   for (const auto& [key, points] : samples) {
     if (static_cast<int>(points.size()) < kMinKernelFitSamples) continue;
-    const std::string& kernelClass = key.first;  // not a structured binding: a lambda reads it
-    const int pass = key.second;
+    const auto& [kernelClass, pass] = key;
     KernelClassFit f;
     f.kernelClass = kernelClass;
     f.pass = pass;
     f.samples = static_cast<int>(points.size());
-    f.byFlops = std::any_of(
-        kernelFitClasses().begin(), kernelFitClasses().end(),
-        [&](const KernelFitClass& c) { return c.name == kernelClass && c.timedByFlops; });
+    f.byFlops = timedByFlops(kernelClass);
     std::vector<std::pair<double, double>> wt;
     for (const Sample& s : points) wt.emplace_back(s.work, s.measuredUs);
     const auto [floorUs, usPerUnit] = fitFloorAndSlope(wt);
@@ -470,8 +465,11 @@ StatusOr<Calibration> calibrate(const std::vector<ProfileRef>& runs, const Devic
     ASSIGN_OR_RETURN(cal.comm, fitAlphaBeta(runs));
   }
   cal.contention = fitContention(runs, device);
-  ASSIGN_OR_RETURN(cal.compute, fitComputeScale(runs, device, cal.contention.slowdown));
-  ASSIGN_OR_RETURN(cal.kernels, fitKernelClasses(runs, device));
+  // Each run's device times read once (its host facts parsed once) for both compute fits.
+  ASSIGN_OR_RETURN(const std::vector<RunDeviceTimes> deviceTimes,
+                   readDeviceTimes(runs, device, cal.contention.slowdown));
+  cal.compute = fitComputeScale(deviceTimes, device);
+  cal.kernels = fitKernelClasses(deviceTimes, device);
   return cal;
 }
 
@@ -593,11 +591,8 @@ nlohmann::json calibratedClusterJson(const nlohmann::json& base, const ClusterSp
     const KernelFit& fit = spec.device.kernelFit;
     nlohmann::json out = {{"dtype", fit.dtype}, {"source", fit.source}};
     for (const auto& entry : fit.classes) {
-      const std::string& kernelClass = entry.first;  // a lambda reads it (clang 14: no binding)
-      const auto& passes = entry.second;
-      const auto cls = std::find_if(kernelFitClasses().begin(), kernelFitClasses().end(),
-                                    [&](const KernelFitClass& c) { return c.name == kernelClass; });
-      const bool byFlops = cls != kernelFitClasses().end() && cls->timedByFlops;
+      const auto& [kernelClass, passes] = entry;
+      const bool byFlops = timedByFlops(kernelClass);
       for (int pass = 0; pass < 2; ++pass) {
         if (!passes[pass]) continue;
         out[kernelClass][pass == 0 ? "forward" : "backward"] = {

@@ -38,6 +38,7 @@
 // fit's floors by it) so that its compute model matches on average.
 #pragma once
 
+#include <memory>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <set>
@@ -47,6 +48,7 @@
 #include "base/status.h"
 #include "models/model_spec.h"
 #include "sim/cost/cluster.h"
+#include "sim/replay/measured_compute_model.h"
 #include "sim/replay/measured_profile.h"
 #include "traces/timeline.h"
 
@@ -124,9 +126,24 @@ struct ProfileRef {
 // collective with bytes.
 StatusOr<AlphaBetaFit> fitAlphaBeta(const std::vector<ProfileRef>& runs);
 ContentionFit fitContention(const std::vector<ProfileRef>& runs, const DeviceSpec& device);
+// What the device computed for one pass of one layer; nullopt: not measured.
+struct DevicePass {
+  std::optional<Nanos> forward, backward;
+};
+// One run's device times, read once for both compute fits: its measured compute model (samples
+// de-rated by the contention fit) and, for a GPU trace imported from PyTorch's profiler, each
+// layer pass's kernel time (as its host facts attribute them, else its span's kernels); no
+// kernels for a runtime trace, whose spans are the computation.
+struct RunDeviceTimes {
+  ProfileRef run;
+  std::unique_ptr<MeasuredComputeModel> measured;
+  std::optional<std::vector<DevicePass>> kernels;
+};
+// The runs whose measured compute model builds (the others are left out of the compute fits).
 // Errors: a run's host facts (metadata) that do not parse.
-StatusOr<ComputeScaleFit> fitComputeScale(const std::vector<ProfileRef>& runs,
-                                          const DeviceSpec& device, double contention);
+StatusOr<std::vector<RunDeviceTimes>> readDeviceTimes(const std::vector<ProfileRef>& runs,
+                                                      const DeviceSpec& device, double contention);
+ComputeScaleFit fitComputeScale(const std::vector<RunDeviceTimes>& runs, const DeviceSpec& device);
 
 // The user's GPU's kernel fit (device.kernel_fit, sim/cost/cluster.h): per op class
 // (kernelClassOf) and pass, floor + work / rate fitted to the layers' kernel times of GPU traces
@@ -157,9 +174,8 @@ struct KernelFitCalibration {
   std::vector<KernelClassFit> classes;
   std::string note;  // why nothing was fitted although runs had kernel times ("" otherwise)
 };
-// Errors: a run's host facts (metadata) that do not parse.
-StatusOr<KernelFitCalibration> fitKernelClasses(const std::vector<ProfileRef>& runs,
-                                                const DeviceSpec& device);
+KernelFitCalibration fitKernelClasses(const std::vector<RunDeviceTimes>& runs,
+                                      const DeviceSpec& device);
 
 struct Calibration {
   AlphaBetaFit comm;
