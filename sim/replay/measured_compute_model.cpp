@@ -115,6 +115,14 @@ StatusOr<std::unique_ptr<MeasuredComputeModel>> MeasuredComputeModel::create(
   for (size_t l = 0; l < model.layers.size(); ++l) {
     m->m_base.push_back(LayerTimes{roundNs(fwd[l]), roundNs(bwd[l])});
   }
+  if (!options.deviceTimes && profile.gpuImport()) {
+    const std::vector<double> kf = aggregateLayers(profile.forward, c, options.crossRank, true);
+    const std::vector<double> kb = aggregateLayers(profile.backward, c, options.crossRank, true);
+    for (size_t l = 0; l < model.layers.size(); ++l) {
+      m->m_kernels.push_back(LayerTimes{std::min(m->m_base[l].forward, roundNs(kf[l])),
+                                        std::min(m->m_base[l].backward, roundNs(kb[l]))});
+    }
+  }
   m->m_copyIntercept = profile.copyInterceptNs;
   m->m_copyNsPerByte = profile.copyNsPerByte;
   m->m_tail = roundNs(aggregate(profile.tail, 0, options.crossRank));
@@ -151,7 +159,22 @@ std::vector<LayerTimes> scaleToInputs(const std::vector<LayerTimes>& times,
 
 std::vector<LayerTimes> MeasuredComputeModel::layerTimes(const models::ModelSpec& model,
                                                          const models::ModelInputs& inputs) const {
-  return scaleToInputs(m_base, model, *m_roofline, m_measuredInputs, inputs);
+  if (m_kernels.empty() || sameInputs(inputs, m_measuredInputs)) {
+    return scaleToInputs(m_base, model, *m_roofline, m_measuredInputs, inputs);
+  }
+  // A span = its kernels + the GPU's waits for the host. The kernels scale; growth is absorbed
+  // by the waits (the host was behind by that much), shrinkage leaves them as they were.
+  const std::vector<LayerTimes> scaled =
+      scaleToInputs(m_kernels, model, *m_roofline, m_measuredInputs, inputs);
+  std::vector<LayerTimes> out = m_base;
+  auto carry = [](Nanos span, Nanos kernels, Nanos scaledKernels) {
+    return std::max(scaledKernels, span + std::min(Nanos::zero(), scaledKernels - kernels));
+  };
+  for (size_t l = 0; l < out.size() && l < scaled.size(); ++l) {
+    out[l].forward = carry(m_base[l].forward, m_kernels[l].forward, scaled[l].forward);
+    out[l].backward = carry(m_base[l].backward, m_kernels[l].backward, scaled[l].backward);
+  }
+  return out;
 }
 
 Nanos MeasuredComputeModel::copyTime(int64_t bytes) const {

@@ -10,6 +10,13 @@
 //                roofline(new inputs) / roofline(measured inputs) for that layer and direction:
 //                linear in batch for large layers, fixed per-kernel overheads kept. The default
 //                keeps the per-rank batch of the trace, also under another world size.
+//                An imported GPU trace's spans (without `deviceTimes`) hold the layer's kernels k
+//                and the GPU's waits for the profiled host; there only the kernels scale (k'),
+//                and the span becomes max(k', span + min(0, k' − k)): the waits absorb growth
+//                (the host was that far behind) and stay when the kernels shrink. Scaling the
+//                whole span doubled the host's waits with the batch (resnet50 on the H100 kit's
+//                trace at batch 64: 121 ms for a 67 ms profiled step). The host lane (replay's
+//                host-facts section) models that host per op instead.
 //   copyTime     a + b·bytes from the copy-into-bucket spans (least squares).
 //   optimizerTime the median tail (optimizer step, zero_grad, the end of the step) plus the
 //                part of the measured copy-back the simulator's per-parameter copy-backs do not
@@ -71,6 +78,9 @@ class MeasuredComputeModel final : public ComputeModel {
   MeasuredComputeModel() = default;
 
   std::vector<LayerTimes> m_base;
+  // An imported GPU trace's span times (not deviceTimes): each layer's kernels (≤ its span), by
+  // which layerTimes carries the spans to other inputs; empty otherwise.
+  std::vector<LayerTimes> m_kernels;
   models::ModelInputs m_measuredInputs;
   std::unique_ptr<RooflineComputeModel> m_roofline;
   std::string m_modelName;

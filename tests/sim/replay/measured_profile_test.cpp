@@ -263,6 +263,55 @@ TEST(MeasuredComputeModelTest, ContentionDeratesOverlappedSamples) {
   EXPECT_FALSE(bad.isOk());
 }
 
+// An imported GPU trace's spans hold the kernels and the GPU's waits for the host: at other
+// inputs only the kernels scale, and the waits absorb their growth. Forward spans 30 µs with
+// 10 µs of kernels (the GPU waited 20 µs: host-bound), backward spans 60 µs all kernels.
+TEST(MeasuredComputeModelTest, GpuSpansScaleTheirKernelsNotTheHostsWaits) {
+  const models::ModelSpec model = mlpTiny();
+  MeasuredProfile p;
+  p.origin = "synthetic";
+  p.settings.worldSize = 1;
+  p.settings.batchPerRank = 8;
+  p.forward.assign(3, {});
+  p.backward.assign(3, {});
+  for (int64_t it = 1; it <= 2; ++it) {
+    for (size_t l = 0; l < 3; ++l) {
+      p.forward[l].push_back({0, it, us(30), 0.0, us(10)});
+      p.backward[l].push_back({0, it, us(60), 0.0, us(60)});
+    }
+  }
+  auto cluster = loadBuiltinCluster("dgx-h100");
+  ASSERT_OK(cluster);
+  auto m = MeasuredComputeModel::create(p, model, cluster->device, {});
+  ASSERT_OK(m);
+  auto roofline = RooflineComputeModel::create(cluster->device, "fp32");
+  ASSERT_OK(roofline);
+  const models::ModelInputs own = measuredInputs(p, model);
+  // Batch 2: the kernels shrink (r < 1); 64: they grow less than the waits (r ≈ 1.01); 2^22: more
+  // (r > 70).
+  for (const int64_t batch : {int64_t{2}, int64_t{64}, int64_t{1} << 22}) {
+    SCOPED_TRACE(batch);
+    models::ModelInputs in = own;
+    in.batch = batch;
+    const auto times = (*m)->layerTimes(model, in);
+    for (size_t l = 0; l < 3; ++l) {
+      const LayerTimes then = (*roofline)->layerTime(model.layers[l], own);
+      const LayerTimes now = (*roofline)->layerTime(model.layers[l], in);
+      const double rf = static_cast<double>(now.forward.count()) / then.forward.count();
+      const double rb = static_cast<double>(now.backward.count()) / then.backward.count();
+      // Forward: kernels 10 · rf; growth up to 20 µs hidden in the waits, shrinkage not.
+      const double forwardUs = rf >= 1 ? std::max(10 * rf, 30.0) : 20 + 10 * rf;
+      EXPECT_NEAR(times[l].forward.toMicros(), forwardUs, 0.002) << "layer " << l;
+      EXPECT_NEAR(times[l].backward.toMicros(), 60 * rb, 0.002) << "layer " << l;
+    }
+  }
+  // The kernels' own times (calibrate's) scale as the roofline does.
+  auto device =
+      MeasuredComputeModel::create(p, model, cluster->device, {0, CrossRank::kMean, true});
+  ASSERT_OK(device);
+  EXPECT_EQ((*device)->baseTimes()[0].forward, us(10));
+}
+
 MeasuredProfile syntheticCommProfile(int world, double alphaUs, double betaGBps,
                                      double baseUs = 0) {
   MeasuredProfile p;
