@@ -133,6 +133,27 @@ def test_check_schema_rejects_a_result_without_step_times(tmp_path):
     assert "step_ms.eager holds a value that is not a positive time" in str(e.value)
 
 
+def test_check_schema_checks_the_unprofiled_host_times(tmp_path):
+    good = {"schema": "ddpscope.gpu-kit.torch/1", "model": "resnet50", "device": {},
+            "dtype": "bf16", "batch": 32, "warmup": 3, "rounds": 1, "steps_per_round": 2,
+            "step_ms": {"eager": [10.0, 12.0]}, "median_step_ms": {"eager": 11.0},
+            "host_ms": {"eager": [[3.0, 4.0, 1.0, 8.0], [3.0, 5.0, 1.0, 9.0]]},
+            "median_host_ms": {"eager": {"forward": 3.0, "backward": 4.5, "optimizer": 1.0,
+                                         "step": 8.5}},
+            "first_losses": {}, "buckets": {}, "traces": {}, "trace_notes": {}}
+    p = tmp_path / "r.json"
+    p.write_text(json.dumps(good))
+    analyze.check_schema(str(p))
+    for host, why in (([[3.0, 4.0, 1.0, 8.0]], "host_ms.eager has 1 steps, step_ms.eager 2"),
+                      ([[3.0, 4.0, 8.0], [3.0, 4.0, 1.0, 8.0]], "not 4 times"),
+                      ([[3.0, 4.0, 1.0, 8.0], [3.0, 4.0, 9.0, 16.0]],
+                       "the host's 16.0 ms exceeds its step's 12.0 ms")):
+        p.write_text(json.dumps(dict(good, host_ms={"eager": host})))
+        with pytest.raises(SystemExit) as e:
+            analyze.check_schema(str(p))
+        assert why in str(e.value)
+
+
 def test_zero_shot_predicts_every_timed_configuration_with_the_builtin_host_profile(cli):
     job = {"model": "llama-small", "batch": 2, "seq_len": 64, "image_size": None,
            "dtype": "bf16", "median_step_ms": {"eager": 10.0, "ddp-cap1": 14.0,

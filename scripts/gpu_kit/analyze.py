@@ -542,6 +542,14 @@ def analyze(out, ddpscope):
                 "noise_floor": rnd(max(spread.get("ddp-cap1") or 0, spread.get("ddp-cap25") or 0))}
         if "eager" in med and "ddp-default" in med:
             r["torch"]["ddp_over_eager"] = rnd(rel(med["ddp-default"], med["eager"]))
+        # The unprofiled host: its own time per phase, and its share of the step (near 1: the
+        # step waited for the host; well below: for the device).
+        host = job.get("median_host_ms") or {}
+        if host:
+            r["torch"]["host_ms"] = {name: {k: rnd(v) for k, v in h.items()}
+                                     for name, h in host.items()}
+            r["torch"]["host_over_step"] = {name: rnd(h["step"] / med[name])
+                                            for name, h in host.items() if med.get(name)}
         # Our runtime against torch.
         rt = runtime_steps(out, model)
         if rt:
@@ -675,6 +683,19 @@ def markdown(rep):
     for m, r in rep.get("models", {}).items():
         if "error" in (r.get("zero_shot") or {}):
             lines += ["", f"- zero-shot {m}: {r['zero_shot']['error']}"]
+    hosts = [(m, r["torch"]) for m, r in rep.get("models", {}).items()
+             if r["torch"].get("host_ms")]
+    if hosts:
+        lines += ["", "Unprofiled host (the timed steps: the host's own time to enqueue forward, "
+                      "backward and optimizer, and its share of the step; near 1: host-bound):",
+                  "", "| model | configuration | forward ms | backward ms | optimizer ms | "
+                      "host step / step |", "| --- " * 6 + "|"]
+        for m, t in hosts:
+            for name, h in t["host_ms"].items():
+                lines.append(f"| {m} | {name} | {fmt(h.get('forward'))} | "
+                             f"{fmt(h.get('backward'))} | {fmt(h.get('optimizer'))} | "
+                             f"{fmt(h.get('step'))} / {fmt(t['median_step_ms'].get(name))} "
+                             f"({fmt((t.get('host_over_step') or {}).get(name))}) |")
     if rep.get("batch_what_if"):
         lines += ["", "Batch what-if (`replay --batch` of the default-cap profiled trace, host lane "
                       "without the profiler) against the same model measured at that batch:", "",
@@ -732,6 +753,21 @@ def check_schema(path):
     for name, xs in (doc.get("step_ms") or {}).items():
         if not xs or any(not isinstance(x, (int, float)) or x <= 0 or math.isnan(x) for x in xs):
             errs.append(f"{path}: step_ms.{name} holds a value that is not a positive time")
+    for name, hs in (doc.get("host_ms") or {}).items():
+        steps = (doc.get("step_ms") or {}).get(name) or []
+        if len(hs) != len(steps):
+            errs.append(f"{path}: host_ms.{name} has {len(hs)} steps, step_ms.{name} {len(steps)}")
+            continue
+        for h, step in zip(hs, steps):
+            if not isinstance(h, list) or len(h) != 4 or \
+                    any(not isinstance(x, (int, float)) or x < 0 or math.isnan(x) for x in h):
+                errs.append(f"{path}: host_ms.{name} holds {h!r}, not 4 times ≥ 0 "
+                            "[forward, backward, optimizer, step]")
+                break
+            if h[3] > step * 1.001 + 1e-3:
+                errs.append(f"{path}: host_ms.{name}: the host's {h[3]} ms exceeds its step's "
+                            f"{step} ms")
+                break
     if errs:
         raise SystemExit("\n".join(errs))
     print(f"analyze: {path} follows {schema['schema']}")

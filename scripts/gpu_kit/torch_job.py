@@ -13,7 +13,10 @@ as a rehearsal):
 
 The configurations are timed interleaved (eager, cap1, cap5, ..., default, eager, cap1, ...)
 for --rounds rounds of --steps steps each, unprofiled; every step is synchronized with the
-device and timed with the host clock, so a step is what the user waits for. Then the
+device and timed with the host clock, so a step is what the user waits for. The same steps also
+record the host's own time to enqueue each phase (forward with the loss, backward, optimizer step;
+no synchronization inside a step): the unprofiled host, which otherwise can only be inferred from
+profiled traces less the profiler's own cost. Then the
 configurations of --profile (default eager, cap 1 and the default) are profiled for
 --trace-steps steps with torch.profiler (CPU + CUDA activities, record_shapes=True), and those of
 --profile-noshapes (default: cap 1 and the default cap) once more with record_shapes=False, each exported
@@ -518,25 +521,41 @@ class Trainer:
         self.opt = torch.optim.SGD(self.module.parameters(), lr=0.01, momentum=0.0)
         self.losses = []
 
-    def step(self, model_name, x, y):
+    def step(self, model_name, x, y, marks=None):
+        """One training step; with `marks` (a list) appends the host clock when the forward
+        (with the loss), the backward and the optimizer step have been enqueued."""
         self.opt.zero_grad(set_to_none=True)
         if self.autocast_dtype is not None:
             with torch.autocast(device_type=self.device.type, dtype=self.autocast_dtype):
                 loss = loss_of(model_name, self.module(x), y, self.model)
         else:
             loss = loss_of(model_name, self.module(x), y, self.model)
+        if marks is not None:
+            marks.append(time.perf_counter())
         loss.backward()
+        if marks is not None:
+            marks.append(time.perf_counter())
         self.opt.step()
+        if marks is not None:
+            marks.append(time.perf_counter())
         return loss
 
-    def timed_steps(self, model_name, x, y, n):
+    def timed_steps(self, model_name, x, y, n, host=None):
+        """`n` synchronized steps' times (ms). With `host` (a list), appends per step the host's
+        own time to enqueue it, unprofiled: [forward, backward, optimizer, whole step] in ms from
+        the step's start to each phase's return, before the synchronization."""
         times = []
         for _ in range(n):
             sync(self.device)
             t0 = time.perf_counter()
-            loss = self.step(model_name, x, y)
+            marks = []
+            loss = self.step(model_name, x, y, marks)
             sync(self.device)
-            times.append((time.perf_counter() - t0) * 1e3)
+            t1 = time.perf_counter()
+            times.append((t1 - t0) * 1e3)
+            if host is not None:
+                phases = [(b - a) * 1e3 for a, b in zip([t0] + marks, marks)]
+                host.append(phases + [(marks[-1] - t0) * 1e3])
             if len(self.losses) < 5:
                 self.losses.append(float(loss))
         return times
@@ -563,6 +582,10 @@ def layer_ranges(model):
         handles.append(module.register_forward_pre_hook(pre))
         handles.append(module.register_forward_hook(post))
     return handles
+
+
+# The phases of a step whose host time the timed steps record (Trainer.timed_steps).
+HOST_PHASES = ("forward", "backward", "optimizer", "step")
 
 
 def kineto_available():
@@ -811,9 +834,10 @@ def main():
         for t in trainers:
             t.timed_steps(args.model, x, y, args.warmup)
         step_ms = {t.name: [] for t in trainers}
+        host_ms = {t.name: [] for t in trainers}
         for _ in range(args.rounds):  # interleaved: A B C D A B C D ...
             for t in trainers:
-                step_ms[t.name] += t.timed_steps(args.model, x, y, args.steps)
+                step_ms[t.name] += t.timed_steps(args.model, x, y, args.steps, host_ms[t.name])
         timing_s = time.perf_counter() - t0
         traces, traces_noshapes, trace_notes = {}, {}, {}
         by_name = {t.name: t for t in trainers}
@@ -849,6 +873,13 @@ def main():
         "timing_seconds": round(timing_s, 3),
         "step_ms": step_ms,
         "median_step_ms": {k: statistics.median(v) for k, v in step_ms.items()},
+        # The host's own time in the timed steps (no profiler): per step [forward, backward,
+        # optimizer, whole step] enqueued, ms; a step whose host finishes well before the step
+        # ends was bound by the device.
+        "host_ms": host_ms,
+        "median_host_ms": {k: {phase: statistics.median(h[i] for h in v)
+                               for i, phase in enumerate(HOST_PHASES)}
+                           for k, v in host_ms.items() if v},
         "first_losses": {t.name: t.losses for t in trainers},
         "buckets": buckets,
         "traces": traces,
