@@ -28,7 +28,7 @@ SimOptions ownSettingsOptions(const MeasuredProfile& profile) {
   o.inputs.seqLen = profile.settings.seqLen;
   o.inputs.imageSize = profile.settings.imageSize;
   o.syncBatchNorm = profile.settings.syncBatchNorm;
-  o.dtype = "fp32";
+  o.dtype = profile.settings.dtype;  // what the run computed in (the trace's; fp32 when unsaid)
   o.recordTrace = false;
   return o;
 }

@@ -46,7 +46,7 @@ StatusOr<StepContentionFit> fitContentionToSteps(const std::vector<ProfileRef>& 
                                                  double maxContention = 3.0);
 
 // Simulator options that reproduce the trace's own run: its DDP settings, per-rank batch and
-// inputs, SyncBatchNorm, fp32.
+// inputs, SyncBatchNorm and the dtype it computed in (metadata "dtype": fp32 when unsaid).
 SimOptions ownSettingsOptions(const MeasuredProfile& profile);
 
 // The built-in cpu-mpi cluster calibrated on this one run (α–β, contention, compute scale), with
