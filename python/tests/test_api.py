@@ -185,6 +185,27 @@ def test_errors_name_the_keyword_and_are_pythons_exceptions():
     assert not issubclass(ddpscope.Error, ValueError)
 
 
+def test_compute_from_a_gpu_trace_without_host_facts_is_refused_naming_the_keyword(tmp_path):
+    # An imported H100 trace whose host facts were dropped: on dgx-h100's per-op host lane its
+    # spans would count the profiled host twice, so simulate refuses it as bad input.
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    run = str(tmp_path / "r50.json")
+    ddpscope.import_torch(os.path.join(root, "tests/data/gpu/h100/run1/"
+                                             "resnet50-ddp-default-rank0.json.gz"),
+                          out=run, model="resnet50")
+    with open(run) as f:
+        trace = json.load(f)
+    del trace["otherData"]["host_facts"]
+    with open(run, "w") as f:
+        json.dump(trace, f)
+    with pytest.raises(ValueError) as e:
+        ddpscope.simulate("resnet50", cluster="dgx-h100", world_size=1, compute_from=run)
+    assert isinstance(e.value, ddpscope.InvalidSetting)
+    assert str(e.value).startswith("compute_from " + run + ": cluster dgx-h100 charges the host "
+                                   "per op")
+    assert "it has no host facts" in str(e.value)
+
+
 def test_plan_kwargs_construct_a_real_distributed_data_parallel(tmp_path):
     torch = pytest.importorskip("torch")
     import torch.distributed as dist
