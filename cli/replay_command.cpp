@@ -176,6 +176,12 @@ Status runReplayCommand(const std::vector<std::string>& argvIn, CommandIo io) {
                   "own settings, without the profiler", lane.unprofiled.toMillis(),
                   lane.unprofiledPlain.toMillis());
     io.out << line;
+    const sim::HostPhaseWork& w = lane.unprofiledHostWork;
+    std::snprintf(line, sizeof(line),
+                  "  %-40s %10.3f ms   (forward %.3f, backward %.3f, optimizer %.3f)\n",
+                  "  its host's own work", w.total().toMillis(), w.forward.toMillis(),
+                  w.backward.toMillis(), w.optimizer.toMillis());
+    io.out << line;
     if (lane.whatIfUnprofiled) {
       std::snprintf(line, sizeof(line), "  %-40s %10.3f ms\n", "what-if, without the profiler",
                     lane.whatIfUnprofiled->toMillis());

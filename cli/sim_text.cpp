@@ -49,6 +49,13 @@ std::string formatDdpCosts(const sim::SimSummary& s) {
                   stallShare >= 5.0 ? "host-bound" : "GPU-bound", s.hostStall.toMillis(),
                   stallShare);
     o << line;
+    std::snprintf(
+        line, sizeof(line),
+        "  %-22s %12.3f ms   (forward %.3f, backward %.3f, optimizer %.3f: the host's own "
+        "work)\n",
+        "host work per step", s.hostWork.total().toMillis(), s.hostWork.forward.toMillis(),
+        s.hostWork.backward.toMillis(), s.hostWork.optimizer.toMillis());
+    o << line;
   }
   const sim::SimSummary::CommDevice& d = s.commDevice;
   if (d.maxCtas > 0) {  // NCCL collectives: their CTAs on the device

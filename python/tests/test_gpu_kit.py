@@ -154,6 +154,23 @@ def test_check_schema_checks_the_unprofiled_host_times(tmp_path):
         assert why in str(e.value)
 
 
+def test_replay_profile_gives_the_host_lanes_unprofiled_host_work(cli, tmp_path):
+    """The H100's profiled gpt2-small trace replayed on its host lane: with host_work, the
+    unprofiled host's own work per phase (what the kit's host_ms measures), as replay --json
+    reports it; without, the result is what it was (the committed report stays comparable)."""
+    trace = os.path.join(ROOT, "tests/data/gpu/h100/run1/gpt2-small-ddp-default-rank0.json.gz")
+    plain = analyze.replay_profile(cli.path, trace, "gpt2-small", "dgx-h100", str(tmp_path))
+    assert "host_work_ms" not in plain and abs(plain["error"]) < 0.05
+    res = analyze.replay_profile(cli.path, trace, "gpt2-small", "dgx-h100", str(tmp_path),
+                                 host_work=True)
+    work = res["host_work_ms"]
+    assert set(work) == {"forward", "backward", "optimizer", "total"}
+    assert all(v > 0 for v in work.values())
+    assert abs(work["forward"] + work["backward"] + work["optimizer"] - work["total"]) < 1e-3
+    # The unprofiled host is a fraction of the profiled step (the profiler's own cost removed).
+    assert work["total"] < res["measured_step_ms"]
+
+
 def test_zero_shot_predicts_every_timed_configuration_with_the_builtin_host_profile(cli):
     job = {"model": "llama-small", "batch": 2, "seq_len": 64, "image_size": None,
            "dtype": "bf16", "median_step_ms": {"eager": 10.0, "ddp-cap1": 14.0,

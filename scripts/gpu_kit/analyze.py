@@ -409,32 +409,37 @@ def import_trace(ddpscope, trace, out):
                                "overlap_percent", "hta_overlap") if k in s}
 
 
-def replay_profile(ddpscope, trace, model, cluster, out):
+def replay_profile(ddpscope, trace, model, cluster, out, host_work=False):
     """A profiled DDP trace imported with the zoo model (kernels named by layer through the
     ddpscope.layer: ranges) and replayed at its own settings: the profiled step against the
-    replay (world size 1)."""
+    replay (world size 1). `host_work`: also the host lane's unprofiled host work by phase."""
     run = os.path.join(out, os.path.basename(trace).replace("-rank0.json.gz", "-layers.json"))
     rc, so, se = sh([ddpscope, "import-torch", trace, "--model", model, "-o", run, "--json",
                      "--quiet"], timeout=120)
     if rc != 0:
         return {"error": se.strip()[-400:]}
     try:
-        return replay_runtime(ddpscope, run, model, cluster)
+        return replay_runtime(ddpscope, run, model, cluster, host_work)
     finally:
         os.remove(run)
 
 
-def replay_runtime(ddpscope, trace, model, cluster):
+def replay_runtime(ddpscope, trace, model, cluster, host_work=False):
     """`ddpscope replay` of the runtime's own trace at its own settings (world size 1: the
-    cluster only names the device; there is no communication to model)."""
+    cluster only names the device; there is no communication to model). `host_work`: also the
+    host lane's unprofiled host work per phase (ms), where the trace has a host lane."""
     rc, so, se = sh([ddpscope, "replay", "--from-trace", trace, "--model", model, "--cluster", cluster,
                      "--world-size", "1", "--json"], timeout=120)
     if rc != 0:
         return {"error": se.strip()[-400:]}
     s = json.loads(so)
-    return {"measured_step_ms": rnd(s["measured_step_ms"]),
-            "replayed_step_ms": rnd(s["replayed_step_ms"]),
-            "error": rnd(s["replay_error_percent"] / 100)}
+    res = {"measured_step_ms": rnd(s["measured_step_ms"]),
+           "replayed_step_ms": rnd(s["replayed_step_ms"]),
+           "error": rnd(s["replay_error_percent"] / 100)}
+    lane = s.get("host_lane") or {}
+    if host_work and lane.get("unprofiled_host_work_ms"):
+        res["host_work_ms"] = {k: rnd(v) for k, v in lane["unprofiled_host_work_ms"].items()}
+    return res
 
 
 def batch_what_if(ddpscope, out, base_job, job, cluster):
@@ -575,8 +580,20 @@ def analyze(out, ddpscope):
             if os.path.exists(path):
                 r["import"][cfg] = import_trace(ddpscope, path, out)
                 if cfg.startswith("ddp"):
-                    r["import"][cfg]["replay"] = replay_profile(ddpscope, path, model, cluster,
-                                                                out)
+                    measured_host = (job.get("median_host_ms") or {}).get(cfg)
+                    rep = replay_profile(ddpscope, path, model, cluster, out,
+                                         host_work=bool(measured_host))
+                    r["import"][cfg]["replay"] = rep
+                    # The host lane's unprofiled host (from this profiled trace) against the
+                    # host measured without the profiler in the timed steps.
+                    if measured_host and rep.get("host_work_ms"):
+                        r["torch"].setdefault("host_lane_vs_measured", {})[cfg] = {
+                            phase: {"measured_ms": rnd(measured_host[key]),
+                                    "predicted_ms": rep["host_work_ms"][phase],
+                                    "error": rnd(rel(rep["host_work_ms"][phase],
+                                                     measured_host[key]))}
+                            for phase, key in (("forward", "forward"), ("backward", "backward"),
+                                               ("optimizer", "optimizer"), ("total", "step"))}
         tr = job.get("traces", {}).get("ddp-default")
         if tr and os.path.exists(os.path.join(out, tr)):
             try:
@@ -696,6 +713,19 @@ def markdown(rep):
                              f"{fmt(h.get('backward'))} | {fmt(h.get('optimizer'))} | "
                              f"{fmt(h.get('step'))} / {fmt(t['median_step_ms'].get(name))} "
                              f"({fmt((t.get('host_over_step') or {}).get(name))}) |")
+        lanes = [(m, name, c) for m, t in hosts
+                 for name, c in (t.get("host_lane_vs_measured") or {}).items()]
+        if lanes:
+            lines += ["", "The host lane's unprofiled host (`replay` of each profiled trace at its "
+                          "own settings: its host facts less the profiler's cost) against it, "
+                          "measured / predicted ms (error):", "",
+                      "| model | configuration | forward | backward | optimizer | total |",
+                      "| --- " * 6 + "|"]
+            for m, name, c in lanes:
+                lines.append(f"| {m} | {name} | " + " | ".join(
+                    f"{fmt(c[p]['measured_ms'])} / {fmt(c[p]['predicted_ms'])} "
+                    f"({fmt(c[p]['error'], True)})"
+                    for p in ("forward", "backward", "optimizer", "total")) + " |")
     if rep.get("batch_what_if"):
         lines += ["", "Batch what-if (`replay --batch` of the default-cap profiled trace, host lane "
                       "without the profiler) against the same model measured at that batch:", "",

@@ -90,6 +90,7 @@ StatusOr<std::optional<ReplayReport::HostLane>> hostLaneReplay(const ReplayRepor
                                                  lane.profile));
   lane.unprofiled = unprofiled.summary.stepTime;
   lane.unprofiledPlain = unprofiled.summary.plainStep;
+  lane.unprofiledHostWork = unprofiled.summary.hostWork;
   if (r.whatIf) {
     SimOptions whatIf = r.whatIfOptions;
     whatIf.recordTrace = false;
@@ -97,6 +98,7 @@ StatusOr<std::optional<ReplayReport::HostLane>> hostLaneReplay(const ReplayRepor
                      replay::simulateWithHostFacts(facts, req.model, req.cluster, r.whatIfLayout,
                                                    whatIf, lane.profile));
     lane.whatIfUnprofiled = result.summary.stepTime;
+    lane.whatIfUnprofiledHostWork = result.summary.hostWork;
   }
   if (!lane.profilerCalibrated) {
     notes.push_back(std::string("the profiler's own cost per event is ") + kDefaultProfilerProfile +
@@ -200,6 +202,15 @@ nlohmann::json replayJson(const ReplayReport& r) {
     h["unprofiled_plain_step_ms"] = lane.unprofiledPlain.toMillis();
     h["what_if_unprofiled_step_ms"] =
         lane.whatIfUnprofiled ? nlohmann::json(lane.whatIfUnprofiled->toMillis()) : nullptr;
+    auto workMs = [](const HostPhaseWork& w) {
+      return nlohmann::json{{"forward", w.forward.toMillis()},
+                            {"backward", w.backward.toMillis()},
+                            {"optimizer", w.optimizer.toMillis()},
+                            {"total", w.total().toMillis()}};
+    };
+    h["unprofiled_host_work_ms"] = workMs(lane.unprofiledHostWork);
+    h["what_if_unprofiled_host_work_ms"] =
+        lane.whatIfUnprofiledHostWork ? workMs(*lane.whatIfUnprofiledHostWork) : nullptr;
     h["profiler_from"] = lane.profilerFrom;
     h["profiler_calibrated"] = lane.profilerCalibrated;
     h["unprofiled_step_ms_given"] =

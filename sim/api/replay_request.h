@@ -49,6 +49,10 @@ struct ReplayReport {
     Nanos profiled, unprofiled, unprofiledPlain;
     double profiledErrorPercent = 0;
     std::optional<Nanos> whatIfUnprofiled;
+    // The unprofiled host's own work per step by phase (SimSummary::hostWork), at the run's own
+    // settings and in the what-if: what the GPU kit's host_ms measures.
+    HostPhaseWork unprofiledHostWork;
+    std::optional<HostPhaseWork> whatIfUnprofiledHostWork;
     HostProfile profile;       // the unprofiled per-event costs read from the trace
     std::string profilerFrom;  // the host profile the profiler's costs came from
     bool profilerCalibrated = false;
@@ -69,8 +73,9 @@ StatusOr<ReplayReport> runReplay(const SettingValues& values, bool recordTrace);
 // "measured_iterations", "measured_step_ms", "replayed_step_ms", "replay_error_percent",
 // "rank_max_factor", "what_if" (simSummaryJson + "vs_measured_percent", with a what-if),
 // "host_lane" (with host facts: profiled_step_ms, profiled_error_percent, unprofiled_step_ms,
-// unprofiled_plain_step_ms, what_if_unprofiled_step_ms, profiler_from, profiler_calibrated,
-// steps, host_profile), "notes"}.
+// unprofiled_plain_step_ms, what_if_unprofiled_step_ms, unprofiled_host_work_ms and
+// what_if_unprofiled_host_work_ms ({forward, backward, optimizer, total}), profiler_from,
+// profiler_calibrated, steps, host_profile), "notes"}.
 nlohmann::json replayJson(const ReplayReport& report);
 
 }  // namespace ddpscope::sim

@@ -78,6 +78,10 @@ nlohmann::json simSummaryJson(const SimulationRequest& request, const WorldLayou
     out["plain_step_ns"] = s.plainStep.count();
     if (s.hostPerOp) {
       out["host_profile"] = s.hostProfile;
+      out["host_work_ns"] = {{"forward", s.hostWork.forward.count()},
+                             {"backward", s.hostWork.backward.count()},
+                             {"optimizer", s.hostWork.optimizer.count()},
+                             {"total", s.hostWork.total().count()}};
       out["plain_step_simulated"] = s.plainSimulated;
     }
     out["ddp_overhead_ns"] = s.ddpOverhead.count();

@@ -101,8 +101,12 @@ Status finishSummary(SimSummary& summary, int steadyCount) {
   summary.firstIteration = summary.iterations.front().maxRankStepTime;
   Nanos step, forward, backward, optimizer, comm, exposed, overlapped, idle, stall;
   DdpHostCosts host;
+  HostPhaseWork work;
   for (int i = n - steadyCount; i < n; ++i) {
     const IterationSummary& it = summary.iterations[static_cast<size_t>(i)];
+    work.forward += it.hostWork.forward;
+    work.backward += it.hostWork.backward;
+    work.optimizer += it.hostWork.optimizer;
     host.allreduceLaunch += it.ddpHost.allreduceLaunch;
     host.gradHook += it.ddpHost.gradHook;
     host.copyBack += it.ddpHost.copyBack;
@@ -127,6 +131,8 @@ Status finishSummary(SimSummary& summary, int steadyCount) {
   summary.overlapped = overlapped / steadyCount;
   summary.idle = idle / steadyCount;
   summary.hostStall = stall / steadyCount;
+  summary.hostWork = {work.forward / steadyCount, work.backward / steadyCount,
+                      work.optimizer / steadyCount};
   const DdpHostCosts& last = summary.iterations.back().ddpHost;
   summary.ddpHost = last;  // the counts of the last steady iteration, the means of the times
   summary.ddpHost.allreduceLaunch = host.allreduceLaunch / steadyCount;

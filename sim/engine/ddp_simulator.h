@@ -116,6 +116,17 @@ struct DdpHostCosts {
   }
 };
 
+// The host's own work in one iteration on rank 0, by the phase of the training step it belongs
+// to: forward (zero_grad, the loss and the training loop, DDP's forward wrapper, each layer's
+// dispatch, find_unused's traversal), backward (each layer's autograd nodes, DDP's hooks,
+// allreduce launches, copy-backs and finalize) and optimizer (its step). Work only: waits for the
+// stream are not in it. What a synchronized step's host takes to enqueue each phase (the GPU
+// kit's host_ms).
+struct HostPhaseWork {
+  Nanos forward, backward, optimizer;
+  Nanos total() const { return forward + backward + optimizer; }
+};
+
 struct SimOptions {
   models::ModelInputs inputs;  // zero fields = the model's defaults
   ddp::DdpConfig ddp;          // worldSize is overwritten from the layout
@@ -185,8 +196,9 @@ struct IterationSummary {
   // In issue order, "<kind>:<bytes>" with kind one of allreduce, used_map_allreduce, broadcast,
   // syncbn_allreduce (DataParallel: scatter, broadcast, reduce). E.g. "allreduce:59557792".
   std::vector<std::string> collectiveSequence;
-  DdpHostCosts ddpHost;  // DDP's host costs charged this iteration (rank 0)
-  Nanos hostStall;       // time rank 0's compute stream waited for the host (host-bound)
+  DdpHostCosts ddpHost;    // DDP's host costs charged this iteration (rank 0)
+  Nanos hostStall;         // time rank 0's compute stream waited for the host (host-bound)
+  HostPhaseWork hostWork;  // rank 0's host work by phase
 };
 
 struct SimSummary {
@@ -221,7 +233,8 @@ struct SimSummary {
     double flatContention = 0;
     double minContention = 0, maxContention = 0;
   } commDevice;
-  Nanos hostStall;  // compute stream waiting for the host per step (host costs exposed)
+  Nanos hostStall;         // compute stream waiting for the host per step (host costs exposed)
+  HostPhaseWork hostWork;  // host work per step by phase (means over the steady iterations)
   // Plain training without DDP: with options.simulatePlain, the same model on the same host and
   // device without DDP (forward, backward, optimizer: its steady step); otherwise Σ forward +
   // backward kernels + optimizer (nominal, no contention, no host costs). ddpOverhead =

@@ -284,6 +284,7 @@ class Replayer {
     recorder.finishIteration(Nanos(m_ranks[0].iterStart), Nanos(m_ranks[0].cursor), out);
     out.maxRankStepTime = Nanos(maxStepNs);
     out.ddpHost = scriptOf(0).ddpHost;
+    out.hostWork = scriptOf(0).hostWork;
     out.hostStall = Nanos(m_hostStallNs);
   }
 

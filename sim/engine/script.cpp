@@ -84,6 +84,7 @@ void ScriptBuilder::begin(Script& script) {
   m_bucketLastCollective.assign(static_cast<size_t>(m_reducer->plan().numBuckets()), -1);
   m_usedMapCollective = -1;
   m_launches = m_hooks = m_copyBacks = m_waits = 0;
+  m_backwardSeen = false;
 }
 
 void ScriptBuilder::addOp(OpKind kind, int32_t index, int64_t workNs, CopyRole role, int32_t bucket,
@@ -103,6 +104,12 @@ void ScriptBuilder::addOp(OpKind kind, int32_t index, int64_t workNs, CopyRole r
     if (kind == OpKind::kBackward) op.hostNs = m_host.backward[static_cast<size_t>(index)];
     if (kind == OpKind::kOptimizer) op.hostNs = m_host.optimizer;
   }
+  HostPhaseWork& work = m_script->hostWork;
+  if (kind == OpKind::kBackward) m_backwardSeen = true;
+  Nanos& phase = kind == OpKind::kOptimizer ? work.optimizer
+                 : m_backwardSeen           ? work.backward
+                                            : work.forward;
+  phase += Nanos(op.hostNs + (kind == OpKind::kHost ? workNs : 0));
   m_script->ops.push_back(op);
 }
 

@@ -146,12 +146,16 @@ struct Script {
   bool synced = true;
   bool rebuilt = false;
   DdpHostCosts ddpHost;  // the DDP host costs by term (ScriptBuilder::countHostCosts)
+  // The host's work by phase (ScriptBuilder::addOp): each op's host cost and each host op's
+  // work, in the phase set by the first backward and the first optimizer op so far.
+  HostPhaseWork hostWork;
   void clear() {
     ops.clear();
     collectives.clear();
     synced = true;
     rebuilt = false;
     ddpHost = DdpHostCosts{};
+    hostWork = HostPhaseWork{};
   }
 };
 
@@ -240,6 +244,7 @@ class ScriptBuilder final : public ddp::ReducerActions {
   std::vector<char> m_unusedMark;
   HostCosts m_host;
   int m_launches = 0, m_hooks = 0, m_copyBacks = 0, m_waits = 0;  // this script's DDP events
+  bool m_backwardSeen = false;  // addOp: the host work now goes to the backward phase
 };
 
 // Ranks whose layers' UsePattern.ranks agree: one Reducer, one script per iteration.

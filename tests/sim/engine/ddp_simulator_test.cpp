@@ -160,6 +160,12 @@ TEST(DdpSimulatorTest, PerOpHostCostsSetAHostBoundStep) {
   EXPECT_TRUE(r.summary.hostPerOp);
   EXPECT_EQ(r.summary.hostProfile, "test");
   EXPECT_GT(r.summary.hostStall.count(), hostNs / 2);
+  // The host's own work by phase: the step's work and the dispatch in forward, the autograd
+  // nodes and accumulations in backward, the optimizer's step.
+  EXPECT_EQ(r.summary.hostWork.forward.count(), 50000 + 6 * (10000 + 5000));
+  EXPECT_EQ(r.summary.hostWork.backward.count(), 6 * (4 * 8000 + 2 * 2000));
+  EXPECT_EQ(r.summary.hostWork.optimizer.count(), 30000);
+  EXPECT_EQ(r.summary.hostWork.total().count(), hostNs);
   // Plain training on the same host: the same host work without DDP (no copies here cost it).
   EXPECT_TRUE(r.summary.plainSimulated);
   EXPECT_EQ(r.summary.plainStep.count(), hostNs + compute.optimizerNs);
@@ -261,6 +267,15 @@ TEST(DdpSimulatorTest, HostWorkRunsOnPyTorchsTwoThreadsAndEveryKernelCarriesItsL
   EXPECT_GT(launched, 0u);
   // Kernels of 100 ns behind microseconds of dispatch: the GPU waits for nearly every launch.
   EXPECT_GT(waitedForHost, launched / 2);
+  // DDP's host work by phase: its forward wrapper in forward; its hooks, allreduce launches,
+  // finalize wait and copy-backs in backward.
+  const DdpHostCosts& ddp = r.summary.ddpHost;
+  EXPECT_EQ(r.summary.hostWork.forward.count(),
+            50000 + 6 * (10000 + 5000) + ddp.stepOverhead.count());
+  EXPECT_EQ(r.summary.hostWork.backward.count(),
+            6 * (4 * 8000 + 2 * 2000) + (ddp.total() - ddp.stepOverhead).count());
+  EXPECT_GT(ddp.allreduceLaunch.count(), 0);
+  EXPECT_EQ(r.summary.hostWork.optimizer.count(), 30000);
   // CPU ranks launch nothing ahead: the host is the stream, no launch is recorded.
   options.host->runsAhead = false;
   const SimResult cpu = run(model, options, compute, comm, kNoContention, layoutOf(1, 2));
