@@ -590,8 +590,7 @@ nlohmann::json calibratedClusterJson(const nlohmann::json& base, const ClusterSp
   if (!spec.device.kernelFit.empty()) {
     const KernelFit& fit = spec.device.kernelFit;
     nlohmann::json out = {{"dtype", fit.dtype}, {"source", fit.source}};
-    for (const auto& entry : fit.classes) {
-      const auto& [kernelClass, passes] = entry;
+    for (const auto& [kernelClass, passes] : fit.classes) {
       const bool byFlops = timedByFlops(kernelClass);
       for (int pass = 0; pass < 2; ++pass) {
         if (!passes[pass]) continue;
