@@ -8,7 +8,8 @@
 //   8  without bit 2: read the model off the first trace (traces/kineto_model.h) and name the
 //      spans by its layers; a model read must tie its parameters to its layers or to none, and
 //      its model JSON must load or be refused with a message
-// An accepted import must produce the ranks it reports, and `import-torch`'s summary of it.
+// An accepted import must produce the ranks it reports, and `import-torch`'s summary of it; a
+// GPU it names (deviceProperties) has a name, SMs and a compute capability, and reads back.
 // Every rank's bytes also go through the host-facts reader (sim/replay/trace_host_facts.h) with
 // that model's layer names: an error has a message, facts are one object per step.
 #include <cstdint>
@@ -23,6 +24,7 @@
 #include "sim/api/import_request.h"
 #include "sim/replay/trace_host_facts.h"
 #include "traces/kineto_import.h"
+#include "traces/traced_gpu.h"
 
 namespace {
 
@@ -82,6 +84,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
              "the report's ranks differ from the timeline's");
   FUZZ_CHECK(report.ranks.size() <= inputs.size(), "more ranks than files");
   (void)traces::summarizeImport(*timeline);
+  if (report.gpu) {  // read off deviceProperties: named, with SMs, and its metadata reads back
+    FUZZ_CHECK(!report.gpu->name.empty() && report.gpu->smCount > 0 && report.gpu->computeMajor > 0,
+               "a GPU without a name, SMs or a compute capability");
+    auto back = traces::parseTracedGpuJson(traces::tracedGpuJson(*report.gpu), "gpu");
+    FUZZ_CHECK(
+        back.isOk() && back->name == report.gpu->name && back->smCount == report.gpu->smCount,
+        "the GPU's metadata does not read back");
+  }
   if (report.traceModel) {
     const traces::TraceModel& traced = *report.traceModel;
     FUZZ_CHECK(options.readModel, "a model read without readModel");

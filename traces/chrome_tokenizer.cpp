@@ -313,6 +313,13 @@ bool TraceSaxHandler::startContainer(bool isObject) {
       } else if (isObject && m_key == "distributedInfo") {
         m_trace.singleRank = true;
         m_stack.push_back(Ctx::kDistInfo);
+      } else if (!isObject && m_key == "deviceProperties") {
+        // Kineto's GPUs (name, SM count, compute capability, memory): kept as JSON text in the
+        // metadata, for the import to say which GPU the kernels ran on.
+        beginCapture();
+        m_capture += '[';
+        m_captureLevels.emplace_back(false, true);
+        m_captureDepth = 1;
       } else {
         m_skipDepth = 1;
       }

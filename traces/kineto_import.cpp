@@ -1104,6 +1104,22 @@ struct ImportState {
   std::map<std::string, int64_t> computeDtypes;  // matrix products and convolutions by dtype
 };
 
+// The GPU `source`'s kernels ran on (KinetoImportReport::gpu).
+std::optional<TracedGpu> readTracedGpu(const Timeline& source) {
+  const std::optional<std::string_view> text = source.metadata().getString("deviceProperties");
+  if (!text) return std::nullopt;
+  std::optional<int64_t> device;  // the first kernel's
+  for (const Lane& lane : source.rank(0).lanes) {
+    for (const Span& span : lane.spans) {
+      if (span.args.getString("cat") != std::optional<std::string_view>("kernel")) continue;
+      device = span.args.getInt("device");
+      break;
+    }
+    if (device) break;
+  }
+  return tracedGpuOfDeviceProperties(*text, device);
+}
+
 // The refusal of a source that is no single-rank Kineto trace; ok otherwise.
 Status checkKinetoSource(const std::string& path, const Timeline& source,
                          const ChromeReadReport& readReport) {
@@ -1232,7 +1248,10 @@ Status importSource(const std::string& path, size_t fileCount, const Timeline& s
   if (auto b = source.metadata().getString("backend")) state.backend = std::string(*b);
   state.ddpSeen = state.ddpSeen || hasDdpWork(source.rank(0));
   tallyComputeDtypes(source.rank(0), state.computeDtypes);
-  if (state.builds.empty()) state.report.inputs = readTraceInputs(source.rank(0));
+  if (state.builds.empty()) {
+    state.report.inputs = readTraceInputs(source.rank(0));
+    state.report.gpu = readTracedGpu(source);
+  }
   const int rank = source.rank(0).rank;
   if (auto it = state.fileOfRank.find(rank); it != state.fileOfRank.end()) {
     return invalidArgument(path + ": rank " + std::to_string(rank) +
@@ -1378,6 +1397,7 @@ Timeline startImportTimeline(int64_t world, ImportState& state) {
   meta.set("world_size", world);
   if (!state.backend.empty()) meta.set("backend", state.backend);
   recordComputeDtype(state, meta);
+  if (report.gpu) meta.set("gpu", tracedGpuJson(*report.gpu));
   nlohmann::json files = nlohmann::json::array();
   for (auto& b : state.builds) {
     files.push_back(b.file);

@@ -61,6 +61,7 @@
 #include "traces/kineto_model.h"
 #include "traces/overlap.h"
 #include "traces/timeline.h"
+#include "traces/traced_gpu.h"
 
 namespace ddpscope::traces {
 
@@ -135,6 +136,10 @@ struct KinetoImportReport {
     std::optional<int64_t> batch, seqLen, imageSize;
     std::string op;
   } inputs;
+  // The GPU the lowest rank's kernels ran on, from its trace's deviceProperties (the entry
+  // whose id is its first kernel's "device"; the only GPU type when they are all alike). Empty
+  // for a CPU trace or one without deviceProperties.
+  std::optional<TracedGpu> gpu;
   std::vector<std::string> notes;  // one line each
 };
 
@@ -145,7 +150,8 @@ std::optional<int64_t> kinetoDtypeBytes(std::string_view dtype);
 // Reads the per-rank traces (plain or gzip) and builds the Timeline described above.
 // Metadata: source "pytorch-profiler", world_size, backend (when known), files (a JSON array
 // text, in rank order), dtype (bf16 / fp16 / fp32: the first input type of most of the job's
-// matrix products and convolutions, when the trace was recorded with record_shapes=True).
+// matrix products and convolutions, when the trace was recorded with record_shapes=True), gpu
+// (the report's gpu, when known: traces/traced_gpu.h).
 StatusOr<Timeline> importKinetoTraces(const std::vector<std::string>& paths,
                                       const KinetoImportOptions& options = {},
                                       KinetoImportReport* report = nullptr);

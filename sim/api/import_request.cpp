@@ -196,6 +196,11 @@ StatusOr<TorchImport> importTorchTraces(
   options.progress = std::move(progress);
   ASSIGN_OR_RETURN(traces::Timeline timeline,
                    traces::importKinetoTraces(tracePaths, options, &result.report));
+  if (const std::optional<traces::TracedGpu>& gpu = result.report.gpu) {
+    result.report.notes.push_back("kernels ran on " + gpu->describe() +
+                                  ": replay and --compute-from on a cluster of another GPU carry "
+                                  "them there");
+  }
   // Run settings the profiler does not record, for replay / calibrate (otherData keys of
   // `ddpscope run` traces).
   if (auto name = values.value("model")) timeline.mutableMetadata().set("model", *name);
@@ -297,6 +302,14 @@ nlohmann::json importTorchJson(const TorchImport& result) {
                                {"bytes", m.totalBytes()},
                                {"layers", m.layers.size()},
                                {"layers_from", report.traceModel->fromRanges ? "ranges" : "ops"}};
+  }
+  out["gpu"] = nullptr;
+  if (const std::optional<traces::TracedGpu>& gpu = report.gpu) {
+    out["gpu"] = {{"name", gpu->name},
+                  {"compute_capability",
+                   std::to_string(gpu->computeMajor) + "." + std::to_string(gpu->computeMinor)},
+                  {"sm_count", gpu->smCount},
+                  {"memory_bytes", gpu->memoryBytes}};
   }
   out["notes"] = report.notes;
   return out;
