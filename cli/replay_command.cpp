@@ -71,7 +71,10 @@ Status runReplayCommand(const std::vector<std::string>& argvIn, CommandIo io) {
       "record_shapes=True). A GPU trace imported with its layers named also replays on the\n"
       "host lane from its own host facts: as profiled, without the profiler, and the what-if\n"
       "without the profiler (the profiler's own cost fitted to --unprofiled-step-ms, else from\n"
-      "--host-profile, else h100-torch211's); --host-profile-out writes that host profile.");
+      "--host-profile, else h100-torch211's); --host-profile-out writes that host profile.\n"
+      "A GPU trace's kernels ran on the GPU its deviceProperties name: on a --cluster of another\n"
+      "GPU (or at another --dtype) the what-if carries each layer's kernels there by the ratio of\n"
+      "the two GPUs' rooflines; the run's own settings replay on the traced GPU.");
   parser.options(sim::replaySettingList());
   addTraceOutputFlags(parser, "write the what-if's simulated trace here");
   parser
@@ -160,6 +163,7 @@ Status runReplayCommand(const std::vector<std::string>& argvIn, CommandIo io) {
     shown.options = report.whatIfOptions;
     io.out << "what-if: "
            << formatSimSummary(shown, report.whatIfLayout, report.whatIfResult->summary);
+    if (!report.carried.empty()) io.out << "  " << report.carried << "\n";
     std::snprintf(line, sizeof(line), "  %-22s %+12.2f %%\n", "vs measured step",
                   report.whatIfVsMeasuredPercent);
     io.out << line;
@@ -167,7 +171,8 @@ Status runReplayCommand(const std::vector<std::string>& argvIn, CommandIo io) {
   if (report.hostLane) {
     const sim::ReplayReport::HostLane& lane = *report.hostLane;
     io.out << "host lane (the trace's host facts, " << lane.steps
-           << " profiled step(s); each layer's kernels as measured):\n";
+           << " profiled step(s); each layer's kernels as measured"
+           << (report.carried.empty() ? "" : ", in the what-if carried as above") << "):\n";
     std::snprintf(line, sizeof(line), "  %-40s %10.3f ms   (%+.2f %%)\n",
                   "own settings, host as profiled", lane.profiled.toMillis(),
                   lane.profiledErrorPercent);

@@ -31,6 +31,7 @@ constexpr const char* kDefaultProfilerProfile = "h100-torch211";
 // ReplayReport::HostLane (its comment) from the profile's host facts; nullopt with a note when
 // the trace has none or they do not cover the model.
 StatusOr<std::optional<ReplayReport::HostLane>> hostLaneReplay(const ReplayReport& r,
+                                                               const ClusterSpec& ownCluster,
                                                                const SimOptions& own,
                                                                const WorldLayout& ownLayout,
                                                                std::vector<std::string>& notes) {
@@ -56,7 +57,7 @@ StatusOr<std::optional<ReplayReport::HostLane>> hostLaneReplay(const ReplayRepor
     facts.measuredMs["ddp-default"] = {*r.unprofiledStepMs};
     auto simulateOwn = [&](const replay::HostFacts& f,
                            const HostProfile& p) -> StatusOr<replay::HostSimulation> {
-      ASSIGN_OR_RETURN(SimResult s, replay::simulateWithHostFacts(f, req.model, req.cluster,
+      ASSIGN_OR_RETURN(SimResult s, replay::simulateWithHostFacts(f, req.model, ownCluster,
                                                                   ownLayout, options, p));
       return replay::HostSimulation{s.summary.plainStep.toMillis(), s.summary.stepTime.toMillis()};
     };
@@ -82,11 +83,11 @@ StatusOr<std::optional<ReplayReport::HostLane>> hostLaneReplay(const ReplayRepor
   const HostProfile asProfiled = replay::hostProfileFromFacts({&facts}, HostProfile{});
   ASSIGN_OR_RETURN(
       SimResult profiled,
-      replay::simulateWithHostFacts(facts, req.model, req.cluster, ownLayout, options, asProfiled));
+      replay::simulateWithHostFacts(facts, req.model, ownCluster, ownLayout, options, asProfiled));
   lane.profiled = profiled.summary.stepTime;
   lane.profiledErrorPercent = percentError(lane.profiled, r.measuredStep);
   ASSIGN_OR_RETURN(SimResult unprofiled,
-                   replay::simulateWithHostFacts(facts, req.model, req.cluster, ownLayout, options,
+                   replay::simulateWithHostFacts(facts, req.model, ownCluster, ownLayout, options,
                                                  lane.profile));
   lane.unprofiled = unprofiled.summary.stepTime;
   lane.unprofiledPlain = unprofiled.summary.plainStep;
@@ -134,21 +135,42 @@ StatusOr<ReplayReport> runReplay(const SettingValues& values, bool recordTrace) 
   const replay::MeasuredProfile& profile = req.measured->profile;
   const replay::RunSettings& run = profile.settings;
 
-  // 1. The run's own settings.
-  ASSIGN_OR_RETURN(WorldLayout ownLayout,
-                   makeWorldLayout(req.cluster, std::nullopt, run.worldSize));
+  // 1. The run's own settings, on the GPU and at the precision the trace ran at: a cluster of
+  // another GPU, or another --dtype, carries the kernels in the what-if only (KernelCarry).
+  ClusterSpec ownCluster = req.cluster;
+  const ComputeModel* ownCompute = req.compute.get();
+  std::unique_ptr<replay::MeasuredComputeModel> asTraced;
+  if (values.has("cluster")) {
+    ASSIGN_OR_RETURN(std::unique_ptr<replay::KernelCarry> carry,
+                     replay::KernelCarry::create(profile.gpu, run.dtype, req.cluster.device,
+                                                 req.options.dtype, r.trace));
+    if (carry) {
+      r.carried = carry->describe();
+      if (!replay::isTracedGpu(*profile.gpu, req.cluster.device)) {
+        ownCluster.device = *replay::builtinDeviceOf(*profile.gpu);
+      }
+      replay::MeasuredComputeOptions mo;
+      mo.contentionSlowdown =
+          req.options.contentionSlowdown.value_or(req.cluster.contentionSlowdown);
+      ASSIGN_OR_RETURN(asTraced, replay::MeasuredComputeModel::create(profile, req.model,
+                                                                      ownCluster.device, mo));
+      ownCompute = asTraced.get();
+    }
+  }
+  ASSIGN_OR_RETURN(WorldLayout ownLayout, makeWorldLayout(ownCluster, std::nullopt, run.worldSize));
   SimOptions own = replay::ownSettingsOptions(profile);
   own.contentionSlowdown = req.options.contentionSlowdown;
   r.rankMaxFactor = profile.rankMaxFactor;
-  ASSIGN_OR_RETURN(r.own, replay::predictStep(req.model, req.cluster, ownLayout, own,
-                                              req.compute.get(), r.rankMaxFactor));
+  ASSIGN_OR_RETURN(r.own, replay::predictStep(req.model, ownCluster, ownLayout, own, ownCompute,
+                                              r.rankMaxFactor));
   r.measuredStep = profile.measuredStep;
   r.ownErrorPercent = percentError(r.own.step, r.measuredStep);
 
   // 2. The what-if: the trace's settings, with every given setting applied.
   r.whatIf = ddp::anyDdpSetting(values, simulationDdpSettings(/*sweep=*/false));
   for (const char* name : kWhatIfSettings) r.whatIf |= values.has(name);
-  r.whatIfOptions = req.options;  // DDP settings: the run's own, changed by the settings given
+  r.whatIf |= !r.carried.empty();  // another GPU or precision is a what-if of its own
+  r.whatIfOptions = req.options;   // DDP settings: the run's own, changed by the settings given
   if (!values.has("sync-batchnorm")) r.whatIfOptions.syncBatchNorm = run.syncBatchNorm;
   ASSIGN_OR_RETURN(const LayoutSettings layout, parseLayoutSettings(values, run.worldSize));
   ASSIGN_OR_RETURN(r.whatIfLayout, makeWorldLayout(req.cluster, layout.nodes, layout.worldSize));
@@ -160,7 +182,7 @@ StatusOr<ReplayReport> runReplay(const SettingValues& values, bool recordTrace) 
   if (values.has("unprofiled-step-ms")) {
     ASSIGN_OR_RETURN(r.unprofiledStepMs, values.positiveDouble("unprofiled-step-ms", 0));
   }
-  ASSIGN_OR_RETURN(r.hostLane, hostLaneReplay(r, own, ownLayout, r.notes));
+  ASSIGN_OR_RETURN(r.hostLane, hostLaneReplay(r, ownCluster, own, ownLayout, r.notes));
   if (r.unprofiledStepMs && !r.hostLane) {
     return invalidArgument("--unprofiled-step-ms: " + r.trace + " has no host lane to calibrate (" +
                            (r.notes.empty() ? std::string("no host facts: import a GPU trace "
@@ -218,6 +240,7 @@ nlohmann::json replayJson(const ReplayReport& r) {
     h["host_profile"] = hostProfileJson(lane.profile);
     out["host_lane"] = std::move(h);
   }
+  out["kernels_carried"] = r.carried.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.carried);
   out["notes"] = r.notes;
   return out;
 }

@@ -36,6 +36,10 @@ struct ReplayReport {
   WorldLayout whatIfLayout;
   std::optional<SimResult> whatIfResult;  // also set without a what-if when recordTrace
   double whatIfVsMeasuredPercent = 0;
+  // The what-if's kernels carried to another GPU or precision than the trace's
+  // (KernelCarry::describe); empty when they are used as measured. The run's own settings
+  // always replay on the traced GPU.
+  std::string carried;
 
   // The host lane, from the host facts of a GPU trace imported with --model
   // (sim/replay/trace_host_facts.h): each layer's kernels as measured, the host's per-event
@@ -75,7 +79,8 @@ StatusOr<ReplayReport> runReplay(const SettingValues& values, bool recordTrace);
 // "host_lane" (with host facts: profiled_step_ms, profiled_error_percent, unprofiled_step_ms,
 // unprofiled_plain_step_ms, what_if_unprofiled_step_ms, unprofiled_host_work_ms and
 // what_if_unprofiled_host_work_ms ({forward, backward, optimizer, total}), profiler_from,
-// profiler_calibrated, steps, host_profile), "notes"}.
+// profiler_calibrated, steps, host_profile), "kernels_carried" (ReplayReport::carried, null
+// when as measured), "notes"}.
 nlohmann::json replayJson(const ReplayReport& report);
 
 }  // namespace ddpscope::sim

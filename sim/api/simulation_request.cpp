@@ -275,14 +275,22 @@ StatusOr<SimulationRequest> parseSimulationRequest(const SettingValues& args, bo
     if (!counted.isOk()) return noHostLane(counted.status().message());
     ASSIGN_OR_RETURN(std::unique_ptr<RooflineComputeModel> scaler,
                      RooflineComputeModel::create(req.cluster.device, read->facts.dtype));
-    req.compute = replay::hostFactsComputeModel(read->facts, *counted, std::move(scaler),
-                                                replay::hostFactsInputs(read->facts));
+    ASSIGN_OR_RETURN(std::unique_ptr<replay::KernelCarry> carry,
+                     replay::KernelCarry::create(read->facts.gpu, read->facts.dtype,
+                                                 req.cluster.device, o.dtype, *computeFrom));
+    req.compute =
+        replay::hostFactsComputeModel(read->facts, *counted, std::move(scaler),
+                                      replay::hostFactsInputs(read->facts), std::move(carry));
     req.model = *std::move(counted);
     req.measured = std::make_shared<const replay::LoadedProfile>(std::move(loaded));
     return req;
   }
   replay::MeasuredComputeOptions mo;
   mo.contentionSlowdown = o.contentionSlowdown.value_or(req.cluster.contentionSlowdown);
+  // Another GPU or precision than the trace's: its kernels are carried there. Without
+  // --cluster the cluster is the trace's own machine.
+  mo.dtype = o.dtype;
+  mo.carryToDevice = args.has("cluster");
   ASSIGN_OR_RETURN(
       std::unique_ptr<replay::MeasuredComputeModel> compute,
       replay::MeasuredComputeModel::create(loaded.profile, loaded.model, req.cluster.device, mo));

@@ -1,5 +1,6 @@
 #include "sim/cost/cluster.h"
 
+#include <cmath>
 #include <map>
 #include <mutex>
 #include <string>
@@ -131,6 +132,27 @@ StatusOr<ClusterSpec> loadBuiltinCluster(std::string_view name) {
   ASSIGN_OR_RETURN(ClusterText text, builtinClusterText(name));
   ASSIGN_OR_RETURN(ClusterSpec spec, parseClusterJson(text.json, text.origin));
   return parsed.emplace(std::string(name), std::move(spec)).first->second;
+}
+
+std::optional<GpuArch> gpuArchOfComputeCapability(int major, int minor) {
+  if (major == 7 && minor == 0) return GpuArch::kVolta;
+  if (major == 8 && minor == 0) return GpuArch::kAmpere;
+  if (major == 9 && minor == 0) return GpuArch::kHopper;
+  if (major == 10 && minor == 0) return GpuArch::kBlackwell;
+  return std::nullopt;
+}
+
+std::optional<DeviceSpec> builtinDeviceOf(GpuArch arch, int smCount, double memoryGB) {
+  std::optional<DeviceSpec> best;
+  for (const std::string& name : builtinClusterNames()) {
+    StatusOr<ClusterSpec> cluster = loadBuiltinCluster(name);
+    if (!cluster.isOk()) continue;  // the built-ins' own tests load every one
+    const DeviceSpec& d = cluster->device;
+    if (d.arch != arch || d.smCount != smCount) continue;
+    // Nearest memory; a tie keeps the first by name.
+    if (!best || std::abs(d.memoryGB - memoryGB) < std::abs(best->memoryGB - memoryGB)) best = d;
+  }
+  return best;
 }
 
 StatusOr<ClusterSpec> loadClusterFile(const std::string& path) {

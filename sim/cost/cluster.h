@@ -234,6 +234,15 @@ std::vector<std::string> builtinClusterNames();
 std::string_view builtinClusterJson(std::string_view name);
 StatusOr<ClusterSpec> loadBuiltinCluster(std::string_view name);
 
+// The architecture of a CUDA compute capability as the built-in devices know them: 7.0 Volta,
+// 8.0 Ampere (GA100; the GA10x parts, 8.6 and 8.7, are other GPUs), 9.0 Hopper, 10.0 Blackwell;
+// nullopt for any other.
+std::optional<GpuArch> gpuArchOfComputeCapability(int major, int minor);
+// The built-in cluster device with this architecture and SM count and, among those, the memory
+// size nearest `memoryGB` (an A100 40 GB is taken as the 80 GB's A100: the same SMs, clocks and
+// tensor cores, 1.56 against 2.04 TB/s); nullopt when none has them.
+std::optional<DeviceSpec> builtinDeviceOf(GpuArch arch, int smCount, double memoryGB);
+
 // The setting that names a cluster: "cluster", a built-in name or a cluster JSON file (a
 // built-in name wins; then any text base/setting_values.h looksLikeFile reads as a file).
 std::vector<SettingSpec> clusterSettingList();

@@ -286,8 +286,18 @@ StatusOr<std::vector<RunDeviceTimes>> readDeviceTimes(const std::vector<ProfileR
                                                       const DeviceSpec& device, double contention) {
   std::vector<RunDeviceTimes> out;
   for (const ProfileRef& run : runs) {
-    auto measured = MeasuredComputeModel::create(*run.profile, *run.model, device,
-                                                 {contention, CrossRank::kMean, true});
+    if (const std::optional<traces::TracedGpu>& gpu = run.profile->gpu;
+        gpu && device.arch != GpuArch::kCpu && !isTracedGpu(*gpu, device)) {
+      // (A CPU device stands for the trace's own machine: replay's self-calibrated cluster.)
+      return invalidArgument(run.profile->origin + ": its kernels ran on " + gpu->describe() +
+                             ", not on the cluster's " + device.name +
+                             ": calibrate fits a GPU's compute to kernels measured on it "
+                             "(calibrate a cluster whose device is that GPU; replay and "
+                             "--compute-from carry measured kernels to another GPU)");
+    }
+    MeasuredComputeOptions options{contention, CrossRank::kMean, true};
+    options.carryToDevice = false;
+    auto measured = MeasuredComputeModel::create(*run.profile, *run.model, device, options);
     if (!measured.isOk()) continue;
     RunDeviceTimes r{run, *std::move(measured), std::nullopt};
     ASSIGN_OR_RETURN(r.kernels, gpuKernelTimes(*run.profile, *run.model, *r.measured));

@@ -59,15 +59,16 @@ class FactsCompute final : public ComputeModel {
         m_optimizer(optimizer),
         m_trace(std::move(trace)) {}
   // Other inputs than the trace's (`measured`) scale each layer by `scaler`'s ratio.
-  void scaleWith(std::unique_ptr<RooflineComputeModel> scaler,
-                 const models::ModelInputs& measured) {
+  void scaleWith(std::unique_ptr<RooflineComputeModel> scaler, const models::ModelInputs& measured,
+                 std::unique_ptr<KernelCarry> carry) {
     m_scaler = std::move(scaler);
     m_measured = measured;
+    m_carry = std::move(carry);
   }
   std::vector<LayerTimes> layerTimes(const models::ModelSpec& model,
                                      const models::ModelInputs& inputs) const override {
     if (!m_scaler) return m_times;
-    return scaleToInputs(m_times, model, *m_scaler, m_measured, inputs);
+    return scaleToInputs(m_times, model, *m_scaler, m_measured, inputs, m_carry.get());
   }
   Nanos copyTime(int64_t) const override { return m_copy; }
   Nanos optimizerTime(int64_t) const override { return m_optimizer; }
@@ -80,6 +81,7 @@ class FactsCompute final : public ComputeModel {
   std::string m_trace;
   std::unique_ptr<RooflineComputeModel> m_scaler;
   models::ModelInputs m_measured;
+  std::unique_ptr<KernelCarry> m_carry;
 };
 
 double positive(double us) {
@@ -208,6 +210,7 @@ StatusOr<std::optional<ProfileHostFacts>> hostFactsOfProfile(const MeasuredProfi
   facts.seqLen = inputs.seqLen;
   facts.imageSize = inputs.imageSize;
   facts.dtype = profile.settings.dtype;
+  facts.gpu = profile.gpu;
   RETURN_IF_ERROR(addHostFactsSteps(steps != nullptr ? *steps : Json(), origin, "steps", facts));
   out.steps = static_cast<int>(steps->size());
   return std::optional<ProfileHostFacts>(std::move(out));
@@ -242,7 +245,8 @@ StatusOr<models::ModelSpec> withHostFactsOps(models::ModelSpec model, const Host
 std::unique_ptr<ComputeModel> hostFactsComputeModel(const HostFacts& facts,
                                                     const models::ModelSpec& model,
                                                     std::unique_ptr<RooflineComputeModel> scaler,
-                                                    const models::ModelInputs& measured) {
+                                                    const models::ModelInputs& measured,
+                                                    std::unique_ptr<KernelCarry> carry) {
   std::vector<LayerTimes> times;
   for (const models::LayerSpec& layer : model.layers) {
     auto it = facts.layers.find(layer.name);
@@ -274,7 +278,7 @@ std::unique_ptr<ComputeModel> hostFactsComputeModel(const HostFacts& facts,
   auto compute = std::make_unique<FactsCompute>(
       std::move(times), copy, Nanos::fromMicrosDouble(facts.term("optimizer").kernelUs),
       facts.trace);
-  if (scaler) compute->scaleWith(std::move(scaler), measured);
+  if (scaler) compute->scaleWith(std::move(scaler), measured, std::move(carry));
   return compute;
 }
 
@@ -357,8 +361,11 @@ StatusOr<SimResult> simulateWithHostFacts(const HostFacts& facts, const models::
   ASSIGN_OR_RETURN(std::unique_ptr<RooflineComputeModel> scaler,
                    RooflineComputeModel::create(cluster.device,
                                                 facts.dtype.empty() ? options.dtype : facts.dtype));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<KernelCarry> carry,
+      KernelCarry::create(facts.gpu, facts.dtype, cluster.device, options.dtype, facts.trace));
   std::unique_ptr<ComputeModel> compute =
-      hostFactsComputeModel(facts, counted, std::move(scaler), measured);
+      hostFactsComputeModel(facts, counted, std::move(scaler), measured, std::move(carry));
   HostModel host;
   host.profile = profile;
   host.runsAhead = true;

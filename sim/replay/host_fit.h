@@ -45,6 +45,7 @@
 #include "sim/cost/cluster.h"
 #include "sim/cost/host_profile.h"
 #include "sim/engine/ddp_simulator.h"
+#include "sim/replay/measured_compute_model.h"
 #include "sim/replay/measured_profile.h"
 
 namespace ddpscope::sim::replay {
@@ -66,6 +67,9 @@ struct HostFacts {
   std::string trace;  // repository-relative path of the trace
   int64_t batch = 0, seqLen = 0, imageSize = 0;
   std::string dtype;  // the kit's ("bf16": autocast)
+  // The GPU the kernels ran on (an imported trace's MeasuredProfile::gpu): simulateWithHostFacts
+  // carries them to another cluster's GPU (KernelCarry). Empty: the cluster's GPU.
+  std::optional<traces::TracedGpu> gpu;
   double stepUs = 0, events = 0, kernelUs = 0, moduleCalls = 0;
   std::map<std::string, HostWork> terms;                  // host_facts.py's terms
   std::map<std::string, LayerHostFacts> layers;           // by zoo layer name ("unattributed" too)
@@ -106,11 +110,12 @@ models::ModelInputs hostFactsInputs(const HostFacts& facts);
 // layer's forward, the backward kernels no layer owns to its backward), DDP's copy kernels and the
 // optimizer's. With `scaler`, inputs other than `measured` (the trace's) scale each layer's times
 // by the scaler's ratio for that layer and pass (scaleToInputs); without it, and for the copies
-// and the optimizer, they stay as measured at any inputs.
+// and the optimizer, they stay as measured at any inputs. With `carry` (another GPU or
+// precision) the layers' times take its ratio instead of the scaler's.
 std::unique_ptr<ComputeModel> hostFactsComputeModel(
     const HostFacts& facts, const models::ModelSpec& model,
     std::unique_ptr<RooflineComputeModel> scaler = nullptr,
-    const models::ModelInputs& measured = {});
+    const models::ModelInputs& measured = {}, std::unique_ptr<KernelCarry> carry = nullptr);
 
 // The per-event terms of the header comment at given profiler terms (its profiler* fields).
 HostProfile hostProfileFromFacts(const std::vector<const HostFacts*>& facts,
@@ -128,7 +133,8 @@ StatusOr<HostSimulation> simulateHostFacts(const HostFacts& facts, const Cluster
 // `profile` on `cluster` at `layout`; `options` (inputs, dtype, DDP settings, plain training)
 // are the caller's, the host runs ahead of the GPU. At inputs other than the facts' (their
 // batch, seqLen, imageSize; the model's defaults where 0) each layer's kernels scale by
-// `cluster`'s compute model at the facts' dtype (hostFactsComputeModel).
+// `cluster`'s compute model at the facts' dtype (hostFactsComputeModel); on a cluster whose GPU
+// is not the facts' gpu, or at another options.dtype, they are carried (KernelCarry).
 StatusOr<SimResult> simulateWithHostFacts(const HostFacts& facts, const models::ModelSpec& model,
                                           const ClusterSpec& cluster, const WorldLayout& layout,
                                           SimOptions options, const HostProfile& profile);

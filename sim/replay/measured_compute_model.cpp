@@ -72,7 +72,7 @@ std::vector<double> aggregateLayers(const std::vector<std::vector<LayerSample>>&
   return out;
 }
 
-double ratio(Nanos now, Nanos then) {
+double timeRatio(Nanos now, Nanos then) {
   if (then.count() <= 0 || now.count() <= 0) return 1.0;
   return static_cast<double>(now.count()) / static_cast<double>(then.count());
 }
@@ -107,6 +107,10 @@ StatusOr<std::unique_ptr<MeasuredComputeModel>> MeasuredComputeModel::create(
   m->m_modelName = model.name;
   m->m_origin = profile.origin;
   m->m_measuredInputs = replay::measuredInputs(profile, model);
+  if (options.carryToDevice) {
+    ASSIGN_OR_RETURN(m->m_carry, KernelCarry::create(profile.gpu, profile.settings.dtype, device,
+                                                     options.dtype, profile.origin));
+  }
   const double c = options.contentionSlowdown;
   const std::vector<double> fwd =
       aggregateLayers(profile.forward, c, options.crossRank, options.deviceTimes);
@@ -139,33 +143,126 @@ StatusOr<std::unique_ptr<MeasuredComputeModel>> MeasuredComputeModel::create(
   return m;
 }
 
+std::optional<DeviceSpec> builtinDeviceOf(const traces::TracedGpu& gpu) {
+  const std::optional<GpuArch> arch =
+      gpuArchOfComputeCapability(gpu.computeMajor, gpu.computeMinor);
+  if (!arch) return std::nullopt;
+  return sim::builtinDeviceOf(*arch, gpu.smCount, static_cast<double>(gpu.memoryBytes) / 1e9);
+}
+
+bool isTracedGpu(const traces::TracedGpu& gpu, const DeviceSpec& device) {
+  if (const std::optional<DeviceSpec> builtin = builtinDeviceOf(gpu)) {
+    return builtin->name == device.name;
+  }
+  return gpuArchOfComputeCapability(gpu.computeMajor, gpu.computeMinor) == device.arch &&
+         device.smCount == gpu.smCount;
+}
+
+LayerTimes KernelCarry::Side::time(const models::LayerSpec& layer,
+                                   const models::ModelInputs& inputs) const {
+  const bool tf32 = conv && kernelClassOf(layer.type) == "conv";
+  return (tf32 ? *conv : *main).layerTime(layer, inputs);
+}
+
+StatusOr<std::unique_ptr<KernelCarry>> KernelCarry::create(
+    const std::optional<traces::TracedGpu>& traced, const std::string& runDtype,
+    const DeviceSpec& to, const std::string& dtype, const std::string& origin) {
+  if (!traced) return std::unique_ptr<KernelCarry>();
+  const std::string fromDtype = runDtype.empty() ? "fp32" : runDtype;
+  const std::string toDtype = dtype.empty() ? fromDtype : dtype;
+  if (to.arch == GpuArch::kCpu) {
+    return invalidArgument(origin + ": its kernels ran on " + traced->describe() +
+                           "; the cluster's device " + to.name +
+                           " is a CPU, to which GPU kernel times cannot be carried (give a GPU "
+                           "cluster)");
+  }
+  const std::optional<DeviceSpec> builtin = builtinDeviceOf(*traced);
+  const bool sameGpu = isTracedGpu(*traced, to);
+  if (sameGpu && toDtype == fromDtype) return std::unique_ptr<KernelCarry>();
+  if (!sameGpu && !builtin) {
+    return invalidArgument(origin + ": its kernels ran on " + traced->describe() +
+                           ", which no built-in device describes, so their times cannot be "
+                           "carried to " +
+                           to.name +
+                           " (give a cluster whose device is that GPU: its kernel times are "
+                           "then used as measured)");
+  }
+  // Each side's specs without its kernel fit.
+  auto side = [&origin](DeviceSpec device, const std::string& sideDtype) -> StatusOr<Side> {
+    device.kernelFit = KernelFit{};
+    Side out;
+    auto roofline = [&](const std::string& dt) -> StatusOr<std::unique_ptr<RooflineComputeModel>> {
+      StatusOr<std::unique_ptr<RooflineComputeModel>> r = RooflineComputeModel::create(device, dt);
+      if (!r.isOk()) {
+        return invalidArgument(origin +
+                               ": carrying its kernel times to another GPU or "
+                               "precision: " +
+                               device.name + " at " + dt + ": " + r.status().message());
+      }
+      return r;
+    };
+    ASSIGN_OR_RETURN(out.main, roofline(sideDtype));
+    if (sideDtype == "fp32" && device.peakTflops.count("tf32") > 0) {
+      ASSIGN_OR_RETURN(out.conv, roofline("tf32"));
+    }
+    return out;
+  };
+  const DeviceSpec from = sameGpu ? to : *builtin;
+  std::unique_ptr<KernelCarry> carry(new KernelCarry());
+  ASSIGN_OR_RETURN(carry->m_from, side(from, fromDtype));
+  ASSIGN_OR_RETURN(carry->m_to, side(to, toDtype));
+  carry->m_describe = "kernels measured on " + traced->describe() +
+                      (sameGpu ? std::string() : " (the built-in " + from.name + ")") + " at " +
+                      fromDtype + ", carried to " + to.name + " at " + toDtype +
+                      " by each layer's roofline ratio (peak FLOP rate, memory bandwidth)";
+  return carry;
+}
+
+std::pair<double, double> KernelCarry::ratio(const models::LayerSpec& layer,
+                                             const models::ModelInputs& measured,
+                                             const models::ModelInputs& inputs) const {
+  const LayerTimes then = m_from.time(layer, measured);
+  const LayerTimes now = m_to.time(layer, inputs);
+  return {timeRatio(now.forward, then.forward), timeRatio(now.backward, then.backward)};
+}
+
 std::vector<LayerTimes> scaleToInputs(const std::vector<LayerTimes>& times,
                                       const models::ModelSpec& model,
                                       const RooflineComputeModel& compute,
                                       const models::ModelInputs& measured,
-                                      const models::ModelInputs& inputs) {
-  if (model.layers.size() != times.size() || sameInputs(inputs, measured)) return times;
+                                      const models::ModelInputs& inputs, const KernelCarry* carry) {
+  if (model.layers.size() != times.size()) return times;
+  if (carry != nullptr) {
+    std::vector<LayerTimes> out = times;
+    for (size_t l = 0; l < out.size(); ++l) {
+      const auto [forward, backward] = carry->ratio(model.layers[l], measured, inputs);
+      out[l].forward = roundNs(static_cast<double>(times[l].forward.count()) * forward);
+      out[l].backward = roundNs(static_cast<double>(times[l].backward.count()) * backward);
+    }
+    return out;
+  }
+  if (sameInputs(inputs, measured)) return times;
   std::vector<LayerTimes> out = times;
   for (size_t l = 0; l < out.size(); ++l) {
     const LayerTimes then = compute.layerTime(model.layers[l], measured);
     const LayerTimes now = compute.layerTime(model.layers[l], inputs);
-    out[l].forward =
-        roundNs(static_cast<double>(times[l].forward.count()) * ratio(now.forward, then.forward));
+    out[l].forward = roundNs(static_cast<double>(times[l].forward.count()) *
+                             timeRatio(now.forward, then.forward));
     out[l].backward = roundNs(static_cast<double>(times[l].backward.count()) *
-                              ratio(now.backward, then.backward));
+                              timeRatio(now.backward, then.backward));
   }
   return out;
 }
 
 std::vector<LayerTimes> MeasuredComputeModel::layerTimes(const models::ModelSpec& model,
                                                          const models::ModelInputs& inputs) const {
-  if (m_kernels.empty() || sameInputs(inputs, m_measuredInputs)) {
-    return scaleToInputs(m_base, model, *m_roofline, m_measuredInputs, inputs);
+  if (m_kernels.empty() || (!m_carry && sameInputs(inputs, m_measuredInputs))) {
+    return scaleToInputs(m_base, model, *m_roofline, m_measuredInputs, inputs, m_carry.get());
   }
   // A span = its kernels + the GPU's waits for the host. The kernels scale; growth is absorbed
   // by the waits (the host was behind by that much), shrinkage leaves them as they were.
   const std::vector<LayerTimes> scaled =
-      scaleToInputs(m_kernels, model, *m_roofline, m_measuredInputs, inputs);
+      scaleToInputs(m_kernels, model, *m_roofline, m_measuredInputs, inputs, m_carry.get());
   std::vector<LayerTimes> out = m_base;
   auto carry = [](Nanos span, Nanos kernels, Nanos scaledKernels) {
     return std::max(scaledKernels, span + std::min(Nanos::zero(), scaledKernels - kernels));

@@ -31,12 +31,16 @@
 #pragma once
 
 #include <memory>
+#include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
 #include "models/model_spec.h"
 #include "sim/compute/compute_model.h"
 #include "sim/compute/roofline_compute_model.h"
+#include "sim/cost/cluster.h"
 #include "sim/replay/measured_profile.h"
 
 namespace ddpscope::sim::replay {
@@ -50,6 +54,55 @@ struct MeasuredComputeOptions {
   // imported GPU trace) instead of the attributed time with the host's gaps (what replay at
   // the run's own settings needs). calibrate fits compute to these.
   bool deviceTimes = false;
+  // The precision simulated ("": the run's own). With another one, or a cluster whose GPU is
+  // not the one the trace's kernels ran on, the measured times are carried (KernelCarry).
+  std::string dtype;
+  // false: `device` stands for the trace's own GPU whatever it says (replay's self-calibrated
+  // cluster of a run given without --cluster): nothing is carried.
+  bool carryToDevice = true;
+};
+
+// The built-in device that is `gpu` (builtinDeviceOf by its architecture, SMs and memory).
+std::optional<DeviceSpec> builtinDeviceOf(const traces::TracedGpu& gpu);
+// Whether `device` is `gpu`: the built-in device that is `gpu` has its name or, when no
+// built-in is, it has `gpu`'s architecture and SM count (a cluster file describing that GPU).
+bool isTracedGpu(const traces::TracedGpu& gpu, const DeviceSpec& device);
+
+// Measured kernel times carried to another GPU or precision, through the devices' specs:
+// each layer and pass × roofline_to(the layer at the simulated inputs and dtype) /
+// roofline_from(the layer at the measured inputs and the run's dtype). Both rooflines come
+// from the specs alone (peak FLOP rates, memory bandwidth, launch overhead) and no kernel fit (a
+// fit was measured at one precision on one GPU): a layer that is compute-bound on both scales by
+// the peaks, one that is memory-bound by the bandwidths, a small one stays at its launch floor.
+// This is Habitat's (ATC 2021) split into compute- and memory-bound kernels on the roofline's
+// terms, per layer instead of per kernel. "fp32" computes convolutions in TF32 on a GPU that
+// has it (PyTorch's defaults: torch.backends.cudnn.allow_tf32 true, matmul's false).
+// The traced GPU is the built-in device with its architecture and SM count (builtinDeviceOf).
+class KernelCarry {
+ public:
+  // nullptr when nothing is carried: the trace does not say its GPU (a CPU trace, an import
+  // older than the "gpu" metadata), or `to` is that GPU and `dtype` the run's. Errors
+  // (InvalidArgument, naming `origin`): `to` is a CPU; the traced GPU is no built-in device and
+  // `to` is another GPU; a device without a peak for a dtype.
+  static StatusOr<std::unique_ptr<KernelCarry>> create(
+      const std::optional<traces::TracedGpu>& traced, const std::string& runDtype,
+      const DeviceSpec& to, const std::string& dtype, const std::string& origin);
+  // roofline_to(layer, inputs) / roofline_from(layer, measured), per pass (1 where either is 0).
+  std::pair<double, double> ratio(const models::LayerSpec& layer,
+                                  const models::ModelInputs& measured,
+                                  const models::ModelInputs& inputs) const;
+  // "kernels measured on <traced GPU> (as <built-in device>) at <dtype>, carried to <device> at
+  // <dtype> by each layer's roofline ratio".
+  const std::string& describe() const { return m_describe; }
+
+ private:
+  KernelCarry() = default;
+  struct Side {
+    std::unique_ptr<RooflineComputeModel> main, conv;  // conv: the convolutions' (TF32) one
+    LayerTimes time(const models::LayerSpec& layer, const models::ModelInputs& inputs) const;
+  };
+  Side m_from, m_to;
+  std::string m_describe;
 };
 
 class MeasuredComputeModel final : public ComputeModel {
@@ -65,7 +118,10 @@ class MeasuredComputeModel final : public ComputeModel {
   Nanos copyTime(int64_t bytes) const override;
   Nanos optimizerTime(int64_t paramBytes) const override;
   Nanos graphTraversalTime(int64_t numGraphNodes) const override;
-  std::string describe() const override { return "measured per-layer times of " + m_origin; }
+  std::string describe() const override {
+    return "measured per-layer times of " + m_origin + (m_carry ? ", " + m_carry->describe() : "");
+  }
+  const KernelCarry* carry() const { return m_carry.get(); }
   std::string optimizer() const override { return "as measured (the run's own optimizer step)"; }
 
   // The measured (de-rated) per-layer times at the trace's inputs.
@@ -83,6 +139,7 @@ class MeasuredComputeModel final : public ComputeModel {
   std::vector<LayerTimes> m_kernels;
   models::ModelInputs m_measuredInputs;
   std::unique_ptr<RooflineComputeModel> m_roofline;
+  std::unique_ptr<KernelCarry> m_carry;  // another GPU or precision than the trace's
   std::string m_modelName;
   std::string m_origin;  // the trace
   double m_copyIntercept = 0;
@@ -101,10 +158,12 @@ models::ModelInputs measuredInputs(const MeasuredProfile& profile, const models:
 // size): each layer and pass × compute(inputs) / compute(measured), the compute model's ratio for
 // that layer and pass (1 where it predicts no time); `measured` unchanged when the inputs are the
 // same. MeasuredComputeModel and the host lane's measured kernels both scale this way.
+// With `carry`, its ratio instead (another GPU or precision, and the inputs).
 std::vector<LayerTimes> scaleToInputs(const std::vector<LayerTimes>& times,
                                       const models::ModelSpec& model,
                                       const RooflineComputeModel& compute,
                                       const models::ModelInputs& measured,
-                                      const models::ModelInputs& inputs);
+                                      const models::ModelInputs& inputs,
+                                      const KernelCarry* carry = nullptr);
 
 }  // namespace ddpscope::sim::replay

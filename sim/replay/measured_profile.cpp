@@ -546,6 +546,15 @@ void addCollectiveSamples(const ProfileSweep& sweep, MeasuredProfile& p) {
   }
 }
 
+// The metadata "gpu" (traces/traced_gpu.h); nullopt without it.
+StatusOr<std::optional<traces::TracedGpu>> readTracedGpu(const traces::Timeline& timeline,
+                                                         const std::string& origin) {
+  const std::optional<std::string_view> text = timeline.metadata().getString("gpu");
+  if (!text) return std::optional<traces::TracedGpu>();
+  ASSIGN_OR_RETURN(traces::TracedGpu gpu, traces::parseTracedGpuJson(*text, origin));
+  return std::optional<traces::TracedGpu>(std::move(gpu));
+}
+
 }  // namespace
 
 StatusOr<MeasuredProfile> buildProfile(const traces::Timeline& timeline,
@@ -559,6 +568,7 @@ StatusOr<MeasuredProfile> buildProfile(const traces::Timeline& timeline,
   if (auto trace = timeline.metadata().getString("host_facts_trace")) {
     p.hostFactsTrace = std::string(*trace);
   }
+  ASSIGN_OR_RETURN(p.gpu, readTracedGpu(timeline, origin));
   if (!model.hasLayers()) {
     return invalidArgument(origin + ": model '" + model.name +
                            "' has no layers; replay needs per-layer spans");

@@ -48,6 +48,7 @@
 #include "ddp/ddp_config.h"
 #include "models/model_spec.h"
 #include "traces/timeline.h"
+#include "traces/traced_gpu.h"
 
 namespace ddpscope::sim::replay {
 
@@ -134,6 +135,9 @@ struct MeasuredProfile {
   // (metadata "host_facts": {"steps": trace_host_facts.h's array}, as text) and the trace they
   // came from.
   std::string hostFacts, hostFactsTrace;
+  // The GPU an imported GPU trace's kernels ran on (metadata "gpu", from its deviceProperties);
+  // empty for a CPU trace and for imports that do not say.
+  std::optional<traces::TracedGpu> gpu;
 
   // Whether this is an imported GPU trace: a layer sample with its kernels' time, or host facts.
   bool gpuImport() const {

@@ -13,10 +13,15 @@
 #include <set>
 #include <tuple>
 
+#include "models/zoo.h"
 #include "sim/cost/cluster.h"
+#include "sim/replay/host_fit.h"
+#include "sim/replay/measured_compute_model.h"
+#include "sim/replay/measured_profile.h"
 #include "tests/cli/cli_test_util.h"
 #include "tests/doc_block.h"
 #include "tests/external_data.h"
+#include "tests/status_matchers.h"
 
 namespace ddpscope::cli::testing {
 namespace {
@@ -80,6 +85,10 @@ TEST(ReplayCliTest, ProfiledH100TracesReplayAtTheirOwnSettingsWithinFivePercent)
                                         "--model", model, "-o", run, "--json"});
     ASSERT_EQ(imported.exitCode, 0) << imported.err;
     EXPECT_THAT(imported.out, HasSubstr("kernels named by layer through the ddpscope.layer"));
+    // The GPU its kernels ran on, from its deviceProperties.
+    EXPECT_EQ(nlohmann::json::parse(imported.out)["gpu"],
+              nlohmann::json::parse(R"({"name": "NVIDIA H100 80GB HBM3", "compute_capability":
+                "9.0", "sm_count": 132, "memory_bytes": 85017493504})"));
     CliResult r = runCliForTest({"replay", "--from-trace", run, "--model", model, "--cluster",
                                  "dgx-h100", "--world-size", "1", "--json"});
     ASSERT_EQ(r.exitCode, 0) << r.err;
@@ -87,6 +96,21 @@ TEST(ReplayCliTest, ProfiledH100TracesReplayAtTheirOwnSettingsWithinFivePercent)
     EXPECT_EQ(j["measured_iterations"], nlohmann::json::array({1, 2}));
     const double error = j["replay_error_percent"].get<double>();
     EXPECT_LE(std::abs(error), 5.0) << r.out;
+    EXPECT_TRUE(j["kernels_carried"].is_null()) << "on its own GPU: as measured";
+    // On an H200 (the H100's SMs and tensor cores, 4.8 against 3.35 TB/s) the what-if carries
+    // the kernels there; the run's own settings still replay on the traced H100, to the ns.
+    CliResult h200 = runCliForTest({"replay", "--from-trace", run, "--model", model, "--cluster",
+                                    "hgx-h200", "--world-size", "1", "--json"});
+    ASSERT_EQ(h200.exitCode, 0) << h200.err;
+    const auto k = nlohmann::json::parse(h200.out);
+    EXPECT_THAT(k["kernels_carried"].get<std::string>(),
+                HasSubstr("(the built-in H100-SXM5-80GB) at bf16, carried to H200-SXM-141GB at "
+                          "bf16"));
+    EXPECT_EQ(k["replayed_step_ms"], j["replayed_step_ms"]);
+    auto passes = [](const nlohmann::json& w) {
+      return w["forward_ns"].get<int64_t>() + w["backward_ns"].get<int64_t>();
+    };
+    EXPECT_LT(passes(k["what_if"]), passes(j["what_if"]));  // its memory-bound kernels shrink
     // No --model at either step: the model is the trace's.
     const std::string own = (scratchDir() / (model + "-h100-own-model.json")).string();
     ASSERT_EQ(runCliForTest({"import-torch", dir + model + "-ddp-default-rank0.json.gz", "-o", own})
@@ -328,6 +352,100 @@ TEST(ReplayCliTest, HtaA100TraceReplaysAtItsOwnSettingsWithinFivePercent) {
     table += row;
   }
   test_docs::expectDocBlock("docs/validation.md", "hta-a100-what-if-comm", table);
+}
+
+// Cross-GPU: the same model at the same batch measured on two GPUs. HTA's 2-A100 trace runs
+// resnet50 at batch 32 per rank (its first ReLU's grid: 50,176 blocks of 512 elements =
+// 32 × 64 × 112 × 112) in fp32 with cuDNN's TF32 convolutions; the GPU kit's H100 trace runs it
+// at batch 32 under bf16 autocast. Each trace's layer kernels, carried by KernelCarry to the
+// other GPU and precision, against what that GPU measured: the sum of forward and backward
+// within 20 % both ways (issue's goal; measured -12.0 % A100 → H100, +15.0 % H100 → A100). As
+// measured, without the carry, the A100's kernels are 2.5× the H100's. Per layer the carry is
+// off by a median of 40-50 %: it moves a layer by its roofline, and the traces' per-layer
+// split differs (an NCHW/NHWC transposition, BatchNorm's passes), so only the sums are claimed.
+TEST(ReplayCliTest, ResNet50KernelsCarriedBetweenTheA100AndTheH100) {
+  DDPSCOPE_EXTERNAL_FILE(a100Trace, "hta/originals/nccl_parser_config_nccl_data.json.gz");
+  const std::string h100Trace = std::string(DDPSCOPE_SOURCE_DIR) +
+                                "/tests/data/gpu/h100/run1/resnet50-ddp-default-rank0.json.gz";
+  const std::string a100Run = (scratchDir() / "cross-gpu-a100.json").string();
+  const std::string h100Run = (scratchDir() / "cross-gpu-h100.json").string();
+  CliResult imported =
+      runCliForTest({"import-torch", a100Trace, "--model", "resnet50", "--batch-per-rank", "32",
+                     "--allow-missing-ranks", "-o", a100Run, "--json"});
+  ASSERT_EQ(imported.exitCode, 0) << imported.err;
+  EXPECT_EQ(nlohmann::json::parse(imported.out)["gpu"],
+            nlohmann::json::parse(R"({"name": "NVIDIA A100-PG509-200", "compute_capability":
+              "8.0", "sm_count": 108, "memory_bytes": 42297524224})"));
+  imported = runCliForTest(
+      {"import-torch", h100Trace, "--model", "resnet50", "--autocast", "-o", h100Run, "--json"});
+  ASSERT_EQ(imported.exitCode, 0) << imported.err;
+  EXPECT_EQ(nlohmann::json::parse(imported.out)["gpu"]["name"], "NVIDIA H100 80GB HBM3");
+
+  auto a100 = sim::loadBuiltinCluster("dgx-a100");
+  auto h100 = sim::loadBuiltinCluster("dgx-h100");
+  ASSERT_OK(a100);
+  ASSERT_OK(h100);
+  // Per pass: Σ over layers of a run's kernels, as measured or carried to `to` at `dtype`.
+  auto kernelSums = [](const std::string& run, const sim::DeviceSpec* to,
+                       const std::string& dtype) -> std::pair<double, double> {
+    auto loaded = sim::replay::loadProfile(run, models::loadZooModel("resnet50").value());
+    EXPECT_OK(loaded);
+    auto read = sim::replay::hostFactsOfProfile(loaded->profile, loaded->model);
+    EXPECT_OK(read);
+    EXPECT_TRUE(read->has_value());
+    const sim::replay::HostFacts& facts = (*read)->facts;
+    auto counted = sim::replay::withHostFactsOps(loaded->model, facts);
+    EXPECT_OK(counted);
+    std::unique_ptr<sim::ComputeModel> compute;
+    if (to == nullptr) {
+      compute = sim::replay::hostFactsComputeModel(facts, *counted);
+    } else {
+      auto carry = sim::replay::KernelCarry::create(facts.gpu, facts.dtype, *to, dtype, run);
+      EXPECT_OK(carry);
+      EXPECT_NE(carry->get(), nullptr);
+      auto scaler = sim::RooflineComputeModel::create(*to, dtype);
+      EXPECT_OK(scaler);
+      compute = sim::replay::hostFactsComputeModel(facts, *counted, std::move(*scaler),
+                                                   sim::replay::hostFactsInputs(facts),
+                                                   std::move(*carry));
+    }
+    double forward = 0, backward = 0;
+    for (const sim::LayerTimes& t :
+         compute->layerTimes(*counted, sim::replay::hostFactsInputs(facts))) {
+      forward += t.forward.toMillis();
+      backward += t.backward.toMillis();
+    }
+    return {forward, backward};
+  };
+  const auto a100Own = kernelSums(a100Run, nullptr, "");
+  const auto h100Own = kernelSums(h100Run, nullptr, "");
+  const auto a100OnH100 = kernelSums(a100Run, &h100->device, "bf16");
+  const auto h100OnA100 = kernelSums(h100Run, &a100->device, "fp32");
+  auto percent = [](double predicted, double measured) {
+    return 100.0 * (predicted - measured) / measured;
+  };
+  std::string table =
+      "| from | to | forward: carried / measured | backward | forward + backward |\n"
+      "|---|---|---|---|---|\n";
+  auto row = [&](const char* from, const char* to, std::pair<double, double> carried,
+                 std::pair<double, double> measured) {
+    const double sum = carried.first + carried.second;
+    const double truth = measured.first + measured.second;
+    char line[320];
+    std::snprintf(line, sizeof(line),
+                  "| %s | %s | %.2f / %.2f ms | %.2f / %.2f ms | %.2f / %.2f ms (%+.1f %%) |\n",
+                  from, to, carried.first, measured.first, carried.second, measured.second, sum,
+                  truth, percent(sum, truth));
+    table += line;
+    return percent(sum, truth);
+  };
+  EXPECT_LE(std::abs(row("A100, fp32 (TF32 convolutions)", "H100, bf16", a100OnH100, h100Own)),
+            20.0);
+  EXPECT_LE(std::abs(row("H100, bf16", "A100, fp32 (TF32 convolutions)", h100OnA100, a100Own)),
+            20.0);
+  // As measured, one GPU's kernels say nothing of the other's.
+  EXPECT_GT(percent(a100Own.first + a100Own.second, h100Own.first + h100Own.second), 100.0);
+  test_docs::expectDocBlock("docs/validation.md", "cross-gpu-resnet50-kernels", table);
 }
 
 // Real torch 2.15 profiler traces of 2-rank gloo DDP jobs, recorded with the profiler's default

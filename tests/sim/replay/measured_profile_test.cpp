@@ -312,6 +312,147 @@ TEST(MeasuredComputeModelTest, GpuSpansScaleTheirKernelsNotTheHostsWaits) {
   EXPECT_EQ((*device)->baseTimes()[0].forward, us(10));
 }
 
+traces::TracedGpu a100() {
+  return {"NVIDIA A100-SXM4-40GB", 8, 0, 108, 42297524224};  // as HTA's A100 trace names it
+}
+
+// A layer's time on `device` from its specs alone, at `dtype` (TF32 for fp32 convolutions).
+LayerTimes specTime(DeviceSpec device, const std::string& dtype, const models::LayerSpec& layer,
+                    const models::ModelInputs& in) {
+  device.kernelFit = KernelFit{};
+  auto roofline = RooflineComputeModel::create(device, dtype);
+  EXPECT_OK(roofline);
+  return (*roofline)->layerTime(layer, in);
+}
+
+// Kernels measured on an A100 and simulated on an H100 take each layer's ratio of the two
+// GPUs' rooflines (specs only: dgx-h100's kernel fit, measured at bf16 on the H100, is not
+// used); on the A100's own cluster they stay as measured. Large layers (batch 2^20) so that
+// the ratios are not the launch floor's 1.
+TEST(MeasuredComputeModelTest, KernelsMeasuredOnAnotherGpuAreCarriedByTheRooflineRatio) {
+  const models::ModelSpec model = mlpTiny();
+  MeasuredProfile p;
+  p.origin = "a100-trace";
+  p.settings.worldSize = 1;
+  p.settings.batchPerRank = int64_t{1} << 20;
+  p.forward.assign(3, {});
+  p.backward.assign(3, {});
+  for (int64_t it = 1; it <= 2; ++it) {
+    for (size_t l = 0; l < 3; ++l) {
+      p.forward[l].push_back({0, it, us(3000), 0.0, us(3000)});
+      p.backward[l].push_back({0, it, us(6000), 0.0, us(6000)});
+    }
+  }
+  p.gpu = a100();
+  const models::ModelInputs own = measuredInputs(p, model);
+  auto a100Cluster = loadBuiltinCluster("dgx-a100");
+  auto h100Cluster = loadBuiltinCluster("dgx-h100");
+  ASSERT_OK(a100Cluster);
+  ASSERT_OK(h100Cluster);
+  MeasuredComputeOptions kernels{0, CrossRank::kMean, true};
+
+  auto onA100 = MeasuredComputeModel::create(p, model, a100Cluster->device, kernels);
+  ASSERT_OK(onA100);
+  EXPECT_EQ((*onA100)->carry(), nullptr);
+  EXPECT_EQ((*onA100)->layerTimes(model, own)[0].forward, us(3000));
+
+  auto onH100 = MeasuredComputeModel::create(p, model, h100Cluster->device, kernels);
+  ASSERT_OK(onH100);
+  ASSERT_NE((*onH100)->carry(), nullptr);
+  EXPECT_THAT((*onH100)->carry()->describe(),
+              HasSubstr("measured on NVIDIA A100-SXM4-40GB (compute capability 8.0, 108 SMs) "
+                        "(the built-in A100-SXM4-80GB) at fp32, carried to H100-SXM5-80GB at "
+                        "fp32"));
+  const auto carried = (*onH100)->layerTimes(model, own);
+  for (size_t l = 0; l < 3; ++l) {
+    SCOPED_TRACE(model.layers[l].name);
+    const LayerTimes from = specTime(a100Cluster->device, "fp32", model.layers[l], own);
+    const LayerTimes to = specTime(h100Cluster->device, "fp32", model.layers[l], own);
+    EXPECT_NEAR(carried[l].forward.toMicros(), 3000.0 * to.forward.count() / from.forward.count(),
+                0.002);
+    EXPECT_NEAR(carried[l].backward.toMicros(),
+                6000.0 * to.backward.count() / from.backward.count(), 0.002);
+    EXPECT_LT(carried[l].forward.toMicros(), 3000 * 0.7);  // the H100 is faster at everything
+  }
+  // At batch 2^19 on the H100: both the GPU and the inputs change.
+  models::ModelInputs half = own;
+  half.batch = own.batch / 2;
+  const LayerTimes from = specTime(a100Cluster->device, "fp32", model.layers[0], own);
+  const LayerTimes to = specTime(h100Cluster->device, "fp32", model.layers[0], half);
+  EXPECT_NEAR((*onH100)->layerTimes(model, half)[0].forward.toMicros(),
+              3000.0 * to.forward.count() / from.forward.count(), 0.002);
+
+  // Another precision on the traced GPU is carried too; the run's own is not.
+  kernels.dtype = "bf16";
+  auto bf16 = MeasuredComputeModel::create(p, model, a100Cluster->device, kernels);
+  ASSERT_OK(bf16);
+  ASSERT_NE((*bf16)->carry(), nullptr);
+  EXPECT_THAT((*bf16)->carry()->describe(),
+              HasSubstr("at fp32, carried to A100-SXM4-80GB at bf16"));
+  const LayerTimes bf16Time = specTime(a100Cluster->device, "bf16", model.layers[0], own);
+  const LayerTimes fp32Time = specTime(a100Cluster->device, "fp32", model.layers[0], own);
+  EXPECT_NEAR((*bf16)->layerTimes(model, own)[0].forward.toMicros(),
+              3000.0 * bf16Time.forward.count() / fp32Time.forward.count(), 0.002);
+  kernels.dtype = "fp32";
+  auto sameDtype = MeasuredComputeModel::create(p, model, a100Cluster->device, kernels);
+  ASSERT_OK(sameDtype);
+  EXPECT_EQ((*sameDtype)->carry(), nullptr);
+
+  // A trace that does not say its GPU (a CPU trace, an older import) is used as measured.
+  p.gpu.reset();
+  auto unknown = MeasuredComputeModel::create(p, model, h100Cluster->device, {});
+  ASSERT_OK(unknown);
+  EXPECT_EQ((*unknown)->carry(), nullptr);
+}
+
+TEST(MeasuredComputeModelTest, KernelsAreNotCarriedToACpuOrFromAGpuNoBuiltInDescribes) {
+  const models::ModelSpec model = mlpTiny();
+  MeasuredProfile p;
+  p.origin = "trace.json";
+  p.settings.worldSize = 1;
+  p.forward.assign(3, {{0, 1, us(10), 0.0, us(10)}});
+  p.backward.assign(3, {{0, 1, us(20), 0.0, us(20)}});
+  p.gpu = a100();
+  auto cpu = loadBuiltinCluster("cpu-mpi");
+  ASSERT_OK(cpu);
+  auto toCpu = MeasuredComputeModel::create(p, model, cpu->device, {});
+  ASSERT_FALSE(toCpu.isOk());
+  EXPECT_THAT(toCpu.status().message(),
+              HasSubstr("trace.json: its kernels ran on NVIDIA A100-SXM4-40GB (compute "
+                        "capability 8.0, 108 SMs); the cluster's device cpu-core-group is a CPU"));
+  // Replay without --cluster: the self-calibrated CPU cluster stands for the trace's machine.
+  MeasuredComputeOptions own;
+  own.carryToDevice = false;
+  EXPECT_OK(MeasuredComputeModel::create(p, model, cpu->device, own));
+
+  // An RTX 4090 (Ada, 8.9, 128 SMs): no built-in device is one.
+  p.gpu = traces::TracedGpu{"NVIDIA GeForce RTX 4090", 8, 9, 128, 25386352640};
+  auto h100 = loadBuiltinCluster("dgx-h100");
+  ASSERT_OK(h100);
+  auto unknown = MeasuredComputeModel::create(p, model, h100->device, {});
+  ASSERT_FALSE(unknown.isOk());
+  EXPECT_THAT(unknown.status().message(),
+              HasSubstr("which no built-in device describes, so their times cannot be carried "
+                        "to H100-SXM5-80GB"));
+  // A cluster file that describes that GPU (its architecture and SMs) uses them as measured:
+  // an H100 PCIe (9.0, 114 SMs) on a cluster whose device says so.
+  p.gpu = traces::TracedGpu{"NVIDIA H100 PCIe", 9, 0, 114, int64_t{85000000000}};
+  DeviceSpec pcie = h100->device;
+  pcie.name = "H100-PCIe-80GB";
+  pcie.smCount = 114;
+  auto own114 = MeasuredComputeModel::create(p, model, pcie, {});
+  ASSERT_OK(own114);
+  EXPECT_EQ((*own114)->carry(), nullptr);
+
+  // calibrate fits a GPU's compute to kernels measured on it, never another's.
+  p.gpu = a100();
+  StatusOr<std::vector<RunDeviceTimes>> times = readDeviceTimes({{&p, &model}}, h100->device, 0);
+  ASSERT_FALSE(times.isOk());
+  EXPECT_THAT(times.status().message(),
+              HasSubstr("trace.json: its kernels ran on NVIDIA A100-SXM4-40GB (compute "
+                        "capability 8.0, 108 SMs), not on the cluster's H100-SXM5-80GB"));
+}
+
 MeasuredProfile syntheticCommProfile(int world, double alphaUs, double betaGBps,
                                      double baseUs = 0) {
   MeasuredProfile p;
