@@ -171,6 +171,28 @@ def test_replay_profile_gives_the_host_lanes_unprofiled_host_work(cli, tmp_path)
     assert work["total"] < res["measured_step_ms"]
 
 
+def test_cross_gpu_carries_the_committed_h100_kernels_to_a_lent_gpu_of_another_kind(cli, tmp_path):
+    """A run on an H200 (hgx-h200) gets the committed H100 resnet50 trace's kernels carried to
+    the H200 against its own trace's: here the H100 trace stands in for the H200's, so both
+    are carried alike (0 %) and come out below the H100's own kernels (its memory-bound ones
+    run at 4.8 instead of 3.35 TB/s). On the reference's own GPU there is nothing to carry."""
+    job = json.load(open(os.path.join(ROOT, "tests/data/gpu/h100/run1/resnet50.json")))
+    trace = os.path.join(ROOT, "tests/data/gpu/h100/run1/resnet50-ddp-default-rank0.json.gz")
+    assert analyze.cross_gpu(cli.path, str(tmp_path), "resnet50", job, "dgx-h100", trace) is None
+    c = analyze.cross_gpu(cli.path, str(tmp_path), "resnet50", job, "hgx-h200", trace)
+    assert c["reference"] == "tests/data/gpu/h100/run1/resnet50-ddp-default-rank0.json.gz"
+    assert c["total_error"] == 0.0 and c["forward_error"] == 0.0
+    run = str(tmp_path / "h100.json")
+    cli.json("import-torch", trace, "--model", "resnet50", "--autocast", "-o", run)
+    base = [a for a in analyze.simulate_job_cmd("", "resnet50", job, "dgx-h100")[1:]
+            if a != "--json"]
+    own = cli.json(*base, "--compute-from", run, "--host-profile", "h100-torch211")
+    own_us = {p: sum(analyze.layer_us(x, p) for x in own["layers"]) for p in ("forward", "backward")}
+    assert 0.5 * own_us["forward"] < c["carried_forward_us"] < own_us["forward"]
+    assert 0.5 * own_us["backward"] < c["carried_backward_us"] < own_us["backward"]
+    assert not [f for f in os.listdir(tmp_path) if "cross-gpu" in f]  # its imports are removed
+
+
 def test_zero_shot_predicts_every_timed_configuration_with_the_builtin_host_profile(cli):
     job = {"model": "llama-small", "batch": 2, "seq_len": 64, "image_size": None,
            "dtype": "bf16", "median_step_ms": {"eager": 10.0, "ddp-cap1": 14.0,

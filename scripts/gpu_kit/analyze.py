@@ -442,6 +442,50 @@ def replay_runtime(ddpscope, trace, model, cluster, host_work=False):
     return res
 
 
+# The committed H100 run whose traces the cross-GPU check carries to a lent GPU of another kind
+# (present in a checkout, not in the kit folder: `scripts/gpu-kit analyze OUT` adds the check
+# when the results are back).
+REFERENCE_RUN = os.path.join(HERE, "..", "..", "tests", "data", "gpu", "h100", "run1")
+REFERENCE_CLUSTER = "dgx-h100"
+
+
+def cross_gpu(ddpscope, out, model, job, cluster, trace):
+    """The committed H100 trace of `model` carried to this run's GPU (`simulate --compute-from`
+    on `cluster`: each layer's kernels by the ratio of the two GPUs' rooflines) against this
+    run's own profiled kernels, forward and backward sums (µs). None on the reference's own GPU
+    or without the reference traces."""
+    ref = os.path.join(REFERENCE_RUN, f"{model}-ddp-default-rank0.json.gz")
+    if cluster == REFERENCE_CLUSTER or not os.path.exists(ref):
+        return None
+    sums = {}
+    for name, path in (("carried", ref), ("measured", trace)):
+        run = os.path.join(out, f"{model}-{name}-cross-gpu.json")
+        cmd = [ddpscope, "import-torch", path, "--model", model, "-o", run, "--json", "--quiet"]
+        if job["dtype"] == "bf16":
+            cmd.append("--autocast")
+        rc, _so, se = sh(cmd, timeout=120)
+        if rc != 0:
+            return {"error": f"import-torch {path}: {se.strip()[-300:]}"}
+        try:
+            cmd = simulate_job_cmd(ddpscope, model, job, cluster) + [
+                "--compute-from", run, "--host-profile", HOST_PROFILE]
+            rc, so, se = sh(cmd, timeout=120)
+            if rc != 0:
+                return {"error": f"{' '.join(cmd[1:])}: exit {rc}: {se.strip()[-300:]}"}
+            layers = [x for x in json.loads(so)["layers"] if x["type"] not in SKIPPED_LAYER_TYPES]
+            sums[name] = {phase: sum(layer_us(x, phase) for x in layers)
+                          for phase in ("forward", "backward")}
+        finally:
+            os.remove(run)
+    c, m = sums["carried"], sums["measured"]
+    return {"reference": f"tests/data/gpu/h100/run1/{os.path.basename(ref)}",
+            "carried_forward_us": rnd(c["forward"], 1), "carried_backward_us": rnd(c["backward"], 1),
+            "measured_forward_us": rnd(m["forward"], 1), "measured_backward_us": rnd(m["backward"], 1),
+            "forward_error": rnd(rel(c["forward"], m["forward"])),
+            "backward_error": rnd(rel(c["backward"], m["backward"])),
+            "total_error": rnd(rel(c["forward"] + c["backward"], m["forward"] + m["backward"]))}
+
+
 def batch_what_if(ddpscope, out, base_job, job, cluster):
     """The host lane's batch what-if against a measurement: the model's profiled default-cap
     trace (at the main job's batch) imported and replayed at `job`'s batch (replay --batch, world
@@ -597,6 +641,12 @@ def analyze(out, ddpscope):
         tr = job.get("traces", {}).get("ddp-default")
         if tr and os.path.exists(os.path.join(out, tr)):
             try:
+                carried = cross_gpu(ddpscope, out, model, job, cluster, os.path.join(out, tr))
+            except Exception as e:  # noqa: BLE001 (the report says what failed)
+                carried = {"error": f"{type(e).__name__}: {e}"}
+            if carried is not None:
+                r["cross_gpu"] = carried
+            try:
                 per, totals, nsteps = layer_times(os.path.join(out, tr))
                 sim, summ = simulated_layers(ddpscope, model, job, cluster)
                 cmp_ = compare_layers(per, sim)
@@ -726,6 +776,21 @@ def markdown(rep):
                     f"{fmt(c[p]['measured_ms'])} / {fmt(c[p]['predicted_ms'])} "
                     f"({fmt(c[p]['error'], True)})"
                     for p in ("forward", "backward", "optimizer", "total")) + " |")
+    carried = [(m, r["cross_gpu"]) for m, r in rep.get("models", {}).items() if r.get("cross_gpu")]
+    if carried:
+        lines += ["", f"Cross-GPU: the committed H100 traces' kernels carried to this GPU "
+                      f"({rep.get('cluster')}; `simulate --compute-from`, each layer by the ratio of "
+                      "the two GPUs' rooflines) against this GPU's own, carried / measured ms:", "",
+                  "| model | forward | backward | forward + backward |", "| --- " * 4 + "|"]
+        for m, c in carried:
+            if "error" in c:
+                lines.append(f"| {m} | {c['error']} | | |")
+                continue
+            lines.append(
+                f"| {m} | {c['carried_forward_us'] / 1e3:.2f} / {c['measured_forward_us'] / 1e3:.2f} "
+                f"({fmt(c['forward_error'], True)}) | {c['carried_backward_us'] / 1e3:.2f} / "
+                f"{c['measured_backward_us'] / 1e3:.2f} ({fmt(c['backward_error'], True)}) | "
+                f"{fmt(c['total_error'], True)} |")
     if rep.get("batch_what_if"):
         lines += ["", "Batch what-if (`replay --batch` of the default-cap profiled trace, host lane "
                       "without the profiler) against the same model measured at that batch:", "",
