@@ -39,7 +39,8 @@ std::vector<SettingSpec> simulationSettingList(bool sweep, bool computeFrom) {
     add("compute-from", "RUN.json",
         "measured per-layer compute from a run's trace instead of the roofline (a PyTorch GPU "
         "trace imported with its host facts, on a GPU cluster whose host profile charges per "
-        "op: its kernels, with the host from the profile)");
+        "op: its kernels, with the host from the profile); on another GPU than the trace's, "
+        "or at another --dtype, each layer's kernels carried there by the two GPUs' rooflines");
   }
   if (sweep) {
     add("nodes", "N[,N...]", "node counts to sweep (default 1; gb200-nvl72: 72-GPU racks)");

@@ -70,10 +70,14 @@ class FactsCompute final : public ComputeModel {
     if (!m_scaler) return m_times;
     return scaleToInputs(m_times, model, *m_scaler, m_measured, inputs, m_carry.get());
   }
-  Nanos copyTime(int64_t) const override { return m_copy; }
-  Nanos optimizerTime(int64_t) const override { return m_optimizer; }
+  // DDP's copies and the optimizer's kernels are memory-bound: on another GPU they take its
+  // bandwidth.
+  Nanos copyTime(int64_t) const override { return carried(m_copy); }
+  Nanos optimizerTime(int64_t) const override { return carried(m_optimizer); }
   Nanos graphTraversalTime(int64_t) const override { return Nanos::zero(); }
-  std::string describe() const override { return "GPU kernel times measured in " + m_trace; }
+  std::string describe() const override {
+    return "GPU kernel times measured in " + m_trace + (m_carry ? ", " + m_carry->describe() : "");
+  }
 
  private:
   std::vector<LayerTimes> m_times;
@@ -82,6 +86,11 @@ class FactsCompute final : public ComputeModel {
   std::unique_ptr<RooflineComputeModel> m_scaler;
   models::ModelInputs m_measured;
   std::unique_ptr<KernelCarry> m_carry;
+
+  Nanos carried(Nanos t) const {
+    if (!m_carry) return t;
+    return Nanos(std::llround(static_cast<double>(t.count()) * m_carry->memoryTimeRatio()));
+  }
 };
 
 double positive(double us) {

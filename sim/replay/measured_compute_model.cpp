@@ -211,6 +211,8 @@ StatusOr<std::unique_ptr<KernelCarry>> KernelCarry::create(
   std::unique_ptr<KernelCarry> carry(new KernelCarry());
   ASSIGN_OR_RETURN(carry->m_from, side(from, fromDtype));
   ASSIGN_OR_RETURN(carry->m_to, side(to, toDtype));
+  carry->m_memoryTimeRatio =
+      (from.memoryGBps * from.memoryEfficiency) / (to.memoryGBps * to.memoryEfficiency);
   carry->m_describe = "kernels measured on " + traced->describe() +
                       (sameGpu ? std::string() : " (the built-in " + from.name + ")") + " at " +
                       fromDtype + ", carried to " + to.name + " at " + toDtype +

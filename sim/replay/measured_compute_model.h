@@ -94,6 +94,9 @@ class KernelCarry {
   // "kernels measured on <traced GPU> (as <built-in device>) at <dtype>, carried to <device> at
   // <dtype> by each layer's roofline ratio".
   const std::string& describe() const { return m_describe; }
+  // A memory-bound kernel's time there over here: the achieved bandwidths' ratio (DDP's copies
+  // and the optimizer step of a trace's kernels; 1 on the same GPU).
+  double memoryTimeRatio() const { return m_memoryTimeRatio; }
 
  private:
   KernelCarry() = default;
@@ -103,6 +106,7 @@ class KernelCarry {
   };
   Side m_from, m_to;
   std::string m_describe;
+  double m_memoryTimeRatio = 1;
 };
 
 class MeasuredComputeModel final : public ComputeModel {

@@ -11,6 +11,7 @@
 #include "models/zoo.h"
 #include "sim/cost/cluster.h"
 #include "sim/replay/calibrate.h"
+#include "sim/replay/host_fit.h"
 #include "sim/replay/measured_compute_model.h"
 #include "sim/replay/replay.h"
 #include "tests/status_matchers.h"
@@ -403,6 +404,50 @@ TEST(MeasuredComputeModelTest, KernelsMeasuredOnAnotherGpuAreCarriedByTheRooflin
   auto unknown = MeasuredComputeModel::create(p, model, h100Cluster->device, {});
   ASSERT_OK(unknown);
   EXPECT_EQ((*unknown)->carry(), nullptr);
+}
+
+// The host lane's kernels (a trace's host facts) carry the same way; DDP's copies and the
+// optimizer's kernels, memory-bound, by the achieved bandwidths' ratio.
+TEST(MeasuredComputeModelTest, HostFactsKernelsCopiesAndOptimizerAreCarriedToo) {
+  const models::ModelSpec model = mlpTiny();
+  HostFacts facts;
+  facts.model = model.name;
+  facts.trace = "a100-trace";
+  facts.batch = int64_t{1} << 20;
+  facts.dtype = "fp32";
+  facts.gpu = a100();
+  for (const models::LayerSpec& layer : model.layers) {
+    facts.layers[layer.name].forward.kernelUs = 3000;
+    facts.layers[layer.name].backward.kernelUs = 6000;
+  }
+  facts.terms["copy_in"] = HostWork{.count = 2, .kernelUs = 30};
+  facts.terms["optimizer"] = HostWork{.count = 1, .kernelUs = 500};
+  auto a100Cluster = loadBuiltinCluster("dgx-a100");
+  auto h100Cluster = loadBuiltinCluster("dgx-h100");
+  ASSERT_OK(a100Cluster);
+  ASSERT_OK(h100Cluster);
+  const DeviceSpec& a = a100Cluster->device;
+  const DeviceSpec& h = h100Cluster->device;
+  auto carry = KernelCarry::create(facts.gpu, "fp32", h, "", "a100-trace");
+  ASSERT_OK(carry);
+  ASSERT_NE(carry->get(), nullptr);
+  const double memory = (a.memoryGBps * a.memoryEfficiency) / (h.memoryGBps * h.memoryEfficiency);
+  EXPECT_DOUBLE_EQ((*carry)->memoryTimeRatio(), memory);
+  auto scaler = RooflineComputeModel::create(h, "fp32");
+  ASSERT_OK(scaler);
+  const models::ModelInputs in = hostFactsInputs(facts);
+  auto compute = hostFactsComputeModel(facts, model, std::move(*scaler), in, std::move(*carry));
+  EXPECT_EQ(compute->copyTime(1000), Nanos(std::llround(15000 * memory)));
+  EXPECT_EQ(compute->optimizerTime(1000), Nanos(std::llround(500000 * memory)));
+  const LayerTimes from = specTime(a, "fp32", model.layers[1], in);
+  const LayerTimes to = specTime(h, "fp32", model.layers[1], in);
+  EXPECT_NEAR(compute->layerTimes(model, in)[1].forward.toMicros(),
+              3000.0 * to.forward.count() / from.forward.count(), 0.002);
+  EXPECT_THAT(compute->describe(), HasSubstr("carried to H100-SXM5-80GB at fp32"));
+  // Without a carry: as measured.
+  auto own = hostFactsComputeModel(facts, model);
+  EXPECT_EQ(own->copyTime(1000), us(15));
+  EXPECT_EQ(own->optimizerTime(1000), us(500));
 }
 
 TEST(MeasuredComputeModelTest, KernelsAreNotCarriedToACpuOrFromAGpuNoBuiltInDescribes) {
