@@ -354,6 +354,43 @@ TEST(ReplayCliTest, HtaA100TraceReplaysAtItsOwnSettingsWithinFivePercent) {
   test_docs::expectDocBlock("docs/validation.md", "hta-a100-what-if-comm", table);
 }
 
+// A GPU trace imported before the import kept its deviceProperties does not say its GPU: replay
+// takes its kernels as the cluster's GPU's, and says so instead of carrying them silently. Its
+// metadata "gpu", malformed, is refused naming the field.
+TEST(ReplayCliTest, AnImportThatDoesNotSayItsGpuIsTakenAsTheClustersWithANote) {
+  const std::string trace = std::string(DDPSCOPE_SOURCE_DIR) +
+                            "/tests/data/gpu/h100/run1/resnet50-ddp-default-rank0.json.gz";
+  const std::string run = (scratchDir() / "no-gpu.json").string();
+  ASSERT_EQ(
+      runCliForTest({"import-torch", trace, "--model", "resnet50", "-o", run, "--quiet"}).exitCode,
+      0);
+  nlohmann::json doc;
+  {
+    std::ifstream in(run);
+    doc = nlohmann::json::parse(in);
+  }
+  ASSERT_TRUE(doc["otherData"].contains("gpu"));
+  auto replayWith = [&](const nlohmann::json& edited) {
+    std::ofstream(run) << edited.dump();
+    return runCliForTest({"replay", "--from-trace", run, "--model", "resnet50", "--cluster",
+                          "hgx-h200", "--world-size", "1", "--json"});
+  };
+  nlohmann::json older = doc;
+  older["otherData"].erase("gpu");
+  CliResult r = replayWith(older);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["kernels_carried"].is_null());
+  EXPECT_THAT(j["notes"].dump(),
+              HasSubstr("does not say which GPU its kernels ran on (imported before import-torch "
+                        "kept the trace's deviceProperties): they are taken as H200-SXM-141GB's"));
+  nlohmann::json bad = doc;
+  bad["otherData"]["gpu"] = R"({"name": "G", "sm_count": 0})";
+  r = replayWith(bad);
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_THAT(r.err, HasSubstr(": metadata gpu: expected {\"name\", \"compute_capability\""));
+}
+
 // Cross-GPU: the same model at the same batch measured on two GPUs. HTA's 2-A100 trace runs
 // resnet50 at batch 32 per rank (its first ReLU's grid: 50,176 blocks of 512 elements =
 // 32 × 64 × 112 × 112) in fp32 with cuDNN's TF32 convolutions; the GPU kit's H100 trace runs it
