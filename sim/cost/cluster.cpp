@@ -1,5 +1,6 @@
 #include "sim/cost/cluster.h"
 
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <mutex>
@@ -142,15 +143,35 @@ std::optional<GpuArch> gpuArchOfComputeCapability(int major, int minor) {
   return std::nullopt;
 }
 
-std::optional<DeviceSpec> builtinDeviceOf(GpuArch arch, int smCount, double memoryGB) {
+namespace {
+
+// Whether `word` occurs in `text` with no letter or digit on either side.
+bool hasWord(std::string_view text, std::string_view word) {
+  auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  for (size_t at = text.find(word); at != std::string_view::npos; at = text.find(word, at + 1)) {
+    const size_t end = at + word.size();
+    if ((at == 0 || !alnum(text[at - 1])) && (end == text.size() || !alnum(text[end]))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<DeviceSpec> builtinDeviceOf(GpuArch arch, int smCount, double memoryGB,
+                                          std::string_view name) {
   std::optional<DeviceSpec> best;
-  for (const std::string& name : builtinClusterNames()) {
-    StatusOr<ClusterSpec> cluster = loadBuiltinCluster(name);
-    if (!cluster.isOk()) continue;  // the built-ins' own tests load every one
-    const DeviceSpec& d = cluster->device;
+  auto rank = [&](const DeviceSpec& d) {  // lower is better
+    const std::string_view model = std::string_view(d.name).substr(0, d.name.find('-'));
+    return std::make_pair(hasWord(name, model) ? 0 : 1, std::abs(d.memoryGB - memoryGB));
+  };
+  for (const std::string& cluster : builtinClusterNames()) {
+    StatusOr<ClusterSpec> spec = loadBuiltinCluster(cluster);
+    if (!spec.isOk()) continue;  // the built-ins' own tests load every one
+    const DeviceSpec& d = spec->device;
     if (d.arch != arch || d.smCount != smCount) continue;
-    // Nearest memory; a tie keeps the first by name.
-    if (!best || std::abs(d.memoryGB - memoryGB) < std::abs(best->memoryGB - memoryGB)) best = d;
+    if (!best || rank(d) < rank(*best)) best = d;  // a tie keeps the first cluster by name
   }
   return best;
 }

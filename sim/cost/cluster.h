@@ -238,10 +238,13 @@ StatusOr<ClusterSpec> loadBuiltinCluster(std::string_view name);
 // 8.0 Ampere (GA100; the GA10x parts, 8.6 and 8.7, are other GPUs), 9.0 Hopper, 10.0 Blackwell;
 // nullopt for any other.
 std::optional<GpuArch> gpuArchOfComputeCapability(int major, int minor);
-// The built-in cluster device with this architecture and SM count and, among those, the memory
-// size nearest `memoryGB` (an A100 40 GB is taken as the 80 GB's A100: the same SMs, clocks and
-// tensor cores, 1.56 against 2.04 TB/s); nullopt when none has them.
-std::optional<DeviceSpec> builtinDeviceOf(GpuArch arch, int smCount, double memoryGB);
+// The built-in cluster device with this architecture and SM count and, among those, first one
+// whose model ("B200" of "B200-SXM-180GB") is a word of `name` (the GPU's own name, "NVIDIA
+// B200"; not "NVIDIA GB200"), then the memory size nearest `memoryGB` (an A100 40 GB is taken as
+// the 80 GB's A100: the same SMs, clocks and tensor cores, 1.56 against 2.04 TB/s); nullopt when
+// none has them.
+std::optional<DeviceSpec> builtinDeviceOf(GpuArch arch, int smCount, double memoryGB,
+                                          std::string_view name);
 
 // The setting that names a cluster: "cluster", a built-in name or a cluster JSON file (a
 // built-in name wins; then any text base/setting_values.h looksLikeFile reads as a file).

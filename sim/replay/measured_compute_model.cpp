@@ -147,7 +147,8 @@ std::optional<DeviceSpec> builtinDeviceOf(const traces::TracedGpu& gpu) {
   const std::optional<GpuArch> arch =
       gpuArchOfComputeCapability(gpu.computeMajor, gpu.computeMinor);
   if (!arch) return std::nullopt;
-  return sim::builtinDeviceOf(*arch, gpu.smCount, static_cast<double>(gpu.memoryBytes) / 1e9);
+  return sim::builtinDeviceOf(*arch, gpu.smCount, static_cast<double>(gpu.memoryBytes) / 1e9,
+                              gpu.name);
 }
 
 bool isTracedGpu(const traces::TracedGpu& gpu, const DeviceSpec& device) {

@@ -62,7 +62,7 @@ struct MeasuredComputeOptions {
   bool carryToDevice = true;
 };
 
-// The built-in device that is `gpu` (builtinDeviceOf by its architecture, SMs and memory).
+// The built-in device that is `gpu` (builtinDeviceOf by its architecture, SMs, name and memory).
 std::optional<DeviceSpec> builtinDeviceOf(const traces::TracedGpu& gpu);
 // Whether `device` is `gpu`: the built-in device that is `gpu` has its name or, when no
 // built-in is, it has `gpu`'s architecture and SM count (a cluster file describing that GPU).

@@ -72,6 +72,28 @@ TEST(ClusterJsonTest, BuiltinDevicesCarrySpecRooflineNumbers) {
   EXPECT_EQ(cpu.intraNode.type, IntraNodeLink::kSharedMemory);
 }
 
+// A profiler trace's GPU (its deviceProperties) among the built-in devices: architecture and SM
+// count, then its name's model as a word, then the nearest memory.
+TEST(ClusterJsonTest, ATracedGpuIsTheBuiltInDeviceOfItsArchitectureSmsNameAndMemory) {
+  auto named = [](GpuArch arch, int sms, double gb, std::string_view name) {
+    std::optional<DeviceSpec> d = builtinDeviceOf(arch, sms, gb, name);
+    return d ? d->name : std::string("none");
+  };
+  EXPECT_EQ(named(GpuArch::kHopper, 132, 85.0, "NVIDIA H100 80GB HBM3"), "H100-SXM5-80GB");
+  EXPECT_EQ(named(GpuArch::kHopper, 132, 150.0, "NVIDIA H200"), "H200-SXM-141GB");
+  // B200 and GB200 share architecture and SMs; the name tells them apart, not the memory.
+  EXPECT_EQ(named(GpuArch::kBlackwell, 148, 191.5, "NVIDIA B200"), "B200-SXM-180GB");
+  EXPECT_EQ(named(GpuArch::kBlackwell, 148, 175.0, "NVIDIA GB200"), "GB200-186GB");
+  // HTA's A100-PG509-200 (40 GB): the A100 of the first cluster by name among the 80 GB ones.
+  EXPECT_EQ(named(GpuArch::kAmpere, 108, 42.3, "NVIDIA A100-PG509-200"), "A100-SXM4-80GB");
+  // An unknown name falls back to the memory; an H100 PCIe's 114 SMs are no built-in's.
+  EXPECT_EQ(named(GpuArch::kHopper, 132, 140.0, "some GPU"), "H200-SXM-141GB");
+  EXPECT_EQ(named(GpuArch::kHopper, 114, 85.0, "NVIDIA H100 PCIe"), "none");
+  EXPECT_EQ(gpuArchOfComputeCapability(8, 0), GpuArch::kAmpere);
+  EXPECT_EQ(gpuArchOfComputeCapability(8, 6), std::nullopt);  // GA10x: not an A100
+  EXPECT_EQ(gpuArchOfComputeCapability(10, 0), GpuArch::kBlackwell);
+}
+
 TEST(ClusterJsonTest, UnknownBuiltinIsNotFoundAndListsTheNames) {
   auto cluster = loadBuiltinCluster("dgx-a1000");
   ASSERT_FALSE(cluster.isOk());
