@@ -144,14 +144,6 @@ StatusOr<ReplayReport> runReplay(const SettingValues& values, bool recordTrace) 
     ASSIGN_OR_RETURN(std::unique_ptr<replay::KernelCarry> carry,
                      replay::KernelCarry::create(profile.gpu, run.dtype, req.cluster.device,
                                                  req.options.dtype, r.trace));
-    if (!profile.gpu && profile.gpuImport()) {
-      r.notes.push_back(r.trace +
-                        " does not say which GPU its kernels ran on (imported before "
-                        "import-torch kept the trace's deviceProperties): they are taken as " +
-                        req.cluster.device.name +
-                        "'s; import the trace again to have them "
-                        "carried to another GPU");
-    }
     if (carry) {
       r.carried = carry->describe();
       if (!replay::isTracedGpu(*profile.gpu, req.cluster.device)) {
@@ -197,6 +189,13 @@ StatusOr<ReplayReport> runReplay(const SettingValues& values, bool recordTrace) 
                                                           "with import-torch --model")
                                             : r.notes.front()) +
                            ")");
+  }
+  if (values.has("cluster") && !profile.gpu && profile.gpuImport()) {
+    r.notes.push_back(r.trace +
+                      " does not say which GPU its kernels ran on (imported before import-torch "
+                      "kept the trace's deviceProperties): they are taken as " +
+                      req.cluster.device.name +
+                      "'s; import the trace again to have them carried to another GPU");
   }
   return r;
 }
