@@ -30,10 +30,23 @@ BATCH = 16
 IN = 256
 
 
+class Residual(nn.Module):
+    """x + relu(lin(x)): the add runs between two child calls, so the exporter makes it a layer
+    of its own ("2.add") that no module hook of the recorder times."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.lin = nn.Linear(width, width)
+        self.act = nn.ReLU()
+
+    def forward(self, x):
+        return x + self.act(self.lin(x))
+
+
 def make_model():
-    """Several layers and sizes, so a small cap gives several buckets."""
+    """Several layers and sizes, so a small cap gives several buckets, and a residual add."""
     torch.manual_seed(1234)
-    return nn.Sequential(nn.Linear(IN, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
+    return nn.Sequential(nn.Linear(IN, 512), nn.ReLU(), Residual(512),
                          nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 10))
 
 

@@ -479,19 +479,25 @@ Status summarizeMeasuredSteps(const ProfileSweep& sweep, MeasuredProfile& p) {
 }
 
 // An error naming the first layer without a forward sample (the trace is of another model),
-// except unused layers and, in a GPU trace whose kernels were named through ddpscope.layer:
-// ranges, layers without a module of their own.
+// except unused layers and layers without a module of their own: any layer in a GPU trace whose
+// kernels were named through ddpscope.layer: ranges, a layer without parameters in a trace of
+// the live recorder.
 Status checkLayersHaveForward(const traces::Timeline& timeline, const ProfileSweep& sweep,
                               const MeasuredProfile& p) {
-  // A GPU trace whose kernels were named through ddpscope.layer: ranges has no span for a
-  // layer without a module of its own (a residual add, an attention core): its kernels run in
-  // the gap before the next layer's span, whose attributed time holds them.
+  // Neither has a span for a layer without a module of its own (the exporter's residual adds,
+  // attention cores, ops between two child calls): ddpscope.layer ranges and the recorder's
+  // module hooks both open on modules. Its work runs in the gap before the next layer's span,
+  // whose attributed time holds it. The recorder hooks every module that owns parameters, so a
+  // layer with parameters and no span is still another model's.
   const bool rangeNamedKernels = timeline.metadata().getString("layer_spans") ==
                                  std::optional<std::string_view>("gpu-kernels-by-range");
+  const bool moduleHooks = timeline.metadata().getString("recorder") ==
+                           std::optional<std::string_view>("ddpscope.torch.record");
   const models::ModelSpec& model = sweep.model;
   for (size_t l = 0; l < model.layers.size(); ++l) {
     const models::LayerSpec& layer = model.layers[l];
-    if (p.forward[l].empty() && !layer.use && !rangeNamedKernels) {
+    const bool noModule = rangeNamedKernels || (moduleHooks && layer.params.empty());
+    if (p.forward[l].empty() && !layer.use && !noModule) {
       return invalidArgument(sweep.origin + ": layer '" + layer.name + "' of model '" + model.name +
                              "' has no forward span in the measured iterations (is this the "
                              "model the trace was recorded with?)");

@@ -194,6 +194,43 @@ TEST(MeasuredProfileTest, UnknownLayerNameIsAClearError) {
                         "model 'mlp-tiny' (its layers: 0, 1, 2)"));
 }
 
+// The exporter makes the ops a module runs between two child calls (a residual add) a layer of
+// its own; the live recorder's module hooks give it no span, and its time is in the gap the next
+// span's attributed time closes. A layer with parameters and no span is still another model's.
+TEST(MeasuredProfileTest, TheRecordersTraceHasNoSpanForALayerWithoutAModule) {
+  const models::ModelSpec plain = mlpTiny();
+  models::ModelSpec model = plain;
+  models::LayerSpec add = model.layers[1];  // "1", the ReLU: no parameters
+  add.name = "1.add";
+  model.layers.insert(model.layers.begin() + 2, add);
+  traces::Timeline t = twoRankTrace();
+  auto refused = buildProfile(t, model, "run.json");
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("run.json: layer '1.add' of model 'mlp-tiny' has no forward span"));
+
+  t.mutableMetadata().set("recorder", std::string("ddpscope.torch.record"));
+  auto p = buildProfile(t, model, "run.json");
+  ASSERT_OK(p);
+  auto base = buildProfile(t, plain, "run.json");
+  ASSERT_OK(base);
+  EXPECT_TRUE(p->forward[2].empty());
+  for (auto [l, b] : {std::pair{0, 0}, {1, 1}, {3, 2}}) {
+    ASSERT_EQ(p->forward[l].size(), base->forward[b].size()) << "layer " << l;
+    for (size_t i = 0; i < p->forward[l].size(); ++i) {
+      EXPECT_EQ(p->forward[l][i].time, base->forward[b][i].time) << "layer " << l << " #" << i;
+    }
+  }
+
+  models::ModelSpec owning = model;
+  owning.layers[2].params = owning.layers[3].params;  // "1.add" now owns 2.weight and 2.bias
+  owning.layers[3].params.clear();
+  auto stillRefused = buildProfile(t, owning, "run.json");
+  ASSERT_FALSE(stillRefused.isOk());
+  EXPECT_THAT(stillRefused.status().message(),
+              HasSubstr("run.json: layer '1.add' of model 'mlp-tiny' has no forward span"));
+}
+
 TEST(MeasuredProfileTest, NoIterationsAndNoModelAreErrors) {
   traces::Timeline t;
   auto lane = t.addLane(0, "compute", traces::LaneKind::kCompute);
