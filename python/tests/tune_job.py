@@ -19,11 +19,16 @@ Cases (rank 0 writes OUT_DIR/result.json):
   measure   (the measurements of docs/tuning.md) --model mlp-wide|resnet18|gpt2-small: tune from
             DDP's defaults (or --start-cap), then --steps steps with what tune chose, interleaved
             with the same steps untuned (A B A B, --repeats pairs), rank 0 writes every step time.
+  sweep     (docs/tuning.md's decision quality) --model as for measure, or mobilenet-v3-small:
+            tune from DDP's defaults (or --start-cap), then an exhaustive measured sweep in the
+            same job: caps 0.05 to 100, the planned list and every proposed candidate, in
+            --repeats interleaved rounds of --steps-step blocks, DDP's default twice per round.
 Every case records, per rank, the chosen wrapper's DDP settings and bucket sizes, so the test
 can check that all ranks continue with the same ones.
 """
 
 import argparse
+import copy
 import json
 import os
 import socket
@@ -34,7 +39,9 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn as nn
 
+import ddpscope
 import ddpscope.torch
+from ddpscope.tune import _bucket_count
 
 
 class Deep(nn.Module):
@@ -263,6 +270,111 @@ def case_measure(rank, args):
             "paste": result.paste, "runs": runs, "ranks": gather(ddp_state(result.model))}
 
 
+SWEEP_CAPS = (0.05, 1, 2, 5, 10, 25, 100)
+
+
+def _layout_key(kw):
+    """The layout DDP builds from tuned keyword arguments: cap 25 is DDP's default."""
+    cap = kw.get("bucket_cap_mb")
+    lst = kw.get("bucket_cap_mb_list") or None
+    return (None if lst else float(25 if cap is None else cap), tuple(lst) if lst else None,
+            bool(kw.get("gradient_as_bucket_view")), bool(kw.get("static_graph")))
+
+
+def case_sweep(rank, args):
+    """Tune from DDP's defaults (or --start-cap), then measure every layout of an exhaustive
+    sweep in the same job (caps SWEEP_CAPS, the planned list and every candidate tune
+    proposed): --repeats rounds, the order rotated each round, one block of --steps steps per
+    layout (its first step untimed) and DDP's default twice (the control: the noise floor)."""
+    torch.set_num_threads(1)
+    module, shape, classes, loss = build(args.model)
+    start = {} if args.start_cap is None else {"bucket_cap_mb": args.start_cap}
+    ddp = nn.parallel.DistributedDataParallel(module, **start)
+    opt = torch.optim.SGD(module.parameters(), lr=1e-3)
+    data = Batches(rank, shape, classes, tokens=classes if args.model == "gpt2-small" else 0)
+    step = make_step(opt, data, loss)
+    t0 = time.perf_counter()
+    result = ddpscope.torch.tune(ddp, step, optimizer=opt,
+                                 report=os.path.join(args.out, "report.json"))
+    tune_seconds = time.perf_counter() - t0
+    layouts = [("bucket_cap_mb=%g" % c, {"bucket_cap_mb": c}) for c in SWEEP_CAPS]
+    trace, model = _sweep_recording(rank, args, module, start, step, opt, shape, classes)
+    planned = [None]
+    if rank == 0:
+        planned[0] = ddpscope.plan(model, cluster=None, from_trace=trace)["planned"]
+    dist.broadcast_object_list(planned, src=0)
+    if planned[0] is not None:
+        layouts.append(("planned list (sweep)",
+                        {"bucket_cap_mb_list": planned[0]["bucket_cap_mb_list"]}))
+    keys = [_layout_key(kw) for _, kw in layouts]
+    for c in result.report["candidates"]:
+        kw = {k: v for k, v in c["ddp_kwargs"].items() if v is not None}
+        if _layout_key(kw) not in keys:
+            layouts.append((c["label"], kw))
+            keys.append(_layout_key(kw))
+    chosen = keys.index(_layout_key(result.ddp_kwargs))
+    # every layout replayed from the same recording: the prediction's order over the sweep
+    replayed = [None] * len(layouts)
+    if rank == 0:
+        for i, (_, kw) in enumerate(layouts):
+            replayed[i] = ddpscope.replay(trace, model, **kw)["what_if"]["step_time_ns"] / 1e6
+    wrappers = [nn.parallel.DistributedDataParallel(module, **kw) for _, kw in layouts]
+    for w in wrappers:
+        for _ in range(2):
+            step(w)
+    control = keys.index(_layout_key({}))
+    slots = list(range(len(wrappers))) + [control]  # the default twice: the control
+    times = [[None] * args.repeats for _ in slots]
+    for r in range(args.repeats):
+        order = slots[r % len(slots):] + slots[:r % len(slots)]
+        for pos, slot in enumerate(order):
+            # which of the two default blocks this is: the first met in this round's order
+            j = len(wrappers) if slot == control and order.index(slot) != pos else slot
+            w = wrappers[slot]
+            step(w)
+            block = []
+            for _ in range(args.steps - 1):
+                dist.barrier()
+                t = time.perf_counter_ns()
+                step(w)
+                block.append(time.perf_counter_ns() - t)
+            times[j][r] = block
+    t = torch.tensor(times, dtype=torch.float64)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)  # each step: the slowest rank's
+    times = t.tolist()
+    return {"model": args.model, "start_cap": args.start_cap, "tune_seconds": tune_seconds,
+            "switched": result.switched, "paste": result.paste, "chosen": chosen,
+            "layouts": [{"label": label, "ddp_kwargs": kw, "buckets": _bucket_count(w),
+                         "step_ns": times[i]}
+                        for i, ((label, kw), w) in enumerate(zip(layouts, wrappers))],
+            "control": {"of": control, "step_ns": times[len(wrappers)]},
+            "candidates": [{"label": c["label"], "predicted_step_ms": c["predicted_step_ms"],
+                            "measured_step_ms": c["measured_step_ms"], "current": c["current"],
+                            "gain_percent": c["gain_percent"], "rounds_faster": c["rounds_faster"],
+                            "layout": keys.index(_layout_key(c["ddp_kwargs"]))}
+                           for c in result.report["candidates"]],
+            "noise_floor_percent": result.report["decision"]["noise_floor_percent"],
+            "replayed_step_ms": replayed}
+
+
+def _sweep_recording(rank, args, module, start, step, opt, shape, classes):
+    """(trace, exported model on rank 0) of 6 steps at the job's starting layout, as tune
+    records them: what the sweep's layouts are predicted from."""
+    ddp = nn.parallel.DistributedDataParallel(module, **start)
+    for _ in range(2):
+        step(ddp)
+    trace = os.path.join(args.out, "record.json")
+    with ddpscope.torch.record(ddp, path=trace, optimizer=opt):
+        for _ in range(6):
+            step(ddp)
+    model = None
+    if rank == 0:
+        x, _ = Batches(rank, shape, classes, seed=999,
+                       tokens=classes if args.model == "gpt2-small" else 0).next()
+        model = ddpscope.Model.from_torch(copy.deepcopy(module), x, name=args.model)
+    return trace, model
+
+
 def build(name):
     """(module, input shape, classes, loss) of the measured models: mlp-wide and resnet18 as the
     validation grid runs them (sim/validate/torch_ddp_job.py: 8 x Linear(1024, 1024), batch 16;
@@ -291,11 +403,15 @@ def build(name):
                 return self.head(self.body(input_ids=x).last_hidden_state).mean(dim=1)
 
         return Lm(), (8, 64), 4096, nn.CrossEntropyLoss()
+    if name == "mobilenet-v3-small":  # a model the tests never used: 142 small gradients
+        import torchvision
+        return (torchvision.models.mobilenet_v3_small(), (8, 3, 96, 96), 1000,
+                nn.CrossEntropyLoss())
     raise SystemExit("unknown model %r" % name)
 
 
 CASES = {"poor": case_poor, "nothing": case_nothing, "equal": case_equal, "refuse": case_refuse,
-         "measure": case_measure}
+         "measure": case_measure, "sweep": case_sweep}
 
 
 def worker(rank, args):
@@ -303,7 +419,7 @@ def worker(rank, args):
     os.environ["MASTER_PORT"] = str(args.port)
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
     dist.init_process_group("gloo", rank=rank, world_size=args.world)
-    if args.case != "measure":
+    if args.case not in ("measure", "sweep"):
         torch.set_num_threads(1)
     result = CASES[args.case](rank, args)
     if rank == 0:

@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""How good are ddpscope.torch.tune's decisions? (docs/tuning.md's decision quality)
+
+    PYTHONPATH=<build>/python python/bench/tune_decisions.py [--python PY] [--repeats 2]
+        [--rounds 6] [--steps 6] [--models mlp-wide,resnet18,gpt2-small,mobilenet-v3-small]
+        [--starts default,0.05] [-o OUT.json]
+    python/bench/tune_decisions.py --table OUT.json
+
+Each job (python/tests/tune_job.py --case sweep) tunes a real 2-rank gloo job from DDP's
+defaults or from bucket_cap_mb=0.05, then measures an exhaustive sweep in the same job: caps
+0.05, 1, 2, 5, 10, 25 and 100, the planned list and every other candidate tune proposed, in
+`--rounds` interleaved rounds (order rotated) of `--steps`-step blocks, DDP's default twice per
+round. Jobs are interleaved over models and starts (m1 s1, m1 s2, m2 s1, ...), `--repeats` times.
+
+Per job: every layout's step as the median over rounds of its block median over the default's
+block median in the same round (a paired ratio: drift between rounds cancels); the noise floor
+is the median over rounds of |second default block / first - 1|. Tune's decision is good when
+its layout's ratio is within the noise floor of the best layout's. The prediction's order is
+scored by Spearman's rank correlation between tune's predicted steps and the sweep's measured
+ratios of the same candidates, and over the whole sweep between each layout's replay of a
+recording at the job's starting layout (`replay --from-trace`, the what-if) and its measured
+ratio. A miss is either the prediction's (no layout within the noise of the best was among the
+candidates) or the measurement's (one was, and tune kept the current settings). Standard library
+only.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+JOB = os.path.join(os.path.dirname(HERE), "tests", "tune_job.py")
+
+
+def run(python, model, start, rounds, steps, out):
+    extra = [] if start == "default" else ["--start-cap", start]
+    r = subprocess.run([python, JOB, out, "--case", "sweep", "--model", model, "--steps",
+                        str(steps), "--repeats", str(rounds)] + extra, capture_output=True,
+                       text=True)
+    if r.returncode != 0:
+        sys.exit("tune_job %s failed:\n%s" % (model, r.stderr[-4000:]))
+    with open(os.path.join(out, "result.json")) as f:
+        return json.load(f)
+
+
+def ranks(xs):
+    """Average ranks (1-based), ties sharing their mean rank."""
+    order = sorted(range(len(xs)), key=lambda i: xs[i])
+    out = [0.0] * len(xs)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            out[order[k]] = (i + j) / 2.0 + 1
+        i = j + 1
+    return out
+
+
+def spearman(xs, ys):
+    """Spearman's rho (Pearson's correlation of the average ranks); None below 3 points or
+    when either side has one rank only."""
+    if len(xs) < 3:
+        return None
+    rx, ry = ranks(xs), ranks(ys)
+    mx, my = statistics.fmean(rx), statistics.fmean(ry)
+    sxy = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
+    sxx = sum((a - mx) ** 2 for a in rx)
+    syy = sum((b - my) ** 2 for b in ry)
+    return None if sxx == 0 or syy == 0 else sxy / (sxx * syy) ** 0.5
+
+
+def summarize(job):
+    """One row per job: every layout's paired ratio and median step, the noise floor, tune's
+    choice against the best, and the prediction's rank correlation."""
+    layouts = job["layouts"]
+    base = job["control"]["of"]
+    blocks = [[statistics.median(b) / 1e6 for b in layout["step_ns"]] for layout in layouts]
+    control = [statistics.median(b) / 1e6 for b in job["control"]["step_ns"]]
+    rounds = range(len(control))
+    ratios = [statistics.median(blocks[i][r] / blocks[base][r] for r in rounds)
+              for i in range(len(layouts))]
+    noise = statistics.median(abs(control[r] / blocks[base][r] - 1) for r in rounds)
+    best = min(range(len(layouts)), key=lambda i: ratios[i])
+    chosen = job["chosen"]
+    regret = ratios[chosen] / ratios[best] - 1
+    predicted = [c for c in job["candidates"] if c["predicted_step_ms"] is not None]
+    rho = spearman([c["predicted_step_ms"] for c in predicted],
+                   [ratios[c["layout"]] for c in predicted])
+    replayed = job["replayed_step_ms"]
+    rho_sweep = spearman(replayed, ratios) if all(x is not None for x in replayed) else None
+    row = {"model": job["model"], "start": job["start_cap"] or "default",
+            "torch": job["torch"], "switched": job["switched"], "paste": job["paste"],
+            "tune_seconds": job["tune_seconds"], "tune_noise_floor_percent":
+            job["noise_floor_percent"], "noise_floor": noise, "best": best, "chosen": chosen,
+            "regret": regret, "good": regret <= noise, "spearman": rho,
+            "spearman_sweep": rho_sweep,
+            "layouts": [{"label": layout["label"], "buckets": layout["buckets"],
+                         "ratio": ratios[i], "median_ms": statistics.median(blocks[i]),
+                         "replayed_ms": replayed[i]}
+                        for i, layout in enumerate(layouts)],
+            "candidates": [{"label": c["label"], "predicted_step_ms": c["predicted_step_ms"],
+                            "layout": c["layout"]} for c in job["candidates"]]}
+    row["proposed"] = near_best_proposed(row)
+    return row
+
+
+def versus_start(row):
+    """The chosen layout's measured step over the job's starting layout's, minus 1 (negative:
+    tuning helped)."""
+    start = next(c["layout"] for c in row["candidates"] if c["label"] == "current")
+    return row["layouts"][row["chosen"]]["ratio"] / row["layouts"][start]["ratio"] - 1
+
+
+def near_best_proposed(row):
+    """Whether a layout within the noise floor of the sweep's best was among tune's candidates
+    (so tune measured one): a miss with one is the measurement's, without one the prediction's."""
+    ratios = [x["ratio"] for x in row["layouts"]]
+    limit = ratios[row["best"]] * (1 + row["noise_floor"])
+    return any(ratios[c["layout"]] <= limit for c in row["candidates"])
+
+
+def table(path):
+    """docs/tuning.md's decision-quality tables (markdown) from a saved run (-o)."""
+    with open(path) as f:
+        rows = json.load(f)["rows"]
+    print("| model | start | tune's choice | choice / start - 1 | sweep's best | choice / best - 1 "
+          "| noise floor "
+          "| within | a near-best layout among the candidates | Spearman: candidates (n) "
+          "| Spearman: sweep |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        lay = r["layouts"]
+        rho = r["spearman"]
+        print("| %s | %s | %s | %+.1f %% | %s | %+.1f %% | %.1f %% | %s | %s | %s | %s |" % (
+            r["model"], "cap 0.05" if r["start"] != "default" else "defaults",
+            lay[r["chosen"]]["label"], 100 * versus_start(r), lay[r["best"]]["label"],
+            100 * r["regret"],
+            100 * r["noise_floor"], "yes" if r["good"] else "**no**",
+            "yes" if near_best_proposed(r) else "no",
+            "–" if rho is None else "%+.2f (%d)" % (rho, sum(
+                1 for c in r["candidates"] if c["predicted_step_ms"] is not None)),
+            "–" if r["spearman_sweep"] is None else "%+.2f" % r["spearman_sweep"]))
+    print()
+    print("| model | start | layouts, fastest measured first: measured / default's step "
+          "(DDP's buckets; replayed ms) |")
+    print("|---|---|---|")
+    for r in rows:
+        print("| %s | %s | %s |" % (
+            r["model"], "cap 0.05" if r["start"] != "default" else "defaults",
+            "; ".join("%s %.3f (%s; %.1f)" % (x["label"], x["ratio"], x["buckets"],
+                                             x["replayed_ms"])
+                      for x in sorted(r["layouts"], key=lambda x: x["ratio"]))))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--python", default=sys.executable)
+    p.add_argument("--repeats", type=int, default=2)
+    p.add_argument("--rounds", type=int, default=6)
+    p.add_argument("--steps", type=int, default=6)
+    p.add_argument("--models", default="mlp-wide,resnet18,gpt2-small,mobilenet-v3-small")
+    p.add_argument("--starts", default="default,0.05",
+                   help="comma-separated: default (DDP's defaults) or a bucket_cap_mb")
+    p.add_argument("-o", "--out")
+    p.add_argument("--table", metavar="JSON", help="print the markdown tables of a saved run")
+    args = p.parse_args()
+    if args.table:
+        table(args.table)
+        return
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for k in range(args.repeats):
+            for model in args.models.split(","):
+                for start in args.starts.split(","):
+                    out = os.path.join(tmp, "%s-%s-%d" % (model, start, k))
+                    row = summarize(run(args.python, model, start, args.rounds, args.steps, out))
+                    row["repeat"] = k
+                    rows.append(row)
+                    lay = row["layouts"]
+                    print("%-18s from %-7s #%d chose %-28s best %-28s regret %+5.1f %% noise "
+                          "%4.1f %% %s  rho %s / sweep %s" % (
+                              model, start, k, lay[row["chosen"]]["label"][:28],
+                              lay[row["best"]]["label"][:28], 100 * row["regret"],
+                              100 * row["noise_floor"], "ok" if row["good"] else "NO",
+                              "-" if row["spearman"] is None else "%+.2f" % row["spearman"],
+                              "-" if row["spearman_sweep"] is None
+                              else "%+.2f" % row["spearman_sweep"]),
+                          flush=True)
+                    if args.out:  # kept after every job: a long run stopped midway keeps them
+                        with open(args.out, "w") as f:
+                            json.dump({"rounds": args.rounds, "steps": args.steps,
+                                       "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

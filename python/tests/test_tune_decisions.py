@@ -1,0 +1,74 @@
+"""The statistics of python/bench/tune_decisions.py (docs/tuning.md's decision quality), on
+hand-made sweep results: the paired ratios, the noise floor, the verdict and Spearman's rho."""
+
+import importlib.util
+import os
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+spec = importlib.util.spec_from_file_location(
+    "tune_decisions", os.path.join(os.path.dirname(HERE), "bench", "tune_decisions.py"))
+td = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(td)
+
+
+def test_ranks_share_ties():
+    assert td.ranks([30, 10, 20, 10]) == [4.0, 1.5, 3.0, 1.5]
+
+
+def test_spearman_of_known_orders():
+    assert td.spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert td.spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    # one swap among four: 1 - 6 * 2 / (4 * 15)
+    assert td.spearman([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(0.8)
+    assert td.spearman([1, 2], [2, 1]) is None  # too few points
+    assert td.spearman([1, 1, 1], [1, 2, 3]) is None  # one rank only
+
+
+def _job(blocks_ms, control_ms, chosen, replayed):
+    ns = lambda ms: [[int(x * 1e6)] * 3 for x in ms]  # noqa: E731 - three equal steps a block
+    return {"model": "m", "start_cap": None, "torch": "t", "switched": chosen != 1,
+            "paste": "p", "tune_seconds": 1.0, "noise_floor_percent": 2.0, "chosen": chosen,
+            "layouts": [{"label": "L%d" % i, "buckets": i + 1, "step_ns": ns(b)}
+                        for i, b in enumerate(blocks_ms)],
+            "control": {"of": 1, "step_ns": ns(control_ms)},
+            "candidates": [{"label": "L0", "predicted_step_ms": 9.0, "layout": 0},
+                           {"label": "L1", "predicted_step_ms": 10.0, "layout": 1},
+                           {"label": "L2", "predicted_step_ms": 11.0, "layout": 2}],
+            "replayed_step_ms": replayed}
+
+
+def test_a_choice_within_the_noise_of_the_best_is_good():
+    # rounds drift (100 then 120 ms) but each ratio is paired within its round
+    job = _job([[95, 114], [100, 120], [110, 132]], [102, 118], chosen=1,
+               replayed=[9.0, 10.0, 11.0])
+    row = td.summarize(job)
+    assert [x["ratio"] for x in row["layouts"]] == pytest.approx([0.95, 1.0, 1.1])
+    assert row["noise_floor"] == pytest.approx((0.02 + 1 / 60) / 2)
+    assert row["best"] == 0
+    assert row["regret"] == pytest.approx(1 / 0.95 - 1)
+    assert not row["good"]  # 5.3 % lost against a 1.8 % noise floor
+    assert row["spearman"] == pytest.approx(1.0)
+    assert row["spearman_sweep"] == pytest.approx(1.0)
+    assert row["proposed"]
+    job["candidates"] = job["candidates"][1:]  # the best, L0, never measured by tune
+    assert not td.summarize(job)["proposed"]
+    job["chosen"] = 0
+    assert td.summarize(job)["good"]
+    job["control"]["step_ns"] = [[int(110e6)] * 3, [int(132e6)] * 3]  # a 10 % noise floor
+    job["chosen"] = 1
+    assert td.summarize(job)["good"]
+
+
+def test_a_sweep_without_every_replay_has_no_sweep_rho():
+    job = _job([[95], [100], [110]], [101], chosen=0, replayed=[9.0, None, 11.0])
+    assert td.summarize(job)["spearman_sweep"] is None
+
+
+def test_the_committed_tables_are_the_scripts(capsys):
+    """docs/measurements/tune_2026-11-29_decisions.md holds what --table prints of its JSON."""
+    docs = os.path.join(os.path.dirname(os.path.dirname(HERE)), "docs", "measurements")
+    td.table(os.path.join(docs, "tune_2026-11-29_decisions.json"))
+    with open(os.path.join(docs, "tune_2026-11-29_decisions.md"), encoding="utf-8") as f:
+        assert capsys.readouterr().out in f.read()
