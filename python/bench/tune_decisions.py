@@ -28,23 +28,11 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-JOB = os.path.join(os.path.dirname(HERE), "tests", "tune_job.py")
-
-
-def run(python, model, start, rounds, steps, out):
-    extra = [] if start == "default" else ["--start-cap", start]
-    r = subprocess.run([python, JOB, out, "--case", "sweep", "--model", model, "--steps",
-                        str(steps), "--repeats", str(rounds)] + extra, capture_output=True,
-                       text=True)
-    if r.returncode != 0:
-        sys.exit("tune_job %s failed:\n%s" % (model, r.stderr[-4000:]))
-    with open(os.path.join(out, "result.json")) as f:
-        return json.load(f)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tune_measure import parse_arguments, run_job  # noqa: E402  (python/bench/tune_measure.py)
 
 
 def ranks(xs):
@@ -160,18 +148,14 @@ def table(path):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--python", default=sys.executable)
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--rounds", type=int, default=6)
     p.add_argument("--steps", type=int, default=6)
     p.add_argument("--models", default="mlp-wide,resnet18,gpt2-small,mobilenet-v3-small")
     p.add_argument("--starts", default="default,0.05",
                    help="comma-separated: default (DDP's defaults) or a bucket_cap_mb")
-    p.add_argument("-o", "--out")
-    p.add_argument("--table", metavar="JSON", help="print the markdown tables of a saved run")
-    args = p.parse_args()
-    if args.table:
-        table(args.table)
+    args = parse_arguments(p, table)
+    if args is None:
         return
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -179,7 +163,9 @@ def main():
             for model in args.models.split(","):
                 for start in args.starts.split(","):
                     out = os.path.join(tmp, "%s-%s-%d" % (model, start, k))
-                    row = summarize(run(args.python, model, start, args.rounds, args.steps, out))
+                    row = summarize(run_job(args.python, "sweep", model, args.steps,
+                                            args.rounds, out,
+                                            None if start == "default" else start))
                     row["repeat"] = k
                     rows.append(row)
                     lay = row["layouts"]

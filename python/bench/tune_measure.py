@@ -26,15 +26,35 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 JOB = os.path.join(os.path.dirname(HERE), "tests", "tune_job.py")
 
 
-def run(python, model, steps, pairs, out, start_cap=None):
+def run_job(python, case, model, steps, repeats, out, start_cap=None):
+    """tune_job.py's `case` for `model` (rank 0's result.json); exits naming the model when the
+    job fails."""
     extra = [] if start_cap is None else ["--start-cap", str(start_cap)]
-    r = subprocess.run([python, JOB, out, "--case", "measure", "--model", model, "--steps",
-                        str(steps), "--repeats", str(pairs)] + extra, capture_output=True,
+    r = subprocess.run([python, JOB, out, "--case", case, "--model", model, "--steps",
+                        str(steps), "--repeats", str(repeats)] + extra, capture_output=True,
                        text=True)
     if r.returncode != 0:
         sys.exit("tune_job %s failed:\n%s" % (model, r.stderr[-4000:]))
     with open(os.path.join(out, "result.json")) as f:
-        result = json.load(f)
+        return json.load(f)
+
+
+def parse_arguments(p, table_of):
+    """Adds --python, -o and --table to `p` and parses; with --table prints `table_of` of the
+    saved run and returns None."""
+    p.add_argument("--python", default=sys.executable,
+                   help="the interpreter with torch (transformers, torchvision for their models)")
+    p.add_argument("-o", "--out")
+    p.add_argument("--table", metavar="JSON", help="print the markdown tables of a saved run")
+    args = p.parse_args()
+    if args.table:
+        table_of(args.table)
+        return None
+    return args
+
+
+def run(python, model, steps, pairs, out, start_cap=None):
+    result = run_job(python, "measure", model, steps, pairs, out, start_cap)
     with open(os.path.join(out, "report.json")) as f:
         result["report"] = json.load(f)
     return result
@@ -109,18 +129,14 @@ def table(path):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--python", default=sys.executable)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--pairs", type=int, default=3)
     p.add_argument("--models", default="mlp-wide,resnet18,gpt2-small")
     p.add_argument("--start-cap", type=float, default=None,
                    help="the jobs' bucket_cap_mb before tuning (default: left out, DDP's default)")
-    p.add_argument("-o", "--out")
-    p.add_argument("--table", metavar="JSON", help="print the markdown tables of a saved run")
-    args = p.parse_args()
-    if args.table:
-        table(args.table)
+    args = parse_arguments(p, table)
+    if args is None:
         return
     rows = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -33,6 +33,7 @@ import json
 import os
 import socket
 import time
+from typing import NamedTuple
 
 import torch
 import torch.distributed as dist
@@ -237,8 +238,20 @@ def case_refuse(rank, args):
     return out
 
 
-def case_measure(rank, args):
-    """Tune from DDP's defaults, then A B A B: `steps` tuned steps against `steps` untuned."""
+class TunedJob(NamedTuple):
+    module: nn.Module
+    start: dict  # the job's DDP keyword arguments before tuning
+    ddp: nn.parallel.DistributedDataParallel
+    opt: torch.optim.Optimizer
+    step: object
+    result: object  # ddpscope.torch.TuneResult
+    tune_seconds: float
+    shape: tuple
+    classes: int
+
+
+def tuned_job(rank, args):
+    """--model's job at DDP's defaults (or --start-cap), tuned with tune's defaults."""
     torch.set_num_threads(1)
     module, shape, classes, loss = build(args.model)
     start = {} if args.start_cap is None else {"bucket_cap_mb": args.start_cap}
@@ -249,7 +262,14 @@ def case_measure(rank, args):
     t0 = time.perf_counter()
     result = ddpscope.torch.tune(ddp, step, optimizer=opt,
                                  report=os.path.join(args.out, "report.json"))
-    tune_seconds = time.perf_counter() - t0
+    return TunedJob(module, start, ddp, opt, step, result, time.perf_counter() - t0, shape,
+                    classes)
+
+
+def case_measure(rank, args):
+    """Tune from DDP's defaults, then A B A B: `steps` tuned steps against `steps` untuned."""
+    job = tuned_job(rank, args)
+    ddp, step, result, tune_seconds = job.ddp, job.step, job.result, job.tune_seconds
     runs = []
     for k in range(args.repeats):
         # A B, B A, A B, ...: neither setting always runs first in its pair.
@@ -286,19 +306,11 @@ def case_sweep(rank, args):
     sweep in the same job (caps SWEEP_CAPS, the planned list and every candidate tune
     proposed): --repeats rounds, the order rotated each round, one block of --steps steps per
     layout (its first step untimed) and DDP's default twice (the control: the noise floor)."""
-    torch.set_num_threads(1)
-    module, shape, classes, loss = build(args.model)
-    start = {} if args.start_cap is None else {"bucket_cap_mb": args.start_cap}
-    ddp = nn.parallel.DistributedDataParallel(module, **start)
-    opt = torch.optim.SGD(module.parameters(), lr=1e-3)
-    data = Batches(rank, shape, classes, tokens=classes if args.model == "gpt2-small" else 0)
-    step = make_step(opt, data, loss)
-    t0 = time.perf_counter()
-    result = ddpscope.torch.tune(ddp, step, optimizer=opt,
-                                 report=os.path.join(args.out, "report.json"))
-    tune_seconds = time.perf_counter() - t0
+    job = tuned_job(rank, args)
+    module, step, result, tune_seconds = job.module, job.step, job.result, job.tune_seconds
     layouts = [("bucket_cap_mb=%g" % c, {"bucket_cap_mb": c}) for c in SWEEP_CAPS]
-    trace, model = _sweep_recording(rank, args, module, start, step, opt, shape, classes)
+    trace, model = _sweep_recording(rank, args, module, job.start, step, job.opt, job.shape,
+                                    job.classes)
     planned = [None]
     if rank == 0:
         planned[0] = ddpscope.plan(model, cluster=None, from_trace=trace)["planned"]
