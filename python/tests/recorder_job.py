@@ -31,13 +31,14 @@ IN = 256
 
 
 class Residual(nn.Module):
-    """x + relu(lin(x)): the add runs between two child calls, so the exporter makes it a layer
-    of its own ("2.add") that no module hook of the recorder times."""
+    """x + act(lin(x)): the add runs between two child calls, so the exporter makes it a layer
+    of its own ("2.add") that no module hook of the recorder times (as in every ResNet and
+    transformer)."""
 
-    def __init__(self, width):
+    def __init__(self, width, act=nn.ReLU):
         super().__init__()
         self.lin = nn.Linear(width, width)
-        self.act = nn.ReLU()
+        self.act = act()
 
     def forward(self, x):
         return x + self.act(self.lin(x))
