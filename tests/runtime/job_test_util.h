@@ -62,8 +62,13 @@ inline std::vector<pid_t> processesWith(const std::string& marker,
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
     const pid_t pid = static_cast<pid_t>(std::stol(name));
     if (pid == ::getpid()) continue;
-    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
-    const std::string cmdline((std::istreambuf_iterator<char>(in)), {});
+    std::string cmdline;
+    try {  // a process that exits between the open and the read fails it (ESRCH): not live
+      std::ifstream in(entry.path() / "cmdline", std::ios::binary);
+      cmdline.assign(std::istreambuf_iterator<char>(in), {});
+    } catch (const std::ios_base::failure&) {
+      continue;
+    }
     if (cmdline.find(marker) == std::string::npos) continue;
     const std::string argv0 = cmdline.substr(0, cmdline.find('\0'));
     if (!program.empty() && !argv0.ends_with(program)) continue;
