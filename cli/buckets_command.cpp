@@ -4,14 +4,11 @@
 #include <ostream>
 #include <sstream>
 
+#include "api/buckets_request.h"
 #include "base/strings.h"
 #include "cli/arg_parser.h"
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "ddp/bucket_plan.h"
-#include "ddp/bucket_plan_request.h"
-#include "ddp/ddp_config.h"
-#include "models/model_spec.h"
 
 namespace ddpscope::cli {
 namespace {
@@ -33,7 +30,7 @@ ArgParser makeBucketsParser() {
       "it:\n"
       "buckets in reduction (allreduce launch) order, each with its parameters (indices into\n"
       "model.parameters()) in flat-buffer order, its bytes and its size limit.");
-  parser.options(ddp::bucketPlanSettingList())
+  parser.options(api::bucketPlanSettingList())
       .flag("json", "machine-readable output")
       .option("csv", "PATH", "also write the bucket table as CSV (index, tensors, bytes, ...)")
       .epilog(
@@ -55,12 +52,12 @@ Status runBucketsCommand(const std::vector<std::string>& argv, CommandIo io) {
     return Status::ok();
   }
 
-  ASSIGN_OR_RETURN(const ddp::BucketPlanReport report, ddp::bucketPlanFromSettings(args));
+  ASSIGN_OR_RETURN(const api::BucketPlanReport report, api::bucketPlanFromSettings(args));
   const models::ModelSpec& model = report.model;
   const ddp::DdpConfig& config = report.config;
   const ddp::BucketPlan& plan = report.plan;
   const std::vector<int64_t>& limits = report.sizeLimits;
-  const nlohmann::json planJson = ddp::bucketPlanReportJson(report);
+  const nlohmann::json planJson = api::bucketPlanReportJson(report);
   if (auto csv = args.value("csv")) {
     nlohmann::json rows = nlohmann::json::array();
     for (const auto& b : planJson["buckets"]) {

@@ -10,16 +10,11 @@
 #include <ostream>
 #include <sstream>
 
+#include "api/calibrate_request.h"
 #include "cli/arg_parser.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/progress.h"
-#include "ddp/ddp_settings.h"
-#include "sim/api/calibrate_request.h"
-#include "sim/cost/cluster.h"
-#include "sim/replay/calibrate.h"
-#include "sim/replay/measured_profile.h"
-#include "sim/replay/replay.h"
 #include "traces/chrome_reader.h"
 
 namespace ddpscope::cli {
@@ -42,7 +37,7 @@ Status runCalibrateCommand(const std::vector<std::string>& argv, CommandIo io) {
       "bytes at a rate, from 3 layers up; residuals printed). Prints the fit quality and writes\n"
       "a cluster JSON (the base cluster, default cpu-mpi, with the fitted values).");
   parser.positionalList("RUN.json", "measured runs' traces (plain or .gz)", false)
-      .options(sim::calibrateSettingList())
+      .options(api::calibrateSettingList())
       .flag("json", "machine-readable output: the runs, the fit and the file written")
       .flag("quiet", "no progress on stderr (shown when loading the runs takes more than 2 s)")
       .epilog(
@@ -59,16 +54,16 @@ Status runCalibrateCommand(const std::vector<std::string>& argv, CommandIo io) {
     return Status::ok();
   }
   const std::vector<std::string>& runs = args.positionals();
-  StatusOr<sim::ClusterCalibration> calibrated = [&] {
+  StatusOr<api::ClusterCalibration> calibrated = [&] {
     Progress progress =
         Progress::forCommand("calibrate: loading runs", runs.size(), io.err, args.has("quiet"));
-    return sim::calibrateCluster(
+    return api::calibrateCluster(
         runs, args,
         [&progress](size_t done, size_t, const std::string& run) { progress.update(done, run); });
   }();
-  ASSIGN_OR_RETURN(const sim::ClusterCalibration result, std::move(calibrated));
+  ASSIGN_OR_RETURN(const api::ClusterCalibration result, std::move(calibrated));
   if (args.has("json")) {
-    io.out << sim::calibrateJson(result).dump(2) << "\n";
+    io.out << api::calibrateJson(result).dump(2) << "\n";
     return Status::ok();
   }
   std::ostringstream report;

@@ -9,20 +9,15 @@
 #include <ostream>
 #include <sstream>
 
+#include "api/cluster_settings.h"
 #include "base/strings.h"
 #include "cli/arg_parser.h"
 #include "cli/commands.h"
 #include "io/file_output.h"
-#include "sim/cost/cluster.h"
-#include "sim/cost/comm_model.h"
-#include "sim/cost/latency_fit.h"
-#include "sim/topo/cluster_from_topo.h"
 
 namespace ddpscope::cli {
 
 namespace {
-
-constexpr int64_t kCheckBytes = int64_t{256} << 20;  // the busbw check's buffer: 256 MiB
 
 Status runClusterShow(const std::vector<std::string>& argv, CommandIo io) {
   ArgParser parser("ddpscope cluster show", "NAME",
@@ -33,16 +28,7 @@ Status runClusterShow(const std::vector<std::string>& argv, CommandIo io) {
     io.out << parser.helpText();
     return Status::ok();
   }
-  const std::string& name = args.positionals()[0];
-  std::string_view json = sim::builtinClusterJson(name);
-  if (json.empty()) {
-    std::string names;
-    for (const std::string& n : sim::builtinClusterNames()) {
-      if (!names.empty()) names += ", ";
-      names += n;
-    }
-    return invalidArgument("unknown cluster '" + name + "'; built-in: " + names);
-  }
+  ASSIGN_OR_RETURN(const std::string json, api::builtinClusterJsonText(args.positionals()[0]));
   io.out << json;
   if (!json.empty() && json.back() != '\n') io.out << "\n";
   return Status::ok();
@@ -65,9 +51,9 @@ Status runFromTopo(const std::vector<std::string>& argvIn, CommandIo io) {
       "check, the predicted 256 MiB allreduce busbw on --nodes nodes. Use the file with\n"
       "--cluster in simulate, sweep, plan and allreduce.");
   parser.positional("TOPO.txt", "the output of `nvidia-smi topo -m` (a pasted copy is fine)", true)
-      .options(sim::topo::topoClusterSettingList())
+      .options(api::topoClusterSettingList())
       .option("out", "FILE", "write the cluster JSON here (-o FILE works too); default: stdout")
-      .option("nodes", "N", "nodes for the busbw check (default 1; 2 when there are NICs)")
+      .options(api::topoCheckSettingList())
       .epilog(
           "example:\n"
           "  nvidia-smi topo -m > topo.txt\n"
@@ -83,30 +69,14 @@ Status runFromTopo(const std::vector<std::string>& argvIn, CommandIo io) {
     io.out << parser.helpText();
     return Status::ok();
   }
-  ASSIGN_OR_RETURN(sim::topo::TopoClusterOptions options,
-                   sim::topo::parseTopoClusterSettings(args));
-  std::optional<int> nodes;
-  if (auto n = args.value("nodes")) {
-    std::optional<int64_t> v = parseInt64(*n);
-    if (!v || *v < 1 || *v > 100000) {
-      return invalidArgument("--nodes: expected a positive integer; got '" + *n + "'");
-    }
-    nodes = static_cast<int>(*v);
-  }
-
-  ASSIGN_OR_RETURN(sim::topo::TopoMatrix matrix, sim::topo::loadTopoFile(args.positionals()[0]));
-  ASSIGN_OR_RETURN(sim::topo::TopoCluster cluster, sim::topo::clusterFromTopo(matrix, options));
+  ASSIGN_OR_RETURN(const api::FromTopoRequest request,
+                   api::parseFromTopoRequest(args, args.positionals()[0]));
+  ASSIGN_OR_RETURN(const sim::topo::TopoCluster cluster, api::buildClusterFromTopo(request));
   const sim::ClusterSpec& spec = cluster.spec;
-
   // The busbw check first: a bad --nodes is an error before anything is printed.
-  const int checkNodes = nodes.value_or(spec.interNode.nicsPerNode > 0 ? 2 : 1);
-  if (checkNodes > 1 && spec.interNode.nicsPerNode == 0) {
-    return invalidArgument("--nodes " + std::to_string(checkNodes) +
-                           ": this cluster has no network (no NICs); use --nodes 1");
-  }
-  ASSIGN_OR_RETURN(sim::WorldLayout layout, sim::makeWorldLayout(spec, checkNodes, std::nullopt));
-  ASSIGN_OR_RETURN(std::unique_ptr<sim::CommModel> model, sim::makeCommModel(spec, layout));
-  sim::CollectiveEstimate e = model->estimate(sim::Collective::kAllreduce, kCheckBytes);
+  ASSIGN_OR_RETURN(const api::TopoBusbwCheck check, api::topoBusbwCheck(request, spec));
+  const sim::WorldLayout& layout = check.layout;
+  const sim::CollectiveEstimate& e = check.estimate;
 
   const auto out = args.value("out");
   std::unique_ptr<io::OutputFile> file;  // opened before printing: a bad path prints nothing
@@ -114,7 +84,7 @@ Status runFromTopo(const std::vector<std::string>& argvIn, CommandIo io) {
     ASSIGN_OR_RETURN(file, io::OutputFile::open(*out));
   }
   std::ostream& report = out ? io.out : io.err;
-  report << "cluster " << spec.name << " from " << matrix.origin << ":\n"
+  report << "cluster " << spec.name << " from " << request.matrix.origin << ":\n"
          << "  device         " << spec.device.name << " (from built-in " << cluster.baseCluster
          << ")\n"
          << "  gpus_per_node  " << spec.gpusPerNode;
@@ -183,7 +153,7 @@ Status runCalibrate(const std::vector<std::string>& argvIn, CommandIo io) {
       "are fitted together. Ranks and nodes come from each log's '# Rank N ... on HOST' lines.\n"
       "Prints the fit, each log's rows against the calibrated cluster and the fitted model, and\n"
       "the sizes where the model's shape disagrees with a log (a knee it does not have).");
-  parser.options(sim::ncclTestsCalibrationSettingList())
+  parser.options(api::ncclTestsCalibrationSettingList())
       .option("out", "FILE", "write the cluster JSON here (-o FILE works too); default: stdout")
       .flag("json", "print the fit and the checks as JSON (the cluster goes to --out)")
       .epilog(
@@ -197,7 +167,7 @@ Status runCalibrate(const std::vector<std::string>& argvIn, CommandIo io) {
     io.out << parser.helpText();
     return Status::ok();
   }
-  ASSIGN_OR_RETURN(sim::NcclTestsCalibrationRun run, sim::calibrateFromNcclTestsSettings(args));
+  ASSIGN_OR_RETURN(api::NcclTestsCalibrationRun run, api::calibrateFromNcclTestsSettings(args));
   const sim::NcclTestsCalibration& cal = run.calibration;
   const auto out = args.value("out");
   std::unique_ptr<io::OutputFile> file;

@@ -1,45 +1,13 @@
 #include "cli/common.h"
 
-#include <cctype>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "base/strings.h"
-#include "models/model_resolver.h"
-#include "sim/cost/cluster.h"
 #include "traces/chrome_writer.h"
 #include "traces/kineto_writer.h"
 
 namespace ddpscope::cli {
-
-StatusOr<int64_t> parseByteSize(const std::string& text, const std::string& what) {
-  std::string t(trimString(text));
-  size_t pos = 0;
-  while (pos < t.size() && (std::isdigit(static_cast<unsigned char>(t[pos])) || t[pos] == '.'))
-    ++pos;
-  std::string number = t.substr(0, pos);
-  std::string unit = t.substr(pos);
-  for (auto& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  double scale = 0;
-  if (unit.empty() || unit == "B")
-    scale = 1;
-  else if (unit == "K" || unit == "KB" || unit == "KIB")
-    scale = 1024.0;
-  else if (unit == "M" || unit == "MB" || unit == "MIB")
-    scale = 1024.0 * 1024.0;
-  else if (unit == "G" || unit == "GB" || unit == "GIB")
-    scale = 1024.0 * 1024.0 * 1024.0;
-  auto value = parseDouble(number);
-  if (scale == 0 || !value || *value <= 0) {
-    return invalidArgument(
-        what + ": expected a positive size like 1048576, 64K, 25MiB or 1G, got '" + text + "'");
-  }
-  double bytes = *value * scale;
-  if (bytes < 1 || bytes > 1e15) {
-    return invalidArgument(what + ": size out of range [1 B, 1 PB]: '" + text + "'");
-  }
-  return static_cast<int64_t>(bytes);
-}
 
 Status writeCsvFile(const std::string& path, const std::vector<std::string>& columns,
                     const nlohmann::json& rows) {

@@ -19,10 +19,6 @@ namespace ddpscope::cli {
 Status writeCsvFile(const std::string& path, const std::vector<std::string>& columns,
                     const nlohmann::json& rows);
 
-// Parses a byte size: "1048576", "64K", "1MiB", "25M", "1.5GiB" (K/M/G are binary, as in
-// nccl-tests; a trailing "B"/"iB" is optional). `what` names the flag in errors.
-StatusOr<int64_t> parseByteSize(const std::string& text, const std::string& what);
-
 // --trace PATH and --trace-format chrome|kineto: a timeline written as one Chrome/Perfetto file
 // (chrome, the default) or as PyTorch profiler (Kineto) traces, one file per rank at
 // traces::perRankTracePath(PATH, rank), that HTA and TraceLens read (traces/kineto_writer.h).

@@ -17,9 +17,9 @@
 #include <string_view>
 #include <thread>
 
+#include "api/buckets_request.h"
+#include "api/ddp_flags.h"
 #include "cli/run_worker.h"
-#include "ddp/bucket_plan.h"
-#include "ddp/ddp_settings.h"
 #include "io/file_output.h"
 #include "runtime/fault_guard.h"
 #include "runtime/mpi/mpi_communicator.h"

@@ -6,15 +6,13 @@
 #include <ostream>
 #include <sstream>
 
+#include "api/ddp_flags.h"
+#include "api/import_request.h"
+#include "api/model_settings.h"
 #include "cli/arg_parser.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/progress.h"
-#include "ddp/bucket_plan.h"
-#include "ddp/ddp_settings.h"
-#include "models/model_resolver.h"
-#include "models/model_spec.h"
-#include "sim/api/import_request.h"
 #include "traces/args_json.h"
 #include "traces/chrome_writer.h"
 #include "traces/kineto_import.h"
@@ -62,13 +60,13 @@ Status runImportTorchCommand(const std::vector<std::string>& argv, CommandIo io)
       "their count must equal the plan's buckets. Without the model the bytes are reported as\n"
       "unknown (JSON null), and replay / calibrate refuse to fit to them.");
   parser.positionalList("TRACE.json", "per-rank profiler traces (plain or .gz), any order", true)
-      .options(sim::importTorchOutputSettingList())
+      .options(api::importTorchOutputSettingList())
       .flag("json", "machine-readable summary (times in ns)")
       .flag("quiet", "no progress on stderr (shown when reading the traces takes more than 2 s)");
-  parser.options(models::modelSettingList());
+  parser.options(api::modelSettingList());
   // The job's DDP settings, which the profiler does not record: written to the trace (the keys
   // replay and calibrate read) when any is given.
-  parser.options(ddp::ddpSettingList(ddp::DdpSettingSet::all()));
+  parser.options(api::ddpSettingList(api::DdpSettingSet::all()));
   parser.epilog(
       "Example:\n"
       "  ddpscope import-torch rank0.json.gz rank1.json.gz -o run.json\n"
@@ -85,13 +83,13 @@ Status runImportTorchCommand(const std::vector<std::string>& argv, CommandIo io)
   }
   Progress progress =
       Progress::forCommand("import-torch", tracePaths.size(), io.err, args.has("quiet"));
-  ASSIGN_OR_RETURN(const sim::TorchImport imported,
-                   sim::importTorchTraces(
+  ASSIGN_OR_RETURN(const api::TorchImport imported,
+                   api::importTorchTraces(
                        tracePaths, args, [&progress](size_t done, size_t, const std::string& path) {
                          progress.update(done, path);
                        }));
   if (args.has("json")) {
-    io.out << sim::importTorchJson(imported).dump(2) << "\n";
+    io.out << api::importTorchJson(imported).dump(2) << "\n";
     return Status::ok();
   }
   const traces::KinetoImportReport& report = imported.report;

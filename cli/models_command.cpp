@@ -5,12 +5,11 @@
 #include <ostream>
 #include <sstream>
 
+#include "api/model_request.h"
 #include "base/strings.h"
 #include "cli/arg_parser.h"
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "models/model_resolver.h"
-#include "models/zoo.h"
 
 namespace ddpscope::cli {
 
@@ -28,19 +27,13 @@ Status runList(const std::vector<std::string>& argv, CommandIo io) {
     return Status::ok();
   }
 
-  nlohmann::json list = nlohmann::json::array();
+  ASSIGN_OR_RETURN(const std::vector<models::ModelSpec> zoo, api::zooModels());
+  const nlohmann::json list = api::modelListJson(zoo);
   std::ostringstream table;
   table << std::left << std::setw(14) << "model" << std::right << std::setw(16) << "parameters"
         << std::setw(9) << "tensors" << std::setw(13) << "fp32 size" << std::setw(8) << "layers"
         << "  description\n";
-  for (const std::string& name : models::zooModelNames()) {
-    ASSIGN_OR_RETURN(models::ModelSpec model, models::loadZooModel(name));
-    list.push_back({{"name", model.name},
-                    {"num_params", model.numParams()},
-                    {"num_tensors", model.numTensors()},
-                    {"total_bytes", model.totalBytes()},
-                    {"num_layers", model.layers.size()},
-                    {"description", model.description}});
+  for (const models::ModelSpec& model : zoo) {
     table << std::left << std::setw(14) << model.name << std::right << std::setw(16)
           << formatThousands(model.numParams()) << std::setw(9) << model.numTensors()
           << std::setw(13) << formatBytes(model.totalBytes()) << std::setw(8) << model.layers.size()
@@ -59,12 +52,6 @@ Status runList(const std::vector<std::string>& argv, CommandIo io) {
   return Status::ok();
 }
 
-int64_t layerParams(const models::ModelSpec& model, const models::LayerSpec& layer) {
-  int64_t n = 0;
-  for (int p : layer.params) n += model.params[static_cast<size_t>(p)].numel();
-  return n;
-}
-
 Status runModelShow(const std::vector<std::string>& argv, CommandIo io) {
   ArgParser parser("ddpscope model show", "M [--json]",
                    "One model as ddpscope sees it: its default inputs, parameter and buffer\n"
@@ -79,26 +66,8 @@ Status runModelShow(const std::vector<std::string>& argv, CommandIo io) {
   }
   ASSIGN_OR_RETURN(const models::ModelSpec model, models::resolveModel(args.positionals()[0]));
   const models::ModelInputs& in = model.defaultInputs;
-  nlohmann::json layers = nlohmann::json::array();
-  for (const models::LayerSpec& layer : model.layers) {
-    layers.push_back({{"name", layer.name},
-                      {"type", layer.type},
-                      {"num_params", layerParams(model, layer)},
-                      {"forward_flops", layer.forwardFlops.evaluate(in)}});
-  }
   if (args.has("json")) {
-    nlohmann::json doc = {
-        {"name", model.name},
-        {"origin", model.origin},
-        {"description", model.description},
-        {"inputs", {{"batch", in.batch}, {"seq_len", in.seqLen}, {"image_size", in.imageSize}}},
-        {"num_params", model.numParams()},
-        {"num_tensors", model.numTensors()},
-        {"total_bytes", model.totalBytes()},
-        {"num_buffers", model.buffers.size()},
-        {"forward_flops", model.forwardFlops(in)},
-        {"layers", layers}};
-    io.out << doc.dump(2) << "\n";
+    io.out << api::modelShowJson(model).dump(2) << "\n";
     return Status::ok();
   }
   io.out << model.name << " (" << model.origin << ")";
@@ -121,7 +90,7 @@ Status runModelShow(const std::vector<std::string>& argv, CommandIo io) {
       const models::LayerSpec& layer = model.layers[i];
       io.out << std::right << std::setw(5) << i << "  " << std::left << std::setw(40) << layer.name
              << std::setw(18) << layer.type << std::right << std::setw(14)
-             << formatThousands(layerParams(model, layer)) << std::setw(14) << std::fixed
+             << formatThousands(api::layerParams(model, layer)) << std::setw(14) << std::fixed
              << std::setprecision(3) << layer.forwardFlops.evaluate(in) / 1e9 << "\n";
     }
   } else {

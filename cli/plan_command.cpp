@@ -5,15 +5,12 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "api/plan_request.h"
+#include "api/simulation_json.h"
 #include "base/strings.h"
 #include "cli/arg_parser.h"
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "ddp/ddp_config.h"
-#include "sim/api/plan_request.h"
-#include "sim/cost/measured_curve.h"
-#include "sim/engine/plan.h"
-#include "sim/engine/workload.h"
 
 namespace ddpscope::cli {
 namespace {
@@ -47,7 +44,7 @@ Status runPlanCommand(const std::vector<std::string>& argv, CommandIo io) {
       "trace after 'ddpscope import-torch --model m.json ...'): its model, measured compute,\n"
       "world size and DDP settings, and cpu-mpi calibrated on its own collectives unless\n"
       "--cluster is given (as 'ddpscope replay').");
-  parser.options(sim::planSettingList())
+  parser.options(api::planSettingList())
       .flag("json", "machine-readable output")
       .epilog(
           "example: ddpscope plan --model gpt2-small --cluster dgx-a100 --nodes 4\n"
@@ -60,14 +57,14 @@ Status runPlanCommand(const std::vector<std::string>& argv, CommandIo io) {
     io.out << parser.helpText();
     return Status::ok();
   }
-  ASSIGN_OR_RETURN(const sim::PlanRequest input, sim::parsePlanRequest(args));
-  ASSIGN_OR_RETURN(const sim::PlanResult r, sim::runPlanRequest(input));
+  ASSIGN_OR_RETURN(const api::PlanRequest input, api::parsePlanRequest(args));
+  ASSIGN_OR_RETURN(const sim::PlanResult r, api::runPlanRequest(input));
   if (args.has("json")) {
-    io.out << sim::planJson(input, r).dump(2) << "\n";
+    io.out << api::planJson(input, r).dump(2) << "\n";
     return Status::ok();
   }
 
-  const sim::SimulationRequest& req = input.request;
+  const api::SimulationRequest& req = input.request;
   const sim::PlanSearch& plan = input.search;
   const sim::SweepPoint& def = r.uniform.points[r.defaultPoint];
   const sim::SweepPoint& uni = r.uniform.points[r.bestUniformPoint];
@@ -149,7 +146,7 @@ Status runPlanCommand(const std::vector<std::string>& argv, CommandIo io) {
   o << "\n4. layouts to measure in your own job (predicted, not measured: "
        "ddpscope.torch.tune times them\n   in interleaved rounds of real training steps and keeps "
        "the winner only when it beats the\n   current settings by more than the measured noise)\n";
-  for (const sim::PlanCandidate& c : sim::planCandidates(input, r)) {
+  for (const api::PlanCandidate& c : api::planCandidates(input, r)) {
     o << std::right << std::setw(12) << ms(c.predictedStep) << " ms/step " << std::setw(4)
       << c.bucketBytes.size() << " buckets  " << c.label
       << (c.current && c.label != "current" ? " (current)" : "")

@@ -6,18 +6,13 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "api/replay_request.h"
 #include "base/strings.h"
 #include "cli/arg_parser.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/sim_text.h"
-#include "ddp/ddp_settings.h"
 #include "io/file_output.h"
-#include "sim/api/replay_request.h"
-#include "sim/cost/host_profile.h"
-#include "sim/engine/workload.h"
-#include "sim/replay/measured_profile.h"
-#include "sim/replay/replay.h"
 #include "traces/chrome_writer.h"
 
 namespace ddpscope::cli {
@@ -75,7 +70,7 @@ Status runReplayCommand(const std::vector<std::string>& argvIn, CommandIo io) {
       "A GPU trace's kernels ran on the GPU its deviceProperties name: on a --cluster of another\n"
       "GPU (or at another --dtype) the what-if carries each layer's kernels there by the ratio of\n"
       "the two GPUs' rooflines; the run's own settings replay on the traced GPU.");
-  parser.options(sim::replaySettingList());
+  parser.options(api::replaySettingList());
   addTraceOutputFlags(parser, "write the what-if's simulated trace here");
   parser
       .option("host-profile-out", "FILE",
@@ -106,8 +101,8 @@ Status runReplayCommand(const std::vector<std::string>& argvIn, CommandIo io) {
     if (!opened.isOk()) return invalidArgument("--host-profile-out: " + opened.status().message());
     profileOut = std::move(opened).value();
   }
-  ASSIGN_OR_RETURN(const sim::ReplayReport report,
-                   sim::runReplay(args, /*recordTrace=*/args.has("trace")));
+  ASSIGN_OR_RETURN(const api::ReplayReport report,
+                   api::runReplay(args, /*recordTrace=*/args.has("trace")));
   if (profileOut) {
     if (!report.hostLane) {
       return invalidArgument("--host-profile-out: " + report.trace +
@@ -122,11 +117,11 @@ Status runReplayCommand(const std::vector<std::string>& argvIn, CommandIo io) {
     ASSIGN_OR_RETURN(traceFiles, writeTraceOutput(report.whatIfResult->timeline, args));
   }
   if (args.has("json")) {
-    io.out << sim::replayJson(report).dump(2) << "\n";
+    io.out << api::replayJson(report).dump(2) << "\n";
     return Status::ok();
   }
   const std::string& trace = report.trace;
-  const sim::SimulationRequest& req = report.request;
+  const api::SimulationRequest& req = report.request;
   const sim::replay::MeasuredProfile& profile = req.measured->profile;
   const sim::replay::RunSettings& run = profile.settings;
   const sim::replay::StepPrediction& ownResult = report.own;
@@ -159,7 +154,7 @@ Status runReplayCommand(const std::vector<std::string>& argvIn, CommandIo io) {
     io.out << line;
   }
   if (report.whatIf) {
-    sim::SimulationRequest shown = req;
+    api::SimulationRequest shown = req;
     shown.options = report.whatIfOptions;
     io.out << "what-if: "
            << formatSimSummary(shown, report.whatIfLayout, report.whatIfResult->summary);
@@ -169,7 +164,7 @@ Status runReplayCommand(const std::vector<std::string>& argvIn, CommandIo io) {
     io.out << line;
   }
   if (report.hostLane) {
-    const sim::ReplayReport::HostLane& lane = *report.hostLane;
+    const api::ReplayReport::HostLane& lane = *report.hostLane;
     io.out << "host lane (the trace's host facts, " << lane.steps
            << " profiled step(s); each layer's kernels as measured"
            << (report.carried.empty() ? "" : ", in the what-if carried as above") << "):\n";

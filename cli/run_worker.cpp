@@ -5,9 +5,10 @@
 #include <tuple>
 #include <utility>
 
+#include "api/ddp_flags.h"
+#include "api/model_request.h"
+#include "api/model_settings.h"
 #include "cli/arg_parser.h"
-#include "ddp/ddp_settings.h"
-#include "models/model_resolver.h"
 
 namespace ddpscope::cli {
 namespace {
@@ -16,12 +17,12 @@ namespace {
 // and PyTorch 2.15's skip_all_reduce_unused_params and mixed_precision. (batched_grad_copy runs
 // as the same copies issued when the bucket is ready; lazy_bucket_allocation changes nothing.)
 // --autocast describes PyTorch's autograd, not the runtime's (its --dtype sets the precision).
-ddp::DdpSettingSet workerDdpSettings() {
-  return ddp::DdpSettingSet::all()
-      .without(ddp::DdpSetting::kCommHook)
-      .without(ddp::DdpSetting::kSkipAllReduceUnused)
-      .without(ddp::DdpSetting::kMixedPrecision)
-      .without(ddp::DdpSetting::kAutocast);
+api::DdpSettingSet workerDdpSettings() {
+  return api::DdpSettingSet::all()
+      .without(api::DdpSetting::kCommHook)
+      .without(api::DdpSetting::kSkipAllReduceUnused)
+      .without(api::DdpSetting::kMixedPrecision)
+      .without(api::DdpSetting::kAutocast);
 }
 
 ArgParser makeWorkerParser() {
@@ -35,7 +36,7 @@ ArgParser makeWorkerParser() {
       "the rank's node-local rank) and synchronizes with NCCL on a separate stream. Launch it\n"
       "with\n"
       "  mpirun -np N ddpscope-run ...   or   ddpscope run --nproc N -- ...");
-  parser.option("model", "M", std::string(models::kModelArgumentHelp))
+  parser.options(api::modelSettingList())
       .option("backend", "mpi|nccl",
               "mpi: CPU model + MPI (default); nccl: CUDA model + NCCL, one GPU per rank")
       .option("dtype", "fp32|tf32|bf16",
@@ -45,7 +46,7 @@ ArgParser makeWorkerParser() {
       .option("warmup", "W",
               "warm-up iterations, run first and left out of the summary (default 0)")
       .option("batch", "B", "GLOBAL batch; each of the N ranks trains on B/N samples (default 8)");
-  parser.options(ddp::ddpSettingList(workerDdpSettings()));
+  parser.options(api::ddpSettingList(workerDdpSettings()));
   parser.flag("sync-batchnorm", "convert BatchNorm2d to SyncBatchNorm")
       .option("seed", "S", "parameter init and data seed (default 1)")
       .option("lr", "LR", "SGD learning rate (default 0.01)")
@@ -149,7 +150,7 @@ StatusOr<WorkerFlags> parseWorkerFlags(const std::vector<std::string>& argv) {
   t.iterations = iterations + flags.warmup;
   if (t.iterations == 0) return invalidArgument("--iterations: nothing to run (0 iterations)");
   ASSIGN_OR_RETURN(t.globalBatch, args.positiveInt("batch", 8));
-  ASSIGN_OR_RETURN(t.ddp, ddp::parseDdpSettings(args, workerDdpSettings()));
+  ASSIGN_OR_RETURN(t.ddp, api::parseDdpSettings(args, workerDdpSettings()));
   t.build.syncBatchNorm = args.has("sync-batchnorm");
   ASSIGN_OR_RETURN(int64_t seed, args.nonNegativeInt("seed", 1));
   t.build.seed = static_cast<uint64_t>(seed);

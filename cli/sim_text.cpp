@@ -4,9 +4,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "api/simulation_json.h"
 #include "base/strings.h"
-#include "sim/cost/measured_curve.h"
-#include "sim/engine/workload.h"
 
 namespace ddpscope::cli {
 
@@ -88,7 +87,7 @@ std::string formatDdpCosts(const sim::SimSummary& s) {
   return o.str();
 }
 
-std::string formatSimSummary(const sim::SimulationRequest& request, const sim::WorldLayout& layout,
+std::string formatSimSummary(const api::SimulationRequest& request, const sim::WorldLayout& layout,
                              const sim::SimSummary& s) {
   char line[256];
   std::ostringstream o;

@@ -1,13 +1,13 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "api/cluster_settings.h"
+#include "api/simulation_json.h"
 #include "cli/arg_parser.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/progress.h"
 #include "cli/sim_text.h"
-#include "ddp/bucket_plan.h"
-#include "sim/api/simulation_json.h"
 #include "traces/chrome_writer.h"
 
 namespace ddpscope::cli {
@@ -31,7 +31,7 @@ Status runSimulateCommand(const std::vector<std::string>& argv, CommandIo io) {
       "and how much they slow compute while it runs (nccl_sm_contention), and the step\n"
       "against plain training; --trace writes a Chrome/Perfetto timeline (pid = rank;\n"
       "compute, comm and host lanes).");
-  parser.options(sim::simulationSettingList(/*sweep=*/false));
+  parser.options(api::simulationSettingList(/*sweep=*/false));
   addTraceOutputFlags(parser, "write the trace here (.json; .json.gz compresses)");
   parser.flag("json", "machine-readable summary")
       .flag("quiet", "no progress on stderr (shown for simulations that take more than 2 s)")
@@ -47,22 +47,20 @@ Status runSimulateCommand(const std::vector<std::string>& argv, CommandIo io) {
     return Status::ok();
   }
   RETURN_IF_ERROR(checkTraceOutputFlags(args));
-  ASSIGN_OR_RETURN(sim::SimulationRequest req, sim::parseSimulationRequest(args, /*sweep=*/false));
-  ASSIGN_OR_RETURN(const sim::LayoutSettings layoutFlags, sim::parseLayoutSettings(args));
-  ASSIGN_OR_RETURN(sim::WorldLayout layout,
-                   sim::makeWorldLayout(req.cluster, layoutFlags.nodes, layoutFlags.worldSize));
+  ASSIGN_OR_RETURN(api::SimulationRequest req, api::parseSimulationRequest(args, /*sweep=*/false));
+  ASSIGN_OR_RETURN(const sim::WorldLayout layout, api::layoutFromSettings(args, req.cluster));
   req.options.recordTrace = args.has("trace");
   Progress progress = Progress::forCommand("simulate", 0, io.err, args.has("quiet"));
   req.options.progress = [&progress](int done, int total) {
     progress.setTotal(static_cast<size_t>(total));
     progress.update(static_cast<size_t>(done));
   };
-  ASSIGN_OR_RETURN(sim::SimResult result, sim::runSimulation(req, layout));
+  ASSIGN_OR_RETURN(sim::SimResult result, api::runSimulation(req, layout));
   ASSIGN_OR_RETURN(const std::vector<std::string> traceFiles,
                    writeTraceOutput(result.timeline, args));
   if (args.has("json")) {
-    nlohmann::json out = sim::simSummaryJson(req, layout, result.summary);
-    ASSIGN_OR_RETURN(out["layers"], sim::layerKernelsJson(req));
+    nlohmann::json out = api::simSummaryJson(req, layout, result.summary);
+    ASSIGN_OR_RETURN(out["layers"], api::layerKernelsJson(req));
     if (auto path = args.value("trace")) out["trace"] = *path;
     io.out << out.dump(2) << "\n";
   } else {

@@ -10,16 +10,14 @@
 #include <set>
 #include <sstream>
 
+#include "api/simulation_json.h"
+#include "api/sweep_request.h"
 #include "base/strings.h"
 #include "cli/arg_parser.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/progress.h"
 #include "cli/sim_text.h"
-#include "sim/api/sweep_request.h"
-#include "sim/cost/measured_curve.h"
-#include "sim/engine/sweep.h"
-#include "sim/engine/workload.h"
 #include "traces/chrome_writer.h"
 
 namespace ddpscope::cli {
@@ -36,7 +34,7 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
       "Simulates every combination of bucket cap, world size, find_unused_parameters and\n"
       "torch.compile mode (on all cores) and prints a table, then the best bucket_cap_mb per\n"
       "world size (and mode) and its gain over PyTorch's default of 25.");
-  parser.options(sim::simulationSettingList(/*sweep=*/true));
+  parser.options(api::simulationSettingList(/*sweep=*/true));
   parser.option("csv", "PATH", "write one CSV row per configuration")
       .option("trace", "PATH",
               "write the best configuration's Chrome trace (per world size: PATH-wW.json when "
@@ -51,14 +49,14 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
     io.out << parser.helpText();
     return Status::ok();
   }
-  ASSIGN_OR_RETURN(const sim::SweepRequest plan, sim::parseSweepRequest(args));
-  const sim::SimulationRequest& req = plan.request;
+  ASSIGN_OR_RETURN(const api::SweepRequest plan, api::parseSweepRequest(args));
+  const api::SimulationRequest& req = plan.request;
   const std::vector<sim::WorldLayout>& layouts = plan.layouts;
   const std::vector<bool>& findUnused = plan.findUnused;
   const bool severalModes = plan.compileModes.size() > 1;
   Progress progress = Progress::forCommand("sweep", 0, io.err, args.has("quiet"));
   ASSIGN_OR_RETURN(const sim::SweepResult result,
-                   sim::runSweepRequest(plan, [&progress](size_t finished, size_t total) {
+                   api::runSweepRequest(plan, [&progress](size_t finished, size_t total) {
                      progress.setTotal(total);
                      progress.update(finished);
                    }));
@@ -103,7 +101,7 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
       }
       sim::SimOptions o = sim::sweepPointOptions(req.options, c);
       o.recordTrace = true;
-      ASSIGN_OR_RETURN(sim::SimResult traced, sim::runSimulation(req, c.layout, o));
+      ASSIGN_OR_RETURN(sim::SimResult traced, api::runSimulation(req, c.layout, o));
       RETURN_IF_ERROR(traces::writeChromeTrace(traced.timeline, out));
       io.err << "trace of the best configuration for world size " << c.layout.worldSize()
              << " written to " << out << "\n";
@@ -111,7 +109,7 @@ Status runSweepCommand(const std::vector<std::string>& argv, CommandIo io) {
   }
 
   if (args.has("json")) {
-    io.out << sim::sweepJson(plan, result).dump(2) << "\n";
+    io.out << api::sweepJson(plan, result).dump(2) << "\n";
     return Status::ok();
   }
 

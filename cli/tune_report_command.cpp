@@ -1,12 +1,12 @@
 // `ddpscope tune-report REPORT.json`: what ddpscope.torch.tune measured in a job and decided
-// (sim/api/tune_report.h reads and checks the report).
+// (api/tune_report.h reads and checks the report).
 #include <cstdio>
 #include <sstream>
 #include <string>
 
+#include "api/tune_report.h"
 #include "cli/arg_parser.h"
 #include "cli/commands.h"
-#include "sim/api/tune_report.h"
 
 namespace ddpscope::cli {
 
@@ -25,7 +25,7 @@ Status runTuneReportCommand(const std::vector<std::string>& argv, CommandIo io) 
     return Status::ok();
   }
   const std::string& path = args.positionals().at(0);
-  ASSIGN_OR_RETURN(const sim::TuneReport r, sim::readTuneReport(path));
+  ASSIGN_OR_RETURN(const api::TuneReport r, api::readTuneReport(path));
   std::ostringstream o;
   o << "tune report " << path << ": " << r.model << ", world size " << r.worldSize << ", "
     << r.backend << " on " << r.device << ", torch " << r.torch << "; steps timed by " << r.timing
@@ -35,7 +35,7 @@ Status runTuneReportCommand(const std::vector<std::string>& argv, CommandIo io) 
   std::snprintf(line, sizeof(line), "  %-34s %7s %12s %12s %8s %7s %8s\n", "candidate", "buckets",
                 "predicted_ms", "measured_ms", "gain_%", "won", "p");
   o << line;
-  for (const sim::TuneReportCandidate& c : r.candidates) {
+  for (const api::TuneReportCandidate& c : r.candidates) {
     const std::string label = c.label.size() > 34 ? c.label.substr(0, 31) + "..." : c.label;
     const std::string buckets = c.buckets ? std::to_string(*c.buckets) : "-";
     char predicted[32] = "-";

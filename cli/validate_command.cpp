@@ -15,13 +15,11 @@
 #include <string>
 #include <vector>
 
+#include "api/validate_request.h"
 #include "cli/arg_parser.h"
 #include "cli/commands.h"
 #include "cli/process.h"
 #include "cli/progress.h"
-#include "sim/validate/grid.h"
-#include "sim/validate/report.h"
-#include "sim/validate/validate.h"
 
 namespace ddpscope::cli {
 namespace {

@@ -9,14 +9,18 @@
 #include <string>
 #include <vector>
 
+#include "api/allreduce_request.h"
+#include "api/buckets_request.h"
+#include "api/cluster_settings.h"
+#include "api/ddp_flags.h"
+#include "api/model_settings.h"
+#include "api/simulation_request.h"
 #include "base/status.h"
 #include "cli/arg_parser.h"
 #include "cli/common.h"
-#include "ddp/bucket_plan_request.h"
 #include "ddp/ddp_settings.h"
 #include "fuzz/fuzz_util.h"
 #include "models/model_resolver.h"
-#include "sim/api/simulation_request.h"
 
 namespace {
 
@@ -26,8 +30,8 @@ using cli::ArgParser;
 ArgParser makeParser(int command) {
   if (command == 2) {
     ArgParser parser("ddpscope buckets", "--model M [options]", "bucket plan");
-    parser.options(models::modelSettingList());
-    parser.options(ddp::ddpSettingList(ddp::DdpSettingSet::bucketPlan()));
+    parser.options(api::modelSettingList());
+    parser.options(api::ddpSettingList(api::DdpSettingSet::bucketPlan()));
     parser.option("iteration", "1|steady", "which plan")
         .option("ready-order", "LIST", "ready order")
         .option("ready-order-file", "PATH", "ready order file")
@@ -35,7 +39,7 @@ ArgParser makeParser(int command) {
     return parser;
   }
   ArgParser parser(command == 1 ? "ddpscope sweep" : "ddpscope simulate", "[options]", "sim");
-  parser.options(sim::simulationSettingList(/*sweep=*/command == 1));
+  parser.options(api::simulationSettingList(/*sweep=*/command == 1));
   parser.option("trace", "PATH", "trace").option("size", "BYTES", "size").flag("json", "json");
   parser.positionalList("files", "inputs", /*required=*/false);
   return parser;
@@ -87,19 +91,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   const bool sweep = command == 1;
-  check(ddp::parseDdpSettings(
-      *args, command == 2 ? ddp::DdpSettingSet::bucketPlan() : sim::simulationDdpSettings(sweep)));
+  check(api::parseDdpSettings(
+      *args, command == 2 ? api::DdpSettingSet::bucketPlan() : api::simulationDdpSettings(sweep)));
   for (const char* flag : {"batch", "seq-len", "image-size", "iterations"}) {
     check(args->positiveInt(flag, 1));
     check(args->nonNegativeInt(flag, 1));
   }
   check(args->positiveDouble("contention", 1));
   check(args->nonNegativeDouble("contention", 1));
-  if (auto v = args->value("size")) check(cli::parseByteSize(*v, "--size"));
-  if (auto v = args->value("compile")) check(sim::parseCompileModes(*v, sweep));
-  if (auto v = args->value("ready-order")) check(ddp::parseIndexList(*v, "--ready-order"));
+  if (auto v = args->value("size")) check(api::parseByteSize(*v, "--size"));
+  if (auto v = args->value("compile")) check(api::parseCompileModes(*v, sweep));
+  if (auto v = args->value("ready-order")) check(api::parseIndexList(*v, "--ready-order"));
   if (command == 2) return 0;
-  check(sim::parseLayoutSettings(*args));
+  check(api::parseLayoutSettings(*args));
   if (sweep) {
     if (auto v = args->value("bucket-cap-mb")) check(parsePositiveList(*v, "--bucket-cap-mb"));
     if (auto v = args->value("nodes")) check(parsePositiveIntList(*v, "--nodes"));
@@ -111,7 +115,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto cluster = args->value("cluster");
   if (model && resolvable(*model) && !(cluster && looksLikeFile(*cluster)) &&
       !args->has("compute-from")) {
-    check(sim::parseSimulationRequest(*args, sweep));
+    check(api::parseSimulationRequest(*args, sweep));
   }
   return 0;
 }

@@ -17,11 +17,11 @@
 #include <string>
 #include <vector>
 
+#include "api/import_request.h"
 #include "base/status.h"
 #include "ddp/ddp_config.h"
 #include "fuzz/fuzz_util.h"
 #include "models/model_spec.h"
-#include "sim/api/import_request.h"
 #include "sim/replay/trace_host_facts.h"
 #include "traces/kineto_import.h"
 #include "traces/traced_gpu.h"
@@ -59,7 +59,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   options.readModel = (bits & 2) == 0 && (bits & 8) != 0;
   if ((bits & 4) != 0) {
-    auto plan = sim::plannedSizes(profiledModel(), ddp::DdpConfig{});
+    auto plan = api::plannedSizes(profiledModel(), ddp::DdpConfig{});
     FUZZ_CHECK(plan.isOk(), plan.status().message());
     options.plan = *plan;
   }
@@ -101,7 +101,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                  "a parameter of a layer the model does not have");
       for (int64_t d : p.shape) FUZZ_CHECK(d >= 1, "a parameter dimension below 1");
     }
-    auto spec = models::parseModelJson(sim::traceModelJson(traced).dump(), "m");
+    auto spec = models::parseModelJson(api::traceModelJson(traced).dump(), "m");
     FUZZ_CHECK(spec.isOk() || !spec.status().message().empty(), "a model error without a message");
   }
   // A trace without module ranges: its host facts by the forward ops the import matched.

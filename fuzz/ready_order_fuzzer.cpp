@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "api/buckets_request.h"
 #include "base/status.h"
 #include "ddp/bucket_plan.h"
-#include "ddp/bucket_plan_request.h"
 #include "ddp/ddp_config.h"
 #include "fuzz/fuzz_util.h"
 #include "models/model_spec.h"
@@ -46,7 +46,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
   const models::ModelSpec& m = model(data[0] & 3);
   const std::string text(fuzz::asText(data + 1, size - 1));
-  auto order = ddp::parseIndexListDocument(text, "order.json");
+  auto order = api::parseIndexListDocument(text, "order.json");
   if (!order.isOk()) {
     FUZZ_CHECK(order.status().message().find("order.json") != std::string::npos,
                "the error does not name the file: " + order.status().message());

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "base/setting_values.h"
 #include "base/strings.h"
 #include "models/builders.h"
 #include "models/zoo.h"
@@ -24,15 +25,6 @@ StatusOr<ModelSpec> resolveModel(std::string_view text) {
                   "\" (nor a shorthand such as gpt2:layers=2 "
                   "or a model file: a path or NAME.json); available: " +
                   available);
-}
-
-std::vector<SettingSpec> modelSettingList() {
-  return {{"model", "M", std::string(kModelArgumentHelp)}};
-}
-
-StatusOr<ModelSpec> loadModelFromSettings(const SettingValues& values) {
-  ASSIGN_OR_RETURN(const std::string text, requiredNameOrFile(values, "model"));
-  return resolveModel(text);
 }
 
 }  // namespace ddpscope::models

@@ -11,7 +11,6 @@
 #include <string_view>
 #include <vector>
 
-#include "base/setting_values.h"
 #include "base/status.h"
 #include "models/model_spec.h"
 
@@ -23,11 +22,5 @@ StatusOr<ModelSpec> resolveModel(std::string_view text);
 inline constexpr std::string_view kModelArgumentHelp =
     "a zoo model (see 'ddpscope model list'), a shorthand (gpt2:layers=L,embd=E,heads=H,vocab=V,"
     "seq=T | mlp:in=I,hidden=H,depth=D,out=O) or a model JSON file";
-
-// The setting that names a model: "model" (resolveModel's text: a shorthand, a zoo name or a
-// file).
-std::vector<SettingSpec> modelSettingList();
-// The model "model" names in `values` (required).
-StatusOr<ModelSpec> loadModelFromSettings(const SettingValues& values);
 
 }  // namespace ddpscope::models

@@ -12,10 +12,14 @@ set(allowed_ddp base io models ddp)
 set(allowed_traces base io traces)
 set(allowed_sim base io models ddp traces sim)
 set(allowed_runtime base io models ddp traces runtime)
-set(allowed_gui base io models ddp traces sim gui)
-set(allowed_cli base io models ddp traces sim runtime cli)
-set(allowed_python base io models ddp traces sim)
-set(modules base io models ddp traces sim runtime gui cli python)
+set(allowed_api base io models ddp traces sim api)
+# The front ends see the core through one door, api/ (each verb's request, run and JSON; the
+# types those carry), beside base/, io/ (files) and traces/. cli/ may include runtime/ only in
+# ddpscope-run's own sources (the runtime front end rule below).
+set(allowed_gui base io traces api gui)
+set(allowed_cli base io traces api runtime cli)
+set(allowed_python base io traces api)
+set(modules base io models ddp traces sim api runtime gui cli python)
 
 # runtime/'s sub-libraries, named after their folders (runtime/graph is runtime_graph; the
 # top-level runtime/*.h, *.cpp are the engine library, runtime). A runtime source may include
@@ -103,8 +107,32 @@ foreach(module IN LISTS modules)
   endforeach()
 endforeach()
 
+# The runtime front end: ddpscope-run (cli/ddpscope_run_main.cpp, cli/run_worker.*) drives the
+# runtime, so it alone in cli/ may include runtime/; it links no simulator, so of api/ it includes
+# only the headers of api_flags (the DDP and model settings, the bucket plan), never the
+# simulator's verbs. The other cli/ sources never include runtime/.
+set(runtime_front_end_sources cli/ddpscope_run_main.cpp cli/run_worker.h cli/run_worker.cpp)
+set(api_flags_headers api/ddp_flags.h api/model_settings.h api/model_request.h
+                      api/buckets_request.h)
+file(GLOB_RECURSE sources RELATIVE ${SOURCE_DIR} ${SOURCE_DIR}/cli/*.h ${SOURCE_DIR}/cli/*.cpp)
+foreach(source IN LISTS sources)
+  file(STRINGS ${SOURCE_DIR}/${source} includes REGEX "^#include \"(runtime|api)/")
+  foreach(line IN LISTS includes)
+    string(REGEX REPLACE "^#include \"([^\"]+)\".*" "\\1" path "${line}")
+    if(source IN_LIST runtime_front_end_sources)
+      if(path MATCHES "^api/" AND NOT path IN_LIST api_flags_headers)
+        list(APPEND violations
+             "${source}: ddpscope-run may include only api_flags' headers of api/ (${line})")
+      endif()
+    elseif(path MATCHES "^runtime/")
+      list(APPEND violations
+           "${source}: only ddpscope-run's sources may include runtime/ in cli/ (${line})")
+    endif()
+  endforeach()
+endforeach()
+
 # One request layer: the front ends (cli/, gui/, python/) turn named settings into a simulation,
-# a sweep or a plan through sim/api (parseSimulationRequest / runSimulation, parseSweepRequest /
+# a sweep or a plan through api/ (parseSimulationRequest / runSimulation, parseSweepRequest /
 # runSweepRequest, parsePlanRequest / runPlanRequest), never by calling the engine's entry points.
 foreach(module gui cli python)
   file(GLOB_RECURSE sources RELATIVE ${SOURCE_DIR} ${SOURCE_DIR}/${module}/*.h
@@ -114,25 +142,25 @@ foreach(module gui cli python)
          REGEX "sim::(simulate|simulateDdp|simulateDataParallel|runSweep|runPlan)\\(")
     foreach(line IN LISTS calls)
       string(STRIP "${line}" line)
-      list(APPEND violations "${source}: a front end calls the engine, not sim/api (${line})")
+      list(APPEND violations "${source}: a front end calls the engine, not api/ (${line})")
     endforeach()
   endforeach()
 endforeach()
 
-# The GUI builds its requests from typed values (sim::SimulationChoice, simulationSettings,
-# sweepSettings in sim/api/simulation_request.h): it never spells a flag into named settings.
+# The GUI builds its requests from typed values (api::SimulationChoice, simulationSettings,
+# sweepSettings in api/simulation_request.h): it never spells a flag into named settings.
 file(GLOB_RECURSE sources RELATIVE ${SOURCE_DIR} ${SOURCE_DIR}/gui/*.h ${SOURCE_DIR}/gui/*.cpp)
 foreach(source IN LISTS sources)
   file(STRINGS ${SOURCE_DIR}/${source} spelled REGEX "\\.set\\(\"[a-z][a-z0-9-]*\"")
   foreach(line IN LISTS spelled)
     string(STRIP "${line}" line)
-    list(APPEND violations "${source}: the GUI spells a flag, which only sim/api may (${line})")
+    list(APPEND violations "${source}: the GUI spells a flag, which only api/ may (${line})")
   endforeach()
 endforeach()
 
 # Public headers of the core: no Qt, CUDA, NCCL, MPI or the full nlohmann header. The backend
 # folders runtime/cuda, runtime/nccl, runtime/mpi are where those libraries are allowed.
-foreach(module base io models ddp traces sim runtime)
+foreach(module base io models ddp traces sim api runtime)
   file(GLOB_RECURSE headers RELATIVE ${SOURCE_DIR} ${SOURCE_DIR}/${module}/*.h)
   foreach(header IN LISTS headers)
     if(header MATCHES "^runtime/(cuda|nccl|mpi)/")

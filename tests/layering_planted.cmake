@@ -1,6 +1,6 @@
 # The layering check catches planted includes (the ctest layering_catches_planted): writes a small
-# tree under WORK_DIR holding allowed includes and, one per file, an include each runtime rule of
-# tests/layering.cmake forbids; runs layering.cmake on it; and passes only if the check fails,
+# tree under WORK_DIR holding allowed includes and, one per file, an include each runtime or front
+# end rule of tests/layering.cmake forbids; runs layering.cmake on it; and passes only if the check fails,
 # names every planted include with the rule it breaks, and reports none of the allowed files.
 # Run as cmake -DLAYERING=.../layering.cmake -DWORK_DIR=... -P this file.
 cmake_minimum_required(VERSION 3.25)
@@ -21,7 +21,16 @@ set(cases
   "runtime/cpu/allowed.cpp|runtime/graph/trainable_model.h,runtime/cpu/layer.h|"
   "runtime/cuda/allowed.cpp|runtime/graph/model_graph.h,runtime/cuda/gemm.h,traces/timeline.h|"
   "runtime/allowed.cpp|runtime/graph/trainable_model.h,runtime/cpu/cpu_model.h,runtime/comm.h|"
-  "runtime/nccl/allowed.cpp|runtime/training.h,runtime/cuda/cuda_model.h,runtime/mpi/mpi_communicator.h|")
+  "runtime/nccl/allowed.cpp|runtime/training.h,runtime/cuda/cuda_model.h,runtime/mpi/mpi_communicator.h|"
+  "cli/planted_engine.cpp|sim/engine/plan.h|cli/ may not include sim/"
+  "cli/planted_ddp.cpp|ddp/ddp_settings.h|cli/ may not include ddp/"
+  "cli/planted_runtime.cpp|runtime/training.h|only ddpscope-run's sources may include runtime/"
+  "cli/run_worker.cpp|api/plan_request.h|ddpscope-run may include only api_flags' headers"
+  "gui/planted_models.cpp|models/zoo.h|gui/ may not include models/"
+  "python/planted_topo.cpp|sim/topo/topo_matrix.h|python/ may not include sim/"
+  "cli/allowed.cpp|api/plan_request.h,base/status.h,io/file_output.h,traces/timeline.h|"
+  "cli/ddpscope_run_main.cpp|runtime/training.h,api/ddp_flags.h,api/buckets_request.h|"
+  "gui/allowed.cpp|api/simulation_request.h,traces/timeline.h,gui/model/whatif.h|")
 
 foreach(case IN LISTS cases)
   string(REPLACE "|" ";" fields "${case}")

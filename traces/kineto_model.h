@@ -19,7 +19,7 @@
 //   accumulation as soon as the node producing it finishes); -1 when no node ties it to a layer.
 //
 // What the trace cannot say: parameter names (the model names them "<layer>.weight", ...) and
-// registration order (taken as the layers' forward order: see sim/api/import_request.h).
+// registration order (taken as the layers' forward order: see api/import_request.h).
 #pragma once
 
 #include <cstdint>

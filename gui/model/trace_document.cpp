@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "api/ddp_flags.h"
 #include "base/strings.h"
-#include "ddp/ddp_settings.h"
 #include "gui/model/time_scale.h"
 #include "traces/args_json.h"
 

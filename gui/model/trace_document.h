@@ -24,8 +24,8 @@
 #include <string>
 #include <vector>
 
+#include "api/ddp_flags.h"
 #include "base/nanos.h"
-#include "ddp/ddp_config.h"
 #include "traces/overlap.h"
 #include "traces/timeline.h"
 

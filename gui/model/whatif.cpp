@@ -4,31 +4,30 @@
 #include <QtConcurrent/QtConcurrentRun>
 #include <sstream>
 
+#include "api/cluster_settings.h"
+#include "api/plan_request.h"
+#include "api/simulation_request.h"
+#include "api/sweep_request.h"
 #include "base/strings.h"
-#include "sim/api/plan_request.h"
-#include "sim/api/simulation_request.h"
-#include "sim/api/sweep_request.h"
-#include "sim/cost/cluster.h"
-#include "sim/engine/sweep.h"
 
 namespace ddpscope::gui {
 
 namespace {
 
-// The request layer's reading of these settings: the model, cluster and simulator options,
-// validated once, exactly as `ddpscope simulate` would read them.
-StatusOr<sim::SimulationRequest> requestOf(const WhatIfSettings& s) {
-  return sim::parseSimulationRequest(s.settingValues(), /*sweep=*/false);
+// The request these values make, built typed (no text in the middle): the model and cluster
+// resolved, the DDP settings validated, the rest as `ddpscope simulate` defaults them.
+StatusOr<api::SimulationRequest> requestOf(const WhatIfSettings& s) {
+  return api::simulationRequestOf(s.choice());
 }
 
 }  // namespace
 
-sim::SimulationChoice WhatIfSettings::choice() const {
+api::SimulationChoice WhatIfSettings::choice() const {
   return {model, cluster, worldSize, ddp};
 }
 
 SettingValues WhatIfSettings::settingValues() const {
-  return sim::simulationSettings(choice());
+  return api::simulationSettings(choice());
 }
 
 std::vector<std::string> WhatIfSettings::cliArgs() const {
@@ -61,7 +60,7 @@ std::string WhatIfSettings::describe() const {
 }
 
 StatusOr<WhatIfResult> runWhatIf(const WhatIfSettings& settings, bool recordTrace) {
-  ASSIGN_OR_RETURN(sim::SimulationRequest request, requestOf(settings));
+  ASSIGN_OR_RETURN(api::SimulationRequest request, requestOf(settings));
   ASSIGN_OR_RETURN(sim::WorldLayout layout,
                    sim::makeWorldLayout(request.cluster, std::nullopt, settings.worldSize));
   request.options.recordTrace = recordTrace;
@@ -69,7 +68,7 @@ StatusOr<WhatIfResult> runWhatIf(const WhatIfSettings& settings, bool recordTrac
   // profile with per-op costs would run on every change.
   request.options.simulatePlain = false;
   const Nanos t0 = steadyNow();
-  ASSIGN_OR_RETURN(sim::SimResult result, sim::runSimulation(request, layout));
+  ASSIGN_OR_RETURN(sim::SimResult result, api::runSimulation(request, layout));
   WhatIfResult out;
   out.simulateNs = (steadyNow() - t0).count();
   out.settings = settings;
@@ -162,10 +161,10 @@ void appendSweepPoints(const sim::SweepResult& swept, SweepResult& out) {
 StatusOr<SweepResult> runSweep(const WhatIfSettings& base, const std::vector<double>& capsMb,
                                const std::vector<int>& worldSizes) {
   if (capsMb.empty() || worldSizes.empty()) return invalidArgument("sweep: nothing to sweep");
-  // `ddpscope sweep`'s settings: the base's, with its cap and find_unused as the sweep's axes.
-  ASSIGN_OR_RETURN(const sim::SweepRequest plan,
-                   sim::parseSweepRequest(sim::sweepSettings(base.choice(), capsMb, worldSizes)));
-  ASSIGN_OR_RETURN(const sim::SweepResult swept, sim::runSweepRequest(plan, nullptr));
+  // `ddpscope sweep`'s request: the base's settings, with its cap and find_unused as the axes.
+  ASSIGN_OR_RETURN(const api::SweepRequest plan,
+                   api::sweepRequestOf(base.choice(), capsMb, worldSizes));
+  ASSIGN_OR_RETURN(const sim::SweepResult swept, api::runSweepRequest(plan, nullptr));
   SweepResult out;
   out.capsMb = capsMb;
   out.worldSizes = worldSizes;
@@ -173,14 +172,14 @@ StatusOr<SweepResult> runSweep(const WhatIfSettings& base, const std::vector<dou
   return out;
 }
 
-StatusOr<sim::PlanRequest> planRequestOf(const WhatIfSettings& base,
+StatusOr<api::PlanRequest> planRequestOf(const WhatIfSettings& base,
                                          const std::vector<double>& capsMb) {
   WhatIfSettings planned = base;
   planned.ddp.bucketCapMbList.clear();  // what the plan chooses
-  return sim::parsePlanRequest(sim::sweepSettings(planned.choice(), capsMb));
+  return api::planRequestOf(planned.choice(), capsMb);
 }
 
-StatusOr<PlanOutcome> runPlanAt(const sim::PlanRequest& input, const std::vector<int>& worldSizes) {
+StatusOr<PlanOutcome> runPlanAt(const api::PlanRequest& input, const std::vector<int>& worldSizes) {
   if (input.search.uniformCapsMb.empty() || worldSizes.empty()) {
     return invalidArgument("plan: nothing to plan");
   }
@@ -188,8 +187,8 @@ StatusOr<PlanOutcome> runPlanAt(const sim::PlanRequest& input, const std::vector
   out.sweep.capsMb = input.search.uniformCapsMb;
   out.sweep.worldSizes = worldSizes;
   for (int worldSize : worldSizes) {
-    ASSIGN_OR_RETURN(const sim::PlanRequest atSize, sim::planRequestAtWorldSize(input, worldSize));
-    ASSIGN_OR_RETURN(sim::PlanResult plan, sim::runPlanRequest(atSize));
+    ASSIGN_OR_RETURN(const api::PlanRequest atSize, api::planRequestAtWorldSize(input, worldSize));
+    ASSIGN_OR_RETURN(sim::PlanResult plan, api::runPlanRequest(atSize));
     appendSweepPoints(plan.uniform, out.sweep);
     out.plans.push_back(std::move(plan));
   }
@@ -201,7 +200,7 @@ StatusOr<PlanOutcome> runPlan(const WhatIfSettings& base, const std::vector<doub
   if (capsMb.empty() || worldSizes.empty()) return invalidArgument("plan: nothing to plan");
   WhatIfSettings first = base;
   first.worldSize = worldSizes.front();
-  ASSIGN_OR_RETURN(const sim::PlanRequest input, planRequestOf(first, capsMb));
+  ASSIGN_OR_RETURN(const api::PlanRequest input, planRequestOf(first, capsMb));
   return runPlanAt(input, worldSizes);
 }
 

@@ -3,7 +3,7 @@
 // WhatIfSettings holds the model, cluster, world size and the DDP settings the panel offers (a
 // ddp::DdpConfig: the bucket cap is always explicit, as the slider sets it). settingValues()
 // names them as `ddpscope simulate` and the Python package do, and every run here goes through
-// the same request layer (sim/api/simulation_request.h: parseSimulationRequest validates them
+// the same request layer (api/simulation_request.h: parseSimulationRequest validates them
 // once, runSimulation simulates with the automatic iteration count and the layout of
 // --world-size); cliArgs() is the same settings as CLI arguments.
 //
@@ -14,11 +14,11 @@
 // produced it to the end of the simulation and document build (the panel adds the repaint).
 //
 // runSweep(): step time and exposed communication over bucket caps × world sizes: `ddpscope
-// sweep`'s request (sim/api/sweep_request.h: the settings with the caps and world sizes as its
+// sweep`'s request (api/sweep_request.h: the settings with the caps and world sizes as its
 // axes; on all cores, no trace), with the best (lowest step time) point per world size and
 // overall.
 //
-// runPlan(): `ddpscope plan`'s request (sim/api/plan_request.h: the uniform caps, the exact DP
+// runPlan(): `ddpscope plan`'s request (api/plan_request.h: the uniform caps, the exact DP
 // over the bucket_cap_mb_list layouts torch 2.15 can build, a full simulation of the chosen one)
 // at each world size, with the sweep's caps and the step-time objective; its uniform points come
 // from the plans' own sweeps, so the curves and the planned layouts shown together are one
@@ -33,14 +33,12 @@
 #include <string>
 #include <vector>
 
+#include "api/ddp_flags.h"
+#include "api/plan_request.h"
+#include "api/simulation_request.h"
 #include "base/setting_values.h"
 #include "base/status.h"
-#include "ddp/ddp_config.h"
 #include "gui/model/trace_document.h"
-#include "sim/api/plan_request.h"
-#include "sim/api/simulation_request.h"
-#include "sim/engine/ddp_simulator.h"
-#include "sim/engine/plan.h"
 
 namespace ddpscope::gui {
 
@@ -60,13 +58,13 @@ struct WhatIfSettings {
     return config;
   }
 
-  // These values as the request layer takes them (sim::SimulationChoice).
-  sim::SimulationChoice choice() const;
-  // {"model": model, "cluster": cluster, "world-size": W, "bucket-cap-mb": X, ...}: the named
-  // settings of the request layer (sim::simulationSettings; a switch that is on holds "").
+  // These values as the request layer takes them (api::SimulationChoice).
+  api::SimulationChoice choice() const;
+  // The named settings of the request layer (api::simulationSettings: model, cluster, world size
+  // and the DDP settings under their flag names; a switch that is on holds "").
   SettingValues settingValues() const;
-  // {"simulate", "--model", model, "--cluster", cluster, "--world-size", W, "--bucket-cap-mb",
-  //  X, ...} — the CLI spelling of settingValues() (without --json / --trace).
+  // "simulate" and settingValues() as command-line flags (without --json / --trace): the command
+  // that reproduces this what-if.
   std::vector<std::string> cliArgs() const;
   // "gpt2-small · dgx-a100 · 64 ranks · cap 25 MiB"
   std::string describe() const;
@@ -142,12 +140,12 @@ struct PlanOutcome {
 // `ddpscope plan`'s request for `base` over the uniform caps `capsMb` at base's world size (its
 // bucket cap is ignored: the plan compares the default, the uniform caps and the planned list):
 // the model and cluster resolved, the settings validated.
-StatusOr<sim::PlanRequest> planRequestOf(const WhatIfSettings& base,
+StatusOr<api::PlanRequest> planRequestOf(const WhatIfSettings& base,
                                          const std::vector<double>& capsMb);
 
-// The plan of `input` at each world size: only the layout changes (sim::planRequestAtWorldSize);
+// The plan of `input` at each world size: only the layout changes (api::planRequestAtWorldSize);
 // the model and cluster are the input's, resolved once for all world sizes.
-StatusOr<PlanOutcome> runPlanAt(const sim::PlanRequest& input, const std::vector<int>& worldSizes);
+StatusOr<PlanOutcome> runPlanAt(const api::PlanRequest& input, const std::vector<int>& worldSizes);
 
 // planRequestOf(base at the first world size, capsMb), then runPlanAt over `worldSizes`.
 StatusOr<PlanOutcome> runPlan(const WhatIfSettings& base, const std::vector<double>& capsMb,

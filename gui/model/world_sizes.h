@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/cost/cluster.h"
+#include "api/cluster_settings.h"
 
 namespace ddpscope::gui {
 

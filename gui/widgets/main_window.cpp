@@ -364,7 +364,7 @@ namespace {
 bool looksLikeTuneReport(const QString& path) {
   QFile file(path);
   if (!file.open(QIODevice::ReadOnly)) return false;
-  return file.read(256).contains(sim::kTuneReportFormat);
+  return file.read(256).contains(api::kTuneReportFormat);
 }
 
 }  // namespace

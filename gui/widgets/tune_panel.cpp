@@ -31,13 +31,13 @@ TunePanel::TunePanel(QWidget* parent) : QWidget(parent) {
 }
 
 std::optional<QString> TunePanel::openReport(const QString& path) {
-  StatusOr<sim::TuneReport> report = sim::readTuneReport(path.toStdString());
+  StatusOr<api::TuneReport> report = api::readTuneReport(path.toStdString());
   if (!report.isOk()) return QString::fromStdString(report.status().message());
   showReport(path, *report);
   return std::nullopt;
 }
 
-void TunePanel::showReport(const QString& path, const sim::TuneReport& r) {
+void TunePanel::showReport(const QString& path, const api::TuneReport& r) {
   m_header->setText(tr("%1: %2, world size %3, %4 on %5, torch %6; steps timed by %7.\n%8")
                         .arg(path, QString::fromStdString(r.model))
                         .arg(r.worldSize)
@@ -46,7 +46,7 @@ void TunePanel::showReport(const QString& path, const sim::TuneReport& r) {
                              QString::fromStdString(r.prediction)));
   m_table->setRowCount(static_cast<int>(r.candidates.size()));
   for (int i = 0; i < static_cast<int>(r.candidates.size()); ++i) {
-    const sim::TuneReportCandidate& c = r.candidates[static_cast<size_t>(i)];
+    const api::TuneReportCandidate& c = r.candidates[static_cast<size_t>(i)];
     auto set = [&](int column, const QString& text) {
       auto* item = new QTableWidgetItem(text);
       if (c.chosen) {

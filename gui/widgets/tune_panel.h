@@ -1,5 +1,5 @@
 // TunePanel: the "Tuning" tab of ddpscope-gui: a report ddpscope.torch.tune wrote in a training
-// job (sim/api/tune_report.h reads and checks it), as `ddpscope tune-report` prints it: the job,
+// job (api/tune_report.h reads and checks it), as `ddpscope tune-report` prints it: the job,
 // every candidate layout with its predicted and measured step, DDP's bucket count, its gain over
 // the current settings, the rounds it won and the sign test's p-value, then the decision, the
 // test, the cost and the DDP call to paste.
@@ -9,7 +9,7 @@
 #include <QWidget>
 #include <optional>
 
-#include "sim/api/tune_report.h"
+#include "api/tune_report.h"
 
 class QLabel;
 class QTableWidget;
@@ -24,7 +24,7 @@ class TunePanel : public QWidget {
   // Reads and shows the report at `path`; on an error returns the reader's message (the file and
   // field named) and keeps what was shown.
   std::optional<QString> openReport(const QString& path);
-  void showReport(const QString& path, const sim::TuneReport& report);
+  void showReport(const QString& path, const api::TuneReport& report);
 
   QTableWidget* table() const { return m_table; }
   QLabel* header() const { return m_header; }

@@ -13,14 +13,14 @@
 #include <algorithm>
 #include <cmath>
 
+#include "api/cluster_settings.h"
+#include "api/ddp_flags.h"
+#include "api/model_request.h"
+#include "api/simulation_json.h"
 #include "base/check.h"
-#include "ddp/ddp_settings.h"
 #include "gui/model/world_sizes.h"
 #include "gui/widgets/time_axis.h"
 #include "gui/widgets/timeline_view.h"
-#include "models/zoo.h"
-#include "sim/cost/cluster.h"
-#include "sim/engine/workload.h"
 
 namespace ddpscope::gui {
 
@@ -157,7 +157,7 @@ WhatIfSettings WhatIfPanel::settings() const {
   s.ddp.noSyncPeriod = m_noSync->value();
   // The combo box lists only the hook names ddp's settings module accepts.
   const Status hook =
-      ddp::applyDdpSetting(ddp::DdpSetting::kCommHook, m_hook->currentText().toStdString(), s.ddp);
+      api::applyDdpSetting(api::DdpSetting::kCommHook, m_hook->currentText().toStdString(), s.ddp);
   DDPSCOPE_CHECK_MSG(hook.isOk(), hook.message().c_str());
   return s;
 }

@@ -8,15 +8,15 @@
 // and every error a Python user sees is the CLI's message. What it binds:
 //   - models: the one model resolver (zoo name, shorthand, file), the file loader and the JSON
 //     parser (Model.from_torch hands the exporter's JSON to the same parser the CLI uses);
-//   - simulate: the library calls `ddpscope simulate` makes (sim/api: parseSimulationRequest from
+//   - simulate: the library calls `ddpscope simulate` makes (api/: parseSimulationRequest from
 //     named settings, sim::makeWorldLayout, runSimulation, simSummaryJson), keeping the timeline
 //     so that SimResult.save_trace and the per-collective timings need no second simulation;
-//   - buckets: the bucket plan request (ddp/bucket_plan_request.h) and its JSON;
-//   - sweep: the sweep plan, its run and its JSON (sim/api/sweep_request.h);
-//   - plan: the bucket planner's input, run and JSON (sim/api/plan_request.h);
+//   - buckets: the bucket plan request (api/buckets_request.h) and its JSON;
+//   - sweep: the sweep plan, its run and its JSON (api/sweep_request.h);
+//   - plan: the bucket planner's input, run and JSON (api/plan_request.h);
 //   - overlap: traces' reader, computeOverlap and overlapJson;
-//   - replay: the replay report and its JSON (sim/api/replay_request.h);
-//   - import_torch, calibrate: sim/api/import_request.h, calibrate_request.h;
+//   - replay: the replay report and its JSON (api/replay_request.h);
+//   - import_torch, calibrate: api/import_request.h, calibrate_request.h;
 //   - cluster_from_topo: sim/topo (the settings and the builder `ddpscope cluster from-topo` uses);
 //   - write_trace: builds a traces::Timeline from the live recorder's spans and writes it with
 //     the Chrome writer every other producer uses.
@@ -31,24 +31,19 @@
 #include <string>
 #include <vector>
 
+#include "api/buckets_request.h"
+#include "api/calibrate_request.h"
+#include "api/cluster_settings.h"
+#include "api/import_request.h"
+#include "api/model_request.h"
+#include "api/plan_request.h"
+#include "api/replay_request.h"
+#include "api/simulation_json.h"
+#include "api/simulation_request.h"
+#include "api/sweep_request.h"
 #include "base/nanos.h"
 #include "base/setting_values.h"
 #include "base/status.h"
-#include "ddp/bucket_plan_request.h"
-#include "models/model_resolver.h"
-#include "models/model_spec.h"
-#include "models/zoo.h"
-#include "sim/api/calibrate_request.h"
-#include "sim/api/import_request.h"
-#include "sim/api/plan_request.h"
-#include "sim/api/replay_request.h"
-#include "sim/api/simulation_json.h"
-#include "sim/api/simulation_request.h"
-#include "sim/api/sweep_request.h"
-#include "sim/cost/latency_fit.h"
-#include "sim/engine/ddp_simulator.h"
-#include "sim/topo/cluster_from_topo.h"
-#include "sim/topo/topo_matrix.h"
 #include "traces/chrome_reader.h"
 #include "traces/chrome_writer.h"
 #include "traces/kineto_writer.h"
@@ -187,57 +182,55 @@ void checkNames(const SettingValues& values, const std::vector<SettingSpec>& spe
 }
 
 // One simulation as `ddpscope simulate` runs it, through the same library calls
-// (sim/api/simulation_request.h), keeping the timeline for save_trace and collectives.
+// (api/simulation_request.h), keeping the timeline for save_trace and collectives.
 Simulation simulate(const std::map<std::string, std::string>& settings) {
   const SettingValues values = settingValues(settings);
-  checkNames(values, sim::simulationSettingList(/*sweep=*/false), "simulate");
-  sim::SimulationRequest req = valueOrThrow(sim::parseSimulationRequest(values, /*sweep=*/false));
-  const sim::LayoutSettings layoutSettings = valueOrThrow(sim::parseLayoutSettings(values));
-  const sim::WorldLayout layout = valueOrThrow(
-      sim::makeWorldLayout(req.cluster, layoutSettings.nodes, layoutSettings.worldSize));
+  checkNames(values, api::simulationSettingList(/*sweep=*/false), "simulate");
+  api::SimulationRequest req = valueOrThrow(api::parseSimulationRequest(values, /*sweep=*/false));
+  const sim::WorldLayout layout = valueOrThrow(api::layoutFromSettings(values, req.cluster));
   req.options.recordTrace = true;
   StatusOr<sim::SimResult> result = [&] {
     py::gil_scoped_release release;
-    return sim::runSimulation(req, layout);
+    return api::runSimulation(req, layout);
   }();
   sim::SimResult r = valueOrThrow(std::move(result));
-  nlohmann::json summary = sim::simSummaryJson(req, layout, r.summary);
-  summary["layers"] = valueOrThrow(sim::layerKernelsJson(req));
+  nlohmann::json summary = api::simSummaryJson(req, layout, r.summary);
+  summary["layers"] = valueOrThrow(api::layerKernelsJson(req));
   return Simulation(std::move(r), std::move(summary));
 }
 
-// DDP's bucket plan as `ddpscope buckets --json` prints it (ddp/bucket_plan_request.h).
+// DDP's bucket plan as `ddpscope buckets --json` prints it (api/buckets_request.h).
 py::object buckets(const std::map<std::string, std::string>& settings) {
   const SettingValues values = settingValues(settings);
-  checkNames(values, ddp::bucketPlanSettingList(), "buckets");
-  const ddp::BucketPlanReport report = valueOrThrow(ddp::bucketPlanFromSettings(values));
-  return toPython(ddp::bucketPlanReportJson(report));
+  checkNames(values, api::bucketPlanSettingList(), "buckets");
+  const api::BucketPlanReport report = valueOrThrow(api::bucketPlanFromSettings(values));
+  return toPython(api::bucketPlanReportJson(report));
 }
 
-// `ddpscope sweep --json`'s document (sim/api/sweep_request.h): {"model", "cluster",
+// `ddpscope sweep --json`'s document (api/sweep_request.h): {"model", "cluster",
 // "workload", "rows", "best"}.
 py::object sweep(const std::map<std::string, std::string>& settings) {
   const SettingValues values = settingValues(settings);
-  checkNames(values, sim::simulationSettingList(/*sweep=*/true), "sweep");
-  const sim::SweepRequest plan = valueOrThrow(sim::parseSweepRequest(values));
+  checkNames(values, api::simulationSettingList(/*sweep=*/true), "sweep");
+  const api::SweepRequest plan = valueOrThrow(api::parseSweepRequest(values));
   StatusOr<sim::SweepResult> result = [&] {
     py::gil_scoped_release release;
-    return sim::runSweepRequest(plan, nullptr);
+    return api::runSweepRequest(plan, nullptr);
   }();
-  return toPython(sim::sweepJson(plan, valueOrThrow(std::move(result))));
+  return toPython(api::sweepJson(plan, valueOrThrow(std::move(result))));
 }
 
-// `ddpscope plan --json`'s document (sim/api/plan_request.h): the default, the best uniform cap,
+// `ddpscope plan --json`'s document (api/plan_request.h): the default, the best uniform cap,
 // the planned bucket_cap_mb_list layout and the DDP keyword arguments.
 py::object plan(const std::map<std::string, std::string>& settings) {
   const SettingValues values = settingValues(settings);
-  checkNames(values, sim::planSettingList(), "plan");
-  const sim::PlanRequest input = valueOrThrow(sim::parsePlanRequest(values));
+  checkNames(values, api::planSettingList(), "plan");
+  const api::PlanRequest input = valueOrThrow(api::parsePlanRequest(values));
   StatusOr<sim::PlanResult> result = [&] {
     py::gil_scoped_release release;
-    return sim::runPlanRequest(input);
+    return api::runPlanRequest(input);
   }();
-  return toPython(sim::planJson(input, valueOrThrow(std::move(result))));
+  return toPython(api::planJson(input, valueOrThrow(std::move(result))));
 }
 
 // `ddpscope overlap --json`'s document for a trace (traces/overlap.h).
@@ -246,33 +239,33 @@ py::object overlap(const std::string& path) {
   return toPython(traces::overlapJson(path, traces::computeOverlap(timeline)));
 }
 
-// `ddpscope replay --json`'s document (sim/api/replay_request.h); `traceOut` (non-empty): also
+// `ddpscope replay --json`'s document (api/replay_request.h); `traceOut` (non-empty): also
 // write the what-if's Chrome trace there, as replay --trace does.
 py::object replay(const std::map<std::string, std::string>& settings, const std::string& traceOut) {
   const SettingValues values = settingValues(settings);
-  checkNames(values, sim::replaySettingList(), "replay");
-  StatusOr<sim::ReplayReport> result = [&] {
+  checkNames(values, api::replaySettingList(), "replay");
+  StatusOr<api::ReplayReport> result = [&] {
     py::gil_scoped_release release;
-    return sim::runReplay(values, /*recordTrace=*/!traceOut.empty());
+    return api::runReplay(values, /*recordTrace=*/!traceOut.empty());
   }();
-  const sim::ReplayReport report = valueOrThrow(std::move(result));
+  const api::ReplayReport report = valueOrThrow(std::move(result));
   if (!traceOut.empty()) {
     const Status status = traces::writeChromeTrace(report.whatIfResult->timeline, traceOut);
     if (!status.isOk()) throwStatus(status);
   }
-  return toPython(sim::replayJson(report));
+  return toPython(api::replayJson(report));
 }
 
-// `ddpscope import-torch --json`'s document (sim/api/import_request.h); writes the trace.
+// `ddpscope import-torch --json`'s document (api/import_request.h); writes the trace.
 py::object importTorch(const std::vector<std::string>& paths,
                        const std::map<std::string, std::string>& settings) {
   const SettingValues values = settingValues(settings);
-  checkNames(values, sim::importTorchSettingList(), "import-torch");
-  StatusOr<sim::TorchImport> result = [&] {
+  checkNames(values, api::importTorchSettingList(), "import-torch");
+  StatusOr<api::TorchImport> result = [&] {
     py::gil_scoped_release release;
-    return sim::importTorchTraces(paths, values);
+    return api::importTorchTraces(paths, values);
   }();
-  return toPython(sim::importTorchJson(valueOrThrow(std::move(result))));
+  return toPython(api::importTorchJson(valueOrThrow(std::move(result))));
 }
 
 // `ddpscope cluster from-topo` (sim/topo/cluster_from_topo.h): the cluster file's text (what
@@ -282,12 +275,10 @@ py::object importTorch(const std::vector<std::string>& paths,
 std::string clusterFromTopo(const std::string& topo, bool isText,
                             const std::map<std::string, std::string>& settings) {
   const SettingValues values = settingValues(settings);
-  checkNames(values, sim::topo::topoClusterSettingList(), "cluster from-topo");
-  sim::topo::TopoClusterOptions options = valueOrThrow(sim::topo::parseTopoClusterSettings(values));
-  const sim::topo::TopoMatrix matrix = valueOrThrow(
-      isText ? sim::topo::parseTopoMatrix(topo, "<topo text>") : sim::topo::loadTopoFile(topo));
-  if (isText && options.name.empty()) options.name = "from-topo";
-  const sim::topo::TopoCluster cluster = valueOrThrow(sim::topo::clusterFromTopo(matrix, options));
+  checkNames(values, api::topoClusterSettingList(), "cluster from-topo");
+  const api::FromTopoRequest request =
+      valueOrThrow(api::parseFromTopoRequest(values, topo, isText));
+  const sim::topo::TopoCluster cluster = valueOrThrow(api::buildClusterFromTopo(request));
   return cluster.jsonText;
 }
 
@@ -295,24 +286,24 @@ std::string clusterFromTopo(const std::string& topo, bool isText,
 // {flag name: text} settings, with the calibrated cluster's file text under "cluster_json_text".
 py::object clusterCalibrateNcclTests(const std::map<std::string, std::string>& settings) {
   const SettingValues values = settingValues(settings);
-  checkNames(values, sim::ncclTestsCalibrationSettingList(), "cluster calibrate");
-  const sim::NcclTestsCalibrationRun run =
-      valueOrThrow(sim::calibrateFromNcclTestsSettings(values));
+  checkNames(values, api::ncclTestsCalibrationSettingList(), "cluster calibrate");
+  const api::NcclTestsCalibrationRun run =
+      valueOrThrow(api::calibrateFromNcclTestsSettings(values));
   nlohmann::json doc = sim::ncclTestsCalibrationJson(run.calibration);
   doc["cluster_json_text"] = run.calibration.jsonText;
   return toPython(doc);
 }
 
-// `ddpscope calibrate --json`'s document (sim/api/calibrate_request.h); writes the cluster.
+// `ddpscope calibrate --json`'s document (api/calibrate_request.h); writes the cluster.
 py::object calibrate(const std::vector<std::string>& runs,
                      const std::map<std::string, std::string>& settings) {
   const SettingValues values = settingValues(settings);
-  checkNames(values, sim::calibrateSettingList(), "calibrate");
-  StatusOr<sim::ClusterCalibration> result = [&] {
+  checkNames(values, api::calibrateSettingList(), "calibrate");
+  StatusOr<api::ClusterCalibration> result = [&] {
     py::gil_scoped_release release;
-    return sim::calibrateCluster(runs, values);
+    return api::calibrateCluster(runs, values);
   }();
-  return toPython(sim::calibrateJson(valueOrThrow(std::move(result))));
+  return toPython(api::calibrateJson(valueOrThrow(std::move(result))));
 }
 
 traces::Category categoryOrThrow(const std::string& name) {

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <string>
 
+#include "base/setting_values.h"
 #include "base/strings.h"
 #include "sim/cost/cluster_data.h"
 
@@ -181,12 +182,6 @@ StatusOr<ClusterSpec> loadClusterFile(const std::string& path) {
   return parseClusterJson(text, path);
 }
 
-std::vector<SettingSpec> clusterSettingList() {
-  return {{"cluster", "C",
-           "a built-in cluster (see 'ddpscope cluster list') or a cluster JSON file "
-           "(sim/cost/clusters/FORMAT.md)"}};
-}
-
 StatusOr<ClusterText> clusterText(const std::string& nameOrFile) {
   if (findClusterFile(nameOrFile) != nullptr || !looksLikeFile(nameOrFile)) {
     return builtinClusterText(nameOrFile);
@@ -199,31 +194,6 @@ StatusOr<ClusterSpec> loadCluster(const std::string& nameOrFile) {
   if (findClusterFile(nameOrFile) != nullptr) return loadBuiltinCluster(nameOrFile);
   ASSIGN_OR_RETURN(ClusterText text, clusterText(nameOrFile));
   return parseClusterJson(text.json, text.origin);
-}
-
-StatusOr<ClusterSpec> loadClusterFromSettings(const SettingValues& values) {
-  ASSIGN_OR_RETURN(const std::string text, requiredNameOrFile(values, "cluster"));
-  return loadCluster(text);
-}
-
-StatusOr<ClusterText> loadClusterTextFromSettings(const SettingValues& values) {
-  ASSIGN_OR_RETURN(const std::string text, requiredNameOrFile(values, "cluster"));
-  return clusterText(text);
-}
-
-StatusOr<LayoutSettings> parseLayoutSettings(const SettingValues& values,
-                                             std::optional<int> defaultWorldSize) {
-  LayoutSettings out;
-  if (values.has("nodes")) {
-    ASSIGN_OR_RETURN(int64_t n, values.positiveInt("nodes", 1));
-    out.nodes = static_cast<int>(n);
-  }
-  if (values.has("world-size")) {
-    ASSIGN_OR_RETURN(int64_t w, values.positiveInt("world-size", 1));
-    out.worldSize = static_cast<int>(w);
-  }
-  if (!out.nodes && !out.worldSize) out.worldSize = defaultWorldSize;
-  return out;
 }
 
 }  // namespace ddpscope::sim

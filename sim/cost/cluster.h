@@ -15,7 +15,6 @@
 #include <string_view>
 #include <vector>
 
-#include "base/setting_values.h"
 #include "base/status.h"
 #include "sim/cost/host_profile.h"
 
@@ -246,30 +245,15 @@ std::optional<GpuArch> gpuArchOfComputeCapability(int major, int minor);
 std::optional<DeviceSpec> builtinDeviceOf(GpuArch arch, int smCount, double memoryGB,
                                           std::string_view name);
 
-// The setting that names a cluster: "cluster", a built-in name or a cluster JSON file (a
-// built-in name wins; then any text base/setting_values.h looksLikeFile reads as a file).
-std::vector<SettingSpec> clusterSettingList();
-// The cluster "cluster" names in `values` (required).
-StatusOr<ClusterSpec> loadClusterFromSettings(const SettingValues& values);
-// The same cluster's JSON text and its origin (file path or "cluster:NAME"), for tools that
-// write a new cluster from it (`cluster calibrate`, `calibrate --base`).
+// A cluster's JSON text and its origin (file path or "cluster:NAME"), for tools that write a new
+// cluster from it (`cluster calibrate`, `calibrate --base`).
 struct ClusterText {
   std::string json;
   std::string origin;
 };
-StatusOr<ClusterText> loadClusterTextFromSettings(const SettingValues& values);
 // A cluster named by text that is a built-in name or a file: a built-in name wins, then any text
 // looksLikeFile (base/setting_values.h) reads as a file; else NotFound naming the built-ins.
 StatusOr<ClusterText> clusterText(const std::string& nameOrFile);
 StatusOr<ClusterSpec> loadCluster(const std::string& nameOrFile);
-
-// "nodes" N / "world-size" W (scalars) as makeWorldLayout takes them; `defaultWorldSize`
-// applies when neither is given (nullopt: makeWorldLayout's own default, one node).
-struct LayoutSettings {
-  std::optional<int> nodes;
-  std::optional<int> worldSize;
-};
-StatusOr<LayoutSettings> parseLayoutSettings(const SettingValues& values,
-                                             std::optional<int> defaultWorldSize = std::nullopt);
 
 }  // namespace ddpscope::sim

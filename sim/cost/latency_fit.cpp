@@ -568,54 +568,6 @@ StatusOr<NcclTestsCalibration> calibrateFromNcclTests(const std::vector<NcclTest
   return out;
 }
 
-std::vector<SettingSpec> ncclTestsCalibrationSettingList() {
-  return {{"nccl-tests", "LOG[,LOG...]",
-           "all_reduce_perf output (a pasted copy is fine); several logs of one cluster (other "
-           "world sizes or nodes, one per layout) are fitted together"},
-          {"cluster", "BASE",
-           "the built-in cluster or cluster JSON file to start from (default dgx-h100)"},
-          {"ranks", "N", "GPUs in the run, when the log has no '# Rank' lines"},
-          {"nodes", "N", "nodes of the run, when the log has no '# Rank' lines (default 1)"},
-          {"nccl-algo", "A",
-           "NCCL_ALGO of the run (ring, tree, nvls, nvls_tree); the written cluster lets the "
-           "tuner pick"},
-          {"name", "N", "the new cluster's name (default BASE-calibrated)"}};
-}
-
-StatusOr<NcclTestsCalibrationRun> calibrateFromNcclTestsSettings(const SettingValues& values) {
-  const auto logPaths = values.value("nccl-tests");
-  if (!logPaths || logPaths->empty()) {
-    return invalidArgument("expected --nccl-tests LOG[,LOG...] (all_reduce_perf output)");
-  }
-  NcclTestsCalibrationOptions options;
-  for (const char* flag : {"ranks", "nodes"}) {
-    if (!values.has(flag)) continue;
-    ASSIGN_OR_RETURN(int64_t n, values.positiveInt(flag, 1));
-    if (n > (int64_t{1} << 20)) {
-      return invalidArgument(std::string("--") + flag + ": expected at most 1048576; got " +
-                             std::to_string(n));
-    }
-    (std::string(flag) == "ranks" ? options.ranks : options.nodes) = static_cast<int>(n);
-  }
-  options.name = values.value("name").value_or("");
-  options.forcedAlgo = values.value("nccl-algo").value_or("");
-  std::transform(options.forcedAlgo.begin(), options.forcedAlgo.end(), options.forcedAlgo.begin(),
-                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-  SettingValues base = values;
-  if (!base.has("cluster")) base.set("cluster", "dgx-h100");
-  ASSIGN_OR_RETURN(ClusterText baseText, loadClusterTextFromSettings(base));
-  std::vector<NcclTestsLog> logs;
-  for (const std::string& path : splitString(*logPaths, ',')) {
-    if (path.empty()) return invalidArgument("--nccl-tests: an empty path in '" + *logPaths + "'");
-    ASSIGN_OR_RETURN(NcclTestsLog log, loadNcclTestsLog(path));
-    logs.push_back(std::move(log));
-  }
-  NcclTestsCalibrationRun run;
-  ASSIGN_OR_RETURN(run.calibration,
-                   calibrateFromNcclTests(logs, baseText.json, baseText.origin, options));
-  return run;
-}
-
 nlohmann::json ncclTestsCalibrationJson(const NcclTestsCalibration& cal) {
   Json logs = Json::array();
   Json allChecks = Json::array();

@@ -19,7 +19,6 @@
 #include <string>
 #include <vector>
 
-#include "base/setting_values.h"
 #include "base/status.h"
 #include "sim/cost/cluster.h"
 #include "sim/cost/nccl_tests_log.h"
@@ -106,17 +105,6 @@ StatusOr<NcclTestsCalibration> calibrateFromNcclTests(const std::vector<NcclTest
                                                       const std::string& baseJson,
                                                       const std::string& baseOrigin,
                                                       const NcclTestsCalibrationOptions& options);
-
-// The settings of `ddpscope cluster calibrate` (and ddpscope.cluster_calibrate): "nccl-tests"
-// LOG[,LOG...], the base cluster ("cluster": a built-in name or a file, default dgx-h100), "ranks",
-// "nodes", "nccl-algo", "name".
-std::vector<SettingSpec> ncclTestsCalibrationSettingList();
-
-struct NcclTestsCalibrationRun {
-  NcclTestsCalibration calibration;  // its logs hold the logs read
-};
-// Reads the log and the base cluster the settings name and calibrates.
-StatusOr<NcclTestsCalibrationRun> calibrateFromNcclTestsSettings(const SettingValues& values);
 
 // `ddpscope cluster calibrate --json`'s document (without the cluster itself): the logs, the fit,
 // the notes and, per log, the checks.

@@ -39,7 +39,6 @@
 #include <string>
 #include <vector>
 
-#include "base/setting_values.h"
 #include "base/status.h"
 #include "sim/cost/cluster.h"
 #include "sim/topo/topo_matrix.h"
@@ -73,13 +72,6 @@ struct TopoCluster {
   std::vector<TopoRail> rails;
   std::vector<std::string> notes;  // what the format cannot carry (see above)
 };
-
-// The settings `ddpscope cluster from-topo` and `ddpscope.cluster_from_topo` take (name = the
-// flag without "--", value name, help): gpu, nic-gbps, nics, nvlink-hosts, cpu, cpu-vendor,
-// fabric, name. Declared once here for both.
-std::vector<SettingSpec> topoClusterSettingList();
-// TopoClusterOptions from those settings; a malformed value is an error naming its flag.
-StatusOr<TopoClusterOptions> parseTopoClusterSettings(const SettingValues& values);
 
 // The CPUs `cpu` may name, each with NCCL's inter-CPU speed and what it covers, for help.
 std::vector<std::string> topoCpuChoices();

@@ -7,10 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "api/ddp_flags.h"
 #include "tests/status_matchers.h"
 
 namespace ddpscope::ddp {
 namespace {
+
+using namespace ddpscope::api;  // the flags that set these settings
 
 using Json = nlohmann::json;
 
@@ -214,6 +217,8 @@ TEST(DdpSettingsTest, FlagErrorsNameTheFlag) {
 
 namespace ddpscope::ddp {
 namespace {
+
+using namespace ddpscope::api;  // the flags that set these settings
 
 TEST(DdpSettings215Test, FlagsSetTheArgumentsAndBadValuesNameTheFlag) {
   DdpConfig c;

@@ -232,7 +232,7 @@ void SweepPlanTest::aPlanResolvesTheModelAndClusterOnce() {
   base.model = modelPath;
   base.cluster = clusterPath;
   const std::vector<double> caps(std::begin(kTypicalBucketCapsMb), std::end(kTypicalBucketCapsMb));
-  const StatusOr<sim::PlanRequest> input = planRequestOf(base, caps);
+  const StatusOr<api::PlanRequest> input = planRequestOf(base, caps);
   QVERIFY2(input.isOk(), input.status().message().c_str());
   QVERIFY(QFile::remove(QString::fromStdString(modelPath)));
   QVERIFY(QFile::remove(QString::fromStdString(clusterPath)));

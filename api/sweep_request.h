@@ -9,19 +9,19 @@
 #include <nlohmann/json_fwd.hpp>
 #include <vector>
 
+#include "api/simulation_request.h"
 #include "base/setting_values.h"
 #include "base/status.h"
-#include "sim/api/simulation_request.h"
 #include "sim/engine/sweep.h"
 
-namespace ddpscope::sim {
+namespace ddpscope::api {
 
 struct SweepRequest {
   SimulationRequest request;  // every setting but the axes
   std::vector<double> capsMb = {1, 2, 5, 10, 25, 50, 100, 200};
-  std::vector<CompileMode> compileModes;
+  std::vector<sim::CompileMode> compileModes;
   std::vector<bool> findUnused = {false};
-  std::vector<WorldLayout> layouts;
+  std::vector<sim::WorldLayout> layouts;
   // Configurations swept: layouts x findUnused x compileModes x capsMb (the result may hold
   // more points: the default cap is always simulated for the gain).
   size_t size() const {
@@ -33,13 +33,21 @@ struct SweepRequest {
 // "bucket-cap-mb", "compile", "find-unused" (on|off|both), "nodes" / "world-size" (lists).
 StatusOr<SweepRequest> parseSweepRequest(const SettingValues& values);
 
+// The sweep a front end holding typed values asks for (as parseSweepRequest reads
+// sweepSettings(choice, capsMb, worldSizes)): `capsMb` (positive, at least one) at choice's
+// find_unused_parameters, on `worldSizes` (empty: choice's world size); the model and cluster are
+// resolved once, no text is parsed.
+StatusOr<SweepRequest> sweepRequestOf(const SimulationChoice& choice,
+                                      const std::vector<double>& capsMb,
+                                      const std::vector<int>& worldSizes = {});
+
 // Every configuration of the plan on all cores (sim/engine/sweep.h runSweep).
-StatusOr<SweepResult> runSweepRequest(const SweepRequest& plan,
-                                      std::function<void(size_t finished, size_t total)> progress);
+StatusOr<sim::SweepResult> runSweepRequest(
+    const SweepRequest& plan, std::function<void(size_t finished, size_t total)> progress);
 
 // {"model", "cluster", "workload" (the first row's), "rows": the first plan.size() points as
 // simSummaryJson without "iterations" and "workload" plus "compile", "best": per (layout,
 // find_unused, compile mode) the best cap with its gain over the default}.
-nlohmann::json sweepJson(const SweepRequest& plan, const SweepResult& result);
+nlohmann::json sweepJson(const SweepRequest& plan, const sim::SweepResult& result);
 
-}  // namespace ddpscope::sim
+}  // namespace ddpscope::api

@@ -1,11 +1,14 @@
-#include "sim/api/sweep_request.h"
+#include "api/sweep_request.h"
 
 #include <nlohmann/json.hpp>
 
-#include "sim/api/simulation_json.h"
+#include "api/simulation_json.h"
+#include "base/strings.h"
 #include "sim/engine/workload.h"
 
-namespace ddpscope::sim {
+namespace ddpscope::api {
+
+using namespace ddpscope::sim;  // the engine this layer fronts
 
 StatusOr<SweepRequest> parseSweepRequest(const SettingValues& values) {
   SweepRequest plan;
@@ -47,6 +50,27 @@ StatusOr<SweepRequest> parseSweepRequest(const SettingValues& values) {
       ASSIGN_OR_RETURN(WorldLayout l, makeWorldLayout(cluster, n, std::nullopt));
       plan.layouts.push_back(l);
     }
+  }
+  return plan;
+}
+
+StatusOr<SweepRequest> sweepRequestOf(const SimulationChoice& choice,
+                                      const std::vector<double>& capsMb,
+                                      const std::vector<int>& worldSizes) {
+  SweepRequest plan;
+  ASSIGN_OR_RETURN(plan.request, simulationRequestOf(choice, /*sweep=*/true));
+  if (capsMb.empty()) return invalidArgument("bucket_cap_mb: no caps to sweep");
+  for (double cap : capsMb) {
+    if (!(cap > 0)) {
+      return invalidArgument("bucket_cap_mb: expected positive caps, got " + formatShortest(cap));
+    }
+  }
+  plan.capsMb = capsMb;
+  plan.compileModes = {plan.request.options.compile};
+  plan.findUnused = {choice.ddp.findUnusedParameters};
+  for (int w : worldSizes.empty() ? std::vector<int>{choice.worldSize} : worldSizes) {
+    ASSIGN_OR_RETURN(WorldLayout l, makeWorldLayout(plan.request.cluster, std::nullopt, w));
+    plan.layouts.push_back(l);
   }
   return plan;
 }
@@ -106,4 +130,4 @@ nlohmann::json sweepJson(const SweepRequest& plan, const SweepResult& result) {
   return out;
 }
 
-}  // namespace ddpscope::sim
+}  // namespace ddpscope::api

@@ -4,13 +4,15 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "api/simulation_request.h"
 #include "base/status.h"
-#include "sim/api/simulation_request.h"
+#include "sim/cost/measured_curve.h"  // allreduceTimeSource: the line every result prints
+#include "sim/engine/workload.h"      // workloadText: the workload line of the text output
 
-namespace ddpscope::sim {
+namespace ddpscope::api {
 
-nlohmann::json simSummaryJson(const SimulationRequest& request, const WorldLayout& layout,
-                              const SimSummary& summary);
+nlohmann::json simSummaryJson(const SimulationRequest& request, const sim::WorldLayout& layout,
+                              const sim::SimSummary& summary);
 
 // `simulate --json`'s "layers": per model layer its forward and backward kernels as the compute
 // model sees them — {name, type, kernel_class, forward, backward}, each {kernels, flops, bytes,
@@ -24,4 +26,4 @@ nlohmann::json simSummaryJson(const SimulationRequest& request, const WorldLayou
 // (the dtype's matrix peak for GEMM-like layers, else min(dtype, fp32)).
 StatusOr<nlohmann::json> layerKernelsJson(const SimulationRequest& request);
 
-}  // namespace ddpscope::sim
+}  // namespace ddpscope::api

@@ -1,4 +1,4 @@
-#include "sim/api/tune_report.h"
+#include "api/tune_report.h"
 
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -6,7 +6,8 @@
 #include "io/file_input.h"
 #include "io/json_reader.h"
 
-namespace ddpscope::sim {
+namespace ddpscope::api {
+
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -123,4 +124,4 @@ StatusOr<TuneReport> readTuneReport(const std::string& path) {
   return out;
 }
 
-}  // namespace ddpscope::sim
+}  // namespace ddpscope::api

@@ -19,16 +19,16 @@
 #include "sim/replay/measured_profile.h"
 #include "sim/replay/replay.h"
 
-namespace ddpscope::sim {
+namespace ddpscope::api {
 
 // "out", "base", "name", "model", "image-size", "seq-len".
 std::vector<SettingSpec> calibrateSettingList();
 
 struct ClusterCalibration {
-  std::vector<replay::LoadedProfile> runs;  // in the order given
-  replay::Calibration calibration;
-  std::optional<replay::StepContentionFit> stepFit;  // one world size > 1 only
-  std::string output;                                // the cluster JSON written
+  std::vector<sim::replay::LoadedProfile> runs;  // in the order given
+  sim::replay::Calibration calibration;
+  std::optional<sim::replay::StepContentionFit> stepFit;  // one world size > 1 only
+  std::string output;                                     // the cluster JSON written
   std::string clusterName;
 };
 
@@ -42,4 +42,4 @@ StatusOr<ClusterCalibration> calibrateCluster(
 // "output", "cluster_name"}.
 nlohmann::json calibrateJson(const ClusterCalibration& result);
 
-}  // namespace ddpscope::sim
+}  // namespace ddpscope::api

@@ -1,4 +1,4 @@
-#include "sim/api/calibrate_request.h"
+#include "api/calibrate_request.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -6,12 +6,15 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "api/model_settings.h"
 #include "ddp/ddp_settings.h"
 #include "models/model_resolver.h"
 #include "sim/cost/cluster.h"
 #include "traces/chrome_reader.h"
 
-namespace ddpscope::sim {
+namespace ddpscope::api {
+
+using namespace ddpscope::sim;  // the engine this layer fronts
 
 std::vector<SettingSpec> calibrateSettingList() {
   return {
@@ -41,7 +44,7 @@ StatusOr<ClusterCalibration> calibrateCluster(
   ASSIGN_OR_RETURN(ClusterSpec base, parseClusterJson(baseText.json, baseText.origin));
   std::optional<models::ModelSpec> model;
   if (values.has("model")) {
-    ASSIGN_OR_RETURN(model, models::loadModelFromSettings(values));
+    ASSIGN_OR_RETURN(model, api::loadModelFromSettings(values));
   }
   // The runtime's metadata does not record the image size or sequence length (0 = the model's
   // default); the roofline the compute scale is measured against needs the real ones.
@@ -138,4 +141,4 @@ nlohmann::json calibrateJson(const ClusterCalibration& r) {
   return out;
 }
 
-}  // namespace ddpscope::sim
+}  // namespace ddpscope::api

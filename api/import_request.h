@@ -3,8 +3,8 @@
 // imported into one ddpscope trace (traces/kineto_import.h), with the model's layers naming the
 // compute spans and its bucket plan sizing allreduces the profiler did not size, the job's DDP
 // settings and per-rank batch recorded in the metadata. The CLI prints a summary or
-// importTorchJson; the Python package's import_torch() returns the JSON. It lives in sim_api
-// because it joins models, ddp and traces, which only sim may all depend on.
+// importTorchJson; the Python package's import_torch() returns the JSON. It lives in api/
+// because it joins models, ddp and traces: a front end's verb, not the simulator's.
 #pragma once
 
 #include <cstddef>
@@ -20,7 +20,7 @@
 #include "models/model_spec.h"
 #include "traces/kineto_import.h"
 
-namespace ddpscope::sim {
+namespace ddpscope::api {
 
 // "out", "allow-missing-ranks", "batch-per-rank".
 std::vector<SettingSpec> importTorchOutputSettingList();
@@ -60,4 +60,4 @@ StatusOr<TorchImport> importTorchTraces(
 // {"name", "parameters", "bytes", "layers", "layers_from": "ranges" | "ops"}, or null.
 nlohmann::json importTorchJson(const TorchImport& result);
 
-}  // namespace ddpscope::sim
+}  // namespace ddpscope::api

@@ -1,16 +1,20 @@
-#include "sim/api/replay_request.h"
+#include "api/replay_request.h"
 
 #include <nlohmann/json.hpp>
 
+#include "api/cluster_settings.h"
+#include "api/ddp_flags.h"
+#include "api/simulation_json.h"
 #include "base/strings.h"
 #include "ddp/ddp_settings.h"
 #include "io/json_reader.h"
-#include "sim/api/simulation_json.h"
 #include "sim/engine/workload.h"
 #include "sim/replay/host_fit.h"
 #include "sim/replay/measured_profile.h"
 
-namespace ddpscope::sim {
+namespace ddpscope::api {
+
+using namespace ddpscope::sim;  // the engine this layer fronts
 namespace {
 
 // Settings besides the DDP settings that change the simulated configuration away from the
@@ -167,13 +171,12 @@ StatusOr<ReplayReport> runReplay(const SettingValues& values, bool recordTrace) 
   r.ownErrorPercent = percentError(r.own.step, r.measuredStep);
 
   // 2. The what-if: the trace's settings, with every given setting applied.
-  r.whatIf = ddp::anyDdpSetting(values, simulationDdpSettings(/*sweep=*/false));
+  r.whatIf = api::anyDdpSetting(values, simulationDdpSettings(/*sweep=*/false));
   for (const char* name : kWhatIfSettings) r.whatIf |= values.has(name);
   r.whatIf |= !r.carried.empty();  // another GPU or precision is a what-if of its own
   r.whatIfOptions = req.options;   // DDP settings: the run's own, changed by the settings given
   if (!values.has("sync-batchnorm")) r.whatIfOptions.syncBatchNorm = run.syncBatchNorm;
-  ASSIGN_OR_RETURN(const LayoutSettings layout, parseLayoutSettings(values, run.worldSize));
-  ASSIGN_OR_RETURN(r.whatIfLayout, makeWorldLayout(req.cluster, layout.nodes, layout.worldSize));
+  ASSIGN_OR_RETURN(r.whatIfLayout, layoutFromSettings(values, req.cluster, run.worldSize));
   r.whatIfOptions.recordTrace = recordTrace;
   if (r.whatIf || recordTrace) {
     ASSIGN_OR_RETURN(r.whatIfResult, runSimulation(req, r.whatIfLayout, r.whatIfOptions));
@@ -252,4 +255,4 @@ nlohmann::json replayJson(const ReplayReport& r) {
   return out;
 }
 
-}  // namespace ddpscope::sim
+}  // namespace ddpscope::api

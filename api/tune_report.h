@@ -9,7 +9,7 @@
 
 #include "base/status.h"
 
-namespace ddpscope::sim {
+namespace ddpscope::api {
 
 inline constexpr const char* kTuneReportFormat = "ddpscope-tune-report";
 inline constexpr int kTuneReportVersion = 1;
@@ -47,4 +47,4 @@ struct TuneReport {
 // mistyped field (named by its JSON path), a chosen index outside the candidates.
 StatusOr<TuneReport> readTuneReport(const std::string& path);
 
-}  // namespace ddpscope::sim
+}  // namespace ddpscope::api

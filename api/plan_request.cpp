@@ -1,4 +1,4 @@
-#include "sim/api/plan_request.h"
+#include "api/plan_request.h"
 
 #include <algorithm>
 #include <cmath>
@@ -13,7 +13,9 @@
 #include "sim/replay/measured_profile.h"
 #include "sim/replay/replay.h"
 
-namespace ddpscope::sim {
+namespace ddpscope::api {
+
+using namespace ddpscope::sim;  // the engine this layer fronts
 namespace {
 
 nlohmann::json summaryJson(const SimSummary& s) {
@@ -131,6 +133,27 @@ StatusOr<PlanRequest> parsePlanRequest(const SettingValues& values) {
     in.replayedSummary = replayed.result.summary;
     in.rankMaxFactor = own.worldSize() > 1 ? std::max(1.0, profile.rankMaxFactor) : 1.0;
   }
+  return in;
+}
+
+StatusOr<PlanRequest> planRequestOf(const SimulationChoice& choice,
+                                    const std::vector<double>& capsMb) {
+  PlanRequest in;
+  ASSIGN_OR_RETURN(in.request, simulationRequestOf(choice, /*sweep=*/true));
+  SimulationRequest& req = in.request;
+  if (req.options.ddp.profile == ddp::SemanticsProfile::kV1_5) {
+    return invalidArgument("torch 1.5: plan supports torch 1.13 and 2.15");
+  }
+  if (capsMb.empty()) return invalidArgument("bucket_cap_mb: no caps to plan over");
+  for (double cap : capsMb) {
+    if (!(cap > 0)) {
+      return invalidArgument("bucket_cap_mb: expected positive caps, got " + formatShortest(cap));
+    }
+  }
+  in.search.uniformCapsMb = capsMb;
+  req.options.ddp.findUnusedParameters = choice.ddp.findUnusedParameters;
+  ASSIGN_OR_RETURN(in.search.layout, makeWorldLayout(req.cluster, std::nullopt, choice.worldSize));
+  in.search.base = req.options;
   return in;
 }
 
@@ -363,4 +386,4 @@ nlohmann::json planJson(const PlanRequest& input, const PlanResult& r) {
   return out;
 }
 
-}  // namespace ddpscope::sim
+}  // namespace ddpscope::api

@@ -1,7 +1,10 @@
-#include "sim/api/simulation_request.h"
+#include "api/simulation_request.h"
 
 #include <algorithm>
 
+#include "api/cluster_settings.h"
+#include "api/ddp_flags.h"
+#include "api/model_settings.h"
 #include "base/strings.h"
 #include "models/model_resolver.h"
 #include "sim/engine/compile_mode.h"
@@ -10,7 +13,9 @@
 #include "sim/replay/measured_profile.h"
 #include "sim/replay/replay.h"
 
-namespace ddpscope::sim {
+namespace ddpscope::api {
+
+using namespace ddpscope::sim;  // the engine this layer fronts
 
 namespace {
 
@@ -26,7 +31,7 @@ Status applyHostProfileSetting(const SettingValues& args, ClusterSpec& cluster) 
 }  // namespace
 
 std::vector<SettingSpec> simulationSettingList(bool sweep, bool computeFrom) {
-  std::vector<SettingSpec> out = models::modelSettingList();
+  std::vector<SettingSpec> out = api::modelSettingList();
   const std::vector<SettingSpec> cluster = clusterSettingList();
   out.insert(out.end(), cluster.begin(), cluster.end());
   auto add = [&out](std::string name, std::string valueName, std::string help) {
@@ -53,7 +58,7 @@ std::vector<SettingSpec> simulationSettingList(bool sweep, bool computeFrom) {
     add("world-size", "W",
         "number of ranks (a multiple of the GPUs per node; default: one node's)");
   }
-  const std::vector<SettingSpec> ddpSettings = ddp::ddpSettingList(simulationDdpSettings(sweep));
+  const std::vector<SettingSpec> ddpSettings = api::ddpSettingList(simulationDdpSettings(sweep));
   out.insert(out.end(), ddpSettings.begin(), ddpSettings.end());
   add("batch", "B", "samples per rank per step (default: the model's)");
   add("seq-len", "T", "tokens per sample for transformers (default: the model's)");
@@ -95,9 +100,9 @@ StatusOr<std::vector<CompileMode>> parseCompileModes(const std::string& text, bo
   return modes;
 }
 
-ddp::DdpSettingSet simulationDdpSettings(bool sweep) {
-  using ddp::DdpSetting;
-  const ddp::DdpSettingSet all = ddp::DdpSettingSet::all();
+api::DdpSettingSet simulationDdpSettings(bool sweep) {
+  using api::DdpSetting;
+  const api::DdpSettingSet all = api::DdpSettingSet::all();
   // A sweep varies bucket_cap_mb (and find_unused) itself; a bucket_cap_mb_list would override
   // every point of the cap axis, so sweep does not take it.
   return sweep ? all.without(DdpSetting::kBucketCapMb)
@@ -111,7 +116,7 @@ SettingValues simulationSettings(const SimulationChoice& choice) {
   values.set("model", choice.model);
   values.set("cluster", choice.cluster);
   values.set("world-size", std::to_string(choice.worldSize));
-  for (const auto& [name, value] : ddp::ddpSettingValues(choice.ddp)) values.set(name, value);
+  for (const auto& [name, value] : api::ddpSettingValues(choice.ddp)) values.set(name, value);
   return values;
 }
 
@@ -136,13 +141,13 @@ SettingValues sweepSettings(const SimulationChoice& choice, const std::vector<do
   return values;
 }
 
-StatusOr<SimulationRequest> parseSimulationRequest(const SettingValues& args, bool sweep,
-                                                   std::optional<std::string> replayTrace) {
-  SimulationRequest req;
-  const std::optional<std::string> computeFrom =
-      replayTrace ? replayTrace : args.value("compute-from");
-  req.computeFrom = computeFrom;
-  SimOptions& o = req.options;
+namespace {
+
+// The simulator's options the settings name besides model, cluster and DDP (batch, dtype,
+// iterations, contention, strategy, compile, all-ranks, jitter, seed, stragglers); with no
+// setting given, the defaults every front end starts from.
+StatusOr<SimOptions> parseSimOptions(const SettingValues& args, bool sweep) {
+  SimOptions o;
   // One simulation (not a sweep's grid) reports DDP's overhead over plain training on the same
   // host: every front end (CLI, Python, GUI) gets the same summary from the same settings.
   o.simulatePlain = !sweep;
@@ -220,9 +225,22 @@ StatusOr<SimulationRequest> parseSimulationRequest(const SettingValues& args, bo
   if ((o.jitterPercent > 0 || !o.stragglers.empty()) && !o.allRanks) {
     return invalidArgument("--jitter and --stragglers need --all-ranks");
   }
+  return o;
+}
+
+}  // namespace
+
+StatusOr<SimulationRequest> parseSimulationRequest(const SettingValues& args, bool sweep,
+                                                   std::optional<std::string> replayTrace) {
+  SimulationRequest req;
+  const std::optional<std::string> computeFrom =
+      replayTrace ? replayTrace : args.value("compute-from");
+  req.computeFrom = computeFrom;
+  ASSIGN_OR_RETURN(req.options, parseSimOptions(args, sweep));
+  SimOptions& o = req.options;
   if (!computeFrom) {
-    ASSIGN_OR_RETURN(o.ddp, ddp::parseDdpSettings(args, simulationDdpSettings(sweep)));
-    ASSIGN_OR_RETURN(req.model, models::loadModelFromSettings(args));
+    ASSIGN_OR_RETURN(o.ddp, api::parseDdpSettings(args, simulationDdpSettings(sweep)));
+    ASSIGN_OR_RETURN(req.model, api::loadModelFromSettings(args));
     ASSIGN_OR_RETURN(req.cluster, loadClusterFromSettings(args));
     RETURN_IF_ERROR(applyHostProfileSetting(args, req.cluster));
     if (o.dtype.empty()) o.dtype = defaultDtype(req.cluster.device);
@@ -231,7 +249,7 @@ StatusOr<SimulationRequest> parseSimulationRequest(const SettingValues& args, bo
   // Measured compute from a trace.
   std::optional<models::ModelSpec> model;
   if (args.has("model")) {
-    ASSIGN_OR_RETURN(model, models::loadModelFromSettings(args));
+    ASSIGN_OR_RETURN(model, api::loadModelFromSettings(args));
   }
   ASSIGN_OR_RETURN(replay::LoadedProfile loaded, replay::loadProfile(*computeFrom, model));
   req.model = loaded.model;
@@ -244,7 +262,7 @@ StatusOr<SimulationRequest> parseSimulationRequest(const SettingValues& args, bo
   const replay::RunSettings run = loaded.profile.settings;
   // replay: the flags change the run's own DDP settings; --compute-from: they start from
   // DDP's defaults like simulate's.
-  ASSIGN_OR_RETURN(o.ddp, ddp::parseDdpSettings(args, simulationDdpSettings(sweep),
+  ASSIGN_OR_RETURN(o.ddp, api::parseDdpSettings(args, simulationDdpSettings(sweep),
                                                 replayTrace ? run.ddp : ddp::DdpConfig()));
   if (o.inputs.batch == 0) o.inputs.batch = run.batchPerRank;
   if (o.inputs.seqLen == 0) o.inputs.seqLen = run.seqLen;
@@ -300,6 +318,26 @@ StatusOr<SimulationRequest> parseSimulationRequest(const SettingValues& args, bo
   return req;
 }
 
+StatusOr<SimulationRequest> simulationRequestOf(const SimulationChoice& choice, bool sweep) {
+  SimulationRequest req;
+  ASSIGN_OR_RETURN(req.options, parseSimOptions(SettingValues(), sweep));
+  ddp::DdpConfig config = choice.ddp;
+  if (sweep) {
+    // A sweep or plan chooses the cap and find_unused_parameters per point: the base keeps
+    // DDP's defaults for them, as the settings that name a sweep leave them.
+    const ddp::DdpConfig defaults;
+    config.bucketCapMb = defaults.bucketCapMb;
+    config.bucketCapSetByUser = defaults.bucketCapSetByUser;
+    config.findUnusedParameters = defaults.findUnusedParameters;
+  }
+  RETURN_IF_ERROR(ddp::validateDdpConfig(config));
+  req.options.ddp = config;
+  ASSIGN_OR_RETURN(req.model, models::resolveModel(choice.model));
+  ASSIGN_OR_RETURN(req.cluster, loadCluster(choice.cluster));
+  req.options.dtype = defaultDtype(req.cluster.device);
+  return req;
+}
+
 StatusOr<SimResult> runSimulation(const SimulationRequest& request, const WorldLayout& layout) {
   return runSimulation(request, layout, request.options);
 }
@@ -309,4 +347,4 @@ StatusOr<SimResult> runSimulation(const SimulationRequest& request, const WorldL
   return sim::simulate(request.model, request.cluster, layout, options, request.compute.get());
 }
 
-}  // namespace ddpscope::sim
+}  // namespace ddpscope::api

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "api/ddp_flags.h"
 #include "base/setting_values.h"
 #include "base/status.h"
 #include "ddp/ddp_settings.h"
@@ -24,7 +25,7 @@ namespace ddpscope::sim::replay {
 struct LoadedProfile;
 }
 
-namespace ddpscope::sim {
+namespace ddpscope::api {
 
 // The settings of a simulation, in --help order. `sweep` = true: "bucket-cap-mb", "nodes" and
 // "world-size" take comma lists and "find-unused" takes on|off|both; otherwise they are scalars
@@ -34,7 +35,7 @@ std::vector<SettingSpec> simulationSettingList(bool sweep, bool computeFrom = tr
 
 // The DDP settings simulate / replay (all) and sweep (all but the swept bucket cap and
 // find_unused) offer.
-ddp::DdpSettingSet simulationDdpSettings(bool sweep);
+api::DdpSettingSet simulationDdpSettings(bool sweep);
 
 // What a front end holding typed values (the GUI's panels) asks to simulate, before it is read:
 // the model and cluster by name or file, the world size and the DDP settings. simulationSettings
@@ -46,7 +47,7 @@ struct SimulationChoice {
   int worldSize = 1;
   ddp::DdpConfig ddp;
 };
-// {"model", "cluster", "world-size", then ddp::ddpSettingValues}: what parseSimulationRequest
+// {"model", "cluster", "world-size", then api::ddpSettingValues}: what parseSimulationRequest
 // reads (a switch that is on holds "").
 SettingValues simulationSettings(const SimulationChoice& choice);
 // The settings of `ddpscope sweep` or `plan` over the caps `capsMb` from `choice`: "bucket-cap-mb"
@@ -57,16 +58,22 @@ SettingValues sweepSettings(const SimulationChoice& choice, const std::vector<do
 
 struct SimulationRequest {
   models::ModelSpec model;
-  ClusterSpec cluster;
-  SimOptions options;  // everything but layout-dependent fields
+  sim::ClusterSpec cluster;
+  sim::SimOptions options;  // everything but layout-dependent fields
   // Measured compute ("compute-from" / replay's trace): a MeasuredComputeModel of the trace;
   // null = the cluster's roofline. With it, the model defaults to the trace's (metadata
   // "model"), the cluster to cpu-mpi calibrated on the trace's own collectives, and "batch",
   // "seq-len", "image-size" to the trace's per-rank values.
-  std::shared_ptr<const ComputeModel> compute;
-  std::optional<std::string> computeFrom;                 // the trace path
-  std::shared_ptr<const replay::LoadedProfile> measured;  // its model and profile
+  std::shared_ptr<const sim::ComputeModel> compute;
+  std::optional<std::string> computeFrom;                      // the trace path
+  std::shared_ptr<const sim::replay::LoadedProfile> measured;  // its model and profile
 };
+
+// The request a front end holding typed values asks for, without text in the middle: the model
+// and cluster resolved once, the DDP settings validated, every other option at its default (as
+// parseSimulationRequest reads simulationSettings(choice)). `sweep`: the base of a sweep or plan
+// (the cap and find_unused_parameters stay at DDP's defaults; the sweep sets them per point).
+StatusOr<SimulationRequest> simulationRequestOf(const SimulationChoice& choice, bool sweep = false);
 
 // Parses the scalar settings (model, cluster, DDP settings, batch, dtype, all-ranks...). In
 // sweep mode the list settings (bucket-cap-mb, find-unused, nodes, world-size) are left for the
@@ -78,13 +85,15 @@ StatusOr<SimulationRequest> parseSimulationRequest(
 
 // "compile"'s value: one mode, or with `list` (sweep) a comma list (duplicates dropped).
 // Errors name --compile and the choices.
-StatusOr<std::vector<CompileMode>> parseCompileModes(const std::string& text, bool list);
+StatusOr<std::vector<sim::CompileMode>> parseCompileModes(const std::string& text, bool list);
 
 // Runs the request (its options) on `layout` with its compute model (measured or roofline) and
 // cluster.
-StatusOr<SimResult> runSimulation(const SimulationRequest& request, const WorldLayout& layout);
+StatusOr<sim::SimResult> runSimulation(const SimulationRequest& request,
+                                       const sim::WorldLayout& layout);
 // The same with other options (a sweep's point, replay's what-if settings).
-StatusOr<SimResult> runSimulation(const SimulationRequest& request, const WorldLayout& layout,
-                                  const SimOptions& options);
+StatusOr<sim::SimResult> runSimulation(const SimulationRequest& request,
+                                       const sim::WorldLayout& layout,
+                                       const sim::SimOptions& options);
 
-}  // namespace ddpscope::sim
+}  // namespace ddpscope::api

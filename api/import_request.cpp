@@ -1,4 +1,4 @@
-#include "sim/api/import_request.h"
+#include "api/import_request.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,6 +7,8 @@
 #include <optional>
 #include <sstream>
 
+#include "api/ddp_flags.h"
+#include "api/model_settings.h"
 #include "ddp/bucket_plan.h"
 #include "ddp/ddp_settings.h"
 #include "io/file_input.h"
@@ -18,7 +20,9 @@
 #include "traces/chrome_writer.h"
 #include "traces/timeline.h"
 
-namespace ddpscope::sim {
+namespace ddpscope::api {
+
+using namespace ddpscope::sim;  // the engine this layer fronts
 namespace {
 
 // JSON: a number, or null when unknown.
@@ -156,9 +160,9 @@ std::vector<SettingSpec> importTorchOutputSettingList() {
 
 std::vector<SettingSpec> importTorchSettingList() {
   std::vector<SettingSpec> out = importTorchOutputSettingList();
-  const std::vector<SettingSpec> model = models::modelSettingList();
+  const std::vector<SettingSpec> model = api::modelSettingList();
   out.insert(out.end(), model.begin(), model.end());
-  const std::vector<SettingSpec> ddpSettings = ddp::ddpSettingList(ddp::DdpSettingSet::all());
+  const std::vector<SettingSpec> ddpSettings = api::ddpSettingList(api::DdpSettingSet::all());
   out.insert(out.end(), ddpSettings.begin(), ddpSettings.end());
   return out;
 }
@@ -174,15 +178,15 @@ StatusOr<TorchImport> importTorchTraces(
   result.output = *output;
 
   std::optional<ddp::DdpConfig> jobSettings;
-  if (ddp::anyDdpSetting(values, ddp::DdpSettingSet::all())) {
-    ASSIGN_OR_RETURN(jobSettings, ddp::parseDdpSettings(values, ddp::DdpSettingSet::all()));
+  if (api::anyDdpSetting(values, api::DdpSettingSet::all())) {
+    ASSIGN_OR_RETURN(jobSettings, api::parseDdpSettings(values, api::DdpSettingSet::all()));
   }
   traces::KinetoImportOptions options;
   options.allowMissingRanks = values.has("allow-missing-ranks");
   // With the model, compute spans are named by its layers (what replay / calibrate need).
   std::optional<models::ModelSpec> model;
   if (values.has("model")) {
-    ASSIGN_OR_RETURN(model, models::loadModelFromSettings(values));
+    ASSIGN_OR_RETURN(model, api::loadModelFromSettings(values));
     for (const auto& layer : model->layers) options.layers.push_back({layer.name, layer.type});
     if (options.layers.empty()) {
       return invalidArgument(model->origin +
@@ -315,4 +319,4 @@ nlohmann::json importTorchJson(const TorchImport& result) {
   return out;
 }
 
-}  // namespace ddpscope::sim
+}  // namespace ddpscope::api

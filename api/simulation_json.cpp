@@ -1,4 +1,4 @@
-#include "sim/api/simulation_json.h"
+#include "api/simulation_json.h"
 
 #include <nlohmann/json.hpp>
 
@@ -8,7 +8,9 @@
 #include "sim/engine/accounting.h"
 #include "sim/engine/workload.h"
 
-namespace ddpscope::sim {
+namespace ddpscope::api {
+
+using namespace ddpscope::sim;  // the engine this layer fronts
 
 nlohmann::json simSummaryJson(const SimulationRequest& request, const WorldLayout& layout,
                               const SimSummary& s) {
@@ -143,4 +145,4 @@ StatusOr<nlohmann::json> layerKernelsJson(const SimulationRequest& request) {
   return layers;
 }
 
-}  // namespace ddpscope::sim
+}  // namespace ddpscope::api

@@ -16,16 +16,16 @@
 #include <string>
 #include <vector>
 
+#include "api/simulation_request.h"
 #include "base/setting_values.h"
 #include "base/status.h"
-#include "sim/api/simulation_request.h"
 #include "sim/engine/plan.h"
 
-namespace ddpscope::sim {
+namespace ddpscope::api {
 
 struct PlanRequest {
   SimulationRequest request;  // model, cluster, DDP settings (the profile is the torch version)
-  PlanSearch search;          // layout, caps, objective; its pointers are set by runPlanRequest
+  sim::PlanSearch search;     // layout, caps, objective; its pointers are set by runPlanRequest
   // With "from-trace": the recorded run's step time as measured and as replayed at its own settings
   // (replay::predictStep), so the plan's numbers can be judged against the run's.
   bool fromTrace = false;
@@ -33,7 +33,7 @@ struct PlanRequest {
   Nanos replayedStep;
   // The run at its own settings, unscaled (replayedStep = its stepTime × rankMaxFactor), and the
   // run's slowest-rank factor: the candidates' predictions are scaled by it too.
-  SimSummary replayedSummary;
+  sim::SimSummary replayedSummary;
   double rankMaxFactor = 1;
 };
 
@@ -59,7 +59,7 @@ inline constexpr int kDefaultPlanCandidates = 3;
 // flags are measured once (the first named in that order, the current settings first). When the
 // run's own settings are not PyTorch's default layout, the default stays a candidate even past
 // `keep`: a prediction that cannot tell layouts apart must not drop the one most jobs run.
-std::vector<PlanCandidate> planCandidates(const PlanRequest& input, const PlanResult& result,
+std::vector<PlanCandidate> planCandidates(const PlanRequest& input, const sim::PlanResult& result,
                                           int keep = kDefaultPlanCandidates);
 nlohmann::json candidatesJson(const std::vector<PlanCandidate>& candidates);
 
@@ -73,19 +73,25 @@ std::vector<SettingSpec> planSettingList();
 // ("--torch-version 1.5: plan supports torch 1.13 and 2.15") or the trace.
 StatusOr<PlanRequest> parsePlanRequest(const SettingValues& values);
 
+// The plan a front end holding typed values asks for (as parsePlanRequest reads
+// sweepSettings(choice, capsMb)): the uniform caps `capsMb` (positive, at least one) at choice's
+// world size and DDP settings; the model and cluster are resolved once, no text is parsed.
+StatusOr<PlanRequest> planRequestOf(const SimulationChoice& choice,
+                                    const std::vector<double>& capsMb);
+
 // The same plan at `worldSize` ranks (a layout of the input's cluster, as --world-size makes it):
 // the model, cluster, settings and, with a trace, its own-settings replay are the input's, not
 // read again — a plan over several world sizes resolves the model and cluster once.
 StatusOr<PlanRequest> planRequestAtWorldSize(PlanRequest input, int worldSize);
 
 // runPlan on the input's model, cluster and compute model.
-StatusOr<PlanResult> runPlanRequest(const PlanRequest& input);
+StatusOr<sim::PlanResult> runPlanRequest(const PlanRequest& input);
 
 // {"model", "cluster", "nodes", "world_size", "torch", "objective", "workload", "default",
 // "best_uniform", "planned" (null without bucket_cap_mb_list), "flags", "recommend_list",
 // "ddp_kwargs", "candidates" (planCandidates: {"label", "current", "ddp_kwargs" (an object),
 // "kwargs" (its text), "predicted_step_ns", "num_buckets", "bucket_bytes"}), "trace" (null
 // without: {"path", "measured_step_ns", "replayed_step_ns", "run_settings"})}.
-nlohmann::json planJson(const PlanRequest& input, const PlanResult& result);
+nlohmann::json planJson(const PlanRequest& input, const sim::PlanResult& result);
 
-}  // namespace ddpscope::sim
+}  // namespace ddpscope::api

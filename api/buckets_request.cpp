@@ -1,18 +1,21 @@
-#include "ddp/bucket_plan_request.h"
+#include "api/buckets_request.h"
 
 #include <cctype>
 #include <climits>
 #include <nlohmann/json.hpp>
 #include <span>
 
+#include "api/ddp_flags.h"
+#include "api/model_settings.h"
 #include "base/strings.h"
-#include "ddp/ddp_settings.h"
 #include "models/model_resolver.h"
 
-namespace ddpscope::ddp {
+namespace ddpscope::api {
+
+using namespace ddpscope::ddp;  // the plan this request builds
 
 std::vector<SettingSpec> bucketPlanSettingList() {
-  std::vector<SettingSpec> out = models::modelSettingList();
+  std::vector<SettingSpec> out = api::modelSettingList();
   const std::vector<SettingSpec> ddpSettings = ddpSettingList(DdpSettingSet::bucketPlan());
   out.insert(out.end(), ddpSettings.begin(), ddpSettings.end());
   out.push_back(
@@ -48,7 +51,7 @@ StatusOr<BucketPlanReport> bucketPlanFromSettings(const SettingValues& values) {
         "--ready-order applies to the rebuilt plan: use it with --iteration steady");
   }
   r.givenReadyOrder = readyOrder.has_value();
-  ASSIGN_OR_RETURN(r.model, models::loadModelFromSettings(values));
+  ASSIGN_OR_RETURN(r.model, api::loadModelFromSettings(values));
   if (!r.steady) {
     ASSIGN_OR_RETURN(r.plan, constructionPlan(r.model, r.config));
     r.sizeLimits = constructionLimits(r.config);
@@ -143,4 +146,4 @@ StatusOr<std::vector<int>> parseIndexListDocument(const std::string& text,
   return parseIndexList(text, path);
 }
 
-}  // namespace ddpscope::ddp
+}  // namespace ddpscope::api

@@ -10,13 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "api/ddp_flags.h"
 #include "base/setting_values.h"
 #include "base/status.h"
 #include "ddp/bucket_plan.h"
 #include "ddp/ddp_config.h"
 #include "models/model_spec.h"
 
-namespace ddpscope::ddp {
+namespace ddpscope::api {
 
 // The settings of a bucket-plan request, in --help order: model, the DDP settings
 // that change the plan (DdpSettingSet::bucketPlan()), iteration, ready-order, ready-order-file.
@@ -24,8 +25,8 @@ std::vector<SettingSpec> bucketPlanSettingList();
 
 struct BucketPlanReport {
   models::ModelSpec model;
-  DdpConfig config;
-  BucketPlan plan;
+  ddp::DdpConfig config;
+  ddp::BucketPlan plan;
   bool steady = true;               // the steady-state plan (else iteration 1's)
   bool givenReadyOrder = false;     // rebuilt from "ready-order" / "ready-order-file"
   std::vector<int64_t> sizeLimits;  // the size limits the plan was built with, in bytes
@@ -48,4 +49,4 @@ StatusOr<std::vector<int>> readIndexListFile(const std::string& path);
 // The same for a file's text already in memory; `path` names it in errors.
 StatusOr<std::vector<int>> parseIndexListDocument(const std::string& text, const std::string& path);
 
-}  // namespace ddpscope::ddp
+}  // namespace ddpscope::api

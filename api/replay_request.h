@@ -10,31 +10,31 @@
 #include <string>
 #include <vector>
 
+#include "api/simulation_request.h"
 #include "base/nanos.h"
 #include "base/setting_values.h"
 #include "base/status.h"
-#include "sim/api/simulation_request.h"
 #include "sim/cost/host_profile.h"
 #include "sim/replay/replay.h"
 
-namespace ddpscope::sim {
+namespace ddpscope::api {
 
 // "from-trace" (the measured run, required), "unprofiled-step-ms" and
 // simulationSettingList(false, /*computeFrom=*/false).
 std::vector<SettingSpec> replaySettingList();
 
 struct ReplayReport {
-  std::string trace;           // the measured run's path
-  SimulationRequest request;   // measured compute; the run's DDP settings changed by the given
-  replay::StepPrediction own;  // the replay at the run's own settings
-  Nanos measuredStep;          // the run's median step
-  double ownErrorPercent = 0;  // (own.step - measured) / measured, in %
-  double rankMaxFactor = 1;    // the run's slowest-rank factor
+  std::string trace;                // the measured run's path
+  SimulationRequest request;        // measured compute; the run's DDP settings changed by the given
+  sim::replay::StepPrediction own;  // the replay at the run's own settings
+  Nanos measuredStep;               // the run's median step
+  double ownErrorPercent = 0;       // (own.step - measured) / measured, in %
+  double rankMaxFactor = 1;         // the run's slowest-rank factor
   // The what-if (any DDP setting or kWhatIf setting given): its options, layout and result.
   bool whatIf = false;
-  SimOptions whatIfOptions;
-  WorldLayout whatIfLayout;
-  std::optional<SimResult> whatIfResult;  // also set without a what-if when recordTrace
+  sim::SimOptions whatIfOptions;
+  sim::WorldLayout whatIfLayout;
+  std::optional<sim::SimResult> whatIfResult;  // also set without a what-if when recordTrace
   double whatIfVsMeasuredPercent = 0;
   // The what-if's kernels carried to another GPU or precision than the trace's
   // (KernelCarry::describe); empty when they are used as measured. The run's own settings
@@ -55,9 +55,9 @@ struct ReplayReport {
     std::optional<Nanos> whatIfUnprofiled;
     // The unprofiled host's own work per step by phase (SimSummary::hostWork), at the run's own
     // settings and in the what-if: what the GPU kit's host_ms measures.
-    HostPhaseWork unprofiledHostWork;
-    std::optional<HostPhaseWork> whatIfUnprofiledHostWork;
-    HostProfile profile;       // the unprofiled per-event costs read from the trace
+    sim::HostPhaseWork unprofiledHostWork;
+    std::optional<sim::HostPhaseWork> whatIfUnprofiledHostWork;
+    sim::HostProfile profile;  // the unprofiled per-event costs read from the trace
     std::string profilerFrom;  // the host profile the profiler's costs came from
     bool profilerCalibrated = false;
     int steps = 0;  // profiled steps the facts cover
@@ -83,4 +83,4 @@ StatusOr<ReplayReport> runReplay(const SettingValues& values, bool recordTrace);
 // when as measured), "notes"}.
 nlohmann::json replayJson(const ReplayReport& report);
 
-}  // namespace ddpscope::sim
+}  // namespace ddpscope::api
