@@ -1,10 +1,8 @@
 // Checks the 2.15 semantics profile against tests/data/torch-2.15/buckets.json, recorded from
 // real PyTorch 2.15.0 DDP jobs (2 ranks, gloo, CPU) by tests/data/torch-2.15/gen_buckets.py.
 // For every model x case of the file: the zoo's model (or, for models the zoo lacks, the
-// parameters in the file) with the case's DDP arguments must give exactly
-//   - the construction plan (iteration 1) and the rebuilt plan (iteration 2 on), as index lists
-//     in launch order and bucket bytes, built the way ddpscope builds them: from the zoo
-//     model's own gradient-ready order;
+// parameters in the file) with the case's DDP arguments must give exactly (its plans are checked
+// with 1.13's by pytorch_buckets_test.cpp's one parameterized test)
 //   - the collectives of iterations 1-3 in issue order (bucket allreduces, the used-map
 //     allreduce, the rebuild's two broadcasts, buffer broadcasts) with their bytes, by driving
 //     the Reducer with the hook order PyTorch recorded;
@@ -21,6 +19,7 @@
 #include "ddp/reducer.h"
 #include "ddp_test_util.h"
 #include "models/zoo.h"
+#include "pytorch_reference.h"
 #include "tests/status_matchers.h"
 
 namespace ddpscope::ddp::torch215 {
@@ -28,116 +27,14 @@ namespace {
 
 using nlohmann::json;
 
+using testing::PlanCase;
+
 std::string dataPath() {
-  return testing::referenceDataPath("torch-2.15/buckets.json");
+  return testing::referenceDataPath(testing::kTorch215File);
 }
 
 const json& referenceData() {
-  static const json data = testing::loadReferenceJson("torch-2.15/buckets.json");
-  return data;
-}
-
-struct Case {
-  std::string model;
-  std::string name;
-};
-
-void PrintTo(const Case& c, std::ostream* os) {
-  *os << c.model << "/" << c.name;
-}
-
-std::vector<Case> allCases() {
-  std::vector<Case> cases;
-  const json& data = referenceData();
-  if (!data.is_object() || !data.contains("models")) return cases;
-  for (const auto& [model, spec] : data["models"].items()) {
-    for (const auto& [name, record] : spec["cases"].items()) {
-      if (!record.contains("error")) cases.push_back({model, name});
-    }
-  }
-  return cases;
-}
-
-// The zoo's model when the zoo has it (checked against the file's parameters), else a
-// parameters-only model from the file.
-models::ModelSpec modelFor(const std::string& name, const json& entry, bool* fromZoo) {
-  models::ModelSpec fileModel;
-  fileModel.name = name;
-  for (const json& p : entry["params"]) {
-    models::ParamSpec param;
-    param.name = p["name"].get<std::string>();
-    param.shape = p["shape"].get<std::vector<int64_t>>();
-    StatusOr<models::DType> dtype = models::parseDType(p["dtype"].get<std::string>());
-    EXPECT_OK(dtype);
-    if (dtype.isOk()) param.dtype = *dtype;
-    fileModel.params.push_back(std::move(param));
-  }
-  for (const json& b : entry["buffers"]) {
-    models::BufferSpec buffer;
-    buffer.name = b["name"].get<std::string>();
-    buffer.shape = b["shape"].get<std::vector<int64_t>>();
-    StatusOr<models::DType> dtype = models::parseDType(b["dtype"].get<std::string>());
-    EXPECT_OK(dtype);
-    if (dtype.isOk()) buffer.dtype = *dtype;
-    fileModel.buffers.push_back(std::move(buffer));
-  }
-  const std::vector<std::string> zoo = models::zooModelNames();
-  *fromZoo = std::find(zoo.begin(), zoo.end(), name) != zoo.end();
-  if (!*fromZoo) return fileModel;
-  StatusOr<models::ModelSpec> spec = models::loadZooModel(name);
-  EXPECT_TRUE(spec.isOk()) << spec.status().message();
-  if (!spec.isOk()) return fileModel;
-  EXPECT_EQ(spec->params.size(), fileModel.params.size()) << name;
-  for (size_t i = 0; i < std::min(spec->params.size(), fileModel.params.size()); ++i) {
-    EXPECT_EQ(spec->params[i].name, fileModel.params[i].name) << name << " param " << i;
-    EXPECT_EQ(spec->params[i].shape, fileModel.params[i].shape) << name << " param " << i;
-    EXPECT_EQ(spec->params[i].dtype, fileModel.params[i].dtype) << name << " param " << i;
-  }
-  return std::move(spec).value();
-}
-
-// The DDP arguments of a case, as ddpscope's settings.
-DdpConfig configFor(const json& kwargs) {
-  DdpConfig config;
-  config.profile = SemanticsProfile::kV2_15;
-  config.worldSize = 2;
-  for (const auto& [key, value] : kwargs.items()) {
-    if (key == "bucket_cap_mb") {
-      config.setBucketCapMb(value.get<double>());
-    } else if (key == "bucket_cap_mb_list") {
-      config.bucketCapMbList = value.get<std::vector<int64_t>>();
-    } else if (key == "find_unused_parameters") {
-      config.findUnusedParameters = value.get<bool>();
-    } else if (key == "skip_all_reduce_unused_params") {
-      config.skipAllReduceUnusedParams = value.get<bool>();
-    } else if (key == "batched_grad_copy") {
-      config.batchedGradCopy = value.get<bool>();
-    } else if (key == "forward_sync_buffers") {
-      config.broadcastBuffers = value.get<bool>();
-      config.initSyncBuffers = true;
-    } else if (key == "broadcast_buffers") {
-      config.broadcastBuffers = value.get<bool>();
-      config.initSyncBuffers = value.get<bool>();
-    } else if (key == "autocast") {  // the forward under torch.autocast (not a DDP argument)
-      config.autocast = value.get<bool>();
-    } else {
-      ADD_FAILURE() << "the test does not know the DDP argument " << key;
-    }
-  }
-  EXPECT_OK(validateDdpConfig(config));
-  return config;
-}
-
-std::vector<std::vector<int>> indexLists(const json& plan) {
-  std::vector<std::vector<int>> out;
-  for (const json& bucket : plan) out.push_back(bucket["params"].get<std::vector<int>>());
-  return out;
-}
-
-std::vector<int64_t> bucketBytes(const json& plan) {
-  std::vector<int64_t> out;
-  for (const json& bucket : plan) out.push_back(bucket["bytes"].get<int64_t>());
-  return out;
+  return testing::referenceFile(testing::kTorch215File);
 }
 
 // A collective sequence in comparable form: the rebuild's two broadcasts and every
@@ -229,54 +126,20 @@ std::vector<std::string> fileLines(const json& collectives) {
   return out;
 }
 
-class BucketPlanPyTorch215Test : public ::testing::TestWithParam<Case> {};
-
-TEST_P(BucketPlanPyTorch215Test, PlansMatchPyTorch215Exactly) {
-  const Case& c = GetParam();
-  const json& entry = referenceData()["models"][c.model];
-  const json& record = entry["cases"][c.name];
-  bool fromZoo = false;
-  const models::ModelSpec model = modelFor(c.model, entry, &fromZoo);
-  const DdpConfig config = configFor(record["kwargs"]);
-
-  // Iteration 1 uses the construction plan: plans[0] (at construction) and plans[1] (after
-  // iteration 1's backward, before the rebuild in forward 2).
-  StatusOr<BucketPlan> first = planForIteration(model, config, 1);
-  ASSERT_TRUE(first.isOk()) << first.status().message();
-  for (int k : {0, 1}) {
-    EXPECT_EQ(first->indexLists(), indexLists(record["plans"][k])) << "plans[" << k << "]";
-    EXPECT_EQ(first->bucketBytes(), bucketBytes(record["plans"][k])) << "plans[" << k << "]";
-  }
-  // The steady state, from the zoo model's own gradient-ready order (the file's recorded order
-  // for models the zoo lacks): plans[2] and plans[3].
-  std::optional<std::vector<int>> order;
-  if (!fromZoo) order = record["grad_ready_order"].get<std::vector<int>>();
-  for (int iteration : {2, 3}) {
-    StatusOr<BucketPlan> plan =
-        order && rebuildEligible(config)
-            ? planForIteration(model, config, iteration, std::span<const int>(*order))
-            : planForIteration(model, config, iteration);
-    ASSERT_TRUE(plan.isOk()) << plan.status().message();
-    EXPECT_EQ(plan->indexLists(), indexLists(record["plans"][iteration]))
-        << "plans[" << iteration << "]";
-    EXPECT_EQ(plan->bucketBytes(), bucketBytes(record["plans"][iteration]))
-        << "plans[" << iteration << "]";
-    EXPECT_EQ(plan->totalBytes(), entry["total_bytes"].get<int64_t>());
-  }
-}
+class BucketPlanPyTorch215Test : public ::testing::TestWithParam<PlanCase> {};
 
 TEST_P(BucketPlanPyTorch215Test, CollectivesAndCopiesMatchPyTorch215Exactly) {
-  const Case& c = GetParam();
+  const PlanCase& c = GetParam();
   const json& entry = referenceData()["models"][c.model];
-  const json& record = entry["cases"][c.name];
+  const json& record = entry["cases"][c.key];
   bool fromZoo = false;
-  models::ModelSpec model = modelFor(c.model, entry, &fromZoo);
-  const DdpConfig config = configFor(record["kwargs"]);
+  models::ModelSpec model = testing::torch215ModelFor(c.model, entry, &fromZoo);
+  const DdpConfig config = testing::torch215ConfigFor(record["kwargs"]);
   // The buffers the real model has (the zoo's gpt2-small still lists the attn.bias /
   // masked_bias buffers transformers 4.x registered; 5.x has none): they decide the buffer
   // broadcasts, which this test is about.
   bool fileModelFromZoo = false;
-  model.buffers = modelFor("(file)", entry, &fileModelFromZoo).buffers;
+  model.buffers = testing::torch215ModelFor("(file)", entry, &fileModelFromZoo).buffers;
 
   // PyTorch's own hook order; parameters that fired no hook are the unused ones.
   const std::vector<int> hooks = record["grad_ready_order"].get<std::vector<int>>();
@@ -326,16 +189,16 @@ TEST_P(BucketPlanPyTorch215Test, CollectivesAndCopiesMatchPyTorch215Exactly) {
   }
 }
 
-std::string caseName(const ::testing::TestParamInfo<Case>& info) {
-  std::string name = info.param.model + "_" + info.param.name;
+std::string caseName(const ::testing::TestParamInfo<PlanCase>& info) {
+  std::string name = info.param.model + "_" + info.param.key;
   for (char& ch : name) {
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   }
   return name;
 }
 
-INSTANTIATE_TEST_SUITE_P(ReferenceFile, BucketPlanPyTorch215Test, ::testing::ValuesIn(allCases()),
-                         caseName);
+INSTANTIATE_TEST_SUITE_P(ReferenceFile, BucketPlanPyTorch215Test,
+                         ::testing::ValuesIn(testing::torch215PlanCases()), caseName);
 
 TEST(BucketPlanPyTorch215FileTest, IsFromTorch215AndCoversTheArguments) {
   const json& data = referenceData();
@@ -358,7 +221,7 @@ TEST(BucketPlanPyTorch215FileTest, IsFromTorch215AndCoversTheArguments) {
                                "forward_sync_buffers", "broadcast_buffers", "autocast"}) {
     EXPECT_TRUE(arguments.count(argument)) << argument;
   }
-  EXPECT_GE(allCases().size(), 60u);
+  EXPECT_GE(testing::torch215PlanCases().size(), 60u);
 }
 
 // The zoo's gradient-ready order is PyTorch 2.15's for every zoo model in the file (the

@@ -1,140 +1,81 @@
-// Checks the bucket plans against tests/data/pytorch-1.13-buckets.json, produced by real
-// PyTorch 1.13.1: every model x bucket_cap_mb x variant must match exactly (index lists in
-// order, bucket bytes, size limits). Parameterized over the file's contents, so a model added
-// to the file is checked without touching this test.
+// Every bucket plan real PyTorch built in the two reference files (tests/ddp/pytorch_reference.h:
+// PyTorch 1.13.1's model x bucket_cap_mb x variant, PyTorch 2.15.0's model x DDP arguments x
+// iteration) must come out of ddpscope exactly: index lists in launch order, bucket bytes, and
+// the size limits where the file logged them. One parameterized test over both files' contents:
+// a model or case added to either file is checked without touching this test.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <nlohmann/json.hpp>
 
 #include "ddp/bucket_plan.h"
 #include "ddp_test_util.h"
+#include "pytorch_reference.h"
 
 namespace ddpscope::ddp {
 namespace {
 
 using nlohmann::json;
+using testing::PlanCase;
+using testing::PlanCheck;
 
-const char* const kVariants[] = {"find_unused_true", "find_unused_false_initial",
-                                 "find_unused_false_rebuilt", "reverse_order_approx"};
+class BucketPlanMatchesPyTorchTest : public ::testing::TestWithParam<PlanCase> {};
 
-std::string dataPath() {
-  return testing::referenceDataPath("pytorch-1.13-buckets.json");
-}
-
-const json& referenceData() {
-  static const json data = testing::loadReferenceJson("pytorch-1.13-buckets.json");
-  return data;
-}
-
-struct Case {
-  std::string model;
-  std::string cap;  // key in "caps", e.g. "25"
-  std::string variant;
-};
-
-// Short values in test names and failure messages (gtest prints raw bytes otherwise).
-void PrintTo(const Case& c, std::ostream* os) {
-  *os << c.model << "/" << c.cap << "/" << c.variant;
-}
-
-std::vector<Case> allCases() {
-  std::vector<Case> cases;
-  const json& data = referenceData();
-  if (!data.is_object() || !data.contains("models")) return cases;
-  for (const auto& [model, spec] : data["models"].items()) {
-    for (const auto& [cap, variants] : spec["caps"].items()) {
-      for (const char* variant : kVariants) {
-        if (variants.contains(variant)) cases.push_back({model, cap, variant});
-      }
+TEST_P(BucketPlanMatchesPyTorchTest, PlansEqualPyTorchs) {
+  for (const PlanCheck& check : testing::planChecks(GetParam())) {
+    SCOPED_TRACE(check.what);
+    StatusOr<BucketPlan> plan = check.build();
+    ASSERT_OK(plan);
+    EXPECT_EQ(plan->indexLists(), check.buckets);
+    EXPECT_EQ(plan->bucketBytes(), check.bytes);
+    if (check.limits) {
+      EXPECT_EQ(plan->sizeLimits(), *check.limits);
     }
+    if (check.logged) {
+      EXPECT_EQ(plan->bucketBytes(), *check.logged);
+    }
+    EXPECT_EQ(plan->totalBytes(), check.totalBytes);
   }
+}
+
+std::vector<PlanCase> allCases() {
+  std::vector<PlanCase> cases = testing::torch113PlanCases();
+  for (PlanCase& c : testing::torch215PlanCases()) cases.push_back(std::move(c));
   return cases;
 }
 
-std::vector<models::ParamSpec> paramsOf(const json& model) {
-  std::vector<models::ParamSpec> params;
-  for (const json& entry : model["params"]) {
-    models::ParamSpec param;
-    param.name = entry["name"].get<std::string>();
-    param.shape = entry["shape"].get<std::vector<int64_t>>();
-    StatusOr<models::DType> dtype = models::parseDType(entry["dtype"].get<std::string>());
-    EXPECT_TRUE(dtype.isOk()) << entry["dtype"];
-    if (dtype.isOk()) param.dtype = *dtype;
-    EXPECT_EQ(entry["index"].get<int>(), static_cast<int>(params.size()));
-    EXPECT_EQ(param.numel(), entry["numel"].get<int64_t>()) << param.name;
-    EXPECT_EQ(models::dtypeBytes(param.dtype), entry["dtype_bytes"].get<int64_t>());
-    params.push_back(std::move(param));
-  }
-  return params;
-}
-
-class BucketPlanPyTorch113Test : public ::testing::TestWithParam<Case> {};
-
-TEST_P(BucketPlanPyTorch113Test, MatchesPyTorch113Exactly) {
-  const Case& c = GetParam();
-  const json& model = referenceData()["models"][c.model];
-  const json& capEntry = model["caps"][c.cap];
-  const json& expected = capEntry[c.variant];
-  const std::vector<models::ParamSpec> params = paramsOf(model);
-  ASSERT_EQ(static_cast<int64_t>(params.size()), model["num_tensors"].get<int64_t>());
-
-  DdpConfig config;
-  config.profile = SemanticsProfile::kV1_13;
-  config.setBucketCapMb(std::stod(c.cap));
-  config.firstBucketBytes = referenceData()["first_bucket_bytes"].get<int64_t>();
-  ASSERT_EQ(config.bucketCapBytes(), capEntry["bucket_bytes_cap"].get<int64_t>());
-
-  StatusOr<BucketPlan> plan = internalError("unset");
-  if (c.variant == "find_unused_true") {
-    config.findUnusedParameters = true;
-    plan = constructionPlan(params, config);
-  } else if (c.variant == "find_unused_false_initial") {
-    plan = constructionPlan(params, config);
-  } else if (c.variant == "find_unused_false_rebuilt") {
-    const std::vector<int> order = model["grad_ready_order"].get<std::vector<int>>();
-    plan = rebuiltPlan(params, config, order);
-  } else {
-    std::vector<int> order;
-    for (int p = static_cast<int>(params.size()) - 1; p >= 0; --p) order.push_back(p);
-    plan = rebuiltPlan(params, config, order);
-  }
-  ASSERT_TRUE(plan.isOk()) << plan.status().message();
-
-  EXPECT_EQ(plan->numBuckets(), expected["num_buckets"].get<int>());
-  EXPECT_EQ(plan->indexLists(), expected["buckets"].get<std::vector<std::vector<int>>>());
-  EXPECT_EQ(plan->bucketBytes(), expected["bucket_bytes"].get<std::vector<int64_t>>());
-  EXPECT_EQ(plan->sizeLimits(), expected["size_limits"].get<std::vector<int64_t>>());
-  if (expected.contains("logged_bucket_sizes")) {
-    EXPECT_EQ(plan->bucketBytes(), expected["logged_bucket_sizes"].get<std::vector<int64_t>>());
-  }
-  EXPECT_EQ(plan->totalBytes(), model["total_bytes"].get<int64_t>());
-}
-
-std::string caseName(const ::testing::TestParamInfo<Case>& info) {
-  std::string name = info.param.model + "_cap" + info.param.cap + "_" + info.param.variant;
+std::string caseName(const ::testing::TestParamInfo<PlanCase>& info) {
+  const PlanCase& c = info.param;
+  std::string name =
+      "torch" + c.torch + "_" + c.model + "_" + c.key + (c.variant.empty() ? "" : "_" + c.variant);
   for (char& ch : name) {
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   }
   return name;
 }
 
-INSTANTIATE_TEST_SUITE_P(ReferenceFile, BucketPlanPyTorch113Test, ::testing::ValuesIn(allCases()),
-                         caseName);
+INSTANTIATE_TEST_SUITE_P(ReferenceFiles, BucketPlanMatchesPyTorchTest,
+                         ::testing::ValuesIn(allCases()), caseName);
+
+const json& referenceData() {
+  return testing::referenceFile(testing::kTorch113File);
+}
 
 TEST(BucketPlanReferenceFileTest, LoadsAndCoversEveryVariant) {
   const json& data = referenceData();
-  ASSERT_TRUE(data.is_object()) << "cannot read " << dataPath();
+  ASSERT_TRUE(data.is_object()) << "cannot read "
+                                << testing::referenceDataPath(testing::kTorch113File);
   ASSERT_GE(data["models"].size(), 2u);
   size_t expectedCases = 0;
   for (const auto& [name, spec] : data["models"].items()) {
-    expectedCases += spec["caps"].size() * std::size(kVariants);
+    expectedCases += spec["caps"].size() * std::size(testing::kTorch113Variants);
     for (const auto& [cap, variants] : spec["caps"].items()) {
-      for (const char* variant : kVariants) {
+      for (const char* variant : testing::kTorch113Variants) {
         EXPECT_TRUE(variants.contains(variant)) << name << " cap " << cap << " " << variant;
       }
     }
   }
-  EXPECT_EQ(allCases().size(), expectedCases);
+  EXPECT_EQ(testing::torch113PlanCases().size(), expectedCases);
 }
 
 // The models library's default ready order (no layers: reverse registration) reproduces the
@@ -145,7 +86,7 @@ TEST(BucketPlanReferenceFileTest, SteadyStateFromDefaultReadyOrderMatchesReverse
   for (const auto& [name, spec] : data["models"].items()) {
     models::ModelSpec model;
     model.name = name;
-    model.params = paramsOf(spec);
+    model.params = testing::torch113Params(spec);
     for (const auto& [cap, variants] : spec["caps"].items()) {
       DdpConfig config;
       config.profile = SemanticsProfile::kV1_13;
