@@ -6,11 +6,8 @@ our own writer, not what a Kineto build writes. The evidence that import-torch r
 current PyTorch traces is tests/data/torch-2.15/ (gen_traces.py: torch 2.15 from PyPI, Kineto's
 own export_chrome_trace()).
 
-Runs a real DistributedDataParallel job on CPU (gloo backend, two processes launched with
-torch.multiprocessing, rendezvous through a file:// init method) with an MLP whose
-parameters fall into three buckets at bucket_cap_mb=0.05 (DDP's first bucket is capped at
-1 MiB, dist._DEFAULT_FIRST_BUCKET_BYTES, the others at bucket_cap_mb), profiles a few steps
-with torch.profiler (record_shapes=True, so the collectives carry their tensor shapes), and
+Runs the real DistributedDataParallel job of tests/data/ddp_gloo_job.py (2 ranks, gloo, CPU, an
+MLP in three buckets at bucket_cap_mb=0.05), profiles a few steps with torch.profiler (record_shapes=True, so the collectives carry their tensor shapes), and
 writes per rank:
 
   ddp_gloo_rank<R>.json.gz   the profiler's events as a Kineto-schema Chrome trace (gzip)
@@ -43,73 +40,28 @@ measurement); the tests compare the importer against the truth file written in t
 """
 
 import argparse
-import gzip
 import json
 import os
 import shutil
 import sys
-import tempfile
-import time
 
 import torch
-import torch.distributed as dist
-import torch.multiprocessing as mp
-import torch.nn as nn
-from torch.nn.parallel import DistributedDataParallel as DDP
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
-                                "models", "export"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "models", "export"))
+import ddp_gloo_job as job  # noqa: E402  (tests/data/ddp_gloo_job.py)
 import kineto_trace  # noqa: E402  (models/export/kineto_trace.py)
-from torch_export import export_model  # noqa: E402
 
-BUCKET_CAP_MB = 0.05
-WIDTHS = [96, 192, 256, 512, 256, 128, 10]  # 6 Linear layers, 365,130 parameters
-BATCH = 16
+WAIT, WARMUP = 1, 1
 
 
-def build_model():
-    layers = []
-    for i in range(len(WIDTHS) - 1):
-        layers.append(nn.Linear(WIDTHS[i], WIDTHS[i + 1]))
-        if i + 2 < len(WIDTHS):
-            layers.append(nn.ReLU())
-    return nn.Sequential(*layers)
-
-
-def worker(rank, world, init_file, out_dir, wait, warmup, active):
-    torch.manual_seed(1234)
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method="file://" + init_file, rank=rank,
-                            world_size=world)
-    model = DDP(build_model(), bucket_cap_mb=BUCKET_CAP_MB)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    loss_fn = nn.MSELoss()
-    gen = torch.Generator().manual_seed(100 + rank)
-
-    def step():
-        x = torch.randn(BATCH, WIDTHS[0], generator=gen)
-        y = torch.randn(BATCH, WIDTHS[-1], generator=gen)
-        opt.zero_grad()
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        opt.step()
-
-    # Two unprofiled iterations: DDP rebuilds its buckets after the first one, so the
-    # profiled steps all use the final (rebuilt) layout.
-    for _ in range(2):
-        step()
-    schedule = torch.profiler.schedule(wait=wait, warmup=warmup, active=active, repeat=1)
-    wall_ns = []
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
-                                schedule=schedule, record_shapes=True) as prof:
-        for _ in range(wait + warmup + active):
-            t0 = time.perf_counter_ns()
-            step()
-            prof.step()
-            wall_ns.append(time.perf_counter_ns() - t0)
+def worker(rank, init_file, out_dir, active):
+    model, step = job.start(rank, init_file)
+    prof, wall_ns = job.profile(step, WAIT, WARMUP, active, record_shapes=True)
     events = prof.events()
     trace = kineto_trace.trace_dict(
-        events, rank, world, "gloo",
+        events, rank, job.WORLD, "gloo",
         note="torch %s legacy profiler events (no Kineto in this build) written in Kineto's "
         "schema by tests/data/torch/gen_fixtures.py" % torch.__version__)
     with open(os.path.join(out_dir, "ddp_gloo_rank%d.json" % rank), "w") as f:
@@ -120,82 +72,29 @@ def worker(rank, world, init_file, out_dir, wait, warmup, active):
         if ev.trace_name and ev.trace_name.startswith("ProfilerStep#"):
             n = int(ev.trace_name[len("ProfilerStep#"):])
             steps[n] = int(round(ev.time_range.elapsed_us() * 1000))
-    logging = model._get_ddp_logging_data()
-    info = {
+    job.finish(model, rank, out_dir, {
         "rank": rank,
         "step_ns": {str(k): v for k, v in sorted(steps.items())},
-        "perf_counter_step_ns": wall_ns[wait + warmup:],
-        "bucket_sizes": logging.get("bucket_sizes"),
-        "rebuilt_bucket_sizes": logging.get("rebuilt_bucket_sizes"),
-        "rebuilt_per_bucket_param_indices": logging.get("rebuilt_per_bucket_param_indices"),
-        "bucket_cap_bytes": logging.get("bucket_cap_bytes"),
-    }
-    with open(os.path.join(out_dir, "truth_rank%d.json" % rank), "w") as f:
-        json.dump(info, f)
-    dist.barrier()
-    dist.destroy_process_group()
-
-
-def parse_sizes(text):
-    if text is None or text == "":
-        return []
-    if isinstance(text, list):
-        return [int(v) for v in text]
-    return [int(v) for v in str(text).split(",") if v.strip()]
+        "perf_counter_step_ns": wall_ns[WAIT + WARMUP:],
+    })
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=os.path.dirname(os.path.abspath(__file__)))
+    ap.add_argument("--out", default=HERE)
     ap.add_argument("--steps", type=int, default=5, help="profiled (active) steps")
     args = ap.parse_args()
-    world = 2
-    wait, warmup = 1, 1
-    tmp = tempfile.mkdtemp(prefix="ddpscope-fixtures-")
+    tmp, ranks = job.run(worker, (args.steps,), "ddpscope-fixtures-")
     try:
-        init_file = os.path.join(tmp, "rendezvous")
-        mp.spawn(worker, args=(world, init_file, tmp, wait, warmup, args.steps), nprocs=world,
-                 join=True)
-        ranks = []
-        for r in range(world):
-            with open(os.path.join(tmp, "truth_rank%d.json" % r)) as f:
-                ranks.append(json.load(f))
-        # Ground truth for the buckets: DDP's rebuilt layout (the one every profiled step
-        # uses), in bucket index order; bytes of float32 parameters.
-        sizes = parse_sizes(ranks[0]["rebuilt_bucket_sizes"]) or parse_sizes(
-            ranks[0]["bucket_sizes"])
-        truth = {
-            "source": "tests/data/torch/gen_fixtures.py",
-            "torch_version": torch.__version__,
-            "backend": "gloo",
-            "world_size": world,
-            "bucket_cap_mb": BUCKET_CAP_MB,
-            "model": "nn.Sequential of Linear %s with ReLU between" % WIDTHS,
-            "batch": BATCH,
-            "bucket_count": len(sizes),
-            "bucket_bytes": sizes,
-            "initial_bucket_bytes": parse_sizes(ranks[0]["bucket_sizes"]),
-            "bucket_cap_bytes": ranks[0]["bucket_cap_bytes"],
-            "per_bucket_param_indices": ranks[0]["rebuilt_per_bucket_param_indices"],
-            "ranks": [{"rank": r["rank"], "step_ns": r["step_ns"],
-                       "perf_counter_step_ns": r["perf_counter_step_ns"]} for r in ranks],
-        }
+        truth = {"source": "tests/data/torch/gen_fixtures.py", "torch_version": torch.__version__}
+        truth.update(job.bucket_truth(ranks[0]))
+        truth["ranks"] = [{"rank": r["rank"], "step_ns": r["step_ns"],
+                           "perf_counter_step_ns": r["perf_counter_step_ns"]} for r in ranks]
         os.makedirs(args.out, exist_ok=True)
-        for r in range(world):
-            src = os.path.join(tmp, "ddp_gloo_rank%d.json" % r)
-            with open(src, "rb") as fin, gzip.open(
-                    os.path.join(args.out, "ddp_gloo_rank%d.json.gz" % r), "wb", 9) as fout:
-                shutil.copyfileobj(fin, fout)
-        # The model itself, exported with models/export/torch_export.py, so that tests can
-        # name the imported compute spans by layer (import-torch --model).
-        spec = export_model(build_model(), torch.randn(BATCH, WIDTHS[0]), "ddp-gloo-mlp",
-                            description=truth["model"])
-        with open(os.path.join(args.out, "ddp_gloo_model.json"), "w") as f:
-            json.dump(spec, f, indent=1)
-            f.write("\n")
-        with open(os.path.join(args.out, "ddp_gloo_truth.json"), "w") as f:
-            json.dump(truth, f, indent=1)
-            f.write("\n")
+        for r in range(job.WORLD):
+            job.gzip_copy(os.path.join(tmp, "ddp_gloo_rank%d.json" % r),
+                          os.path.join(args.out, "ddp_gloo_rank%d.json.gz" % r))
+        job.write_model_and_truth(args.out, truth)
         print(json.dumps({k: truth[k] for k in ("bucket_count", "bucket_bytes")}))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
