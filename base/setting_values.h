@@ -1,10 +1,11 @@
-// SettingValues: named settings as text, the one input of every settings parser in the core.
+// SettingValues: named settings as text, the one input of every settings parser (all in api/,
+// the only code that knows flag names).
 //
-// A name is the setting's command-line flag without its dashes ("bucket-cap-mb"); a switch that
-// is on holds "" and one that is off is absent. The CLI's ArgParser fills one from argv, the
-// Python package from keyword arguments, so both reach the same parsers (ddp's settings module,
-// the model resolver, the simulation request) and get the same error messages, which name the
-// setting as its flag ("--batch: expected a positive integer, got '0'").
+// A name is the setting's command-line flag without its dashes; a switch that is on holds "" and
+// one that is off is absent. The CLI's ArgParser fills one from argv, the Python package from
+// keyword arguments, so both reach the same parsers (api/'s DDP flags, model and cluster
+// settings, each verb's request) and get the same error messages, which name the setting as its
+// flag.
 #pragma once
 
 #include <cstdint>

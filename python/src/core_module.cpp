@@ -1,10 +1,11 @@
 // ddpscope._core: the C++ side of the Python package (pybind11).
 //
-// It binds the core libraries, never the CLI (docs/ARCHITECTURE.md: python/ depends on base, io,
-// models, ddp, traces, sim; the configure fails when ddpscope_cli reaches its link line). The
-// Python API turns its keyword arguments into named settings under the CLI's flag names
-// (bucket_cap_mb=50 -> {"bucket-cap-mb": "50"}, base/setting_values.h), which reach the same
-// library parsers the CLI's flags reach: every setting is spelled, validated and reported once,
+// It binds api/ (and traces/ for the live recorder), never the CLI (docs/ARCHITECTURE.md: python/
+// includes base, io, traces and api; the configure fails when ddpscope_cli reaches its link
+// line). The
+// Python API turns its keyword arguments into named settings under the CLI's flag names (its
+// underscores become dashes; base/setting_values.h), which reach the same api/ parsers the
+// CLI's flags reach: every setting is spelled, validated and reported once,
 // and every error a Python user sees is the CLI's message. What it binds:
 //   - models: the one model resolver (zoo name, shorthand, file), the file loader and the JSON
 //     parser (Model.from_torch hands the exporter's JSON to the same parser the CLI uses);
@@ -166,8 +167,7 @@ class Simulation {
   nlohmann::json m_summary;
 };
 
-// Named settings from Python: {name: text} with the CLI's flag names ("bucket-cap-mb"; a switch
-// that is on is "").
+// Named settings from Python: {name: text} with the CLI's flag names (a switch that is on is "").
 SettingValues settingValues(const std::map<std::string, std::string>& settings) {
   SettingValues values;
   for (const auto& [name, text] : settings) values.set(name, text);
