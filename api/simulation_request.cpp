@@ -323,12 +323,14 @@ StatusOr<SimulationRequest> simulationRequestOf(const SimulationChoice& choice, 
   ASSIGN_OR_RETURN(req.options, parseSimOptions(SettingValues(), sweep));
   ddp::DdpConfig config = choice.ddp;
   if (sweep) {
-    // A sweep or plan chooses the cap and find_unused_parameters per point: the base keeps
-    // DDP's defaults for them, as the settings that name a sweep leave them.
+    // A sweep or plan chooses the cap and find_unused_parameters per point, and a
+    // bucket_cap_mb_list would override every cap: the base keeps DDP's defaults for the three
+    // settings simulationDdpSettings(true) leaves out, as the text path does.
     const ddp::DdpConfig defaults;
     config.bucketCapMb = defaults.bucketCapMb;
     config.bucketCapSetByUser = defaults.bucketCapSetByUser;
     config.findUnusedParameters = defaults.findUnusedParameters;
+    config.bucketCapMbList = defaults.bucketCapMbList;
   }
   RETURN_IF_ERROR(ddp::validateDdpConfig(config));
   req.options.ddp = config;

@@ -72,7 +72,8 @@ struct SimulationRequest {
 // The request a front end holding typed values asks for, without text in the middle: the model
 // and cluster resolved once, the DDP settings validated, every other option at its default (as
 // parseSimulationRequest reads simulationSettings(choice)). `sweep`: the base of a sweep or plan
-// (the cap and find_unused_parameters stay at DDP's defaults; the sweep sets them per point).
+// (the cap, find_unused_parameters and bucket_cap_mb_list stay at DDP's defaults, as
+// simulationDdpSettings(true) leaves them out; the sweep sets the first two per point).
 StatusOr<SimulationRequest> simulationRequestOf(const SimulationChoice& choice, bool sweep = false);
 
 // Parses the scalar settings (model, cluster, DDP settings, batch, dtype, all-ranks...). In

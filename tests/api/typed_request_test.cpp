@@ -34,6 +34,11 @@ std::vector<SimulationChoice> choices() {
   old.ddp.profile = ddp::SemanticsProfile::kV1_13;
   old.ddp.setBucketCapMb(50);
   out.push_back(old);
+  // A planned bucket_cap_mb_list (what the GUI's plan applies): a simulation uses it, a sweep or
+  // plan over caps leaves it out (simulationDdpSettings).
+  SimulationChoice listed{"gpt2-small", "dgx-h100", 8, {}};
+  listed.ddp.bucketCapMbList = {1, 4, 25};
+  out.push_back(listed);
   return out;
 }
 
