@@ -144,12 +144,7 @@ StatusOr<PlanRequest> planRequestOf(const SimulationChoice& choice,
   if (req.options.ddp.profile == ddp::SemanticsProfile::kV1_5) {
     return invalidArgument("torch 1.5: plan supports torch 1.13 and 2.15");
   }
-  if (capsMb.empty()) return invalidArgument("bucket_cap_mb: no caps to plan over");
-  for (double cap : capsMb) {
-    if (!(cap > 0)) {
-      return invalidArgument("bucket_cap_mb: expected positive caps, got " + formatShortest(cap));
-    }
-  }
+  RETURN_IF_ERROR(checkCapsMb(capsMb, "plan over"));
   in.search.uniformCapsMb = capsMb;
   req.options.ddp.findUnusedParameters = choice.ddp.findUnusedParameters;
   ASSIGN_OR_RETURN(in.search.layout, makeWorldLayout(req.cluster, std::nullopt, choice.worldSize));

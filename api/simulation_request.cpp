@@ -340,6 +340,16 @@ StatusOr<SimulationRequest> simulationRequestOf(const SimulationChoice& choice, 
   return req;
 }
 
+Status checkCapsMb(const std::vector<double>& capsMb, const std::string& forWhat) {
+  if (capsMb.empty()) return invalidArgument("bucket_cap_mb: no caps to " + forWhat);
+  for (double cap : capsMb) {
+    if (!(cap > 0)) {
+      return invalidArgument("bucket_cap_mb: expected positive caps, got " + formatShortest(cap));
+    }
+  }
+  return Status::ok();
+}
+
 StatusOr<SimResult> runSimulation(const SimulationRequest& request, const WorldLayout& layout) {
   return runSimulation(request, layout, request.options);
 }

@@ -75,6 +75,9 @@ struct SimulationRequest {
 // (the cap, find_unused_parameters and bucket_cap_mb_list stay at DDP's defaults, as
 // simulationDdpSettings(true) leaves them out; the sweep sets the first two per point).
 StatusOr<SimulationRequest> simulationRequestOf(const SimulationChoice& choice, bool sweep = false);
+// The caps a typed sweep or plan takes: at least one, each positive; errors name bucket_cap_mb
+// and what they are for ("no caps to sweep").
+Status checkCapsMb(const std::vector<double>& capsMb, const std::string& forWhat);
 
 // Parses the scalar settings (model, cluster, DDP settings, batch, dtype, all-ranks...). In
 // sweep mode the list settings (bucket-cap-mb, find-unused, nodes, world-size) are left for the

@@ -3,7 +3,6 @@
 #include <nlohmann/json.hpp>
 
 #include "api/simulation_json.h"
-#include "base/strings.h"
 #include "sim/engine/workload.h"
 
 namespace ddpscope::api {
@@ -59,12 +58,7 @@ StatusOr<SweepRequest> sweepRequestOf(const SimulationChoice& choice,
                                       const std::vector<int>& worldSizes) {
   SweepRequest plan;
   ASSIGN_OR_RETURN(plan.request, simulationRequestOf(choice, /*sweep=*/true));
-  if (capsMb.empty()) return invalidArgument("bucket_cap_mb: no caps to sweep");
-  for (double cap : capsMb) {
-    if (!(cap > 0)) {
-      return invalidArgument("bucket_cap_mb: expected positive caps, got " + formatShortest(cap));
-    }
-  }
+  RETURN_IF_ERROR(checkCapsMb(capsMb, "sweep"));
   plan.capsMb = capsMb;
   plan.compileModes = {plan.request.options.compile};
   plan.findUnused = {choice.ddp.findUnusedParameters};
