@@ -24,7 +24,7 @@ class BucketPlanMatchesPyTorchTest : public ::testing::TestWithParam<PlanCase> {
 TEST_P(BucketPlanMatchesPyTorchTest, PlansEqualPyTorchs) {
   for (const PlanCheck& check : testing::planChecks(GetParam())) {
     SCOPED_TRACE(check.what);
-    StatusOr<BucketPlan> plan = check.build();
+    const StatusOr<BucketPlan>& plan = check.plan;
     ASSERT_OK(plan);
     EXPECT_EQ(plan->indexLists(), check.buckets);
     EXPECT_EQ(plan->bucketBytes(), check.bytes);

@@ -14,9 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <functional>
 #include <map>
-#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
@@ -113,10 +111,10 @@ inline DdpConfig torch215ConfigFor(const nlohmann::json& kwargs) {
   return config;
 }
 
-// One plan PyTorch built and how ddpscope builds the same one.
+// One plan PyTorch built and ddpscope's plan for the same model, settings and iteration.
 struct PlanCheck {
   std::string what;  // "plans[2]", "find_unused_false_rebuilt"
-  std::function<StatusOr<BucketPlan>()> build;
+  StatusOr<BucketPlan> plan = internalError("not built");
   std::vector<std::vector<int>> buckets;       // index lists in launch order
   std::vector<int64_t> bytes;                  // per bucket
   std::optional<std::vector<int64_t>> limits;  // the size limits, where the file logged them
@@ -199,7 +197,7 @@ inline std::vector<PlanCheck> torch113Checks(const PlanCase& c) {
   check.what = c.variant;
   if (c.variant == "find_unused_true" || c.variant == "find_unused_false_initial") {
     config.findUnusedParameters = c.variant == "find_unused_true";
-    check.build = [params, config] { return constructionPlan(params, config); };
+    check.plan = constructionPlan(params, config);
   } else {
     std::vector<int> order;
     if (c.variant == "find_unused_false_rebuilt") {
@@ -207,7 +205,7 @@ inline std::vector<PlanCheck> torch113Checks(const PlanCase& c) {
     } else {
       for (int p = static_cast<int>(params.size()) - 1; p >= 0; --p) order.push_back(p);
     }
-    check.build = [params, config, order] { return rebuiltPlan(params, config, order); };
+    check.plan = rebuiltPlan(params, config, order);
   }
   check.buckets = expected["buckets"].get<std::vector<std::vector<int>>>();
   EXPECT_EQ(expected["num_buckets"].get<size_t>(), check.buckets.size());
@@ -225,8 +223,7 @@ inline std::vector<PlanCheck> torch215Checks(const PlanCase& c) {
   const json& entry = referenceFile(kTorch215File)["models"][c.model];
   const json& record = entry["cases"][c.key];
   bool fromZoo = false;
-  const auto model =
-      std::make_shared<const models::ModelSpec>(torch215ModelFor(c.model, entry, &fromZoo));
+  const models::ModelSpec model = torch215ModelFor(c.model, entry, &fromZoo);
   const DdpConfig config = torch215ConfigFor(record["kwargs"]);
   // The steady state from the zoo model's own gradient-ready order (the file's recorded order
   // for models the zoo lacks).
@@ -240,11 +237,9 @@ inline std::vector<PlanCheck> torch215Checks(const PlanCase& c) {
     PlanCheck check;
     check.what = "plans[" + std::to_string(k) + "]";
     const int iteration = std::max(1, k);
-    check.build = [model, config, order, iteration] {
-      return order && iteration > 1 && rebuildEligible(config)
-                 ? planForIteration(*model, config, iteration, std::span<const int>(*order))
-                 : planForIteration(*model, config, iteration);
-    };
+    check.plan = order && iteration > 1 && rebuildEligible(config)
+                     ? planForIteration(model, config, iteration, std::span<const int>(*order))
+                     : planForIteration(model, config, iteration);
     for (const json& bucket : record["plans"][k]) {
       check.buckets.push_back(bucket["params"].get<std::vector<int>>());
       check.bytes.push_back(bucket["bytes"].get<int64_t>());
