@@ -158,7 +158,44 @@ bool hasWord(std::string_view text, std::string_view word) {
   return false;
 }
 
+// The same GPU with less memory, where its memory is also slower: the built-in device's SMs,
+// clocks and tensor cores with the smaller part's capacity and bandwidth. NVIDIA A100 Tensor Core
+// GPU datasheet (nvidia.com, "NVIDIA A100 datasheet"): A100 40GB SXM 1,555 GB/s, against 2,039 for
+// the 80GB SXM. A V100's 16 GB and 32 GB both run at 900 GB/s (NVIDIA
+// Tesla V100 datasheet): only its name changes.
+struct MemoryVariant {
+  std::string_view of;  // the built-in device's name
+  std::string_view name;
+  double memoryGB;
+  double memoryGBps;
+};
+constexpr MemoryVariant kMemoryVariants[] = {
+    {"A100-SXM4-80GB", "A100-SXM4-40GB", 40, 1555},
+    {"V100-SXM2-32GB", "V100-SXM2-16GB", 16, 900},
+};
+
+// `device`, or its variant whose memory is nearer `memoryGB` than its own.
+DeviceSpec withMemoryOf(DeviceSpec device, double memoryGB) {
+  for (const MemoryVariant& v : kMemoryVariants) {
+    if (v.of != device.name ||
+        std::abs(v.memoryGB - memoryGB) >= std::abs(device.memoryGB - memoryGB)) {
+      continue;
+    }
+    device.name = std::string(v.name);
+    device.memoryGB = v.memoryGB;
+    device.memoryGBps = v.memoryGBps;
+  }
+  return device;
+}
+
 }  // namespace
+
+std::string_view chipOf(std::string_view name) {
+  for (const MemoryVariant& v : kMemoryVariants) {
+    if (v.name == name) return v.of;
+  }
+  return name;
+}
 
 std::optional<DeviceSpec> builtinDeviceOf(GpuArch arch, int smCount, double memoryGB,
                                           std::string_view name) {
@@ -174,6 +211,7 @@ std::optional<DeviceSpec> builtinDeviceOf(GpuArch arch, int smCount, double memo
     if (d.arch != arch || d.smCount != smCount) continue;
     if (!best || rank(d) < rank(*best)) best = d;  // a tie keeps the first cluster by name
   }
+  if (best) best = withMemoryOf(*best, memoryGB);
   return best;
 }
 

@@ -239,11 +239,15 @@ StatusOr<ClusterSpec> loadBuiltinCluster(std::string_view name);
 std::optional<GpuArch> gpuArchOfComputeCapability(int major, int minor);
 // The built-in cluster device with this architecture and SM count and, among those, first one
 // whose model ("B200" of "B200-SXM-180GB") is a word of `name` (the GPU's own name, "NVIDIA
-// B200"; not "NVIDIA GB200"), then the memory size nearest `memoryGB` (an A100 40 GB is taken as
-// the 80 GB's A100: the same SMs, clocks and tensor cores, 1.56 against 2.04 TB/s); nullopt when
-// none has them.
+// B200"; not "NVIDIA GB200"), then the memory size nearest `memoryGB`; nullopt when none has them.
+// A GPU sold with less and slower memory is that device with its own capacity and bandwidth (an
+// A100 40 GB is the A100-SXM4-80GB's SMs, clocks and tensor cores at 1,555 GB/s, named
+// A100-SXM4-40GB), no built-in cluster having it.
 std::optional<DeviceSpec> builtinDeviceOf(GpuArch arch, int smCount, double memoryGB,
                                           std::string_view name);
+// The name of the built-in device whose chip the device of this name is: "A100-SXM4-80GB" for
+// builtinDeviceOf's "A100-SXM4-40GB", the name itself for any other.
+std::string_view chipOf(std::string_view name);
 
 // A cluster's JSON text and its origin (file path or "cluster:NAME"), for tools that write a new
 // cluster from it (`cluster calibrate`, `calibrate --base`).

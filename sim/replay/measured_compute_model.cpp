@@ -153,7 +153,7 @@ std::optional<DeviceSpec> builtinDeviceOf(const traces::TracedGpu& gpu) {
 
 bool isTracedGpu(const traces::TracedGpu& gpu, const DeviceSpec& device) {
   if (const std::optional<DeviceSpec> builtin = builtinDeviceOf(gpu)) {
-    return builtin->name == device.name;
+    return chipOf(builtin->name) == chipOf(device.name);
   }
   return gpuArchOfComputeCapability(gpu.computeMajor, gpu.computeMinor) == device.arch &&
          device.smCount == gpu.smCount;

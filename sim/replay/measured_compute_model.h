@@ -64,8 +64,9 @@ struct MeasuredComputeOptions {
 
 // The built-in device that is `gpu` (builtinDeviceOf by its architecture, SMs, name and memory).
 std::optional<DeviceSpec> builtinDeviceOf(const traces::TracedGpu& gpu);
-// Whether `device` is `gpu`: the built-in device that is `gpu` has its name or, when no
-// built-in is, it has `gpu`'s architecture and SM count (a cluster file describing that GPU).
+// Whether `device` is `gpu`: the built-in device that is `gpu` is `device`'s chip (its name, or
+// a memory variant of it: an A100 40 GB's kernels stay as measured on dgx-a100's 80 GB ones) or,
+// when no built-in is, it has `gpu`'s architecture and SM count (a cluster file of that GPU).
 bool isTracedGpu(const traces::TracedGpu& gpu, const DeviceSpec& device);
 
 // Measured kernel times carried to another GPU or precision, through the devices' specs:

@@ -84,8 +84,15 @@ TEST(ClusterJsonTest, ATracedGpuIsTheBuiltInDeviceOfItsArchitectureSmsNameAndMem
   // B200 and GB200 share architecture and SMs; the name tells them apart, not the memory.
   EXPECT_EQ(named(GpuArch::kBlackwell, 148, 191.5, "NVIDIA B200"), "B200-SXM-180GB");
   EXPECT_EQ(named(GpuArch::kBlackwell, 148, 175.0, "NVIDIA GB200"), "GB200-186GB");
-  // HTA's A100-PG509-200 (40 GB): the A100 of the first cluster by name among the 80 GB ones.
-  EXPECT_EQ(named(GpuArch::kAmpere, 108, 42.3, "NVIDIA A100-PG509-200"), "A100-SXM4-80GB");
+  // HTA's A100-PG509-200 (40 GB): the first cluster's A100 by name, with its 40 GB's memory.
+  EXPECT_EQ(named(GpuArch::kAmpere, 108, 42.3, "NVIDIA A100-PG509-200"), "A100-SXM4-40GB");
+  EXPECT_EQ(named(GpuArch::kAmpere, 108, 85.1, "NVIDIA A100-SXM4-80GB"), "A100-SXM4-80GB");
+  EXPECT_EQ(named(GpuArch::kVolta, 80, 17.0, "Tesla V100-SXM2-16GB"), "V100-SXM2-16GB");
+  const std::optional<DeviceSpec> a100 = builtinDeviceOf(GpuArch::kAmpere, 108, 42.3, "A100");
+  ASSERT_TRUE(a100.has_value());
+  EXPECT_EQ(a100->memoryGBps, 1555);
+  EXPECT_EQ(a100->memoryGB, 40);
+  EXPECT_EQ(a100->peakTflops, loadBuiltinCluster("dgx-a100")->device.peakTflops);
   // An unknown name falls back to the memory; an H100 PCIe's 114 SMs are no built-in's.
   EXPECT_EQ(named(GpuArch::kHopper, 132, 140.0, "some GPU"), "H200-SXM-141GB");
   EXPECT_EQ(named(GpuArch::kHopper, 114, 85.0, "NVIDIA H100 PCIe"), "none");
