@@ -161,8 +161,8 @@ bool hasWord(std::string_view text, std::string_view word) {
 // The same GPU with less memory, where its memory is also slower: the built-in device's SMs,
 // clocks and tensor cores with the smaller part's capacity and bandwidth. NVIDIA A100 Tensor Core
 // GPU datasheet (nvidia.com, "NVIDIA A100 datasheet"): A100 40GB SXM 1,555 GB/s, against 2,039 for
-// the 80GB SXM. A V100's 16 GB and 32 GB both run at 900 GB/s (NVIDIA
-// Tesla V100 datasheet): only its name changes.
+// the 80GB SXM. A V100's 16 GB and 32 GB both run at 900 GB/s (NVIDIA Tesla V100 datasheet): only
+// its name changes.
 struct MemoryVariant {
   std::string_view of;  // the built-in device's name
   std::string_view name;
@@ -177,13 +177,13 @@ constexpr MemoryVariant kMemoryVariants[] = {
 // `device`, or its variant whose memory is nearer `memoryGB` than its own.
 DeviceSpec withMemoryOf(DeviceSpec device, double memoryGB) {
   for (const MemoryVariant& v : kMemoryVariants) {
-    if (v.of != device.name ||
-        std::abs(v.memoryGB - memoryGB) >= std::abs(device.memoryGB - memoryGB)) {
-      continue;
+    if (v.of == device.name &&
+        std::abs(v.memoryGB - memoryGB) < std::abs(device.memoryGB - memoryGB)) {
+      device.name = std::string(v.name);
+      device.memoryGB = v.memoryGB;
+      device.memoryGBps = v.memoryGBps;
+      break;
     }
-    device.name = std::string(v.name);
-    device.memoryGB = v.memoryGB;
-    device.memoryGBps = v.memoryGBps;
   }
   return device;
 }
