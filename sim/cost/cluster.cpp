@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <tuple>
 
 #include "base/setting_values.h"
 #include "base/strings.h"
@@ -162,7 +163,8 @@ bool hasWord(std::string_view text, std::string_view word) {
 // clocks and tensor cores with the smaller part's capacity and bandwidth. NVIDIA A100 Tensor Core
 // GPU datasheet (nvidia.com, "NVIDIA A100 datasheet"): A100 40GB SXM 1,555 GB/s, against 2,039 for
 // the 80GB SXM. A V100's 16 GB and 32 GB both run at 900 GB/s (NVIDIA Tesla V100 datasheet): only
-// its name changes.
+// its name changes. The A100 40GB PCIe runs at the same 1,555 GB/s as the 40GB SXM, the 80GB PCIe
+// at 1,935 (the datasheet again; pcie-a100-100gbe's device).
 struct MemoryVariant {
   std::string_view of;  // the built-in device's name
   std::string_view name;
@@ -171,6 +173,7 @@ struct MemoryVariant {
 };
 constexpr MemoryVariant kMemoryVariants[] = {
     {"A100-SXM4-80GB", "A100-SXM4-40GB", 40, 1555},
+    {"A100-PCIE-80GB", "A100-PCIE-40GB", 40, 1555},
     {"V100-SXM2-32GB", "V100-SXM2-16GB", 16, 900},
 };
 
@@ -188,6 +191,15 @@ DeviceSpec withMemoryOf(DeviceSpec device, double memoryGB) {
   return device;
 }
 
+// Whether a GPU's name says it is a PCIe card ("NVIDIA A100 80GB PCIe", "A100-PCIE-40GB"): a
+// PCIe part runs at a lower power limit and, for the A100 80GB, with slower memory than the SXM
+// module of the same chip, SMs and memory size.
+bool isPcieName(std::string_view name) {
+  std::string upper(name);
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return hasWord(upper, "PCIE");
+}
+
 }  // namespace
 
 std::string_view chipOf(std::string_view name) {
@@ -200,9 +212,11 @@ std::string_view chipOf(std::string_view name) {
 std::optional<DeviceSpec> builtinDeviceOf(GpuArch arch, int smCount, double memoryGB,
                                           std::string_view name) {
   std::optional<DeviceSpec> best;
+  const bool pcie = isPcieName(name);
   auto rank = [&](const DeviceSpec& d) {  // lower is better
     const std::string_view model = std::string_view(d.name).substr(0, d.name.find('-'));
-    return std::make_pair(hasWord(name, model) ? 0 : 1, std::abs(d.memoryGB - memoryGB));
+    return std::make_tuple(hasWord(name, model) ? 0 : 1, isPcieName(d.name) == pcie ? 0 : 1,
+                           std::abs(d.memoryGB - memoryGB));
   };
   for (const std::string& cluster : builtinClusterNames()) {
     StatusOr<ClusterSpec> spec = loadBuiltinCluster(cluster);

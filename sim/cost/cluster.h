@@ -239,10 +239,13 @@ StatusOr<ClusterSpec> loadBuiltinCluster(std::string_view name);
 std::optional<GpuArch> gpuArchOfComputeCapability(int major, int minor);
 // The built-in cluster device with this architecture and SM count and, among those, first one
 // whose model ("B200" of "B200-SXM-180GB") is a word of `name` (the GPU's own name, "NVIDIA
-// B200"; not "NVIDIA GB200"), then the memory size nearest `memoryGB`; nullopt when none has them.
+// B200"; not "NVIDIA GB200"), then whose form factor is the name's (a PCIe card when the name says
+// "PCIe", the pcie-a100-100gbe's A100; else the SXM module), then the memory size nearest
+// `memoryGB`; nullopt when none has them.
 // A GPU sold with less and slower memory is that device with its own capacity and bandwidth (an
 // A100 40 GB is the A100-SXM4-80GB's SMs, clocks and tensor cores at 1,555 GB/s, named
-// A100-SXM4-40GB), no built-in cluster having it.
+// A100-SXM4-40GB; a 40 GB A100 PCIe the same at 1,555 GB/s, named A100-PCIE-40GB), no built-in
+// cluster having it.
 std::optional<DeviceSpec> builtinDeviceOf(GpuArch arch, int smCount, double memoryGB,
                                           std::string_view name);
 // The name of the built-in device whose chip the device of this name is: "A100-SXM4-80GB" for

@@ -88,6 +88,17 @@ TEST(ClusterJsonTest, ATracedGpuIsTheBuiltInDeviceOfItsArchitectureSmsNameAndMem
   EXPECT_EQ(named(GpuArch::kAmpere, 108, 42.3, "NVIDIA A100-PG509-200"), "A100-SXM4-40GB");
   EXPECT_EQ(named(GpuArch::kAmpere, 108, 85.1, "NVIDIA A100-SXM4-80GB"), "A100-SXM4-80GB");
   EXPECT_EQ(named(GpuArch::kVolta, 80, 17.0, "Tesla V100-SXM2-16GB"), "V100-SXM2-16GB");
+  // A PCIe card is the PCIe server's A100 (its 1,935 GB/s and power-limited efficiency), in either
+  // of the spellings CUDA gives the two memory sizes; the 40 GB one at its own 1,555 GB/s.
+  EXPECT_EQ(named(GpuArch::kAmpere, 108, 85.1, "NVIDIA A100 80GB PCIe"), "A100-PCIE-80GB");
+  EXPECT_EQ(named(GpuArch::kAmpere, 108, 42.3, "NVIDIA A100-PCIE-40GB"), "A100-PCIE-40GB");
+  const std::optional<DeviceSpec> pcie40 =
+      builtinDeviceOf(GpuArch::kAmpere, 108, 42.3, "NVIDIA A100-PCIE-40GB");
+  ASSERT_TRUE(pcie40.has_value());
+  EXPECT_EQ(pcie40->memoryGBps, 1555);
+  EXPECT_EQ(pcie40->computeEfficiency,
+            loadBuiltinCluster("pcie-a100-100gbe")->device.computeEfficiency);
+  EXPECT_EQ(chipOf("A100-PCIE-40GB"), "A100-PCIE-80GB");
   const std::optional<DeviceSpec> a100 = builtinDeviceOf(GpuArch::kAmpere, 108, 42.3, "A100");
   ASSERT_TRUE(a100.has_value());
   EXPECT_EQ(a100->memoryGBps, 1555);

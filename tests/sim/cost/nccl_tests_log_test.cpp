@@ -297,7 +297,9 @@ TEST(NcclTestsLogTest, HeldOutSizesAreInterpolated) {
       if (r.bytes >= 256 * kKiB && r.bytes <= 256 * kMiB) worst = std::max(worst, std::abs(error));
     }
     std::printf("%s: worst held-out error over 256 KiB-256 MiB %.1f %%\n", c.file, worst);
-    if (std::string(c.file) == "konnase-v100x8-1node.txt") EXPECT_LE(worst, 15.0);
+    if (std::string(c.file) == "konnase-v100x8-1node.txt") {
+      EXPECT_LE(worst, 15.0);
+    }
   }
 }
 
