@@ -9,6 +9,7 @@
 #include "ddp/ddp_settings.h"
 #include "io/json_reader.h"
 #include "sim/engine/workload.h"
+#include "sim/replay/calibrate.h"
 #include "sim/replay/host_fit.h"
 #include "sim/replay/measured_profile.h"
 
@@ -199,6 +200,16 @@ StatusOr<ReplayReport> runReplay(const SettingValues& values, bool recordTrace) 
                       "kept the trace's deviceProperties): they are taken as " +
                       req.cluster.device.name +
                       "'s; import the trace again to have them carried to another GPU");
+  }
+  // Communication calibrated on this run alone: say when its collectives could not separate a
+  // call's fixed cost from its bandwidth, which a what-if's other bucket sizes depend on.
+  if (r.whatIf && !values.has("cluster") && run.worldSize >= 2) {
+    StatusOr<replay::AlphaBetaFit> fit = replay::fitAlphaBeta({{&profile, &req.model}});
+    if (fit.isOk()) {
+      if (std::string note = replay::oneMessageSizeNote(*fit); !note.empty()) {
+        r.notes.push_back(r.trace + ": " + note);
+      }
+    }
   }
   return r;
 }

@@ -67,7 +67,8 @@ struct ReplayReport {
   // settings; the host lane's profiler cost per event is then fitted on this trace so that its
   // unprofiled step meets it (profilerFrom "a fit to --unprofiled-step-ms X", calibrated).
   std::optional<double> unprofiledStepMs;
-  std::vector<std::string> notes;  // why there is no host lane, when the trace is a GPU trace
+  std::vector<std::string> notes;  // why there is no host lane (a GPU trace); what a what-if
+                                   // calibrated on this run alone could not pin down
 };
 
 // `recordTrace`: keep the what-if simulation's timeline (simulated even without a what-if).

@@ -105,9 +105,12 @@ Status runReplayCommand(const std::vector<std::string>& argvIn, CommandIo io) {
                    api::runReplay(args, /*recordTrace=*/args.has("trace")));
   if (profileOut) {
     if (!report.hostLane) {
+      std::string why;
+      for (const std::string& note : report.notes) {
+        if (note.starts_with("no host lane")) why = " (" + note + ")";
+      }
       return invalidArgument("--host-profile-out: " + report.trace +
-                             " has no host lane to write a host profile from" +
-                             (report.notes.empty() ? "" : " (" + report.notes.front() + ")"));
+                             " has no host lane to write a host profile from" + why);
     }
     profileOut->stream() << sim::hostProfileJson(report.hostLane->profile).dump(2) << "\n";
     RETURN_IF_ERROR(profileOut->close());

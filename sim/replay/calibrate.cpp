@@ -147,6 +147,12 @@ StatusOr<AlphaBetaFit> fitAlphaBeta(const std::vector<ProfileRef>& runs) {
     }
   }
   AlphaBetaFit fit;
+  std::set<int64_t> largeSizes;
+  for (const CommPoint& p : points) {
+    if (p.bytes >= kAlphaBetaBaseMinBytes) largeSizes.insert(p.bytes);
+  }
+  fit.largeSizes = static_cast<int>(largeSizes.size());
+  if (largeSizes.size() == 1) fit.largeSize = *largeSizes.begin();
   fit.alphaUs = alpha;
   fit.betaGBps = 1.0 / (k * 1e3);  // t[µs] = S / (β · 1e3 B/µs)
   fit.baseUs = base;
@@ -178,6 +184,16 @@ StatusOr<AlphaBetaFit> fitAlphaBeta(const std::vector<ProfileRef>& runs) {
     fit.ranges.push_back({name, it->second.first, it->second.second / it->second.first});
   }
   return fit;
+}
+
+std::string oneMessageSizeNote(const AlphaBetaFit& fit) {
+  if (fit.largeSizes != 1) return "";
+  char size[32];
+  std::snprintf(size, sizeof(size), "%.2f MiB", static_cast<double>(fit.largeSize) / (1 << 20));
+  return std::string("every collective of >= 64 KiB had one size (") + size +
+         "): its fixed cost per call and its bandwidth cannot be told apart, so collectives of "
+         "other sizes are extrapolated through zero; calibrate runs at two bucket caps together "
+         "(ddpscope calibrate RUN1 RUN2 -o host.json; --cluster host.json) to separate them";
 }
 
 ContentionFit fitContention(const std::vector<ProfileRef>& runs, const DeviceSpec& device) {
@@ -686,6 +702,7 @@ nlohmann::json calibrationJson(const Calibration& c) {
             {"r2", c.comm.r2},
             {"rms_residual_us", c.comm.rmsResidualUs},
             {"median_abs_relative", c.comm.medianAbsRelative},
+            {"message_sizes", c.comm.largeSizes},
             {"ranges", ranges}}},
           {"contention",
            {{"slowdown", c.contention.slowdown},
@@ -722,6 +739,9 @@ std::string formatCalibration(const Calibration& cal) {
                   "  fit: R^2 %.4f, RMS residual %.1f us, median |relative residual| %.1f %%\n",
                   cal.comm.r2, cal.comm.rmsResidualUs, 100 * cal.comm.medianAbsRelative);
     o << line;
+    if (const std::string note = oneMessageSizeNote(cal.comm); !note.empty()) {
+      o << "  " << note << "\n";
+    }
   }
   for (const SizeRangeResidual& r : cal.comm.ranges) {
     std::snprintf(line, sizeof(line),

@@ -69,7 +69,16 @@ struct AlphaBetaFit {
   double rmsResidualUs = 0;
   double medianAbsRelative = 0;  // median |model − measured| / measured
   std::vector<SizeRangeResidual> ranges;
+  // Distinct message sizes of ≥ 64 KiB among the samples, and the size when there is one: then
+  // a call's fixed cost (α·steps + base) and its bytes term cannot be told apart, and the fit
+  // extrapolates other sizes through zero (oneMessageSizeNote).
+  int largeSizes = 0;
+  int64_t largeSize = 0;
 };
+
+// When the fit saw one message size of ≥ 64 KiB: what that leaves unknown and how to pin it down
+// (calibrating runs at two bucket caps together); "" otherwise.
+std::string oneMessageSizeNote(const AlphaBetaFit& fit);
 
 struct ContentionFit {
   double slowdown = 0;

@@ -536,20 +536,25 @@ TEST(ReplayCliTest, RealTorchTracesWithoutShapesReplayAtTheirOwnSettings) {
 }
 
 // The same real traces as what-ifs across caps: each trace replayed at the other cap, against
-// that cap's own recording (its measured step, from its ProfilerStep spans). The rows are
-// docs/validation.md's "torch-cpu-what-if" table; they are deterministic (committed traces), so
-// the table is checked as written. What must hold: the what-if builds the bucket plan of its cap
-// (DDP's rebuilt buckets at 1 and 25 MiB), and the two recordings of each model measured the
-// same step within the ±3 % a single recording is good to (above), so a what-if that predicts a
-// change is the model's, not the job's.
+// that cap's own recording (its measured step, from its ProfilerStep spans), once calibrated on
+// the trace alone (replay's default) and once on a cluster `calibrate` fitted to both recordings
+// of the model together. The rows are docs/validation.md's "torch-cpu-what-if" table; they are
+// deterministic (committed traces), so the table is checked as written. What must hold: the
+// what-if builds the bucket plan of its cap (DDP's rebuilt buckets at 1 and 25 MiB); the two
+// recordings of each model measured the same step within the ±3 % a single recording is good to
+// (above), so a predicted change is the model's, not the job's; and a trace whose collectives
+// have one size (mlp-wide at cap 1: eight 4 MiB buckets) says that alone it cannot separate a
+// call's fixed cost from its bandwidth, which the other cap's what-if depends on, while the
+// calibration on both recordings sees two sizes and is silent.
 TEST(ReplayCliTest, RealTorchTracesWhatIfAtTheOtherCap) {
   const std::string dir = std::string(DDPSCOPE_SOURCE_DIR) + "/tests/data/torch-2.15/replay/";
   std::string table =
-      "| model | from the trace at | what-if | buckets | predicted | measured at that cap | error "
-      "| predicted change | measured change |\n"
-      "|---|---|---|---:|---:|---:|---:|---:|---:|\n";
+      "| model | from the trace at | what-if | buckets | measured at that cap | predicted | error "
+      "| predicted change | measured change | both recordings calibrated: predicted | error |\n"
+      "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   const std::map<std::string, std::map<std::string, int>> buckets = {
       {"mlp-wide", {{"1", 8}, {"25", 2}}}, {"resnet18", {{"1", 12}, {"25", 2}}}};
+  const std::string oneSize = "every collective of >= 64 KiB had one size (4.00 MiB)";
   for (const std::string model : {"mlp-wide", "resnet18"}) {
     std::map<std::string, nlohmann::json> own;
     std::map<std::string, std::string> runs;
@@ -563,11 +568,18 @@ TEST(ReplayCliTest, RealTorchTracesWhatIfAtTheOtherCap) {
       CliResult r = runCliForTest({"replay", "--from-trace", runs[cap], "--json"});
       ASSERT_EQ(r.exitCode, 0) << r.err;
       own[cap] = nlohmann::json::parse(r.out);
+      EXPECT_EQ(own[cap]["notes"], nlohmann::json::array()) << "no what-if, no note";
     }
     const double measuredChange =
         own["1"]["measured_step_ms"].get<double>() / own["25"]["measured_step_ms"].get<double>() -
         1;
     EXPECT_LE(std::abs(measuredChange), 0.03) << model;
+    const std::string both = (scratchDir() / (model + "-both-caps.json")).string();
+    CliResult calibrated =
+        runCliForTest({"calibrate", runs["1"], runs["25"], "-o", both, "--json"});
+    ASSERT_EQ(calibrated.exitCode, 0) << calibrated.err;
+    EXPECT_EQ(nlohmann::json::parse(calibrated.out)["calibration"]["comm"]["message_sizes"],
+              model == "mlp-wide" ? 2 : 11);
     for (const auto& [from, to] : {std::pair<std::string, std::string>{"25", "1"}, {"1", "25"}}) {
       SCOPED_TRACE(model + " cap " + from + " -> " + to);
       CliResult r =
@@ -575,21 +587,56 @@ TEST(ReplayCliTest, RealTorchTracesWhatIfAtTheOtherCap) {
       ASSERT_EQ(r.exitCode, 0) << r.err;
       const auto j = nlohmann::json::parse(r.out);
       EXPECT_EQ(j["what_if"]["num_buckets"], buckets.at(model).at(to));
+      const bool single = model == "mlp-wide" && from == "1";
+      ASSERT_EQ(j["notes"].size(), single ? 1u : 0u) << j["notes"];
+      if (single) {
+        EXPECT_EQ(j["notes"][0], runs[from] + ": " + oneSize +
+                                     ": its fixed cost per call and its bandwidth cannot be told "
+                                     "apart, so collectives of other sizes are extrapolated "
+                                     "through zero; calibrate runs at two bucket caps together "
+                                     "(ddpscope calibrate RUN1 RUN2 -o host.json; --cluster "
+                                     "host.json) to separate them");
+      }
+      CliResult p = runCliForTest({"replay", "--from-trace", runs[from], "--cluster", both,
+                                   "--bucket-cap-mb", to, "--json"});
+      ASSERT_EQ(p.exitCode, 0) << p.err;
+      const auto k = nlohmann::json::parse(p.out);
+      EXPECT_EQ(k["notes"], nlohmann::json::array()) << "a given cluster is not this run's fit";
       const double predicted = j["what_if"]["step_time_ns"].get<double>() / 1e6;
+      const double pooled = k["what_if"]["step_time_ns"].get<double>() / 1e6;
       const double measured = own[to]["measured_step_ms"].get<double>();
       const double change = predicted / own[from]["replayed_step_ms"].get<double>() - 1;
       const double measuredFromTo = measured / own[from]["measured_step_ms"].get<double>() - 1;
-      char row[256];
+      char row[320];
       std::snprintf(row, sizeof(row),
                     "| %s | cap %s | cap %s | %d | %.2f ms | %.2f ms | %+.1f %% | %+.1f %% | %+.1f "
-                    "%% |\n",
+                    "%% | %.2f ms | %+.1f %% |\n",
                     model.c_str(), from.c_str(), to.c_str(), j["what_if"]["num_buckets"].get<int>(),
-                    predicted, measured, 100 * (predicted / measured - 1), 100 * change,
-                    100 * measuredFromTo);
+                    measured, predicted, 100 * (predicted / measured - 1), 100 * change,
+                    100 * measuredFromTo, pooled, 100 * (pooled / measured - 1));
       table += row;
     }
   }
   test_docs::expectDocBlock("docs/validation.md", "torch-cpu-what-if", table);
+}
+
+// calibrate says when its runs' collectives had one size, and not when they had several.
+TEST(CalibrateCliTest, OneMessageSizeIsNamedWithWhatItLeavesUnknown) {
+  const std::string dir = std::string(DDPSCOPE_SOURCE_DIR) + "/tests/data/torch-2.15/replay/";
+  const std::string run = (scratchDir() / "mlp-wide-cap1-one-size.json").string();
+  ASSERT_EQ(runCliForTest({"import-torch", dir + "mlp-wide-cap1-rank0.json.gz",
+                           dir + "mlp-wide-cap1-rank1.json.gz", "--model", "mlp-wide",
+                           "--bucket-cap-mb", "1", "-o", run})
+                .exitCode,
+            0);
+  const std::string out = (scratchDir() / "one-size-cluster.json").string();
+  CliResult r = runCliForTest({"calibrate", run, "-o", out});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("  every collective of >= 64 KiB had one size (4.00 MiB): its fixed "
+                               "cost per call and its bandwidth cannot be told apart"));
+  r = runCliForTest({"calibrate", kTrace, "-o", out});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("had one size")));
 }
 
 TEST(ReplayCliTest, WhatIfChangesOnlyTheGivenSettings) {
