@@ -253,14 +253,29 @@ def _candidate(label: str, kwargs: Dict[str, Any], predicted_ns: Optional[int], 
 
 def _propose(base: Dict[str, Any], trace: str, module: nn.Module, example: Any,
              max_candidates: int, static_ok: bool, cluster: Optional[str],
-             record_steps: int) -> tuple:
-    """(candidates, note) on rank 0: the recorded run planned as ``ddpscope plan --from-trace``."""
+             record_steps: int, second_trace: Optional[str] = None,
+             second_kwargs: Optional[Dict[str, Any]] = None) -> tuple:
+    """(candidates, note) on rank 0: the recorded run planned as ``ddpscope plan --from-trace``;
+    with `second_trace`, on cpu-mpi calibrated on both recordings (``ddpscope calibrate``)."""
     from .export import ExportError
 
     try:
         model = _api.Model.from_torch(copy.deepcopy(module), example, name=type(module).__name__)
     except (ExportError, RuntimeError, TypeError) as e:
         return None, "not predicted: the module could not be exported (%s)" % e
+    where = None
+    if second_trace is not None:
+        both = os.path.join(os.path.dirname(trace), "both-recordings.json")
+        try:
+            _api.calibrate([trace, second_trace], out=both, model=model)
+            cluster = both
+            where = ("cpu-mpi's model calibrated on the run's own collectives and on a second "
+                     "recording at %s: the first one's buckets of >= 64 KiB had one size"
+                     % (_kwargs_text({"bucket_cap_mb": second_kwargs["bucket_cap_mb"]})
+                        or "DDP's defaults"))
+        except Exception as e:  # noqa: BLE001 - the run's own calibration stays; the note says so
+            where = ("cpu-mpi's model calibrated on the run's own collectives; the second "
+                     "recording could not be calibrated with it (%s)" % e)
     try:  # cluster None: cpu-mpi's model calibrated on the recorded run (plan --from-trace's rule)
         plan = _api.plan(model, cluster=cluster, from_trace=trace)
     except Exception as e:  # noqa: BLE001 - the planner's refusal becomes the report's note
@@ -290,8 +305,10 @@ def _propose(base: Dict[str, Any], trace: str, module: nn.Module, example: Any,
     others = others[:max_candidates]
     if default and default[0] not in others:
         others.append(default[0])
-    where = ("cpu-mpi's model calibrated on the run's own collectives"
-             if str(plan["cluster"]).startswith("calibrated:") else "cluster " + plan["cluster"])
+    if where is None:
+        where = ("cpu-mpi's model calibrated on the run's own collectives"
+                 if str(plan["cluster"]).startswith("calibrated:")
+                 else "cluster " + plan["cluster"])
     return current + others, ("predicted by ddpscope plan --from-trace on the %d recorded steps "
                               "(%s)" % (record_steps, where))
 
@@ -458,11 +475,13 @@ class _Recording(NamedTuple):
     recorder: Any
 
 
-def _record(job: _Job, optimizer: Any, record_steps: int, example_inputs: Any) -> _Recording:
-    """Runs 2 + record_steps steps on a recording copy of the job's wrapper (the recorder's hook
-    stays on what it recorded), the first 2 unrecorded."""
+def _record(job: _Job, optimizer: Any, record_steps: int, example_inputs: Any,
+            kwargs: Optional[Dict[str, Any]] = None) -> _Recording:
+    """Runs 2 + record_steps steps on a recording copy of the job's wrapper (with `kwargs`
+    instead of the job's settings when given; the recorder's hook stays on what it recorded),
+    the first 2 unrecorded."""
     captured: List[Any] = [example_inputs]
-    recorder_ddp = job.wrap(job.base)
+    recorder_ddp = job.wrap(kwargs if kwargs is not None else job.base)
 
     def capture(mod: Any, inputs: Any) -> None:
         if captured[0] is None:
@@ -487,10 +506,34 @@ def _record(job: _Job, optimizer: Any, record_steps: int, example_inputs: Any) -
     return _Recording(tmp, trace, captured[0], static_ok, rec)
 
 
+# Messages from this size up are bucket allreduces whose fixed cost per call and bandwidth the
+# calibration separates by their sizes (sim/replay/calibrate.h, kAlphaBetaBaseMinBytes).
+_LARGE_MESSAGE = 64 * 1024
+
+
+def _second_layout(base: Dict[str, Any], recording: _Recording) -> Optional[Dict[str, Any]]:
+    """The settings of a second recording when the first one's bucket allreduces of >= 64 KiB
+    all had one size: alone, its calibration cannot tell a call's fixed cost from its bandwidth
+    and extrapolates every other bucket size through zero (on real gloo traces a what-if 27 %
+    off, docs/validation.md "What-ifs across caps"). DDP's default cap, or cap 1 when the job
+    already runs at 25 MiB or more. None when the sizes were several (or none)."""
+    sizes = {e["bytes"] for e in recording.recorder.comm if e["bytes"] >= _LARGE_MESSAGE}
+    if len(sizes) != 1:
+        return None
+    caps = base.get("bucket_cap_mb_list") or [base.get("bucket_cap_mb") or 25]
+    second = dict(base)
+    second["bucket_cap_mb_list"] = None
+    second["bucket_cap_mb"] = 1 if max(caps) >= 25 else None
+    return second
+
+
 def _shared_proposal(job: _Job, recording: _Recording, max_candidates: int,
-                     cluster: Optional[str], record_steps: int) -> tuple:
+                     cluster: Optional[str], record_steps: int,
+                     second: Optional[_Recording] = None,
+                     second_kwargs: Optional[Dict[str, Any]] = None) -> tuple:
     """(candidates, note) on every rank: rank 0 plans the recording (the fallback caps when it
-    cannot) and broadcasts its proposal; the recording's folder is removed."""
+    cannot) and broadcasts its proposal; the recordings' folders are removed. With `second` (a
+    recording at `second_kwargs`), the communication is calibrated on both."""
     note = None
     proposal = None
     if job.rank == 0:
@@ -498,14 +541,17 @@ def _shared_proposal(job: _Job, recording: _Recording, max_candidates: int,
             proposal, note = None, "not predicted: the forward took no tensor to export with"
         else:
             proposal, note = _propose(job.base, recording.trace, job.module, recording.example,
-                                      max_candidates, recording.static_ok, cluster, record_steps)
+                                      max_candidates, recording.static_ok, cluster, record_steps,
+                                      second.trace if second else None, second_kwargs)
         if proposal is None:
             proposal = _fallback(job.base, max_candidates)
             note += "; measuring the default and caps 5 and 100 instead"
     shared = [proposal, note]
     dist.broadcast_object_list(shared, src=0, group=job.gloo)
     proposal, note = shared
-    shutil.rmtree(recording.tmp, ignore_errors=True)
+    for r in (recording, second):
+        if r is not None:
+            shutil.rmtree(r.tmp, ignore_errors=True)
     return proposal, note
 
 
@@ -610,7 +656,9 @@ def tune(ddp_model: Any, train_step: Callable[[Any], Any], *, optimizer: Any = N
     ``max_candidates``: how many proposed layouts besides the current settings (PyTorch's
     default layout comes on top when the job runs another and it is not among them). ``rounds`` x
     (candidates + 2) blocks of ``steps_per_block`` steps are measured after ``warmup_steps`` per
-    wrapper and ``record_steps`` (after 2 warm-up steps) for the proposal. ``alpha``: the sign
+    wrapper and ``record_steps`` (after 2 warm-up steps) for the proposal, twice when the first
+    recording's bucket allreduces of >= 64 KiB had one size (a second layout then separates an
+    allreduce's fixed cost from its bandwidth; without ``cluster`` only). ``alpha``: the sign
     test's level; ``min_gain``: the smallest median gain (a fraction) worth switching for.
     ``report``: where rank 0 writes the JSON report (None: not written). ``cluster``: a
     built-in cluster or cluster file for the prediction instead of the run's own calibration.
@@ -629,7 +677,14 @@ def tune(ddp_model: Any, train_step: Callable[[Any], Any], *, optimizer: Any = N
     if candidates is None:
         recording = _record(job, optimizer, record_steps, example_inputs)
         steps["record"] = 2 + record_steps
-        proposal, note = _shared_proposal(job, recording, max_candidates, cluster, record_steps)
+        # Every rank sees the same bucket sizes, so all take the same decision here.
+        second_kwargs = _second_layout(job.base, recording) if cluster is None else None
+        second = None
+        if second_kwargs is not None:
+            second = _record(job, optimizer, record_steps, recording.example, second_kwargs)
+            steps["record"] += 2 + record_steps
+        proposal, note = _shared_proposal(job, recording, max_candidates, cluster, record_steps,
+                                          second, second_kwargs)
     else:
         proposal = _user_candidates(job.base, candidates)
         note = "given by the caller (not predicted)"

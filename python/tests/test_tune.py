@@ -67,8 +67,13 @@ def test_poor_layout_moves_to_a_faster_one(poor):
     assert chosen["buckets"] < 20
     assert chosen["rounds_faster"] == report["decision"]["rounds"]
     assert chosen["measured_step_ms"] < report["candidates"][0]["measured_step_ms"]
-    # The proposal came from the recorded run, with a prediction for every candidate.
-    assert report["prediction"].startswith("predicted by ddpscope plan --from-trace")
+    # The proposal came from the recorded run, with a prediction for every candidate. Its
+    # buckets had several sizes (DDP's 1 MiB first bucket and one 128x128 weight each), so it
+    # was recorded once.
+    assert report["prediction"] == ("predicted by ddpscope plan --from-trace on the 6 recorded "
+                                    "steps (cpu-mpi's model calibrated on the run's own "
+                                    "collectives)")
+    assert report["steps"]["record"] == 2 + report["settings"]["record_steps"]
     assert all(c["predicted_step_ms"] > 0 for c in report["candidates"])
     assert result["paste"] == report["decision"]["paste"]
     assert result["paste"].startswith("DistributedDataParallel(model, bucket_cap_mb")
@@ -98,6 +103,15 @@ def test_nothing_helps_keeps_the_settings(nothing):
     assert result["single_candidates"] == 1
     assert not result["single_switched"] and result["single_same_object"]
     assert result["single_reason"] == "kept the current settings: nothing else to try"
+    # Its one bucket is one message size: alone, the recording cannot tell a call's fixed cost
+    # from its bandwidth, so a second layout (cap 1: the job runs DDP's 25) was recorded and
+    # calibrated with it.
+    single = _report(out, "single.json")
+    assert single["prediction"] == (
+        "predicted by ddpscope plan --from-trace on the 6 recorded steps (cpu-mpi's model "
+        "calibrated on the run's own collectives and on a second recording at bucket_cap_mb=1: "
+        "the first one's buckets of >= 64 KiB had one size)")
+    assert single["steps"]["record"] == 2 * (2 + single["settings"]["record_steps"])
 
 
 def test_the_cli_opens_the_report(poor, nothing, cli):
