@@ -113,6 +113,21 @@ def near_best_proposed(row):
     return any(ratios[c["layout"]] <= limit for c in row["candidates"])
 
 
+def prediction_error(row):
+    """How far tune's predicted steps, each over the current settings' prediction, were from the
+    measured ones over the current settings' measurement: the mean of |predicted - measured| over
+    the other predicted candidates; None when the current settings or no other were predicted."""
+    cands = [c for c in row["candidates"] if c["predicted_step_ms"] is not None]
+    current = [c for c in cands if c["label"] == "current"]
+    others = [c for c in cands if c["label"] != "current"]
+    if not current or not others:
+        return None
+    pred0 = current[0]["predicted_step_ms"]
+    meas0 = row["layouts"][current[0]["layout"]]["ratio"]
+    return statistics.fmean(abs(c["predicted_step_ms"] / pred0 -
+                                row["layouts"][c["layout"]]["ratio"] / meas0) for c in others)
+
+
 def table(path):
     """docs/tuning.md's decision-quality tables (markdown) from a saved run (-o)."""
     with open(path) as f:
@@ -120,12 +135,13 @@ def table(path):
     print("| model | start | tune's choice | choice / start - 1 | sweep's best | choice / best - 1 "
           "| noise floor "
           "| within | a near-best layout among the candidates | Spearman: candidates (n) "
-          "| Spearman: sweep |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "| Spearman: sweep | prediction error |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         lay = r["layouts"]
         rho = r["spearman"]
-        print("| %s | %s | %s | %+.1f %% | %s | %+.1f %% | %.1f %% | %s | %s | %s | %s |" % (
+        err = prediction_error(r)
+        print("| %s | %s | %s | %+.1f %% | %s | %+.1f %% | %.1f %% | %s | %s | %s | %s | %s |" % (
             r["model"], "cap 0.05" if r["start"] != "default" else "defaults",
             lay[r["chosen"]]["label"], 100 * versus_start(r), lay[r["best"]]["label"],
             100 * r["regret"],
@@ -133,7 +149,8 @@ def table(path):
             "yes" if near_best_proposed(r) else "no",
             "–" if rho is None else "%+.2f (%d)" % (rho, sum(
                 1 for c in r["candidates"] if c["predicted_step_ms"] is not None)),
-            "–" if r["spearman_sweep"] is None else "%+.2f" % r["spearman_sweep"]))
+            "–" if r["spearman_sweep"] is None else "%+.2f" % r["spearman_sweep"],
+            "–" if err is None else "%.3f" % err))
     print()
     print("| model | start | layouts, fastest measured first: measured / default's step "
           "(DDP's buckets; replayed ms) |")

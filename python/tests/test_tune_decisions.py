@@ -61,14 +61,28 @@ def test_a_choice_within_the_noise_of_the_best_is_good():
     assert td.summarize(job)["good"]
 
 
+def test_prediction_error_compares_ratios_to_the_current_settings():
+    job = _job([[95], [100], [110]], [101], chosen=1, replayed=[9.0, 10.0, 11.0])
+    row = td.summarize(job)
+    assert td.prediction_error(row) is None  # no candidate is the current settings
+    row["candidates"][1]["label"] = "current"  # L1: measured 1.0, predicted 10 ms
+    # L0: predicted 0.9, measured 0.95; L2: predicted 1.1, measured 1.1
+    assert td.prediction_error(row) == pytest.approx((0.05 + 0.0) / 2)
+    row["candidates"] = row["candidates"][1:2]
+    assert td.prediction_error(row) is None  # nothing else predicted
+
+
 def test_a_sweep_without_every_replay_has_no_sweep_rho():
     job = _job([[95], [100], [110]], [101], chosen=0, replayed=[9.0, None, 11.0])
     assert td.summarize(job)["spearman_sweep"] is None
 
 
 def test_the_committed_tables_are_the_scripts(capsys):
-    """docs/measurements/tune_2026-11-29_decisions.md holds what --table prints of its JSON."""
+    """docs/measurements/tune_2026-11-29_*.md hold what --table prints of their JSON."""
     docs = os.path.join(os.path.dirname(os.path.dirname(HERE)), "docs", "measurements")
     td.table(os.path.join(docs, "tune_2026-11-29_decisions.json"))
     with open(os.path.join(docs, "tune_2026-11-29_decisions.md"), encoding="utf-8") as f:
+        assert capsys.readouterr().out in f.read()
+    td.table(os.path.join(docs, "tune_2026-11-29_second-recording.json"))
+    with open(os.path.join(docs, "tune_2026-11-29_second-recording.md"), encoding="utf-8") as f:
         assert capsys.readouterr().out in f.read()
