@@ -602,6 +602,10 @@ nlohmann::json calibratedClusterJson(const nlohmann::json& base, const ClusterSp
   j["gpus_per_node"] = spec.gpusPerNode;
   if (cal.comm.samples > 0) {  // else the base's communication model stays as it is
     j["comm_model"] = "alpha_beta";
+    // The base's NCCL timings (measured small-message latency, measured allreduce curves) time
+    // NCCL calls: the fitted alpha-beta line replaces them, and the cluster format refuses both.
+    j.erase("measured_latency");
+    j.erase("measured_allreduce");
     j["alpha_beta"] = {{"intra_alpha_us", round(spec.alphaBeta.intraAlphaUs, 3)},
                        {"intra_beta_GBps", round(spec.alphaBeta.intraBetaGBps, 4)},
                        {"inter_alpha_us", round(spec.alphaBeta.interAlphaUs, 3)},

@@ -748,6 +748,36 @@ TEST(CalibrateCliTest, WritesAClusterThatSimulateLoads) {
   EXPECT_THAT(r.err, HasSubstr("-o/--out: required"));
 }
 
+// A user's multi-GPU trace calibrated against the built-in cluster it ran on. Every built-in GPU
+// cluster times small NCCL calls by measured_latency, which the cluster format allows only with
+// comm_model "nccl"; calibrate fits the collectives to an alpha-beta line, and wrote both, so the
+// cluster it had just written failed to load ("measured_latency: expected absent when comm_model
+// is \"alpha_beta\"") and the command exited 1 on any GPU trace with collectives. HTA's 2-A100
+// resnet50 trace (21 bucket allreduces over 3 steps) is such a trace.
+TEST(CalibrateCliTest, AMultiGpuTraceCalibratesAgainstABuiltInGpuCluster) {
+  DDPSCOPE_EXTERNAL_FILE(a100Trace, "hta/originals/nccl_parser_config_nccl_data.json.gz");
+  const std::string run = (scratchDir() / "a100-2gpu.json").string();
+  const std::string out = (scratchDir() / "a100-2gpu-cluster.json").string();
+  CliResult r = runCliForTest({"import-torch", a100Trace, "--model", "resnet50", "--batch-per-rank",
+                               "32", "--allow-missing-ranks", "-o", run, "--quiet"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  auto base = sim::loadBuiltinCluster("dgx-a100");
+  ASSERT_OK(base);
+  ASSERT_TRUE(base->measuredLatency.present);
+  r = runCliForTest({"calibrate", run, "--base", "dgx-a100", "-o", out});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("communication (alpha-beta ring, 21 collectives)"));
+  auto cluster = sim::loadClusterFile(out);
+  ASSERT_OK(cluster);
+  EXPECT_EQ(cluster->commModel, sim::CommModelKind::kAlphaBeta);
+  EXPECT_FALSE(cluster->measuredLatency.present);
+  EXPECT_FALSE(cluster->device.kernelFit.empty());
+  r = runCliForTest({"simulate", "--cluster", out, "--model", "resnet50", "--world-size", "2",
+                     "--batch", "32", "--json"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_GT(nlohmann::json::parse(r.out)["step_time_ns"].get<int64_t>(), 0);
+}
+
 // What the GPU kit brings back from one GPU (world size 1) calibrates compute, not the network:
 // calibrate fits the compute scale against the roofline of the run's own precision (bf16 here)
 // and keeps the base cluster's NCCL model instead of failing on "no collectives to fit".
