@@ -408,6 +408,7 @@ KernelFitCalibration fitKernelClasses(const std::vector<RunDeviceTimes>& runs,
   };
   std::map<std::pair<std::string, int>, std::vector<Sample>> samples;
   std::set<std::string> dtypes;
+  std::set<int64_t> batches;
   std::string origins;
   for (const RunDeviceTimes& run : runs) {
     const MeasuredProfile& p = *run.run.profile;
@@ -420,6 +421,7 @@ KernelFitCalibration fitKernelClasses(const std::vector<RunDeviceTimes>& runs,
     if (!origins.empty()) origins += ", ";
     origins += p.origin;
     const models::ModelInputs inputs = measuredInputs(p, model);
+    batches.insert(inputs.batch);
     for (size_t l = 0; l < model.layers.size(); ++l) {
       const models::LayerSpec& layer = model.layers[l];
       const std::string kernelClass(kernelClassOf(layer.type));
@@ -478,6 +480,15 @@ KernelFitCalibration fitKernelClasses(const std::vector<RunDeviceTimes>& runs,
     out.note = "no kernel fit: no op class has " + std::to_string(kMinKernelFitSamples) +
                " measured layer passes";
     out.dtype.clear();
+    return out;
+  }
+  out.batches.assign(batches.begin(), batches.end());
+  if (out.batches.size() == 1) {
+    out.batchNote =
+        "  every fitted layer ran at batch " + std::to_string(out.batches.front()) +
+        ": a floor and a rate fitted across layers of different shapes do not say how a "
+        "layer's time grows with the batch; at another batch the fit extrapolates (its floors "
+        "stay, its work grows): profile the job at a second batch too and calibrate on both traces";
   }
   return out;
 }
@@ -681,6 +692,8 @@ nlohmann::json kernelFitCalibrationJson(const KernelFitCalibration& k) {
   return {{"dtype", k.dtype.empty() ? nlohmann::json() : nlohmann::json(k.dtype)},
           {"source", k.source},
           {"note", k.note},
+          {"batches", k.batches},
+          {"batch_note", k.batchNote},
           {"classes", classes}};
 }
 
@@ -794,6 +807,7 @@ std::string formatCalibration(const Calibration& cal) {
                     f.kept ? "; fits worse than the base: the base's kept" : "");
       o << line;
     }
+    if (!cal.kernels.batchNote.empty()) o << cal.kernels.batchNote << "\n";
   } else if (!cal.kernels.note.empty()) {
     o << cal.kernels.note << "\n";
   }

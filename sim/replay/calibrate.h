@@ -182,6 +182,11 @@ struct KernelFitCalibration {
   std::string source;  // the traces it was fitted on (device.kernel_fit.source)
   std::vector<KernelClassFit> classes;
   std::string note;  // why nothing was fitted although runs had kernel times ("" otherwise)
+  // The per-rank batch sizes of the runs whose kernels were fitted. With one, every sample has
+  // that batch: a floor and a rate fitted across layers of different shapes say how time grows
+  // with a layer's work at that batch, not how it grows with the batch (batchNote says so).
+  std::vector<int64_t> batches;
+  std::string batchNote;
 };
 KernelFitCalibration fitKernelClasses(const std::vector<RunDeviceTimes>& runs,
                                       const DeviceSpec& device);

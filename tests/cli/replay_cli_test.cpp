@@ -778,6 +778,79 @@ TEST(CalibrateCliTest, AMultiGpuTraceCalibratesAgainstABuiltInGpuCluster) {
   EXPECT_GT(nlohmann::json::parse(r.out)["step_time_ns"].get<int64_t>(), 0);
 }
 
+// A kernel fit from one trace has one batch: every layer pass it fits ran at batch 32 (HTA's
+// A100 trace), so its floor and rate say how time grows with a layer's work across shapes, not
+// with the batch. calibrate says so; the table shows what the fit then does at batch 256 (each
+// class's simulated kernels on the calibrated cluster at 32 and at 256, world size 1): classes
+// whose fitted floor is near 0 grow 8x with the batch, the convolutions, whose floors are
+// 44 and 145 us per layer, far less. Which is right needs the same layers at a second batch
+// (the GPU kit's b64 traces); nothing here is a measurement at batch 256.
+TEST(CalibrateCliTest, AKernelFitFromOneBatchSaysItDoesNotKnowHowLayersGrowWithTheBatch) {
+  DDPSCOPE_EXTERNAL_FILE(a100Trace, "hta/originals/nccl_parser_config_nccl_data.json.gz");
+  const std::string run = (scratchDir() / "a100-one-batch.json").string();
+  const std::string out = (scratchDir() / "a100-one-batch-cluster.json").string();
+  CliResult r = runCliForTest({"import-torch", a100Trace, "--model", "resnet50", "--batch-per-rank",
+                               "32", "--allow-missing-ranks", "-o", run, "--quiet"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  r = runCliForTest({"calibrate", run, "--base", "dgx-a100", "-o", out});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("every fitted layer ran at batch 32: a floor and a rate fitted "
+                               "across layers of different shapes do not say how a layer's time "
+                               "grows with the batch"));
+  r = runCliForTest({"calibrate", run, "--base", "dgx-a100", "-o", out, "--json"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const auto fit = nlohmann::json::parse(r.out)["calibration"]["kernel_fit"];
+  EXPECT_EQ(fit["batches"], nlohmann::json::array({32}));
+  EXPECT_THAT(fit["batch_note"].get<std::string>(), HasSubstr("calibrate on both traces"));
+  // Per class and pass: Σ simulated kernel time at batch 32 and 256.
+  auto sums = [&](int batch) {
+    CliResult s =
+        runCliForTest({"simulate", "--cluster", out, "--model", "resnet50", "--world-size", "1",
+                       "--batch", std::to_string(batch), "--dtype", "fp32", "--json"});
+    EXPECT_EQ(s.exitCode, 0) << s.err;
+    std::map<std::string, double> us;
+    const auto simulated = nlohmann::json::parse(s.out);
+    for (const auto& layer : simulated["layers"]) {
+      for (const char* pass : {"forward", "backward"}) {
+        us[layer["kernel_class"].get<std::string>() + " " + pass] +=
+            layer[pass]["time_ns"].get<double>() / 1e3;
+      }
+    }
+    return us;
+  };
+  const auto at32 = sums(32);
+  const auto at256 = sums(256);
+  std::string table =
+      "| class and pass | layers fitted | floor | measured at 32 | simulated at 32 | at 256 | "
+      "growth (batch 8x) |\n|---|---:|---:|---:|---:|---:|---:|\n";
+  for (const auto& c : fit["classes"]) {
+    const std::string key = c["class"].get<std::string>() + " " + c["pass"].get<std::string>();
+    SCOPED_TRACE(key);
+    const double growth = at256.at(key) / at32.at(key);
+    // The simulation at batch 32 is the fit itself (Σ floor + work / rate over the samples,
+    // to a ns per layer), plus the class's passes the trace had no kernels of its own for
+    // (elementwise backward: 65 simulated, 49 fitted).
+    EXPECT_GE(at32.at(key), c["fit_us"].get<double>() - 1e-3 * c["samples"].get<double>());
+    if (key != "elementwise backward") {
+      EXPECT_NEAR(at32.at(key), c["fit_us"].get<double>(), 1e-3 * c["samples"].get<double>());
+    }
+    // Floors stay, work grows 8x (the memory-bound classes' bytes a little less: weights).
+    EXPECT_LE(growth, 8.0 + 1e-9);
+    if (c["floor_us"].get<double>() < 1) {
+      EXPECT_GT(growth, 7.5);
+    }
+    char row[256];
+    std::snprintf(row, sizeof(row), "| %s | %d | %.1f us | %.2f ms | %.2f ms | %.2f ms | %.2fx |\n",
+                  key.c_str(), c["samples"].get<int>(), c["floor_us"].get<double>(),
+                  c["measured_us"].get<double>() / 1e3, at32.at(key) / 1e3, at256.at(key) / 1e3,
+                  growth);
+    table += row;
+  }
+  EXPECT_LT(at256.at("conv forward") / at32.at("conv forward"), 6.0);
+  EXPECT_LT(at256.at("conv backward") / at32.at("conv backward"), 6.0);
+  test_docs::expectDocBlock("docs/validation.md", "a100-kernel-fit-one-batch", table);
+}
+
 // What the GPU kit brings back from one GPU (world size 1) calibrates compute, not the network:
 // calibrate fits the compute scale against the roofline of the run's own precision (bf16 here)
 // and keeps the base cluster's NCCL model instead of failing on "no collectives to fit".
