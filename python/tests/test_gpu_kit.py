@@ -241,6 +241,41 @@ def test_batch_what_if_replays_the_main_jobs_trace_at_the_variants_batch(cli, tm
     assert "no profiled ddp-default trace" in missing["error"]
 
 
+def test_batch_kernels_sets_the_traces_kernels_module_by_module_against_each_predictor(cli, tmp_path):
+    """The variant's trace here is the main job's own (the H100's run1 resnet50, batch 32) said
+    to be at batch 64: the measured growth is exactly 1, so the proportional prediction is off by
+    exactly +100 % per module and in sum, and each predictor's sum error is its own growth - 1.
+    The cluster's prediction is `simulate` at batch 64 itself; the imports and the calibrated
+    cluster are removed. A CPU run (no kernels) is an error, not zeros."""
+    import shutil
+    run1 = os.path.join(ROOT, "tests", "data", "gpu", "h100", "run1")
+    base_job = analyze.load_json(os.path.join(run1, "resnet50.json"))
+    trace = base_job["traces"]["ddp-default"]
+    shutil.copy(os.path.join(run1, trace), tmp_path)
+    job = dict(base_job, tag="b64", batch=64)
+    r = analyze.batch_kernels(cli.path, str(tmp_path), base_job, job, "dgx-h100")
+    assert r["trace_batch"] == 32 and r["batch"] == 64 and "error" not in r, r
+    per, _totals, _n = analyze.layer_times(os.path.join(run1, trace))
+    sim = cli.json(*[a for a in analyze.simulate_job_cmd("", "resnet50", job, "dgx-h100")[1:]
+                     if a != "--json"])
+    want = analyze.compare_layers(per, sim["layers"])
+    for phase in ("forward", "backward"):
+        p = r[phase]
+        assert p["growth"] == 1.0 and p["measured_us"] == p["measured_trace_us"] > 0
+        assert p["modules"] == sum(1 for m in per.values() if m[phase] > 0)
+        assert p["proportional"] == {"median_abs_error": 1.0, "sum_error": 1.0}
+        assert p["cluster"] == {"median_abs_error": want[phase]["median_abs_error"],
+                                "sum_error": want[phase]["matched_total_error"]}
+        # Scaled to twice the batch by the simulator, a trace's kernels grow, but not past 2x.
+        for name in ("trace_scaled", "trace_fit"):
+            assert 0 < p[name]["sum_error"] < 1.0, (name, p[name])
+    assert os.listdir(tmp_path) == [trace]
+    md = analyze.markdown({"batch_kernels": {"resnet50-b64": r}})
+    assert "| resnet50-b64 | forward | " in md and "(1.00x) | 100.0 % / +100.0 % |" in md
+    missing = analyze.batch_kernels(cli.path, str(tmp_path / "none"), base_job, job, "dgx-h100")
+    assert "no profiled ddp-default trace" in missing["error"]
+
+
 def test_check_params_names_the_first_difference(tmp_path):
     zoo = os.path.join(ROOT, "models", "zoo", "mlp-tiny.json")
     got = {"model": "mlp-tiny", "parameters": [["0.weight", [50, 10]], ["0.bias", [50]],

@@ -530,6 +530,81 @@ def batch_what_if(ddpscope, out, base_job, job, cluster):
     return res
 
 
+def batch_kernels(ddpscope, out, base_job, job, cluster):
+    """How each module's kernels grow with the batch, measured, against the ways the simulator
+    can predict it: the main job's profiled default-cap trace (its batch) and the tagged job's
+    (the same model at another batch), module by module. A kernel fit from one batch cannot say
+    how much of a layer's time is a floor and how much grows with the batch (every layer of one
+    trace has one batch); two batches can. Per pass: the measured sums and their growth, and per
+    predictor the median |error| per module and the error of the matched sum at `job`'s batch:
+    proportional (the trace's kernels times the batch ratio), trace_scaled (`simulate
+    --compute-from` the trace at the new batch: what replay and --compute-from do), trace_fit
+    (`calibrate` on the trace, its kernel fit simulated at the new batch) and cluster (the
+    cluster's own kernel model, nothing measured)."""
+    res = {"trace_batch": base_job["batch"], "batch": job["batch"]}
+    paths = [os.path.join(out, (j.get("traces") or {}).get("ddp-default") or "")
+             for j in (base_job, job)]
+    if not all(os.path.isfile(p) for p in paths):
+        res["error"] = "no profiled ddp-default trace of the main job and of the variant"
+        return res
+    base, var = (layer_times(p)[0] for p in paths)
+    shared = sorted(set(base) & set(var))
+    if not any(base[n][p] > 0 and var[n][p] > 0 for n in shared for p in ("forward", "backward")):
+        res["error"] = "no GPU kernels attributed to layers in both traces (a CPU run?)"
+        return res
+    ratio = job["batch"] / base_job["batch"]
+    for phase in ("forward", "backward"):
+        rows = [(base[n][phase], var[n][phase]) for n in shared
+                if base[n][phase] > 0 and var[n][phase] > 0]
+        b = sum(r[0] for r in rows)
+        v = sum(r[1] for r in rows)
+        res[phase] = {"modules": len(rows), "measured_trace_us": rnd(b, 1),
+                      "measured_us": rnd(v, 1), "growth": rnd(v / b),
+                      "proportional": {
+                          "median_abs_error": rnd(median([abs(x * ratio - y) / y for x, y in rows])),
+                          "sum_error": rnd(rel(b * ratio, v))}}
+    model = base_job["model"]
+    run = os.path.join(out, f"{model}-batch-kernels-imported.json")
+    cal = os.path.join(out, f"{model}-batch-kernels-cluster.json")
+    shape = []
+    if base_job.get("seq_len"):
+        shape += ["--seq-len", str(base_job["seq_len"])]
+    if base_job.get("image_size"):
+        shape += ["--image-size", str(base_job["image_size"])]
+    try:
+        cmd = [ddpscope, "import-torch", paths[0], "--model", model, "--batch-per-rank",
+               str(base_job["batch"]), "-o", run, "--quiet"]
+        if base_job.get("dtype") == "bf16":
+            cmd.append("--autocast")
+        rc, _so, se = sh(cmd, timeout=120)
+        if rc != 0:
+            res["error"] = f"import-torch: {se.strip()[-300:]}"
+            return res
+        rc, _so, se = sh([ddpscope, "calibrate", run, "--base", cluster, "-o", cal] + shape,
+                         timeout=120)
+        predictors = {"cluster": simulate_job_cmd(ddpscope, model, job, cluster),
+                      "trace_scaled": simulate_job_cmd(ddpscope, model, job, cluster) +
+                      ["--compute-from", run, "--host-profile", HOST_PROFILE]}
+        if rc == 0:
+            predictors["trace_fit"] = simulate_job_cmd(ddpscope, model, job, cal)
+        else:
+            res["trace_fit_error"] = f"calibrate: {se.strip()[-300:]}"
+        for name, cmd in predictors.items():
+            rc, so, se = sh(cmd, timeout=120)
+            if rc != 0:
+                res[f"{name}_error"] = f"{' '.join(cmd[1:])}: exit {rc}: {se.strip()[-300:]}"
+                continue
+            c = compare_layers(var, json.loads(so)["layers"])
+            for phase in ("forward", "backward"):
+                res[phase][name] = {"median_abs_error": c[phase]["median_abs_error"],
+                                    "sum_error": c[phase]["matched_total_error"]}
+    finally:
+        for f in (run, cal):
+            if os.path.exists(f):
+                os.remove(f)
+    return res
+
+
 # ---- analyze -------------------------------------------------------------------------------
 
 def analyze(out, ddpscope):
@@ -677,6 +752,11 @@ def analyze(out, ddpscope):
             continue
         report.setdefault("batch_what_if", {})[f"{job['model']}-{job['tag']}"] = \
             batch_what_if(ddpscope, out, base_job, job, cluster)
+        try:
+            kernels = batch_kernels(ddpscope, out, base_job, job, cluster)
+        except Exception as e:  # noqa: BLE001 (the report says what failed)
+            kernels = {"error": f"{type(e).__name__}: {e}"}
+        report.setdefault("batch_kernels", {})[f"{job['model']}-{job['tag']}"] = kernels
     report["numerics"] = {}
     for path in sorted(glob.glob(os.path.join(out, "*-numerics-*.json"))):
         n = load_json(path)
@@ -802,6 +882,26 @@ def markdown(rep):
                          f"{fmt(v.get('trace_own_unprofiled_ms'))} | {fmt(v.get('measured_ms'))} | "
                          f"{fmt(v.get('predicted_ms'))} | "
                          f"{fmt(err, True) if isinstance(err, (int, float)) else err} |")
+    if rep.get("batch_kernels"):
+        lines += ["", "Kernels at another batch, module by module (median |error| / error of the "
+                      "sum against the variant's own trace; growth: its kernels over the main "
+                      "trace's):", "",
+                  "| job | pass | modules | kernels: trace / variant ms (growth) | proportional | "
+                  "trace scaled | trace's fit | cluster |", "| --- " * 8 + "|"]
+        for k, v in rep["batch_kernels"].items():
+            if "forward" not in v:
+                lines.append(f"| {k} | {v.get('error')} |" + " |" * 6)
+                continue
+            for phase in ("forward", "backward"):
+                r = v[phase]
+                med = {n: r[n]["median_abs_error"] for n in r if isinstance(r[n], dict)}
+                cells = [f"{'n/a' if med[n] is None else f'{100 * med[n]:.1f} %'} / "
+                         f"{fmt(r[n]['sum_error'], True)}"
+                         if n in r else v.get(f"{n}_error", "n/a")
+                         for n in ("proportional", "trace_scaled", "trace_fit", "cluster")]
+                lines.append(f"| {k} | {phase} | {r['modules']} | "
+                             f"{r['measured_trace_us'] / 1e3:.2f} / {r['measured_us'] / 1e3:.2f} "
+                             f"({r['growth']:.2f}x) | " + " | ".join(cells) + " |")
     if rep.get("numerics"):
         lines += ["", "| numerics (losses of the first steps) | step 1 runtime vs torch | "
                   "max runtime vs torch | max torch vs float64 | max runtime vs float64 |",
