@@ -65,7 +65,8 @@ std::vector<SettingSpec> simulationSettingList(bool sweep, bool computeFrom) {
   add("image-size", "PX", "image side for vision models (default: the model's)");
   add("dtype", "DT",
       "compute dtype: fp32, tf32, bf16, fp16 (default: the cluster's device: bf16 where it has "
-      "bf16, fp16 on V100, fp32 on CPUs; fp32 with measured compute)");
+      "bf16, fp16 on V100, fp32 on CPUs; fp32 with measured compute); fp32 is PyTorch's "
+      "default: convolutions in TF32 on GPUs that have it, matrix products in fp32");
   add("iterations", "I", "iterations to simulate (default: enough for the steady state)");
   add("sync-batchnorm", "", "SyncBatchNorm: a blocking allreduce per BatchNorm layer");
   add("contention", "F", "compute slowdown while a collective runs (default: cluster's)");

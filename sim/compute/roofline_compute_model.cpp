@@ -123,6 +123,11 @@ StatusOr<std::unique_ptr<RooflineComputeModel>> RooflineComputeModel::create(
   std::unique_ptr<RooflineComputeModel> model(new RooflineComputeModel());
   model->m_dtype = dtype;
   model->m_tensorFlopsPerS = device.computeEfficiency * peakTflops * 1e12;
+  model->m_convFlopsPerS = model->m_tensorFlopsPerS;
+  const auto tf32 = device.peakTflops.find("tf32");
+  const bool tf32Convolutions = dtype == "fp32" && tf32 != device.peakTflops.end() &&
+                                tf32->second > 0 && std::isfinite(tf32->second);
+  if (tf32Convolutions) model->m_convFlopsPerS = device.computeEfficiency * tf32->second * 1e12;
   model->m_nonTensorFlopsPerS =
       device.computeEfficiency * std::min(peakTflops, fp32PeakTflops) * 1e12;
   model->m_memoryBytesPerS = device.memoryEfficiency * device.memoryGBps * 1e9;
@@ -135,6 +140,13 @@ StatusOr<std::unique_ptr<RooflineComputeModel>> RooflineComputeModel::create(
                 device.name.c_str(), dtype.c_str(), model->m_tensorFlopsPerS / 1e12,
                 model->m_memoryBytesPerS / 1e9);
   model->m_description = description;
+  if (tf32Convolutions) {
+    std::snprintf(description, sizeof(description),
+                  "; convolutions in TF32 at %.4g TFLOP/s (PyTorch's default: "
+                  "cudnn.allow_tf32)",
+                  model->m_convFlopsPerS / 1e12);
+    model->m_description += description;
+  }
   if (!device.kernelFit.empty() && device.kernelFit.dtype == dtype) {
     model->m_fit = device.kernelFit;
     std::string classes;
@@ -151,21 +163,22 @@ StatusOr<std::unique_ptr<RooflineComputeModel>> RooflineComputeModel::create(
   return model;
 }
 
-double RooflineComputeModel::computeSeconds(double flops, bool tensorCore) const {
-  const double flopsPerS = tensorCore ? m_tensorFlopsPerS : m_nonTensorFlopsPerS;
+double RooflineComputeModel::computeSeconds(double flops, bool tensorCore, bool conv) const {
+  const double rate = flopsPerS(tensorCore, conv);
   if (tensorCore) {
-    const double kneeFlops = flopsPerS * kSmallGemmKneeUs * 1e-6;
-    if (flops < kneeFlops) return std::sqrt(flops * kneeFlops) / flopsPerS;
+    const double kneeFlops = rate * kSmallGemmKneeUs * 1e-6;
+    if (flops < kneeFlops) return std::sqrt(flops * kneeFlops) / rate;
   }
-  return flops / flopsPerS;
+  return flops / rate;
 }
 
-Nanos RooflineComputeModel::kernelTime(double flops, double bytes, bool tensorCore) const {
+Nanos RooflineComputeModel::kernelTime(double flops, double bytes, bool tensorCore,
+                                       bool conv) const {
   flops = std::max(flops, 0.0);
   bytes = std::max(bytes, 0.0);
   if (flops == 0 && bytes == 0) return Nanos::zero();
   const double memoryS = bytes / m_memoryBytesPerS;
-  return Nanos::fromSecondsDouble(std::max(computeSeconds(flops, tensorCore), memoryS)) +
+  return Nanos::fromSecondsDouble(std::max(computeSeconds(flops, tensorCore, conv), memoryS)) +
          m_launchOverhead;
 }
 
@@ -189,6 +202,7 @@ RooflineComputeModel::LayerPasses RooflineComputeModel::layerPasses(
     const models::LayerSpec& layer, const models::ModelInputs& inputs) const {
   LayerPasses p;
   p.tensorCore = usesTensorCores(layer.type);
+  p.conv = kernelClassOf(layer.type) == "conv";
   p.forward.flops = std::max(layer.forwardFlops.evaluate(inputs), 0.0);
   p.forward.bytes = std::max(layer.forwardBytes.evaluate(inputs), 0.0) * m_zooBytesScale;
   p.backward.flops = std::max(layer.backwardFlopsAt(inputs), 0.0);
@@ -207,23 +221,23 @@ RooflineComputeModel::LayerPasses RooflineComputeModel::layerPasses(
   return p;
 }
 
-Nanos RooflineComputeModel::passTime(const Pass& pass, bool tensorCore, const KernelFitTerm* fit,
-                                     bool fitByFlops) const {
+Nanos RooflineComputeModel::passTime(const Pass& pass, bool tensorCore, bool conv,
+                                     const KernelFitTerm* fit, bool fitByFlops) const {
   if (fit != nullptr) {
     if (pass.flops == 0 && pass.bytes == 0) return Nanos::zero();
     const double seconds =
         fitByFlops ? pass.flops / (fit->rate * 1e12) : pass.bytes / (fit->rate * 1e9);
     return Nanos::fromMicrosDouble(fit->floorUs) + Nanos::fromSecondsDouble(seconds);
   }
-  return kernelTime(pass.flops / pass.kernels, pass.bytes / pass.kernels, tensorCore) *
+  return kernelTime(pass.flops / pass.kernels, pass.bytes / pass.kernels, tensorCore, conv) *
          pass.kernels;
 }
 
 LayerTimes RooflineComputeModel::layerTime(const models::LayerSpec& layer,
                                            const models::ModelInputs& inputs) const {
   const LayerPasses p = layerPasses(layer, inputs);
-  return {passTime(p.forward, p.tensorCore, p.fitForward, p.fitByFlops),
-          passTime(p.backward, p.tensorCore, p.fitBackward, p.fitByFlops)};
+  return {passTime(p.forward, p.tensorCore, p.conv, p.fitForward, p.fitByFlops),
+          passTime(p.backward, p.tensorCore, p.conv, p.fitBackward, p.fitByFlops)};
 }
 
 RooflineComputeModel::LayerExplained RooflineComputeModel::explainLayer(
@@ -235,7 +249,7 @@ RooflineComputeModel::LayerExplained RooflineComputeModel::explainLayer(
     k.kernels = pass.kernels;
     k.flops = pass.flops;
     k.bytes = pass.bytes;
-    k.time = passTime(pass, p.tensorCore, fit, p.fitByFlops);
+    k.time = passTime(pass, p.tensorCore, p.conv, fit, p.fitByFlops);
     k.fitted = fit != nullptr;
     if (fit != nullptr) {
       const double floorS = fit->floorUs * 1e-6;
@@ -243,15 +257,14 @@ RooflineComputeModel::LayerExplained RooflineComputeModel::explainLayer(
                 : p.fitByFlops                         ? "compute"
                                                        : "memory";
     } else {
-      const double computeS = computeSeconds(pass.flops / pass.kernels, p.tensorCore);
+      const double computeS = computeSeconds(pass.flops / pass.kernels, p.tensorCore, p.conv);
       const double memoryS = pass.bytes / pass.kernels / m_memoryBytesPerS;
       k.bound = m_launchOverhead.toSeconds() > std::max(computeS, memoryS) ? "launch"
                 : computeS >= memoryS                                      ? "compute"
                                                                            : "memory";
     }
-    const double flopsPerS = p.tensorCore ? m_tensorFlopsPerS : m_nonTensorFlopsPerS;
     const double seconds = k.time.toSeconds();
-    k.flopsOfPeak = pass.flops / seconds / (flopsPerS / m_computeEfficiency);
+    k.flopsOfPeak = pass.flops / seconds / (flopsPerS(p.tensorCore, p.conv) / m_computeEfficiency);
     k.bandwidthOfPeak = pass.bytes / seconds / (m_memoryBytesPerS / m_memoryEfficiency);
     return k;
   };

@@ -5,6 +5,9 @@
 //   rate_c = eff_c × peak × 1e12 FLOP/s, where peak is the run dtype's tensor-core peak for
 //            GEMM-like layers (usesTensorCores) and min(peak[dtype], peak["fp32"]) for the rest
 //            (norms, elementwise, softmax, pooling, embedding gathers cannot use tensor cores);
+//            at "fp32" on a GPU with a TF32 peak, convolutions take the TF32 peak and the other
+//            GEMMs the fp32 one, as PyTorch runs them by default (torch.backends.cudnn.allow_tf32
+//            is true, torch.backends.cuda.matmul.allow_tf32 false);
 //   rate_m = eff_m × memoryGBps × 1e9 B/s;
 //   t      = max(tc(F), B / rate_m) + launchOverheadUs, and exactly 0 when F = B = 0 (no kernel).
 //   Compute time tc(F) = F / rate_c, except for small GEMMs: below the knee
@@ -109,12 +112,14 @@ class RooflineComputeModel final : public ComputeModel {
                               const models::ModelInputs& inputs) const;
   // One kernel: `flops` FLOPs and `bytes` bytes as the kernel really moves them (already scaled
   // to the dtype), launch overhead included; zero when both are zero.
-  Nanos kernelTime(double flops, double bytes, bool tensorCore) const;
+  // `conv`: a convolution's kernel (at fp32 on a TF32 GPU its tensor-core rate is TF32's).
+  Nanos kernelTime(double flops, double bytes, bool tensorCore, bool conv = false) const;
 
   const std::string& dtype() const { return m_dtype; }
   // Whether the device's kernel fit times this run's layers (its dtype is the run's).
   bool usesKernelFit() const { return !m_fit.empty(); }
-  double tensorFlopsPerS() const { return m_tensorFlopsPerS; }        // eff_c × peak[dtype]
+  double tensorFlopsPerS() const { return m_tensorFlopsPerS; }  // eff_c × peak[dtype]
+  double convFlopsPerS() const { return m_convFlopsPerS; }  // eff_c × peak[tf32] at fp32, else ↑
   double nonTensorFlopsPerS() const { return m_nonTensorFlopsPerS; }  // eff_c × min(.., fp32)
   double memoryBytesPerS() const { return m_memoryBytesPerS; }        // eff_m × bandwidth
   double zooBytesScale() const { return m_zooBytesScale; }            // 0.5 for bf16/fp16
@@ -130,6 +135,7 @@ class RooflineComputeModel final : public ComputeModel {
   };
   struct LayerPasses {
     bool tensorCore = false;
+    bool conv = false;  // a convolution (kernelClassOf "conv")
     Pass forward, backward;
     // The kernel fit's terms for the layer's class (after fallback), null where not fitted.
     const KernelFitTerm* fitForward = nullptr;
@@ -138,16 +144,21 @@ class RooflineComputeModel final : public ComputeModel {
   };
   // The header comment's "Layers" rules: what layerTime() and explainLayer() both time.
   LayerPasses layerPasses(const models::LayerSpec& layer, const models::ModelInputs& inputs) const;
-  Nanos passTime(const Pass& pass, bool tensorCore, const KernelFitTerm* fit,
+  Nanos passTime(const Pass& pass, bool tensorCore, bool conv, const KernelFitTerm* fit,
                  bool fitByFlops) const;
   // The fit's term for `kernelClass` and pass (0 forward, 1 backward), with the class's
   // fallback; null when neither is fitted. `byFlops`: whether the found class is FLOP-timed.
   const KernelFitTerm* fitTerm(std::string_view kernelClass, int pass, bool& byFlops) const;
   // FLOPs at the achieved rate, the small-GEMM falloff included (no launch, no memory).
-  double computeSeconds(double flops, bool tensorCore) const;
+  double computeSeconds(double flops, bool tensorCore, bool conv) const;
+  // The achieved FLOP rate of a kernel of that kind.
+  double flopsPerS(bool tensorCore, bool conv) const {
+    return !tensorCore ? m_nonTensorFlopsPerS : conv ? m_convFlopsPerS : m_tensorFlopsPerS;
+  }
 
   std::string m_dtype;
   double m_tensorFlopsPerS = 0;
+  double m_convFlopsPerS = 0;
   double m_nonTensorFlopsPerS = 0;
   double m_memoryBytesPerS = 0;
   double m_zooBytesScale = 1;

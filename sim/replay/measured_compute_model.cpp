@@ -161,8 +161,7 @@ bool isTracedGpu(const traces::TracedGpu& gpu, const DeviceSpec& device) {
 
 LayerTimes KernelCarry::Side::time(const models::LayerSpec& layer,
                                    const models::ModelInputs& inputs) const {
-  const bool tf32 = conv && kernelClassOf(layer.type) == "conv";
-  return (tf32 ? *conv : *main).layerTime(layer, inputs);
+  return roofline->layerTime(layer, inputs);
 }
 
 StatusOr<std::unique_ptr<KernelCarry>> KernelCarry::create(
@@ -202,10 +201,7 @@ StatusOr<std::unique_ptr<KernelCarry>> KernelCarry::create(
       }
       return r;
     };
-    ASSIGN_OR_RETURN(out.main, roofline(sideDtype));
-    if (sideDtype == "fp32" && device.peakTflops.count("tf32") > 0) {
-      ASSIGN_OR_RETURN(out.conv, roofline("tf32"));
-    }
+    ASSIGN_OR_RETURN(out.roofline, roofline(sideDtype));
     return out;
   };
   const DeviceSpec from = sameGpu ? to : *builtin;

@@ -77,7 +77,7 @@ bool isTracedGpu(const traces::TracedGpu& gpu, const DeviceSpec& device);
 // the peaks, one that is memory-bound by the bandwidths, a small one stays at its launch floor.
 // This is Habitat's (ATC 2021) split into compute- and memory-bound kernels on the roofline's
 // terms, per layer instead of per kernel. "fp32" computes convolutions in TF32 on a GPU that
-// has it (PyTorch's defaults: torch.backends.cudnn.allow_tf32 true, matmul's false).
+// has it (PyTorch's defaults, as RooflineComputeModel times them).
 // The traced GPU is the built-in device with its architecture and SM count (builtinDeviceOf).
 class KernelCarry {
  public:
@@ -102,7 +102,7 @@ class KernelCarry {
  private:
   KernelCarry() = default;
   struct Side {
-    std::unique_ptr<RooflineComputeModel> main, conv;  // conv: the convolutions' (TF32) one
+    std::unique_ptr<RooflineComputeModel> roofline;
     LayerTimes time(const models::LayerSpec& layer, const models::ModelInputs& inputs) const;
   };
   Side m_from, m_to;

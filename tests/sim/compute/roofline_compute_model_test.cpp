@@ -212,6 +212,37 @@ TEST(RooflineComputeModelTest, NonGemmLayersAreCappedAtFp32Peak) {
   EXPECT_FALSE(usesTensorCores("Embedding"));
 }
 
+// PyTorch runs fp32 convolutions in TF32 on GPUs that have it (torch.backends.cudnn.allow_tf32
+// defaults to true) and fp32 matrix products in fp32 (torch.backends.cuda.matmul.allow_tf32
+// defaults to false). Until 2026-11-30 an fp32 run timed its convolutions at the fp32 peak: on
+// HTA's A100 resnet50 trace calibrate's base was off by a median 202 % per conv forward (50 %
+// now), measured TF32 convolutions at 119 TFLOP/s against a 19.5 TFLOP/s fp32 peak.
+TEST(RooflineComputeModelTest, Fp32ConvolutionsRunInTf32WhereTheGpuHasIt) {
+  const auto conv = makeLayer("Conv2d", 1e12, 0, {0});
+  const auto gemm = makeLayer("Linear", 1e12, 0, {0});
+  const auto fp32 = makeModel("fp32");
+  EXPECT_EQ(fp32->layerTime(conv, kNoInputs).forward,
+            Nanos::fromMillis(40) + kLaunch);  // 1e12 / (0.5 × 50e12), TF32
+  EXPECT_EQ(fp32->layerTime(gemm, kNoInputs).forward,
+            Nanos::fromMillis(200) + kLaunch);  // 1e12 / (0.5 × 10e12), fp32
+  EXPECT_EQ(fp32->convFlopsPerS(), 25e12);
+  EXPECT_EQ(fp32->tensorFlopsPerS(), 5e12);
+  EXPECT_NE(fp32->describe().find("convolutions in TF32 at 25 TFLOP/s"), std::string::npos)
+      << fp32->describe();
+  // Its efficiency is against the TF32 peak it ran at.
+  EXPECT_DOUBLE_EQ(fp32->explainLayer(conv, kNoInputs).forward.flopsOfPeak,
+                   1e12 / (0.04 + 2e-6) / 50e12);
+  // A GPU without TF32 (a V100) keeps fp32 convolutions at its fp32 peak; other dtypes are
+  // unchanged (a bf16 convolution at the bf16 peak).
+  DeviceSpec v100 = testDevice();
+  v100.peakTflops.erase("tf32");
+  EXPECT_EQ(makeModel("fp32", v100)->layerTime(conv, kNoInputs).forward,
+            Nanos::fromMillis(200) + kLaunch);
+  EXPECT_EQ(makeModel("fp32", v100)->describe().find("TF32"), std::string::npos);
+  EXPECT_EQ(makeModel("bf16")->layerTime(conv, kNoInputs).forward, Nanos::fromMillis(20) + kLaunch);
+  EXPECT_EQ(makeModel("tf32")->layerTime(gemm, kNoInputs).forward, Nanos::fromMillis(40) + kLaunch);
+}
+
 TEST(RooflineComputeModelTest, DtypeSelectsPeakAndByteScale) {
   const auto gemm = makeLayer("Linear", 1e12, 0);
   EXPECT_EQ(makeModel("fp32")->layerTime(gemm, kNoInputs).forward,
