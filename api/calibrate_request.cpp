@@ -82,7 +82,17 @@ StatusOr<ClusterCalibration> calibrateCluster(
   const bool oneWorld = world > 1 && std::all_of(loaded.begin(), loaded.end(), [&](const auto& p) {
                           return p.profile.settings.worldSize == world;
                         });
-  if (oneWorld) {
+  // A GPU trace's compute is its kernels; its step also waits for the host (Python, every
+  // launch, DDP's hooks), which the calibrated cluster does not time unless its host profile
+  // does: a refit would charge that wait to contention (HTA's host-bound 2-A100 trace: 1.70,
+  // every kernel 170 % slower while a collective runs). Not refitted; replay times the host.
+  const bool kernelsMeasured = cal.compute.kernelPasses > 0;
+  if (oneWorld && kernelsMeasured) {
+    result.stepFitNote =
+        "contention not refitted to the runs' step times: their compute is the GPU's kernels, "
+        "and a GPU step also waits for the host (Python, launches, DDP's hooks), which a refit "
+        "would charge to contention; `ddpscope replay --from-trace` times the trace's host";
+  } else if (oneWorld) {
     ClusterSpec calibrated = replay::applyCalibration(base, cal, "calibrated");
     calibrated.gpusPerNode = std::max(calibrated.gpusPerNode, world);
     ASSIGN_OR_RETURN(WorldLayout layout, makeWorldLayout(calibrated, std::nullopt, world));
@@ -132,6 +142,7 @@ nlohmann::json calibrateJson(const ClusterCalibration& r) {
   nlohmann::json out = {{"runs", runs},
                         {"calibration", replay::calibrationJson(r.calibration)},
                         {"contention_refit", nullptr},
+                        {"contention_refit_note", r.stepFitNote},
                         {"output", r.output},
                         {"cluster_name", r.clusterName}};
   if (r.stepFit) {

@@ -28,7 +28,10 @@ struct ClusterCalibration {
   std::vector<sim::replay::LoadedProfile> runs;  // in the order given
   sim::replay::Calibration calibration;
   std::optional<sim::replay::StepContentionFit> stepFit;  // one world size > 1 only
-  std::string output;                                     // the cluster JSON written
+  // Why the contention was not refitted to the runs' step times although they share a world
+  // size > 1 ("" otherwise).
+  std::string stepFitNote;
+  std::string output;  // the cluster JSON written
   std::string clusterName;
 };
 
@@ -39,7 +42,7 @@ StatusOr<ClusterCalibration> calibrateCluster(
     std::function<void(size_t done, size_t total, const std::string& path)> progress = nullptr);
 
 // What `ddpscope calibrate --json` prints: {"runs", "calibration", "contention_refit",
-// "output", "cluster_name"}.
+// "contention_refit_note", "output", "cluster_name"}.
 nlohmann::json calibrateJson(const ClusterCalibration& result);
 
 }  // namespace ddpscope::api

@@ -87,6 +87,8 @@ Status runCalibrateCommand(const std::vector<std::string>& argv, CommandIo io) {
                   "%%)\n",
                   stepFit->contention, stepFit->meanAbsErrorPercent);
     report << line;
+  } else if (!result.stepFitNote.empty()) {
+    report << "  " << result.stepFitNote << "\n";
   }
   const std::string* out = &result.output;
   io.out << report.str() << "wrote " << *out << " (use: --cluster " << *out << ")\n";

@@ -767,8 +767,14 @@ TEST(CalibrateCliTest, AMultiGpuTraceCalibratesAgainstABuiltInGpuCluster) {
   r = runCliForTest({"calibrate", run, "--base", "dgx-a100", "-o", out});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("communication (alpha-beta ring, 21 collectives)"));
+  // The trace is host-bound (its GPU busy 22 % of the step): a refit of the contention to its
+  // step time charged the host's wait to contention (1.70), so a GPU trace is not refitted.
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("contention refitted")));
+  EXPECT_THAT(r.out, HasSubstr("contention not refitted to the runs' step times: their compute is "
+                               "the GPU's kernels"));
   auto cluster = sim::loadClusterFile(out);
   ASSERT_OK(cluster);
+  EXPECT_LT(cluster->contentionSlowdown, 1.0);
   EXPECT_EQ(cluster->commModel, sim::CommModelKind::kAlphaBeta);
   EXPECT_FALSE(cluster->measuredLatency.present);
   EXPECT_FALSE(cluster->device.kernelFit.empty());
