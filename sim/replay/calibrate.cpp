@@ -62,6 +62,7 @@ const char* sizeRange(int64_t bytes) {
 
 StatusOr<AlphaBetaFit> fitAlphaBeta(const std::vector<ProfileRef>& runs) {
   std::vector<CommPoint> points;
+  int partialRuns = 0;
   for (const ProfileRef& r : runs) {
     if (r.profile->collectivesWithUnknownBytes > 0) {  // never fit to unknown sizes
       return invalidArgument(
@@ -75,10 +76,15 @@ StatusOr<AlphaBetaFit> fitAlphaBeta(const std::vector<ProfileRef>& runs) {
     if (n < 2) continue;
     bool anyMeasured = false;
     for (const CollectiveSample& c : r.profile->collectives) anyMeasured |= c.measured;
+    bool fitted = false;
     for (const CollectiveSample& c : r.profile->collectives) {
       if (anyMeasured && !c.measured) continue;
-      if (auto p = commPoint(c, n)) points.push_back(*p);
+      if (auto p = commPoint(c, n)) {
+        points.push_back(*p);
+        fitted = true;
+      }
     }
+    if (fitted && r.profile->numRanks < n) ++partialRuns;
   }
   if (points.empty()) {
     return invalidArgument(
@@ -147,6 +153,7 @@ StatusOr<AlphaBetaFit> fitAlphaBeta(const std::vector<ProfileRef>& runs) {
     }
   }
   AlphaBetaFit fit;
+  fit.partialRuns = partialRuns;
   std::set<int64_t> largeSizes;
   for (const CommPoint& p : points) {
     if (p.bytes >= kAlphaBetaBaseMinBytes) largeSizes.insert(p.bytes);
@@ -194,6 +201,15 @@ std::string oneMessageSizeNote(const AlphaBetaFit& fit) {
          "): its fixed cost per call and its bandwidth cannot be told apart, so collectives of "
          "other sizes are extrapolated through zero; calibrate runs at two bucket caps together "
          "(ddpscope calibrate RUN1 RUN2 -o host.json; --cluster host.json) to separate them";
+}
+
+std::string partialRunsNote(const AlphaBetaFit& fit) {
+  if (fit.partialRuns == 0) return "";
+  return std::to_string(fit.partialRuns) +
+         " run(s) hold fewer ranks than their world size: each collective is timed from the "
+         "ranks present, so its time holds the wait for the others to arrive, and the fit "
+         "overstates the network; import every rank's trace to time a collective from its "
+         "latest start";
 }
 
 ContentionFit fitContention(const std::vector<ProfileRef>& runs, const DeviceSpec& device) {
@@ -720,6 +736,7 @@ nlohmann::json calibrationJson(const Calibration& c) {
             {"rms_residual_us", c.comm.rmsResidualUs},
             {"median_abs_relative", c.comm.medianAbsRelative},
             {"message_sizes", c.comm.largeSizes},
+            {"partial_runs", c.comm.partialRuns},
             {"ranges", ranges}}},
           {"contention",
            {{"slowdown", c.contention.slowdown},
@@ -757,6 +774,9 @@ std::string formatCalibration(const Calibration& cal) {
                   cal.comm.r2, cal.comm.rmsResidualUs, 100 * cal.comm.medianAbsRelative);
     o << line;
     if (const std::string note = oneMessageSizeNote(cal.comm); !note.empty()) {
+      o << "  " << note << "\n";
+    }
+    if (const std::string note = partialRunsNote(cal.comm); !note.empty()) {
       o << "  " << note << "\n";
     }
   }

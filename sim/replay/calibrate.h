@@ -74,7 +74,14 @@ struct AlphaBetaFit {
   // extrapolates other sizes through zero (oneMessageSizeNote).
   int largeSizes = 0;
   int64_t largeSize = 0;
+  // Runs whose trace holds fewer ranks than their world size (import-torch
+  // --allow-missing-ranks): a collective is timed from the ranks present, so its time holds the
+  // wait for the others to arrive, and the fit overstates the network (partialRunsNote).
+  int partialRuns = 0;
 };
+
+// When a fitted run misses ranks: what that does to the fit; "" otherwise.
+std::string partialRunsNote(const AlphaBetaFit& fit);
 
 // When the fit saw one message size of ≥ 64 KiB: what that leaves unknown and how to pin it down
 // (calibrating runs at two bucket caps together); "" otherwise.
