@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 
 #include "base/median.h"
@@ -126,6 +127,20 @@ StatusOr<std::unique_ptr<MeasuredComputeModel>> MeasuredComputeModel::create(
       m->m_kernels.push_back(LayerTimes{std::min(m->m_base[l].forward, roundNs(kf[l])),
                                         std::min(m->m_base[l].backward, roundNs(kb[l]))});
     }
+    // The spans hold the profiled host's time (the GPU waiting for launches): say how much, so
+    // that a reader does not take them for the GPU's.
+    Nanos spans, kernels;
+    for (size_t l = 0; l < model.layers.size(); ++l) {
+      spans += m->m_base[l].forward + m->m_base[l].backward;
+      kernels += m->m_kernels[l].forward + m->m_kernels[l].backward;
+    }
+    char text[320];
+    std::snprintf(text, sizeof(text),
+                  ": a GPU trace's layer spans as profiled, the host's time included (forward + "
+                  "backward %.2f ms of spans, %.2f ms of kernels); with a host profile "
+                  "(--host-profile) simulate takes the kernels and times the host instead",
+                  spans.toMillis(), kernels.toMillis());
+    m->m_spansNote = text;
   }
   m->m_copyIntercept = profile.copyInterceptNs;
   m->m_copyNsPerByte = profile.copyNsPerByte;

@@ -124,7 +124,8 @@ class MeasuredComputeModel final : public ComputeModel {
   Nanos optimizerTime(int64_t paramBytes) const override;
   Nanos graphTraversalTime(int64_t numGraphNodes) const override;
   std::string describe() const override {
-    return "measured per-layer times of " + m_origin + (m_carry ? ", " + m_carry->describe() : "");
+    return "measured per-layer times of " + m_origin + m_spansNote +
+           (m_carry ? ", " + m_carry->describe() : "");
   }
   const KernelCarry* carry() const { return m_carry.get(); }
   std::string optimizer() const override { return "as measured (the run's own optimizer step)"; }
@@ -146,7 +147,8 @@ class MeasuredComputeModel final : public ComputeModel {
   std::unique_ptr<RooflineComputeModel> m_roofline;
   std::unique_ptr<KernelCarry> m_carry;  // another GPU or precision than the trace's
   std::string m_modelName;
-  std::string m_origin;  // the trace
+  std::string m_origin;     // the trace
+  std::string m_spansNote;  // a GPU trace's spans: how much of them is the GPU's ("" else)
   double m_copyIntercept = 0;
   double m_copyNsPerByte = 0;
   Nanos m_tail;

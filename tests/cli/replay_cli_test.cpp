@@ -1083,6 +1083,43 @@ TEST(ReplayCliTest, HostLaneBatchWhatIfScalesTheMeasuredKernels) {
       << larger;
 }
 
+// On a cluster whose host is not simulated per op (dgx-a100 carries no host profile), a GPU
+// trace's compute is its layer spans as profiled, the host's time inside them: the H100 resnet50
+// trace's 62.4 ms of layer spans per step hold 14.8 ms of kernels. The output said only "measured
+// per-layer times", which reads as the GPU's; it now says what they hold, and how to get the
+// kernels instead (a host profile).
+TEST(SimulateCliTest, ComputeFromAGpuTracesSpansSaysTheyHoldTheHost) {
+  const std::string trace = std::string(DDPSCOPE_SOURCE_DIR) +
+                            "/tests/data/gpu/h100/run1/resnet50-ddp-default-rank0.json.gz";
+  const std::string run = (scratchDir() / "spans-note.json").string();
+  ASSERT_EQ(runCliForTest(
+                {"import-torch", trace, "--model", "resnet50", "--autocast", "-o", run, "--quiet"})
+                .exitCode,
+            0);
+  CliResult r = runCliForTest(
+      {"simulate", "--compute-from", run, "--cluster", "dgx-a100", "--world-size", "1", "--json"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const std::string compute = nlohmann::json::parse(r.out)["workload"]["compute"];
+  EXPECT_THAT(compute, HasSubstr(": a GPU trace's layer spans as profiled, the host's time "
+                                 "included (forward + backward "));
+  EXPECT_THAT(compute,
+              HasSubstr("with a host profile (--host-profile) simulate takes the kernels"));
+  // The two sums as the measured model holds them: the spans' and their kernels'.
+  double spans = 0, kernels = 0;
+  ASSERT_EQ(std::sscanf(compute.c_str() + compute.find("backward ") + 9,
+                        "%lf ms of spans, %lf ms of kernels", &spans, &kernels),
+            2)
+      << compute;
+  EXPECT_GT(spans, 2 * kernels);
+  EXPECT_GT(kernels, 10);
+  // With a host profile the kernels are the compute, and no such note.
+  r = runCliForTest({"simulate", "--compute-from", run, "--cluster", "dgx-a100", "--world-size",
+                     "1", "--host-profile", "h100-torch211", "--json"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(nlohmann::json::parse(r.out)["workload"]["compute"].get<std::string>(),
+              ::testing::Not(HasSubstr("layer spans as profiled")));
+}
+
 // `simulate --compute-from` an imported PyTorch GPU trace on dgx-h100, whose host lane charges
 // per op: the GPU's time is the trace's kernels and the host's the built-in host profile, so the
 // answer is the job unprofiled. It used the layer spans, which hold the profiled host's time, and
