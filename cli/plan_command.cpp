@@ -42,8 +42,8 @@ Status runPlanCommand(const std::vector<std::string>& argv, CommandIo io) {
       "for 1.13) plus the flags that help, each with its simulated effect.\n"
       "With --from-trace, plans a recorded run (a 'ddpscope run' trace, or a PyTorch profiler\n"
       "trace after 'ddpscope import-torch --model m.json ...'): its model, measured compute,\n"
-      "world size and DDP settings, and cpu-mpi calibrated on its own collectives unless\n"
-      "--cluster is given (as 'ddpscope replay').");
+      "world size and DDP settings, and cpu-mpi (a GPU trace: its GPU's built-in cluster)\n"
+      "calibrated on its own collectives unless --cluster is given (as 'ddpscope replay').");
   parser.options(api::planSettingList())
       .flag("json", "machine-readable output")
       .epilog(

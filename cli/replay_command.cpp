@@ -61,7 +61,9 @@ Status runReplayCommand(const std::vector<std::string>& argvIn, CommandIo io) {
       "times. Prints the measured step time against the replay at the run's own settings, then\n"
       "the what-if: the same run with the flags given changed. Communication comes from --cluster\n"
       "or, by default, from cpu-mpi calibrated on the run's own collectives (alpha-beta fit and\n"
-      "contention). The per-rank batch stays the trace's unless --batch is given. The model is\n"
+      "contention); a GPU trace that names its GPU is calibrated on that GPU's built-in cluster\n"
+      "instead (dgx-h100 for an H100; its NCCL model kept at one rank). The per-rank batch stays "
+      "the trace's unless --batch is given. The model is\n"
       "--model, else the trace's (the one import-torch read off a profile recorded with\n"
       "record_shapes=True). A GPU trace imported with its layers named also replays on the\n"
       "host lane from its own host facts: as profiled, without the profiler, and the what-if\n"
@@ -139,10 +141,15 @@ Status runReplayCommand(const std::vector<std::string>& argvIn, CommandIo io) {
          << "\n";
   io.out << "  measured iterations " << profile.measuredIterations.front() << ".."
          << profile.measuredIterations.back() << " (" << profile.measuredIterations.size()
-         << "), cluster " << req.cluster.name << " (alpha " << req.cluster.alphaBeta.intraAlphaUs
-         << " us, beta " << req.cluster.alphaBeta.intraBetaGBps << " GB/s, base "
-         << req.cluster.alphaBeta.baseUs << " us, contention " << req.cluster.contentionSlowdown
-         << ")\n";
+         << "), cluster " << req.cluster.name << " (";
+  if (req.cluster.commModel == sim::CommModelKind::kAlphaBeta) {
+    io.out << "alpha " << req.cluster.alphaBeta.intraAlphaUs << " us, beta "
+           << req.cluster.alphaBeta.intraBetaGBps << " GB/s, base " << req.cluster.alphaBeta.baseUs
+           << " us";
+  } else {
+    io.out << "NCCL " << req.cluster.ncclVersion << "'s model";
+  }
+  io.out << ", contention " << req.cluster.contentionSlowdown << ")\n";
   io.out << sim::workloadText(ownResult.result.summary.workload);
   std::snprintf(line, sizeof(line), "  %-28s %10.3f ms\n", "measured step time (median)",
                 report.measuredStep.toMillis());

@@ -137,8 +137,9 @@ StatusOr<std::unique_ptr<MeasuredComputeModel>> MeasuredComputeModel::create(
     char text[320];
     std::snprintf(text, sizeof(text),
                   ": a GPU trace's layer spans as profiled, the host's time included (forward + "
-                  "backward %.2f ms of spans, %.2f ms of kernels); with a host profile "
-                  "(--host-profile) simulate takes the kernels and times the host instead",
+                  "backward %.2f ms of spans, %.2f ms of kernels); the kernels alone, and the "
+                  "host apart, are what simulate --compute-from takes with a host profile "
+                  "(--host-profile) and what replay's host lane times",
                   spans.toMillis(), kernels.toMillis());
     m->m_spansNote = text;
   }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "sim/cost/comm_model.h"
@@ -33,13 +35,39 @@ SimOptions ownSettingsOptions(const MeasuredProfile& profile) {
   return o;
 }
 
+StatusOr<std::optional<std::string>> builtinClusterOfGpu(const traces::TracedGpu& gpu) {
+  const std::optional<DeviceSpec> device = builtinDeviceOf(gpu);
+  if (!device) return std::optional<std::string>();
+  for (const std::string& name : builtinClusterNames()) {
+    ASSIGN_OR_RETURN(const ClusterSpec cluster, loadBuiltinCluster(name));
+    if (chipOf(cluster.device.name) == chipOf(device->name)) return std::optional(name);
+  }
+  return std::optional<std::string>();
+}
+
 StatusOr<ClusterSpec> selfCalibratedCluster(const MeasuredProfile& profile,
                                             const models::ModelSpec& model) {
-  ASSIGN_OR_RETURN(ClusterSpec base, loadBuiltinCluster("cpu-mpi"));
+  // A GPU trace's machine is a GPU cluster: the built-in one of its GPU, on which the run's
+  // collectives (when it has more than one rank) are fitted as on cpu-mpi's.
+  std::string baseName = "cpu-mpi";
+  if (profile.gpu) {
+    ASSIGN_OR_RETURN(const std::optional<std::string> gpuCluster,
+                     builtinClusterOfGpu(*profile.gpu));
+    if (!gpuCluster) {
+      return invalidArgument(profile.origin + ": its kernels ran on " + profile.gpu->describe() +
+                             ", which no built-in cluster has: give --cluster (a cluster JSON "
+                             "file whose device is that GPU)");
+    }
+    baseName = *gpuCluster;
+  }
+  ASSIGN_OR_RETURN(ClusterSpec base, loadBuiltinCluster(baseName));
   base.gpusPerNode = std::max(base.gpusPerNode, profile.settings.worldSize);
   std::vector<ProfileRef> runs = {{&profile, &model}};
-  ASSIGN_OR_RETURN(Calibration cal, calibrate(runs, base.device));
-  return applyCalibration(base, cal, "calibrated:" + profile.origin);
+  ASSIGN_OR_RETURN(Calibration cal,
+                   calibrate(runs, base.device, /*allowOneRank=*/profile.gpu.has_value()));
+  return applyCalibration(
+      base, cal,
+      "calibrated:" + profile.origin + (profile.gpu ? " (on " + baseName + ")" : std::string()));
 }
 
 }  // namespace ddpscope::sim::replay

@@ -50,9 +50,14 @@ StatusOr<StepContentionFit> fitContentionToSteps(const std::vector<ProfileRef>& 
 SimOptions ownSettingsOptions(const MeasuredProfile& profile);
 
 // The built-in cpu-mpi cluster calibrated on this one run (α–β, contention, compute scale), with
-// one node holding the run's world. Error when the run has no collectives to fit (world 1): then
-// the base cluster is returned unchanged with contention 0.
+// one node holding the run's world. Error when the run has no collectives to fit (world 1).
+// A GPU trace that says its GPU (an import with "gpu" metadata) is calibrated on the built-in
+// cluster of that GPU instead (builtinClusterOfGpu: dgx-a100 for an A100, dgx-h100 for an
+// H100), its network kept when the run has one rank; error when no built-in cluster has it.
 StatusOr<ClusterSpec> selfCalibratedCluster(const MeasuredProfile& profile,
                                             const models::ModelSpec& model);
+// The first built-in cluster whose device is `gpu`'s chip (builtinDeviceOf, chipOf); nullopt
+// when none is.
+StatusOr<std::optional<std::string>> builtinClusterOfGpu(const traces::TracedGpu& gpu);
 
 }  // namespace ddpscope::sim::replay

@@ -359,6 +359,52 @@ TEST(ReplayCliTest, HtaA100TraceReplaysAtItsOwnSettingsWithinFivePercent) {
 // A GPU trace imported before the import kept its deviceProperties does not say its GPU: replay
 // takes its kernels as the cluster's GPU's, and says so instead of carrying them silently. Its
 // metadata "gpu", malformed, is refused naming the field.
+// A user's first command on an imported GPU trace: `replay --from-trace R`, no --cluster. The
+// default was cpu-mpi calibrated on the trace, which failed on every GPU trace: "no collectives
+// to fit ... (record runs with --nproc ≥ 2)" at world size 1 (the H100 kit's), "the cluster's
+// device cpu-core-group is a CPU" with collectives (HTA's A100 trace). The trace says its GPU:
+// the default is now that GPU's built-in cluster calibrated on the trace (its NCCL model kept at
+// world size 1), which replays as the cluster named on the command line does.
+TEST(ReplayCliTest, AGpuTraceWithoutAClusterReplaysOnItsGpusBuiltInCluster) {
+  const std::string trace = std::string(DDPSCOPE_SOURCE_DIR) +
+                            "/tests/data/gpu/h100/run1/resnet50-ddp-default-rank0.json.gz";
+  const std::string run = (scratchDir() / "default-cluster.json").string();
+  ASSERT_EQ(runCliForTest(
+                {"import-torch", trace, "--model", "resnet50", "--autocast", "-o", run, "--quiet"})
+                .exitCode,
+            0);
+  CliResult r = runCliForTest({"replay", "--from-trace", run});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out,
+              HasSubstr("cluster calibrated:" + run + " (on dgx-h100) (NCCL 2.30.7's model"));
+  r = runCliForTest({"replay", "--from-trace", run, "--json"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const auto own = nlohmann::json::parse(r.out);
+  r = runCliForTest({"replay", "--from-trace", run, "--cluster", "dgx-h100", "--json"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const auto named = nlohmann::json::parse(r.out);
+  EXPECT_NEAR(own["replay_error_percent"].get<double>(),
+              named["replay_error_percent"].get<double>(), 0.5);
+  EXPECT_LT(std::abs(own["replay_error_percent"].get<double>()), 5.0);
+  // A what-if runs too (it failed the same way).
+  r = runCliForTest({"replay", "--from-trace", run, "--bucket-cap-mb", "1", "--json"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  // A GPU no built-in cluster has: the error says to give one.
+  nlohmann::json doc;
+  {
+    std::ifstream in(run);
+    doc = nlohmann::json::parse(in);
+  }
+  doc["otherData"]["gpu"] =
+      R"({"name": "NVIDIA GeForce RTX 4090", "compute_capability": [8, 9], "sm_count": 128,
+          "memory_bytes": 25757220864})";
+  std::ofstream(run) << doc.dump();
+  r = runCliForTest({"replay", "--from-trace", run});
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_THAT(r.err, HasSubstr("its kernels ran on NVIDIA GeForce RTX 4090"));
+  EXPECT_THAT(r.err, HasSubstr("which no built-in cluster has: give --cluster"));
+}
+
 TEST(ReplayCliTest, AnImportThatDoesNotSayItsGpuIsTakenAsTheClustersWithANote) {
   const std::string trace = std::string(DDPSCOPE_SOURCE_DIR) +
                             "/tests/data/gpu/h100/run1/resnet50-ddp-default-rank0.json.gz";
@@ -1102,8 +1148,8 @@ TEST(SimulateCliTest, ComputeFromAGpuTracesSpansSaysTheyHoldTheHost) {
   const std::string compute = nlohmann::json::parse(r.out)["workload"]["compute"];
   EXPECT_THAT(compute, HasSubstr(": a GPU trace's layer spans as profiled, the host's time "
                                  "included (forward + backward "));
-  EXPECT_THAT(compute,
-              HasSubstr("with a host profile (--host-profile) simulate takes the kernels"));
+  EXPECT_THAT(compute, HasSubstr("the kernels alone, and the host apart, are what simulate "
+                                 "--compute-from takes with a host profile (--host-profile)"));
   // The two sums as the measured model holds them: the spans' and their kernels'.
   double spans = 0, kernels = 0;
   ASSERT_EQ(std::sscanf(compute.c_str() + compute.find("backward ") + 9,
