@@ -143,17 +143,8 @@ std::vector<int> ModelSpec::gradReadyOrder(bool autocast) const {
   }
   std::vector<int> order;
   order.reserve(params.size());
-  std::vector<int> reordered;  // a Linear layer's order under autocast: weights first
   for (int layer = static_cast<int>(layers.size()) - 1; layer >= 0; --layer) {
-    const std::vector<int>* layerOrder = &layers[layer].gradReadyOrder;
-    if (autocast && layers[layer].type == "Linear") {
-      reordered = *layerOrder;
-      std::stable_partition(reordered.begin(), reordered.end(), [&](int param) {
-        return param >= 0 && param < numParamTensors && params[param].name.ends_with(".weight");
-      });
-      layerOrder = &reordered;
-    }
-    for (int param : *layerOrder) {
+    for (int param : layerGradReadyOrder(layer, autocast)) {
       if (param >= 0 && param < numParamTensors && earliestOwner[param] == layer) {
         order.push_back(param);
       }
@@ -161,6 +152,18 @@ std::vector<int> ModelSpec::gradReadyOrder(bool autocast) const {
   }
   for (int param = numParamTensors - 1; param >= 0; --param) {
     if (earliestOwner[param] < 0) order.push_back(param);
+  }
+  return order;
+}
+
+std::vector<int> ModelSpec::layerGradReadyOrder(int layer, bool autocast) const {
+  const LayerSpec& spec = layers.at(static_cast<size_t>(layer));
+  std::vector<int> order = spec.gradReadyOrder.empty() ? spec.params : spec.gradReadyOrder;
+  if (autocast && spec.type == "Linear") {  // weights first
+    const int numParamTensors = static_cast<int>(params.size());
+    std::stable_partition(order.begin(), order.end(), [&](int param) {
+      return param >= 0 && param < numParamTensors && params[param].name.ends_with(".weight");
+    });
   }
   return order;
 }

@@ -145,6 +145,10 @@ struct ModelSpec {
   // autocast: the order under torch.autocast, where an nn.Linear ("Linear" layer) makes its
   // weight's gradient ready before its bias's.
   std::vector<int> gradReadyOrder(bool autocast = false) const;
+  // One layer's part of that order: its gradReadyOrder (its params when that is empty), under
+  // autocast an nn.Linear's weights first. What gradReadyOrder() concatenates and what the
+  // simulator's hooks fire in, so that the buckets it rebuilds are the ones PyTorch builds.
+  std::vector<int> layerGradReadyOrder(int layer, bool autocast = false) const;
 
   // Index of the parameter or layer with this name, or -1.
   int findParam(std::string_view paramName) const;

@@ -204,8 +204,7 @@ Status buildCompiledAutogradScript(const models::ModelSpec& model, const ModelFa
   if (synced) {
     for (int l = numLayers - 1; l >= 0; --l) {
       if (!cls.layerUsed[static_cast<size_t>(l)]) continue;
-      const models::LayerSpec& layer = model.layers[static_cast<size_t>(l)];
-      for (int p : layer.gradReadyOrder.empty() ? layer.params : layer.gradReadyOrder) {
+      for (int p : model.layerGradReadyOrder(l, config.autocast)) {
         if (cls.readyLayer[static_cast<size_t>(p)] != l) continue;
         readyOrder.push_back(p);
         readyAt.push_back(l);

@@ -299,7 +299,7 @@ StatusOr<GradientTimeline> gradientTimeline(const models::ModelSpec& model,
         compute.layerTimes(model, internal::effectiveInputs(model, options.inputs));
     for (int l = static_cast<int>(model.layers.size()) - 1; l >= 0; --l) {
       stream += times[l].backward;
-      for (int p : model.layers[l].gradReadyOrder) {
+      for (int p : model.layerGradReadyOrder(l, options.ddp.autocast)) {
         if (owner[p] == l && !seen[p]) makeReady(p);
       }
     }

@@ -407,8 +407,7 @@ Status buildScript(const models::ModelSpec& model, const ModelFacts& facts,
     return Status::ok();
   };
   auto markLayerHooks = [&](int l) {
-    const models::LayerSpec& layer = model.layers[static_cast<size_t>(l)];
-    return markLayer(l, layer.gradReadyOrder.empty() ? layer.params : layer.gradReadyOrder);
+    return markLayer(l, model.layerGradReadyOrder(l, config.autocast));
   };
   // Compiled: a graph's hooks fire, in the eager order, when its whole backward has ended.
   std::vector<int> heldLayers;
