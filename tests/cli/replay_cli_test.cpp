@@ -365,14 +365,21 @@ TEST(ReplayCliTest, HtaA100TraceReplaysAtItsOwnSettingsWithinFivePercent) {
 // device cpu-core-group is a CPU" with collectives (HTA's A100 trace). The trace says its GPU:
 // the default is now that GPU's built-in cluster calibrated on the trace (its NCCL model kept at
 // world size 1), which replays as the cluster named on the command line does.
-TEST(ReplayCliTest, AGpuTraceWithoutAClusterReplaysOnItsGpusBuiltInCluster) {
+// The H100 kit's resnet50 default-cap trace (run1), imported as its job ran (--autocast) into
+// the scratch file `name`; "" when the import failed (a test failure).
+std::string importedH100Resnet50(const std::string& name) {
   const std::string trace = std::string(DDPSCOPE_SOURCE_DIR) +
                             "/tests/data/gpu/h100/run1/resnet50-ddp-default-rank0.json.gz";
-  const std::string run = (scratchDir() / "default-cluster.json").string();
-  ASSERT_EQ(runCliForTest(
-                {"import-torch", trace, "--model", "resnet50", "--autocast", "-o", run, "--quiet"})
-                .exitCode,
-            0);
+  const std::string run = (scratchDir() / name).string();
+  const CliResult r = runCliForTest(
+      {"import-torch", trace, "--model", "resnet50", "--autocast", "-o", run, "--quiet"});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  return r.exitCode == 0 ? run : "";
+}
+
+TEST(ReplayCliTest, AGpuTraceWithoutAClusterReplaysOnItsGpusBuiltInCluster) {
+  const std::string run = importedH100Resnet50("default-cluster.json");
+  ASSERT_FALSE(run.empty());
   CliResult r = runCliForTest({"replay", "--from-trace", run});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_THAT(r.out,
@@ -800,17 +807,26 @@ TEST(CalibrateCliTest, WritesAClusterThatSimulateLoads) {
 // cluster it had just written failed to load ("measured_latency: expected absent when comm_model
 // is \"alpha_beta\"") and the command exited 1 on any GPU trace with collectives. HTA's 2-A100
 // resnet50 trace (21 bucket allreduces over 3 steps) is such a trace.
+// HTA's 2-A100 resnet50 trace (rank 0 of 2, batch 32 per rank) imported into the scratch file
+// `name`; "" when the import failed (a test failure).
+std::string importedHtaA100(const std::string& trace, const std::string& name) {
+  const std::string run = (scratchDir() / name).string();
+  const CliResult r =
+      runCliForTest({"import-torch", trace, "--model", "resnet50", "--batch-per-rank", "32",
+                     "--allow-missing-ranks", "-o", run, "--quiet"});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  return r.exitCode == 0 ? run : "";
+}
+
 TEST(CalibrateCliTest, AMultiGpuTraceCalibratesAgainstABuiltInGpuCluster) {
   DDPSCOPE_EXTERNAL_FILE(a100Trace, "hta/originals/nccl_parser_config_nccl_data.json.gz");
-  const std::string run = (scratchDir() / "a100-2gpu.json").string();
+  const std::string run = importedHtaA100(a100Trace, "a100-2gpu.json");
+  ASSERT_FALSE(run.empty());
   const std::string out = (scratchDir() / "a100-2gpu-cluster.json").string();
-  CliResult r = runCliForTest({"import-torch", a100Trace, "--model", "resnet50", "--batch-per-rank",
-                               "32", "--allow-missing-ranks", "-o", run, "--quiet"});
-  ASSERT_EQ(r.exitCode, 0) << r.err;
   auto base = sim::loadBuiltinCluster("dgx-a100");
   ASSERT_OK(base);
   ASSERT_TRUE(base->measuredLatency.present);
-  r = runCliForTest({"calibrate", run, "--base", "dgx-a100", "-o", out});
+  CliResult r = runCliForTest({"calibrate", run, "--base", "dgx-a100", "-o", out});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("communication (alpha-beta ring, 21 collectives)"));
   // Rank 0 of 2 only: its collectives hold the wait for rank 1 (7.9 GB/s fitted where the
@@ -843,12 +859,10 @@ TEST(CalibrateCliTest, AMultiGpuTraceCalibratesAgainstABuiltInGpuCluster) {
 // (the GPU kit's b64 traces); nothing here is a measurement at batch 256.
 TEST(CalibrateCliTest, AKernelFitFromOneBatchSaysItDoesNotKnowHowLayersGrowWithTheBatch) {
   DDPSCOPE_EXTERNAL_FILE(a100Trace, "hta/originals/nccl_parser_config_nccl_data.json.gz");
-  const std::string run = (scratchDir() / "a100-one-batch.json").string();
+  const std::string run = importedHtaA100(a100Trace, "a100-one-batch.json");
+  ASSERT_FALSE(run.empty());
   const std::string out = (scratchDir() / "a100-one-batch-cluster.json").string();
-  CliResult r = runCliForTest({"import-torch", a100Trace, "--model", "resnet50", "--batch-per-rank",
-                               "32", "--allow-missing-ranks", "-o", run, "--quiet"});
-  ASSERT_EQ(r.exitCode, 0) << r.err;
-  r = runCliForTest({"calibrate", run, "--base", "dgx-a100", "-o", out});
+  CliResult r = runCliForTest({"calibrate", run, "--base", "dgx-a100", "-o", out});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("every fitted layer ran at batch 32: a floor and a rate fitted "
                                "across layers of different shapes do not say how a layer's time "
@@ -1135,13 +1149,8 @@ TEST(ReplayCliTest, HostLaneBatchWhatIfScalesTheMeasuredKernels) {
 // per-layer times", which reads as the GPU's; it now says what they hold, and how to get the
 // kernels instead (a host profile).
 TEST(SimulateCliTest, ComputeFromAGpuTracesSpansSaysTheyHoldTheHost) {
-  const std::string trace = std::string(DDPSCOPE_SOURCE_DIR) +
-                            "/tests/data/gpu/h100/run1/resnet50-ddp-default-rank0.json.gz";
-  const std::string run = (scratchDir() / "spans-note.json").string();
-  ASSERT_EQ(runCliForTest(
-                {"import-torch", trace, "--model", "resnet50", "--autocast", "-o", run, "--quiet"})
-                .exitCode,
-            0);
+  const std::string run = importedH100Resnet50("spans-note.json");
+  ASSERT_FALSE(run.empty());
   CliResult r = runCliForTest(
       {"simulate", "--compute-from", run, "--cluster", "dgx-a100", "--world-size", "1", "--json"});
   ASSERT_EQ(r.exitCode, 0) << r.err;
