@@ -390,12 +390,8 @@ ComputeScaleFit fitComputeScale(const std::vector<RunDeviceTimes>& runs, const D
   return fit;
 }
 
-namespace {
-
-// floor (µs) and µs per unit of work minimising Σ ((floor + a·w) / t − 1)², both ≥ 0: the normal
-// equations of the two-variable least squares with rows [1/t, w/t] and target 1; the slope alone
-// when the joint solution would make either negative.
 std::pair<double, double> fitFloorAndSlope(const std::vector<std::pair<double, double>>& points) {
+  // The normal equations of the two-variable least squares with rows [1/t, w/t] and target 1.
   double s11 = 0, s12 = 0, s22 = 0, b1 = 0, b2 = 0;
   for (const auto& [w, t] : points) {
     s11 += 1 / (t * t);
@@ -404,8 +400,10 @@ std::pair<double, double> fitFloorAndSlope(const std::vector<std::pair<double, d
     b1 += 1 / t;
     b2 += w / t;
   }
+  // det ≥ 0 (Cauchy–Schwarz), 0 exactly when every point has one work: below a relative 1e-9 of
+  // s11·s22 it is rounding, not information.
   const double det = s11 * s22 - s12 * s12;
-  if (det > 0) {
+  if (det > 1e-9 * s11 * s22) {
     const double floor = (b1 * s22 - b2 * s12) / det;
     const double slope = (s11 * b2 - s12 * b1) / det;
     if (floor >= 0 && slope > 0) return {floor, slope};
@@ -413,8 +411,6 @@ std::pair<double, double> fitFloorAndSlope(const std::vector<std::pair<double, d
   if (s22 > 0) return {0.0, b2 / s22};
   return {b1 / s11, 0.0};  // no work in any sample: the floor alone
 }
-
-}  // namespace
 
 KernelFitCalibration fitKernelClasses(const std::vector<RunDeviceTimes>& runs,
                                       const DeviceSpec& device) {

@@ -43,6 +43,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -197,6 +198,12 @@ struct KernelFitCalibration {
 };
 KernelFitCalibration fitKernelClasses(const std::vector<RunDeviceTimes>& runs,
                                       const DeviceSpec& device);
+// A class's floor (µs) and µs per unit of work from (work, measured µs) points, minimising
+// Σ ((floor + a·w) / t − 1)², both ≥ 0: the slope alone when the joint solution would make either
+// negative, or when the points cannot tell a floor from a slope (every point of one work, e.g. a
+// model's embeddings, whose lookups move the same bytes: the normal equations are singular and
+// rounding alone would pick the answer).
+std::pair<double, double> fitFloorAndSlope(const std::vector<std::pair<double, double>>& points);
 
 struct Calibration {
   AlphaBetaFit comm;

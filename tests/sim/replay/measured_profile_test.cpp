@@ -619,6 +619,27 @@ TEST(CalibrateTest, OneRankRunsCannotBeFitted) {
   EXPECT_THAT(fit.status().message(), HasSubstr("no collectives to fit"));
 }
 
+// A kernel class's floor and rate: recovered exactly from points on a line; from points that all
+// have one work (bert-base's three embedding lookups move the same bytes) the floor cannot be
+// told from the rate, and the answer is the rate alone, whatever order the points come in (it
+// was the singular normal equations' rounding: 4,194 or 6,491 GB/s with the layers reordered).
+TEST(CalibrateTest, AKernelFitOfPointsOfOneWorkIsTheRateAloneInAnyOrder) {
+  const auto [floor, slope] = fitFloorAndSlope({{10, 10}, {20, 15}, {40, 25}});
+  EXPECT_NEAR(floor, 5, 1e-9);
+  EXPECT_NEAR(slope, 0.5, 1e-12);
+  const std::vector<std::pair<double, double>> oneWork = {
+      {1.2582912e7, 31.0}, {1.2582912e7, 6.1}, {1.2582912e7, 11.2}};
+  double b2 = 0, s22 = 0;
+  for (const auto& [w, t] : oneWork) b2 += w / t, s22 += w * w / (t * t);
+  std::vector<std::pair<double, double>> points = oneWork;
+  std::sort(points.begin(), points.end());
+  do {
+    const auto [f, a] = fitFloorAndSlope(points);
+    EXPECT_EQ(f, 0.0);
+    EXPECT_NEAR(a, b2 / s22, 1e-12 * b2 / s22);
+  } while (std::next_permutation(points.begin(), points.end()));
+}
+
 TEST(CalibrateTest, ContentionFromOverlappedAndPlainSpansOfTheSameLayer) {
   // mlp-wide: eight identical Linear(1024, 1024) layers. Half the samples of each layer run
   // under a collective (f = 1) and are 30 % slower.
