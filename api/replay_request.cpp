@@ -194,6 +194,7 @@ StatusOr<ReplayReport> runReplay(const SettingValues& values, bool recordTrace) 
                                             : r.notes.front()) +
                            ")");
   }
+  if (!profile.layerOrderNote.empty()) r.notes.push_back(r.trace + ": " + profile.layerOrderNote);
   if (values.has("cluster") && !profile.gpu && profile.gpuImport()) {
     r.notes.push_back(r.trace +
                       " does not say which GPU its kernels ran on (imported before import-torch "

@@ -182,6 +182,33 @@ int ModelSpec::findLayer(std::string_view layerName) const {
   return -1;
 }
 
+StatusOr<ModelSpec> ModelSpec::withLayerOrder(const std::vector<int>& order) const {
+  const int numLayers = static_cast<int>(layers.size());
+  std::vector<bool> seen(layers.size(), false);
+  bool permutation = static_cast<int>(order.size()) == numLayers;
+  for (int l : order) {
+    if (!permutation) break;
+    permutation = l >= 0 && l < numLayers && !seen[static_cast<size_t>(l)];
+    if (permutation) seen[static_cast<size_t>(l)] = true;
+  }
+  if (!permutation) {
+    return invalidArgument("model '" + name + "': a layer order must list each of its " +
+                           std::to_string(numLayers) + " layers once");
+  }
+  ModelSpec out = *this;
+  out.layers.clear();
+  out.layers.reserve(layers.size());
+  for (int l : order) {
+    LayerSpec layer = layers[static_cast<size_t>(l)];
+    if (layer.inputs.empty()) {
+      layer.inputs.push_back(l == 0 ? std::string(kModelInputName)
+                                    : layers[static_cast<size_t>(l - 1)].name);
+    }
+    out.layers.push_back(std::move(layer));
+  }
+  return out;
+}
+
 double ModelSpec::forwardFlops(const ModelInputs& inputs) const {
   double total = 0;
   for (const LayerSpec& layer : layers) total += layer.forwardFlops.evaluate(inputs);

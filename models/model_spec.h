@@ -155,6 +155,12 @@ struct ModelSpec {
   int findLayer(std::string_view layerName) const;
   // Sum of all layers' forward FLOPs at `inputs` (0 without layers).
   double forwardFlops(const ModelInputs& inputs) const;
+  // The same model with its layers run in `order` (a permutation of the layer indices: new
+  // position → old index), as a job whose forward calls the modules in another order than this
+  // model lists them (e.g. a residual block computing its downsample before its main branch).
+  // Parameters keep their registration order; a layer whose producer was implicit (the previous
+  // layer) names it. InvalidArgument when `order` is not a permutation.
+  StatusOr<ModelSpec> withLayerOrder(const std::vector<int>& order) const;
 };
 
 // Parses a model JSON document. `origin` names the source in error messages.

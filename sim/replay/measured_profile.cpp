@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string_view>
+#include <tuple>
 #include <utility>
 
 #include "base/median.h"
@@ -241,6 +243,7 @@ struct ProfileSweep {
   std::map<int64_t, Nanos> stepByIteration;
   std::map<int, std::vector<double>> rankSteps;
   bool anyIteration = false;
+  int orderRank = 0;  // the rank whose forward order the profile keeps (the lowest)
 };
 
 // One rank's compute, copy and comm spans, each list by start, and the union of its comm spans.
@@ -379,6 +382,8 @@ StatusOr<IterationLayers> sampleIterationLayers(const RankSpans& spans, size_t c
   IterationLayers layers;
   layers.lastBackwardEnd = it.start;
   Nanos prevEnd = it.start;
+  std::vector<int> forwardOrder;
+  std::vector<bool> ranForward(sweep.model.layers.size(), false);
   size_t copyCursor = pi;
   const int64_t b = it.end().count();
   for (size_t k = ci; k < spans.compute.size() && spans.compute[k]->start.count() < b; ++k) {
@@ -407,7 +412,12 @@ StatusOr<IterationLayers> sampleIterationLayers(const RankSpans& spans, size_t c
     (backward ? p.backward : p.forward)[static_cast<size_t>(layer)].push_back(sample);
     prevEnd = s.end();
     if (backward) layers.lastBackwardEnd = std::max(layers.lastBackwardEnd, s.end());
+    if (!backward && !ranForward[static_cast<size_t>(layer)]) {
+      ranForward[static_cast<size_t>(layer)] = true;
+      forwardOrder.push_back(layer);
+    }
   }
+  if (spans.rank == sweep.orderRank) p.forwardOrder = std::move(forwardOrder);
   return layers;
 }
 
@@ -586,6 +596,7 @@ StatusOr<MeasuredProfile> buildProfile(const traces::Timeline& timeline,
   p.numRanks = timeline.rankCount();
 
   ProfileSweep sweep{model, origin, skip};
+  if (timeline.rankCount() > 0) sweep.orderRank = timeline.rank(0).rank;
   for (int ri = 0; ri < timeline.rankCount(); ++ri) {
     RETURN_IF_ERROR(sampleRank(timeline, ri, sweep, p));
   }
@@ -601,6 +612,86 @@ StatusOr<MeasuredProfile> buildProfile(const traces::Timeline& timeline,
   return p;
 }
 
+std::vector<int> runLayerOrder(const models::ModelSpec& model, const MeasuredProfile& profile) {
+  const int numLayers = static_cast<int>(model.layers.size());
+  std::vector<bool> placed(model.layers.size(), false), ran(model.layers.size(), false);
+  std::vector<int> order;
+  for (int l : profile.forwardOrder) {
+    if (l >= 0 && l < numLayers && !placed[static_cast<size_t>(l)]) {
+      placed[static_cast<size_t>(l)] = ran[static_cast<size_t>(l)] = true;
+      order.push_back(l);
+    }
+  }
+  // Each layer the run has no span of goes right after the last placed of its producers (its
+  // "inputs", else the previous listed layer), after those placed there before it.
+  for (int l = 0; l < numLayers; ++l) {
+    if (placed[static_cast<size_t>(l)]) continue;
+    const models::LayerSpec& layer = model.layers[static_cast<size_t>(l)];
+    std::vector<int> producers;
+    for (const std::string& input : layer.inputs) producers.push_back(model.findLayer(input));
+    if (layer.inputs.empty()) producers.push_back(l - 1);
+    ptrdiff_t at = -1;
+    for (int p : producers) {
+      if (p < 0 || !placed[static_cast<size_t>(p)]) continue;
+      at = std::max(at, std::find(order.begin(), order.end(), p) - order.begin());
+    }
+    while (at + 1 < static_cast<ptrdiff_t>(order.size()) &&
+           !ran[static_cast<size_t>(order[static_cast<size_t>(at + 1)])]) {
+      ++at;
+    }
+    order.insert(order.begin() + (at + 1), l);
+    placed[static_cast<size_t>(l)] = true;
+  }
+  for (int l = 0; l < numLayers; ++l) {
+    if (order[static_cast<size_t>(l)] != l) return order;
+  }
+  return {};
+}
+
+namespace {
+
+// What moved between the model's listed order and the run's forward (`ran`: model indices in
+// the run's order): the layers outside the longest run of them in listed order.
+std::string layerOrderNote(const models::ModelSpec& model, const std::vector<int>& ran) {
+  // Longest increasing subsequence of `ran` (patience sorting with back links).
+  std::vector<size_t> tails, before(ran.size(), ran.size());
+  for (size_t i = 0; i < ran.size(); ++i) {
+    auto it = std::lower_bound(tails.begin(), tails.end(), ran[i],
+                               [&](size_t t, int v) { return ran[t] < v; });
+    if (it != tails.begin()) before[i] = *std::prev(it);
+    if (it == tails.end()) {
+      tails.push_back(i);
+    } else {
+      *it = i;
+    }
+  }
+  std::vector<bool> kept(ran.size(), false);
+  for (size_t i = tails.empty() ? ran.size() : tails.back(); i < ran.size(); i = before[i]) {
+    kept[i] = true;
+  }
+  size_t moved = 0, first = ran.size();
+  for (size_t i = 0; i < ran.size(); ++i) {
+    if (kept[i]) continue;
+    ++moved;
+    if (first == ran.size()) first = i;
+  }
+  if (moved == 0) return "";
+  std::string where;
+  for (size_t i = first + 1; i < ran.size(); ++i) {
+    if (kept[i]) {
+      where = " before " + model.layers[static_cast<size_t>(ran[i])].name;
+      break;
+    }
+  }
+  return "the run's forward called " + std::to_string(moved) + " of its " +
+         std::to_string(ran.size()) + " layers elsewhere than model '" + model.name +
+         "' lists them (first " + model.layers[static_cast<size_t>(ran[first])].name + where +
+         "); autograd readies gradients in reverse forward order, so the simulation runs the "
+         "layers, and rebuilds the buckets, in the run's order";
+}
+
+}  // namespace
+
 StatusOr<LoadedProfile> loadProfile(const std::string& tracePath,
                                     const std::optional<models::ModelSpec>& model,
                                     const ProfileOptions& options) {
@@ -613,6 +704,25 @@ StatusOr<LoadedProfile> loadProfile(const std::string& tracePath,
     ASSIGN_OR_RETURN(loaded.model, modelForTrace(settings, tracePath));
   }
   ASSIGN_OR_RETURN(loaded.profile, buildProfile(timeline, loaded.model, tracePath, options));
+  const std::vector<int> order = runLayerOrder(loaded.model, loaded.profile);
+  if (order.empty()) return loaded;
+  MeasuredProfile& p = loaded.profile;
+  p.layerOrderNote = layerOrderNote(loaded.model, p.forwardOrder);
+  ASSIGN_OR_RETURN(loaded.model, loaded.model.withLayerOrder(order));
+  loaded.model.origin += ", its layers in the run's forward order";
+  std::vector<int> newIndex(order.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    newIndex[static_cast<size_t>(order[i])] = static_cast<int>(i);
+  auto reorder = [&](std::vector<std::vector<LayerSample>>& perLayer) {
+    std::vector<std::vector<LayerSample>> out(perLayer.size());
+    for (size_t i = 0; i < order.size(); ++i) {
+      out[i] = std::move(perLayer[static_cast<size_t>(order[i])]);
+    }
+    perLayer = std::move(out);
+  };
+  reorder(p.forward);
+  reorder(p.backward);
+  for (int& l : p.forwardOrder) l = newIndex[static_cast<size_t>(l)];
   return loaded;
 }
 

@@ -138,6 +138,13 @@ struct MeasuredProfile {
   // The GPU an imported GPU trace's kernels ran on (metadata "gpu", from its deviceProperties);
   // empty for a CPU trace and for imports that do not say.
   std::optional<traces::TracedGpu> gpu;
+  // The layers (model indices) in the order the lowest rank's last measured forward ran them,
+  // each at its first span; layers without a forward span of their own are left out.
+  std::vector<int> forwardOrder;
+  // loadProfile: when the run's forward ran layers in another order than the model lists them,
+  // what moved ("the run's forward ran 8 layers in another order than model 'resnet50' lists
+  // them, first layer1.0.downsample.0 before layer1.0.conv1: ..."); empty otherwise.
+  std::string layerOrderNote;
 
   // Whether this is an imported GPU trace: a layer sample with its kernels' time, or host facts.
   bool gpuImport() const {
@@ -163,8 +170,17 @@ StatusOr<MeasuredProfile> buildProfile(const traces::Timeline& timeline,
                                        const models::ModelSpec& model, const std::string& origin,
                                        const ProfileOptions& options = {});
 
+// The model's layers in the order `profile`'s run ran them (profile.forwardOrder): the run's
+// layers in their order, each layer without a span of its own (a functional op such as a
+// residual add) right after the last of its producers (its "inputs", else the previous listed
+// layer). Empty when the run kept the model's order.
+std::vector<int> runLayerOrder(const models::ModelSpec& model, const MeasuredProfile& profile);
+
 // Reads a Chrome trace and builds its profile; the model comes from `model` when given, else
-// from the metadata.
+// from the metadata. When the run's forward called the layers in another order
+// (runLayerOrder), the model comes back in the run's order, the profile's per-layer samples
+// with it, and profile.layerOrderNote says what moved: autograd readies gradients in reverse
+// forward order, so the buckets DDP rebuilt follow the run's order, not the listed one.
 struct LoadedProfile {
   models::ModelSpec model;
   MeasuredProfile profile;

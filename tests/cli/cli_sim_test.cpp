@@ -238,8 +238,9 @@ TEST(CliSweepTest, BadInputs) {
 // ... / 95,348,736 B against 2,359,296 / ... / 95,351,808, resnet50 8,196,000 / 31,502,336 against
 // 8,192,000 / 31,506,336, and a plan of such a job failed ("the simulated steady-state buckets
 // differ from the planned layout"). bert-base and gpt2-small now equal PyTorch's to the byte;
-// resnet50 its first two buckets (its later ones follow a ready order among its BatchNorm and
-// convolution layers that the zoo model does not have).
+// resnet50 its first two buckets (that job's forward ran each first bottleneck's downsample
+// before the main branch, torchvision's after it: replay of its trace, which follows the run's
+// order, rebuilds all five: ReplayCliTest.TheRunsForwardOrderSetsTheBucketsItRebuilt).
 TEST(CliSimulateTest, AutocastBucketsAreTheOnesPyTorchRebuiltOnTheH100) {
   for (const std::string model : {"bert-base", "gpt2-small", "resnet50"}) {
     SCOPED_TRACE(model);

@@ -11,9 +11,11 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "models/zoo.h"
 #include "sim/cost/cluster.h"
@@ -410,6 +412,41 @@ TEST(ReplayCliTest, AGpuTraceWithoutAClusterReplaysOnItsGpusBuiltInCluster) {
   EXPECT_EQ(r.exitCode, 2);
   EXPECT_THAT(r.err, HasSubstr("its kernels ran on NVIDIA GeForce RTX 4090"));
   EXPECT_THAT(r.err, HasSubstr("which no built-in cluster has: give --cluster"));
+}
+
+// The H100 kit's resnet50 job (run1) computed each first bottleneck's downsample before its
+// main branch, where torchvision (and the zoo) call it after bn3: its forward spans, and the
+// autograd sequence numbers of its backward nodes, show it. DDP's rebuilt buckets follow the
+// forward it ran, so the zoo's order simulates only the first two of its five. Replay runs the
+// layers in the trace's order and says what moved: at world size 2 its buckets are the job's
+// rebuilt_bucket_sizes to the byte.
+TEST(ReplayCliTest, TheRunsForwardOrderSetsTheBucketsItRebuilt) {
+  const std::string run = importedH100Resnet50("forward-order.json");
+  ASSERT_FALSE(run.empty());
+  std::ifstream in(std::string(DDPSCOPE_SOURCE_DIR) + "/tests/data/gpu/h100/run1/resnet50.json");
+  const auto job = nlohmann::json::parse(in);
+  std::vector<int64_t> pytorch;
+  std::istringstream sizes(
+      job["buckets"]["ddp-default"]["rebuilt_bucket_sizes"].get<std::string>());
+  for (std::string size; std::getline(sizes, size, ',');) pytorch.push_back(std::stoll(size));
+  ASSERT_EQ(pytorch.size(), 5u);
+  const CliResult r = runCliForTest({"replay", "--from-trace", run, "--world-size", "2", "--json"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const auto replayed = nlohmann::json::parse(r.out);
+  EXPECT_EQ(replayed["what_if"]["bucket_bytes"].get<std::vector<int64_t>>(), pytorch);
+  EXPECT_THAT(replayed["notes"].dump(),
+              HasSubstr(run + ": the run's forward called 8 of its 158 layers elsewhere than "
+                              "model 'resnet50' lists them (first layer1.0.downsample.0 before "
+                              "layer1.0.conv1); autograd readies gradients in reverse forward "
+                              "order, so the simulation runs the layers, and rebuilds the "
+                              "buckets, in the run's order"));
+  EXPECT_EQ(replayed["workload"]["model_source"],
+            "zoo:resnet50, its layers in the run's forward order");
+  // The zoo's own order, simulated, rebuilds other buckets after the second.
+  const CliResult zoo = runCliForTest({"simulate", "--model", "resnet50", "--cluster", "dgx-h100",
+                                       "--world-size", "2", "--autocast", "--json"});
+  ASSERT_EQ(zoo.exitCode, 0) << zoo.err;
+  EXPECT_NE(nlohmann::json::parse(zoo.out)["bucket_bytes"].get<std::vector<int64_t>>(), pytorch);
 }
 
 TEST(ReplayCliTest, AnImportThatDoesNotSayItsGpuIsTakenAsTheClustersWithANote) {

@@ -97,6 +97,27 @@ TEST(ModelSpecTest, ReadyOrderReversesLayersAndPlacesSharedAndOrphanParams) {
   EXPECT_EQ(spec.gradReadyOrder(), (std::vector<int>{4, 3, 2, 1, 0}));
 }
 
+// A job whose forward calls b before a (a block computing its downsample first): b's
+// gradients are then ready last, and `shared` at its earliest-called owner, now b.
+TEST(ModelSpecTest, ALayerOrderRunsTheLayersAndReadiesTheGradientsInThatOrder) {
+  const ModelSpec spec = threeLayerSpec();
+  const StatusOr<ModelSpec> swapped = spec.withLayerOrder({1, 0});
+  ASSERT_TRUE(swapped.isOk()) << swapped.status().message();
+  EXPECT_EQ(swapped->layers[0].name, "b");
+  EXPECT_EQ(swapped->layers[1].name, "a");
+  EXPECT_EQ(swapped->gradReadyOrder(), (std::vector<int>{1, 0, 3, 2, 4}));
+  // Parameters keep their registration order; implicit producers are named.
+  EXPECT_EQ(swapped->params[0].name, "a.weight");
+  EXPECT_EQ(swapped->layers[0].inputs, (std::vector<std::string>{"a"}));
+  EXPECT_EQ(swapped->layers[1].inputs, (std::vector<std::string>{std::string(kModelInputName)}));
+  for (const std::vector<int>& bad : {std::vector<int>{0}, {0, 0}, {0, 2}, {1, 0, 2}}) {
+    const StatusOr<ModelSpec> refused = spec.withLayerOrder(bad);
+    ASSERT_FALSE(refused.isOk());
+    EXPECT_EQ(refused.status().message(),
+              "model '': a layer order must list each of its 2 layers once");
+  }
+}
+
 TEST(ModelSpecTest, CountsAndLookups) {
   ModelSpec spec = threeLayerSpec();
   EXPECT_EQ(spec.numParams(), 10);

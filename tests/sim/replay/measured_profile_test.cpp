@@ -231,6 +231,39 @@ TEST(MeasuredProfileTest, TheRecordersTraceHasNoSpanForALayerWithoutAModule) {
               HasSubstr("run.json: layer '1.add' of model 'mlp-tiny' has no forward span"));
 }
 
+// The run's order of the layers: those with a forward span as the run called them, a layer
+// without one (a functional op) right after the last of its producers; none when the run kept
+// the model's order.
+TEST(MeasuredProfileTest, TheRunsLayerOrderPutsLayersWithoutSpansAfterTheirProducers) {
+  const models::ModelSpec model = mlpTiny();  // "0" (Linear), "1" (ReLU), "2" (Linear)
+  MeasuredProfile p;
+  p.forwardOrder = {0, 2};
+  EXPECT_THAT(runLayerOrder(model, p), IsEmpty());
+  p.forwardOrder = {0, 1, 2};
+  EXPECT_THAT(runLayerOrder(model, p), IsEmpty());
+  p.forwardOrder = {2, 0};
+  EXPECT_EQ(runLayerOrder(model, p), (std::vector<int>{2, 0, 1}));
+  p.forwardOrder = {1, 0};
+  EXPECT_EQ(runLayerOrder(model, p), (std::vector<int>{1, 2, 0}));
+  p.forwardOrder = {2, 1, 0};
+  EXPECT_EQ(runLayerOrder(model, p), (std::vector<int>{2, 1, 0}));
+  // A residual add (named producers) goes after the later of its two; a layer whose producer is
+  // the model's input goes first; two without spans after one producer keep their listed order.
+  models::ModelSpec block;
+  block.name = "block";
+  for (const char* name : {"conv", "bn", "downsample", "add", "relu", "head"}) {
+    block.layers.push_back(models::LayerSpec{.name = name, .type = "Module"});
+  }
+  block.layers[2].inputs = {std::string(models::kModelInputName)};
+  block.layers[3].inputs = {"bn", "downsample"};
+  block.layers[4].inputs = {"add"};
+  block.layers[5].inputs = {"bn"};
+  p.forwardOrder = {2, 0, 1};  // the downsample first; add, relu and head have no spans
+  EXPECT_EQ(runLayerOrder(block, p), (std::vector<int>{2, 0, 1, 3, 4, 5}));
+  p.forwardOrder = {0, 1, 4};  // relu ran, downsample and add did not
+  EXPECT_EQ(runLayerOrder(block, p), (std::vector<int>{2, 0, 1, 3, 5, 4}));
+}
+
 TEST(MeasuredProfileTest, NoIterationsAndNoModelAreErrors) {
   traces::Timeline t;
   auto lane = t.addLane(0, "compute", traces::LaneKind::kCompute);
