@@ -94,6 +94,17 @@ def test_layer_groups_time_a_layer_with_the_module_that_runs_it():
     assert c["forward"]["matched_simulated_us"] == pytest.approx(45.0)  # 9 + 11 + 25, no dropout
 
 
+def test_cluster_for_tells_pcie_from_sxm_and_names_a_gpu_without_a_cluster():
+    assert analyze.cluster_for("NVIDIA H100 80GB HBM3") == ("dgx-h100", None)
+    assert analyze.cluster_for("NVIDIA H200") == ("hgx-h200", None)
+    assert analyze.cluster_for("NVIDIA A100-SXM4-80GB") == ("dgx-a100", None)
+    assert analyze.cluster_for("NVIDIA A100 80GB PCIe") == ("pcie-a100-100gbe", None)
+    assert analyze.cluster_for("NVIDIA A100-PCIE-40GB") == ("pcie-a100-100gbe", None)
+    assert analyze.cluster_for("NVIDIA L40S") == (
+        "dgx-h100", "GPU NVIDIA L40S has no built-in cluster: every prediction below runs on "
+        "dgx-h100's H100, another GPU")
+
+
 def test_gtest_counts_read_plain_and_gzip_xml(tmp_path):
     xml = ('<testsuites><testsuite name="S">'
            '<testcase classname="S" name="ok" result="completed"/>'

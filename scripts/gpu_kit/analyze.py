@@ -326,16 +326,17 @@ def compare_layers(measured, sim_layers):
 
 
 def cluster_for(gpu_name):
+    """The built-in cluster of the lent GPU (nvidia-smi's name), and a note when there is none:
+    the comparisons then run on dgx-h100's, another GPU's, and the report says so."""
     n = (gpu_name or "").upper()
-    if "H200" in n:
-        return "hgx-h200"
-    if "H100" in n:
-        return "dgx-h100"
-    if "B200" in n:
-        return "dgx-b200"
     if "A100" in n:
-        return "dgx-a100"
-    return "dgx-h100"
+        # "NVIDIA A100-PCIE-40GB", "NVIDIA A100 80GB PCIe": the PCIe server's; SXM4: the DGX's.
+        return ("pcie-a100-100gbe" if "PCIE" in n else "dgx-a100"), None
+    for chip, cluster in (("H200", "hgx-h200"), ("H100", "dgx-h100"), ("B200", "dgx-b200")):
+        if chip in n:
+            return cluster, None
+    return "dgx-h100", (f"GPU {gpu_name or '(unnamed)'} has no built-in cluster: every prediction "
+                        "below runs on dgx-h100's H100, another GPU")
 
 
 # ---- zero-shot: simulate every timed configuration -----------------------------------------
@@ -614,8 +615,10 @@ def analyze(out, ddpscope):
     report["provenance"] = prov
     report["gtest"] = gtest_counts(out)
     gpu_name = (prov.get("gpu") or {}).get("name")
-    cluster = cluster_for(gpu_name)
+    cluster, cluster_note = cluster_for(gpu_name)
     report["cluster"] = cluster
+    if cluster_note:
+        report["notes"].append(cluster_note)
     tagged, main_jobs = [], {}
     for job_path in sorted(glob.glob(os.path.join(out, "*.json"))):
         base = os.path.basename(job_path)
