@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
@@ -23,6 +24,11 @@ namespace ddpscope::api {
 
 // "out", "base", "name", "model", "image-size", "seq-len".
 std::vector<SettingSpec> calibrateSettingList();
+
+// The smallest collective whose time the alpha-beta fit charges per byte (smaller ones time the
+// latency): runs whose collectives of this size and up all have one size cannot separate a call's
+// fixed cost from its bandwidth (sim/cost/cluster.h).
+inline constexpr int64_t kCalibrationPerByteMinBytes = sim::kAlphaBetaBaseMinBytes;
 
 struct ClusterCalibration {
   std::vector<sim::replay::LoadedProfile> runs;  // in the order given

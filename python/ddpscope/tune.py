@@ -507,8 +507,8 @@ def _record(job: _Job, optimizer: Any, record_steps: int, example_inputs: Any,
 
 
 # Messages from this size up are bucket allreduces whose fixed cost per call and bandwidth the
-# calibration separates by their sizes (sim/replay/calibrate.h, kAlphaBetaBaseMinBytes).
-_LARGE_MESSAGE = 64 * 1024
+# calibration separates by their sizes (64 KiB: the core's kAlphaBetaBaseMinBytes).
+_LARGE_MESSAGE = _api._core.ALPHA_BETA_BASE_MIN_BYTES
 
 
 def _second_layout(base: Dict[str, Any], recording: _Recording) -> Optional[Dict[str, Any]]:

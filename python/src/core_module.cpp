@@ -420,6 +420,9 @@ class Error(Exception):
   g_errorType = error.ptr();
   Py_INCREF(g_errorType);
   m.attr("Error") = error;
+  // The smallest message whose time the alpha-beta calibration fits per byte (smaller ones are
+  // latency): ddpscope.torch.tune asks for a second layout when its recording has one such size.
+  m.attr("ALPHA_BETA_BASE_MIN_BYTES") = api::kCalibrationPerByteMinBytes;
 
   m.def(
       "resolve_model",
