@@ -15,6 +15,7 @@
 #include "models/model_resolver.h"
 #include "models/model_spec.h"
 #include "sim/replay/host_fit.h"
+#include "sim/replay/measured_profile.h"
 #include "sim/replay/trace_host_facts.h"
 #include "traces/args_json.h"
 #include "traces/chrome_writer.h"
@@ -167,6 +168,32 @@ std::vector<SettingSpec> importTorchSettingList() {
   return out;
 }
 
+namespace {
+
+// When the trace's forward called the model's layers in another order than the model lists
+// them (replay::runLayerOrder), what moved and whether, in the trace's order, DDP's plan gives
+// the trace's steady buckets; "" otherwise, or when the trace has no measured step to tell.
+std::string layerOrderNote(const traces::Timeline& timeline, const models::ModelSpec& model,
+                           const ddp::DdpConfig& config, const traces::KinetoImportSummary& summary,
+                           const std::string& output) {
+  StatusOr<replay::MeasuredProfile> profile = replay::buildProfile(timeline, model, output);
+  if (!profile.isOk()) return "";
+  const std::vector<int> order = replay::runLayerOrder(model, *profile);
+  if (order.empty()) return "";
+  std::string note = replay::layerOrderNote(model, profile->forwardOrder);
+  StatusOr<models::ModelSpec> reordered = model.withLayerOrder(order);
+  if (!reordered.isOk()) return note;
+  StatusOr<traces::PlannedSizes> plan = plannedSizes(*reordered, config);
+  if (!plan.isOk() || plan->bucketBytes.size() != summary.bucketBytes.size()) return note;
+  for (size_t b = 0; b < summary.bucketBytes.size(); ++b) {
+    if (summary.bucketBytes[b] != plan->bucketBytes[b]) return note;
+  }
+  return note + "; in the trace's order DDP's bucket plan is the trace's " +
+         std::to_string(summary.bucketBytes.size()) + " buckets, byte for byte";
+}
+
+}  // namespace
+
 StatusOr<TorchImport> importTorchTraces(
     const std::vector<std::string>& tracePaths, const SettingValues& values,
     std::function<void(size_t done, size_t total, const std::string& path)> progress) {
@@ -263,6 +290,13 @@ StatusOr<TorchImport> importTorchTraces(
   }
   RETURN_IF_ERROR(traces::writeChromeTrace(timeline, *output));
   result.summary = traces::summarizeImport(timeline);
+  if (model && !result.modelFromTrace) {
+    if (std::string note = layerOrderNote(timeline, *model, jobSettings.value_or(ddp::DdpConfig{}),
+                                          result.summary, *output);
+        !note.empty()) {
+      result.report.notes.push_back(std::move(note));
+    }
+  }
   return result;
 }
 

@@ -648,10 +648,6 @@ std::vector<int> runLayerOrder(const models::ModelSpec& model, const MeasuredPro
   return {};
 }
 
-namespace {
-
-// What moved between the model's listed order and the run's forward (`ran`: model indices in
-// the run's order): the layers outside the longest run of them in listed order.
 std::string layerOrderNote(const models::ModelSpec& model, const std::vector<int>& ran) {
   // Longest increasing subsequence of `ran` (patience sorting with back links).
   std::vector<size_t> tails, before(ran.size(), ran.size());
@@ -686,11 +682,9 @@ std::string layerOrderNote(const models::ModelSpec& model, const std::vector<int
   return "the run's forward called " + std::to_string(moved) + " of its " +
          std::to_string(ran.size()) + " layers elsewhere than model '" + model.name +
          "' lists them (first " + model.layers[static_cast<size_t>(ran[first])].name + where +
-         "); autograd readies gradients in reverse forward order, so the simulation runs the "
-         "layers, and rebuilds the buckets, in the run's order";
+         "); autograd readies gradients in reverse forward order, so replay, plan --from-trace "
+         "and --compute-from run the layers, and rebuild the buckets, in the run's order";
 }
-
-}  // namespace
 
 StatusOr<LoadedProfile> loadProfile(const std::string& tracePath,
                                     const std::optional<models::ModelSpec>& model,

@@ -175,6 +175,11 @@ StatusOr<MeasuredProfile> buildProfile(const traces::Timeline& timeline,
 // residual add) right after the last of its producers (its "inputs", else the previous listed
 // layer). Empty when the run kept the model's order.
 std::vector<int> runLayerOrder(const models::ModelSpec& model, const MeasuredProfile& profile);
+// What moved between the model's listed order and a run's forward (`ran`: model indices in the
+// run's order): how many layers lie outside the longest run of them in listed order, and the
+// first ("the run's forward called 8 of its 158 layers elsewhere than model 'resnet50' lists
+// them (first layer1.0.downsample.0 before layer1.0.conv1); ..."). Empty when none moved.
+std::string layerOrderNote(const models::ModelSpec& model, const std::vector<int>& ran);
 
 // Reads a Chrome trace and builds its profile; the model comes from `model` when given, else
 // from the metadata. When the run's forward called the layers in another order

@@ -438,10 +438,24 @@ TEST(ReplayCliTest, TheRunsForwardOrderSetsTheBucketsItRebuilt) {
               HasSubstr(run + ": the run's forward called 8 of its 158 layers elsewhere than "
                               "model 'resnet50' lists them (first layer1.0.downsample.0 before "
                               "layer1.0.conv1); autograd readies gradients in reverse forward "
-                              "order, so the simulation runs the layers, and rebuilds the "
-                              "buckets, in the run's order"));
+                              "order, so replay, plan --from-trace and --compute-from run the "
+                              "layers, and rebuild the buckets, in the run's order"));
   EXPECT_EQ(replayed["workload"]["model_source"],
             "zoo:resnet50, its layers in the run's forward order");
+  // import-torch says it too, and that in the trace's order DDP's plan is the trace's buckets.
+  const CliResult imported =
+      runCliForTest({"import-torch",
+                     std::string(DDPSCOPE_SOURCE_DIR) +
+                         "/tests/data/gpu/h100/run1/resnet50-ddp-default-rank0.json.gz",
+                     "--model", "resnet50", "--autocast", "-o",
+                     (scratchDir() / "forward-order-2.json").string(), "--json"});
+  ASSERT_EQ(imported.exitCode, 0) << imported.err;
+  EXPECT_THAT(nlohmann::json::parse(imported.out)["notes"].dump(),
+              HasSubstr("first layer1.0.downsample.0 before layer1.0.conv1); autograd readies "
+                        "gradients in reverse forward order, so replay, plan --from-trace and "
+                        "--compute-from run the layers, and rebuild the buckets, in the run's "
+                        "order; in the trace's order DDP's bucket plan is the trace's 5 buckets, "
+                        "byte for byte"));
   // The zoo's own order, simulated, rebuilds other buckets after the second.
   const CliResult zoo = runCliForTest({"simulate", "--model", "resnet50", "--cluster", "dgx-h100",
                                        "--world-size", "2", "--autocast", "--json"});
