@@ -6,7 +6,6 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string_view>
-#include <tuple>
 #include <utility>
 
 #include "base/median.h"
@@ -616,12 +615,15 @@ std::vector<int> runLayerOrder(const models::ModelSpec& model, const MeasuredPro
   const int numLayers = static_cast<int>(model.layers.size());
   std::vector<bool> placed(model.layers.size(), false), ran(model.layers.size(), false);
   std::vector<int> order;
+  bool listed = true;  // the run's layers come in the model's order
   for (int l : profile.forwardOrder) {
     if (l >= 0 && l < numLayers && !placed[static_cast<size_t>(l)]) {
       placed[static_cast<size_t>(l)] = ran[static_cast<size_t>(l)] = true;
+      if (!order.empty() && l < order.back()) listed = false;
       order.push_back(l);
     }
   }
+  if (listed) return {};  // nothing the run did contradicts the listed order
   // Each layer the run has no span of goes right after the last placed of its producers (its
   // "inputs", else the previous listed layer), after those placed there before it.
   for (int l = 0; l < numLayers; ++l) {

@@ -173,7 +173,7 @@ StatusOr<MeasuredProfile> buildProfile(const traces::Timeline& timeline,
 // The model's layers in the order `profile`'s run ran them (profile.forwardOrder): the run's
 // layers in their order, each layer without a span of its own (a functional op such as a
 // residual add) right after the last of its producers (its "inputs", else the previous listed
-// layer). Empty when the run kept the model's order.
+// layer). Empty when the layers the run has spans of ran in the model's order.
 std::vector<int> runLayerOrder(const models::ModelSpec& model, const MeasuredProfile& profile);
 // What moved between the model's listed order and a run's forward (`ran`: model indices in the
 // run's order): how many layers lie outside the longest run of them in listed order, and the

@@ -260,8 +260,10 @@ TEST(MeasuredProfileTest, TheRunsLayerOrderPutsLayersWithoutSpansAfterTheirProdu
   block.layers[5].inputs = {"bn"};
   p.forwardOrder = {2, 0, 1};  // the downsample first; add, relu and head have no spans
   EXPECT_EQ(runLayerOrder(block, p), (std::vector<int>{2, 0, 1, 3, 4, 5}));
-  p.forwardOrder = {0, 1, 4};  // relu ran, downsample and add did not
-  EXPECT_EQ(runLayerOrder(block, p), (std::vector<int>{2, 0, 1, 3, 5, 4}));
+  p.forwardOrder = {1, 0, 4};  // bn before conv; relu ran, downsample, add and head did not
+  EXPECT_EQ(runLayerOrder(block, p), (std::vector<int>{2, 1, 3, 5, 0, 4}));
+  p.forwardOrder = {0, 1, 4};  // in listed order: the layers without spans stay where listed
+  EXPECT_THAT(runLayerOrder(block, p), IsEmpty());
 }
 
 TEST(MeasuredProfileTest, NoIterationsAndNoModelAreErrors) {
