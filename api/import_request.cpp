@@ -173,9 +173,10 @@ namespace {
 // When the trace's forward called the model's layers in another order than the model lists
 // them (replay::runLayerOrder), what moved and whether, in the trace's order, DDP's plan gives
 // the trace's steady buckets; "" otherwise, or when the trace has no measured step to tell.
-std::string layerOrderNote(const traces::Timeline& timeline, const models::ModelSpec& model,
-                           const ddp::DdpConfig& config, const traces::KinetoImportSummary& summary,
-                           const std::string& output) {
+std::string importLayerOrderNote(const traces::Timeline& timeline, const models::ModelSpec& model,
+                                 const ddp::DdpConfig& config,
+                                 const traces::KinetoImportSummary& summary,
+                                 const std::string& output) {
   StatusOr<replay::MeasuredProfile> profile = replay::buildProfile(timeline, model, output);
   if (!profile.isOk()) return "";
   const std::vector<int> order = replay::runLayerOrder(model, *profile);
@@ -291,8 +292,8 @@ StatusOr<TorchImport> importTorchTraces(
   RETURN_IF_ERROR(traces::writeChromeTrace(timeline, *output));
   result.summary = traces::summarizeImport(timeline);
   if (model && !result.modelFromTrace) {
-    if (std::string note = layerOrderNote(timeline, *model, jobSettings.value_or(ddp::DdpConfig{}),
-                                          result.summary, *output);
+    if (std::string note = importLayerOrderNote(
+            timeline, *model, jobSettings.value_or(ddp::DdpConfig{}), result.summary, *output);
         !note.empty()) {
       result.report.notes.push_back(std::move(note));
     }

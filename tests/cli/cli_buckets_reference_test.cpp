@@ -182,14 +182,7 @@ TEST(BucketsReferenceTest, AutocastPlansEqualPyTorch211OnAnH100) {
                                       {"ddp-cap25", "25"},
                                       {"ddp-cap1", "1"}}) {
       SCOPED_TRACE(std::string(model) + " " + config);
-      std::vector<int64_t> real;
-      const std::string sizes = job["buckets"][config]["rebuilt_bucket_sizes"];
-      for (size_t i = 0; i < sizes.size();) {
-        size_t end = sizes.find(',', i);
-        if (end == std::string::npos) end = sizes.size();
-        real.push_back(std::stoll(sizes.substr(i, end - i)));
-        i = end + 1;
-      }
+      const std::vector<int64_t> real = h100RebuiltBucketSizes("run4", model, config);
       ASSERT_FALSE(real.empty());
       for (bool autocast : {true, false}) {
         std::vector<std::string> args = {"buckets", "--model", model, "--json"};

@@ -4,7 +4,6 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -240,17 +239,12 @@ TEST(CliSweepTest, BadInputs) {
 // differ from the planned layout"). bert-base and gpt2-small now equal PyTorch's to the byte;
 // resnet50 its first two buckets (that job's forward ran each first bottleneck's downsample
 // before the main branch, torchvision's after it: replay of its trace, which follows the run's
-// order, rebuilds all five: ReplayCliTest.TheRunsForwardOrderSetsTheBucketsItRebuilt).
+// order, rebuilds all five: ReplayCliTest.TheRunsForwardOrderSetsTheBucketsItRebuilt; run4's
+// job, in torchvision's order, rebuilt the zoo's five: BucketsReferenceTest).
 TEST(CliSimulateTest, AutocastBucketsAreTheOnesPyTorchRebuiltOnTheH100) {
   for (const std::string model : {"bert-base", "gpt2-small", "resnet50"}) {
     SCOPED_TRACE(model);
-    std::ifstream in(std::string(DDPSCOPE_SOURCE_DIR) + "/tests/data/gpu/h100/run1/" + model +
-                     ".json");
-    const auto job = nlohmann::json::parse(in);
-    std::vector<int64_t> pytorch;
-    std::istringstream sizes(
-        job["buckets"]["ddp-default"]["rebuilt_bucket_sizes"].get<std::string>());
-    for (std::string size; std::getline(sizes, size, ',');) pytorch.push_back(std::stoll(size));
+    const std::vector<int64_t> pytorch = h100RebuiltBucketSizes("run1", model);
     std::vector<std::string> args = {"simulate",  "--model",    model,
                                      "--cluster", "dgx-h100",   "--world-size",
                                      "2",         "--autocast", "--json"};

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -55,6 +56,20 @@ inline std::string writeScratchFile(const std::string& name, const std::string& 
   auto path = scratchDir() / name;
   std::ofstream(path) << text;
   return path.string();
+}
+
+// The bucket sizes PyTorch DDP reported after its rebuild (_get_ddp_logging_data()'s
+// "rebuilt_bucket_sizes", "8192000, 31506336, ...") in a GPU kit job's result,
+// tests/data/gpu/h100/<run>/<model>.json, for one of its configurations ("ddp-default", ...).
+inline std::vector<int64_t> h100RebuiltBucketSizes(const std::string& run, const std::string& model,
+                                                   const std::string& config = "ddp-default") {
+  std::ifstream in(std::string(DDPSCOPE_SOURCE_DIR) + "/tests/data/gpu/h100/" + run + "/" + model +
+                   ".json");
+  const nlohmann::json job = nlohmann::json::parse(in);
+  std::vector<int64_t> sizes;
+  std::istringstream list(job["buckets"][config]["rebuilt_bucket_sizes"].get<std::string>());
+  for (std::string size; std::getline(list, size, ',');) sizes.push_back(std::stoll(size));
+  return sizes;
 }
 
 // Bad input: exit code 2, nothing on stdout, one error line on stderr containing `needle`.

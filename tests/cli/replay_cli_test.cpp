@@ -11,7 +11,6 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -417,19 +416,27 @@ TEST(ReplayCliTest, AGpuTraceWithoutAClusterReplaysOnItsGpusBuiltInCluster) {
 // The H100 kit's resnet50 job (run1) computed each first bottleneck's downsample before its
 // main branch, where torchvision (and the zoo) call it after bn3: its forward spans, and the
 // autograd sequence numbers of its backward nodes, show it. DDP's rebuilt buckets follow the
-// forward it ran, so the zoo's order simulates only the first two of its five. Replay runs the
+// forward it ran, so the zoo's order simulates only the first two of its five (the zoo's five
+// are what run4's job, in torchvision's order, rebuilt: BucketsReferenceTest). Replay runs the
 // layers in the trace's order and says what moved: at world size 2 its buckets are the job's
 // rebuilt_bucket_sizes to the byte.
 TEST(ReplayCliTest, TheRunsForwardOrderSetsTheBucketsItRebuilt) {
-  const std::string run = importedH100Resnet50("forward-order.json");
-  ASSERT_FALSE(run.empty());
-  std::ifstream in(std::string(DDPSCOPE_SOURCE_DIR) + "/tests/data/gpu/h100/run1/resnet50.json");
-  const auto job = nlohmann::json::parse(in);
-  std::vector<int64_t> pytorch;
-  std::istringstream sizes(
-      job["buckets"]["ddp-default"]["rebuilt_bucket_sizes"].get<std::string>());
-  for (std::string size; std::getline(sizes, size, ',');) pytorch.push_back(std::stoll(size));
+  const std::vector<int64_t> pytorch = h100RebuiltBucketSizes("run1", "resnet50");
   ASSERT_EQ(pytorch.size(), 5u);
+  // import-torch says it, and that in the trace's order DDP's plan is the trace's buckets.
+  const std::string run = (scratchDir() / "forward-order.json").string();
+  const CliResult imported =
+      runCliForTest({"import-torch",
+                     std::string(DDPSCOPE_SOURCE_DIR) +
+                         "/tests/data/gpu/h100/run1/resnet50-ddp-default-rank0.json.gz",
+                     "--model", "resnet50", "--autocast", "-o", run, "--json"});
+  ASSERT_EQ(imported.exitCode, 0) << imported.err;
+  EXPECT_THAT(nlohmann::json::parse(imported.out)["notes"].dump(),
+              HasSubstr("first layer1.0.downsample.0 before layer1.0.conv1); autograd readies "
+                        "gradients in reverse forward order, so replay, plan --from-trace and "
+                        "--compute-from run the layers, and rebuild the buckets, in the run's "
+                        "order; in the trace's order DDP's bucket plan is the trace's 5 buckets, "
+                        "byte for byte"));
   const CliResult r = runCliForTest({"replay", "--from-trace", run, "--world-size", "2", "--json"});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   const auto replayed = nlohmann::json::parse(r.out);
@@ -442,20 +449,6 @@ TEST(ReplayCliTest, TheRunsForwardOrderSetsTheBucketsItRebuilt) {
                               "layers, and rebuild the buckets, in the run's order"));
   EXPECT_EQ(replayed["workload"]["model_source"],
             "zoo:resnet50, its layers in the run's forward order");
-  // import-torch says it too, and that in the trace's order DDP's plan is the trace's buckets.
-  const CliResult imported =
-      runCliForTest({"import-torch",
-                     std::string(DDPSCOPE_SOURCE_DIR) +
-                         "/tests/data/gpu/h100/run1/resnet50-ddp-default-rank0.json.gz",
-                     "--model", "resnet50", "--autocast", "-o",
-                     (scratchDir() / "forward-order-2.json").string(), "--json"});
-  ASSERT_EQ(imported.exitCode, 0) << imported.err;
-  EXPECT_THAT(nlohmann::json::parse(imported.out)["notes"].dump(),
-              HasSubstr("first layer1.0.downsample.0 before layer1.0.conv1); autograd readies "
-                        "gradients in reverse forward order, so replay, plan --from-trace and "
-                        "--compute-from run the layers, and rebuild the buckets, in the run's "
-                        "order; in the trace's order DDP's bucket plan is the trace's 5 buckets, "
-                        "byte for byte"));
   // The zoo's own order, simulated, rebuilds other buckets after the second.
   const CliResult zoo = runCliForTest({"simulate", "--model", "resnet50", "--cluster", "dgx-h100",
                                        "--world-size", "2", "--autocast", "--json"});
