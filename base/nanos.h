@@ -7,6 +7,7 @@
 
 #include <compare>
 #include <cstdint>
+#include <type_traits>
 
 namespace ddpscope {
 
@@ -35,6 +36,12 @@ class Nanos {
   constexpr Nanos operator-() const { return Nanos(-m_ns); }
   constexpr Nanos operator*(int64_t k) const { return Nanos(m_ns * k); }
   constexpr Nanos operator/(int64_t k) const { return Nanos(m_ns / k); }
+  // A fraction would silently become a whole factor (x * 1.8 == x * 1, x / 0.5 divides by zero):
+  // scale in seconds instead, Nanos::fromSecondsDouble(x.toSeconds() * f).
+  template <typename F>
+  requires std::is_floating_point_v<F> Nanos operator*(F) const = delete;
+  template <typename F>
+  requires std::is_floating_point_v<F> Nanos operator/(F) const = delete;
   constexpr Nanos& operator+=(Nanos o) {
     m_ns += o.m_ns;
     return *this;

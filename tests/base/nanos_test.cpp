@@ -34,6 +34,22 @@ TEST(NanosTest, ArithmeticAndOrder) {
   EXPECT_EQ(a.count(), 35);
 }
 
+// A fractional factor does not compile (it was truncated to a whole one: x * 1.8 == x * 1, which
+// once made a test compare against the wrong bound); whole factors of any integer type do.
+template <typename T>
+constexpr bool scalesBy = requires(Nanos n, T k) {
+  n* k;
+  n / k;
+};
+static_assert(scalesBy<int> && scalesBy<int64_t> && scalesBy<unsigned>);
+static_assert(!scalesBy<double> && !scalesBy<float>);
+
+TEST(NanosTest, FractionsScaleThroughSeconds) {
+  const Nanos step(1'000'000);
+  EXPECT_EQ(Nanos::fromSecondsDouble(step.toSeconds() * 1.8).count(), 1'800'000);
+  EXPECT_EQ((step * int64_t{2} / 4).count(), 500'000);
+}
+
 }  // namespace
 }  // namespace ddpscope
 

@@ -163,8 +163,9 @@ TEST(NcclModelTest, OversubscriptionDividesTheNicPathAcrossNodes) {
   cluster.nccl.algorithms = {"ring"};
   ClusterSpec freeRing = builtin("dgx-b200");
   freeRing.nccl.algorithms = {"ring"};
-  EXPECT_GT(ncclModel(cluster, 4)->estimate(Collective::kAllreduce, 4 * kGiB).time,
-            ncclModel(freeRing, 4)->estimate(Collective::kAllreduce, 4 * kGiB).time * 1.8);
+  EXPECT_GT(
+      ncclModel(cluster, 4)->estimate(Collective::kAllreduce, 4 * kGiB).time.toSeconds(),
+      ncclModel(freeRing, 4)->estimate(Collective::kAllreduce, 4 * kGiB).time.toSeconds() * 1.8);
 }
 
 TEST(NcclModelTest, DgxV100And100GbeGraphs) {
