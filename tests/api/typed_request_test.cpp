@@ -104,7 +104,9 @@ TEST(TypedRequestTest, aPlanEqualsTheOneItsSettingsParseInto) {
     const auto bOr = runPlanRequest(parsed);
     // find_unused_parameters without static_graph is refused by both, in the same words.
     ASSERT_EQ(aOr.status().toString(), bOr.status().toString());
-    if (aOr.isOk()) EXPECT_EQ(planJson(typed, *aOr), planJson(parsed, *bOr));
+    if (aOr.isOk()) {
+      EXPECT_EQ(planJson(typed, *aOr), planJson(parsed, *bOr));
+    }
   }
 }
 

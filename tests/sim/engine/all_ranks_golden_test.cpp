@@ -84,7 +84,7 @@ std::string summaryReport(const SimSummary& s) {
 // hash (its bytes must stay identical; the digest above it says where a change is).
 std::string traceReport(const traces::Timeline& timeline) {
   std::ostringstream o;
-  for (size_t r = 0; r < timeline.rankCount(); ++r) {
+  for (int r = 0; r < timeline.rankCount(); ++r) {
     const traces::RankTrack& rank = timeline.rank(r);
     for (const traces::Lane& lane : rank.lanes) {
       int64_t busy = 0, last = 0;
