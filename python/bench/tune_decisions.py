@@ -77,6 +77,8 @@ def summarize(job):
     best = min(range(len(layouts)), key=lambda i: ratios[i])
     chosen = job["chosen"]
     regret = ratios[chosen] / ratios[best] - 1
+    first = job.get("first_chosen", chosen)  # what the first rounds alone chose (the trial)
+    first_regret = ratios[first] / ratios[best] - 1
     predicted = [c for c in job["candidates"] if c["predicted_step_ms"] is not None]
     rho = spearman([c["predicted_step_ms"] for c in predicted],
                    [ratios[c["layout"]] for c in predicted])
@@ -87,13 +89,21 @@ def summarize(job):
             "tune_seconds": job["tune_seconds"], "tune_noise_floor_percent":
             job["noise_floor_percent"], "noise_floor": noise, "best": best, "chosen": chosen,
             "regret": regret, "good": regret <= noise, "spearman": rho,
+            "tune_steps": job.get("tune_steps"),
             "spearman_sweep": rho_sweep,
             "layouts": [{"label": layout["label"], "buckets": layout["buckets"],
                          "ratio": ratios[i], "median_ms": statistics.median(blocks[i]),
                          "replayed_ms": replayed[i]}
                         for i, layout in enumerate(layouts)],
             "candidates": [{"label": c["label"], "predicted_step_ms": c["predicted_step_ms"],
-                            "layout": c["layout"]} for c in job["candidates"]]}
+                            "layout": c["layout"],
+                            # what tune's own first rounds measured of it
+                            "gain_percent": c.get("gain_percent"),
+                            "rounds_faster": c.get("rounds_faster")}
+                           for c in job["candidates"]]}
+    if "confirmation" in job:  # the trial with confirmation rounds (docs/tuning.md)
+        row.update({"first_chosen": first, "first_regret": first_regret,
+                    "first_good": first_regret <= noise, "confirmation": job["confirmation"]})
     row["proposed"] = near_best_proposed(row)
     return row
 
@@ -128,29 +138,72 @@ def prediction_error(row):
                                 row["layouts"][c["layout"]]["ratio"] / meas0) for c in others)
 
 
+def in_tunes_rounds(row):
+    """The sweep's best layout as tune's own first rounds measured it against the starting
+    layout: "+g % (w won)" (g: its median gain, w: the rounds it was faster in), "not a
+    candidate", "the start" or None when the run did not keep tune's figures."""
+    cands = row["candidates"]
+    start = next(c["layout"] for c in cands if c["label"] == "current")
+    if row["best"] == start:
+        return "the start"
+    best = next((c for c in cands if c["layout"] == row["best"]), None)
+    if best is None:
+        return "not a candidate"
+    if best.get("gain_percent") is None:
+        return None
+    return "%+.1f %% (%d won)" % (best["gain_percent"], best["rounds_faster"])
+
+
 def table(path):
-    """docs/tuning.md's decision-quality tables (markdown) from a saved run (-o)."""
+    """docs/tuning.md's decision-quality tables (markdown) from a saved run (-o). Runs that
+    kept tune's own figures get a column for the sweep's best in tune's rounds; runs of the trial
+    with confirmation rounds (docs/tuning.md) one for the first rounds' choice alone."""
     with open(path) as f:
         rows = json.load(f)["rows"]
+    confirmed = any("confirmation" in r for r in rows)
+    own = any(c.get("gain_percent") is not None for r in rows for c in r["candidates"])
     print("| model | start | tune's choice | choice / start - 1 | sweep's best | choice / best - 1 "
-          "| noise floor "
-          "| within | a near-best layout among the candidates | Spearman: candidates (n) "
-          "| Spearman: sweep | prediction error |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| noise floor | within |%s%s a near-best layout among the candidates "
+          "| Spearman: candidates (n) | Spearman: sweep | prediction error |" % (
+              " first rounds alone: choice / best - 1 (within) |" if confirmed else "",
+              " the sweep's best: gain over the start in the sweep; in tune's rounds |" if own else ""))
+    print("|---" * (12 + confirmed + own) + "|")
     for r in rows:
         lay = r["layouts"]
         rho = r["spearman"]
         err = prediction_error(r)
-        print("| %s | %s | %s | %+.1f %% | %s | %+.1f %% | %.1f %% | %s | %s | %s | %s | %s |" % (
+        extra = ""
+        if confirmed:
+            first, first_regret = r.get("first_chosen", r["chosen"]), r.get("first_regret")
+            extra += " %s (%s) |" % (
+                "same choice" if first == r["chosen"] else "%+.1f %%" % (100 * first_regret),
+                "yes" if r.get("first_good", r["good"]) else "no")
+        if own:
+            start = next(c["layout"] for c in r["candidates"] if c["label"] == "current")
+            tuned = in_tunes_rounds(r)
+            extra += " %+.1f %%; %s |" % (100 * (1 - lay[r["best"]]["ratio"] / lay[start]["ratio"]),
+                                          "–" if tuned is None else tuned)
+        print("| %s | %s | %s | %+.1f %% | %s | %+.1f %% | %.1f %% | %s |%s %s | %s | %s | %s |" % (
             r["model"], "cap 0.05" if r["start"] != "default" else "defaults",
             lay[r["chosen"]]["label"], 100 * versus_start(r), lay[r["best"]]["label"],
             100 * r["regret"],
-            100 * r["noise_floor"], "yes" if r["good"] else "**no**",
+            100 * r["noise_floor"], "yes" if r["good"] else "**no**", extra,
             "yes" if near_best_proposed(r) else "no",
             "–" if rho is None else "%+.2f (%d)" % (rho, sum(
                 1 for c in r["candidates"] if c["predicted_step_ms"] is not None)),
             "–" if r["spearman_sweep"] is None else "%+.2f" % r["spearman_sweep"],
             "–" if err is None else "%.3f" % err))
+    print()
+    line = "Within the noise floor of the sweep's best: %d of %d jobs" % (
+        sum(1 for r in rows if r["good"]), len(rows))
+    if confirmed:
+        line += ("; with the first rounds' choice alone: %d of %d. Confirmation rounds ran in %d, "
+                 "and switched in %d" % (
+                     sum(1 for r in rows if r.get("first_good", r["good"])), len(rows),
+                     sum(1 for r in rows if r.get("confirmation")),
+                     sum(1 for r in rows if r.get("confirmation") and
+                         r["chosen"] != r.get("first_chosen", r["chosen"]))))
+    print(line + ".")
     print()
     print("| model | start | layouts, fastest measured first: measured / default's step "
           "(DDP's buckets; replayed ms) |")

@@ -2,6 +2,7 @@
 hand-made sweep results: the paired ratios, the noise floor, the verdict and Spearman's rho."""
 
 import importlib.util
+import json
 import os
 
 import pytest
@@ -86,3 +87,46 @@ def test_the_committed_tables_are_the_scripts(capsys):
     td.table(os.path.join(docs, "tune_2026-11-29_second-recording.json"))
     with open(os.path.join(docs, "tune_2026-11-29_second-recording.md"), encoding="utf-8") as f:
         assert capsys.readouterr().out in f.read()
+
+
+
+def test_the_first_rounds_choice_is_scored_apart(capsys, tmp_path):
+    # the trial with confirmation rounds: tune kept L1 in its first rounds and confirmed L0; the
+    # job scores both against the same sweep
+    job = _job([[95, 114], [100, 120], [110, 132]], [102, 118], chosen=0,
+               replayed=[9.0, 10.0, 11.0])
+    job["candidates"][1]["label"] = "current"
+    plain = td.summarize(job)  # a job without the trial's fields has none in its row
+    assert "first_chosen" not in plain and "confirmation" not in plain
+    job["first_chosen"] = 1
+    job["confirmation"] = {"rounds": 8}
+    row = td.summarize(job)
+    assert row["good"] and row["regret"] == pytest.approx(0.0)
+    assert not row["first_good"] and row["first_regret"] == pytest.approx(1 / 0.95 - 1)
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps({"rows": [row, plain]}))
+    td.table(str(path))
+    out = capsys.readouterr().out
+    assert "| yes | +5.3 % (no) | yes |" in out and "| yes | same choice (yes) | yes |" in out
+    assert ("Within the noise floor of the sweep's best: 2 of 2 jobs; with the first rounds' "
+            "choice alone: 1 of 2. Confirmation rounds ran in 1, and switched in 1.") in out
+    # without the trial's fields, neither the column nor the second count
+    path.write_text(json.dumps({"rows": [plain]}))
+    td.table(str(path))
+    out = capsys.readouterr().out
+    assert "first rounds alone" not in out
+    assert "Within the noise floor of the sweep's best: 1 of 1 jobs.\n" in out
+
+
+def test_the_sweeps_best_as_tunes_rounds_measured_it():
+    job = _job([[95], [100], [110]], [101], chosen=1, replayed=[9.0, 10.0, 11.0])
+    job["candidates"][1]["label"] = "current"
+    row = td.summarize(job)
+    assert row["best"] == 0
+    assert td.in_tunes_rounds(row) is None  # tune's figures not kept
+    row["candidates"][0].update(gain_percent=-2.5, rounds_faster=3)
+    assert td.in_tunes_rounds(row) == "-2.5 % (3 won)"
+    row["candidates"] = row["candidates"][1:]
+    assert td.in_tunes_rounds(row) == "not a candidate"
+    row["best"] = 1
+    assert td.in_tunes_rounds(row) == "the start"
