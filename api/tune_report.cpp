@@ -49,44 +49,6 @@ StatusOr<TuneReportCandidate> readCandidate(const io::JsonReader& r, const nlohm
   return out;
 }
 
-// decision.confirmation: absent or null when the first rounds decided.
-Status readConfirmation(const io::JsonReader& r, const nlohmann::json& decision, TuneReport& out) {
-  const nlohmann::json* c = io::JsonReader::find(decision, "confirmation");
-  if (c == nullptr || c->is_null()) return Status::ok();
-  const std::string path = "decision.confirmation";
-  if (!c->is_object()) return r.error(path, "an object or null", c);
-  ASSIGN_OR_RETURN(out.confirmRounds,
-                   r.integer(*c, path, "rounds", 1, kMaxInt, std::nullopt, "an integer >= 1"));
-  ASSIGN_OR_RETURN(out.confirmNoiseFloorPercent, r.number(*c, path, "noise_floor_percent", 0, kInf,
-                                                          std::nullopt, "a number >= 0"));
-  const nlohmann::json* list = io::JsonReader::find(*c, "candidates");
-  const std::string listPath = jsonKeyPath(path, "candidates");
-  if (list == nullptr || !list->is_array() || list->empty()) {
-    return r.error(listPath, "a non-empty array", list);
-  }
-  for (size_t i = 0; i < list->size(); ++i) {
-    const nlohmann::json& f = (*list)[i];
-    const std::string at = jsonIndexPath(listPath, i);
-    if (!f.is_object()) return r.error(at, "an object", &f);
-    TuneReportFinalist x;
-    ASSIGN_OR_RETURN(
-        x.candidate,
-        r.integer(f, at, "candidate", 1, static_cast<int64_t>(out.candidates.size()) - 1,
-                  std::nullopt, "the index of a candidate other than the current settings"));
-    ASSIGN_OR_RETURN(x.measuredMs,
-                     r.number(f, at, "measured_step_ms", 0, kInf, std::nullopt, "a number >= 0"));
-    ASSIGN_OR_RETURN(x.gainPercent,
-                     r.number(f, at, "gain_percent", -kInf, kInf, std::nullopt, "a number"));
-    ASSIGN_OR_RETURN(x.roundsFaster, r.integer(f, at, "rounds_faster", 0, out.confirmRounds,
-                                               std::nullopt, "an integer in [0, rounds]"));
-    ASSIGN_OR_RETURN(x.pValue,
-                     r.number(f, at, "p_value", 0, 1, std::nullopt, "a number in [0, 1]"));
-    ASSIGN_OR_RETURN(x.eligible, r.boolean(f, at, "eligible", std::nullopt));
-    out.finalists.push_back(x);
-  }
-  return Status::ok();
-}
-
 }  // namespace
 
 StatusOr<TuneReport> readTuneReport(const std::string& path) {
@@ -143,7 +105,6 @@ StatusOr<TuneReport> readTuneReport(const std::string& path) {
   ASSIGN_OR_RETURN(out.noiseFloorPercent, r.number(*decision, "decision", "noise_floor_percent", 0,
                                                    kInf, std::nullopt, "a number >= 0"));
   ASSIGN_OR_RETURN(out.confidence, nullableNumber(r, *decision, "decision", "confidence"));
-  RETURN_IF_ERROR(readConfirmation(r, *decision, out));
   if (out.switched != (out.chosen != 0)) {
     return invalidArgument(path + ": decision: \"switched\" is " +
                            (out.switched ? "true" : "false") + " but \"chosen\" is " +

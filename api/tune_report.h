@@ -28,16 +28,6 @@ struct TuneReportCandidate {
   bool chosen = false;
 };
 
-// A candidate measured again in the confirmation rounds (run when the first rounds chose none).
-struct TuneReportFinalist {
-  int64_t candidate = 1;  // index into TuneReport::candidates
-  double measuredMs = 0;  // over the confirmation rounds alone
-  double gainPercent = 0;
-  int64_t roundsFaster = 0;
-  double pValue = 1;
-  bool eligible = false;
-};
-
 struct TuneReport {
   std::string torch, backend, device, timing, model, prediction;
   int64_t worldSize = 1;
@@ -49,17 +39,12 @@ struct TuneReport {
   int64_t rounds = 0;
   double noiseFloorPercent = 0;
   std::optional<double> confidence;
-  int64_t confirmRounds = 0;  // 0: no confirmation rounds ran (the first rounds decided)
-  double confirmNoiseFloorPercent = 0;
-  std::vector<TuneReportFinalist> finalists;
   int64_t stepsRecord = 0, stepsWarmup = 0, stepsMeasured = 0, stepsTotal = 0;
   double seconds = 0;
 };
 
 // Reads REPORT.json; errors: not a tune report (its "format"), a newer version, a missing or
-// mistyped field (named by its JSON path), a chosen or finalist index outside the candidates.
-// A report without "decision.confirmation" (written before confirmation rounds existed) reads as
-// one whose first rounds decided.
+// mistyped field (named by its JSON path), a chosen index outside the candidates.
 StatusOr<TuneReport> readTuneReport(const std::string& path);
 
 }  // namespace ddpscope::api

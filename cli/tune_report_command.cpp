@@ -16,9 +16,7 @@ Status runTuneReportCommand(const std::vector<std::string>& argv, CommandIo io) 
       "Prints the report ddpscope.torch.tune wrote in a training job: every candidate DDP\n"
       "layout with its predicted and measured step (the median over the rounds of each round's\n"
       "median, slowest rank), DDP's own bucket count, the rounds it beat the current settings in\n"
-      "and the sign test's p-value; the same for the candidates measured again in confirmation\n"
-      "rounds when the first rounds chose none; then the decision, its reason and the DDP call\n"
-      "to paste.\n"
+      "and the sign test's p-value; then the decision, its reason and the DDP call to paste.\n"
       "The report's schema is docs/schemas/tune-report.schema.json (docs/tuning.md).");
   parser.positional("REPORT.json", "a report written by ddpscope.torch.tune(report=...)", true);
   ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv, io.err));
@@ -54,26 +52,12 @@ Status runTuneReportCommand(const std::vector<std::string>& argv, CommandIo io) 
                   gain, won, p, c.current ? "  (current)" : (c.eligible ? "  (eligible)" : ""));
     o << line;
   }
+  o << "\ndecision: " << r.reason << "\n";
   auto oneDecimal = [](double x) {
     char text[32];
     std::snprintf(text, sizeof(text), "%.1f", x);
     return std::string(text);
   };
-  if (!r.finalists.empty()) {
-    o << "\nconfirmation: no candidate passed in the first " << r.rounds
-      << " rounds; measured again against the current settings in " << r.confirmRounds
-      << " rounds (noise floor " << oneDecimal(r.confirmNoiseFloorPercent) << " %):\n";
-    for (const api::TuneReportFinalist& f : r.finalists) {
-      const api::TuneReportCandidate& c = r.candidates.at(static_cast<size_t>(f.candidate));
-      const std::string label = c.label.size() > 34 ? c.label.substr(0, 31) + "..." : c.label;
-      std::snprintf(line, sizeof(line), "%s %-34s %7s %12s %12.2f %+8.1f %4lld/%-2lld %8.4f%s\n",
-                    c.chosen ? "*" : " ", label.c_str(), "", "", f.measuredMs, f.gainPercent,
-                    static_cast<long long>(f.roundsFaster), static_cast<long long>(r.confirmRounds),
-                    f.pValue, f.eligible ? "  (eligible)" : "");
-      o << line;
-    }
-  }
-  o << "\ndecision: " << r.reason << "\n";
   o << "test: " << r.test << ", alpha " << r.alpha << "; noise floor "
     << oneDecimal(r.noiseFloorPercent) << " %\n";
   o << "cost: " << r.stepsTotal << " training steps (" << r.stepsRecord << " recorded, "

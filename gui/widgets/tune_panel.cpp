@@ -65,13 +65,6 @@ void TunePanel::showReport(const QString& path, const api::TuneReport& r) {
                      : QStringLiteral("%1 of %2").arg(c.roundsFaster).arg(r.rounds));
     set(6, c.current ? QStringLiteral("–") : QString::number(c.pValue, 'f', 4));
     QString status = c.current ? tr("current") : (c.eligible ? tr("eligible") : QString());
-    for (const api::TuneReportFinalist& f : r.finalists) {
-      if (f.candidate != i) continue;
-      if (!status.isEmpty()) status += tr(", ");
-      status += (f.eligible ? tr("confirmed in %1 of %2") : tr("measured again: won %1 of %2"))
-                    .arg(f.roundsFaster)
-                    .arg(r.confirmRounds);
-    }
     if (c.chosen) status += status.isEmpty() ? tr("chosen") : tr(", chosen");
     set(7, status);
   }

@@ -20,8 +20,11 @@ scored by Spearman's rank correlation between tune's predicted steps and the swe
 ratios of the same candidates, and over the whole sweep between each layout's replay of a
 recording at the job's starting layout (`replay --from-trace`, the what-if) and its measured
 ratio. A miss is either the prediction's (no layout within the noise of the best was among the
-candidates) or the measurement's (one was, and tune kept the current settings). Standard library
-only.
+candidates) or the measurement's (one was, and tune kept the current settings). Rows keep tune's
+own first-round figures of each candidate (its median gain, the rounds it won), and `--table`
+shows the sweep's best as the sweep and as tune's rounds measured it. A run of the trial with
+confirmation rounds (docs/tuning.md, "Tried and not kept") also scored what tune's first rounds
+alone chose: a paired before/after from the same job and sweep. Standard library only.
 """
 
 import argparse

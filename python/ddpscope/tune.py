@@ -22,11 +22,8 @@ The simulator proposes, the job measures, and the winner is kept:
    one paired ratio. A candidate is eligible when it was faster in enough rounds for a one-sided
    exact sign test to reject "not faster" at ``alpha`` and its median gain exceeds both the noise
    floor (the median |control/current - 1| over the rounds) and ``min_gain``. The eligible
-   candidate with the largest median gain wins. With none, the (at most two) candidates whose
-   median gain was positive are measured again against the current settings in
-   ``confirm_rounds`` fresh rounds (the control again), and the same test on those rounds alone
-   decides; with none there either, the current settings stay. Rank 0 decides and broadcasts the
-   decision, so every rank continues with the same settings.
+   candidate with the largest median gain wins; with none, the current settings stay. Rank 0
+   decides and broadcasts the decision, so every rank continues with the same settings.
 
 The result holds the DDP model to continue with and a JSON report (written by rank 0) with
 predicted and measured step times per candidate, the decision, its test and confidence, the
@@ -59,7 +56,6 @@ REPORT_FORMAT = "ddpscope-tune-report"
 REPORT_VERSION = 1
 _TUNED = ("bucket_cap_mb", "bucket_cap_mb_list", "gradient_as_bucket_view", "static_graph")
 _FALLBACK_CAPS = (None, 5.0, 100.0)  # without a prediction: the default and a small, a large cap
-_CONFIRM_MOST = 2  # candidates measured again when the first rounds chose none
 
 
 class TuneError(RuntimeError):
@@ -359,46 +355,28 @@ def _sign_test_p(wins: int, n: int) -> float:
     return sum(math.comb(n, k) for k in range(wins, n + 1)) / float(2 ** n)
 
 
-def _round_figures(rounds_ns: List[float], current: List[float], noise: float, alpha: float,
-                   min_gain: float) -> Dict[str, Any]:
-    """One candidate's figures over paired rounds (its median step per round against the current
-    settings' in the same round): ratios, wins, median gain, sign test and eligibility."""
-    rounds = len(current)
-    ratios = [rounds_ns[r] / current[r] for r in range(rounds)]
-    wins = sum(1 for x in ratios if x < 1.0)
-    gain = 1.0 - statistics.median(ratios)
-    p = _sign_test_p(wins, rounds)
-    return {"measured_step_ms": statistics.median(rounds_ns) / 1e6,
-            "round_step_ms": [x / 1e6 for x in rounds_ns], "ratio_to_current": ratios,
-            "median_ratio": statistics.median(ratios), "gain_percent": 100.0 * gain,
-            "rounds_faster": wins, "p_value": p,
-            "eligible": p <= alpha and gain > noise and gain > min_gain}
-
-
-def _noise_floor(control: List[float], current: List[float]) -> float:
-    """The median over rounds of |control / current - 1|."""
-    return statistics.median(abs(control[r] / current[r] - 1.0) for r in range(len(control)))
-
-
-def _rounds_needed(rounds: int, alpha: float) -> Optional[int]:
-    """The fewest wins of `rounds` for which the sign test rejects at `alpha` (None: none)."""
-    return next((w for w in range(rounds + 1) if _sign_test_p(w, rounds) <= alpha), None)
-
-
 def _decide(candidates: List[Dict[str, Any]], per_round: List[List[float]], control: List[float],
             alpha: float, min_gain: float) -> Dict[str, Any]:
     """per_round[c][r]: candidate c's median step in round r (ns); control[r]: the current
     settings' second block. Fills each candidate's measured figures; returns the decision."""
     rounds = len(control)
     current = per_round[0]
-    noise = _noise_floor(control, current)
-    needed = _rounds_needed(rounds, alpha)
+    noise = statistics.median(abs(control[r] / current[r] - 1.0) for r in range(rounds))
+    needed = next((w for w in range(rounds + 1) if _sign_test_p(w, rounds) <= alpha), None)
     best, best_gain = 0, 0.0
     for i, c in enumerate(candidates):
-        c.update(_round_figures(per_round[i], current, noise, alpha, min_gain))
-        if c["current"]:
-            c["p_value"], c["eligible"] = 1.0, False
-        gain = c["gain_percent"] / 100.0
+        ratios = [per_round[i][r] / current[r] for r in range(rounds)]
+        wins = sum(1 for x in ratios if x < 1.0)
+        gain = 1.0 - statistics.median(ratios)
+        p = _sign_test_p(wins, rounds)
+        c["measured_step_ms"] = statistics.median(per_round[i]) / 1e6
+        c["round_step_ms"] = [x / 1e6 for x in per_round[i]]
+        c["ratio_to_current"] = ratios
+        c["median_ratio"] = statistics.median(ratios)
+        c["gain_percent"] = 100.0 * gain
+        c["rounds_faster"] = wins
+        c["p_value"] = 1.0 if c["current"] else p
+        c["eligible"] = (not c["current"] and p <= alpha and gain > noise and gain > min_gain)
         if c["eligible"] and gain > best_gain:
             best, best_gain = i, gain
     for i, c in enumerate(candidates):
@@ -416,7 +394,17 @@ def _decide(candidates: List[Dict[str, Any]], per_round: List[List[float]], cont
         if runner_up is None:
             reason += "nothing else to try"
         else:
-            reason += _no_winner_text(runner_up, rounds, needed, alpha, noise, min_gain)
+            gain = runner_up["gain_percent"]
+            test = ("the sign test at alpha %g needs %d of %d" % (alpha, needed, rounds)
+                    if needed is not None else
+                    "the sign test at alpha %g cannot reject with %d rounds" % (alpha, rounds))
+            reason += ("no candidate beat them in enough rounds (%s) by more than the noise "
+                       "floor of %.1f %%%s; the best, %s, was "
+                       "faster in %d of %d rounds and %s by a median %.1f %%"
+                       % (test, 100.0 * noise,
+                          " and min_gain %.1f %%" % (100.0 * min_gain) if min_gain > 0 else "",
+                          runner_up["label"], runner_up["rounds_faster"], rounds,
+                          "faster" if gain >= 0 else "slower", abs(gain)))
         confidence = None
     return {"switched": best != 0, "chosen": best, "reason": reason,
             "test": "one-sided exact sign test on paired per-round ratios (candidate median "
@@ -425,80 +413,7 @@ def _decide(candidates: List[Dict[str, Any]], per_round: List[List[float]], cont
             "noise_floor_percent": 100.0 * noise,
             "noise_floor": "median over rounds of |control / current - 1|: the current settings "
                            "timed twice per round",
-            "confidence": confidence, "confirmation": None}
-
-
-def _no_winner_text(runner_up: Dict[str, Any], rounds: int, needed: Optional[int], alpha: float,
-                    noise: float, min_gain: float) -> str:
-    """Why no candidate won: the test's bar and how close the best one came."""
-    gain = runner_up["gain_percent"]
-    test = ("the sign test at alpha %g needs %d of %d" % (alpha, needed, rounds)
-            if needed is not None else
-            "the sign test at alpha %g cannot reject with %d rounds" % (alpha, rounds))
-    return ("no candidate beat them in enough rounds (%s) by more than the noise floor of "
-            "%.1f %%%s; the best, %s, was faster in %d of %d rounds and %s by a median %.1f %%"
-            % (test, 100.0 * noise,
-               " and min_gain %.1f %%" % (100.0 * min_gain) if min_gain > 0 else "",
-               runner_up["label"], runner_up["rounds_faster"], rounds,
-               "faster" if gain >= 0 else "slower", abs(gain)))
-
-
-def _finalists(candidates: List[Dict[str, Any]], decision: Dict[str, Any],
-               most: int = _CONFIRM_MOST) -> List[int]:
-    """The candidates worth confirming when the first rounds chose none: up to `most` whose
-    median gain over the current settings was positive, and above min_gain, largest first."""
-    if decision["switched"]:
-        return []
-    ahead = [i for i, c in enumerate(candidates)
-             if not c["current"] and c["gain_percent"] > 0
-             and c["gain_percent"] > 100.0 * decision["min_gain"]]
-    ahead.sort(key=lambda i: -candidates[i]["gain_percent"])
-    return ahead[:most]
-
-
-def _confirm(candidates: List[Dict[str, Any]], decision: Dict[str, Any], finalists: List[int],
-             per_round: List[List[float]], control: List[float]) -> Dict[str, Any]:
-    """The confirmation rounds' decision. per_round[0]: the current settings, per_round[k]:
-    finalists[k - 1]; control: the current settings' second block. The test and the bars are the
-    first rounds' (sign test at alpha, the gain above these rounds' own noise floor and
-    min_gain), on these rounds alone: the first rounds only chose whom to measure again, so the
-    test's level holds. Updates `decision` and the candidates' `chosen`; returns it."""
-    alpha, min_gain = decision["alpha"], decision["min_gain"]
-    rounds = len(control)
-    current = per_round[0]
-    noise = _noise_floor(control, current)
-    needed = _rounds_needed(rounds, alpha)
-    results = []
-    best, best_gain = 0, 0.0
-    for k, i in enumerate(finalists):
-        f = _round_figures(per_round[k + 1], current, noise, alpha, min_gain)
-        f["candidate"] = i
-        results.append(f)
-        if f["eligible"] and f["gain_percent"] / 100.0 > best_gain:
-            best, best_gain = i, f["gain_percent"] / 100.0
-    first = decision["reason"][len("kept the current settings: "):]
-    if best != 0:
-        won = next(f for f in results if f["candidate"] == best)
-        decision["reason"] = (
-            "%s was faster than the current settings in %d of %d confirmation rounds (one-sided "
-            "sign test p = %.4f <= %g) by a median %.1f %%, above those rounds' noise floor of "
-            "%.1f %%; in the first %d rounds %s"
-            % (candidates[best]["label"], won["rounds_faster"], rounds, won["p_value"], alpha,
-               100.0 * best_gain, 100.0 * noise, decision["rounds"], first))
-        decision["confidence"] = 1.0 - won["p_value"]
-    else:
-        lead = max(results, key=lambda f: f["gain_percent"])
-        decision["reason"] += ("; measured again in %d confirmation rounds, %s"
-                               % (rounds, _no_winner_text(
-                                   dict(lead, label=candidates[lead["candidate"]]["label"]),
-                                   rounds, needed, alpha, noise, min_gain)))
-    decision["switched"], decision["chosen"] = best != 0, best
-    for i, c in enumerate(candidates):
-        c["chosen"] = i == best
-    decision["confirmation"] = {
-        "rounds": rounds, "rounds_needed": needed, "noise_floor_percent": 100.0 * noise,
-        "candidates": results}
-    return decision
+            "confidence": confidence}
 
 
 # ---- the steps of the call ----
@@ -684,27 +599,19 @@ def _take_slowest_rank(times: List[List[List[int]]], rounds: int, gloo: Any) -> 
             slot[r] = [next(it) for _ in slot[r]]
 
 
-def _block_medians(times: List[List[List[float]]], n: int,
-                   rounds: int) -> tuple:
-    """(per_round, control): each slot's median step per round, the control's apart."""
+def _decide_rounds(proposal: List[Dict[str, Any]], times: List[List[List[float]]], rounds: int,
+              alpha: float, min_gain: float) -> Dict[str, Any]:
+    """The decision on the measured rounds (see :func:`_decide`), with the DDP call to paste
+    and the control's median step."""
+    n = len(proposal)
     per_round = [[statistics.median(times[i][r]) for r in range(rounds)] for i in range(n)]
     control = [statistics.median(times[n][r]) for r in range(rounds)]
-    return per_round, control
-
-
-def _decide_rounds(proposal: List[Dict[str, Any]], times: List[List[List[float]]], rounds: int,
-                   alpha: float, min_gain: float) -> Dict[str, Any]:
-    """The first rounds' decision (see :func:`_decide`), with the control's median step."""
-    per_round, control = _block_medians(times, len(proposal), rounds)
     decision = _decide(proposal, per_round, control, alpha, min_gain)
+    chosen = proposal[decision["chosen"]]
+    kwargs = chosen["kwargs"]
+    decision["paste"] = "DistributedDataParallel(model%s)" % (", " + kwargs if kwargs else "")
     decision["control_step_ms"] = statistics.median(control) / 1e6
     return decision
-
-
-def _paste(proposal: List[Dict[str, Any]], decision: Dict[str, Any]) -> None:
-    """Adds the DDP call to paste for the chosen candidate."""
-    kwargs = proposal[decision["chosen"]]["kwargs"]
-    decision["paste"] = "DistributedDataParallel(model%s)" % (", " + kwargs if kwargs else "")
 
 
 def _report_doc(job: _Job, settings: Dict[str, Any], note: Optional[str],
@@ -732,8 +639,8 @@ def _write_report(doc: Dict[str, Any], path: Any) -> None:
 
 def tune(ddp_model: Any, train_step: Callable[[Any], Any], *, optimizer: Any = None,
          candidates: Optional[Sequence[Dict[str, Any]]] = None, max_candidates: int = 3,
-         rounds: int = 8, confirm_rounds: Optional[int] = None, steps_per_block: int = 4,
-         warmup_steps: int = 2, record_steps: int = 6, alpha: float = 0.05, min_gain: float = 0.0,
+         rounds: int = 8, steps_per_block: int = 4, warmup_steps: int = 2,
+         record_steps: int = 6, alpha: float = 0.05, min_gain: float = 0.0,
          report: Optional[str] = "ddpscope-tune.json", cluster: Optional[str] = None,
          example_inputs: Any = None) -> TuneResult:
     """Finds the fastest DDP layout for this job by measuring it, and continues with it.
@@ -749,10 +656,7 @@ def tune(ddp_model: Any, train_step: Callable[[Any], Any], *, optimizer: Any = N
     ``max_candidates``: how many proposed layouts besides the current settings (PyTorch's
     default layout comes on top when the job runs another and it is not among them). ``rounds`` x
     (candidates + 2) blocks of ``steps_per_block`` steps are measured after ``warmup_steps`` per
-    wrapper; when no candidate passes the test there, ``confirm_rounds`` (default: ``rounds``;
-    0: none) x (finalists + 2) blocks measure the (at most two) candidates that were ahead in
-    the median again, and the test on those rounds alone decides. Before that,
-    ``record_steps`` (after 2 warm-up steps) are recorded for the proposal, twice when the first
+    wrapper and ``record_steps`` (after 2 warm-up steps) for the proposal, twice when the first
     recording's bucket allreduces of >= 64 KiB had one size (a second layout then separates an
     allreduce's fixed cost from its bandwidth; without ``cluster`` only). ``alpha``: the sign
     test's level; ``min_gain``: the smallest median gain (a fraction) worth switching for.
@@ -762,9 +666,7 @@ def tune(ddp_model: Any, train_step: Callable[[Any], Any], *, optimizer: Any = N
     recorded forward took). Raises :class:`TuneError` naming why a job cannot be tuned."""
     t_start = time.perf_counter()
     ddp = _check_tunable(ddp_model)
-    confirm_rounds = rounds if confirm_rounds is None else confirm_rounds
-    counts = (("rounds", rounds, 1), ("confirm_rounds", confirm_rounds, 0),
-              ("steps_per_block", steps_per_block, 2),
+    counts = (("rounds", rounds, 1), ("steps_per_block", steps_per_block, 2),
               ("warmup_steps", warmup_steps, 0), ("record_steps", record_steps, 1),
               ("max_candidates", max_candidates, 0))
     _check_arguments(train_step, counts, alpha)
@@ -801,28 +703,11 @@ def tune(ddp_model: Any, train_step: Callable[[Any], Any], *, optimizer: Any = N
         c["buckets"] = _bucket_count(w)
     _take_slowest_rank(times, rounds, job.gloo)
 
-    # 4. Rank 0 decides on the first rounds; when they chose none, the candidates that were
-    # ahead in the median are measured again against the current settings in fresh rounds, and
-    # rank 0 decides on those alone. Every rank takes rank 0's decision.
-    decision = None
-    finalists: List[Any] = [None]
-    if job.rank == 0:
-        decision = _decide_rounds(proposal, times, rounds, alpha, min_gain)
-        finalists[0] = _finalists(proposal, decision) if confirm_rounds > 0 else []
-    dist.broadcast_object_list(finalists, src=0, group=job.gloo)
-    if finalists[0]:
-        slots = [wrappers[0]] + [wrappers[i] for i in finalists[0]]
-        again = _measure_rounds(job.runner, slots, confirm_rounds, steps_per_block)
-        steps["measured"] += confirm_rounds * (len(slots) + 1) * steps_per_block
-        _take_slowest_rank(again, confirm_rounds, job.gloo)
-        if job.rank == 0:
-            per_round, control = _block_medians(again, len(slots), confirm_rounds)
-            _confirm(proposal, decision, finalists[0], per_round, control)
+    # 4. Rank 0 decides; every rank takes its decision.
     doc = None
     if job.rank == 0:
-        _paste(proposal, decision)
-        settings = {"rounds": rounds, "confirm_rounds": confirm_rounds,
-                    "steps_per_block": steps_per_block,
+        decision = _decide_rounds(proposal, times, rounds, alpha, min_gain)
+        settings = {"rounds": rounds, "steps_per_block": steps_per_block,
                     "untimed_steps_per_block": 1, "warmup_steps": warmup_steps,
                     "record_steps": record_steps, "max_candidates": max_candidates}
         doc = _report_doc(job, settings, note, proposal, decision, steps, t_start)

@@ -82,36 +82,10 @@ def test_poor_layout_moves_to_a_faster_one(poor):
 
 
 def test_every_rank_continues_with_the_same_settings(poor, nothing):
-    for ranks in (poor[1]["ranks"], nothing[1]["ranks"], poor[1]["confirmed_ranks"]):
+    for _, result in (poor, nothing):
+        ranks = result["ranks"]
         assert len(ranks) == 2
         assert ranks[0] == ranks[1]
-
-
-def test_confirmation_rounds_decide_when_the_first_rounds_cannot(poor):
-    # tune_job.py --case poor tunes a bucket-per-tensor layout a second time with one first
-    # round (a sign test of one round cannot reject) and six confirmation rounds: DDP's default
-    # cap, several times faster, leads the first round and wins the confirmation.
-    out, result = poor
-    assert result["confirmed_switched"]
-    report = _report(out, "confirmed.json")
-    d = report["decision"]
-    assert report["settings"]["rounds"] == 1 and report["settings"]["confirm_rounds"] == 6
-    assert d["rounds"] == 1 and d["rounds_needed"] is None and d["chosen"] == 1
-    conf = d["confirmation"]
-    assert conf["rounds"] == 6 and conf["rounds_needed"] == 6
-    assert [f["candidate"] for f in conf["candidates"]] == [1]
-    assert conf["candidates"][0]["rounds_faster"] == 6 and conf["candidates"][0]["eligible"]
-    assert d["reason"].startswith(
-        "bucket_cap_mb=25 was faster than the current settings in 6 of 6 confirmation rounds "
-        "(one-sided sign test p = 0.0156 <= 0.05)")
-    assert ("; in the first 1 rounds no candidate beat them in enough rounds (the sign test at "
-            "alpha 0.05 cannot reject with 1 rounds)") in d["reason"]
-    assert d["confidence"] == pytest.approx(1 - 1 / 64)
-    # the first round's figures stay with the candidates; the steps count both stages
-    assert len(report["candidates"][1]["ratio_to_current"]) == 1
-    assert report["steps"]["measured"] == 1 * 3 * 3 + 6 * 3 * 3
-    # the first tune, decided in its own rounds, has no confirmation
-    assert _report(out)["decision"]["confirmation"] is None
 
 
 def test_nothing_helps_keeps_the_settings(nothing):
@@ -149,8 +123,8 @@ def test_the_cli_opens_the_report(poor, nothing, cli):
 
 
 def test_reports_validate_against_the_schema(poor, nothing, schema):
-    for out, name in ((poor[0], "report.json"), (poor[0], "confirmed.json"),
-                      (nothing[0], "report.json"), (nothing[0], "single.json")):
+    for out, name in ((poor[0], "report.json"), (nothing[0], "report.json"),
+                      (nothing[0], "single.json")):
         jsonschema.validate(_report(out, name), schema)
     # The schema is strict enough to fail: a report without its decision, a candidate with a
     # field the format does not have.
@@ -185,7 +159,6 @@ def test_refusals_name_their_reason(tmp_path):
         "recompile it each time; tune the eager model, then compile the result")
     assert r["not_ddp"] == p + "expected a DistributedDataParallel model, got Deep"
     assert r["rounds"] == p + "rounds: expected an integer >= 1, got 0"
-    assert r["confirm_rounds"] == p + "confirm_rounds: expected an integer >= 0, got -1"
     assert r["candidate_key"] == p + (
         "candidates[0]: lr cannot be tuned (only bucket_cap_mb, bucket_cap_mb_list, "
         "gradient_as_bucket_view, static_graph)")
@@ -201,69 +174,3 @@ def test_api_errors_before_any_collective():
         ddpscope.torch.tune()  # noqa: the two positional arguments are required
     with pytest.raises(ddpscope.torch.TuneError, match="expected a DistributedDataParallel"):
         ddpscope.torch.tune(torch.nn.Linear(2, 2), lambda m: None)
-
-
-def _candidates(*labels):
-    return [{"label": label, "current": i == 0} for i, label in enumerate(labels)]
-
-
-def test_the_leaders_of_undecided_first_rounds_are_measured_again():
-    from ddpscope import tune as t
-    cands = _candidates("current", "a", "b", "c", "d")
-    cur = [100.0] * 8
-    # a: 9 % faster in the median but in only 5 of 8 rounds; b: 3 % faster; c: slower; d: 0.5 %
-    # faster, under min_gain
-    a = [91.0] * 5 + [102.0] * 3
-    b = [97.0] * 6 + [101.0] * 2
-    c = [104.0] * 8
-    d = [99.5] * 8
-    control = [101.0, 99.0] * 4
-    decision = t._decide(cands, [cur, a, b, c, d], control, 0.05, 0.01)
-    assert not decision["switched"] and decision["rounds_needed"] == 7
-    assert decision["confirmation"] is None
-    assert t._finalists(cands, decision) == [1, 2]  # a and b, largest gain first; not c, not d
-    assert t._finalists(cands, decision, most=1) == [1]
-    # the confirmation rounds alone decide: b wins all 8 by 4 %, a only 4 of 8
-    noisy = [100.0, 100.5] * 4
-    again = t._confirm(cands, decision, [1, 2], [cur, [99.0, 101.0] * 4, [96.0] * 8], noisy)
-    assert again is decision and decision["switched"] and decision["chosen"] == 2
-    assert [c["chosen"] for c in cands] == [False, False, True, False, False]
-    assert decision["confidence"] == pytest.approx(1 - 1 / 256)
-    conf = decision["confirmation"]
-    assert conf["rounds"] == 8 and conf["rounds_needed"] == 7
-    assert conf["noise_floor_percent"] == pytest.approx(0.25)
-    assert [(f["candidate"], f["rounds_faster"], f["eligible"]) for f in conf["candidates"]] == [
-        (1, 4, False), (2, 8, True)]
-    assert decision["reason"] == (
-        "b was faster than the current settings in 8 of 8 confirmation rounds (one-sided sign "
-        "test p = 0.0039 <= 0.05) by a median 4.0 %, above those rounds' noise floor of 0.2 %; "
-        "in the first 8 rounds no candidate beat them in enough rounds (the sign test at alpha "
-        "0.05 needs 7 of 8) by more than the noise floor of 1.0 % and min_gain 1.0 %; the best, "
-        "a, was faster in 5 of 8 rounds and faster by a median 9.0 %")
-    # the first rounds' figures stay with the candidates
-    assert cands[1]["rounds_faster"] == 5 and cands[2]["rounds_faster"] == 6
-
-
-def test_confirmation_without_a_winner_keeps_the_settings():
-    from ddpscope import tune as t
-    cands = _candidates("current", "a")
-    cur = [100.0] * 6
-    decision = t._decide(cands, [cur, [95.0] * 4 + [105.0] * 2], [100.0] * 6, 0.05, 0.0)
-    assert t._finalists(cands, decision) == [1]
-    t._confirm(cands, decision, [1], [cur, [98.0] * 6], [104.0, 96.0] * 3)
-    # 6 of 6 but by 2 %, under these rounds' noise floor of 4 %
-    assert not decision["switched"] and decision["chosen"] == 0
-    assert decision["confidence"] is None and cands[0]["chosen"] and not cands[1]["chosen"]
-    assert decision["reason"].endswith(
-        "; measured again in 6 confirmation rounds, no candidate beat them in enough rounds (the "
-        "sign test at alpha 0.05 needs 6 of 6) by more than the noise floor of 4.0 %; the best, "
-        "a, was faster in 6 of 6 rounds and faster by a median 2.0 %")
-
-
-def test_a_first_round_winner_is_not_measured_again():
-    from ddpscope import tune as t
-    cands = _candidates("current", "a", "b")
-    cur = [100.0] * 8
-    decision = t._decide(cands, [cur, [90.0] * 8, [95.0] * 8], [100.5] * 8, 0.05, 0.0)
-    assert decision["switched"] and decision["chosen"] == 1
-    assert t._finalists(cands, decision) == []

@@ -133,17 +133,9 @@ def case_poor(rank, args):
     step = make_step(opt, data)
     result = ddpscope.torch.tune(ddp, step, optimizer=opt, rounds=6, steps_per_block=3,
                                  report=os.path.join(args.out, "report.json"))
-    # One first round cannot pass the sign test (p = 1/2 at best): the layout ahead in it is
-    # measured again in confirmation rounds, which decide.
-    again = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.0001)
-    confirmed = ddpscope.torch.tune(again, step, candidates=[{"bucket_cap_mb": 25}], rounds=1,
-                                    confirm_rounds=6, steps_per_block=3,
-                                    report=os.path.join(args.out, "confirmed.json"))
     return {"switched": result.switched, "same_object": result.model is ddp,
             "ranks": gather(ddp_state(result.model)), "paste": result.paste,
-            "initial_buckets": len(ddp._get_ddp_logging_data()["rebuilt_bucket_sizes"].split(",")),
-            "confirmed_switched": confirmed.switched,
-            "confirmed_ranks": gather(ddp_state(confirmed.model))}
+            "initial_buckets": len(ddp._get_ddp_logging_data()["rebuilt_bucket_sizes"].split(","))}
 
 
 def case_nothing(rank, args):
@@ -220,7 +212,6 @@ def case_refuse(rank, args):
     refusal("compiled", lambda: ddpscope.torch.tune(compiled, step))
     refusal("not_ddp", lambda: ddpscope.torch.tune(model, step))
     refusal("rounds", lambda: ddpscope.torch.tune(ddp, step, rounds=0))
-    refusal("confirm_rounds", lambda: ddpscope.torch.tune(ddp, step, confirm_rounds=-1))
     refusal("candidate_key", lambda: ddpscope.torch.tune(ddp, step, candidates=[{"lr": 1}]))
 
     from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powersgd
@@ -334,12 +325,6 @@ def case_sweep(rank, args):
             layouts.append((c["label"], kw))
             keys.append(_layout_key(kw))
     chosen = keys.index(_layout_key(result.ddp_kwargs))
-    # what the first rounds alone chose (tune before its confirmation rounds): the current
-    # settings whenever confirmation rounds ran
-    confirmation = result.report["decision"]["confirmation"]
-    first = chosen if confirmation is None else keys.index(
-        _layout_key({k: v for k, v in result.report["candidates"][0]["ddp_kwargs"].items()
-                     if v is not None}))
     # every layout replayed from the same recording: the prediction's order over the sweep
     replayed = [None] * len(layouts)
     if rank == 0:
@@ -371,7 +356,6 @@ def case_sweep(rank, args):
     times = t.tolist()
     return {"model": args.model, "start_cap": args.start_cap, "tune_seconds": tune_seconds,
             "switched": result.switched, "paste": result.paste, "chosen": chosen,
-            "first_chosen": first, "confirmation": confirmation,
             "tune_steps": result.report["steps"],
             "layouts": [{"label": label, "ddp_kwargs": kw, "buckets": _bucket_count(w),
                          "step_ns": times[i]}

@@ -67,7 +67,6 @@ class MainWindowTest : public QObject {
   void overlapPanelDeletesTheChartItReplaces();
   void opensATuneReportInTheTuningTab();
   void aBadTuneReportShowsTheReadersError();
-  void aConfirmedCandidateSaysSoInTheTuningTab();
 };
 
 void MainWindowTest::eachMalformedFileShowsAnErrorAndLeavesTheWindowUsable() {
@@ -215,19 +214,6 @@ void MainWindowTest::opensATuneReportInTheTuningTab() {
   QVERIFY(window.tunePanel()->decision()->text().contains(
       "Next time: DistributedDataParallel(model, " + table->item(chosen, 0)->text() + ")"));
   QVERIFY(window.tunePanel()->header()->text().contains("Deep, world size 2, gloo on cpu"));
-}
-
-// tune_job.py --case poor's second tune: its one first round chose nothing, the confirmation
-// rounds chose DDP's default cap.
-void MainWindowTest::aConfirmedCandidateSaysSoInTheTuningTab() {
-  MainWindow window;
-  QVERIFY(window.openTuneReport(QString(DDPSCOPE_TEST_DATA_DIR) + "/tune/confirmed-report.json"));
-  QTableWidget* table = window.tunePanel()->table();
-  QCOMPARE(table->rowCount(), 2);
-  QCOMPARE(table->item(0, 7)->text(), QString("current"));
-  QCOMPARE(table->item(1, 5)->text(), QString("1 of 1"));
-  QCOMPARE(table->item(1, 7)->text(), QString("confirmed in 6 of 6, chosen"));
-  QVERIFY(window.tunePanel()->decision()->text().contains("6 of 6 confirmation rounds"));
 }
 
 void MainWindowTest::aBadTuneReportShowsTheReadersError() {
