@@ -174,3 +174,17 @@ def test_api_errors_before_any_collective():
         ddpscope.torch.tune()  # noqa: the two positional arguments are required
     with pytest.raises(ddpscope.torch.TuneError, match="expected a DistributedDataParallel"):
         ddpscope.torch.tune(torch.nn.Linear(2, 2), lambda m: None)
+
+
+def test_the_guide_states_the_wins_the_sign_test_needs():
+    # docs/tuning.md's "Decide" lists the rounds a candidate must win at alpha 0.05
+    import re
+    from ddpscope import tune as t
+    with open(os.path.join(ROOT, "docs", "tuning.md"), encoding="utf-8") as f:
+        text = " ".join(f.read().split())
+    listed = re.search(r"p ≤ `alpha` \(0\.05; ([^)]*)\)", text).group(1)
+    pairs = [tuple(int(x) for x in m) for m in re.findall(r"(\d+) of (\d+)", listed)]
+    assert len(pairs) == 5
+    for wins, rounds in pairs:
+        needed = next(w for w in range(rounds + 1) if t._sign_test_p(w, rounds) <= 0.05)
+        assert wins == needed, (wins, rounds)
