@@ -80,8 +80,6 @@ def summarize(job):
     best = min(range(len(layouts)), key=lambda i: ratios[i])
     chosen = job["chosen"]
     regret = ratios[chosen] / ratios[best] - 1
-    first = job.get("first_chosen", chosen)  # what the first rounds alone chose (the trial)
-    first_regret = ratios[first] / ratios[best] - 1
     predicted = [c for c in job["candidates"] if c["predicted_step_ms"] is not None]
     rho = spearman([c["predicted_step_ms"] for c in predicted],
                    [ratios[c["layout"]] for c in predicted])
@@ -105,17 +103,23 @@ def summarize(job):
                             "rounds_faster": c.get("rounds_faster")}
                            for c in job["candidates"]]}
     if "confirmation" in job:  # the trial with confirmation rounds (docs/tuning.md)
+        first = job["first_chosen"]  # what its first rounds alone chose
+        first_regret = ratios[first] / ratios[best] - 1
         row.update({"first_chosen": first, "first_regret": first_regret,
                     "first_good": first_regret <= noise, "confirmation": job["confirmation"]})
     row["proposed"] = near_best_proposed(row)
     return row
 
 
+def start_layout(row):
+    """The index of the job's starting layout (tune's "current" candidate) in the sweep."""
+    return next(c["layout"] for c in row["candidates"] if c["label"] == "current")
+
+
 def versus_start(row):
     """The chosen layout's measured step over the job's starting layout's, minus 1 (negative:
     tuning helped)."""
-    start = next(c["layout"] for c in row["candidates"] if c["label"] == "current")
-    return row["layouts"][row["chosen"]]["ratio"] / row["layouts"][start]["ratio"] - 1
+    return row["layouts"][row["chosen"]]["ratio"] / row["layouts"][start_layout(row)]["ratio"] - 1
 
 
 def near_best_proposed(row):
@@ -145,11 +149,9 @@ def in_tunes_rounds(row):
     """The sweep's best layout as tune's own first rounds measured it against the starting
     layout: "+g % (w won)" (g: its median gain, w: the rounds it was faster in), "not a
     candidate", "the start" or None when the run did not keep tune's figures."""
-    cands = row["candidates"]
-    start = next(c["layout"] for c in cands if c["label"] == "current")
-    if row["best"] == start:
+    if row["best"] == start_layout(row):
         return "the start"
-    best = next((c for c in cands if c["layout"] == row["best"]), None)
+    best = next((c for c in row["candidates"] if c["layout"] == row["best"]), None)
     if best is None:
         return "not a candidate"
     if best.get("gain_percent") is None:
@@ -169,7 +171,8 @@ def table(path):
           "| noise floor | within |%s%s a near-best layout among the candidates "
           "| Spearman: candidates (n) | Spearman: sweep | prediction error |" % (
               " first rounds alone: choice / best - 1 (within) |" if confirmed else "",
-              " the sweep's best: gain over the start in the sweep; in tune's rounds |" if own else ""))
+              " the sweep's best: gain over the start in the sweep; in tune's rounds |"
+              if own else ""))
     print("|---" * (12 + confirmed + own) + "|")
     for r in rows:
         lay = r["layouts"]
@@ -182,10 +185,9 @@ def table(path):
                 "same choice" if first == r["chosen"] else "%+.1f %%" % (100 * first_regret),
                 "yes" if r.get("first_good", r["good"]) else "no")
         if own:
-            start = next(c["layout"] for c in r["candidates"] if c["label"] == "current")
+            gain = 1 - lay[r["best"]]["ratio"] / lay[start_layout(r)]["ratio"]
             tuned = in_tunes_rounds(r)
-            extra += " %+.1f %%; %s |" % (100 * (1 - lay[r["best"]]["ratio"] / lay[start]["ratio"]),
-                                          "–" if tuned is None else tuned)
+            extra += " %+.1f %%; %s |" % (100 * gain, "–" if tuned is None else tuned)
         print("| %s | %s | %s | %+.1f %% | %s | %+.1f %% | %.1f %% | %s |%s %s | %s | %s | %s |" % (
             r["model"], "cap 0.05" if r["start"] != "default" else "defaults",
             lay[r["chosen"]]["label"], 100 * versus_start(r), lay[r["best"]]["label"],
