@@ -22,9 +22,11 @@ recording at the job's starting layout (`replay --from-trace`, the what-if) and 
 ratio. A miss is either the prediction's (no layout within the noise of the best was among the
 candidates) or the measurement's (one was, and tune kept the current settings). Rows keep tune's
 own first-round figures of each candidate (its median gain, the rounds it won), and `--table`
-shows the sweep's best as the sweep and as tune's rounds measured it. A run of the trial with
-confirmation rounds (docs/tuning.md, "Tried and not kept") also scored what tune's first rounds
-alone chose: a paired before/after from the same job and sweep. Standard library only.
+shows the sweep's best as the sweep and as tune's rounds measured it, and the job's own wrapper
+(which tune timed as the current settings, timed in the sweep too) against a fresh wrapper of
+the same settings. A run of the trial with confirmation rounds (docs/tuning.md, "Tried and not
+kept") also scored what tune's first rounds alone chose: a paired before/after from the same job
+and sweep. Standard library only.
 """
 
 import argparse
@@ -107,6 +109,12 @@ def summarize(job):
         first_regret = ratios[first] / ratios[best] - 1
         row.update({"first_chosen": first, "first_regret": first_regret,
                     "first_good": first_regret <= noise, "confirmation": job["confirmation"]})
+    if "own" in job:  # the job's own wrapper at its starting settings, timed in the sweep too
+        own = [statistics.median(b) / 1e6 for b in job["own"]["step_ns"]]
+        start = start_layout(row)
+        row["own_ratio"] = statistics.median(own[r] / blocks[base][r] for r in rounds)
+        row["own_vs_fresh"] = row["own_ratio"] / ratios[start] - 1
+        row.update(own_outcome(row))
     row["proposed"] = near_best_proposed(row)
     return row
 
@@ -114,6 +122,15 @@ def summarize(job):
 def start_layout(row):
     """The index of the job's starting layout (tune's "current" candidate) in the sweep."""
     return next(c["layout"] for c in row["candidates"] if c["label"] == "current")
+
+
+def own_outcome(row):
+    """What tune ended on as the job runs it, the job's own wrapper when it kept the settings,
+    against the best of the sweep and the own wrapper: {"own_regret", "own_good"}."""
+    ratios = [x["ratio"] for x in row["layouts"]]
+    ended = ratios[row["chosen"]] if row["switched"] else row["own_ratio"]
+    regret = ended / min(ratios[row["best"]], row["own_ratio"]) - 1
+    return {"own_regret": regret, "own_good": regret <= row["noise_floor"]}
 
 
 def versus_start(row):
@@ -208,6 +225,14 @@ def table(path):
                      sum(1 for r in rows if r.get("confirmation")),
                      sum(1 for r in rows if r.get("confirmation") and
                          r["chosen"] != r.get("first_chosen", r["chosen"]))))
+    own = [r for r in rows if "own_vs_fresh" in r]
+    if own:
+        line += (". The job's own wrapper (the settings tune timed as current) against a fresh "
+                 "wrapper of the same settings, median over the rounds: %s. With the job's own "
+                 "wrapper as what tune kept (and among the layouts), within the noise floor of "
+                 "the best: %d of %d jobs" % (
+                     ", ".join("%+.1f %%" % (100 * r["own_vs_fresh"]) for r in own),
+                     sum(1 for r in own if r["own_good"]), len(own)))
     print(line + ".")
     print()
     print("| model | start | layouts, fastest measured first: measured / default's step "

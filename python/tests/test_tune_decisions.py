@@ -90,6 +90,9 @@ def test_the_committed_tables_are_the_scripts(capsys):
     td.table(os.path.join(docs, "tune_2026-11-30_confirmation.json"))
     with open(os.path.join(docs, "tune_2026-11-30_confirmation.md"), encoding="utf-8") as f:
         assert capsys.readouterr().out in f.read()
+    td.table(os.path.join(docs, "tune_2026-11-30_own-wrapper.json"))
+    with open(os.path.join(docs, "tune_2026-11-30_own-wrapper.md"), encoding="utf-8") as f:
+        assert capsys.readouterr().out in f.read()
 
 
 def test_the_first_rounds_choice_is_scored_apart(capsys, tmp_path):
@@ -132,3 +135,27 @@ def test_the_sweeps_best_as_tunes_rounds_measured_it():
     assert td.in_tunes_rounds(row) == "not a candidate"
     row["best"] = 1
     assert td.in_tunes_rounds(row) == "the start"
+
+
+def test_the_jobs_own_wrapper_is_scored_against_a_fresh_one(capsys, tmp_path):
+    job = _job([[95, 114], [100, 120], [110, 132]], [102, 118], chosen=1,
+               replayed=[9.0, 10.0, 11.0])
+    job["candidates"][1]["label"] = "current"  # L1 is the starting layout: ratio 1.0
+    job["own"] = {"step_ns": [[int(106e6)] * 3, [int(126e6)] * 3]}  # 6 and 5 % slower
+    row = td.summarize(job)
+    assert row["own_ratio"] == pytest.approx((1.06 + 1.05) / 2)
+    assert row["own_vs_fresh"] == pytest.approx(0.055)
+    # tune kept the settings (chosen = the start): it ended on the own wrapper, 1.055 against
+    # the best's 0.95
+    assert row["own_regret"] == pytest.approx(1.055 / 0.95 - 1) and not row["own_good"]
+    fast = dict(job, own={"step_ns": [[int(93e6)] * 3, [int(111e6)] * 3]})  # 7 and 7.5 % faster
+    assert td.summarize(fast)["own_regret"] == pytest.approx(0.0)  # the own wrapper is the best
+    switched = dict(job, chosen=0, switched=True)  # tune switched to L0: a fresh wrapper
+    assert td.summarize(switched)["own_regret"] == pytest.approx(0.0)
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps({"rows": [row]}))
+    td.table(str(path))
+    assert ("The job's own wrapper (the settings tune timed as current) against a fresh wrapper "
+            "of the same settings, median over the rounds: +5.5 %. With the job's own wrapper as "
+            "what tune kept (and among the layouts), within the noise floor of the best: 0 of 1 "
+            "jobs.") in capsys.readouterr().out

@@ -305,7 +305,8 @@ def case_sweep(rank, args):
     """Tune from DDP's defaults (or --start-cap), then measure every layout of an exhaustive
     sweep in the same job (caps SWEEP_CAPS, the planned list and every candidate tune
     proposed): --repeats rounds, the order rotated each round, one block of --steps steps per
-    layout (its first step untimed) and DDP's default twice (the control: the noise floor)."""
+    layout (its first step untimed), DDP's default twice (the control: the noise floor) and the
+    job's own wrapper, which tune timed as the current settings."""
     job = tuned_job(rank, args)
     module, step, result, tune_seconds = job.module, job.step, job.result, job.tune_seconds
     layouts = [("bucket_cap_mb=%g" % c, {"bucket_cap_mb": c}) for c in SWEEP_CAPS]
@@ -331,6 +332,10 @@ def case_sweep(rank, args):
         for i, (_, kw) in enumerate(layouts):
             replayed[i] = ddpscope.replay(trace, model, **kw)["what_if"]["step_time_ns"] / 1e6
     wrappers = [nn.parallel.DistributedDataParallel(module, **kw) for _, kw in layouts]
+    # the job's own wrapper (its starting settings), which tune timed as the current settings,
+    # timed once more here beside the fresh wrapper of the same settings
+    own = len(wrappers)
+    wrappers.append(job.ddp)
     for w in wrappers:
         for _ in range(2):
             step(w)
@@ -361,6 +366,7 @@ def case_sweep(rank, args):
                          "step_ns": times[i]}
                         for i, ((label, kw), w) in enumerate(zip(layouts, wrappers))],
             "control": {"of": control, "step_ns": times[len(wrappers)]},
+            "own": {"step_ns": times[own]},
             "candidates": [{"label": c["label"], "predicted_step_ms": c["predicted_step_ms"],
                             "measured_step_ms": c["measured_step_ms"], "current": c["current"],
                             "gain_percent": c["gain_percent"], "rounds_faster": c["rounds_faster"],
