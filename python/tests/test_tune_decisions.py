@@ -81,18 +81,11 @@ def test_a_sweep_without_every_replay_has_no_sweep_rho():
 def test_the_committed_tables_are_the_scripts(capsys):
     """docs/measurements/tune_2026-11-*.md hold what --table prints of their JSON."""
     docs = os.path.join(os.path.dirname(os.path.dirname(HERE)), "docs", "measurements")
-    td.table(os.path.join(docs, "tune_2026-11-29_decisions.json"))
-    with open(os.path.join(docs, "tune_2026-11-29_decisions.md"), encoding="utf-8") as f:
-        assert capsys.readouterr().out in f.read()
-    td.table(os.path.join(docs, "tune_2026-11-29_second-recording.json"))
-    with open(os.path.join(docs, "tune_2026-11-29_second-recording.md"), encoding="utf-8") as f:
-        assert capsys.readouterr().out in f.read()
-    td.table(os.path.join(docs, "tune_2026-11-30_confirmation.json"))
-    with open(os.path.join(docs, "tune_2026-11-30_confirmation.md"), encoding="utf-8") as f:
-        assert capsys.readouterr().out in f.read()
-    td.table(os.path.join(docs, "tune_2026-11-30_own-wrapper.json"))
-    with open(os.path.join(docs, "tune_2026-11-30_own-wrapper.md"), encoding="utf-8") as f:
-        assert capsys.readouterr().out in f.read()
+    for name in ("tune_2026-11-29_decisions", "tune_2026-11-29_second-recording",
+                 "tune_2026-11-30_confirmation", "tune_2026-11-30_own-wrapper"):
+        td.table(os.path.join(docs, name + ".json"))
+        with open(os.path.join(docs, name + ".md"), encoding="utf-8") as f:
+            assert capsys.readouterr().out in f.read(), name
 
 
 def test_the_first_rounds_choice_is_scored_apart(capsys, tmp_path):
