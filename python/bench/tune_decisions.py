@@ -183,14 +183,14 @@ def table(path):
     with open(path) as f:
         rows = json.load(f)["rows"]
     confirmed = any("confirmation" in r for r in rows)
-    own = any(c.get("gain_percent") is not None for r in rows for c in r["candidates"])
+    figures = any(c.get("gain_percent") is not None for r in rows for c in r["candidates"])
     print("| model | start | tune's choice | choice / start - 1 | sweep's best | choice / best - 1 "
           "| noise floor | within |%s%s a near-best layout among the candidates "
           "| Spearman: candidates (n) | Spearman: sweep | prediction error |" % (
               " first rounds alone: choice / best - 1 (within) |" if confirmed else "",
               " the sweep's best: gain over the start in the sweep; in tune's rounds |"
-              if own else ""))
-    print("|---" * (12 + confirmed + own) + "|")
+              if figures else ""))
+    print("|---" * (12 + confirmed + figures) + "|")
     for r in rows:
         lay = r["layouts"]
         rho = r["spearman"]
@@ -201,7 +201,7 @@ def table(path):
             extra += " %s (%s) |" % (
                 "same choice" if first == r["chosen"] else "%+.1f %%" % (100 * first_regret),
                 "yes" if r.get("first_good", r["good"]) else "no")
-        if own:
+        if figures:
             gain = 1 - lay[r["best"]]["ratio"] / lay[start_layout(r)]["ratio"]
             tuned = in_tunes_rounds(r)
             extra += " %+.1f %%; %s |" % (100 * gain, "–" if tuned is None else tuned)
