@@ -76,8 +76,8 @@ def summarize(job):
     blocks = [[statistics.median(b) / 1e6 for b in layout["step_ns"]] for layout in layouts]
     control = [statistics.median(b) / 1e6 for b in job["control"]["step_ns"]]
     rounds = range(len(control))
-    ratios = [statistics.median(blocks[i][r] / blocks[base][r] for r in rounds)
-              for i in range(len(layouts))]
+    per_round = [[blocks[i][r] / blocks[base][r] for r in rounds] for i in range(len(layouts))]
+    ratios = [statistics.median(x) for x in per_round]
     noise = statistics.median(abs(control[r] / blocks[base][r] - 1) for r in rounds)
     best = min(range(len(layouts)), key=lambda i: ratios[i])
     chosen = job["chosen"]
@@ -92,11 +92,12 @@ def summarize(job):
             "tune_seconds": job["tune_seconds"], "tune_noise_floor_percent":
             job["noise_floor_percent"], "noise_floor": noise, "best": best, "chosen": chosen,
             "regret": regret, "good": regret <= noise, "spearman": rho,
+            "control_round_ratios": [control[r] / blocks[base][r] for r in rounds],
             "tune_steps": job.get("tune_steps"),
             "spearman_sweep": rho_sweep,
             "layouts": [{"label": layout["label"], "buckets": layout["buckets"],
                          "ratio": ratios[i], "median_ms": statistics.median(blocks[i]),
-                         "replayed_ms": replayed[i]}
+                         "replayed_ms": replayed[i], "round_ratios": per_round[i]}
                         for i, layout in enumerate(layouts)],
             "candidates": [{"label": c["label"], "predicted_step_ms": c["predicted_step_ms"],
                             "layout": c["layout"],
@@ -112,11 +113,38 @@ def summarize(job):
     if "own" in job:  # the job's own wrapper at its starting settings, timed in the sweep too
         own = [statistics.median(b) / 1e6 for b in job["own"]["step_ns"]]
         start = start_layout(row)
-        row["own_ratio"] = statistics.median(own[r] / blocks[base][r] for r in rounds)
+        row["own_round_ratios"] = [own[r] / blocks[base][r] for r in rounds]
+        row["own_ratio"] = statistics.median(row["own_round_ratios"])
         row["own_vs_fresh"] = row["own_ratio"] / ratios[start] - 1
         row.update(own_outcome(row))
     row["proposed"] = near_best_proposed(row)
+    held = held_out_regret(row)
+    if held is not None:
+        row["held_out_regret"] = held
+        row["held_out_good"] = held <= noise
     return row
+
+
+def held_out_regret(row):
+    """Tune's choice against the sweep's best picked on *other* rounds: for each round, the
+    layout with the smallest median ratio over the remaining rounds is that round's best, and the
+    choice's block over that best's block in the round is one ratio; the median over the rounds,
+    minus 1. The plain regret compares the choice with the luckiest of nine to twelve noisy
+    figures, which a tuner that always picked a truly best layout would still miss by about a
+    standard error or two (the winner's curse); judged on rounds it was not picked on, a best
+    layout that only had luck loses its advantage. None without the rounds' ratios (rows saved before
+    they were kept) or with fewer than 3 rounds."""
+    per = [x.get("round_ratios") for x in row["layouts"]]
+    if any(p is None for p in per) or len(per[0]) < 3:
+        return None
+    n = len(per[0])
+    chosen = row["chosen"]
+    out = []
+    for r in range(n):
+        others = [k for k in range(n) if k != r]
+        best = min(range(len(per)), key=lambda i: statistics.median(per[i][k] for k in others))
+        out.append(per[chosen][r] / per[best][r])
+    return statistics.median(out) - 1
 
 
 def start_layout(row):
@@ -184,18 +212,23 @@ def table(path):
         rows = json.load(f)["rows"]
     confirmed = any("confirmation" in r for r in rows)
     figures = any(c.get("gain_percent") is not None for r in rows for c in r["candidates"])
+    held = any("held_out_regret" in r for r in rows)
     print("| model | start | tune's choice | choice / start - 1 | sweep's best | choice / best - 1 "
-          "| noise floor | within |%s%s a near-best layout among the candidates "
+          "| noise floor | within |%s%s%s a near-best layout among the candidates "
           "| Spearman: candidates (n) | Spearman: sweep | prediction error |" % (
+              " best picked on the other rounds: choice / best - 1 (within) |" if held else "",
               " first rounds alone: choice / best - 1 (within) |" if confirmed else "",
               " the sweep's best: gain over the start in the sweep; in tune's rounds |"
               if figures else ""))
-    print("|---" * (12 + confirmed + figures) + "|")
+    print("|---" * (12 + held + confirmed + figures) + "|")
     for r in rows:
         lay = r["layouts"]
         rho = r["spearman"]
         err = prediction_error(r)
         extra = ""
+        if held:
+            extra += " %+.1f %% (%s) |" % (100 * r["held_out_regret"],
+                                          "yes" if r["held_out_good"] else "no")
         if confirmed:
             first, first_regret = r.get("first_chosen", r["chosen"]), r.get("first_regret")
             extra += " %s (%s) |" % (
@@ -218,6 +251,9 @@ def table(path):
     print()
     line = "Within the noise floor of the sweep's best: %d of %d jobs" % (
         sum(1 for r in rows if r["good"]), len(rows))
+    if held:
+        line += "; with the best picked on the other rounds: %d of %d" % (
+            sum(1 for r in rows if r["held_out_good"]), len(rows))
     if confirmed:
         line += ("; with the first rounds' choice alone: %d of %d. Confirmation rounds ran in %d, "
                  "and switched in %d" % (
@@ -269,10 +305,11 @@ def main():
                     row["repeat"] = k
                     rows.append(row)
                     lay = row["layouts"]
-                    print("%-18s from %-7s #%d chose %-28s best %-28s regret %+5.1f %% noise "
-                          "%4.1f %% %s  rho %s / sweep %s" % (
+                    print("%-18s from %-7s #%d chose %-28s best %-28s regret %+5.1f %% "
+                          "(held out %+5.1f %%) noise %4.1f %% %s  rho %s / sweep %s" % (
                               model, start, k, lay[row["chosen"]]["label"][:28],
                               lay[row["best"]]["label"][:28], 100 * row["regret"],
+                              100 * row["held_out_regret"],
                               100 * row["noise_floor"], "ok" if row["good"] else "NO",
                               "-" if row["spearman"] is None else "%+.2f" % row["spearman"],
                               "-" if row["spearman_sweep"] is None

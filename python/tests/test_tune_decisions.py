@@ -152,3 +152,35 @@ def test_the_jobs_own_wrapper_is_scored_against_a_fresh_one(capsys, tmp_path):
             "of the same settings, median over the rounds: +5.5 %. With the job's own wrapper as "
             "what tune kept (and among the layouts), within the noise floor of the best: 0 of 1 "
             "jobs.") in capsys.readouterr().out
+
+
+def test_the_best_picked_on_other_rounds_loses_its_luck(capsys, tmp_path):
+    # L0 is as fast as the chosen L1 but had two lucky rounds (0.90, 0.93): the plain score
+    # takes it as the best (median 0.98) and calls the choice a miss against a 1 % noise floor
+    job = _job([[90, 93, 103, 108], [100] * 4, [110] * 4], [101, 99, 101, 99], chosen=1,
+               replayed=[9.0, 10.0, 11.0])
+    job["candidates"][1]["label"] = "current"  # tune kept L1
+    row = td.summarize(job)
+    assert row["best"] == 0 and row["regret"] == pytest.approx(1 / 0.98 - 1)
+    assert row["noise_floor"] == pytest.approx(0.01) and not row["good"]
+    # held out: rounds 0 and 1 pick L1 on the other three (L0's median there 1.03), rounds 2
+    # and 3 pick L0 (0.93) and find L1 faster in them: median of 1, 1, 100/103, 100/108
+    assert row["layouts"][0]["round_ratios"] == pytest.approx([0.90, 0.93, 1.03, 1.08])
+    assert row["held_out_regret"] == pytest.approx((1 + 100 / 103) / 2 - 1)
+    assert row["held_out_good"]
+    # a layout faster in every round stays the best whichever rounds pick it
+    fast = td.summarize(dict(job, layouts=_job([[95, 94, 96, 95], [100] * 4, [110] * 4], [],
+                                               1, [])["layouts"]))
+    assert fast["held_out_regret"] == pytest.approx(100 / 95 - 1)
+    assert not fast["held_out_good"]
+    assert td.summarize(dict(job, chosen=0))["held_out_regret"] < 0  # L0 lost on held-out rounds
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps({"rows": [row, fast]}))
+    td.table(str(path))
+    out = capsys.readouterr().out
+    assert "| **no** | -1.5 % (yes) | yes |" in out and "| **no** | +5.3 % (no) | yes |" in out
+    assert ("Within the noise floor of the sweep's best: 0 of 2 jobs; with the best picked on "
+            "the other rounds: 1 of 2.") in out
+    # two rounds are too few to hold one out: no figure, no column
+    assert "held_out_regret" not in td.summarize(_job([[95, 114], [100, 120], [110, 132]],
+                                                      [102, 118], 1, [9.0, 10.0, 11.0]))
