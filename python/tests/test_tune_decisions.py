@@ -82,7 +82,8 @@ def test_the_committed_tables_are_the_scripts(capsys):
     """docs/measurements/tune_2026-11-*.md hold what --table prints of their JSON."""
     docs = os.path.join(os.path.dirname(os.path.dirname(HERE)), "docs", "measurements")
     for name in ("tune_2026-11-29_decisions", "tune_2026-11-29_second-recording",
-                 "tune_2026-11-30_confirmation", "tune_2026-11-30_own-wrapper"):
+                 "tune_2026-11-30_confirmation", "tune_2026-11-30_own-wrapper",
+                 "tune_2026-11-30_held-out"):
         td.table(os.path.join(docs, name + ".json"))
         with open(os.path.join(docs, name + ".md"), encoding="utf-8") as f:
             assert capsys.readouterr().out in f.read(), name
