@@ -40,6 +40,14 @@ def _job(blocks_ms, control_ms, chosen, replayed):
             "replayed_step_ms": replayed}
 
 
+def _table(tmp_path, capsys, rows):
+    """What --table prints of a saved run of `rows`."""
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps({"rows": rows}))
+    td.table(str(path))
+    return capsys.readouterr().out
+
+
 def test_a_choice_within_the_noise_of_the_best_is_good():
     # rounds drift (100 then 120 ms) but each ratio is paired within its round
     job = _job([[95, 114], [100, 120], [110, 132]], [102, 118], chosen=1,
@@ -102,17 +110,12 @@ def test_the_first_rounds_choice_is_scored_apart(capsys, tmp_path):
     row = td.summarize(job)
     assert row["good"] and row["regret"] == pytest.approx(0.0)
     assert not row["first_good"] and row["first_regret"] == pytest.approx(1 / 0.95 - 1)
-    path = tmp_path / "run.json"
-    path.write_text(json.dumps({"rows": [row, plain]}))
-    td.table(str(path))
-    out = capsys.readouterr().out
+    out = _table(tmp_path, capsys, [row, plain])
     assert "| yes | +5.3 % (no) | yes |" in out and "| yes | same choice (yes) | yes |" in out
     assert ("Within the noise floor of the sweep's best: 2 of 2 jobs; with the first rounds' "
             "choice alone: 1 of 2. Confirmation rounds ran in 1, and switched in 1.") in out
     # without the trial's fields, neither the column nor the second count
-    path.write_text(json.dumps({"rows": [plain]}))
-    td.table(str(path))
-    out = capsys.readouterr().out
+    out = _table(tmp_path, capsys, [plain])
     assert "first rounds alone" not in out
     assert "Within the noise floor of the sweep's best: 1 of 1 jobs.\n" in out
 
@@ -146,13 +149,10 @@ def test_the_jobs_own_wrapper_is_scored_against_a_fresh_one(capsys, tmp_path):
     assert td.summarize(fast)["own_regret"] == pytest.approx(0.0)  # the own wrapper is the best
     switched = dict(job, chosen=0, switched=True)  # tune switched to L0: a fresh wrapper
     assert td.summarize(switched)["own_regret"] == pytest.approx(0.0)
-    path = tmp_path / "run.json"
-    path.write_text(json.dumps({"rows": [row]}))
-    td.table(str(path))
     assert ("The job's own wrapper (the settings tune timed as current) against a fresh wrapper "
             "of the same settings, median over the rounds: +5.5 %. With the job's own wrapper as "
             "what tune kept (and among the layouts), within the noise floor of the best: 0 of 1 "
-            "jobs.") in capsys.readouterr().out
+            "jobs.") in _table(tmp_path, capsys, [row])
 
 
 def test_the_best_picked_on_other_rounds_loses_its_luck(capsys, tmp_path):
@@ -175,10 +175,7 @@ def test_the_best_picked_on_other_rounds_loses_its_luck(capsys, tmp_path):
     assert fast["held_out_regret"] == pytest.approx(100 / 95 - 1)
     assert not fast["held_out_good"]
     assert td.summarize(dict(job, chosen=0))["held_out_regret"] < 0  # L0 lost on held-out rounds
-    path = tmp_path / "run.json"
-    path.write_text(json.dumps({"rows": [row, fast]}))
-    td.table(str(path))
-    out = capsys.readouterr().out
+    out = _table(tmp_path, capsys, [row, fast])
     assert "| **no** | -1.5 % (yes) | yes |" in out and "| **no** | +5.3 % (no) | yes |" in out
     assert ("Within the noise floor of the sweep's best: 0 of 2 jobs; with the best picked on "
             "the other rounds: 1 of 2.") in out
