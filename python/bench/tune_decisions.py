@@ -15,7 +15,9 @@ round. Jobs are interleaved over models and starts (m1 s1, m1 s2, m2 s1, ...), `
 Per job: every layout's step as the median over rounds of its block median over the default's
 block median in the same round (a paired ratio: drift between rounds cancels); the noise floor
 is the median over rounds of |second default block / first - 1|. Tune's decision is good when
-its layout's ratio is within the noise floor of the best layout's. The prediction's order is
+its layout's ratio is within the noise floor of the best layout's; it is also scored against the
+best picked on the other rounds (leave one round out: `held_out_regret`), which a layout that was
+only lucky does not survive. The prediction's order is
 scored by Spearman's rank correlation between tune's predicted steps and the sweep's measured
 ratios of the same candidates, and over the whole sweep between each layout's replay of a
 recording at the job's starting layout (`replay --from-trace`, the what-if) and its measured
