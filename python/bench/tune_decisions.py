@@ -134,8 +134,8 @@ def held_out_regret(row):
     minus 1. The plain regret compares the choice with the luckiest of nine to twelve noisy
     figures, which a tuner that always picked a truly best layout would still miss by about a
     standard error or two (the winner's curse); judged on rounds it was not picked on, a best
-    layout that only had luck loses its advantage. None without the rounds' ratios (rows saved before
-    they were kept) or with fewer than 3 rounds."""
+    layout that only had luck loses its advantage. None without the rounds' ratios (rows saved
+    before they were kept) or with fewer than 3 rounds."""
     per = [x.get("round_ratios") for x in row["layouts"]]
     if any(p is None for p in per) or len(per[0]) < 3:
         return None
@@ -307,11 +307,12 @@ def main():
                     row["repeat"] = k
                     rows.append(row)
                     lay = row["layouts"]
+                    held = row.get("held_out_regret")  # None below 3 rounds
                     print("%-18s from %-7s #%d chose %-28s best %-28s regret %+5.1f %% "
-                          "(held out %+5.1f %%) noise %4.1f %% %s  rho %s / sweep %s" % (
+                          "(held out %s) noise %4.1f %% %s  rho %s / sweep %s" % (
                               model, start, k, lay[row["chosen"]]["label"][:28],
                               lay[row["best"]]["label"][:28], 100 * row["regret"],
-                              100 * row["held_out_regret"],
+                              "-" if held is None else "%+.1f %%" % (100 * held),
                               100 * row["noise_floor"], "ok" if row["good"] else "NO",
                               "-" if row["spearman"] is None else "%+.2f" % row["spearman"],
                               "-" if row["spearman_sweep"] is None
