@@ -7,7 +7,9 @@
 // written (/dev/full, a full disk) → 1; a communication failure or collective timeout (a dead or
 // stopped peer) → the rank prints it, flushes its partial trace and aborts the job (MPI_Abort);
 // SIGTERM from mpirun (it kills the survivors when a rank dies or aborts) → the signal thread
-// names the collective in flight and flushes the partial trace.
+// names the collective in flight and flushes the partial trace. Under `ddpscope run`, a non-zero
+// code after a completed MPI_Finalize goes to the launcher through DDPSCOPE_RUN_EXIT_DIR and the
+// rank exits 0, so mpirun does not wait out its abort grace (cli/rank_exit.h).
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -19,6 +21,7 @@
 
 #include "api/buckets_request.h"
 #include "api/ddp_flags.h"
+#include "cli/rank_exit.h"
 #include "cli/run_worker.h"
 #include "io/file_output.h"
 #include "runtime/fault_guard.h"
@@ -441,5 +444,8 @@ int runWorker(int argc, char** argv) {
 }  // namespace ddpscope::cli
 
 int main(int argc, char** argv) {
-  return ddpscope::cli::runWorker(argc, argv);
+  const int code = ddpscope::cli::runWorker(argc, argv);
+  // A rank that got through MPI_Finalize with an error: under `ddpscope run` the launcher gets
+  // the code without mpirun's abort wait (cli/rank_exit.h).
+  return ddpscope::runtime::MpiSession::finalized() ? ddpscope::cli::handOverExitCode(code) : code;
 }

@@ -2,7 +2,9 @@
 // mpirun on this machine and returns its exit code. Handles what a one-machine launch needs:
 // --oversubscribe (more ranks than cores), --bind-to none (ranks float over the cores),
 // --allow-run-as-root when running as root (containers, CI), one BLAS thread per rank, and
-// idle ranks yielding the CPU. The worker's output goes straight to this process's stdout /
+// idle ranks yielding the CPU. A rank that ends cleanly with an error hands its exit code over
+// through a scratch directory, so the command returns without mpirun's abort wait (rank_exit.h).
+// The worker's output goes straight to this process's stdout /
 // stderr (the child inherits them). No process outlives the command: SIGINT / SIGTERM / SIGHUP
 // are forwarded to mpirun as SIGTERM (SIGKILL after a grace period), and any rank left behind
 // (one that was stopped, one whose mpirun died) is SIGKILLed when mpirun has exited (process.h).
@@ -17,6 +19,7 @@
 #include "cli/arg_parser.h"
 #include "cli/commands.h"
 #include "cli/process.h"
+#include "cli/rank_exit.h"
 
 namespace ddpscope::cli {
 namespace {
@@ -163,8 +166,15 @@ Status runRunCommand(const std::vector<std::string>& argv, CommandIo io) {
     if (io.exitCode) *io.exitCode = checked;
     return Status::ok();
   }
+  // Ranks that leave cleanly with an error hand their code over here (rank_exit.h).
+  ASSIGN_OR_RETURN(const std::string exitDir, makeRankExitDir());
+  env.push_back({kRankExitDirEnv, exitDir});
   ChildReport report;
-  ASSIGN_OR_RETURN(int code, runChildProcess(std::move(command), env, std::nullopt, &report));
+  StatusOr<int> launched = runChildProcess(std::move(command), env, std::nullopt, &report);
+  StatusOr<int> handedOver = collectRankExits(exitDir);
+  if (!launched.isOk()) return launched.status();
+  if (!handedOver.isOk()) return handedOver.status();
+  int code = *launched != 0 ? *launched : *handedOver;
   if (report.terminationSignal != 0) {
     // Ctrl-C or a kill of this launcher: mpirun got SIGTERM and stopped its ranks (each
     // flushes its partial trace); whatever outlived it was SIGKILLed (process.h).

@@ -163,6 +163,12 @@ MpiSession::~MpiSession() {
   if (!finalized) MPI_Finalize();
 }
 
+bool MpiSession::finalized() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  return finalized != 0;
+}
+
 bool MpiSession::threadMultiple() const {
   return m_threadLevel >= MPI_THREAD_MULTIPLE;
 }

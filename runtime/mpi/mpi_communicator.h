@@ -36,6 +36,8 @@ class MpiSession {
   int worldSize() const { return m_worldSize; }
   std::string threadLevelName() const;
   bool threadMultiple() const;
+  // Whether MPI_Finalize has completed in this process (false before MPI_Init too).
+  static bool finalized();
 
  private:
   MpiSession() = default;

@@ -225,20 +225,29 @@ TEST(MpiCliTest, UnwritableOutputsFailWithThePathAndTheReason) {
     // Refused by the launcher's check, before mpirun started any rank.
     EXPECT_EQ(r.output.find("Primary job"), std::string::npos) << r.output;
   }
-  // Found when writing: /dev/full takes the open and refuses every byte.
+  // Found when writing: /dev/full takes the open and refuses every byte. Rank 0 fails after
+  // every rank has finished: the code comes back through the launcher's exit directory, not
+  // through mpirun's abort (which waited twice the 5 s kill grace: 9.7 s instead of 0.9 s), and
+  // the directory is gone afterwards (TMPDIR: a scratch directory that must end empty).
   if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
-  ProcessRun r =
-      run(kDdpscope + " run --nproc 2 -- --model mlp-tiny --iterations 2 --trace /dev/full");
+  const fs::path tmp = scratch("tmp_dev_full");
+  fs::create_directories(tmp);
+  const std::string launch = "TMPDIR=" + tmp.string() + " " + kDdpscope + " run --nproc 2 -- ";
+  ProcessRun r = run(launch + "--model mlp-tiny --iterations 2 --trace /dev/full");
+  std::printf("[ measured ] --trace /dev/full: exit %d after %.2f s\n", r.exitCode, r.seconds);
   EXPECT_EQ(r.exitCode, 1) << r.output;
   EXPECT_NE(r.output.find("ddpscope-run: error: /dev/full: write failed: No space left on device"),
             std::string::npos)
       << r.output;
   EXPECT_EQ(r.output.find("trace written to"), std::string::npos) << r.output;
-  r = run(kDdpscope + " run --nproc 2 -- --model mlp-tiny --iterations 2 --summary /dev/full");
+  EXPECT_EQ(r.output.find("returned\na non-zero exit code"), std::string::npos) << r.output;
+  r = run(launch + "--model mlp-tiny --iterations 2 --summary /dev/full");
   EXPECT_EQ(r.exitCode, 1) << r.output;
   EXPECT_NE(r.output.find("--summary: /dev/full: write failed: No space left on device"),
             std::string::npos)
       << r.output;
+  EXPECT_EQ(r.output.find("returned\na non-zero exit code"), std::string::npos) << r.output;
+  EXPECT_TRUE(fs::is_empty(tmp));
 }
 
 TEST(MpiCliTest, WorkerCheckRefusesWhatEveryRankWouldRefuseWithoutMpi) {
@@ -302,6 +311,16 @@ TEST(MpiCliTest, UnusedParameterWithoutFindUnusedPrintsE1OnEveryRankAndExitsNonZ
   EXPECT_NE(r.output.find("rank 1: error:"), std::string::npos);
   EXPECT_NE(r.output.find("did not receive grad for rank 1: [2, 3]"), std::string::npos)
       << r.output;
+  // Through `ddpscope run`: the same exit code and messages, handed over by the ranks after
+  // MPI_Finalize instead of through mpirun's abort (cli/rank_exit.h).
+  const ProcessRun launched =
+      run(kDdpscope + " run --nproc 2 -- --model mlp-branch:in=16,hidden=32,out=4 --iterations 6");
+  EXPECT_EQ(launched.exitCode, 1) << launched.output;
+  EXPECT_EQ(count(launched.output, "Expected to have finished reduction in the prior iteration"),
+            2u)
+      << launched.output;
+  EXPECT_EQ(launched.output.find("returned\na non-zero exit code"), std::string::npos)
+      << launched.output;
 }
 
 TEST(MpiCliTest, MismatchedModelsPrintE4AndE5OnEveryRank) {
@@ -482,7 +501,10 @@ TEST(MpiCliTest, DdpscopeRunLaunchesTheWorkerAndReturnsItsExitCode) {
   // with exit 2 and the reason; on a GPU machine with NCCL built it trains (exit 0).
   r = run(kDdpscope + " run --nproc 1 -- --model mlp-tiny --iterations 2 --backend nccl");
   if (r.exitCode != 0) {
+    // Every rank refuses after MPI_Init and leaves cleanly: the code comes through the launcher,
+    // mpirun does not abort the job.
     EXPECT_EQ(r.exitCode, 2) << r.output;
+    EXPECT_EQ(r.output.find("returned\na non-zero exit code"), std::string::npos) << r.output;
     EXPECT_TRUE(r.output.find("--backend nccl: this ddpscope-run was not built with CUDA/NCCL") !=
                     std::string::npos ||
                 r.output.find("--backend nccl: no CUDA device visible") != std::string::npos)
