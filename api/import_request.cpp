@@ -170,6 +170,21 @@ std::vector<SettingSpec> importTorchSettingList() {
 
 namespace {
 
+// The model with its layers in the order the trace's forward called them, when that differs
+// from the order the model lists them (replay::runLayerOrder); nullopt otherwise, or when the
+// trace has no measured step to tell.
+std::optional<models::ModelSpec> inRunOrder(const traces::Timeline& timeline,
+                                            const models::ModelSpec& model,
+                                            const std::string& output) {
+  StatusOr<replay::MeasuredProfile> profile = replay::buildProfile(timeline, model, output);
+  if (!profile.isOk()) return std::nullopt;
+  const std::vector<int> order = replay::runLayerOrder(model, *profile);
+  if (order.empty()) return std::nullopt;
+  StatusOr<models::ModelSpec> reordered = model.withLayerOrder(order);
+  if (!reordered.isOk()) return std::nullopt;
+  return std::move(reordered).value();
+}
+
 // When the trace's forward called the model's layers in another order than the model lists
 // them (replay::runLayerOrder), what moved and whether, in the trace's order, DDP's plan gives
 // the trace's steady buckets; "" otherwise, or when the trace has no measured step to tell.
@@ -228,6 +243,20 @@ StatusOr<TorchImport> importTorchTraces(
   options.progress = std::move(progress);
   ASSIGN_OR_RETURN(traces::Timeline timeline,
                    traces::importKinetoTraces(tracePaths, options, &result.report));
+  // A forward that called the model's layers in another order than the model lists them readied
+  // the gradients, and so built DDP's buckets, in that order: the bytes a trace without message
+  // sizes takes from the plan, and the count of collectives that differ from it, come from the
+  // plan in the run's order (a second import with that plan; the first one found the order).
+  if (model) {
+    if (std::optional<models::ModelSpec> reordered = inRunOrder(timeline, *model, *output)) {
+      ASSIGN_OR_RETURN(options.plan,
+                       plannedSizes(*reordered, jobSettings.value_or(ddp::DdpConfig{})));
+      options.plan.origin += ", its layers in the run's forward order";
+      options.progress = nullptr;
+      result.report = traces::KinetoImportReport{};
+      ASSIGN_OR_RETURN(timeline, traces::importKinetoTraces(tracePaths, options, &result.report));
+    }
+  }
   if (const std::optional<traces::TracedGpu>& gpu = result.report.gpu) {
     result.report.notes.push_back("kernels ran on " + gpu->describe() +
                                   ": replay and --compute-from on a cluster of another GPU carry "

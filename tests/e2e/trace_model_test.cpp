@@ -305,5 +305,51 @@ TEST(TraceModelTest, WithoutShapesImportGoesOnAndReplayAsksForTheModel) {
                                "profile recorded with record_shapes=True); give --model"));
 }
 
+// The H100 resnet50 job's forward called each first bottleneck's downsample before its main
+// branch, where the zoo's resnet50 lists it after bn3, so its buckets follow that order (only the
+// first two of its five are the zoo order's). With --model, import-torch compares the trace's
+// collectives with DDP's plan, and sizes those the profiler recorded no size for from it: both
+// against the plan in the run's order. Without the collectives' sizes (their msg nelems and
+// Input Dims taken out), the buckets come out the traced ones to the byte.
+TEST(TraceModelTest, ImportWithAModelInAnotherOrderTakesThePlanInTheRunsOrder) {
+  const std::vector<std::string> args = {"--model", "resnet50", "--autocast", "--json", "-o"};
+  std::vector<std::string> sized = {"import-torch", h100Trace("resnet50")};
+  sized.insert(sized.end(), args.begin(), args.end());
+  sized.push_back((scratchDir() / "r50-sized-run.json").string());
+  const CliResult traced = runCliForTest(sized);
+  ASSERT_EQ(traced.exitCode, 0) << traced.err;
+  const auto tracedSummary = nlohmann::json::parse(traced.out);
+  EXPECT_EQ(tracedSummary["collectives_sized_from_plan"], 0);
+  EXPECT_EQ(tracedSummary["notes"].dump().find("differ in size from the bucket plan"),
+            std::string::npos)
+      << tracedSummary["notes"].dump();
+  ASSERT_EQ(tracedSummary["bucket_bytes"].size(), 5u);
+
+  nlohmann::json trace = readTraceJson(h100Trace("resnet50"));
+  for (auto& e : trace["traceEvents"]) {
+    const std::string name = e.value("name", "");
+    const bool comm = name == "record_param_comms" || name.starts_with("c10d::") ||
+                      name.starts_with("nccl:");
+    if (comm && e.contains("args")) {
+      for (const char* key : {"In msg nelems", "Out msg nelems", "Input Dims"}) {
+        e["args"].erase(key);
+      }
+    }
+  }
+  std::vector<std::string> unsized = {"import-torch",
+                                      writeScratchFile("r50-unsized.json", trace.dump())};
+  unsized.insert(unsized.end(), args.begin(), args.end());
+  unsized.push_back((scratchDir() / "r50-unsized-run.json").string());
+  const CliResult planned = runCliForTest(unsized);
+  ASSERT_EQ(planned.exitCode, 0) << planned.err;
+  const auto plannedSummary = nlohmann::json::parse(planned.out);
+  EXPECT_GT(plannedSummary["collectives_sized_from_plan"].get<int64_t>(), 0);
+  EXPECT_EQ(plannedSummary["bucket_bytes"], tracedSummary["bucket_bytes"]);
+  EXPECT_THAT(plannedSummary["notes"].dump(),
+              HasSubstr("bytes from the bucket plan (allreduces) and the buffers (broadcasts) of "
+                        "model 'resnet50' (bucket_cap_mb 25, semantics 2.15), its layers in the "
+                        "run's forward order"));
+}
+
 }  // namespace
 }  // namespace ddpscope::traces
