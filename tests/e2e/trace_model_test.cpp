@@ -328,8 +328,8 @@ TEST(TraceModelTest, ImportWithAModelInAnotherOrderTakesThePlanInTheRunsOrder) {
   nlohmann::json trace = readTraceJson(h100Trace("resnet50"));
   for (auto& e : trace["traceEvents"]) {
     const std::string name = e.value("name", "");
-    const bool comm = name == "record_param_comms" || name.starts_with("c10d::") ||
-                      name.starts_with("nccl:");
+    const bool comm =
+        name == "record_param_comms" || name.starts_with("c10d::") || name.starts_with("nccl:");
     if (comm && e.contains("args")) {
       for (const char* key : {"In msg nelems", "Out msg nelems", "Input Dims"}) {
         e["args"].erase(key);
