@@ -170,42 +170,34 @@ std::vector<SettingSpec> importTorchSettingList() {
 
 namespace {
 
-// The model with its layers in the order the trace's forward called them, when that differs
-// from the order the model lists them (replay::runLayerOrder); nullopt otherwise, or when the
-// trace has no measured step to tell.
-std::optional<models::ModelSpec> inRunOrder(const traces::Timeline& timeline,
-                                            const models::ModelSpec& model,
-                                            const std::string& output) {
+// When the trace's forward called the model's layers in another order than the model lists
+// them (replay::runLayerOrder): what moved (`note`) and the model in the run's order (nullopt
+// when it cannot be reordered). Both empty otherwise, or when the trace has no measured step.
+struct RunOrder {
+  std::string note;
+  std::optional<models::ModelSpec> model;
+};
+RunOrder runOrderOf(const traces::Timeline& timeline, const models::ModelSpec& model,
+                    const std::string& output) {
   StatusOr<replay::MeasuredProfile> profile = replay::buildProfile(timeline, model, output);
-  if (!profile.isOk()) return std::nullopt;
+  if (!profile.isOk()) return {};
   const std::vector<int> order = replay::runLayerOrder(model, *profile);
-  if (order.empty()) return std::nullopt;
-  StatusOr<models::ModelSpec> reordered = model.withLayerOrder(order);
-  if (!reordered.isOk()) return std::nullopt;
-  return std::move(reordered).value();
+  if (order.empty()) return {};
+  RunOrder out{replay::layerOrderNote(model, profile->forwardOrder), std::nullopt};
+  if (StatusOr<models::ModelSpec> reordered = model.withLayerOrder(order); reordered.isOk()) {
+    out.model = std::move(reordered).value();
+  }
+  return out;
 }
 
-// When the trace's forward called the model's layers in another order than the model lists
-// them (replay::runLayerOrder), what moved and whether, in the trace's order, DDP's plan gives
-// the trace's steady buckets; "" otherwise, or when the trace has no measured step to tell.
-std::string importLayerOrderNote(const traces::Timeline& timeline, const models::ModelSpec& model,
-                                 const ddp::DdpConfig& config,
-                                 const traces::KinetoImportSummary& summary,
-                                 const std::string& output) {
-  StatusOr<replay::MeasuredProfile> profile = replay::buildProfile(timeline, model, output);
-  if (!profile.isOk()) return "";
-  const std::vector<int> order = replay::runLayerOrder(model, *profile);
-  if (order.empty()) return "";
-  std::string note = replay::layerOrderNote(model, profile->forwardOrder);
-  StatusOr<models::ModelSpec> reordered = model.withLayerOrder(order);
-  if (!reordered.isOk()) return note;
-  StatusOr<traces::PlannedSizes> plan = plannedSizes(*reordered, config);
-  if (!plan.isOk() || plan->bucketBytes.size() != summary.bucketBytes.size()) return note;
-  for (size_t b = 0; b < summary.bucketBytes.size(); ++b) {
-    if (summary.bucketBytes[b] != plan->bucketBytes[b]) return note;
+// Whether `planned` (DDP's plan) gives the imported steady buckets, byte for byte.
+bool planGivesBuckets(const std::vector<int64_t>& planned,
+                      const traces::KinetoImportSummary& summary) {
+  if (planned.size() != summary.bucketBytes.size()) return false;
+  for (size_t b = 0; b < planned.size(); ++b) {
+    if (summary.bucketBytes[b] != planned[b]) return false;
   }
-  return note + "; in the trace's order DDP's bucket plan is the trace's " +
-         std::to_string(summary.bucketBytes.size()) + " buckets, byte for byte";
+  return true;
 }
 
 }  // namespace
@@ -247,15 +239,15 @@ StatusOr<TorchImport> importTorchTraces(
   // the gradients, and so built DDP's buckets, in that order: the bytes a trace without message
   // sizes takes from the plan, and the count of collectives that differ from it, come from the
   // plan in the run's order (a second import with that plan; the first one found the order).
-  if (model) {
-    if (std::optional<models::ModelSpec> reordered = inRunOrder(timeline, *model, *output)) {
-      ASSIGN_OR_RETURN(options.plan,
-                       plannedSizes(*reordered, jobSettings.value_or(ddp::DdpConfig{})));
-      options.plan.origin += ", its layers in the run's forward order";
-      options.progress = nullptr;
-      result.report = traces::KinetoImportReport{};
-      ASSIGN_OR_RETURN(timeline, traces::importKinetoTraces(tracePaths, options, &result.report));
-    }
+  RunOrder runOrder;
+  if (model) runOrder = runOrderOf(timeline, *model, *output);
+  if (runOrder.model) {
+    ASSIGN_OR_RETURN(options.plan,
+                     plannedSizes(*runOrder.model, jobSettings.value_or(ddp::DdpConfig{})));
+    options.plan.origin += ", its layers in the run's forward order";
+    options.progress = nullptr;
+    result.report = traces::KinetoImportReport{};
+    ASSIGN_OR_RETURN(timeline, traces::importKinetoTraces(tracePaths, options, &result.report));
   }
   if (const std::optional<traces::TracedGpu>& gpu = result.report.gpu) {
     result.report.notes.push_back("kernels ran on " + gpu->describe() +
@@ -320,12 +312,14 @@ StatusOr<TorchImport> importTorchTraces(
   }
   RETURN_IF_ERROR(traces::writeChromeTrace(timeline, *output));
   result.summary = traces::summarizeImport(timeline);
-  if (model && !result.modelFromTrace) {
-    if (std::string note = importLayerOrderNote(
-            timeline, *model, jobSettings.value_or(ddp::DdpConfig{}), result.summary, *output);
-        !note.empty()) {
-      result.report.notes.push_back(std::move(note));
+  // What moved, and whether in the run's order DDP's plan (the second import's) is the trace's.
+  if (!runOrder.note.empty()) {
+    if (runOrder.model && planGivesBuckets(options.plan.bucketBytes, result.summary)) {
+      runOrder.note += "; in the trace's order DDP's bucket plan is the trace's " +
+                       std::to_string(result.summary.bucketBytes.size()) +
+                       " buckets, byte for byte";
     }
+    result.report.notes.push_back(std::move(runOrder.note));
   }
   return result;
 }
