@@ -99,6 +99,7 @@ StatusOr<ClusterCalibration> calibrateCluster(
     ASSIGN_OR_RETURN(result.stepFit, replay::fitContentionToSteps(refs, calibrated, layout));
     cal.contention.slowdown = result.stepFit->contention;
   }
+  result.acrossNodesNote = replay::acrossNodesNote(base, cal);
   result.clusterName = values.value("name").value_or(std::filesystem::path(*out).stem().string());
   std::ostringstream desc;
   desc << base.name << " calibrated by ddpscope calibrate on " << runs.size() << " run(s): ";
@@ -143,6 +144,7 @@ nlohmann::json calibrateJson(const ClusterCalibration& r) {
                         {"calibration", replay::calibrationJson(r.calibration)},
                         {"contention_refit", nullptr},
                         {"contention_refit_note", r.stepFitNote},
+                        {"across_nodes_note", r.acrossNodesNote},
                         {"output", r.output},
                         {"cluster_name", r.clusterName}};
   if (r.stepFit) {

@@ -37,6 +37,9 @@ struct ClusterCalibration {
   // Why the contention was not refitted to the runs' step times although they share a world
   // size > 1 ("" otherwise).
   std::string stepFitNote;
+  // Where the calibrated cluster's terms across nodes come from when they are not the fit's
+  // (sim::replay::acrossNodesNote; "" otherwise).
+  std::string acrossNodesNote;
   std::string output;  // the cluster JSON written
   std::string clusterName;
 };
@@ -48,7 +51,7 @@ StatusOr<ClusterCalibration> calibrateCluster(
     std::function<void(size_t done, size_t total, const std::string& path)> progress = nullptr);
 
 // What `ddpscope calibrate --json` prints: {"runs", "calibration", "contention_refit",
-// "contention_refit_note", "output", "cluster_name"}.
+// "contention_refit_note", "across_nodes_note", "output", "cluster_name"}.
 nlohmann::json calibrateJson(const ClusterCalibration& result);
 
 }  // namespace ddpscope::api

@@ -26,7 +26,9 @@ Status runCalibrateCommand(const std::vector<std::string>& argv, CommandIo io) {
       "       [--model M]",
       "Fits the cluster model to measured runs (traces of 'ddpscope run', or any trace with the\n"
       "same lanes): the alpha-beta ring model from every collective's duration vs bytes (least\n"
-      "squares over all runs and world sizes), the contention factor (how much slower layers run\n"
+      "squares over all runs and world sizes; it times collectives inside one node: across\n"
+      "nodes a base with NCCL's model keeps its own network's terms, and a ring that crosses\n"
+      "nodes takes the slower), the contention factor (how much slower layers run\n"
       "while a collective is in flight, from overlapped vs non-overlapped spans of the same\n"
       "shape), the compute scale (measured / predicted by the base's compute model: its roofline\n"
       "or kernel fit) and DDP's host costs (ddp_overheads: the median host span per allreduce\n"
@@ -81,6 +83,7 @@ Status runCalibrateCommand(const std::vector<std::string>& argv, CommandIo io) {
     report << line;
   }
   report << sim::replay::formatCalibration(result.calibration);
+  if (!result.acrossNodesNote.empty()) report << result.acrossNodesNote << "\n";
   if (const auto& stepFit = result.stepFit) {
     std::snprintf(line, sizeof(line),
                   "  contention refitted to the runs' step times: %.2f (mean |step error| %.2f "

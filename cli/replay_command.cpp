@@ -143,9 +143,14 @@ Status runReplayCommand(const std::vector<std::string>& argvIn, CommandIo io) {
          << profile.measuredIterations.back() << " (" << profile.measuredIterations.size()
          << "), cluster " << req.cluster.name << " (";
   if (req.cluster.commModel == sim::CommModelKind::kAlphaBeta) {
-    io.out << "alpha " << req.cluster.alphaBeta.intraAlphaUs << " us, beta "
-           << req.cluster.alphaBeta.intraBetaGBps << " GB/s, base " << req.cluster.alphaBeta.baseUs
-           << " us";
+    const sim::AlphaBetaSpec& ab = req.cluster.alphaBeta;
+    io.out << "alpha " << ab.intraAlphaUs << " us, beta " << ab.intraBetaGBps << " GB/s, base "
+           << ab.baseUs << " us";
+    if (ab.interBetaGBps > 0 &&
+        (ab.interAlphaUs != ab.intraAlphaUs || ab.interBetaGBps != ab.intraBetaGBps)) {
+      io.out << "; across nodes alpha " << ab.interAlphaUs << " us, beta " << ab.interBetaGBps
+             << " GB/s";
+    }
   } else {
     io.out << "NCCL " << req.cluster.ncclVersion << "'s model";
   }

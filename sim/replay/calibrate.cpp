@@ -11,6 +11,7 @@
 
 #include "base/median.h"
 #include "sim/compute/roofline_compute_model.h"
+#include "sim/cost/comm_model.h"
 #include "sim/replay/host_fit.h"
 #include "sim/replay/measured_compute_model.h"
 
@@ -559,6 +560,50 @@ DdpOverheadsFit fitDdpOverheads(const std::vector<const traces::Timeline*>& time
   return out;
 }
 
+std::optional<AcrossNodesTerms> acrossNodesOfBase(const ClusterSpec& base) {
+  if (base.interNode.nicsPerNode <= 0 || base.gpusPerNode < 1) return std::nullopt;
+  AcrossNodesTerms out;
+  out.layout = WorldLayout{2, base.gpusPerNode};
+  StatusOr<std::unique_ptr<CommModel>> model = makeCommModel(base, out.layout);
+  if (!model.isOk()) return std::nullopt;
+  const double n = out.layout.worldSize();
+  const double steps = 2 * (n - 1);
+  const double wire = busBandwidthFactor(Collective::kAllreduce, out.layout.worldSize());
+  auto us = [&](int64_t bytes) {
+    return (*model)->estimate(Collective::kAllreduce, bytes).time.toMicros();
+  };
+  const double small = static_cast<double>(kAcrossNodesSmallBytes);
+  const double large = static_cast<double>(kAcrossNodesLargeBytes);
+  const double tSmall = us(kAcrossNodesSmallBytes);
+  const double tLarge = us(kAcrossNodesLargeBytes);
+  const double usPerByte = (tLarge - tSmall) / (wire * (large - small));
+  if (!(usPerByte > 0) || !(tSmall >= 0)) return std::nullopt;
+  out.alphaUs = std::max(0.0, (tSmall - wire * small * usPerByte) / steps);
+  out.betaGBps = 1.0 / (usPerByte * 1e3);  // t[µs] = x / (β · 1e3 B/µs)
+  return out;
+}
+
+std::string acrossNodesNote(const ClusterSpec& base, const Calibration& cal) {
+  if (cal.comm.samples == 0 || base.commModel == CommModelKind::kAlphaBeta) return "";
+  const std::optional<AcrossNodesTerms> across = acrossNodesOfBase(base);
+  char line[512];
+  if (!across) {
+    std::snprintf(line, sizeof(line),
+                  "  across nodes: none: the fit is of collectives inside one node, and %s has no "
+                  "network across nodes (inter_node) to time them: layouts of several nodes are "
+                  "refused",
+                  base.name.c_str());
+    return line;
+  }
+  std::snprintf(line, sizeof(line),
+                "  across nodes: alpha %.2f us, beta %.4f GB/s from %s's own network (its "
+                "allreduce at %d nodes x %d ranks): the fit is of collectives inside one node; a "
+                "ring that crosses nodes takes the larger alpha and the smaller beta",
+                across->alphaUs, across->betaGBps, base.name.c_str(), across->layout.nodes,
+                across->layout.gpusPerNode);
+  return line;
+}
+
 ClusterSpec applyCalibration(const ClusterSpec& base, const Calibration& cal,
                              const std::string& name) {
   ClusterSpec c = base;
@@ -569,7 +614,14 @@ ClusterSpec applyCalibration(const ClusterSpec& base, const Calibration& cal,
     c.alphaBeta.intraAlphaUs = cal.comm.alphaUs;
     c.alphaBeta.intraBetaGBps = cal.comm.betaGBps;
     c.alphaBeta.baseUs = cal.comm.baseUs;
-    if (!hadAlphaBeta || c.alphaBeta.interBetaGBps <= 0) {
+    if (!hadAlphaBeta) {
+      // The traces' collectives ran inside one node (gpus_per_node grows to their world below):
+      // across nodes the base's own network times them, not the fit — a one-node fit there
+      // would cross nodes at NVLink's speed. The α–β model takes the slower of the two.
+      const std::optional<AcrossNodesTerms> across = acrossNodesOfBase(base);
+      c.alphaBeta.interAlphaUs = across ? across->alphaUs : 0;
+      c.alphaBeta.interBetaGBps = across ? across->betaGBps : 0;
+    } else if (c.alphaBeta.interBetaGBps <= 0) {
       c.alphaBeta.interAlphaUs = cal.comm.alphaUs;
       c.alphaBeta.interBetaGBps = cal.comm.betaGBps;
     }

@@ -220,16 +220,36 @@ struct Calibration {
 StatusOr<Calibration> calibrate(const std::vector<ProfileRef>& runs, const DeviceSpec& device,
                                 bool allowOneRank = false);
 
-// The calibrated cluster as a struct: α–β comm model with the fit (intra node; across nodes
-// keeps the base's values, or the fit when it has none) — or, with no fit (comm.samples == 0),
-// the base's communication model unchanged —, contention, peaks scaled by 1/s, gpus_per_node ≥
-// the largest world measured (one machine), the fitted ddp_overheads terms.
+// The base cluster's own network across nodes as α–β terms, for a calibrated cluster whose fit
+// (collectives inside one node) says nothing about it: the base's communication model at two
+// nodes of its node size, solved for α (µs per ring step) and β (GB/s per rank) through its
+// allreduce times at kAcrossNodesSmallBytes and kAcrossNodesLargeBytes
+// (t = 2(n−1)·α + 2(n−1)/n·S/β at both). nullopt when the base has no model across nodes.
+inline constexpr int64_t kAcrossNodesSmallBytes = 4096;
+inline constexpr int64_t kAcrossNodesLargeBytes = 256 << 20;
+struct AcrossNodesTerms {
+  double alphaUs = 0;
+  double betaGBps = 0;
+  WorldLayout layout;  // where the base's model was asked
+};
+std::optional<AcrossNodesTerms> acrossNodesOfBase(const ClusterSpec& base);
+
+// The calibrated cluster as a struct: α–β comm model with the fit inside a node; across nodes an
+// α–β base keeps its values (the fit when it has none), an NCCL base gives its own network's
+// terms (acrossNodesOfBase; none when it has no model across nodes: multi-node layouts are then
+// refused) — or, with no fit (comm.samples == 0), the base's communication model unchanged —,
+// contention, peaks scaled by 1/s, gpus_per_node ≥ the largest world measured (one machine), the
+// fitted ddp_overheads terms.
 ClusterSpec applyCalibration(const ClusterSpec& base, const Calibration& calibration,
                              const std::string& name);
 // The same as cluster JSON, starting from the base cluster's JSON document (kept otherwise).
 nlohmann::json calibratedClusterJson(const nlohmann::json& base, const ClusterSpec& baseSpec,
                                      const Calibration& calibration, const std::string& name,
                                      const std::string& description);
+
+// One line for the report when the calibrated cluster's terms across nodes are not the fit's:
+// where they come from ("" when they are the fit's, or when nothing was fitted).
+std::string acrossNodesNote(const ClusterSpec& base, const Calibration& calibration);
 
 // A one-screen report of the fit: α, β, R², residuals per size range, contention, scale.
 // The fit as data (calibrate --json): comm {alpha_us, beta_GBps, samples, r2, rms_residual_us,

@@ -882,10 +882,14 @@ TEST(CalibrateCliTest, AMultiGpuTraceCalibratesAgainstABuiltInGpuCluster) {
   EXPECT_THAT(r.out, ::testing::Not(HasSubstr("contention refitted")));
   EXPECT_THAT(r.out, HasSubstr("contention not refitted to the runs' step times: their compute is "
                                "the GPU's kernels"));
+  // The fit is of two GPUs in one node: across nodes the cluster keeps dgx-a100's network.
+  EXPECT_THAT(r.out, HasSubstr("across nodes: alpha 2.26 us, beta 190.0130 GB/s from dgx-a100's "
+                               "own network (its allreduce at 2 nodes x 8 ranks)"));
   auto cluster = sim::loadClusterFile(out);
   ASSERT_OK(cluster);
   EXPECT_LT(cluster->contentionSlowdown, 1.0);
   EXPECT_EQ(cluster->commModel, sim::CommModelKind::kAlphaBeta);
+  EXPECT_NEAR(cluster->alphaBeta.interBetaGBps, 190.013, 1e-3);
   EXPECT_FALSE(cluster->measuredLatency.present);
   EXPECT_FALSE(cluster->device.kernelFit.empty());
   r = runCliForTest({"simulate", "--cluster", out, "--model", "resnet50", "--world-size", "2",

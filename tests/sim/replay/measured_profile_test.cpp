@@ -10,6 +10,7 @@
 
 #include "models/zoo.h"
 #include "sim/cost/cluster.h"
+#include "sim/cost/comm_model.h"
 #include "sim/replay/calibrate.h"
 #include "sim/replay/host_fit.h"
 #include "sim/replay/measured_compute_model.h"
@@ -722,6 +723,73 @@ TEST(CalibrateTest, CalibratedClusterJsonLoadsWithTheFittedValues) {
   EXPECT_NEAR(spec->device.peakTflops.at("fp32"),
               base->device.peakTflops.at("fp32") / cal->compute.scale, 1e-6);
   EXPECT_GE(spec->gpusPerNode, 2);
+}
+
+// A GPU cluster's NCCL model calibrated on one node's collectives (a trace of 8 GPUs whose
+// allreduces reach 230 GB/s per rank over NVLink): inside the node the fit times them; across
+// nodes the base's own network does — the α–β line solved through the base's allreduce at two
+// nodes — and a ring that crosses nodes takes the slower of the two. Before, the across-node
+// terms were the one-node fit: 2 nodes of dgx-v100 allreduced 256 MiB in 0.22x the time its own
+// NCCL model gives (230 GB/s across 100 Gb/s NICs), 2 of dgx-a100 in 0.86x.
+TEST(CalibrateTest, AOneNodeFitOnAnNcclClusterCrossesNodesOnTheBasesNetwork) {
+  const MeasuredProfile w8 = syntheticCommProfile(8, 5, 230);
+  const models::ModelSpec model = mlpTiny();
+  auto fit = fitAlphaBeta({{&w8, &model}});
+  ASSERT_OK(fit);
+  Calibration cal;
+  cal.comm = *fit;
+  cal.maxWorldSize = 8;
+  const int64_t large = kAcrossNodesLargeBytes;
+  for (const std::string name : {"dgx-a100", "dgx-v100"}) {
+    SCOPED_TRACE(name);
+    auto base = loadBuiltinCluster(name);
+    ASSERT_OK(base);
+    ASSERT_EQ(base->commModel, CommModelKind::kNccl);
+    const ClusterSpec mine = applyCalibration(*base, cal, "mine");
+    ASSERT_EQ(mine.commModel, CommModelKind::kAlphaBeta);
+    auto timeUs = [&](const ClusterSpec& c, WorldLayout layout) {
+      auto m = makeCommModel(c, layout);
+      EXPECT_OK(m);
+      return m.isOk() ? (*m)->estimate(Collective::kAllreduce, large).time.toMicros() : 0.0;
+    };
+    // Inside the node: the fit.
+    EXPECT_NEAR(timeUs(mine, {1, 8}), 14 * 5 + 1.75 * large / 230e3, 0.5);
+    // Across nodes: never faster than the base's own network, and within the one-node fit's
+    // larger α of it (30 ring steps of 5 µs against the base's α).
+    const double own = timeUs(*base, {2, 8});
+    const double calibrated = timeUs(mine, {2, 8});
+    EXPECT_GE(calibrated, own - 0.5);
+    EXPECT_LE(calibrated, own + 30 * 5);
+    EXPECT_GT(calibrated, timeUs(mine, {1, 8}));
+    const std::optional<AcrossNodesTerms> across = acrossNodesOfBase(*base);
+    ASSERT_TRUE(across.has_value());
+    EXPECT_NEAR(mine.alphaBeta.interAlphaUs, across->alphaUs, 1e-9);
+    EXPECT_NEAR(mine.alphaBeta.interBetaGBps, across->betaGBps, 1e-9);
+    EXPECT_LT(across->betaGBps, 230);
+    // The written cluster keeps them, and the report says where they come from.
+    const nlohmann::json j = calibratedClusterJson(
+        nlohmann::json::parse(std::string(builtinClusterJson(name))), *base, cal, "mine", "test");
+    auto written = parseClusterJson(j.dump(), "mine.json");
+    ASSERT_OK(written);
+    EXPECT_NEAR(timeUs(*written, {2, 8}), calibrated, 0.01 * calibrated);
+    EXPECT_THAT(acrossNodesNote(*base, cal),
+                HasSubstr("from " + name + "'s own network (its allreduce at 2 nodes x 8 ranks)"));
+  }
+  // A base without a network across nodes gives none: several nodes are refused, naming it.
+  auto base = loadBuiltinCluster("dgx-a100");
+  ASSERT_OK(base);
+  base->interNode.nicsPerNode = 0;
+  const ClusterSpec mine = applyCalibration(*base, cal, "mine");
+  auto refused = makeCommModel(mine, {2, 8});
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_THAT(refused.status().message(), HasSubstr("2 nodes need alpha_beta.inter_alpha_us"));
+  EXPECT_THAT(acrossNodesNote(*base, cal), HasSubstr("has no network across nodes"));
+  // An alpha-beta base keeps its own terms across nodes; nothing to note.
+  auto cpu = loadBuiltinCluster("cpu-mpi");
+  ASSERT_OK(cpu);
+  const ClusterSpec cpuMine = applyCalibration(*cpu, cal, "mine");
+  EXPECT_EQ(cpuMine.alphaBeta.interBetaGBps, cpu->alphaBeta.interBetaGBps);
+  EXPECT_EQ(acrossNodesNote(*cpu, cal), "");
 }
 
 TEST(ReplayTest, OwnSettingsReproduceTheSyntheticStep) {
