@@ -61,7 +61,8 @@ StatusOr<ClusterCalibration> calibrateCluster(
   }
   std::vector<replay::ProfileRef> refs;
   for (const auto& p : loaded) refs.push_back({&p.profile, &p.model});
-  ASSIGN_OR_RETURN(result.calibration, replay::calibrate(refs, base.device, /*allowOneRank=*/true));
+  ASSIGN_OR_RETURN(result.calibration,
+                   replay::calibrate(refs, base.device, replay::NetworkFit::kUnlessOneRank));
   replay::Calibration& cal = result.calibration;
   {
     // DDP's host costs come from the traces' host spans (the profiles keep none of them).

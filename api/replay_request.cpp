@@ -202,9 +202,13 @@ StatusOr<ReplayReport> runReplay(const SettingValues& values, bool recordTrace) 
                       req.cluster.device.name +
                       "'s; import the trace again to have them carried to another GPU");
   }
+  // The run's own cluster: a trace of some of the world's ranks keeps its network (and says why).
+  const std::string partialNote =
+      values.has("cluster") ? std::string() : replay::partialTraceNetworkNote(profile);
+  if (!partialNote.empty()) r.notes.push_back(partialNote);
   // Communication calibrated on this run alone: say when its collectives could not separate a
   // call's fixed cost from its bandwidth, which a what-if's other bucket sizes depend on.
-  if (r.whatIf && !values.has("cluster") && run.worldSize >= 2) {
+  if (r.whatIf && !values.has("cluster") && partialNote.empty() && run.worldSize >= 2) {
     StatusOr<replay::AlphaBetaFit> fit = replay::fitAlphaBeta({{&profile, &req.model}});
     if (fit.isOk()) {
       if (std::string note = replay::oneMessageSizeNote(*fit); !note.empty()) {

@@ -507,11 +507,12 @@ KernelFitCalibration fitKernelClasses(const std::vector<RunDeviceTimes>& runs,
 }
 
 StatusOr<Calibration> calibrate(const std::vector<ProfileRef>& runs, const DeviceSpec& device,
-                                bool allowOneRank) {
+                                NetworkFit network) {
   Calibration cal;
   for (const ProfileRef& r : runs)
     cal.maxWorldSize = std::max(cal.maxWorldSize, r.profile->settings.worldSize);
-  if (!(allowOneRank && cal.maxWorldSize == 1)) {
+  if (network == NetworkFit::kRequired ||
+      (network == NetworkFit::kUnlessOneRank && cal.maxWorldSize > 1)) {
     ASSIGN_OR_RETURN(cal.comm, fitAlphaBeta(runs));
   }
   cal.contention = fitContention(runs, device);

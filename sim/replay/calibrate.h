@@ -214,11 +214,13 @@ struct Calibration {
   int maxWorldSize = 1;
 };
 
-// allowOneRank: when every run has one rank (the GPU kit's runs on one GPU), fit compute,
-// contention and host costs and leave the network unfitted (comm.samples == 0) instead of
-// failing; applyCalibration then keeps the base cluster's communication model.
+// Whether calibrate fits the network (comm): always (an error when no run has collectives between
+// ranks); unless every run has one rank (the GPU kit's runs on one GPU); or never (a trace that
+// holds fewer ranks than its world: its collectives hold the wait for the missing ranks). Left
+// unfitted (comm.samples == 0), applyCalibration keeps the base cluster's communication model.
+enum class NetworkFit { kRequired, kUnlessOneRank, kNone };
 StatusOr<Calibration> calibrate(const std::vector<ProfileRef>& runs, const DeviceSpec& device,
-                                bool allowOneRank = false);
+                                NetworkFit network = NetworkFit::kRequired);
 
 // The base cluster's own network across nodes as α–β terms, for a calibrated cluster whose fit
 // (collectives inside one node) says nothing about it: the base's communication model at two

@@ -63,11 +63,32 @@ StatusOr<ClusterSpec> selfCalibratedCluster(const MeasuredProfile& profile,
   ASSIGN_OR_RETURN(ClusterSpec base, loadBuiltinCluster(baseName));
   base.gpusPerNode = std::max(base.gpusPerNode, profile.settings.worldSize);
   std::vector<ProfileRef> runs = {{&profile, &model}};
-  ASSIGN_OR_RETURN(Calibration cal,
-                   calibrate(runs, base.device, /*allowOneRank=*/profile.gpu.has_value()));
-  return applyCalibration(
-      base, cal,
-      "calibrated:" + profile.origin + (profile.gpu ? " (on " + baseName + ")" : std::string()));
+  // A trace of some of the world's ranks keeps the base's network (partialTraceNetworkNote).
+  const bool partial = !partialTraceNetworkNote(profile).empty();
+  const NetworkFit network = partial       ? NetworkFit::kNone
+                             : profile.gpu ? NetworkFit::kUnlessOneRank
+                                           : NetworkFit::kRequired;
+  ASSIGN_OR_RETURN(Calibration cal, calibrate(runs, base.device, network));
+  const std::string traced = std::to_string(profile.numRanks) + " of " +
+                             std::to_string(profile.settings.worldSize) + " ranks traced";
+  std::string name = "calibrated:" + profile.origin;
+  if (profile.gpu) {
+    name += " (on " + baseName + (partial ? ", its network: " + traced : std::string()) + ")";
+  } else if (partial) {
+    name += " (" + baseName + "'s network: " + traced + ")";
+  }
+  return applyCalibration(base, cal, name);
+}
+
+std::string partialTraceNetworkNote(const MeasuredProfile& profile) {
+  const int world = profile.settings.worldSize;
+  if (profile.numRanks <= 0 || profile.numRanks >= world) return "";
+  return profile.origin + " holds " + std::to_string(profile.numRanks) + " of the job's " +
+         std::to_string(world) +
+         " ranks: each collective is timed from the ranks present, so its time holds the wait "
+         "for the missing ones, which a fit would read as a slow network; the collectives are "
+         "timed by the built-in cluster's network model instead (import every rank's trace to "
+         "fit the network, or give --cluster)";
 }
 
 }  // namespace ddpscope::sim::replay

@@ -54,8 +54,12 @@ SimOptions ownSettingsOptions(const MeasuredProfile& profile);
 // A GPU trace that says its GPU (an import with "gpu" metadata) is calibrated on the built-in
 // cluster of that GPU instead (builtinClusterOfGpu: dgx-a100 for an A100, dgx-h100 for an
 // H100), its network kept when the run has one rank; error when no built-in cluster has it.
+// A trace that holds fewer ranks than its world (import-torch --allow-missing-ranks) keeps the
+// base's network: its collectives hold the wait for the missing ranks (partialTraceNetworkNote).
 StatusOr<ClusterSpec> selfCalibratedCluster(const MeasuredProfile& profile,
                                             const models::ModelSpec& model);
+// Why a trace of some of the world's ranks does not fit the network; "" for a trace of all ranks.
+std::string partialTraceNetworkNote(const MeasuredProfile& profile);
 // The first built-in cluster whose device is `gpu`'s chip (builtinDeviceOf, chipOf); nullopt
 // when none is.
 StatusOr<std::optional<std::string>> builtinClusterOfGpu(const traces::TracedGpu& gpu);

@@ -357,6 +357,40 @@ TEST(ReplayCliTest, HtaA100TraceReplaysAtItsOwnSettingsWithinFivePercent) {
   test_docs::expectDocBlock("docs/validation.md", "hta-a100-what-if-comm", table);
 }
 
+// HTA's A100 trace is rank 0 of a 2-rank job: each of its collectives is timed from rank 0
+// alone, so it holds rank 0's wait for rank 1 (12.3 ms of "communication" a step). Fitted as a
+// network that wait read as 7.9 GB/s per rank, and replay's default cluster (no --cluster) then
+// charged a what-if at 8 GPUs 23.5 ms of allreduces where dgx-a100's NCCL model charges under
+// 1 ms. A trace of some of the ranks keeps its GPU's cluster's network, and replay says why.
+TEST(ReplayCliTest, ATraceOfSomeOfTheRanksKeepsItsGpusNetwork) {
+  DDPSCOPE_EXTERNAL_FILE(trace, "hta/originals/nccl_parser_config_nccl_data.json.gz");
+  const std::string run = (scratchDir() / "hta-a100-partial.json").string();
+  CliResult r = runCliForTest({"import-torch", trace, "--model", "resnet50",
+                               "--allow-missing-ranks", "-o", run, "--quiet"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  auto whatIf = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"replay",   "--from-trace", run, "--model",
+                                     "resnet50", "--world-size", "8", "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const CliResult c = runCliForTest(args);
+    EXPECT_EQ(c.exitCode, 0) << c.err;
+    return c.exitCode == 0 ? nlohmann::json::parse(c.out) : nlohmann::json();
+  };
+  const nlohmann::json own = whatIf({});
+  const nlohmann::json named = whatIf({"--cluster", "dgx-a100"});
+  ASSERT_TRUE(own.contains("what_if") && named.contains("what_if"));
+  EXPECT_EQ(own["cluster"],
+            "calibrated:" + run + " (on dgx-a100, its network: 1 of 2 ranks traced)");
+  EXPECT_THAT(own["notes"].dump(),
+              HasSubstr("holds 1 of the job's 2 ranks: each collective is timed from the ranks "
+                        "present, so its time holds the wait for the missing ones"));
+  EXPECT_THAT(named["notes"].dump(), ::testing::Not(HasSubstr("of the job's 2 ranks")));
+  // The what-if's collectives are dgx-a100's, to the nanosecond.
+  EXPECT_EQ(own["what_if"]["comm_ns"], named["what_if"]["comm_ns"]);
+  EXPECT_LT(own["what_if"]["comm_ns"].get<int64_t>(), 2'000'000);
+  EXPECT_LE(std::abs(own["replay_error_percent"].get<double>()), 5.0);
+}
+
 // A GPU trace imported before the import kept its deviceProperties does not say its GPU: replay
 // takes its kernels as the cluster's GPU's, and says so instead of carrying them silently. Its
 // metadata "gpu", malformed, is refused naming the field.
