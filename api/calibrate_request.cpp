@@ -106,6 +106,10 @@ StatusOr<ClusterCalibration> calibrateCluster(
   desc << base.name << " calibrated by ddpscope calibrate on " << runs.size() << " run(s): ";
   if (cal.comm.samples > 0) {
     desc << "alpha-beta fit R^2 " << cal.comm.r2;
+  } else if (cal.comm.partialRuns > 0) {
+    desc << "runs of some of their ranks (collectives holding the wait for the others), network "
+            "model kept from "
+         << base.name;
   } else {
     desc << "one-rank runs, network model kept from " << base.name;
   }

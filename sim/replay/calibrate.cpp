@@ -65,6 +65,12 @@ StatusOr<AlphaBetaFit> fitAlphaBeta(const std::vector<ProfileRef>& runs) {
   std::vector<CommPoint> points;
   int partialRuns = 0;
   for (const ProfileRef& r : runs) {
+    // Its collectives hold the wait for the missing ranks, which the fit would read as a slow
+    // network: left out (partialRunsNote).
+    if (r.profile->settings.worldSize >= 2 && r.profile->someRanksOnly()) {
+      ++partialRuns;
+      continue;
+    }
     if (r.profile->collectivesWithUnknownBytes > 0) {  // never fit to unknown sizes
       return invalidArgument(
           r.profile->origin + ": " + std::to_string(r.profile->collectivesWithUnknownBytes) +
@@ -77,20 +83,18 @@ StatusOr<AlphaBetaFit> fitAlphaBeta(const std::vector<ProfileRef>& runs) {
     if (n < 2) continue;
     bool anyMeasured = false;
     for (const CollectiveSample& c : r.profile->collectives) anyMeasured |= c.measured;
-    bool fitted = false;
     for (const CollectiveSample& c : r.profile->collectives) {
       if (anyMeasured && !c.measured) continue;
-      if (auto p = commPoint(c, n)) {
-        points.push_back(*p);
-        fitted = true;
-      }
+      if (auto p = commPoint(c, n)) points.push_back(*p);
     }
-    if (fitted && r.profile->numRanks < n) ++partialRuns;
   }
   if (points.empty()) {
+    AlphaBetaFit none;
+    none.partialRuns = partialRuns;
     return invalidArgument(
         "no collectives to fit: every run has one rank or no collective spans with a 'bytes' "
-        "arg (record runs with --nproc ≥ 2)");
+        "arg (record runs with --nproc ≥ 2)" +
+        (partialRuns > 0 ? "; " + partialRunsNote(none) : std::string()));
   }
   // Two regimes: α from the latency-bound collectives (< 64 KiB: the median of t / steps), β
   // from the bandwidth-bound ones (≥ 64 KiB: least squares of t − α·steps on x through the
@@ -208,9 +212,9 @@ std::string partialRunsNote(const AlphaBetaFit& fit) {
   if (fit.partialRuns == 0) return "";
   return std::to_string(fit.partialRuns) +
          " run(s) hold fewer ranks than their world size: each collective is timed from the "
-         "ranks present, so its time holds the wait for the others to arrive, and the fit "
-         "overstates the network; import every rank's trace to time a collective from its "
-         "latest start";
+         "ranks present, so its time holds the wait for the others to arrive, which a fit would "
+         "read as a slow network: left out of the network fit (import every rank's trace to time "
+         "a collective from its latest start)";
 }
 
 ContentionFit fitContention(const std::vector<ProfileRef>& runs, const DeviceSpec& device) {
@@ -509,10 +513,18 @@ KernelFitCalibration fitKernelClasses(const std::vector<RunDeviceTimes>& runs,
 StatusOr<Calibration> calibrate(const std::vector<ProfileRef>& runs, const DeviceSpec& device,
                                 NetworkFit network) {
   Calibration cal;
-  for (const ProfileRef& r : runs)
-    cal.maxWorldSize = std::max(cal.maxWorldSize, r.profile->settings.worldSize);
-  if (network == NetworkFit::kRequired ||
-      (network == NetworkFit::kUnlessOneRank && cal.maxWorldSize > 1)) {
+  int fittable = 0;  // runs of every rank of a world > 1
+  for (const ProfileRef& r : runs) {
+    const int world = r.profile->settings.worldSize;
+    cal.maxWorldSize = std::max(cal.maxWorldSize, world);
+    if (world < 2) continue;
+    if (r.profile->someRanksOnly()) {
+      ++cal.comm.partialRuns;
+    } else {
+      ++fittable;
+    }
+  }
+  if (network == NetworkFit::kRequired || (network == NetworkFit::kUnlessOneRank && fittable > 0)) {
     ASSIGN_OR_RETURN(cal.comm, fitAlphaBeta(runs));
   }
   cal.contention = fitContention(runs, device);
@@ -809,7 +821,10 @@ nlohmann::json calibrationJson(const Calibration& c) {
 std::string formatCalibration(const Calibration& cal) {
   std::ostringstream o;
   char line[256];
-  if (cal.comm.samples == 0) {
+  if (cal.comm.samples == 0 && cal.comm.partialRuns > 0) {
+    o << "communication: not fitted: " << partialRunsNote(cal.comm)
+      << "; the base cluster's network model is kept\n";
+  } else if (cal.comm.samples == 0) {
     o << "communication: not fitted: every run has one rank (no collective between ranks); the "
          "base cluster's network model is kept\n";
   } else {

@@ -4,9 +4,10 @@
 //   t = α·steps + x/β with, for n ranks and S bytes, allreduce steps = 2(n−1), x = 2(n−1)/n·S;
 //   allgather / reduce-scatter (n−1), (n−1)/n·S; broadcast (n−1), S —
 // fitted on the cross-rank collective durations (latest start to latest end over ranks, measured
-// iterations) pooled over every run (runs of several world sizes fit one (α, β)) in two size
-// regimes: α = the median of t / steps over the collectives < 64 KiB (latency-bound: the used-map
-// allreduce, rebuild broadcasts), then β from the collectives ≥ 64 KiB by least squares of
+// iterations) pooled over every run (runs of several world sizes fit one (α, β); a run that holds
+// some of its world's ranks is left out: its collectives hold their wait for the others) in two
+// size regimes: α = the median of t / steps over the collectives < 64 KiB (latency-bound: the
+// used-map allreduce, rebuild broadcasts), then β from the collectives ≥ 64 KiB by least squares of
 // t − α·steps on x. Without small collectives: joint least squares over (steps, x), α < 0
 // refitted with α = 0. Runs with one rank carry no information.
 // Quality: R² of t, RMS and median relative residual, and the mean relative residual per size
@@ -77,11 +78,12 @@ struct AlphaBetaFit {
   int64_t largeSize = 0;
   // Runs whose trace holds fewer ranks than their world size (import-torch
   // --allow-missing-ranks): a collective is timed from the ranks present, so its time holds the
-  // wait for the others to arrive, and the fit overstates the network (partialRunsNote).
+  // wait for the others to arrive, which the fit would read as a slow network: left out of it
+  // (partialRunsNote). With no other run of several ranks the network is not fitted.
   int partialRuns = 0;
 };
 
-// When a fitted run misses ranks: what that does to the fit; "" otherwise.
+// When runs miss ranks: why they are left out of the network fit; "" otherwise.
 std::string partialRunsNote(const AlphaBetaFit& fit);
 
 // When the fit saw one message size of ≥ 64 KiB: what that leaves unknown and how to pin it down
@@ -215,9 +217,9 @@ struct Calibration {
 };
 
 // Whether calibrate fits the network (comm): always (an error when no run has collectives between
-// ranks); unless every run has one rank (the GPU kit's runs on one GPU); or never (a trace that
-// holds fewer ranks than its world: its collectives hold the wait for the missing ranks). Left
-// unfitted (comm.samples == 0), applyCalibration keeps the base cluster's communication model.
+// ranks to fit); unless no run holds every rank of a world > 1 (the GPU kit's runs on one GPU,
+// traces of some of the job's ranks: AlphaBetaFit::partialRuns); or never. Left unfitted
+// (comm.samples == 0), applyCalibration keeps the base cluster's communication model.
 enum class NetworkFit { kRequired, kUnlessOneRank, kNone };
 StatusOr<Calibration> calibrate(const std::vector<ProfileRef>& runs, const DeviceSpec& device,
                                 NetworkFit network = NetworkFit::kRequired);

@@ -110,6 +110,9 @@ struct MeasuredProfile {
   std::string origin;  // the trace path
   RunSettings settings;
   int numRanks = 0;
+  // A trace of some of the job's ranks (import-torch --allow-missing-ranks): each collective is
+  // timed from the ranks present, so its time holds their wait for the missing ones.
+  bool someRanksOnly() const { return numRanks > 0 && numRanks < settings.worldSize; }
   std::vector<int64_t> measuredIterations;
   Nanos measuredStep;                 // median over measured iterations of max over ranks
   std::vector<Nanos> iterationSteps;  // per measured iteration: max over ranks

@@ -64,7 +64,7 @@ StatusOr<ClusterSpec> selfCalibratedCluster(const MeasuredProfile& profile,
   base.gpusPerNode = std::max(base.gpusPerNode, profile.settings.worldSize);
   std::vector<ProfileRef> runs = {{&profile, &model}};
   // A trace of some of the world's ranks keeps the base's network (partialTraceNetworkNote).
-  const bool partial = !partialTraceNetworkNote(profile).empty();
+  const bool partial = profile.someRanksOnly();
   const NetworkFit network = partial       ? NetworkFit::kNone
                              : profile.gpu ? NetworkFit::kUnlessOneRank
                                            : NetworkFit::kRequired;
@@ -81,10 +81,9 @@ StatusOr<ClusterSpec> selfCalibratedCluster(const MeasuredProfile& profile,
 }
 
 std::string partialTraceNetworkNote(const MeasuredProfile& profile) {
-  const int world = profile.settings.worldSize;
-  if (profile.numRanks <= 0 || profile.numRanks >= world) return "";
+  if (!profile.someRanksOnly()) return "";
   return profile.origin + " holds " + std::to_string(profile.numRanks) + " of the job's " +
-         std::to_string(world) +
+         std::to_string(profile.settings.worldSize) +
          " ranks: each collective is timed from the ranks present, so its time holds the wait "
          "for the missing ones, which a fit would read as a slow network; the collectives are "
          "timed by the built-in cluster's network model instead (import every rank's trace to "

@@ -647,6 +647,39 @@ TEST(CalibrateTest, AlphaBetaFitsTheBaseCostOfLargeCollectives) {
   EXPECT_EQ(clamped->baseUs, 0);
 }
 
+// A trace of some of a job's ranks times each collective from those ranks, so its durations hold
+// their wait for the others: left out of the network fit, counted, and with no other run the
+// network is not fitted (an error where a fit is required).
+TEST(CalibrateTest, RunsOfSomeOfTheirRanksAreLeftOutOfTheNetworkFit) {
+  const models::ModelSpec model = mlpTiny();
+  const MeasuredProfile w2 = syntheticCommProfile(2, 50, 2.0);
+  MeasuredProfile partial = syntheticCommProfile(4, 500, 0.2);  // 10x slower: the wait
+  partial.numRanks = 1;
+  partial.origin = "rank0.json";
+  ASSERT_TRUE(partial.someRanksOnly());
+  auto alone = fitAlphaBeta({{&w2, &model}});
+  auto both = fitAlphaBeta({{&w2, &model}, {&partial, &model}});
+  ASSERT_OK(alone);
+  ASSERT_OK(both);
+  EXPECT_EQ(both->samples, alone->samples);
+  EXPECT_EQ(both->alphaUs, alone->alphaUs);
+  EXPECT_EQ(both->betaGBps, alone->betaGBps);
+  EXPECT_EQ(both->partialRuns, 1);
+  EXPECT_THAT(partialRunsNote(*both), HasSubstr("left out of the network fit"));
+  auto only = fitAlphaBeta({{&partial, &model}});
+  ASSERT_FALSE(only.isOk());
+  EXPECT_THAT(only.status().message(), HasSubstr("1 run(s) hold fewer ranks than their world"));
+  auto base = loadBuiltinCluster("dgx-a100");
+  ASSERT_OK(base);
+  auto cal = calibrate({{&partial, &model}}, base->device, NetworkFit::kUnlessOneRank);
+  ASSERT_OK(cal);
+  EXPECT_EQ(cal->comm.samples, 0);
+  EXPECT_EQ(cal->comm.partialRuns, 1);
+  EXPECT_EQ(applyCalibration(*base, *cal, "mine").commModel, CommModelKind::kNccl);
+  EXPECT_THAT(formatCalibration(*cal),
+              HasSubstr("communication: not fitted: 1 run(s) hold fewer ranks"));
+}
+
 TEST(CalibrateTest, OneRankRunsCannotBeFitted) {
   MeasuredProfile w1 = syntheticCommProfile(1, 50, 2.0);
   const models::ModelSpec model = mlpTiny();
