@@ -919,9 +919,10 @@ Status mapGpuLayers(const std::vector<ImportLayer>& layers, const RankTrack& tra
     const IterationWindow* window = nullptr;
     bool backward = false;  // matched ops: a backward node's launch
   };
-  std::map<int64_t, Launch> launches;             // correlation id → launch
-  std::map<int64_t, int> layerOfSequence;         // forward op's sequence number → layer
-  std::map<const Span*, int64_t> sequenceOfNode;  // backward node → its sequence number
+  std::map<int64_t, Launch> launches;               // correlation id → launch
+  int64_t launchCalls = 0, correlatedLaunches = 0;  // runtime launch calls, with a correlation
+  std::map<int64_t, int> layerOfSequence;           // forward op's sequence number → layer
+  std::map<const Span*, int64_t> sequenceOfNode;    // backward node → its sequence number
   for (const Lane& lane : track.lanes) {
     if (lane.kind != LaneKind::kHost) continue;
     struct Open {
@@ -966,7 +967,9 @@ Status mapGpuLayers(const std::vector<ImportLayer>& layers, const RankTrack& tra
         }
       }
       if (classifyRuntimeCall(s.name) == RuntimeCall::kLaunch) {
+        ++launchCalls;
         if (auto correlation = s.args.getInt("correlation")) {
+          ++correlatedLaunches;
           if (ranges) {
             launches[*correlation] = Launch{layer, node, window, false};
           } else if (const OpInterval* op = opAt(s.start)) {
@@ -982,11 +985,14 @@ Status mapGpuLayers(const std::vector<ImportLayer>& layers, const RankTrack& tra
     Nanos first, last, kernels;
   };
   std::map<std::tuple<const IterationWindow*, int, bool>, Extent> extent;
+  int64_t kernels = 0, correlated = 0;
   for (const Lane& lane : track.lanes) {
     if (lane.kind == LaneKind::kHost) continue;
     for (const Span& s : lane.spans) {
       if (!isComputation(s.category)) continue;
       auto correlation = s.args.getInt("correlation");
+      ++kernels;
+      if (correlation) ++correlated;
       auto it = correlation ? launches.find(*correlation) : launches.end();
       if (it == launches.end() || it->second.window == nullptr) continue;
       int layer = it->second.layer;
@@ -1024,6 +1030,19 @@ Status mapGpuLayers(const std::vector<ImportLayer>& layers, const RankTrack& tra
     mapped.insert(layer);
   }
   mappedLayers = static_cast<int64_t>(mapped.size());
+  if (mapped.empty() && kernels > 0 &&
+      (correlated == 0 || (launchCalls > 0 && correlatedLaunches == 0))) {
+    // What ties a kernel to the op that launched it is missing from the trace itself.
+    return invalidArgument(
+        build.file + ": no kernel could be tied to a layer of the model: " +
+        (correlated == 0
+             ? "none of its " + std::to_string(kernels) + " kernels carries a 'correlation' arg"
+             : std::string("none of its CUDA/HIP launch calls carries a 'correlation' arg")) +
+        ", which ties a kernel to the runtime call that launched it; PyTorch's profiler writes "
+        "it when it records both sides (torch.profiler.profile(activities=[ProfilerActivity.CPU, "
+        "ProfilerActivity.CUDA])): a trace trimmed or converted by another tool may have lost "
+        "it");
+  }
   if (mapped.empty()) {
     return invalidArgument(build.file + ": no kernel could be tied to a layer of the model " +
                            (ranges ? "through the trace's ddpscope.layer: ranges"

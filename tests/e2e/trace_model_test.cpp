@@ -285,6 +285,32 @@ TEST(TraceModelTest, GlooCpuJobReplaysWithoutAModelLikeWithTheExportedOne) {
   EXPECT_NEAR(withoutModel, withModel, 0.5);
 }
 
+// What ties a kernel to the op that launched it is the 'correlation' arg both carry; a trace that
+// lost it (trimmed or converted by another tool) cannot name any kernel by layer, and the import
+// says which arg is missing and which profiler setting writes it (it asked "is this the model
+// the trace was recorded with?").
+TEST(TraceModelTest, ATraceWithoutCorrelationIdsSaysWhatTiesKernelsToTheirLaunches) {
+  const nlohmann::json trace = readTraceJson(h100Trace("resnet50"));
+  for (const bool kernelsToo : {true, false}) {
+    SCOPED_TRACE(kernelsToo ? "no correlation anywhere" : "launch calls without one");
+    nlohmann::json cut = trace;
+    for (auto& e : cut["traceEvents"]) {
+      const bool kernel = e.value("cat", "") == "kernel";
+      if (e.contains("args") && (kernelsToo || !kernel)) e["args"].erase("correlation");
+    }
+    const std::string source = writeScratchFile("resnet50-no-correlation.json", cut.dump());
+    const CliResult r =
+        runCliForTest({"import-torch", source, "--model", "resnet50", "--autocast", "-o",
+                       (scratchDir() / "resnet50-no-correlation-run.json").string()});
+    EXPECT_EQ(r.exitCode, 2);
+    EXPECT_THAT(r.err, HasSubstr(kernelsToo ? "kernels carries a 'correlation' arg"
+                                            : "none of its CUDA/HIP launch calls carries a "
+                                              "'correlation' arg"));
+    EXPECT_THAT(r.err, HasSubstr("activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]"));
+    EXPECT_THAT(r.err, ::testing::Not(HasSubstr("is this the model")));
+  }
+}
+
 // A trace that holds no model imports as before, with a note; replay then asks for --model and
 // says which profiler option would have recorded one.
 TEST(TraceModelTest, WithoutShapesImportGoesOnAndReplayAsksForTheModel) {
