@@ -391,6 +391,26 @@ TEST(ReplayCliTest, ATraceOfSomeOfTheRanksKeepsItsGpusNetwork) {
   EXPECT_LE(std::abs(own["replay_error_percent"].get<double>()), 5.0);
 }
 
+// Rank 3 of HTA's 8-A100 job (trace_diff's control trace, recorded without message sizes): its
+// collectives have no sizes and hold rank 3's wait for the other seven. replay without --cluster
+// refused it ("60 collective(s) have no message size ... no cost model is fitted to unknown
+// sizes") while fitting a network to them; with dgx-a100's network kept it replays at its own
+// settings within 5 %, with no model file (the model read from its shapes).
+TEST(ReplayCliTest, AnEightGpuTraceOfOneRankWithoutMessageSizesReplays) {
+  DDPSCOPE_EXTERNAL_FILE(trace, "hta/originals/trace_diff_control_control.json.gz");
+  const std::string run = (scratchDir() / "hta-8gpu-rank3.json").string();
+  CliResult r =
+      runCliForTest({"import-torch", trace, "--allow-missing-ranks", "-o", run, "--quiet"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  r = runCliForTest({"replay", "--from-trace", run, "--json"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["world_size"], 8);
+  EXPECT_EQ(j["cluster"], "calibrated:" + run + " (on dgx-a100, its network: 1 of 8 ranks traced)");
+  EXPECT_EQ(j["measured_iterations"].size(), 6u);
+  EXPECT_LE(std::abs(j["replay_error_percent"].get<double>()), 5.0) << r.out;
+}
+
 // A GPU trace imported before the import kept its deviceProperties does not say its GPU: replay
 // takes its kernels as the cluster's GPU's, and says so instead of carrying them silently. Its
 // metadata "gpu", malformed, is refused naming the field.
