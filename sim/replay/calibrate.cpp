@@ -67,7 +67,7 @@ StatusOr<AlphaBetaFit> fitAlphaBeta(const std::vector<ProfileRef>& runs) {
   for (const ProfileRef& r : runs) {
     // Its collectives hold the wait for the missing ranks, which the fit would read as a slow
     // network: left out (partialRunsNote).
-    if (r.profile->settings.worldSize >= 2 && r.profile->someRanksOnly()) {
+    if (r.profile->someRanksOnly()) {
       ++partialRuns;
       continue;
     }
@@ -588,9 +588,8 @@ std::optional<AcrossNodesTerms> acrossNodesOfBase(const ClusterSpec& base) {
   const double small = static_cast<double>(kAcrossNodesSmallBytes);
   const double large = static_cast<double>(kAcrossNodesLargeBytes);
   const double tSmall = us(kAcrossNodesSmallBytes);
-  const double tLarge = us(kAcrossNodesLargeBytes);
-  const double usPerByte = (tLarge - tSmall) / (wire * (large - small));
-  if (!(usPerByte > 0) || !(tSmall >= 0)) return std::nullopt;
+  const double usPerByte = (us(kAcrossNodesLargeBytes) - tSmall) / (wire * (large - small));
+  if (!(usPerByte > 0)) return std::nullopt;
   out.alphaUs = std::max(0.0, (tSmall - wire * small * usPerByte) / steps);
   out.betaGBps = 1.0 / (usPerByte * 1e3);  // t[µs] = x / (β · 1e3 B/µs)
   return out;
