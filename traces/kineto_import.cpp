@@ -122,6 +122,7 @@ struct RankBuild {
   int64_t bytesFromPlan = 0;         // collectives sized from options.plan
   int64_t disagreeingPlan = 0;       // bucket allreduces whose traced size differs from the plan
   int64_t untiedGenericKernels = 0;  // generic communication kernels no launch explained
+  std::string untiedGenericName;     // the first one's name, up to its parameter list
   std::vector<GroupedSpan> spans;
   std::map<int64_t, Nanos> iterationStart;  // ProfilerStep index → start
 };
@@ -385,7 +386,9 @@ CollectiveIdentity identifyCollective(const Candidate& c,
       }
       if (!size.bytes) size = messageSizeFromArgs(it->second->args);
     } else if (category == Category::kCommOther && isGenericCommKernel(s.name)) {
-      ++out.untiedGenericKernels;
+      if (out.untiedGenericKernels++ == 0) {
+        out.untiedGenericName = s.name.substr(0, s.name.find('('));
+      }
     }
   }
   return {category, size};
@@ -1288,10 +1291,11 @@ Status importSource(const std::string& path, size_t fileCount, const Timeline& s
   if (build.untiedGenericKernels > 0) {
     report.notes.push_back(
         path + ": " + std::to_string(build.untiedGenericKernels) +
-        " communication kernel(s) named without their collective (RCCL's "
-        "ncclDevKernel_Generic) could not be tied to a collective: no launch with their "
-        "correlation id inside record_param_comms or a c10d op (profile with CPU and GPU "
-        "activities; the kernels stay unclassified communication)");
+        " communication kernel(s) whose name does not say their collective (" +
+        build.untiedGenericName +
+        "; RCCL's ncclDevKernel_Generic and NCCL's SendRecv are named so) could not be tied to "
+        "a collective: no launch with their correlation id inside record_param_comms or a c10d "
+        "op (profile with CPU and GPU activities; the kernels stay unclassified communication)");
   }
   if (!options.layers.empty()) {
     RETURN_IF_ERROR(mapRankLayers(path, source, options.layers, build, state));
