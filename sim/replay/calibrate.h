@@ -217,10 +217,10 @@ struct Calibration {
 };
 
 // Whether calibrate fits the network (comm): always (an error when no run has collectives between
-// ranks to fit); unless no run holds every rank of a world > 1 (the GPU kit's runs on one GPU,
-// traces of some of the job's ranks: AlphaBetaFit::partialRuns); or never. Left unfitted
+// ranks to fit), or unless no run holds every rank of a world > 1 (the GPU kit's runs on one GPU,
+// traces of some of the job's ranks: AlphaBetaFit::partialRuns). Left unfitted
 // (comm.samples == 0), applyCalibration keeps the base cluster's communication model.
-enum class NetworkFit { kRequired, kUnlessOneRank, kNone };
+enum class NetworkFit { kRequired, kUnlessOneRank };
 StatusOr<Calibration> calibrate(const std::vector<ProfileRef>& runs, const DeviceSpec& device,
                                 NetworkFit network = NetworkFit::kRequired);
 

@@ -63,12 +63,12 @@ StatusOr<ClusterSpec> selfCalibratedCluster(const MeasuredProfile& profile,
   ASSIGN_OR_RETURN(ClusterSpec base, loadBuiltinCluster(baseName));
   base.gpusPerNode = std::max(base.gpusPerNode, profile.settings.worldSize);
   std::vector<ProfileRef> runs = {{&profile, &model}};
-  // A trace of some of the world's ranks keeps the base's network (partialTraceNetworkNote).
+  // A trace of some of the world's ranks keeps the base's network (partialTraceNetworkNote):
+  // calibrate leaves it out of the network fit, and then fits none.
   const bool partial = profile.someRanksOnly();
-  const NetworkFit network = partial       ? NetworkFit::kNone
-                             : profile.gpu ? NetworkFit::kUnlessOneRank
-                                           : NetworkFit::kRequired;
-  ASSIGN_OR_RETURN(Calibration cal, calibrate(runs, base.device, network));
+  ASSIGN_OR_RETURN(Calibration cal, calibrate(runs, base.device,
+                                              profile.gpu || partial ? NetworkFit::kUnlessOneRank
+                                                                     : NetworkFit::kRequired));
   const std::string traced = std::to_string(profile.numRanks) + " of " +
                              std::to_string(profile.settings.worldSize) + " ranks traced";
   std::string name = "calibrated:" + profile.origin;
