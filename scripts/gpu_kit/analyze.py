@@ -5,6 +5,11 @@
                                                        torch, NCCL, date, kit
   analyze.py analyze OUT --ddpscope BIN [--expect F]   OUT/report.json and OUT/report.md from what
                                                        `gpu-kit run` wrote into OUT
+  analyze.py across RUN RUN [RUN...]                   several runs of one machine: per model and
+                                                       configuration the median of the runs'
+                                                       medians (and their range), the zero-shot
+                                                       prediction of the runs' report.json against
+                                                       it, cap 1 - cap 25 and DDP - eager per run
   analyze.py check-schema FILE                         one torch_job.py result against schema.json
   analyze.py check-params FILE --zoo ZOO.json          torch_job.py --param-names: the torch
                                                        model's parameters equal the zoo model's
@@ -61,11 +66,28 @@ def sh(cmd, timeout=60):
 
 # ---- provenance ----------------------------------------------------------------------------
 
+def cpu_model():
+    """The first "model name" of /proc/cpuinfo (None where there is none)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
 def provenance(out, kit, mode):
     p = {"date_utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "mode": mode,
          "host": {"machine": platform.machine(), "kernel": platform.release(),
                   "cpus": os.cpu_count(), "python": platform.python_version()},
          "command": "scripts/gpu-kit run " + ("--cpu " if mode == "cpu" else "") + "OUT"}
+    # The CPU that launches every op sets the pace of small steps: host costs hold for one CPU
+    # model, so the run names it (and the load it started under).
+    p["host"]["cpu_model"] = cpu_model()
+    if hasattr(os, "getloadavg"):
+        p["host"]["load_1min"] = round(os.getloadavg()[0], 2)
     rc, so, _ = sh(["nvidia-smi", "--query-gpu=name,driver_version,memory.total,clocks.max.sm,"
                     "clocks.max.mem,power.limit,pci.bus_id", "--format=csv,noheader"])
     if rc == 0 and so.strip():
@@ -792,7 +814,12 @@ def markdown(rep):
     g = p.get("gpu", {})
     lines = [f"# GPU kit report: {g.get('name', 'no GPU')} (driver {g.get('driver', 'n/a')}, "
              f"torch {p.get('torch', 'n/a')}, NCCL {p.get('nccl', 'n/a')}, {p.get('date_utc', '')})",
-             "", "| tests | passed | failed | skipped |", "| --- | --- | --- | --- |"]
+             ""]
+    host = p.get("host", {})
+    if host.get("cpu_model"):  # runs before the kit recorded it have none
+        lines += [f"Host: {host['cpu_model']}, {host.get('cpus')} CPUs, load {host.get('load_1min')} "
+                  "at the start: the CPU that launches every op", ""]
+    lines += ["| tests | passed | failed | skipped |", "| --- | --- | --- | --- |"]
     for name, c in rep.get("gtest", {}).items():
         lines.append(f"| {name} | {c.get('passed')} | {c.get('failed')} | {c.get('skipped')} |")
     lines += ["", "| model | torch eager ms | torch DDP ms | runtime ms | runtime/torch DDP | "
@@ -987,10 +1014,88 @@ def check_params(path, zoo_path):
     print(f"analyze: {got['model']}: {len(want)} parameters equal {os.path.basename(zoo_path)}'s")
 
 
+ACROSS_CONFIGS = ["eager", "ddp-cap1", "ddp-cap5", "ddp-cap25", "ddp-cap100", "ddp-default"]
+
+
+def across(runs):
+    """Markdown: the zero-shot predictions against the median of several runs' medians.
+
+    One run's median is noise-bound on a host that sets the pace (the same configuration's
+    run medians spread by up to 1.5x on the H200 machine), so an error is judged against the
+    median of the runs, with their range beside it. The predictions are taken from the runs'
+    report.json (`analyze` computed them; they do not depend on the run) and must agree."""
+    measured, predicted, held_out = {}, {}, {}
+    for run in runs:
+        rep = load_json(os.path.join(run, "report.json")) if os.path.exists(
+            os.path.join(run, "report.json")) else {}
+        for path in sorted(glob.glob(os.path.join(run, "*.json"))):
+            job = load_json(path)
+            if job.get("schema") != "ddpscope.gpu-kit.torch/1" or job.get("tag"):
+                continue
+            for config, ms in job.get("median_step_ms", {}).items():
+                measured.setdefault(job["model"], {}).setdefault(config, {})[run] = ms
+        for model, m in rep.get("models", {}).items():
+            z = m.get("zero_shot") or {}
+            for config, c in z.get("configs", {}).items():
+                old = predicted.setdefault(model, {}).setdefault(config, c["predicted_ms"])
+                if abs(old - c["predicted_ms"]) > 1e-6 * max(1.0, old):
+                    raise SystemExit(f"analyze.py across: {run}/report.json predicts {model} "
+                                     f"{config} at {c['predicted_ms']} ms, another run at {old}: "
+                                     "the reports come from different builds")
+            if "held_out" in z:
+                held_out[model] = z["held_out"]
+    if not measured:
+        raise SystemExit("analyze.py across: no torch_job.py results (<model>.json) in " +
+                         ", ".join(runs))
+    names = [os.path.basename(os.path.normpath(r)) for r in runs]
+    lines = [f"Zero-shot against the median of {len(runs)} runs ({', '.join(names)}); measured "
+             "median (range of the runs' medians) / predicted ms, error:", "",
+             "| model | fit | " + " | ".join(ACROSS_CONFIGS) +
+             " | cap 1 - cap 25 ms: runs / predicted | DDP - eager ms: runs / predicted |",
+             "| --- " * (len(ACROSS_CONFIGS) + 4) + "|"]
+    errors = {}
+    for model in sorted(measured):
+        cells = []
+        for config in ACROSS_CONFIGS:
+            v = list(measured[model].get(config, {}).values())
+            pr = predicted.get(model, {}).get(config)
+            if not v:
+                cells.append("n/a")
+                continue
+            med = median(v)
+            cell = f"{med:.2f} ({min(v):.2f}-{max(v):.2f})"
+            if pr is not None:
+                err = rel(pr, med)
+                errors.setdefault(model, []).append(abs(err))
+                cell += f" / {pr:.2f} ({100 * err:+.1f} %)"
+            cells.append(cell)
+
+        def per_run(a, b):
+            ra, rb = measured[model].get(a, {}), measured[model].get(b, {})
+            return [ra[r] - rb[r] for r in runs if r in ra and r in rb]
+
+        def pred_diff(a, b):
+            pa, pb = predicted.get(model, {}).get(a), predicted.get(model, {}).get(b)
+            return "n/a" if pa is None or pb is None else f"{pa - pb:.2f}"
+        for a, b in (("ddp-cap1", "ddp-cap25"), ("ddp-default", "eager")):
+            d = per_run(a, b)
+            cells.append((", ".join(f"{x:.2f}" for x in d) or "n/a") + " / " + pred_diff(a, b))
+        fit = {True: "held out", False: "fitted"}.get(held_out.get(model), "n/a")
+        lines.append(f"| {model} | {fit} | " + " | ".join(cells) + " |")
+    lines.append("")
+    for model, errs in sorted(errors.items()):
+        lines.append(f"- {model}: mean |error| {100 * sum(errs) / len(errs):.1f} % over "
+                     f"{len(errs)} configurations")
+    return "\n".join(lines)
+
+
 def main(argv):
     if len(argv) < 3:
         raise SystemExit(__doc__)
     verb, out = argv[1], argv[2]
+    if verb == "across":
+        print(across(argv[2:]))
+        return
     opts = dict(zip(argv[3::2], argv[4::2]))
     if verb == "provenance":
         provenance(out, opts.get("--kit", ""), opts.get("--mode", "gpu"))
