@@ -1,10 +1,12 @@
 #include "api/replay_request.h"
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "api/cluster_settings.h"
 #include "api/ddp_flags.h"
 #include "api/simulation_json.h"
+#include "base/median.h"
 #include "base/strings.h"
 #include "ddp/ddp_settings.h"
 #include "io/json_reader.h"
@@ -170,6 +172,28 @@ StatusOr<ReplayReport> runReplay(const SettingValues& values, bool recordTrace) 
                                               r.rankMaxFactor));
   r.measuredStep = profile.measuredStep;
   r.ownErrorPercent = percentError(r.own.step, r.measuredStep);
+  // Step by step: each measured iteration's own parts, on the same compute options.
+  if (profile.measuredIterations.size() > 1) {
+    replay::MeasuredComputeOptions mo;
+    mo.contentionSlowdown = req.options.contentionSlowdown.value_or(req.cluster.contentionSlowdown);
+    if (!asTraced) {  // as parseSimulationRequest built the request's compute
+      mo.dtype = req.options.dtype;
+      mo.carryToDevice = values.has("cluster");
+    }
+    std::vector<int64_t> steps;
+    for (int64_t it : profile.measuredIterations) {
+      const replay::MeasuredProfile one = replay::oneIteration(profile, it);
+      ASSIGN_OR_RETURN(std::unique_ptr<replay::MeasuredComputeModel> compute,
+                       replay::MeasuredComputeModel::create(one, req.model, ownCluster.device, mo));
+      ASSIGN_OR_RETURN(replay::StepPrediction step,
+                       replay::predictStep(req.model, ownCluster, ownLayout, own, compute.get(),
+                                           r.rankMaxFactor));
+      r.stepByStep.push_back(step.step);
+      steps.push_back(step.step.count());
+    }
+    r.stepByStepMedian = Nanos(static_cast<int64_t>(std::llround(median(steps))));
+    r.stepByStepErrorPercent = percentError(r.stepByStepMedian, r.measuredStep);
+  }
 
   // 2. The what-if: the trace's settings, with every given setting applied.
   r.whatIf = api::anyDdpSetting(values, simulationDdpSettings(/*sweep=*/false));
@@ -233,6 +257,13 @@ nlohmann::json replayJson(const ReplayReport& r) {
   out["measured_step_ms"] = r.measuredStep.toMillis();
   out["replayed_step_ms"] = r.own.step.toMillis();
   out["replay_error_percent"] = r.ownErrorPercent;
+  if (!r.stepByStep.empty()) {
+    nlohmann::json steps = nlohmann::json::array();
+    for (Nanos s : r.stepByStep) steps.push_back(s.toMillis());
+    out["step_by_step"] = {{"replayed_step_ms", steps},
+                           {"median_ms", r.stepByStepMedian.toMillis()},
+                           {"error_percent", r.stepByStepErrorPercent}};
+  }
   out["rank_max_factor"] = r.rankMaxFactor;
   if (r.whatIf) {
     SimulationRequest shown = r.request;

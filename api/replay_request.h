@@ -29,7 +29,14 @@ struct ReplayReport {
   sim::replay::StepPrediction own;  // the replay at the run's own settings
   Nanos measuredStep;               // the run's median step
   double ownErrorPercent = 0;       // (own.step - measured) / measured, in %
-  double rankMaxFactor = 1;         // the run's slowest-rank factor
+  // Each measured step replayed on its own (replay::oneIteration: that step's layer times, tail
+  // and collectives), at the run's own settings; empty with one measured step. The replay above
+  // runs one step from the medians of every part, which a host that stalls the forward of some
+  // steps and the backward of others makes longer than its median step; these do not.
+  std::vector<Nanos> stepByStep;      // per measured iteration, in profile order
+  Nanos stepByStepMedian;             // their median
+  double stepByStepErrorPercent = 0;  // (stepByStepMedian - measured) / measured, in %
+  double rankMaxFactor = 1;           // the run's slowest-rank factor
   // The what-if (any DDP setting or kWhatIf setting given): its options, layout and result.
   bool whatIf = false;
   sim::SimOptions whatIfOptions;
@@ -76,7 +83,8 @@ StatusOr<ReplayReport> runReplay(const SettingValues& values, bool recordTrace);
 
 // {"trace", "model", "world_size", "run_settings", "workload", "cluster",
 // "measured_iterations", "measured_step_ms", "replayed_step_ms", "replay_error_percent",
-// "rank_max_factor", "what_if" (simSummaryJson + "vs_measured_percent", with a what-if),
+// "step_by_step" (two or more measured steps: replayed_step_ms per step, median_ms,
+// error_percent), "rank_max_factor", "what_if" (simSummaryJson + "vs_measured_percent", with a what-if),
 // "host_lane" (with host facts: profiled_step_ms, profiled_error_percent, unprofiled_step_ms,
 // unprofiled_plain_step_ms, what_if_unprofiled_step_ms, unprofiled_host_work_ms and
 // what_if_unprofiled_host_work_ms ({forward, backward, optimizer, total}), profiler_from,

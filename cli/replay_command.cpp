@@ -163,6 +163,12 @@ Status runReplayCommand(const std::vector<std::string>& argvIn, CommandIo io) {
   std::snprintf(line, sizeof(line), "  %-28s %10.3f ms   (%+.2f %%)\n",
                 "replayed at its own settings", report.own.step.toMillis(), report.ownErrorPercent);
   io.out << line;
+  if (!report.stepByStep.empty()) {
+    std::snprintf(line, sizeof(line), "  %-28s %10.3f ms   (%+.2f %%; median of %zu steps)\n",
+                  "replayed step by step", report.stepByStepMedian.toMillis(),
+                  report.stepByStepErrorPercent, report.stepByStep.size());
+    io.out << line;
+  }
   if (run.worldSize > 1) {
     std::snprintf(line, sizeof(line),
                   "  (a typical rank: %.3f ms, x %.3f: the run's slowest-rank factor)\n",

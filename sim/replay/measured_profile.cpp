@@ -611,6 +611,30 @@ StatusOr<MeasuredProfile> buildProfile(const traces::Timeline& timeline,
   return p;
 }
 
+MeasuredProfile oneIteration(const MeasuredProfile& profile, int64_t iteration) {
+  MeasuredProfile p = profile;
+  auto ofIteration = [&](std::vector<LayerSample>& samples) {
+    std::vector<LayerSample> kept;
+    for (const LayerSample& s : samples) {
+      if (s.iteration == iteration) kept.push_back(s);
+    }
+    if (!kept.empty()) samples = std::move(kept);
+  };
+  for (auto* pass : {&p.forward, &p.backward}) {
+    for (std::vector<LayerSample>& samples : *pass) ofIteration(samples);
+  }
+  ofIteration(p.tail);
+  ofIteration(p.copyBack);
+  for (CollectiveSample& c : p.collectives) c.measured = c.measured && c.iteration == iteration;
+  for (size_t k = 0; k < profile.measuredIterations.size(); ++k) {
+    if (profile.measuredIterations[k] != iteration) continue;
+    p.measuredIterations = {iteration};
+    p.iterationSteps = {profile.iterationSteps[k]};
+    p.measuredStep = profile.iterationSteps[k];
+  }
+  return p;
+}
+
 std::vector<int> runLayerOrder(const models::ModelSpec& model, const MeasuredProfile& profile) {
   const int numLayers = static_cast<int>(model.layers.size());
   std::vector<bool> placed(model.layers.size(), false), ran(model.layers.size(), false);

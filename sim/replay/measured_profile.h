@@ -173,6 +173,13 @@ StatusOr<MeasuredProfile> buildProfile(const traces::Timeline& timeline,
                                        const models::ModelSpec& model, const std::string& origin,
                                        const ProfileOptions& options = {});
 
+// `profile` as if `iteration` (one of its measured iterations) were its only measured one: the
+// layer, tail and copy-back samples of that iteration (a layer without a sample in it keeps all
+// of its samples), its collectives as the measured ones, its step as the measured step. The
+// copy-in fit, the slowest-rank factor and everything read from the metadata stay the
+// profile's. Replay runs each measured step on its own this way (api/replay_request.h).
+MeasuredProfile oneIteration(const MeasuredProfile& profile, int64_t iteration);
+
 // The model's layers in the order `profile`'s run ran them (profile.forwardOrder): the run's
 // layers in their order, each layer without a span of its own (a functional op such as a
 // residual add) right after the last of its producers (its "inputs", else the previous listed

@@ -135,6 +135,47 @@ TEST(MeasuredProfileTest, AttributesGapsCopiesAndTailExactly) {
   EXPECT_EQ(measured, 3);
 }
 
+// One measured step on its own (replay's step by step): only that iteration's samples, its
+// collective as the measured one, its step as the measured step; the copy-in fit and the
+// slowest-rank factor stay the whole run's.
+TEST(MeasuredProfileTest, OneIterationKeepsThatStepsSamplesOnly) {
+  const models::ModelSpec model = mlpTiny();
+  auto p = buildProfile(twoRankTrace(), model, "t.json");
+  ASSERT_TRUE(p.isOk()) << p.status().message();
+  // Make the iterations differ: iteration 4's layer 0 forward on rank 0 took 7 us longer.
+  for (LayerSample& s : p->forward[0]) {
+    if (s.iteration == 4 && s.rank == 0) s.time += us(7);
+  }
+  const MeasuredProfile one = oneIteration(*p, 4);
+  EXPECT_THAT(one.measuredIterations, ElementsAre(4));
+  EXPECT_EQ(one.measuredStep, us(550));
+  ASSERT_EQ(one.iterationSteps.size(), 1u);
+  for (const auto* pass : {&one.forward, &one.backward}) {
+    for (const std::vector<LayerSample>& samples : *pass) {
+      ASSERT_EQ(samples.size(), 2u);  // one per rank
+      for (const LayerSample& s : samples) EXPECT_EQ(s.iteration, 4);
+    }
+  }
+  EXPECT_EQ(one.forward[0][0].time, us(47));
+  EXPECT_EQ(one.tail.size(), 2u);
+  EXPECT_EQ(one.copyBack.size(), 2u);
+  int measured = 0;
+  for (const CollectiveSample& c : one.collectives) {
+    if (c.measured) {
+      ++measured;
+      EXPECT_EQ(c.iteration, 4);
+    }
+  }
+  EXPECT_EQ(measured, 1);
+  EXPECT_EQ(one.copyInterceptNs, p->copyInterceptNs);
+  EXPECT_EQ(one.rankMaxFactor, p->rankMaxFactor);
+  // A layer without a sample in that step keeps all of its samples.
+  MeasuredProfile sparse = *p;
+  std::erase_if(sparse.forward[1], [](const LayerSample& s) { return s.iteration == 4; });
+  EXPECT_EQ(oneIteration(sparse, 4).forward[1].size(), 4u);  // iterations 3 and 5, both ranks
+  EXPECT_EQ(oneIteration(sparse, 4).forward[2].size(), 2u);
+}
+
 // Gloo runs two collectives at once on two threads: a second allreduce on "comm:1" that
 // overlaps the bucket's last 100 of its 150 µs (both ranks) takes half of that stretch, so the
 // bucket's own share is 50 + 100 / 2 = 100 µs of its 130 µs (rank 1 joined 20 µs late).
