@@ -253,6 +253,184 @@ TEST(ReplayCliTest, H100TracesHostLanePredictsTheUnprofiledStepAtCaps1And25) {
   test_docs::expectDocBlock("docs/validation.md", "h100-host-lane-calibrated", calibrated);
 }
 
+// The GPU kit's H200 run (tests/data/gpu/h200/README.md: PyTorch 2.11, world size 1, bf16
+// autocast, 6 profiled steps per trace): every DDP trace of run1 — the default cap, cap 1, and the
+// default cap without record_shapes — of five models, two of which (vit-b16, llama-small: a
+// Llama-style decoder) no part of the simulator was fitted on, imported with the zoo model and
+// replayed at its own settings, each of its steps on its own (`step_by_step`: that step's layer
+// times, tail and collectives) and once from the medians of every part (what the what-ifs build
+// on). The traces with shapes also import and replay without --model. Measured step by step:
+// within ±2.3 % each; from the medians: gpt2-small without shapes +8.2 %, the others within
+// ±5 % (docs/validation.md, this test's table).
+TEST(ReplayCliTest, ProfiledH200TracesReplayAtTheirOwnSettingsWithinFivePercent) {
+  const std::string dir = std::string(DDPSCOPE_SOURCE_DIR) + "/tests/data/gpu/h200/run1/";
+  std::string table =
+      "| trace (run1, 6 profiled steps) | measured step (median) | replayed step by step "
+      "(zoo model) | error | from the parts' medians | error | step by step, model read from "
+      "the trace | error |\n"
+      "|---|---|---|---|---|---|---|---|\n";
+  for (const std::string model :
+       {"resnet50", "gpt2-small", "bert-base", "vit-b16", "llama-small"}) {
+    for (const std::string config : {"ddp-default", "ddp-cap1", "ddp-default-noshapes"}) {
+      SCOPED_TRACE(model + " " + config);
+      const std::string trace = dir + model + "-" + config + "-rank0.json.gz";
+      const std::string run = (scratchDir() / (model + config + "-h200.json")).string();
+      CliResult imported =
+          runCliForTest({"import-torch", trace, "--model", model, "-o", run, "--json"});
+      ASSERT_EQ(imported.exitCode, 0) << imported.err;
+      EXPECT_EQ(nlohmann::json::parse(imported.out)["gpu"]["name"], "NVIDIA H200");
+      CliResult r = runCliForTest({"replay", "--from-trace", run, "--model", model, "--cluster",
+                                   "hgx-h200", "--world-size", "1", "--json"});
+      ASSERT_EQ(r.exitCode, 0) << r.err;
+      const auto j = nlohmann::json::parse(r.out);
+      EXPECT_EQ(j["measured_iterations"], nlohmann::json::array({1, 2, 3, 4, 5, 6}));
+      ASSERT_EQ(j["step_by_step"]["replayed_step_ms"].size(), 6u) << r.out;
+      const double error = j["step_by_step"]["error_percent"].get<double>();
+      EXPECT_LE(std::abs(error), 5.0) << r.out;
+      // One step from the medians of every part: within 10 % (gpt2-small without shapes: the
+      // host stalled the forward of its first steps and the backward of its last, so the
+      // passes' medians add up to more than its median step).
+      const double fromMedians = j["replay_error_percent"].get<double>();
+      EXPECT_LE(std::abs(fromMedians), 10.0) << r.out;
+      std::string own = "n/a (no record_shapes) | |";
+      if (config.find("noshapes") == std::string::npos) {
+        const std::string ownRun = (scratchDir() / (model + config + "-h200-own.json")).string();
+        ASSERT_EQ(runCliForTest({"import-torch", trace, "-o", ownRun}).exitCode, 0);
+        CliResult o = runCliForTest({"replay", "--from-trace", ownRun, "--cluster", "hgx-h200",
+                                     "--world-size", "1", "--json"});
+        ASSERT_EQ(o.exitCode, 0) << o.err;
+        const auto k = nlohmann::json::parse(o.out);
+        const double ownError = k["step_by_step"]["error_percent"].get<double>();
+        EXPECT_LE(std::abs(ownError), 5.0) << o.out;
+        char cell[96];
+        std::snprintf(cell, sizeof(cell), "%.2f ms | %+.2f %% |",
+                      k["step_by_step"]["median_ms"].get<double>(), ownError);
+        own = cell;
+      } else {
+        // Without shapes the trace holds no model of its own, and import says which option adds it.
+        CliResult o = runCliForTest({"import-torch", trace, "-o", run});
+        EXPECT_THAT(o.out + o.err, HasSubstr("record_shapes=True"));
+      }
+      char row[256];
+      std::snprintf(row, sizeof(row),
+                    "| %s-%s | %.2f ms | %.2f ms | %+.2f %% | %.2f ms | %+.2f %% | %s\n",
+                    model.c_str(), config.c_str(), j["measured_step_ms"].get<double>(),
+                    j["step_by_step"]["median_ms"].get<double>(), error,
+                    j["replayed_step_ms"].get<double>(), fromMedians, own.c_str());
+      table += row;
+    }
+  }
+  test_docs::expectDocBlock("docs/validation.md", "h200-profile-replay", table);
+}
+
+// The host lane on the H200 traces (imported with --autocast, as the jobs ran) against the kit's
+// unprofiled medians of runs 1-3 on the same machine: the profiled step is reproduced within
+// 10 %, and the predicted cost of small buckets (cap 1 minus cap 25) lies between 0.5x the lowest
+// and 1.5x the highest difference the runs measured — for the two held-out models too. The
+// unprofiled step itself is off by up to 42 % with the built-in profiler cost per event (the
+// H100 machine's, h100-torch211): another machine's host needs its own, and calibrated on the
+// job's measured default-cap median (--unprofiled-step-ms) the caps-1 and 25 predictions are the
+// second table. Both tables in docs/validation.md are this test's output.
+TEST(ReplayCliTest, H200TracesHostLaneAtCaps1And25AgainstThreeRuns) {
+  const std::string dir = std::string(DDPSCOPE_SOURCE_DIR) + "/tests/data/gpu/h200/";
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  };
+  std::string table =
+      "| model | traced step (profiled) | host lane, as profiled | without the profiler "
+      "(h100-torch211's cost): cap 1 | cap 25 | cap 1 − cap 25 (runs) |\n"
+      "|---|---|---|---|---|---|\n";
+  std::string calibrated =
+      "| model | `--unprofiled-step-ms` (default cap, median of runs) | profiler per event, "
+      "fitted | cap 1 | cap 25 | cap 1 − cap 25 (runs) |\n|---|---|---|---|---|---|\n";
+  for (const std::string model :
+       {"resnet50", "gpt2-small", "bert-base", "vit-b16", "llama-small"}) {
+    SCOPED_TRACE(model);
+    // The kit's per-run medians of each configuration (run3 timed three of the models).
+    std::map<std::string, std::vector<double>> runs;
+    for (const char* r : {"run1", "run2", "run3"}) {
+      std::ifstream in(dir + r + "/" + model + ".json");
+      if (!in.good()) continue;
+      const auto job = nlohmann::json::parse(in);
+      for (const char* config : {"ddp-cap1", "ddp-cap25", "ddp-default"}) {
+        runs[config].push_back(job["median_step_ms"][config].get<double>());
+      }
+    }
+    ASSERT_GE(runs["ddp-default"].size(), 2u);
+    const std::string run = (scratchDir() / (model + "-h200-host.json")).string();
+    CliResult imported =
+        runCliForTest({"import-torch", dir + "run1/" + model + "-ddp-default-rank0.json.gz",
+                       "--model", model, "--autocast", "-o", run});
+    ASSERT_EQ(imported.exitCode, 0) << imported.err;
+    EXPECT_THAT(imported.out, HasSubstr("host facts of 6 profiled step(s) read from"));
+    const double measuredDefault = median(runs["ddp-default"]);
+    char given[32];
+    std::snprintf(given, sizeof(given), "%.3f", measuredDefault);
+    std::map<std::string, nlohmann::json> lane, fitted;
+    for (const std::string cap : {"1", "25"}) {
+      const std::vector<std::string> args = {
+          "replay",   "--from-trace", run, "--model",         model, "--cluster",
+          "hgx-h200", "--world-size", "1", "--bucket-cap-mb", cap,   "--json"};
+      CliResult r = runCliForTest(args);
+      ASSERT_EQ(r.exitCode, 0) << r.err;
+      const auto j = nlohmann::json::parse(r.out);
+      ASSERT_TRUE(j.contains("host_lane")) << r.out;
+      lane[cap] = j["host_lane"];
+      lane[cap]["measured_step_ms"] = j["measured_step_ms"];
+      std::vector<std::string> calibratedArgs = args;
+      calibratedArgs.insert(calibratedArgs.end() - 1, {"--unprofiled-step-ms", given});
+      CliResult c = runCliForTest(calibratedArgs);
+      ASSERT_EQ(c.exitCode, 0) << c.err;
+      fitted[cap] = nlohmann::json::parse(c.out)["host_lane"];
+    }
+    EXPECT_LE(std::abs(lane["1"]["profiled_error_percent"].get<double>()), 10.0);
+    EXPECT_EQ(lane["1"]["profiler_from"], "h100-torch211");
+    EXPECT_EQ(fitted["1"]["profiler_calibrated"], true);
+    EXPECT_NEAR(fitted["1"]["unprofiled_step_ms"].get<double>(), measuredDefault,
+                0.005 * measuredDefault);
+    std::vector<double> diffs;
+    for (size_t i = 0; i < runs["ddp-cap1"].size(); ++i) {
+      diffs.push_back(runs["ddp-cap1"][i] - runs["ddp-cap25"][i]);
+    }
+    const auto [low, high] = std::minmax_element(diffs.begin(), diffs.end());
+    auto vs = [&](double predicted, double measuredMs) {
+      char cell[64];
+      std::snprintf(cell, sizeof(cell), "%.2f / %.2f ms (%+.1f %%)", predicted, measuredMs,
+                    100 * (predicted / measuredMs - 1));
+      return std::string(cell);
+    };
+    for (auto* which : {&lane, &fitted}) {
+      const double cap1 = (*which)["1"]["what_if_unprofiled_step_ms"].get<double>();
+      const double cap25 = (*which)["25"]["what_if_unprofiled_step_ms"].get<double>();
+      EXPECT_GE(cap1 - cap25, 0.5 * *low);
+      EXPECT_LE(cap1 - cap25, 1.5 * *high);
+      char row[512];
+      if (which == &lane) {
+        std::snprintf(row, sizeof(row),
+                      "| %s | %.2f ms | %.2f ms (%+.1f %%) | %s | %s | %.2f ms (%.2f–%.2f) |\n",
+                      model.c_str(), lane["1"]["measured_step_ms"].get<double>(),
+                      lane["1"]["profiled_step_ms"].get<double>(),
+                      lane["1"]["profiled_error_percent"].get<double>(),
+                      vs(cap1, median(runs["ddp-cap1"])).c_str(),
+                      vs(cap25, median(runs["ddp-cap25"])).c_str(), cap1 - cap25, *low, *high);
+        table += row;
+      } else {
+        std::snprintf(row, sizeof(row),
+                      "| %s | %.2f ms | %.3f us | %s | %s | %.2f ms (%.2f–%.2f) |\n", model.c_str(),
+                      measuredDefault,
+                      fitted["1"]["host_profile"]["profiler"]["event_us"].get<double>(),
+                      vs(cap1, median(runs["ddp-cap1"])).c_str(),
+                      vs(cap25, median(runs["ddp-cap25"])).c_str(), cap1 - cap25, *low, *high);
+        calibrated += row;
+      }
+    }
+  }
+  test_docs::expectDocBlock("docs/validation.md", "h200-host-lane-replay", table);
+  test_docs::expectDocBlock("docs/validation.md", "h200-host-lane-calibrated", calibrated);
+}
+
 // HTA's untrimmed 2-A100 resnet50 DDP trace (rank 0 of 2, NCCL, 3 profiled steps; no
 // ddpscope.layer: ranges): its kernels are named by layer through the host ops that launched
 // them (forward ops and backward nodes matched to the zoo's resnet50 by kind, as on CPU traces),
