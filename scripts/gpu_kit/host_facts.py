@@ -375,10 +375,15 @@ def main(argv):
     runs = [os.path.abspath(r) for r in args.runs]
     timing_dirs = sorted(glob.glob(os.path.join(os.path.dirname(runs[0]), "run*")))
     result = {"schema": "ddpscope.host-facts/1",
-              "command": "python3 scripts/gpu_kit/host_facts.py", "models": {}}
+              "command": " ".join(["python3 scripts/gpu_kit/host_facts.py"] + argv), "models": {}}
     for run in runs:
         for path in sorted(glob.glob(os.path.join(run, "*-ddp-default-rank0.json.gz"))):
             model = os.path.basename(path)[:-len("-ddp-default-rank0.json.gz")]
+            job = os.path.join(run, model + ".json")
+            if os.path.exists(job):
+                with open(job) as f:
+                    if json.load(f).get("tag"):
+                        continue  # a batch variant (resnet50-b64): not a zoo model's own job
             result["models"][model] = {
                 "trace": os.path.relpath(path, ROOT),
                 "measured_ms": measured_steps(timing_dirs, model),

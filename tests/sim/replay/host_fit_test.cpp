@@ -17,6 +17,7 @@
 #include "sim/cost/cluster.h"
 #include "sim/engine/ddp_simulator.h"
 #include "sim/replay/trace_host_facts.h"
+#include "tests/doc_block.h"
 #include "tests/status_matchers.h"
 
 namespace ddpscope::sim::replay {
@@ -84,6 +85,51 @@ TEST(HostFitTest, HeldOutModelsEagerAndDdpSteps) {
     EXPECT_LT(std::abs(sim->eagerMs / eager - 1), 0.35);
     EXPECT_LT(std::abs(sim->ddpMs / ddp - 1), 0.35);
   }
+}
+
+// The same on the H200 kit's five models (tests/data/gpu/h200/host_facts.json: run1's profiled
+// steps, the medians of runs 1-3), each held out of a fit on the other four; vit-b16 and
+// llama-small were never part of any fit before. Asserted as on the H100: each held-out step is
+// nearer its measured median than the kernels alone. The table in docs/validation.md is this
+// test's output; the 10 % goal is met by bert-base only (resnet50's DDP step +35.6 %).
+TEST(HostFitTest, HeldOutModelsOnTheH200) {
+  auto loaded = loadHostFacts(std::string(DDPSCOPE_TEST_DATA_DIR) + "/gpu/h200/host_facts.json");
+  ASSERT_OK(loaded);
+  const std::vector<HostFacts>& all = *loaded;
+  ASSERT_EQ(all.size(), 5u);
+  auto cluster = loadBuiltinCluster("hgx-h200");
+  ASSERT_OK(cluster);
+  std::string table =
+      "| held out | fitted profiler cost per event | eager: simulated / measured | kernels alone "
+      "| DDP (default cap): simulated / measured | kernels alone | DDP − eager: simulated / "
+      "measured |\n|---|---|---|---|---|---|---|\n";
+  for (size_t held = 0; held < all.size(); ++held) {
+    std::vector<const HostFacts*> fit;
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (i != held) fit.push_back(&all[i]);
+    }
+    auto profile = fitHostProfile(fit, *cluster, "held-out");
+    ASSERT_TRUE(profile.isOk()) << profile.status().toString();
+    const HostFacts& f = all[held];
+    SCOPED_TRACE(f.model);
+    auto sim = simulateHostFacts(f, *cluster, profile->profile);
+    auto off = simulateHostFacts(f, *cluster, HostProfile{});
+    ASSERT_TRUE(sim.isOk() && off.isOk()) << sim.status().toString();
+    const double eager = f.measuredMedianMs("eager");
+    const double ddp = f.measuredMedianMs("ddp-default");
+    EXPECT_LT(std::abs(std::log(sim->eagerMs / eager)), std::abs(std::log(off->eagerMs / eager)));
+    EXPECT_LT(std::abs(std::log(sim->ddpMs / ddp)), std::abs(std::log(off->ddpMs / ddp)));
+    char row[512];
+    std::snprintf(row, sizeof(row),
+                  "| %s | %.2f us | %.2f / %.2f ms (%+.1f %%) | %+.1f %% | %.2f / %.2f ms (%+.1f "
+                  "%%) | %+.1f %% | %.2f / %.2f ms |\n",
+                  f.model.c_str(), profile->profile.profilerEventUs, sim->eagerMs, eager,
+                  100 * (sim->eagerMs / eager - 1), 100 * (off->eagerMs / eager - 1), sim->ddpMs,
+                  ddp, 100 * (sim->ddpMs / ddp - 1), 100 * (off->ddpMs / ddp - 1),
+                  sim->ddpMs - sim->eagerMs, ddp - eager);
+    table += row;
+  }
+  test_docs::expectDocBlock("docs/validation.md", "h200-host-held-out", table);
 }
 
 // The built-in profile is the fit on all three traces (`ddpscope host-profile fit --facts
