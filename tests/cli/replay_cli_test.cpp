@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/median.h"
 #include "models/zoo.h"
 #include "sim/cost/cluster.h"
 #include "sim/replay/host_fit.h"
@@ -33,6 +34,14 @@ using ::testing::HasSubstr;
 
 const std::string kTrace =
     std::string(DDPSCOPE_SOURCE_DIR) + "/tests/data/replay/mlp-wide-w2.json.gz";
+
+// "P / M ms (±E %)": a predicted step against a measured one, for the docs' tables.
+std::string vs(double predicted, double measuredMs) {
+  char cell[64];
+  std::snprintf(cell, sizeof(cell), "%.2f / %.2f ms (%+.1f %%)", predicted, measuredMs,
+                100 * (predicted / measuredMs - 1));
+  return cell;
+}
 
 TEST(ReplayCliTest, OwnSettingsReproduceTheMeasuredStepWithinThreePercent) {
   CliResult r = runCliForTest({"replay", "--from-trace", kTrace, "--json"});
@@ -150,11 +159,6 @@ TEST(ReplayCliTest, H100TracesHostLanePredictsTheUnprofiledStepAtCaps1And25) {
   const std::string dir = std::string(DDPSCOPE_SOURCE_DIR) + "/tests/data/gpu/h100/";
   std::ifstream in(dir + "host_facts.json");
   const auto facts = nlohmann::json::parse(in);
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-  };
   std::string table =
       "| model | traced step (profiled) | host lane, as profiled | without the profiler: "
       "default cap | cap 1 | cap 25 | cap 1 − cap 25 (runs) |\n"
@@ -198,12 +202,6 @@ TEST(ReplayCliTest, H100TracesHostLanePredictsTheUnprofiledStepAtCaps1And25) {
     const auto [low, high] = std::minmax_element(diffs.begin(), diffs.end());
     EXPECT_GE(cap1 - cap25, 0.5 * *low);
     EXPECT_LE(cap1 - cap25, 1.5 * *high);
-    auto vs = [&](double predicted, double measuredMs) {
-      char cell[64];
-      std::snprintf(cell, sizeof(cell), "%.2f / %.2f ms (%+.1f %%)", predicted, measuredMs,
-                    100 * (predicted / measuredMs - 1));
-      return std::string(cell);
-    };
     char row[512];
     std::snprintf(
         row, sizeof(row),
@@ -333,11 +331,6 @@ TEST(ReplayCliTest, ProfiledH200TracesReplayAtTheirOwnSettingsWithinFivePercent)
 // second table. Both tables in docs/validation.md are this test's output.
 TEST(ReplayCliTest, H200TracesHostLaneAtCaps1And25AgainstThreeRuns) {
   const std::string dir = std::string(DDPSCOPE_SOURCE_DIR) + "/tests/data/gpu/h200/";
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-  };
   std::string table =
       "| model | traced step (profiled) | host lane, as profiled | without the profiler "
       "(h100-torch211's cost): cap 1 | cap 25 | cap 1 − cap 25 (runs) |\n"
@@ -395,12 +388,6 @@ TEST(ReplayCliTest, H200TracesHostLaneAtCaps1And25AgainstThreeRuns) {
       diffs.push_back(runs["ddp-cap1"][i] - runs["ddp-cap25"][i]);
     }
     const auto [low, high] = std::minmax_element(diffs.begin(), diffs.end());
-    auto vs = [&](double predicted, double measuredMs) {
-      char cell[64];
-      std::snprintf(cell, sizeof(cell), "%.2f / %.2f ms (%+.1f %%)", predicted, measuredMs,
-                    100 * (predicted / measuredMs - 1));
-      return std::string(cell);
-    };
     for (auto* which : {&lane, &fitted}) {
       const double cap1 = (*which)["1"]["what_if_unprofiled_step_ms"].get<double>();
       const double cap25 = (*which)["25"]["what_if_unprofiled_step_ms"].get<double>();
