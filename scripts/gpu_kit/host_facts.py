@@ -367,15 +367,21 @@ def measured_steps(run_dirs, model):
     return dict(out)
 
 
+DEFAULT_RUNS = [os.path.join(ROOT, "tests/data/gpu/h100/run1")]
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("runs", nargs="*", default=[os.path.join(ROOT, "tests/data/gpu/h100/run1")])
+    ap.add_argument("runs", nargs="*", default=DEFAULT_RUNS)
     ap.add_argument("-o", "--out", default=os.path.join(ROOT, "tests/data/gpu/h100/host_facts.json"))
     args = ap.parse_args(argv)
     runs = [os.path.abspath(r) for r in args.runs]
     timing_dirs = sorted(glob.glob(os.path.join(os.path.dirname(runs[0]), "run*")))
     result = {"schema": "ddpscope.host-facts/1",
-              "command": " ".join(["python3 scripts/gpu_kit/host_facts.py"] + argv), "models": {}}
+              "command": " ".join(["python3 scripts/gpu_kit/host_facts.py"] +
+                                  [os.path.relpath(os.path.abspath(r), ROOT) for r in args.runs
+                                   if args.runs != DEFAULT_RUNS]),
+              "models": {}}
     for run in runs:
         for path in sorted(glob.glob(os.path.join(run, "*-ddp-default-rank0.json.gz"))):
             model = os.path.basename(path)[:-len("-ddp-default-rank0.json.gz")]
