@@ -84,10 +84,10 @@ StatusOr<ReplayReport> runReplay(const SettingValues& values, bool recordTrace);
 // {"trace", "model", "world_size", "run_settings", "workload", "cluster",
 // "measured_iterations", "measured_step_ms", "replayed_step_ms", "replay_error_percent",
 // "step_by_step" (two or more measured steps: replayed_step_ms per step, median_ms,
-// error_percent), "rank_max_factor", "what_if" (simSummaryJson + "vs_measured_percent", with a what-if),
-// "host_lane" (with host facts: profiled_step_ms, profiled_error_percent, unprofiled_step_ms,
-// unprofiled_plain_step_ms, what_if_unprofiled_step_ms, unprofiled_host_work_ms and
-// what_if_unprofiled_host_work_ms ({forward, backward, optimizer, total}), profiler_from,
+// error_percent), "rank_max_factor", "what_if" (simSummaryJson + "vs_measured_percent", with a
+// what-if), "host_lane" (with host facts: profiled_step_ms, profiled_error_percent,
+// unprofiled_step_ms, unprofiled_plain_step_ms, what_if_unprofiled_step_ms, unprofiled_host_work_ms
+// and what_if_unprofiled_host_work_ms ({forward, backward, optimizer, total}), profiler_from,
 // profiler_calibrated, steps, host_profile), "kernels_carried" (ReplayReport::carried, null
 // when as measured), "notes"}.
 nlohmann::json replayJson(const ReplayReport& report);
