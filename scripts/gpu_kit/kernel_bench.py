@@ -40,11 +40,19 @@ KERNEL_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
 
 
-def grid(family, quick, rng, supplement_only=False):
+PARTS = ("grid", "supplement", "stems")
+
+
+def grid(family, quick, rng, parts=PARTS):
     """The cases of one family: a list of dicts of shape parameters (the first H200 run's grid,
-    then the supplement added after it)."""
-    cases = [] if supplement_only else main_grid(family, rng)
-    cases += supplement(family)
+    then the supplements added after it)."""
+    cases = []
+    if "grid" in parts:
+        cases += main_grid(family, rng)
+    if "supplement" in parts:
+        cases += supplement(family)
+    if "stems" in parts:
+        cases += stems(family)
     if quick:  # the CPU rehearsal: the two smallest cases, shrunk
         cases = [shrink(c) for c in cases[:2]]
     return cases
@@ -127,6 +135,15 @@ def supplement(family):
     return []
 
 
+def stems(family):
+    """The first layer's convolutions as a model runs them: its input (the images) needs no
+    gradient, so the backward computes the weight's gradient only (the second H200 supplement)."""
+    if family == "conv2d":
+        return [dict(n=n, cin=3, cout=cout, k=k, stride=s, h=224, input_grad=0)
+                for cout, k, s in ((768, 16, 16), (64, 7, 2)) for n in (8, 16, 32, 64)]
+    return []
+
+
 def shrink(case):
     small = {"m": 8, "k": 16, "n": 16, "numel": 256, "h": 8, "c": 4, "cin": 3, "cout": 4,
              "d": 16, "s": 8, "b": 1, "tokens": 8, "v": 32}
@@ -153,7 +170,8 @@ def build(torch, family, c, device, act):
                         bias=False).to(device)
         # the stem sees fp32 images, every other convolution the previous layer's activations
         dtype = torch.float32 if c["cin"] == 3 else act
-        return mod, [t(c["n"], c["cin"], c["h"], c["h"], dtype=dtype)], lambda m, x: m(x)
+        x = t(c["n"], c["cin"], c["h"], c["h"], dtype=dtype, grad=bool(c.get("input_grad", 1)))
+        return mod, [x], lambda m, x: m(x)
     if family == "batchnorm2d":
         mod = nn.BatchNorm2d(c["c"]).to(device)
         return mod, [t(c["n"], c["c"], c["h"], c["h"])], lambda m, x: m(x)
@@ -326,9 +344,10 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="two tiny cases per family (rehearsal)")
     ap.add_argument("--limit-s", type=float, default=100.0,
                     help="stop starting new cases after this many seconds (default 100)")
-    ap.add_argument("--supplement-only", action="store_true",
-                    help="only the cases added after the first H200 run (fp32 and mixed inputs, "
-                         "layout copies, the stems at full image size)")
+    ap.add_argument("--parts", default=",".join(PARTS),
+                    help="which cases: grid (the first H200 run's), supplement (fp32 and mixed "
+                         "inputs, layout copies, the stems at full image size), stems (the first "
+                         "convolution without an input gradient); default all")
     ap.add_argument("--seed", type=int, default=7)
     args = ap.parse_args(argv)
     import torch
@@ -340,6 +359,10 @@ def main(argv=None):
     act = torch.bfloat16 if args.dtype == "bf16" else torch.float32
     if args.device == "cpu":
         act = torch.float32  # the rehearsal: no autocast on CPU
+    parts = [p for p in args.parts.split(",") if p]
+    for p in parts:
+        if p not in PARTS:
+            ap.error(f"--parts: unknown part {p!r} (known: {', '.join(PARTS)})")
     families = [f for f in args.families.split(",") if f]
     for f in families:
         if f not in FAMILIES:
@@ -350,7 +373,7 @@ def main(argv=None):
     deadline = t0 + args.limit_s
     cases = []
     for f in families:
-        fam_cases = grid(f, args.quick, rng, args.supplement_only)
+        fam_cases = grid(f, args.quick, rng, parts)
         recs = run_family(torch, f, fam_cases, device, act, args.reps, deadline)
         cases += recs
         print(f"kernel_bench: {f}: {len(recs)} of {len(fam_cases)} cases "
