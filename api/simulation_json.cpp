@@ -99,13 +99,19 @@ StatusOr<nlohmann::json> layerKernelsJson(const SimulationRequest& request) {
   ASSIGN_OR_RETURN(std::unique_ptr<RooflineComputeModel> roofline,
                    RooflineComputeModel::create(request.cluster.device, dtype));
   std::vector<LayerTimes> measured;
-  if (request.compute) measured = request.compute->layerTimes(model, inputs);
+  std::vector<std::string> timedBy;  // per layer where the compute model mixes sources
+  if (request.compute) {
+    measured = request.compute->layerTimes(model, inputs);
+    timedBy = request.compute->layerTimedBy(model, inputs);
+  }
   const bool gpu = request.cluster.device.arch != GpuArch::kCpu;
   nlohmann::json layers = nlohmann::json::array();
   for (size_t i = 0; i < model.layers.size(); ++i) {
     const models::LayerSpec& layer = model.layers[i];
     RooflineComputeModel::LayerExplained e = roofline->explainLayer(layer, inputs);
     const LayerHostUs host = layerHostUs(request.cluster.host, layer, request.options.ddp.autocast);
+    // "kernel bench" (BenchComputeModel), "measured" (a trace), or the roofline's own terms
+    const std::string source = i < timedBy.size() ? timedBy[i] : "measured";
     auto pass = [&](RooflineComputeModel::KernelsExplained k, std::optional<Nanos> measuredTime,
                     double hostUs) {
       if (measuredTime) {
@@ -113,7 +119,7 @@ StatusOr<nlohmann::json> layerKernelsJson(const SimulationRequest& request) {
                                      ? k.time.toSeconds() / measuredTime->toSeconds()
                                      : 0.0;
         k.time = *measuredTime;
-        k.bound = "measured";
+        k.bound = source == "kernel bench" ? "benchmark" : "measured";
         k.flopsOfPeak *= peakScale;
         k.bandwidthOfPeak *= peakScale;
       }
@@ -125,14 +131,14 @@ StatusOr<nlohmann::json> layerKernelsJson(const SimulationRequest& request) {
                             {"time_ns", k.time.count()},
                             {"host_ns", hostTime.count()},
                             {"bound", k.bound},
-                            {"timed_by", measuredTime ? "measured"
+                            {"timed_by", measuredTime ? source
                                          : k.fitted   ? "kernel fit"
                                                       : "roofline"},
                             {"flops_of_peak", k.flopsOfPeak},
                             {"bandwidth_of_peak", k.bandwidthOfPeak}};
     };
     std::optional<Nanos> forward, backward;
-    if (i < measured.size()) {
+    if (i < measured.size() && !source.empty()) {
       forward = measured[i].forward;
       backward = measured[i].backward;
     }

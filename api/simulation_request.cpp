@@ -6,7 +6,9 @@
 #include "api/ddp_flags.h"
 #include "api/model_settings.h"
 #include "base/strings.h"
+#include "io/file_input.h"
 #include "models/model_resolver.h"
+#include "sim/compute/kernel_bench.h"
 #include "sim/engine/compile_mode.h"
 #include "sim/replay/host_fit.h"
 #include "sim/replay/measured_compute_model.h"
@@ -28,6 +30,41 @@ Status applyHostProfileSetting(const SettingValues& args, ClusterSpec& cluster) 
   return Status::ok();
 }
 
+// --kernel-bench FILE[,FILE...]: the layers the benchmark covers timed from it, the rest by the
+// cluster's roofline (and kernel fit).
+Status applyKernelBenchSetting(const SettingValues& args, SimulationRequest& req) {
+  if (!args.has("kernel-bench")) return Status::ok();
+  std::vector<std::pair<std::string, std::string>> texts;
+  for (const std::string& path : splitString(*args.value("kernel-bench"), ',')) {
+    if (path.empty()) return invalidArgument("--kernel-bench: an empty file name");
+    StatusOr<std::string> text = io::readMaybeGzippedFile(path);
+    if (!text.isOk()) return text.status().withContext("--kernel-bench");
+    texts.emplace_back(path, *std::move(text));
+  }
+  StatusOr<KernelBench> bench = KernelBench::parse(texts);
+  if (!bench.isOk()) return bench.status().withContext("--kernel-bench");
+  const SimOptions& o = req.options;
+  if (req.cluster.device.arch == GpuArch::kCpu) {
+    return invalidArgument("--kernel-bench: cluster " + req.cluster.name +
+                           " runs on CPUs; a GPU kernel benchmark times GPU layers");
+  }
+  if (bench->autocast() && !(o.dtype == bench->dtype() && o.ddp.autocast)) {
+    return invalidArgument("--kernel-bench: " + bench->source() + " was measured under " +
+                           bench->dtype() + " autocast on " + bench->device() +
+                           ": simulate with --dtype " + bench->dtype() +
+                           " --autocast (or leave out --kernel-bench)");
+  }
+  if (!bench->autocast() && o.dtype != bench->dtype()) {
+    return invalidArgument("--kernel-bench: " + bench->source() + " was measured at " +
+                           bench->dtype() + ": simulate with --dtype " + bench->dtype());
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<ComputeModel> base,
+                   makeRooflineComputeModel(req.cluster.device, o.dtype));
+  req.compute = std::make_shared<BenchComputeModel>(
+      std::make_shared<const KernelBench>(*std::move(bench)), std::move(base));
+  return Status::ok();
+}
+
 }  // namespace
 
 std::vector<SettingSpec> simulationSettingList(bool sweep, bool computeFrom) {
@@ -46,6 +83,10 @@ std::vector<SettingSpec> simulationSettingList(bool sweep, bool computeFrom) {
         "trace imported with its host facts, on a GPU cluster whose host profile charges per "
         "op: its kernels, with the host from the profile); on another GPU than the trace's, "
         "or at another --dtype, each layer's kernels carried there by the two GPUs' rooflines");
+    add("kernel-bench", "FILE[,FILE]",
+        "time the layers a GPU's single-layer benchmark covers from it (kernel-bench.json of "
+        "the GPU kit's kernels step, the same GPU and --dtype bf16 --autocast; the nearest "
+        "measured shapes, scaled by a fitted formula); the rest by the cluster's roofline");
   }
   if (sweep) {
     add("nodes", "N[,N...]", "node counts to sweep (default 1; gb200-nvl72: 72-GPU racks)");
@@ -245,7 +286,12 @@ StatusOr<SimulationRequest> parseSimulationRequest(const SettingValues& args, bo
     ASSIGN_OR_RETURN(req.cluster, loadClusterFromSettings(args));
     RETURN_IF_ERROR(applyHostProfileSetting(args, req.cluster));
     if (o.dtype.empty()) o.dtype = defaultDtype(req.cluster.device);
+    RETURN_IF_ERROR(applyKernelBenchSetting(args, req));
     return req;
+  }
+  if (args.has("kernel-bench")) {
+    return invalidArgument(
+        "give either --kernel-bench or --compute-from (a trace's kernels are measured already)");
   }
   // Measured compute from a trace.
   std::optional<models::ModelSpec> model;

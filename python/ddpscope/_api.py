@@ -99,6 +99,9 @@ _SHARED_ARGS: Dict[str, str] = {
         'default 116, measured).'),
     'compute_from': (
         "a run's trace whose measured per-layer compute replaces the roofline."),
+    'kernel_bench': (
+        "a GPU's single-layer benchmark (kernel-bench.json of the GPU kit's kernels step; "
+        "a path or a list of them) that times the layers it covers (bf16 autocast)."),
     'contention': (
         "the compute slowdown while a collective runs (CLI default: the cluster's)."),
     'dtype': (
@@ -654,6 +657,7 @@ def simulate(model: ModelLike, cluster: Optional[PathLike] = "dgx-h100",
              nodes: Optional[int] = None, *,
              host_profile: Optional[PathLike] = None,
              compute_from: Optional[PathLike] = None,
+             kernel_bench: Union[PathLike, Sequence[PathLike], None] = None,
              world_size: Optional[int] = None,
              bucket_cap_mb: Optional[float] = None,
              first_bucket_mb: Optional[float] = None,
@@ -722,6 +726,7 @@ def sweep(model: ModelLike, cluster: Optional[PathLike] = "dgx-h100",
           find_unused: Union[bool, str, None] = None, best: bool = False, *,
           host_profile: Optional[PathLike] = None,
           compute_from: Optional[PathLike] = None,
+          kernel_bench: Union[PathLike, Sequence[PathLike], None] = None,
           world_size: Union[int, Sequence[int], None] = None,
           first_bucket_mb: Optional[float] = None,
           static_graph: bool = False,
@@ -801,6 +806,7 @@ def plan(model: Optional[ModelLike], cluster: Optional[PathLike] = "dgx-h100",
          from_trace: Optional[PathLike] = None,
          host_profile: Optional[PathLike] = None,
          compute_from: Optional[PathLike] = None,
+         kernel_bench: Union[PathLike, Sequence[PathLike], None] = None,
          world_size: Optional[int] = None,
          bucket_cap_mb: Union[float, Sequence[float], None] = None,
          first_bucket_mb: Optional[float] = None,

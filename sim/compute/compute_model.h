@@ -41,6 +41,12 @@ class ComputeModel {
   virtual std::string describe() const { return "a custom compute model"; }
   // The optimizer the times assume.
   virtual std::string optimizer() const { return "SGD with momentum"; }
+  // Per layer, what timed it ("kernel bench", "roofline", ...), where a model mixes sources;
+  // empty: every layer alike (describe()).
+  virtual std::vector<std::string> layerTimedBy(const models::ModelSpec& /*model*/,
+                                                const models::ModelInputs& /*inputs*/) const {
+    return {};
+  }
 };
 
 // The compute dtype a job on `device` uses unless told otherwise: bf16 where the device has a
