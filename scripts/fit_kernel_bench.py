@@ -224,14 +224,17 @@ def predict(model, family, shape, phase):
 # a cost (in log2 units of distance), and the rest, which it is near in (log2).
 CATEGORICAL = {"linear": ("x",), "conv2d": ("k", "stride"), "sdpa": ("causal", "d"),
                "layernorm": ("x",), "rmsnorm": ("x",), "add": ("x",)}
-SOFT = {"linear": {"bias": 1.0}}
+# A convolution on the images (input_grad 0) computes no input gradient in backward: its own
+# cases (the kit's "stems" part) win when measured, else the nearest with one stands in.
+SOFT = {"linear": {"bias": 1.0}, "conv2d": {"input_grad": 1.0}}
+SOFT_DEFAULT = {"input_grad": 1}
 NEIGHBOURS = 4
 
 
 def coords(family, shape):
     """(hard categories, soft categories, log2 of the other parameters) of one case."""
     hard = tuple(shape.get(k) for k in CATEGORICAL.get(family, ())) + (variant(family, shape),)
-    soft = tuple(shape.get(k) for k in SOFT.get(family, {}))
+    soft = tuple(shape.get(k, SOFT_DEFAULT.get(k)) for k in SOFT.get(family, {}))
     skip = set(CATEGORICAL.get(family, ())) | set(SOFT.get(family, {})) | {"pad"}
     num = tuple(math.log2(v) for k, v in sorted(shape.items())
                 if k not in skip and isinstance(v, (int, float)) and v > 0)
@@ -333,7 +336,10 @@ def op_case(name, dims, concrete, types=None):
         x, w = dims[0], dims[1]
         stride = json.loads(arg(3) or "[1, 1]")[0]
         pad = json.loads(arg(4) or "[0, 0]")[0]
-        return "conv2d", dict(n=x[0], cin=x[1], cout=w[0], k=w[2], stride=stride, h=x[2], pad=pad)
+        shape = dict(n=x[0], cin=x[1], cout=w[0], k=w[2], stride=stride, h=x[2], pad=pad)
+        if x[1] == 3:  # the images: no input gradient (the kit's models' first convolutions)
+            shape["input_grad"] = 0
+        return "conv2d", shape
     if name == "aten::batch_norm":
         x = dims[0]
         return "batchnorm2d", dict(n=x[0], c=x[1], h=x[2] if len(x) > 2 else 1)
@@ -503,7 +509,69 @@ def markdown(result):
                      for m in METHODS]
             lines.append(f"| {model} | {phase} | {r['modules']} | {apct(r['coverage'])} | "
                          + " | ".join(cells) + " |")
+    if result.get("simulate"):
+        lines += ["", "`ddpscope simulate` on hgx-h200 (the zoo's layers, the run1 job's batch and "
+                  "shapes, bf16 autocast) against the same H200 traces: median abs / sum per pass.",
+                  "",
+                  "| model | pass | modules | the cluster's kernel model | with --kernel-bench |",
+                  "|---|---|---:|---:|---:|"]
+        for model, r in result["simulate"].items():
+            for phase in PASSES:
+                a, b = r["cluster"][phase], r["kernel_bench"][phase]
+                lines.append(f"| {model} | {phase} | {b['layers']} | "
+                             f"{apct(a['median_abs_error'])} / {pct(a['matched_total_error'])} | "
+                             f"{apct(b['median_abs_error'])} / {pct(b['matched_total_error'])} |")
     return "\n".join(lines) + "\n"
+
+
+SIMULATED = ("resnet50", "gpt2-small", "bert-base", "vit-b16", "llama-small")
+
+
+def simulate_against_trace(ddpscope, model):
+    """`simulate` of the zoo model at the H200 run1 job's batch, shapes and bf16 autocast on
+    hgx-h200, with the cluster's own kernel model and with --kernel-bench (the committed
+    benchmark), each set against the run1 eager trace module by module (analyze.py)."""
+    run1 = os.path.join("tests", "data", "gpu", "h200", "run1")
+    with open(os.path.join(run1, model + ".json")) as f:
+        job = json.load(f)
+    measured, _totals, _n = analyze.layer_times(
+        os.path.join(run1, model + "-eager-rank0.json.gz"))
+    out = {}
+    bench = ["--kernel-bench", ",".join(DEFAULT_BENCH)]
+    for name, extra in (("cluster", []), ("kernel_bench", bench)):
+        cmd = analyze.simulate_job_cmd(ddpscope, model, job, "hgx-h200") + extra
+        rc, so, se = analyze.sh(cmd, timeout=300)
+        if rc != 0:
+            sys.exit(f"fit_kernel_bench.py: {' '.join(cmd)}: exit {rc}: {se.strip()[-300:]}")
+        c = analyze.compare_layers(measured, json.loads(so)["layers"])
+        out[name] = {p: {k: c[p][k] for k in ("layers", "median_abs_error", "matched_total_error")}
+                     for p in PASSES}
+    return out
+
+
+VALIDATION = os.path.join("docs", "validation.md")
+BLOCK = "kernel-bench-simulate"
+
+
+def simulate_block(result):
+    """docs/validation.md's table of `simulate` with and without --kernel-bench."""
+    lines = ["| model | forward: the cluster's kernel model → `--kernel-bench` (median abs, sum) "
+             "| backward |", "|---|---|---|"]
+    for model in SIMULATED:
+        r = result["simulate"][model]
+        cells = []
+        for phase in PASSES:
+            a, b = r["cluster"][phase], r["kernel_bench"][phase]
+            cells.append(f"{apct(a['median_abs_error'])}, {pct(a['matched_total_error'])} → "
+                         f"{apct(b['median_abs_error'])}, {pct(b['matched_total_error'])}")
+        lines.append(f"| {model} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def with_block(text, content):
+    begin, end = f"<!-- {BLOCK}:begin -->\n", f"<!-- {BLOCK}:end -->"
+    i, j = text.index(begin) + len(begin), text.index(end)
+    return text[:i] + content + text[j:]
 
 
 def merge(docs):
@@ -529,10 +597,20 @@ def main(argv=None):
     ap.add_argument("--json")
     ap.add_argument("--markdown")
     ap.add_argument("--check", action="store_true")
+    ap.add_argument("--ddpscope", help="with the committed evidence: also `simulate "
+                    "--kernel-bench` of the zoo's models on hgx-h200 against the H200 traces "
+                    "(default build/release/bin/ddpscope)")
     args = ap.parse_args(argv)
+    simulated = False
     if not args.bench and not args.trace:  # the committed H200 evidence, paths from the root
+        args.ddpscope = os.path.abspath(args.ddpscope) if args.ddpscope else \
+            os.path.join(ROOT, "build", "release", "bin", "ddpscope")
+        if not os.access(args.ddpscope, os.X_OK):
+            ap.error(f"--ddpscope: no ddpscope binary at {args.ddpscope} (build the release "
+                     "tree or give --ddpscope BIN)")
         os.chdir(ROOT)
         args.bench, args.repeat, args.trace = DEFAULT_BENCH, DEFAULT_REPEAT, DEFAULT_TRACES
+        simulated = True
         if not args.json and not args.markdown:
             args.markdown = DEFAULT_MARKDOWN
     elif not args.bench:
@@ -556,10 +634,16 @@ def main(argv=None):
         if not path:
             ap.error(f"--trace {spec!r}: give MODEL=TRACE")
         result["models"][model] = evaluate(result["fit"], table, path)
+    if simulated:
+        result["simulate"] = {m: simulate_against_trace(args.ddpscope, m) for m in SIMULATED}
     text = json.dumps(result, indent=1, sort_keys=True) + "\n"
     md = markdown(result)
     bad = False
-    for path, content in ((args.json, text), (args.markdown, md)):
+    outputs = [(args.json, text), (args.markdown, md)]
+    if simulated and args.markdown == DEFAULT_MARKDOWN:  # the committed docs: the table too
+        with open(VALIDATION) as f:
+            outputs.append((VALIDATION, with_block(f.read(), simulate_block(result))))
+    for path, content in outputs:
         if not path:
             continue
         if args.check:

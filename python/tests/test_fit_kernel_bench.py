@@ -62,15 +62,22 @@ def test_the_committed_files_hold_the_scripts_grid():
         assert not [c for c in doc["cases"] if "error" in c]
 
 
-def test_the_models_layers_from_single_layer_benchmarks(tmp_path):
-    out_md, out_json = tmp_path / "kb.md", tmp_path / "kb.json"
+def test_the_models_layers_from_single_layer_benchmarks(tmp_path, cli):
+    out_md, out_json = tmp_path / "table.txt", tmp_path / "result.json"
     script = os.path.join(ROOT, "scripts", "fit_kernel_bench.py")
-    subprocess.run([sys.executable, script, "--json", str(out_json), "--markdown", str(out_md)],
-                   check=True, cwd=ROOT)
+    subprocess.run([sys.executable, script, "--json", str(out_json), "--markdown", str(out_md),
+                    "--ddpscope", cli.path], check=True, cwd=ROOT)
     with open(os.path.join(ROOT, "docs", "measurements", "kernel-bench-h200.md")) as f:
         assert out_md.read_text() == f.read(), \
             "docs/measurements/kernel-bench-h200.md is stale: run scripts/fit_kernel_bench.py"
     result = json.loads(out_json.read_text())
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    import fit_kernel_bench
+    with open(os.path.join(ROOT, "docs", "validation.md")) as f:
+        validation = f.read()
+    assert fit_kernel_bench.with_block(validation, fit_kernel_bench.simulate_block(result)) == \
+        validation, "docs/validation.md's kernel-bench-simulate table is stale: run " \
+        "scripts/fit_kernel_bench.py"
     h200 = {m.split("@")[0]: r for m, r in result["models"].items() if m.endswith("@H200")}
     assert sorted(h200) == ["bert-base", "gpt2-small", "llama-small", "resnet50", "vit-b16"]
     for model, r in h200.items():
@@ -87,7 +94,27 @@ def test_the_models_layers_from_single_layer_benchmarks(tmp_path):
     assert mean_median("held_out") < 0.8 * mean_median("formula")
     for model in ("resnet50", "gpt2-small", "bert-base"):
         assert h200[model]["backward"]["held_out"]["median_abs_error"] <= 0.15, model
+    # Through the product: `simulate --kernel-bench` on hgx-h200 times the zoo's layers (their
+    # ops and shapes from the model format, autocast's dtypes through the model) from the
+    # benchmark, against the same traces module by module.
+    for model, r in result["simulate"].items():
+        fwd, bwd = r["kernel_bench"]["forward"], r["kernel_bench"]["backward"]
+        assert fwd["median_abs_error"] <= 0.10, (model, fwd)
+        assert abs(fwd["matched_total_error"]) <= 0.10, (model, fwd)
+        assert abs(bwd["matched_total_error"]) <= 0.15, (model, bwd)
+        assert fwd["median_abs_error"] < r["cluster"]["forward"]["median_abs_error"], model
+        if model in ("resnet50", "gpt2-small", "bert-base"):
+            assert bwd["median_abs_error"] <= 0.15, (model, bwd)
     # the noise floor: a second run of every case, within 2 % at the median
     for family, phases in result["fit"].items():
         for phase, f in phases.items():
             assert f["noise_median"] is not None and f["noise_median"] < 0.02, (family, phase)
+
+
+def test_simulate_refuses_a_benchmark_of_another_precision(cli):
+    bench = os.path.join(KERNELS, "grid.json.gz")
+    r = subprocess.run([cli.path, "simulate", "--model", "gpt2-small", "--cluster", "hgx-h200",
+                        "--dtype", "fp32", "--kernel-bench", bench], capture_output=True, text=True)
+    assert r.returncode != 0
+    assert "--kernel-bench: " in r.stderr and "was measured under bf16 autocast on NVIDIA H200" \
+        in r.stderr and "--dtype bf16 --autocast" in r.stderr, r.stderr
