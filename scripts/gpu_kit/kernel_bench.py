@@ -204,6 +204,8 @@ def build(torch, family, c, device, act):
         mod = nn.RMSNorm(c["d"]).to(device)
         return mod, [t(c["m"], c["d"], dtype=xdt)], lambda m, x: m(x)
     if family == "sdpa":
+        if not hasattr(F, "scaled_dot_product_attention"):  # torch < 2.0
+            return None
         q, k, v = (t(c["b"], c["h"], c["s"], c["d"]) for _ in range(3))
         return None, [q, k, v], lambda m, a, b, cc: F.scaled_dot_product_attention(
             a, b, cc, is_causal=bool(c["causal"]))
@@ -224,7 +226,7 @@ def attribute(events, prefix="kb:"):
     runtime or driver call with the same correlation id) was issued; ranges are matched by time
     on any thread (backward launches run on the autograd thread)."""
     ranges = sorted((e["ts"], e["ts"] + e["dur"], e["name"]) for e in events
-                    if e.get("ph") == "X" and e.get("cat") == "user_annotation"
+                    if e.get("ph") == "X" and e.get("cat", "user_annotation") == "user_annotation"
                     and e.get("name", "").startswith(prefix))
     starts = [r[0] for r in ranges]
     owner = {}
@@ -253,7 +255,9 @@ def attribute(events, prefix="kb:"):
 def load_trace(path):
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt") as f:
-        return json.load(f).get("traceEvents", [])
+        doc = json.load(f)
+    # Kineto writes {"traceEvents": [...]}; a torch without Kineto (Debian's 1.13) a bare list
+    return doc if isinstance(doc, list) else doc.get("traceEvents", [])
 
 
 def run_family(torch, family, cases, device, act, reps, deadline):
