@@ -95,16 +95,16 @@ def test_the_models_layers_from_single_layer_benchmarks(tmp_path, cli):
     for model in ("resnet50", "gpt2-small", "bert-base"):
         assert h200[model]["backward"]["held_out"]["median_abs_error"] <= 0.15, model
     # Through the product: `simulate --kernel-bench` on hgx-h200 times the zoo's layers (their
-    # ops and shapes from the model format, autocast's dtypes through the model) from the
-    # benchmark, against the same traces module by module.
+    # ops and shapes from the model format, autocast's dtypes and gradient sums through the
+    # model) from the benchmark, against the same traces module by module: the bar
+    # (median per layer <= 15 %, sums within 10 %) on every model and pass, and better than the
+    # cluster's own kernel model.
     for model, r in result["simulate"].items():
-        fwd, bwd = r["kernel_bench"]["forward"], r["kernel_bench"]["backward"]
-        assert fwd["median_abs_error"] <= 0.10, (model, fwd)
-        assert abs(fwd["matched_total_error"]) <= 0.10, (model, fwd)
-        assert abs(bwd["matched_total_error"]) <= 0.15, (model, bwd)
-        assert fwd["median_abs_error"] < r["cluster"]["forward"]["median_abs_error"], model
-        if model in ("resnet50", "gpt2-small", "bert-base"):
-            assert bwd["median_abs_error"] <= 0.15, (model, bwd)
+        for phase in ("forward", "backward"):
+            bench, cluster = r["kernel_bench"][phase], r["cluster"][phase]
+            assert bench["median_abs_error"] <= 0.15, (model, phase, bench)
+            assert abs(bench["matched_total_error"]) <= 0.10, (model, phase, bench)
+            assert bench["median_abs_error"] < cluster["median_abs_error"], (model, phase)
     # the noise floor: a second run of every case, within 2 % at the median
     for family, phases in result["fit"].items():
         for phase, f in phases.items():

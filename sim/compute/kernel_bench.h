@@ -23,7 +23,8 @@
 // SwiGLU (SiLU × mul), Embedding, MaxPool2d (3×3, stride 2: channels from the layer before) and
 // AttentionCore (its sequence from its FLOPs). The input variant follows autocast's dtypes
 // through the model: matrix products, convolutions and attention write bf16; the norms and
-// embeddings fp32; an add fp32 when either input is; the rest keep their input's. A layer of
+// embeddings fp32; an add fp32 when either input is; the rest keep their input's. A tensor that
+// several layers read costs its gradient sums in backward (benchOpsOfLayers). A layer of
 // any other type, or whose ops the benchmark has no case family for, keeps the base model's
 // time (the roofline or the cluster's kernel fit).
 //
@@ -48,6 +49,9 @@ struct BenchOp {
   std::string family;
   std::map<std::string, double> shape;
   std::string x;
+  // Backward only, timed as the family's forward: the add autograd runs to sum the gradients
+  // of a tensor that several layers read.
+  bool gradientSum = false;
 };
 
 class KernelBench {
@@ -89,7 +93,10 @@ class KernelBench {
 };
 
 // The benchmark's ops of each layer of `model` at `inputs` (an empty list: the benchmark does
-// not cover the layer), under bf16 autocast's dtype flow.
+// not cover the layer), under bf16 autocast's dtype flow. A layer output that k > 1 layers read
+// gets its gradients summed in backward: k - 1 adds of its size, each in the backward of one of
+// the first k - 1 readers in forward order (autograd adds a gradient to the ones already there
+// in the node that delivers it; backward runs the readers last to first).
 std::vector<std::vector<BenchOp>> benchOpsOfLayers(const models::ModelSpec& model,
                                                    const models::ModelInputs& inputs);
 

@@ -53,6 +53,16 @@ TEST(KernelBenchTest, AMeasuredShapeIsPredictedAsMeasured) {
   EXPECT_LT(t, 58.0);
 }
 
+TEST(KernelBenchTest, AGradientSumCostsAnAddInBackwardOnly) {
+  StatusOr<KernelBench> bench = parseOne(benchText(
+      R"({"family": "add", "shape": {"numel": 1024}, "forward": {"kernel_us": [3]},
+          "backward": {"kernel_us": [5]}})"));
+  ASSERT_OK(bench);
+  const BenchOp sum{"add", {{"numel", 1024}}, "", true};
+  EXPECT_EQ(*bench->predictUs(sum, 0), 0.0);
+  EXPECT_NEAR(*bench->predictUs(sum, 1), 3.0, 1e-9);  // the add's forward: a + b
+}
+
 TEST(KernelBenchTest, AnotherInputVariantHasNoNeighbours) {
   // An fp32 input is another variant: with no case of it, no prediction (the layer falls back).
   StatusOr<KernelBench> bench = parseOne(benchText(linearCase(1024, 768, 768, 10, 25)));
@@ -102,7 +112,7 @@ TEST(KernelBenchTest, ZooLayersMapToTheOpsPyTorchRunsUnderAutocast) {
   const std::vector<std::vector<BenchOp>> ops = benchOpsOfLayers(*bert, inputs);
   const int query = bert->findLayer("encoder.layer.0.attention.self.query");
   ASSERT_GE(query, 0);
-  ASSERT_EQ(ops[query].size(), 1u);
+  ASSERT_EQ(ops[query].size(), 2u);  // and a gradient sum (below)
   EXPECT_EQ(ops[query][0].family, "linear");
   EXPECT_EQ(ops[query][0].shape.at("m"), 8192);
   EXPECT_EQ(ops[query][0].shape.at("k"), 768);
@@ -120,6 +130,22 @@ TEST(KernelBenchTest, ZooLayersMapToTheOpsPyTorchRunsUnderAutocast) {
   const int dense = bert->findLayer("encoder.layer.0.attention.output.dense");
   ASSERT_GE(dense, 0);
   EXPECT_EQ(ops[dense][0].x, "");
+  // The embeddings' output is read by the query, key, value and the residual add: three sums
+  // of its fp32 gradients, in the backward of the first three readers (backward runs the add's
+  // first, which sums none).
+  for (const char* reader :
+       {"encoder.layer.0.attention.self.query", "encoder.layer.0.attention.self.key",
+        "encoder.layer.0.attention.self.value"}) {
+    const std::vector<BenchOp>& r = ops[bert->findLayer(reader)];
+    ASSERT_EQ(r.size(), 2u) << reader;
+    EXPECT_TRUE(r[1].gradientSum);
+    EXPECT_EQ(r[1].family, "add");
+    EXPECT_EQ(r[1].x, "fp32");
+    EXPECT_EQ(r[1].shape.at("numel"), 8192.0 * 768);
+  }
+  for (const BenchOp& op : ops[bert->findLayer("encoder.layer.0.attention.output.add")]) {
+    EXPECT_FALSE(op.gradientSum);
+  }
 
   // resnet50 at batch 32, 224 px: the stem reads the images (no input gradient), 224 px in,
   // 112 out; its BatchNorm sees 64 x 112 x 112; the max pool takes the channels from before.
