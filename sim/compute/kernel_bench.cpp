@@ -7,6 +7,8 @@
 #include <string_view>
 #include <utility>
 
+#include "base/median.h"
+
 namespace ddpscope::sim {
 
 namespace {
@@ -163,12 +165,6 @@ std::vector<double> nnlsRelative(const std::vector<std::vector<double>>& rows,
     }
   }
   return best;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 struct Coords {
