@@ -68,6 +68,10 @@ nlohmann::json simSummaryJson(const SimulationRequest& request, const WorldLayou
                              {"finalize_wait_ns", h.finalizeWait.count()},
                              {"waits", h.waits},
                              {"step_overhead_ns", h.stepOverhead.count()},
+                             {"buffer_sync_ns", h.bufferSync.count()},
+                             {"broadcasts", h.broadcasts},
+                             {"buffer_copy_ns", h.bufferCopy.count()},
+                             {"buffers", h.buffers},
                              {"total_ns", h.total().count()}};
     const SimSummary::CommDevice& d = s.commDevice;
     out["comm_device"] = {{"sm_count", d.smCount},

@@ -351,6 +351,12 @@ StatusOr<SimulationRequest> parseSimulationRequest(const SettingValues& args, bo
     req.measured = std::make_shared<const replay::LoadedProfile>(std::move(loaded));
     return req;
   }
+  // replay from the trace's own times: its steps hold the buffer broadcast it ran (in the spans
+  // and gaps before the first layer), so the host profile's buffer terms are not charged again.
+  if (replayTrace) {
+    req.cluster.host.ddp.bufferSyncUs = 0;
+    req.cluster.host.ddp.bufferCopyUs = 0;
+  }
   replay::MeasuredComputeOptions mo;
   mo.contentionSlowdown = o.contentionSlowdown.value_or(req.cluster.contentionSlowdown);
   // Another GPU or precision than the trace's: its kernels are carried there. Without

@@ -31,6 +31,10 @@ std::string formatDdpCosts(const sim::SimSummary& s) {
     term("copy-back launches", h.copyBacks, t.copyBackUs, h.copyBack);
     term("finalize waits", h.waits, t.finalizeWaitUs, h.finalizeWait);
     term("DDP forward wrapper", h.steps, t.stepOverheadUs, h.stepOverhead);
+    if (h.broadcasts > 0) {
+      term("buffer broadcasts", h.broadcasts, t.bufferSyncUs, h.bufferSync);
+      term("buffer copies", h.buffers, t.bufferCopyUs, h.bufferCopy);
+    }
     std::snprintf(line, sizeof(line), "  %-22s %12.3f ms   (compute stream waiting for the host)\n",
                   "host stall", s.hostStall.toMillis());
     o << line;

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """What the host (CPU) did in the profiled steps of the GPU kit's PyTorch traces. Stdlib only.
 
-  host_facts.py [-o OUT.json] [RUN_DIR ...]     default: tests/data/gpu/h100/run1, writes
-                                                tests/data/gpu/h100/host_facts.json
+  host_facts.py [-o OUT.json] [--timing-runs NAME,NAME] [RUN_DIR ...]
+                  default: tests/data/gpu/h100/run1, writes tests/data/gpu/h100/host_facts.json
 
 For every `<model>-ddp-default-rank0.json.gz` of a run folder (torch_job.py's profiled DDP steps:
 CPU + CUDA activities, record_shapes, every module's forward in a "ddpscope.layer:<path>"
@@ -32,7 +32,9 @@ range), per profiled step, and the step times the kit measured without the profi
              the engine's own time, which no event covers),
              accumulate_grad (the AccumulateGrad node of each parameter; DDP's copy-in and the
              allreduce call of a bucket run inside it), copy_in (reducer::mul_out),
-             buffer_sync (DDP's buffer broadcast before the forward; "buffers": its copies),
+             buffer_sync (DDP's buffer broadcast before the forward; "buffers": its copies,
+             "broadcasts": its broadcast calls, one per dtype group), buffer_copy (the copies
+             alone: a buffer's own share; the rest of buffer_sync is each group's),
              allreduce_call (c10d::allreduce_), copy_back (copy_bucket_to_grad), optimizer
              (Optimizer.step), zero_grad, ddp_forward_self (DDP.forward minus its modules),
              loss (main-thread ops between the forward and the backward), sync
@@ -230,6 +232,9 @@ def step_facts(ev, step, gpu, attr, modules_seen):
                         add(terms, "buffer_sync", kid)
                         if kid.name == "aten::copy_":
                             terms["buffer_sync"]["buffers"] += 1
+                            add(terms, "buffer_copy", kid)
+                        elif kid.name == "c10d::broadcast_":
+                            terms["buffer_sync"]["broadcasts"] += 1
                     elif kid.e.get("cat") == "cpu_op":
                         targets = attr.targets(path or "", call)
                         # An op no layer owns does not claim its sequence number: a later op
@@ -374,11 +379,22 @@ def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("runs", nargs="*", default=DEFAULT_RUNS)
     ap.add_argument("-o", "--out", default=os.path.join(ROOT, "tests/data/gpu/h100/host_facts.json"))
+    ap.add_argument("--timing-runs", metavar="NAME,NAME",
+                    help="the run folders (beside the first RUN_DIR) whose unprofiled medians "
+                         "count, e.g. run1,run2,run3: a later session on another host's CPU "
+                         "is left out (default: every run* folder there)")
     args = ap.parse_args(argv)
     runs = [os.path.abspath(r) for r in args.runs]
     timing_dirs = sorted(glob.glob(os.path.join(os.path.dirname(runs[0]), "run*")))
+    if args.timing_runs:
+        names = args.timing_runs.split(",")
+        missing = [n for n in names if os.path.join(os.path.dirname(runs[0]), n) not in timing_dirs]
+        if missing:
+            ap.error(f"--timing-runs: no run folder {', '.join(missing)} beside {args.runs[0]}")
+        timing_dirs = [d for d in timing_dirs if os.path.basename(d) in names]
     result = {"schema": "ddpscope.host-facts/1",
               "command": " ".join(["python3 scripts/gpu_kit/host_facts.py"] +
+                                  ([f"--timing-runs {args.timing_runs}"] if args.timing_runs else []) +
                                   [os.path.relpath(os.path.abspath(r), ROOT) for r in args.runs
                                    if args.runs != DEFAULT_RUNS]),
               "models": {}}

@@ -21,9 +21,10 @@ const char* const kTermRange = "a number of µs in [0, 1e6]";
 
 Status readDdp(const io::JsonReader& reader, const Json& object, const std::string& path,
                DdpOverheads& out) {
-  RETURN_IF_ERROR(reader.checkKeys(object, path,
-                                   {"allreduce_launch_us", "grad_hook_us", "copy_back_us",
-                                    "finalize_wait_us", "step_overhead_us", "buffer_copy_us"}));
+  RETURN_IF_ERROR(
+      reader.checkKeys(object, path,
+                       {"allreduce_launch_us", "grad_hook_us", "copy_back_us", "finalize_wait_us",
+                        "step_overhead_us", "buffer_sync_us", "buffer_copy_us"}));
   for (const auto& [key, field] : ddpOverheadTerms()) {
     ASSIGN_OR_RETURN(out.*field, reader.number(object, path, key, 0, kMaxTermUs, 0.0, kTermRange));
   }
@@ -54,6 +55,7 @@ std::vector<std::pair<const char*, double DdpOverheads::*>> ddpOverheadTerms() {
           {"copy_back_us", &DdpOverheads::copyBackUs},
           {"finalize_wait_us", &DdpOverheads::finalizeWaitUs},
           {"step_overhead_us", &DdpOverheads::stepOverheadUs},
+          {"buffer_sync_us", &DdpOverheads::bufferSyncUs},
           {"buffer_copy_us", &DdpOverheads::bufferCopyUs}};
 }
 

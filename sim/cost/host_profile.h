@@ -34,11 +34,14 @@ struct DdpOverheads {
   double copyBackUs = 0;  // per gradient at finalize: launching the copy back into .grad
   double finalizeWaitUs = 0;  // per bucket at finalize: future.wait() (stream wait on its work)
   double stepOverheadUs = 0;  // per step: DDP's forward wrapper (_pre_forward/_post_forward)
-  double bufferCopyUs = 0;    // per buffer per step with broadcast_buffers: the buffer broadcast's
-                              // flatten, call and copy back, divided over the buffers
+  // Per step with broadcast_buffers, DDP's buffer broadcast (c10d's broadcast_coalesced): per
+  // group of buffers of one dtype (ddpBufferGroups) its flatten, broadcast call and unflatten,
+  // and per buffer its copy back.
+  double bufferSyncUs = 0;
+  double bufferCopyUs = 0;
   bool any() const {
     return allreduceLaunchUs > 0 || gradHookUs > 0 || copyBackUs > 0 || finalizeWaitUs > 0 ||
-           stepOverheadUs > 0 || bufferCopyUs > 0;
+           stepOverheadUs > 0 || bufferSyncUs > 0 || bufferCopyUs > 0;
   }
 };
 

@@ -112,6 +112,8 @@ Status finishSummary(SimSummary& summary, int steadyCount) {
     host.copyBack += it.ddpHost.copyBack;
     host.finalizeWait += it.ddpHost.finalizeWait;
     host.stepOverhead += it.ddpHost.stepOverhead;
+    host.bufferSync += it.ddpHost.bufferSync;
+    host.bufferCopy += it.ddpHost.bufferCopy;
     stall += it.hostStall;
     step += it.maxRankStepTime;
     forward += it.forward;
@@ -140,6 +142,8 @@ Status finishSummary(SimSummary& summary, int steadyCount) {
   summary.ddpHost.copyBack = host.copyBack / steadyCount;
   summary.ddpHost.finalizeWait = host.finalizeWait / steadyCount;
   summary.ddpHost.stepOverhead = host.stepOverhead / steadyCount;
+  summary.ddpHost.bufferSync = host.bufferSync / steadyCount;
+  summary.ddpHost.bufferCopy = host.bufferCopy / steadyCount;
   summary.ddpOverhead = summary.stepTime - summary.plainStep;
   summary.overlapPercent = comm.count() > 0 ? 100.0 * static_cast<double>(overlapped.count()) /
                                                   static_cast<double>(comm.count())

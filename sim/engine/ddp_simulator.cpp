@@ -140,9 +140,13 @@ ScriptBuilder::HostCosts hostCostsNs(const HostModel& host, const models::ModelS
   costs.copyBack = ns(o.copyBackUs);
   costs.finalizeWait = ns(o.finalizeWaitUs);
   costs.stepOverhead = std::llround(o.stepOverheadUs * 1000.0);
-  if (config.broadcastBuffers) {
-    costs.stepOverhead +=
-        std::llround(o.bufferCopyUs * 1000.0 * static_cast<double>(model.buffers.size()));
+  if (config.broadcastBuffers && !model.buffers.empty()) {
+    // One flatten, broadcast call and unflatten per group of one dtype, one copy per buffer.
+    costs.broadcasts = static_cast<int32_t>(
+        ddp::coalescedBroadcastBytes(ddp::buffersAsTensors(model.buffers)).size());
+    costs.buffers = static_cast<int32_t>(model.buffers.size());
+    costs.bufferSync = std::llround(o.bufferSyncUs * 1000.0 * costs.broadcasts);
+    costs.bufferCopy = std::llround(o.bufferCopyUs * 1000.0 * costs.buffers);
   }
   costs.kernelLaunch = host.runsAhead ? static_cast<int32_t>(host.kernelLaunch.count()) : 0;
   if (!p.perOp() || compiled) return costs;

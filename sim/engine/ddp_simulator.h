@@ -110,9 +110,11 @@ struct HostModel {
 // DDP's host costs of one iteration on rank 0: the time charged per term and how many events.
 struct DdpHostCosts {
   Nanos allreduceLaunch, gradHook, copyBack, finalizeWait, stepOverhead;
-  int launches = 0, hooks = 0, copyBacks = 0, waits = 0, steps = 0;
+  Nanos bufferSync, bufferCopy;  // the buffer broadcast: its calls, its copies back
+  int launches = 0, hooks = 0, copyBacks = 0, waits = 0, steps = 0, broadcasts = 0, buffers = 0;
   Nanos total() const {
-    return allreduceLaunch + gradHook + copyBack + finalizeWait + stepOverhead;
+    return allreduceLaunch + gradHook + copyBack + finalizeWait + stepOverhead + bufferSync +
+           bufferCopy;
   }
 };
 

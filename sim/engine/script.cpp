@@ -365,9 +365,16 @@ Status buildScript(const models::ModelSpec& model, const ModelFacts& facts,
   // kernel: the step starts with host and stream together.
   if (builder.hostCosts().step > 0)
     builder.addOp(OpKind::kHost, kStepHost, builder.hostCosts().step);
-  if (builder.hostCosts().stepOverhead > 0) {
-    builder.addOp(OpKind::kHost, kDdpForwardWrapper, builder.hostCosts().stepOverhead);
-    script.ddpHost.stepOverhead += Nanos(builder.hostCosts().stepOverhead);
+  const ScriptBuilder::HostCosts& costs = builder.hostCosts();
+  if (costs.stepOverhead + costs.bufferSync + costs.bufferCopy > 0) {
+    // The buffer broadcast runs inside the wrapper (_pre_forward), before the module's forward.
+    builder.addOp(OpKind::kHost, kDdpForwardWrapper,
+                  costs.stepOverhead + costs.bufferSync + costs.bufferCopy);
+    script.ddpHost.stepOverhead += Nanos(costs.stepOverhead);
+    script.ddpHost.bufferSync += Nanos(costs.bufferSync);
+    script.ddpHost.bufferCopy += Nanos(costs.bufferCopy);
+    script.ddpHost.broadcasts += costs.broadcasts;
+    script.ddpHost.buffers += costs.buffers;
     ++script.ddpHost.steps;
   }
   // torch.compile: a host op where each compiled graph starts (in forward and in backward).

@@ -193,7 +193,10 @@ class ScriptBuilder final : public ddp::ReducerActions {
   // The host costs in ns (HostModel: DDP's terms, per op); all 0 unless set.
   struct HostCosts {
     int32_t allreduceLaunch = 0, gradHook = 0, copyBack = 0, finalizeWait = 0;
-    int64_t stepOverhead = 0;  // DDP's forward wrapper, its buffer broadcast included
+    int64_t stepOverhead = 0;  // DDP's forward wrapper
+    // Its buffer broadcast (with broadcast_buffers): the calls' and the copies' time and counts.
+    int64_t bufferSync = 0, bufferCopy = 0;
+    int32_t broadcasts = 0, buffers = 0;
     int32_t kernelLaunch = 0;  // host time to launch a kernel (0 when the host is the stream)
     // Per op (a profile with per-op terms; empty otherwise): per layer, its forward's and its
     // backward's host time (they replace kernelLaunch); per step, its own work and the

@@ -26,7 +26,8 @@ double share(const Json& o, const char* key, double n) {
   return v != nullptr && v->is_number() ? v->get<double>() / n : 0.0;
 }
 
-// Adds `o`'s fields (count, host_us, events, kernels, kernel_us, buffers) / `n` to `w`.
+// Adds `o`'s fields (count, host_us, events, kernels, kernel_us, buffers, broadcasts) / `n` to
+// `w`.
 void accumulate(const Json& o, double n, HostWork& w) {
   auto get = [&](const char* key) { return share(o, key, n); };
   w.count += get("count");
@@ -36,6 +37,7 @@ void accumulate(const Json& o, double n, HostWork& w) {
   w.kernels += get("kernels");
   w.kernelUs += get("kernel_us");
   w.buffers += get("buffers");
+  w.broadcasts += get("broadcasts");
 }
 
 // One layer prefix ("forward_" / "backward_") of host_facts.py's layer record.
@@ -248,6 +250,11 @@ StatusOr<models::ModelSpec> withHostFactsOps(models::ModelSpec model, const Host
     layer.forwardOps = static_cast<int>(std::lround(it->second.forward.count));
     layer.backwardOps = static_cast<int>(std::lround(it->second.backward.count));
   }
+  // A DDP forward that broadcast no buffer: the traced module has none (the GPU kit's GPT-2 and
+  // BERT, whose attention masks are not buffers, unlike the zoo's from transformers).
+  if (facts.term("ddp_forward").count > 0 && facts.term("buffer_sync").count == 0) {
+    model.buffers.clear();
+  }
   return model;
 }
 
@@ -351,8 +358,19 @@ HostProfile hostProfileFromFacts(const std::vector<const HostFacts*>& facts,
       term("copy_back", &HostWork::hostUs) + term("backward_other", &HostWork::hostUs) +
           term("backward_other_gap", &HostWork::hostUs),
       profiledIn("copy_back") + profiledIn("backward_other"), term("copy_back", &HostWork::count));
-  p.ddp.bufferCopyUs = perCount(term("buffer_sync", &HostWork::hostUs), profiledIn("buffer_sync"),
-                                term("buffer_sync", &HostWork::buffers));
+  // The buffer broadcast: each copy back is a buffer's own; the flatten, the broadcast call and
+  // the unflatten are its dtype group's (their per-buffer work is in their events).
+  const double broadcasts = term("buffer_sync", &HostWork::broadcasts);
+  if (broadcasts > 0) {
+    p.ddp.bufferSyncUs =
+        perCount(term("buffer_sync", &HostWork::hostUs) - term("buffer_copy", &HostWork::hostUs),
+                 profiledIn("buffer_sync") - profiledIn("buffer_copy"), broadcasts);
+    p.ddp.bufferCopyUs = perCount(term("buffer_copy", &HostWork::hostUs), profiledIn("buffer_copy"),
+                                  term("buffer_copy", &HostWork::count));
+  } else {  // facts that did not count the broadcasts: all of it per buffer
+    p.ddp.bufferCopyUs = perCount(term("buffer_sync", &HostWork::hostUs), profiledIn("buffer_sync"),
+                                  term("buffer_sync", &HostWork::buffers));
+  }
   p.ddp.stepOverheadUs = perCount(term("ddp_wrapper", &HostWork::hostUs), 0, n);
   return p;
 }
@@ -486,7 +504,9 @@ StatusOr<HostFit> fitHostProfileWith(const std::vector<const HostFacts*>& facts,
   fit.profile.source = source.str();
   fit.profile.standsFor = "the traces' PyTorch, CPU and settings, profiler off";
   if (sum(facts, [](const HostFacts& f) { return f.term("buffer_sync").buffers; }) == 0) {
-    fit.notes.push_back("no buffer broadcast in the traces: ddp.buffer_copy_us is 0 (unknown)");
+    fit.notes.push_back(
+        "no buffer broadcast in the traces: ddp.buffer_sync_us and buffer_copy_us are 0 "
+        "(unknown)");
   }
   if (sum(facts, [](const HostFacts& f) { return f.term("allreduce_call").count; }) == 0) {
     fit.notes.push_back("no allreduce call in the traces: ddp.allreduce_launch_us is 0 (unknown)");

@@ -18,9 +18,12 @@
 //   optimizer_us       the optimizer step less e · events
 //   ddp.grad_hook_us   per parameter: the rest of its AccumulateGrad node, DDP's autograd hook
 //                      (its copy-in included, its bucket's allreduce call not), less e · events
-//   ddp.allreduce_launch_us, copy_back_us, buffer_copy_us, step_overhead_us: DDP's allreduce call,
-//                      copy-back (with finalize's other items on the autograd thread and their
-//                      gaps), buffer broadcast (per buffer) and wrapper, each less e · events.
+//   ddp.allreduce_launch_us, copy_back_us, step_overhead_us: DDP's allreduce call, copy-back
+//                      (with finalize's other items on the autograd thread and their gaps) and
+//                      wrapper, each less e · events.
+//   ddp.buffer_sync_us, buffer_copy_us: the buffer broadcast, per broadcast call (its dtype
+//                      group's flatten, call and unflatten) and per buffer (its copy back), each
+//                      less e · events.
 // (A term never goes below 0.) profilerModuleUs is the mean own time of the module calls whose
 // forward is one aten op (their Python is nn.Module.__call__ alone). e is what the traces cannot
 // tell alone: it is fitted so that the simulator — with each layer's GPU kernels as the trace
@@ -53,7 +56,7 @@ namespace ddpscope::sim::replay {
 // count, host µs, events, kernels, kernel µs of one kind of host work, per profiled step.
 struct HostWork {
   double count = 0, hostUs = 0, events = 0, runtimeEvents = 0, kernels = 0, kernelUs = 0,
-         buffers = 0;
+         buffers = 0, broadcasts = 0;  // buffer_sync: the buffers copied, the broadcast calls
 };
 
 // One layer's forward (top-level aten ops) and backward (autograd nodes), per profiled step.
@@ -99,8 +102,9 @@ StatusOr<std::optional<ProfileHostFacts>> hostFactsOfProfile(const MeasuredProfi
 Status addHostFactsSteps(const nlohmann::json& steps, const std::string& origin,
                          const std::string& path, HostFacts& facts);
 
-// `model` with each layer's op counts as the trace counted them; error naming the first layer the
-// facts do not cover (a trace without the job's ddpscope.layer ranges covers none).
+// `model` with each layer's op counts as the trace counted them, and without buffers when the
+// trace's DDP forward broadcast none; error naming the first layer the facts do not cover (a trace
+// without the job's ddpscope.layer ranges covers none).
 StatusOr<models::ModelSpec> withHostFactsOps(models::ModelSpec model, const HostFacts& facts);
 // The zoo model of `facts` with each layer's op counts as the trace counted them.
 StatusOr<models::ModelSpec> hostFactsModel(const HostFacts& facts);

@@ -213,7 +213,7 @@ Totals totals(const Forest& f, int id, const GpuByCorrelation& gpu) {
 
 struct Work {
   double count = 0, hostUs = 0, events = 0, runtimeEvents = 0, kernels = 0, kernelUs = 0,
-         buffers = 0;
+         buffers = 0, broadcasts = 0;
   void add(const Totals& t, double dur, double weight = 1) {
     count += weight;
     hostUs += dur * weight;
@@ -237,6 +237,7 @@ Json workJson(const Work& w, const std::string& prefix = "", const char* countKe
   o[prefix + "kernels"] = rounded(w.kernels);
   o[prefix + "kernel_us"] = rounded(w.kernelUs);
   if (w.buffers > 0) o[prefix + "buffers"] = rounded(w.buffers);
+  if (w.broadcasts > 0) o[prefix + "broadcasts"] = rounded(w.broadcasts);
   return o;
 }
 
@@ -389,7 +390,12 @@ class StepFacts {
         visit(f, kid, p, n);
       } else if (e.cat == "cpu_op" && !path && kBufferSyncOps.count(e.name)) {
         add("buffer_sync", f, kid);
-        if (e.name == "aten::copy_") m_terms["buffer_sync"].buffers += 1;
+        if (e.name == "aten::copy_") {
+          m_terms["buffer_sync"].buffers += 1;
+          add("buffer_copy", f, kid);  // a buffer's own share; the rest is its dtype group's
+        } else if (e.name == "c10d::broadcast_") {
+          m_terms["buffer_sync"].broadcasts += 1;
+        }
       } else if (e.cat == "cpu_op") {
         std::vector<std::string> targets = !path && m_attribution.byMatchedOps()
                                                ? m_attribution.matchedOp(e.ts)

@@ -315,6 +315,41 @@ TEST(DdpSimulatorTest, HostCostsAddUpInSeriesOnCpuRanks) {
   EXPECT_EQ(costed.summary.ddpOverhead, costed.summary.stepTime - costed.summary.plainStep);
 }
 
+// The buffer broadcast's host cost (with broadcast_buffers, before every synced forward): c10d's
+// coalesced broadcast flattens, broadcasts and unflattens once per dtype group of the buffers and
+// copies each buffer back, so 3 fp32 running stats and 1 int64 counter cost 2 broadcasts + 4
+// copies; without broadcast_buffers nothing.
+TEST(DdpSimulatorTest, BufferBroadcastCostsPerDtypeGroupAndPerBuffer) {
+  models::ModelSpec model = testing::specMlp();
+  model.buffers = {{"bn.running_mean", {64}, models::DType::kFloat32},
+                   {"bn.running_var", {64}, models::DType::kFloat32},
+                   {"bn.num_batches_tracked", {}, models::DType::kInt64},
+                   {"bn2.running_mean", {64}, models::DType::kFloat32}};
+  FixedComputeModel compute;
+  AlphaBetaCommModel comm(8, 0, 0);
+  SimOptions options;
+  options.recordTrace = false;
+  const SimResult plain = run(model, options, compute, comm, kNoContention);
+  HostModel host;
+  host.runsAhead = false;
+  host.profile.ddp.bufferSyncUs = 100;
+  host.profile.ddp.bufferCopyUs = 3;
+  options.host = host;
+  const SimResult costed = run(model, options, compute, comm, kNoContention);
+  EXPECT_EQ(costed.summary.stepTime.count(),
+            plain.summary.stepTime.count() + 2 * 100000 + 4 * 3000);
+  const DdpHostCosts& h = costed.summary.ddpHost;
+  EXPECT_EQ(h.stepOverhead.count(), 0);
+  EXPECT_EQ(h.broadcasts, 2);
+  EXPECT_EQ(h.buffers, 4);
+  EXPECT_EQ(h.bufferSync.count(), 2 * 100000);
+  EXPECT_EQ(h.bufferCopy.count(), 4 * 3000);
+  EXPECT_EQ(h.total().count(), 2 * 100000 + 4 * 3000);
+  options.ddp.broadcastBuffers = false;
+  const SimResult off = run(model, options, compute, comm, kNoContention);
+  EXPECT_EQ(off.summary.stepTime.count(), plain.summary.stepTime.count());
+}
+
 TEST(DdpSimulatorTest, HostAheadOfTheGpuHidesHostCostsBehindLongKernels) {
   // GPUs: the host runs ahead; with kernels much longer than the host's work only the forward
   // wrapper and the first kernel's launch (the step starts synchronized) reach the step time.

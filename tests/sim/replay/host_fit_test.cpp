@@ -132,6 +132,45 @@ TEST(HostFitTest, HeldOutModelsOnTheH200) {
   test_docs::expectDocBlock("docs/validation.md", "h200-host-held-out", table);
 }
 
+// DDP's buffer broadcast in the H200 traces: llama-small broadcasts 1 buffer in 1 call,
+// resnet50 159 in 2 (fp32 running stats, int64 counters). The flatten, the call and the unflatten
+// are per broadcast, the copies back per buffer: each term is its host time less the profiler's
+// per event, over its own count (here with a profiler cost of 0 and of 2 µs per event).
+TEST(HostFitTest, BufferBroadcastIsPerBroadcastAndPerBuffer) {
+  auto loaded = loadHostFacts(std::string(DDPSCOPE_TEST_DATA_DIR) + "/gpu/h200/host_facts.json");
+  ASSERT_OK(loaded);
+  for (const HostFacts& f : *loaded) {
+    SCOPED_TRACE(f.model);
+    const HostWork& sync = f.term("buffer_sync");
+    const HostWork& copy = f.term("buffer_copy");
+    if (f.model == "llama-small" || f.model == "resnet50") {
+      const bool resnet = f.model == "resnet50";
+      EXPECT_DOUBLE_EQ(sync.broadcasts, resnet ? 2 : 1);
+      EXPECT_DOUBLE_EQ(sync.buffers, resnet ? 159 : 1);
+      EXPECT_DOUBLE_EQ(copy.count, sync.buffers);
+      for (double e : {0.0, 2.0}) {
+        HostProfile profiler;
+        profiler.profilerEventUs = e;
+        const HostProfile p = hostProfileFromFacts({&f}, profiler);
+        EXPECT_NEAR(p.ddp.bufferSyncUs,
+                    std::max(0.0, (sync.hostUs - copy.hostUs - e * (sync.events - copy.events)) /
+                                      sync.broadcasts),
+                    1e-9);
+        EXPECT_NEAR(p.ddp.bufferCopyUs, std::max(0.0, (copy.hostUs - e * copy.events) / copy.count),
+                    1e-9);
+      }
+    } else {
+      // GPT-2's, BERT's and ViT's modules in the kit register no buffer: nothing is broadcast,
+      // and the simulated job has no buffers (the zoo's gpt2-small and bert-base, exported from
+      // transformers, have 24 and 2).
+      EXPECT_EQ(sync.count, 0);
+      auto model = hostFactsModel(f);
+      ASSERT_OK(model);
+      EXPECT_TRUE(model->buffers.empty());
+    }
+  }
+}
+
 // The built-in profile is the fit on all three traces (`ddpscope host-profile fit --facts
 // tests/data/gpu/h100/host_facts.json --name h100-torch211 ...`): refitting gives the committed
 // numbers.
