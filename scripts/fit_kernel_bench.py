@@ -27,7 +27,8 @@ record_shapes and ddpscope.layer ranges). Per module, the ops its forward ran it
 child module's range) are read with their input shapes, each op mapped to a family of the fit
 (aten::linear/addmm/mm -> linear, conv2d, batch_norm, layer_norm, rms_norm, gelu, relu,
 max_pool2d, embedding, scaled_dot_product_attention, add/mul, copies -> cast), and the module's
-forward and backward predicted as the sum of its ops'. Measured: the kernels launched in the
+forward and backward predicted as the sum of its ops', its backward plus an add per gradient
+sum the trace's autograd ran in its nodes (a tensor several ops read). Measured: the kernels launched in the
 module's forward range and by the autograd nodes its ops recorded (scripts/gpu_kit/analyze.py
 layer_times). Per model and pass: the median absolute per-module error, the error of the sum,
 and the share of the measured kernel time the mapped modules hold.
@@ -427,6 +428,52 @@ def module_ops(trace_path):
     return out
 
 
+# Ops autograd runs in a node's evaluation besides the node: the sum of two gradients of a tensor
+# that several ops read (the block input a norm and the residual add both read, q/k/v selected
+# from one projection) lands in the input buffer of the node that produced the second.
+GRADIENT_SUMS = ("aten::add_", "aten::add")
+
+
+def gradient_sums(trace_path):
+    """{module: [(family, shape)]} for the first profiled step: each gradient sum (an add directly
+    inside an autograd::engine::evaluate_function range, beside the node's own op), by the
+    module whose forward op carries the node's sequence number (where analyze.layer_times puts
+    its kernels)."""
+    d = analyze.load_json(trace_path)
+    ev = [e for e in d.get("traceEvents", []) if e.get("ph") == "X"]
+    steps = sorted((e["ts"], e["ts"] + e["dur"]) for e in ev
+                   if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"))
+    a0, b0 = steps[0] if steps else (float("-inf"), float("inf"))
+    _innermost, seq_layer = analyze.layer_lookup(ev)
+    by_tid = {}
+    for e in ev:
+        if e.get("cat") == "cpu_op" and a0 <= e["ts"] <= b0:
+            by_tid.setdefault(e["tid"], []).append(e)
+    out = {}
+    for ops in by_tid.values():
+        ops.sort(key=lambda e: (e["ts"], -e["dur"]))
+        for i, node in enumerate(ops):
+            if not node["name"].startswith("autograd::engine::evaluate_function"):
+                continue
+            layer = seq_layer.get((node.get("args") or {}).get("Sequence number"))
+            end = node["ts"] + node["dur"]
+            last = float("-inf")
+            for kid in ops[i + 1:]:
+                if kid["ts"] > end:
+                    break
+                if kid["ts"] < last:
+                    continue  # inside an earlier child
+                last = kid["ts"] + kid["dur"]
+                if layer is None or kid["name"] not in GRADIENT_SUMS:
+                    continue
+                args = kid.get("args") or {}
+                case = op_case(kid["name"], args.get("Input Dims"), args.get("Concrete Inputs"),
+                               args.get("Input type"))
+                if case is not None:
+                    out.setdefault(layer, []).append(case)
+    return out
+
+
 METHODS = ("formula", "measured", "held_out")
 METHOD_TEXT = {"formula": "the fitted formula",
                "measured": "nearest measured cases",
@@ -437,6 +484,7 @@ def evaluate(model, table, trace_path):
     """Per pass and method: the model's modules predicted from their ops against the trace."""
     measured, _totals, _n = analyze.layer_times(trace_path)
     ops = module_ops(trace_path)
+    sums = gradient_sums(trace_path)
     res = {}
     for phase in PASSES:
         total = sum(v[phase] for v in measured.values())
@@ -451,9 +499,14 @@ def evaluate(model, table, trace_path):
                     if f == "unknown":
                         unknown[s["op"]] = unknown.get(s["op"], 0.0) + m
                 continue
-            preds = {"formula": [predict(model, f, s, phase) for f, s in cases],
-                     "measured": [table.predict(f, s, phase) for f, s in cases],
-                     "held_out": [table.predict(f, s, phase, True) for f, s in cases]}
+            # In backward, each gradient sum the trace ran in this module's nodes costs an add.
+            extra = sums.get(mod, []) if phase == "backward" else []
+            preds = {"formula": [predict(model, f, s, phase) for f, s in cases] +
+                                [predict(model, f, s, "forward") for f, s in extra],
+                     "measured": [table.predict(f, s, phase) for f, s in cases] +
+                                 [table.predict(f, s, "forward") for f, s in extra],
+                     "held_out": [table.predict(f, s, phase, True) for f, s in cases] +
+                                 [table.predict(f, s, "forward", True) for f, s in extra]}
             if any(p is None for ps in preds.values() for p in ps):
                 continue
             rows.append((mod, m, {k: sum(ps) for k, ps in preds.items()}))

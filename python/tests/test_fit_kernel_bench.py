@@ -92,7 +92,8 @@ def test_the_models_layers_from_single_layer_benchmarks(tmp_path, cli):
         return sum(r[p][method]["median_abs_error"] for r in h200.values()
                    for p in ("forward", "backward")) / 10
     assert mean_median("held_out") < 0.8 * mean_median("formula")
-    for model in ("resnet50", "gpt2-small", "bert-base"):
+    # backward with the gradient sums the trace's autograd ran (without them vit-b16 was 20 %)
+    for model in ("resnet50", "gpt2-small", "bert-base", "vit-b16"):
         assert h200[model]["backward"]["held_out"]["median_abs_error"] <= 0.15, model
     # Through the product: `simulate --kernel-bench` on hgx-h200 times the zoo's layers (their
     # ops and shapes from the model format, autocast's dtypes and gradient sums through the

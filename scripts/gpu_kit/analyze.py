@@ -197,13 +197,11 @@ LAUNCH = re.compile(r"^(cuda|cu)(LaunchKernel|LaunchKernelExC|LaunchCooperativeK
                     r"MemcpyAsync|MemsetAsync|GraphLaunch|LaunchKernelEx)")
 
 
-def layer_times(trace_path):
-    """Per layer: forward and backward GPU kernel time (us per step) of a torch_job trace."""
-    d = load_json(trace_path)
-    ev = [e for e in d.get("traceEvents", []) if e.get("ph") == "X"]
-    steps = {e["name"] for e in ev if e.get("cat") in ("user_annotation", "cpu_op")
-             and e.get("name", "").startswith("ProfilerStep#")}
-    nsteps = max(1, len(steps))
+def layer_lookup(ev):
+    """(innermost, seq_layer) of a torch_job trace's complete events: innermost(tid, ts) names the
+    innermost ddpscope.layer range on that thread at that time (None outside every layer);
+    seq_layer maps an autograd sequence number to the layer whose forward op carried it (a
+    backward node's layer)."""
     layers_by_tid = {}
     for e in ev:
         if e.get("cat") == "user_annotation" and e["name"].startswith("ddpscope.layer:"):
@@ -227,6 +225,17 @@ def layer_times(trace_path):
         layer = innermost(e["tid"], e["ts"])
         if layer is not None:
             seq_layer.setdefault(seq, layer)
+    return innermost, seq_layer
+
+
+def layer_times(trace_path):
+    """Per layer: forward and backward GPU kernel time (us per step) of a torch_job trace."""
+    d = load_json(trace_path)
+    ev = [e for e in d.get("traceEvents", []) if e.get("ph") == "X"]
+    steps = {e["name"] for e in ev if e.get("cat") in ("user_annotation", "cpu_op")
+             and e.get("name", "").startswith("ProfilerStep#")}
+    nsteps = max(1, len(steps))
+    innermost, seq_layer = layer_lookup(ev)
     bwd = []  # (start, end, tid, layer)
     for e in ev:
         if e.get("cat") == "cpu_op" and e["name"].startswith("autograd::engine::evaluate_function"):
