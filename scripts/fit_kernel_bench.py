@@ -227,7 +227,10 @@ CATEGORICAL = {"linear": ("x",), "conv2d": ("k", "stride"), "sdpa": ("causal", "
                "layernorm": ("x",), "rmsnorm": ("x",), "add": ("x",)}
 # A convolution on the images (input_grad 0) computes no input gradient in backward: its own
 # cases (the kit's "stems" part) win when measured, else the nearest with one stands in.
-SOFT = {"linear": {"bias": 1.0}, "conv2d": {"input_grad": 1.0}}
+# A Linear's bias adds a kernel in backward (the bias gradient's reduction) that the formula does
+# not see: a case with the other bias is farther than one 16x off in one dimension (every linear
+# case of the H200 benchmark left out in turn: backward p90 error 7.9 % against 9.4 % at 1.0).
+SOFT = {"linear": {"bias": 4.0}, "conv2d": {"input_grad": 1.0}}
 SOFT_DEFAULT = {"input_grad": 1}
 NEIGHBOURS = 4
 

@@ -86,15 +86,15 @@ def test_the_models_layers_from_single_layer_benchmarks(tmp_path, cli):
             # no layer of any model is in the benchmark's fit: every one is held out
             assert abs(held["sum_error"]) <= 0.10, (model, phase, held)
             assert r[phase]["coverage"] > 0.45, (model, phase)
-        assert r["forward"]["held_out"]["median_abs_error"] <= 0.15, model
+        # backward with the gradient sums its trace ran (without them vit-b16 was at 20 %) and
+        # same-bias neighbours first (llama-small's bias-free projections were at 31 %)
+        for phase in ("forward", "backward"):
+            assert r[phase]["held_out"]["median_abs_error"] <= 0.15, (model, phase)
     # the measured cases, even with the same shape left out, beat the fitted formula on average
     def mean_median(method):
         return sum(r[p][method]["median_abs_error"] for r in h200.values()
                    for p in ("forward", "backward")) / 10
     assert mean_median("held_out") < 0.8 * mean_median("formula")
-    # backward with the gradient sums the trace's autograd ran (without them vit-b16 was 20 %)
-    for model in ("resnet50", "gpt2-small", "bert-base", "vit-b16"):
-        assert h200[model]["backward"]["held_out"]["median_abs_error"] <= 0.15, model
     # Through the product: `simulate --kernel-bench` on hgx-h200 times the zoo's layers (their
     # ops and shapes from the model format, autocast's dtypes and gradient sums through the
     # model) from the benchmark, against the same traces module by module: the bar

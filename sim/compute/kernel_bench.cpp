@@ -91,9 +91,13 @@ const std::vector<std::string>& hardKeys(const std::string& family) {
   return it == keys.end() ? none : it->second;
 }
 
-// Soft categories with their distance when they differ: a Linear's bias.
+// Soft categories with their distance when they differ. A Linear's bias adds a kernel in backward
+// (the bias gradient's reduction: 33 against 48 us at 4096x768x768 with fp32 input) that the
+// formula does not see, so a case with the other bias is farther than one 16x off in one
+// dimension (with every linear case of the H200 benchmark left out in turn, its own nearest
+// cases predict it at a backward p90 error of 7.9 % against 9.4 % at a distance of 1).
 const std::vector<std::pair<std::string, double>>& softKeys(const std::string& family) {
-  static const std::vector<std::pair<std::string, double>> linear = {{"bias", 1.0}};
+  static const std::vector<std::pair<std::string, double>> linear = {{"bias", 4.0}};
   static const std::vector<std::pair<std::string, double>> conv = {{"input_grad", 1.0}};
   static const std::vector<std::pair<std::string, double>> none;
   return family == "linear" ? linear : family == "conv2d" ? conv : none;
