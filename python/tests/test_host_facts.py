@@ -19,6 +19,29 @@ def test_the_facts_reproduce_the_committed_file(tmp_path):
         assert out.read_bytes() == f.read()
 
 
+def test_the_h200_facts_reproduce_with_the_command_they_record(tmp_path):
+    """The H200 facts (the held-out host fit's input) are what their recorded command writes:
+    run1's traces, the unprofiled medians of runs 1-3 only (run4 ran on another host's CPU)."""
+    committed = os.path.join(ROOT, "tests", "data", "gpu", "h200", "host_facts.json")
+    with open(committed) as f:
+        command = json.load(f)["command"].split()
+    assert command[:2] == ["python3", "scripts/gpu_kit/host_facts.py"]
+    assert "--timing-runs" in command
+    out = tmp_path / "host_facts.json"
+    subprocess.run([sys.executable, SCRIPT, "-o", str(out)] + command[2:], check=True, cwd=ROOT,
+                   stderr=subprocess.DEVNULL)
+    with open(committed, "rb") as f:
+        assert out.read_bytes() == f.read()
+
+
+def test_a_timing_run_that_is_not_there_is_refused_by_name(tmp_path):
+    r = subprocess.run([sys.executable, SCRIPT, "-o", str(tmp_path / "f.json"), "--timing-runs",
+                        "run1,run9", os.path.join("tests", "data", "gpu", "h200", "run1")],
+                       cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 2
+    assert "--timing-runs: no run folder run9 beside" in r.stderr
+
+
 def test_every_zoo_layer_and_parameter_is_accounted_for():
     with open(COMMITTED) as f:
         models = json.load(f)["models"]
