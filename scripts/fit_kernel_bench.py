@@ -390,11 +390,15 @@ def with_x(shape, x):
     return shape
 
 
-def module_ops(trace_path):
-    """{module: [(family, shape)]} for the first profiled step: the top-level ops its forward ran
-    outside its child modules' ranges (the same modules analyze.layer_times measures)."""
+def complete_events(trace_path):
     d = analyze.load_json(trace_path)
-    ev = [e for e in d.get("traceEvents", []) if e.get("ph") == "X"]
+    return [e for e in d.get("traceEvents", []) if e.get("ph") == "X"]
+
+
+def module_ops(ev):
+    """{module: [(family, shape)]} for the first profiled step of a trace's complete events: the
+    top-level ops its forward ran outside its child modules' ranges (the same modules
+    analyze.layer_times measures)."""
     steps = sorted((e["ts"], e["ts"] + e["dur"]) for e in ev
                    if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"))
     a0, b0 = steps[0] if steps else (float("-inf"), float("inf"))
@@ -437,13 +441,11 @@ def module_ops(trace_path):
 GRADIENT_SUMS = ("aten::add_", "aten::add")
 
 
-def gradient_sums(trace_path):
-    """{module: [(family, shape)]} for the first profiled step: each gradient sum (an add directly
-    inside an autograd::engine::evaluate_function range, beside the node's own op), by the
-    module whose forward op carries the node's sequence number (where analyze.layer_times puts
-    its kernels)."""
-    d = analyze.load_json(trace_path)
-    ev = [e for e in d.get("traceEvents", []) if e.get("ph") == "X"]
+def gradient_sums(ev):
+    """{module: [(family, shape)]} for the first profiled step of a trace's complete events: each
+    gradient sum (an add directly inside an autograd::engine::evaluate_function range, beside the
+    node's own op), by the module whose forward op carries the node's sequence number (where
+    analyze.layer_times puts its kernels)."""
     steps = sorted((e["ts"], e["ts"] + e["dur"]) for e in ev
                    if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"))
     a0, b0 = steps[0] if steps else (float("-inf"), float("inf"))
@@ -486,8 +488,9 @@ METHOD_TEXT = {"formula": "the fitted formula",
 def evaluate(model, table, trace_path):
     """Per pass and method: the model's modules predicted from their ops against the trace."""
     measured, _totals, _n = analyze.layer_times(trace_path)
-    ops = module_ops(trace_path)
-    sums = gradient_sums(trace_path)
+    ev = complete_events(trace_path)
+    ops = module_ops(ev)
+    sums = gradient_sums(ev)
     res = {}
     for phase in PASSES:
         total = sum(v[phase] for v in measured.values())
