@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -14,6 +15,8 @@
 
 #include "io/file_input.h"
 #include "models/zoo.h"
+#include "sim/compute/compute_model.h"
+#include "sim/compute/kernel_bench.h"
 #include "sim/cost/cluster.h"
 #include "sim/engine/ddp_simulator.h"
 #include "sim/replay/trace_host_facts.h"
@@ -130,6 +133,109 @@ TEST(HostFitTest, HeldOutModelsOnTheH200) {
     table += row;
   }
   test_docs::expectDocBlock("docs/validation.md", "h200-host-held-out", table);
+}
+
+// End to end, nothing measured on the predicted model's timings (issue: kernel times that match
+// real GPUs): its layers' kernels from the H200's single-layer benchmark (tests/data/gpu/h200/
+// kernels, no model layer among its cases; the layers it has no family for and the loss, copies
+// and optimizer by the roofline, the clusters' kernel fits left out since they were fitted on
+// these models), its op counts the zoo's, the host profile fitted on the other models of the same
+// machine (four on the H200, two on the H100), at the kit's batch and shapes under bf16 autocast,
+// world size 1. On the H100 the benchmark's times are used as the H200 measured them (the same
+// SMs, clocks and tensor cores; carrying them by the bandwidths overstated the H200's lead,
+// docs/validation.md). Measured: the median of the kit's run medians, with their range. The
+// table in docs/validation.md is this test's output; asserted: each step within 35 % (the host
+// held-out test's bound) and nearer than with the roofline's kernels alone, no host.
+TEST(HostFitTest, EndToEndZeroShotFromTheKernelBenchAndHeldOutHosts) {
+  std::vector<std::pair<std::string, std::string>> texts;
+  for (const char* part : {"grid", "supplement"}) {
+    const std::string path =
+        std::string(DDPSCOPE_TEST_DATA_DIR) + "/gpu/h200/kernels/" + part + ".json.gz";
+    auto text = io::readMaybeGzippedFile(path);
+    ASSERT_OK(text);
+    texts.emplace_back(path, *text);
+  }
+  auto parsed = KernelBench::parse(texts);
+  ASSERT_OK(parsed);
+  const auto bench = std::make_shared<const KernelBench>(*std::move(parsed));
+  std::string table =
+      "| GPU | held out | eager: simulated / measured (runs) | DDP (default cap): simulated / "
+      "measured (runs) | DDP − eager: simulated / measured | host stall (DDP) |\n"
+      "|---|---|---|---|---|---|\n";
+  struct Machine {
+    const char* gpu;
+    const char* facts;
+    const char* cluster;
+  };
+  for (const Machine& m : {Machine{"H100", "/gpu/h100/host_facts.json", "dgx-h100"},
+                           Machine{"H200", "/gpu/h200/host_facts.json", "hgx-h200"}}) {
+    auto loaded = loadHostFacts(std::string(DDPSCOPE_TEST_DATA_DIR) + m.facts);
+    ASSERT_OK(loaded);
+    const std::vector<HostFacts>& all = *loaded;
+    auto builtin = loadBuiltinCluster(m.cluster);
+    ASSERT_OK(builtin);
+    ClusterSpec cluster = *builtin;
+    cluster.device.kernelFit = KernelFit{};
+    for (size_t held = 0; held < all.size(); ++held) {
+      std::vector<const HostFacts*> fit;
+      for (size_t i = 0; i < all.size(); ++i) {
+        if (i != held) fit.push_back(&all[i]);
+      }
+      auto profile = fitHostProfile(fit, cluster, "held-out");
+      ASSERT_TRUE(profile.isOk()) << profile.status().toString();
+      const HostFacts& f = all[held];
+      SCOPED_TRACE(std::string(m.gpu) + " " + f.model);
+      auto model = models::loadZooModel(f.model);
+      ASSERT_OK(model);
+      // The kit's GPT-2, BERT and ViT register no buffers (their DDP forward broadcast none),
+      // the zoo's copies from transformers do: a fact of the job's model, not of its timings.
+      if (f.term("ddp_forward").count > 0 && f.term("buffer_sync").count == 0) {
+        model->buffers.clear();
+      }
+      SimOptions options;
+      options.inputs = hostFactsInputs(f);
+      options.dtype = "bf16";
+      options.ddp.autocast = true;
+      options.recordTrace = false;
+      options.simulatePlain = true;
+      auto roofline = makeRooflineComputeModel(cluster.device, options.dtype);
+      ASSERT_OK(roofline);
+      const BenchComputeModel compute(bench, *std::move(roofline));
+      ClusterSpec withHost = cluster;
+      withHost.host = profile->profile;
+      auto sim = simulate(*model, withHost, WorldLayout{1, 1}, options, &compute);
+      ASSERT_TRUE(sim.isOk()) << sim.status().toString();
+      ClusterSpec noHost = cluster;
+      noHost.host = HostProfile{};
+      auto off = simulate(*model, noHost, WorldLayout{1, 1}, options);
+      ASSERT_TRUE(off.isOk()) << off.status().toString();
+      const double eager = f.measuredMedianMs("eager");
+      const double ddp = f.measuredMedianMs("ddp-default");
+      const double simEager = sim->summary.plainStep.toMillis();
+      const double simDdp = sim->summary.stepTime.toMillis();
+      EXPECT_LT(std::abs(simEager / eager - 1), 0.35);
+      EXPECT_LT(std::abs(simDdp / ddp - 1), 0.35);
+      EXPECT_LT(std::abs(std::log(simDdp / ddp)),
+                std::abs(std::log(off->summary.stepTime.toMillis() / ddp)));
+      auto range = [&](const char* config) {
+        const std::vector<double>& runs = f.measuredMs.at(config);
+        char text[64];
+        std::snprintf(text, sizeof(text), "%.2f–%.2f", *std::min_element(runs.begin(), runs.end()),
+                      *std::max_element(runs.begin(), runs.end()));
+        return std::string(text);
+      };
+      char row[512];
+      std::snprintf(row, sizeof(row),
+                    "| %s | %s | %.2f / %.2f ms (%+.1f %%; runs %s) | %.2f / %.2f ms (%+.1f %%; "
+                    "runs %s) | %.2f / %.2f ms | %.2f ms |\n",
+                    m.gpu, f.model.c_str(), simEager, eager, 100 * (simEager / eager - 1),
+                    range("eager").c_str(), simDdp, ddp, 100 * (simDdp / ddp - 1),
+                    range("ddp-default").c_str(), simDdp - simEager, ddp - eager,
+                    sim->summary.hostStall.toMillis());
+      table += row;
+    }
+  }
+  test_docs::expectDocBlock("docs/validation.md", "end-to-end-zero-shot", table);
 }
 
 // DDP's buffer broadcast in the H200 traces: llama-small broadcasts 1 buffer in 1 call,
