@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""Host costs from the unprofiled host: a fit of per-op terms on the kit's timed steps. Stdlib only.
+
+  host_phases.py FACTS.json RUN_DIR [RUN_DIR ...] [--json]
+
+torch_job.py times every configuration (eager, DDP at each cap) without the profiler and records,
+per step, how long the host took to enqueue the forward (with the loss) and the backward
+(`host_ms`: until `loss.backward()` returned). The host facts (host_facts.py, FACTS.json) count
+from the profiled trace what each of those phases dispatched: module calls, forward ops,
+backward nodes, parameters, DDP's buffers and, per configuration, its buckets. Here the host's
+terms are fitted on the unprofiled times themselves, by non-negative least squares on the
+relative error over every model and configuration (the median of the runs' medians), so the
+profiler's own cost per event never enters:
+
+  forward  = module calls x module + forward ops x op + [DDP] (wrapper + broadcasts x broadcast
+             + buffers x buffer)
+  backward = backward nodes x node + parameters x AccumulateGrad + constant
+             + [DDP] (parameters x per gradient (hook, copy-in, copy-back) + buckets x bucket)
+
+and each model is predicted with the terms fitted on the others (held out). Prints the terms and
+the held-out errors per model, configuration and phase (docs/spec/host-lane.md, "The unprofiled
+host").
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+
+FORWARD_TERMS = ["module_us", "forward_op_us", "ddp_wrapper_us", "broadcast_us", "buffer_us"]
+BACKWARD_TERMS = ["backward_node_us", "accumulate_grad_us", "backward_const_us",
+                  "ddp_gradient_us", "bucket_us"]
+PHASES = (("forward", FORWARD_TERMS), ("backward", BACKWARD_TERMS))
+
+
+def solve(a, b):
+    """Least squares of a (rows x k) against b by the normal equations; None when singular."""
+    k = len(a[0])
+    m = [[sum(r[i] * r[j] for r in a) for j in range(k)] + [sum(r[i] * y for r, y in zip(a, b))]
+         for i in range(k)]
+    for c in range(k):
+        p = max(range(c, k), key=lambda r: abs(m[r][c]))
+        if abs(m[p][c]) < 1e-12 * max(1.0, max(abs(v) for row in m for v in row[:k])):
+            return None
+        m[c], m[p] = m[p], m[c]
+        for r in range(k):
+            if r != c:
+                f = m[r][c] / m[c][c]
+                m[r] = [x - f * y for x, y in zip(m[r], m[c])]
+    return [m[i][k] / m[i][i] for i in range(k)]
+
+
+def nnls(a, b):
+    """Non-negative least squares (drop the most negative term until none is): [coef per column].
+    A column that is zero in every row stays 0."""
+    active = [j for j in range(len(a[0])) if any(r[j] for r in a)]
+    while active:
+        sol = solve([[r[j] for j in active] for r in a], b)
+        if sol is None:  # collinear: drop the last column of the group
+            active = active[:-1]
+            continue
+        if min(sol) >= 0:
+            coef = [0.0] * len(a[0])
+            for j, v in zip(active, sol):
+                coef[j] = v
+            return coef
+        active = [j for j, v in zip(active, sol) if v != min(sol)]
+    return [0.0] * len(a[0])
+
+
+def counts(model_facts):
+    """What one profiled DDP step dispatched (the means over its steps)."""
+    steps = model_facts["steps"]
+
+    def mean(fn):
+        return sum(fn(s) for s in steps) / len(steps)
+
+    def term(name, key="count"):
+        return mean(lambda s: (s["terms"].get(name) or {}).get(key, 0))
+
+    buckets = {c: len([x for x in b.get("rebuilt_bucket_sizes", "").split(",") if x.strip()])
+               for c, b in model_facts["measured_ms"].get("_buckets", {}).items()}
+    return {
+        "module_calls": mean(lambda s: s["module_calls"]),
+        "forward_ops": mean(lambda s: sum(v.get("forward_ops", 0) for v in s["layers"].values())),
+        "backward_nodes": mean(lambda s: sum(v.get("backward_ops", 0)
+                                             for v in s["layers"].values())),
+        "parameters": term("accumulate_grad"),
+        "broadcasts": term("buffer_sync", "broadcasts"),
+        "buffers": term("buffer_copy"),
+        "buckets": buckets,
+    }
+
+
+def features(c, config, phase):
+    ddp = 0.0 if config == "eager" else 1.0
+    if phase == "forward":
+        return [c["module_calls"], c["forward_ops"], ddp, ddp * c["broadcasts"],
+                ddp * c["buffers"]]
+    buckets = c["buckets"].get(config, 0) if ddp else 0
+    return [c["backward_nodes"], c["parameters"], 1.0, ddp * c["parameters"], ddp * buckets]
+
+
+def load(facts_path, runs):
+    """{model: (counts, {config: {phase: median of the runs' median host ms}}, {config: runs})}"""
+    with open(facts_path) as f:
+        facts = json.load(f)["models"]
+    out = {}
+    for model, mf in sorted(facts.items()):
+        per = {}
+        for run in runs:
+            path = os.path.join(run, f"{model}.json")
+            if not os.path.exists(path):
+                continue
+            with open(path) as f:
+                job = json.load(f)
+            for config, h in (job.get("median_host_ms") or {}).items():
+                per.setdefault(config, []).append(h)
+        if not per:
+            continue
+        host = {config: {phase: statistics.median(h[phase] for h in hs)
+                         for phase in ("forward", "backward")} for config, hs in per.items()}
+        out[model] = (counts(mf), host, {config: len(hs) for config, hs in per.items()})
+    if len(out) < 2:
+        raise SystemExit(f"host_phases.py: {len(out)} model(s) with unprofiled host times "
+                         f"(median_host_ms) in {', '.join(runs)}: a held-out fit needs two")
+    return out
+
+
+def fit(data, models, phase):
+    rows, ys = [], []
+    for m in models:
+        c, host, _ = data[m]
+        for config, h in host.items():
+            y = h[phase] * 1000  # µs
+            rows.append([x / y for x in features(c, config, phase)])
+            ys.append(1.0)
+    return nnls(rows, ys)
+
+
+def predict(coef, c, config, phase):
+    return sum(a * b for a, b in zip(coef, features(c, config, phase))) / 1000  # ms
+
+
+def report(data):
+    models = sorted(data)
+    result = {"all": {}, "held_out": {}}
+    for phase, names in PHASES:
+        result["all"][phase] = dict(zip(names, fit(data, models, phase)))
+    for held in models:
+        rest = [m for m in models if m != held]
+        c, host, _ = data[held]
+        rows = {}
+        for phase, names in PHASES:
+            coef = fit(data, rest, phase)
+            for config, h in host.items():
+                rows.setdefault(config, {})[phase] = {
+                    "measured_ms": h[phase], "predicted_ms": predict(coef, c, config, phase)}
+        result["held_out"][held] = rows
+    return result
+
+
+def markdown(result):
+    lines = ["Terms fitted on every model (µs):", ""]
+    for phase, names in PHASES:
+        lines.append(f"- {phase}: " + ", ".join(f"{n} {result['all'][phase][n]:.2f}"
+                                               for n in names))
+    lines += ["", "Held out (terms fitted on the other models), measured / predicted ms (error):",
+              "", "| model | configuration | forward | backward |", "|---|---|---|---|"]
+    for model, rows in result["held_out"].items():
+        for config in sorted(rows, key=lambda c: (c != "eager", c)):
+            cells = []
+            for phase, _ in PHASES:
+                r = rows[config][phase]
+                err = 100 * (r["predicted_ms"] / r["measured_ms"] - 1)
+                cells.append(f"{r['measured_ms']:.2f} / {r['predicted_ms']:.2f} ({err:+.1f} %)")
+            lines.append(f"| {model} | {config} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("facts")
+    ap.add_argument("runs", nargs="+")
+    ap.add_argument("--json", action="store_true", help="print the fit as JSON")
+    args = ap.parse_args(argv[1:])
+    for run in args.runs:
+        if not os.path.isdir(run):
+            raise SystemExit(f"host_phases.py: no run folder {run}")
+    result = report(load(args.facts, args.runs))
+    print(json.dumps(result, indent=1, sort_keys=True) if args.json else markdown(result))
+
+
+if __name__ == "__main__":
+    main(sys.argv)
