@@ -1,21 +1,23 @@
 #!/usr/bin/env python3
 """Host costs from the unprofiled host: a fit of per-op terms on the kit's timed steps. Stdlib only.
 
-  host_phases.py FACTS.json RUN_DIR [RUN_DIR ...] [--json]
+  host_phases.py FACTS.json RUN_DIR [RUN_DIR ...] [--backward-constant] [--json]
 
 torch_job.py times every configuration (eager, DDP at each cap) without the profiler and records,
 per step, how long the host took to enqueue the forward (with the loss) and the backward
 (`host_ms`: until `loss.backward()` returned). The host facts (host_facts.py, FACTS.json) count
 from the profiled trace what each of those phases dispatched: module calls, forward ops,
-backward nodes, parameters, DDP's buffers and, per configuration, its buckets. Here the host's
-terms are fitted on the unprofiled times themselves, by non-negative least squares on the
-relative error over every model and configuration (the median of the runs' medians), so the
-profiler's own cost per event never enters:
+backward nodes, the CUDA runtime calls (launches) of both, parameters, DDP's buffers and, per
+configuration, its buckets. Here the host's terms are fitted on the unprofiled times themselves,
+by non-negative least squares on the relative error over every model and configuration (the
+median of the runs' medians), so the profiler's own cost per event never enters:
 
-  forward  = module calls x module + forward ops x op + [DDP] (wrapper + broadcasts x broadcast
-             + buffers x buffer)
-  backward = backward nodes x node + parameters x AccumulateGrad + constant
+  forward  = module calls x module + forward ops x op + their runtime calls x launch
+             + [DDP] (wrapper + broadcasts x broadcast + buffers x buffer)
+  backward = backward nodes x node + their runtime calls x launch + parameters x AccumulateGrad
              + [DDP] (parameters x per gradient (hook, copy-in, copy-back) + buckets x bucket)
+
+With --backward-constant the backward's launch term is replaced by a constant per step.
 
 and each model is predicted with the terms fitted on the others (held out). Prints the terms and
 the held-out errors per model, configuration and phase (docs/spec/host-lane.md, "The unprofiled
@@ -28,10 +30,18 @@ import os
 import statistics
 import sys
 
-FORWARD_TERMS = ["module_us", "forward_op_us", "ddp_wrapper_us", "broadcast_us", "buffer_us"]
-BACKWARD_TERMS = ["backward_node_us", "accumulate_grad_us", "backward_const_us",
+FORWARD_TERMS = ["module_us", "forward_op_us", "forward_launch_us", "ddp_wrapper_us",
+                 "broadcast_us", "buffer_us"]
+BACKWARD_TERMS = ["backward_node_us", "backward_launch_us", "accumulate_grad_us",
                   "ddp_gradient_us", "bucket_us"]
-PHASES = (("forward", FORWARD_TERMS), ("backward", BACKWARD_TERMS))
+# --backward-constant: the backward's launch term replaced by a constant per step
+BACKWARD_CONSTANT_TERMS = ["backward_node_us", "backward_step_us", "accumulate_grad_us",
+                           "ddp_gradient_us", "bucket_us"]
+
+
+def phases(backward_constant=False):
+    return (("forward", FORWARD_TERMS),
+            ("backward", BACKWARD_CONSTANT_TERMS if backward_constant else BACKWARD_TERMS))
 
 
 def solve(a, b):
@@ -81,11 +91,15 @@ def counts(model_facts):
 
     buckets = {c: len([x for x in b.get("rebuilt_bucket_sizes", "").split(",") if x.strip()])
                for c, b in model_facts["measured_ms"].get("_buckets", {}).items()}
+    def layers(key):
+        return mean(lambda s: sum(v.get(key, 0) for v in s["layers"].values()))
+
     return {
         "module_calls": mean(lambda s: s["module_calls"]),
-        "forward_ops": mean(lambda s: sum(v.get("forward_ops", 0) for v in s["layers"].values())),
-        "backward_nodes": mean(lambda s: sum(v.get("backward_ops", 0)
-                                             for v in s["layers"].values())),
+        "forward_ops": layers("forward_ops"),
+        "forward_launches": layers("forward_runtime_events"),
+        "backward_nodes": layers("backward_ops"),
+        "backward_launches": layers("backward_runtime_events"),
         "parameters": term("accumulate_grad"),
         "broadcasts": term("buffer_sync", "broadcasts"),
         "buffers": term("buffer_copy"),
@@ -93,13 +107,14 @@ def counts(model_facts):
     }
 
 
-def features(c, config, phase):
+def features(c, config, phase, backward_constant=False):
     ddp = 0.0 if config == "eager" else 1.0
     if phase == "forward":
-        return [c["module_calls"], c["forward_ops"], ddp, ddp * c["broadcasts"],
-                ddp * c["buffers"]]
+        return [c["module_calls"], c["forward_ops"], c["forward_launches"], ddp,
+                ddp * c["broadcasts"], ddp * c["buffers"]]
     buckets = c["buckets"].get(config, 0) if ddp else 0
-    return [c["backward_nodes"], c["parameters"], 1.0, ddp * c["parameters"], ddp * buckets]
+    return [c["backward_nodes"], 1.0 if backward_constant else c["backward_launches"],
+            c["parameters"], ddp * c["parameters"], ddp * buckets]
 
 
 def load(facts_path, runs):
@@ -128,42 +143,44 @@ def load(facts_path, runs):
     return out
 
 
-def fit(data, models, phase):
+def fit(data, models, phase, backward_constant=False):
     rows, ys = [], []
     for m in models:
         c, host, _ = data[m]
         for config, h in host.items():
             y = h[phase] * 1000  # µs
-            rows.append([x / y for x in features(c, config, phase)])
+            rows.append([x / y for x in features(c, config, phase, backward_constant)])
             ys.append(1.0)
     return nnls(rows, ys)
 
 
-def predict(coef, c, config, phase):
-    return sum(a * b for a, b in zip(coef, features(c, config, phase))) / 1000  # ms
+def predict(coef, c, config, phase, backward_constant=False):
+    x = features(c, config, phase, backward_constant)
+    return sum(a * b for a, b in zip(coef, x)) / 1000  # ms
 
 
-def report(data):
+def report(data, backward_constant=False):
     models = sorted(data)
-    result = {"all": {}, "held_out": {}}
-    for phase, names in PHASES:
-        result["all"][phase] = dict(zip(names, fit(data, models, phase)))
+    result = {"all": {}, "held_out": {}, "backward_constant": backward_constant}
+    for phase, names in phases(backward_constant):
+        result["all"][phase] = dict(zip(names, fit(data, models, phase, backward_constant)))
     for held in models:
         rest = [m for m in models if m != held]
         c, host, _ = data[held]
         rows = {}
-        for phase, names in PHASES:
-            coef = fit(data, rest, phase)
+        for phase, names in phases(backward_constant):
+            coef = fit(data, rest, phase, backward_constant)
             for config, h in host.items():
                 rows.setdefault(config, {})[phase] = {
-                    "measured_ms": h[phase], "predicted_ms": predict(coef, c, config, phase)}
+                    "measured_ms": h[phase],
+                    "predicted_ms": predict(coef, c, config, phase, backward_constant)}
         result["held_out"][held] = rows
     return result
 
 
 def markdown(result):
     lines = ["Terms fitted on every model (µs):", ""]
-    for phase, names in PHASES:
+    for phase, names in phases(result["backward_constant"]):
         lines.append(f"- {phase}: " + ", ".join(f"{n} {result['all'][phase][n]:.2f}"
                                                for n in names))
     lines += ["", "Held out (terms fitted on the other models), measured / predicted ms (error):",
@@ -171,11 +188,16 @@ def markdown(result):
     for model, rows in result["held_out"].items():
         for config in sorted(rows, key=lambda c: (c != "eager", c)):
             cells = []
-            for phase, _ in PHASES:
+            for phase, _ in phases(result["backward_constant"]):
                 r = rows[config][phase]
                 err = 100 * (r["predicted_ms"] / r["measured_ms"] - 1)
                 cells.append(f"{r['measured_ms']:.2f} / {r['predicted_ms']:.2f} ({err:+.1f} %)")
             lines.append(f"| {model} | {config} | " + " | ".join(cells) + " |")
+    errors = {phase: [abs(r[phase]["predicted_ms"] / r[phase]["measured_ms"] - 1)
+                      for rows in result["held_out"].values() for r in rows.values()]
+              for phase, _ in phases(result["backward_constant"])}
+    lines += [""] + [f"- {phase}, held out: mean |error| {100 * sum(e) / len(e):.1f} %, largest "
+                     f"{100 * max(e):.1f} %" for phase, e in errors.items()]
     return "\n".join(lines)
 
 
@@ -183,12 +205,14 @@ def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("facts")
     ap.add_argument("runs", nargs="+")
+    ap.add_argument("--backward-constant", action="store_true",
+                    help="fit the backward with a constant per step instead of a cost per launch")
     ap.add_argument("--json", action="store_true", help="print the fit as JSON")
     args = ap.parse_args(argv[1:])
     for run in args.runs:
         if not os.path.isdir(run):
             raise SystemExit(f"host_phases.py: no run folder {run}")
-    result = report(load(args.facts, args.runs))
+    result = report(load(args.facts, args.runs), args.backward_constant)
     print(json.dumps(result, indent=1, sort_keys=True) if args.json else markdown(result))
 
 
