@@ -371,7 +371,16 @@ class ModelParser : private io::JsonReader {
         const std::string opsPath = jsonKeyPath(path, "host_ops");
         if (!ops->is_object())
           return error(opsPath, "an object {\"forward\": N, \"backward\": N}", ops);
-        RETURN_IF_ERROR(checkKeys(*ops, opsPath, {"forward", "backward"}));
+        RETURN_IF_ERROR(checkKeys(*ops, opsPath,
+                                  {"forward", "backward", "forward_launches", "backward_launches"}));
+        for (const auto& [key, target] :
+             {std::pair<const char*, double*>{"forward_launches", &layer.forwardLaunches},
+              {"backward_launches", &layer.backwardLaunches}}) {
+          if (find(*ops, key) != nullptr) {
+            ASSIGN_OR_RETURN(*target, number(*ops, opsPath, key, 0, 100000, std::nullopt,
+                                             "a number of runtime calls in [0, 100000]"));
+          }
+        }
         for (const auto& [key, target] :
              {std::pair<const char*, int*>{"forward", &layer.forwardOps},
               {"backward", &layer.backwardOps}}) {

@@ -221,45 +221,62 @@ HostOps hostOps(const LayerSpec& layer, bool autocast) {
     int forward, backward;
     bool casts;  // under autocast each of its parameters is cast: one more backward node each
     bool moduleCall;
+    // CUDA runtime calls per pass under bf16 autocast (PyTorch 2.11, the H100 and H200 kits'
+    // traces, scripts/gpu_kit/host_facts.py's runtime events): fixed plus per parameter
+    double forwardLaunches, forwardLaunchesPerParam, backwardLaunches, backwardLaunchesPerParam;
   };
   // From the PyTorch 2.11 H100 traces (scripts/gpu_kit/host_facts.py): e.g. an autocast Conv2d
   // runs ConvolutionBackward0 and the weight's ToCopyBackward0; a Linear addmm's AddmmBackward0,
   // TBackward0, views and the casts of weight and bias; Hugging Face's Conv1D view → addmm →
-  // view.
+  // view. Launches: a convolution's forward is cuDNN's plan and kernels (6.8 calls), its
+  // backward data and weight gradients (15.1); BatchNorm2d's forward 4 (the statistics, the
+  // normalization, the running-stat update, the batch counter); an embedding's backward sorts
+  // its indices (34.5); a Linear's GEMM and its casts, in backward two GEMMs, the bias reduction
+  // and the casts back (4 per parameter).
   static constexpr Rule kRules[] = {
-      {"Conv2d", 1, 1, true, true},
-      {"Linear", 1, 4, true, true},
-      {"Conv1D", 3, 3, true, true},
-      {"BatchNorm2d", 2, 1, false, true},
-      {"LayerNorm", 1, 1, false, true},
-      {"Embedding", 1, 1, false, true},
-      {"AttentionCore", 9, 9, false, false},
-      {"Add", 1, 1, false, false},
-      {"SelectToken", 1, 1, false, false},
-      {"ClassToken", 1, 1, false, false},
-      {"AddParameter", 1, 1, false, false},
+      {"Conv2d", 1, 1, true, true, 5.8, 1, 14.1, 1},
+      {"Linear", 1, 4, true, true, 1.8, 1, 0, 4},
+      {"Conv1D", 3, 3, true, true, 1.75, 1, 2.75, 2},
+      {"BatchNorm2d", 2, 1, false, true, 4, 0, 1, 0},
+      {"LayerNorm", 1, 1, false, true, 1, 0, 2.6, 0},
+      {"Embedding", 1, 1, false, true, 1, 0, 34.5, 0},
+      {"AttentionCore", 9, 9, false, false, 5.5, 0, 11, 0},
+      {"Add", 1, 1, false, false, 1, 0, 0.2, 0},
+      {"SelectToken", 1, 1, false, false, 0, 0, 3, 0},
+      {"ClassToken", 1, 1, false, false, 1, 0, 2, 0},
+      {"AddParameter", 1, 1, false, false, 1, 0, 1, 0},
+      {"Dropout", 1, 1, false, true, 0, 0, 1, 0},
+      {"MaxPool2d", 1, 1, false, true, 1, 0, 2, 0},
       // The ops a module runs itself, outside its child modules (a model read off a trace:
       // traces/kineto_model.h); their counts come from the trace.
-      {"Functional", 1, 1, false, false},
+      {"Functional", 1, 1, false, false, 1, 0, 1, 0},
       // The Llama-style decoder (llama-small), counted from what its modules call, not yet
       // from a trace: nn.RMSNorm is one fused op on CUDA (aten::_fused_rms_norm) with one
       // backward node; rotary embeddings run q*cos + rotate_half(q)*sin for q and k (mul, neg,
       // cat, mul, add each; 14 backward nodes with the slices); SwiGLU is silu(gate) * up.
-      {"RMSNorm", 1, 1, false, true},
-      {"RotaryEmbedding", 10, 14, false, false},
-      {"SwiGLU", 2, 2, false, true},
+      {"RMSNorm", 1, 1, false, true, 1, 0, 3, 0},
+      {"RotaryEmbedding", 10, 14, false, false, 8.5, 0, 14, 0},
+      {"SwiGLU", 2, 2, false, true, 1, 0, 2, 0},
   };
   HostOps out;
   for (const Rule& r : kRules) {
     if (layer.type != r.type) continue;
     const int casts = r.casts ? static_cast<int>(layer.params.size()) : 0;
+    const double params = static_cast<double>(layer.params.size());
     out.forward = r.forward;
     out.backward = r.backward + (autocast ? casts : 0);
     out.moduleCall = r.moduleCall;
+    // Without autocast no parameter is cast: one launch fewer per cast in each pass.
+    out.forwardLaunches =
+        std::max(0.0, r.forwardLaunches + r.forwardLaunchesPerParam * params - (autocast ? 0 : casts));
+    out.backwardLaunches = std::max(
+        0.0, r.backwardLaunches + r.backwardLaunchesPerParam * params - (autocast ? 0 : casts));
     break;
   }
   if (layer.forwardOps >= 0) out.forward = layer.forwardOps;
   if (layer.backwardOps >= 0) out.backward = layer.backwardOps;
+  if (layer.forwardLaunches >= 0) out.forwardLaunches = layer.forwardLaunches;
+  if (layer.backwardLaunches >= 0) out.backwardLaunches = layer.backwardLaunches;
   return out;
 }
 

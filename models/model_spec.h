@@ -97,6 +97,10 @@ struct LayerSpec {
   // backward's autograd nodes; -1 = hostOps' default for the type.
   int forwardOps = -1;
   int backwardOps = -1;
+  // The CUDA runtime calls those ops and nodes make ("host_ops" forward_launches,
+  // backward_launches; a mean over steps may be fractional); -1 = hostOps' default for the type.
+  double forwardLaunches = -1;
+  double backwardLaunches = -1;
 
   // Backward FLOPs at `inputs`: backwardFlops if given, else 2x forward for a layer
   // with parameters (input grad + weight grad) and 1x forward without.
@@ -117,10 +121,15 @@ std::vector<int> defaultGradReadyOrder(std::string_view layerType, const std::ve
 // own counts when given, else the type's default under `autocast` (torch.autocast casts the
 // parameters of convolutions and linear layers: one ToCopyBackward node per parameter): the counts
 // PyTorch 2.11 dispatched for these types in the H100 kit's traces (docs/spec/host-lane.md).
+// With them the CUDA runtime calls each pass makes (kernel launches and the libraries' calls: a
+// cuDNN convolution about 7 in forward): the means of the H100 and H200 kits' bf16 autocast
+// traces; without autocast one fewer per parameter cast in each pass.
 struct HostOps {
   int forward = 1;
   int backward = 1;
   bool moduleCall = true;
+  double forwardLaunches = 1;
+  double backwardLaunches = 1;
 };
 HostOps hostOps(const LayerSpec& layer, bool autocast);
 

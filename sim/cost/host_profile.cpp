@@ -44,6 +44,7 @@ std::vector<HostTerm> hostProfileTerms() {
   return {{"module_us", &HostProfile::moduleUs},
           {"forward_op_us", &HostProfile::forwardOpUs},
           {"backward_node_us", &HostProfile::backwardNodeUs},
+          {"launch_us", &HostProfile::launchUs},
           {"accumulate_grad_us", &HostProfile::accumulateGradUs},
           {"step_us", &HostProfile::stepUs},
           {"optimizer_us", &HostProfile::optimizerUs}};
@@ -77,7 +78,7 @@ StatusOr<HostProfile> parseHostProfile(const Json& object, const std::string& or
   RETURN_IF_ERROR(reader.checkKeys(
       object, path,
       {"name", "source", "stands_for", "module_us", "forward_op_us", "backward_node_us",
-       "accumulate_grad_us", "step_us", "optimizer_us", "ddp", "profiler"}));
+       "launch_us", "accumulate_grad_us", "step_us", "optimizer_us", "ddp", "profiler"}));
   HostProfile p;
   ASSIGN_OR_RETURN(p.name, reader.requiredString(object, path, "name"));
   ASSIGN_OR_RETURN(p.source, reader.requiredString(object, path, "source"));

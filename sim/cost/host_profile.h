@@ -7,7 +7,7 @@
 // Two kinds of terms:
 //   * per op: what dispatching the model costs — each module call, each aten op a layer
 //     dispatches in forward, each autograd node in backward (with the engine's own time between
-//     nodes), each parameter's AccumulateGrad, the step's own work (zero_grad, the loss, the
+//     nodes), each CUDA runtime call those make, each parameter's AccumulateGrad, the step's own work (zero_grad, the loss, the
 //     training loop) and the optimizer step; the op counts come from the model (models/FORMAT.md
 //     "host_ops"). All 0: only kernel launches (device.launch_overhead_us) are charged, as before
 //     host profiles existed;
@@ -53,6 +53,9 @@ struct HostProfile {
   double moduleUs = 0;        // per module call: nn.Module.__call__ and its Python around the ops
   double forwardOpUs = 0;     // per top-level aten op a layer dispatches in forward (its launches)
   double backwardNodeUs = 0;  // per autograd node, with the engine's time before it
+  // per CUDA runtime call a layer's ops and nodes make (kernel launches, cuDNN's calls), beyond
+  // the op's or node's own cost: what makes a convolution (6.8 calls) dearer than a GELU (1)
+  double launchUs = 0;
   double accumulateGradUs = 0;  // per parameter: its AccumulateGrad node (DDP's hook excluded)
   double stepUs = 0;            // per step: zero_grad, the loss, the training loop, the sync
   double optimizerUs = 0;       // per optimizer step (the foreach kernels' launches included)
@@ -64,8 +67,8 @@ struct HostProfile {
 
   // Whether the per-op terms are set (else only kernel launches and DDP's terms are charged).
   bool perOp() const {
-    return moduleUs > 0 || forwardOpUs > 0 || backwardNodeUs > 0 || accumulateGradUs > 0 ||
-           stepUs > 0 || optimizerUs > 0;
+    return moduleUs > 0 || forwardOpUs > 0 || backwardNodeUs > 0 || launchUs > 0 ||
+           accumulateGradUs > 0 || stepUs > 0 || optimizerUs > 0;
   }
 };
 

@@ -118,8 +118,9 @@ Status validateHostModel(const HostModel& host) {
 LayerHostUs layerHostUs(const HostProfile& p, const models::LayerSpec& layer, bool autocast) {
   if (!p.perOp()) return {};
   const models::HostOps ops = models::hostOps(layer, autocast);
-  return {(ops.moduleCall ? p.moduleUs : 0.0) + ops.forward * p.forwardOpUs,
-          ops.backward * p.backwardNodeUs +
+  return {(ops.moduleCall ? p.moduleUs : 0.0) + ops.forward * p.forwardOpUs +
+              ops.forwardLaunches * p.launchUs,
+          ops.backward * p.backwardNodeUs + ops.backwardLaunches * p.launchUs +
               static_cast<double>(layer.params.size()) * p.accumulateGradUs};
 }
 

@@ -47,7 +47,8 @@
 // Host (HostModel; host_profile.h): each rank has a host cursor besides its compute stream. With
 // a profile's per-op terms, a layer's forward costs the host its module call and its aten ops
 // (moduleUs, forwardOpUs × ops), its backward the autograd nodes and its parameters'
-// AccumulateGrad (backwardNodeUs × nodes + accumulateGradUs × parameters), each step its own
+// AccumulateGrad (backwardNodeUs × nodes + accumulateGradUs × parameters), both passes the CUDA
+// runtime calls their ops make (launchUs × launches), each step its own
 // work (stepUs: zero_grad, the loss, the loop) and the optimizer step optimizerUs; the op counts
 // are the model's (models::hostOps). Without them, launching a layer kernel costs it kernelLaunch.
 // On GPUs the host runs ahead: DDP's
@@ -89,7 +90,8 @@ enum class Strategy { kDdp, kDataParallel };
 
 // What a layer's dispatch costs the host under a profile's per-op terms (what the simulation
 // charges; 0 without them): forward = its module call + its top-level ops, backward = its
-// autograd nodes + one AccumulateGrad per parameter (models::hostOps under `autocast`).
+// autograd nodes + one AccumulateGrad per parameter, each pass + its runtime calls
+// (models::hostOps under `autocast`).
 struct LayerHostUs {
   double forward = 0, backward = 0;
 };

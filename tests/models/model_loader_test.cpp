@@ -227,6 +227,27 @@ TEST(ModelLoaderTest, RejectsOtherLayerMistakes) {
               {"layers: expected an array of layer objects"});
 }
 
+TEST(ModelLoaderTest, ReadsHostOpsWithRuntimeCallsAndRejectsBadOnes) {
+  StatusOr<ModelSpec> spec = parseModelJson(
+      modelWithLayers(R"([{"name": "fc1", "type": "Linear", "host_ops": {"forward": 2,
+                          "backward": 5, "forward_launches": 3.5, "backward_launches": 0}},
+                          {"name": "fc2", "type": "Linear", "host_ops": {"forward": 1}}])"),
+      "inline");
+  ASSERT_TRUE(spec.isOk()) << spec.status().message();
+  EXPECT_EQ(spec->layers[0].forwardOps, 2);
+  EXPECT_EQ(spec->layers[0].backwardOps, 5);
+  EXPECT_DOUBLE_EQ(spec->layers[0].forwardLaunches, 3.5);
+  EXPECT_DOUBLE_EQ(spec->layers[0].backwardLaunches, 0);
+  EXPECT_DOUBLE_EQ(spec->layers[1].forwardLaunches, -1);  // the type's default
+  expectError(modelWithLayers(R"([{"name": "fc1", "type": "Linear",
+                                   "host_ops": {"forward_launches": -1}}])"),
+              StatusCode::kInvalidArgument,
+              {"layers[0].host_ops.forward_launches", "runtime calls in [0, 100000]"});
+  expectError(modelWithLayers(R"([{"name": "fc1", "type": "Linear",
+                                   "host_ops": {"launches": 1}}])"),
+              StatusCode::kInvalidArgument, {"layers[0].host_ops", "launches"});
+}
+
 TEST(ModelLoaderTest, RejectsBadInputsAndBuffers) {
   expectError(
       R"({"name": "m", "inputs": {"batch": -1}, "parameters": [{"name": "w", "shape": [1]}]})",

@@ -241,6 +241,25 @@ TEST(ModelZooTest, LlamaLayersHaveHostOpCounts) {
   EXPECT_EQ(ops("model.layers.0.mlp.act", false).forward, 2);
   // A bias-free Linear under autocast: its weight's cast adds one backward node.
   EXPECT_EQ(ops("lm_head", true).backward, ops("lm_head", false).backward + 1);
+  // Its runtime calls, as the kit's traces counted them for one-parameter Linears (2.74 and
+  // 4.16): the GEMM and the weight's cast; in backward two GEMMs and the cast back.
+  EXPECT_DOUBLE_EQ(ops("lm_head", true).forwardLaunches, 2.8);
+  EXPECT_DOUBLE_EQ(ops("lm_head", true).backwardLaunches, 4);
+  EXPECT_DOUBLE_EQ(ops("lm_head", false).forwardLaunches, 1.8);
+  EXPECT_DOUBLE_EQ(ops("lm_head", false).backwardLaunches, 3);
+}
+
+TEST(ModelZooTest, HostOpsTakeALayersOwnLaunchCounts) {
+  ModelSpec resnet = load("resnet50");
+  LayerSpec conv = resnet.layers.front();
+  ASSERT_EQ(conv.type, "Conv2d");
+  // cuDNN's convolution: 6.8 runtime calls in forward, 15.1 in backward under autocast.
+  EXPECT_DOUBLE_EQ(hostOps(conv, true).forwardLaunches, 6.8);
+  EXPECT_DOUBLE_EQ(hostOps(conv, true).backwardLaunches, 15.1);
+  conv.forwardLaunches = 12.5;
+  conv.backwardLaunches = 0;
+  EXPECT_DOUBLE_EQ(hostOps(conv, true).forwardLaunches, 12.5);
+  EXPECT_DOUBLE_EQ(hostOps(conv, true).backwardLaunches, 0);
 }
 
 TEST(ModelZooTest, EveryLayerHasForwardCosts) {

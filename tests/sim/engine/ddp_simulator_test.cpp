@@ -185,6 +185,46 @@ TEST(DdpSimulatorTest, PerOpHostCostsSetAHostBoundStep) {
             50000 + 6 * (10000 + 3 * 5000) + 6 * (2 * 2000) + 30000 + compute.optimizerNs);
 }
 
+TEST(DdpSimulatorTest, EachRuntimeCallOfALayersOpsCostsTheHostItsLaunch) {
+  // launch_us per CUDA runtime call: a Linear without autocast makes 1.8 calls in forward and
+  // 6 in backward with its two parameters (models::hostOps), or a layer's own counts.
+  const models::ModelSpec model = testing::specMlp();
+  FixedComputeModel compute;
+  compute.forwardNs = 100;
+  compute.backwardNs = 100;
+  AlphaBetaCommModel comm(8, 0, 0);
+  SimOptions options;
+  options.recordTrace = false;
+  options.host = perOpHost();
+  const SimResult base = run(model, options, compute, comm, kNoContention);
+  options.host->profile.launchUs = 3;
+  const SimResult r = run(model, options, compute, comm, kNoContention);
+  EXPECT_EQ(r.summary.hostWork.forward.count() - base.summary.hostWork.forward.count(),
+            6 * 5400);
+  EXPECT_EQ(r.summary.hostWork.backward.count() - base.summary.hostWork.backward.count(),
+            6 * 18000);
+  // Under autocast each parameter's cast is one call more in each pass.
+  options.ddp.autocast = true;
+  const SimResult cast = run(model, options, compute, comm, kNoContention);
+  options.host->profile.launchUs = 0;
+  const SimResult castBase = run(model, options, compute, comm, kNoContention);
+  EXPECT_EQ(cast.summary.hostWork.forward.count() - castBase.summary.hostWork.forward.count(),
+            6 * 11400);
+  EXPECT_EQ(cast.summary.hostWork.backward.count() - castBase.summary.hostWork.backward.count(),
+            6 * 24000);
+  models::ModelSpec counted = model;
+  for (models::LayerSpec& layer : counted.layers) {
+    layer.forwardLaunches = 2.5;
+    layer.backwardLaunches = 0;
+  }
+  options.ddp.autocast = false;
+  options.host->profile.launchUs = 3;
+  const SimResult own = run(counted, options, compute, comm, kNoContention);
+  EXPECT_EQ(own.summary.hostWork.forward.count() - base.summary.hostWork.forward.count(),
+            6 * 7500);
+  EXPECT_EQ(own.summary.hostWork.backward.count(), base.summary.hostWork.backward.count());
+}
+
 TEST(DdpSimulatorTest, PerOpHostCostsHideBehindLongKernels) {
   // Kernels far longer than their dispatch: the GPU waits only for the step's own host work and
   // the first layer's dispatch (the step starts with host and stream together).
