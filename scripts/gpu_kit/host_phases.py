@@ -62,21 +62,22 @@ def solve(a, b):
 
 
 def nnls(a, b):
-    """Non-negative least squares (drop the most negative term until none is): [coef per column].
-    A column that is zero in every row stays 0."""
-    active = [j for j in range(len(a[0])) if any(r[j] for r in a)]
-    while active:
-        sol = solve([[r[j] for j in active] for r in a], b)
-        if sol is None:  # collinear: drop the last column of the group
-            active = active[:-1]
+    """Non-negative least squares, exactly (as base/least_squares.h): every subset of the
+    columns solved, the best one with no negative coefficient kept: [coef per column]."""
+    k = len(a[0])
+    best, best_err = [0.0] * k, None
+    for mask in range(1, 1 << k):
+        cols = [j for j in range(k) if mask >> j & 1]
+        sol = solve([[r[j] for j in cols] for r in a], b)
+        if sol is None or min(sol) < 0:
             continue
-        if min(sol) >= 0:
-            coef = [0.0] * len(a[0])
-            for j, v in zip(active, sol):
-                coef[j] = v
-            return coef
-        active = [j for j, v in zip(active, sol) if v != min(sol)]
-    return [0.0] * len(a[0])
+        coef = [0.0] * k
+        for j, v in zip(cols, sol):
+            coef[j] = v
+        err = sum((sum(x * c for x, c in zip(r, coef)) - y) ** 2 for r, y in zip(a, b))
+        if best_err is None or err < best_err:
+            best, best_err = coef, err
+    return best
 
 
 def counts(model_facts):
