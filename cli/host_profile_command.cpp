@@ -20,7 +20,7 @@ namespace {
 Status runProfileList(const std::vector<std::string>& argv, CommandIo io) {
   ArgParser parser("ddpscope host-profile list", "",
                    "Lists the built-in host profiles: what the host pays per module call, forward\n"
-                   "op, backward node and parameter, and what it stands for.");
+                   "op, backward node, CUDA runtime call and parameter, and what it stands for.");
   ASSIGN_OR_RETURN(ParsedArgs args, parser.parse(argv, io.err));
   if (args.helpRequested()) {
     io.out << parser.helpText();
@@ -30,8 +30,9 @@ Status runProfileList(const std::vector<std::string>& argv, CommandIo io) {
   for (const sim::HostProfile& p : profiles) {
     io.out << p.name << ": module " << formatShortest(p.moduleUs) << " us, forward op "
            << formatShortest(p.forwardOpUs) << " us, backward node "
-           << formatShortest(p.backwardNodeUs) << " us, AccumulateGrad "
-           << formatShortest(p.accumulateGradUs) << " us; stands for " << p.standsFor << "\n";
+           << formatShortest(p.backwardNodeUs) << " us, launch " << formatShortest(p.launchUs)
+           << " us, AccumulateGrad " << formatShortest(p.accumulateGradUs) << " us; stands for "
+           << p.standsFor << "\n";
   }
   return Status::ok();
 }
@@ -59,8 +60,11 @@ Status runProfileFit(const std::vector<std::string>& argv, CommandIo io) {
       "scripts/gpu_kit/host_facts.py from the GPU kit's traces): each term is its per-event\n"
       "cost in the profiled steps less the profiler's, and the profiler's cost per event is\n"
       "fitted so that the simulator, with each layer's kernels as measured, meets the\n"
-      "unprofiled eager and DDP medians (docs/spec/host-lane.md). Prints each model's\n"
-      "simulated steps against the measured ones.");
+      "unprofiled eager and DDP medians (docs/spec/host-lane.md). Where the facts also hold\n"
+      "the host's unprofiled time per phase (the kit's timed steps), the per-op, per-launch\n"
+      "and DDP terms are fitted on those times instead, and the profiler's cost per event is\n"
+      "what the profiled phases took more. Prints each model's simulated steps against the\n"
+      "measured ones.");
   parser.options(api::hostProfileFitSettingList())
       .option("out", "FILE", "write the profile JSON here (-o FILE works too)")
       .flag("json", "print the fit as JSON");

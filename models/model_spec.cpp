@@ -267,8 +267,8 @@ HostOps hostOps(const LayerSpec& layer, bool autocast) {
     out.backward = r.backward + (autocast ? casts : 0);
     out.moduleCall = r.moduleCall;
     // Without autocast no parameter is cast: one launch fewer per cast in each pass.
-    out.forwardLaunches =
-        std::max(0.0, r.forwardLaunches + r.forwardLaunchesPerParam * params - (autocast ? 0 : casts));
+    out.forwardLaunches = std::max(
+        0.0, r.forwardLaunches + r.forwardLaunchesPerParam * params - (autocast ? 0 : casts));
     out.backwardLaunches = std::max(
         0.0, r.backwardLaunches + r.backwardLaunchesPerParam * params - (autocast ? 0 : casts));
     break;

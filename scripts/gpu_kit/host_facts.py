@@ -40,6 +40,9 @@ range), per profiled step, and the step times the kit measured without the profi
              loss (main-thread ops between the forward and the backward), sync
              (cudaDeviceSynchronize).
   step       the profiled step (ProfilerStep range), its events, its kernels' GPU time.
+  measured   (measured_ms) per configuration the unprofiled step medians of each timing run, and
+             (_host) the host's own time to enqueue the forward and the backward in those steps,
+             where the run recorded it (torch_job.py's median_host_ms).
 
 Events count every CPU event inside an item, itself included; runtime_events the CUDA runtime and
 driver calls among them (the profiler costs them differently: a CUPTI callback, not a recorded
@@ -366,6 +369,12 @@ def measured_steps(run_dirs, model):
             job = json.load(f)
         for config, ms in job["median_step_ms"].items():
             out[config].append(rnd(ms))
+        # The host's own time to enqueue each phase in the same timed steps (no profiler), when
+        # the run recorded it: what host_phases.py and the host fit's unprofiled route fit on.
+        for config, h in (job.get("median_host_ms") or {}).items():
+            host = out.setdefault("_host", {}).setdefault(config, {"forward": [], "backward": []})
+            for phase in ("forward", "backward"):
+                host[phase].append(rnd(h[phase]))
         out["_runs"].append(os.path.relpath(d, ROOT))
         out["_job"] = {k: job.get(k) for k in ("batch", "seq_len", "image_size", "dtype")}
         out["_buckets"] = job.get("buckets")

@@ -4,9 +4,13 @@
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
+#include "base/least_squares.h"
+#include "base/median.h"
 #include "base/strings.h"
+#include "ddp/bucket_plan.h"
 #include "io/json_reader.h"
 #include "models/zoo.h"
 #include "sim/engine/ddp_simulator.h"
@@ -123,6 +127,11 @@ double HostFacts::measuredMedianMs(const std::string& config) const {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+double HostFacts::measuredHostMedianMs(const std::string& config, int phase) const {
+  auto it = measuredHostMs.find(config);
+  return it == measuredHostMs.end() ? 0.0 : median(it->second[static_cast<size_t>(phase)]);
+}
+
 StatusOr<std::vector<HostFacts>> loadHostFacts(const std::string& path) {
   ASSIGN_OR_RETURN(std::string text, readFileToString(path));
   ASSIGN_OR_RETURN(Json doc, parseJsonObject(text, path));
@@ -158,6 +167,16 @@ StatusOr<std::vector<HostFacts>> loadHostFacts(const std::string& path) {
           if (sizes == nullptr || !sizes->is_string()) continue;
           for (const std::string& s : splitString(sizes->get<std::string>(), ',')) {
             if (auto v = parseInt64(trimString(s))) f.rebuiltBuckets[c].push_back(*v);
+          }
+        }
+      } else if (config == "_host") {
+        for (const auto& [c, phases] : values.items()) {
+          for (int phase = 0; phase < 2; ++phase) {
+            const Json* times = findJsonMember(phases, phase == 0 ? "forward" : "backward");
+            if (times == nullptr || !times->is_array()) continue;
+            for (const Json& v : *times) {
+              if (v.is_number()) f.measuredHostMs[c][phase].push_back(v.get<double>());
+            }
           }
         }
       } else if (config[0] != '_' && values.is_array()) {
@@ -249,6 +268,8 @@ StatusOr<models::ModelSpec> withHostFactsOps(models::ModelSpec model, const Host
     }
     layer.forwardOps = static_cast<int>(std::lround(it->second.forward.count));
     layer.backwardOps = static_cast<int>(std::lround(it->second.backward.count));
+    layer.forwardLaunches = it->second.forward.runtimeEvents;
+    layer.backwardLaunches = it->second.backward.runtimeEvents;
   }
   // A DDP forward that broadcast no buffer: the traced module has none (the GPU kit's GPT-2 and
   // BERT, whose attention masks are not buffers, unlike the zoo's from transformers).
@@ -375,6 +396,108 @@ HostProfile hostProfileFromFacts(const std::vector<const HostFacts*>& facts,
   return p;
 }
 
+std::optional<double> profilerCostFromPhases(const std::vector<const HostFacts*>& facts,
+                                             double profilerModuleUs) {
+  // The host work of the two phases in the profiled steps: every layer's ops and nodes, the
+  // module calls' own time, the autograd engine's gaps, AccumulateGrad with DDP's hooks,
+  // finalize, DDP's wrapper and buffer broadcast, zero_grad, the loss and the main thread's rest.
+  static const char* const kPhaseTerms[] = {"module_self",
+                                            "backward_node_gap",
+                                            "accumulate_grad",
+                                            "accumulate_grad_gap",
+                                            "copy_back",
+                                            "backward_other",
+                                            "backward_other_gap",
+                                            "ddp_wrapper",
+                                            "buffer_sync",
+                                            "zero_grad",
+                                            "loss",
+                                            "sync",
+                                            "main_other"};
+  double extra = 0, events = 0;
+  for (const HostFacts* f : facts) {
+    const double forward = f->measuredHostMedianMs("ddp-default", 0);
+    const double backward = f->measuredHostMedianMs("ddp-default", 1);
+    if (forward <= 0 || backward <= 0) return std::nullopt;
+    double host = 0;
+    for (const auto& [name, l] : f->layers) {
+      host += l.forward.hostUs + l.backward.hostUs;
+      events += l.forward.events + l.backward.events;
+    }
+    for (const char* name : kPhaseTerms) {
+      host += f->term(name).hostUs;
+      events += f->term(name).events;
+    }
+    extra += host - profilerModuleUs * f->term("module_self").count - (forward + backward) * 1000;
+  }
+  if (events <= 0) return std::nullopt;
+  return std::max(0.0, extra / events);
+}
+
+StatusOr<bool> fitUnprofiledHostTerms(const std::vector<const HostFacts*>& facts, HostProfile& p) {
+  // Columns: module_us, forward_op_us, launch_us, step_overhead_us, backward_node_us,
+  // accumulate_grad_us, grad_hook_us, allreduce_launch_us. DDP's buffer broadcast is costed by
+  // its ops: per buffer its copy back (one op, one kernel), per dtype group the flatten and the
+  // unflatten (an op and a kernel each) and c10d's broadcast call, the same ProcessGroup call
+  // as DDP's allreduce (the kit's models have buffers in one or two models, too few to fit
+  // terms of their own).
+  constexpr size_t kColumns = 8;
+  std::vector<std::vector<double>> rows;
+  std::vector<double> ys;
+  for (const HostFacts* f : facts) {
+    if (f->measuredHostMedianMs("eager", 0) <= 0) return false;
+    ASSIGN_OR_RETURN(models::ModelSpec model, hostFactsModel(*f));
+    const bool autocast = f->dtype == "bf16" || f->dtype == "fp16";
+    double calls = 0, ops = 0, forwardLaunches = 0, nodes = 0, backwardLaunches = 0;
+    for (const models::LayerSpec& layer : model.layers) {
+      const models::HostOps h = models::hostOps(layer, autocast);
+      calls += h.moduleCall ? 1 : 0;
+      ops += h.forward;
+      forwardLaunches += h.forwardLaunches;
+      nodes += h.backward;
+      backwardLaunches += h.backwardLaunches;
+    }
+    const double params = static_cast<double>(model.params.size());
+    const double buffers = static_cast<double>(model.buffers.size());
+    const double broadcasts = static_cast<double>(
+        ddp::coalescedBroadcastBytes(ddp::buffersAsTensors(model.buffers)).size());
+    bool anyDdp = false;
+    for (const auto& [config, times] : f->measuredHostMs) {
+      const bool ddp = config != "eager";
+      auto buckets = f->rebuiltBuckets.find(config);
+      if (ddp && (buckets == f->rebuiltBuckets.end() || buckets->second.empty())) continue;
+      const double forward = f->measuredHostMedianMs(config, 0) * 1000 - p.stepUs;
+      const double backward = f->measuredHostMedianMs(config, 1) * 1000;
+      if (forward <= 0 || backward <= 0) continue;
+      anyDdp = anyDdp || ddp;
+      const double d = ddp ? 1 : 0;
+      const double bufferOps = d * (buffers + 2 * broadcasts);
+      rows.push_back(
+          {calls, ops + bufferOps, forwardLaunches + bufferOps, d, 0, 0, 0, d * broadcasts});
+      ys.push_back(forward);
+      rows.push_back({0, 0, backwardLaunches, 0, nodes, params, d * params,
+                      ddp ? static_cast<double>(buckets->second.size()) : 0.0});
+      ys.push_back(backward);
+    }
+    if (!anyDdp) return false;
+  }
+  const std::vector<double> c = nnlsRelative(rows, ys);
+  if (c.size() != kColumns) return false;
+  p.moduleUs = c[0];
+  p.forwardOpUs = c[1];
+  p.launchUs = c[2];
+  p.ddp.stepOverheadUs = c[3];
+  p.backwardNodeUs = c[4];
+  p.accumulateGradUs = c[5];
+  p.ddp.gradHookUs = c[6];
+  p.ddp.allreduceLaunchUs = c[7];
+  p.ddp.bufferCopyUs = c[1] + c[2];
+  p.ddp.bufferSyncUs = c[7] + 2 * (c[1] + c[2]);
+  p.ddp.copyBackUs = 0;
+  p.ddp.finalizeWaitUs = 0;
+  return true;
+}
+
 StatusOr<SimResult> simulateWithHostFacts(const HostFacts& facts, const models::ModelSpec& model,
                                           const ClusterSpec& cluster, const WorldLayout& layout,
                                           SimOptions options, const HostProfile& profile) {
@@ -452,8 +575,16 @@ StatusOr<HostFit> fitHostProfileWith(const std::vector<const HostFacts*>& facts,
     q.profilerModuleUs = moduleProfiler;
     return q;
   };
+  // The profile at a profiler cost e: the profiled route's terms, the per-op and DDP ones from
+  // the unprofiled host times where the facts have them.
+  bool unprofiled = false;
+  auto profileAt = [&](double e) -> StatusOr<HostProfile> {
+    HostProfile p = hostProfileFromFacts(facts, profilerAt(e));
+    ASSIGN_OR_RETURN(unprofiled, fitUnprofiledHostTerms(facts, p));
+    return p;
+  };
   auto cost = [&](double e) -> StatusOr<double> {
-    const HostProfile p = hostProfileFromFacts(facts, profilerAt(e));
+    ASSIGN_OR_RETURN(const HostProfile p, profileAt(e));
     double total = 0;
     for (const HostFacts* f : facts) {
       ASSIGN_OR_RETURN(HostSimulation s, simulateFacts(*f, p));
@@ -464,10 +595,18 @@ StatusOr<HostFit> fitHostProfileWith(const std::vector<const HostFacts*>& facts,
     }
     return total;
   };
-  // A 17-point grid over [0, 8] µs, then two finer grids around the best.
+  // With the unprofiled phase times the profiler's cost per event is what the profiled steps'
+  // host work has more than the same work unprofiled, per event it recorded; then it only sets
+  // step_us and optimizer_us. Otherwise a 17-point grid over [0, 8] µs, then two finer grids
+  // around the best.
   double e0 = 4, eSpan = 4;
   double best = std::numeric_limits<double>::infinity(), bestE = 0;
-  for (int round = 0; round < 3; ++round) {
+  const std::optional<double> measuredE = profilerCostFromPhases(facts, moduleProfiler);
+  if (measuredE) {
+    bestE = *measuredE;
+    ASSIGN_OR_RETURN(best, cost(bestE));
+  }
+  for (int round = 0; round < (measuredE ? 0 : 3); ++round) {
     for (int i = 0; i <= 16; ++i) {
       const double e = std::max(0.0, e0 - eSpan + eSpan * i / 8.0);
       ASSIGN_OR_RETURN(double c, cost(e));
@@ -480,7 +619,7 @@ StatusOr<HostFit> fitHostProfileWith(const std::vector<const HostFacts*>& facts,
     eSpan /= 8;
   }
   HostFit fit;
-  fit.profile = hostProfileFromFacts(facts, profilerAt(bestE));
+  ASSIGN_OR_RETURN(fit.profile, profileAt(bestE));
   // To 0.001 µs: what a profile file holds (and what a regeneration compares).
   auto round3 = [](double& us) { us = std::round(us * 1000) / 1000; };
   for (const HostTerm& term : hostProfileTerms()) round3(fit.profile.*term.field);
@@ -497,10 +636,16 @@ StatusOr<HostFit> fitHostProfileWith(const std::vector<const HostFacts*>& facts,
   });
   source << " (" << factsFrom << ") against their unprofiled "
          << (eagerAndDdp ? "eager and DDP medians" : "steps given")
-         << "; the profiler's cost per event fitted ("
+         << "; the profiler's cost per event "
+         << (measuredE ? "from the profiled against the unprofiled host time per phase ("
+                       : "fitted (")
          << formatShortest(std::round(bestE * 100) / 100)
          << " us), per module call the mean own time of one-op module calls ("
          << formatShortest(std::round(moduleProfiler * 100) / 100) << " us)";
+  if (unprofiled) {
+    source << "; the per-op and DDP terms fitted on the host's unprofiled time per phase in the "
+              "timed steps";
+  }
   fit.profile.source = source.str();
   fit.profile.standsFor = "the traces' PyTorch, CPU and settings, profiler off";
   if (sum(facts, [](const HostFacts& f) { return f.term("buffer_sync").buffers; }) == 0) {

@@ -30,9 +30,12 @@
 // measured them (HostFactsComputeModel) and the model's op counts as the trace counted them —
 // reproduces the kit's unprofiled eager and DDP medians of the fitting models: a grid over
 // [0, 8] µs, then two finer ones around the best point, minimizing the sum of squared log errors.
-// (A separate cost per runtime call was tried and fitted no better on three models.)
+// (A separate profiler cost per runtime call was tried and fitted no better on three models.)
+// Where the facts carry the host's unprofiled time per phase, the per-op and DDP terms come from
+// those instead (fitUnprofiledHostTerms below), with a cost per CUDA runtime call (launch_us).
 #pragma once
 
+#include <array>
 #include <functional>
 #include <map>
 #include <memory>
@@ -77,11 +80,17 @@ struct HostFacts {
   std::map<std::string, HostWork> terms;                  // host_facts.py's terms
   std::map<std::string, LayerHostFacts> layers;           // by zoo layer name ("unattributed" too)
   std::map<std::string, std::vector<double>> measuredMs;  // unprofiled medians by config, per run
+  // The host's own time to enqueue each phase of those steps (torch_job.py's median_host_ms:
+  // [0] the forward with zero_grad and the loss, [1] the backward until loss.backward()
+  // returned), by config, per run; empty when the runs did not record it.
+  std::map<std::string, std::array<std::vector<double>, 2>> measuredHostMs;
   std::map<std::string, std::vector<int64_t>> rebuiltBuckets;  // bytes, by config
 
   const HostWork& term(const std::string& name) const;
   // The median of the measured unprofiled medians of `config` ("eager", "ddp-default", ...).
   double measuredMedianMs(const std::string& config) const;
+  // The median over the runs of the host's time in `phase` (0 forward, 1 backward); 0 unknown.
+  double measuredHostMedianMs(const std::string& config, int phase) const;
 };
 
 // Reads host_facts.py's JSON; errors name the file and the field.
@@ -102,7 +111,8 @@ StatusOr<std::optional<ProfileHostFacts>> hostFactsOfProfile(const MeasuredProfi
 Status addHostFactsSteps(const nlohmann::json& steps, const std::string& origin,
                          const std::string& path, HostFacts& facts);
 
-// `model` with each layer's op counts as the trace counted them, and without buffers when the
+// `model` with each layer's op counts (and their runtime calls) as the trace counted them, and
+// without buffers when the
 // trace's DDP forward broadcast none; error naming the first layer the facts do not cover (a trace
 // without the job's ddpscope.layer ranges covers none).
 StatusOr<models::ModelSpec> withHostFactsOps(models::ModelSpec model, const HostFacts& facts);
@@ -124,6 +134,39 @@ std::unique_ptr<ComputeModel> hostFactsComputeModel(
 // The per-event terms of the header comment at given profiler terms (its profiler* fields).
 HostProfile hostProfileFromFacts(const std::vector<const HostFacts*>& facts,
                                  const HostProfile& profiler);
+
+// The unprofiled route: when every fact has the host's unprofiled phase times (measuredHostMs)
+// for eager and a DDP configuration, the per-op and DDP terms are fitted on those times
+// themselves, where the profiler's own cost never enters (scripts/gpu_kit/host_phases.py does
+// the same on the kit's runs): non-negative least squares on the relative error over every fact
+// and configuration, jointly for
+//   forward  − step_us = module calls · module_us + forward ops · forward_op_us
+//                        + their runtime calls · launch_us
+//                        + [DDP] (step_overhead_us + broadcasts · buffer_sync_us
+//                                 + buffers · buffer_copy_us)
+//     with the buffer broadcast costed by its ops: buffer_copy_us = forward_op_us + launch_us
+//     (a buffer's copy back), buffer_sync_us = allreduce_launch_us + 2 (forward_op_us +
+//     launch_us) (c10d's broadcast call, the same ProcessGroup call as DDP's allreduce, between
+//     the flatten and the unflatten): buffers in one or two models are too few for terms of
+//     their own
+//   backward = nodes · backward_node_us + their runtime calls · launch_us
+//              + parameters · accumulate_grad_us
+//              + [DDP] (parameters · grad_hook_us + buckets · allreduce_launch_us)
+// with the counts the simulator charges (withHostFactsOps' model under the facts' autocast:
+// module-call layers, ops and runtime calls per layer; DDP's own broadcast groups) and each
+// configuration's rebuilt buckets. grad_hook_us then holds the whole per-gradient cost (hook,
+// copy-in, copy-back: copy_back_us and finalize_wait_us 0). step_us, optimizer_us and the
+// profiler's terms stay as the profiled route gives them. Returns false, `p` untouched, when
+// the facts lack the times.
+StatusOr<bool> fitUnprofiledHostTerms(const std::vector<const HostFacts*>& facts, HostProfile& p);
+// With those times the profiler's cost per event needs no step fit: it is what the profiled
+// steps' host work of the two phases (every layer's ops and nodes, the module calls' own time
+// less `profilerModuleUs` each, the engine's gaps, AccumulateGrad with DDP's hooks, finalize, DDP's
+// wrapper and buffer broadcast, zero_grad, the loss) has more than the same phases unprofiled
+// (default-cap DDP), over the events recorded in it, pooled over the facts; nullopt when a fact
+// lacks the times. (On the H200's five models alone: 1.4 µs for resnet50 to 5.6 for gpt2-small.)
+std::optional<double> profilerCostFromPhases(const std::vector<const HostFacts*>& facts,
+                                             double profilerModuleUs);
 
 struct HostSimulation {
   double eagerMs = 0, ddpMs = 0;  // simulated steady steps at world size 1

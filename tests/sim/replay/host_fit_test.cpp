@@ -92,9 +92,13 @@ TEST(HostFitTest, HeldOutModelsEagerAndDdpSteps) {
 
 // The same on the H200 kit's five models (tests/data/gpu/h200/host_facts.json: run1's profiled
 // steps, the medians of runs 1-3), each held out of a fit on the other four; vit-b16 and
-// llama-small were never part of any fit before. Asserted as on the H100: each held-out step is
-// nearer its measured median than the kernels alone. The table in docs/validation.md is this
-// test's output; the 10 % goal is met by bert-base only (resnet50's DDP step +35.6 %).
+// llama-small were never part of any fit before. The runs recorded the host's unprofiled time
+// per phase, so the fit takes the unprofiled route (fitUnprofiledHostTerms). Asserted as on the
+// H100: each held-out step is nearer its measured median than the kernels alone; and with the
+// unprofiled route every step within 25 % and DDP's overhead over eager within 30 % (the issue's
+// bound; the profiled route left resnet50's at 3.2 against 8.8 ms). The table in
+// docs/validation.md is this test's output: four of five within 10 % at both steps, resnet50
+// +23 / +20 %.
 TEST(HostFitTest, HeldOutModelsOnTheH200) {
   auto loaded = loadHostFacts(std::string(DDPSCOPE_TEST_DATA_DIR) + "/gpu/h200/host_facts.json");
   ASSERT_OK(loaded);
@@ -122,6 +126,9 @@ TEST(HostFitTest, HeldOutModelsOnTheH200) {
     const double ddp = f.measuredMedianMs("ddp-default");
     EXPECT_LT(std::abs(std::log(sim->eagerMs / eager)), std::abs(std::log(off->eagerMs / eager)));
     EXPECT_LT(std::abs(std::log(sim->ddpMs / ddp)), std::abs(std::log(off->ddpMs / ddp)));
+    EXPECT_LT(std::abs(sim->eagerMs / eager - 1), 0.25);
+    EXPECT_LT(std::abs(sim->ddpMs / ddp - 1), 0.25);
+    EXPECT_LT(std::abs((sim->ddpMs - sim->eagerMs) / (ddp - eager) - 1), 0.30);
     char row[512];
     std::snprintf(row, sizeof(row),
                   "| %s | %.2f us | %.2f / %.2f ms (%+.1f %%) | %+.1f %% | %.2f / %.2f ms (%+.1f "
@@ -236,6 +243,83 @@ TEST(HostFitTest, EndToEndZeroShotFromTheKernelBenchAndHeldOutHosts) {
     }
   }
   test_docs::expectDocBlock("docs/validation.md", "end-to-end-zero-shot", table);
+}
+
+// The unprofiled route recovers the terms that made the times: each H200 model's eager and
+// default-cap DDP steps simulated (its facts' op and runtime-call counts, world size 1) under a
+// known profile, the simulator's own host work per phase given as the measured phase times,
+// then fitted: every term comes back.
+TEST(HostFitTest, UnprofiledRouteRecoversTheTermsThatMadeThePhaseTimes) {
+  auto loaded = loadHostFacts(std::string(DDPSCOPE_TEST_DATA_DIR) + "/gpu/h200/host_facts.json");
+  ASSERT_OK(loaded);
+  std::vector<HostFacts> all = *loaded;
+  auto cluster = loadBuiltinCluster("hgx-h200");
+  ASSERT_OK(cluster);
+  HostProfile truth;
+  truth.name = "truth";
+  truth.moduleUs = 20;
+  truth.forwardOpUs = 13;
+  truth.launchUs = 11;
+  truth.backwardNodeUs = 10;
+  truth.accumulateGradUs = 2;
+  truth.stepUs = 600;
+  truth.optimizerUs = 900;
+  truth.ddp.gradHookUs = 31;
+  truth.ddp.allreduceLaunchUs = 86;
+  truth.ddp.stepOverheadUs = 120;
+  // The broadcast as its ops cost (host_fit.h): a copy per buffer, a flatten and an unflatten
+  // and the collective call per dtype group.
+  truth.ddp.bufferCopyUs = truth.forwardOpUs + truth.launchUs;
+  truth.ddp.bufferSyncUs = truth.ddp.allreduceLaunchUs + 2 * truth.ddp.bufferCopyUs;
+  std::vector<const HostFacts*> fit;
+  for (HostFacts& f : all) {
+    SCOPED_TRACE(f.model);
+    auto model = hostFactsModel(f);
+    ASSERT_OK(model);
+    SimOptions options;
+    options.inputs = hostFactsInputs(f);
+    options.dtype = "bf16";
+    options.ddp.autocast = true;
+    options.recordTrace = false;
+    options.simulatePlain = true;
+    auto sim = simulateWithHostFacts(f, *model, *cluster, WorldLayout{1, 1}, options, truth);
+    ASSERT_OK(sim);
+    f.measuredHostMs.clear();
+    // The DDP step's phases; plain training's are the same less DDP's terms.
+    const HostPhaseWork& w = sim->summary.hostWork;
+    f.measuredHostMs["ddp-default"] = {std::vector<double>{w.forward.toMillis()},
+                                       std::vector<double>{w.backward.toMillis()}};
+    f.rebuiltBuckets["ddp-default"].resize(static_cast<size_t>(sim->summary.numBuckets));
+    // Plain training: the same host without DDP's terms.
+    HostProfile plainHost = truth;
+    plainHost.ddp = DdpOverheads{};
+    auto plain = simulateWithHostFacts(f, *model, *cluster, WorldLayout{1, 1}, options, plainHost);
+    ASSERT_OK(plain);
+    f.measuredHostMs["eager"] = {std::vector<double>{plain->summary.hostWork.forward.toMillis()},
+                                 std::vector<double>{plain->summary.hostWork.backward.toMillis()}};
+    fit.push_back(&f);
+  }
+  HostProfile p;
+  p.stepUs = truth.stepUs;
+  auto used = fitUnprofiledHostTerms(fit, p);
+  ASSERT_OK(used);
+  EXPECT_TRUE(*used);
+  for (const HostTerm& term : hostProfileTerms()) {
+    if (std::string(term.key) == "step_us" || std::string(term.key) == "optimizer_us") continue;
+    EXPECT_NEAR(p.*term.field, truth.*term.field, 1e-3 * std::max(1.0, truth.*term.field))
+        << term.key;
+  }
+  for (const auto& [key, field] : ddpOverheadTerms()) {
+    EXPECT_NEAR(p.ddp.*field, truth.ddp.*field, 1e-3 * std::max(1.0, truth.ddp.*field)) << key;
+  }
+  // Facts without the times keep the profiled route's terms.
+  for (HostFacts& f : all) f.measuredHostMs.clear();
+  HostProfile untouched;
+  untouched.forwardOpUs = 7;
+  auto none = fitUnprofiledHostTerms(fit, untouched);
+  ASSERT_OK(none);
+  EXPECT_FALSE(*none);
+  EXPECT_EQ(untouched.forwardOpUs, 7);
 }
 
 // DDP's buffer broadcast in the H200 traces: llama-small broadcasts 1 buffer in 1 call,
