@@ -34,6 +34,26 @@ std::vector<HostFacts> facts() {
   return f.isOk() ? *f : std::vector<HostFacts>{};
 }
 
+// The facts of every model but the `held`-th: what a held-out fit is fitted on.
+std::vector<const HostFacts*> allBut(const std::vector<HostFacts>& all, size_t held) {
+  std::vector<const HostFacts*> out;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (i != held) out.push_back(&all[i]);
+  }
+  return out;
+}
+
+// A kit job's settings: its batch and shapes, bf16 autocast, plain training simulated too.
+SimOptions kitOptions(const HostFacts& f) {
+  SimOptions options;
+  options.inputs = hostFactsInputs(f);
+  options.dtype = "bf16";
+  options.ddp.autocast = true;
+  options.recordTrace = false;
+  options.simulatePlain = true;
+  return options;
+}
+
 ClusterSpec h100() {
   auto c = loadBuiltinCluster("dgx-h100");
   EXPECT_OK(c);
@@ -63,11 +83,7 @@ TEST(HostFitTest, HeldOutModelsEagerAndDdpSteps) {
   ASSERT_EQ(all.size(), 3u);
   const ClusterSpec cluster = h100();
   for (size_t held = 0; held < all.size(); ++held) {
-    std::vector<const HostFacts*> fit;
-    for (size_t i = 0; i < all.size(); ++i) {
-      if (i != held) fit.push_back(&all[i]);
-    }
-    auto profile = fitHostProfile(fit, cluster, "held-out");
+    auto profile = fitHostProfile(allBut(all, held), cluster, "held-out");
     ASSERT_TRUE(profile.isOk()) << profile.status().toString();
     const HostFacts& f = all[held];
     SCOPED_TRACE(f.model);
@@ -111,11 +127,7 @@ TEST(HostFitTest, HeldOutModelsOnTheH200) {
       "| DDP (default cap): simulated / measured | kernels alone | DDP − eager: simulated / "
       "measured |\n|---|---|---|---|---|---|---|\n";
   for (size_t held = 0; held < all.size(); ++held) {
-    std::vector<const HostFacts*> fit;
-    for (size_t i = 0; i < all.size(); ++i) {
-      if (i != held) fit.push_back(&all[i]);
-    }
-    auto profile = fitHostProfile(fit, *cluster, "held-out");
+    auto profile = fitHostProfile(allBut(all, held), *cluster, "held-out");
     ASSERT_TRUE(profile.isOk()) << profile.status().toString();
     const HostFacts& f = all[held];
     SCOPED_TRACE(f.model);
@@ -184,11 +196,7 @@ TEST(HostFitTest, EndToEndZeroShotFromTheKernelBenchAndHeldOutHosts) {
     ClusterSpec cluster = *builtin;
     cluster.device.kernelFit = KernelFit{};
     for (size_t held = 0; held < all.size(); ++held) {
-      std::vector<const HostFacts*> fit;
-      for (size_t i = 0; i < all.size(); ++i) {
-        if (i != held) fit.push_back(&all[i]);
-      }
-      auto profile = fitHostProfile(fit, cluster, "held-out");
+      auto profile = fitHostProfile(allBut(all, held), cluster, "held-out");
       ASSERT_TRUE(profile.isOk()) << profile.status().toString();
       const HostFacts& f = all[held];
       SCOPED_TRACE(std::string(m.gpu) + " " + f.model);
@@ -199,12 +207,7 @@ TEST(HostFitTest, EndToEndZeroShotFromTheKernelBenchAndHeldOutHosts) {
       if (f.term("ddp_forward").count > 0 && f.term("buffer_sync").count == 0) {
         model->buffers.clear();
       }
-      SimOptions options;
-      options.inputs = hostFactsInputs(f);
-      options.dtype = "bf16";
-      options.ddp.autocast = true;
-      options.recordTrace = false;
-      options.simulatePlain = true;
+      SimOptions options = kitOptions(f);
       auto roofline = makeRooflineComputeModel(cluster.device, options.dtype);
       ASSERT_OK(roofline);
       const BenchComputeModel compute(bench, *std::move(roofline));
@@ -276,12 +279,7 @@ TEST(HostFitTest, UnprofiledRouteRecoversTheTermsThatMadeThePhaseTimes) {
     SCOPED_TRACE(f.model);
     auto model = hostFactsModel(f);
     ASSERT_OK(model);
-    SimOptions options;
-    options.inputs = hostFactsInputs(f);
-    options.dtype = "bf16";
-    options.ddp.autocast = true;
-    options.recordTrace = false;
-    options.simulatePlain = true;
+    SimOptions options = kitOptions(f);
     auto sim = simulateWithHostFacts(f, *model, *cluster, WorldLayout{1, 1}, options, truth);
     ASSERT_OK(sim);
     f.measuredHostMs.clear();
