@@ -371,8 +371,8 @@ class ModelParser : private io::JsonReader {
         const std::string opsPath = jsonKeyPath(path, "host_ops");
         if (!ops->is_object())
           return error(opsPath, "an object {\"forward\": N, \"backward\": N}", ops);
-        RETURN_IF_ERROR(checkKeys(*ops, opsPath,
-                                  {"forward", "backward", "forward_launches", "backward_launches"}));
+        RETURN_IF_ERROR(checkKeys(
+            *ops, opsPath, {"forward", "backward", "forward_launches", "backward_launches"}));
         for (const auto& [key, target] :
              {std::pair<const char*, double*>{"forward_launches", &layer.forwardLaunches},
               {"backward_launches", &layer.backwardLaunches}}) {

@@ -7,10 +7,10 @@
 // Two kinds of terms:
 //   * per op: what dispatching the model costs — each module call, each aten op a layer
 //     dispatches in forward, each autograd node in backward (with the engine's own time between
-//     nodes), each CUDA runtime call those make, each parameter's AccumulateGrad, the step's own work (zero_grad, the loss, the
-//     training loop) and the optimizer step; the op counts come from the model (models/FORMAT.md
-//     "host_ops"). All 0: only kernel launches (device.launch_overhead_us) are charged, as before
-//     host profiles existed;
+//     nodes), each CUDA runtime call those make, each parameter's AccumulateGrad, the step's own
+//     work (zero_grad, the loss, the training loop) and the optimizer step; the op counts come from
+//     the model (models/FORMAT.md "host_ops"). All 0: only kernel launches
+//     (device.launch_overhead_us) are charged, as before host profiles existed;
 //   * DDP's reducer (DdpOverheads, the cluster's former "ddp_overheads").
 // And the profiler's own cost (a profiled step takes about twice an unprofiled one): per recorded
 // event and per module range, so that a profiled trace can predict an unprofiled run.
