@@ -400,20 +400,12 @@ std::optional<double> profilerCostFromPhases(const std::vector<const HostFacts*>
                                              double profilerModuleUs) {
   // The host work of the two phases in the profiled steps: every layer's ops and nodes, the
   // module calls' own time, the autograd engine's gaps, AccumulateGrad with DDP's hooks,
-  // finalize, DDP's wrapper and buffer broadcast, zero_grad, the loss and the main thread's rest.
-  static const char* const kPhaseTerms[] = {"module_self",
-                                            "backward_node_gap",
-                                            "accumulate_grad",
-                                            "accumulate_grad_gap",
-                                            "copy_back",
-                                            "backward_other",
-                                            "backward_other_gap",
-                                            "ddp_wrapper",
-                                            "buffer_sync",
-                                            "zero_grad",
-                                            "loss",
-                                            "sync",
-                                            "main_other"};
+  // finalize, DDP's wrapper and buffer broadcast, zero_grad, the loss and the main thread's rest
+  // (not the step's closing synchronization, which waits for the GPU after the phases).
+  static const char* const kPhaseTerms[] = {
+      "module_self",    "backward_node_gap",  "accumulate_grad", "accumulate_grad_gap", "copy_back",
+      "backward_other", "backward_other_gap", "ddp_wrapper",     "buffer_sync",         "zero_grad",
+      "loss",           "main_other"};
   double extra = 0, events = 0;
   for (const HostFacts* f : facts) {
     const double forward = f->measuredHostMedianMs("ddp-default", 0);
@@ -447,7 +439,8 @@ StatusOr<bool> fitUnprofiledHostTerms(const std::vector<const HostFacts*>& facts
   for (const HostFacts* f : facts) {
     if (f->measuredHostMedianMs("eager", 0) <= 0) return false;
     ASSIGN_OR_RETURN(models::ModelSpec model, hostFactsModel(*f));
-    const bool autocast = f->dtype == "bf16" || f->dtype == "fp16";
+    const std::string dtype = f->dtype.empty() ? "bf16" : f->dtype;  // as simulateHostFacts
+    const bool autocast = dtype == "bf16" || dtype == "fp16";
     double calls = 0, ops = 0, forwardLaunches = 0, nodes = 0, backwardLaunches = 0;
     for (const models::LayerSpec& layer : model.layers) {
       const models::HostOps h = models::hostOps(layer, autocast);
@@ -648,7 +641,8 @@ StatusOr<HostFit> fitHostProfileWith(const std::vector<const HostFacts*>& facts,
   }
   fit.profile.source = source.str();
   fit.profile.standsFor = "the traces' PyTorch, CPU and settings, profiler off";
-  if (sum(facts, [](const HostFacts& f) { return f.term("buffer_sync").buffers; }) == 0) {
+  if (!unprofiled &&
+      sum(facts, [](const HostFacts& f) { return f.term("buffer_sync").buffers; }) == 0) {
     fit.notes.push_back(
         "no buffer broadcast in the traces: ddp.buffer_sync_us and buffer_copy_us are 0 "
         "(unknown)");
