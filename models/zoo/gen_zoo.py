@@ -105,7 +105,7 @@ class Model:
 
     # -- execution
     def layer(self, name, type_, params=(), ready=None, flops=None, bytes_=None, attrs=None,
-              inputs=None, backward_flops=None):
+              inputs=None, backward_flops=None, host_ops=None):
         assert name not in self.layer_names, name
         for p in params:
             assert p in self.param_index, p
@@ -123,6 +123,8 @@ class Model:
             layer["attrs"] = attrs
         if inputs is not None and inputs != ([self.last] if self.last else ["@input"]):
             layer["inputs"] = list(inputs)
+        if host_ops:
+            layer["host_ops"] = host_ops
         self.layers.append(layer)
         self.layer_names.add(name)
         self.last = name
@@ -452,7 +454,7 @@ class Transformer(Model):
                           attrs={"num_embeddings": num, "embedding_dim": dim},
                           inputs=inputs)
 
-    def attention_core(self, name, width, heads, causal, p, inputs=None):
+    def attention_core(self, name, width, heads, causal, p, inputs=None, host_ops=None):
         # QK^T and PV are 2*T^2*width FLOPs each per sample; scale + mask + softmax +
         # dropout ~ 8 FLOPs per score. Bytes: q, k, v, out, plus the [heads, T, T] score
         # matrix written and read about 4 times (scores, softmax, dropout, PV).
@@ -463,7 +465,7 @@ class Transformer(Model):
         attrs = {"num_heads": heads, "head_dim": width // heads, "causal": 1 if causal else 0,
                  "dropout": p}
         return self.layer(name, "AttentionCore", flops=flops, bytes_=bytes_, attrs=attrs,
-                          inputs=inputs)
+                          inputs=inputs, host_ops=host_ops)
 
 
 def vit_b16():
@@ -504,7 +506,16 @@ def vit_b16():
         b = m.param(p + ".self_attention.in_proj_bias", [3 * hidden])
         m.linear(p + ".self_attention.in_proj", hidden, 3 * hidden, weight=w, bias_name=b,
                  inputs=[ln1])
-        m.attention_core(p + ".self_attention.core", hidden, heads, False, 0.0)
+        # torchvision's nn.MultiheadAttention runs F.multi_head_attention_forward: besides its two
+        # projections' GEMMs, the chunk of the packed projection, the head reshapes and
+        # transposes, SDPA and the merge of the heads. PyTorch 2.11 under bf16 autocast (the
+        # H200 kit's vit-b16 trace, run1, scripts/gpu_kit/host_facts.py's per-module counts):
+        # 25 forward ops, 36 backward nodes, 16 and 33 CUDA runtime calls per module call; the
+        # core is that less what the two Linear layers count (1 op, 6 nodes, 3.8 and 8 calls
+        # each), where the generic core counts 9, 9, 5.5 and 11.
+        m.attention_core(p + ".self_attention.core", hidden, heads, False, 0.0,
+                         host_ops={"forward": 23, "backward": 24, "forward_launches": 8.4,
+                                   "backward_launches": 17})
         m.linear(p + ".self_attention.out_proj", hidden, hidden)
         attn = m.last
         x = m.add(p + ".add", hidden, attn, block_in)
