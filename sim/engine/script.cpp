@@ -85,6 +85,7 @@ void ScriptBuilder::begin(Script& script) {
   m_usedMapCollective = -1;
   m_launches = m_hooks = m_copyBacks = m_waits = 0;
   m_backwardSeen = false;
+  m_buffersBroadcast = false;
 }
 
 void ScriptBuilder::addOp(OpKind kind, int32_t index, int64_t workNs, CopyRole role, int32_t bucket,
@@ -246,6 +247,7 @@ void ScriptBuilder::rebuildBuckets(const ddp::BucketPlan& newPlan, const ddp::Re
 }
 
 void ScriptBuilder::broadcastBuffers(std::span<const int64_t> groupBytes) {
+  m_buffersBroadcast = true;
   for (int64_t bytes : groupBytes) issueBlockingBroadcast(CollectiveKind::kBufferBroadcast, bytes);
 }
 
@@ -366,15 +368,20 @@ Status buildScript(const models::ModelSpec& model, const ModelFacts& facts,
   if (builder.hostCosts().step > 0)
     builder.addOp(OpKind::kHost, kStepHost, builder.hostCosts().step);
   const ScriptBuilder::HostCosts& costs = builder.hostCosts();
-  if (costs.stepOverhead + costs.bufferSync + costs.bufferCopy > 0) {
-    // The buffer broadcast runs inside the wrapper (_pre_forward), before the module's forward.
-    builder.addOp(OpKind::kHost, kDdpForwardWrapper,
-                  costs.stepOverhead + costs.bufferSync + costs.bufferCopy);
+  // The buffer broadcast runs inside the wrapper (_pre_forward), before the module's forward,
+  // and only in the forwards that broadcast (not the one after a no_sync forward).
+  const bool broadcast = builder.buffersBroadcast();
+  const int64_t bufferSync = broadcast ? costs.bufferSync : 0;
+  const int64_t bufferCopy = broadcast ? costs.bufferCopy : 0;
+  if (costs.stepOverhead + bufferSync + bufferCopy > 0) {
+    builder.addOp(OpKind::kHost, kDdpForwardWrapper, costs.stepOverhead + bufferSync + bufferCopy);
     script.ddpHost.stepOverhead += Nanos(costs.stepOverhead);
-    script.ddpHost.bufferSync += Nanos(costs.bufferSync);
-    script.ddpHost.bufferCopy += Nanos(costs.bufferCopy);
-    script.ddpHost.broadcasts += costs.broadcasts;
-    script.ddpHost.buffers += costs.buffers;
+    script.ddpHost.bufferSync += Nanos(bufferSync);
+    script.ddpHost.bufferCopy += Nanos(bufferCopy);
+    if (broadcast) {
+      script.ddpHost.broadcasts += costs.broadcasts;
+      script.ddpHost.buffers += costs.buffers;
+    }
     ++script.ddpHost.steps;
   }
   // torch.compile: a host op where each compiled graph starts (in forward and in backward).

@@ -212,6 +212,9 @@ class ScriptBuilder final : public ddp::ReducerActions {
   void begin(Script& script);
   // Fills script.ddpHost from the events counted while writing it.
   void countHostCosts();
+  // Whether this script's forward broadcast the buffers (the Reducer decides, as DDP's
+  // require_forward_param_sync: not in the forward after a no_sync or no-grad one).
+  bool buffersBroadcast() const { return m_buffersBroadcast; }
 
   // `ddpHostNs` > 0: a DDP host cost before the op (Op::hostNs, ddpHost); otherwise kernels
   // cost the host their launch.
@@ -247,7 +250,8 @@ class ScriptBuilder final : public ddp::ReducerActions {
   std::vector<char> m_unusedMark;
   HostCosts m_host;
   int m_launches = 0, m_hooks = 0, m_copyBacks = 0, m_waits = 0;  // this script's DDP events
-  bool m_backwardSeen = false;  // addOp: the host work now goes to the backward phase
+  bool m_backwardSeen = false;      // addOp: the host work now goes to the backward phase
+  bool m_buffersBroadcast = false;  // this script's forward broadcast the module's buffers
 };
 
 // Ranks whose layers' UsePattern.ranks agree: one Reducer, one script per iteration.

@@ -382,6 +382,37 @@ TEST(DdpSimulatorTest, BufferBroadcastCostsPerDtypeGroupAndPerBuffer) {
   EXPECT_EQ(off.summary.stepTime.count(), plain.summary.stepTime.count());
 }
 
+// DDP broadcasts the buffers in a forward only when the forward before it was synced
+// (require_forward_param_sync, set by _post_forward): under no_sync() for 3 of every 4 steps
+// (steps 4, 8, 12 synced) the forwards of steps 1, 5, 9 and 13 broadcast, and only they pay the
+// broadcast's host cost; the synced step's own forward, after a no_sync one, does not.
+TEST(DdpSimulatorTest, BufferBroadcastHostCostOnlyInTheForwardsThatBroadcast) {
+  models::ModelSpec model = testing::specMlp();
+  model.buffers = {{"bn.running_mean", {64}, models::DType::kFloat32},
+                   {"bn.num_batches_tracked", {}, models::DType::kInt64}};
+  FixedComputeModel compute;
+  AlphaBetaCommModel comm(8, 0, 0);
+  SimOptions options;
+  options.recordTrace = false;
+  options.ddp.noSyncPeriod = 4;
+  HostModel host;
+  host.runsAhead = false;
+  host.profile.ddp.bufferSyncUs = 100;
+  host.profile.ddp.bufferCopyUs = 3;
+  options.host = host;
+  const SimResult result = run(model, options, compute, comm, kNoContention);
+  ASSERT_EQ(result.summary.iterations.size(), 13u);
+  int broadcasting = 0;
+  for (const IterationSummary& it : result.summary.iterations) {
+    const bool broadcasts = it.index % 4 == 1;
+    broadcasting += broadcasts ? 1 : 0;
+    EXPECT_EQ(it.ddpHost.bufferSync.count(), broadcasts ? 2 * 100000 : 0) << it.index;
+    EXPECT_EQ(it.ddpHost.bufferCopy.count(), broadcasts ? 2 * 3000 : 0) << it.index;
+    EXPECT_EQ(it.ddpHost.broadcasts, broadcasts ? 2 : 0) << it.index;
+  }
+  EXPECT_EQ(broadcasting, 4);
+}
+
 TEST(DdpSimulatorTest, HostAheadOfTheGpuHidesHostCostsBehindLongKernels) {
   // GPUs: the host runs ahead; with kernels much longer than the host's work only the forward
   // wrapper and the first kernel's launch (the step starts synchronized) reach the step time.
