@@ -64,6 +64,7 @@ DEFAULT_TRACES = (
 DEFAULT_MARKDOWN = os.path.join("docs", "measurements", "kernel-bench-h200.md")
 sys.path.insert(0, os.path.join(HERE, "gpu_kit"))
 import analyze  # noqa: E402
+from least_squares import nnls_relative  # noqa: E402
 
 SMS = 132  # H100 SXM / H200 SMs: the tile waves of the GEMM terms
 TILE = 128
@@ -118,46 +119,6 @@ def elements(family, s):
     if family == "cross_entropy":
         return s["m"] * s["v"]
     return s["numel"]
-
-
-def nnls_relative(rows, ys):
-    """Non-negative least squares of sum(((x . c) - y) / y)^2: every subset of the features
-    (at most 3) solved by the normal equations, the best feasible one kept."""
-    nf = len(rows[0])
-    best = None
-    for mask in range(1, 1 << nf):
-        idx = [i for i in range(nf) if mask >> i & 1]
-        a = [[r[i] / y for i in idx] for r, y in zip(rows, ys)]
-        ata = [[sum(row[i] * row[j] for row in a) for j in range(len(idx))]
-               for i in range(len(idx))]
-        atb = [sum(row[i] for row in a) for i in range(len(idx))]
-        sol = solve(ata, atb)
-        if sol is None or min(sol) < 0:
-            continue
-        coef = [0.0] * nf
-        for i, v in zip(idx, sol):
-            coef[i] = v
-        err = sum((sum(c * x for c, x in zip(coef, r)) / y - 1.0) ** 2 for r, y in zip(rows, ys))
-        if best is None or err < best[0]:
-            best = (err, coef)
-    return best[1]
-
-
-def solve(a, b):
-    """Gaussian elimination with partial pivoting on a scaled copy; None when singular."""
-    n = len(b)
-    scale = [math.sqrt(a[i][i]) or 1.0 for i in range(n)]
-    m = [[a[i][j] / (scale[i] * scale[j]) for j in range(n)] + [b[i] / scale[i]] for i in range(n)]
-    for c in range(n):
-        p = max(range(c, n), key=lambda r: abs(m[r][c]))
-        if abs(m[p][c]) < 1e-12:
-            return None
-        m[c], m[p] = m[p], m[c]
-        for r in range(n):
-            if r != c:
-                f = m[r][c] / m[c][c]
-                m[r] = [x - f * y for x, y in zip(m[r], m[c])]
-    return [m[i][n] / m[i][i] / scale[i] for i in range(n)]
 
 
 def variant(family, shape):

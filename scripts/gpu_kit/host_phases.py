@@ -13,9 +13,15 @@ by non-negative least squares on the relative error over every model and configu
 median of the runs' medians), so the profiler's own cost per event never enters:
 
   forward  = module calls x module + forward ops x op + their runtime calls x launch
-             + [DDP] (wrapper + broadcasts x broadcast + buffers x buffer)
+             + [DDP] (wrapper + broadcasts x broadcast + buffer ops x (op + launch))
   backward = backward nodes x node + their runtime calls x launch + parameters x AccumulateGrad
              + [DDP] (parameters x per gradient (hook, copy-in, copy-back) + buckets x bucket)
+
+DDP's buffer broadcast is costed by its ops, as the product's fit does (sim/replay/host_fit.cpp):
+per buffer its copy back, per dtype group a flatten and an unflatten (an op and a launch each),
+and per group c10d's broadcast call. Terms of its own per buffer cannot be told apart from the
+per-call one: only resnet50 and llama-small have buffers, so with either held out the two columns
+are proportional and the fit's pick between them is arbitrary.
 
 With --backward-constant the backward's launch term is replaced by a constant per step.
 
@@ -30,8 +36,11 @@ import os
 import statistics
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from least_squares import nnls  # noqa: E402
+
 FORWARD_TERMS = ["module_us", "forward_op_us", "forward_launch_us", "ddp_wrapper_us",
-                 "broadcast_us", "buffer_us"]
+                 "broadcast_us"]
 BACKWARD_TERMS = ["backward_node_us", "backward_launch_us", "accumulate_grad_us",
                   "ddp_gradient_us", "bucket_us"]
 # --backward-constant: the backward's launch term replaced by a constant per step
@@ -42,42 +51,6 @@ BACKWARD_CONSTANT_TERMS = ["backward_node_us", "backward_step_us", "accumulate_g
 def phases(backward_constant=False):
     return (("forward", FORWARD_TERMS),
             ("backward", BACKWARD_CONSTANT_TERMS if backward_constant else BACKWARD_TERMS))
-
-
-def solve(a, b):
-    """Least squares of a (rows x k) against b by the normal equations; None when singular."""
-    k = len(a[0])
-    m = [[sum(r[i] * r[j] for r in a) for j in range(k)] + [sum(r[i] * y for r, y in zip(a, b))]
-         for i in range(k)]
-    for c in range(k):
-        p = max(range(c, k), key=lambda r: abs(m[r][c]))
-        if abs(m[p][c]) < 1e-12 * max(1.0, max(abs(v) for row in m for v in row[:k])):
-            return None
-        m[c], m[p] = m[p], m[c]
-        for r in range(k):
-            if r != c:
-                f = m[r][c] / m[c][c]
-                m[r] = [x - f * y for x, y in zip(m[r], m[c])]
-    return [m[i][k] / m[i][i] for i in range(k)]
-
-
-def nnls(a, b):
-    """Non-negative least squares, exactly (as base/least_squares.h): every subset of the
-    columns solved, the best one with no negative coefficient kept: [coef per column]."""
-    k = len(a[0])
-    best, best_err = [0.0] * k, None
-    for mask in range(1, 1 << k):
-        cols = [j for j in range(k) if mask >> j & 1]
-        sol = solve([[r[j] for j in cols] for r in a], b)
-        if sol is None or min(sol) < 0:
-            continue
-        coef = [0.0] * k
-        for j, v in zip(cols, sol):
-            coef[j] = v
-        err = sum((sum(x * c for x, c in zip(r, coef)) - y) ** 2 for r, y in zip(a, b))
-        if best_err is None or err < best_err:
-            best, best_err = coef, err
-    return best
 
 
 def counts(model_facts):
@@ -111,8 +84,9 @@ def counts(model_facts):
 def features(c, config, phase, backward_constant=False):
     ddp = 0.0 if config == "eager" else 1.0
     if phase == "forward":
-        return [c["module_calls"], c["forward_ops"], c["forward_launches"], ddp,
-                ddp * c["broadcasts"], ddp * c["buffers"]]
+        buffer_ops = ddp * (c["buffers"] + 2 * c["broadcasts"])
+        return [c["module_calls"], c["forward_ops"] + buffer_ops,
+                c["forward_launches"] + buffer_ops, ddp, ddp * c["broadcasts"]]
     buckets = c["buckets"].get(config, 0) if ddp else 0
     return [c["backward_nodes"], 1.0 if backward_constant else c["backward_launches"],
             c["parameters"], ddp * c["parameters"], ddp * buckets]
