@@ -1,6 +1,7 @@
 #include "cli/sim_text.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
@@ -21,19 +22,26 @@ std::string formatDdpCosts(const sim::SimSummary& s) {
     o << "DDP host costs per step ("
       << (s.hostProfile.empty() ? "cluster's ddp_overheads" : "host profile " + s.hostProfile)
       << "; hidden unless the host falls behind):\n";
-    auto term = [&](const char* label, int count, double us, Nanos total) {
-      std::snprintf(line, sizeof(line), "  %-22s %5d x %8.1f us = %9.3f ms\n", label, count, us,
-                    total.toMillis());
+    // Counts per step: means over the steady steps (fractional with no_sync()).
+    auto term = [&](const char* label, double count, double us, Nanos total) {
+      if (count == std::round(count)) {
+        std::snprintf(line, sizeof(line), "  %-22s %5.0f x %8.1f us = %9.3f ms\n", label, count, us,
+                      total.toMillis());
+      } else {
+        std::snprintf(line, sizeof(line), "  %-22s %5.2f x %8.1f us = %9.3f ms\n", label, count, us,
+                      total.toMillis());
+      }
       o << line;
     };
-    term("allreduce launches", h.launches, t.allreduceLaunchUs, h.allreduceLaunch);
-    term("autograd hooks", h.hooks, t.gradHookUs, h.gradHook);
-    term("copy-back launches", h.copyBacks, t.copyBackUs, h.copyBack);
-    term("finalize waits", h.waits, t.finalizeWaitUs, h.finalizeWait);
-    term("DDP forward wrapper", h.steps, t.stepOverheadUs, h.stepOverhead);
-    if (h.broadcasts > 0) {
-      term("buffer broadcasts", h.broadcasts, t.bufferSyncUs, h.bufferSync);
-      term("buffer copies", h.buffers, t.bufferCopyUs, h.bufferCopy);
+    const sim::SimSummary::DdpHostCounts& n = s.ddpHostPerStep;
+    term("allreduce launches", n.launches, t.allreduceLaunchUs, h.allreduceLaunch);
+    term("autograd hooks", n.hooks, t.gradHookUs, h.gradHook);
+    term("copy-back launches", n.copyBacks, t.copyBackUs, h.copyBack);
+    term("finalize waits", n.waits, t.finalizeWaitUs, h.finalizeWait);
+    term("DDP forward wrapper", n.steps, t.stepOverheadUs, h.stepOverhead);
+    if (n.broadcasts > 0) {
+      term("buffer broadcasts", n.broadcasts, t.bufferSyncUs, h.bufferSync);
+      term("buffer copies", n.buffers, t.bufferCopyUs, h.bufferCopy);
     }
     std::snprintf(line, sizeof(line), "  %-22s %12.3f ms   (compute stream waiting for the host)\n",
                   "host stall", s.hostStall.toMillis());

@@ -101,6 +101,7 @@ Status finishSummary(SimSummary& summary, int steadyCount) {
   summary.firstIteration = summary.iterations.front().maxRankStepTime;
   Nanos step, forward, backward, optimizer, comm, exposed, overlapped, idle, stall;
   DdpHostCosts host;
+  SimSummary::DdpHostCounts counts;
   HostPhaseWork work;
   for (int i = n - steadyCount; i < n; ++i) {
     const IterationSummary& it = summary.iterations[static_cast<size_t>(i)];
@@ -114,6 +115,13 @@ Status finishSummary(SimSummary& summary, int steadyCount) {
     host.stepOverhead += it.ddpHost.stepOverhead;
     host.bufferSync += it.ddpHost.bufferSync;
     host.bufferCopy += it.ddpHost.bufferCopy;
+    counts.launches += it.ddpHost.launches;
+    counts.hooks += it.ddpHost.hooks;
+    counts.copyBacks += it.ddpHost.copyBacks;
+    counts.waits += it.ddpHost.waits;
+    counts.steps += it.ddpHost.steps;
+    counts.broadcasts += it.ddpHost.broadcasts;
+    counts.buffers += it.ddpHost.buffers;
     stall += it.hostStall;
     step += it.maxRankStepTime;
     forward += it.forward;
@@ -144,6 +152,11 @@ Status finishSummary(SimSummary& summary, int steadyCount) {
   summary.ddpHost.stepOverhead = host.stepOverhead / steadyCount;
   summary.ddpHost.bufferSync = host.bufferSync / steadyCount;
   summary.ddpHost.bufferCopy = host.bufferCopy / steadyCount;
+  const double steady = static_cast<double>(steadyCount);
+  summary.ddpHostPerStep = {counts.launches / steady,  counts.hooks / steady,
+                            counts.copyBacks / steady, counts.waits / steady,
+                            counts.steps / steady,     counts.broadcasts / steady,
+                            counts.buffers / steady};
   summary.ddpOverhead = summary.stepTime - summary.plainStep;
   summary.overlapPercent = comm.count() > 0 ? 100.0 * static_cast<double>(overlapped.count()) /
                                                   static_cast<double>(comm.count())

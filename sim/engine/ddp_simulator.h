@@ -228,6 +228,13 @@ struct SimSummary {
   std::string hostProfile;    // the host profile's name ("" = the cluster's ddp_overheads only)
   bool hostPerOp = false;     // the profile charges per op (HostProfile::perOp)
   DdpHostCosts ddpHost;       // host time per term per step (counts: the last steady iteration)
+  // The counts of ddpHost as means over the steady iterations (with no_sync() a synced step's
+  // launches, hooks and waits come once per period, the buffer broadcast in the forward after
+  // one), so that count × term = time per step.
+  struct DdpHostCounts {
+    double launches = 0, hooks = 0, copyBacks = 0, waits = 0, steps = 0, broadcasts = 0,
+           buffers = 0;
+  } ddpHostPerStep;
   // NCCL's CTAs on the device (options.smContentionSms), over the steady iterations' collectives
   // on rank 0: the fewest and most CTAs a call launched and the compute slowdown they imposed
   // (max(flat, k / (SMs − k))); smCount 0 = not modelled (ctas still reported).

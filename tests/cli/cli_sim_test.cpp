@@ -138,6 +138,24 @@ TEST(CliSimulateTest, SummaryShowsDdpCostTerms) {
   EXPECT_DOUBLE_EQ(d["max_contention"].get<double>(), 12.0 / 68.0);
 }
 
+// The DDP host lines' counts are per step, the means over the steady steps like their times:
+// under no_sync() for 3 of every 4 steps resnet50's 161 hooks come once in four steps (40.25 per
+// step) and its 159 buffer copies in one forward of four (39.75), so count x term = time.
+TEST(CliSimulateTest, DdpHostCountsArePerStepMeansUnderNoSync) {
+  CliResult synced = runCliForTest(
+      {"simulate", "--model", "resnet50", "--cluster", "dgx-h100", "--world-size", "1", "--quiet"});
+  ASSERT_EQ(synced.exitCode, 0) << synced.err;
+  EXPECT_THAT(synced.out, HasSubstr("autograd hooks           161 x"));
+  EXPECT_THAT(synced.out, HasSubstr("buffer copies            159 x"));
+  CliResult accumulating =
+      runCliForTest({"simulate", "--model", "resnet50", "--cluster", "dgx-h100", "--world-size",
+                     "1", "--no-sync-steps", "4", "--quiet"});
+  ASSERT_EQ(accumulating.exitCode, 0) << accumulating.err;
+  EXPECT_THAT(accumulating.out, HasSubstr("autograd hooks         40.25 x"));
+  EXPECT_THAT(accumulating.out, HasSubstr("buffer copies          39.75 x"));
+  EXPECT_THAT(accumulating.out, HasSubstr("DDP forward wrapper        1 x"));
+}
+
 TEST(CliSimulateTest, ClusterWithoutDdpOverheadsSaysSo) {
   CliResult r = runCliForTest(
       {"simulate", "--model", "mlp-tiny", "--cluster", "cpu-mpi", "--world-size", "2", "--quiet"});
