@@ -366,10 +366,10 @@ HostModel bufferBroadcastHost() {
   return host;
 }
 
-// The buffer broadcast's host cost (with broadcast_buffers, before every synced forward): c10d's
-// coalesced broadcast flattens, broadcasts and unflattens once per dtype group of the buffers and
-// copies each buffer back, so 3 fp32 running stats and 1 int64 counter cost 2 broadcasts + 4
-// copies; without broadcast_buffers nothing.
+// The buffer broadcast's host cost (with broadcast_buffers, in a forward after a synced one):
+// c10d's coalesced broadcast flattens, broadcasts and unflattens once per dtype group of the
+// buffers and copies each buffer back, so 3 fp32 running stats and 1 int64 counter cost 2
+// broadcasts + 4 copies; without broadcast_buffers nothing.
 TEST(DdpSimulatorTest, BufferBroadcastCostsPerDtypeGroupAndPerBuffer) {
   const models::ModelSpec model = mlpWithFourBuffers();
   FixedComputeModel compute;
