@@ -359,3 +359,22 @@ def test_h100_gpu_tests_pass_after_the_conditioning_fix():
     assert counts["runtime_nccl_test"]["passed"] == 6 and counts["runtime_nccl_test"]["failed"] == 0
     before = analyze.gtest_counts(os.path.join(H100, "run1"))["cuda_gpu_test"]
     assert before["failures"] == ["CudaModelTest.ForwardBackwardSgdMatchTheCpuModel"]
+
+
+def test_the_kits_mobilenet_v2_is_torchvisions():
+    """The kit writes its second CNN out in plain torch (no torchvision on the lent machine):
+    torchvision's parameters and buffers, name by name and in order, and with torchvision's
+    weights the same output."""
+    torch = pytest.importorskip("torch")
+    torchvision = pytest.importorskip("torchvision")
+    job = load("torch_job")
+    ours, theirs = job.MobileNetV2(), torchvision.models.mobilenet_v2()
+    shapes = lambda it: [(n, tuple(t.shape)) for n, t in it]  # noqa: E731
+    assert shapes(ours.named_parameters()) == shapes(theirs.named_parameters())
+    assert shapes(ours.named_buffers()) == shapes(theirs.named_buffers())
+    assert sum(p.numel() for p in ours.parameters()) == 3504872  # torchvision's count
+    ours.load_state_dict(theirs.state_dict())
+    ours.eval(), theirs.eval()
+    x = torch.randn(2, 3, 64, 64, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        assert torch.equal(ours(x), theirs(x))

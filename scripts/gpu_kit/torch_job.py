@@ -25,8 +25,9 @@ forward is wrapped in a record_function range "ddpscope.layer:<module path>" so 
 can be attributed to layers (scripts/gpu_kit/analyze.py); the timed steps carry no such ranges.
 
 Models: resnet50, gpt2-small, bert-base (the profiles were fitted on their H100 traces), and
-vit-b16 and llama-small (a Llama-style decoder: RMSNorm, SwiGLU, rotary embeddings, SDPA), held
-out of every fit.
+vit-b16, llama-small (a Llama-style decoder: RMSNorm, SwiGLU, rotary embeddings, SDPA) and
+mobilenet_v2 (a second CNN: depthwise convolutions, ReLU6; with it a fit that holds resnet50 out
+still has a CNN), held out of every fit.
 
 Writes into --out DIR:
   <model>.json                               the measurements (schema: scripts/gpu_kit/schema.json)
@@ -95,6 +96,57 @@ class Bottleneck(nn.Module):
 
 def ResNet50(classes=1000):  # noqa: N802 (a constructor, named as torchvision's class)
     return ResNet(Bottleneck, (3, 4, 6, 3), classes)
+
+
+class ConvBNReLU6(nn.Sequential):
+    """torchvision's Conv2dNormActivation as MobileNetV2 uses it: a convolution without bias
+    (padding (k - 1) / 2), BatchNorm2d and ReLU6."""
+
+    def __init__(self, cin, cout, k=3, stride=1, groups=1):
+        super().__init__(nn.Conv2d(cin, cout, k, stride, (k - 1) // 2, groups=groups, bias=False),
+                         nn.BatchNorm2d(cout), nn.ReLU6(inplace=True))
+
+
+class InvertedResidual(nn.Module):
+    """torchvision's MobileNetV2 block: a 1x1 expansion (left out at expansion 1), a depthwise
+    3x3, a linear 1x1 projection with its BatchNorm, and the residual add where the block keeps
+    its shape."""
+
+    def __init__(self, cin, cout, stride, expand):
+        super().__init__()
+        hidden = int(round(cin * expand))
+        self.residual = stride == 1 and cin == cout
+        layers = [] if expand == 1 else [ConvBNReLU6(cin, hidden, 1)]
+        layers += [ConvBNReLU6(hidden, hidden, 3, stride, groups=hidden),
+                   nn.Conv2d(hidden, cout, 1, bias=False), nn.BatchNorm2d(cout)]
+        self.conv = nn.Sequential(*layers)
+
+    def forward(self, x):
+        return x + self.conv(x) if self.residual else self.conv(x)
+
+
+class MobileNetV2(nn.Module):
+    """torchvision's mobilenet_v2 (width 1.0: every width is already a multiple of 8). Its
+    pooling is a module here (torchvision calls the functional form) so that the profiled steps
+    give it the zoo's layer name, avgpool; the parameters are torchvision's, in its order."""
+
+    SETTINGS = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
+                (6, 160, 3, 2), (6, 320, 1, 1))  # expansion, channels, blocks, first stride
+
+    def __init__(self, classes=1000):
+        super().__init__()
+        layers, cin = [ConvBNReLU6(3, 32, 3, 2)], 32
+        for t, c, n, s in self.SETTINGS:
+            for i in range(n):
+                layers.append(InvertedResidual(cin, c, s if i == 0 else 1, t))
+                cin = c
+        layers.append(ConvBNReLU6(cin, 1280, 1))
+        self.features = nn.Sequential(*layers)
+        self.avgpool = nn.AdaptiveAvgPool2d(1)
+        self.classifier = nn.Sequential(nn.Dropout(0.2), nn.Linear(1280, classes))
+
+    def forward(self, x):
+        return self.classifier(torch.flatten(self.avgpool(self.features(x)), 1))
 
 
 def attention(q, k, v, causal):
@@ -453,7 +505,7 @@ class LlamaForCausalLM(nn.Module):
         return self.lm_head(self.model(ids))
 
 
-MODELS = ("resnet50", "gpt2-small", "bert-base", "vit-b16", "llama-small")
+MODELS = ("resnet50", "gpt2-small", "bert-base", "vit-b16", "llama-small", "mobilenet_v2")
 VOCAB = {"gpt2-small": 50257, "bert-base": 30522, "llama-small": 32000}
 
 
@@ -461,11 +513,11 @@ def make_model(name, image=224):
     if name == "vit-b16":
         return VisionTransformer(image=image)
     return {"resnet50": ResNet50, "gpt2-small": GPT2Model, "bert-base": BertModel,
-            "llama-small": LlamaForCausalLM}[name]()
+            "llama-small": LlamaForCausalLM, "mobilenet_v2": MobileNetV2}[name]()
 
 
 def is_vision(name):
-    return name in ("resnet50", "vit-b16")
+    return name in ("resnet50", "vit-b16", "mobilenet_v2")
 
 
 def make_batch(name, batch, seq, image, device):
@@ -482,7 +534,7 @@ def make_batch(name, batch, seq, image, device):
 
 def loss_of(name, out, y, model=None):
     """The runtime's losses (runtime/cpu/loss.h): cross-entropy of the classes for resnet50
-    (and vit-b16); GPT-2: cross-entropy of the next token with the LM head tied to wte
+    (and vit-b16, mobilenet_v2); GPT-2: cross-entropy of the next token with the LM head tied to wte
     (GPT2LMHeadModel); llama-small: the same through its own lm_head; bert-base (not trained
     by the runtime): the mean square of both outputs."""
     if is_vision(name):
