@@ -250,6 +250,14 @@ def test_batch_what_if_replays_the_main_jobs_trace_at_the_variants_batch(cli, tm
         [os.path.basename(base_job["traces"]["ddp-default"]), "r.json"])  # its import is gone
     missing = analyze.batch_what_if(cli.path, str(tmp_path / "none"), base_job, job, "dgx-h100")
     assert "no profiled ddp-default trace" in missing["error"]
+    # A variant in another layout (the kit's channels-last resnet50) says so beside its figures:
+    # the NCHW trace's replay cannot know what NHWC convolutions cost.
+    assert "memory_format" not in r
+    cl = analyze.batch_what_if(cli.path, str(tmp_path), base_job,
+                               dict(job, tag="cl-b64", memory_format="channels_last"), "dgx-h100")
+    assert cl["memory_format"] == "channels_last" and cl["predicted_ms"] == r["predicted_ms"]
+    md = analyze.markdown({"models": {}, "notes": [], "batch_what_if": {"resnet50-cl-b64": cl}})
+    assert "| resnet50-cl-b64 (channels_last) | 32 | 64 |" in md
 
 
 def test_batch_kernels_sets_the_traces_kernels_module_by_module_against_each_predictor(cli, tmp_path):

@@ -525,6 +525,8 @@ def batch_what_if(ddpscope, out, base_job, job, cluster):
     model run at that batch: a tagged torch_job)."""
     res = {"trace_batch": base_job["batch"], "batch": job["batch"],
            "measured_ms": rnd((job["median_step_ms"] or {}).get("ddp-default"))}
+    if job.get("memory_format"):  # the variant differs in layout too: the replay cannot know it
+        res["memory_format"] = job["memory_format"]
     trace = (base_job.get("traces") or {}).get("ddp-default")
     if not trace or not os.path.exists(os.path.join(out, trace)) or res["measured_ms"] is None:
         res["error"] = "no profiled ddp-default trace of the main job, or no measured ddp-default"
@@ -917,7 +919,8 @@ def markdown(rep):
                   "predicted ms | error |", "| --- " * 7 + "|"]
         for k, v in rep["batch_what_if"].items():
             err = v.get("error")
-            lines.append(f"| {k} | {v.get('trace_batch')} | {v.get('batch')} | "
+            label = k + (f" ({v['memory_format']})" if v.get("memory_format") else "")
+            lines.append(f"| {label} | {v.get('trace_batch')} | {v.get('batch')} | "
                          f"{fmt(v.get('trace_own_unprofiled_ms'))} | {fmt(v.get('measured_ms'))} | "
                          f"{fmt(v.get('predicted_ms'))} | "
                          f"{fmt(err, True) if isinstance(err, (int, float)) else err} |")

@@ -838,6 +838,10 @@ def main():
     p.add_argument("--tag", default="",
                    help="a variant of the model's job (e.g. b64: another batch): writes "
                         "<model>-<tag>.json and its traces under that name")
+    p.add_argument("--channels-last", action="store_true",
+                   help="vision models: the model and its images in torch.channels_last (NHWC), "
+                        "as NVIDIA's DeepLearningExamples train resnet50 (cuDNN then runs no "
+                        "layout transposes around the convolutions)")
     p.add_argument("--param-names", metavar="JSON",
                    help="also write the model's parameters and buffers (name, shape, in "
                         "model.parameters() order) to JSON")
@@ -852,6 +856,8 @@ def main():
         p.error("--batch, --seq-len, --image-size, --rounds and --steps must be positive")
     if args.tag and not args.tag.replace("-", "").isalnum():
         p.error("--tag: letters, digits and '-' only")
+    if args.channels_last and not is_vision(args.model):
+        p.error(f"--channels-last: {args.model} takes no images (vision models only)")
     stem = f"{args.model}-{args.tag}" if args.tag else args.model
     caps = parse_caps(args.caps)
     configs = ["eager"] + [f"ddp-cap{c}" if c != "default" else "ddp-default" for c in caps]
@@ -878,6 +884,9 @@ def main():
                            "parameters": [[n, list(t.shape)] for n, t in base.named_parameters()],
                            "buffers": [[n, list(t.shape)] for n, t in base.named_buffers()]}, f)
         x, y = make_batch(args.model, args.batch, args.seq_len, args.image_size, device)
+        if args.channels_last:
+            base = base.to(memory_format=torch.channels_last)
+            x = x.contiguous(memory_format=torch.channels_last)
         trainers = [Trainer("eager", base, None, device, autocast)]
         trainers += [Trainer(f"ddp-cap{c}" if c != "default" else "ddp-default", base, c, device,
                              autocast) for c in caps]
@@ -914,6 +923,7 @@ def main():
         "schema": "ddpscope.gpu-kit.torch/1",
         "model": args.model,
         "tag": args.tag or None,
+        **({"memory_format": "channels_last"} if args.channels_last else {}),
         "device": describe_device(device),
         "dtype": args.dtype,
         "batch": args.batch,
