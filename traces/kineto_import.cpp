@@ -671,13 +671,22 @@ Status matchLayerOps(const std::vector<ImportLayer>& layers, RankBuild& build, G
     }
     while (next < layers.size() && layerKind(layers[next].type).empty()) ++next;
     if (next < layers.size()) return fail(w.index, "forward", next);
-    // Backward: nodes in order against layers in reverse order.
+    // Backward: nodes in order against layers in reverse order. A dropout's node depends on
+    // where it ran: NativeDropoutBackward0 on a GPU; on the CPU the input times a Bernoulli
+    // mask, MulBackward0, which is a dropout's node only where a Dropout layer is due; and a
+    // dropout of p = 0 returns its input and records no node, so a node of another kind passes
+    // a due Dropout layer by.
+    auto dueKind = [&](size_t d) { return layerKind(layers[layers.size() - 1 - d].type); };
     size_t done = 0;                // layers matched, counted from the last
     std::optional<size_t> current;  // the layer of the last matched node
     for (const GroupedSpan* g : backward) {
-      const std::string_view kind = backwardNodeKind(g->span.name);
+      std::string_view kind = backwardNodeKind(g->span.name);
+      if (kind.empty() && g->span.name == "MulBackward0" && done < layers.size() &&
+          dueKind(done) == "Dropout") {
+        kind = "Dropout";
+      }
       while (!kind.empty() && done < layers.size() &&
-             layerKind(layers[layers.size() - 1 - done].type).empty()) {
+             (dueKind(done).empty() || (dueKind(done) == "Dropout" && kind != "Dropout"))) {
         ++done;
       }
       if (!kind.empty() && done < layers.size() &&
@@ -692,9 +701,7 @@ Status matchLayerOps(const std::vector<ImportLayer>& layers, RankBuild& build, G
       }
       // else: the loss's backward, before the first layer: left out
     }
-    while (done < layers.size() && layerKind(layers[layers.size() - 1 - done].type).empty()) {
-      ++done;
-    }
+    while (done < layers.size() && (dueKind(done).empty() || dueKind(done) == "Dropout")) ++done;
     if (done < layers.size()) return fail(w.index, "backward", layers.size() - 1 - done);
   }
   return Status::ok();

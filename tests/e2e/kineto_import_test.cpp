@@ -241,6 +241,39 @@ TEST(KinetoImportTest, ModelLayersNameTheComputeSpans) {
             knownBytes(readTruth()["bucket_bytes"].get<std::vector<int64_t>>()));
 }
 
+// A real torch 2.15 CPU trace (tests/data/torch-2.15/gen_dropout_trace.py) of an MLP with a
+// dropout of p = 0.5 (layer 1) and one of p = 0 (layer 4). On the CPU a dropout's backward is
+// the mask's product, MulBackward0 (a GPU records NativeDropoutBackward0), and p = 0 records
+// no node at all: the import used to stop at "no backward op matches layer '4' (Dropout)".
+TEST(KinetoImportTest, CpuDropoutsBackwardIsItsMasksProductAndNoneAtPZero) {
+  const std::string dir = std::string(DDPSCOPE_TEST_DATA_DIR) + "/torch-2.15/dropout/";
+  std::ifstream in(dir + "mlp-dropout-model.json");
+  const nlohmann::json model = nlohmann::json::parse(in);
+  KinetoImportOptions options;
+  for (const auto& l : model["layers"]) options.layers.push_back({l["name"], l["type"]});
+  ASSERT_EQ(options.layers.size(), 7u);
+  ASSERT_EQ(options.layers[1].type, "Dropout");
+  ASSERT_EQ(options.layers[4].type, "Dropout");
+  auto timeline = importKinetoTraces({dir + "mlp-dropout-rank0.json.gz"}, options);
+  ASSERT_TRUE(timeline.isOk()) << timeline.status().message();
+  const RankTrack& track = timeline->ranks()[0];
+  const std::vector<Iteration> iterations = timeline->iterations(0);
+  ASSERT_FALSE(iterations.empty());
+  for (const Iteration& it : iterations) {
+    std::vector<std::string> forward, backward;
+    for (const Span& s : track.lanes[0].spans) {
+      if (s.start < it.start || s.start >= it.end()) continue;
+      if (s.category == Category::kForward) forward.push_back(s.name);
+      if (s.category == Category::kBackward) backward.push_back(s.name);
+    }
+    EXPECT_EQ(forward, (std::vector<std::string>{"0", "1", "2", "3", "4", "5", "6"}))
+        << "iteration " << it.index;
+    EXPECT_EQ(backward, (std::vector<std::string>{"6 (backward)", "5 (backward)", "3 (backward)",
+                                                  "2 (backward)", "1 (backward)", "0 (backward)"}))
+        << "iteration " << it.index;
+  }
+}
+
 TEST(KinetoImportTest, RejectsModelThatIsNotTheTracedOne) {
   KinetoImportOptions options;
   options.layers = {{"0", "Linear"}, {"1", "ReLU"}, {"2", "Linear"}};  // zoo mlp-tiny
