@@ -757,6 +757,134 @@ Status mapLayers(const std::vector<ImportLayer>& layers, RankBuild& build) {
   return Status::ok();
 }
 
+// CPU traces with ddpscope.layer: ranges (the GPU kit's jobs rehearsed on the CPU, or any job
+// that wraps its modules so): a layer's forward is the host ops inside its range (the innermost
+// range naming a model layer; a module called again in an iteration names "<path>:2", ...), one
+// span from the first op's start to the last op's end; its backward the autograd nodes whose
+// sequence number is a forward op's in its range, and the nodes of no layer that ran after
+// them, one span from the first node's start to the last node's end. Ops outside every layer's range (the loss, residual adds and attention cores
+// of a container's forward) become host ops, as functional ops do in mapLayers: their time lies
+// in the gap before the next layer's span, which replay gives to that layer. Unlike mapLayers's
+// match by kind, this needs no rule for how each op type's backward is named.
+Status mapCpuLayersByRanges(const std::vector<ImportLayer>& layers, const RankTrack& track,
+                            RankBuild& build, int64_t& mappedLayers) {
+  std::map<std::string, int, std::less<>> layerIndex;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    layerIndex.emplace(layers[i].name, static_cast<int>(i));
+  }
+  std::vector<IterationWindow> windows;
+  for (const auto& g : build.spans) {
+    if (g.group == kIterGroup) {
+      windows.push_back(
+          {g.span.args.getInt(kArgIteration).value_or(0), g.span.start, g.span.end()});
+    }
+  }
+  struct Extent {
+    Nanos first, last;
+  };
+  std::map<std::tuple<const IterationWindow*, int, bool>, Extent> extent;
+  auto extend = [&](const IterationWindow* w, int layer, bool backward, const Span& s) {
+    auto [e, inserted] = extent.try_emplace({w, layer, backward}, Extent{s.start, s.end()});
+    if (!inserted) {
+      e->second.first = minNanos(e->second.first, s.start);
+      e->second.last = maxNanos(e->second.last, s.end());
+    }
+  };
+  std::map<int64_t, int> layerOfSequence;         // forward op's sequence number → layer
+  std::map<const Span*, int64_t> sequenceOfNode;  // autograd node → its sequence number
+  std::vector<std::pair<const Span*, const IterationWindow*>> nodes;
+  for (const Lane& lane : track.lanes) {
+    if (lane.kind != LaneKind::kHost) continue;
+    struct Open {
+      const Span* span;
+      int layer;  // a layer range naming a model layer: its index; else -1
+      bool node;  // an autograd node
+    };
+    std::vector<Open> open;
+    std::map<std::pair<const IterationWindow*, std::string>, int> calls;
+    for (const Span& s : lane.spans) {
+      while (!open.empty() && open.back().span->end() <= s.start) open.pop_back();
+      const IterationWindow* window = windowOf(windows, s.start);
+      int layer = -1;
+      const Span* node = nullptr;
+      for (auto it = open.rbegin(); it != open.rend(); ++it) {
+        if (it->node && node == nullptr && layer < 0) node = it->span;
+        if (it->layer >= 0 && layer < 0 && node == nullptr) layer = it->layer;
+      }
+      if (s.name.starts_with(kLayerRangePrefix)) {
+        const std::string path(s.name.substr(kLayerRangePrefix.size()));
+        const int call = ++calls[{window, path}];
+        auto found = layerIndex.find(call == 1 ? path : path + ":" + std::to_string(call));
+        open.push_back({&s, found == layerIndex.end() ? -1 : found->second, false});
+        continue;
+      }
+      if (s.name.starts_with(kAutogradNodePrefix)) {
+        if (window != nullptr && node == nullptr) nodes.emplace_back(&s, window);
+        open.push_back({&s, -1, true});
+        continue;
+      }
+      if (auto sequence = s.args.getInt("Sequence number")) {
+        if (node != nullptr) {
+          sequenceOfNode.try_emplace(node, *sequence);
+        } else if (layer >= 0) {
+          layerOfSequence.try_emplace(*sequence, layer);
+        }
+      }
+      if (window != nullptr && layer >= 0 && node == nullptr) extend(window, layer, false, s);
+      open.push_back({&s, -1, false});
+    }
+  }
+  // A node of no layer's op (AccumulateGrad with DDP's hook, a container's residual add) belongs
+  // to the layer whose node ran before it, as in mapLayers; before the first, to none (the loss).
+  int current = -1;  // the layer of the last node with one; -1 before the window's first
+  const IterationWindow* currentWindow = nullptr;
+  for (const auto& [node, window] : nodes) {
+    if (window != currentWindow) current = -1;
+    currentWindow = window;
+    auto sequence = sequenceOfNode.find(node);
+    auto owner = sequence == sequenceOfNode.end() ? layerOfSequence.end()
+                                                  : layerOfSequence.find(sequence->second);
+    if (owner != layerOfSequence.end()) current = owner->second;
+    if (current >= 0) extend(window, current, true, *node);
+  }
+  // The compute lane's forward and backward ops of the profiled steps give way to the layers'
+  // spans; those outside every layer's become host ops.
+  std::vector<GroupedSpan> out;
+  std::set<int> mapped;
+  for (const auto& [key, range] : extent) {
+    const auto& [window, layer, backward] = key;
+    const ImportLayer& l = layers[static_cast<size_t>(layer)];
+    out.push_back({kComputeGroup,
+                   Span{backward ? l.name + " (backward)" : l.name,
+                        backward ? Category::kBackward : Category::kForward, range.first,
+                        range.last - range.first,
+                        Args{{"layer", static_cast<int64_t>(layer)},
+                             {std::string(kArgIteration), window->index}}}});
+    mapped.insert(layer);
+  }
+  mappedLayers = static_cast<int64_t>(mapped.size());
+  if (mapped.empty()) {
+    return invalidArgument(build.file +
+                           ": no host op could be tied to a layer of the model through the "
+                           "trace's ddpscope.layer: ranges (is this the model the trace was "
+                           "recorded with?)");
+  }
+  for (auto& g : build.spans) {
+    const bool pass = g.group == kComputeGroup && (g.span.category == Category::kForward ||
+                                                   g.span.category == Category::kBackward);
+    if (!pass || windowOf(windows, g.span.start) == nullptr) {
+      out.push_back(std::move(g));
+      continue;
+    }
+    const bool covered = std::any_of(extent.begin(), extent.end(), [&](const auto& e) {
+      return g.span.start >= e.second.first && g.span.end() <= e.second.last;
+    });
+    if (!covered) out.push_back({kHostOpsGroup, std::move(g.span)});
+  }
+  build.spans = std::move(out);
+  return Status::ok();
+}
+
 // ---- GPU traces: kernels to layers through the job's ddpscope.layer: ranges ----
 
 // Whether a rank's trace shows DDP at work: DDP's forward range, its reducer's ops (copy-in,
@@ -1127,6 +1255,7 @@ struct ImportState {
   std::string worldSizeFile;  // the file worldSize was read from
   std::string backend;
   bool gpuLayerRanges = false;  // GPU kernels named by layer through ddpscope.layer: ranges
+  bool cpuLayerRanges = false;  // CPU host ops named by layer through ddpscope.layer: ranges
   std::map<int, std::vector<std::pair<int64_t, std::string>>> forwardOpsOfRank;
   bool ddpSeen = false;    // DDP's forward, its reducer's ops or an allreduce in any trace
   bool modelRead = false;  // options.readModel: the first file's model was tried
@@ -1197,10 +1326,22 @@ Status mapRankLayers(const std::string& path, const Timeline& source,
                      const TraceModel* traced = nullptr) {
   const bool gpu = std::any_of(build.spans.begin(), build.spans.end(),
                                [](const auto& g) { return g.group == kHostOpsGroup; });
-  if (!gpu) return mapLayers(layers, build);
   // Ranges when the job wrapped its modules in them; else, for a model read off the trace's own
   // ops, each layer's op as its range; else the host ops by kind.
   const bool ranges = hasLayerRanges(source.rank(0));
+  if (!gpu && ranges) {
+    int64_t mapped = 0;
+    RETURN_IF_ERROR(mapCpuLayersByRanges(layers, source.rank(0), build, mapped));
+    state.cpuLayerRanges = true;
+    state.report.notes.push_back(
+        path + ": CPU trace: host ops named by layer through the ddpscope.layer: ranges; " +
+        std::to_string(static_cast<int64_t>(layers.size()) - mapped) + " of " +
+        std::to_string(layers.size()) +
+        " layers have no ops of their own (ops of a container's forward: residual adds, "
+        "attention cores): their time stays with the next layer's");
+    return Status::ok();
+  }
+  if (!gpu) return mapLayers(layers, build);
   std::optional<std::map<int64_t, int>> opLayers;
   std::vector<std::pair<int64_t, std::string>> forwardOps;
   if (!ranges && traced != nullptr && !traced->fromRanges) {
@@ -1415,6 +1556,7 @@ Timeline startImportTimeline(int64_t world, ImportState& state) {
   Args& meta = timeline.mutableMetadata();
   meta.set("source", std::string("pytorch-profiler"));
   if (state.gpuLayerRanges) meta.set("layer_spans", std::string("gpu-kernels-by-range"));
+  if (state.cpuLayerRanges) meta.set("layer_spans", std::string("cpu-ops-by-range"));
   if (!state.ddpSeen) {
     // replay and calibrate refuse such a run (sim/replay/measured_profile.h).
     meta.set("ddp", std::string("none"));

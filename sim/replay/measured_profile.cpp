@@ -489,8 +489,8 @@ Status summarizeMeasuredSteps(const ProfileSweep& sweep, MeasuredProfile& p) {
 
 // An error naming the first layer without a forward sample (the trace is of another model),
 // except unused layers and layers without a module of their own: any layer in a GPU trace whose
-// kernels were named through ddpscope.layer: ranges, a layer without parameters in a trace of
-// the live recorder.
+// kernels were named through ddpscope.layer: ranges (or a CPU trace whose ops were), a layer
+// without parameters in a trace of the live recorder.
 Status checkLayersHaveForward(const traces::Timeline& timeline, const ProfileSweep& sweep,
                               const MeasuredProfile& p) {
   // Neither has a span for a layer without a module of its own (the exporter's residual adds,
@@ -498,8 +498,9 @@ Status checkLayersHaveForward(const traces::Timeline& timeline, const ProfileSwe
   // module hooks both open on modules. Its work runs in the gap before the next layer's span,
   // whose attributed time holds it. The recorder hooks every module that owns parameters, so a
   // layer with parameters and no span is still another model's.
-  const bool rangeNamedKernels = timeline.metadata().getString("layer_spans") ==
-                                 std::optional<std::string_view>("gpu-kernels-by-range");
+  const std::optional<std::string_view> layerSpans = timeline.metadata().getString("layer_spans");
+  const bool rangeNamedKernels = layerSpans == std::optional<std::string_view>("gpu-kernels-by-range") ||
+                                 layerSpans == std::optional<std::string_view>("cpu-ops-by-range");
   const bool moduleHooks = timeline.metadata().getString("recorder") ==
                            std::optional<std::string_view>("ddpscope.torch.record");
   const models::ModelSpec& model = sweep.model;

@@ -274,6 +274,48 @@ TEST(KinetoImportTest, CpuDropoutsBackwardIsItsMasksProductAndNoneAtPZero) {
   }
 }
 
+// A real torch 2.15 CPU trace whose modules ran in ddpscope.layer: ranges
+// (tests/data/torch-2.15/gen_layer_ranges_trace.py): its ops are named by those ranges, which
+// needs no rule for each op type's backward: the bias-free head on 3-D inputs runs aten::mm,
+// whose MmBackward0 names no layer type, and the match by kind used to stop at "no backward op
+// matches layer 'block.add' (Add)". The block's residual add, an op of its own forward, has no
+// span of its own; the trace says how its layers were named.
+TEST(KinetoImportTest, ACpuTracesLayerRangesNameItsOps) {
+  const std::string dir = std::string(DDPSCOPE_TEST_DATA_DIR) + "/torch-2.15/layer-ranges/";
+  std::ifstream in(dir + "block-model.json");
+  const nlohmann::json model = nlohmann::json::parse(in);
+  KinetoImportOptions options;
+  for (const auto& l : model["layers"]) options.layers.push_back({l["name"], l["type"]});
+  ASSERT_EQ(options.layers.size(), 7u);
+  ASSERT_EQ(options.layers[5].name, "block.add");
+  KinetoImportReport report;
+  auto timeline = importKinetoTraces({dir + "block-rank0.json.gz"}, options, &report);
+  ASSERT_TRUE(timeline.isOk()) << timeline.status().message();
+  EXPECT_EQ(timeline->metadata().getString("layer_spans"),
+            std::optional<std::string_view>("cpu-ops-by-range"));
+  EXPECT_THAT(report.notes, ::testing::Contains(HasSubstr(
+                                "CPU trace: host ops named by layer through the ddpscope.layer: "
+                                "ranges; 1 of 7 layers have no ops of their own")));
+  const RankTrack& track = timeline->ranks()[0];
+  const std::vector<Iteration> iterations = timeline->iterations(0);
+  ASSERT_EQ(iterations.size(), 3u);
+  for (const Iteration& it : iterations) {
+    std::vector<std::string> forward, backward;
+    for (const Span& s : track.lanes[0].spans) {
+      if (s.start < it.start || s.start >= it.end()) continue;
+      if (s.category == Category::kForward) forward.push_back(s.name);
+      if (s.category == Category::kBackward) backward.push_back(s.name);
+    }
+    EXPECT_EQ(forward, (std::vector<std::string>{"inp", "block.ln", "block.fc", "block.act",
+                                                 "block.drop", "head"}))
+        << "iteration " << it.index;
+    EXPECT_EQ(backward, (std::vector<std::string>{"head (backward)", "block.drop (backward)",
+                                                  "block.act (backward)", "block.fc (backward)",
+                                                  "block.ln (backward)", "inp (backward)"}))
+        << "iteration " << it.index;
+  }
+}
+
 TEST(KinetoImportTest, RejectsModelThatIsNotTheTracedOne) {
   KinetoImportOptions options;
   options.layers = {{"0", "Linear"}, {"1", "ReLU"}, {"2", "Linear"}};  // zoo mlp-tiny
