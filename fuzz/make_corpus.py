@@ -41,7 +41,8 @@ KEEP_NAMES = ("ProfilerStep", "DistributedDataParallel", "aten::linear", "aten::
               "evaluate_function: ReluBackward0", "evaluate_function: ConvolutionBackward0",
               "gloo:", "nccl:", "c10d::", "ncclDevKernel", "ncclKernel", "AccumulateGrad",
               "ddpscope.layer:", "aten::batch_norm", "aten::add", "AddmmBackward0",
-              "ConvolutionBackward0", "cudaLaunchKernel")
+              "ConvolutionBackward0", "cudaLaunchKernel", "aten::dropout", "MulBackward0",
+              "MmBackward0")
 KEEP_ARGS = ("Collective name", "In msg nelems", "Out msg nelems", "dtype", "Input Dims",
              "Input type", "Group size", "Process Group Name", "Sequence number", "correlation")
 
@@ -75,6 +76,11 @@ def kineto_ranks():
     for prefix in ("torch-2.15/ddp_gloo_default", "torch-2.15/ddp_gloo_shapes", "torch/ddp_gloo"):
         ranks = [cut_kineto(DATA / f"{prefix}_rank{r}.json.gz", 1, 24) for r in (0, 1)]
         jobs.append((prefix.replace("/", "_"), ranks))
+    # Real CPU traces: a job's modules in ddpscope.layer: ranges (ops named by them), and
+    # dropouts (a CPU dropout's backward is MulBackward0, none at p = 0).
+    for name, path in (("torch215_layer_ranges", "torch-2.15/layer-ranges/block-rank0.json.gz"),
+                       ("torch215_dropout", "torch-2.15/dropout/mlp-dropout-rank0.json.gz")):
+        jobs.append((name, [cut_kineto(DATA / path, 1, 400)]))
     # A GPU kit trace (record_shapes, module ranges): the model the import reads off it.
     jobs.append(("h100_resnet50", [cut_kineto(DATA / "gpu/h100/run1/resnet50-ddp-default-rank0.json.gz",
                                               1, 160)]))
