@@ -607,6 +607,25 @@ Status importOneRank(const std::string& path, const Timeline& source, RankBuild&
 
 // ---- layer mapping (KinetoImportOptions::layers) ----
 
+// The profiled steps (ProfilerStep#N windows) of a rank's build, in the order they were added.
+std::vector<IterationWindow> iterationWindows(const RankBuild& build) {
+  std::vector<IterationWindow> windows;
+  for (const auto& g : build.spans) {
+    if (g.group == kIterGroup) {
+      windows.push_back(
+          {g.span.args.getInt(kArgIteration).value_or(0), g.span.start, g.span.end()});
+    }
+  }
+  return windows;
+}
+
+// Layer name → its index in `layers`.
+std::map<std::string, int, std::less<>> layerIndexOf(const std::vector<ImportLayer>& layers) {
+  std::map<std::string, int, std::less<>> index;
+  for (size_t i = 0; i < layers.size(); ++i) index.emplace(layers[i].name, static_cast<int>(i));
+  return index;
+}
+
 // A host op matched to a layer: a forward op, a backward node, or (tail) a backward node of no
 // layer kind that belongs to the layer matched before it (AccumulateGrad, TBackward0).
 struct LayerOp {
@@ -625,13 +644,7 @@ Status matchLayerOps(const std::vector<ImportLayer>& layers, RankBuild& build, G
   std::stable_sort(
       build.spans.begin(), build.spans.end(),
       [](const GroupedSpan& x, const GroupedSpan& y) { return spanPrecedes(x.span, y.span); });
-  std::vector<IterationWindow> windows;
-  for (const auto& g : build.spans) {
-    if (g.group == kIterGroup) {
-      windows.push_back(
-          {g.span.args.getInt(kArgIteration).value_or(0), g.span.start, g.span.end()});
-    }
-  }
+  const std::vector<IterationWindow> windows = iterationWindows(build);
   auto fail = [&](int64_t iteration, const char* phase, size_t layer) {
     return invalidArgument(build.file + ": rank " + std::to_string(build.rank) + " iteration " +
                            std::to_string(iteration) + ": no " + phase + " op matches layer '" +
@@ -737,13 +750,7 @@ Status mapLayers(const std::vector<ImportLayer>& layers, RankBuild& build) {
   }
   for (const GroupedSpan* g : functional) out.push_back({kHostOpsGroup, g->span});
   // Everything else (outside the mapped categories or iterations) is kept as it was.
-  std::vector<IterationWindow> windows;
-  for (const auto& g : build.spans) {
-    if (g.group == kIterGroup) {
-      windows.push_back(
-          {g.span.args.getInt(kArgIteration).value_or(0), g.span.start, g.span.end()});
-    }
-  }
+  const std::vector<IterationWindow> windows = iterationWindows(build);
   for (auto& g : build.spans) {
     const bool inWindow = std::any_of(windows.begin(), windows.end(), [&](const auto& w) {
       return g.span.start >= w.start && g.span.start < w.end;
@@ -757,47 +764,37 @@ Status mapLayers(const std::vector<ImportLayer>& layers, RankBuild& build) {
   return Status::ok();
 }
 
-// CPU traces with ddpscope.layer: ranges (the GPU kit's jobs rehearsed on the CPU, or any job
-// that wraps its modules so): a layer's forward is the host ops inside its range (the innermost
-// range naming a model layer; a module called again in an iteration names "<path>:2", ...), one
-// span from the first op's start to the last op's end; its backward the autograd nodes whose
-// sequence number is a forward op's in its range, and the nodes of no layer that ran after
-// them, one span from the first node's start to the last node's end. Ops outside every layer's range (the loss, residual adds and attention cores
-// of a container's forward) become host ops, as functional ops do in mapLayers: their time lies
-// in the gap before the next layer's span, which replay gives to that layer. Unlike mapLayers's
-// match by kind, this needs no rule for how each op type's backward is named.
-Status mapCpuLayersByRanges(const std::vector<ImportLayer>& layers, const RankTrack& track,
-                            RankBuild& build, int64_t& mappedLayers) {
-  std::map<std::string, int, std::less<>> layerIndex;
-  for (size_t i = 0; i < layers.size(); ++i) {
-    layerIndex.emplace(layers[i].name, static_cast<int>(i));
+// What a walk of a rank's host lanes under its ddpscope.layer: ranges ties together: each
+// forward op's sequence number to the layer whose range (or, with opLayers, own op) it ran in,
+// and each autograd node to the sequence number of the first op inside it (its forward op's).
+struct LayerRangeWalk {
+  std::map<int64_t, int> layerOfSequence;
+  std::map<const Span*, int64_t> sequenceOfNode;
+  // The layer of a backward node's sequence number; -1 when it names none.
+  int layerOfNode(const Span* node) const {
+    auto sequence = sequenceOfNode.find(node);
+    if (sequence == sequenceOfNode.end()) return -1;
+    auto owner = layerOfSequence.find(sequence->second);
+    return owner == layerOfSequence.end() ? -1 : owner->second;
   }
-  std::vector<IterationWindow> windows;
-  for (const auto& g : build.spans) {
-    if (g.group == kIterGroup) {
-      windows.push_back(
-          {g.span.args.getInt(kArgIteration).value_or(0), g.span.start, g.span.end()});
-    }
-  }
-  struct Extent {
-    Nanos first, last;
-  };
-  std::map<std::tuple<const IterationWindow*, int, bool>, Extent> extent;
-  auto extend = [&](const IterationWindow* w, int layer, bool backward, const Span& s) {
-    auto [e, inserted] = extent.try_emplace({w, layer, backward}, Extent{s.start, s.end()});
-    if (!inserted) {
-      e->second.first = minNanos(e->second.first, s.start);
-      e->second.last = maxNanos(e->second.last, s.end());
-    }
-  };
-  std::map<int64_t, int> layerOfSequence;         // forward op's sequence number → layer
-  std::map<const Span*, int64_t> sequenceOfNode;  // autograd node → its sequence number
-  std::vector<std::pair<const Span*, const IterationWindow*>> nodes;
+};
+
+// Walks the host lanes of `track` keeping the ranges open at each span: a "ddpscope.layer:<path>"
+// range names layer layerIndex[path] (a module called again in an iteration: "<path>:2", ...),
+// an autograd node opens a backward. Calls onNode(node, window, nested) for each autograd node
+// and onOp(span, window, layer, node) for every other span: `layer` the innermost open range
+// naming a layer outside any node (or, with `opLayers`, an op that is a layer's own: forwardOpLayers,
+// by its start), `node` the innermost open node outside any such range (nullptr: none).
+template <typename OnNode, typename OnOp>
+void walkLayerRanges(const RankTrack& track, const std::vector<IterationWindow>& windows,
+                     const std::map<std::string, int, std::less<>>& layerIndex,
+                     const std::map<int64_t, int>* opLayers, LayerRangeWalk& walk, OnNode onNode,
+                     OnOp onOp) {
   for (const Lane& lane : track.lanes) {
     if (lane.kind != LaneKind::kHost) continue;
     struct Open {
       const Span* span;
-      int layer;  // a layer range naming a model layer: its index; else -1
+      int layer;  // a layer range naming a model layer (or a layer's own op): its index; else -1
       bool node;  // an autograd node
     };
     std::vector<Open> open;
@@ -819,21 +816,64 @@ Status mapCpuLayersByRanges(const std::vector<ImportLayer>& layers, const RankTr
         continue;
       }
       if (s.name.starts_with(kAutogradNodePrefix)) {
-        if (window != nullptr && node == nullptr) nodes.emplace_back(&s, window);
+        onNode(s, window, node != nullptr);
         open.push_back({&s, -1, true});
         continue;
       }
-      if (auto sequence = s.args.getInt("Sequence number")) {
-        if (node != nullptr) {
-          sequenceOfNode.try_emplace(node, *sequence);
-        } else if (layer >= 0) {
-          layerOfSequence.try_emplace(*sequence, layer);
+      int ownLayer = -1;  // a layer's forward op (opLayers)
+      if (opLayers != nullptr && node == nullptr) {
+        if (auto it = opLayers->find(s.start.count()); it != opLayers->end()) {
+          ownLayer = it->second;
+          layer = ownLayer;
         }
       }
-      if (window != nullptr && layer >= 0 && node == nullptr) extend(window, layer, false, s);
-      open.push_back({&s, -1, false});
+      if (auto sequence = s.args.getInt("Sequence number")) {
+        if (node != nullptr) {
+          walk.sequenceOfNode.try_emplace(node, *sequence);
+        } else if (layer >= 0) {
+          walk.layerOfSequence.try_emplace(*sequence, layer);
+        }
+      }
+      onOp(s, window, layer, node);
+      open.push_back({&s, ownLayer, false});
     }
   }
+}
+
+// CPU traces with ddpscope.layer: ranges (the GPU kit's jobs rehearsed on the CPU, or any job
+// that wraps its modules so): a layer's forward is the host ops inside its range (the innermost
+// range naming a model layer; a module called again in an iteration names "<path>:2", ...), one
+// span from the first op's start to the last op's end; its backward the autograd nodes whose
+// sequence number is a forward op's in its range, and the nodes of no layer that ran after
+// them, one span from the first node's start to the last node's end. Ops outside every layer's range (the loss, residual adds and attention cores
+// of a container's forward) become host ops, as functional ops do in mapLayers: their time lies
+// in the gap before the next layer's span, which replay gives to that layer. Unlike mapLayers's
+// match by kind, this needs no rule for how each op type's backward is named.
+Status mapCpuLayersByRanges(const std::vector<ImportLayer>& layers, const RankTrack& track,
+                            RankBuild& build, int64_t& mappedLayers) {
+  const std::map<std::string, int, std::less<>> layerIndex = layerIndexOf(layers);
+  const std::vector<IterationWindow> windows = iterationWindows(build);
+  struct Extent {
+    Nanos first, last;
+  };
+  std::map<std::tuple<const IterationWindow*, int, bool>, Extent> extent;
+  auto extend = [&](const IterationWindow* w, int layer, bool backward, const Span& s) {
+    auto [e, inserted] = extent.try_emplace({w, layer, backward}, Extent{s.start, s.end()});
+    if (!inserted) {
+      e->second.first = minNanos(e->second.first, s.start);
+      e->second.last = maxNanos(e->second.last, s.end());
+    }
+  };
+  std::vector<std::pair<const Span*, const IterationWindow*>> nodes;  // outermost, in order
+  LayerRangeWalk walk;
+  walkLayerRanges(
+      track, windows, layerIndex, nullptr, walk,
+      [&](const Span& node, const IterationWindow* window, bool nested) {
+        if (window != nullptr && !nested) nodes.emplace_back(&node, window);
+      },
+      [&](const Span& op, const IterationWindow* window, int layer, const Span* node) {
+        if (window != nullptr && layer >= 0 && node == nullptr) extend(window, layer, false, op);
+      });
   // A node of no layer's op (AccumulateGrad with DDP's hook, a container's residual add) belongs
   // to the layer whose node ran before it, as in mapLayers; before the first, to none (the loss).
   int current = -1;  // the layer of the last node with one; -1 before the window's first
@@ -841,10 +881,7 @@ Status mapCpuLayersByRanges(const std::vector<ImportLayer>& layers, const RankTr
   for (const auto& [node, window] : nodes) {
     if (window != currentWindow) current = -1;
     currentWindow = window;
-    auto sequence = sequenceOfNode.find(node);
-    auto owner = sequence == sequenceOfNode.end() ? layerOfSequence.end()
-                                                  : layerOfSequence.find(sequence->second);
-    if (owner != layerOfSequence.end()) current = owner->second;
+    if (const int layer = walk.layerOfNode(node); layer >= 0) current = layer;
     if (current >= 0) extend(window, current, true, *node);
   }
   // The compute lane's forward and backward ops of the profiled steps give way to the layers'
@@ -1041,16 +1078,8 @@ Status mapGpuLayers(const std::vector<ImportLayer>& layers, const RankTrack& tra
     --it;
     return t < it->end ? &*it : nullptr;
   };
-  std::map<std::string, int, std::less<>> layerIndex;
-  for (size_t i = 0; i < layers.size(); ++i)
-    layerIndex.emplace(layers[i].name, static_cast<int>(i));
-  std::vector<IterationWindow> windows;
-  for (const auto& g : build.spans) {
-    if (g.group == kIterGroup) {
-      windows.push_back(
-          {g.span.args.getInt(kArgIteration).value_or(0), g.span.start, g.span.end()});
-    }
-  }
+  const std::map<std::string, int, std::less<>> layerIndex = layerIndexOf(layers);
+  const std::vector<IterationWindow> windows = iterationWindows(build);
   struct Launch {
     int layer = -1;              // the layer whose range (or matched op) holds it
     const Span* node = nullptr;  // ranges, backward: the autograd node that launched it
@@ -1059,52 +1088,11 @@ Status mapGpuLayers(const std::vector<ImportLayer>& layers, const RankTrack& tra
   };
   std::map<int64_t, Launch> launches;               // correlation id → launch
   int64_t launchCalls = 0, correlatedLaunches = 0;  // runtime launch calls, with a correlation
-  std::map<int64_t, int> layerOfSequence;           // forward op's sequence number → layer
-  std::map<const Span*, int64_t> sequenceOfNode;    // backward node → its sequence number
-  for (const Lane& lane : track.lanes) {
-    if (lane.kind != LaneKind::kHost) continue;
-    struct Open {
-      const Span* span;
-      int layer;  // a layer range naming a model layer: its index; else -1
-      bool node;  // an autograd node
-    };
-    std::vector<Open> open;
-    std::map<std::pair<const IterationWindow*, std::string>, int> calls;
-    for (const Span& s : lane.spans) {
-      while (!open.empty() && open.back().span->end() <= s.start) open.pop_back();
-      const IterationWindow* window = windowOf(windows, s.start);
-      int layer = -1;
-      const Span* node = nullptr;
-      for (auto it = open.rbegin(); it != open.rend(); ++it) {
-        if (it->node && node == nullptr && layer < 0) node = it->span;
-        if (it->layer >= 0 && layer < 0 && node == nullptr) layer = it->layer;
-      }
-      if (s.name.starts_with(kLayerRangePrefix)) {
-        const std::string path(s.name.substr(kLayerRangePrefix.size()));
-        const int call = ++calls[{window, path}];
-        auto found = layerIndex.find(call == 1 ? path : path + ":" + std::to_string(call));
-        open.push_back({&s, found == layerIndex.end() ? -1 : found->second, false});
-        continue;
-      }
-      if (s.name.starts_with(kAutogradNodePrefix)) {
-        open.push_back({&s, -1, true});
-        continue;
-      }
-      int ownLayer = -1;  // a layer's forward op (opLayers)
-      if (opLayers != nullptr && node == nullptr) {
-        if (auto it = opLayers->find(s.start.count()); it != opLayers->end()) {
-          ownLayer = it->second;
-          layer = ownLayer;
-        }
-      }
-      if (auto sequence = s.args.getInt("Sequence number")) {
-        if (node != nullptr) {
-          sequenceOfNode.try_emplace(node, *sequence);
-        } else if (layer >= 0) {
-          layerOfSequence.try_emplace(*sequence, layer);
-        }
-      }
-      if (classifyRuntimeCall(s.name) == RuntimeCall::kLaunch) {
+  LayerRangeWalk walk;
+  walkLayerRanges(
+      track, windows, layerIndex, opLayers, walk, [](const Span&, const IterationWindow*, bool) {},
+      [&](const Span& s, const IterationWindow* window, int layer, const Span* node) {
+        if (classifyRuntimeCall(s.name) != RuntimeCall::kLaunch) return;
         ++launchCalls;
         if (auto correlation = s.args.getInt("correlation")) {
           ++correlatedLaunches;
@@ -1114,10 +1102,7 @@ Status mapGpuLayers(const std::vector<ImportLayer>& layers, const RankTrack& tra
             launches[*correlation] = Launch{op->layer, nullptr, window, op->backward};
           }
         }
-      }
-      open.push_back({&s, ownLayer, false});
-    }
-  }
+      });
   // (window, layer, backward) → first kernel start, last kernel end, the kernels' summed time
   struct Extent {
     Nanos first, last, kernels;
@@ -1136,11 +1121,8 @@ Status mapGpuLayers(const std::vector<ImportLayer>& layers, const RankTrack& tra
       int layer = it->second.layer;
       bool backward = it->second.backward;
       if (it->second.node != nullptr) {
-        auto sequence = sequenceOfNode.find(it->second.node);
-        if (sequence == sequenceOfNode.end()) continue;
-        auto owner = layerOfSequence.find(sequence->second);
-        if (owner == layerOfSequence.end()) continue;
-        layer = owner->second;
+        layer = walk.layerOfNode(it->second.node);
+        if (layer < 0) continue;
         backward = true;
       }
       if (layer < 0) continue;
