@@ -1028,7 +1028,7 @@ TEST(ReplayCliTest, WrongModelIsAOneLineError) {
 }
 
 // A CPU trace whose layers were named by its ddpscope.layer: ranges replays at its own settings
-// (tests/data/torch-2.15/gen_layer_ranges_trace.py: a block's residual add has no span of its
+// (tests/data/torch-2.15/gen_cpu_layer_traces.py: a block's residual add has no span of its
 // own, and replay used to refuse such a layer on a CPU trace: "has no forward span"), within the
 // 6 % that the real CPU fixtures must replay within (twice the noise floor of seven recordings:
 // ReplayCliTest.RealTorchTracesWithoutShapesReplayAtTheirOwnSettings).

@@ -35,13 +35,30 @@ const std::string kRank0 = kTorchDir + "ddp_gloo_rank0.json.gz";
 const std::string kRank1 = kTorchDir + "ddp_gloo_rank1.json.gz";
 const std::string kModel = kTorchDir + "ddp_gloo_model.json";
 
-// The fixture model's layers (ddp_gloo_model.json, exported by models/export/torch_export.py).
-std::vector<ImportLayer> fixtureLayers() {
-  std::ifstream in(kModel);
+// A model JSON's layers (models/FORMAT.md), as import-torch --model passes them.
+std::vector<ImportLayer> layersOf(const std::string& path) {
+  std::ifstream in(path);
   const nlohmann::json model = nlohmann::json::parse(in);
   std::vector<ImportLayer> layers;
   for (const auto& l : model["layers"]) layers.push_back({l["name"], l["type"]});
   return layers;
+}
+
+// The fixture model's layers (ddp_gloo_model.json, exported by models/export/torch_export.py).
+std::vector<ImportLayer> fixtureLayers() { return layersOf(kModel); }
+
+// The names of the forward and of the backward compute spans of one iteration, in order.
+struct PassNames {
+  std::vector<std::string> forward, backward;
+};
+PassNames layerSpanNames(const RankTrack& track, const Iteration& it) {
+  PassNames out;
+  for (const Span& s : track.lanes[0].spans) {
+    if (s.start < it.start || s.start >= it.end()) continue;
+    if (s.category == Category::kForward) out.forward.push_back(s.name);
+    if (s.category == Category::kBackward) out.backward.push_back(s.name);
+  }
+  return out;
 }
 
 // Bucket bytes as the summary holds them (nullopt: unknown).
@@ -220,12 +237,7 @@ TEST(KinetoImportTest, ModelLayersNameTheComputeSpans) {
   EXPECT_TRUE(timeline->validateNesting().isOk()) << timeline->validateNesting().message();
   for (const RankTrack& track : timeline->ranks()) {
     for (const Iteration& it : timeline->iterations(timeline->findRank(track.rank).value())) {
-      std::vector<std::string> forward, backward;
-      for (const Span& s : track.lanes[0].spans) {
-        if (s.start < it.start || s.start >= it.end()) continue;
-        if (s.category == Category::kForward) forward.push_back(s.name);
-        if (s.category == Category::kBackward) backward.push_back(s.name);
-      }
+      const auto [forward, backward] = layerSpanNames(track, it);
       EXPECT_EQ(forward,
                 (std::vector<std::string>{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10"}))
           << "rank " << track.rank << " iteration " << it.index;
@@ -241,16 +253,14 @@ TEST(KinetoImportTest, ModelLayersNameTheComputeSpans) {
             knownBytes(readTruth()["bucket_bytes"].get<std::vector<int64_t>>()));
 }
 
-// A real torch 2.15 CPU trace (tests/data/torch-2.15/gen_dropout_trace.py) of an MLP with a
+// A real torch 2.15 CPU trace (tests/data/torch-2.15/gen_cpu_layer_traces.py) of an MLP with a
 // dropout of p = 0.5 (layer 1) and one of p = 0 (layer 4). On the CPU a dropout's backward is
 // the mask's product, MulBackward0 (a GPU records NativeDropoutBackward0), and p = 0 records
 // no node at all: the import used to stop at "no backward op matches layer '4' (Dropout)".
 TEST(KinetoImportTest, CpuDropoutsBackwardIsItsMasksProductAndNoneAtPZero) {
   const std::string dir = std::string(DDPSCOPE_TEST_DATA_DIR) + "/torch-2.15/dropout/";
-  std::ifstream in(dir + "mlp-dropout-model.json");
-  const nlohmann::json model = nlohmann::json::parse(in);
   KinetoImportOptions options;
-  for (const auto& l : model["layers"]) options.layers.push_back({l["name"], l["type"]});
+  options.layers = layersOf(dir + "mlp-dropout-model.json");
   ASSERT_EQ(options.layers.size(), 7u);
   ASSERT_EQ(options.layers[1].type, "Dropout");
   ASSERT_EQ(options.layers[4].type, "Dropout");
@@ -260,12 +270,7 @@ TEST(KinetoImportTest, CpuDropoutsBackwardIsItsMasksProductAndNoneAtPZero) {
   const std::vector<Iteration> iterations = timeline->iterations(0);
   ASSERT_FALSE(iterations.empty());
   for (const Iteration& it : iterations) {
-    std::vector<std::string> forward, backward;
-    for (const Span& s : track.lanes[0].spans) {
-      if (s.start < it.start || s.start >= it.end()) continue;
-      if (s.category == Category::kForward) forward.push_back(s.name);
-      if (s.category == Category::kBackward) backward.push_back(s.name);
-    }
+    const auto [forward, backward] = layerSpanNames(track, it);
     EXPECT_EQ(forward, (std::vector<std::string>{"0", "1", "2", "3", "4", "5", "6"}))
         << "iteration " << it.index;
     EXPECT_EQ(backward, (std::vector<std::string>{"6 (backward)", "5 (backward)", "3 (backward)",
@@ -275,17 +280,15 @@ TEST(KinetoImportTest, CpuDropoutsBackwardIsItsMasksProductAndNoneAtPZero) {
 }
 
 // A real torch 2.15 CPU trace whose modules ran in ddpscope.layer: ranges
-// (tests/data/torch-2.15/gen_layer_ranges_trace.py): its ops are named by those ranges, which
+// (tests/data/torch-2.15/gen_cpu_layer_traces.py): its ops are named by those ranges, which
 // needs no rule for each op type's backward: the bias-free head on 3-D inputs runs aten::mm,
 // whose MmBackward0 names no layer type, and the match by kind used to stop at "no backward op
 // matches layer 'block.add' (Add)". The block's residual add, an op of its own forward, has no
 // span of its own; the trace says how its layers were named.
 TEST(KinetoImportTest, ACpuTracesLayerRangesNameItsOps) {
   const std::string dir = std::string(DDPSCOPE_TEST_DATA_DIR) + "/torch-2.15/layer-ranges/";
-  std::ifstream in(dir + "block-model.json");
-  const nlohmann::json model = nlohmann::json::parse(in);
   KinetoImportOptions options;
-  for (const auto& l : model["layers"]) options.layers.push_back({l["name"], l["type"]});
+  options.layers = layersOf(dir + "block-model.json");
   ASSERT_EQ(options.layers.size(), 7u);
   ASSERT_EQ(options.layers[5].name, "block.add");
   KinetoImportReport report;
@@ -300,12 +303,7 @@ TEST(KinetoImportTest, ACpuTracesLayerRangesNameItsOps) {
   const std::vector<Iteration> iterations = timeline->iterations(0);
   ASSERT_EQ(iterations.size(), 3u);
   for (const Iteration& it : iterations) {
-    std::vector<std::string> forward, backward;
-    for (const Span& s : track.lanes[0].spans) {
-      if (s.start < it.start || s.start >= it.end()) continue;
-      if (s.category == Category::kForward) forward.push_back(s.name);
-      if (s.category == Category::kBackward) backward.push_back(s.name);
-    }
+    const auto [forward, backward] = layerSpanNames(track, it);
     EXPECT_EQ(forward, (std::vector<std::string>{"inp", "block.ln", "block.fc", "block.act",
                                                  "block.drop", "head"}))
         << "iteration " << it.index;

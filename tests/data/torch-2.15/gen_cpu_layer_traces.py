@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Records real torch.profiler traces of DDP jobs on the CPU for import-torch's naming of a CPU
+trace's ops by layer: two small models, each trained by DDP over gloo at world size 1 (SGD, five
+steps under torch.profiler.profile(activities=[CPU], schedule=schedule(wait=0, warmup=2,
+active=3))); the trace of the three active steps is written by on_trace_ready, gzip-compressed,
+not rewritten, and each model by the exporter (models/export/torch_export.py).
+
+dropout/mlp-dropout-rank0.json.gz, dropout/mlp-dropout-model.json: an MLP with a dropout of
+  p = 0.5 and one of p = 0 (Linear, Dropout(0.5), ReLU, Linear, Dropout(0.0), ReLU, Linear),
+  batch 8. On the CPU PyTorch computes dropout as the input times a Bernoulli mask
+  (aten::dropout -> aten::bernoulli_, aten::div_, aten::mul), so its backward node is
+  MulBackward0, not the NativeDropoutBackward0 of a CUDA run; a dropout of p = 0 returns its
+  input, recording the forward op and no backward node at all.
+
+layer-ranges/block-rank0.json.gz, layer-ranges/block-model.json: every module's forward in a
+  record_function("ddpscope.layer:<module path>") range, as the GPU kit's jobs write them, and
+  record_shapes=True. A pre-norm residual block between two Linear layers on sequences (inputs
+  [4, 2, 8]): the block's LayerNorm, Linear, GELU and Dropout(0.1) are modules, its residual add
+  an op of the block's own forward (no range of its own: the exporter names it block.add), and
+  the head has no bias, as a language model's head: on 3-D inputs PyTorch computes it as
+  aten::matmul -> aten::mm, whose backward node (MmBackward0) names no layer type.
+
+    Linear(8, 16) -> Block(LayerNorm, Linear(16, 16), GELU, Dropout, + residual) -> Linear(16, 4)
+
+Usage: /path/to/venv/bin/python tests/data/torch-2.15/gen_cpu_layer_traces.py
+Needs a torch with Kineto (the PyPI wheel; recorded with 2.15.0 on 2 CPU cores).
+"""
+import gzip
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.profiler import ProfilerActivity, profile, schedule
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "models", "export"))
+import torch_export  # noqa: E402  (models/export/torch_export.py)
+
+
+class Block(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.ln = nn.LayerNorm(d)
+        self.fc = nn.Linear(d, d)
+        self.act = nn.GELU()
+        self.drop = nn.Dropout(0.1)
+
+    def forward(self, x):
+        return x + self.drop(self.act(self.fc(self.ln(x))))
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inp = nn.Linear(8, 16)
+        self.block = Block(16)
+        self.head = nn.Linear(16, 4, bias=False)
+
+    def forward(self, x):
+        return self.head(self.block(self.inp(x)))
+
+
+def layer_ranges(model):
+    """Every module's forward in a ddpscope.layer:<path> range (as scripts/gpu_kit/torch_job.py)."""
+    for path, module in model.named_modules():
+        if not path:
+            continue
+
+        def pre(mod, inp, label="ddpscope.layer:" + path):
+            mod._range = torch.autograd.profiler.record_function(label)
+            mod._range.__enter__()
+
+        def post(mod, inp, out):
+            mod._range.__exit__(None, None, None)
+
+        module.register_forward_pre_hook(pre)
+        module.register_forward_hook(post)
+
+
+def record(name, model, x, y, out_dir, ranges=False, record_shapes=False):
+    """Exports `model`, then profiles its DDP training steps into out_dir/<name>-rank0.json.gz."""
+    os.makedirs(out_dir, exist_ok=True)
+    spec = torch_export.export_model(model, x, name=name)
+    with open(os.path.join(out_dir, f"{name}-model.json"), "w") as f:
+        json.dump(spec, f, indent=1)
+        f.write("\n")
+    if ranges:
+        layer_ranges(model)
+    with tempfile.TemporaryDirectory() as tmp:
+        dist.init_process_group("gloo", init_method="file://" + os.path.join(tmp, "rdv"),
+                                rank=0, world_size=1)
+        ddp = nn.parallel.DistributedDataParallel(model)
+        opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
+        raw = os.path.join(tmp, "trace.json")
+        with profile(activities=[ProfilerActivity.CPU], record_shapes=record_shapes,
+                     schedule=schedule(wait=0, warmup=2, active=3),
+                     on_trace_ready=lambda p: p.export_chrome_trace(raw)) as prof:
+            for _ in range(5):
+                opt.zero_grad()
+                loss = ((ddp(x) - y) ** 2).mean()
+                loss.backward()
+                opt.step()
+                prof.step()
+        dist.destroy_process_group()
+        with open(raw, "rb") as src, \
+                open(os.path.join(out_dir, f"{name}-rank0.json.gz"), "wb") as out, \
+                gzip.GzipFile(fileobj=out, mode="wb", mtime=0) as dst:
+            shutil.copyfileobj(src, dst)
+    print("wrote", os.path.join(out_dir, name + "-*"), "with torch", torch.__version__)
+
+
+def main():
+    torch.manual_seed(1)
+    mlp = nn.Sequential(nn.Linear(16, 32), nn.Dropout(0.5), nn.ReLU(), nn.Linear(32, 32),
+                        nn.Dropout(0.0), nn.ReLU(), nn.Linear(32, 4))
+    record("mlp-dropout", mlp, torch.randn(8, 16), torch.randn(8, 4),
+           os.path.join(HERE, "dropout"))
+    torch.manual_seed(1)
+    record("block", Net(), torch.randn(4, 2, 8), torch.randn(4, 2, 4),
+           os.path.join(HERE, "layer-ranges"), ranges=True, record_shapes=True)
+
+
+if __name__ == "__main__":
+    main()
