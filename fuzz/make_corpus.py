@@ -76,9 +76,10 @@ def kineto_ranks():
     for prefix in ("torch-2.15/ddp_gloo_default", "torch-2.15/ddp_gloo_shapes", "torch/ddp_gloo"):
         ranks = [cut_kineto(DATA / f"{prefix}_rank{r}.json.gz", 1, 24) for r in (0, 1)]
         jobs.append((prefix.replace("/", "_"), ranks))
-    # Real CPU traces: a job's modules in ddpscope.layer: ranges (ops named by them), and
-    # dropouts (a CPU dropout's backward is MulBackward0, none at p = 0).
+    # Real CPU traces: a job's modules in ddpscope.layer: ranges (ops named by them), the same
+    # job without (a bias-free head's MmBackward0), and dropouts (MulBackward0, none at p = 0).
     for name, path in (("torch215_layer_ranges", "torch-2.15/layer-ranges/block-rank0.json.gz"),
+                       ("torch215_no_ranges", "torch-2.15/layer-ranges/block-noranges-rank0.json.gz"),
                        ("torch215_dropout", "torch-2.15/dropout/mlp-dropout-rank0.json.gz")):
         jobs.append((name, [cut_kineto(DATA / path, 1, 400)]))
     # A GPU kit trace (record_shapes, module ranges): the model the import reads off it.

@@ -684,19 +684,29 @@ Status matchLayerOps(const std::vector<ImportLayer>& layers, RankBuild& build, G
     }
     while (next < layers.size() && layerKind(layers[next].type).empty()) ++next;
     if (next < layers.size()) return fail(w.index, "forward", next);
-    // Backward: nodes in order against layers in reverse order. A dropout's node depends on
-    // where it ran: NativeDropoutBackward0 on a GPU; on the CPU the input times a Bernoulli
-    // mask, MulBackward0, which is a dropout's node only where a Dropout layer is due; and a
-    // dropout of p = 0 returns its input and records no node, so a node of another kind passes
-    // a due Dropout layer by.
+    // Backward: nodes in order against layers in reverse order. Two nodes stand for a layer
+    // only where one of its kind is due (the next layer with a kind): MulBackward0 for a
+    // Dropout (on the CPU a dropout is the input times a Bernoulli mask; a GPU records
+    // NativeDropoutBackward0) and MmBackward0 for a Linear (a Linear without bias on 3-D
+    // inputs runs aten::matmul -> aten::mm: a language model's head, every projection of a
+    // Llama). Elsewhere they are ops of the layer before (an activation's product, a loss's
+    // matmul with a tied embedding). A dropout of p = 0 returns its input and records no
+    // node, so a node of another kind passes a due Dropout layer by.
     auto dueKind = [&](size_t d) { return layerKind(layers[layers.size() - 1 - d].type); };
+    auto nextWithKind = [&](size_t d) {
+      while (d < layers.size() && dueKind(d).empty()) ++d;
+      return d;
+    };
     size_t done = 0;                // layers matched, counted from the last
     std::optional<size_t> current;  // the layer of the last matched node
     for (const GroupedSpan* g : backward) {
       std::string_view kind = backwardNodeKind(g->span.name);
-      if (kind.empty() && g->span.name == "MulBackward0" && done < layers.size() &&
-          dueKind(done) == "Dropout") {
-        kind = "Dropout";
+      if (const size_t d = nextWithKind(done); kind.empty() && d < layers.size()) {
+        const std::string_view due = dueKind(d);
+        if ((g->span.name == "MulBackward0" && due == "Dropout") ||
+            (g->span.name == "MmBackward0" && due == "Linear")) {
+          kind = due;
+        }
       }
       while (!kind.empty() && done < layers.size() &&
              (dueKind(done).empty() || (dueKind(done) == "Dropout" && kind != "Dropout"))) {

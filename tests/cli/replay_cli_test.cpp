@@ -1029,22 +1029,26 @@ TEST(ReplayCliTest, WrongModelIsAOneLineError) {
 
 // A CPU trace whose layers were named by its ddpscope.layer: ranges replays at its own settings
 // (tests/data/torch-2.15/gen_cpu_layer_traces.py: a block's residual add has no span of its
-// own, and replay used to refuse such a layer on a CPU trace: "has no forward span"), within the
-// 6 % that the real CPU fixtures must replay within (twice the noise floor of seven recordings:
+// own, and replay used to refuse such a layer on a CPU trace: "has no forward span"), and so does
+// the same job recorded without ranges (matched by kind), each within the 6 % that the real CPU
+// fixtures must replay within (twice the noise floor of seven recordings:
 // ReplayCliTest.RealTorchTracesWithoutShapesReplayAtTheirOwnSettings).
 TEST(ReplayCliTest, ACpuTraceNamedByItsLayerRangesReplaysAtItsOwnSettings) {
   const std::string dir = std::string(DDPSCOPE_SOURCE_DIR) + "/tests/data/torch-2.15/layer-ranges/";
   const std::string model = dir + "block-model.json";
-  const std::string run = (scratchDir() / "layer-ranges-cpu.json").string();
-  CliResult imported =
-      runCliForTest({"import-torch", dir + "block-rank0.json.gz", "--model", model, "-o", run});
-  ASSERT_EQ(imported.exitCode, 0) << imported.err;
-  CliResult r = runCliForTest({"replay", "--from-trace", run, "--model", model, "--cluster",
-                               "cpu-mpi", "--world-size", "1", "--json"});
-  ASSERT_EQ(r.exitCode, 0) << r.err;
-  const auto j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j["measured_iterations"].size(), 3u) << r.out;
-  EXPECT_LE(std::abs(j["step_by_step"]["error_percent"].get<double>()), 6.0) << r.out;
+  for (const std::string trace : {"block", "block-noranges"}) {
+    SCOPED_TRACE(trace);
+    const std::string run = (scratchDir() / (trace + "-cpu.json")).string();
+    CliResult imported =
+        runCliForTest({"import-torch", dir + trace + "-rank0.json.gz", "--model", model, "-o", run});
+    ASSERT_EQ(imported.exitCode, 0) << imported.err;
+    CliResult r = runCliForTest({"replay", "--from-trace", run, "--model", model, "--cluster",
+                                 "cpu-mpi", "--world-size", "1", "--json"});
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["measured_iterations"].size(), 3u) << r.out;
+    EXPECT_LE(std::abs(j["step_by_step"]["error_percent"].get<double>()), 6.0) << r.out;
+  }
 }
 
 // A real torch 2.15 trace of a job without DDP (tests/data/torch-2.15/gen_non_ddp_trace.py):

@@ -281,10 +281,10 @@ TEST(KinetoImportTest, CpuDropoutsBackwardIsItsMasksProductAndNoneAtPZero) {
 
 // A real torch 2.15 CPU trace whose modules ran in ddpscope.layer: ranges
 // (tests/data/torch-2.15/gen_cpu_layer_traces.py): its ops are named by those ranges, which
-// needs no rule for each op type's backward: the bias-free head on 3-D inputs runs aten::mm,
-// whose MmBackward0 names no layer type, and the match by kind used to stop at "no backward op
-// matches layer 'block.add' (Add)". The block's residual add, an op of its own forward, has no
-// span of its own; the trace says how its layers were named.
+// needs no rule for each op type's backward (the bias-free head on 3-D inputs runs aten::mm,
+// whose MmBackward0 no layer type used to name: the import refused it). The block's residual
+// add, an op of its own forward, has no span of its own; the trace says how its layers were
+// named.
 TEST(KinetoImportTest, ACpuTracesLayerRangesNameItsOps) {
   const std::string dir = std::string(DDPSCOPE_TEST_DATA_DIR) + "/torch-2.15/layer-ranges/";
   KinetoImportOptions options;
@@ -310,6 +310,32 @@ TEST(KinetoImportTest, ACpuTracesLayerRangesNameItsOps) {
     EXPECT_EQ(backward, (std::vector<std::string>{"head (backward)", "block.drop (backward)",
                                                   "block.act (backward)", "block.fc (backward)",
                                                   "block.ln (backward)", "inp (backward)"}))
+        << "iteration " << it.index;
+  }
+}
+
+// The same job recorded without the ranges is matched by kind: its bias-free head's node is
+// MmBackward0, taken as the Linear that is due (the match used to stop at "no backward op
+// matches layer 'block.add' (Add)"), and the residual add gets spans of its own.
+TEST(KinetoImportTest, ACpuTraceWithoutRangesTakesMmBackwardForADueLinear) {
+  const std::string dir = std::string(DDPSCOPE_TEST_DATA_DIR) + "/torch-2.15/layer-ranges/";
+  KinetoImportOptions options;
+  options.layers = layersOf(dir + "block-model.json");
+  auto timeline = importKinetoTraces({dir + "block-noranges-rank0.json.gz"}, options);
+  ASSERT_TRUE(timeline.isOk()) << timeline.status().message();
+  EXPECT_FALSE(timeline->metadata().getString("layer_spans").has_value());
+  const std::vector<Iteration> iterations = timeline->iterations(0);
+  ASSERT_EQ(iterations.size(), 3u);
+  for (const Iteration& it : iterations) {
+    const auto [forward, backward] = layerSpanNames(timeline->ranks()[0], it);
+    EXPECT_EQ(forward, (std::vector<std::string>{"inp", "block.ln", "block.fc", "block.act",
+                                                 "block.drop", "block.add", "head"}))
+        << "iteration " << it.index;
+    EXPECT_EQ(backward,
+              (std::vector<std::string>{"head (backward)", "block.add (backward)",
+                                        "block.drop (backward)", "block.act (backward)",
+                                        "block.fc (backward)", "block.ln (backward)",
+                                        "inp (backward)"}))
         << "iteration " << it.index;
   }
 }

@@ -15,12 +15,17 @@ dropout/mlp-dropout-rank0.json.gz, dropout/mlp-dropout-model.json: an MLP with a
 layer-ranges/block-rank0.json.gz, layer-ranges/block-model.json: every module's forward in a
   record_function("ddpscope.layer:<module path>") range, as the GPU kit's jobs write them, and
   record_shapes=True. A pre-norm residual block between two Linear layers on sequences (inputs
-  [4, 2, 8]): the block's LayerNorm, Linear, GELU and Dropout(0.1) are modules, its residual add
+  [8, 64, 256]: a step of tens of milliseconds, so that the layers, not the step's fixed costs,
+  make it): the block's LayerNorm, Linear, GELU and Dropout(0.1) are modules, its residual add
   an op of the block's own forward (no range of its own: the exporter names it block.add), and
   the head has no bias, as a language model's head: on 3-D inputs PyTorch computes it as
-  aten::matmul -> aten::mm, whose backward node (MmBackward0) names no layer type.
+  aten::matmul -> aten::mm, whose backward node is MmBackward0, not a Linear's AddmmBackward0.
 
-    Linear(8, 16) -> Block(LayerNorm, Linear(16, 16), GELU, Dropout, + residual) -> Linear(16, 4)
+layer-ranges/block-noranges-rank0.json.gz: the same model and job without the ranges (its model
+  is block-model.json): what import-torch matches by kind.
+
+    Linear(256, 512) -> Block(LayerNorm, Linear(512, 512), GELU, Dropout, + residual)
+      -> Linear(512, 256, bias=False)
 
 Usage: /path/to/venv/bin/python tests/data/torch-2.15/gen_cpu_layer_traces.py
 Needs a torch with Kineto (the PyPI wheel; recorded with 2.15.0 on 2 CPU cores).
@@ -57,9 +62,9 @@ class Block(nn.Module):
 class Net(nn.Module):
     def __init__(self):
         super().__init__()
-        self.inp = nn.Linear(8, 16)
-        self.block = Block(16)
-        self.head = nn.Linear(16, 4, bias=False)
+        self.inp = nn.Linear(256, 512)
+        self.block = Block(512)
+        self.head = nn.Linear(512, 256, bias=False)
 
     def forward(self, x):
         return self.head(self.block(self.inp(x)))
@@ -82,13 +87,15 @@ def layer_ranges(model):
         module.register_forward_hook(post)
 
 
-def record(name, model, x, y, out_dir, ranges=False, record_shapes=False):
-    """Exports `model`, then profiles its DDP training steps into out_dir/<name>-rank0.json.gz."""
+def record(name, model, x, y, out_dir, ranges=False, record_shapes=False, export=True):
+    """Exports `model` (unless not `export`), then profiles its DDP training steps into
+    out_dir/<name>-rank0.json.gz."""
     os.makedirs(out_dir, exist_ok=True)
-    spec = torch_export.export_model(model, x, name=name)
-    with open(os.path.join(out_dir, f"{name}-model.json"), "w") as f:
-        json.dump(spec, f, indent=1)
-        f.write("\n")
+    if export:
+        spec = torch_export.export_model(model, x, name=name)
+        with open(os.path.join(out_dir, f"{name}-model.json"), "w") as f:
+            json.dump(spec, f, indent=1)
+            f.write("\n")
     if ranges:
         layer_ranges(model)
     with tempfile.TemporaryDirectory() as tmp:
@@ -121,8 +128,11 @@ def main():
     record("mlp-dropout", mlp, torch.randn(8, 16), torch.randn(8, 4),
            os.path.join(HERE, "dropout"))
     torch.manual_seed(1)
-    record("block", Net(), torch.randn(4, 2, 8), torch.randn(4, 2, 4),
+    record("block", Net(), torch.randn(8, 64, 256), torch.randn(8, 64, 256),
            os.path.join(HERE, "layer-ranges"), ranges=True, record_shapes=True)
+    torch.manual_seed(1)
+    record("block-noranges", Net(), torch.randn(8, 64, 256), torch.randn(8, 64, 256),
+           os.path.join(HERE, "layer-ranges"), record_shapes=True, export=False)
 
 
 if __name__ == "__main__":
