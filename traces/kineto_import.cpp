@@ -793,8 +793,9 @@ struct LayerRangeWalk {
 // range names layer layerIndex[path] (a module called again in an iteration: "<path>:2", ...),
 // an autograd node opens a backward. Calls onNode(node, window, nested) for each autograd node
 // and onOp(span, window, layer, node) for every other span: `layer` the innermost open range
-// naming a layer outside any node (or, with `opLayers`, an op that is a layer's own: forwardOpLayers,
-// by its start), `node` the innermost open node outside any such range (nullptr: none).
+// naming a layer outside any node (or, with `opLayers`, an op that is a layer's own:
+// forwardOpLayers, by its start), `node` the innermost open node outside any such range (nullptr:
+// none).
 template <typename OnNode, typename OnOp>
 void walkLayerRanges(const RankTrack& track, const std::vector<IterationWindow>& windows,
                      const std::map<std::string, int, std::less<>>& layerIndex,
@@ -855,10 +856,11 @@ void walkLayerRanges(const RankTrack& track, const std::vector<IterationWindow>&
 // range naming a model layer; a module called again in an iteration names "<path>:2", ...), one
 // span from the first op's start to the last op's end; its backward the autograd nodes whose
 // sequence number is a forward op's in its range, and the nodes of no layer that ran after
-// them, one span from the first node's start to the last node's end. Ops outside every layer's range (the loss, residual adds and attention cores
-// of a container's forward) become host ops, as functional ops do in mapLayers: their time lies
-// in the gap before the next layer's span, which replay gives to that layer. Unlike mapLayers's
-// match by kind, this needs no rule for how each op type's backward is named.
+// them, one span from the first node's start to the last node's end. Ops outside every layer's
+// range (the loss, residual adds and attention cores of a container's forward) become host ops, as
+// functional ops do in mapLayers: their time lies in the gap before the next layer's span, which
+// replay gives to that layer. Unlike mapLayers's match by kind, this needs no rule for how each op
+// type's backward is named.
 Status mapCpuLayersByRanges(const std::vector<ImportLayer>& layers, const RankTrack& track,
                             RankBuild& build, int64_t& mappedLayers) {
   const std::map<std::string, int, std::less<>> layerIndex = layerIndexOf(layers);
@@ -901,12 +903,11 @@ Status mapCpuLayersByRanges(const std::vector<ImportLayer>& layers, const RankTr
   for (const auto& [key, range] : extent) {
     const auto& [window, layer, backward] = key;
     const ImportLayer& l = layers[static_cast<size_t>(layer)];
-    out.push_back({kComputeGroup,
-                   Span{backward ? l.name + " (backward)" : l.name,
-                        backward ? Category::kBackward : Category::kForward, range.first,
-                        range.last - range.first,
-                        Args{{"layer", static_cast<int64_t>(layer)},
-                             {std::string(kArgIteration), window->index}}}});
+    out.push_back({kComputeGroup, Span{backward ? l.name + " (backward)" : l.name,
+                                       backward ? Category::kBackward : Category::kForward,
+                                       range.first, range.last - range.first,
+                                       Args{{"layer", static_cast<int64_t>(layer)},
+                                            {std::string(kArgIteration), window->index}}}});
     mapped.insert(layer);
   }
   mappedLayers = static_cast<int64_t>(mapped.size());

@@ -499,8 +499,9 @@ Status checkLayersHaveForward(const traces::Timeline& timeline, const ProfileSwe
   // whose attributed time holds it. The recorder hooks every module that owns parameters, so a
   // layer with parameters and no span is still another model's.
   const std::optional<std::string_view> layerSpans = timeline.metadata().getString("layer_spans");
-  const bool rangeNamedKernels = layerSpans == std::optional<std::string_view>("gpu-kernels-by-range") ||
-                                 layerSpans == std::optional<std::string_view>("cpu-ops-by-range");
+  const bool rangeNamedKernels =
+      layerSpans == std::optional<std::string_view>("gpu-kernels-by-range") ||
+      layerSpans == std::optional<std::string_view>("cpu-ops-by-range");
   const bool moduleHooks = timeline.metadata().getString("recorder") ==
                            std::optional<std::string_view>("ddpscope.torch.record");
   const models::ModelSpec& model = sweep.model;

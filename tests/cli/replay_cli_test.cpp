@@ -1039,8 +1039,8 @@ TEST(ReplayCliTest, ACpuTraceNamedByItsLayerRangesReplaysAtItsOwnSettings) {
   for (const std::string trace : {"block", "block-noranges"}) {
     SCOPED_TRACE(trace);
     const std::string run = (scratchDir() / (trace + "-cpu.json")).string();
-    CliResult imported =
-        runCliForTest({"import-torch", dir + trace + "-rank0.json.gz", "--model", model, "-o", run});
+    CliResult imported = runCliForTest(
+        {"import-torch", dir + trace + "-rank0.json.gz", "--model", model, "-o", run});
     ASSERT_EQ(imported.exitCode, 0) << imported.err;
     CliResult r = runCliForTest({"replay", "--from-trace", run, "--model", model, "--cluster",
                                  "cpu-mpi", "--world-size", "1", "--json"});

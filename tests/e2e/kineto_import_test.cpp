@@ -45,7 +45,9 @@ std::vector<ImportLayer> layersOf(const std::string& path) {
 }
 
 // The fixture model's layers (ddp_gloo_model.json, exported by models/export/torch_export.py).
-std::vector<ImportLayer> fixtureLayers() { return layersOf(kModel); }
+std::vector<ImportLayer> fixtureLayers() {
+  return layersOf(kModel);
+}
 
 // The names of the forward and of the backward compute spans of one iteration, in order.
 struct PassNames {
@@ -331,11 +333,10 @@ TEST(KinetoImportTest, ACpuTraceWithoutRangesTakesMmBackwardForADueLinear) {
     EXPECT_EQ(forward, (std::vector<std::string>{"inp", "block.ln", "block.fc", "block.act",
                                                  "block.drop", "block.add", "head"}))
         << "iteration " << it.index;
-    EXPECT_EQ(backward,
-              (std::vector<std::string>{"head (backward)", "block.add (backward)",
-                                        "block.drop (backward)", "block.act (backward)",
-                                        "block.fc (backward)", "block.ln (backward)",
-                                        "inp (backward)"}))
+    EXPECT_EQ(backward, (std::vector<std::string>{"head (backward)", "block.add (backward)",
+                                                  "block.drop (backward)", "block.act (backward)",
+                                                  "block.fc (backward)", "block.ln (backward)",
+                                                  "inp (backward)"}))
         << "iteration " << it.index;
   }
 }
