@@ -11,6 +11,13 @@
 // after the run: getrusage's ru_maxrss; the trace is written by a child process). Each run checks
 // that the replay succeeds, kept every step and replayed the host lane from the host facts of
 // every step (the import reads the trace a second time for them).
+//
+// BM_ImportCpuRangesAndReplay/K: the same two commands on a CPU trace named by its
+// ddpscope.layer: ranges (tests/data/torch-2.15/layer-ranges/block-rank0.json.gz, a real torch
+// 2.15 CPU DDP job of a residual block, 3 steps, its model block-model.json, cluster cpu-mpi),
+// repeated K times (K = 325: 100 MB of JSON, 975 steps). Its import ties each step's
+// compute ops to the layers' extents of that step; it used to test each op against every extent
+// of every step (steps² work).
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -28,8 +35,28 @@
 
 namespace {
 
-const std::string kSource = std::string(DDPSCOPE_SOURCE_DIR) +
-                            "/tests/data/gpu/h100/run1/resnet50-ddp-default-rank0.json.gz";
+// A trace to repeat and how to import and replay it.
+struct Source {
+  std::string trace;
+  std::vector<std::string> modelArgs;  // --model ... (import and replay)
+  std::string cluster;
+  int64_t stepsPerCopy;
+  bool hostLane;  // the replay brings a host lane over every step (GPU traces' host facts)
+};
+
+const Source kGpuResnet50{std::string(DDPSCOPE_SOURCE_DIR) +
+                              "/tests/data/gpu/h100/run1/resnet50-ddp-default-rank0.json.gz",
+                          {"--model", "resnet50"},
+                          "dgx-h100",
+                          2,
+                          true};
+const Source kCpuBlock{
+    std::string(DDPSCOPE_SOURCE_DIR) + "/tests/data/torch-2.15/layer-ranges/block-rank0.json.gz",
+    {"--model",
+     std::string(DDPSCOPE_SOURCE_DIR) + "/tests/data/torch-2.15/layer-ranges/block-model.json"},
+    "cpu-mpi",
+    3,
+    false};
 
 std::string scratch(const std::string& name) {
   return (std::filesystem::temp_directory_path() /
@@ -38,10 +65,11 @@ std::string scratch(const std::string& name) {
 }
 
 // The source trace with its events repeated `copies` times; returns the bytes written.
-int64_t writeRepeatedTrace(int copies, const std::string& path, std::string& error) {
-  std::ifstream in(kSource, std::ios::binary);
+int64_t writeRepeatedTrace(const std::string& source, int copies, const std::string& path,
+                           std::string& error) {
+  std::ifstream in(source, std::ios::binary);
   const std::string gz((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  auto text = ddpscope::traces::gunzipBytes(gz, kSource);
+  auto text = ddpscope::traces::gunzipBytes(gz, source);
   if (!text.isOk()) {
     error = text.status().message();
     return 0;
@@ -105,29 +133,30 @@ int64_t writeRepeatedTrace(int copies, const std::string& path, std::string& err
 
 // Writes the trace in a child process, so that building it does not count in this process's
 // peak memory.
-int64_t writeRepeatedTraceApart(int copies, const std::string& path, std::string& error) {
+int64_t writeRepeatedTraceApart(const std::string& source, int copies, const std::string& path,
+                                std::string& error) {
   const pid_t child = ::fork();
   if (child == 0) {
     std::string childError;
-    const int64_t bytes = writeRepeatedTrace(copies, path, childError);
+    const int64_t bytes = writeRepeatedTrace(source, copies, path, childError);
     ::_exit(bytes > 0 ? 0 : 1);
   }
   int status = 0;
   if (child < 0 || ::waitpid(child, &status, 0) != child || !WIFEXITED(status) ||
       WEXITSTATUS(status) != 0) {
-    error = "could not write the repeated trace from " + kSource;
+    error = "could not write the repeated trace from " + source;
     return 0;
   }
   return static_cast<int64_t>(std::filesystem::file_size(path));
 }
 
 // `ownModel`: import and replay without --model (the model read off the trace's record_shapes).
-void importAndReplay(benchmark::State& state, bool ownModel) {
+void importAndReplay(benchmark::State& state, const Source& source, bool ownModel) {
   const int copies = static_cast<int>(state.range(0));
   const std::string trace = scratch("trace.json");
   const std::string run = scratch("run.json");
   std::string error;
-  const int64_t bytes = writeRepeatedTraceApart(copies, trace, error);
+  const int64_t bytes = writeRepeatedTraceApart(source.trace, copies, trace, error);
   if (bytes == 0) {
     state.SkipWithError(error.c_str());
     return;
@@ -136,11 +165,11 @@ void importAndReplay(benchmark::State& state, bool ownModel) {
   for (auto _ : state) {
     std::ostringstream out, err;
     std::vector<std::string> importArgs = {"import-torch", trace, "-o", run, "--quiet"};
-    std::vector<std::string> replayArgs = {"replay",   "--from-trace", run, "--cluster",
-                                           "dgx-h100", "--world-size", "1", "--json"};
+    std::vector<std::string> replayArgs = {"replay",       "--from-trace", run, "--cluster",
+                                           source.cluster, "--world-size", "1", "--json"};
     if (!ownModel) {
       for (auto* args : {&importArgs, &replayArgs}) {
-        args->insert(args->end(), {"--model", "resnet50"});
+        args->insert(args->end(), source.modelArgs.begin(), source.modelArgs.end());
       }
     }
     int code = ddpscope::cli::runCli(importArgs, out, err);
@@ -156,13 +185,15 @@ void importAndReplay(benchmark::State& state, bool ownModel) {
     }
     const auto replayed = nlohmann::json::parse(rout.str());
     steps = static_cast<int64_t>(replayed["measured_iterations"].size());
-    if (!replayed.contains("host_lane") || replayed["host_lane"]["steps"] != 2 * copies) {
+    const int64_t expected = source.stepsPerCopy * copies;
+    if (source.hostLane &&
+        (!replayed.contains("host_lane") || replayed["host_lane"]["steps"] != expected)) {
       state.SkipWithError("replay has no host lane over every step");
       break;
     }
-    if (steps != 2 * copies) {
+    if (steps != expected) {
       state.SkipWithError(
-          ("replay kept " + std::to_string(steps) + " steps of " + std::to_string(2 * copies))
+          ("replay kept " + std::to_string(steps) + " steps of " + std::to_string(expected))
               .c_str());
       break;
     }
@@ -176,14 +207,22 @@ void importAndReplay(benchmark::State& state, bool ownModel) {
   std::filesystem::remove(run);
 }
 void BM_ImportAndReplay(benchmark::State& state) {
-  importAndReplay(state, false);
+  importAndReplay(state, kGpuResnet50, false);
 }
 BENCHMARK(BM_ImportAndReplay)->Arg(1)->Arg(14)->Unit(benchmark::kMillisecond)->Iterations(1);
 // The same without --model: the import reads the model off the trace (one profiled step) first.
 void BM_ImportAndReplayOwnModel(benchmark::State& state) {
-  importAndReplay(state, true);
+  importAndReplay(state, kGpuResnet50, true);
 }
 BENCHMARK(BM_ImportAndReplayOwnModel)->Arg(14)->Unit(benchmark::kMillisecond)->Iterations(1);
+void BM_ImportCpuRangesAndReplay(benchmark::State& state) {
+  importAndReplay(state, kCpuBlock, false);
+}
+BENCHMARK(BM_ImportCpuRangesAndReplay)
+    ->Arg(1)
+    ->Arg(325)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
 
 }  // namespace
 

@@ -917,16 +917,42 @@ Status mapCpuLayersByRanges(const std::vector<ImportLayer>& layers, const RankTr
                            "trace's ddpscope.layer: ranges (is this the model the trace was "
                            "recorded with?)");
   }
+  // Per step, its extents by start with the latest end so far: an op lies inside one of the
+  // step's extents iff the latest end of those starting at or before it reaches its end (a
+  // binary search per op, not a pass over every extent of every step).
+  struct Reach {
+    std::vector<Nanos> firsts, lasts;
+  };
+  std::map<const IterationWindow*, Reach> reach;
+  {
+    std::map<const IterationWindow*, std::vector<Extent>> byWindow;
+    for (const auto& [key, range] : extent) byWindow[std::get<0>(key)].push_back(range);
+    for (auto& [window, ranges] : byWindow) {
+      std::sort(ranges.begin(), ranges.end(),
+                [](const Extent& a, const Extent& b) { return a.first < b.first; });
+      Reach& r = reach[window];
+      for (const Extent& e : ranges) {
+        r.firsts.push_back(e.first);
+        r.lasts.push_back(r.lasts.empty() ? e.last : maxNanos(r.lasts.back(), e.last));
+      }
+    }
+  }
   for (auto& g : build.spans) {
     const bool pass = g.group == kComputeGroup && (g.span.category == Category::kForward ||
                                                    g.span.category == Category::kBackward);
-    if (!pass || windowOf(windows, g.span.start) == nullptr) {
+    const IterationWindow* window = pass ? windowOf(windows, g.span.start) : nullptr;
+    if (window == nullptr) {
       out.push_back(std::move(g));
       continue;
     }
-    const bool covered = std::any_of(extent.begin(), extent.end(), [&](const auto& e) {
-      return g.span.start >= e.second.first && g.span.end() <= e.second.last;
-    });
+    auto r = reach.find(window);
+    bool covered = false;
+    if (r != reach.end()) {
+      const auto& firsts = r->second.firsts;
+      const size_t n = static_cast<size_t>(
+          std::upper_bound(firsts.begin(), firsts.end(), g.span.start) - firsts.begin());
+      covered = n > 0 && r->second.lasts[n - 1] >= g.span.end();
+    }
     if (!covered) out.push_back({kHostOpsGroup, std::move(g.span)});
   }
   build.spans = std::move(out);
