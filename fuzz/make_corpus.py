@@ -77,10 +77,13 @@ def kineto_ranks():
         ranks = [cut_kineto(DATA / f"{prefix}_rank{r}.json.gz", 1, 24) for r in (0, 1)]
         jobs.append((prefix.replace("/", "_"), ranks))
     # Real CPU traces: a job's modules in ddpscope.layer: ranges (ops named by them), the same
-    # job without (a bias-free head's MmBackward0), and dropouts (MulBackward0, none at p = 0).
+    # job without (a bias-free head's MmBackward0), dropouts (MulBackward0, none at p = 0), and a
+    # GPT-2 style block without ranges (layers of a type the match by kind has no op for).
     for name, path in (("torch215_layer_ranges", "torch-2.15/layer-ranges/block-rank0.json.gz"),
                        ("torch215_no_ranges", "torch-2.15/layer-ranges/block-noranges-rank0.json.gz"),
-                       ("torch215_dropout", "torch-2.15/dropout/mlp-dropout-rank0.json.gz")):
+                       ("torch215_dropout", "torch-2.15/dropout/mlp-dropout-rank0.json.gz"),
+                       ("torch215_by_kind",
+                        "torch-2.15/layer-ranges/gpt2block-noranges-rank0.json.gz")):
         jobs.append((name, [cut_kineto(DATA / path, 1, 400)]))
     # A GPU kit trace (record_shapes, module ranges): the model the import reads off it.
     jobs.append(("h100_resnet50", [cut_kineto(DATA / "gpu/h100/run1/resnet50-ddp-default-rank0.json.gz",

@@ -645,19 +645,26 @@ Status matchLayerOps(const std::vector<ImportLayer>& layers, RankBuild& build, G
       build.spans.begin(), build.spans.end(),
       [](const GroupedSpan& x, const GroupedSpan& y) { return spanPrecedes(x.span, y.span); });
   const std::vector<IterationWindow> windows = iterationWindows(build);
+  // What lets a user out of a match by kind that stops at an op it has no rule for.
+  constexpr std::string_view kRangesInstead =
+      "a trace recorded inside `with ddpscope.torch.layer_ranges(model):` has its layers named by "
+      "their ranges, with no match by op kind";
   auto fail = [&](int64_t iteration, const char* phase, size_t layer) {
     return invalidArgument(build.file + ": rank " + std::to_string(build.rank) + " iteration " +
                            std::to_string(iteration) + ": no " + phase + " op matches layer '" +
                            layers[layer].name + "' (" + layers[layer].type +
-                           "): the trace is not of this model (or of a layer order it does not "
-                           "list)");
+                           "): the trace is not of this model, of a layer order it does not "
+                           "list, or its op for that layer is of a kind this match has no rule "
+                           "for (" +
+                           std::string(kRangesInstead) + ")");
   };
   auto extra = [&](int64_t iteration, const char* what, const std::string& name) {
     return invalidArgument(build.file + ": rank " + std::to_string(build.rank) + " iteration " +
                            std::to_string(iteration) + ": " + what + " '" + name +
                            "' matches no layer: all " + std::to_string(layers.size()) +
                            " layers of the model are already matched (the trace is not of this "
-                           "model)");
+                           "model; " +
+                           std::string(kRangesInstead) + ")");
   };
   for (const auto& w : windows) {
     std::vector<const GroupedSpan*> forward, backward;
@@ -1273,8 +1280,9 @@ struct ImportState {
   std::optional<int64_t> worldSize;
   std::string worldSizeFile;  // the file worldSize was read from
   std::string backend;
-  bool gpuLayerRanges = false;  // GPU kernels named by layer through ddpscope.layer: ranges
-  bool cpuLayerRanges = false;  // CPU host ops named by layer through ddpscope.layer: ranges
+  bool gpuLayerRanges = false;   // GPU kernels named by layer through ddpscope.layer: ranges
+  bool cpuLayerRanges = false;   // CPU host ops named by layer through ddpscope.layer: ranges
+  bool cpuLayersByKind = false;  // CPU host ops matched to the layers by kind (no ranges)
   std::map<int, std::vector<std::pair<int64_t, std::string>>> forwardOpsOfRank;
   bool ddpSeen = false;    // DDP's forward, its reducer's ops or an allreduce in any trace
   bool modelRead = false;  // options.readModel: the first file's model was tried
@@ -1360,7 +1368,22 @@ Status mapRankLayers(const std::string& path, const Timeline& source,
         "attention cores): their time stays with the next layer's");
     return Status::ok();
   }
-  if (!gpu) return mapLayers(layers, build);
+  if (!gpu) {
+    RETURN_IF_ERROR(mapLayers(layers, build));
+    state.cpuLayersByKind = true;
+    const auto kindless = std::count_if(layers.begin(), layers.end(), [](const ImportLayer& l) {
+      return layerKind(l.type).empty();
+    });
+    std::string note = path + ": CPU trace: host ops matched to the layers by their kind";
+    if (kindless > 0) {
+      note += "; " + std::to_string(kindless) + " of " + std::to_string(layers.size()) +
+              " layers are of a type the match has no op for (a matrix product, a custom "
+              "module): their time stays with the next layer's (profile inside `with "
+              "ddpscope.torch.layer_ranges(model):` to name every module's ops)";
+    }
+    state.report.notes.push_back(std::move(note));
+    return Status::ok();
+  }
   std::optional<std::map<int64_t, int>> opLayers;
   std::vector<std::pair<int64_t, std::string>> forwardOps;
   if (!ranges && traced != nullptr && !traced->fromRanges) {
@@ -1576,6 +1599,7 @@ Timeline startImportTimeline(int64_t world, ImportState& state) {
   meta.set("source", std::string("pytorch-profiler"));
   if (state.gpuLayerRanges) meta.set("layer_spans", std::string("gpu-kernels-by-range"));
   if (state.cpuLayerRanges) meta.set("layer_spans", std::string("cpu-ops-by-range"));
+  if (state.cpuLayersByKind) meta.set("layer_spans", std::string("cpu-ops-by-kind"));
   if (!state.ddpSeen) {
     // replay and calibrate refuse such a run (sim/replay/measured_profile.h).
     meta.set("ddp", std::string("none"));

@@ -13,6 +13,7 @@
 #include "models/model_resolver.h"
 #include "traces/args_json.h"
 #include "traces/chrome_reader.h"
+#include "traces/kineto_kinds.h"
 
 namespace ddpscope::sim::replay {
 namespace {
@@ -502,12 +503,17 @@ Status checkLayersHaveForward(const traces::Timeline& timeline, const ProfileSwe
   const bool rangeNamedKernels =
       layerSpans == std::optional<std::string_view>("gpu-kernels-by-range") ||
       layerSpans == std::optional<std::string_view>("cpu-ops-by-range");
+  // A CPU trace matched to the layers by kind has no span for a layer of a type without an op
+  // the match knows (a matrix product, an activation written out): its ops ran, as host ops in
+  // the gap before the next layer's span.
+  const bool opsByKind = layerSpans == std::optional<std::string_view>("cpu-ops-by-kind");
   const bool moduleHooks = timeline.metadata().getString("recorder") ==
                            std::optional<std::string_view>("ddpscope.torch.record");
   const models::ModelSpec& model = sweep.model;
   for (size_t l = 0; l < model.layers.size(); ++l) {
     const models::LayerSpec& layer = model.layers[l];
-    const bool noModule = rangeNamedKernels || (moduleHooks && layer.params.empty());
+    const bool noModule = rangeNamedKernels || (moduleHooks && layer.params.empty()) ||
+                          (opsByKind && traces::layerKind(layer.type).empty());
     if (p.forward[l].empty() && !layer.use && !noModule) {
       return invalidArgument(sweep.origin + ": layer '" + layer.name + "' of model '" + model.name +
                              "' has no forward span in the measured iterations (is this the "

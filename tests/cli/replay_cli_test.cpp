@@ -1032,12 +1032,16 @@ TEST(ReplayCliTest, WrongModelIsAOneLineError) {
 // own, and replay used to refuse such a layer on a CPU trace: "has no forward span"), and so does
 // the same job recorded without ranges (matched by kind), each within the 6 % that the real CPU
 // fixtures must replay within (twice the noise floor of seven recordings:
-// ReplayCliTest.RealTorchTracesWithoutShapesReplayAtTheirOwnSettings).
+// ReplayCliTest.RealTorchTracesWithoutShapesReplayAtTheirOwnSettings). The same for a GPT-2
+// style block with an explicit bmm and a written-out NewGELU, recorded inside
+// ddpscope.torch.layer_ranges and without it: matched by kind, its bmm and NewGELU layers have no
+// span, and replay used to refuse the trace ("layer 'attn.bmm' ... has no forward span").
 TEST(ReplayCliTest, ACpuTraceNamedByItsLayerRangesReplaysAtItsOwnSettings) {
   const std::string dir = std::string(DDPSCOPE_SOURCE_DIR) + "/tests/data/torch-2.15/layer-ranges/";
-  const std::string model = dir + "block-model.json";
-  for (const std::string trace : {"block", "block-noranges"}) {
+  for (const std::string trace : {"block", "block-noranges", "gpt2block", "gpt2block-noranges"}) {
     SCOPED_TRACE(trace);
+    const std::string model =
+        dir + (trace.starts_with("gpt2block") ? "gpt2block" : "block") + "-model.json";
     const std::string run = (scratchDir() / (trace + "-cpu.json")).string();
     CliResult imported = runCliForTest(
         {"import-torch", dir + trace + "-rank0.json.gz", "--model", model, "-o", run});

@@ -323,9 +323,15 @@ TEST(KinetoImportTest, ACpuTraceWithoutRangesTakesMmBackwardForADueLinear) {
   const std::string dir = std::string(DDPSCOPE_TEST_DATA_DIR) + "/torch-2.15/layer-ranges/";
   KinetoImportOptions options;
   options.layers = layersOf(dir + "block-model.json");
-  auto timeline = importKinetoTraces({dir + "block-noranges-rank0.json.gz"}, options);
+  KinetoImportReport report;
+  auto timeline = importKinetoTraces({dir + "block-noranges-rank0.json.gz"}, options, &report);
   ASSERT_TRUE(timeline.isOk()) << timeline.status().message();
-  EXPECT_FALSE(timeline->metadata().getString("layer_spans").has_value());
+  // Every layer of this model has a kind: the note says how it was named, and no more.
+  EXPECT_THAT(report.notes, ::testing::Contains(::testing::EndsWith(
+                                "block-noranges-rank0.json.gz: CPU trace: host ops matched to "
+                                "the layers by their kind")));
+  EXPECT_EQ(timeline->metadata().getString("layer_spans"),
+            std::optional<std::string_view>("cpu-ops-by-kind"));
   const std::vector<Iteration> iterations = timeline->iterations(0);
   ASSERT_EQ(iterations.size(), 3u);
   for (const Iteration& it : iterations) {
@@ -341,6 +347,53 @@ TEST(KinetoImportTest, ACpuTraceWithoutRangesTakesMmBackwardForADueLinear) {
   }
 }
 
+// A GPT-2 style block as code outside torch.nn writes it (tests/data/torch-2.15/
+// gen_cpu_layer_traces.py, real torch 2.15 CPU DDP jobs): attention with an explicit bmm and
+// softmax (the exporter's layer attn.bmm, type Matmul) and Hugging Face's NewGELU written out as
+// a module (muls, a pow and a tanh). Matched by kind, the two layers of a type the match has no
+// op for get no span (their ops are host ops before the next layer's), which the import says and
+// the trace's layer_spans records ("cpu-ops-by-kind", by which replay accepts them); recorded
+// inside ddpscope.torch.layer_ranges, NewGELU's module has its own span, and only the ops of no
+// module (attn.bmm, the residual adds) have none.
+TEST(KinetoImportTest, AGpt2StyleBlocksMatmulAndWrittenOutGeluByKindAndByRange) {
+  const std::string dir = std::string(DDPSCOPE_TEST_DATA_DIR) + "/torch-2.15/layer-ranges/";
+  KinetoImportOptions options;
+  options.layers = layersOf(dir + "gpt2block-model.json");
+  ASSERT_EQ(options.layers.size(), 11u);
+  ASSERT_EQ(options.layers[2].name + " " + options.layers[2].type, "attn.bmm Matmul");
+  ASSERT_EQ(options.layers[7].name + " " + options.layers[7].type, "act NewGELU");
+  for (const std::string trace : {"gpt2block-noranges", "gpt2block"}) {
+    SCOPED_TRACE(trace);
+    const bool ranges = trace == "gpt2block";
+    KinetoImportReport report;
+    auto timeline = importKinetoTraces({dir + trace + "-rank0.json.gz"}, options, &report);
+    ASSERT_TRUE(timeline.isOk()) << timeline.status().message();
+    EXPECT_EQ(timeline->metadata().getString("layer_spans"),
+              std::optional<std::string_view>(ranges ? "cpu-ops-by-range" : "cpu-ops-by-kind"));
+    EXPECT_THAT(report.notes,
+                ::testing::Contains(HasSubstr(
+                    ranges ? "ranges; 3 of 11 layers have no ops of their own"
+                           : "CPU trace: host ops matched to the layers by their kind; 2 of 11 "
+                             "layers are of a type the match has no op for")));
+    const std::vector<Iteration> iterations = timeline->iterations(0);
+    ASSERT_EQ(iterations.size(), 3u);
+    const std::vector<std::string> forward =
+        ranges ? std::vector<std::string>{"ln1", "attn.qkv", "attn.proj", "ln2",
+                                          "fc",  "act",      "out",       "head"}
+               : std::vector<std::string>{"ln1", "attn.qkv", "attn.proj", "add", "ln2",
+                                          "fc",  "out",      "add:2",     "head"};
+    std::vector<std::string> backward;
+    for (auto it = forward.rbegin(); it != forward.rend(); ++it) {
+      backward.push_back(*it + " (backward)");
+    }
+    for (const Iteration& it : iterations) {
+      const auto names = layerSpanNames(timeline->ranks()[0], it);
+      EXPECT_EQ(names.forward, forward) << "iteration " << it.index;
+      EXPECT_EQ(names.backward, backward) << "iteration " << it.index;
+    }
+  }
+}
+
 TEST(KinetoImportTest, RejectsModelThatIsNotTheTracedOne) {
   KinetoImportOptions options;
   options.layers = {{"0", "Linear"}, {"1", "ReLU"}, {"2", "Linear"}};  // zoo mlp-tiny
@@ -349,7 +402,9 @@ TEST(KinetoImportTest, RejectsModelThatIsNotTheTracedOne) {
   EXPECT_EQ(fewer.status().message(),
             kRank0 +
                 ": rank 0 iteration 1: forward op 'aten::relu' matches no layer: all 3 layers of "
-                "the model are already matched (the trace is not of this model)");
+                "the model are already matched (the trace is not of this model; a trace recorded "
+                "inside `with ddpscope.torch.layer_ranges(model):` has its layers named by their "
+                "ranges, with no match by op kind)");
   options.layers = fixtureLayers();
   options.layers.push_back({"extra", "Conv2d"});
   auto more = importKinetoTraces({kRank0, kRank1}, options);
@@ -357,7 +412,10 @@ TEST(KinetoImportTest, RejectsModelThatIsNotTheTracedOne) {
   EXPECT_EQ(more.status().message(),
             kRank0 +
                 ": rank 0 iteration 1: no forward op matches layer 'extra' (Conv2d): the trace is "
-                "not of this model (or of a layer order it does not list)");
+                "not of this model, of a layer order it does not list, or its op for that layer "
+                "is of a kind this match has no rule for (a trace recorded inside `with "
+                "ddpscope.torch.layer_ranges(model):` has its layers named by their ranges, with "
+                "no match by op kind)");
 }
 
 TEST(KinetoImportTest, GpuStyleTraceUsesNcclKernelsAndParamCommsBytes) {
