@@ -23,6 +23,8 @@ configurations of --profile (default eager, cap 1 and the default) are profiled 
 as a Chrome trace that `ddpscope import-torch` reads. During the profiled steps every module's
 forward is wrapped in a record_function range "ddpscope.layer:<module path>" so that the kernels
 can be attributed to layers (scripts/gpu_kit/analyze.py); the timed steps carry no such ranges.
+--no-layer-ranges profiles without them, as a user's own job without ddpscope records its trace
+(what `ddpscope import-torch` then matches to the layers by op kind).
 
 Models: resnet50, gpt2-small, bert-base (the profiles were fitted on their H100 traces), and
 vit-b16, llama-small (a Llama-style decoder: RMSNorm, SwiGLU, rotary embeddings, SDPA) and
@@ -644,14 +646,15 @@ def kineto_available():
     return bool(getattr(torch.autograd, "kineto_available", lambda: False)())
 
 
-def profile(trainer, model_name, x, y, steps, path, record_shapes=True):
-    """Profiles `steps` steps of a trainer; writes a gzip Chrome trace; returns None or why not."""
+def profile(trainer, model_name, x, y, steps, path, record_shapes=True, ranges=True):
+    """Profiles `steps` steps of a trainer (with the layer ranges unless not `ranges`); writes a
+    gzip Chrome trace; returns None or why not."""
     if not kineto_available():
         return f"torch {torch.__version__} has no Kineto profiler"
     acts = [torch.profiler.ProfilerActivity.CPU]
     if trainer.device.type == "cuda":
         acts.append(torch.profiler.ProfilerActivity.CUDA)
-    handles = layer_ranges(trainer.model)
+    handles = layer_ranges(trainer.model) if ranges else []
     try:
         schedule = torch.profiler.schedule(wait=0, warmup=1, active=steps, repeat=1)
         with torch.profiler.profile(activities=acts, record_shapes=record_shapes, schedule=schedule,
@@ -834,6 +837,9 @@ def main():
     p.add_argument("--profile-noshapes", default="ddp-cap1,ddp-default",
                    help="configurations profiled again with record_shapes=False, which records "
                         "less per op ('' for none)")
+    p.add_argument("--no-layer-ranges", dest="layer_ranges", action="store_false",
+                   help="profile without the ddpscope.layer: ranges (as a job without ddpscope "
+                        "records its trace)")
     p.add_argument("--out", required=True)
     p.add_argument("--tag", default="",
                    help="a variant of the model's job (e.g. b64: another batch): writes "
@@ -907,7 +913,8 @@ def main():
                                              "-noshapes")):
             for name in names if args.trace_steps else []:
                 path = os.path.join(args.out, f"{stem}-{name}{suffix}-rank0.json.gz")
-                why = profile(by_name[name], args.model, x, y, args.trace_steps, path, shapes)
+                why = profile(by_name[name], args.model, x, y, args.trace_steps, path, shapes,
+                              args.layer_ranges)
                 if why is None:
                     into[name] = os.path.basename(path)
                 else:

@@ -39,6 +39,12 @@ layer-ranges/gpt2block-rank0.json.gz, layer-ranges/gpt2block-model.json and
       -> LayerNorm -> Linear(256, 1024) -> NewGELU -> Linear(1024, 256) -> + residual
       -> Linear(256, 256)
 
+layer-ranges/llama-small-noranges-rank0.json.gz: the GPU kit's own llama-small job
+  (scripts/gpu_kit/torch_job.py: RMSNorm, rotary embeddings, SDPA, SwiGLU; the zoo's llama-small)
+  on the CPU at batch 1, 16 tokens, fp32, DDP with the default cap, two profiled steps with
+  record_shapes and --no-layer-ranges: what a user's job without ddpscope's ranges records, and
+  the kit model with the most layers of a type the match by kind has no op for.
+
 Usage: /path/to/venv/bin/python tests/data/torch-2.15/gen_cpu_layer_traces.py
 Needs a torch with Kineto (the PyPI wheel; recorded with 2.15.0 on 2 CPU cores).
 """
@@ -49,6 +55,7 @@ import json
 import math
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 
@@ -164,6 +171,20 @@ def record(name, model, x, y, out_dir, ranges=False, record_shapes=False, export
     print("wrote", os.path.join(out_dir, name + "-*"), "with torch", torch.__version__)
 
 
+def record_kit_job(model, out_dir):
+    """The GPU kit's job for `model` on the CPU, profiled without the layer ranges."""
+    with tempfile.TemporaryDirectory() as tmp:
+        job = os.path.join(HERE, "..", "..", "..", "scripts", "gpu_kit", "torch_job.py")
+        subprocess.run([sys.executable, job, "--model", model, "--device", "cpu", "--dtype", "fp32",
+                        "--batch", "1", "--seq-len", "16", "--warmup", "1", "--rounds", "1",
+                        "--steps", "1", "--trace-steps", "2", "--caps", "default",
+                        "--profile", "ddp-default", "--profile-noshapes", "",
+                        "--no-layer-ranges", "--out", tmp], check=True)
+        shutil.copyfile(os.path.join(tmp, f"{model}-ddp-default-rank0.json.gz"),
+                        os.path.join(out_dir, f"{model}-noranges-rank0.json.gz"))
+    print("wrote", os.path.join(out_dir, model + "-noranges-*"), "with torch", torch.__version__)
+
+
 def main():
     torch.manual_seed(1)
     mlp = nn.Sequential(nn.Linear(16, 32), nn.Dropout(0.5), nn.ReLU(), nn.Linear(32, 32),
@@ -181,6 +202,7 @@ def main():
         record(name, Gpt2Block(), torch.randn(8, 64, 256), torch.randn(8, 64, 256),
                os.path.join(HERE, "layer-ranges"), ranges=ranges, record_shapes=True,
                export=ranges)
+    record_kit_job("llama-small", os.path.join(HERE, "layer-ranges"))
 
 
 if __name__ == "__main__":
