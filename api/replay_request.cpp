@@ -129,6 +129,7 @@ std::vector<SettingSpec> replaySettingList() {
   const std::vector<SettingSpec> simulation =
       simulationSettingList(/*sweep=*/false, /*computeFrom=*/false);
   out.insert(out.end(), simulation.begin(), simulation.end());
+  out.push_back(kernelBenchSettingSpec());
   return out;
 }
 
@@ -150,7 +151,7 @@ StatusOr<ReplayReport> runReplay(const SettingValues& values, bool recordTrace) 
   if (values.has("cluster")) {
     ASSIGN_OR_RETURN(std::unique_ptr<replay::KernelCarry> carry,
                      replay::KernelCarry::create(profile.gpu, run.dtype, req.cluster.device,
-                                                 req.options.dtype, r.trace));
+                                                 req.options.dtype, r.trace, req.kernelBench));
     if (carry) {
       r.carried = carry->describe();
       if (!replay::isTracedGpu(*profile.gpu, req.cluster.device)) {
@@ -179,6 +180,7 @@ StatusOr<ReplayReport> runReplay(const SettingValues& values, bool recordTrace) 
     if (!asTraced) {  // as parseSimulationRequest built the request's compute
       mo.dtype = req.options.dtype;
       mo.carryToDevice = values.has("cluster");
+      mo.kernelBench = req.kernelBench;
     }
     std::vector<int64_t> steps;
     for (int64_t it : profile.measuredIterations) {

@@ -30,10 +30,17 @@ Status applyHostProfileSetting(const SettingValues& args, ClusterSpec& cluster) 
   return Status::ok();
 }
 
-// --kernel-bench FILE[,FILE...]: the layers the benchmark covers timed from it, the rest by the
-// cluster's roofline (and kernel fit).
-Status applyKernelBenchSetting(const SettingValues& args, SimulationRequest& req) {
-  if (!args.has("kernel-bench")) return Status::ok();
+constexpr const char* kKernelBenchHelp =
+    "time the layers a GPU's single-layer benchmark covers from it (kernel-bench.json of the GPU "
+    "kit's kernels step, the same GPU and --dtype bf16 --autocast; the nearest measured shapes, "
+    "scaled by a fitted formula); the rest by the cluster's roofline. With a measured run "
+    "(--compute-from, replay) carried from fp32, tf32 or fp16 to bf16 on a GPU of the "
+    "benchmark's architecture: its BatchNorm layers, whose kernels at bf16 are PyTorch's own, "
+    "not cuDNN's";
+
+// --kernel-bench FILE[,FILE...], read; null when not given.
+StatusOr<std::shared_ptr<const KernelBench>> readKernelBench(const SettingValues& args) {
+  if (!args.has("kernel-bench")) return std::shared_ptr<const KernelBench>();
   std::vector<std::pair<std::string, std::string>> texts;
   for (const std::string& path : splitString(*args.value("kernel-bench"), ',')) {
     if (path.empty()) return invalidArgument("--kernel-bench: an empty file name");
@@ -43,6 +50,49 @@ Status applyKernelBenchSetting(const SettingValues& args, SimulationRequest& req
   }
   StatusOr<KernelBench> bench = KernelBench::parse(texts);
   if (!bench.isOk()) return bench.status().withContext("--kernel-bench");
+  return std::make_shared<const KernelBench>(*std::move(bench));
+}
+
+// --kernel-bench with measured compute (--compute-from, replay): only where the carry to the
+// simulated precision changes BatchNorm's kernels (from cuDNN's to PyTorch's own), at the
+// benchmark's precision; an error naming why else.
+Status checkKernelBenchForCarry(const KernelBench& bench, const SettingValues& args,
+                                const replay::MeasuredProfile& profile, const std::string& runDtype,
+                                const std::string& dtype, const DeviceSpec& device) {
+  const std::string from = runDtype.empty() ? "fp32" : runDtype;
+  const bool carried = args.has("cluster") && profile.gpu.has_value();
+  if (!carried || replay::batchNormRunsCudnn(from) == replay::batchNormRunsCudnn(dtype)) {
+    return invalidArgument(
+        "--kernel-bench: with a measured run it times only the BatchNorm layers whose kernels "
+        "change where the run's kernels are carried to another precision (PyTorch runs cuDNN's "
+        "at fp32, tf32 and fp16 and its own at bf16); this run, at " +
+        from + ", is simulated at " + dtype +
+        (carried ? std::string() : std::string(" on its own GPU (no --cluster)")) +
+        ": leave out --kernel-bench, or give --cluster and a --dtype whose BatchNorm kernels "
+        "differ");
+  }
+  if (bench.dtype() != dtype) {
+    return invalidArgument("--kernel-bench: " + bench.source() + " was measured at " +
+                           bench.dtype() + "; the run is carried to " + dtype);
+  }
+  const std::optional<GpuArch> arch = gpuArchOfName(bench.device());
+  if (arch != device.arch) {
+    return invalidArgument(
+        "--kernel-bench: " + bench.source() + " was measured on " + bench.device() + " (" +
+        (arch ? std::string(gpuArchName(*arch))
+              : std::string("no built-in GPU's name, architecture unknown")) +
+        "); the run is carried to " + device.name + " (" + std::string(gpuArchName(device.arch)) +
+        "): give a benchmark of that architecture");
+  }
+  return Status::ok();
+}
+
+// --kernel-bench FILE[,FILE...]: the layers the benchmark covers timed from it, the rest by the
+// cluster's roofline (and kernel fit).
+Status applyKernelBenchSetting(const SettingValues& args, SimulationRequest& req) {
+  if (!args.has("kernel-bench")) return Status::ok();
+  ASSIGN_OR_RETURN(std::shared_ptr<const KernelBench> read, readKernelBench(args));
+  const KernelBench* bench = read.get();
   const SimOptions& o = req.options;
   if (req.cluster.device.arch == GpuArch::kCpu) {
     return invalidArgument("--kernel-bench: cluster " + req.cluster.name +
@@ -60,12 +110,15 @@ Status applyKernelBenchSetting(const SettingValues& args, SimulationRequest& req
   }
   ASSIGN_OR_RETURN(std::unique_ptr<ComputeModel> base,
                    makeRooflineComputeModel(req.cluster.device, o.dtype));
-  req.compute = std::make_shared<BenchComputeModel>(
-      std::make_shared<const KernelBench>(*std::move(bench)), std::move(base));
+  req.compute = std::make_shared<BenchComputeModel>(std::move(read), std::move(base));
   return Status::ok();
 }
 
 }  // namespace
+
+SettingSpec kernelBenchSettingSpec() {
+  return {"kernel-bench", "FILE[,FILE]", kKernelBenchHelp};
+}
 
 std::vector<SettingSpec> simulationSettingList(bool sweep, bool computeFrom) {
   std::vector<SettingSpec> out = api::modelSettingList();
@@ -83,10 +136,7 @@ std::vector<SettingSpec> simulationSettingList(bool sweep, bool computeFrom) {
         "trace imported with its host facts, on a GPU cluster whose host profile charges per "
         "op: its kernels, with the host from the profile); on another GPU than the trace's, "
         "or at another --dtype, each layer's kernels carried there by the two GPUs' rooflines");
-    add("kernel-bench", "FILE[,FILE]",
-        "time the layers a GPU's single-layer benchmark covers from it (kernel-bench.json of "
-        "the GPU kit's kernels step, the same GPU and --dtype bf16 --autocast; the nearest "
-        "measured shapes, scaled by a fitted formula); the rest by the cluster's roofline");
+    out.push_back(kernelBenchSettingSpec());
   }
   if (sweep) {
     add("nodes", "N[,N...]", "node counts to sweep (default 1; gb200-nvl72: 72-GPU racks)");
@@ -289,10 +339,6 @@ StatusOr<SimulationRequest> parseSimulationRequest(const SettingValues& args, bo
     RETURN_IF_ERROR(applyKernelBenchSetting(args, req));
     return req;
   }
-  if (args.has("kernel-bench")) {
-    return invalidArgument(
-        "give either --kernel-bench or --compute-from (a trace's kernels are measured already)");
-  }
   // Measured compute from a trace.
   std::optional<models::ModelSpec> model;
   if (args.has("model")) {
@@ -316,6 +362,11 @@ StatusOr<SimulationRequest> parseSimulationRequest(const SettingValues& args, bo
   if (o.inputs.imageSize == 0) o.inputs.imageSize = run.imageSize;
   // The precision the run computed in, where the trace says (an imported GPU trace); fp32 else.
   if (!args.has("dtype")) o.dtype = run.dtype;
+  ASSIGN_OR_RETURN(req.kernelBench, readKernelBench(args));
+  if (req.kernelBench) {
+    RETURN_IF_ERROR(checkKernelBenchForCarry(*req.kernelBench, args, loaded.profile, run.dtype,
+                                             o.dtype, req.cluster.device));
+  }
   // --compute-from a GPU trace imported with its host facts, on a GPU whose host lane charges
   // per op: the trace's layer spans hold the profiled host's time (the GPU waiting for its
   // launches), which the host lane would charge a second time. There the GPU's time is the
@@ -341,9 +392,10 @@ StatusOr<SimulationRequest> parseSimulationRequest(const SettingValues& args, bo
     if (!counted.isOk()) return noHostLane(counted.status().message());
     ASSIGN_OR_RETURN(std::unique_ptr<RooflineComputeModel> scaler,
                      RooflineComputeModel::create(req.cluster.device, read->facts.dtype));
-    ASSIGN_OR_RETURN(std::unique_ptr<replay::KernelCarry> carry,
-                     replay::KernelCarry::create(read->facts.gpu, read->facts.dtype,
-                                                 req.cluster.device, o.dtype, *computeFrom));
+    ASSIGN_OR_RETURN(
+        std::unique_ptr<replay::KernelCarry> carry,
+        replay::KernelCarry::create(read->facts.gpu, read->facts.dtype, req.cluster.device, o.dtype,
+                                    *computeFrom, req.kernelBench));
     req.compute =
         replay::hostFactsComputeModel(read->facts, *counted, std::move(scaler),
                                       replay::hostFactsInputs(read->facts), std::move(carry));
@@ -363,6 +415,7 @@ StatusOr<SimulationRequest> parseSimulationRequest(const SettingValues& args, bo
   // --cluster the cluster is the trace's own machine.
   mo.dtype = o.dtype;
   mo.carryToDevice = args.has("cluster");
+  mo.kernelBench = req.kernelBench;
   ASSIGN_OR_RETURN(
       std::unique_ptr<replay::MeasuredComputeModel> compute,
       replay::MeasuredComputeModel::create(loaded.profile, loaded.model, req.cluster.device, mo));

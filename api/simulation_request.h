@@ -18,6 +18,7 @@
 #include "ddp/ddp_settings.h"
 #include "models/model_spec.h"
 #include "sim/compute/compute_model.h"
+#include "sim/compute/kernel_bench.h"
 #include "sim/cost/cluster.h"
 #include "sim/engine/ddp_simulator.h"
 
@@ -32,6 +33,8 @@ namespace ddpscope::api {
 // and "find-unused" is a switch. `computeFrom`: add "compute-from" RUN.json (measured compute
 // from a trace; replay names the trace itself).
 std::vector<SettingSpec> simulationSettingList(bool sweep, bool computeFrom = true);
+// --kernel-bench FILE[,FILE] (simulate's, and replay's: the BatchNorm layers of a carry).
+SettingSpec kernelBenchSettingSpec();
 
 // The DDP settings simulate / replay (all) and sweep (all but the swept bucket cap and
 // find_unused) offer.
@@ -67,6 +70,9 @@ struct SimulationRequest {
   std::shared_ptr<const sim::ComputeModel> compute;
   std::optional<std::string> computeFrom;                      // the trace path
   std::shared_ptr<const sim::replay::LoadedProfile> measured;  // its model and profile
+  // --kernel-bench with measured compute: the times of the BatchNorm layers whose kernels the
+  // carry to another precision changes (sim::replay::KernelCarry); null without.
+  std::shared_ptr<const sim::KernelBench> kernelBench;
 };
 
 // The request a front end holding typed values asks for, without text in the middle: the model

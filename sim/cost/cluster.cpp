@@ -202,6 +202,19 @@ bool isPcieName(std::string_view name) {
 
 }  // namespace
 
+std::optional<GpuArch> gpuArchOfName(std::string_view name) {
+  std::optional<GpuArch> arch;
+  for (const std::string& cluster : builtinClusterNames()) {
+    StatusOr<ClusterSpec> spec = loadBuiltinCluster(cluster);
+    if (!spec.isOk() || spec->device.arch == GpuArch::kCpu) continue;
+    const std::string& device = spec->device.name;
+    if (!hasWord(name, std::string_view(device).substr(0, device.find('-')))) continue;
+    if (arch && *arch != spec->device.arch) return std::nullopt;
+    arch = spec->device.arch;
+  }
+  return arch;
+}
+
 std::string_view chipOf(std::string_view name) {
   for (const MemoryVariant& v : kMemoryVariants) {
     if (v.name == name) return v.of;

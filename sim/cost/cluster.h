@@ -248,6 +248,10 @@ std::optional<GpuArch> gpuArchOfComputeCapability(int major, int minor);
 // cluster having it.
 std::optional<DeviceSpec> builtinDeviceOf(GpuArch arch, int smCount, double memoryGB,
                                           std::string_view name);
+// The architecture of the GPU a name such as torch.cuda.get_device_name gives ("NVIDIA H200"):
+// that of the built-in devices whose model ("H200", the part of their name before '-') is a word
+// of it; nullopt when none is, or those found differ.
+std::optional<GpuArch> gpuArchOfName(std::string_view name);
 // The name of the built-in device whose chip the device of this name is: "A100-SXM4-80GB" for
 // builtinDeviceOf's "A100-SXM4-40GB", the name itself for any other.
 std::string_view chipOf(std::string_view name);

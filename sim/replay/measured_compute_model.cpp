@@ -109,8 +109,9 @@ StatusOr<std::unique_ptr<MeasuredComputeModel>> MeasuredComputeModel::create(
   m->m_origin = profile.origin;
   m->m_measuredInputs = replay::measuredInputs(profile, model);
   if (options.carryToDevice) {
-    ASSIGN_OR_RETURN(m->m_carry, KernelCarry::create(profile.gpu, profile.settings.dtype, device,
-                                                     options.dtype, profile.origin));
+    ASSIGN_OR_RETURN(m->m_carry,
+                     KernelCarry::create(profile.gpu, profile.settings.dtype, device, options.dtype,
+                                         profile.origin, options.kernelBench));
   }
   const double c = options.contentionSlowdown;
   const std::vector<double> fwd =
@@ -180,9 +181,20 @@ LayerTimes KernelCarry::Side::time(const models::LayerSpec& layer,
   return roofline->layerTime(layer, inputs);
 }
 
+bool batchNormRunsCudnn(std::string_view dtype) {
+  return dtype != "bf16";
+}
+
+namespace {
+bool isBatchNorm(std::string_view type) {
+  return type.starts_with("BatchNorm") || type == "SyncBatchNorm";
+}
+}  // namespace
+
 StatusOr<std::unique_ptr<KernelCarry>> KernelCarry::create(
     const std::optional<traces::TracedGpu>& traced, const std::string& runDtype,
-    const DeviceSpec& to, const std::string& dtype, const std::string& origin) {
+    const DeviceSpec& to, const std::string& dtype, const std::string& origin,
+    std::shared_ptr<const KernelBench> bench) {
   if (!traced) return std::unique_ptr<KernelCarry>();
   const std::string fromDtype = runDtype.empty() ? "fp32" : runDtype;
   const std::string toDtype = dtype.empty() ? fromDtype : dtype;
@@ -230,7 +242,37 @@ StatusOr<std::unique_ptr<KernelCarry>> KernelCarry::create(
                       (sameGpu ? std::string() : " (the built-in " + from.name + ")") + " at " +
                       fromDtype + ", carried to " + to.name + " at " + toDtype +
                       " by each layer's roofline ratio (peak FLOP rate, memory bandwidth)";
+  carry->m_switchesBatchNorm = batchNormRunsCudnn(fromDtype) != batchNormRunsCudnn(toDtype);
+  if (carry->m_switchesBatchNorm) {
+    const std::string kernels = " (PyTorch runs cuDNN's BatchNorm kernels at " +
+                                (batchNormRunsCudnn(fromDtype) ? fromDtype : toDtype) +
+                                " and its own at bf16)";
+    if (bench != nullptr && bench->dtype() == toDtype) {
+      ASSIGN_OR_RETURN(std::unique_ptr<RooflineComputeModel> base,
+                       RooflineComputeModel::create(to, toDtype));
+      carry->m_describe += "; BatchNorm layers" + kernels + " timed by the kernel bench of " +
+                           bench->device() + " (" + bench->source() + ")";
+      carry->m_bench = std::make_unique<BenchComputeModel>(std::move(bench), std::move(base));
+    } else {
+      carry->m_describe += "; BatchNorm layers" + kernels +
+                           " by the same ratio, which does not hold for other kernels (give "
+                           "--kernel-bench: a benchmark of " +
+                           to.name + "'s architecture at " + toDtype + ")";
+    }
+  }
   return carry;
+}
+
+std::vector<std::optional<LayerTimes>> KernelCarry::benchTimes(
+    const models::ModelSpec& model, const models::ModelInputs& inputs) const {
+  std::vector<std::optional<LayerTimes>> out(model.layers.size());
+  if (!m_bench) return out;
+  const std::vector<std::string> timedBy = m_bench->layerTimedBy(model, inputs);
+  const std::vector<LayerTimes> times = m_bench->layerTimes(model, inputs);
+  for (size_t l = 0; l < out.size() && l < times.size() && l < timedBy.size(); ++l) {
+    if (isBatchNorm(model.layers[l].type) && !timedBy[l].empty()) out[l] = times[l];
+  }
+  return out;
 }
 
 std::pair<double, double> KernelCarry::ratio(const models::LayerSpec& layer,
@@ -249,7 +291,12 @@ std::vector<LayerTimes> scaleToInputs(const std::vector<LayerTimes>& times,
   if (model.layers.size() != times.size()) return times;
   if (carry != nullptr) {
     std::vector<LayerTimes> out = times;
+    const std::vector<std::optional<LayerTimes>> bench = carry->benchTimes(model, inputs);
     for (size_t l = 0; l < out.size(); ++l) {
+      if (l < bench.size() && bench[l]) {
+        out[l] = *bench[l];
+        continue;
+      }
       const auto [forward, backward] = carry->ratio(model.layers[l], measured, inputs);
       out[l].forward = roundNs(static_cast<double>(times[l].forward.count()) * forward);
       out[l].backward = roundNs(static_cast<double>(times[l].backward.count()) * backward);

@@ -33,12 +33,14 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "base/status.h"
 #include "models/model_spec.h"
 #include "sim/compute/compute_model.h"
+#include "sim/compute/kernel_bench.h"
 #include "sim/compute/roofline_compute_model.h"
 #include "sim/cost/cluster.h"
 #include "sim/replay/measured_profile.h"
@@ -60,6 +62,9 @@ struct MeasuredComputeOptions {
   // false: `device` stands for the trace's own GPU whatever it says (replay's self-calibrated
   // cluster of a run given without --cluster): nothing is carried.
   bool carryToDevice = true;
+  // A kernel benchmark of the simulated GPU's architecture at the simulated precision: the
+  // carry's times for the layers whose kernels differ between the precisions (KernelCarry).
+  std::shared_ptr<const KernelBench> kernelBench;
 };
 
 // The built-in device that is `gpu` (builtinDeviceOf by its architecture, SMs, name and memory).
@@ -79,6 +84,14 @@ bool isTracedGpu(const traces::TracedGpu& gpu, const DeviceSpec& device);
 // terms, per layer instead of per kernel. "fp32" computes convolutions in TF32 on a GPU that
 // has it (PyTorch's defaults, as RooflineComputeModel times them).
 // The traced GPU is the built-in device with its architecture and SM count (builtinDeviceOf).
+// A layer whose kernels are others at the two precisions is the exception: PyTorch computes a
+// BatchNorm with cuDNN's kernels unless its input or weight is bf16, and with its own
+// (batch_norm_collect_statistics, batch_norm_transform_input, batch_norm_backward) at bf16
+// (aten/src/ATen/native/Normalization.cpp, _select_batch_norm_backend), whose time depends on
+// the channels and the per-channel reduction, not on the bytes a roofline ratio moves. Carried
+// between such precisions, a BatchNorm layer takes the time of a kernel benchmark of the
+// simulated GPU's architecture when one is given (`bench`, at the simulated precision), else
+// the ratio, which describe() then says does not hold for it.
 class KernelCarry {
  public:
   // nullptr when nothing is carried: the trace does not say its GPU (a CPU trace, an import
@@ -87,7 +100,8 @@ class KernelCarry {
   // `to` is another GPU; a device without a peak for a dtype.
   static StatusOr<std::unique_ptr<KernelCarry>> create(
       const std::optional<traces::TracedGpu>& traced, const std::string& runDtype,
-      const DeviceSpec& to, const std::string& dtype, const std::string& origin);
+      const DeviceSpec& to, const std::string& dtype, const std::string& origin,
+      std::shared_ptr<const KernelBench> bench = nullptr);
   // roofline_to(layer, inputs) / roofline_from(layer, measured), per pass (1 where either is 0).
   std::pair<double, double> ratio(const models::LayerSpec& layer,
                                   const models::ModelInputs& measured,
@@ -98,6 +112,12 @@ class KernelCarry {
   // A memory-bound kernel's time there over here: the achieved bandwidths' ratio (DDP's copies
   // and the optimizer step of a trace's kernels; 1 on the same GPU).
   double memoryTimeRatio() const { return m_memoryTimeRatio; }
+  // Whether the two precisions run BatchNorm with other kernels (cuDNN's / PyTorch's own).
+  bool switchesBatchNorm() const { return m_switchesBatchNorm; }
+  // Per layer of `model` at `inputs`: the benchmark's times of a BatchNorm layer the carry
+  // switches and the benchmark covers; nullopt for every other layer (and without a benchmark).
+  std::vector<std::optional<LayerTimes>> benchTimes(const models::ModelSpec& model,
+                                                    const models::ModelInputs& inputs) const;
 
  private:
   KernelCarry() = default;
@@ -108,7 +128,13 @@ class KernelCarry {
   Side m_from, m_to;
   std::string m_describe;
   double m_memoryTimeRatio = 1;
+  bool m_switchesBatchNorm = false;
+  std::unique_ptr<BenchComputeModel> m_bench;  // only where it switches BatchNorm
 };
+
+// Whether PyTorch computes a BatchNorm at `dtype` (a run's: "bf16" under autocast, "fp16",
+// "fp32", "tf32") with cuDNN's kernels (else its own): every precision but bf16.
+bool batchNormRunsCudnn(std::string_view dtype);
 
 class MeasuredComputeModel final : public ComputeModel {
  public:
