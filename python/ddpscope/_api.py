@@ -101,7 +101,8 @@ _SHARED_ARGS: Dict[str, str] = {
         "a run's trace whose measured per-layer compute replaces the roofline."),
     'kernel_bench': (
         "a GPU's single-layer benchmark (kernel-bench.json of the GPU kit's kernels step; "
-        "a path or a list of them) that times the layers it covers (bf16 autocast)."),
+        "a path or a list of them) that times the layers it covers (bf16 autocast); with a "
+        "measured run carried to bf16 from another precision, its BatchNorm layers only."),
     'contention': (
         "the compute slowdown while a collective runs (CLI default: the cluster's)."),
     'dtype': (
@@ -935,6 +936,7 @@ def replay(trace_path: PathLike, model: Optional[ModelLike] = None,
            seq_len: Optional[int] = None,
            image_size: Optional[int] = None,
            dtype: Optional[str] = None,
+           kernel_bench: Union[PathLike, Sequence[PathLike], None] = None,
            iterations: Optional[int] = None,
            sync_batchnorm: bool = False,
            contention: Optional[float] = None,
