@@ -242,8 +242,7 @@ StatusOr<std::unique_ptr<KernelCarry>> KernelCarry::create(
                       (sameGpu ? std::string() : " (the built-in " + from.name + ")") + " at " +
                       fromDtype + ", carried to " + to.name + " at " + toDtype +
                       " by each layer's roofline ratio (peak FLOP rate, memory bandwidth)";
-  carry->m_switchesBatchNorm = batchNormRunsCudnn(fromDtype) != batchNormRunsCudnn(toDtype);
-  if (carry->m_switchesBatchNorm) {
+  if (batchNormRunsCudnn(fromDtype) != batchNormRunsCudnn(toDtype)) {
     const std::string kernels = " (PyTorch runs cuDNN's BatchNorm kernels at " +
                                 (batchNormRunsCudnn(fromDtype) ? fromDtype : toDtype) +
                                 " and its own at bf16)";

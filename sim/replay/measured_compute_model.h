@@ -112,8 +112,6 @@ class KernelCarry {
   // A memory-bound kernel's time there over here: the achieved bandwidths' ratio (DDP's copies
   // and the optimizer step of a trace's kernels; 1 on the same GPU).
   double memoryTimeRatio() const { return m_memoryTimeRatio; }
-  // Whether the two precisions run BatchNorm with other kernels (cuDNN's / PyTorch's own).
-  bool switchesBatchNorm() const { return m_switchesBatchNorm; }
   // Per layer of `model` at `inputs`: the benchmark's times of a BatchNorm layer the carry
   // switches and the benchmark covers; nullopt for every other layer (and without a benchmark).
   std::vector<std::optional<LayerTimes>> benchTimes(const models::ModelSpec& model,
@@ -128,7 +126,6 @@ class KernelCarry {
   Side m_from, m_to;
   std::string m_describe;
   double m_memoryTimeRatio = 1;
-  bool m_switchesBatchNorm = false;
   std::unique_ptr<BenchComputeModel> m_bench;  // only where it switches BatchNorm
 };
 
