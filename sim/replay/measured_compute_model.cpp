@@ -246,7 +246,12 @@ StatusOr<std::unique_ptr<KernelCarry>> KernelCarry::create(
     const std::string kernels = " (PyTorch runs cuDNN's BatchNorm kernels at " +
                                 (batchNormRunsCudnn(fromDtype) ? fromDtype : toDtype) +
                                 " and its own at bf16)";
-    if (bench != nullptr && bench->dtype() == toDtype) {
+    if (batchNormRunsCudnn(toDtype)) {
+      // To cuDNN's kernels, which stream at the memory bandwidth: the roofline.
+      carry->m_batchNormByRoofline = true;
+      carry->m_describe +=
+          "; BatchNorm layers" + kernels + " by " + to.name + "'s roofline, as cuDNN's kernels run";
+    } else if (bench != nullptr && bench->dtype() == toDtype) {
       ASSIGN_OR_RETURN(std::unique_ptr<RooflineComputeModel> base,
                        RooflineComputeModel::create(to, toDtype));
       carry->m_describe += "; BatchNorm layers" + kernels + " timed by the kernel bench of " +
@@ -262,9 +267,15 @@ StatusOr<std::unique_ptr<KernelCarry>> KernelCarry::create(
   return carry;
 }
 
-std::vector<std::optional<LayerTimes>> KernelCarry::benchTimes(
+std::vector<std::optional<LayerTimes>> KernelCarry::modelledTimes(
     const models::ModelSpec& model, const models::ModelInputs& inputs) const {
   std::vector<std::optional<LayerTimes>> out(model.layers.size());
+  if (m_batchNormByRoofline) {
+    for (size_t l = 0; l < out.size(); ++l) {
+      if (isBatchNorm(model.layers[l].type)) out[l] = m_to.time(model.layers[l], inputs);
+    }
+    return out;
+  }
   if (!m_bench) return out;
   const std::vector<std::string> timedBy = m_bench->layerTimedBy(model, inputs);
   const std::vector<LayerTimes> times = m_bench->layerTimes(model, inputs);
@@ -290,7 +301,7 @@ std::vector<LayerTimes> scaleToInputs(const std::vector<LayerTimes>& times,
   if (model.layers.size() != times.size()) return times;
   if (carry != nullptr) {
     std::vector<LayerTimes> out = times;
-    const std::vector<std::optional<LayerTimes>> bench = carry->benchTimes(model, inputs);
+    const std::vector<std::optional<LayerTimes>> bench = carry->modelledTimes(model, inputs);
     for (size_t l = 0; l < out.size(); ++l) {
       if (l < bench.size() && bench[l]) {
         out[l] = *bench[l];

@@ -89,9 +89,10 @@ bool isTracedGpu(const traces::TracedGpu& gpu, const DeviceSpec& device);
 // (batch_norm_collect_statistics, batch_norm_transform_input, batch_norm_backward) at bf16
 // (aten/src/ATen/native/Normalization.cpp, _select_batch_norm_backend), whose time depends on
 // the channels and the per-channel reduction, not on the bytes a roofline ratio moves. Carried
-// between such precisions, a BatchNorm layer takes the time of a kernel benchmark of the
-// simulated GPU's architecture when one is given (`bench`, at the simulated precision), else
-// the ratio, which describe() then says does not hold for it.
+// between such precisions, a BatchNorm layer is modelled as the simulated precision runs it:
+// to cuDNN's kernels, which stream at the memory bandwidth, by the simulated GPU's roofline; to
+// PyTorch's own, by a kernel benchmark of the simulated GPU's architecture at that precision when
+// one is given (`bench`), else by the ratio, which describe() then says does not hold for it.
 class KernelCarry {
  public:
   // nullptr when nothing is carried: the trace does not say its GPU (a CPU trace, an import
@@ -112,10 +113,11 @@ class KernelCarry {
   // A memory-bound kernel's time there over here: the achieved bandwidths' ratio (DDP's copies
   // and the optimizer step of a trace's kernels; 1 on the same GPU).
   double memoryTimeRatio() const { return m_memoryTimeRatio; }
-  // Per layer of `model` at `inputs`: the benchmark's times of a BatchNorm layer the carry
-  // switches and the benchmark covers; nullopt for every other layer (and without a benchmark).
-  std::vector<std::optional<LayerTimes>> benchTimes(const models::ModelSpec& model,
-                                                    const models::ModelInputs& inputs) const;
+  // Per layer of `model` at `inputs`: the modelled times of a BatchNorm layer whose kernels the
+  // carry switches (to cuDNN's: the simulated GPU's roofline; to PyTorch's own: the benchmark's,
+  // where it covers the layer); nullopt for every other layer, which the ratio carries.
+  std::vector<std::optional<LayerTimes>> modelledTimes(const models::ModelSpec& model,
+                                                       const models::ModelInputs& inputs) const;
 
  private:
   KernelCarry() = default;
@@ -126,7 +128,8 @@ class KernelCarry {
   Side m_from, m_to;
   std::string m_describe;
   double m_memoryTimeRatio = 1;
-  std::unique_ptr<BenchComputeModel> m_bench;  // only where it switches BatchNorm
+  bool m_batchNormByRoofline = false;          // switched to cuDNN's BatchNorm kernels
+  std::unique_ptr<BenchComputeModel> m_bench;  // switched to PyTorch's own, with a benchmark
 };
 
 // Whether PyTorch computes a BatchNorm at `dtype` (a run's: "bf16" under autocast, "fp16",

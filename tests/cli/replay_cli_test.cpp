@@ -849,13 +849,15 @@ TEST(ReplayCliTest, ResNet50KernelsCarriedBetweenTheA100AndTheH100) {
   auto total = [](std::pair<double, double> t) { return t.first + t.second; };
   const double gap = std::log(total(a100Own) / total(h100Own));
   EXPECT_GT(gap, std::log(2.0));
-  // The carry takes each way more than half of that gap away (ratios: the errors' logarithms
-  // against the gap's), but not within issue 38's 20 %: BatchNorm's kernels at bf16 are
-  // PyTorch's own, not cuDNN's, and no ratio carries one to the other. Every other layer carries
-  // within 20 % both ways (measured +8.8 % and -4.1 %); with the BatchNorm layers from the
-  // benchmark of the H100's architecture, the A100 -> H100 sum does too (measured +1.2 %).
+  // BatchNorm's kernels at bf16 are PyTorch's own, not cuDNN's, and no ratio carries one to the
+  // other. Every other layer carries within 20 % both ways (measured +8.8 % and -4.1 %). Onto the
+  // A100 (cuDNN's kernels) the BatchNorm layers take the roofline, and the sum holds within 20 %
+  // (measured -13.4 %; with the ratio it was +39.8 %); onto the H100 (PyTorch's own kernels) the
+  // plain carry keeps the ratio (-24.7 %: more than half of the gap taken away, in ratio, not
+  // 20 %), and with the BatchNorm layers from the benchmark of the H100's architecture the sum
+  // holds (measured +1.1 %).
   EXPECT_LT(std::abs(std::log(total(a100OnH100) / total(h100Own))), gap / 2);
-  EXPECT_LT(std::abs(std::log(total(h100OnA100) / total(a100Own))), gap / 2);
+  EXPECT_LT(std::abs(total(h100OnA100) / total(a100Own) - 1), 0.20);
   EXPECT_LT(std::abs(errors["to H100, the other layers"] - 1), 0.20);
   EXPECT_LT(std::abs(errors["to A100, the other layers"] - 1), 0.20);
   EXPECT_GT(std::abs(errors["to H100, BatchNorm layers"] - 1), 0.5);
@@ -868,6 +870,7 @@ TEST(ReplayCliTest, ResNet50KernelsCarriedBetweenTheA100AndTheH100) {
 // takes those layers from the H200's benchmark and says so (without it, it says the ratio does
 // not hold for them); the flag is refused, saying why, where no carry changes the BatchNorm
 // kernels (no --cluster, or fp32 -> fp16) and where the benchmark is of another architecture.
+// Carried the other way (bf16 -> fp32) they take the simulated GPU's roofline, and say so.
 TEST(ReplayCliTest, AKernelBenchTimesTheBatchNormLayersWhoseKernelsACarryChanges) {
   DDPSCOPE_EXTERNAL_FILE(a100Trace, "hta/originals/nccl_parser_config_nccl_data.json.gz");
   const std::string run = (scratchDir() / "kernel-bench-a100.json").string();
@@ -928,6 +931,20 @@ TEST(ReplayCliTest, AKernelBenchTimesTheBatchNormLayersWhoseKernelsACarryChanges
   EXPECT_THAT(r.err, HasSubstr("supplement.json.gz was measured on NVIDIA H200 (hopper); the run "
                                "is carried to A100-SXM4-80GB (ampere): give a benchmark of that "
                                "architecture"));
+
+  // The other way, a bf16 run's BatchNorm layers onto cuDNN's kernels take the roofline.
+  const std::string h100Run = (scratchDir() / "kernel-bench-h100.json").string();
+  r = runCliForTest({"import-torch",
+                     std::string(DDPSCOPE_SOURCE_DIR) +
+                         "/tests/data/gpu/h100/run1/resnet50-ddp-default-rank0.json.gz",
+                     "--model", "resnet50", "--autocast", "-o", h100Run});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  r = runCliForTest({"replay", "--from-trace", h100Run, "--model", "resnet50", "--cluster",
+                     "dgx-a100", "--world-size", "1", "--dtype", "fp32", "--json"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(nlohmann::json::parse(r.out)["kernels_carried"].get<std::string>(),
+              HasSubstr("; BatchNorm layers (PyTorch runs cuDNN's BatchNorm kernels at fp32 and "
+                        "its own at bf16) by A100-SXM4-80GB's roofline, as cuDNN's kernels run"));
 }
 
 // Cross-GPU between the two Hoppers the kit measured: the H100's traces (run1, 2 steps) carried
