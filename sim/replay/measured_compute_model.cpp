@@ -186,8 +186,11 @@ bool batchNormRunsCudnn(std::string_view dtype) {
 }
 
 namespace {
-bool isBatchNorm(std::string_view type) {
-  return type.starts_with("BatchNorm") || type == "SyncBatchNorm";
+// The BatchNorm layers whose kernels _select_batch_norm_backend picks by precision: those of 4-D
+// and 5-D inputs (cuDNN needs at least 3; a BatchNorm1d may have 2). SyncBatchNorm runs its own
+// kernels at every precision.
+bool isCudnnBatchNorm(std::string_view type) {
+  return type == "BatchNorm2d" || type == "BatchNorm3d";
 }
 }  // namespace
 
@@ -272,7 +275,7 @@ std::vector<std::optional<LayerTimes>> KernelCarry::modelledTimes(
   std::vector<std::optional<LayerTimes>> out(model.layers.size());
   if (m_batchNormByRoofline) {
     for (size_t l = 0; l < out.size(); ++l) {
-      if (isBatchNorm(model.layers[l].type)) out[l] = m_to.time(model.layers[l], inputs);
+      if (isCudnnBatchNorm(model.layers[l].type)) out[l] = m_to.time(model.layers[l], inputs);
     }
     return out;
   }
@@ -280,7 +283,7 @@ std::vector<std::optional<LayerTimes>> KernelCarry::modelledTimes(
   const std::vector<std::string> timedBy = m_bench->layerTimedBy(model, inputs);
   const std::vector<LayerTimes> times = m_bench->layerTimes(model, inputs);
   for (size_t l = 0; l < out.size() && l < times.size() && l < timedBy.size(); ++l) {
-    if (isBatchNorm(model.layers[l].type) && !timedBy[l].empty()) out[l] = times[l];
+    if (isCudnnBatchNorm(model.layers[l].type) && !timedBy[l].empty()) out[l] = times[l];
   }
   return out;
 }
@@ -301,10 +304,10 @@ std::vector<LayerTimes> scaleToInputs(const std::vector<LayerTimes>& times,
   if (model.layers.size() != times.size()) return times;
   if (carry != nullptr) {
     std::vector<LayerTimes> out = times;
-    const std::vector<std::optional<LayerTimes>> bench = carry->modelledTimes(model, inputs);
+    const std::vector<std::optional<LayerTimes>> modelled = carry->modelledTimes(model, inputs);
     for (size_t l = 0; l < out.size(); ++l) {
-      if (l < bench.size() && bench[l]) {
-        out[l] = *bench[l];
+      if (l < modelled.size() && modelled[l]) {
+        out[l] = *modelled[l];
         continue;
       }
       const auto [forward, backward] = carry->ratio(model.layers[l], measured, inputs);

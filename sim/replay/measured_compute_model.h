@@ -85,7 +85,7 @@ bool isTracedGpu(const traces::TracedGpu& gpu, const DeviceSpec& device);
 // has it (PyTorch's defaults, as RooflineComputeModel times them).
 // The traced GPU is the built-in device with its architecture and SM count (builtinDeviceOf).
 // A layer whose kernels are others at the two precisions is the exception: PyTorch computes a
-// BatchNorm with cuDNN's kernels unless its input or weight is bf16, and with its own
+// BatchNorm2d/3d with cuDNN's kernels unless its input or weight is bf16, and with its own
 // (batch_norm_collect_statistics, batch_norm_transform_input, batch_norm_backward) at bf16
 // (aten/src/ATen/native/Normalization.cpp, _select_batch_norm_backend), whose time depends on
 // the channels and the per-channel reduction, not on the bytes a roofline ratio moves. Carried
