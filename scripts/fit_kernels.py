@@ -111,7 +111,8 @@ def fit_term(points):
 def fit(groups_by_model, models, dtype, source):
     groups = [g for m in models for g in groups_by_model[m]]
     result = {"dtype": dtype, "source": source}
-    for kernel_class in ("matmul", "conv", "attention", "norm", "elementwise", "embedding", "pool"):
+    for kernel_class in ("matmul", "conv", "attention", "norm", "batchnorm", "elementwise",
+                         "embedding", "pool"):
         terms = {}
         for phase in PASSES:
             points = samples(groups, kernel_class, phase)

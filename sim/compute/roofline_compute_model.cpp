@@ -53,6 +53,10 @@ bool usesTensorCores(std::string_view layerType) {
   return std::find(kGemmTypes.begin(), kGemmTypes.end(), layerType) != kGemmTypes.end();
 }
 
+bool movesActivationsTwice(std::string_view layerType) {
+  return layerType.find("BatchNorm") != std::string_view::npos;
+}
+
 std::string_view kernelClassOf(std::string_view layerType) {
   const auto has = [&](std::string_view part) {
     return layerType.find(part) != std::string_view::npos;
@@ -63,6 +67,7 @@ std::string_view kernelClassOf(std::string_view layerType) {
     return "conv";
   }
   if (usesTensorCores(layerType)) return "matmul";
+  if (movesActivationsTwice(layerType)) return "batchnorm";
   if (has("Norm")) return "norm";
   if (layerType == "Embedding" || layerType == "EmbeddingBag") return "embedding";
   if (has("Pool")) return "pool";
@@ -204,9 +209,14 @@ RooflineComputeModel::LayerPasses RooflineComputeModel::layerPasses(
   p.tensorCore = usesTensorCores(layer.type);
   p.conv = kernelClassOf(layer.type) == "conv";
   p.forward.flops = std::max(layer.forwardFlops.evaluate(inputs), 0.0);
-  p.forward.bytes = std::max(layer.forwardBytes.evaluate(inputs), 0.0) * m_zooBytesScale;
+  const double formatBytes = std::max(layer.forwardBytes.evaluate(inputs), 0.0) * m_zooBytesScale;
+  p.forward.bytes = formatBytes;
   p.backward.flops = std::max(layer.backwardFlopsAt(inputs), 0.0);
-  p.backward.bytes = 2 * p.forward.bytes;
+  p.backward.bytes = 2 * formatBytes;
+  if (movesActivationsTwice(layer.type)) {
+    p.forward.bytes = kBatchNormForwardTraffic * formatBytes;
+    p.backward.bytes = kBatchNormBackwardTraffic * formatBytes;
+  }
   const bool splitDgradWgrad =
       p.tensorCore && !layer.params.empty() && p.backward.flops > 1.5 * p.forward.flops;
   p.backward.kernels = splitDgradWgrad ? 2 : 1;

@@ -23,6 +23,16 @@
 //   backward is more than 1.5× its forward (input grad + weight grad) runs it as two kernels
 //   (dgrad, wgrad) that split FLOPs and bytes evenly, so a Linear's backward is exactly 2× its
 //   forward; anything else is one kernel.
+//   BatchNorm in training (movesActivationsTwice) reads its input twice in each pass, because a
+//   channel's statistics span the whole batch: forward 1.5× the format's bytes (the statistics
+//   read the input, the normalization reads it again and writes the output: 3 tensors where the
+//   format counts 2), backward 2.5× (the reduction reads the input and the output gradient, the
+//   input gradient reads both again and writes: 5 where 2× the forward's count is 4). PyTorch's
+//   own CUDA kernels (batch_norm_collect_statistics + batch_norm_transform_input, then
+//   batch_norm_backward) and cuDNN's (bn_fw_tr_1C11 / bn_bw_1C11, one kernel per pass) both
+//   do; HTA's A100 resnet50 trace has cuDNN's at 1.6× the time of one read and one write.
+//   A kernel fit's byte rates are of these bytes too (what the kernels move), as are
+//   explainLayer's and so calibrate's and scripts/fit_kernels.py's.
 // copyTime(B)       = B / rate_m + launch (0 for B ≤ 0).
 // optimizerTime(P)  = kOptimizerBytesPerParamByte × P / rate_m + launch: SGD with momentum reads
 //                     param, grad and momentum and writes param and momentum (5 tensors' worth),
@@ -51,9 +61,14 @@ namespace ddpscope::sim {
 
 // Layer types that run as GEMMs (cuBLAS/cuDNN matmul or convolution) and so use tensor cores.
 bool usesTensorCores(std::string_view layerType);
+// Layer types whose kernels read their input twice per pass (training-mode BatchNorm*,
+// SyncBatchNorm): the roofline times them at kBatchNormForwardTraffic /
+// kBatchNormBackwardTraffic × the format's forward bytes.
+bool movesActivationsTwice(std::string_view layerType);
 // The op class of a layer type, as a kernel fit names them (sim/cost/cluster.h
 // kernelFitClasses): "conv" (Conv1d/2d/3d, ConvTranspose*), "attention" (AttentionCore),
-// "matmul" (the other tensor-core types: Linear, HF's Conv1D, ...), "norm" (*Norm*),
+// "matmul" (the other tensor-core types: Linear, HF's Conv1D, ...), "batchnorm" (*BatchNorm*),
+// "norm" (the other *Norm*),
 // "embedding" (Embedding, EmbeddingBag), "pool" (*Pool*), else "elementwise".
 std::string_view kernelClassOf(std::string_view layerType);
 
@@ -70,6 +85,8 @@ StatusOr<KernelFit> transferKernelFit(const DeviceSpec& from, const DeviceSpec& 
 class RooflineComputeModel final : public ComputeModel {
  public:
   static constexpr double kSmallGemmKneeUs = 20.0;
+  static constexpr double kBatchNormForwardTraffic = 1.5;
+  static constexpr double kBatchNormBackwardTraffic = 2.5;
   static constexpr double kOptimizerBytesPerParamByte = 5.0;
   static constexpr int64_t kGraphTraversalNsPerNode = 1000;
 

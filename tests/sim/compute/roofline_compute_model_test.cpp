@@ -71,6 +71,30 @@ TEST(RooflineComputeModelTest, MemoryBoundNorm) {
   EXPECT_EQ(times.forward, Nanos::fromMillis(2) + kLaunch);
 }
 
+TEST(RooflineComputeModelTest, BatchNormReadsItsInputTwicePerPass) {
+  const auto model = makeModel("bf16");
+  // The format's 2e9 bytes (input read, output written) → 1e9 at bf16. A LayerNorm moves them
+  // once per pass: 2 ms forward, 4 ms backward (2×).
+  const auto layerNorm = model->layerTime(makeLayer("LayerNorm", 1e9, 2e9, {0, 1}), kNoInputs);
+  EXPECT_EQ(layerNorm.forward, Nanos::fromMillis(2) + kLaunch);
+  EXPECT_EQ(layerNorm.backward, Nanos::fromMillis(4) + kLaunch);
+  // A BatchNorm's statistics span the batch, so each pass reads its input again: forward 1.5e9 /
+  // 0.5e12 = 3 ms, backward 2.5e9 / 0.5e12 = 5 ms; every BatchNorm type alike.
+  for (const char* type : {"BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm"}) {
+    SCOPED_TRACE(type);
+    const models::LayerSpec layer = makeLayer(type, 1e9, 2e9, {0, 1});
+    const auto times = model->layerTime(layer, kNoInputs);
+    EXPECT_EQ(times.forward, Nanos::fromMillis(3) + kLaunch);
+    EXPECT_EQ(times.backward, Nanos::fromMillis(5) + kLaunch);
+    const auto explained = model->explainLayer(layer, kNoInputs);
+    EXPECT_DOUBLE_EQ(explained.forward.bytes, 1.5e9);
+    EXPECT_DOUBLE_EQ(explained.backward.bytes, 2.5e9);
+    EXPECT_EQ(explained.backward.bound, "memory");
+  }
+  EXPECT_FALSE(movesActivationsTwice("LayerNorm"));
+  EXPECT_FALSE(movesActivationsTwice("GroupNorm"));
+}
+
 // A fit measured at bf16 (device.kernel_fit): matmul forward 10 µs + FLOPs at 500 TFLOP/s,
 // backward 20 µs + FLOPs at 250 TFLOP/s; norm forward 3 µs + bytes at 1000 GB/s.
 DeviceSpec fittedDevice() {
@@ -99,6 +123,13 @@ TEST(RooflineComputeModelTest, KernelFitTimesTheClassesItCovers) {
   const auto norm = model->layerTime(makeLayer("LayerNorm", 1e9, 2e9, {0, 1}), kNoInputs);
   EXPECT_EQ(norm.forward, Nanos::fromMillis(1) + Nanos::fromMicros(3));
   EXPECT_EQ(norm.backward, Nanos::fromMillis(4) + kLaunch);
+  // A BatchNorm without a class of its own in the fit takes norm's (its fallback): the rate is
+  // of the bytes the kernels move, 1.5e9 at bf16 / 1000e9 B/s = 1.5 ms + 3 µs; its unfitted
+  // backward the roofline's 2.5e9 / 0.5e12.
+  const auto batchNorm = model->explainLayer(makeLayer("BatchNorm2d", 1e9, 2e9, {0, 1}), kNoInputs);
+  EXPECT_EQ(batchNorm.forward.time, Nanos::fromMicros(1503));
+  EXPECT_DOUBLE_EQ(batchNorm.forward.bytes, 1.5e9);
+  EXPECT_EQ(batchNorm.backward.time, Nanos::fromMillis(5) + kLaunch);
   // An uncovered class without fallback (elementwise): the roofline.
   EXPECT_EQ(model->layerTime(makeLayer("GELU", 1e11, 0), kNoInputs).forward,
             Nanos::fromMillis(20) + kLaunch);
@@ -182,15 +213,17 @@ TEST(RooflineComputeModelTest, KernelClassesOfLayerTypes) {
   EXPECT_EQ(kernelClassOf("Conv2d"), "conv");
   EXPECT_EQ(kernelClassOf("ConvTranspose2d"), "conv");
   EXPECT_EQ(kernelClassOf("AttentionCore"), "attention");
-  EXPECT_EQ(kernelClassOf("BatchNorm2d"), "norm");
+  EXPECT_EQ(kernelClassOf("BatchNorm2d"), "batchnorm");
+  EXPECT_EQ(kernelClassOf("SyncBatchNorm"), "batchnorm");
+  EXPECT_EQ(kernelClassOf("LayerNorm"), "norm");
   EXPECT_EQ(kernelClassOf("RMSNorm"), "norm");
   EXPECT_EQ(kernelClassOf("Embedding"), "embedding");
   EXPECT_EQ(kernelClassOf("MaxPool2d"), "pool");
   EXPECT_EQ(kernelClassOf("Add"), "elementwise");
   EXPECT_EQ(kernelClassOf("RotaryEmbedding"), "elementwise");
   // Every class a layer maps to is one a fit may name.
-  for (const char* type :
-       {"Linear", "Conv2d", "AttentionCore", "LayerNorm", "Embedding", "MaxPool2d", "GELU"}) {
+  for (const char* type : {"Linear", "Conv2d", "AttentionCore", "LayerNorm", "BatchNorm2d",
+                           "Embedding", "MaxPool2d", "GELU"}) {
     const std::string_view cls = kernelClassOf(type);
     EXPECT_TRUE(std::any_of(kernelFitClasses().begin(), kernelFitClasses().end(),
                             [&](const KernelFitClass& c) { return c.name == cls; }))
