@@ -32,7 +32,8 @@ Status applyHostProfileSetting(const SettingValues& args, ClusterSpec& cluster) 
 
 constexpr const char* kKernelBenchHelp =
     "time the layers a GPU's single-layer benchmark covers from it (kernel-bench.json of the GPU "
-    "kit's kernels step, the same GPU and --dtype bf16 --autocast; the nearest measured shapes, "
+    "kit's kernels step, on a GPU of the cluster's architecture, with --dtype bf16 --autocast; "
+    "the nearest measured shapes, "
     "scaled by a fitted formula); the rest by the cluster's roofline. With a measured run "
     "(--compute-from, replay) carried from fp32, tf32 or fp16 to bf16 on a GPU of the "
     "benchmark's architecture: its BatchNorm layers, whose kernels at bf16 are PyTorch's own, "
@@ -51,6 +52,21 @@ StatusOr<std::shared_ptr<const KernelBench>> readKernelBench(const SettingValues
   StatusOr<KernelBench> bench = KernelBench::parse(texts);
   if (!bench.isOk()) return bench.status().withContext("--kernel-bench");
   return std::make_shared<const KernelBench>(*std::move(bench));
+}
+
+// A benchmark's kernels stand for the simulated GPU's only on the same architecture (the same
+// SMs, clocks and tensor cores: an H200's for an H100); carrying one across architectures is not
+// built. An error naming both GPUs else (`to`: how the message names the simulated GPU).
+Status checkKernelBenchArch(const KernelBench& bench, const DeviceSpec& device,
+                            const std::string& to) {
+  const std::optional<GpuArch> arch = gpuArchOfName(bench.device());
+  if (arch == device.arch) return Status::ok();
+  return invalidArgument(
+      "--kernel-bench: " + bench.source() + " was measured on " + bench.device() + " (" +
+      (arch ? std::string(gpuArchName(*arch))
+            : std::string("no built-in GPU's name, architecture unknown")) +
+      "); " + to + " " + device.name + " (" + std::string(gpuArchName(device.arch)) +
+      "): give a benchmark of that architecture");
 }
 
 // --kernel-bench with measured compute (--compute-from, replay): only where the carry to the
@@ -75,16 +91,7 @@ Status checkKernelBenchForCarry(const KernelBench& bench, const SettingValues& a
     return invalidArgument("--kernel-bench: " + bench.source() + " was measured at " +
                            bench.dtype() + "; the run is carried to " + dtype);
   }
-  const std::optional<GpuArch> arch = gpuArchOfName(bench.device());
-  if (arch != device.arch) {
-    return invalidArgument(
-        "--kernel-bench: " + bench.source() + " was measured on " + bench.device() + " (" +
-        (arch ? std::string(gpuArchName(*arch))
-              : std::string("no built-in GPU's name, architecture unknown")) +
-        "); the run is carried to " + device.name + " (" + std::string(gpuArchName(device.arch)) +
-        "): give a benchmark of that architecture");
-  }
-  return Status::ok();
+  return checkKernelBenchArch(bench, device, "the run is carried to");
 }
 
 // --kernel-bench FILE[,FILE...]: the layers the benchmark covers timed from it, the rest by the
@@ -108,6 +115,8 @@ Status applyKernelBenchSetting(const SettingValues& args, SimulationRequest& req
     return invalidArgument("--kernel-bench: " + bench->source() + " was measured at " +
                            bench->dtype() + ": simulate with --dtype " + bench->dtype());
   }
+  RETURN_IF_ERROR(checkKernelBenchArch(*bench, req.cluster.device,
+                                       "cluster " + req.cluster.name + " simulates"));
   ASSIGN_OR_RETURN(std::unique_ptr<ComputeModel> base,
                    makeRooflineComputeModel(req.cluster.device, o.dtype));
   req.compute = std::make_shared<BenchComputeModel>(std::move(read), std::move(base));

@@ -211,6 +211,30 @@ TEST(CliSimulateTest, BadInputs) {
                  "iterations: expected at least 3 to reach the steady state");
 }
 
+// A kernel benchmark stands for its own architecture's kernels only: the H200's times an H100
+// (the same SMs, clocks and tensor cores), and is refused on an A100 or a V100, where it would
+// print the H200's times as theirs; the message names both GPUs.
+TEST(CliSimulateTest, AKernelBenchOfAnotherArchitectureIsRefused) {
+  const std::string kernels = std::string(DDPSCOPE_SOURCE_DIR) + "/tests/data/gpu/h200/kernels/";
+  const std::string bench = kernels + "grid.json.gz," + kernels + "supplement.json.gz";
+  auto simulate = [&](const std::string& cluster) {
+    return runCliForTest({"simulate", "--model", "resnet50", "--cluster", cluster, "--world-size",
+                          "1", "--batch", "64", "--dtype", "bf16", "--autocast", "--kernel-bench",
+                          bench});
+  };
+  CliResult r = simulate("dgx-h100");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, ::testing::HasSubstr("kernel bench of NVIDIA H200"));
+  r = simulate("dgx-a100");
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_THAT(r.err, ::testing::HasSubstr(
+                         "--kernel-bench: " + bench +
+                         " was measured on NVIDIA H200 (hopper); cluster "
+                         "dgx-a100 simulates A100-SXM4-80GB (ampere): give a benchmark of that "
+                         "architecture"));
+  EXPECT_EQ(simulate("dgx-v100").exitCode, 2);
+}
+
 TEST(CliSweepTest, JsonRowsAndBestPerWorldSize) {
   json out = runCliJson({"sweep", "--model", "gpt2-small", "--cluster", "dgx-a100", "--nodes",
                          "1,4", "--bucket-cap-mb", "5,25,100", "--find-unused", "both", "--json"});
