@@ -53,7 +53,7 @@ bool usesTensorCores(std::string_view layerType) {
   return std::find(kGemmTypes.begin(), kGemmTypes.end(), layerType) != kGemmTypes.end();
 }
 
-bool movesActivationsTwice(std::string_view layerType) {
+bool isBatchNormType(std::string_view layerType) {
   return layerType.find("BatchNorm") != std::string_view::npos;
 }
 
@@ -67,7 +67,7 @@ std::string_view kernelClassOf(std::string_view layerType) {
     return "conv";
   }
   if (usesTensorCores(layerType)) return "matmul";
-  if (movesActivationsTwice(layerType)) return "batchnorm";
+  if (isBatchNormType(layerType)) return "batchnorm";
   if (has("Norm")) return "norm";
   if (layerType == "Embedding" || layerType == "EmbeddingBag") return "embedding";
   if (has("Pool")) return "pool";
@@ -213,7 +213,7 @@ RooflineComputeModel::LayerPasses RooflineComputeModel::layerPasses(
   p.forward.bytes = formatBytes;
   p.backward.flops = std::max(layer.backwardFlopsAt(inputs), 0.0);
   p.backward.bytes = 2 * formatBytes;
-  if (movesActivationsTwice(layer.type)) {
+  if (isBatchNormType(layer.type)) {
     p.forward.bytes = kBatchNormForwardTraffic * formatBytes;
     p.backward.bytes = kBatchNormBackwardTraffic * formatBytes;
   }

@@ -23,7 +23,7 @@
 //   backward is more than 1.5× its forward (input grad + weight grad) runs it as two kernels
 //   (dgrad, wgrad) that split FLOPs and bytes evenly, so a Linear's backward is exactly 2× its
 //   forward; anything else is one kernel.
-//   BatchNorm in training (movesActivationsTwice) reads its input twice in each pass, because a
+//   BatchNorm in training (isBatchNormType) reads its input twice in each pass, because a
 //   channel's statistics span the whole batch: forward 1.5× the format's bytes (the statistics
 //   read the input, the normalization reads it again and writes the output: 3 tensors where the
 //   format counts 2), backward 2.5× (the reduction reads the input and the output gradient, the
@@ -61,10 +61,11 @@ namespace ddpscope::sim {
 
 // Layer types that run as GEMMs (cuBLAS/cuDNN matmul or convolution) and so use tensor cores.
 bool usesTensorCores(std::string_view layerType);
-// Layer types whose kernels read their input twice per pass (training-mode BatchNorm*,
-// SyncBatchNorm): the roofline times them at kBatchNormForwardTraffic /
-// kBatchNormBackwardTraffic × the format's forward bytes.
-bool movesActivationsTwice(std::string_view layerType);
+// BatchNorm1d/2d/3d, SyncBatchNorm (any type naming BatchNorm): kernels that read their input
+// twice per pass in training, so the roofline times them at kBatchNormForwardTraffic /
+// kBatchNormBackwardTraffic × the format's forward bytes; the engine's SyncBatchNorm statistics
+// allreduce also goes by it.
+bool isBatchNormType(std::string_view layerType);
 // The op class of a layer type, as a kernel fit names them (sim/cost/cluster.h
 // kernelFitClasses): "conv" (Conv1d/2d/3d, ConvTranspose*), "attention" (AttentionCore),
 // "matmul" (the other tensor-core types: Linear, HF's Conv1D, ...), "batchnorm" (*BatchNorm*),

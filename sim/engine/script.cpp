@@ -6,17 +6,10 @@
 #include <utility>
 
 #include "ddp/bucket_plan.h"
+#include "sim/compute/roofline_compute_model.h"
 #include "sim/engine/compile_script.h"
 
 namespace ddpscope::sim::internal {
-
-namespace {
-
-bool isBatchNorm(const models::LayerSpec& layer) {
-  return layer.type.find("BatchNorm") != std::string::npos;
-}
-
-}  // namespace
 
 const char* copyRoleName(CopyRole role) {
   switch (role) {
@@ -57,7 +50,7 @@ StatusOr<ModelFacts> makeModelFacts(const models::ModelSpec& model, const Comput
       owned[static_cast<size_t>(p)] = 1;
     }
     int64_t syncBn = 0;
-    if (isBatchNorm(layer)) {
+    if (isBatchNormType(layer.type)) {
       auto it = layer.attrs.find("num_features");
       int64_t channels = it != layer.attrs.end() ? static_cast<int64_t>(it->second) : 0;
       if (channels == 0 && !layer.params.empty()) {

@@ -91,8 +91,8 @@ TEST(RooflineComputeModelTest, BatchNormReadsItsInputTwicePerPass) {
     EXPECT_DOUBLE_EQ(explained.backward.bytes, 2.5e9);
     EXPECT_EQ(explained.backward.bound, "memory");
   }
-  EXPECT_FALSE(movesActivationsTwice("LayerNorm"));
-  EXPECT_FALSE(movesActivationsTwice("GroupNorm"));
+  EXPECT_FALSE(isBatchNormType("LayerNorm"));
+  EXPECT_FALSE(isBatchNormType("GroupNorm"));
 }
 
 // A fit measured at bf16 (device.kernel_fit): matmul forward 10 µs + FLOPs at 500 TFLOP/s,
