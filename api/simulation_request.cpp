@@ -77,7 +77,7 @@ Status checkKernelBenchForCarry(const KernelBench& bench, const SettingValues& a
                                 const std::string& dtype, const DeviceSpec& device) {
   const std::string from = runDtype.empty() ? "fp32" : runDtype;
   const bool carried = args.has("cluster") && profile.gpu.has_value();
-  if (!carried || replay::batchNormRunsCudnn(from) == replay::batchNormRunsCudnn(dtype)) {
+  if (!carried || batchNormRunsCudnn(from) == batchNormRunsCudnn(dtype)) {
     return invalidArgument(
         "--kernel-bench: with a measured run it times only the BatchNorm layers whose kernels "
         "change where the run's kernels are carried to another precision (PyTorch runs cuDNN's "

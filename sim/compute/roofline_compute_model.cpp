@@ -103,7 +103,19 @@ StatusOr<KernelFit> transferKernelFit(const DeviceSpec& from, const DeviceSpec& 
       if (term) term->rate *= scale;
     }
   }
+  if (batchNormRunsCudnn(fit.dtype) != batchNormRunsCudnn(dtype)) {
+    const KernelFitTerm roofline{to.launchOverheadUs, to.memoryEfficiency * to.memoryGBps};
+    out.classes["batchnorm"] = {roofline, roofline};
+    out.source += "; batchnorm: " + to.name +
+                  "'s roofline (PyTorch runs cuDNN's BatchNorm kernels at " +
+                  (batchNormRunsCudnn(dtype) ? dtype : fit.dtype) +
+                  " and its own at bf16, which the fit's do not describe)";
+  }
   return out;
+}
+
+bool batchNormRunsCudnn(std::string_view dtype) {
+  return dtype != "bf16";
 }
 
 StatusOr<std::unique_ptr<RooflineComputeModel>> RooflineComputeModel::create(

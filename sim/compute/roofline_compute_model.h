@@ -66,6 +66,11 @@ bool usesTensorCores(std::string_view layerType);
 // kBatchNormBackwardTraffic × the format's forward bytes; the engine's SyncBatchNorm statistics
 // allreduce also goes by it.
 bool isBatchNormType(std::string_view layerType);
+// Whether PyTorch computes a BatchNorm2d/3d at `dtype` (a run's: "bf16" under autocast, "fp16",
+// "fp32", "tf32") with cuDNN's kernels (else with its own: batch_norm_collect_statistics,
+// batch_norm_transform_input, batch_norm_backward): every precision but bf16
+// (aten/src/ATen/native/Normalization.cpp, _select_batch_norm_backend).
+bool batchNormRunsCudnn(std::string_view dtype);
 // The op class of a layer type, as a kernel fit names them (sim/cost/cluster.h
 // kernelFitClasses): "conv" (Conv1d/2d/3d, ConvTranspose*), "attention" (AttentionCore),
 // "matmul" (the other tensor-core types: Linear, HF's Conv1D, ...), "batchnorm" (*BatchNorm*),
@@ -78,8 +83,12 @@ std::string_view kernelClassOf(std::string_view layerType);
 // (rate × peak_to[dtype] / peak_from[the fit's dtype]), a byte-timed one its fraction of the
 // memory bandwidth; floors stay as measured. Only between tensor-core dtypes (tf32, bf16, fp16):
 // an fp32 run uses CUDA cores, whose efficiency a tensor-core fit says nothing about, and the
-// reverse. Errors (InvalidArgument): `from` has no fit, a dtype outside that set, a device
-// without a positive peak for its dtype.
+// reverse. The batchnorm class is the exception where the two dtypes run other kernels
+// (batchNormRunsCudnn differs: PyTorch's own at bf16, cuDNN's at tf32 and fp16): the measured
+// kernels say nothing of the others, so the class gets `to`'s roofline terms for both passes
+// (floor = its launch overhead, rate = its achieved bandwidth: the roofline's time of a
+// memory-bound kernel), and the source says so. Errors (InvalidArgument): `from` has no fit, a
+// dtype outside that set, a device without a positive peak for its dtype.
 StatusOr<KernelFit> transferKernelFit(const DeviceSpec& from, const DeviceSpec& to,
                                       const std::string& dtype);
 

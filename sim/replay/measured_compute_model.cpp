@@ -181,10 +181,6 @@ LayerTimes KernelCarry::Side::time(const models::LayerSpec& layer,
   return roofline->layerTime(layer, inputs);
 }
 
-bool batchNormRunsCudnn(std::string_view dtype) {
-  return dtype != "bf16";
-}
-
 namespace {
 // The BatchNorm layers whose kernels _select_batch_norm_backend picks by precision: those of 4-D
 // and 5-D inputs (cuDNN needs at least 3; a BatchNorm1d may have 2). SyncBatchNorm runs its own

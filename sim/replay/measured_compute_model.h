@@ -132,10 +132,6 @@ class KernelCarry {
   std::unique_ptr<BenchComputeModel> m_bench;  // switched to PyTorch's own, with a benchmark
 };
 
-// Whether PyTorch computes a BatchNorm at `dtype` (a run's: "bf16" under autocast, "fp16",
-// "fp32", "tf32") with cuDNN's kernels (else its own): every precision but bf16.
-bool batchNormRunsCudnn(std::string_view dtype);
-
 class MeasuredComputeModel final : public ComputeModel {
  public:
   // `device` gives the roofline used only to scale to other inputs. Errors (InvalidArgument):

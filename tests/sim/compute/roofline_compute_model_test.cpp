@@ -178,6 +178,46 @@ TEST(RooflineComputeModelTest, KernelFitTransfersThroughPeaksAndBandwidth) {
   EXPECT_FALSE(transferKernelFit(testDevice(), other, "bf16").isOk());
 }
 
+TEST(RooflineComputeModelTest, KernelFitTransferredToCudnnsBatchNormTakesTheRoofline) {
+  // Fitted at bf16 (PyTorch's own BatchNorm kernels), with a batchnorm class of its own.
+  DeviceSpec fitted = fittedDevice();
+  fitted.kernelFit.classes["batchnorm"] = {KernelFitTerm{12, 400}, KernelFitTerm{3, 500}};
+  DeviceSpec other = testDevice();
+  other.name = "Other";
+  other.peakTflops["fp16"] = 300;
+  other.memoryGBps = 2000;
+  auto fp16 = transferKernelFit(fitted, other, "fp16");
+  ASSERT_OK(fp16);
+  // At fp16 PyTorch runs cuDNN's BatchNorm: the class gets Other's roofline terms (launch 2 µs,
+  // 0.5 × 2000 GB/s), both passes; the other classes are carried as before.
+  for (int pass = 0; pass < 2; ++pass) {
+    const auto& term = fp16->classes.at("batchnorm")[pass];
+    ASSERT_TRUE(term.has_value()) << pass;
+    EXPECT_DOUBLE_EQ(term->floorUs, 2);
+    EXPECT_DOUBLE_EQ(term->rate, 1000);
+  }
+  EXPECT_DOUBLE_EQ(fp16->classes.at("norm")[0]->rate, 2000);
+  EXPECT_NE(fp16->source.find("batchnorm: Other's roofline (PyTorch runs cuDNN's BatchNorm "
+                              "kernels at fp16 and its own at bf16"),
+            std::string::npos)
+      << fp16->source;
+  // So a BatchNorm2d there takes the plain roofline's time, not the bf16 kernels' rate carried.
+  other.kernelFit = *fp16;
+  const auto layer = makeLayer("BatchNorm2d", 1e6, 2e9, {0, 1});
+  const auto carried = makeModel("fp16", other)->layerTime(layer, kNoInputs);
+  other.kernelFit = KernelFit{};
+  const auto roofline = makeModel("fp16", other)->layerTime(layer, kNoInputs);
+  EXPECT_EQ(carried.forward, roofline.forward);
+  EXPECT_EQ(carried.backward, roofline.backward);
+  // Between two precisions with the same BatchNorm kernels (bf16 to bf16) the fit's rate is
+  // carried by the bandwidths.
+  auto bf16 = transferKernelFit(fitted, other, "bf16");
+  ASSERT_OK(bf16);
+  EXPECT_DOUBLE_EQ(bf16->classes.at("batchnorm")[0]->rate, 800);
+  EXPECT_DOUBLE_EQ(bf16->classes.at("batchnorm")[0]->floorUs, 12);
+  EXPECT_EQ(bf16->source.find("batchnorm:"), std::string::npos);
+}
+
 // hgx-h200's fit is dgx-h100's carried over by scripts/fit_kernels.py --transfer-to: the same
 // numbers transferKernelFit gives (to the 5 significant digits the script writes).
 TEST(RooflineComputeModelTest, HgxH200CarriesDgxH100sFitTransferred) {

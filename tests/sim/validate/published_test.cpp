@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tests/doc_block.h"
 
@@ -161,6 +163,64 @@ TEST(PublishedTest, ZeroShotWithTheH100KernelFitTransferred) {
   const std::string table = formatZeroShotMarkdown(*report);
   std::printf("[ zero-shot, H100 kernel fit transferred ]\n%s", table.c_str());
   test_docs::expectDocBlock("docs/validation.md", "published-zero-shot-h100-kernel-fit", table);
+}
+
+// Both: the host lane with the measured H100 host and the H100's kernel fit carried to each
+// row's GPU (issue 38's end-to-end configuration: the host lane and the kernel model, nothing
+// fitted to these rows). Each moves the rows it moves alone: fp32 rows as with the host only.
+TEST(PublishedTest, ZeroShotWithTheH100HostAndKernelFitTransferred) {
+  auto rows = loadPublishedRows(kPublished);
+  ASSERT_TRUE(rows.isOk()) << rows.status().message();
+  StatusOr<HostProfile> host = loadBuiltinHostProfile("h100-torch211");
+  ASSERT_TRUE(host.isOk()) << host.status().message();
+  StatusOr<ClusterSpec> h100 = loadBuiltinCluster("dgx-h100");
+  ASSERT_TRUE(h100.isOk()) << h100.status().message();
+  auto report = zeroShot(*rows, &*host, &h100->device);
+  ASSERT_TRUE(report.isOk()) << report.status().message();
+  auto hostOnly = zeroShot(*rows, &*host);
+  ASSERT_TRUE(hostOnly.isOk()) << hostOnly.status().message();
+  auto fitOnly = zeroShot(*rows, nullptr, &h100->device);
+  ASSERT_TRUE(fitOnly.isOk()) << fitOnly.status().message();
+  for (size_t i = 0; i < report->rows.size(); ++i) {
+    const bool fp32 = report->rows[i].row->precision == "fp32";
+    EXPECT_EQ(report->rows[i].predictedMs == hostOnly->rows[i].predictedMs, fp32)
+        << report->rows[i].row->id;
+    EXPECT_NE(report->rows[i].predictedMs, fitOnly->rows[i].predictedMs) << report->rows[i].row->id;
+  }
+  const std::string table = formatZeroShotMarkdown(*report);
+  std::printf("[ zero-shot, h100-torch211 host and H100 kernel fit transferred ]\n%s",
+              table.c_str());
+  test_docs::expectDocBlock("docs/validation.md", "published-zero-shot-h100-host-kernel-fit",
+                            table);
+}
+
+// Zero-shot means the published numbers are no input: every row's value (and its published cap
+// difference) changed, each prediction of every configuration above stays bit for bit the same.
+TEST(PublishedTest, PublishedNumbersAreNoInputOfAnyPrediction) {
+  auto rows = loadPublishedRows(kPublished);
+  ASSERT_TRUE(rows.isOk()) << rows.status().message();
+  std::vector<PublishedRow> changed = *rows;
+  for (PublishedRow& r : changed) {
+    r.value *= 1.7;
+    if (r.publishedDiffVsCap25Percent) *r.publishedDiffVsCap25Percent += 5;
+  }
+  StatusOr<HostProfile> host = loadBuiltinHostProfile("h100-torch211");
+  ASSERT_TRUE(host.isOk()) << host.status().message();
+  StatusOr<ClusterSpec> h100 = loadBuiltinCluster("dgx-h100");
+  ASSERT_TRUE(h100.isOk()) << h100.status().message();
+  const std::vector<std::pair<const HostProfile*, const DeviceSpec*>> configurations = {
+      {nullptr, nullptr}, {&*host, nullptr}, {nullptr, &h100->device}, {&*host, &h100->device}};
+  for (const auto& [withHost, withFit] : configurations) {
+    auto as = zeroShot(*rows, withHost, withFit);
+    auto other = zeroShot(changed, withHost, withFit);
+    ASSERT_TRUE(as.isOk()) << as.status().message();
+    ASSERT_TRUE(other.isOk()) << other.status().message();
+    ASSERT_EQ(as->rows.size(), other->rows.size());
+    for (size_t i = 0; i < as->rows.size(); ++i) {
+      EXPECT_EQ(as->rows[i].predictedMs, other->rows[i].predictedMs) << as->rows[i].row->id;
+      EXPECT_NE(as->rows[i].publishedMs, other->rows[i].publishedMs) << as->rows[i].row->id;
+    }
+  }
 }
 
 }  // namespace
