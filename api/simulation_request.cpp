@@ -30,6 +30,38 @@ Status applyHostProfileSetting(const SettingValues& args, ClusterSpec& cluster) 
   return Status::ok();
 }
 
+// --kernel-fit-from CLUSTER: the layer kernel fit of another cluster's GPU (a built-in cluster
+// or a cluster file whose device carries device.kernel_fit: dgx-h100, hgx-h200, or a cluster
+// `calibrate` wrote from a trace) in place of the simulated cluster's, carried to its GPU and
+// dtype through the two devices' specs (transferKernelFit); used as it is on the same GPU at
+// the fit's dtype. Without measured compute only (the caller checks).
+Status applyKernelFitFromSetting(const SettingValues& args, SimulationRequest& req) {
+  const std::optional<std::string> source = args.value("kernel-fit-from");
+  if (!source) return Status::ok();
+  StatusOr<ClusterSpec> from = loadCluster(*source);
+  if (!from.isOk()) return from.status().withContext("--kernel-fit-from");
+  const DeviceSpec& fitted = from->device;
+  if (fitted.kernelFit.empty()) {
+    return invalidArgument("--kernel-fit-from: cluster " + from->name + "'s device " + fitted.name +
+                           " has no kernel fit (device.kernel_fit: built in on dgx-h100 and "
+                           "hgx-h200; `ddpscope calibrate` writes one from a GPU trace)");
+  }
+  DeviceSpec& device = req.cluster.device;
+  if (device.arch == GpuArch::kCpu) {
+    return invalidArgument("--kernel-fit-from: cluster " + req.cluster.name +
+                           " runs on CPUs; a GPU kernel fit times GPU layers");
+  }
+  const std::string& dtype = req.options.dtype;
+  if (fitted.name == device.name && fitted.kernelFit.dtype == dtype) {
+    device.kernelFit = fitted.kernelFit;
+    return Status::ok();
+  }
+  StatusOr<KernelFit> carried = transferKernelFit(fitted, device, dtype);
+  if (!carried.isOk()) return carried.status().withContext("--kernel-fit-from " + *source);
+  device.kernelFit = *std::move(carried);
+  return Status::ok();
+}
+
 constexpr const char* kKernelBenchHelp =
     "time the layers a GPU's single-layer benchmark covers from it (kernel-bench.json of the GPU "
     "kit's kernels step, on a GPU of the cluster's architecture, with --dtype bf16 --autocast; "
@@ -146,6 +178,13 @@ std::vector<SettingSpec> simulationSettingList(bool sweep, bool computeFrom) {
         "op: its kernels, with the host from the profile); on another GPU than the trace's, "
         "or at another --dtype, each layer's kernels carried there by the two GPUs' rooflines");
     out.push_back(kernelBenchSettingSpec());
+    add("kernel-fit-from", "CLUSTER",
+        "time the layers by the kernel fit of another cluster's GPU (a built-in cluster or a "
+        "cluster file with device.kernel_fit: dgx-h100, hgx-h200, or one calibrate wrote from a "
+        "trace), carried to this cluster's GPU and --dtype through the two GPUs' specs: a "
+        "FLOP-timed op class keeps its fraction of the peak, a byte-timed one its fraction of the "
+        "bandwidth (tensor-core dtypes only: tf32, bf16, fp16; BatchNorm by this GPU's roofline "
+        "where the two dtypes run other BatchNorm kernels)");
   }
   if (sweep) {
     add("nodes", "N[,N...]", "node counts to sweep (default 1; gb200-nvl72: 72-GPU racks)");
@@ -345,8 +384,15 @@ StatusOr<SimulationRequest> parseSimulationRequest(const SettingValues& args, bo
     ASSIGN_OR_RETURN(req.cluster, loadClusterFromSettings(args));
     RETURN_IF_ERROR(applyHostProfileSetting(args, req.cluster));
     if (o.dtype.empty()) o.dtype = defaultDtype(req.cluster.device);
+    RETURN_IF_ERROR(applyKernelFitFromSetting(args, req));
     RETURN_IF_ERROR(applyKernelBenchSetting(args, req));
     return req;
+  }
+  if (args.has("kernel-fit-from")) {
+    return invalidArgument(
+        "--kernel-fit-from: with measured compute (" + *computeFrom +
+        ") the layers take the trace's kernel times; leave out --kernel-fit-from, or "
+        "--compute-from to time them by the fit");
   }
   // Measured compute from a trace.
   std::optional<models::ModelSpec> model;

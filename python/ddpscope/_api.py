@@ -103,6 +103,10 @@ _SHARED_ARGS: Dict[str, str] = {
         "a GPU's single-layer benchmark (kernel-bench.json of the GPU kit's kernels step; "
         "a path or a list of them) that times the layers it covers (bf16 autocast); with a "
         "measured run carried to bf16 from another precision, its BatchNorm layers only."),
+    'kernel_fit_from': (
+        "a built-in cluster or cluster file whose device carries a kernel fit (dgx-h100, "
+        "hgx-h200, or one calibrate wrote): its layer times carried to this cluster's GPU and "
+        "dtype through the two GPUs' specs (tensor-core dtypes only)."),
     'contention': (
         "the compute slowdown while a collective runs (CLI default: the cluster's)."),
     'dtype': (
@@ -659,6 +663,7 @@ def simulate(model: ModelLike, cluster: Optional[PathLike] = "dgx-h100",
              host_profile: Optional[PathLike] = None,
              compute_from: Optional[PathLike] = None,
              kernel_bench: Union[PathLike, Sequence[PathLike], None] = None,
+             kernel_fit_from: Optional[PathLike] = None,
              world_size: Optional[int] = None,
              bucket_cap_mb: Optional[float] = None,
              first_bucket_mb: Optional[float] = None,
@@ -728,6 +733,7 @@ def sweep(model: ModelLike, cluster: Optional[PathLike] = "dgx-h100",
           host_profile: Optional[PathLike] = None,
           compute_from: Optional[PathLike] = None,
           kernel_bench: Union[PathLike, Sequence[PathLike], None] = None,
+          kernel_fit_from: Optional[PathLike] = None,
           world_size: Union[int, Sequence[int], None] = None,
           first_bucket_mb: Optional[float] = None,
           static_graph: bool = False,
@@ -808,6 +814,7 @@ def plan(model: Optional[ModelLike], cluster: Optional[PathLike] = "dgx-h100",
          host_profile: Optional[PathLike] = None,
          compute_from: Optional[PathLike] = None,
          kernel_bench: Union[PathLike, Sequence[PathLike], None] = None,
+         kernel_fit_from: Optional[PathLike] = None,
          world_size: Optional[int] = None,
          bucket_cap_mb: Union[float, Sequence[float], None] = None,
          first_bucket_mb: Optional[float] = None,

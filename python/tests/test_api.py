@@ -119,6 +119,23 @@ def test_simulate_with_a_model_object_and_settings(cli):
     assert r.to_dict() == expected
 
 
+def test_simulate_with_another_gpus_kernel_fit_equals_the_cli(cli):
+    r = ddpscope.simulate("resnet50", cluster="dgx-a100", world_size=8, batch=256, dtype="tf32",
+                          kernel_fit_from="dgx-h100")
+    expected = cli.json("simulate", "--model", "resnet50", "--cluster", "dgx-a100",
+                        "--world-size", "8", "--batch", "256", "--dtype", "tf32",
+                        "--kernel-fit-from", "dgx-h100")
+    assert r.to_dict() == expected
+    assert {x["forward"]["timed_by"] for x in expected["layers"]} == {"kernel fit"}
+    code, message = cli.error("simulate", "--model", "resnet50", "--cluster", "dgx-a100",
+                              "--kernel-fit-from", "dgx-v100")
+    with pytest.raises(ddpscope.Error) as e:
+        ddpscope.simulate("resnet50", cluster="dgx-a100", kernel_fit_from="dgx-v100")
+    assert (str(e.value), e.value.exit_code) == (in_python(message, "simulate"), code)
+    assert "kernel_fit_from: cluster dgx-v100's device V100-SXM2-32GB has no kernel fit" in \
+        str(e.value)
+
+
 def test_simulate_errors_are_the_clis(cli):
     code, message = cli.error("simulate", "--model", "resnet18", "--cluster", "dgx-a100",
                               "--nodes", "0")

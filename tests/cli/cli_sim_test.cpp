@@ -235,6 +235,74 @@ TEST(CliSimulateTest, AKernelBenchOfAnotherArchitectureIsRefused) {
   EXPECT_EQ(simulate("dgx-v100").exitCode, 2);
 }
 
+// --kernel-fit-from: dgx-h100's fit (bf16, the H100 kit's traces) times an A100's layers at
+// fp16, carried through the two GPUs' specs; BatchNorm, whose kernels at fp16 are cuDNN's and
+// not the fit's, by the A100's roofline.
+TEST(CliSimulateTest, AKernelFitFromAnotherGpuIsCarriedThroughTheSpecs) {
+  auto simulate = [](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"simulate", "--model",      "resnet50", "--cluster",
+                                     "dgx-a100", "--world-size", "1",        "--batch",
+                                     "64",       "--dtype",      "fp16",     "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return runCliJson(args);
+  };
+  const json plain = simulate({});
+  const json carried = simulate({"--kernel-fit-from", "dgx-h100"});
+  ASSERT_FALSE(plain.is_null());
+  ASSERT_FALSE(carried.is_null());
+  ASSERT_EQ(plain["layers"].size(), carried["layers"].size());
+  int convs = 0, batchNorms = 0;
+  double convNs[2] = {0, 0};  // plain, carried
+  for (size_t i = 0; i < plain["layers"].size(); ++i) {
+    const json& a = plain["layers"][i];
+    const json& b = carried["layers"][i];
+    EXPECT_EQ(b["forward"]["timed_by"], "kernel fit") << b["name"];
+    if (b["kernel_class"] == "conv") {
+      ++convs;
+      for (const char* pass : {"forward", "backward"}) {
+        convNs[0] += a[pass]["time_ns"].get<double>();
+        convNs[1] += b[pass]["time_ns"].get<double>();
+      }
+    }
+    if (b["kernel_class"] == "batchnorm") {
+      ++batchNorms;
+      for (const char* pass : {"forward", "backward"}) {
+        EXPECT_NEAR(b[pass]["time_ns"].get<double>(), a[pass]["time_ns"].get<double>(), 2)
+            << b["name"] << " " << pass;
+      }
+    }
+  }
+  EXPECT_EQ(convs, 53);
+  // The H100's convolutions ran at about a quarter of their peak, the roofline's large-GEMM
+  // efficiency is 87 %: carried, the convolutions take longer.
+  EXPECT_GT(convNs[1], 1.5 * convNs[0]);
+  EXPECT_EQ(batchNorms, 53);
+  EXPECT_GT(carried["step_time_ns"].get<int64_t>(), plain["step_time_ns"].get<int64_t>());
+
+  auto refused = [](std::vector<std::string> args) {
+    std::vector<std::string> all = {"simulate", "--model", "resnet50", "--world-size", "1"};
+    all.insert(all.end(), args.begin(), args.end());
+    CliResult r = runCliForTest(all);
+    EXPECT_EQ(r.exitCode, 2) << r.out;
+    return r.err;
+  };
+  EXPECT_THAT(refused({"--cluster", "dgx-h100", "--kernel-fit-from", "dgx-a100"}),
+              ::testing::HasSubstr("--kernel-fit-from: cluster dgx-a100's device A100-SXM4-80GB "
+                                   "has no kernel fit"));
+  EXPECT_THAT(
+      refused({"--cluster", "dgx-a100", "--dtype", "fp32", "--kernel-fit-from", "dgx-h100"}),
+      ::testing::HasSubstr("--kernel-fit-from dgx-h100: a kernel fit transfers between "
+                           "tensor-core dtypes (tf32, bf16, fp16) only"));
+  EXPECT_THAT(refused({"--cluster", "cpu-mpi", "--kernel-fit-from", "dgx-h100"}),
+              ::testing::HasSubstr("--kernel-fit-from: cluster cpu-mpi runs on CPUs"));
+  EXPECT_THAT(refused({"--cluster", "dgx-a100", "--compute-from", "run.json", "--kernel-fit-from",
+                       "dgx-h100"}),
+              ::testing::HasSubstr("--kernel-fit-from: with measured compute (run.json) the "
+                                   "layers take the trace's kernel times"));
+  EXPECT_THAT(refused({"--cluster", "dgx-a100", "--kernel-fit-from", "no-such-cluster.json"}),
+              ::testing::HasSubstr("--kernel-fit-from"));
+}
+
 TEST(CliSweepTest, JsonRowsAndBestPerWorldSize) {
   json out = runCliJson({"sweep", "--model", "gpt2-small", "--cluster", "dgx-a100", "--nodes",
                          "1,4", "--bucket-cap-mb", "5,25,100", "--find-unused", "both", "--json"});
