@@ -37,6 +37,8 @@ enum class RuntimeCall {
   kStreamWait,   // a stream waits for an event (cross-stream dependency)
   kEventRecord,  // records an event on a stream
   kSync,         // the host blocks until the device, a stream or an event is done
+  kQuery,        // reads the runtime's state (the last error, stream capture, a device
+                 // attribute) and enqueues nothing: not a launch in the host lane's counts
 };
 struct RuntimeName {
   std::string_view name;

@@ -510,12 +510,13 @@ def vit_b16():
         # projections' GEMMs, the chunk of the packed projection, the head reshapes and
         # transposes, SDPA and the merge of the heads. PyTorch 2.11 under bf16 autocast (the
         # H200 kit's vit-b16 trace, run1, scripts/gpu_kit/host_facts.py's per-module counts):
-        # 25 forward ops, 36 backward nodes, 16 and 33 CUDA runtime calls per module call; the
-        # core is that less what the two Linear layers count (1 op, 6 nodes, 3.8 and 8 calls
-        # each), where the generic core counts 9, 9, 5.5 and 11.
+        # 25 forward ops, 36 backward nodes, 13 and 29 CUDA runtime calls per module call (the
+        # runtime's state queries not counted); the core is that less what the two Linear layers
+        # count (1 op, 6 nodes, 3.8 and 8 calls each), where the generic core counts 9, 9, 3.3
+        # and 8.1.
         m.attention_core(p + ".self_attention.core", hidden, heads, False, 0.0,
-                         host_ops={"forward": 23, "backward": 24, "forward_launches": 8.4,
-                                   "backward_launches": 17})
+                         host_ops={"forward": 23, "backward": 24, "forward_launches": 5.4,
+                                   "backward_launches": 13})
         m.linear(p + ".self_attention.out_proj", hidden, hidden)
         attn = m.last
         x = m.add(p + ".add", hidden, attn, block_in)
