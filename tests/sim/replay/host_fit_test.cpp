@@ -561,6 +561,7 @@ TEST(TraceHostFactsTest, CutsAStepIntoLayersAndTerms) {
     {"ph":"X","cat":"user_annotation","name":"ddpscope.layer:fc","ts":10,"dur":100,"tid":1},
     {"ph":"X","cat":"cpu_op","name":"aten::linear","ts":20,"dur":60,"tid":1,"args":{"Sequence number":5}},
     {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","ts":30,"dur":10,"tid":1,"args":{"correlation":11}},
+    {"ph":"X","cat":"cuda_runtime","name":"cudaGetErrorString","ts":41,"dur":1,"tid":1,"args":{"correlation":12}},
     {"ph":"X","cat":"kernel","name":"gemm","ts":50,"dur":40,"tid":9,"args":{"correlation":11}},
     {"ph":"X","cat":"cpu_op","name":"aten::sum","ts":200,"dur":30,"tid":1},
     {"ph":"X","cat":"cpu_op","name":"autograd::engine::evaluate_function: AddmmBackward0","ts":300,"dur":50,"tid":2,"args":{"Sequence number":5}},
@@ -580,7 +581,8 @@ TEST(TraceHostFactsTest, CutsAStepIntoLayersAndTerms) {
   const LayerHostFacts& fc = f.layers.at("fc");
   EXPECT_EQ(fc.forward.count, 1);  // aten::linear
   EXPECT_EQ(fc.forward.hostUs, 60);
-  EXPECT_EQ(fc.forward.events, 2);  // the op and its launch
+  EXPECT_EQ(fc.forward.events, 3);  // the op, its launch and a state query
+  // The query (cudaGetErrorString) is an event the profiler recorded, not a launch.
   EXPECT_EQ(fc.forward.runtimeEvents, 1);
   EXPECT_EQ(fc.forward.kernelUs, 40);
   EXPECT_EQ(fc.backward.count, 1);  // AddmmBackward0, by its sequence number
