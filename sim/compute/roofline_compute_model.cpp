@@ -104,8 +104,8 @@ StatusOr<KernelFit> transferKernelFit(const DeviceSpec& from, const DeviceSpec& 
     }
   }
   if (batchNormRunsCudnn(fit.dtype) != batchNormRunsCudnn(dtype)) {
-    const KernelFitTerm roofline{to.launchOverheadUs, to.memoryEfficiency * to.memoryGBps};
-    out.classes["batchnorm"] = {roofline, roofline};
+    out.classes.erase("batchnorm");
+    out.roofline.insert("batchnorm");
     out.source += "; batchnorm: " + to.name +
                   "'s roofline (PyTorch runs cuDNN's BatchNorm kernels at " +
                   (batchNormRunsCudnn(dtype) ? dtype : fit.dtype) +
@@ -204,7 +204,7 @@ const KernelFitTerm* RooflineComputeModel::fitTerm(std::string_view kernelClass,
   if (m_fit.empty()) return nullptr;
   for (int hop = 0; hop < 2 && !kernelClass.empty(); ++hop) {
     const KernelFitClass* info = findKernelFitClass(kernelClass);
-    if (info == nullptr) return nullptr;
+    if (info == nullptr || m_fit.roofline.count(kernelClass) > 0) return nullptr;
     const auto it = m_fit.classes.find(kernelClass);
     if (it != m_fit.classes.end() && it->second[pass]) {
       byFlops = info->timedByFlops;

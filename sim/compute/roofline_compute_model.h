@@ -85,9 +85,9 @@ std::string_view kernelClassOf(std::string_view layerType);
 // an fp32 run uses CUDA cores, whose efficiency a tensor-core fit says nothing about, and the
 // reverse. The batchnorm class is the exception where the two dtypes run other kernels
 // (batchNormRunsCudnn differs: PyTorch's own at bf16, cuDNN's at tf32 and fp16): the measured
-// kernels say nothing of the others, so the class gets `to`'s roofline terms for both passes
-// (floor = its launch overhead, rate = its achieved bandwidth: the roofline's time of a
-// memory-bound kernel), and the source says so. Errors (InvalidArgument): `from` has no fit, a
+// kernels say nothing of the others, so the class is left to `to`'s roofline for both passes
+// (KernelFit::roofline: no fallback to norm; `simulate --json` says "roofline"), and the source
+// says so. Errors (InvalidArgument): `from` has no fit, a
 // dtype outside that set, a device without a positive peak for its dtype.
 StatusOr<KernelFit> transferKernelFit(const DeviceSpec& from, const DeviceSpec& to,
                                       const std::string& dtype);

@@ -11,6 +11,7 @@
 #include <map>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,6 +37,9 @@ struct KernelFit {
   std::string source;  // the traces and the script that produced it
   // Op class → {forward, backward}; nullopt: that pass is not fitted (the roofline times it).
   std::map<std::string, std::array<std::optional<KernelFitTerm>, 2>, std::less<>> classes;
+  // Classes the fit leaves to the roofline, with no fallback to another class (a fit carried to
+  // a dtype whose kernels for that class differ from the measured ones: transferKernelFit).
+  std::set<std::string, std::less<>> roofline;
   bool empty() const { return dtype.empty(); }
 };
 struct KernelFitClass {

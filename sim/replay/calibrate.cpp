@@ -657,11 +657,16 @@ ClusterSpec applyCalibration(const ClusterSpec& base, const Calibration& cal,
   // fit at another dtype does not hold for these runs and goes.
   if (!cal.kernels.dtype.empty()) {
     KernelFit& fit = c.device.kernelFit;
-    if (fit.dtype != cal.kernels.dtype) fit.classes.clear();
+    if (fit.dtype != cal.kernels.dtype) {
+      fit.classes.clear();
+      fit.roofline.clear();
+    }
     fit.dtype = cal.kernels.dtype;
     fit.source = cal.kernels.source;
     for (const KernelClassFit& f : cal.kernels.classes) {
-      if (!f.kept) fit.classes[f.kernelClass][static_cast<size_t>(f.pass)] = f.term;
+      if (f.kept) continue;
+      fit.classes[f.kernelClass][static_cast<size_t>(f.pass)] = f.term;
+      fit.roofline.erase(f.kernelClass);
     }
   }
   auto apply = [](const DdpOverheadTermFit& fit, double& term) {

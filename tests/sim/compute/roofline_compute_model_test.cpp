@@ -188,14 +188,10 @@ TEST(RooflineComputeModelTest, KernelFitTransferredToCudnnsBatchNormTakesTheRoof
   other.memoryGBps = 2000;
   auto fp16 = transferKernelFit(fitted, other, "fp16");
   ASSERT_OK(fp16);
-  // At fp16 PyTorch runs cuDNN's BatchNorm: the class gets Other's roofline terms (launch 2 µs,
-  // 0.5 × 2000 GB/s), both passes; the other classes are carried as before.
-  for (int pass = 0; pass < 2; ++pass) {
-    const auto& term = fp16->classes.at("batchnorm")[pass];
-    ASSERT_TRUE(term.has_value()) << pass;
-    EXPECT_DOUBLE_EQ(term->floorUs, 2);
-    EXPECT_DOUBLE_EQ(term->rate, 1000);
-  }
+  // At fp16 PyTorch runs cuDNN's BatchNorm: the class is left to Other's roofline, both passes,
+  // without falling back to the norm class; the other classes are carried as before.
+  EXPECT_EQ(fp16->classes.count("batchnorm"), 0u);
+  EXPECT_EQ(fp16->roofline, (std::set<std::string, std::less<>>{"batchnorm"}));
   EXPECT_DOUBLE_EQ(fp16->classes.at("norm")[0]->rate, 2000);
   EXPECT_NE(fp16->source.find("batchnorm: Other's roofline (PyTorch runs cuDNN's BatchNorm "
                               "kernels at fp16 and its own at bf16"),
@@ -209,6 +205,13 @@ TEST(RooflineComputeModelTest, KernelFitTransferredToCudnnsBatchNormTakesTheRoof
   const auto roofline = makeModel("fp16", other)->layerTime(layer, kNoInputs);
   EXPECT_EQ(carried.forward, roofline.forward);
   EXPECT_EQ(carried.backward, roofline.backward);
+  // ... and says so (simulate --json's timed_by), where the norm class next to it is fitted.
+  other.kernelFit = *fp16;
+  const auto model = makeModel("fp16", other);
+  EXPECT_FALSE(model->explainLayer(layer, kNoInputs).forward.fitted);
+  EXPECT_FALSE(model->explainLayer(layer, kNoInputs).backward.fitted);
+  EXPECT_TRUE(
+      model->explainLayer(makeLayer("LayerNorm", 1e6, 2e9, {0, 1}), kNoInputs).forward.fitted);
   // Between two precisions with the same BatchNorm kernels (bf16 to bf16) the fit's rate is
   // carried by the bandwidths.
   auto bf16 = transferKernelFit(fitted, other, "bf16");
