@@ -100,8 +100,9 @@ StatusOr<nlohmann::json> layerKernelsJson(const SimulationRequest& request) {
   const models::ModelInputs inputs = internal::effectiveInputs(model, request.options.inputs);
   const std::string dtype =
       request.options.dtype.empty() ? defaultDtype(request.cluster.device) : request.options.dtype;
-  ASSIGN_OR_RETURN(std::unique_ptr<RooflineComputeModel> roofline,
-                   RooflineComputeModel::create(request.cluster.device, dtype));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<RooflineComputeModel> roofline,
+      RooflineComputeModel::create(request.cluster.device, dtype, request.options.ddp.autocast));
   std::vector<LayerTimes> measured;
   std::vector<std::string> timedBy;  // per layer where the compute model mixes sources
   if (request.compute) {
@@ -110,9 +111,11 @@ StatusOr<nlohmann::json> layerKernelsJson(const SimulationRequest& request) {
   }
   const bool gpu = request.cluster.device.arch != GpuArch::kCpu;
   nlohmann::json layers = nlohmann::json::array();
+  const std::vector<RooflineComputeModel::LayerExplained> explained =
+      roofline->explainLayers(model, inputs);
   for (size_t i = 0; i < model.layers.size(); ++i) {
     const models::LayerSpec& layer = model.layers[i];
-    RooflineComputeModel::LayerExplained e = roofline->explainLayer(layer, inputs);
+    RooflineComputeModel::LayerExplained e = explained[i];
     const LayerHostUs host = layerHostUs(request.cluster.host, layer, request.options.ddp.autocast);
     // "kernel bench" (BenchComputeModel), "measured" (a trace), or the roofline's own terms
     const std::string source = i < timedBy.size() ? timedBy[i] : "measured";

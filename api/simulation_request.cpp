@@ -150,7 +150,7 @@ Status applyKernelBenchSetting(const SettingValues& args, SimulationRequest& req
   RETURN_IF_ERROR(checkKernelBenchArch(*bench, req.cluster.device,
                                        "cluster " + req.cluster.name + " simulates"));
   ASSIGN_OR_RETURN(std::unique_ptr<ComputeModel> base,
-                   makeRooflineComputeModel(req.cluster.device, o.dtype));
+                   makeRooflineComputeModel(req.cluster.device, o.dtype, o.ddp.autocast));
   req.compute = std::make_shared<BenchComputeModel>(std::move(read), std::move(base));
   return Status::ok();
 }

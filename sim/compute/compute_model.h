@@ -54,8 +54,10 @@ class ComputeModel {
 // fp16), else fp32 (CPU clusters).
 std::string defaultDtype(const DeviceSpec& device);
 
-// dtype: "fp32", "tf32", "bf16", "fp16" — picks the device's peak.
+// dtype: "fp32", "tf32", "bf16", "fp16" — picks the device's peak; `autocast`: the run is
+// under torch.autocast (RooflineComputeModel::create).
 StatusOr<std::unique_ptr<ComputeModel>> makeRooflineComputeModel(const DeviceSpec& device,
-                                                                 const std::string& dtype);
+                                                                 const std::string& dtype,
+                                                                 bool autocast = false);
 
 }  // namespace ddpscope::sim

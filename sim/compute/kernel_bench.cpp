@@ -9,6 +9,7 @@
 
 #include "base/least_squares.h"
 #include "base/median.h"
+#include "sim/compute/autocast_dtypes.h"
 
 namespace ddpscope::sim {
 
@@ -282,8 +283,6 @@ std::optional<double> KernelBench::predictUs(const BenchOp& op, int pass) const 
 
 namespace {
 
-enum class Dt { kUnknown, kBf16, kFp32 };
-
 // The part of a cost polynomial that grows with the inputs (the "1" term is parameters).
 double variablePart(const models::CostPoly& poly, const models::ModelInputs& inputs) {
   models::CostPoly v;
@@ -298,8 +297,8 @@ double attr(const models::LayerSpec& layer, const char* key, double dflt = -1) {
   return it == layer.attrs.end() ? dflt : it->second;
 }
 
-std::string variantOf(Dt dt) {
-  return dt == Dt::kFp32 ? "fp32" : "";
+std::string variantOf(ActivationDtype dt) {
+  return dt == ActivationDtype::kFp32 ? "fp32" : "";
 }
 
 // The elements of the (first) input an op reads.
@@ -323,24 +322,22 @@ std::vector<std::vector<BenchOp>> benchOpsOfLayers(const models::ModelSpec& mode
   std::vector<std::vector<BenchOp>> out(model.layers.size());
   std::vector<std::vector<int>> readers(model.layers.size());  // per layer, who reads its output
   std::vector<double> inputNumel(model.layers.size(), 0);      // per layer, what it reads
-  std::vector<Dt> dtOut(model.layers.size(), Dt::kUnknown);
+  const std::vector<LayerDtypes> dtypes = autocastDtypes(model);
   std::vector<double> channels(model.layers.size(), -1);
   const double batch = static_cast<double>(inputs.batch);
   for (size_t i = 0; i < model.layers.size(); ++i) {
     const models::LayerSpec& layer = model.layers[i];
     // the producers' dtypes (the model's input: images in fp32, token ids for an embedding)
-    std::vector<Dt> in;
+    const std::vector<ActivationDtype>& in = dtypes[i].inputs;
     std::vector<int> producers;
     double inChannels = -1;
     bool onInput = false;  // reads the model's input (which needs no gradient)
     auto producer = [&](int p) {
       producers.push_back(p);
-      in.push_back(dtOut[p]);
       if (channels[p] > 0) inChannels = channels[p];
     };
     if (layer.inputs.empty()) {
       if (i == 0) {
-        in.push_back(Dt::kFp32);
         onInput = true;
       } else {
         producer(static_cast<int>(i) - 1);
@@ -351,16 +348,14 @@ std::vector<std::vector<BenchOp>> benchOpsOfLayers(const models::ModelSpec& mode
         if (p >= 0 && p < static_cast<int>(i)) {
           producer(p);
         } else {
-          in.push_back(Dt::kFp32);
           onInput = onInput || name == models::kModelInputName;
         }
       }
     }
-    const Dt first = in.empty() ? Dt::kUnknown : in.front();
+    const ActivationDtype first = in.front();
     const std::string& t = layer.type;
     const double flops = layer.forwardFlops.evaluate(inputs);
     const double bytes = variablePart(layer.forwardBytes, inputs);
-    Dt dt = first;  // what the layer writes
     std::vector<BenchOp>& ops = out[i];
     if (t == "Linear" || t == "Conv1D") {
       const double k = attr(layer, "in_features"), n = attr(layer, "out_features");
@@ -370,7 +365,6 @@ std::vector<std::vector<BenchOp>> benchOpsOfLayers(const models::ModelSpec& mode
         const double m = std::round(flops / (2.0 * k * n + bias * n));
         ops.push_back({"linear", {{"m", m}, {"k", k}, {"n", n}, {"bias", bias}}, variantOf(first)});
       }
-      dt = Dt::kBf16;
     } else if (t == "Conv2d") {
       const double cin = attr(layer, "in_channels"), cout = attr(layer, "out_channels"),
                    k = attr(layer, "kernel_size"), st = attr(layer, "stride", 1),
@@ -390,7 +384,6 @@ std::vector<std::vector<BenchOp>> benchOpsOfLayers(const models::ModelSpec& mode
                        ""});
       }
       channels[i] = cout;
-      dt = Dt::kBf16;
     } else if (t == "BatchNorm2d") {
       const double c = attr(layer, "num_features");
       if (c > 0 && batch > 0 && bytes > 0) {
@@ -405,7 +398,6 @@ std::vector<std::vector<BenchOp>> benchOpsOfLayers(const models::ModelSpec& mode
                        {{"m", std::round(bytes / (8.0 * d))}, {"d", d}},
                        variantOf(first)});
       }
-      dt = Dt::kFp32;
     } else if (t == "GELU") {
       ops.push_back({attr(layer, "approximate_tanh", 0) != 0 ? "gelu_tanh" : "gelu",
                      {{"numel", std::round(bytes / 8.0)}},
@@ -414,16 +406,15 @@ std::vector<std::vector<BenchOp>> benchOpsOfLayers(const models::ModelSpec& mode
       ops.push_back({"relu", {{"numel", std::round(bytes / 8.0)}}, ""});
     } else if (t == "Add") {
       bool any32 = false, anyBf = false;
-      for (Dt d : in) {
-        any32 |= d == Dt::kFp32;
-        anyBf |= d == Dt::kBf16;
+      for (ActivationDtype d : in) {
+        any32 |= d == ActivationDtype::kFp32;
+        anyBf |= d == ActivationDtype::kHalf;
       }
       ops.push_back({"add",
                      {{"numel", std::round(bytes / 12.0)}},
                      any32 && anyBf ? "mixed"
                      : any32        ? "fp32"
                                     : ""});
-      dt = any32 ? Dt::kFp32 : Dt::kBf16;
     } else if (t == "SwiGLU") {
       ops.push_back({"silu_mul", {{"numel", std::round(bytes / 12.0)}}, ""});
     } else if (t == "Embedding") {
@@ -432,7 +423,6 @@ std::vector<std::vector<BenchOp>> benchOpsOfLayers(const models::ModelSpec& mode
         ops.push_back(
             {"embedding", {{"v", v}, {"d", d}, {"tokens", std::round(bytes / (8.0 * d))}}, ""});
       }
-      dt = Dt::kFp32;
     } else if (t == "MaxPool2d") {
       if (attr(layer, "kernel_size") == 3 && attr(layer, "stride") == 2 && inChannels > 0 &&
           batch > 0) {
@@ -459,7 +449,6 @@ std::vector<std::vector<BenchOp>> benchOpsOfLayers(const models::ModelSpec& mode
           ops.push_back({"copy", {{"numel", batch * s * 3 * heads * d}}, ""});
         }
       }
-      dt = Dt::kBf16;
     } else if (t == "RotaryEmbedding") {
       // q and k each: x·cos and rotate_half(x)·sin (a negated half, a concatenation), summed;
       // bf16 activations times fp32 tables
@@ -473,16 +462,13 @@ std::vector<std::vector<BenchOp>> benchOpsOfLayers(const models::ModelSpec& mode
           ops.push_back({"add", {{"numel", numel}}, "fp32"});
         }
       }
-      dt = Dt::kFp32;
       channels[i] = inChannels;
     } else if (t == "ClassToken" || t == "AddParameter") {
-      dt = Dt::kFp32;  // with an fp32 parameter or buffer: the result is fp32
       channels[i] = inChannels;
     } else {
       channels[i] = inChannels;
     }
     if (channels[i] < 0) channels[i] = inChannels;
-    dtOut[i] = dt == Dt::kUnknown ? Dt::kBf16 : dt;
     for (int p : producers) readers[p].push_back(static_cast<int>(i));
     if (!ops.empty()) inputNumel[i] = readNumel(ops.front());
   }
@@ -495,7 +481,10 @@ std::vector<std::vector<BenchOp>> benchOpsOfLayers(const models::ModelSpec& mode
     if (numel <= 0) continue;
     for (size_t j = 0; j + 1 < r.size(); ++j) {
       if (out[r[j]].empty()) continue;  // a layer the benchmark does not time keeps its base
-      out[r[j]].push_back({"add", {{"numel", numel}}, dtOut[p] == Dt::kFp32 ? "fp32" : "", true});
+      out[r[j]].push_back({"add",
+                           {{"numel", numel}},
+                           dtypes[p].output == ActivationDtype::kFp32 ? "fp32" : "",
+                           true});
     }
   }
   return out;

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <utility>
 
+#include "sim/compute/autocast_dtypes.h"
+
 namespace ddpscope::sim {
 namespace {
 
@@ -119,7 +121,7 @@ bool batchNormRunsCudnn(std::string_view dtype) {
 }
 
 StatusOr<std::unique_ptr<RooflineComputeModel>> RooflineComputeModel::create(
-    const DeviceSpec& device, const std::string& dtype) {
+    const DeviceSpec& device, const std::string& dtype, bool autocast) {
   if (std::find(kDtypes.begin(), kDtypes.end(), dtype) == kDtypes.end()) {
     return invalidArgument("unknown compute dtype '" + dtype +
                            "' (expected fp32, tf32, bf16 or fp16)");
@@ -149,6 +151,7 @@ StatusOr<std::unique_ptr<RooflineComputeModel>> RooflineComputeModel::create(
       device.computeEfficiency * std::min(peakTflops, fp32PeakTflops) * 1e12;
   model->m_memoryBytesPerS = device.memoryEfficiency * device.memoryGBps * 1e9;
   model->m_zooBytesScale = (dtype == "bf16" || dtype == "fp16") ? 0.5 : 1.0;
+  model->m_autocast = autocast && model->m_zooBytesScale < 1;
   model->m_computeEfficiency = device.computeEfficiency;
   model->m_memoryEfficiency = device.memoryEfficiency;
   char description[256];
@@ -215,13 +218,35 @@ const KernelFitTerm* RooflineComputeModel::fitTerm(std::string_view kernelClass,
   return nullptr;
 }
 
+std::vector<RooflineComputeModel::LayerBytes> RooflineComputeModel::layerBytes(
+    const models::ModelSpec& model) const {
+  std::vector<LayerBytes> out(model.layers.size(), LayerBytes{m_zooBytesScale});
+  if (!m_autocast) return out;
+  const std::vector<LayerDtypes> dtypes = autocastDtypes(model);
+  const std::vector<AddBackward> adds = autocastAddBackward(model, dtypes);
+  for (size_t i = 0; i < out.size(); ++i) {
+    const std::string_view kernelClass = kernelClassOf(model.layers[i].type);
+    if (timedByFlops(kernelClass)) continue;
+    out[i].scale = autocastBytesScale(dtypes[i]);
+    if (model.layers[i].type == "Add") {
+      // the format counts the inputs and the output at 4 bytes an element
+      const double tensors = static_cast<double>(dtypes[i].inputs.size() + 1);
+      out[i].backwardScale = adds[i].bytesPerElement / (4.0 * tensors);
+      out[i].backwardKernels = adds[i].kernels;
+    }
+  }
+  return out;
+}
+
 RooflineComputeModel::LayerPasses RooflineComputeModel::layerPasses(
-    const models::LayerSpec& layer, const models::ModelInputs& inputs) const {
+    const models::LayerSpec& layer, const models::ModelInputs& inputs,
+    const LayerBytes& bytes) const {
   LayerPasses p;
   p.tensorCore = usesTensorCores(layer.type);
   p.conv = kernelClassOf(layer.type) == "conv";
   p.forward.flops = std::max(layer.forwardFlops.evaluate(inputs), 0.0);
-  const double formatBytes = std::max(layer.forwardBytes.evaluate(inputs), 0.0) * m_zooBytesScale;
+  const double rawBytes = std::max(layer.forwardBytes.evaluate(inputs), 0.0);
+  const double formatBytes = rawBytes * bytes.scale;
   p.forward.bytes = formatBytes;
   p.backward.flops = std::max(layer.backwardFlopsAt(inputs), 0.0);
   p.backward.bytes = 2 * formatBytes;
@@ -232,6 +257,11 @@ RooflineComputeModel::LayerPasses RooflineComputeModel::layerPasses(
   const bool splitDgradWgrad =
       p.tensorCore && !layer.params.empty() && p.backward.flops > 1.5 * p.forward.flops;
   p.backward.kernels = splitDgradWgrad ? 2 : 1;
+  if (bytes.backwardScale) {
+    p.backward.kernels = bytes.backwardKernels;
+    p.backward.bytes = bytes.backwardKernels > 0 ? rawBytes * *bytes.backwardScale : 0.0;
+    p.backward.flops = 0;  // casts and sums: bandwidth-bound
+  }
   if (!m_fit.empty()) {
     const std::string_view kernelClass = kernelClassOf(layer.type);
     bool forwardByFlops = false, backwardByFlops = false;
@@ -245,6 +275,7 @@ RooflineComputeModel::LayerPasses RooflineComputeModel::layerPasses(
 
 Nanos RooflineComputeModel::passTime(const Pass& pass, bool tensorCore, bool conv,
                                      const KernelFitTerm* fit, bool fitByFlops) const {
+  if (pass.kernels <= 0) return Nanos::zero();
   if (fit != nullptr) {
     if (pass.flops == 0 && pass.bytes == 0) return Nanos::zero();
     const double seconds =
@@ -257,17 +288,31 @@ Nanos RooflineComputeModel::passTime(const Pass& pass, bool tensorCore, bool con
 
 LayerTimes RooflineComputeModel::layerTime(const models::LayerSpec& layer,
                                            const models::ModelInputs& inputs) const {
-  const LayerPasses p = layerPasses(layer, inputs);
+  const LayerPasses p = layerPasses(layer, inputs, LayerBytes{m_zooBytesScale});
   return {passTime(p.forward, p.tensorCore, p.conv, p.fitForward, p.fitByFlops),
           passTime(p.backward, p.tensorCore, p.conv, p.fitBackward, p.fitByFlops)};
 }
 
 RooflineComputeModel::LayerExplained RooflineComputeModel::explainLayer(
     const models::LayerSpec& layer, const models::ModelInputs& inputs) const {
-  const LayerPasses p = layerPasses(layer, inputs);
+  return explain(layerPasses(layer, inputs, LayerBytes{m_zooBytesScale}));
+}
+
+std::vector<RooflineComputeModel::LayerExplained> RooflineComputeModel::explainLayers(
+    const models::ModelSpec& model, const models::ModelInputs& inputs) const {
+  const std::vector<LayerBytes> bytes = layerBytes(model);
+  std::vector<LayerExplained> out;
+  out.reserve(model.layers.size());
+  for (size_t i = 0; i < model.layers.size(); ++i) {
+    out.push_back(explain(layerPasses(model.layers[i], inputs, bytes[i])));
+  }
+  return out;
+}
+
+RooflineComputeModel::LayerExplained RooflineComputeModel::explain(const LayerPasses& p) const {
   auto explain = [&](const Pass& pass, const KernelFitTerm* fit) {
     KernelsExplained k;
-    if (pass.flops == 0 && pass.bytes == 0) return k;
+    if (pass.kernels <= 0 || (pass.flops == 0 && pass.bytes == 0)) return k;
     k.kernels = pass.kernels;
     k.flops = pass.flops;
     k.bytes = pass.bytes;
@@ -297,7 +342,12 @@ std::vector<LayerTimes> RooflineComputeModel::layerTimes(const models::ModelSpec
                                                          const models::ModelInputs& inputs) const {
   std::vector<LayerTimes> times;
   times.reserve(model.layers.size());
-  for (const models::LayerSpec& layer : model.layers) times.push_back(layerTime(layer, inputs));
+  const std::vector<LayerBytes> bytes = layerBytes(model);
+  for (size_t i = 0; i < model.layers.size(); ++i) {
+    const LayerPasses p = layerPasses(model.layers[i], inputs, bytes[i]);
+    times.push_back({passTime(p.forward, p.tensorCore, p.conv, p.fitForward, p.fitByFlops),
+                     passTime(p.backward, p.tensorCore, p.conv, p.fitBackward, p.fitByFlops)});
+  }
   return times;
 }
 
@@ -325,9 +375,10 @@ std::string defaultDtype(const DeviceSpec& device) {
 }
 
 StatusOr<std::unique_ptr<ComputeModel>> makeRooflineComputeModel(const DeviceSpec& device,
-                                                                 const std::string& dtype) {
+                                                                 const std::string& dtype,
+                                                                 bool autocast) {
   ASSIGN_OR_RETURN(std::unique_ptr<RooflineComputeModel> model,
-                   RooflineComputeModel::create(device, dtype));
+                   RooflineComputeModel::create(device, dtype, autocast));
   return std::unique_ptr<ComputeModel>(std::move(model));
 }
 

@@ -18,6 +18,15 @@
 //   GPU is never slower. At the knee a GEMM takes 20 µs; at K/100, 2 µs (10 % efficiency).
 //   Non-GEMM kernels have no falloff: they are bandwidth-bound anyway.
 // Bytes: the model zoo counts bytes at fp32; bf16/fp16 runs halve them (fp32/tf32 keep them).
+//   Under autocast (create's `autocast` at bf16/fp16: fp32 parameters, mixed activations) the
+//   memory-bound layers' bytes follow the dtypes autocast gives their inputs and output
+//   (autocastDtypes, autocastBytesScale): a LayerNorm reading and writing fp32 counts them at
+//   fp32, a residual Add of a half and an fp32 tensor into fp32 at 10 of 12; GEMM-like layers
+//   (matrix products, convolutions, attention) stay halved. An Add's backward is then what
+//   autograd runs for it (autocastAddBackward: the casts of its gradient to a half input, the
+//   sums of a residual connection's gradients), not 2× its forward. layerTimes() and
+//   explainLayers() see the model and count so; layerTime() and explainLayer() of a lone layer
+//   halve.
 // Layers: forward = one kernel (forwardFlops, forwardBytes). Backward takes
 //   layer.backwardFlopsAt() FLOPs and 2× the forward bytes; a GEMM layer with parameters whose
 //   backward is more than 1.5× its forward (input grad + weight grad) runs it as two kernels
@@ -51,6 +60,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -100,11 +110,13 @@ class RooflineComputeModel final : public ComputeModel {
   static constexpr double kOptimizerBytesPerParamByte = 5.0;
   static constexpr int64_t kGraphTraversalNsPerNode = 1000;
 
-  // dtype: "fp32", "tf32", "bf16", "fp16". Errors (InvalidArgument): an unknown dtype, a device
-  // without a positive peak for it or for fp32, non-positive bandwidth, efficiencies outside
-  // (0, 1], a negative launch overhead.
+  // dtype: "fp32", "tf32", "bf16", "fp16"; `autocast`: the run is under torch.autocast (used at
+  // bf16 and fp16 only). Errors (InvalidArgument): an unknown dtype, a device without a positive
+  // peak for it or for fp32, non-positive bandwidth, efficiencies outside (0, 1], a negative
+  // launch overhead.
   static StatusOr<std::unique_ptr<RooflineComputeModel>> create(const DeviceSpec& device,
-                                                                const std::string& dtype);
+                                                                const std::string& dtype,
+                                                                bool autocast = false);
 
   std::vector<LayerTimes> layerTimes(const models::ModelSpec& model,
                                      const models::ModelInputs& inputs) const override;
@@ -137,6 +149,18 @@ class RooflineComputeModel final : public ComputeModel {
   // The kernels behind layerTime(layer, inputs), what bounds them and their efficiency.
   LayerExplained explainLayer(const models::LayerSpec& layer,
                               const models::ModelInputs& inputs) const;
+  // The same for every layer of `model` (as layerTimes() counts their bytes).
+  std::vector<LayerExplained> explainLayers(const models::ModelSpec& model,
+                                            const models::ModelInputs& inputs) const;
+  // Per layer of `model`: its kernels' bytes against the model format's count (fp32).
+  struct LayerBytes {
+    double scale = 1;  // forward bytes over the format's; backward 2× forward unless below
+    // An Add under autocast: its backward's bytes over the format's forward count and its
+    // kernels (0: it runs none), autocastAddBackward.
+    std::optional<double> backwardScale;
+    int backwardKernels = 0;
+  };
+  std::vector<LayerBytes> layerBytes(const models::ModelSpec& model) const;
   // One kernel: `flops` FLOPs and `bytes` bytes as the kernel really moves them (already scaled
   // to the dtype), launch overhead included; zero when both are zero.
   // `conv`: a convolution's kernel (at fp32 on a TF32 GPU its tensor-core rate is TF32's).
@@ -150,6 +174,7 @@ class RooflineComputeModel final : public ComputeModel {
   double nonTensorFlopsPerS() const { return m_nonTensorFlopsPerS; }  // eff_c × min(.., fp32)
   double memoryBytesPerS() const { return m_memoryBytesPerS; }        // eff_m × bandwidth
   double zooBytesScale() const { return m_zooBytesScale; }            // 0.5 for bf16/fp16
+  bool autocast() const { return m_autocast; }  // bytes by autocast's dtypes (bf16/fp16 only)
 
  private:
   RooflineComputeModel() = default;
@@ -170,7 +195,10 @@ class RooflineComputeModel final : public ComputeModel {
     bool fitByFlops = false;
   };
   // The header comment's "Layers" rules: what layerTime() and explainLayer() both time.
-  LayerPasses layerPasses(const models::LayerSpec& layer, const models::ModelInputs& inputs) const;
+  // `bytes`: the format's bytes to the kernels' ({zooBytesScale}, or layerBytes()'s).
+  LayerPasses layerPasses(const models::LayerSpec& layer, const models::ModelInputs& inputs,
+                          const LayerBytes& bytes) const;
+  LayerExplained explain(const LayerPasses& p) const;
   Nanos passTime(const Pass& pass, bool tensorCore, bool conv, const KernelFitTerm* fit,
                  bool fitByFlops) const;
   // The fit's term for `kernelClass` and pass (0 forward, 1 backward), with the class's
@@ -189,6 +217,7 @@ class RooflineComputeModel final : public ComputeModel {
   double m_nonTensorFlopsPerS = 0;
   double m_memoryBytesPerS = 0;
   double m_zooBytesScale = 1;
+  bool m_autocast = false;
   double m_computeEfficiency = 1;  // eff_c: the rates above over the peaks
   double m_memoryEfficiency = 1;   // eff_m
   Nanos m_launchOverhead;

@@ -405,7 +405,8 @@ StatusOr<PlanResult> runPlan(const PlanSearch& request) {
     std::unique_ptr<ComputeModel> roofline;
     const ComputeModel* compute = request.compute;
     if (compute == nullptr) {
-      ASSIGN_OR_RETURN(roofline, makeRooflineComputeModel(cluster.device, timed.dtype));
+      ASSIGN_OR_RETURN(roofline,
+                       makeRooflineComputeModel(cluster.device, timed.dtype, timed.ddp.autocast));
       compute = roofline.get();
     }
     ASSIGN_OR_RETURN(out.timeline, gradientTimeline(model, timed, *compute));

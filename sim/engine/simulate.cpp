@@ -25,7 +25,8 @@ StatusOr<SimResult> simulate(const models::ModelSpec& model, const ClusterSpec& 
   }
   std::unique_ptr<ComputeModel> roofline;
   if (compute == nullptr) {
-    ASSIGN_OR_RETURN(roofline, makeRooflineComputeModel(cluster.device, resolved.dtype));
+    ASSIGN_OR_RETURN(
+        roofline, makeRooflineComputeModel(cluster.device, resolved.dtype, resolved.ddp.autocast));
     compute = roofline.get();
   }
   ASSIGN_OR_RETURN(std::unique_ptr<CommModel> comm, makeCommModel(cluster, layout));

@@ -351,7 +351,7 @@ ComputeScaleFit fitComputeScale(const std::vector<RunDeviceTimes>& runs, const D
     const models::ModelSpec& model = *runs[ri].run.model;
     // Against the roofline of the precision the run computed in (a bf16 run on a GPU against
     // the bf16 peak, not the fp32 one); an unknown or unsupported one falls back to fp32.
-    auto roofline = RooflineComputeModel::create(device, p.settings.dtype);
+    auto roofline = RooflineComputeModel::create(device, p.settings.dtype, p.settings.ddp.autocast);
     if (!roofline.isOk()) roofline = RooflineComputeModel::create(device, "fp32");
     if (!roofline.isOk()) continue;
     fit.dtypes.insert((*roofline)->dtype());
@@ -360,8 +360,9 @@ ComputeScaleFit fitComputeScale(const std::vector<RunDeviceTimes>& runs, const D
     // prediction is left out too.
     const std::optional<std::vector<DevicePass>>& kernels = runs[ri].kernels;
     const models::ModelInputs inputs = measuredInputs(p, model);
+    const std::vector<LayerTimes> roofs = (*roofline)->layerTimes(model, inputs);
     for (size_t l = 0; l < model.layers.size(); ++l) {
-      const LayerTimes roof = (*roofline)->layerTime(model.layers[l], inputs);
+      const LayerTimes& roof = roofs[l];
       LayerTimes m = runs[ri].measured->baseTimes()[l];
       for (int pass = 0; pass < 2; ++pass) {
         const Nanos predicted = pass == 0 ? roof.forward : roof.backward;
@@ -432,18 +433,19 @@ KernelFitCalibration fitKernelClasses(const std::vector<RunDeviceTimes>& runs,
     const models::ModelSpec& model = *run.run.model;
     if (!run.kernels) continue;
     const std::vector<DevicePass>& kernels = *run.kernels;
-    auto roofline = RooflineComputeModel::create(device, p.settings.dtype);
+    auto roofline = RooflineComputeModel::create(device, p.settings.dtype, p.settings.ddp.autocast);
     if (!roofline.isOk()) continue;
     dtypes.insert((*roofline)->dtype());
     if (!origins.empty()) origins += ", ";
     origins += p.origin;
     const models::ModelInputs inputs = measuredInputs(p, model);
     batches.insert(inputs.batch);
+    const auto explainedLayers = (*roofline)->explainLayers(model, inputs);
     for (size_t l = 0; l < model.layers.size(); ++l) {
       const models::LayerSpec& layer = model.layers[l];
       const std::string kernelClass(kernelClassOf(layer.type));
       const bool byFlops = timedByFlops(kernelClass);
-      const auto explained = (*roofline)->explainLayer(layer, inputs);
+      const auto& explained = explainedLayers[l];
       for (int pass = 0; pass < 2; ++pass) {
         const std::optional<Nanos> k = pass == 0 ? kernels[l].forward : kernels[l].backward;
         const auto& e = pass == 0 ? explained.forward : explained.backward;

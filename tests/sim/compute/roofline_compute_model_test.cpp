@@ -518,3 +518,67 @@ TEST(RooflineComputeModelTest, ZooResnet50OnA100IsPlausible) {
 
 }  // namespace
 }  // namespace ddpscope::sim
+
+namespace ddpscope::sim {
+namespace {
+
+// Under autocast a memory-bound layer's bytes follow the dtypes autocast gives its tensors
+// (autocastDtypes): bert-base's LayerNorms read and write fp32 (twice the halved count), a
+// residual Add reads a half and an fp32 tensor into fp32 (10 of 12 bytes), its backward is the
+// cast of the half input's gradient and the sums of its shared input's gradients; the matrix
+// products and GELU stay halved. At fp32 the flag changes nothing.
+TEST(RooflineComputeModelTest, UnderAutocastMemoryBoundLayersCountTheDtypesAutocastGives) {
+  auto bert = models::loadZooModel("bert-base");
+  ASSERT_OK(bert);
+  const models::ModelInputs inputs{8, 128, 0};
+  auto plainModel = RooflineComputeModel::create(testDevice(), "bf16");
+  auto ampModel = RooflineComputeModel::create(testDevice(), "bf16", /*autocast=*/true);
+  ASSERT_OK(plainModel);
+  ASSERT_OK(ampModel);
+  EXPECT_FALSE((*plainModel)->autocast());
+  EXPECT_TRUE((*ampModel)->autocast());
+  const auto plain = (*plainModel)->explainLayers(*bert, inputs);
+  const auto amp = (*ampModel)->explainLayers(*bert, inputs);
+  auto at = [&](const std::vector<RooflineComputeModel::LayerExplained>& v, const char* name) {
+    const int i = bert->findLayer(name);
+    EXPECT_GE(i, 0) << name;
+    return v[static_cast<size_t>(i)];
+  };
+  const char* norm = "embeddings.LayerNorm";
+  EXPECT_DOUBLE_EQ(at(amp, norm).forward.bytes, 2 * at(plain, norm).forward.bytes);
+  EXPECT_DOUBLE_EQ(at(amp, norm).backward.bytes, 2 * at(plain, norm).backward.bytes);
+  for (const char* same : {"encoder.layer.0.attention.self.query",
+                           "encoder.layer.0.intermediate.intermediate_act_fn"}) {
+    EXPECT_DOUBLE_EQ(at(amp, same).forward.bytes, at(plain, same).forward.bytes) << same;
+    EXPECT_EQ(at(amp, same).backward.time, at(plain, same).backward.time) << same;
+  }
+  const char* add = "encoder.layer.0.attention.output.add";
+  EXPECT_DOUBLE_EQ(at(amp, add).forward.bytes, at(plain, add).forward.bytes * 10 / 6);
+  // halved, the backward was 2 × 6 bytes an element; now the cast (6) and three sums (3 × 12)
+  EXPECT_EQ(at(plain, add).backward.kernels, 1);
+  EXPECT_EQ(at(amp, add).backward.kernels, 4);
+  EXPECT_DOUBLE_EQ(at(amp, add).backward.bytes, at(plain, add).backward.bytes * 42 / 12);
+  EXPECT_EQ(at(amp, add).backward.flops, 0);
+  // the embeddings' fp32 sum: nothing to cast, nothing shared — no backward kernel
+  EXPECT_EQ(at(amp, "embeddings.add").backward.kernels, 0);
+  EXPECT_EQ(at(amp, "embeddings.add").backward.time, Nanos::zero());
+  // layerTimes() times the layers as explainLayers() explains them
+  const std::vector<LayerTimes> times = (*ampModel)->layerTimes(*bert, inputs);
+  ASSERT_EQ(times.size(), amp.size());
+  for (size_t i = 0; i < times.size(); ++i) {
+    EXPECT_EQ(times[i].forward, amp[i].forward.time) << bert->layers[i].name;
+    EXPECT_EQ(times[i].backward, amp[i].backward.time) << bert->layers[i].name;
+  }
+  // fp32: no half dtype to mix; autocast leaves the count alone
+  auto fp32 = RooflineComputeModel::create(testDevice(), "fp32", /*autocast=*/true);
+  ASSERT_OK(fp32);
+  EXPECT_FALSE((*fp32)->autocast());
+  const auto fp32Times = (*fp32)->layerTimes(*bert, inputs);
+  const auto fp32Plain = makeModel("fp32")->layerTimes(*bert, inputs);
+  for (size_t i = 0; i < fp32Times.size(); ++i) {
+    EXPECT_EQ(fp32Times[i].backward, fp32Plain[i].backward) << bert->layers[i].name;
+  }
+}
+
+}  // namespace
+}  // namespace ddpscope::sim

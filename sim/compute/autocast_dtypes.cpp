@@ -1,0 +1,95 @@
+#include "sim/compute/autocast_dtypes.h"
+
+#include <string>
+
+namespace ddpscope::sim {
+
+std::vector<LayerDtypes> autocastDtypes(const models::ModelSpec& model) {
+  using enum ActivationDtype;
+  std::vector<LayerDtypes> out(model.layers.size());
+  for (size_t i = 0; i < model.layers.size(); ++i) {
+    const models::LayerSpec& layer = model.layers[i];
+    LayerDtypes& d = out[i];
+    if (layer.inputs.empty()) {
+      d.inputs.push_back(i == 0 ? kFp32 : out[i - 1].output);
+    } else {
+      for (const std::string& name : layer.inputs) {
+        const int p = name == models::kModelInputName ? -1 : model.findLayer(name);
+        d.inputs.push_back(p >= 0 && p < static_cast<int>(i) ? out[p].output : kFp32);
+      }
+    }
+    const std::string& t = layer.type;
+    if (t == "Linear" || t == "Conv1D" || t == "Conv2d" || t == "AttentionCore") {
+      d.output = kHalf;
+    } else if (t == "LayerNorm" || t == "RMSNorm" || t == "Embedding" || t == "RotaryEmbedding" ||
+               t == "ClassToken" || t == "AddParameter") {
+      d.output = kFp32;
+    } else if (t == "Add") {
+      d.output = kHalf;
+      for (ActivationDtype x : d.inputs) {
+        if (x == kFp32) d.output = kFp32;
+      }
+    } else {
+      d.output = d.inputs.front();
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// The layers whose output layer `i` reads: its named inputs, else the previous layer (-1: the
+// model's input).
+std::vector<int> producersOf(const models::ModelSpec& model, size_t i) {
+  const models::LayerSpec& layer = model.layers[i];
+  if (layer.inputs.empty()) return {static_cast<int>(i) - 1};
+  std::vector<int> out;
+  for (const std::string& name : layer.inputs) {
+    const int p = name == models::kModelInputName ? -1 : model.findLayer(name);
+    out.push_back(p >= 0 && p < static_cast<int>(i) ? p : -1);
+  }
+  return out;
+}
+
+double elementBytes(ActivationDtype d) {
+  return d == ActivationDtype::kFp32 ? 4.0 : 2.0;
+}
+
+}  // namespace
+
+std::vector<AddBackward> autocastAddBackward(const models::ModelSpec& model,
+                                             const std::vector<LayerDtypes>& dtypes) {
+  std::vector<int> readers(model.layers.size(), 0);
+  for (size_t i = 0; i < model.layers.size(); ++i) {
+    for (int p : producersOf(model, i)) {
+      if (p >= 0) ++readers[p];
+    }
+  }
+  std::vector<AddBackward> out(model.layers.size());
+  for (size_t i = 0; i < model.layers.size(); ++i) {
+    if (model.layers[i].type != "Add") continue;
+    const std::vector<int> producers = producersOf(model, i);
+    AddBackward& a = out[i];
+    for (size_t k = 0; k < producers.size() && k < dtypes[i].inputs.size(); ++k) {
+      const ActivationDtype in = dtypes[i].inputs[k];
+      if (in != dtypes[i].output) {
+        a.bytesPerElement += elementBytes(dtypes[i].output) + elementBytes(in);
+        ++a.kernels;
+      }
+      if (producers[k] >= 0 && readers[producers[k]] > 1) {
+        const int sums = readers[producers[k]] - 1;
+        a.bytesPerElement += 3 * elementBytes(in) * sums;
+        a.kernels += sums;
+      }
+    }
+  }
+  return out;
+}
+
+double autocastBytesScale(const LayerDtypes& dtypes) {
+  double sum = elementBytes(dtypes.output);
+  for (ActivationDtype d : dtypes.inputs) sum += elementBytes(d);
+  return sum / (4.0 * static_cast<double>(dtypes.inputs.size() + 1));
+}
+
+}  // namespace ddpscope::sim
