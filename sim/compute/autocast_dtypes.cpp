@@ -4,38 +4,6 @@
 
 namespace ddpscope::sim {
 
-std::vector<LayerDtypes> autocastDtypes(const models::ModelSpec& model) {
-  using enum ActivationDtype;
-  std::vector<LayerDtypes> out(model.layers.size());
-  for (size_t i = 0; i < model.layers.size(); ++i) {
-    const models::LayerSpec& layer = model.layers[i];
-    LayerDtypes& d = out[i];
-    if (layer.inputs.empty()) {
-      d.inputs.push_back(i == 0 ? kFp32 : out[i - 1].output);
-    } else {
-      for (const std::string& name : layer.inputs) {
-        const int p = name == models::kModelInputName ? -1 : model.findLayer(name);
-        d.inputs.push_back(p >= 0 && p < static_cast<int>(i) ? out[p].output : kFp32);
-      }
-    }
-    const std::string& t = layer.type;
-    if (t == "Linear" || t == "Conv1D" || t == "Conv2d" || t == "AttentionCore") {
-      d.output = kHalf;
-    } else if (t == "LayerNorm" || t == "RMSNorm" || t == "Embedding" || t == "RotaryEmbedding" ||
-               t == "ClassToken" || t == "AddParameter") {
-      d.output = kFp32;
-    } else if (t == "Add") {
-      d.output = kHalf;
-      for (ActivationDtype x : d.inputs) {
-        if (x == kFp32) d.output = kFp32;
-      }
-    } else {
-      d.output = d.inputs.front();
-    }
-  }
-  return out;
-}
-
 namespace {
 
 // The layers whose output layer `i` reads: its named inputs, else the previous layer (-1: the
@@ -56,6 +24,31 @@ double elementBytes(ActivationDtype d) {
 }
 
 }  // namespace
+
+std::vector<LayerDtypes> autocastDtypes(const models::ModelSpec& model) {
+  using enum ActivationDtype;
+  std::vector<LayerDtypes> out(model.layers.size());
+  for (size_t i = 0; i < model.layers.size(); ++i) {
+    const models::LayerSpec& layer = model.layers[i];
+    LayerDtypes& d = out[i];
+    for (int p : producersOf(model, i)) d.inputs.push_back(p >= 0 ? out[p].output : kFp32);
+    const std::string& t = layer.type;
+    if (t == "Linear" || t == "Conv1D" || t == "Conv2d" || t == "AttentionCore") {
+      d.output = kHalf;
+    } else if (t == "LayerNorm" || t == "RMSNorm" || t == "Embedding" || t == "RotaryEmbedding" ||
+               t == "ClassToken" || t == "AddParameter") {
+      d.output = kFp32;
+    } else if (t == "Add") {
+      d.output = kHalf;
+      for (ActivationDtype x : d.inputs) {
+        if (x == kFp32) d.output = kFp32;
+      }
+    } else {
+      d.output = d.inputs.front();
+    }
+  }
+  return out;
+}
 
 std::vector<AddBackward> autocastAddBackward(const models::ModelSpec& model,
                                              const std::vector<LayerDtypes>& dtypes) {
