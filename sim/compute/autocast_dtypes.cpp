@@ -1,23 +1,12 @@
 #include "sim/compute/autocast_dtypes.h"
 
 #include <string>
+#include <string_view>
+#include <unordered_map>
 
 namespace ddpscope::sim {
 
 namespace {
-
-// The layers whose output layer `i` reads: its named inputs, else the previous layer (-1: the
-// model's input).
-std::vector<int> producersOf(const models::ModelSpec& model, size_t i) {
-  const models::LayerSpec& layer = model.layers[i];
-  if (layer.inputs.empty()) return {static_cast<int>(i) - 1};
-  std::vector<int> out;
-  for (const std::string& name : layer.inputs) {
-    const int p = name == models::kModelInputName ? -1 : model.findLayer(name);
-    out.push_back(p >= 0 && p < static_cast<int>(i) ? p : -1);
-  }
-  return out;
-}
 
 double elementBytes(ActivationDtype d) {
   return d == ActivationDtype::kFp32 ? 4.0 : 2.0;
@@ -25,13 +14,32 @@ double elementBytes(ActivationDtype d) {
 
 }  // namespace
 
+std::vector<std::vector<int>> layerProducers(const models::ModelSpec& model) {
+  std::unordered_map<std::string_view, int> index;
+  std::vector<std::vector<int>> out(model.layers.size());
+  for (size_t i = 0; i < model.layers.size(); ++i) {
+    const models::LayerSpec& layer = model.layers[i];
+    if (layer.inputs.empty()) {
+      out[i].push_back(static_cast<int>(i) - 1);
+    } else {
+      for (const std::string& name : layer.inputs) {
+        const auto it = index.find(name);  // earlier layers only; the first of a repeated name
+        out[i].push_back(it == index.end() ? -1 : it->second);
+      }
+    }
+    index.emplace(layer.name, static_cast<int>(i));
+  }
+  return out;
+}
+
 std::vector<LayerDtypes> autocastDtypes(const models::ModelSpec& model) {
   using enum ActivationDtype;
+  const std::vector<std::vector<int>> producers = layerProducers(model);
   std::vector<LayerDtypes> out(model.layers.size());
   for (size_t i = 0; i < model.layers.size(); ++i) {
     const models::LayerSpec& layer = model.layers[i];
     LayerDtypes& d = out[i];
-    for (int p : producersOf(model, i)) d.inputs.push_back(p >= 0 ? out[p].output : kFp32);
+    for (int p : producers[i]) d.inputs.push_back(p >= 0 ? out[p].output : kFp32);
     const std::string& t = layer.type;
     if (t == "Linear" || t == "Conv1D" || t == "Conv2d" || t == "AttentionCore") {
       d.output = kHalf;
@@ -52,16 +60,17 @@ std::vector<LayerDtypes> autocastDtypes(const models::ModelSpec& model) {
 
 std::vector<AddBackward> autocastAddBackward(const models::ModelSpec& model,
                                              const std::vector<LayerDtypes>& dtypes) {
+  const std::vector<std::vector<int>> producersAll = layerProducers(model);
   std::vector<int> readers(model.layers.size(), 0);
-  for (size_t i = 0; i < model.layers.size(); ++i) {
-    for (int p : producersOf(model, i)) {
+  for (const std::vector<int>& producers : producersAll) {
+    for (int p : producers) {
       if (p >= 0) ++readers[p];
     }
   }
   std::vector<AddBackward> out(model.layers.size());
   for (size_t i = 0; i < model.layers.size(); ++i) {
     if (model.layers[i].type != "Add") continue;
-    const std::vector<int> producers = producersOf(model, i);
+    const std::vector<int>& producers = producersAll[i];
     AddBackward& a = out[i];
     for (size_t k = 0; k < producers.size() && k < dtypes[i].inputs.size(); ++k) {
       const ActivationDtype in = dtypes[i].inputs[k];

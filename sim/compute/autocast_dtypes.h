@@ -23,6 +23,10 @@ struct LayerDtypes {
   ActivationDtype output = ActivationDtype::kHalf;
 };
 
+// Per layer of `model`, the layers whose outputs it reads: its named inputs, else the previous
+// layer; -1 for the model's input (or a name that is no earlier layer). One pass over the model.
+std::vector<std::vector<int>> layerProducers(const models::ModelSpec& model);
+
 // Per layer of `model`, in its order.
 std::vector<LayerDtypes> autocastDtypes(const models::ModelSpec& model);
 

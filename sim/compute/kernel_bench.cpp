@@ -323,6 +323,7 @@ std::vector<std::vector<BenchOp>> benchOpsOfLayers(const models::ModelSpec& mode
   std::vector<std::vector<int>> readers(model.layers.size());  // per layer, who reads its output
   std::vector<double> inputNumel(model.layers.size(), 0);      // per layer, what it reads
   const std::vector<LayerDtypes> dtypes = autocastDtypes(model);
+  const std::vector<std::vector<int>> producersOf = layerProducers(model);
   std::vector<double> channels(model.layers.size(), -1);
   const double batch = static_cast<double>(inputs.batch);
   for (size_t i = 0; i < model.layers.size(); ++i) {
@@ -331,26 +332,13 @@ std::vector<std::vector<BenchOp>> benchOpsOfLayers(const models::ModelSpec& mode
     const std::vector<ActivationDtype>& in = dtypes[i].inputs;
     std::vector<int> producers;
     double inChannels = -1;
-    bool onInput = false;  // reads the model's input (which needs no gradient)
-    auto producer = [&](int p) {
+    // reads the model's input (which needs no gradient)
+    bool onInput = layer.inputs.empty() && i == 0;
+    for (const std::string& name : layer.inputs) onInput |= name == models::kModelInputName;
+    for (int p : producersOf[i]) {
+      if (p < 0) continue;
       producers.push_back(p);
       if (channels[p] > 0) inChannels = channels[p];
-    };
-    if (layer.inputs.empty()) {
-      if (i == 0) {
-        onInput = true;
-      } else {
-        producer(static_cast<int>(i) - 1);
-      }
-    } else {
-      for (const std::string& name : layer.inputs) {
-        const int p = name == models::kModelInputName ? -1 : model.findLayer(name);
-        if (p >= 0 && p < static_cast<int>(i)) {
-          producer(p);
-        } else {
-          onInput = onInput || name == models::kModelInputName;
-        }
-      }
     }
     const ActivationDtype first = in.front();
     const std::string& t = layer.type;

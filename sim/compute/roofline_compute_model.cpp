@@ -288,7 +288,10 @@ Nanos RooflineComputeModel::passTime(const Pass& pass, bool tensorCore, bool con
 
 LayerTimes RooflineComputeModel::layerTime(const models::LayerSpec& layer,
                                            const models::ModelInputs& inputs) const {
-  const LayerPasses p = layerPasses(layer, inputs, LayerBytes{m_zooBytesScale});
+  return timesOf(layerPasses(layer, inputs, LayerBytes{m_zooBytesScale}));
+}
+
+LayerTimes RooflineComputeModel::timesOf(const LayerPasses& p) const {
   return {passTime(p.forward, p.tensorCore, p.conv, p.fitForward, p.fitByFlops),
           passTime(p.backward, p.tensorCore, p.conv, p.fitBackward, p.fitByFlops)};
 }
@@ -344,9 +347,7 @@ std::vector<LayerTimes> RooflineComputeModel::layerTimes(const models::ModelSpec
   times.reserve(model.layers.size());
   const std::vector<LayerBytes> bytes = layerBytes(model);
   for (size_t i = 0; i < model.layers.size(); ++i) {
-    const LayerPasses p = layerPasses(model.layers[i], inputs, bytes[i]);
-    times.push_back({passTime(p.forward, p.tensorCore, p.conv, p.fitForward, p.fitByFlops),
-                     passTime(p.backward, p.tensorCore, p.conv, p.fitBackward, p.fitByFlops)});
+    times.push_back(timesOf(layerPasses(model.layers[i], inputs, bytes[i])));
   }
   return times;
 }

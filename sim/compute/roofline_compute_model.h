@@ -199,6 +199,7 @@ class RooflineComputeModel final : public ComputeModel {
   LayerPasses layerPasses(const models::LayerSpec& layer, const models::ModelInputs& inputs,
                           const LayerBytes& bytes) const;
   LayerExplained explain(const LayerPasses& p) const;
+  LayerTimes timesOf(const LayerPasses& p) const;  // both passes' passTime
   Nanos passTime(const Pass& pass, bool tensorCore, bool conv, const KernelFitTerm* fit,
                  bool fitByFlops) const;
   // The fit's term for `kernelClass` and pass (0 forward, 1 backward), with the class's
