@@ -25,8 +25,9 @@ per-layer times equal the fit's formula (the C++ and this script read the fit th
 
   --transfer-to  another cluster file of the same GPU architecture: --write writes it the fit
               carried over through the devices' specs (a FLOP-timed class keeps its fraction of
-              the dtype's peak, a byte-timed one its fraction of the memory bandwidth, floors as
-              measured: the simulator's transferKernelFit), --check checks it
+              the dtype's peak, a byte-timed one its fraction of the memory bandwidth, PyTorch's
+              own bf16 BatchNorm kernels go by the SM count, floors as measured: the simulator's
+              transferKernelFit), --check checks it
   --write     write the fit into the cluster file's device.kernel_fit
   --check     exit 1 unless the cluster file's device.kernel_fit equals the fit of the traces
               (and the --markdown file equals the table, instead of writing it)
@@ -354,8 +355,13 @@ def transfer(kernel_fit, source_device, target_device, source_name):
                  "carries over within one architecture only")
     flop_scale = target_device["peak_tflops"][dtype] / source_device["peak_tflops"][dtype]
     byte_scale = target_device["memory_GBps"] / source_device["memory_GBps"]
+    # PyTorch's own BatchNorm kernels (bf16: one block per channel) by the SM count, within the
+    # architecture (transferKernelFit's rule).
+    sm_scale = target_device["sm_count"] / source_device["sm_count"]
+    own_batchnorm = dtype == "bf16" and "batchnorm" in kernel_fit
     out = {"dtype": dtype,
-           "source": f"{source_name}'s fit carried over through peak and memory bandwidth "
+           "source": f"{source_name}'s fit carried over through peak and memory bandwidth"
+                     f"{', batchnorm by the SM count' if own_batchnorm else ''} "
                      f"(scripts/fit_kernels.py --transfer-to; not measured on this GPU)"}
     for cls, passes in kernel_fit.items():
         if cls in ("dtype", "source"):
@@ -366,8 +372,9 @@ def transfer(kernel_fit, source_device, target_device, source_name):
                 out[cls][phase] = {"floor_us": term["floor_us"],
                                    "tflops": float(f"{term['tflops'] * flop_scale:.5g}")}
             else:
+                scale = sm_scale if cls == "batchnorm" and own_batchnorm else byte_scale
                 out[cls][phase] = {"floor_us": term["floor_us"],
-                                   "GBps": float(f"{term['GBps'] * byte_scale:.5g}")}
+                                   "GBps": float(f"{term['GBps'] * scale:.5g}")}
     return out
 
 

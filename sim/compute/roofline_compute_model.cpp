@@ -98,12 +98,22 @@ StatusOr<KernelFit> transferKernelFit(const DeviceSpec& from, const DeviceSpec& 
   out.dtype = dtype;
   out.source = "transferred from " + from.name + " through peak[dtype] and memory bandwidth (" +
                fit.source + ")";
+  // PyTorch's own BatchNorm kernels on both sides, within one architecture: by the SM count.
+  const bool ownBatchNormBySms = !batchNormRunsCudnn(fit.dtype) && !batchNormRunsCudnn(dtype) &&
+                                 from.arch == to.arch && from.smCount > 0 && to.smCount > 0;
   for (auto& [kernelClass, passes] : out.classes) {
-    const double scale =
-        timedByFlops(kernelClass) ? toPeak / fromPeak : to.memoryGBps / from.memoryGBps;
+    const double scale = timedByFlops(kernelClass) ? toPeak / fromPeak
+                         : kernelClass == "batchnorm" && ownBatchNormBySms
+                             ? static_cast<double>(to.smCount) / from.smCount
+                             : to.memoryGBps / from.memoryGBps;
     for (auto& term : passes) {
       if (term) term->rate *= scale;
     }
+  }
+  if (ownBatchNormBySms && out.classes.count("batchnorm") > 0) {
+    out.source +=
+        "; batchnorm: by the SM count (PyTorch's own kernels, one block per channel, "
+        "are not bound by the memory bandwidth)";
   }
   if (batchNormRunsCudnn(fit.dtype) != batchNormRunsCudnn(dtype)) {
     out.classes.erase("batchnorm");

@@ -91,7 +91,11 @@ std::string_view kernelClassOf(std::string_view layerType);
 // A kernel fit measured on `from` (its device.kernel_fit) re-expressed for `to` at `dtype`
 // through the devices' specs (cross-GPU): a FLOP-timed class keeps its fraction of the peak
 // (rate × peak_to[dtype] / peak_from[the fit's dtype]), a byte-timed one its fraction of the
-// memory bandwidth; floors stay as measured. Only between tensor-core dtypes (tf32, bf16, fp16):
+// memory bandwidth; floors stay as measured. The batchnorm class at bf16 on both sides (PyTorch's
+// own kernels: one block per channel, so a few wide channels leave SMs idle and the bandwidth
+// does not set their time — the H100 and H200 traces take 7.26 and 7.07 ms per step in them at
+// 3.35 and 4.8 TB/s) between GPUs of one architecture goes by the SM count instead (across
+// architectures by the bandwidth, unmeasured). Only between tensor-core dtypes (tf32, bf16, fp16):
 // an fp32 run uses CUDA cores, whose efficiency a tensor-core fit says nothing about, and the
 // reverse. The batchnorm class is the exception where the two dtypes run other kernels
 // (batchNormRunsCudnn differs: PyTorch's own at bf16, cuDNN's at tf32 and fp16): the measured

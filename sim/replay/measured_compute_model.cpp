@@ -188,6 +188,10 @@ namespace {
 bool isCudnnBatchNorm(std::string_view type) {
   return type == "BatchNorm2d" || type == "BatchNorm3d";
 }
+// A BatchNorm layer PyTorch computes with its own kernels at `dtype`.
+bool runsOwnBatchNorm(std::string_view type, const std::string& dtype) {
+  return isBatchNormType(type) && !(isCudnnBatchNorm(type) && batchNormRunsCudnn(dtype));
+}
 }  // namespace
 
 StatusOr<std::unique_ptr<KernelCarry>> KernelCarry::create(
@@ -237,10 +241,21 @@ StatusOr<std::unique_ptr<KernelCarry>> KernelCarry::create(
   ASSIGN_OR_RETURN(carry->m_to, side(to, toDtype));
   carry->m_memoryTimeRatio =
       (from.memoryGBps * from.memoryEfficiency) / (to.memoryGBps * to.memoryEfficiency);
+  carry->m_fromDtype = fromDtype;
+  carry->m_toDtype = toDtype;
+  if (!sameGpu && from.arch == to.arch && from.smCount > 0 && to.smCount > 0) {
+    carry->m_ownBatchNormSmRatio = static_cast<double>(from.smCount) / to.smCount;
+  }
   carry->m_describe = "kernels measured on " + traced->describe() +
                       (sameGpu ? std::string() : " (the built-in " + from.name + ")") + " at " +
                       fromDtype + ", carried to " + to.name + " at " + toDtype +
                       " by each layer's roofline ratio (peak FLOP rate, memory bandwidth)";
+  if (carry->m_ownBatchNormSmRatio > 0 && !batchNormRunsCudnn(fromDtype) &&
+      !batchNormRunsCudnn(toDtype)) {
+    carry->m_describe += "; BatchNorm layers (PyTorch's own kernels, one block per channel) by " +
+                         from.name + "'s roofline at the two inputs and the SM counts (" +
+                         std::to_string(from.smCount) + " / " + std::to_string(to.smCount) + ")";
+  }
   if (batchNormRunsCudnn(fromDtype) != batchNormRunsCudnn(toDtype)) {
     const std::string kernels = " (PyTorch runs cuDNN's BatchNorm kernels at " +
                                 (batchNormRunsCudnn(fromDtype) ? fromDtype : toDtype) +
@@ -288,6 +303,12 @@ std::pair<double, double> KernelCarry::ratio(const models::LayerSpec& layer,
                                              const models::ModelInputs& measured,
                                              const models::ModelInputs& inputs) const {
   const LayerTimes then = m_from.time(layer, measured);
+  if (m_ownBatchNormSmRatio > 0 && runsOwnBatchNorm(layer.type, m_fromDtype) &&
+      runsOwnBatchNorm(layer.type, m_toDtype)) {
+    const LayerTimes there = m_from.time(layer, inputs);
+    return {timeRatio(there.forward, then.forward) * m_ownBatchNormSmRatio,
+            timeRatio(there.backward, then.backward) * m_ownBatchNormSmRatio};
+  }
   const LayerTimes now = m_to.time(layer, inputs);
   return {timeRatio(now.forward, then.forward), timeRatio(now.backward, then.backward)};
 }

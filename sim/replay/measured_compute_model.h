@@ -93,6 +93,11 @@ bool isTracedGpu(const traces::TracedGpu& gpu, const DeviceSpec& device);
 // to cuDNN's kernels, which stream at the memory bandwidth, by the simulated GPU's roofline; to
 // PyTorch's own, by a kernel benchmark of the simulated GPU's architecture at that precision when
 // one is given (`bench`), else by the ratio, which describe() then says does not hold for it.
+// Where both precisions run PyTorch's own BatchNorm kernels (one block per channel, so a few wide
+// channels leave SMs idle: the H100 and H200 traces take 7.26 and 7.07 ms per step in them at
+// 3.35 and 4.8 TB/s) and the two GPUs share an architecture, such a layer is carried by the SM
+// count instead of the bandwidth: the ratio of the traced GPU's own roofline at the two inputs
+// times the SM counts' (across architectures the roofline ratio, unmeasured).
 class KernelCarry {
  public:
   // nullptr when nothing is carried: the trace does not say its GPU (a CPU trace, an import
@@ -103,7 +108,9 @@ class KernelCarry {
       const std::optional<traces::TracedGpu>& traced, const std::string& runDtype,
       const DeviceSpec& to, const std::string& dtype, const std::string& origin,
       std::shared_ptr<const KernelBench> bench = nullptr);
-  // roofline_to(layer, inputs) / roofline_from(layer, measured), per pass (1 where either is 0).
+  // roofline_to(layer, inputs) / roofline_from(layer, measured), per pass (1 where either is 0);
+  // PyTorch's own BatchNorm kernels within an architecture: roofline_from(layer, inputs) /
+  // roofline_from(layer, measured) × SMs_from / SMs_to.
   std::pair<double, double> ratio(const models::LayerSpec& layer,
                                   const models::ModelInputs& measured,
                                   const models::ModelInputs& inputs) const;
@@ -128,7 +135,11 @@ class KernelCarry {
   Side m_from, m_to;
   std::string m_describe;
   double m_memoryTimeRatio = 1;
-  bool m_batchNormByRoofline = false;          // switched to cuDNN's BatchNorm kernels
+  bool m_batchNormByRoofline = false;  // switched to cuDNN's BatchNorm kernels
+  // SMs_from / SMs_to where PyTorch's own BatchNorm kernels run on both sides of one
+  // architecture (0: such layers go by the roofline ratio).
+  double m_ownBatchNormSmRatio = 0;
+  std::string m_fromDtype, m_toDtype;
   std::unique_ptr<BenchComputeModel> m_bench;  // switched to PyTorch's own, with a benchmark
 };
 

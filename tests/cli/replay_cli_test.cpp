@@ -980,6 +980,9 @@ TEST(ReplayCliTest, KernelsCarriedBetweenTheH100AndTheH200) {
       const double sum = carried.first + carried.second;
       const double truth = measured.first + measured.second;
       EXPECT_LT(std::abs(sum / truth - 1), 0.20) << from << " -> " << to;
+      // PyTorch's own BatchNorm kernels (bf16) go by the SM count between the two Hoppers, not
+      // by their bandwidths: by those resnet50 carried -13.1 % and +16.9 %.
+      if (model == "resnet50") EXPECT_LT(std::abs(sum / truth - 1), 0.05) << from << " -> " << to;
       char line[320];
       std::snprintf(
           line, sizeof(line),

@@ -213,12 +213,29 @@ TEST(RooflineComputeModelTest, KernelFitTransferredToCudnnsBatchNormTakesTheRoof
   EXPECT_TRUE(
       model->explainLayer(makeLayer("LayerNorm", 1e6, 2e9, {0, 1}), kNoInputs).forward.fitted);
   // Between two precisions with the same BatchNorm kernels (bf16 to bf16) the fit's rate is
-  // carried by the bandwidths.
+  // carried by the bandwidths where the SM counts are not known...
   auto bf16 = transferKernelFit(fitted, other, "bf16");
   ASSERT_OK(bf16);
   EXPECT_DOUBLE_EQ(bf16->classes.at("batchnorm")[0]->rate, 800);
   EXPECT_DOUBLE_EQ(bf16->classes.at("batchnorm")[0]->floorUs, 12);
   EXPECT_EQ(bf16->source.find("batchnorm:"), std::string::npos);
+  // ... and by the SM count within one architecture (PyTorch's own kernels, one block per
+  // channel: the H100 and H200 take the same time in them at 3.35 and 4.8 TB/s), where the
+  // other byte-timed classes still go by the bandwidth.
+  fitted.smCount = 100;
+  other.smCount = 80;
+  auto bySms = transferKernelFit(fitted, other, "bf16");
+  ASSERT_OK(bySms);
+  EXPECT_DOUBLE_EQ(bySms->classes.at("batchnorm")[0]->rate, 320);
+  EXPECT_DOUBLE_EQ(bySms->classes.at("batchnorm")[1]->rate, 400);
+  EXPECT_DOUBLE_EQ(bySms->classes.at("batchnorm")[0]->floorUs, 12);
+  EXPECT_DOUBLE_EQ(bySms->classes.at("norm")[0]->rate, 2000);
+  EXPECT_NE(bySms->source.find("batchnorm: by the SM count"), std::string::npos);
+  // Across architectures nothing measured says how their SMs compare: the bandwidth again.
+  other.arch = GpuArch::kHopper;
+  auto acrossArch = transferKernelFit(fitted, other, "bf16");
+  ASSERT_OK(acrossArch);
+  EXPECT_DOUBLE_EQ(acrossArch->classes.at("batchnorm")[0]->rate, 800);
 }
 
 // hgx-h200's fit is dgx-h100's carried over by scripts/fit_kernels.py --transfer-to: the same
