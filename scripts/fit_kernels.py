@@ -17,6 +17,14 @@ attention, floor_us + bytes / (GBps x 1e9) for the rest, by least squares on the
 over the modules whose layers are all of that class, both terms non-negative (else the rate alone).
 A class and pass with fewer than MIN_SAMPLES modules is not fitted (the simulator falls back).
 
+Gradient sums: where a tensor has several readers, autograd adds their gradients in the backward
+node of the reader that delivers the second (analyze.py GRADIENT_SUM_KERNEL); the simulator
+charges those sums to the Add layer whose input the shared tensor is (autocastAddBackward) and
+times them as elementwise kernels. So every module's measured backward here is without them
+(bert-base: 48 sums, 1.08 ms per step, in its query, key, value and intermediate Linears), else
+the reader's class would learn them and the step count them twice. The exception is an
+embedding's: the sum of a tied weight's two gradients (gpt2-small's wte), which no layer charges.
+
 Evaluation, through the product: the cluster file with the fit (in-sample: fitted on every model)
 and with a fit on all models but one (held out: predicting the one left out), each run by
 `ddpscope simulate --cluster FILE`; per model and pass the median absolute per-module error and
@@ -281,12 +289,13 @@ def main():
         roofline = cluster_with(base, None, tmp, "roofline")
         sims = {m: analyze.simulated_layers(args.ddpscope, m, job, roofline)[0]
                 for m, job, _x in runs}
-        measured = {m: x for m, _j, x in runs}
+        measured = {m: analyze.own_kernels(x, sims[m]) for m, _j, x in runs}
         groups = {m: analyze.layer_groups(measured[m], sims[m]) for m in models}
         full = fit(groups, models, dtype, source)
         report = {"source": source, "min_samples": MIN_SAMPLES, "kernel_fit": full, "models": {}}
         in_sample = cluster_with(base, full, tmp, "in-sample")
-        for m, job, x in runs:
+        for m, job, _x in runs:
+            x = measured[m]
             held = fit(groups, [o for o in models if o != m], dtype, source)
             held_path = cluster_with(base, held, tmp, "held-out-" + m)
             fitted, _ = analyze.simulated_layers(args.ddpscope, m, job, in_sample)

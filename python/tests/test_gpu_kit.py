@@ -42,11 +42,15 @@ def test_layer_times_attributes_kernels_to_the_innermost_layer_and_backward_by_s
         x("cpu_op", "autograd::engine::evaluate_function: AddmmBackward0", 400, 60, bwd_tid,
           **{"Sequence number": 7}),
         x("cuda_runtime", "cudaLaunchKernel", 410, 5, bwd_tid, correlation=102),
+        # ... and autograd's sum of the gradients two readers gave block.fc's input, in that node
+        x("cuda_runtime", "cudaLaunchKernel", 440, 5, bwd_tid, correlation=105),
         # a launch outside every layer (the optimizer)
         x("cuda_runtime", "cudaLaunchKernel", 900, 5, fwd_tid, correlation=103),
         x("kernel", "gemm", 40, 70, 7, correlation=100),
         x("kernel", "add", 120, 11, 7, correlation=101),
         x("kernel", "gemm_bwd", 420, 130, 7, correlation=102),
+        x("kernel", "vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>", 560, 15,
+          7, correlation=105),
         x("kernel", "sgd", 910, 9, 7, correlation=103),
         x("kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 600, 40, 8, correlation=104),
     ]
@@ -55,9 +59,9 @@ def test_layer_times_attributes_kernels_to_the_innermost_layer_and_backward_by_s
         json.dump({"traceEvents": ev}, f)
     per, totals, steps = analyze.layer_times(str(path))
     assert steps == 1
-    assert per == {"block.fc": {"forward": 70.0, "backward": 130.0},
-                   "block": {"forward": 11.0, "backward": 0.0}}
-    assert totals == {"forward": 81.0, "backward": 130.0, "other": 9.0, "communication": 40.0}
+    assert per == {"block.fc": {"forward": 70.0, "backward": 145.0, "backward_sums": 15.0},
+                   "block": {"forward": 11.0, "backward": 0.0, "backward_sums": 0.0}}
+    assert totals == {"forward": 81.0, "backward": 145.0, "other": 9.0, "communication": 40.0}
 
 
 def sim_layer(name, forward_us, backward_us, type_="Linear"):
@@ -76,6 +80,24 @@ def test_compare_layers_reports_the_per_layer_errors():
     assert c["forward"]["matched_total_error"] == pytest.approx((125 - 150) / 150, abs=1e-4)
     assert c["backward"]["layers"] == 1  # b has no measured backward
     assert c["backward"]["median_abs_error"] == pytest.approx(0.5)
+
+
+def test_the_cluster_model_is_compared_without_the_gradient_sums_it_charges_to_adds():
+    # fc's backward ran a gradient sum (autograd, in the reader that delivered the second
+    # gradient); the cluster's kernel model charges it to the Add: fc is compared on its own
+    # kernels there, and as measured against a simulation that times it in the reader (a trace, a
+    # kernel benchmark). An embedding keeps its sum: a tied weight's, which no layer charges.
+    measured = {"fc": {"forward": 10.0, "backward": 100.0, "backward_sums": 20.0},
+                "wte": {"forward": 5.0, "backward": 50.0, "backward_sums": 30.0}}
+    emb = dict(sim_layer("wte", 5.0, 50.0, "Embedding"), kernel_class="embedding")
+    simulated = [sim_layer("fc", 10.0, 80.0), emb]
+    assert analyze.own_kernels(measured, simulated) == {
+        "fc": {"forward": 10.0, "backward": 80.0}, "wte": {"forward": 5.0, "backward": 50.0}}
+    own = analyze.compare_layers(measured, simulated, sums_on_adds=True)
+    assert own["backward"]["median_abs_error"] == pytest.approx(0.0)
+    as_measured = analyze.compare_layers(measured, simulated)
+    assert as_measured["backward"]["matched_measured_us"] == pytest.approx(150.0)
+    assert as_measured["backward"]["median_abs_error"] == pytest.approx(0.1)  # 0 and 20 %
 
 
 def test_layer_groups_time_a_layer_with_the_module_that_runs_it():
@@ -277,7 +299,7 @@ def test_batch_kernels_sets_the_traces_kernels_module_by_module_against_each_pre
     per, _totals, _n = analyze.layer_times(os.path.join(run1, trace))
     sim = cli.json(*[a for a in analyze.simulate_job_cmd("", "resnet50", job, "dgx-h100")[1:]
                      if a != "--json"])
-    want = analyze.compare_layers(per, sim["layers"])
+    want = analyze.compare_layers(per, sim["layers"], sums_on_adds=True)
     for phase in ("forward", "backward"):
         p = r[phase]
         assert p["growth"] == 1.0 and p["measured_us"] == p["measured_trace_us"] > 0
