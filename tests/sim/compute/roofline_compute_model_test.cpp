@@ -533,12 +533,6 @@ TEST(RooflineComputeModelTest, ZooResnet50OnA100IsPlausible) {
   EXPECT_LT(optimizer, Nanos::fromMicros(600));
 }
 
-}  // namespace
-}  // namespace ddpscope::sim
-
-namespace ddpscope::sim {
-namespace {
-
 // Under autocast a memory-bound layer's bytes follow the dtypes autocast gives its tensors
 // (autocastDtypes): bert-base's LayerNorms read and write fp32 (twice the halved count), a
 // residual Add reads a half and an fp32 tensor into fp32 (10 of 12 bytes), its backward is the
