@@ -54,7 +54,8 @@ constexpr DdpSettingSpec kSpecs[] = {
     {DdpSetting::kAutocast, "autocast", "",
      "the forward runs under torch.autocast (bf16/fp16 AMP): an nn.Linear's weight gradient is "
      "ready before its bias, which moves the rebuilt buckets' boundaries; with --dtype bf16/fp16 "
-     "the memory-bound layers move the bytes of autocast's dtypes (fp32 norms and residuals)",
+     "the memory-bound layers move the bytes of autocast's dtypes (fp32 norms and residuals) and "
+     "each matrix product and convolution adds autocast's casts (fp32 weights and inputs)",
      true},
 };
 

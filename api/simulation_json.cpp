@@ -132,17 +132,25 @@ StatusOr<nlohmann::json> layerKernelsJson(const SimulationRequest& request) {
       }
       const Nanos hostTime = Nanos::fromMicrosDouble(hostUs);
       if (gpu && !measuredTime && hostTime > k.time && hostUs > 0) k.bound = "host";
-      return nlohmann::json{{"kernels", k.kernels},
-                            {"flops", k.flops},
-                            {"bytes", k.bytes},
-                            {"time_ns", k.time.count()},
-                            {"host_ns", hostTime.count()},
-                            {"bound", k.bound},
-                            {"timed_by", measuredTime ? source
-                                         : k.fitted   ? "kernel fit"
-                                                      : "roofline"},
-                            {"flops_of_peak", k.flopsOfPeak},
-                            {"bandwidth_of_peak", k.bandwidthOfPeak}};
+      nlohmann::json out{{"kernels", k.kernels},
+                         {"flops", k.flops},
+                         {"bytes", k.bytes},
+                         {"time_ns", k.time.count()},
+                         {"host_ns", hostTime.count()},
+                         {"bound", k.bound},
+                         {"timed_by", measuredTime ? source
+                                      : k.fitted   ? "kernel fit"
+                                                   : "roofline"},
+                         {"flops_of_peak", k.flopsOfPeak},
+                         {"bandwidth_of_peak", k.bandwidthOfPeak}};
+      // Autocast's casts around a matrix product or convolution, within kernels and time_ns.
+      if (k.castKernels > 0 && !measuredTime) {
+        out["cast"] = nlohmann::json{{"kernels", k.castKernels},
+                                     {"bytes", k.castBytes},
+                                     {"time_ns", k.castTime.count()},
+                                     {"timed_by", k.castFitted ? "kernel fit" : "roofline"}};
+      }
+      return out;
     };
     std::optional<Nanos> forward, backward;
     if (i < measured.size() && !source.empty()) {

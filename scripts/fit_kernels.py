@@ -17,6 +17,13 @@ attention, floor_us + bytes / (GBps x 1e9) for the rest, by least squares on the
 over the modules whose layers are all of that class, both terms non-negative (else the rate alone).
 A class and pass with fewer than MIN_SAMPLES modules is not fitted (the simulator falls back).
 
+Autocast's casts: a matrix product or convolution under autocast casts its fp32 parameters and
+fp32 input to the half dtype (forward) and their gradients back (backward), each a copy kernel in
+its module (analyze.py CAST_KERNEL); the simulator times them as kernels of their own, the cast
+class (`simulate --json`'s per-pass "cast": kernels, bytes). So the matmul and conv classes are
+fitted on their modules' kernels without the casts, and the cast class on the casts against the
+cast bytes (the modules where the simulator gives some and the trace ran some).
+
 Gradient sums: where a tensor has several readers, autograd adds their gradients in the backward
 node of the reader that delivers the second (analyze.py GRADIENT_SUM_KERNEL); the simulator
 charges those sums to the Add layer whose input the shared tensor is (autocastAddBackward) and
@@ -87,15 +94,33 @@ def load_kit(kit):
     return runs
 
 
-def samples(groups, kernel_class, phase):
+CAST_OWNERS = ("matmul", "conv")
+
+
+def cast_bytes(layer, phase):
+    return ((layer.get(phase) or {}).get("cast") or {}).get("bytes", 0.0)
+
+
+def samples(groups, kernel_class, phase, casts_us):
     """(work, measured us) per module whose simulated layers are all of `kernel_class`; work is
-    FLOPs for the FLOP-timed classes, bytes for the rest."""
+    FLOPs for the FLOP-timed classes, bytes for the rest. A matrix product's or convolution's
+    kernels without its casts (`casts_us`: owner -> pass -> their measured us); the cast class:
+    the casts of those modules against their cast bytes."""
     key = "flops" if kernel_class in FLOP_CLASSES else "bytes"
     out = []
-    for _owner, p, measured, layers in groups:
-        if p != phase or {x["kernel_class"] for x in layers} != {kernel_class}:
+    for owner, p, measured, layers in groups:
+        classes = {x["kernel_class"] for x in layers}
+        if p != phase or len(classes) != 1:
             continue
-        out.append((sum((x.get(phase) or {}).get(key, 0.0) for x in layers), measured))
+        cls = classes.pop()
+        casts = casts_us.get(owner, {}).get(phase, 0.0) if cls in CAST_OWNERS else 0.0
+        if kernel_class == "cast":
+            work = sum(cast_bytes(x, phase) for x in layers)
+            if cls in CAST_OWNERS and work > 0 and casts > 0:
+                out.append((work, casts))
+        elif cls == kernel_class and measured - casts > 0:
+            out.append((sum((x.get(phase) or {}).get(key, 0.0) for x in layers),
+                        measured - casts))
     return out
 
 
@@ -117,14 +142,15 @@ def fit_term(points):
     return 0.0, b2 / s22
 
 
-def fit(groups_by_model, models, dtype, source):
+def fit(groups_by_model, casts_by_model, models, dtype, source):
     groups = [g for m in models for g in groups_by_model[m]]
+    casts_us = {o: v for m in models for o, v in casts_by_model[m].items()}
     result = {"dtype": dtype, "source": source}
     for kernel_class in ("matmul", "conv", "attention", "norm", "batchnorm", "elementwise",
-                         "embedding", "pool"):
+                         "embedding", "pool", "cast"):
         terms = {}
         for phase in PASSES:
-            points = samples(groups, kernel_class, phase)
+            points = samples(groups, kernel_class, phase, casts_us)
             if len(points) < MIN_SAMPLES:
                 continue
             floor, slope = fit_term(points)
@@ -165,21 +191,34 @@ def evaluate(measured, sim_layers):
     return out
 
 
-def formula_us(kernel_fit, layer, phase):
-    """A layer pass's time under `kernel_fit` as FORMAT.md states it; None when not fitted."""
-    fallback = {"conv": "matmul", "attention": "matmul", "pool": "elementwise"}
-    k = layer.get(phase) or {}
-    cls = layer["kernel_class"]
+FALLBACK = {"conv": "matmul", "attention": "matmul", "pool": "elementwise", "cast": "elementwise"}
+
+
+def fitted_term(kernel_fit, cls, phase):
     while cls and (phase not in kernel_fit.get(cls, {})):
-        cls = fallback.get(cls)
-    if not cls:
+        cls = FALLBACK.get(cls)
+    return kernel_fit[cls][phase] if cls else None
+
+
+def formula_us(kernel_fit, layer, phase):
+    """A layer pass's time under `kernel_fit` as FORMAT.md states it (its autocast casts
+    included); None when not fitted."""
+    k = layer.get(phase) or {}
+    term = fitted_term(kernel_fit, layer["kernel_class"], phase)
+    if term is None:
         return None
     if k.get("flops", 0) == 0 and k.get("bytes", 0) == 0:
         return 0.0
-    term = kernel_fit[cls][phase]
     if "tflops" in term:
-        return term["floor_us"] + k["flops"] / (term["tflops"] * 1e12) * 1e6
-    return term["floor_us"] + k["bytes"] / (term["GBps"] * 1e9) * 1e6
+        us = term["floor_us"] + k["flops"] / (term["tflops"] * 1e12) * 1e6
+    else:
+        us = term["floor_us"] + k["bytes"] / (term["GBps"] * 1e9) * 1e6
+    if cast_bytes(layer, phase) > 0:
+        cast = fitted_term(kernel_fit, "cast", phase)
+        if cast is None:
+            return None
+        us += cast["floor_us"] + cast_bytes(layer, phase) / (cast["GBps"] * 1e9) * 1e6
+    return us
 
 
 def check_formula(kernel_fit, sim_layers, model):
@@ -221,16 +260,23 @@ def write_cluster(path, kernel_fit):
         f.write(text)
 
 
-def by_class(measured, sim_layers):
+def by_class(measured, sim_layers, casts_us):
     """Per op class (the modules whose layers are all of one class) and pass: modules, median
-    signed error, measured and predicted sums: where the fit is still off."""
+    signed error, measured and predicted sums: where the fit is still off. The matrix products'
+    and convolutions' autocast casts also on their own ("cast"), where the trace ran some."""
     rows = {}
-    for _o, phase, m, layers in analyze.layer_groups(measured, sim_layers):
+    for owner, phase, m, layers in analyze.layer_groups(measured, sim_layers):
         classes = {x["kernel_class"] for x in layers}
         if len(classes) != 1:
             continue
         s = sum(analyze.layer_us(x, phase) for x in layers)
-        rows.setdefault(f"{classes.pop()} {phase}", []).append((m, s))
+        cls = classes.pop()
+        rows.setdefault(f"{cls} {phase}", []).append((m, s))
+        cm = casts_us.get(owner, {}).get(phase, 0.0)
+        if cls in CAST_OWNERS and cm > 0:
+            cs = sum(((x.get(phase) or {}).get("cast") or {}).get("time_ns", 0) / 1e3
+                     for x in layers)
+            rows.setdefault(f"cast {phase}", []).append((cm, cs))
     return {key: {"modules": len(v),
                   "median_error": round(statistics.median((s - m) / m for m, s in v), 4),
                   "measured_us": round(sum(m for m, _s in v), 1),
@@ -290,13 +336,15 @@ def main():
         sims = {m: analyze.simulated_layers(args.ddpscope, m, job, roofline)[0]
                 for m, job, _x in runs}
         measured = {m: analyze.own_kernels(x, sims[m]) for m, _j, x in runs}
+        casts = {m: {o: {p: v[p + "_casts"] for p in PASSES} for o, v in measured[m].items()}
+                 for m in models}
         groups = {m: analyze.layer_groups(measured[m], sims[m]) for m in models}
-        full = fit(groups, models, dtype, source)
+        full = fit(groups, casts, models, dtype, source)
         report = {"source": source, "min_samples": MIN_SAMPLES, "kernel_fit": full, "models": {}}
         in_sample = cluster_with(base, full, tmp, "in-sample")
         for m, job, _x in runs:
             x = measured[m]
-            held = fit(groups, [o for o in models if o != m], dtype, source)
+            held = fit(groups, casts, [o for o in models if o != m], dtype, source)
             held_path = cluster_with(base, held, tmp, "held-out-" + m)
             fitted, _ = analyze.simulated_layers(args.ddpscope, m, job, in_sample)
             check_formula(full, fitted, m)
@@ -304,7 +352,7 @@ def main():
             check_formula(held, held_layers, m)
             report["models"][m] = {"roofline": evaluate(x, sims[m]),
                                    "in_sample": evaluate(x, fitted),
-                                   "in_sample_by_class": by_class(x, fitted),
+                                   "in_sample_by_class": by_class(x, fitted, casts[m]),
                                    "held_out": evaluate(x, held_layers),
                                    "held_out_fit": held}
 

@@ -72,7 +72,8 @@ _SHARED_ARGS: Dict[str, str] = {
         "True: the forward runs under torch.autocast (bf16/fp16 AMP): a Linear's weight "
         "gradient is ready before its bias, which moves the rebuilt buckets' "
         "boundaries; with dtype bf16/fp16 the memory-bound layers move the bytes of "
-        "autocast's dtypes (fp32 norms and residuals)."),
+        "autocast's dtypes (fp32 norms and residuals) and each matrix product and "
+        "convolution adds autocast's casts (fp32 weights and inputs)."),
     'batch': (
         "samples per rank per step (CLI default: the model's)."),
     'batched_grad_copy': (

@@ -59,8 +59,10 @@ def test_layer_times_attributes_kernels_to_the_innermost_layer_and_backward_by_s
         json.dump({"traceEvents": ev}, f)
     per, totals, steps = analyze.layer_times(str(path))
     assert steps == 1
-    assert per == {"block.fc": {"forward": 70.0, "backward": 145.0, "backward_sums": 15.0},
-                   "block": {"forward": 11.0, "backward": 0.0, "backward_sums": 0.0}}
+    assert per == {"block.fc": {"forward": 70.0, "backward": 145.0, "backward_sums": 15.0,
+                                "forward_casts": 0.0, "backward_casts": 0.0},
+                   "block": {"forward": 11.0, "backward": 0.0, "backward_sums": 0.0,
+                             "forward_casts": 0.0, "backward_casts": 0.0}}
     assert totals == {"forward": 81.0, "backward": 145.0, "other": 9.0, "communication": 40.0}
 
 
@@ -92,7 +94,8 @@ def test_the_cluster_model_is_compared_without_the_gradient_sums_it_charges_to_a
     emb = dict(sim_layer("wte", 5.0, 50.0, "Embedding"), kernel_class="embedding")
     simulated = [sim_layer("fc", 10.0, 80.0), emb]
     assert analyze.own_kernels(measured, simulated) == {
-        "fc": {"forward": 10.0, "backward": 80.0}, "wte": {"forward": 5.0, "backward": 50.0}}
+        "fc": {"forward": 10.0, "backward": 80.0, "backward_sums": 20.0},
+        "wte": {"forward": 5.0, "backward": 50.0, "backward_sums": 30.0}}
     own = analyze.compare_layers(measured, simulated, sums_on_adds=True)
     assert own["backward"]["median_abs_error"] == pytest.approx(0.0)
     as_measured = analyze.compare_layers(measured, simulated)

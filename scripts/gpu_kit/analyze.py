@@ -231,11 +231,15 @@ def layer_lookup(ev):
 # An add kernel in backward: autograd summing the gradients a tensor gets from its several
 # readers (in the node of the reader that delivers the second), or a shared parameter's.
 GRADIENT_SUM_KERNEL = "CUDAFunctor_add"
+# A copy kernel in a matrix product's or convolution's module: autocast's cast of an fp32
+# parameter or input to the half dtype (forward) or of its gradient back (backward).
+CAST_KERNEL = "copy_kernel"
 
 
 def layer_times(trace_path):
-    """Per layer: forward and backward GPU kernel time (us per step) of a torch_job trace; and of
-    the backward, the time of its gradient sums ("backward_sums": GRADIENT_SUM_KERNEL)."""
+    """Per layer: forward and backward GPU kernel time (us per step) of a torch_job trace; of the
+    backward, the time of its gradient sums ("backward_sums": GRADIENT_SUM_KERNEL); of each pass,
+    the time of its copy kernels ("forward_casts", "backward_casts": CAST_KERNEL)."""
     d = load_json(trace_path)
     ev = [e for e in d.get("traceEvents", []) if e.get("ph") == "X"]
     steps = {e["name"] for e in ev if e.get("cat") in ("user_annotation", "cpu_op")
@@ -279,10 +283,13 @@ def layer_times(trace_path):
         phase, layer = corr.get((e.get("args") or {}).get("correlation"), ("other", "(unmatched)"))
         totals[phase] += dur
         if phase in ("forward", "backward"):
-            t = per.setdefault(layer, {"forward": 0.0, "backward": 0.0, "backward_sums": 0.0})
+            t = per.setdefault(layer, {"forward": 0.0, "backward": 0.0, "backward_sums": 0.0,
+                                       "forward_casts": 0.0, "backward_casts": 0.0})
             t[phase] += dur
             if phase == "backward" and GRADIENT_SUM_KERNEL in name:
                 t["backward_sums"] += dur
+            if CAST_KERNEL in name:
+                t[phase + "_casts"] += dur
     scale = 1.0 / nsteps
     return ({k: {p: v * scale for p, v in t.items()} for k, t in per.items()},
             {k: v * scale for k, v in totals.items()}, nsteps)
@@ -354,9 +361,8 @@ def own_kernels(measured, sim_layers):
     which no layer charges."""
     embedding = {owner for owner, _p, _m, layers in layer_groups(measured, sim_layers)
                  if {x["kernel_class"] for x in layers} == {"embedding"}}
-    return {o: {"forward": v["forward"],
-                "backward": v["backward"] - (0.0 if o in embedding
-                                             else v.get("backward_sums", 0.0))}
+    return {o: dict(v, backward=v["backward"] - (0.0 if o in embedding
+                                                  else v.get("backward_sums", 0.0)))
             for o, v in measured.items()}
 
 

@@ -35,6 +35,37 @@ StatusOr<double> peakFor(const DeviceSpec& device, const std::string& dtype) {
   return it->second;
 }
 
+// The forward bytes of a layer that scale with the batch: its activations, without the constant
+// (parameter) term.
+double activationBytes(const models::CostPoly& bytes, const models::ModelInputs& inputs) {
+  double total = 0;
+  for (const models::CostPoly::Term& t : bytes.terms) {
+    if (t.batchPow <= 0) continue;
+    total += t.coef * std::pow(static_cast<double>(inputs.batch), t.batchPow) *
+             std::pow(static_cast<double>(inputs.seqLen), t.seqPow) *
+             std::pow(static_cast<double>(inputs.imageSize), t.imagePow);
+  }
+  return std::max(total, 0.0);
+}
+
+// The fraction of a matrix product's or convolution's activation bytes that is its input (from
+// its attrs; 0 when they do not say).
+double inputFraction(const models::LayerSpec& layer) {
+  const auto attr = [&](const char* name) {
+    const auto it = layer.attrs.find(name);
+    return it == layer.attrs.end() ? 0.0 : it->second;
+  };
+  const double in = attr("in_features"), out = attr("out_features");
+  if (in > 0 && out > 0) return in / (in + out);
+  const double cin = attr("in_channels"), cout = attr("out_channels");
+  const double stride = layer.attrs.count("stride") > 0 ? attr("stride") : 1.0;
+  if (cin > 0 && cout > 0 && stride > 0) return cin / (cin + cout / (stride * stride));
+  return 0;
+}
+
+// A cast kernel moves 4 bytes read and 2 written per element: 1.5× an fp32 tensor's bytes.
+constexpr double kCastBytesPerFp32Byte = 1.5;
+
 }  // namespace
 
 bool usesTensorCores(std::string_view layerType) {
@@ -236,6 +267,19 @@ std::vector<RooflineComputeModel::LayerBytes> RooflineComputeModel::layerBytes(
   const std::vector<AddBackward> adds = autocastAddBackward(model, dtypes);
   for (size_t i = 0; i < out.size(); ++i) {
     const std::string_view kernelClass = kernelClassOf(model.layers[i].type);
+    if (kernelClass == "matmul" || kernelClass == "conv") {
+      for (int p : model.layers[i].params) {
+        if (p < 0 || p >= static_cast<int>(model.params.size())) continue;
+        const models::ParamSpec& param = model.params[static_cast<size_t>(p)];
+        if (param.dtype != models::DType::kFloat32) continue;
+        out[i].castParamBytes += kCastBytesPerFp32Byte * static_cast<double>(param.bytes());
+        ++out[i].castParamKernels;
+      }
+      const std::vector<ActivationDtype>& ins = dtypes[i].inputs;
+      if (std::find(ins.begin(), ins.end(), ActivationDtype::kFp32) != ins.end()) {
+        out[i].castInputFraction = inputFraction(model.layers[i]);
+      }
+    }
     if (timedByFlops(kernelClass)) continue;
     out[i].scale = autocastBytesScale(dtypes[i]);
     if (model.layers[i].type == "Add") {
@@ -272,6 +316,14 @@ RooflineComputeModel::LayerPasses RooflineComputeModel::layerPasses(
     p.backward.bytes = bytes.backwardKernels > 0 ? rawBytes * *bytes.backwardScale : 0.0;
     p.backward.flops = 0;  // casts and sums: bandwidth-bound
   }
+  const double castInput = bytes.castInputFraction > 0
+                               ? kCastBytesPerFp32Byte * bytes.castInputFraction *
+                                     activationBytes(layer.forwardBytes, inputs)
+                               : 0.0;
+  for (Pass* pass : {&p.forward, &p.backward}) {
+    pass->castBytes = bytes.castParamBytes + castInput;
+    pass->castKernels = bytes.castParamKernels + (castInput > 0 ? 1 : 0);
+  }
   if (!m_fit.empty()) {
     const std::string_view kernelClass = kernelClassOf(layer.type);
     bool forwardByFlops = false, backwardByFlops = false;
@@ -279,6 +331,9 @@ RooflineComputeModel::LayerPasses RooflineComputeModel::layerPasses(
     p.fitBackward = fitTerm(kernelClass, 1, backwardByFlops);
     // A class and its fallback share how they are timed (both FLOP- or both byte-timed).
     p.fitByFlops = p.fitForward ? forwardByFlops : backwardByFlops;
+    bool byFlops = false;
+    p.forward.castFit = fitTerm("cast", 0, byFlops);
+    p.backward.castFit = fitTerm("cast", 1, byFlops);
   }
   return p;
 }
@@ -290,10 +345,21 @@ Nanos RooflineComputeModel::passTime(const Pass& pass, bool tensorCore, bool con
     if (pass.flops == 0 && pass.bytes == 0) return Nanos::zero();
     const double seconds =
         fitByFlops ? pass.flops / (fit->rate * 1e12) : pass.bytes / (fit->rate * 1e9);
-    return Nanos::fromMicrosDouble(fit->floorUs) + Nanos::fromSecondsDouble(seconds);
+    return Nanos::fromMicrosDouble(fit->floorUs) + Nanos::fromSecondsDouble(seconds) +
+           castTime(pass);
   }
   return kernelTime(pass.flops / pass.kernels, pass.bytes / pass.kernels, tensorCore, conv) *
-         pass.kernels;
+             pass.kernels +
+         castTime(pass);
+}
+
+Nanos RooflineComputeModel::castTime(const Pass& pass) const {
+  if (pass.castKernels <= 0 || !(pass.castBytes > 0)) return Nanos::zero();
+  if (pass.castFit != nullptr) {
+    return Nanos::fromMicrosDouble(pass.castFit->floorUs) +
+           Nanos::fromSecondsDouble(pass.castBytes / (pass.castFit->rate * 1e9));
+  }
+  return kernelTime(0, pass.castBytes / pass.castKernels, /*tensorCore=*/false) * pass.castKernels;
 }
 
 LayerTimes RooflineComputeModel::layerTime(const models::LayerSpec& layer,
@@ -331,11 +397,18 @@ RooflineComputeModel::LayerExplained RooflineComputeModel::explain(const LayerPa
     k.bytes = pass.bytes;
     k.time = passTime(pass, p.tensorCore, p.conv, fit, p.fitByFlops);
     k.fitted = fit != nullptr;
+    k.castTime = castTime(pass);
+    if (k.castTime.count() > 0) {
+      k.kernels += pass.castKernels;
+      k.castKernels = pass.castKernels;
+      k.castBytes = pass.castBytes;
+      k.castFitted = pass.castFit != nullptr;
+    }
     if (fit != nullptr) {
       const double floorS = fit->floorUs * 1e-6;
-      k.bound = floorS > (k.time.toSeconds() - floorS) ? "launch"
-                : p.fitByFlops                         ? "compute"
-                                                       : "memory";
+      k.bound = floorS > (k.time - k.castTime).toSeconds() - floorS ? "launch"
+                : p.fitByFlops                                      ? "compute"
+                                                                    : "memory";
     } else {
       const double computeS = computeSeconds(pass.flops / pass.kernels, p.tensorCore, p.conv);
       const double memoryS = pass.bytes / pass.kernels / m_memoryBytesPerS;

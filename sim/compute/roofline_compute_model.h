@@ -42,6 +42,15 @@
 //   do; HTA's A100 resnet50 trace has cuDNN's at 1.6× the time of one read and one write.
 //   A kernel fit's byte rates are of these bytes too (what the kernels move), as are
 //   explainLayer's and so calibrate's and scripts/fit_kernels.py's.
+//   Autocast's casts: under autocast a matrix product or convolution (kernel class matmul or conv)
+//   casts each fp32 parameter it owns to the half dtype in forward and the parameter's gradient
+//   back in backward (a kernel each, 6 bytes an element: 4 read and 2 written), and likewise an
+//   fp32 input (a LayerNorm's output, the images) and its gradient: a Linear or Conv1D's input
+//   is in_features / (in_features + out_features) of the format's activation bytes, a Conv2d's
+//   in_channels / (in_channels + out_channels / stride²). The H100 bert-base trace runs three
+//   such kernels per Linear and pass (`bfloat16_copy_kernel_cuda`: weight, bias, input; 1.04 of
+//   its Linears' 3.22 ms forward). They are memory-bound kernels of their own: the fit's "cast"
+//   class (fallback elementwise) or the roofline's bandwidth, one launch each.
 // copyTime(B)       = B / rate_m + launch (0 for B ≤ 0).
 // optimizerTime(P)  = kOptimizerBytesPerParamByte × P / rate_m + launch: SGD with momentum reads
 //                     param, grad and momentum and writes param and momentum (5 tensors' worth),
@@ -146,6 +155,11 @@ class RooflineComputeModel final : public ComputeModel {
     double flopsOfPeak = 0;      // achieved FLOP/s over the device's peak for the kernel's class
     double bandwidthOfPeak = 0;  // achieved bytes/s over the device's peak bandwidth
     bool fitted = false;         // timed by the device's kernel fit (else the roofline)
+    // Autocast's casts around a matrix product or convolution, within kernels and time above.
+    int castKernels = 0;
+    double castBytes = 0;
+    Nanos castTime;
+    bool castFitted = false;  // the casts timed by the fit's cast (or elementwise) class
   };
   struct LayerExplained {
     KernelsExplained forward, backward;
@@ -163,6 +177,13 @@ class RooflineComputeModel final : public ComputeModel {
     // kernels (0: it runs none), autocastAddBackward.
     std::optional<double> backwardScale;
     int backwardKernels = 0;
+    // Autocast's casts around a matrix product or convolution, per pass (forward: to the half
+    // dtype; backward: the gradients back): its fp32 parameters' bytes and cast kernels, and the
+    // fraction of the format's activation bytes that is an fp32 input (cast at 1.5× its fp32
+    // count), with its kernel.
+    double castParamBytes = 0;
+    int castParamKernels = 0;
+    double castInputFraction = 0;
   };
   std::vector<LayerBytes> layerBytes(const models::ModelSpec& model) const;
   // One kernel: `flops` FLOPs and `bytes` bytes as the kernel really moves them (already scaled
@@ -188,6 +209,10 @@ class RooflineComputeModel final : public ComputeModel {
   struct Pass {
     double flops = 0, bytes = 0;
     int kernels = 1;
+    // Autocast's casts (the header comment) and the fit's term for them.
+    double castBytes = 0;
+    int castKernels = 0;
+    const KernelFitTerm* castFit = nullptr;
   };
   struct LayerPasses {
     bool tensorCore = false;
@@ -206,6 +231,7 @@ class RooflineComputeModel final : public ComputeModel {
   LayerTimes timesOf(const LayerPasses& p) const;  // both passes' passTime
   Nanos passTime(const Pass& pass, bool tensorCore, bool conv, const KernelFitTerm* fit,
                  bool fitByFlops) const;
+  Nanos castTime(const Pass& pass) const;  // its autocast casts (0 without)
   // The fit's term for `kernelClass` and pass (0 forward, 1 backward), with the class's
   // fallback; null when neither is fitted. `byFlops`: whether the found class is FLOP-timed.
   const KernelFitTerm* fitTerm(std::string_view kernelClass, int pass, bool& byFlops) const;

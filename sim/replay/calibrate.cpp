@@ -450,8 +450,12 @@ KernelFitCalibration fitKernelClasses(const std::vector<RunDeviceTimes>& runs,
         const std::optional<Nanos> k = pass == 0 ? kernels[l].forward : kernels[l].backward;
         const auto& e = pass == 0 ? explained.forward : explained.backward;
         if (!k || k->count() <= 0 || e.kernels == 0) continue;
+        // A layer's autocast casts are kernels of their own (the cast class): the class is
+        // fitted on the rest.
+        const double ownUs = k->toMicros() - e.castTime.toMicros();
+        if (ownUs <= 0) continue;
         samples[{kernelClass, pass}].push_back(
-            {byFlops ? e.flops : e.bytes, k->toMicros(), e.time.toMicros()});
+            {byFlops ? e.flops : e.bytes, ownUs, (e.time - e.castTime).toMicros()});
       }
     }
   }

@@ -93,10 +93,16 @@ TEST(CliOutputTest, SimulateJsonExplainsEachLayersKernels) {
     EXPECT_GT(conv1["forward"]["host_ns"].get<int64_t>(),
               conv1["forward"]["time_ns"].get<int64_t>());
     EXPECT_EQ(conv1["forward"]["bound"], "host");
-    // dgx-h100's kernel fit (bf16) times its layers: conv forward = 5.61 µs + FLOPs at
-    // 240.43 TFLOP/s.
+    // dgx-h100's kernel fit (bf16) times its layers: conv forward = 4.039 µs + FLOPs at
+    // 251.83 TFLOP/s, plus autocast's casts of its fp32 weight and of the fp32 images (the
+    // fit's cast class: 1.577 µs + bytes at 2611.2 GB/s).
     EXPECT_EQ(conv1["forward"]["timed_by"], "kernel fit");
-    EXPECT_NEAR(conv1["forward"]["time_ns"].get<double>(), 5610 + 7552892928.0 / 240.43e3, 1.0);
+    const nlohmann::json& cast = conv1["forward"]["cast"];
+    EXPECT_EQ(cast["kernels"], 2);
+    EXPECT_EQ(cast["timed_by"], "kernel fit");
+    EXPECT_NEAR(cast["time_ns"].get<double>(), 1577 + cast["bytes"].get<double>() / 2611.2, 1.0);
+    EXPECT_NEAR(conv1["forward"]["time_ns"].get<double>(),
+                4039 + 7552892928.0 / 251.83e3 + cast["time_ns"].get<double>(), 1.0);
   }
   // At fp32 the bf16 fit does not apply.
   j = parseJson(runCliForTest({"simulate", "--model", "resnet50", "--cluster", "dgx-h100",

@@ -537,7 +537,9 @@ TEST(RooflineComputeModelTest, ZooResnet50OnA100IsPlausible) {
 // (autocastDtypes): bert-base's LayerNorms read and write fp32 (twice the halved count), a
 // residual Add reads a half and an fp32 tensor into fp32 (10 of 12 bytes), its backward is the
 // cast of the half input's gradient and the sums of its shared input's gradients; the matrix
-// products and GELU stay halved. At fp32 the flag changes nothing.
+// products and GELU stay halved, a matrix product adding autocast's casts (its fp32 weight and
+// bias, and its fp32 input: a LayerNorm's output) as kernels of their own. At fp32 the flag
+// changes nothing.
 TEST(RooflineComputeModelTest, UnderAutocastMemoryBoundLayersCountTheDtypesAutocastGives) {
   auto bert = models::loadZooModel("bert-base");
   ASSERT_OK(bert);
@@ -561,8 +563,25 @@ TEST(RooflineComputeModelTest, UnderAutocastMemoryBoundLayersCountTheDtypesAutoc
   for (const char* same : {"encoder.layer.0.attention.self.query",
                            "encoder.layer.0.intermediate.intermediate_act_fn"}) {
     EXPECT_DOUBLE_EQ(at(amp, same).forward.bytes, at(plain, same).forward.bytes) << same;
-    EXPECT_EQ(at(amp, same).backward.time, at(plain, same).backward.time) << same;
+    EXPECT_EQ(at(amp, same).backward.time - at(amp, same).backward.castTime,
+              at(plain, same).backward.time)
+        << same;
   }
+  // The query Linear (768 -> 768, bias) reads the embeddings' LayerNorm output, fp32: three
+  // casts a pass, 1.5 bytes per fp32 byte of the weight, the bias and the input (half of the
+  // format's 6144 activation bytes a token, 8 × 128 tokens).
+  const auto query = at(amp, "encoder.layer.0.attention.self.query");
+  const double castBytes = 1.5 * (768 * 768 + 768) * 4 + 1.5 * 0.5 * 6144 * 8 * 128;
+  for (const auto& pass : {query.forward, query.backward}) {
+    EXPECT_EQ(pass.castKernels, 3);
+    EXPECT_DOUBLE_EQ(pass.castBytes, castBytes);
+    EXPECT_GT(pass.castTime, Nanos::zero());
+  }
+  EXPECT_EQ(at(plain, "encoder.layer.0.attention.self.query").forward.castKernels, 0);
+  // Its output dense reads the attention core's half output: weight and bias only.
+  EXPECT_EQ(at(amp, "encoder.layer.0.attention.output.dense").forward.castKernels, 2);
+  // The GELU casts nothing.
+  EXPECT_EQ(at(amp, "encoder.layer.0.intermediate.intermediate_act_fn").forward.castKernels, 0);
   const char* add = "encoder.layer.0.attention.output.add";
   EXPECT_DOUBLE_EQ(at(amp, add).forward.bytes, at(plain, add).forward.bytes * 10 / 6);
   // halved, the backward was 2 × 6 bytes an element; now the cast (6) and three sums (3 × 12)
