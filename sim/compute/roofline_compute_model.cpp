@@ -35,19 +35,6 @@ StatusOr<double> peakFor(const DeviceSpec& device, const std::string& dtype) {
   return it->second;
 }
 
-// The forward bytes of a layer that scale with the batch: its activations, without the constant
-// (parameter) term.
-double activationBytes(const models::CostPoly& bytes, const models::ModelInputs& inputs) {
-  double total = 0;
-  for (const models::CostPoly::Term& t : bytes.terms) {
-    if (t.batchPow <= 0) continue;
-    total += t.coef * std::pow(static_cast<double>(inputs.batch), t.batchPow) *
-             std::pow(static_cast<double>(inputs.seqLen), t.seqPow) *
-             std::pow(static_cast<double>(inputs.imageSize), t.imagePow);
-  }
-  return std::max(total, 0.0);
-}
-
 // The fraction of a matrix product's or convolution's activation bytes that is its input (from
 // its attrs; 0 when they do not say).
 double inputFraction(const models::LayerSpec& layer) {
@@ -130,12 +117,13 @@ StatusOr<KernelFit> transferKernelFit(const DeviceSpec& from, const DeviceSpec& 
   out.source = "transferred from " + from.name + " through peak[dtype] and memory bandwidth (" +
                fit.source + ")";
   // PyTorch's own BatchNorm kernels on both sides, within one architecture: by the SM count.
-  const bool ownBatchNormBySms = !batchNormRunsCudnn(fit.dtype) && !batchNormRunsCudnn(dtype) &&
-                                 from.arch == to.arch && from.smCount > 0 && to.smCount > 0;
+  const double ownBatchNormTime = ownBatchNormTimeRatio(from, to);
+  const bool ownBatchNormBySms =
+      !batchNormRunsCudnn(fit.dtype) && !batchNormRunsCudnn(dtype) && ownBatchNormTime > 0;
   for (auto& [kernelClass, passes] : out.classes) {
     const double scale = timedByFlops(kernelClass) ? toPeak / fromPeak
                          : kernelClass == "batchnorm" && ownBatchNormBySms
-                             ? static_cast<double>(to.smCount) / from.smCount
+                             ? 1 / ownBatchNormTime
                              : to.memoryGBps / from.memoryGBps;
     for (auto& term : passes) {
       if (term) term->rate *= scale;
@@ -159,6 +147,11 @@ StatusOr<KernelFit> transferKernelFit(const DeviceSpec& from, const DeviceSpec& 
 
 bool batchNormRunsCudnn(std::string_view dtype) {
   return dtype != "bf16";
+}
+
+double ownBatchNormTimeRatio(const DeviceSpec& from, const DeviceSpec& to) {
+  if (from.arch != to.arch || from.smCount <= 0 || to.smCount <= 0) return 0;
+  return static_cast<double>(from.smCount) / to.smCount;
 }
 
 StatusOr<std::unique_ptr<RooflineComputeModel>> RooflineComputeModel::create(
@@ -316,10 +309,14 @@ RooflineComputeModel::LayerPasses RooflineComputeModel::layerPasses(
     p.backward.bytes = bytes.backwardKernels > 0 ? rawBytes * *bytes.backwardScale : 0.0;
     p.backward.flops = 0;  // casts and sums: bandwidth-bound
   }
-  const double castInput = bytes.castInputFraction > 0
-                               ? kCastBytesPerFp32Byte * bytes.castInputFraction *
-                                     activationBytes(layer.forwardBytes, inputs)
-                               : 0.0;
+  // The activations: the format's bytes less its constant (parameter) term, which is what the
+  // polynomial gives at batch 0.
+  const double activationBytes =
+      rawBytes - layer.forwardBytes.evaluate({0, inputs.seqLen, inputs.imageSize});
+  const double castInput =
+      bytes.castInputFraction > 0
+          ? kCastBytesPerFp32Byte * bytes.castInputFraction * std::max(activationBytes, 0.0)
+          : 0.0;
   for (Pass* pass : {&p.forward, &p.backward}) {
     pass->castBytes = bytes.castParamBytes + castInput;
     pass->castKernels = bytes.castParamKernels + (castInput > 0 ? 1 : 0);

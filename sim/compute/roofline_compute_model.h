@@ -112,6 +112,11 @@ std::string_view kernelClassOf(std::string_view layerType);
 // (KernelFit::roofline: no fallback to norm; `simulate --json` says "roofline"), and the source
 // says so. Errors (InvalidArgument): `from` has no fit, a
 // dtype outside that set, a device without a positive peak for its dtype.
+// A PyTorch-own BatchNorm kernel's time on `to` over its time on `from` (the same inputs): one
+// block per channel, so the SM count sets it, not the bandwidth (the H100 and H200 traces); 0
+// across architectures or without SM counts, where nothing measured says.
+double ownBatchNormTimeRatio(const DeviceSpec& from, const DeviceSpec& to);
+
 StatusOr<KernelFit> transferKernelFit(const DeviceSpec& from, const DeviceSpec& to,
                                       const std::string& dtype);
 

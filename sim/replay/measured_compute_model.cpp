@@ -241,11 +241,7 @@ StatusOr<std::unique_ptr<KernelCarry>> KernelCarry::create(
   ASSIGN_OR_RETURN(carry->m_to, side(to, toDtype));
   carry->m_memoryTimeRatio =
       (from.memoryGBps * from.memoryEfficiency) / (to.memoryGBps * to.memoryEfficiency);
-  carry->m_fromDtype = fromDtype;
-  carry->m_toDtype = toDtype;
-  if (!sameGpu && from.arch == to.arch && from.smCount > 0 && to.smCount > 0) {
-    carry->m_ownBatchNormSmRatio = static_cast<double>(from.smCount) / to.smCount;
-  }
+  if (!sameGpu) carry->m_ownBatchNormSmRatio = ownBatchNormTimeRatio(from, to);
   carry->m_describe = "kernels measured on " + traced->describe() +
                       (sameGpu ? std::string() : " (the built-in " + from.name + ")") + " at " +
                       fromDtype + ", carried to " + to.name + " at " + toDtype +
@@ -303,8 +299,8 @@ std::pair<double, double> KernelCarry::ratio(const models::LayerSpec& layer,
                                              const models::ModelInputs& measured,
                                              const models::ModelInputs& inputs) const {
   const LayerTimes then = m_from.time(layer, measured);
-  if (m_ownBatchNormSmRatio > 0 && runsOwnBatchNorm(layer.type, m_fromDtype) &&
-      runsOwnBatchNorm(layer.type, m_toDtype)) {
+  if (m_ownBatchNormSmRatio > 0 && runsOwnBatchNorm(layer.type, m_from.roofline->dtype()) &&
+      runsOwnBatchNorm(layer.type, m_to.roofline->dtype())) {
     const LayerTimes there = m_from.time(layer, inputs);
     return {timeRatio(there.forward, then.forward) * m_ownBatchNormSmRatio,
             timeRatio(there.backward, then.backward) * m_ownBatchNormSmRatio};

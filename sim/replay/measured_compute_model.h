@@ -136,10 +136,8 @@ class KernelCarry {
   std::string m_describe;
   double m_memoryTimeRatio = 1;
   bool m_batchNormByRoofline = false;  // switched to cuDNN's BatchNorm kernels
-  // SMs_from / SMs_to where PyTorch's own BatchNorm kernels run on both sides of one
-  // architecture (0: such layers go by the roofline ratio).
+  // ownBatchNormTimeRatio(from, to) between two GPUs (0: such layers go by the roofline ratio).
   double m_ownBatchNormSmRatio = 0;
-  std::string m_fromDtype, m_toDtype;
   std::unique_ptr<BenchComputeModel> m_bench;  // switched to PyTorch's own, with a benchmark
 };
 
