@@ -101,11 +101,16 @@ def cast_bytes(layer, phase):
     return ((layer.get(phase) or {}).get("cast") or {}).get("bytes", 0.0)
 
 
-def samples(groups, kernel_class, phase, casts_us):
+def casts_us(measured, owner, phase):
+    """The measured time of a module's autocast casts in a pass (analyze.layer_times)."""
+    return measured.get(owner, {}).get(phase + "_casts", 0.0)
+
+
+def samples(groups, kernel_class, phase, measured_by_owner):
     """(work, measured us) per module whose simulated layers are all of `kernel_class`; work is
     FLOPs for the FLOP-timed classes, bytes for the rest. A matrix product's or convolution's
-    kernels without its casts (`casts_us`: owner -> pass -> their measured us); the cast class:
-    the casts of those modules against their cast bytes."""
+    kernels without its casts (casts_us of `measured_by_owner`); the cast class: the casts of
+    those modules against their cast bytes."""
     key = "flops" if kernel_class in FLOP_CLASSES else "bytes"
     out = []
     for owner, p, measured, layers in groups:
@@ -113,7 +118,7 @@ def samples(groups, kernel_class, phase, casts_us):
         if p != phase or len(classes) != 1:
             continue
         cls = classes.pop()
-        casts = casts_us.get(owner, {}).get(phase, 0.0) if cls in CAST_OWNERS else 0.0
+        casts = casts_us(measured_by_owner, owner, phase) if cls in CAST_OWNERS else 0.0
         if kernel_class == "cast":
             work = sum(cast_bytes(x, phase) for x in layers)
             if cls in CAST_OWNERS and work > 0 and casts > 0:
@@ -142,15 +147,15 @@ def fit_term(points):
     return 0.0, b2 / s22
 
 
-def fit(groups_by_model, casts_by_model, models, dtype, source):
+def fit(groups_by_model, measured_by_model, models, dtype, source):
     groups = [g for m in models for g in groups_by_model[m]]
-    casts_us = {o: v for m in models for o, v in casts_by_model[m].items()}
+    measured = {o: v for m in models for o, v in measured_by_model[m].items()}
     result = {"dtype": dtype, "source": source}
     for kernel_class in ("matmul", "conv", "attention", "norm", "batchnorm", "elementwise",
                          "embedding", "pool", "cast"):
         terms = {}
         for phase in PASSES:
-            points = samples(groups, kernel_class, phase, casts_us)
+            points = samples(groups, kernel_class, phase, measured)
             if len(points) < MIN_SAMPLES:
                 continue
             floor, slope = fit_term(points)
@@ -260,7 +265,7 @@ def write_cluster(path, kernel_fit):
         f.write(text)
 
 
-def by_class(measured, sim_layers, casts_us):
+def by_class(measured, sim_layers):
     """Per op class (the modules whose layers are all of one class) and pass: modules, median
     signed error, measured and predicted sums: where the fit is still off. The matrix products'
     and convolutions' autocast casts also on their own ("cast"), where the trace ran some."""
@@ -272,7 +277,7 @@ def by_class(measured, sim_layers, casts_us):
         s = sum(analyze.layer_us(x, phase) for x in layers)
         cls = classes.pop()
         rows.setdefault(f"{cls} {phase}", []).append((m, s))
-        cm = casts_us.get(owner, {}).get(phase, 0.0)
+        cm = casts_us(measured, owner, phase)
         if cls in CAST_OWNERS and cm > 0:
             cs = sum(((x.get(phase) or {}).get("cast") or {}).get("time_ns", 0) / 1e3
                      for x in layers)
@@ -336,15 +341,13 @@ def main():
         sims = {m: analyze.simulated_layers(args.ddpscope, m, job, roofline)[0]
                 for m, job, _x in runs}
         measured = {m: analyze.own_kernels(x, sims[m]) for m, _j, x in runs}
-        casts = {m: {o: {p: v[p + "_casts"] for p in PASSES} for o, v in measured[m].items()}
-                 for m in models}
         groups = {m: analyze.layer_groups(measured[m], sims[m]) for m in models}
-        full = fit(groups, casts, models, dtype, source)
+        full = fit(groups, measured, models, dtype, source)
         report = {"source": source, "min_samples": MIN_SAMPLES, "kernel_fit": full, "models": {}}
         in_sample = cluster_with(base, full, tmp, "in-sample")
         for m, job, _x in runs:
             x = measured[m]
-            held = fit(groups, casts, [o for o in models if o != m], dtype, source)
+            held = fit(groups, measured, [o for o in models if o != m], dtype, source)
             held_path = cluster_with(base, held, tmp, "held-out-" + m)
             fitted, _ = analyze.simulated_layers(args.ddpscope, m, job, in_sample)
             check_formula(full, fitted, m)
@@ -352,7 +355,7 @@ def main():
             check_formula(held, held_layers, m)
             report["models"][m] = {"roofline": evaluate(x, sims[m]),
                                    "in_sample": evaluate(x, fitted),
-                                   "in_sample_by_class": by_class(x, fitted, casts[m]),
+                                   "in_sample_by_class": by_class(x, fitted),
                                    "held_out": evaluate(x, held_layers),
                                    "held_out_fit": held}
 
