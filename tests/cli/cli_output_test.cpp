@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "sim/cost/cluster.h"
 #include "tests/cli/cli_test_util.h"
 
 namespace ddpscope::cli::testing {
@@ -93,16 +94,24 @@ TEST(CliOutputTest, SimulateJsonExplainsEachLayersKernels) {
     EXPECT_GT(conv1["forward"]["host_ns"].get<int64_t>(),
               conv1["forward"]["time_ns"].get<int64_t>());
     EXPECT_EQ(conv1["forward"]["bound"], "host");
-    // dgx-h100's kernel fit (bf16) times its layers: conv forward = 4.039 µs + FLOPs at
-    // 251.83 TFLOP/s, plus autocast's casts of its fp32 weight and of the fp32 images (the
-    // fit's cast class: 1.577 µs + bytes at 2611.2 GB/s).
+    // dgx-h100's kernel fit (bf16) times its layers: conv forward = the conv class's floor +
+    // FLOPs at its rate, plus autocast's casts of its fp32 weight and of the fp32 images (the
+    // fit's cast class: floor + bytes at its rate).
     EXPECT_EQ(conv1["forward"]["timed_by"], "kernel fit");
+    auto h100 = sim::loadBuiltinCluster("dgx-h100");
+    ASSERT_TRUE(h100.isOk()) << h100.status().message();
+    const auto& fit = h100->device.kernelFit.classes;
+    ASSERT_TRUE(fit.count("conv") > 0 && fit.count("cast") > 0);
+    const sim::KernelFitTerm conv = *fit.at("conv")[0];
+    const sim::KernelFitTerm castTerm = *fit.at("cast")[0];
     const nlohmann::json& cast = conv1["forward"]["cast"];
     EXPECT_EQ(cast["kernels"], 2);
     EXPECT_EQ(cast["timed_by"], "kernel fit");
-    EXPECT_NEAR(cast["time_ns"].get<double>(), 1577 + cast["bytes"].get<double>() / 2611.2, 1.0);
-    EXPECT_NEAR(conv1["forward"]["time_ns"].get<double>(),
-                4039 + 7552892928.0 / 251.83e3 + cast["time_ns"].get<double>(), 1.0);
+    EXPECT_NEAR(cast["time_ns"].get<double>(),
+                castTerm.floorUs * 1e3 + cast["bytes"].get<double>() / castTerm.rate, 1.0);
+    EXPECT_NEAR(
+        conv1["forward"]["time_ns"].get<double>(),
+        conv.floorUs * 1e3 + 7552892928.0 / (conv.rate * 1e3) + cast["time_ns"].get<double>(), 1.0);
   }
   // At fp32 the bf16 fit does not apply.
   j = parseJson(runCliForTest({"simulate", "--model", "resnet50", "--cluster", "dgx-h100",

@@ -981,7 +981,10 @@ TEST(ReplayCliTest, KernelsCarriedBetweenTheH100AndTheH200) {
       const double truth = measured.first + measured.second;
       EXPECT_LT(std::abs(sum / truth - 1), 0.20) << from << " -> " << to;
       // PyTorch's own BatchNorm kernels (bf16) go by the SM count between the two Hoppers, not
-      // by their bandwidths: by those resnet50 carried -13.1 % and +16.9 %.
+      // by their bandwidths: by those resnet50 carried -13.1 % and +16.9 %. 5 %: resnet50's
+      // forward + backward kernels in the H200 run's four profiled traces (default cap, cap 1,
+      // without shapes, eager) spread by 1.5 % (14.29-14.50 ms); the runs of one GPU type are
+      // not all measured, so about three times that.
       if (model == "resnet50") EXPECT_LT(std::abs(sum / truth - 1), 0.05) << from << " -> " << to;
       char line[320];
       std::snprintf(
