@@ -147,6 +147,7 @@ StatusOr<nlohmann::json> layerKernelsJson(const SimulationRequest& request) {
       if (k.castKernels > 0 && !measuredTime) {
         out["cast"] = nlohmann::json{{"kernels", k.castKernels},
                                      {"bytes", k.castBytes},
+                                     {"input_bytes", k.castInputBytes},
                                      {"time_ns", k.castTime.count()},
                                      {"timed_by", k.castFitted ? "kernel fit" : "roofline"}};
       }

@@ -13,7 +13,8 @@ zoo model at the job's batch and dtype: their op class (kernel_class), FLOPs and
 layers are timed with the module that runs them (analyze.py layer_groups).
 
 Fit, per op class and pass: time = floor_us + FLOPs / (tflops x 1e12) for matmul, conv and
-attention, floor_us + bytes / (GBps x 1e9) for the rest, by least squares on the relative error
+attention, floor_us + bytes / (GBps x 1e9) for the rest (the cast class: a floor per kernel), by
+least squares on the relative error
 over the modules whose layers are all of that class, both terms non-negative (else the rate alone).
 A class and pass with fewer than MIN_SAMPLES modules is not fitted (the simulator falls back).
 
@@ -22,7 +23,11 @@ fp32 input to the half dtype (forward) and their gradients back (backward), each
 its module (analyze.py CAST_KERNEL); the simulator times them as kernels of their own, the cast
 class (`simulate --json`'s per-pass "cast": kernels, bytes). So the matmul and conv classes are
 fitted on their modules' kernels without the casts, and the cast class on the casts against the
-cast bytes (the modules where the simulator gives some and the trace ran some).
+cast bytes (the modules where the simulator gives some and the trace ran some). Two groups of
+casts, two classes: a module's fp32 parameters (its weight and bias) are the cast class, fitted
+on the modules that cast no input; an fp32 input (a LayerNorm's output; in backward its gradient,
+a tensor as large as the activations) is the cast_input class, fitted on what the modules that
+cast one ran beyond their parameters' casts as the cast class times them.
 
 Gradient sums: where a tensor has several readers, autograd adds their gradients in the backward
 node of the reader that delivers the second (analyze.py GRADIENT_SUM_KERNEL); the simulator
@@ -97,8 +102,29 @@ def load_kit(kit):
 CAST_OWNERS = ("matmul", "conv")
 
 
-def cast_bytes(layer, phase):
-    return ((layer.get(phase) or {}).get("cast") or {}).get("bytes", 0.0)
+def cast_bytes(layer, phase, key="bytes"):
+    """A layer pass's autocast cast bytes (simulate --json's "cast"): all of them ("bytes") or
+    the fp32 input's ("input_bytes")."""
+    return ((layer.get(phase) or {}).get("cast") or {}).get(key, 0.0)
+
+
+def param_cast_bytes(layer, phase):
+    return cast_bytes(layer, phase) - cast_bytes(layer, phase, "input_bytes")
+
+
+def param_cast_kernels(layer, phase):
+    """The parameters' cast kernels of a layer pass (the input's is one more where it has one)."""
+    cast = (layer.get(phase) or {}).get("cast") or {}
+    return cast.get("kernels", 0) - (1 if cast.get("input_bytes", 0) > 0 else 0)
+
+
+def term_us(term, work, kernels=1):
+    """A fit term's time (us) for `work` FLOPs or bytes in `kernels` kernels (a floor each: the
+    cast class; the other classes' floor is the pass's); 0 for no work."""
+    if work <= 0:
+        return 0.0
+    rate = term["tflops"] * 1e12 if "tflops" in term else term["GBps"] * 1e9
+    return kernels * term["floor_us"] + work / rate * 1e6
 
 
 def casts_us(measured, owner, phase):
@@ -106,11 +132,13 @@ def casts_us(measured, owner, phase):
     return measured.get(owner, {}).get(phase + "_casts", 0.0)
 
 
-def samples(groups, kernel_class, phase, measured_by_owner):
+def samples(groups, kernel_class, phase, measured_by_owner, cast_term=None):
     """(work, measured us) per module whose simulated layers are all of `kernel_class`; work is
     FLOPs for the FLOP-timed classes, bytes for the rest. A matrix product's or convolution's
     kernels without its casts (casts_us of `measured_by_owner`); the cast class: the casts of
-    those modules against their cast bytes."""
+    those modules that cast no input, against their cast bytes; cast_input: of those that do,
+    what their casts took beyond their parameters' as `cast_term` times them, against the
+    input's cast bytes."""
     key = "flops" if kernel_class in FLOP_CLASSES else "bytes"
     out = []
     for owner, p, measured, layers in groups:
@@ -119,10 +147,18 @@ def samples(groups, kernel_class, phase, measured_by_owner):
             continue
         cls = classes.pop()
         casts = casts_us(measured_by_owner, owner, phase) if cls in CAST_OWNERS else 0.0
-        if kernel_class == "cast":
-            work = sum(cast_bytes(x, phase) for x in layers)
-            if cls in CAST_OWNERS and work > 0 and casts > 0:
-                out.append((work, casts))
+        if kernel_class in ("cast", "cast_input"):
+            if cls not in CAST_OWNERS or casts <= 0:
+                continue
+            params = sum(param_cast_bytes(x, phase) for x in layers)
+            inputs = sum(cast_bytes(x, phase, "input_bytes") for x in layers)
+            if kernel_class == "cast" and params > 0 and inputs == 0:
+                out.append((params, casts, sum(param_cast_kernels(x, phase) for x in layers)))
+            elif kernel_class == "cast_input" and inputs > 0 and cast_term is not None:
+                beyond = casts - sum(term_us(cast_term, param_cast_bytes(x, phase),
+                                             param_cast_kernels(x, phase)) for x in layers)
+                if beyond > 0:
+                    out.append((inputs, beyond))
         elif cls == kernel_class and measured - casts > 0:
             out.append((sum((x.get(phase) or {}).get(key, 0.0) for x in layers),
                         measured - casts))
@@ -130,14 +166,16 @@ def samples(groups, kernel_class, phase, measured_by_owner):
 
 
 def fit_term(points):
-    """floor (us) and seconds per unit of work minimising sum(((floor + a*w) / t - 1)^2), both
-    >= 0; the slope alone when the joint fit would make either negative."""
-    # Normal equations of the 2-variable weighted least squares (rows [1/t, w/t], target 1).
-    s11 = sum(1 / t ** 2 for _w, t in points)
-    s12 = sum(w / t ** 2 for w, t in points)
-    s22 = sum(w * w / t ** 2 for w, t in points)
-    b1 = sum(1 / t for _w, t in points)
-    b2 = sum(w / t for w, t in points)
+    """floor (us) and seconds per unit of work minimising sum(((n*floor + a*w) / t - 1)^2), both
+    >= 0, over points (w, t) or (w, t, n) (n: how many floors the sample pays, 1 when absent); the
+    slope alone when the joint fit would make either negative."""
+    rows = [(p[2] if len(p) > 2 else 1, p[0], p[1]) for p in points]
+    # Normal equations of the 2-variable weighted least squares (rows [n/t, w/t], target 1).
+    s11 = sum((n / t) ** 2 for n, _w, t in rows)
+    s12 = sum(n * w / t ** 2 for n, w, t in rows)
+    s22 = sum(w * w / t ** 2 for _n, w, t in rows)
+    b1 = sum(n / t for n, _w, t in rows)
+    b2 = sum(w / t for _n, w, t in rows)
     det = s11 * s22 - s12 * s12
     if det > 0:
         floor = (b1 * s22 - b2 * s12) / det
@@ -152,10 +190,11 @@ def fit(groups_by_model, measured_by_model, models, dtype, source):
     measured = {o: v for m in models for o, v in measured_by_model[m].items()}
     result = {"dtype": dtype, "source": source}
     for kernel_class in ("matmul", "conv", "attention", "norm", "batchnorm", "elementwise",
-                         "embedding", "pool", "cast"):
+                         "embedding", "pool", "cast", "cast_input"):
         terms = {}
         for phase in PASSES:
-            points = samples(groups, kernel_class, phase, measured)
+            cast_term = fitted_term(result, "cast", phase) if kernel_class == "cast_input" else None
+            points = samples(groups, kernel_class, phase, measured, cast_term)
             if len(points) < MIN_SAMPLES:
                 continue
             floor, slope = fit_term(points)
@@ -196,7 +235,8 @@ def evaluate(measured, sim_layers):
     return out
 
 
-FALLBACK = {"conv": "matmul", "attention": "matmul", "pool": "elementwise", "cast": "elementwise"}
+FALLBACK = {"conv": "matmul", "attention": "matmul", "pool": "elementwise", "cast": "elementwise",
+            "cast_input": "cast"}
 
 
 def fitted_term(kernel_fit, cls, phase):
@@ -218,11 +258,14 @@ def formula_us(kernel_fit, layer, phase):
         us = term["floor_us"] + k["flops"] / (term["tflops"] * 1e12) * 1e6
     else:
         us = term["floor_us"] + k["bytes"] / (term["GBps"] * 1e9) * 1e6
-    if cast_bytes(layer, phase) > 0:
-        cast = fitted_term(kernel_fit, "cast", phase)
-        if cast is None:
-            return None
-        us += cast["floor_us"] + cast_bytes(layer, phase) / (cast["GBps"] * 1e9) * 1e6
+    for cls, work, kernels in (
+            ("cast", param_cast_bytes(layer, phase), param_cast_kernels(layer, phase)),
+            ("cast_input", cast_bytes(layer, phase, "input_bytes"), 1)):
+        if work > 0:
+            cast = fitted_term(kernel_fit, cls, phase)
+            if cast is None:
+                return None
+            us += term_us(cast, work, kernels)
     return us
 
 

@@ -239,7 +239,7 @@ Nanos RooflineComputeModel::kernelTime(double flops, double bytes, bool tensorCo
 const KernelFitTerm* RooflineComputeModel::fitTerm(std::string_view kernelClass, int pass,
                                                    bool& byFlops) const {
   if (m_fit.empty()) return nullptr;
-  for (int hop = 0; hop < 2 && !kernelClass.empty(); ++hop) {
+  for (int hop = 0; hop < 3 && !kernelClass.empty(); ++hop) {
     const KernelFitClass* info = findKernelFitClass(kernelClass);
     if (info == nullptr || m_fit.roofline.count(kernelClass) > 0) return nullptr;
     const auto it = m_fit.classes.find(kernelClass);
@@ -258,6 +258,7 @@ std::vector<RooflineComputeModel::LayerBytes> RooflineComputeModel::layerBytes(
   if (!m_autocast) return out;
   const std::vector<LayerDtypes> dtypes = autocastDtypes(model);
   const std::vector<AddBackward> adds = autocastAddBackward(model, dtypes);
+  const std::vector<std::vector<int>> producers = layerProducers(model);
   for (size_t i = 0; i < out.size(); ++i) {
     const std::string_view kernelClass = kernelClassOf(model.layers[i].type);
     if (kernelClass == "matmul" || kernelClass == "conv") {
@@ -269,8 +270,11 @@ std::vector<RooflineComputeModel::LayerBytes> RooflineComputeModel::layerBytes(
         ++out[i].castParamKernels;
       }
       const std::vector<ActivationDtype>& ins = dtypes[i].inputs;
-      if (std::find(ins.begin(), ins.end(), ActivationDtype::kFp32) != ins.end()) {
+      for (size_t k = 0; k < ins.size(); ++k) {
+        if (ins[k] != ActivationDtype::kFp32) continue;
         out[i].castInputFraction = inputFraction(model.layers[i]);
+        // The model's input (images) gets no gradient, so no cast back in backward.
+        if (k < producers[i].size() && producers[i][k] >= 0) out[i].castInputBackward = true;
       }
     }
     if (timedByFlops(kernelClass)) continue;
@@ -318,8 +322,10 @@ RooflineComputeModel::LayerPasses RooflineComputeModel::layerPasses(
           ? kCastBytesPerFp32Byte * bytes.castInputFraction * std::max(activationBytes, 0.0)
           : 0.0;
   for (Pass* pass : {&p.forward, &p.backward}) {
-    pass->castBytes = bytes.castParamBytes + castInput;
-    pass->castKernels = bytes.castParamKernels + (castInput > 0 ? 1 : 0);
+    const double input = pass == &p.forward || bytes.castInputBackward ? castInput : 0.0;
+    pass->castBytes = bytes.castParamBytes + input;
+    pass->castInputBytes = input;
+    pass->castKernels = bytes.castParamKernels + (input > 0 ? 1 : 0);
   }
   if (!m_fit.empty()) {
     const std::string_view kernelClass = kernelClassOf(layer.type);
@@ -331,6 +337,8 @@ RooflineComputeModel::LayerPasses RooflineComputeModel::layerPasses(
     bool byFlops = false;
     p.forward.castFit = fitTerm("cast", 0, byFlops);
     p.backward.castFit = fitTerm("cast", 1, byFlops);
+    p.forward.castInputFit = fitTerm("cast_input", 0, byFlops);
+    p.backward.castInputFit = fitTerm("cast_input", 1, byFlops);
   }
   return p;
 }
@@ -352,11 +360,20 @@ Nanos RooflineComputeModel::passTime(const Pass& pass, bool tensorCore, bool con
 
 Nanos RooflineComputeModel::castTime(const Pass& pass) const {
   if (pass.castKernels <= 0 || !(pass.castBytes > 0)) return Nanos::zero();
-  if (pass.castFit != nullptr) {
-    return Nanos::fromMicrosDouble(pass.castFit->floorUs) +
-           Nanos::fromSecondsDouble(pass.castBytes / (pass.castFit->rate * 1e9));
-  }
-  return kernelTime(0, pass.castBytes / pass.castKernels, /*tensorCore=*/false) * pass.castKernels;
+  const bool input = pass.castInputBytes > 0;
+  const int paramKernels = pass.castKernels - (input ? 1 : 0);
+  const double paramBytes = pass.castBytes - pass.castInputBytes;
+  // One group of casts: the fit's floor per kernel + bytes / rate, else the roofline per kernel.
+  auto group = [&](const KernelFitTerm* fit, double groupBytes, int kernels) {
+    if (kernels <= 0 || !(groupBytes > 0)) return Nanos::zero();
+    if (fit != nullptr) {
+      return Nanos::fromMicrosDouble(fit->floorUs * kernels) +
+             Nanos::fromSecondsDouble(groupBytes / (fit->rate * 1e9));
+    }
+    return kernelTime(0, groupBytes / kernels, /*tensorCore=*/false) * kernels;
+  };
+  return group(pass.castFit, paramBytes, paramKernels) +
+         group(pass.castInputFit, pass.castInputBytes, input ? 1 : 0);
 }
 
 LayerTimes RooflineComputeModel::layerTime(const models::LayerSpec& layer,
@@ -399,7 +416,9 @@ RooflineComputeModel::LayerExplained RooflineComputeModel::explain(const LayerPa
       k.kernels += pass.castKernels;
       k.castKernels = pass.castKernels;
       k.castBytes = pass.castBytes;
-      k.castFitted = pass.castFit != nullptr;
+      k.castInputBytes = pass.castInputBytes;
+      k.castFitted = (pass.castBytes > pass.castInputBytes ? pass.castFit != nullptr : true) &&
+                     (pass.castInputBytes > 0 ? pass.castInputFit != nullptr : true);
     }
     if (fit != nullptr) {
       const double floorS = fit->floorUs * 1e-6;

@@ -45,12 +45,15 @@
 //   Autocast's casts: under autocast a matrix product or convolution (kernel class matmul or conv)
 //   casts each fp32 parameter it owns to the half dtype in forward and the parameter's gradient
 //   back in backward (a kernel each, 6 bytes an element: 4 read and 2 written), and likewise an
-//   fp32 input (a LayerNorm's output, the images) and its gradient: a Linear or Conv1D's input
+//   fp32 input (a LayerNorm's output, the images) and its gradient (none for the model's input,
+//   which needs none): a Linear or Conv1D's input
 //   is in_features / (in_features + out_features) of the format's activation bytes, a Conv2d's
 //   in_channels / (in_channels + out_channels / stride²). The H100 bert-base trace runs three
 //   such kernels per Linear and pass (`bfloat16_copy_kernel_cuda`: weight, bias, input; 1.04 of
-//   its Linears' 3.22 ms forward). They are memory-bound kernels of their own: the fit's "cast"
-//   class (fallback elementwise) or the roofline's bandwidth, one launch each.
+//   its Linears' 3.22 ms forward). They are memory-bound kernels of their own, one launch each:
+//   with a kernel fit, the parameters' casts take the "cast" class's floor per kernel + their
+//   bytes / its rate, and the input's cast the "cast_input" class's floor + bytes / rate
+//   (fallback cast, then elementwise); without one, the roofline's bandwidth.
 // copyTime(B)       = B / rate_m + launch (0 for B ≤ 0).
 // optimizerTime(P)  = kOptimizerBytesPerParamByte × P / rate_m + launch: SGD with momentum reads
 //                     param, grad and momentum and writes param and momentum (5 tensors' worth),
@@ -163,6 +166,7 @@ class RooflineComputeModel final : public ComputeModel {
     // Autocast's casts around a matrix product or convolution, within kernels and time above.
     int castKernels = 0;
     double castBytes = 0;
+    double castInputBytes = 0;  // of castBytes, the fp32 input's (or its gradient's) cast
     Nanos castTime;
     bool castFitted = false;  // the casts timed by the fit's cast (or elementwise) class
   };
@@ -189,6 +193,8 @@ class RooflineComputeModel final : public ComputeModel {
     double castParamBytes = 0;
     int castParamKernels = 0;
     double castInputFraction = 0;
+    bool castInputBackward = false;  // the input is a layer's output (not the model's): has a
+                                     // gradient to cast back
   };
   std::vector<LayerBytes> layerBytes(const models::ModelSpec& model) const;
   // One kernel: `flops` FLOPs and `bytes` bytes as the kernel really moves them (already scaled
@@ -216,8 +222,10 @@ class RooflineComputeModel final : public ComputeModel {
     int kernels = 1;
     // Autocast's casts (the header comment) and the fit's term for them.
     double castBytes = 0;
+    double castInputBytes = 0;  // of castBytes, the input's (its cast is the last kernel)
     int castKernels = 0;
-    const KernelFitTerm* castFit = nullptr;
+    const KernelFitTerm* castFit = nullptr;       // the parameters' casts
+    const KernelFitTerm* castInputFit = nullptr;  // the input's
   };
   struct LayerPasses {
     bool tensorCore = false;

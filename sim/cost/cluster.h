@@ -47,18 +47,22 @@ struct KernelFitClass {
   bool timedByFlops;          // true: the term's rate is TFLOP/s; false: GB/s
   std::string_view fallback;  // the class used when this one is not fitted ("" = roofline)
 };
-// matmul, conv, attention (by FLOPs); norm, batchnorm, elementwise, embedding, pool, cast (by
-// bytes). cast is no layer's class: autocast's casts around a matrix product or convolution (its
-// fp32 parameters and fp32 input to the half dtype, their gradients back), which a matmul or conv
-// layer's time adds to its own kernels' (RooflineComputeModel).
+// matmul, conv, attention (by FLOPs); norm, batchnorm, elementwise, embedding, pool, cast,
+// cast_input (by bytes). cast and cast_input are no layer's class: autocast's casts around a
+// matrix product or convolution, which a matmul or conv layer's time adds to its own kernels'
+// (RooflineComputeModel): cast those of its fp32 parameters (to the half dtype in forward, their
+// gradients back in backward), cast_input that of an fp32 input (a LayerNorm's output) and its
+// gradient, a tensor as large as the activations that other kernels move at another rate (the
+// H100 traces' backward: 1.9 TB/s on a 38 MB input gradient, weights' in a few µs).
 // batchnorm is a class of its own: its kernels reduce each channel over the whole batch (PyTorch's
 // give a channel one block, so a few wide channels leave SMs idle), where a LayerNorm's reduce
 // one row each. Inline: sim_compute reads it without linking sim_cost.
 inline const std::vector<KernelFitClass>& kernelFitClasses() {
   static const std::vector<KernelFitClass> kClasses = {
-      {"matmul", true, ""},     {"conv", true, "matmul"},       {"attention", true, "matmul"},
-      {"norm", false, ""},      {"batchnorm", false, "norm"},   {"elementwise", false, ""},
-      {"embedding", false, ""}, {"pool", false, "elementwise"}, {"cast", false, "elementwise"}};
+      {"matmul", true, ""},         {"conv", true, "matmul"},       {"attention", true, "matmul"},
+      {"norm", false, ""},          {"batchnorm", false, "norm"},   {"elementwise", false, ""},
+      {"embedding", false, ""},     {"pool", false, "elementwise"}, {"cast", false, "elementwise"},
+      {"cast_input", false, "cast"}};
   return kClasses;
 }
 // The class named `name`; nullptr when there is none.

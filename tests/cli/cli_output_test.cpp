@@ -95,20 +95,34 @@ TEST(CliOutputTest, SimulateJsonExplainsEachLayersKernels) {
               conv1["forward"]["time_ns"].get<int64_t>());
     EXPECT_EQ(conv1["forward"]["bound"], "host");
     // dgx-h100's kernel fit (bf16) times its layers: conv forward = the conv class's floor +
-    // FLOPs at its rate, plus autocast's casts of its fp32 weight and of the fp32 images (the
-    // fit's cast class: floor + bytes at its rate).
+    // FLOPs at its rate, plus autocast's casts of its fp32 weight (the fit's cast class: floor +
+    // bytes at its rate) and of the fp32 images (the cast_input class). The images (3 of the
+    // format's 3 + 64 / 2² channels' activation bytes, cast at 1.5× their fp32 bytes) get no
+    // gradient: the backward casts the weight's only.
     EXPECT_EQ(conv1["forward"]["timed_by"], "kernel fit");
     auto h100 = sim::loadBuiltinCluster("dgx-h100");
     ASSERT_TRUE(h100.isOk()) << h100.status().message();
     const auto& fit = h100->device.kernelFit.classes;
-    ASSERT_TRUE(fit.count("conv") > 0 && fit.count("cast") > 0);
+    ASSERT_TRUE(fit.count("conv") > 0 && fit.count("cast") > 0 && fit.count("cast_input") > 0);
     const sim::KernelFitTerm conv = *fit.at("conv")[0];
-    const sim::KernelFitTerm castTerm = *fit.at("cast")[0];
     const nlohmann::json& cast = conv1["forward"]["cast"];
     EXPECT_EQ(cast["kernels"], 2);
     EXPECT_EQ(cast["timed_by"], "kernel fit");
+    const double images = 1.5 * 32 * 3 * 224 * 224 * 4;
+    EXPECT_DOUBLE_EQ(cast["input_bytes"].get<double>(), images);
+    EXPECT_DOUBLE_EQ(cast["bytes"].get<double>(), images + 1.5 * 64 * 3 * 7 * 7 * 4);
+    auto termNs = [](const sim::KernelFitTerm& t, double bytes) {
+      return t.floorUs * 1e3 + bytes / t.rate;
+    };
     EXPECT_NEAR(cast["time_ns"].get<double>(),
-                castTerm.floorUs * 1e3 + cast["bytes"].get<double>() / castTerm.rate, 1.0);
+                termNs(*fit.at("cast")[0], cast["bytes"].get<double>() - images) +
+                    termNs(*fit.at("cast_input")[0], images),
+                1.0);
+    const nlohmann::json& backCast = conv1["backward"]["cast"];
+    EXPECT_EQ(backCast["kernels"], 1);
+    EXPECT_EQ(backCast["input_bytes"].get<double>(), 0.0);
+    EXPECT_NEAR(backCast["time_ns"].get<double>(),
+                termNs(*fit.at("cast")[1], 1.5 * 64 * 3 * 7 * 7 * 4), 1.0);
     EXPECT_NEAR(
         conv1["forward"]["time_ns"].get<double>(),
         conv.floorUs * 1e3 + 7552892928.0 / (conv.rate * 1e3) + cast["time_ns"].get<double>(), 1.0);

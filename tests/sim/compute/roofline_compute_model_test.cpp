@@ -610,5 +610,56 @@ TEST(RooflineComputeModelTest, UnderAutocastMemoryBoundLayersCountTheDtypesAutoc
   }
 }
 
+// With a kernel fit, a matrix product's casts are two groups: its fp32 parameters' (the fit's
+// cast class: a floor per kernel + their bytes at its rate) and an fp32 input's (cast_input, its
+// fallback cast). The model's input (resnet50's images) gets no gradient, so conv1's backward casts
+// its weight only; bert-base's query casts its input (a LayerNorm's output) and its gradient.
+TEST(RooflineComputeModelTest, KernelFitTimesParametersAndAnInputsCastsApart) {
+  DeviceSpec device = fittedDevice();
+  device.kernelFit.classes["cast"] = {KernelFitTerm{2, 1000}, KernelFitTerm{3, 500}};
+  device.kernelFit.classes["cast_input"] = {KernelFitTerm{1, 2000}, KernelFitTerm{4, 250}};
+  auto bert = models::loadZooModel("bert-base");
+  auto resnet = models::loadZooModel("resnet50");
+  ASSERT_OK(bert);
+  ASSERT_OK(resnet);
+  auto us = [](double floorUs, double bytes, double gbps) {
+    return Nanos::fromMicrosDouble(floorUs) + Nanos::fromSecondsDouble(bytes / (gbps * 1e9));
+  };
+  const models::ModelInputs tokens{8, 128, 0};
+  const double params = 1.5 * (768 * 768 + 768) * 4;
+  const double input = 1.5 * 0.5 * 6144 * 8 * 128;
+  auto split = RooflineComputeModel::create(device, "bf16", /*autocast=*/true);
+  ASSERT_OK(split);
+  const auto query = (*split)->explainLayers(
+      *bert, tokens)[static_cast<size_t>(bert->findLayer("encoder.layer.0.attention.self.query"))];
+  EXPECT_DOUBLE_EQ(query.forward.castInputBytes, input);
+  EXPECT_DOUBLE_EQ(query.backward.castInputBytes, input);
+  // weight and bias: two kernels, two floors
+  EXPECT_EQ(query.forward.castTime, us(2 * 2, params, 1000) + us(1, input, 2000));
+  EXPECT_EQ(query.backward.castTime, us(2 * 3, params, 500) + us(4, input, 250));
+  EXPECT_TRUE(query.forward.castFitted);
+  // Without cast_input the input's cast takes the cast class's term: a floor of its own.
+  device.kernelFit.classes.erase("cast_input");
+  auto fallback = RooflineComputeModel::create(device, "bf16", /*autocast=*/true);
+  ASSERT_OK(fallback);
+  const auto query2 = (*fallback)->explainLayers(
+      *bert, tokens)[static_cast<size_t>(bert->findLayer("encoder.layer.0.attention.self.query"))];
+  EXPECT_EQ(query2.forward.castTime, us(2 * 2, params, 1000) + us(2, input, 1000));
+  // resnet50's conv1 (64 × 3 × 7 × 7, no bias) reads the fp32 images (3 of the format's
+  // 3 + 64 / 2² channels' activation bytes).
+  const models::ModelInputs images{4, 0, 224};
+  const auto conv1 =
+      (*split)->explainLayers(*resnet, images)[static_cast<size_t>(resnet->findLayer("conv1"))];
+  const double weight = 1.5 * 64 * 3 * 7 * 7 * 4;
+  const double pixels = 1.5 * 4 * 3 * 224 * 224 * 4;
+  EXPECT_EQ(conv1.forward.castKernels, 2);
+  EXPECT_DOUBLE_EQ(conv1.forward.castInputBytes, pixels);
+  EXPECT_EQ(conv1.forward.castTime, us(2, weight, 1000) + us(1, pixels, 2000));
+  EXPECT_EQ(conv1.backward.castKernels, 1);
+  EXPECT_DOUBLE_EQ(conv1.backward.castInputBytes, 0);
+  EXPECT_DOUBLE_EQ(conv1.backward.castBytes, weight);
+  EXPECT_EQ(conv1.backward.castTime, us(3, weight, 500));
+}
+
 }  // namespace
 }  // namespace ddpscope::sim
