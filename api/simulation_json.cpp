@@ -151,6 +151,14 @@ StatusOr<nlohmann::json> layerKernelsJson(const SimulationRequest& request) {
                                      {"time_ns", k.castTime.count()},
                                      {"timed_by", k.castFitted ? "kernel fit" : "roofline"}};
       }
+      // A bias's gradient reduction: timed apart by the kernel fit (within kernels and
+      // time_ns), else within the pass's own term.
+      if (k.biasBytes > 0 && !measuredTime) {
+        nlohmann::json bias{{"bytes", k.biasBytes},
+                            {"timed_by", k.biasTime.count() > 0 ? "kernel fit" : "with the pass"}};
+        if (k.biasTime.count() > 0) bias["time_ns"] = k.biasTime.count();
+        out["bias_grad"] = std::move(bias);
+      }
       return out;
     };
     std::optional<Nanos> forward, backward;

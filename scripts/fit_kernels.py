@@ -29,6 +29,13 @@ on the modules that cast no input; an fp32 input (a LayerNorm's output; in backw
 a tensor as large as the activations) is the cast_input class, fitted on what the modules that
 cast one ran beyond their parameters' casts as the cast class times them.
 
+A bias's gradient: a matrix product with a bias sums its output gradient over the tokens in
+backward, a reduction kernel (analyze.py BIAS_GRAD_KERNEL) of 13-33 us a Linear in the
+transformers' traces that a FLOP rate would learn as a floor (and charge to llama-small's
+bias-free projections too). The bias_grad class is fitted on those reductions against the bytes
+of the output gradient (simulate --json's backward "bias_grad"), and the matrix products'
+backward without them.
+
 Gradient sums: where a tensor has several readers, autograd adds their gradients in the backward
 node of the reader that delivers the second (analyze.py GRADIENT_SUM_KERNEL); the simulator
 charges those sums to the Add layer whose input the shared tensor is (autocastAddBackward) and
@@ -112,6 +119,16 @@ def param_cast_bytes(layer, phase):
     return cast_bytes(layer, phase) - cast_bytes(layer, phase, "input_bytes")
 
 
+def bias_bytes(layer):
+    """The bytes of a layer's bias-gradient reduction in backward (simulate --json's "bias_grad")."""
+    return ((layer.get("backward") or {}).get("bias_grad") or {}).get("bytes", 0.0)
+
+
+def bias_us(measured, owner):
+    """The measured time of a module's reductions in backward (analyze.layer_times)."""
+    return measured.get(owner, {}).get("backward_bias", 0.0)
+
+
 def param_cast_kernels(layer, phase):
     """The parameters' cast kernels of a layer pass (the input's is one more where it has one)."""
     cast = (layer.get(phase) or {}).get("cast") or {}
@@ -132,13 +149,15 @@ def casts_us(measured, owner, phase):
     return measured.get(owner, {}).get(phase + "_casts", 0.0)
 
 
-def samples(groups, kernel_class, phase, measured_by_owner, cast_term=None):
+def samples(groups, kernel_class, phase, measured_by_owner, cast_term=None, bias_apart=False):
     """(work, measured us) per module whose simulated layers are all of `kernel_class`; work is
     FLOPs for the FLOP-timed classes, bytes for the rest. A matrix product's or convolution's
     kernels without its casts (casts_us of `measured_by_owner`); the cast class: the casts of
     those modules that cast no input, against their cast bytes; cast_input: of those that do,
     what their casts took beyond their parameters' as `cast_term` times them, against the
-    input's cast bytes."""
+    input's cast bytes; bias_grad: the backward reductions of the modules whose layers have a
+    bias, against the bytes of its gradient's reduction. With `bias_apart` (bias_grad is fitted)
+    a matrix product's or convolution's backward is also without those reductions."""
     key = "flops" if kernel_class in FLOP_CLASSES else "bytes"
     out = []
     for owner, p, measured, layers in groups:
@@ -147,6 +166,12 @@ def samples(groups, kernel_class, phase, measured_by_owner, cast_term=None):
             continue
         cls = classes.pop()
         casts = casts_us(measured_by_owner, owner, phase) if cls in CAST_OWNERS else 0.0
+        bias = (sum(bias_bytes(x) for x in layers) if cls in CAST_OWNERS and phase == "backward"
+                else 0.0)
+        if kernel_class == "bias_grad":
+            if bias > 0 and bias_us(measured_by_owner, owner) > 0:
+                out.append((bias, bias_us(measured_by_owner, owner)))
+            continue
         if kernel_class in ("cast", "cast_input"):
             if cls not in CAST_OWNERS or casts <= 0:
                 continue
@@ -159,9 +184,11 @@ def samples(groups, kernel_class, phase, measured_by_owner, cast_term=None):
                                              param_cast_kernels(x, phase)) for x in layers)
                 if beyond > 0:
                     out.append((inputs, beyond))
-        elif cls == kernel_class and measured - casts > 0:
-            out.append((sum((x.get(phase) or {}).get(key, 0.0) for x in layers),
-                        measured - casts))
+        elif cls == kernel_class:
+            own = measured - casts - (bias_us(measured_by_owner, owner)
+                                      if bias_apart and bias > 0 else 0.0)
+            if own > 0:
+                out.append((sum((x.get(phase) or {}).get(key, 0.0) for x in layers), own))
     return out
 
 
@@ -189,12 +216,15 @@ def fit(groups_by_model, measured_by_model, models, dtype, source):
     groups = [g for m in models for g in groups_by_model[m]]
     measured = {o: v for m in models for o, v in measured_by_model[m].items()}
     result = {"dtype": dtype, "source": source}
-    for kernel_class in ("matmul", "conv", "attention", "norm", "batchnorm", "elementwise",
-                         "embedding", "pool", "cast", "cast_input"):
+    for kernel_class in ("bias_grad", "matmul", "conv", "attention", "norm", "batchnorm",
+                         "elementwise", "embedding", "pool", "cast", "cast_input"):
         terms = {}
         for phase in PASSES:
+            if kernel_class == "bias_grad" and phase == "forward":
+                continue
             cast_term = fitted_term(result, "cast", phase) if kernel_class == "cast_input" else None
-            points = samples(groups, kernel_class, phase, measured, cast_term)
+            points = samples(groups, kernel_class, phase, measured, cast_term,
+                             bias_apart="backward" in result.get("bias_grad", {}))
             if len(points) < MIN_SAMPLES:
                 continue
             floor, slope = fit_term(points)
@@ -266,6 +296,9 @@ def formula_us(kernel_fit, layer, phase):
             if cast is None:
                 return None
             us += term_us(cast, work, kernels)
+    bias = fitted_term(kernel_fit, "bias_grad", phase) if phase == "backward" else None
+    if bias is not None and bias_bytes(layer) > 0:
+        us += term_us(bias, bias_bytes(layer))
     return us
 
 
@@ -320,6 +353,11 @@ def by_class(measured, sim_layers):
         s = sum(analyze.layer_us(x, phase) for x in layers)
         cls = classes.pop()
         rows.setdefault(f"{cls} {phase}", []).append((m, s))
+        bm = bias_us(measured, owner) if phase == "backward" else 0.0
+        bs = sum(((x.get(phase) or {}).get("bias_grad") or {}).get("time_ns", 0) / 1e3
+                 for x in layers)
+        if cls in CAST_OWNERS and bm > 0 and bs > 0:
+            rows.setdefault(f"bias_grad {phase}", []).append((bm, bs))
         cm = casts_us(measured, owner, phase)
         if cls in CAST_OWNERS and cm > 0:
             cs = sum(((x.get(phase) or {}).get("cast") or {}).get("time_ns", 0) / 1e3

@@ -44,6 +44,8 @@ def test_layer_times_attributes_kernels_to_the_innermost_layer_and_backward_by_s
         x("cuda_runtime", "cudaLaunchKernel", 410, 5, bwd_tid, correlation=102),
         # ... and autograd's sum of the gradients two readers gave block.fc's input, in that node
         x("cuda_runtime", "cudaLaunchKernel", 440, 5, bwd_tid, correlation=105),
+        # ... and the reduction of the output gradient into the bias's gradient
+        x("cuda_runtime", "cudaLaunchKernel", 450, 5, bwd_tid, correlation=106),
         # a launch outside every layer (the optimizer)
         x("cuda_runtime", "cudaLaunchKernel", 900, 5, fwd_tid, correlation=103),
         x("kernel", "gemm", 40, 70, 7, correlation=100),
@@ -51,6 +53,8 @@ def test_layer_times_attributes_kernels_to_the_innermost_layer_and_backward_by_s
         x("kernel", "gemm_bwd", 420, 130, 7, correlation=102),
         x("kernel", "vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>", 560, 15,
           7, correlation=105),
+        x("kernel", "void at::native::reduce_kernel<128, 4, at::native::ReduceOp<float>>", 580, 8,
+          7, correlation=106),
         x("kernel", "sgd", 910, 9, 7, correlation=103),
         x("kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 600, 40, 8, correlation=104),
     ]
@@ -59,11 +63,12 @@ def test_layer_times_attributes_kernels_to_the_innermost_layer_and_backward_by_s
         json.dump({"traceEvents": ev}, f)
     per, totals, steps = analyze.layer_times(str(path))
     assert steps == 1
-    assert per == {"block.fc": {"forward": 70.0, "backward": 145.0, "backward_sums": 15.0,
-                                "forward_casts": 0.0, "backward_casts": 0.0},
+    assert per == {"block.fc": {"forward": 70.0, "backward": 153.0, "backward_sums": 15.0,
+                                "backward_bias": 8.0, "forward_casts": 0.0,
+                                "backward_casts": 0.0},
                    "block": {"forward": 11.0, "backward": 0.0, "backward_sums": 0.0,
-                             "forward_casts": 0.0, "backward_casts": 0.0}}
-    assert totals == {"forward": 81.0, "backward": 145.0, "other": 9.0, "communication": 40.0}
+                             "backward_bias": 0.0, "forward_casts": 0.0, "backward_casts": 0.0}}
+    assert totals == {"forward": 81.0, "backward": 153.0, "other": 9.0, "communication": 40.0}
 
 
 def sim_layer(name, forward_us, backward_us, type_="Linear"):

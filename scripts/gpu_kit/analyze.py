@@ -234,12 +234,17 @@ GRADIENT_SUM_KERNEL = "CUDAFunctor_add"
 # A copy kernel in a matrix product's or convolution's module: autocast's cast of an fp32
 # parameter or input to the half dtype (forward) or of its gradient back (backward).
 CAST_KERNEL = "copy_kernel"
+# A reduction kernel in a matrix product's backward: its bias's gradient, the output gradient
+# summed over the tokens (at::native::reduce_kernel with a sum).
+BIAS_GRAD_KERNEL = "reduce_kernel"
 
 
 def layer_times(trace_path):
     """Per layer: forward and backward GPU kernel time (us per step) of a torch_job trace; of the
-    backward, the time of its gradient sums ("backward_sums": GRADIENT_SUM_KERNEL); of each pass,
-    the time of its copy kernels ("forward_casts", "backward_casts": CAST_KERNEL)."""
+    backward, the time of its gradient sums ("backward_sums": GRADIENT_SUM_KERNEL) and of its
+    reductions ("backward_bias": BIAS_GRAD_KERNEL, a bias's gradient where the layer is a matrix
+    product); of each pass, the time of its copy kernels ("forward_casts", "backward_casts":
+    CAST_KERNEL)."""
     d = load_json(trace_path)
     ev = [e for e in d.get("traceEvents", []) if e.get("ph") == "X"]
     steps = {e["name"] for e in ev if e.get("cat") in ("user_annotation", "cpu_op")
@@ -284,10 +289,13 @@ def layer_times(trace_path):
         totals[phase] += dur
         if phase in ("forward", "backward"):
             t = per.setdefault(layer, {"forward": 0.0, "backward": 0.0, "backward_sums": 0.0,
-                                       "forward_casts": 0.0, "backward_casts": 0.0})
+                                       "backward_bias": 0.0, "forward_casts": 0.0,
+                                       "backward_casts": 0.0})
             t[phase] += dur
             if phase == "backward" and GRADIENT_SUM_KERNEL in name:
                 t["backward_sums"] += dur
+            if phase == "backward" and BIAS_GRAD_KERNEL in name:
+                t["backward_bias"] += dur
             if CAST_KERNEL in name:
                 t[phase + "_casts"] += dur
     scale = 1.0 / nsteps

@@ -255,6 +255,19 @@ const KernelFitTerm* RooflineComputeModel::fitTerm(std::string_view kernelClass,
 std::vector<RooflineComputeModel::LayerBytes> RooflineComputeModel::layerBytes(
     const models::ModelSpec& model) const {
   std::vector<LayerBytes> out(model.layers.size(), LayerBytes{m_zooBytesScale});
+  for (size_t i = 0; i < out.size(); ++i) {
+    const std::string_view kernelClass = kernelClassOf(model.layers[i].type);
+    if (kernelClass != "matmul" && kernelClass != "conv") continue;
+    for (int p : model.layers[i].params) {
+      if (p < 0 || p >= static_cast<int>(model.params.size())) continue;
+      const models::ParamSpec& param = model.params[static_cast<size_t>(p)];
+      const std::string_view name = param.name;
+      if (param.shape.size() == 1 && name.size() >= 4 && name.substr(name.size() - 4) == "bias") {
+        out[i].biasGradFraction = 1 - inputFraction(model.layers[i]);
+      }
+    }
+    if (out[i].biasGradFraction >= 1) out[i].biasGradFraction = 0;  // no in/out split known
+  }
   if (!m_autocast) return out;
   const std::vector<LayerDtypes> dtypes = autocastDtypes(model);
   const std::vector<AddBackward> adds = autocastAddBackward(model, dtypes);
@@ -321,6 +334,12 @@ RooflineComputeModel::LayerPasses RooflineComputeModel::layerPasses(
       bytes.castInputFraction > 0
           ? kCastBytesPerFp32Byte * bytes.castInputFraction * std::max(activationBytes, 0.0)
           : 0.0;
+  // A bias's gradient: the output gradient summed over the tokens (or pixels), one reduction
+  // reading it at the run's dtype; timed apart only by a fit that measured it so.
+  if (bytes.biasGradFraction > 0) {
+    p.backward.biasBytes =
+        bytes.biasGradFraction * std::max(activationBytes, 0.0) * m_zooBytesScale;
+  }
   for (Pass* pass : {&p.forward, &p.backward}) {
     const double input = pass == &p.forward || bytes.castInputBackward ? castInput : 0.0;
     pass->castBytes = bytes.castParamBytes + input;
@@ -339,6 +358,7 @@ RooflineComputeModel::LayerPasses RooflineComputeModel::layerPasses(
     p.backward.castFit = fitTerm("cast", 1, byFlops);
     p.forward.castInputFit = fitTerm("cast_input", 0, byFlops);
     p.backward.castInputFit = fitTerm("cast_input", 1, byFlops);
+    if (p.backward.biasBytes > 0) p.backward.biasFit = fitTerm("bias_grad", 1, byFlops);
   }
   return p;
 }
@@ -351,11 +371,17 @@ Nanos RooflineComputeModel::passTime(const Pass& pass, bool tensorCore, bool con
     const double seconds =
         fitByFlops ? pass.flops / (fit->rate * 1e12) : pass.bytes / (fit->rate * 1e9);
     return Nanos::fromMicrosDouble(fit->floorUs) + Nanos::fromSecondsDouble(seconds) +
-           castTime(pass);
+           castTime(pass) + biasTime(pass);
   }
   return kernelTime(pass.flops / pass.kernels, pass.bytes / pass.kernels, tensorCore, conv) *
              pass.kernels +
          castTime(pass);
+}
+
+Nanos RooflineComputeModel::biasTime(const Pass& pass) const {
+  if (pass.biasFit == nullptr || !(pass.biasBytes > 0)) return Nanos::zero();
+  return Nanos::fromMicrosDouble(pass.biasFit->floorUs) +
+         Nanos::fromSecondsDouble(pass.biasBytes / (pass.biasFit->rate * 1e9));
 }
 
 Nanos RooflineComputeModel::castTime(const Pass& pass) const {
@@ -420,11 +446,14 @@ RooflineComputeModel::LayerExplained RooflineComputeModel::explain(const LayerPa
       k.castFitted = (pass.castBytes > pass.castInputBytes ? pass.castFit != nullptr : true) &&
                      (pass.castInputBytes > 0 ? pass.castInputFit != nullptr : true);
     }
+    k.biasBytes = pass.biasBytes;
+    k.biasTime = biasTime(pass);
+    if (k.biasTime.count() > 0) ++k.kernels;
     if (fit != nullptr) {
       const double floorS = fit->floorUs * 1e-6;
-      k.bound = floorS > (k.time - k.castTime).toSeconds() - floorS ? "launch"
-                : p.fitByFlops                                      ? "compute"
-                                                                    : "memory";
+      k.bound = floorS > (k.time - k.castTime - k.biasTime).toSeconds() - floorS ? "launch"
+                : p.fitByFlops                                                   ? "compute"
+                                                                                 : "memory";
     } else {
       const double computeS = computeSeconds(pass.flops / pass.kernels, p.tensorCore, p.conv);
       const double memoryS = pass.bytes / pass.kernels / m_memoryBytesPerS;

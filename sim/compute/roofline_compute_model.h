@@ -54,6 +54,12 @@
 //   with a kernel fit, the parameters' casts take the "cast" class's floor per kernel + their
 //   bytes / its rate, and the input's cast the "cast_input" class's floor + bytes / rate
 //   (fallback cast, then elementwise); without one, the roofline's bandwidth.
+//   A bias's gradient: a matrix product's or convolution's backward with a bias sums the output
+//   gradient over the tokens (pixels) — a reduction kernel reading the output's activation bytes
+//   at the run's dtype (`reduce_kernel`, 13–33 µs a Linear in the H100 transformer traces, none in
+//   llama-small's bias-free projections). With a kernel fit that has the "bias_grad" class it is
+//   timed apart (floor + bytes / rate, the matrix product's term fitted without it); otherwise
+//   it stays within the pass's own term, as the roofline and older fits have it.
 // copyTime(B)       = B / rate_m + launch (0 for B ≤ 0).
 // optimizerTime(P)  = kOptimizerBytesPerParamByte × P / rate_m + launch: SGD with momentum reads
 //                     param, grad and momentum and writes param and momentum (5 tensors' worth),
@@ -168,6 +174,11 @@ class RooflineComputeModel final : public ComputeModel {
     double castBytes = 0;
     double castInputBytes = 0;  // of castBytes, the fp32 input's (or its gradient's) cast
     Nanos castTime;
+    // A bias's gradient reduction (backward): the bytes it reads, and its time where a kernel
+    // fit with a bias_grad class times it apart (within kernels and time above; 0 otherwise:
+    // within the pass's own term).
+    double biasBytes = 0;
+    Nanos biasTime;
     bool castFitted = false;  // the casts timed by the fit's cast (or elementwise) class
   };
   struct LayerExplained {
@@ -193,8 +204,11 @@ class RooflineComputeModel final : public ComputeModel {
     double castParamBytes = 0;
     int castParamKernels = 0;
     double castInputFraction = 0;
-    bool castInputBackward = false;  // the input is a layer's output (not the model's): has a
-                                     // gradient to cast back
+    bool castInputBackward = false;
+    // A matrix product's or convolution's bias (a 1-D parameter named *bias): the fraction of
+    // the format's activation bytes that is its output, whose gradient the backward sums.
+    double biasGradFraction = 0;  // the input is a layer's output (not the model's): has a
+                                  // gradient to cast back
   };
   std::vector<LayerBytes> layerBytes(const models::ModelSpec& model) const;
   // One kernel: `flops` FLOPs and `bytes` bytes as the kernel really moves them (already scaled
@@ -226,6 +240,9 @@ class RooflineComputeModel final : public ComputeModel {
     int castKernels = 0;
     const KernelFitTerm* castFit = nullptr;       // the parameters' casts
     const KernelFitTerm* castInputFit = nullptr;  // the input's
+    // Backward of a layer with a bias: the reduction of the output gradient into its gradient.
+    double biasBytes = 0;
+    const KernelFitTerm* biasFit = nullptr;  // the fit's bias_grad; null: not timed apart
   };
   struct LayerPasses {
     bool tensorCore = false;
@@ -245,6 +262,7 @@ class RooflineComputeModel final : public ComputeModel {
   Nanos passTime(const Pass& pass, bool tensorCore, bool conv, const KernelFitTerm* fit,
                  bool fitByFlops) const;
   Nanos castTime(const Pass& pass) const;  // its autocast casts (0 without)
+  Nanos biasTime(const Pass& pass) const;  // its bias gradient's reduction, fitted (else 0)
   // The fit's term for `kernelClass` and pass (0 forward, 1 backward), with the class's
   // fallback; null when neither is fitted. `byFlops`: whether the found class is FLOP-timed.
   const KernelFitTerm* fitTerm(std::string_view kernelClass, int pass, bool& byFlops) const;

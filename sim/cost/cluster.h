@@ -53,16 +53,18 @@ struct KernelFitClass {
 // (RooflineComputeModel): cast those of its fp32 parameters (to the half dtype in forward, their
 // gradients back in backward), cast_input that of an fp32 input (a LayerNorm's output) and its
 // gradient, a tensor as large as the activations that other kernels move at another rate (the
-// H100 traces' backward: 1.9 TB/s on a 38 MB input gradient, weights' in a few µs).
+// H100 traces' backward: 1.9 TB/s on a 38 MB input gradient, weights' in a few µs). bias_grad is
+// no layer's class either: a matmul or conv layer's backward reduction of its output gradient
+// into its bias's gradient; no fallback (unfitted, it stays within the layer's own term).
 // batchnorm is a class of its own: its kernels reduce each channel over the whole batch (PyTorch's
 // give a channel one block, so a few wide channels leave SMs idle), where a LayerNorm's reduce
 // one row each. Inline: sim_compute reads it without linking sim_cost.
 inline const std::vector<KernelFitClass>& kernelFitClasses() {
   static const std::vector<KernelFitClass> kClasses = {
-      {"matmul", true, ""},         {"conv", true, "matmul"},       {"attention", true, "matmul"},
-      {"norm", false, ""},          {"batchnorm", false, "norm"},   {"elementwise", false, ""},
-      {"embedding", false, ""},     {"pool", false, "elementwise"}, {"cast", false, "elementwise"},
-      {"cast_input", false, "cast"}};
+      {"matmul", true, ""},          {"conv", true, "matmul"},       {"attention", true, "matmul"},
+      {"norm", false, ""},           {"batchnorm", false, "norm"},   {"elementwise", false, ""},
+      {"embedding", false, ""},      {"pool", false, "elementwise"}, {"cast", false, "elementwise"},
+      {"cast_input", false, "cast"}, {"bias_grad", false, ""}};
   return kClasses;
 }
 // The class named `name`; nullptr when there is none.

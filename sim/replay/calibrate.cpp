@@ -450,12 +450,13 @@ KernelFitCalibration fitKernelClasses(const std::vector<RunDeviceTimes>& runs,
         const std::optional<Nanos> k = pass == 0 ? kernels[l].forward : kernels[l].backward;
         const auto& e = pass == 0 ? explained.forward : explained.backward;
         if (!k || k->count() <= 0 || e.kernels == 0) continue;
-        // A layer's autocast casts are kernels of their own (the cast class): the class is
-        // fitted on the rest.
-        const double ownUs = k->toMicros() - e.castTime.toMicros();
+        // A layer's autocast casts are kernels of their own (the cast classes), as is a bias's
+        // gradient where the base's fit times it apart: the class is fitted on the rest.
+        const Nanos apart = e.castTime + e.biasTime;
+        const double ownUs = k->toMicros() - apart.toMicros();
         if (ownUs <= 0) continue;
         samples[{kernelClass, pass}].push_back(
-            {byFlops ? e.flops : e.bytes, ownUs, (e.time - e.castTime).toMicros()});
+            {byFlops ? e.flops : e.bytes, ownUs, (e.time - apart).toMicros()});
       }
     }
   }

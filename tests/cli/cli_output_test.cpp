@@ -127,6 +127,21 @@ TEST(CliOutputTest, SimulateJsonExplainsEachLayersKernels) {
         conv1["forward"]["time_ns"].get<double>(),
         conv.floorUs * 1e3 + 7552892928.0 / (conv.rate * 1e3) + cast["time_ns"].get<double>(), 1.0);
   }
+  // A Linear's bias gradient: dgx-h100's fit times its reduction apart (bias_grad: floor + the
+  // output gradient's bf16 bytes at its rate; bert-base's default 8 × 128 tokens).
+  {
+    j = parseJson(runCliForTest({"simulate", "--model", "bert-base", "--cluster", "dgx-h100",
+                                 "--world-size", "1", "--autocast", "--json"}));
+    const json query = layer(j, "encoder.layer.0.attention.self.query");
+    const json& bias = query["backward"]["bias_grad"];
+    auto h100 = sim::loadBuiltinCluster("dgx-h100");
+    ASSERT_TRUE(h100.isOk()) << h100.status().message();
+    const sim::KernelFitTerm term = *h100->device.kernelFit.classes.at("bias_grad")[1];
+    const double bytes = bias["bytes"].get<double>();
+    EXPECT_EQ(bias["timed_by"], "kernel fit");
+    EXPECT_NEAR(bias["time_ns"].get<double>(), term.floorUs * 1e3 + bytes / term.rate, 1.0);
+    EXPECT_FALSE(query["forward"].contains("bias_grad"));
+  }
   // At fp32 the bf16 fit does not apply.
   j = parseJson(runCliForTest({"simulate", "--model", "resnet50", "--cluster", "dgx-h100",
                                "--world-size", "1", "--dtype", "fp32", "--json"}));

@@ -661,5 +661,45 @@ TEST(RooflineComputeModelTest, KernelFitTimesParametersAndAnInputsCastsApart) {
   EXPECT_EQ(conv1.backward.castTime, us(3, weight, 500));
 }
 
+// A Linear with a bias sums its output gradient over the tokens in backward (one reduction
+// kernel reading it at the run's dtype). A fit with a bias_grad class times it apart from the
+// matrix product's term; without that class it stays within the term (reported, not timed).
+// llama-small's projections have no bias; the forward reduces nothing.
+TEST(RooflineComputeModelTest, KernelFitTimesABiasGradientsReductionApart) {
+  DeviceSpec device = fittedDevice();
+  device.kernelFit.classes["bias_grad"] = {std::nullopt, KernelFitTerm{5, 1000}};
+  auto bert = models::loadZooModel("bert-base");
+  auto llama = models::loadZooModel("llama-small");
+  ASSERT_OK(bert);
+  ASSERT_OK(llama);
+  const models::ModelInputs tokens{8, 128, 0};
+  const double outputGradient = 8.0 * 128 * 768 * 2;  // bf16
+  auto fitted = RooflineComputeModel::create(device, "bf16");
+  ASSERT_OK(fitted);
+  const size_t q = static_cast<size_t>(bert->findLayer("encoder.layer.0.attention.self.query"));
+  const auto query = (*fitted)->explainLayers(*bert, tokens)[q];
+  EXPECT_DOUBLE_EQ(query.backward.biasBytes, outputGradient);
+  const Nanos bias = Nanos::fromMicros(5) + Nanos::fromSecondsDouble(outputGradient / (1000 * 1e9));
+  EXPECT_EQ(query.backward.biasTime, bias);
+  EXPECT_EQ(query.forward.biasBytes, 0);
+  // matmul backward: 20 µs + its FLOPs at 250 TFLOP/s, then the reduction; one kernel more
+  const Nanos gemms =
+      Nanos::fromMicros(20) + Nanos::fromSecondsDouble(query.backward.flops / (250 * 1e12));
+  EXPECT_EQ(query.backward.time, gemms + bias);
+  EXPECT_EQ(query.backward.kernels, 3);
+  EXPECT_EQ((*fitted)->layerTimes(*bert, tokens)[q].backward, gemms + bias);
+  const size_t qProj = static_cast<size_t>(llama->findLayer("model.layers.0.self_attn.q_proj"));
+  EXPECT_EQ((*fitted)->explainLayers(*llama, tokens)[qProj].backward.biasBytes, 0);
+  // Without the class: the bytes are known, the time is the matrix product's term alone.
+  device.kernelFit.classes.erase("bias_grad");
+  auto unfitted = RooflineComputeModel::create(device, "bf16");
+  ASSERT_OK(unfitted);
+  const auto within = (*unfitted)->explainLayers(*bert, tokens)[q];
+  EXPECT_DOUBLE_EQ(within.backward.biasBytes, outputGradient);
+  EXPECT_EQ(within.backward.biasTime, Nanos::zero());
+  EXPECT_EQ(within.backward.time, gemms);
+  EXPECT_EQ(within.backward.kernels, 2);
+}
+
 }  // namespace
 }  // namespace ddpscope::sim
