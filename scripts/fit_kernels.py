@@ -13,7 +13,9 @@ zoo model at the job's batch and dtype: their op class (kernel_class), FLOPs and
 layers are timed with the module that runs them (analyze.py layer_groups).
 
 Fit, per op class and pass: time = floor_us + FLOPs / (tflops x 1e12) for matmul, conv and
-attention, floor_us + bytes / (GBps x 1e9) for the rest (the cast class: a floor per kernel), by
+attention, floor_us + bytes / (GBps x 1e9) for the rest (the cast class: a floor per kernel; the
+batchnorm class: bytes / (GBps x min(1, channels / (channels_per_sm x SMs))), channels_per_sm the
+whole blocks per SM, 0-4, that fit best: PyTorch's BatchNorm kernels give a channel one block), by
 least squares on the relative error
 over the modules whose layers are all of that class, both terms non-negative (else the rate alone).
 A class and pass with fewer than MIN_SAMPLES modules is not fitted (the simulator falls back).
@@ -188,7 +190,9 @@ def samples(groups, kernel_class, phase, measured_by_owner, cast_term=None, bias
             own = measured - casts - (bias_us(measured_by_owner, owner)
                                       if bias_apart and bias > 0 else 0.0)
             if own > 0:
-                out.append((sum((x.get(phase) or {}).get(key, 0.0) for x in layers), own))
+                work = sum((x.get(phase) or {}).get(key, 0.0) for x in layers)
+                # a BatchNorm's layer rides along: its channels set the share of the rate
+                out.append((work, own, 1, layers[0]) if cls == "batchnorm" else (work, own))
     return out
 
 
@@ -212,7 +216,24 @@ def fit_term(points):
     return 0.0, b2 / s22
 
 
-def fit(groups_by_model, measured_by_model, models, dtype, source):
+# A batchnorm term's channels_per_sm, tried in turn: 0 (none) or whole blocks per SM.
+CHANNELS_PER_SM = (0, 1, 2, 3, 4)
+
+
+def channel_share(layer, channels_per_sm, sm_count):
+    """The share of a batchnorm term's rate a BatchNorm layer reaches: PyTorch gives a channel
+    one block, so fewer channels than channels_per_sm x SMs leave SMs idle."""
+    c = layer.get("num_features", 0)
+    if not channels_per_sm or not c or not sm_count:
+        return 1.0
+    return min(1.0, c / (channels_per_sm * sm_count))
+
+
+def relative_sse(points, floor, slope):
+    return sum(((n * floor + slope * w) / t - 1) ** 2 for w, t, n in points)
+
+
+def fit(groups_by_model, measured_by_model, models, dtype, source, sm_count):
     groups = [g for m in models for g in groups_by_model[m]]
     measured = {o: v for m in models for o, v in measured_by_model[m].items()}
     result = {"dtype": dtype, "source": source}
@@ -227,14 +248,39 @@ def fit(groups_by_model, measured_by_model, models, dtype, source):
                              bias_apart="backward" in result.get("bias_grad", {}))
             if len(points) < MIN_SAMPLES:
                 continue
-            floor, slope = fit_term(points)
+            best = None
+            for k in (CHANNELS_PER_SM if kernel_class == "batchnorm" else (0,)):
+                # a layer's bytes over the share of the rate it reaches: the work at full rate
+                pts = ([(w / channel_share(layer, k, sm_count), t, 1) for w, t, _n, layer in points]
+                       if kernel_class == "batchnorm" else points)
+                floor, slope = fit_term(pts)
+                pts = [p if len(p) > 2 else (p[0], p[1], 1) for p in pts]
+                sse = relative_sse(pts, floor, slope)
+                if best is None or sse < best[0] - 1e-9:
+                    best = (sse, k, floor, slope)
+            _sse, k, floor, slope = best
             rate = 1e6 / slope / (1e12 if kernel_class in FLOP_CLASSES else 1e9)  # slope: us/unit
             terms[phase] = {"floor_us": float(f"{floor:.4g}"),
                             ("tflops" if kernel_class in FLOP_CLASSES else "GBps"):
                                 float(f"{rate:.5g}")}
+            if k:
+                terms[phase]["channels_per_sm"] = k
         if terms:
             result[kernel_class] = terms
     return result
+
+
+def simulated(ddpscope, model, job, cluster):
+    """simulate --json's layers of the zoo model (analyze.simulated_layers), each with its
+    num_features from the model file where it has one (a BatchNorm's channels)."""
+    layers = analyze.simulated_layers(ddpscope, model, job, cluster)[0]
+    with open(os.path.join(ROOT, "models", "zoo", model + ".json")) as f:
+        attrs = {x["name"]: x.get("attrs", {}) for x in json.load(f)["layers"]}
+    for layer in layers:
+        c = attrs.get(layer["name"], {}).get("num_features")
+        if c:
+            layer["num_features"] = c
+    return layers
 
 
 def cluster_with(base, kernel_fit, directory, name):
@@ -275,7 +321,7 @@ def fitted_term(kernel_fit, cls, phase):
     return kernel_fit[cls][phase] if cls else None
 
 
-def formula_us(kernel_fit, layer, phase):
+def formula_us(kernel_fit, layer, phase, sm_count):
     """A layer pass's time under `kernel_fit` as FORMAT.md states it (its autocast casts
     included); None when not fitted."""
     k = layer.get(phase) or {}
@@ -287,7 +333,9 @@ def formula_us(kernel_fit, layer, phase):
     if "tflops" in term:
         us = term["floor_us"] + k["flops"] / (term["tflops"] * 1e12) * 1e6
     else:
-        us = term["floor_us"] + k["bytes"] / (term["GBps"] * 1e9) * 1e6
+        share = (channel_share(layer, term.get("channels_per_sm", 0), sm_count)
+                 if layer["kernel_class"] == "batchnorm" else 1.0)
+        us = term["floor_us"] + k["bytes"] / (term["GBps"] * share * 1e9) * 1e6
     for cls, work, kernels in (
             ("cast", param_cast_bytes(layer, phase), param_cast_kernels(layer, phase)),
             ("cast_input", cast_bytes(layer, phase, "input_bytes"), 1)):
@@ -302,11 +350,11 @@ def formula_us(kernel_fit, layer, phase):
     return us
 
 
-def check_formula(kernel_fit, sim_layers, model):
+def check_formula(kernel_fit, sim_layers, model, sm_count):
     worst = 0.0
     for layer in sim_layers:
         for phase in PASSES:
-            want = formula_us(kernel_fit, layer, phase)
+            want = formula_us(kernel_fit, layer, phase, sm_count)
             if want is None:
                 continue
             if layer[phase].get("timed_by") != "kernel fit" and want > 0:
@@ -419,21 +467,22 @@ def main():
 
     with tempfile.TemporaryDirectory() as tmp:
         roofline = cluster_with(base, None, tmp, "roofline")
-        sims = {m: analyze.simulated_layers(args.ddpscope, m, job, roofline)[0]
+        sims = {m: simulated(args.ddpscope, m, job, roofline)
                 for m, job, _x in runs}
         measured = {m: analyze.own_kernels(x, sims[m]) for m, _j, x in runs}
         groups = {m: analyze.layer_groups(measured[m], sims[m]) for m in models}
-        full = fit(groups, measured, models, dtype, source)
+        sm_count = base["device"].get("sm_count", 0)
+        full = fit(groups, measured, models, dtype, source, sm_count)
         report = {"source": source, "min_samples": MIN_SAMPLES, "kernel_fit": full, "models": {}}
         in_sample = cluster_with(base, full, tmp, "in-sample")
         for m, job, _x in runs:
             x = measured[m]
-            held = fit(groups, measured, [o for o in models if o != m], dtype, source)
+            held = fit(groups, measured, [o for o in models if o != m], dtype, source, sm_count)
             held_path = cluster_with(base, held, tmp, "held-out-" + m)
-            fitted, _ = analyze.simulated_layers(args.ddpscope, m, job, in_sample)
-            check_formula(full, fitted, m)
-            held_layers, _ = analyze.simulated_layers(args.ddpscope, m, job, held_path)
-            check_formula(held, held_layers, m)
+            fitted = simulated(args.ddpscope, m, job, in_sample)
+            check_formula(full, fitted, m, sm_count)
+            held_layers = simulated(args.ddpscope, m, job, held_path)
+            check_formula(held, held_layers, m, sm_count)
             report["models"][m] = {"roofline": evaluate(x, sims[m]),
                                    "in_sample": evaluate(x, fitted),
                                    "in_sample_by_class": by_class(x, fitted),
@@ -516,6 +565,8 @@ def transfer(kernel_fit, source_device, target_device, source_name):
                 scale = sm_scale if cls == "batchnorm" and own_batchnorm else byte_scale
                 out[cls][phase] = {"floor_us": term["floor_us"],
                                    "GBps": float(f"{term['GBps'] * scale:.5g}")}
+                if "channels_per_sm" in term:  # blocks per SM: the kernels', not the GPU's
+                    out[cls][phase]["channels_per_sm"] = term["channels_per_sm"]
     return out
 
 

@@ -203,6 +203,7 @@ StatusOr<std::unique_ptr<RooflineComputeModel>> RooflineComputeModel::create(
   }
   if (!device.kernelFit.empty() && device.kernelFit.dtype == dtype) {
     model->m_fit = device.kernelFit;
+    model->m_smCount = device.smCount;
     std::string classes;
     for (const auto& [name, passes] : model->m_fit.classes) {
       classes += (classes.empty() ? "" : ", ") + name;
@@ -353,6 +354,15 @@ RooflineComputeModel::LayerPasses RooflineComputeModel::layerPasses(
     p.fitBackward = fitTerm(kernelClass, 1, backwardByFlops);
     // A class and its fallback share how they are timed (both FLOP- or both byte-timed).
     p.fitByFlops = p.fitForward ? forwardByFlops : backwardByFlops;
+    const auto channels = layer.attrs.find("num_features");
+    if (isBatchNormType(layer.type) && channels != layer.attrs.end() && channels->second > 0 &&
+        m_smCount > 0) {
+      for (auto [pass, term] :
+           {std::pair{&p.forward, p.fitForward}, {&p.backward, p.fitBackward}}) {
+        if (term == nullptr || !(term->channelsPerSm > 0)) continue;
+        pass->rateShare = std::min(1.0, channels->second / (term->channelsPerSm * m_smCount));
+      }
+    }
     bool byFlops = false;
     p.forward.castFit = fitTerm("cast", 0, byFlops);
     p.backward.castFit = fitTerm("cast", 1, byFlops);
@@ -368,8 +378,8 @@ Nanos RooflineComputeModel::passTime(const Pass& pass, bool tensorCore, bool con
   if (pass.kernels <= 0) return Nanos::zero();
   if (fit != nullptr) {
     if (pass.flops == 0 && pass.bytes == 0) return Nanos::zero();
-    const double seconds =
-        fitByFlops ? pass.flops / (fit->rate * 1e12) : pass.bytes / (fit->rate * 1e9);
+    const double seconds = fitByFlops ? pass.flops / (fit->rate * 1e12)
+                                      : pass.bytes / (fit->rate * pass.rateShare * 1e9);
     return Nanos::fromMicrosDouble(fit->floorUs) + Nanos::fromSecondsDouble(seconds) +
            castTime(pass) + biasTime(pass);
   }

@@ -54,6 +54,10 @@
 //   with a kernel fit, the parameters' casts take the "cast" class's floor per kernel + their
 //   bytes / its rate, and the input's cast the "cast_input" class's floor + bytes / rate
 //   (fallback cast, then elementwise); without one, the roofline's bandwidth.
+//   BatchNorm's occupancy: PyTorch's own BatchNorm kernels (bf16) reduce a channel in one block,
+//   so a layer with C channels keeps at most C blocks busy; where the fit's batchnorm term has
+//   channels_per_sm (k), a pass runs at rate × min(1, C / (k × SMs)) (C: attrs.num_features).
+//   The H100 resnet50 trace: 64-channel layers' backward at a quarter of 512-channel ones' rate.
 //   A bias's gradient: a matrix product's or convolution's backward with a bias sums the output
 //   gradient over the tokens (pixels) — a reduction kernel reading the output's activation bytes
 //   at the run's dtype (`reduce_kernel`, 13–33 µs a Linear in the H100 transformer traces, none in
@@ -243,6 +247,9 @@ class RooflineComputeModel final : public ComputeModel {
     // Backward of a layer with a bias: the reduction of the output gradient into its gradient.
     double biasBytes = 0;
     const KernelFitTerm* biasFit = nullptr;  // the fit's bias_grad; null: not timed apart
+    // The share of its byte rate the fit's term reaches here (a BatchNorm with fewer channels
+    // than its term's channels_per_sm × the SMs: channels / that); 1 otherwise.
+    double rateShare = 1;
   };
   struct LayerPasses {
     bool tensorCore = false;
@@ -283,7 +290,8 @@ class RooflineComputeModel final : public ComputeModel {
   double m_computeEfficiency = 1;  // eff_c: the rates above over the peaks
   double m_memoryEfficiency = 1;   // eff_m
   Nanos m_launchOverhead;
-  KernelFit m_fit;  // empty unless the device's fit is for this dtype
+  KernelFit m_fit;    // empty unless the device's fit is for this dtype
+  int m_smCount = 0;  // the device's SMs (a batchnorm term's channels_per_sm needs them)
   std::string m_description;
 };
 

@@ -31,6 +31,10 @@ std::string_view gpuArchName(GpuArch arch);
 struct KernelFitTerm {
   double floorUs = 0;
   double rate = 0;  // TFLOP/s (FLOP-timed classes) or GB/s (byte-timed classes), > 0
+  // batchnorm only: PyTorch's own kernels give a channel one block, so a layer with fewer
+  // channels than channelsPerSm × the GPU's SMs leaves SMs idle and runs at rate × channels /
+  // (channelsPerSm × SMs); 0: no such term.
+  double channelsPerSm = 0;
 };
 struct KernelFit {
   std::string dtype;   // the run dtype the fit holds for ("bf16"); "" = no fit

@@ -166,13 +166,23 @@ class ClusterParser : private io::JsonReader {
         ASSIGN_OR_RETURN(const Json* term, object(it.value(), classPath, passKey, false));
         if (term == nullptr) continue;
         const std::string termPath = jsonKeyPath(classPath, passKey);
-        RETURN_IF_ERROR(checkKeys(*term, termPath, {"floor_us", rateKey}));
+        const bool batchNorm = it.key() == "batchnorm";
+        if (batchNorm) {
+          RETURN_IF_ERROR(checkKeys(*term, termPath, {"floor_us", rateKey, "channels_per_sm"}));
+        } else {
+          RETURN_IF_ERROR(checkKeys(*term, termPath, {"floor_us", rateKey}));
+        }
         KernelFitTerm t;
         ASSIGN_OR_RETURN(t.floorUs, number(*term, termPath, "floor_us", 0, 1e6, std::nullopt,
                                            "a number of µs in [0, 1e6]"));
         ASSIGN_OR_RETURN(t.rate,
                          number(*term, termPath, rateKey, 1e-6, 1e9, std::nullopt,
                                 "a positive number (" + rateUnit + " as the fit measured it)"));
+        if (batchNorm && term->contains("channels_per_sm")) {
+          ASSIGN_OR_RETURN(t.channelsPerSm,
+                           number(*term, termPath, "channels_per_sm", 0.01, 64, std::nullopt,
+                                  "a number of channels per SM in [0.01, 64]"));
+        }
         passes[pass] = t;
       }
     }

@@ -1482,14 +1482,16 @@ TEST(CalibrateCliTest, OneGpuRunsFitComputeAndKeepTheBaseNetwork) {
   EXPECT_EQ(cluster->commModel, sim::CommModelKind::kNccl);
   EXPECT_EQ(cluster->measuredLatency.present, base->measuredLatency.present);
   // The runtime's own kernels on the H100 against what dgx-h100 predicts at bf16 — its kernel
-  // fit, PyTorch's kernels on the same GPU (measured / predicted = 11.16 on these traces; 10.33
-  // before the fit timed autocast's casts apart from the matrix products (matmul forward 10.55 µs
+  // fit, PyTorch's kernels on the same GPU (measured / predicted = 10.48 on these traces; 11.16
+  // before the fit's BatchNorms ran at a share of the rate set by their channels over the SMs
+  // (channels_per_sm), which slows resnet50's 64-channel ones; 10.33 before the fit timed
+  // autocast's casts apart from the matrix products (matmul forward 10.55 µs
   // + 637 TFLOP/s, now 4.05 µs + 744), 10.00 before it left autograd's gradient sums out of the
   // readers' classes, 10.32 before
   // BatchNorm had a class of its own in the fit; 13.24 against the bf16 roofline before the fit;
   // 2.95 against the fp32 roofline, a precision mix-up this test keeps out).
   const double scale = base->device.peakTflops.at("bf16") / cluster->device.peakTflops.at("bf16");
-  EXPECT_NEAR(scale, 11.16, 0.2);
+  EXPECT_NEAR(scale, 10.48, 0.2);
   // The fit is scaled with the peaks, or the calibration would not reach the fitted layers.
   const auto& fitted = base->device.kernelFit.classes.at("matmul")[0];
   const auto& calibrated = cluster->device.kernelFit.classes.at("matmul")[0];

@@ -701,5 +701,33 @@ TEST(RooflineComputeModelTest, KernelFitTimesABiasGradientsReductionApart) {
   EXPECT_EQ(within.backward.kernels, 2);
 }
 
+// PyTorch's own BatchNorm kernels give a channel one block: with the fit's channels_per_sm (k)
+// a BatchNorm with C channels runs at rate × min(1, C / (k × SMs)). Without it (or without an
+// SM count) the rate is the term's.
+TEST(RooflineComputeModelTest, KernelFitBatchNormRateFollowsItsChannelsOverTheSms) {
+  DeviceSpec device = fittedDevice();
+  device.smCount = 100;
+  device.kernelFit.classes["batchnorm"] = {KernelFitTerm{0, 1000, 1}, KernelFitTerm{0, 1000, 2}};
+  auto model = RooflineComputeModel::create(device, "bf16");
+  ASSERT_OK(model);
+  auto bn = [](double channels) {
+    models::LayerSpec layer = makeLayer("BatchNorm2d", 0, 2e9, {0, 1});
+    layer.attrs["num_features"] = channels;
+    return layer;
+  };
+  // 2e9 zoo bytes → 1e9 at bf16; forward 1.5×, backward 2.5× (the kernels' traffic)
+  const auto few = (*model)->layerTime(bn(50), kNoInputs);
+  EXPECT_EQ(few.forward, Nanos::fromSecondsDouble(1.5e9 / (1e12 * 0.5)));    // 50 / (1 × 100)
+  EXPECT_EQ(few.backward, Nanos::fromSecondsDouble(2.5e9 / (1e12 * 0.25)));  // 50 / (2 × 100)
+  const auto many = (*model)->layerTime(bn(512), kNoInputs);
+  EXPECT_EQ(many.forward, Nanos::fromSecondsDouble(1.5e9 / 1e12));
+  EXPECT_EQ(many.backward, Nanos::fromSecondsDouble(2.5e9 / 1e12));
+  device.smCount = 0;
+  auto noSms = RooflineComputeModel::create(device, "bf16");
+  ASSERT_OK(noSms);
+  EXPECT_EQ((*noSms)->layerTime(bn(50), kNoInputs).backward,
+            Nanos::fromSecondsDouble(2.5e9 / 1e12));
+}
+
 }  // namespace
 }  // namespace ddpscope::sim

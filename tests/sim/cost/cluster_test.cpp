@@ -390,21 +390,25 @@ TEST(ClusterJsonTest, DgxH100CarriesTheHostProfileMeasuredOnAnH100) {
 
 TEST(ClusterJsonTest, KernelFitParsesAndDgxH100CarriesTheH100Fit) {
   Json doc = Json::parse(builtinClusterJson("dgx-a100"));
-  doc["device"]["kernel_fit"] = {{"dtype", "bf16"},
-                                 {"source", "a test"},
-                                 {"matmul", {{"forward", {{"floor_us", 10}, {"tflops", 500}}}}},
-                                 {"norm", {{"backward", {{"floor_us", 2.5}, {"GBps", 900}}}}}};
+  doc["device"]["kernel_fit"] = {
+      {"dtype", "bf16"},
+      {"source", "a test"},
+      {"matmul", {{"forward", {{"floor_us", 10}, {"tflops", 500}}}}},
+      {"norm", {{"backward", {{"floor_us", 2.5}, {"GBps", 900}}}}},
+      {"batchnorm", {{"backward", {{"floor_us", 4}, {"GBps", 1500}, {"channels_per_sm", 2}}}}}};
   auto cluster = parseClusterJson(doc.dump(), "mine.json");
   ASSERT_OK(cluster);
   const KernelFit& fit = cluster->device.kernelFit;
   EXPECT_EQ(fit.dtype, "bf16");
   EXPECT_EQ(fit.source, "a test");
-  ASSERT_EQ(fit.classes.size(), 2u);
+  ASSERT_EQ(fit.classes.size(), 3u);
   ASSERT_TRUE(fit.classes.at("matmul")[0].has_value());
   EXPECT_FALSE(fit.classes.at("matmul")[1].has_value());  // backward: not fitted
   EXPECT_EQ(fit.classes.at("matmul")[0]->floorUs, 10);
   EXPECT_EQ(fit.classes.at("matmul")[0]->rate, 500);
   EXPECT_EQ(fit.classes.at("norm")[1]->rate, 900);
+  EXPECT_EQ(fit.classes.at("norm")[1]->channelsPerSm, 0);  // absent: no occupancy term
+  EXPECT_EQ(fit.classes.at("batchnorm")[1]->channelsPerSm, 2);
   // Without the object: no fit (the roofline times every layer).
   auto a100 = loadBuiltinCluster("dgx-a100");
   ASSERT_OK(a100);
@@ -436,6 +440,17 @@ TEST(ClusterJsonTest, KernelFitErrorsNameTheField) {
        "device.kernel_fit.gemm: unknown field; expected one of dtype, source, matmul, conv"},
       {{{"dtype", "bf16"}, {"source", "s"}, {"matmul", {{"fwd", term}}}},
        "device.kernel_fit.matmul.fwd: unknown field"},
+      // channels_per_sm is batchnorm's only, and a positive count
+      {{{"dtype", "bf16"},
+        {"source", "s"},
+        {"norm", {{"forward", {{"floor_us", 1}, {"GBps", 900}, {"channels_per_sm", 2}}}}}},
+       "device.kernel_fit.norm.forward.channels_per_sm: unknown field; expected one of floor_us, "
+       "GBps"},
+      {{{"dtype", "bf16"},
+        {"source", "s"},
+        {"batchnorm", {{"forward", {{"floor_us", 1}, {"GBps", 900}, {"channels_per_sm", 0}}}}}},
+       "device.kernel_fit.batchnorm.forward.channels_per_sm: expected a number of channels per "
+       "SM in [0.01, 64]"},
       // A byte-timed class takes GB/s, a FLOP-timed one TFLOP/s.
       {{{"dtype", "bf16"}, {"source", "s"}, {"norm", {{"forward", term}}}},
        "device.kernel_fit.norm.forward.tflops: unknown field; expected one of floor_us, GBps"},
