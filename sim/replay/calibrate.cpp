@@ -723,9 +723,10 @@ nlohmann::json calibratedClusterJson(const nlohmann::json& base, const ClusterSp
       const bool byFlops = timedByFlops(kernelClass);
       for (int pass = 0; pass < 2; ++pass) {
         if (!passes[pass]) continue;
-        out[kernelClass][pass == 0 ? "forward" : "backward"] = {
-            {"floor_us", round(passes[pass]->floorUs, 4)},
-            {byFlops ? "tflops" : "GBps", round(passes[pass]->rate, 4)}};
+        nlohmann::json& term = out[kernelClass][pass == 0 ? "forward" : "backward"];
+        term = {{"floor_us", round(passes[pass]->floorUs, 4)},
+                {byFlops ? "tflops" : "GBps", round(passes[pass]->rate, 4)}};
+        if (passes[pass]->channelsPerSm > 0) term["channels_per_sm"] = passes[pass]->channelsPerSm;
       }
     }
     j["device"]["kernel_fit"] = out;

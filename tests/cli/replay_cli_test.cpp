@@ -1498,6 +1498,22 @@ TEST(CalibrateCliTest, OneGpuRunsFitComputeAndKeepTheBaseNetwork) {
   ASSERT_TRUE(fitted && calibrated);
   EXPECT_NEAR(calibrated->rate, fitted->rate / scale, 1e-3 * fitted->rate / scale);
   EXPECT_NEAR(calibrated->floorUs, fitted->floorUs * scale, 1e-3 * fitted->floorUs * scale);
+  // A term the calibration keeps from the base (scaled, not refitted) keeps all of it: the
+  // batchnorm term's channels_per_sm too (the written cluster used to drop it).
+  int keptChannels = 0;
+  for (const auto& [kernelClass, passes] : base->device.kernelFit.classes) {
+    for (int pass = 0; pass < 2; ++pass) {
+      const auto it = cluster->device.kernelFit.classes.find(kernelClass);
+      if (!passes[pass] || it == cluster->device.kernelFit.classes.end() || !it->second[pass]) {
+        continue;
+      }
+      const double scaled = passes[pass]->rate / scale;
+      if (std::abs(it->second[pass]->rate - scaled) > 1e-3 * scaled) continue;  // refitted
+      EXPECT_EQ(it->second[pass]->channelsPerSm, passes[pass]->channelsPerSm) << kernelClass;
+      if (passes[pass]->channelsPerSm > 0) ++keptChannels;
+    }
+  }
+  EXPECT_GT(keptChannels, 0);
   // A multi-rank calibration still fits the network (WritesAClusterThatSimulateLoads).
 }
 
